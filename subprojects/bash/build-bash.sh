@@ -1,0 +1,65 @@
+#!/bin/sh
+# Build Bash from Debian's bash source package with execgate's exec-wrapper
+# patch, and copy the binary to OUTPUT.
+#
+#   build-bash.sh OUTPUT PATCH CACHE_DIR
+#
+# CACHE_DIR holds the downloaded source package and finished binaries, keyed
+# by the source version, the patch and this script, so that several build
+# directories of one checkout compile Bash once.  The source comes from the
+# distribution's package manager (apt-get source); scripts/setup normally
+# fetches it ahead of the build.
+set -eu
+
+me=build-bash
+[ $# -eq 3 ] || { echo "usage: $me OUTPUT PATCH CACHE_DIR" >&2; exit 2; }
+
+# Absolute paths: the build below changes directory.
+abspath() {
+	printf '%s/%s\n' "$(cd "$(dirname "$1")" && pwd)" "$(basename "$1")"
+}
+output=$(abspath "$1")
+patch=$(abspath "$2")
+cache=$3
+
+die() {
+	echo "$me: $*" >&2
+	exit 1
+}
+
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+
+dsc=$(ls "$cache"/bash_*.dsc 2>/dev/null | sort -V | tail -n 1 || true)
+if [ -z "$dsc" ]; then
+	echo "$me: fetching Debian's bash source package into $cache" >&2
+	(cd "$cache" && apt-get source --download-only bash >/dev/null 2>"$cache/apt-source.log") ||
+		die "apt-get source bash failed (see $cache/apt-source.log); run scripts/setup, which adds a deb-src entry"
+	dsc=$(ls "$cache"/bash_*.dsc | sort -V | tail -n 1)
+fi
+
+key=$(cat "$dsc" "$patch" "$0" | sha256sum | cut -c1-16)
+built="$cache/built-$key/bash"
+if [ ! -x "$built" ]; then
+	work="$cache/work-$key"
+	rm -rf "$work"
+	mkdir -p "$work"
+	log="$work/build.log"
+	echo "$me: building patched Bash from $(basename "$dsc") (log: $log)" >&2
+	dpkg-source --no-check -x "$dsc" "$work/src" >"$log" 2>&1 ||
+		die "dpkg-source could not unpack $dsc (see $log)"
+	(cd "$work/src" && patch -p1 --forward <"$patch") >>"$log" 2>&1 ||
+		die "the exec-wrapper patch does not apply to $(basename "$dsc") (see $log)"
+	(cd "$work/src" && ./configure --without-bash-malloc --disable-nls >>"$log" 2>&1) ||
+		die "configure failed (see $log)"
+	jobs=$(nproc 2>/dev/null || echo 2)
+	(cd "$work/src" && make -j"$jobs" bash >>"$log" 2>&1) ||
+		die "make failed (see $log)"
+	mkdir -p "$cache/built-$key"
+	cp "$work/src/bash" "$built.tmp"
+	mv "$built.tmp" "$built"
+	rm -rf "$work"
+fi
+
+cp "$built" "$output.tmp"
+mv "$output.tmp" "$output"

@@ -1,0 +1,396 @@
+/*
+ * The patched Bash: with EXEC_WRAPPER (or BASH_EXEC_WRAPPER) in the
+ * environment it passes to a program, Bash runs WRAPPER FILE ARGV... instead.
+ *
+ * These tests run the real patched binary with record-argv as the wrapper;
+ * record-argv logs each argv it receives and then runs the program, so both
+ * what was intercepted and what the command printed can be checked.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "tmpdir.h"
+
+static const char *patched_bash;
+static const char *recorder;
+
+struct fixture {
+    char *dir;
+    char *log;
+    char *wrapper_env;
+};
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->dir = tmpdir_new("bashpatch");
+    f->log = tmpdir_path(f->dir, "argv.log");
+    assert_true(asprintf(&f->wrapper_env, "EXEC_WRAPPER=%s", recorder) > 0);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    tmpdir_remove(f->dir);
+    free(f->dir);
+    free(f->log);
+    free(f->wrapper_env);
+    free(f);
+    return 0;
+}
+
+/* Runs `bash -c script` with a small fixed environment plus `extra` (may be
+ * NULL), as $0 = "bash" so messages do not depend on the binary's path. */
+static void
+run_bash(struct fixture *f, const char *bash, const char *script, const char *extra,
+         struct proc_result *res)
+{
+    char *record_env;
+    assert_true(asprintf(&record_env, "RECORD_ARGV_FILE=%s", f->log) > 0);
+    const char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", record_env, extra, NULL};
+    const char *argv[] = {bash, "-c", script, "bash", NULL};
+    struct proc_options opts = {.envp = envp, .cwd = f->dir};
+
+    assert_int_equal(proc_run(argv, &opts, res), 0);
+    free(record_env);
+}
+
+/* Every argv the wrapper saw, as a JSON array of arrays (empty if none). */
+static json_t *
+records(struct fixture *f)
+{
+    json_t *all = json_array();
+    char *text = tmpdir_read_file(f->log, NULL);
+    if (text == NULL)
+        return all;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t err;
+        json_t *rec = json_loads(line, 0, &err);
+        if (rec == NULL)
+            fail_msg("unparsable record line: %s (%s)", line, err.text);
+        json_array_append_new(all, rec);
+    }
+    free(text);
+    return all;
+}
+
+/* Asserts that rec is [recorder, file, args...]. */
+static void
+assert_record(const json_t *rec, const char *file, const char *const *args)
+{
+    assert_true(json_is_array(rec));
+    assert_string_equal(json_string_value(json_array_get(rec, 0)), recorder);
+    assert_string_equal(json_string_value(json_array_get(rec, 1)), file);
+    size_t i = 0;
+    for (; args[i]; i++)
+        assert_string_equal(json_string_value(json_array_get(rec, i + 2)), args[i]);
+    assert_int_equal(json_array_size(rec), i + 2);
+}
+
+/* The record whose FILE is `file`, or fails the test. */
+static const json_t *
+record_for(const json_t *all, const char *file)
+{
+    size_t i;
+    const json_t *rec;
+    json_array_foreach(all, i, rec)
+    {
+        if (strcmp(json_string_value(json_array_get(rec, 1)), file) == 0)
+            return rec;
+    }
+    fail_msg("no exec of %s was wrapped", file);
+    return NULL;
+}
+
+static void
+test_plain_command(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "/bin/echo hi there", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "hi there\n");
+
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo",
+                  (const char *[]){"/bin/echo", "hi", "there", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_path_lookup_passes_resolved_file(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "uname -s", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "Linux\n");
+
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    /* FILE is the absolute path found through PATH; argv[0] stays "uname". */
+    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_exec_builtin(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "exec /bin/echo via exec", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "via exec\n");
+
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo",
+                  (const char *[]){"/bin/echo", "via", "exec", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_exec_preserves_argv0(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "exec -a custom-name /bin/sh -c 'echo $0'", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "custom-name\n");
+
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/sh",
+                  (const char *[]){"custom-name", "-c", "echo $0", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_pipeline_of_three(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "     1\txbc\n");
+
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 3);
+    assert_record(record_for(all, "/bin/echo"), "/bin/echo",
+                  (const char *[]){"/bin/echo", "abc", NULL});
+    assert_record(record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
+                  (const char *[]){"tr", "a", "x", NULL});
+    assert_record(record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
+                  (const char *[]){"cat", "-n", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_command_substitution(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "v=$(uname -s); echo \"got $v\"", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "got Linux\n");
+
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1); /* echo is a builtin */
+    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_command_builtin_still_wraps(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "command uname -s", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_legacy_variable_name(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *legacy;
+
+    assert_true(asprintf(&legacy, "BASH_EXEC_WRAPPER=%s", recorder) > 0);
+    run_bash(f, patched_bash, "/bin/echo legacy", legacy, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "legacy\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "legacy", NULL});
+    json_decref(all);
+    free(legacy);
+    proc_result_free(&res);
+}
+
+static void
+test_empty_wrapper_means_no_wrapper(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "direct\nLinux\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_builtins_functions_subshells_not_wrapped(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash,
+             "echo a; printf 'b\\n'; cd / && pwd; type -t ls; f() { echo fn; }; f; (echo sub); "
+             "test -d / && echo dir; read -r x <<< 'y'; echo $x",
+             f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "a\nb\n/\nfile\nfn\nsub\ndir\ny\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_prefix_assignment_wraps(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *script;
+
+    /* Only the environment the program receives counts: a prefix
+     * assignment puts the wrapper there, a plain shell variable does not. */
+    assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
+                         recorder, recorder) > 0);
+    run_bash(f, patched_bash, script, NULL, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ntwo\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
+    json_decref(all);
+    free(script);
+    proc_result_free(&res);
+}
+
+static void
+test_unrunnable_wrapper_fails_closed(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
+    assert_int_equal(proc_exit_code(&res), 127);
+    assert_string_equal(res.out, "");
+    assert_non_null(strstr(res.err, "cannot execute exec wrapper /nonexistent/wrapper"));
+    proc_result_free(&res);
+}
+
+/* Without the variable the patched Bash must behave exactly as Debian's. */
+static void
+test_unset_behaves_as_stock_bash(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const scripts[] = {
+        "echo hi; ls /nonexistent-path; echo status $?",
+        "nosuchcommand-xyz; echo $?",
+        "/bin/sh -c 'exit 7'; echo $?",
+        "printf '%s\\n' b a c | sort -r | head -n 2",
+        "x=$(uname); echo \"$x\"",
+        "/etc/passwd; echo $?",
+        "./missing-script; echo $?",
+        "exec /nonexistent/prog",
+        "cd /tmp && pwd && exit 3",
+        "echo $BASH_VERSION",
+    };
+
+    if (access("/bin/bash", X_OK) != 0)
+        skip();
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+        struct proc_result ours, stock;
+        run_bash(f, patched_bash, scripts[i], NULL, &ours);
+        run_bash(f, "/bin/bash", scripts[i], NULL, &stock);
+        if (strcmp(ours.out, stock.out) != 0 || strcmp(ours.err, stock.err) != 0 ||
+            ours.status != stock.status)
+            fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", scripts[i],
+                     ours.out, ours.err, ours.status, stock.out, stock.err, stock.status);
+        proc_result_free(&ours);
+        proc_result_free(&stock);
+    }
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+}
+
+int
+main(void)
+{
+    patched_bash = getenv("EXECGATE_TEST_BASH");
+    recorder = getenv("EXECGATE_TEST_RECORD_ARGV");
+    if (patched_bash == NULL || recorder == NULL) {
+        fprintf(stderr, "set EXECGATE_TEST_BASH and EXECGATE_TEST_RECORD_ARGV (meson test does)\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_plain_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path_lookup_passes_resolved_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_builtin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_preserves_argv0, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pipeline_of_three, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_substitution, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_builtin_still_wraps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_legacy_variable_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_wrapper_means_no_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_builtins_functions_subshells_not_wrapped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_prefix_assignment_wraps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_bash, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("bash_patch", tests, NULL, NULL);
+}

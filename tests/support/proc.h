@@ -1,0 +1,40 @@
+/*
+ * proc: run a program to completion and capture what it printed.
+ *
+ * For tests only: it blocks, and it aborts the test on resource errors
+ * rather than reporting them, because a test that cannot spawn cannot
+ * say anything useful anyway.
+ */
+#ifndef EXECGATE_TESTS_PROC_H
+#define EXECGATE_TESTS_PROC_H
+
+#include <stddef.h>
+
+struct proc_result {
+    int status;     /* raw wait status, as from waitpid() */
+    char *out;      /* stdout, NUL-terminated (may contain NULs) */
+    size_t out_len;
+    char *err;      /* stderr, NUL-terminated */
+    size_t err_len;
+};
+
+struct proc_options {
+    const char *const *envp; /* NULL: inherit this process's environment */
+    const char *cwd;         /* NULL: this process's cwd */
+    const char *input;       /* written to stdin, then closed; NULL: /dev/null */
+};
+
+/*
+ * Runs argv[0] (a path; no PATH search) with argv and waits for it.
+ * Returns 0 with *res filled (free with proc_result_free), or -errno when
+ * the program could not be started at all.
+ */
+int proc_run(const char *const *argv, const struct proc_options *opts, struct proc_result *res);
+
+/* Frees what proc_run stored in res; the struct itself is the caller's. */
+void proc_result_free(struct proc_result *res);
+
+/* Exit code of a normal exit, or 128+signal as a shell reports it. */
+int proc_exit_code(const struct proc_result *res);
+
+#endif

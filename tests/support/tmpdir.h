@@ -1,0 +1,26 @@
+/*
+ * tmpdir: scratch directories and small file helpers for tests.
+ * Failures abort the test: a test without its scratch space is broken.
+ */
+#ifndef EXECGATE_TESTS_TMPDIR_H
+#define EXECGATE_TESTS_TMPDIR_H
+
+#include <stddef.h>
+
+/* Creates a fresh directory under $TMPDIR (or /tmp); caller frees the path. */
+char *tmpdir_new(const char *tag);
+
+/* Removes path and everything below it; a missing path is fine. */
+void tmpdir_remove(const char *path);
+
+/* Returns the joined path dir/name; caller frees. */
+char *tmpdir_path(const char *dir, const char *name);
+
+/* Whole file as a NUL-terminated string (len without the NUL), or NULL with
+ * errno set when it cannot be read. Caller frees. */
+char *tmpdir_read_file(const char *path, size_t *len);
+
+/* Writes data to path (created with mode), replacing it. Aborts on error. */
+void tmpdir_write_file(const char *path, const char *data, int mode);
+
+#endif
