@@ -1,0 +1,104 @@
+/*
+ * rules policy: the rules loaded from .rules files, and the decision for a
+ * command.  The Starlark built-ins (prefix_rule, host_executable,
+ * network_rule) add rules through this interface; the server, the wrapper's
+ * server side and `execgate-rules check` ask it for decisions.
+ * Knows nothing of Starlark, MCP or libuv.
+ */
+#ifndef EXECGATE_RULES_POLICY_H
+#define EXECGATE_RULES_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Ordered by strictness: the effective decision is the largest. */
+enum rules_decision {
+    RULES_DECISION_NONE = 0, /* no rule matched */
+    RULES_DECISION_ALLOW = 1,
+    RULES_DECISION_PROMPT = 2,
+    RULES_DECISION_FORBIDDEN = 3,
+};
+
+/* "allow", "prompt", "forbidden"; NULL for RULES_DECISION_NONE. */
+const char *rules_decision_name(enum rules_decision d);
+
+/* Parses "allow" | "prompt" | "forbidden"; returns -1 for anything else. */
+int rules_decision_parse(const char *name, enum rules_decision *out);
+
+/* One position of a pattern: one or more alternatives (borrowed strings). */
+struct rules_token {
+    const char *const *alts;
+    size_t n_alts;
+};
+
+struct rules_policy;
+
+/* A new, empty policy, or NULL when out of memory. */
+struct rules_policy *rules_policy_new(void);
+
+/* Frees p and everything it copied; NULL is a no-op. */
+void rules_policy_free(struct rules_policy *p);
+
+/*
+ * True when `pattern` matches the command argv[0..argc) as a prefix, token
+ * by token, exact comparison (used to check match / not_match examples at
+ * load time).  Cannot fail.
+ */
+bool rules_pattern_matches(const struct rules_token *pattern, size_t n, const char *const *argv,
+                           size_t argc);
+
+/*
+ * Adds a prefix rule; alternatives in the first position make one rule per
+ * alternative.  Strings are copied.  justification may be NULL.
+ * Returns 0, or -1 when out of memory (p unchanged).
+ */
+int rules_policy_add_prefix_rule(struct rules_policy *p, const struct rules_token *pattern,
+                                 size_t n, enum rules_decision decision, const char *justification);
+
+/* Records that `name` may stand for exactly these absolute paths (already
+ * validated and ~-expanded by the caller).  Returns 0, or -1 on OOM. */
+int rules_policy_add_host_executable(struct rules_policy *p, const char *name,
+                                     const char *const *paths, size_t n);
+
+/* Records a network rule (kept for completeness; exec decisions ignore it).
+ * Returns 0, or -1 on OOM. */
+int rules_policy_add_network_rule(struct rules_policy *p, const char *host, const char *protocol,
+                                  enum rules_decision decision, const char *justification);
+
+/* Number of prefix rules (after first-token expansion). */
+size_t rules_policy_rule_count(const struct rules_policy *p);
+
+struct rules_match {
+    char **matched_prefix; /* the command tokens the rule's pattern covered */
+    size_t n_prefix;
+    enum rules_decision decision;
+    char *justification;    /* NULL when the rule has none */
+    char *resolved_program; /* set only when matched through basename fallback */
+};
+
+struct rules_result {
+    enum rules_decision decision; /* strictest of matches; NONE when empty */
+    struct rules_match *matches;  /* in rule order */
+    size_t n_matches;
+};
+
+#define RULES_CHECK_RESOLVE_HOST_EXECUTABLES 0x1u
+
+/*
+ * Evaluates the command argv[0..argc) (argc >= 1).  With
+ * RULES_CHECK_RESOLVE_HOST_EXECUTABLES, an absolute argv[0] with no exact
+ * rule may fall back to the rules for its basename, as rules-language.md
+ * describes.  Fills *out (free with rules_result_free).  Returns 0, or -1
+ * when out of memory (*out then empty).
+ */
+int rules_policy_check(const struct rules_policy *p, const char *const *argv, size_t argc,
+                       unsigned flags, struct rules_result *out);
+
+/* Frees what rules_policy_check stored; the struct is the caller's. */
+void rules_result_free(struct rules_result *r);
+
+/* The JSON that `codex execpolicy check` prints for r (same keys, order and
+ * omissions), without a trailing newline; caller frees. NULL on OOM. */
+char *rules_result_to_json(const struct rules_result *r, bool pretty);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * sandbox policy: what a sandboxed command may do, as a Codex client says it.
+ *
+ * Parses the `sandboxPolicy` object of `codex/sandbox-state/update` (with its
+ * `sandboxCwd`), turns it back into one canonical JSON text for the helper's
+ * --policy argument, describes it in one line for logs, and builds the
+ * helper's command line.  Knows nothing of MCP or libuv.
+ */
+#ifndef EXECGATE_SANDBOX_POLICY_H
+#define EXECGATE_SANDBOX_POLICY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+enum sandbox_kind {
+    SANDBOX_DANGER_FULL_ACCESS,
+    SANDBOX_READ_ONLY,
+    SANDBOX_WORKSPACE_WRITE,
+    SANDBOX_EXTERNAL,
+};
+
+/* Exit status of execgate-sandbox when it could not apply the policy and
+ * therefore ran nothing. */
+#define SANDBOX_EXIT_SETUP_FAILED 125
+
+struct sandbox_policy;
+
+/*
+ * Parses `policy` (the sandboxPolicy object) with `sandbox_cwd` (absolute;
+ * the root that workspace-write makes writable).  Unknown fields are
+ * ignored; an unknown type, a wrong field type or a relative path is an
+ * error.  Returns a new policy, or NULL with *err set to a malloc'd
+ * one-line message naming the field (caller frees).  Borrows its arguments.
+ */
+struct sandbox_policy *sandbox_policy_from_json(const json_t *policy, const char *sandbox_cwd,
+                                                char **err);
+
+/* As sandbox_policy_from_json, from the canonical text made by
+ * sandbox_policy_to_json (which carries the sandbox cwd inside it). */
+struct sandbox_policy *sandbox_policy_parse(const char *text, char **err);
+
+/* Frees p; NULL is a no-op. */
+void sandbox_policy_free(struct sandbox_policy *p);
+
+enum sandbox_kind sandbox_policy_kind(const struct sandbox_policy *p);
+bool sandbox_policy_network_allowed(const struct sandbox_policy *p);
+
+/* Canonical JSON text of p, sandbox cwd included; caller frees. NULL only
+ * when out of memory. */
+char *sandbox_policy_to_json(const struct sandbox_policy *p);
+
+/* One line for logs, e.g. "workspace-write roots=/a,/tmp network=off";
+ * caller frees. NULL only when out of memory. */
+char *sandbox_policy_describe(const struct sandbox_policy *p);
+
+/*
+ * The argv that runs program_argv under p:
+ *   HELPER --policy JSON --cwd CWD [--report-fd N] -- PROGRAM ARGS...
+ * report_fd < 0 leaves out --report-fd.  Returns a NULL-terminated array
+ * that the caller frees with sandbox_argv_free, or NULL when out of memory.
+ */
+char **sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
+                           int report_fd, const char *const *program_argv);
+
+/* Frees an array from sandbox_helper_argv; NULL is a no-op. */
+void sandbox_argv_free(char **argv);
+
+#endif
