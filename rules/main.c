@@ -1,24 +1,30 @@
 /*
- * execgate-rules: checks commands against .rules files.
- *
- * Only --help and --version are real until this program's issue lands;
- * anything else is refused rather than pretended.
+ * execgate-rules: checks commands against .rules files, and runs Starlark.
  */
 #include "execgate-config.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd.h"
+
 static void
 usage(FILE *out)
 {
-    fprintf(out, "usage: execgate-rules [--help] [--version]\n"
-                 "checks commands against .rules files (not implemented yet in this build)\n");
+    fprintf(out,
+            "usage: execgate-rules check [--rules FILE]... [--resolve-host-executables] [--pretty] "
+            "-- CMD...\n"
+            "       execgate-rules eval FILE\n"
+            "       execgate-rules --help | --version\n");
 }
 
 int
 main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "check") == 0)
+        return rules_cmd_check(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "eval") == 0)
+        return rules_cmd_eval(argc - 1, argv + 1);
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;
