@@ -164,8 +164,8 @@ recv_or_die(int stream, struct esc_buf *in, struct esc_msg *msg, const char *fil
         why ? why : "receive failed", strerror(-rc));
 }
 
-/* Bash's test for "binary": a NUL before the first newline of the first
- * 80 bytes. */
+/* Bash's test for "binary": an ELF header, or a NUL before the first
+ * newline of the first 80 bytes. */
 static int
 looks_binary(const char *file)
 {
@@ -175,6 +175,11 @@ looks_binary(const char *file)
         return 0;
     ssize_t n = read(fd, sample, sizeof sample);
     close(fd);
+    if (n >= 4 && memcmp(sample,
+                         "\x7f"
+                         "ELF",
+                         4) == 0)
+        return 1;
     for (ssize_t i = 0; i < n; i++) {
         if (sample[i] == '\n')
             return 0;
