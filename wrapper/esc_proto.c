@@ -530,8 +530,9 @@ decode_fds(struct reader *r, struct esc_msg *msg)
     msg->u.fds.targets = t;
     msg->u.fds.count = n;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t v;
-        (void)r_u32(r, &v); /* cannot fail: the count was checked against left */
+        uint32_t v = 0;
+        if ((rc = r_u32(r, &v)) < 0)
+            return rc;
         if (v >= ESC_MAX_FD_NUMBER) {
             *r->why = "target fd number out of range";
             return -EBADMSG;

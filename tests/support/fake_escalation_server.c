@@ -20,8 +20,6 @@
 #include "esc_io.h"
 #include "esc_proto.h"
 
-#define MAX_RECORDS 256
-
 struct fake_esc_server {
     const struct fake_esc_rule *rules;
     size_t nrules;
@@ -32,8 +30,8 @@ struct fake_esc_server {
     pthread_mutex_t lock;
     pthread_cond_t idle;
     size_t live; /* sessions still running */
-    struct fake_esc_record *records[MAX_RECORDS];
-    size_t nrecords;
+    struct fake_esc_record **records; /* grows: the benchmark makes many */
+    size_t nrecords, cap;
 };
 
 struct session {
@@ -88,10 +86,14 @@ static void
 publish(struct fake_esc_server *srv, struct fake_esc_record **rec)
 {
     pthread_mutex_lock(&srv->lock);
-    if (srv->nrecords < MAX_RECORDS) {
-        srv->records[srv->nrecords++] = *rec;
-        *rec = NULL;
+    if (srv->nrecords == srv->cap) {
+        srv->cap = srv->cap ? srv->cap * 2 : 64;
+        srv->records = realloc(srv->records, srv->cap * sizeof *srv->records);
+        if (srv->records == NULL)
+            die_test("realloc");
     }
+    srv->records[srv->nrecords++] = *rec;
+    *rec = NULL;
     pthread_mutex_unlock(&srv->lock);
 }
 
@@ -392,6 +394,7 @@ fake_esc_server_stop(struct fake_esc_server *srv)
     pthread_mutex_unlock(&srv->lock);
     for (size_t i = 0; i < srv->nrecords; i++)
         record_free(srv->records[i]);
+    free(srv->records);
     close(srv->dgram);
     close(srv->wake[0]);
     close(srv->wake[1]);
