@@ -31,8 +31,9 @@
 #define ESC_MAX_STRING (128u * 1024 - 1)
 /* file and workdir, in bytes (PATH_MAX - 1). */
 #define ESC_MAX_PATH 4095u
-/* Counts of argv and env entries. */
-#define ESC_MAX_ARGS 32768u
+/* Counts of argv and env entries: room for a glob over a big tree, while
+ * bounding what one session can make the server allocate. */
+#define ESC_MAX_ARGS 131072u
 #define ESC_MAX_ENV  32768u
 /* A Deny reason, in bytes of UTF-8. */
 #define ESC_MAX_REASON 4096u

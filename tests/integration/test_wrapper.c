@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "esc_proto.h"
 #include "fake_escalation_server.h"
 #include "proc.h"
 #include "tmpdir.h"
@@ -33,7 +34,8 @@ static const char *wrapper;
 
 struct fixture {
     char *dir;
-    int client; /* the escalation socket's number in the shell, or -1 */
+    int client;            /* the escalation socket's number in the shell, or -1 */
+    const char *extra_env; /* one more NAME=VALUE for the shell, or NULL */
 };
 
 static int
@@ -65,7 +67,8 @@ run_bash(struct fixture *f, const char *script, int sock, struct proc_result *re
     assert_true(asprintf(&wrap_env, "EXEC_WRAPPER=%s", wrapper) > 0);
     if (sock >= 0)
         assert_true(asprintf(&sock_env, "CODEX_ESCALATE_SOCKET=%d", sock) > 0);
-    const char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", wrap_env, sock_env, NULL};
+    const char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", wrap_env, f->extra_env, NULL, NULL};
+    envp[f->extra_env ? 4 : 3] = sock_env;
     const char *argv[] = {patched_bash, "-c", script, "bash", NULL};
     struct proc_options opts = {.envp = envp, .cwd = f->dir};
     assert_int_equal(proc_run(argv, &opts, res), 0);
@@ -189,6 +192,58 @@ test_run_script_without_shebang(void **state)
     fake_esc_server_stop(srv);
     proc_result_free(&res);
     free(script);
+}
+
+/* With EXECGATE_BASH naming the patched Bash, a script without "#!" runs in
+ * it, so the script's own commands are asked about too. */
+static void
+test_run_script_keeps_wrapping(void **state)
+{
+    struct fixture *f = *state;
+    char *script = tmpdir_path(f->dir, "inner");
+    tmpdir_write_file(script, "/bin/echo inner \"$0\"\n", 0755);
+    char *env;
+    assert_true(asprintf(&env, "EXECGATE_BASH=%s", patched_bash) > 0);
+    f->extra_env = env;
+    struct proc_result res;
+    struct fake_esc_server *srv = run_with(f, NULL, 0, "./inner; echo status=$?", &res);
+    assert_string_equal(res.out, "inner ./inner\nstatus=0\n");
+    const struct fake_esc_record *r = fake_esc_server_find(srv, "echo");
+    assert_non_null(r);
+    assert_string_equal(r->file, "/bin/echo");
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+    free(env);
+    free(script);
+}
+
+/* A request beyond the protocol's limits is not sent, and nothing runs. */
+static void
+test_request_over_limit(void **state)
+{
+    struct fixture *f = *state;
+    int client;
+    struct fake_esc_server *srv = fake_esc_server_start(NULL, 0, &client);
+    size_t n = ESC_MAX_ARGS + 1;
+    const char **argv = calloc(n + 3, sizeof *argv);
+    assert_non_null(argv);
+    argv[0] = wrapper;
+    argv[1] = "/usr/bin/touch";
+    for (size_t i = 0; i < n; i++)
+        argv[i + 2] = "m";
+    char *sock_env;
+    assert_true(asprintf(&sock_env, "CODEX_ESCALATE_SOCKET=%d", client) > 0);
+    const char *envp[] = {sock_env, NULL};
+    struct proc_options opts = {.envp = envp, .cwd = f->dir};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, &opts, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 126);
+    assert_contains(res.err, "cannot ask about /usr/bin/touch: too many argv or env entries");
+    assert_false(exists(f, "m"));
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+    free(sock_env);
+    free(argv);
 }
 
 static void
@@ -361,6 +416,26 @@ test_escalate_sigint_forwarded(void **state)
     proc_result_free(&res);
 }
 
+/* A program killed by SIGPIPE: the wrapper dies the same way, so Bash
+ * reports 141 and stays quiet about it, as for the program itself. */
+static void
+test_escalate_sigpipe(void **state)
+{
+    struct fixture *f = *state;
+    const struct fake_esc_rule rules[] = {{"yes", FAKE_ESC_ESCALATE, NULL, 0}};
+    struct proc_result res;
+    struct fake_esc_server *srv =
+        run_with(f, rules, 1, "yes | head -n1; echo \"ps=${PIPESTATUS[*]}\"", &res);
+    assert_string_equal(res.out, "y\nps=141 0\n");
+    assert_string_equal(res.err, "");
+    const struct fake_esc_record *r = fake_esc_server_find(srv, "yes");
+    assert_non_null(r);
+    assert_true(WIFSIGNALED(r->status));
+    assert_int_equal(WTERMSIG(r->status), SIGPIPE);
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+}
+
 /* ---- failing closed ---- */
 
 static void
@@ -486,13 +561,15 @@ main(void)
         fprintf(stderr, "EXECGATE_TEST_BASH and EXECGATE_TEST_WRAPPER must be set\n");
         return 1;
     }
-    /* A wrapper killed by a forwarded signal must not take the test along. */
+    /* The fake server may write to a session whose wrapper is gone. */
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_run_in_place_keeps_argv0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_is_the_same_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_pipeline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_script_without_shebang, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_script_keeps_wrapping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_over_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_exec_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deny, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_exit_code, setup, teardown),
@@ -501,6 +578,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_escalate_fd3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_signal_forwarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_sigint_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_escalate_sigpipe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_dies_mid_handshake, setup, teardown),

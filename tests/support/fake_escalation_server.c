@@ -147,6 +147,11 @@ child_exec(const struct esc_request *req, const struct esc_fdlist *fds, const in
             close(fd);
     }
     close_range((unsigned)(base + (int)n + 1), ~0u, 0);
+    /* The program starts with default signal handling, as a real spawn
+     * gives it, whatever this test process ignores. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
