@@ -312,11 +312,16 @@ forward_signal(int sfd, int stream)
 static noreturn void
 escalate(int dgram, int stream, struct esc_buf *in, const char *file)
 {
+    /* A signal Bash told us to ignore (SIGINT for `cmd &` in a script) is
+     * not the program's to receive either: only the others are forwarded. */
+    static const int forwarded[] = {SIGHUP, SIGINT, SIGTERM};
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
+        struct sigaction old;
+        if (sigaction(forwarded[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaddset(&set, forwarded[i]);
+    }
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
         die(EXIT_WRAPPER_FAILED, errno, "sigprocmask");
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);

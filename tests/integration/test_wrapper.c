@@ -282,7 +282,7 @@ test_deny(void **state)
     char *victim = tmpdir_path(f->dir, "victim");
     tmpdir_write_file(victim, "keep", 0644);
     const struct fake_esc_rule rules[] = {
-        {"rm", FAKE_ESC_DENY, "Execution forbidden by policy", 0},
+        {"rm", FAKE_ESC_DENY, "Execution forbidden by policy", 0, 0},
     };
     struct proc_result res;
     struct fake_esc_server *srv = run_with(f, rules, 1, "rm -f victim; echo status=$?", &res);
@@ -300,7 +300,7 @@ static void
 test_escalate_exit_code(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"sh", FAKE_ESC_ESCALATE, NULL, 0}};
+    const struct fake_esc_rule rules[] = {{"sh", FAKE_ESC_ESCALATE, NULL, 0, 0}};
     struct proc_result res;
     struct fake_esc_server *srv =
         run_with(f, rules, 1, "/bin/sh -c 'echo out; echo err >&2; exit 42'; echo status=$?", &res);
@@ -319,7 +319,7 @@ static void
 test_escalate_stdin(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"cat", FAKE_ESC_ESCALATE, NULL, 0}};
+    const struct fake_esc_rule rules[] = {{"cat", FAKE_ESC_ESCALATE, NULL, 0, 0}};
     struct proc_result res;
     struct fake_esc_server *srv =
         run_with(f, rules, 1, "echo piped-through | cat; echo status=$?", &res);
@@ -335,7 +335,7 @@ static void
 test_escalate_process_substitution(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"diff", FAKE_ESC_ESCALATE, NULL, 0}};
+    const struct fake_esc_rule rules[] = {{"diff", FAKE_ESC_ESCALATE, NULL, 0, 0}};
     struct proc_result res;
     struct fake_esc_server *srv = run_with(
         f, rules, 1,
@@ -361,7 +361,7 @@ static void
 test_escalate_fd3(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"sh", FAKE_ESC_ESCALATE, NULL, 0}};
+    const struct fake_esc_rule rules[] = {{"sh", FAKE_ESC_ESCALATE, NULL, 0, 0}};
     struct proc_result res;
     struct fake_esc_server *srv =
         run_with(f, rules, 1, "/bin/sh -c 'echo to-three >&3' 3>log; echo status=$?", &res);
@@ -387,7 +387,7 @@ static void
 test_escalate_signal_forwarded(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"sleep", FAKE_ESC_ESCALATE_SIGNAL, NULL, SIGTERM}};
+    const struct fake_esc_rule rules[] = {{"sleep", FAKE_ESC_ESCALATE_SIGNAL, NULL, SIGTERM, 0}};
     struct proc_result res;
     struct fake_esc_server *srv = run_with(f, rules, 1, "sleep 60; echo status=$?", &res);
     assert_string_equal(res.out, "status=143\n");
@@ -405,7 +405,7 @@ static void
 test_escalate_sigint_forwarded(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"sleep", FAKE_ESC_ESCALATE_SIGNAL, NULL, SIGINT}};
+    const struct fake_esc_rule rules[] = {{"sleep", FAKE_ESC_ESCALATE_SIGNAL, NULL, SIGINT, 0}};
     struct proc_result res;
     struct fake_esc_server *srv = run_with(f, rules, 1, "sleep 60; echo status=$?", &res);
     assert_string_equal(res.out, "status=130\n");
@@ -416,13 +416,33 @@ test_escalate_sigint_forwarded(void **state)
     proc_result_free(&res);
 }
 
+/* A signal the shell ignores for this command (trap '' INT) is not
+ * forwarded; the next one is. */
+static void
+test_escalate_ignored_signal_not_forwarded(void **state)
+{
+    struct fixture *f = *state;
+    const struct fake_esc_rule rules[] = {
+        {"sleep", FAKE_ESC_ESCALATE_SIGNAL, NULL, SIGINT, SIGTERM}};
+    struct proc_result res;
+    struct fake_esc_server *srv =
+        run_with(f, rules, 1, "trap '' INT; sleep 60; echo status=$?", &res);
+    assert_string_equal(res.out, "status=143\n");
+    const struct fake_esc_record *r = fake_esc_server_find(srv, "sleep");
+    assert_non_null(r);
+    assert_int_equal(r->nsignals, 1);
+    assert_int_equal(r->signals[0], SIGTERM);
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+}
+
 /* A program killed by SIGPIPE: the wrapper dies the same way, so Bash
  * reports 141 and stays quiet about it, as for the program itself. */
 static void
 test_escalate_sigpipe(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"yes", FAKE_ESC_ESCALATE, NULL, 0}};
+    const struct fake_esc_rule rules[] = {{"yes", FAKE_ESC_ESCALATE, NULL, 0, 0}};
     struct proc_result res;
     struct fake_esc_server *srv =
         run_with(f, rules, 1, "yes | head -n1; echo \"ps=${PIPESTATUS[*]}\"", &res);
@@ -482,7 +502,7 @@ test_dead_server(void **state)
 static void
 expect_refused(struct fixture *f, enum fake_esc_action action, const char *message)
 {
-    const struct fake_esc_rule rules[] = {{"touch", action, NULL, 0}};
+    const struct fake_esc_rule rules[] = {{"touch", action, NULL, 0, 0}};
     struct proc_result res;
     struct fake_esc_server *srv = run_with(f, rules, 1, "touch made; echo status=$?", &res);
     assert_string_equal(res.out, "status=126\n");
@@ -524,7 +544,7 @@ static void
 test_server_dies_while_escalated(void **state)
 {
     struct fixture *f = *state;
-    const struct fake_esc_rule rules[] = {{"touch", FAKE_ESC_ESCALATE_HANGUP, NULL, 0}};
+    const struct fake_esc_rule rules[] = {{"touch", FAKE_ESC_ESCALATE_HANGUP, NULL, 0, 0}};
     struct proc_result res;
     struct fake_esc_server *srv = run_with(f, rules, 1, "touch made; echo status=$?", &res);
     assert_string_equal(res.out, "status=126\n");
@@ -578,6 +598,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_escalate_fd3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_signal_forwarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_sigint_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_escalate_ignored_signal_not_forwarded, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_escalate_sigpipe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_server, setup, teardown),

@@ -29,7 +29,7 @@ struct fake_esc_server {
     pthread_t listener;
     pthread_mutex_t lock;
     pthread_cond_t idle;
-    size_t live; /* sessions still running */
+    size_t live;                      /* sessions still running */
     struct fake_esc_record **records; /* grows: the benchmark makes many */
     size_t nrecords, cap;
 };
@@ -197,8 +197,11 @@ escalate(struct session *s, const struct fake_esc_rule *rule, const struct esc_r
     int pfd = pidfd_open(pid, 0);
     if (pfd < 0)
         die_test("pidfd_open");
-    if (rule->action == FAKE_ESC_ESCALATE_SIGNAL)
+    if (rule->action == FAKE_ESC_ESCALATE_SIGNAL) {
         kill((*rec)->wrapper_pid, rule->signo);
+        if (rule->signo2)
+            kill((*rec)->wrapper_pid, rule->signo2);
+    }
 
     int watch = s->stream;
     for (int running = 1; running;) {

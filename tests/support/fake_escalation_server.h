@@ -34,6 +34,7 @@ struct fake_esc_rule {
     enum fake_esc_action action;
     const char *reason; /* FAKE_ESC_DENY */
     int signo;          /* FAKE_ESC_ESCALATE_SIGNAL */
+    int signo2;         /* ... and then this one, when not 0 */
 };
 
 /* What one session looked like, for assertions. */
