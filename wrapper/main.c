@@ -154,7 +154,7 @@ recv_or_die(int stream, struct esc_buf *in, struct esc_msg *msg, const char *fil
     esc_fdlist_close(&fds);
     if (rc == 1) {
         esc_msg_free(msg);
-        die(EXIT_WRAPPER_FAILED, 0, "the server sent fds it was not asked for %s", when);
+        die(EXIT_WRAPPER_FAILED, 0, "the execgate server sent fds %s (%s)", when, file);
     }
     esc_buf_free(in);
     if (rc == 0)
@@ -175,10 +175,8 @@ looks_binary(const char *file)
         return 0;
     ssize_t n = read(fd, sample, sizeof sample);
     close(fd);
-    if (n >= 4 && memcmp(sample,
-                         "\x7f"
-                         "ELF",
-                         4) == 0)
+    static const char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
+    if (n >= 4 && memcmp(sample, elf_magic, sizeof elf_magic) == 0)
         return 1;
     for (ssize_t i = 0; i < n; i++) {
         if (sample[i] == '\n')
@@ -335,6 +333,12 @@ escalate(int dgram, int stream, struct esc_buf *in, const char *file)
     int rc = esc_io_send_msg(stream, &m, fds, n, NULL);
     if (rc < 0)
         die(EXIT_WRAPPER_FAILED, -rc, "cannot hand %s to the execgate server", file);
+    /* The program holds them now; our copies would keep a pipe open after
+     * it closed its end. stderr stays for our own last words. */
+    for (size_t i = 0; i < n; i++) {
+        if (fds[i] != 2)
+            close(fds[i]);
+    }
 
     for (;;) {
         struct pollfd p[2] = {{.fd = stream, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};

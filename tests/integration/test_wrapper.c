@@ -416,6 +416,26 @@ test_escalate_sigint_forwarded(void **state)
     proc_result_free(&res);
 }
 
+/* Once the fds are handed over only the program holds them: when it closes
+ * its stdout the reader sees end of file while the program still runs.
+ * (The program then waits for the reader, so a wrapper that kept its copy
+ * would leave cat waiting; `timeout` only bounds that failure.) */
+static void
+test_escalate_wrapper_lets_go_of_fds(void **state)
+{
+    struct fixture *f = *state;
+    const struct fake_esc_rule rules[] = {{"sh", FAKE_ESC_ESCALATE, NULL, 0, 0}};
+    struct proc_result res;
+    struct fake_esc_server *srv =
+        run_with(f, rules, 1,
+                 "mkfifo go; /bin/sh -c 'exec >&-; read x < go' |"
+                 " { timeout 20 cat; echo cat=$?; echo go > go; }; echo ps=${PIPESTATUS[*]}",
+                 &res);
+    assert_string_equal(res.out, "cat=0\nps=0 0\n");
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+}
+
 /* A signal the shell ignores for this command (trap '' INT) is not
  * forwarded; the next one is. */
 static void
@@ -598,6 +618,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_escalate_fd3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_signal_forwarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_sigint_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_escalate_wrapper_lets_go_of_fds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalate_ignored_signal_not_forwarded, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_escalate_sigpipe, setup, teardown),
