@@ -165,6 +165,31 @@ test_run_is_the_same_process(void **state)
 }
 
 /* Every program in a pipeline is asked about, each in its own session. */
+/* No protocol socket leaks into a program: Run keeps exactly the shell's
+ * sockets (the escalation socket, so nested shells can ask), Escalate
+ * gets one fewer (the escalation socket stays behind). */
+static void
+test_no_socket_leaks(void **state)
+{
+    struct fixture *f = *state;
+    const struct fake_esc_rule rules[] = {{"env", FAKE_ESC_ESCALATE, NULL, 0, 0}};
+    struct proc_result res;
+    struct fake_esc_server *srv =
+        run_with(f, rules, 1,
+                 "a=$(ls -l /proc/$$/fd | grep -c socket:);"
+                 " b=$(ls -l /proc/self/fd | grep -c socket:);"
+                 " c=$(/usr/bin/env ls -l /proc/self/fd | grep -c socket:); echo $a $b $c",
+                 &res);
+    int a = -1, b = -1, c = -1;
+    assert_int_equal(sscanf(res.out, "%d %d %d", &a, &b, &c), 3);
+    assert_true(a >= 1);
+    assert_int_equal(b, a);
+    assert_int_equal(c, a - 1);
+    assert_int_equal(fake_esc_server_find(srv, "env")->action, FAKE_ESC_ESCALATE);
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+}
+
 static void
 test_run_pipeline(void **state)
 {
@@ -607,6 +632,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_run_in_place_keeps_argv0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_is_the_same_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_pipeline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_socket_leaks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_script_without_shebang, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_script_keeps_wrapping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_over_limit, setup, teardown),
