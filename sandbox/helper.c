@@ -469,6 +469,12 @@ helper_run(struct helper_options *o)
     check_report_fd(o->report_fd);
     run_init(&r, o);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
+    if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
+        if (chdir(o->cwd) != 0)
+            helper_die(errno, "--cwd %s", o->cwd);
+        send_report(o->report_fd, r.report);
+        exec_program(o->program_argv);
+    }
 
     if (confine || r.restrict_net)
         set_no_new_privs(&r);
