@@ -38,11 +38,13 @@ deny(scmp_filter_ctx ctx, const char *name, json_t *list)
 static int
 deny_ip_sockets(scmp_filter_ctx ctx)
 {
-    int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-                              SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+    /* Spelled out rather than with SCMP_A0, whose expansion leaves a field
+     * uninitialised and trips clang's -Wmissing-field-initializers. */
+    const struct scmp_arg_cmp not_unix = {
+        .arg = 0, .op = SCMP_CMP_NE, .datum_a = AF_UNIX, .datum_b = 0};
+    int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1, &not_unix);
     if (rc == 0)
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
-                              SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+        rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1, &not_unix);
     return rc;
 }
 
