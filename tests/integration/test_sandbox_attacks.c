@@ -588,6 +588,15 @@ test_sees_only_its_processes(void **state)
     sh_ok(g.ws_write, "ls /proc | grep -c '^[0-9]'", "4\n");
 }
 
+static bool
+array_has(const json_t *arr, const char *want)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (strcmp(json_string_value(json_array_get(arr, i)), want) == 0)
+            return true;
+    return false;
+}
+
 static void
 test_identity_and_report(void **state)
 {
@@ -605,6 +614,28 @@ test_identity_and_report(void **state)
     assert_true(json_integer_value(json_object_get(ll, "abi")) >= 6);
     assert_int_equal(json_array_size(json_object_get(ll, "scoped")), 2);
     assert_int_equal(json_array_size(json_object_get(r.report, "degraded")), 0);
+    assert_true(json_is_true(json_object_get(r.report, "no_new_privs")));
+    assert_string_equal(json_string_value(json_object_get(r.report, "policy")), "workspace-write");
+    assert_string_equal(json_string_value(json_object_get(r.report, "readable")), "all");
+    char *git = in(g.ws, ".git");
+    assert_true(array_has(json_object_get(r.report, "read_only"), git));
+    assert_true(array_has(json_object_get(r.report, "writable"), g.ws));
+    assert_true(array_has(json_object_get(r.report, "writable"), "/tmp"));
+    assert_true(array_has(json_object_get(ll, "fs"), "truncate"));
+    assert_true(array_has(json_object_get(ll, "net"), "connect_tcp"));
+    json_t *sc = json_object_get(r.report, "seccomp");
+    assert_string_equal(json_string_value(json_object_get(sc, "sockets")), "unix-only");
+    assert_true(array_has(json_object_get(sc, "denied"), "io_uring_setup"));
+    assert_true(array_has(json_object_get(sc, "denied"), "chroot"));
+    free(git);
+    sbx_result_free(&r);
+
+    /* read-only: nothing writable but devices, and nothing to protect. */
+    sbx_sh(g.ro, g.ws, "true", &r);
+    sbx_assert_code(&r, 0);
+    assert_int_equal(json_array_size(json_object_get(r.report, "writable")), 0);
+    assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 0);
+    assert_string_equal(json_string_value(json_object_get(r.report, "policy")), "read-only");
     sbx_result_free(&r);
 }
 
