@@ -247,13 +247,13 @@ enter_namespaces(struct run *r)
         protect_paths(r);
 }
 
-static volatile pid_t forward_to = -1;
+static volatile sig_atomic_t forward_to = -1;
 
 static void
 forward_signal(int sig)
 {
     if (forward_to > 0)
-        kill(forward_to, sig);
+        kill((pid_t)forward_to, sig);
 }
 
 /* Signals that ask the command to stop or that it may need to see; the

@@ -114,7 +114,9 @@ static char *
 read_gitdir(const char *root, const char *gitfile, int *rc)
 {
     *rc = 0;
-    int fd = open(gitfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* The command may have swapped the file for a FIFO since lstat:
+     * never block on it, and read only a regular file. */
+    int fd = open(gitfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         *rc = -errno;
         return NULL;
@@ -122,8 +124,8 @@ read_gitdir(const char *root, const char *gitfile, int *rc)
     struct stat st;
     char *buf = NULL;
     errno = 0;
-    if (fstat(fd, &st) != 0 || st.st_size > GITFILE_MAX) {
-        *rc = errno != 0 ? -errno : -EFBIG;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > GITFILE_MAX) {
+        *rc = errno != 0 ? -errno : S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
         close(fd);
         return NULL;
     }
