@@ -519,6 +519,44 @@ test_proc_escapes(void **state)
     free(via_self);
 }
 
+/* Without the PID namespace (a kernel or distribution that refuses it, run
+ * with --allow-degraded), the outside process is visible, and Landlock's
+ * own scoping and ptrace rules must still stop the attacks on it. */
+static void
+test_outside_process_without_pid_namespace(void **state)
+{
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)g.victim_pid);
+    char *via_cwd;
+    must(asprintf(&via_cwd, "/proc/%d/cwd/victim", (int)g.victim_pid) > 0, "");
+    const char *attacks[][3] = {
+        {"kill", pid, ""},
+        {"ptrace", pid, ""},
+        {"abstract", g.abstract_name, ""},
+        {"write", via_cwd, ""},
+    };
+    const char *extra[] = {"--allow-degraded", NULL};
+    const char *envp[] = {"PATH=/usr/bin:/bin", "EXECGATE_SANDBOX_NO_NAMESPACES=1", NULL};
+    for (int i = 0; i < 2; i++) {
+        for (size_t k = 0; k < sizeof attacks / sizeof attacks[0]; k++) {
+            const char *argv[] = {g.attack, attacks[k][0], attacks[k][1], attacks[k][2], NULL};
+            struct sbx_result r;
+            sbx_run(confining(i), g.ws, extra, argv, envp, &r);
+            if (r.code != 1 || strncmp(r.res.out, "denied: ", 8) != 0)
+                fail_msg("attack %s without PID namespace: exit %d, %s%s", attacks[k][0], r.code,
+                         r.res.out, r.res.err);
+            assert_true(
+                json_is_false(json_object_get(json_object_get(r.report, "namespaces"), "pid")));
+            sbx_result_free(&r);
+        }
+    }
+    victim_alive();
+    assert_victim_untouched();
+    int c = accept(g.abstract, NULL, NULL);
+    assert_int_equal(c, -1);
+    free(via_cwd);
+}
+
 /* --- what must keep working --- */
 
 static void
@@ -663,6 +701,7 @@ main(void)
         cmocka_unit_test(test_network_allowed_when_asked),
         cmocka_unit_test(test_abstract_socket_outside),
         cmocka_unit_test(test_proc_escapes),
+        cmocka_unit_test(test_outside_process_without_pid_namespace),
         cmocka_unit_test(test_works_compiler),
         cmocka_unit_test(test_works_git_python_pipes),
         cmocka_unit_test(test_works_unix_sockets_inside),
