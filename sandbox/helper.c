@@ -425,10 +425,10 @@ apply_landlock(struct run *r)
 static void
 apply_filter(struct run *r)
 {
-    bool deny_mounts = r->kind != SANDBOX_EXTERNAL;
-    if (!deny_mounts && !r->restrict_net)
+    bool confine = r->kind != SANDBOX_EXTERNAL;
+    if (!confine && !r->restrict_net)
         return;
-    int rc = sandbox_filter_apply(deny_mounts, r->restrict_net, r->report);
+    int rc = sandbox_filter_apply(confine, r->restrict_net, r->report);
     if (rc == -EINVAL || rc == -ENOSYS || rc == -EOPNOTSUPP)
         require(r, "seccomp", "the kernel refused the seccomp filter");
     else if (rc < 0)

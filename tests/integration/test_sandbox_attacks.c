@@ -235,19 +235,26 @@ run_attack(const char *policy, struct sbx_result *r, const char *name, const cha
     sbx_run(policy, g.ws, NULL, argv, NULL, r);
 }
 
-/* The attack fails under both confining policies: the attack reports a
- * refusal by the system (exit 1), not a crash or a setup error. */
+/* The attack fails under both confining policies, at the step named by
+ * `want` (a prefix of the attack's "denied: CALL: REASON" line): a refusal
+ * by the system, not a crash or a setup error. */
 static void
-assert_denied(const char *name, const char *x, const char *y)
+assert_denied_by(const char *name, const char *x, const char *y, const char *want)
 {
     for (int i = 0; i < 2; i++) {
         struct sbx_result r;
         run_attack(confining(i), &r, name, x, y);
-        if (r.code != 1 || strncmp(r.res.out, "denied: ", 8) != 0)
-            fail_msg("attack %s %s under %s: exit %d, stdout %s, stderr %s", name, x,
-                     i == 0 ? "read-only" : "workspace-write", r.code, r.res.out, r.res.err);
+        if (r.code != 1 || strncmp(r.res.out, want, strlen(want)) != 0)
+            fail_msg("attack %s %s under %s: exit %d, stdout %s, stderr %s (wanted %s)", name, x,
+                     i == 0 ? "read-only" : "workspace-write", r.code, r.res.out, r.res.err, want);
         sbx_result_free(&r);
     }
+}
+
+static void
+assert_denied(const char *name, const char *x, const char *y)
+{
+    assert_denied_by(name, x, y, "denied: ");
 }
 
 /* Control: without a sandbox the same attack works, so the refusal above
@@ -412,6 +419,21 @@ test_mount_chroot_hostname(void **state)
     assert_denied("sethostname", "", "");
 }
 
+/* Secrets in the kernel keyring, and typing into a terminal. */
+static void
+test_keyring_and_tty_injection(void **state)
+{
+    assert_denied_by("keyctl", "", "", "denied: keyctl: Operation not permitted");
+    assert_escapes_unsandboxed("keyctl", "", "");
+    assert_denied_by("tiocsti", "", "", "denied: ioctl TIOCSTI: Operation not permitted");
+    FILE *f = fopen("/proc/sys/dev/tty/legacy_tiocsti", "re");
+    int legacy = f != NULL && fgetc(f) == '1';
+    if (f != NULL)
+        fclose(f);
+    if (legacy) /* otherwise the kernel refuses TIOCSTI to everyone */
+        assert_escapes_unsandboxed("tiocsti", "", "");
+}
+
 static void
 test_kill_and_ptrace_outside(void **state)
 {
@@ -448,13 +470,13 @@ drain_listeners(void)
 static void
 test_network(void **state)
 {
-    assert_denied("tcp", g.tcp_port, "");
+    assert_denied_by("tcp", g.tcp_port, "", "denied: socket: Operation not permitted");
     assert_denied("udp", g.udp_port, "");
     assert_denied("tcp6", "", "");
     assert_denied("raw", "", "");
     assert_denied("packet", "", "");
     assert_denied("netlink", "", "");
-    assert_denied("io_uring", "", "");
+    assert_denied_by("io_uring", "", "", "denied: io_uring_setup: Operation not permitted");
     assert_listeners_quiet();
     assert_escapes_unsandboxed("tcp", g.tcp_port, "");
     assert_escapes_unsandboxed("udp", g.udp_port, "");
@@ -719,6 +741,7 @@ main(void)
         cmocka_unit_test(test_codex_protected),
         cmocka_unit_test(test_gitdir_file_protected),
         cmocka_unit_test(test_mount_chroot_hostname),
+        cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_network_allowed_when_asked),
