@@ -193,10 +193,14 @@ protect_codex(const char *root, bool create, json_t *ro, char **err)
         /* Without something to bind over, creating it would be free; an
          * empty directory left behind is the price (see docs/sandbox.md). */
         if (!create || (mkdir(codex, 0755) != 0 && errno != EEXIST)) {
-            /* Not ours to create (read-only tree, no permission): the
-             * command cannot create it either. */
+            /* Refused for lack of rights or a read-only tree: the command,
+             * with the same ids and less access, cannot create it either.
+             * Any other failure might pass, so it stops the helper. */
+            int e = create ? errno : 0;
             free(codex);
-            return 0;
+            if (e == 0 || e == EACCES || e == EPERM || e == EROFS)
+                return 0;
+            return failf(err, -e, "creating .codex in", root);
         }
     }
     rc = bind_ro(codex, ro);
