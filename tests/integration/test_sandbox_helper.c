@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "policy.h"
 #include "proc.h"
 #include "tmpdir.h"
 
@@ -540,6 +541,31 @@ test_sigterm_forwarded(void **state)
     free(policy);
 }
 
+/* The library's argv, as the server builds it, runs the real helper. */
+static void
+test_library_argv_runs(void **state)
+{
+    struct fixture *f = *state;
+    json_t *j = json_pack("{s:s, s:[s], s:b}", "type", "workspace-write", "writable_roots",
+                          "/nonexistent-root", "exclude_slash_tmp", 1);
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_from_json(j, f->dir, &err);
+    assert_non_null(p);
+    const char *prog[] = {"/bin/sh", "-c", "echo in > x && cat x && echo no > /tmp/x-$$ || true",
+                          NULL};
+    char **argv = sandbox_helper_argv(p, sbx_helper(), f->dir, -1, prog);
+    assert_non_null(argv);
+    struct proc_result res;
+    assert_int_equal(proc_run((const char *const *)argv, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "in\n");
+    assert_non_null(strstr(res.err, "Permission denied")); /* /tmp excluded */
+    proc_result_free(&res);
+    sandbox_argv_free(argv);
+    sandbox_policy_free(p);
+    json_decref(j);
+}
+
 int
 main(void)
 {
@@ -561,6 +587,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
