@@ -128,7 +128,17 @@ send_report(int fd, json_t *report)
     char *text = json_dumps(report, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (text == NULL)
         sandbox_helper_die(ENOMEM, "encoding the report");
+    /* A reader that went away must end in 125 with a message, not in a
+     * silent SIGPIPE death: block it for the write, discard it after. */
+    sigset_t pipe_sig, old;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_sig, &old);
     write_line(fd, text);
+    const struct timespec now = {0, 0};
+    while (sigtimedwait(&pipe_sig, NULL, &now) > 0)
+        ;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     free(text);
 }
 

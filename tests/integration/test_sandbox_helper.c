@@ -566,6 +566,27 @@ test_library_argv_runs(void **state)
     json_decref(j);
 }
 
+/* A report reader that has gone away: 125 and a message, nothing run. */
+static void
+test_report_reader_gone(void **state)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0); /* inherited on purpose: the report fd */
+    close(p[0]);
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", p[1]);
+    const char *argv[] = {sbx_helper(), "--policy", DANGER,      "--cwd", "/", "--report-fd",
+                          fd,           "--",       "/bin/echo", "RAN",   NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    close(p[1]);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "writing the report"));
+    assert_non_null(strstr(res.err, "Broken pipe"));
+    assert_null(strstr(res.out, "RAN"));
+    proc_result_free(&res);
+}
+
 int
 main(void)
 {
@@ -577,6 +598,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_not_executable_is_126, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setup_failures_are_125, setup, teardown),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_report_reader_gone),
         cmocka_unit_test_setup_teardown(test_report_fd_not_inherited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fail_closed_without_landlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow_degraded_reports, setup, teardown),
