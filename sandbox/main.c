@@ -1,19 +1,81 @@
 /*
- * execgate-sandbox: the Linux sandbox helper.
+ * execgate-sandbox: applies a sandbox policy to itself, then runs PROGRAM.
  *
- * Only --help and --version are real until this program's issue lands;
- * anything else is refused rather than pretended.
+ *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--allow-degraded]
+ *                    -- PROGRAM ARGS...
+ *
+ * One-shot and fail-closed: any setup error ends the helper with status 125
+ * (SANDBOX_EXIT_SETUP_FAILED) and one line on stderr, and nothing runs.
+ * PROGRAM not found is 127, found but not runnable 126, otherwise PROGRAM's
+ * own status (128+signal when it was killed and the helper had to wait).
  */
 #include "execgate-config.h"
+#include "helper.h"
+#include "policy.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void
 usage(FILE *out)
 {
-    fprintf(out, "usage: execgate-sandbox [--help] [--version]\n"
-                 "the Linux sandbox helper (not implemented yet in this build)\n");
+    fprintf(out,
+            "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--allow-degraded]\n"
+            "                        -- PROGRAM [ARGS...]\n"
+            "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
+            "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
+            "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n");
+}
+
+/* Parses a file descriptor number: digits only, within int. */
+static int
+parse_fd(const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 0 || v > 1 << 20)
+        return -1;
+    return (int)v;
+}
+
+static int
+parse_args(int argc, char **argv, struct sandbox_helper_options *o)
+{
+    o->report_fd = -1;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--policy") == 0 && has_value) {
+            o->policy_text = argv[++i];
+        } else if (strcmp(a, "--cwd") == 0 && has_value) {
+            o->cwd = argv[++i];
+        } else if (strcmp(a, "--report-fd") == 0 && has_value) {
+            o->report_fd = parse_fd(argv[++i]);
+            if (o->report_fd < 0)
+                sandbox_helper_die(0, "--report-fd: \"%s\" is not a file descriptor number",
+                                   argv[i]);
+        } else if (strcmp(a, "--allow-degraded") == 0) {
+            o->allow_degraded = true;
+        } else {
+            sandbox_helper_die(0, "unknown or incomplete option \"%s\" (see --help)", a);
+        }
+    }
+    if (o->policy_text == NULL)
+        sandbox_helper_die(0, "--policy is required (see --help)");
+    if (o->cwd == NULL)
+        sandbox_helper_die(0, "--cwd is required (see --help)");
+    if (i >= argc)
+        sandbox_helper_die(0, "no program given after -- (see --help)");
+    o->program_argv = &argv[i];
+    return 0;
 }
 
 int
@@ -27,6 +89,13 @@ main(int argc, char **argv)
         printf("execgate-sandbox %s\n", EXECGATE_VERSION);
         return 0;
     }
-    usage(stderr);
-    return 2;
+    struct sandbox_helper_options o = {0};
+    parse_args(argc, argv, &o);
+
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_parse(o.policy_text, &err);
+    if (p == NULL)
+        sandbox_helper_die(0, "%s", err ? err : "sandbox policy: out of memory");
+    o.policy = p;
+    sandbox_helper_run(&o); /* does not return */
 }

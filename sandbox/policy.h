@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum sandbox_kind {
     SANDBOX_DANGER_FULL_ACCESS,
@@ -62,7 +63,39 @@ char *sandbox_policy_describe(const struct sandbox_policy *p);
 char **sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
                            int report_fd, const char *const *program_argv);
 
+/* Flags for sandbox_helper_argv_flags. */
+#define SANDBOX_ARGV_ALLOW_DEGRADED 1u /* adds --allow-degraded (see docs/sandbox.md) */
+
+/* As sandbox_helper_argv, with flags (SANDBOX_ARGV_*) that add options
+ * before --policy.  Same result and ownership. */
+char **sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path,
+                                 const char *cwd, int report_fd, unsigned flags,
+                                 const char *const *program_argv);
+
 /* Frees an array from sandbox_helper_argv; NULL is a no-op. */
 void sandbox_argv_free(char **argv);
+
+/* --- Accessors for the helper and tests (borrowed results, cannot fail) --- */
+
+/* The sandbox cwd (absolute), or NULL when the policy was given none. */
+const char *sandbox_policy_cwd(const struct sandbox_policy *p);
+
+/* Extra writable roots of workspace-write (absolute paths), in order. */
+size_t sandbox_policy_writable_root_count(const struct sandbox_policy *p);
+const char *sandbox_policy_writable_root(const struct sandbox_policy *p, size_t i);
+
+/* Whether workspace-write also makes $TMPDIR / /tmp writable. */
+bool sandbox_policy_tmpdir_writable(const struct sandbox_policy *p);
+bool sandbox_policy_slash_tmp_writable(const struct sandbox_policy *p);
+
+/* Whether reads are narrowed to readable roots (the `access` /
+ * `read_only_access` "restricted" form); false means readable everywhere. */
+bool sandbox_policy_reads_restricted(const struct sandbox_policy *p);
+bool sandbox_policy_platform_defaults(const struct sandbox_policy *p);
+size_t sandbox_policy_readable_root_count(const struct sandbox_policy *p);
+const char *sandbox_policy_readable_root(const struct sandbox_policy *p, size_t i);
+
+/* "danger-full-access", "read-only", "workspace-write" or "external-sandbox". */
+const char *sandbox_kind_name(enum sandbox_kind kind);
 
 #endif

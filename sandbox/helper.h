@@ -1,0 +1,43 @@
+/*
+ * helper: the straight line that execgate-sandbox runs once its command line
+ * is parsed.  One-shot: errors end the process with status 125.
+ */
+#ifndef EXECGATE_SANDBOX_HELPER_H
+#define EXECGATE_SANDBOX_HELPER_H
+
+#include <stdbool.h>
+#include <stdnoreturn.h>
+
+struct sandbox_policy;
+
+struct sandbox_helper_options {
+    const char *policy_text;
+    struct sandbox_policy *policy; /* owned by the helper from sandbox_helper_run on */
+    const char *cwd;
+    int report_fd;       /* -1: no report */
+    bool allow_degraded; /* run with less confinement than asked, and say so */
+    char **program_argv; /* NULL-terminated, at least one entry */
+};
+
+/*
+ * Applies o->policy to this process (and, when it sets up a PID namespace,
+ * to the child it forks), then executes the program.  Never returns: ends
+ * in execve, in the program's propagated exit status, or in exit 125/126/127.
+ */
+noreturn void sandbox_helper_run(struct sandbox_helper_options *o);
+
+/*
+ * Prints "execgate-sandbox: MESSAGE[: strerror(errnum)]" to stderr and exits
+ * with SANDBOX_EXIT_SETUP_FAILED.  errnum 0 leaves out the reason.
+ */
+noreturn void sandbox_helper_die(int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* As sandbox_helper_die, with the given exit status. */
+noreturn void sandbox_helper_die_status(int status, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prints a warning line to stderr; never fails. */
+void sandbox_helper_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,587 @@
+/*
+ * sandbox policy: the sandboxPolicy JSON of Codex clients, parsed into a
+ * small immutable struct, and turned back into one canonical text.
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct path_list {
+    char **items;
+    size_t count;
+};
+
+struct sandbox_policy {
+    enum sandbox_kind kind;
+    bool network;
+    char *cwd; /* NULL when none was given */
+    struct path_list writable;
+    bool exclude_tmpdir;
+    bool exclude_slash_tmp;
+    bool reads_restricted;
+    bool platform_defaults;
+    struct path_list readable;
+};
+
+static const char *const kind_names[] = {
+    [SANDBOX_DANGER_FULL_ACCESS] = "danger-full-access",
+    [SANDBOX_READ_ONLY] = "read-only",
+    [SANDBOX_WORKSPACE_WRITE] = "workspace-write",
+    [SANDBOX_EXTERNAL] = "external-sandbox",
+};
+
+const char *
+sandbox_kind_name(enum sandbox_kind kind)
+{
+    if ((size_t)kind >= sizeof kind_names / sizeof kind_names[0])
+        return "unknown";
+    return kind_names[kind];
+}
+
+/* Sets *err to a malloc'd message (left NULL when even that fails) and
+ * returns -1, so callers can `return fail(err, ...)`. */
+__attribute__((format(printf, 2, 3))) static int
+fail(char **err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(err, fmt, ap) < 0)
+        *err = NULL;
+    va_end(ap);
+    return -1;
+}
+
+static void
+path_list_clear(struct path_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->items[i]);
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+/* Checks that s (of json length len) is a usable absolute path. */
+static int
+check_abs_path(const char *field, const char *s, size_t len, char **err)
+{
+    if (len == 0)
+        return fail(err, "sandbox policy: %s: empty path", field);
+    if (strlen(s) != len)
+        return fail(err, "sandbox policy: %s: path contains a NUL byte", field);
+    if (s[0] != '/')
+        return fail(err, "sandbox policy: %s: \"%s\" is not an absolute path", field, s);
+    return 0;
+}
+
+static int
+get_path(const json_t *v, const char *field, char **out, char **err)
+{
+    if (!json_is_string(v))
+        return fail(err, "sandbox policy: %s must be a string", field);
+    const char *s = json_string_value(v);
+    if (check_abs_path(field, s, json_string_length(v), err) < 0)
+        return -1;
+    *out = strdup(s);
+    if (*out == NULL)
+        return fail(err, "sandbox policy: out of memory");
+    return 0;
+}
+
+static int
+get_path_list(const json_t *obj, const char *field, struct path_list *out, char **err)
+{
+    const json_t *arr = json_object_get(obj, field);
+    if (arr == NULL || json_is_null(arr))
+        return 0;
+    if (!json_is_array(arr))
+        return fail(err, "sandbox policy: %s must be an array of absolute paths", field);
+    size_t n = json_array_size(arr);
+    if (n == 0)
+        return 0;
+    out->items = calloc(n, sizeof *out->items);
+    if (out->items == NULL)
+        return fail(err, "sandbox policy: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        char name[64 + 24];
+        snprintf(name, sizeof name, "%.64s[%zu]", field, i);
+        if (get_path(json_array_get(arr, i), name, &out->items[i], err) < 0)
+            return -1;
+        out->count++;
+    }
+    return 0;
+}
+
+/* Optional boolean field; absent or null keeps *out. */
+static int
+get_bool(const json_t *obj, const char *field, bool *out, char **err)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_boolean(v))
+        return fail(err, "sandbox policy: %s must be true or false", field);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* The `access` / `read_only_access` object: full-access or restricted. */
+static int
+parse_read_access(struct sandbox_policy *p, const json_t *obj, const char *field, char **err)
+{
+    const json_t *a = json_object_get(obj, field);
+    if (a == NULL || json_is_null(a))
+        return 0;
+    if (!json_is_object(a))
+        return fail(err, "sandbox policy: %s must be an object", field);
+    const char *type = json_string_value(json_object_get(a, "type"));
+    if (type == NULL)
+        return fail(err, "sandbox policy: %s.type must be a string", field);
+    if (strcmp(type, "full-access") == 0)
+        return 0;
+    if (strcmp(type, "restricted") != 0)
+        return fail(err, "sandbox policy: %s.type \"%s\" is not one of full-access, restricted",
+                    field, type);
+    p->reads_restricted = true;
+    p->platform_defaults = true;
+    if (get_bool(a, "include_platform_defaults", &p->platform_defaults, err) < 0)
+        return -1;
+    return get_path_list(a, "readable_roots", &p->readable, err);
+}
+
+static int
+parse_external_network(struct sandbox_policy *p, const json_t *obj, char **err)
+{
+    const json_t *v = json_object_get(obj, "network_access");
+    if (v == NULL || json_is_null(v))
+        return 0;
+    const char *s = json_string_value(v);
+    if (s != NULL && strcmp(s, "restricted") == 0)
+        p->network = false;
+    else if (s != NULL && strcmp(s, "enabled") == 0)
+        p->network = true;
+    else
+        return fail(err, "sandbox policy: network_access must be \"restricted\" or \"enabled\"");
+    return 0;
+}
+
+static int
+parse_kind(const json_t *policy, enum sandbox_kind *kind, char **err)
+{
+    const json_t *t = json_object_get(policy, "type");
+    if (!json_is_string(t))
+        return fail(err, "sandbox policy: type must be a string");
+    const char *s = json_string_value(t);
+    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
+        if (strcmp(s, kind_names[i]) == 0) {
+            *kind = (enum sandbox_kind)i;
+            return 0;
+        }
+    }
+    return fail(err,
+                "sandbox policy: unknown type \"%s\" (expected danger-full-access, read-only, "
+                "workspace-write or external-sandbox)",
+                s);
+}
+
+static int
+parse_fields(struct sandbox_policy *p, const json_t *policy, char **err)
+{
+    switch (p->kind) {
+    case SANDBOX_DANGER_FULL_ACCESS:
+        return 0;
+    case SANDBOX_EXTERNAL:
+        return parse_external_network(p, policy, err);
+    case SANDBOX_READ_ONLY:
+        if (get_bool(policy, "network_access", &p->network, err) < 0)
+            return -1;
+        return parse_read_access(p, policy, "access", err);
+    case SANDBOX_WORKSPACE_WRITE:
+        if (p->cwd == NULL)
+            return fail(err, "sandbox policy: workspace-write needs sandboxCwd");
+        if (get_bool(policy, "network_access", &p->network, err) < 0 ||
+            get_bool(policy, "exclude_tmpdir_env_var", &p->exclude_tmpdir, err) < 0 ||
+            get_bool(policy, "exclude_slash_tmp", &p->exclude_slash_tmp, err) < 0 ||
+            get_path_list(policy, "writable_roots", &p->writable, err) < 0)
+            return -1;
+        return parse_read_access(p, policy, "read_only_access", err);
+    }
+    return fail(err, "sandbox policy: internal error: bad kind");
+}
+
+struct sandbox_policy *
+sandbox_policy_from_json(const json_t *policy, const char *sandbox_cwd, char **err)
+{
+    *err = NULL;
+    if (!json_is_object(policy)) {
+        fail(err, "sandbox policy: sandboxPolicy must be an object");
+        return NULL;
+    }
+    struct sandbox_policy *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        fail(err, "sandbox policy: out of memory");
+        return NULL;
+    }
+    int rc = parse_kind(policy, &p->kind, err);
+    if (rc == 0 && sandbox_cwd != NULL) {
+        rc = check_abs_path("sandboxCwd", sandbox_cwd, strlen(sandbox_cwd), err);
+        if (rc == 0 && (p->cwd = strdup(sandbox_cwd)) == NULL)
+            rc = fail(err, "sandbox policy: out of memory");
+    }
+    if (rc == 0)
+        rc = parse_fields(p, policy, err);
+    if (rc < 0) {
+        sandbox_policy_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+struct sandbox_policy *
+sandbox_policy_parse(const char *text, char **err)
+{
+    json_error_t jerr;
+    *err = NULL;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        fail(err, "sandbox policy: invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
+             jerr.text);
+        return NULL;
+    }
+    struct sandbox_policy *p = NULL;
+    const json_t *cwd = json_object_get(root, "sandboxCwd");
+    if (json_is_object(root) && cwd != NULL && !json_is_null(cwd) && !json_is_string(cwd))
+        fail(err, "sandbox policy: sandboxCwd must be a string");
+    else if (cwd != NULL && json_is_string(cwd) &&
+             strlen(json_string_value(cwd)) != json_string_length(cwd))
+        fail(err, "sandbox policy: sandboxCwd: path contains a NUL byte");
+    else
+        p = sandbox_policy_from_json(root, json_string_value(cwd), err);
+    json_decref(root);
+    return p;
+}
+
+void
+sandbox_policy_free(struct sandbox_policy *p)
+{
+    if (p == NULL)
+        return;
+    free(p->cwd);
+    path_list_clear(&p->writable);
+    path_list_clear(&p->readable);
+    free(p);
+}
+
+enum sandbox_kind
+sandbox_policy_kind(const struct sandbox_policy *p)
+{
+    return p->kind;
+}
+
+bool
+sandbox_policy_network_allowed(const struct sandbox_policy *p)
+{
+    return p->kind == SANDBOX_DANGER_FULL_ACCESS || p->network;
+}
+
+const char *
+sandbox_policy_cwd(const struct sandbox_policy *p)
+{
+    return p->cwd;
+}
+
+size_t
+sandbox_policy_writable_root_count(const struct sandbox_policy *p)
+{
+    return p->writable.count;
+}
+
+const char *
+sandbox_policy_writable_root(const struct sandbox_policy *p, size_t i)
+{
+    return i < p->writable.count ? p->writable.items[i] : NULL;
+}
+
+bool
+sandbox_policy_tmpdir_writable(const struct sandbox_policy *p)
+{
+    return p->kind == SANDBOX_WORKSPACE_WRITE && !p->exclude_tmpdir;
+}
+
+bool
+sandbox_policy_slash_tmp_writable(const struct sandbox_policy *p)
+{
+    return p->kind == SANDBOX_WORKSPACE_WRITE && !p->exclude_slash_tmp;
+}
+
+bool
+sandbox_policy_reads_restricted(const struct sandbox_policy *p)
+{
+    return p->reads_restricted;
+}
+
+bool
+sandbox_policy_platform_defaults(const struct sandbox_policy *p)
+{
+    return p->platform_defaults;
+}
+
+size_t
+sandbox_policy_readable_root_count(const struct sandbox_policy *p)
+{
+    return p->readable.count;
+}
+
+const char *
+sandbox_policy_readable_root(const struct sandbox_policy *p, size_t i)
+{
+    return i < p->readable.count ? p->readable.items[i] : NULL;
+}
+
+/* Adds key -> value to obj, taking value; returns -1 when anything failed. */
+static int
+put(json_t *obj, const char *key, json_t *value)
+{
+    return value == NULL ? -1 : json_object_set_new(obj, key, value);
+}
+
+static json_t *
+path_array(const struct path_list *l)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr != NULL && i < l->count; i++) {
+        if (json_array_append_new(arr, json_string(l->items[i])) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static json_t *
+read_access_json(const struct sandbox_policy *p)
+{
+    json_t *a = json_object();
+    if (a == NULL)
+        return NULL;
+    int rc;
+    if (!p->reads_restricted) {
+        rc = put(a, "type", json_string("full-access"));
+    } else {
+        rc = put(a, "type", json_string("restricted"));
+        rc |= put(a, "include_platform_defaults", json_boolean(p->platform_defaults));
+        rc |= put(a, "readable_roots", path_array(&p->readable));
+    }
+    if (rc != 0) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
+static int
+fill_canonical(const struct sandbox_policy *p, json_t *o)
+{
+    int rc = put(o, "type", json_string(sandbox_kind_name(p->kind)));
+    if (p->cwd != NULL)
+        rc |= put(o, "sandboxCwd", json_string(p->cwd));
+    switch (p->kind) {
+    case SANDBOX_DANGER_FULL_ACCESS:
+        break;
+    case SANDBOX_EXTERNAL:
+        rc |= put(o, "network_access", json_string(p->network ? "enabled" : "restricted"));
+        break;
+    case SANDBOX_READ_ONLY:
+        rc |= put(o, "network_access", json_boolean(p->network));
+        rc |= put(o, "access", read_access_json(p));
+        break;
+    case SANDBOX_WORKSPACE_WRITE:
+        rc |= put(o, "writable_roots", path_array(&p->writable));
+        rc |= put(o, "network_access", json_boolean(p->network));
+        rc |= put(o, "exclude_tmpdir_env_var", json_boolean(p->exclude_tmpdir));
+        rc |= put(o, "exclude_slash_tmp", json_boolean(p->exclude_slash_tmp));
+        rc |= put(o, "read_only_access", read_access_json(p));
+        break;
+    }
+    return rc;
+}
+
+char *
+sandbox_policy_to_json(const struct sandbox_policy *p)
+{
+    json_t *o = json_object();
+    if (o == NULL)
+        return NULL;
+    char *text = NULL;
+    if (fill_canonical(p, o) == 0)
+        text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return text;
+}
+
+/* A growing string for describe(); on allocation failure it remembers the
+ * failure and later appends do nothing. */
+struct strbuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+};
+
+static void
+sb_putc(struct strbuf *b, char c)
+{
+    if (b->failed)
+        return;
+    if (b->len + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        char *n = realloc(b->data, cap);
+        if (n == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->data = n;
+        b->cap = cap;
+    }
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
+
+static void
+sb_puts(struct strbuf *b, const char *s)
+{
+    while (*s != '\0')
+        sb_putc(b, *s++);
+}
+
+/* Paths come from outside: keep the log line one line by escaping
+ * control bytes, the separator and backslash. */
+static void
+sb_put_path(struct strbuf *b, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f || c == ',' || c == '\\' || c == ' ') {
+            char esc[5];
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+            sb_puts(b, esc);
+        } else {
+            sb_putc(b, (char)c);
+        }
+    }
+}
+
+static void
+sb_put_list_item(struct strbuf *b, bool *first, const char *s, bool raw)
+{
+    if (!*first)
+        sb_putc(b, ',');
+    *first = false;
+    if (raw)
+        sb_puts(b, s);
+    else
+        sb_put_path(b, s);
+}
+
+static void
+describe_writable(const struct sandbox_policy *p, struct strbuf *b)
+{
+    bool first = true;
+    sb_puts(b, " roots=");
+    sb_put_list_item(b, &first, p->cwd, false);
+    for (size_t i = 0; i < p->writable.count; i++)
+        sb_put_list_item(b, &first, p->writable.items[i], false);
+    if (!p->exclude_tmpdir)
+        sb_put_list_item(b, &first, "$TMPDIR", true);
+    if (!p->exclude_slash_tmp)
+        sb_put_list_item(b, &first, "/tmp", true);
+}
+
+static void
+describe_reads(const struct sandbox_policy *p, struct strbuf *b)
+{
+    if (!p->reads_restricted)
+        return;
+    bool first = true;
+    sb_puts(b, " reads=");
+    for (size_t i = 0; i < p->readable.count; i++)
+        sb_put_list_item(b, &first, p->readable.items[i], false);
+    if (p->platform_defaults)
+        sb_put_list_item(b, &first, "+platform", true);
+    if (first)
+        sb_puts(b, "none");
+}
+
+char *
+sandbox_policy_describe(const struct sandbox_policy *p)
+{
+    struct strbuf b = {0};
+    sb_puts(&b, sandbox_kind_name(p->kind));
+    if (p->kind != SANDBOX_DANGER_FULL_ACCESS) {
+        if (p->kind == SANDBOX_WORKSPACE_WRITE)
+            describe_writable(p, &b);
+        describe_reads(p, &b);
+        sb_puts(&b, p->network ? " network=on" : " network=off");
+    }
+    if (b.failed) {
+        free(b.data);
+        return NULL;
+    }
+    return b.data;
+}
+
+char **
+sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
+                    int report_fd, const char *const *program_argv)
+{
+    return sandbox_helper_argv_flags(p, helper_path, cwd, report_fd, 0, program_argv);
+}
+
+char **
+sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
+                          int report_fd, unsigned flags, const char *const *program_argv)
+{
+    size_t nprog = 0;
+    while (program_argv[nprog] != NULL)
+        nprog++;
+    size_t n = 10 + nprog; /* 9 fixed slots at most, the program, NULL */
+    char **argv = calloc(n, sizeof *argv);
+    if (argv == NULL)
+        return NULL;
+    size_t i = 0;
+    bool ok = (argv[i++] = strdup(helper_path)) != NULL;
+    if (ok && (flags & SANDBOX_ARGV_ALLOW_DEGRADED))
+        ok = (argv[i++] = strdup("--allow-degraded")) != NULL;
+    ok = ok && (argv[i++] = strdup("--policy")) != NULL;
+    ok = ok && (argv[i++] = sandbox_policy_to_json(p)) != NULL;
+    ok = ok && (argv[i++] = strdup("--cwd")) != NULL;
+    ok = ok && (argv[i++] = strdup(cwd)) != NULL;
+    if (ok && report_fd >= 0) {
+        ok = (argv[i++] = strdup("--report-fd")) != NULL;
+        ok = ok && asprintf(&argv[i++], "%d", report_fd) >= 0;
+        if (!ok)
+            argv[i - 1] = NULL;
+    }
+    ok = ok && (argv[i++] = strdup("--")) != NULL;
+    for (size_t k = 0; ok && k < nprog; k++)
+        ok = (argv[i++] = strdup(program_argv[k])) != NULL;
+    if (!ok) {
+        sandbox_argv_free(argv);
+        return NULL;
+    }
+    return argv;
+}
+
+void
+sandbox_argv_free(char **argv)
+{
+    if (argv == NULL)
+        return;
+    for (char **a = argv; *a != NULL; a++)
+        free(*a);
+    free(argv);
+}

@@ -1,0 +1,664 @@
+/*
+ * execgate-sandbox's command line: options, exit codes, the report line,
+ * and danger-full-access (which applies nothing).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "policy.h"
+#include "proc.h"
+#include "tmpdir.h"
+
+#define DANGER "{\"type\":\"danger-full-access\"}"
+
+struct fixture {
+    char *dir;
+};
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->dir = tmpdir_new("sbxcli");
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    tmpdir_remove(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void
+test_danger_runs_in_cwd(void **state)
+{
+    struct fixture *f = *state;
+    struct sbx_result r;
+    const char *argv[] = {"/bin/sh", "-c", "pwd; echo err >&2; exit 3", NULL};
+    sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 3);
+    char *want;
+    assert_true(asprintf(&want, "%s\n", f->dir) > 0);
+    assert_string_equal(r.res.out, want);
+    assert_string_equal(r.res.err, "err\n");
+    free(want);
+    assert_non_null(r.report);
+    assert_string_equal(json_string_value(json_object_get(r.report, "policy")),
+                        "danger-full-access");
+    assert_true(json_is_true(json_object_get(r.report, "network")));
+    sbx_result_free(&r);
+}
+
+static void
+test_path_search_and_args(void **state)
+{
+    struct fixture *f = *state;
+    struct sbx_result r;
+    const char *argv[] = {"printf", "%s|", "a b", "", "c", NULL};
+    sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "a b||c|");
+    sbx_result_free(&r);
+}
+
+static void
+test_not_found_is_127(void **state)
+{
+    struct fixture *f = *state;
+    struct sbx_result r;
+    const char *argv[] = {"/nonexistent/prog", NULL};
+    sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 127);
+    assert_non_null(strstr(r.res.err, "execgate-sandbox: /nonexistent/prog: No such file"));
+    sbx_result_free(&r);
+
+    const char *argv2[] = {"no-such-program-anywhere", NULL};
+    sbx_run(DANGER, f->dir, NULL, argv2, NULL, &r);
+    sbx_assert_code(&r, 127);
+    sbx_result_free(&r);
+}
+
+static void
+test_not_executable_is_126(void **state)
+{
+    struct fixture *f = *state;
+    char *file = tmpdir_path(f->dir, "data.txt");
+    tmpdir_write_file(file, "not a program\n", 0644);
+    struct sbx_result r;
+    const char *argv[] = {file, NULL};
+    sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 126);
+    assert_non_null(strstr(r.res.err, "Permission denied"));
+    sbx_result_free(&r);
+    const char *argv2[] = {f->dir, NULL}; /* a directory */
+    sbx_run(DANGER, f->dir, NULL, argv2, NULL, &r);
+    sbx_assert_code(&r, 126);
+    sbx_result_free(&r);
+    free(file);
+}
+
+/* Setup failures: 125, a message naming the problem, and nothing runs. */
+static void
+assert_setup_failure(const char *policy, const char *cwd, const char *const *extra,
+                     const char *want_msg)
+{
+    struct sbx_result r;
+    const char *argv[] = {"/bin/echo", "RAN", NULL};
+    sbx_run(policy, cwd, extra, argv, NULL, &r);
+    sbx_assert_code(&r, 125);
+    if (strstr(r.res.err, want_msg) == NULL)
+        fail_msg("stderr \"%s\" lacks \"%s\"", r.res.err, want_msg);
+    assert_null(strstr(r.res.out, "RAN"));
+    assert_null(r.report);
+    sbx_result_free(&r);
+}
+
+static void
+test_setup_failures_are_125(void **state)
+{
+    struct fixture *f = *state;
+    assert_setup_failure("{\"type\":\"bogus\"}", f->dir, NULL,
+                         "execgate-sandbox: sandbox policy: unknown type \"bogus\"");
+    assert_setup_failure("{not json", f->dir, NULL, "sandbox policy: invalid JSON");
+    assert_setup_failure(
+        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":[\"rel\"]}", f->dir,
+        NULL, "writable_roots[0]: \"rel\" is not an absolute path");
+    assert_setup_failure(DANGER, "/nonexistent/dir", NULL,
+                         "--cwd /nonexistent/dir: No such file or directory");
+    const char *bad_opt[] = {"--frobnicate", NULL};
+    assert_setup_failure(DANGER, f->dir, bad_opt, "unknown or incomplete option \"--frobnicate\"");
+}
+
+static void
+test_usage_errors(void **state)
+{
+    struct proc_result res;
+    const char *no_prog[] = {sbx_helper(), "--policy", DANGER, "--cwd", "/", "--", NULL};
+    assert_int_equal(proc_run(no_prog, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "no program given"));
+    proc_result_free(&res);
+
+    const char *no_policy[] = {sbx_helper(), "--cwd", "/", "--", "/bin/true", NULL};
+    assert_int_equal(proc_run(no_policy, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "--policy is required"));
+    proc_result_free(&res);
+
+    const char *bad_fd[] = {sbx_helper(),  "--policy", DANGER, "--cwd",     "/",
+                            "--report-fd", "x1",       "--",   "/bin/true", NULL};
+    assert_int_equal(proc_run(bad_fd, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "--report-fd: \"x1\" is not a file descriptor number"));
+    proc_result_free(&res);
+
+    const char *closed_fd[] = {sbx_helper(),  "--policy", DANGER, "--cwd",     "/",
+                               "--report-fd", "987",      "--",   "/bin/true", NULL};
+    assert_int_equal(proc_run(closed_fd, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "--report-fd 987: Bad file descriptor"));
+    proc_result_free(&res);
+
+    const char *help[] = {sbx_helper(), "--help", NULL};
+    assert_int_equal(proc_run(help, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_non_null(strstr(res.out, "usage: execgate-sandbox --policy JSON --cwd DIR"));
+    proc_result_free(&res);
+}
+
+/* The report fd is the helper's, not the program's. */
+static void
+test_report_fd_not_inherited(void **state)
+{
+    struct fixture *f = *state;
+    struct sbx_result r;
+    const char *argv[] = {"/bin/sh", "-c", "ls -l /proc/self/fd/", NULL};
+    sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    assert_non_null(r.report); /* it was open and written to */
+    assert_non_null(strstr(r.res.out, " 2 -> "));
+    assert_null(strstr(r.res.out, "sbx-report")); /* the harness's report file */
+    sbx_result_free(&r);
+}
+
+static char *
+ws_policy(const char *dir, const char *extra)
+{
+    char *p;
+    assert_true(asprintf(&p, "{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"%s}", dir, extra) >
+                0);
+    return p;
+}
+
+/* Runs `sh -c script` under policy with extra options and env entries
+ * added to a small fixed environment. */
+static void
+run_env(const char *policy, const char *cwd, const char *const *extra, const char *env1,
+        const char *script, struct sbx_result *r)
+{
+    const char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", env1, NULL};
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    sbx_run(policy, cwd, extra, argv, envp, r);
+}
+
+static json_t *
+degraded_of(struct sbx_result *r)
+{
+    assert_non_null(r->report);
+    return json_object_get(r->report, "degraded");
+}
+
+/* A kernel without Landlock (or with an older ABI) must not quietly give a
+ * weaker sandbox: 125, a message naming the feature, nothing run. */
+static void
+test_fail_closed_without_landlock(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, "EXECGATE_SANDBOX_MAX_ABI=0", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "landlock: the kernel has no Landlock"));
+    assert_null(strstr(r.res.out, "RAN"));
+    assert_null(r.report);
+    sbx_result_free(&r);
+
+    run_env(policy, f->dir, NULL, "EXECGATE_SANDBOX_MAX_ABI=5", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "landlock-scope: the kernel's Landlock ABI is too old"));
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+    free(policy);
+}
+
+/* With --allow-degraded the same run goes ahead, says so on stderr and
+ * lists what is missing in the report. */
+static void
+test_allow_degraded_reports(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    const char *degrade[] = {"--allow-degraded", NULL};
+    struct sbx_result r;
+    run_env(policy, f->dir, degrade, "EXECGATE_SANDBOX_MAX_ABI=5", "echo RAN", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "RAN\n");
+    assert_non_null(strstr(r.res.err, "warning: running without landlock-scope"));
+    json_t *d = degraded_of(&r);
+    assert_int_equal(json_array_size(d), 1);
+    assert_string_equal(json_string_value(json_array_get(d, 0)), "landlock-scope");
+    json_t *ll = json_object_get(r.report, "landlock");
+    assert_int_equal(json_integer_value(json_object_get(ll, "abi")), 5);
+    assert_int_equal(json_array_size(json_object_get(ll, "scoped")), 0);
+    assert_int_equal(json_array_size(json_object_get(ll, "net")), 2);
+    sbx_result_free(&r);
+    free(policy);
+}
+
+/* Without namespaces: refused, or with --allow-degraded run with .git left
+ * writable (the documented fallback), while Landlock's own scoping still
+ * stops signals to processes outside. */
+static void
+test_no_namespaces(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, "EXECGATE_SANDBOX_NO_NAMESPACES=1", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "mount-namespace: cannot create a mount namespace"));
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+
+    const char *degrade[] = {"--allow-degraded", NULL};
+    char *script;
+    assert_true(asprintf(&script, "kill -0 %d 2>/dev/null || echo refused", (int)getpid()) > 0);
+    run_env(policy, f->dir, degrade, "EXECGATE_SANDBOX_NO_NAMESPACES=1", script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "refused\n");
+    json_t *d = degraded_of(&r);
+    assert_int_equal(json_array_size(d), 2);
+    assert_string_equal(json_string_value(json_array_get(d, 0)), "mount-namespace");
+    assert_string_equal(json_string_value(json_array_get(d, 1)), "pid-namespace");
+    assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 0);
+    assert_true(json_is_false(json_object_get(json_object_get(r.report, "namespaces"), "pid")));
+    sbx_result_free(&r);
+    free(script);
+    free(policy);
+}
+
+static void
+test_external_sandbox(void **state)
+{
+    struct fixture *f = *state;
+    struct sbx_result r;
+    char *file = tmpdir_path(f->dir, "ext");
+    char *script;
+    assert_true(asprintf(&script,
+                         "echo x > %s && /usr/bin/python3 -c 'import socket; "
+                         "socket.socket()' 2>/dev/null || echo no-inet",
+                         file) > 0);
+    run_env("{\"type\":\"external-sandbox\",\"network_access\":\"restricted\"}", f->dir, NULL, NULL,
+            script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "no-inet\n");
+    assert_int_equal(access(file, F_OK), 0);
+    json_t *ll = json_object_get(r.report, "landlock");
+    assert_int_equal(json_array_size(json_object_get(ll, "fs")), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(r.report, "seccomp"), "sockets")),
+        "unix-only");
+    sbx_result_free(&r);
+
+    run_env("{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}", f->dir, NULL, NULL,
+            "/usr/bin/python3 -c 'import socket; socket.socket(); print(\"inet\")'", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "inet\n");
+    assert_null(json_object_get(r.report, "seccomp"));
+    assert_null(json_object_get(r.report, "landlock"));
+    sbx_result_free(&r);
+    free(script);
+    free(file);
+}
+
+static void
+test_exit_status_propagates(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, NULL, "exit 7", &r);
+    sbx_assert_code(&r, 7);
+    sbx_result_free(&r);
+    run_env(policy, f->dir, NULL, NULL, "kill -TERM $$", &r);
+    sbx_assert_code(&r, 128 + SIGTERM);
+    assert_true(WIFEXITED(r.res.status)); /* reported shell-style by the helper */
+    sbx_result_free(&r);
+    const char *argv[] = {"/nonexistent", NULL};
+    sbx_run(policy, f->dir, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 127);
+    sbx_result_free(&r);
+    free(policy);
+}
+
+static void
+test_codex_created_read_only(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *codex = tmpdir_path(f->dir, ".codex");
+    assert_int_equal(access(codex, F_OK), -1);
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, NULL, "touch .codex/x 2>/dev/null || echo refused", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "refused\n");
+    json_t *ro = json_object_get(r.report, "read_only");
+    assert_int_equal(json_array_size(ro), 1);
+    assert_string_equal(json_string_value(json_array_get(ro, 0)), codex);
+    struct stat st;
+    assert_int_equal(stat(codex, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    sbx_result_free(&r);
+    free(codex);
+    free(policy);
+}
+
+static void
+test_restricted_reads(void **state)
+{
+    struct fixture *f = *state;
+    char *other = tmpdir_new("sbxother");
+    char *secret = tmpdir_path(other, "secret");
+    tmpdir_write_file(secret, "s3cret\n", 0644);
+    char *mine = tmpdir_path(f->dir, "mine");
+    tmpdir_write_file(mine, "mine\n", 0644);
+    char *policy, *script;
+    assert_true(asprintf(&policy,
+                         "{\"type\":\"read-only\",\"sandboxCwd\":\"%s\",\"access\":{\"type\":"
+                         "\"restricted\",\"include_platform_defaults\":true,"
+                         "\"readable_roots\":[\"%s\"]}}",
+                         f->dir, f->dir) > 0);
+    assert_true(asprintf(&script, "cat mine; cat %s 2>/dev/null || echo refused", secret) > 0);
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, NULL, script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "mine\nrefused\n");
+    json_t *readable = json_object_get(r.report, "readable");
+    assert_string_equal(json_string_value(json_array_get(readable, 0)), "+platform");
+    assert_string_equal(json_string_value(json_array_get(readable, 1)), f->dir);
+    sbx_result_free(&r);
+    tmpdir_remove(other);
+    free(other);
+    free(secret);
+    free(mine);
+    free(policy);
+    free(script);
+}
+
+/* Starts the helper in its own process group with stdout on a pipe;
+ * returns its pid and the read end in *out_fd. */
+static pid_t
+spawn_helper(const char *policy, const char *cwd, const char *script, int *out_fd)
+{
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(p[1], 1);
+        execl(sbx_helper(), sbx_helper(), "--policy", policy, "--cwd", cwd, "--", "/bin/sh", "-c",
+              script, (char *)NULL);
+        _exit(99);
+    }
+    setpgid(pid, pid);
+    close(p[1]);
+    *out_fd = p[0];
+    return pid;
+}
+
+/* Reads from fd until text has arrived (or EOF). */
+static void
+wait_for_output(int fd, const char *text)
+{
+    char buf[256];
+    size_t len = 0;
+    while (len < sizeof buf - 1) {
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (strstr(buf, text) != NULL)
+            return;
+    }
+    buf[len] = '\0';
+    fail_msg("waiting for \"%s\", got \"%s\"", text, buf);
+}
+
+/* Whether any process's command line contains marker. */
+static bool
+process_with_marker(const char *marker)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[300], cmd[512];
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *fp = fopen(path, "re");
+        if (fp == NULL)
+            continue;
+        size_t n = fread(cmd, 1, sizeof cmd - 1, fp);
+        fclose(fp);
+        for (size_t i = 0; i < n; i++)
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        cmd[n] = '\0';
+        found = strstr(cmd, marker) != NULL;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Killing the helper's process group ends everything inside, also what
+ * left the group (setsid): the PID namespace dies with its init. */
+static void
+test_group_kill_ends_everything(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char marker[32];
+    snprintf(marker, sizeof marker, "%d", 4000 + (int)(getpid() % 1000));
+    char *script;
+    assert_true(
+        asprintf(&script, "setsid sleep %s & sleep %s & echo started; wait", marker, marker) > 0);
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, script, &out);
+    wait_for_output(out, "started");
+    assert_true(process_with_marker(marker));
+    assert_int_equal(kill(-pid, SIGKILL), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    /* The namespace's processes are killed as its init exits; wait for
+     * the last of them to go (bounded, so a failure cannot hang). */
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; i++) {
+        gone = !process_with_marker(marker);
+        if (!gone)
+            usleep(10000);
+    }
+    assert_true(gone);
+    close(out);
+    free(script);
+    free(policy);
+}
+
+/* SIGTERM to the helper reaches the command, which may handle it. */
+static void
+test_sigterm_forwarded(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir,
+                             "trap 'echo got-term; exit 3' TERM; echo ready; "
+                             "while :; do sleep 0.05; done",
+                             &out);
+    wait_for_output(out, "ready");
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    wait_for_output(out, "got-term");
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 3);
+    close(out);
+    free(policy);
+}
+
+/* The library's argv, as the server builds it, runs the real helper. */
+static void
+test_library_argv_runs(void **state)
+{
+    struct fixture *f = *state;
+    json_t *j = json_pack("{s:s, s:[s], s:b}", "type", "workspace-write", "writable_roots",
+                          "/nonexistent-root", "exclude_slash_tmp", 1);
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_from_json(j, f->dir, &err);
+    assert_non_null(p);
+    const char *prog[] = {"/bin/sh", "-c", "echo in > x && cat x && echo no > /tmp/x-$$ || true",
+                          NULL};
+    char **argv = sandbox_helper_argv(p, sbx_helper(), f->dir, -1, prog);
+    assert_non_null(argv);
+    struct proc_result res;
+    assert_int_equal(proc_run((const char *const *)argv, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "in\n");
+    assert_non_null(strstr(res.err, "Permission denied")); /* /tmp excluded */
+    proc_result_free(&res);
+    sandbox_argv_free(argv);
+    sandbox_policy_free(p);
+    json_decref(j);
+}
+
+/* A report reader that has gone away: 125 and a message, nothing run. */
+static void
+test_report_reader_gone(void **state)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0); /* inherited on purpose: the report fd */
+    close(p[0]);
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", p[1]);
+    const char *argv[] = {sbx_helper(), "--policy", DANGER,      "--cwd", "/", "--report-fd",
+                          fd,           "--",       "/bin/echo", "RAN",   NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    close(p[1]);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "writing the report"));
+    assert_non_null(strstr(res.err, "Broken pipe"));
+    assert_null(strstr(res.out, "RAN"));
+    proc_result_free(&res);
+}
+
+/* The server reads the report until EOF while the command still runs: no
+ * process of the helper (outside, init, command) may keep the fd open. */
+static void
+test_report_eof_while_running(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    int rep[2], in[2];
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(rep[1], 9); /* dup2 clears close-on-exec: inherited */
+        execl(sbx_helper(), sbx_helper(), "--policy", policy, "--cwd", f->dir, "--report-fd", "9",
+              "--", "/bin/sh", "-c", "read line; echo \"$line\"", (char *)NULL);
+        _exit(99);
+    }
+    close(rep[1]);
+    close(in[0]);
+    char buf[4096];
+    size_t len = 0;
+    for (;;) {
+        struct pollfd pfd = {.fd = rep[0], .events = POLLIN};
+        /* Bounded so a leaked fd fails the test instead of hanging it. */
+        assert_int_equal(poll(&pfd, 1, 10000), 1);
+        ssize_t n = read(rep[0], buf + len, sizeof buf - 1 - len);
+        assert_true(n >= 0);
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    assert_non_null(strstr(buf, "\"policy\":\"workspace-write\""));
+    /* EOF came while the command still waits for its input. */
+    assert_int_equal(waitpid(pid, NULL, WNOHANG), 0);
+    assert_int_equal(write(in[1], "bye\n", 4), 4);
+    close(in[1]);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    close(rep[0]);
+    free(policy);
+}
+
+int
+main(void)
+{
+    sbx_helper();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_danger_runs_in_cwd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path_search_and_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_found_is_127, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_executable_is_126, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_setup_failures_are_125, setup, teardown),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_report_reader_gone),
+        cmocka_unit_test_setup_teardown(test_report_fd_not_inherited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fail_closed_without_landlock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow_degraded_reports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_namespaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_external_sandbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_status_propagates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_created_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_eof_while_running, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,455 @@
+/*
+ * sandbox policy: parsing the sandboxPolicy JSON, canonical text, describe
+ * and the helper's command line.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+/* Parses text as JSON and then as a policy with cwd; returns the policy or
+ * NULL with *err set. */
+static struct sandbox_policy *
+parse_with(const char *text, const char *cwd, char **err)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(text, JSON_ALLOW_NUL, &jerr);
+    assert_non_null(j);
+    struct sandbox_policy *p = sandbox_policy_from_json(j, cwd, err);
+    json_decref(j);
+    return p;
+}
+
+/* Asserts that text (with cwd) is refused with exactly want. */
+static void
+assert_refused(const char *text, const char *cwd, const char *want)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with(text, cwd, &err);
+    assert_null(p);
+    assert_non_null(err);
+    assert_string_equal(err, want);
+    free(err);
+}
+
+static char *
+describe_of(const char *text, const char *cwd)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with(text, cwd, &err);
+    assert_non_null(p);
+    assert_null(err);
+    char *d = sandbox_policy_describe(p);
+    assert_non_null(d);
+    sandbox_policy_free(p);
+    return d;
+}
+
+static void
+test_danger(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with("{\"type\":\"danger-full-access\"}", NULL, &err);
+    assert_non_null(p);
+    assert_int_equal(sandbox_policy_kind(p), SANDBOX_DANGER_FULL_ACCESS);
+    assert_true(sandbox_policy_network_allowed(p));
+    assert_null(sandbox_policy_cwd(p));
+    char *d = sandbox_policy_describe(p);
+    assert_string_equal(d, "danger-full-access");
+    free(d);
+    sandbox_policy_free(p);
+}
+
+static void
+test_read_only_defaults(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with("{\"type\":\"read-only\"}", "/w", &err);
+    assert_non_null(p);
+    assert_int_equal(sandbox_policy_kind(p), SANDBOX_READ_ONLY);
+    assert_false(sandbox_policy_network_allowed(p));
+    assert_false(sandbox_policy_tmpdir_writable(p));
+    assert_false(sandbox_policy_slash_tmp_writable(p));
+    assert_false(sandbox_policy_reads_restricted(p));
+    assert_string_equal(sandbox_policy_cwd(p), "/w");
+    sandbox_policy_free(p);
+}
+
+static void
+test_workspace_write_fields(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p =
+        parse_with("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\",\"/b c\"],"
+                   "\"network_access\":true,\"exclude_tmpdir_env_var\":true,"
+                   "\"exclude_slash_tmp\":false,\"future_field\":{\"x\":1}}",
+                   "/home/u/code", &err);
+    assert_non_null(p);
+    assert_null(err);
+    assert_int_equal(sandbox_policy_kind(p), SANDBOX_WORKSPACE_WRITE);
+    assert_true(sandbox_policy_network_allowed(p));
+    assert_int_equal(sandbox_policy_writable_root_count(p), 2);
+    assert_string_equal(sandbox_policy_writable_root(p, 0), "/a");
+    assert_string_equal(sandbox_policy_writable_root(p, 1), "/b c");
+    assert_null(sandbox_policy_writable_root(p, 2));
+    assert_false(sandbox_policy_tmpdir_writable(p));
+    assert_true(sandbox_policy_slash_tmp_writable(p));
+    sandbox_policy_free(p);
+}
+
+static void
+test_describe(void **state)
+{
+    char *d =
+        describe_of("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\",\"/b c\"]}", "/w");
+    assert_string_equal(d, "workspace-write roots=/w,/a,/b\\x20c,$TMPDIR,/tmp network=off");
+    free(d);
+    d = describe_of("{\"type\":\"workspace-write\",\"exclude_tmpdir_env_var\":true,"
+                    "\"exclude_slash_tmp\":true,\"network_access\":true}",
+                    "/w");
+    assert_string_equal(d, "workspace-write roots=/w network=on");
+    free(d);
+    d = describe_of("{\"type\":\"read-only\",\"access\":{\"type\":\"restricted\","
+                    "\"readable_roots\":[\"/r\"]}}",
+                    "/w");
+    assert_string_equal(d, "read-only reads=/r,+platform network=off");
+    free(d);
+    d = describe_of("{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}", NULL);
+    assert_string_equal(d, "external-sandbox network=on");
+    free(d);
+    /* A newline in a path must not split the log line. */
+    d = describe_of("{\"type\":\"workspace-write\",\"exclude_tmpdir_env_var\":true,"
+                    "\"exclude_slash_tmp\":true}",
+                    "/w\nx");
+    assert_string_equal(d, "workspace-write roots=/w\\x0ax network=off");
+    free(d);
+}
+
+static void
+test_external(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with("{\"type\":\"external-sandbox\"}", NULL, &err);
+    assert_non_null(p);
+    assert_int_equal(sandbox_policy_kind(p), SANDBOX_EXTERNAL);
+    assert_false(sandbox_policy_network_allowed(p));
+    sandbox_policy_free(p);
+    p = parse_with("{\"type\":\"external-sandbox\",\"network_access\":\"restricted\"}", NULL, &err);
+    assert_non_null(p);
+    assert_false(sandbox_policy_network_allowed(p));
+    sandbox_policy_free(p);
+    assert_refused("{\"type\":\"external-sandbox\",\"network_access\":true}", NULL,
+                   "sandbox policy: network_access must be \"restricted\" or \"enabled\"");
+}
+
+static void
+test_restricted_reads(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p =
+        parse_with("{\"type\":\"workspace-write\",\"read_only_access\":{\"type\":\"restricted\","
+                   "\"include_platform_defaults\":false,\"readable_roots\":[\"/x\",\"/y\"]}}",
+                   "/w", &err);
+    assert_non_null(p);
+    assert_true(sandbox_policy_reads_restricted(p));
+    assert_false(sandbox_policy_platform_defaults(p));
+    assert_int_equal(sandbox_policy_readable_root_count(p), 2);
+    assert_string_equal(sandbox_policy_readable_root(p, 1), "/y");
+    sandbox_policy_free(p);
+    p = parse_with("{\"type\":\"read-only\",\"access\":{\"type\":\"full-access\"}}", "/w", &err);
+    assert_non_null(p);
+    assert_false(sandbox_policy_reads_restricted(p));
+    sandbox_policy_free(p);
+}
+
+static void
+test_errors(void **state)
+{
+    assert_refused("{\"type\":\"everything\"}", "/w",
+                   "sandbox policy: unknown type \"everything\" (expected danger-full-access, "
+                   "read-only, workspace-write or external-sandbox)");
+    assert_refused("{\"network_access\":true}", "/w", "sandbox policy: type must be a string");
+    assert_refused("[]", "/w", "sandbox policy: sandboxPolicy must be an object");
+    assert_refused("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\",\"rel/b\"]}", "/w",
+                   "sandbox policy: writable_roots[1]: \"rel/b\" is not an absolute path");
+    assert_refused("{\"type\":\"workspace-write\",\"writable_roots\":\"/a\"}", "/w",
+                   "sandbox policy: writable_roots must be an array of absolute paths");
+    assert_refused("{\"type\":\"workspace-write\",\"writable_roots\":[\"\"]}", "/w",
+                   "sandbox policy: writable_roots[0]: empty path");
+    assert_refused("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\\u0000b\"]}", "/w",
+                   "sandbox policy: writable_roots[0]: path contains a NUL byte");
+    assert_refused("{\"type\":\"workspace-write\",\"writable_roots\":[7]}", "/w",
+                   "sandbox policy: writable_roots[0] must be a string");
+    assert_refused("{\"type\":\"workspace-write\"}", "w",
+                   "sandbox policy: sandboxCwd: \"w\" is not an absolute path");
+    assert_refused("{\"type\":\"workspace-write\"}", NULL,
+                   "sandbox policy: workspace-write needs sandboxCwd");
+    assert_refused("{\"type\":\"read-only\",\"network_access\":\"yes\"}", "/w",
+                   "sandbox policy: network_access must be true or false");
+    assert_refused("{\"type\":\"workspace-write\",\"exclude_slash_tmp\":1}", "/w",
+                   "sandbox policy: exclude_slash_tmp must be true or false");
+    assert_refused("{\"type\":\"read-only\",\"access\":{\"type\":\"some\"}}", "/w",
+                   "sandbox policy: access.type \"some\" is not one of full-access, restricted");
+    assert_refused("{\"type\":\"read-only\",\"access\":{\"type\":\"restricted\","
+                   "\"readable_roots\":[\"x\"]}}",
+                   "/w", "sandbox policy: readable_roots[0]: \"x\" is not an absolute path");
+    assert_refused("{\"type\":\"workspace-write\",\"read_only_access\":\"restricted\"}", "/w",
+                   "sandbox policy: read_only_access must be an object");
+}
+
+/* The canonical text parses back to the same canonical text. */
+static void
+roundtrip(const char *text, const char *cwd)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with(text, cwd, &err);
+    assert_non_null(p);
+    char *canon = sandbox_policy_to_json(p);
+    assert_non_null(canon);
+    struct sandbox_policy *q = sandbox_policy_parse(canon, &err);
+    assert_non_null(q);
+    char *again = sandbox_policy_to_json(q);
+    assert_string_equal(canon, again);
+    char *d1 = sandbox_policy_describe(p), *d2 = sandbox_policy_describe(q);
+    assert_string_equal(d1, d2);
+    free(d1);
+    free(d2);
+    free(again);
+    free(canon);
+    sandbox_policy_free(q);
+    sandbox_policy_free(p);
+}
+
+static void
+test_canonical(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with(
+        "{\"writable_roots\":[\"/a\"],\"type\":\"workspace-write\",\"x\":1}", "/w", &err);
+    char *canon = sandbox_policy_to_json(p);
+    assert_string_equal(canon,
+                        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":"
+                        "[\"/a\"],\"network_access\":false,\"exclude_tmpdir_env_var\":false,"
+                        "\"exclude_slash_tmp\":false,\"read_only_access\":{\"type\":"
+                        "\"full-access\"}}");
+    free(canon);
+    sandbox_policy_free(p);
+
+    roundtrip("{\"type\":\"danger-full-access\"}", NULL);
+    roundtrip("{\"type\":\"read-only\",\"network_access\":true}", "/w");
+    roundtrip("{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}", NULL);
+    roundtrip("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\",\"/b\"],"
+              "\"exclude_slash_tmp\":true,\"read_only_access\":{\"type\":\"restricted\","
+              "\"include_platform_defaults\":true,\"readable_roots\":[\"/r\"]}}",
+              "/w");
+}
+
+static void
+test_parse_text_errors(void **state)
+{
+    char *err = NULL;
+    assert_null(sandbox_policy_parse("{\"type\":", &err));
+    assert_non_null(err);
+    assert_non_null(strstr(err, "sandbox policy: invalid JSON at line 1"));
+    free(err);
+    assert_null(sandbox_policy_parse("{\"type\":\"read-only\",\"sandboxCwd\":3}", &err));
+    assert_string_equal(err, "sandbox policy: sandboxCwd must be a string");
+    free(err);
+    assert_null(sandbox_policy_parse("{\"type\":\"read-only\",\"type\":\"read-only\"}", &err));
+    assert_non_null(strstr(err, "duplicate"));
+    free(err);
+}
+
+static void
+test_helper_argv(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with("{\"type\":\"read-only\"}", "/w", &err);
+    const char *prog[] = {"/bin/echo", "a b", NULL};
+    char **argv = sandbox_helper_argv(p, "/x/execgate-sandbox", "/w/sub", 5, prog);
+    assert_non_null(argv);
+    char *canon = sandbox_policy_to_json(p);
+    const char *want[] = {"/x/execgate-sandbox", "--policy", canon, "--cwd",     "/w/sub",
+                          "--report-fd",         "5",        "--",  "/bin/echo", "a b"};
+    size_t n = sizeof want / sizeof want[0];
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(argv[i], want[i]);
+    assert_null(argv[n]);
+    sandbox_argv_free(argv);
+
+    argv = sandbox_helper_argv(p, "h", "/w", -1, prog);
+    assert_string_equal(argv[5], "--");
+    assert_string_equal(argv[6], "/bin/echo");
+    assert_null(argv[8]);
+    sandbox_argv_free(argv);
+
+    argv = sandbox_helper_argv_flags(p, "h", "/w", -1, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
+    assert_string_equal(argv[1], "--allow-degraded");
+    assert_string_equal(argv[2], "--policy");
+    assert_string_equal(argv[6], "--");
+    assert_string_equal(argv[8], "a b");
+    assert_null(argv[9]);
+    sandbox_argv_free(argv);
+    sandbox_argv_free(NULL);
+    sandbox_policy_free(NULL);
+    free(canon);
+    sandbox_policy_free(p);
+}
+
+/* --- allocation-failure sweep ---------------------------------------------
+ * The test links with -Wl,--wrap for the allocators policy.c calls; jansson
+ * allocates through json_set_alloc_funcs.  When armed, the N-th allocation
+ * fails; the sweep raises N until a whole round succeeds, and every round
+ * must fail cleanly (NULL, no crash; LeakSanitizer checks for leaks). */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+int __real_vasprintf(char **out, const char *fmt, va_list ap);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+int __wrap_vasprintf(char **out, const char *fmt, va_list ap);
+int __wrap_asprintf(char **out, const char *fmt, ...);
+
+static bool armed;
+static long countdown; /* allocations left before the failing one */
+static bool injected;
+
+static bool
+should_fail(void)
+{
+    if (!armed)
+        return false;
+    if (countdown-- == 0) {
+        injected = true;
+        return true;
+    }
+    return false;
+}
+
+void *
+__wrap_malloc(size_t n)
+{
+    return should_fail() ? NULL : __real_malloc(n);
+}
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+    return should_fail() ? NULL : __real_calloc(n, size);
+}
+
+void *
+__wrap_realloc(void *p, size_t n)
+{
+    return should_fail() ? NULL : __real_realloc(p, n);
+}
+
+char *
+__wrap_strdup(const char *s)
+{
+    return should_fail() ? NULL : __real_strdup(s);
+}
+
+int
+__wrap_vasprintf(char **out, const char *fmt, va_list ap)
+{
+    if (should_fail())
+        return -1;
+    return __real_vasprintf(out, fmt, ap);
+}
+
+int
+__wrap_asprintf(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = __wrap_vasprintf(out, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static void *
+json_alloc(size_t n)
+{
+    return __wrap_malloc(n);
+}
+
+/* One round of everything the server does with a policy; returns whether
+ * it all succeeded. */
+static bool
+policy_round(const char *text)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_parse(text, &err);
+    if (p == NULL) {
+        free(err);
+        return false;
+    }
+    bool ok = true;
+    char *canon = sandbox_policy_to_json(p);
+    char *desc = sandbox_policy_describe(p);
+    const char *prog[] = {"/bin/sh", "-c", "true", NULL};
+    char **argv = sandbox_helper_argv_flags(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
+    ok = canon != NULL && desc != NULL && argv != NULL;
+    sandbox_argv_free(argv);
+    free(desc);
+    free(canon);
+    sandbox_policy_free(p);
+    return ok;
+}
+
+static void
+test_allocation_failures(void **state)
+{
+    const char *texts[] = {
+        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":[\"/a\",\"/b\"],"
+        "\"read_only_access\":{\"type\":\"restricted\",\"readable_roots\":[\"/r\"]}}",
+        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":[\"rel\"]}",
+        "{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}",
+    };
+    json_set_alloc_funcs(json_alloc, free);
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        long n = 0;
+        for (;; n++) {
+            armed = true;
+            injected = false;
+            countdown = n;
+            bool ok = policy_round(texts[t]);
+            armed = false;
+            if (!injected)
+                break; /* a full round without a failure: swept them all */
+            (void)ok;
+        }
+        assert_true(n > 3); /* the sweep really went through allocations */
+    }
+    json_set_alloc_funcs(malloc, free);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_danger),
+        cmocka_unit_test(test_read_only_defaults),
+        cmocka_unit_test(test_workspace_write_fields),
+        cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_external),
+        cmocka_unit_test(test_restricted_reads),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_canonical),
+        cmocka_unit_test(test_parse_text_errors),
+        cmocka_unit_test(test_helper_argv),
+        cmocka_unit_test(test_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
