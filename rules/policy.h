@@ -68,6 +68,17 @@ int rules_policy_add_network_rule(struct rules_policy *p, const char *host, cons
 /* Number of prefix rules (after first-token expansion). */
 size_t rules_policy_rule_count(const struct rules_policy *p);
 
+/* Number of network rules recorded.  Cannot fail. */
+size_t rules_policy_network_rule_count(const struct rules_policy *p);
+
+/*
+ * Whether a host_executable(name=...) exists (*known) and lists `path`
+ * (compared after lexical normalisation: repeated "/" and "." dropped).
+ * Returns false when unknown, not listed, or out of memory.
+ */
+bool rules_policy_host_executable_allows(const struct rules_policy *p, const char *name,
+                                         const char *path, bool *known);
+
 struct rules_match {
     char **matched_prefix; /* the command tokens the rule's pattern covered */
     size_t n_prefix;
