@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct rule_token {
     char **alts;
@@ -363,9 +364,9 @@ oom:
 }
 
 /*
- * Lexical normal form of an absolute path as Rust's Path compares them:
- * repeated slashes and "." components dropped, trailing slash dropped.
- * ".." is kept: it is not resolved without the file system.
+ * Lexical normal form of an absolute path, as Codex compares them: empty
+ * and "." components dropped, ".." removes the component before it (and
+ * stays at "/"), no trailing slash.  The file system is not consulted.
  */
 static char *
 normalize_abs_path(const char *path)
@@ -382,12 +383,16 @@ normalize_abs_path(const char *path)
         const char *e = s;
         while (*e && *e != '/')
             e++;
-        if (e == s)
-            break;
-        if (!(e - s == 1 && s[0] == '.')) {
+        size_t n = (size_t)(e - s);
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--; /* the slash before the dropped component */
+        } else if (n > 0 && !(n == 1 && s[0] == '.')) {
             out[o++] = '/';
-            memcpy(out + o, s, (size_t)(e - s));
-            o += (size_t)(e - s);
+            memcpy(out + o, s, n);
+            o += n;
         }
         s = e;
     }
@@ -395,6 +400,41 @@ normalize_abs_path(const char *path)
         out[o++] = '/';
     out[o] = '\0';
     return out;
+}
+
+/*
+ * argv[0] made absolute the way Codex does before the basename fallback:
+ * "~" and "~/..." start at $HOME, any other relative name at the current
+ * directory; then normalised.  NULL on OOM or when $HOME or the current
+ * directory cannot be known.
+ */
+static char *
+absolute_program(const char *prog)
+{
+    if (prog[0] == '/')
+        return normalize_abs_path(prog);
+    char *base = NULL;
+    const char *rest = prog;
+    if (prog[0] == '~' && (prog[1] == '\0' || prog[1] == '/')) {
+        const char *home = getenv("HOME");
+        base = home && home[0] == '/' ? strdup(home) : NULL;
+        rest = prog + 1;
+    } else {
+        base = getcwd(NULL, 0);
+    }
+    if (!base)
+        return NULL;
+    char *joined = malloc(strlen(base) + strlen(rest) + 2);
+    char *norm = NULL;
+    if (joined) {
+        strcpy(joined, base);
+        strcat(joined, "/");
+        strcat(joined, rest);
+        norm = normalize_abs_path(joined);
+    }
+    free(joined);
+    free(base);
+    return norm;
 }
 
 int
@@ -577,27 +617,22 @@ collect_matches(const struct bucket *b, const char *program, const char *const *
     return 0;
 }
 
-/* The file name of a lexically normalised absolute path; NULL for "/" or
- * a path ending in "..", which have none. */
+/* The file name of a normalised absolute path; NULL for "/". */
 static const char *
 path_file_name(const char *norm)
 {
-    const char *slash = strrchr(norm, '/');
-    const char *name = slash ? slash + 1 : norm;
-    if (*name == '\0' || strcmp(name, "..") == 0)
-        return NULL;
-    return name;
+    const char *name = strrchr(norm, '/') + 1;
+    return *name ? name : NULL;
 }
 
 static int
 check_host_fallback(const struct rules_policy *p, const char *const *argv, size_t argc,
                     struct rules_result *out)
 {
-    if (argv[0][0] != '/')
-        return 0;
-    char *norm = normalize_abs_path(argv[0]);
+    errno = 0;
+    char *norm = absolute_program(argv[0]);
     if (!norm)
-        return -1;
+        return errno == ENOMEM ? -1 : 0;
     int rc = 0;
     const char *name = path_file_name(norm);
     struct bucket *b = name ? strmap_find(&p->by_program, name) : NULL;

@@ -99,7 +99,9 @@ struct rules_result {
  * Evaluates the command argv[0..argc) (argc >= 1).  With
  * RULES_CHECK_RESOLVE_HOST_EXECUTABLES, an absolute argv[0] with no exact
  * rule may fall back to the rules for its basename, as rules-language.md
- * describes.  Fills *out (free with rules_result_free).  Returns 0, or -1
+ * describes.  As in Codex, a relative argv[0] is first made absolute
+ * against $HOME ("~/...") or the current directory, and paths compare
+ * after lexical normalisation ("//", ".", ".." and a trailing "/").  Fills *out (free with rules_result_free).  Returns 0, or -1
  * when out of memory (*out then empty).
  */
 int rules_policy_check(const struct rules_policy *p, const char *const *argv, size_t argc,

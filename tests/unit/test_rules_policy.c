@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -219,8 +220,12 @@ test_host_executable_fallback(void **state)
                 "\"decision\":\"prompt\",\"resolvedProgram\":\"/usr/bin/git\"}}],"
                 "\"decision\":\"prompt\"}",
                 "/usr//bin/./git", "push");
-    /* ".." is not resolved: /usr/lib/../bin/git is not a listed path. */
-    EXPECT_JSON(p, R, "{\"matchedRules\":[]}", "/usr/lib/../bin/git", "push");
+    /* ".." is resolved lexically, as Codex does. */
+    EXPECT_JSON(p, R,
+                "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"git\",\"push\"],"
+                "\"decision\":\"prompt\",\"resolvedProgram\":\"/usr/bin/git\"}}],"
+                "\"decision\":\"prompt\"}",
+                "/../usr/lib/../bin/git/", "push");
     /* No host_executable for rg: any absolute path may stand for it. */
     EXPECT_JSON(p, R,
                 "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"rg\"],"
@@ -232,16 +237,57 @@ test_host_executable_fallback(void **state)
                 "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"/opt/rg\"],"
                 "\"decision\":\"forbidden\"}}],\"decision\":\"forbidden\"}",
                 "/opt/rg", "foo");
-    /* Relative paths and bare names never fall back. */
-    EXPECT_JSON(p, R, "{\"matchedRules\":[]}", "bin/rg", "foo");
+    /* No file name, or the name of a directory with no rules. */
     EXPECT_JSON(p, R, "{\"matchedRules\":[]}", "/", "push");
     EXPECT_JSON(p, R, "{\"matchedRules\":[]}", "/usr/bin/git/..", "push");
+    EXPECT_JSON(p, R, "{\"matchedRules\":[]}", "/usr/bin/git/", "pull");
 
     bool known = false;
     assert_true(rules_policy_host_executable_allows(p, "git", "/home/u/.local/bin/git", &known));
     assert_true(known);
     assert_false(rules_policy_host_executable_allows(p, "rg", "/usr/bin/rg", &known));
     assert_false(known);
+    rules_policy_free(p);
+}
+
+/* Relative names are made absolute first: "~/" from $HOME, the rest from
+ * the current directory. */
+static void
+test_host_executable_relative(void **state)
+{
+    (void)state;
+    struct rules_policy *p = rules_policy_new();
+    ADD(p, RULES_DECISION_ALLOW, NULL, TOK("rg"));
+    ADD(p, RULES_DECISION_PROMPT, NULL, TOK("git"));
+    const char *git_paths[] = {"/home/someone/bin/git"};
+    assert_int_equal(rules_policy_add_host_executable(p, "git", git_paths, 1), 0);
+    unsigned R = RULES_CHECK_RESOLVE_HOST_EXECUTABLES;
+    char *cwd = getcwd(NULL, 0);
+    assert_non_null(cwd);
+    char *want = NULL;
+    assert_true(asprintf(&want,
+                         "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"rg\"],"
+                         "\"decision\":\"allow\",\"resolvedProgram\":\"%s/bin/rg\"}}],"
+                         "\"decision\":\"allow\"}",
+                         strcmp(cwd, "/") == 0 ? "" : cwd) > 0);
+    EXPECT_JSON(p, R, want, "./bin/rg", "x");
+    free(want);
+    free(cwd);
+
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", "/home/someone", 1);
+    EXPECT_JSON(p, R,
+                "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"git\"],"
+                "\"decision\":\"prompt\",\"resolvedProgram\":\"/home/someone/bin/git\"}}],"
+                "\"decision\":\"prompt\"}",
+                "~/bin/git", "log");
+    setenv("HOME", "/home/other", 1);
+    EXPECT_JSON(p, R, "{\"matchedRules\":[]}", "~/bin/git", "log");
+    unsetenv("HOME");
+    EXPECT_JSON(p, R, "{\"matchedRules\":[]}", "~/bin/git", "log");
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_home);
     rules_policy_free(p);
 }
 
@@ -359,6 +405,7 @@ main(void)
         cmocka_unit_test(test_duplicates_are_kept),
         cmocka_unit_test(test_strings_are_copied),
         cmocka_unit_test(test_host_executable_fallback),
+        cmocka_unit_test(test_host_executable_relative),
         cmocka_unit_test(test_host_executable_empty_list),
         cmocka_unit_test(test_json_escaping_and_pretty),
         cmocka_unit_test(test_network_rules),
