@@ -451,13 +451,16 @@ rules_policy_add_host_executable(struct rules_policy *p, const char *name, const
         if (!copies[i])
             goto oom;
     }
-    struct bucket *b = strmap_get_or_add(&p->host_execs, name);
-    if (!b)
-        goto oom;
-    /* A later host_executable for the same name replaces the earlier list. */
+    /* Allocated before the bucket so that an OOM leaves no empty entry. */
     void **items = calloc(n ? n : 1, sizeof *items);
     if (!items)
         goto oom;
+    struct bucket *b = strmap_get_or_add(&p->host_execs, name);
+    if (!b) {
+        free(items);
+        goto oom;
+    }
+    /* A later host_executable for the same name replaces the earlier list. */
     for (size_t i = 0; i < b->n; i++)
         free(b->items[i]);
     free(b->items);
@@ -472,6 +475,18 @@ oom:
         free(copies[i]);
     free(copies);
     return -1;
+}
+
+int
+rules_policy_copy_host_executables(struct rules_policy *dst, const struct rules_policy *src)
+{
+    for (size_t i = 0; i < src->host_execs.n_slots; i++) {
+        const struct bucket *b = &src->host_execs.slots[i];
+        if (b->key &&
+            rules_policy_add_host_executable(dst, b->key, (const char *const *)b->items, b->n) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 int

@@ -68,6 +68,14 @@ int rules_policy_add_network_rule(struct rules_policy *p, const char *host, cons
 /* Number of prefix rules (after first-token expansion). */
 size_t rules_policy_rule_count(const struct rules_policy *p);
 
+/*
+ * Adds every host_executable of src to dst (replacing dst's list for the
+ * same name).  Codex checks a rule's match / not_match examples against a
+ * policy of that rule alone plus the host executables, with resolution on;
+ * this builds such a policy.  Returns 0, or -1 on OOM.
+ */
+int rules_policy_copy_host_executables(struct rules_policy *dst, const struct rules_policy *src);
+
 /* Number of network rules recorded.  Cannot fail. */
 size_t rules_policy_network_rule_count(const struct rules_policy *p);
 
@@ -101,8 +109,8 @@ struct rules_result {
  * rule may fall back to the rules for its basename, as rules-language.md
  * describes.  As in Codex, a relative argv[0] is first made absolute
  * against $HOME ("~/...") or the current directory, and paths compare
- * after lexical normalisation ("//", ".", ".." and a trailing "/").  Fills *out (free with rules_result_free).  Returns 0, or -1
- * when out of memory (*out then empty).
+ * after lexical normalisation ("//", ".", ".." and a trailing "/").  Fills *out (free with
+ * rules_result_free).  Returns 0, or -1 when out of memory (*out then empty).
  */
 int rules_policy_check(const struct rules_policy *p, const char *const *argv, size_t argc,
                        unsigned flags, struct rules_result *out);

@@ -291,6 +291,35 @@ test_host_executable_relative(void **state)
     rules_policy_free(p);
 }
 
+/* A policy of one rule plus the host executables, as Codex uses to check
+ * a rule's examples. */
+static void
+test_copy_host_executables(void **state)
+{
+    (void)state;
+    struct rules_policy *full = rules_policy_new();
+    const char *git_paths[] = {"/usr/bin/git"};
+    const char *rg_paths[] = {"/opt/rg", "/usr/bin/rg"};
+    assert_int_equal(rules_policy_add_host_executable(full, "git", git_paths, 1), 0);
+    assert_int_equal(rules_policy_add_host_executable(full, "rg", rg_paths, 2), 0);
+    struct rules_policy *one = rules_policy_new();
+    ADD(one, RULES_DECISION_ALLOW, NULL, TOK("rg"));
+    assert_int_equal(rules_policy_copy_host_executables(one, full), 0);
+    unsigned R = RULES_CHECK_RESOLVE_HOST_EXECUTABLES;
+    struct rules_result r;
+    assert_int_equal(rules_policy_check(one, ARGV("/usr/bin/rg", "x"), 2, R, &r), 0);
+    assert_int_equal(r.n_matches, 1);
+    assert_string_equal(r.matches[0].resolved_program, "/usr/bin/rg");
+    rules_result_free(&r);
+    assert_int_equal(rules_policy_check(one, ARGV("/bin/rg", "x"), 2, R, &r), 0);
+    assert_int_equal(r.n_matches, 0);
+    rules_result_free(&r);
+    bool known = false;
+    assert_true(rules_policy_host_executable_allows(one, "git", "/usr/bin/git", &known));
+    rules_policy_free(one);
+    rules_policy_free(full);
+}
+
 static void
 test_host_executable_empty_list(void **state)
 {
@@ -406,6 +435,7 @@ main(void)
         cmocka_unit_test(test_strings_are_copied),
         cmocka_unit_test(test_host_executable_fallback),
         cmocka_unit_test(test_host_executable_relative),
+        cmocka_unit_test(test_copy_host_executables),
         cmocka_unit_test(test_host_executable_empty_list),
         cmocka_unit_test(test_json_escaping_and_pretty),
         cmocka_unit_test(test_network_rules),
