@@ -727,9 +727,49 @@ jb_puts(struct jbuf *b, const char *s)
     jb_put(b, s, strlen(s));
 }
 
+/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when the
+ * bytes there are not one (overlong forms, surrogates and values past
+ * U+10FFFF included). */
+static size_t
+utf8_seq_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        n = 3, lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        n = 4, lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+bool
+rules_text_is_utf8(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_seq_len(p);
+        if (n == 0)
+            return false;
+        p += n;
+    }
+    return true;
+}
+
 /* Escapes as serde_json does: quote, backslash and control characters
  * only (short forms where JSON has them, else \u00xx in lower case);
- * everything else, including non-ASCII UTF-8, is copied. */
+ * everything else, including non-ASCII UTF-8, is copied.  Bytes that are
+ * not UTF-8 (Codex refuses such input) become \ufffd so that the output
+ * is always valid JSON. */
 static void
 jb_string(struct jbuf *b, const char *s)
 {
@@ -739,6 +779,14 @@ jb_string(struct jbuf *b, const char *s)
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[7];
         const char *e = NULL;
+        if (*p >= 0x80) {
+            size_t n = utf8_seq_len(p);
+            if (n > 0) {
+                p += n - 1;
+                continue;
+            }
+            e = "\\ufffd";
+        }
         switch (*p) {
         case '"':
             e = "\\\"";
@@ -762,7 +810,7 @@ jb_string(struct jbuf *b, const char *s)
             e = "\\f";
             break;
         default:
-            if (*p < 0x20) {
+            if (!e && *p < 0x20) {
                 memcpy(esc, "\\u00", 4);
                 esc[4] = hex[*p >> 4];
                 esc[5] = hex[*p & 15];

@@ -118,6 +118,10 @@ int rules_policy_check(const struct rules_policy *p, const char *const *argv, si
 /* Frees what rules_policy_check stored; the struct is the caller's. */
 void rules_result_free(struct rules_result *r);
 
+/* True when s is well-formed UTF-8 (as Codex requires of commands and
+ * files).  Cannot fail. */
+bool rules_text_is_utf8(const char *s);
+
 /* The JSON that `codex execpolicy check` prints for r (same keys, order and
  * omissions), without a trailing newline; caller frees. NULL on OOM. */
 char *rules_result_to_json(const struct rules_result *r, bool pretty);

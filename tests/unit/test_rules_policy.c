@@ -374,6 +374,29 @@ test_json_escaping_and_pretty(void **state)
 }
 
 static void
+test_utf8(void **state)
+{
+    (void)state;
+    assert_true(rules_text_is_utf8(""));
+    assert_true(rules_text_is_utf8("plain caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"));
+    assert_false(rules_text_is_utf8("\xff"));
+    assert_false(rules_text_is_utf8("\xc3"));             /* truncated */
+    assert_false(rules_text_is_utf8("\xc0\xaf"));         /* overlong "/" */
+    assert_false(rules_text_is_utf8("\xed\xa0\x80"));     /* surrogate */
+    assert_false(rules_text_is_utf8("\xf4\x90\x80\x80")); /* past U+10FFFF */
+
+    /* Such bytes never make invalid JSON: each becomes U+FFFD. */
+    struct rules_policy *p = rules_policy_new();
+    ADD(p, RULES_DECISION_ALLOW, "bad \xff\xc3 end \x7f", TOK("x"));
+    EXPECT_JSON(p, 0,
+                "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"x\"],"
+                "\"decision\":\"allow\",\"justification\":\"bad \\ufffd\\ufffd end \x7f\"}}],"
+                "\"decision\":\"allow\"}",
+                "x");
+    rules_policy_free(p);
+}
+
+static void
 test_network_rules(void **state)
 {
     (void)state;
@@ -438,6 +461,7 @@ main(void)
         cmocka_unit_test(test_copy_host_executables),
         cmocka_unit_test(test_host_executable_empty_list),
         cmocka_unit_test(test_json_escaping_and_pretty),
+        cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_network_rules),
         cmocka_unit_test(test_many_rules),
     };
