@@ -500,6 +500,9 @@ push_indent(struct lexer *lx, const char *ws, size_t len)
 static void
 lex_indent(struct lexer *lx, const char *ws, size_t len)
 {
+    const char *tab = memchr(ws, '\t', len);
+    if (tab != NULL)
+        lex_fail(lx, tab, "tabs are not allowed in indentation: indent with spaces");
     struct indent *top = &lx->indents[lx->n_indents - 1];
     if (len == top->len && memcmp(ws, top->ws, len) == 0)
         return;
