@@ -1180,7 +1180,9 @@ static struct star_value
 m_splitlines(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
     BIND("splitlines", 0, "keepends");
-    bool keep = given(a[0]) && star_truth(a[0]);
+    if (given(a[0]) && a[0].type != STAR_BOOL)
+        star_fail(vm, "splitlines: for keepends, got %s, want bool", star_type_name(a[0]));
+    bool keep = given(a[0]) && a[0].u.b;
     struct star_str *s = RECV_STR;
     struct star_value out = star_list_new(vm, 0);
     size_t i = 0;

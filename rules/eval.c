@@ -561,7 +561,7 @@ slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, in
         i += n;
         if (i < 0)
             i = step < 0 ? -1 : 0;
-    } else if (i > n) {
+    } else if (i >= n) {
         i = step < 0 ? n - 1 : n;
     }
     return i;
@@ -655,7 +655,7 @@ star_iterable_items(struct star_vm *vm, struct star_value v, size_t *n)
         return items;
     }
     default:
-        star_fail(vm, "%s value is not iterable", star_type_name(v));
+        star_fail(vm, "got %s, want iterable", star_type_name(v));
     }
 }
 
@@ -795,7 +795,7 @@ bind_params(struct star_vm *vm, struct star_function *fn, struct star_args *args
         if (slots[j].type != STAR_UNBOUND)
             continue;
         if (fn->defaults[j].type == STAR_UNBOUND)
-            star_fail(vm, "function %s missing argument for %s", name, d->params[j].name->data);
+            star_fail(vm, "function %s missing 1 argument (%s)", name, d->params[j].name->data);
         slots[j] = fn->defaults[j];
     }
 }
@@ -992,10 +992,19 @@ comp_clause(struct star_vm *vm, struct star_frame *fr, struct ast_node *e, size_
     at(vm, c->expr);
     size_t n;
     struct star_value *items = star_iterable_items(vm, it, &n);
+    /* Like a for loop, a comprehension locks what it walks. */
+    if (it.type == STAR_LIST)
+        it.u.l->iterating++;
+    else if (it.type == STAR_DICT)
+        star_dict_iter_begin(it.u.d);
     for (size_t i = 0; i < n; i++) {
         assign(vm, fr, c->target, items[i]);
         comp_clause(vm, fr, e, k + 1, result);
     }
+    if (it.type == STAR_LIST)
+        it.u.l->iterating--;
+    else if (it.type == STAR_DICT)
+        star_dict_iter_end(it.u.d);
 }
 
 /* ---- expressions ---- */
@@ -1189,7 +1198,7 @@ exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         l->iterating--;
         return result;
     }
-    star_fail(vm, "%s value is not iterable", star_type_name(it));
+    star_fail(vm, "got %s, want iterable", star_type_name(it));
 }
 
 static void
@@ -1202,6 +1211,9 @@ exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         at(vm, st);
         if (st->op == T_PLUS && old.type == STAR_LIST) {
             /* list += iterable extends in place. */
+            if (rhs.type != STAR_LIST && rhs.type != STAR_TUPLE && rhs.type != STAR_DICT &&
+                rhs.type != STAR_RANGE)
+                star_fail(vm, "unknown binary op: list += %s", star_type_name(rhs));
             size_t n;
             struct star_value *items = star_iterable_items(vm, rhs, &n);
             for (size_t i = 0; i < n; i++)

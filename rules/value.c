@@ -224,13 +224,19 @@ star_dict_iter_end(struct star_dict *d)
     d->iterating--;
 }
 
+static void
+dict_mutable(struct star_vm *vm, struct star_dict *d, const char *verb)
+{
+    if (d->frozen)
+        star_fail(vm, "cannot %s frozen hash table", verb);
+    if (d->iterating)
+        star_fail(vm, "cannot %s hash table during iteration", verb);
+}
+
 void
 star_dict_check_mutable(struct star_vm *vm, struct star_dict *d)
 {
-    if (d->frozen)
-        star_fail(vm, "cannot insert into frozen hash table");
-    if (d->iterating)
-        star_fail(vm, "cannot insert into hash table during iteration");
+    dict_mutable(vm, d, "insert into");
 }
 
 /* Slot in the index for key: either the matching entry's slot or an empty one. */
@@ -329,7 +335,7 @@ star_dict_del(struct star_vm *vm, struct star_dict *d, struct star_value key,
               struct star_value *out)
 {
     uint32_t h = star_hash(vm, key);
-    star_dict_check_mutable(vm, d);
+    dict_mutable(vm, d, "delete from");
     if (d->len == 0)
         return false;
     size_t s = dict_probe(vm, d, key, h);
@@ -348,7 +354,7 @@ star_dict_del(struct star_vm *vm, struct star_dict *d, struct star_value key,
 void
 star_dict_clear(struct star_vm *vm, struct star_dict *d)
 {
-    star_dict_check_mutable(vm, d);
+    dict_mutable(vm, d, "clear");
     d->n_entries = 0;
     d->len = 0;
     if (d->index_cap > 0)
