@@ -266,7 +266,7 @@ repeat(struct star_vm *vm, struct star_value seq, int64_t times)
         star_fail(vm, "out of memory: repetition too large");
     size_t n = len * (size_t)times;
     struct star_value r = seq.type == STAR_TUPLE ? star_tuple_new(vm, n) : star_list_new(vm, n);
-    for (int64_t i = 0; i < times; i++)
+    for (int64_t i = 0; len > 0 && i < times; i++)
         memcpy(r.u.l->items + (size_t)i * len, seq.u.l->items, len * sizeof(struct star_value));
     r.u.l->len = n;
     return r;
@@ -583,7 +583,8 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
         size_t n;
         struct star_value *items = star_iterable_items(vm, x, &n);
         struct star_value l = star_tuple_new(vm, n);
-        memcpy(l.u.l->items, items, n * sizeof *items);
+        if (n > 0)
+            memcpy(l.u.l->items, items, n * sizeof *items);
         x = l;
         struct star_value r = star_slice(vm, x, lo, hi, st);
         r.type = STAR_LIST;
@@ -655,7 +656,7 @@ star_iterable_items(struct star_vm *vm, struct star_value v, size_t *n)
         return items;
     }
     default:
-        star_fail(vm, "got %s, want iterable", star_type_name(v));
+        star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(v), star_type_name(v));
     }
 }
 
@@ -1198,7 +1199,7 @@ exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         l->iterating--;
         return result;
     }
-    star_fail(vm, "got %s, want iterable", star_type_name(it));
+    star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(it), star_type_name(it));
 }
 
 static void
