@@ -357,6 +357,8 @@ op_text(int op)
         return "<<";
     case T_GTGT:
         return ">>";
+    case T_STARSTAR:
+        return "**";
     case T_LT:
         return "<";
     case T_GT:
@@ -414,6 +416,20 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
         if (b < 0)
             star_fail(vm, "negative shift count: %lld", (long long)b);
         return star_int(b >= 63 ? (a < 0 ? -1 : 0) : a >> b);
+    case T_STARSTAR: {
+        if (b < 0)
+            star_fail(vm, "negative exponent: %lld", (long long)b);
+        int64_t acc = 1;
+        for (int64_t i = 0; i < b; i++) {
+            if (__builtin_mul_overflow(acc, a, &acc))
+                overflow(vm);
+            if (acc == 0 || acc == 1)
+                break;
+        }
+        if (acc == 1 && a == -1 && (b % 2) == 1)
+            acc = -1;
+        return star_int(acc);
+    }
     case T_SLASH:
         star_fail(vm, "floating-point division is not supported: use // for integer division");
     default:
