@@ -428,7 +428,7 @@ test_hostile_limits(void **state)
                "t.star:1:1: 'while' loops are not allowed in Starlark: use 'for' over a range");
     expect_err("load('x.star', 'y')\n", "t.star:1:1: load() is not supported in .rules files");
     expect_err("class X:\n    pass\n",
-               "t.star:1:1: syntax error: unexpected 'class', expected an expression");
+               "t.star:1:1: syntax error: 'class' is reserved and not allowed in Starlark");
 
     /* A file over the size limit is refused before it is parsed. */
     size_t big = (size_t)STAR_MAX_FILE_BYTES + 1;
