@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include "amend.h"
+#include "load.h"
+#include "policy.h"
 #include "tmpdir.h"
 
 #define ARGV(...)  ((const char *const[]){__VA_ARGS__})
@@ -260,6 +262,43 @@ test_concurrent_readers_and_writers(void **state)
     free(dir);
 }
 
+/* The server reloads while "always allow" answers are written: every
+ * reload must load cleanly and see no fewer rules than the one before. */
+static void
+test_reload_during_amendments(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("amend");
+    char *path = tmpdir_path(dir, "default.rules");
+    tmpdir_write_file(path, "prefix_rule(pattern = [\"ls\"])\n", 0644);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0)
+        amend_many(path, "r", 80);
+    size_t last = 1;
+    int st = 0, loads = 0;
+    bool done = false;
+    while (!done) {
+        done = waitpid(w, &st, WNOHANG) == w;
+        char *err = NULL;
+        const char *files[] = {path};
+        struct rules_policy *p = rules_load(NULL, files, 1, &err);
+        if (!p)
+            fail_msg("reload failed while amending: %s", err ? err : "(null)");
+        size_t n = rules_policy_rule_count(p);
+        assert_true(n >= last);
+        last = n;
+        loads++;
+        rules_policy_free(p);
+    }
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(last, 81);
+    assert_true(loads > 0);
+    free(path);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
 int
 main(void)
 {
@@ -270,6 +309,7 @@ main(void)
         cmocka_unit_test(test_follows_symlink),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_concurrent_readers_and_writers),
+        cmocka_unit_test(test_reload_during_amendments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
