@@ -37,6 +37,9 @@ release_frames(struct star_vm *vm)
     vm->frames = NULL;
 }
 
+static _Noreturn void fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt,
+                             va_list ap) __attribute__((format(printf, 4, 0)));
+
 static _Noreturn void
 fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, va_list ap)
 {
@@ -672,7 +675,8 @@ star_iterable_items(struct star_vm *vm, struct star_value v, size_t *n)
         return items;
     }
     default:
-        star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(v), star_type_name(v));
+        star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(v),
+                  star_type_name(v));
     }
 }
 
@@ -1215,7 +1219,8 @@ exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         l->iterating--;
         return result;
     }
-    star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(it), star_type_name(it));
+    star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(it),
+              star_type_name(it));
 }
 
 static void

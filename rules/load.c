@@ -11,6 +11,8 @@
 #include "rule_builtins.h"
 #include "source.h"
 
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static char *
 fmt_err(const char *fmt, ...)
 {

@@ -385,6 +385,8 @@ rules_builtins_install(struct star_vm *vm, struct rules_builder *b)
 
 /* ---- examples ---- */
 
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static char *
 fmt_err(const char *fmt, ...)
 {

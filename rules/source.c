@@ -10,6 +10,8 @@
 
 #include "eval.h"
 
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static char *
 fmt_err(const char *fmt, ...)
 {
