@@ -185,8 +185,9 @@ lex_name(struct lexer *lx)
     while (lx->p < lx->end && (is_ident_start(*lx->p) || is_digit(*lx->p)))
         lx->p++;
     size_t len = (size_t)(lx->p - s);
-    for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++) {
-        if (strlen(keywords[i].word) == len && memcmp(keywords[i].word, s, len) == 0) {
+    for (size_t i = 0; len >= 2 && len <= 8 && i < sizeof keywords / sizeof keywords[0]; i++) {
+        if (keywords[i].word[0] == s[0] && strncmp(keywords[i].word, s, len) == 0 &&
+            keywords[i].word[len] == '\0') {
             push(lx, keywords[i].kind, s, lx->p);
             return;
         }
@@ -386,10 +387,17 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
             }
             continue;
         }
-        if (c == '\n')
+        if (c == '\n') {
             newline(lx, lx->p + 1);
-        star_buf_addc(lx->vm, &b, c);
-        lx->p++;
+            star_buf_addc(lx->vm, &b, c);
+            lx->p++;
+            continue;
+        }
+        /* Copy a run of ordinary characters at once. */
+        const char *run = lx->p;
+        while (lx->p < lx->end && *lx->p != q && *lx->p != '\\' && *lx->p != '\n')
+            lx->p++;
+        star_buf_add(lx->vm, &b, run, (size_t)(lx->p - run));
     }
     /* Restore the token's own position: the string may span lines. */
     uint32_t end_line = lx->line;
@@ -458,9 +466,14 @@ close_bracket(struct lexer *lx, char c, const char *at)
 static bool
 lex_punct(struct lexer *lx)
 {
+    char first = *lx->p;
+    size_t avail = (size_t)(lx->end - lx->p);
+    /* Longest match first: the table lists longer operators before their prefixes. */
     for (size_t i = 0; i < sizeof puncts / sizeof puncts[0]; i++) {
-        size_t n = strlen(puncts[i].text);
-        if ((size_t)(lx->end - lx->p) >= n && memcmp(lx->p, puncts[i].text, n) == 0) {
+        if (puncts[i].text[0] != first)
+            continue;
+        size_t n = puncts[i].text[1] == '\0' ? 1 : puncts[i].text[2] == '\0' ? 2 : 3;
+        if (avail >= n && memcmp(lx->p, puncts[i].text, n) == 0) {
             const char *s = lx->p;
             char c = *s;
             if (c == '(' || c == '[' || c == '{')
