@@ -394,7 +394,7 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
             continue;
         }
         /* Copy a run of ordinary characters at once. */
-        const char *run = lx->p;
+        const char *run = lx->p++; /* at least one: a lone quote inside a triple-quoted string */
         while (lx->p < lx->end && *lx->p != q && *lx->p != '\\' && *lx->p != '\n')
             lx->p++;
         star_buf_add(lx->vm, &b, run, (size_t)(lx->p - run));
