@@ -1277,6 +1277,14 @@ m_format(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         }
         if (memchr(f, ':', flen) != NULL)
             star_fail(vm, "format: format specifications are not supported");
+        if (memchr(f, '{', flen) != NULL)
+            star_fail(vm, "format: nested replacement fields are not supported");
+        if (memchr(f, '.', flen) != NULL || memchr(f, '[', flen) != NULL)
+            star_fail(vm, "format: field %.*s: attribute and index access are not supported",
+                      (int)flen, f);
+        bool numeric = flen > 0;
+        for (size_t j = 0; j < flen; j++)
+            numeric = numeric && f[j] >= '0' && f[j] <= '9';
         struct star_value v;
         if (flen == 0) {
             if (used_manual)
@@ -1286,7 +1294,7 @@ m_format(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
             if (auto_idx >= args->npos)
                 star_fail(vm, "format: tuple index out of range");
             v = args->pos[auto_idx++];
-        } else if (f[0] >= '0' && f[0] <= '9') {
+        } else if (numeric) {
             if (used_auto)
                 star_fail(vm, "format: cannot switch from automatic field numbering to "
                               "manual field specification");
@@ -1324,10 +1332,18 @@ m_format(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 static void
 list_mutable(struct star_vm *vm, struct star_list *l, const char *what)
 {
+    static const struct {
+        const char *method, *verb;
+    } verbs[] = {{"append", "append to"}, {"extend", "extend"},      {"insert", "insert into"},
+                 {"pop", "pop from"},     {"remove", "remove from"}, {"clear", "clear"}};
+    const char *verb = "modify";
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(verbs[i].method, what) == 0)
+            verb = verbs[i].verb;
     if (l->frozen)
-        star_fail(vm, "%s: cannot modify frozen list", what);
+        star_fail(vm, "%s: cannot %s frozen list", what, verb);
     if (l->iterating)
-        star_fail(vm, "%s: cannot modify list during iteration", what);
+        star_fail(vm, "%s: cannot %s list during iteration", what, verb);
 }
 
 static struct star_value

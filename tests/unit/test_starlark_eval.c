@@ -340,7 +340,7 @@ test_list_dict_methods(void **state)
                  "eq(d.popitem(), ('b', 2))\n"
                  "eq(len(d), 1)\n");
     expect_err("l = [1, 2]\nfor x in l:\n    l.append(x)\n",
-               "t.star:3:5: append: cannot modify list during iteration");
+               "t.star:3:5: append: cannot append to list during iteration");
     expect_err("d = {[1]: 2}\n", "t.star:1:6: unhashable type: list");
     expect_err("d = {'a': 1, 'a': 2}\n", "t.star:1:14: duplicate key \"a\" in dict literal");
 }

@@ -54,8 +54,11 @@ def chunks(path):
     yield code, expected, start
 
 
+STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+
+
 def uses_floats(code):
-    text = "".join(l.split("#", 1)[0] if not l.lstrip().startswith("#") else "" for l in code)
+    text = "".join(STRING.sub('""', l).split("#", 1)[0] for l in code)
     return FLOAT.search(text) is not None
 
 
