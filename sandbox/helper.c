@@ -7,6 +7,9 @@
  * the helper itself does runs under the filter.
  */
 #include "helper.h"
+#include "filter.h"
+#include "landlock.h"
+#include "ns.h"
 #include "policy.h"
 
 #include <errno.h>
@@ -16,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
-static void
+__attribute__((format(printf, 2, 0))) static void
 vmessage(int errnum, const char *fmt, va_list ap)
 {
     int saved = errnum;
@@ -38,7 +43,7 @@ helper_die(int errnum, const char *fmt, ...)
     va_start(ap, fmt);
     vmessage(errnum, fmt, ap);
     va_end(ap);
-    exit(SANDBOX_EXIT_SETUP_FAILED);
+    _exit(SANDBOX_EXIT_SETUP_FAILED);
 }
 
 noreturn void
@@ -48,7 +53,7 @@ helper_die_status(int status, int errnum, const char *fmt, ...)
     va_start(ap, fmt);
     vmessage(errnum, fmt, ap);
     va_end(ap);
-    exit(status);
+    _exit(status);
 }
 
 void
@@ -149,23 +154,341 @@ report_new(const struct sandbox_policy *p)
     return r;
 }
 
+/* Everything the helper learns on the way, for the report line. */
+struct run {
+    struct helper_options *o;
+    const struct sandbox_policy *p;
+    enum sandbox_kind kind;
+    bool restrict_net;
+    json_t *report;
+    json_t *degraded; /* borrowed from report */
+    json_t *read_only;
+    json_t *writable;
+    struct sandbox_ns_state ns;
+    bool own_proc;
+};
+
+static void
+put(json_t *obj, const char *key, json_t *value)
+{
+    if (value == NULL || json_object_set_new(obj, key, value) != 0)
+        helper_die(ENOMEM, "building the report");
+}
+
+static json_t *
+new_array(void)
+{
+    json_t *a = json_array();
+    if (a == NULL)
+        helper_die(ENOMEM, "building the report");
+    return a;
+}
+
+/* The policy asks for `feature` and the kernel cannot give it: refuse, or
+ * with --allow-degraded say so on stderr and in the report, and go on. */
+static void
+require(struct run *r, const char *feature, const char *why)
+{
+    if (!r->o->allow_degraded)
+        helper_die(0,
+                   "%s: %s; refusing to run the command less confined than the policy asks "
+                   "(--allow-degraded accepts this)",
+                   feature, why);
+    helper_warn("running without %s: %s (--allow-degraded)", feature, why);
+    if (json_array_append_new(r->degraded, json_string(feature)) != 0)
+        helper_die(ENOMEM, "building the report");
+}
+
+static void
+set_no_new_privs(struct run *r)
+{
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        helper_die(errno, "PR_SET_NO_NEW_PRIVS");
+    if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+        helper_die(0, "PR_SET_NO_NEW_PRIVS did not take effect");
+    put(r->report, "no_new_privs", json_true());
+}
+
+/* The roots whose .git and .codex stay read-only: the sandbox cwd and the
+ * explicit writable roots (not $TMPDIR and /tmp). */
+static void
+protect_paths(struct run *r)
+{
+    size_t n = sandbox_policy_writable_root_count(r->p);
+    for (size_t i = 0; i <= n; i++) {
+        const char *root =
+            i == 0 ? sandbox_policy_cwd(r->p) : sandbox_policy_writable_root(r->p, i - 1);
+        char *err = NULL;
+        if (access(root, F_OK) != 0)
+            continue;
+        int rc = sandbox_ns_protect(root, true, r->read_only, &err);
+        if (rc < 0)
+            helper_die(-rc, "keeping .git and .codex read-only in %s: %s", root,
+                       err ? err : "out of memory");
+        free(err);
+    }
+}
+
+static void
+enter_namespaces(struct run *r)
+{
+    int rc = sandbox_ns_unshare(&r->ns);
+    if (rc < 0) {
+        helper_warn("namespaces: %s", strerror(-rc));
+        if (r->kind == SANDBOX_WORKSPACE_WRITE)
+            require(r, "mount-namespace",
+                    "cannot create a mount namespace, so .git and .codex inside the writable "
+                    "roots would stay writable");
+        require(r, "pid-namespace",
+                "cannot create a PID namespace, so the command would see every process");
+        return;
+    }
+    if (r->kind == SANDBOX_WORKSPACE_WRITE)
+        protect_paths(r);
+}
+
+static volatile pid_t forward_to = -1;
+
+static void
+forward_signal(int sig)
+{
+    if (forward_to > 0)
+        kill(forward_to, sig);
+}
+
+/* Signals that ask the command to stop or that it may need to see; the
+ * rest keep their defaults. */
+static void
+install_forwarding(pid_t child)
+{
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+    forward_to = child;
+    struct sigaction sa = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* Waits for child (reaping any other child on the way, as a PID
+ * namespace's init must) and ends with its status, shell-style. */
+static noreturn void
+wait_and_propagate(pid_t child)
+{
+    for (;;) {
+        int st;
+        pid_t w = waitpid(-1, &st, 0);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            helper_die(errno, "waiting for the command");
+        if (w != child)
+            continue;
+        if (WIFEXITED(st))
+            _exit(WEXITSTATUS(st));
+        if (WIFSIGNALED(st))
+            _exit(128 + WTERMSIG(st));
+    }
+}
+
+static void
+close_report_copy(struct run *r)
+{
+    if (r->o->report_fd >= 0)
+        close(r->o->report_fd);
+}
+
+/*
+ * The process that unshared CLONE_NEWPID stays outside the namespace; its
+ * first child is the namespace's init.  The helper therefore forks: this
+ * process (outside) waits and forwards signals; the child mounts /proc and
+ * forks the command, staying as init to reap orphans.  Killing the helper's
+ * process group kills the init, and with it everything inside.  Returns in
+ * the process that goes on to exec the command.
+ */
+static void
+fork_into_pid_namespace(struct run *r)
+{
+    pid_t init = fork();
+    if (init < 0)
+        helper_die(errno, "fork into the PID namespace");
+    if (init > 0) {
+        close_report_copy(r);
+        install_forwarding(init);
+        wait_and_propagate(init);
+    }
+    /* The namespace's init: it dies with the helper. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+        helper_die(errno, "PR_SET_PDEATHSIG");
+    int rc = sandbox_ns_mount_proc();
+    if (rc < 0)
+        require(r, "pid-namespace-proc", "cannot mount a /proc for the PID namespace");
+    r->own_proc = rc == 0;
+    pid_t cmd = fork();
+    if (cmd < 0)
+        helper_die(errno, "fork in the PID namespace");
+    if (cmd > 0) {
+        close_report_copy(r);
+        install_forwarding(cmd);
+        wait_and_propagate(cmd);
+    }
+}
+
+static void
+allow_path(struct run *r, struct sandbox_ll *ll, const char *path, enum sandbox_ll_access a)
+{
+    int rc = sandbox_ll_allow(ll, path, a);
+    if (rc == -ENOENT || rc == -ENOTDIR)
+        return; /* nothing there to grant */
+    if (rc < 0)
+        helper_die(-rc, "landlock: adding a rule for %s", path);
+    if (a == SANDBOX_LL_WRITE && json_array_append_new(r->writable, json_string(path)) != 0)
+        helper_die(ENOMEM, "building the report");
+}
+
+static void
+allow_reads(struct run *r, struct sandbox_ll *ll)
+{
+    static const char *const platform[] = {"/bin",   "/sbin",   "/usr", "/lib", "/lib32",
+                                           "/lib64", "/libx32", "/etc", "/opt", "/dev",
+                                           "/proc",  "/sys",    "/run"};
+    if (!sandbox_policy_reads_restricted(r->p)) {
+        allow_path(r, ll, "/", SANDBOX_LL_READ);
+        put(r->report, "readable", json_string("all"));
+        return;
+    }
+    json_t *readable = new_array();
+    put(r->report, "readable", readable);
+    if (sandbox_policy_platform_defaults(r->p)) {
+        for (size_t i = 0; i < sizeof platform / sizeof platform[0]; i++)
+            allow_path(r, ll, platform[i], SANDBOX_LL_READ);
+        json_array_append_new(readable, json_string("+platform"));
+    }
+    for (size_t i = 0; i < sandbox_policy_readable_root_count(r->p); i++) {
+        const char *path = sandbox_policy_readable_root(r->p, i);
+        allow_path(r, ll, path, SANDBOX_LL_READ);
+        json_array_append_new(readable, json_string(path));
+    }
+    if (sandbox_policy_cwd(r->p) != NULL)
+        allow_path(r, ll, sandbox_policy_cwd(r->p), SANDBOX_LL_READ);
+}
+
+static void
+allow_writes(struct run *r, struct sandbox_ll *ll)
+{
+    static const char *const devices[] = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                                          "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
+        allow_path(r, ll, devices[i], SANDBOX_LL_DEVICE);
+    if (r->kind != SANDBOX_WORKSPACE_WRITE)
+        return;
+    allow_path(r, ll, sandbox_policy_cwd(r->p), SANDBOX_LL_WRITE);
+    for (size_t i = 0; i < sandbox_policy_writable_root_count(r->p); i++)
+        allow_path(r, ll, sandbox_policy_writable_root(r->p, i), SANDBOX_LL_WRITE);
+    const char *tmpdir = getenv("TMPDIR");
+    if (sandbox_policy_tmpdir_writable(r->p) && tmpdir != NULL && tmpdir[0] == '/')
+        allow_path(r, ll, tmpdir, SANDBOX_LL_WRITE);
+    if (sandbox_policy_slash_tmp_writable(r->p))
+        allow_path(r, ll, "/tmp", SANDBOX_LL_WRITE);
+}
+
+static void
+apply_landlock(struct run *r)
+{
+    bool fs = r->kind != SANDBOX_EXTERNAL;
+    int abi = sandbox_ll_abi();
+    if (abi < 1) {
+        if (fs)
+            require(r, "landlock", "the kernel has no Landlock to confine the filesystem");
+        return; /* external-sandbox: seccomp alone covers the network */
+    }
+    if (!fs && (!r->restrict_net || abi < 4))
+        return;
+    struct sandbox_ll *ll = sandbox_ll_new(abi, fs, r->restrict_net, fs);
+    if (ll == NULL)
+        helper_die(errno, "landlock: creating the ruleset (ABI %d)", abi);
+    for (size_t i = 0; fs && sandbox_ll_missing(ll, i) != NULL; i++) {
+        const char *what = sandbox_ll_missing(ll, i);
+        if (strcmp(what, "landlock-tcp") != 0) /* seccomp already refuses IP sockets */
+            require(r, what, "the kernel's Landlock ABI is too old for it");
+    }
+    if (fs) {
+        allow_reads(r, ll);
+        allow_writes(r, ll);
+        put(r->report, "writable", json_incref(r->writable));
+    }
+    int rc = sandbox_ll_enforce(ll, r->report);
+    if (rc < 0)
+        helper_die(-rc, "landlock: enforcing the ruleset");
+    sandbox_ll_free(ll);
+}
+
+static void
+apply_filter(struct run *r)
+{
+    bool deny_mounts = r->kind != SANDBOX_EXTERNAL;
+    if (!deny_mounts && !r->restrict_net)
+        return;
+    int rc = sandbox_filter_apply(deny_mounts, r->restrict_net, r->report);
+    if (rc == -EINVAL || rc == -ENOSYS || rc == -EOPNOTSUPP)
+        require(r, "seccomp", "the kernel refused the seccomp filter");
+    else if (rc < 0)
+        helper_die(-rc, "seccomp: loading the filter");
+}
+
+static void
+report_namespaces(struct run *r)
+{
+    json_t *o = json_object();
+    put(r->report, "namespaces", o);
+    put(o, "user", json_boolean(r->ns.user));
+    put(o, "mount", json_boolean(r->ns.mount));
+    put(o, "pid", json_boolean(r->ns.pid));
+    put(o, "proc", json_boolean(r->own_proc));
+    put(r->report, "read_only", json_incref(r->read_only));
+}
+
+static void
+run_init(struct run *r, struct helper_options *o)
+{
+    r->o = o;
+    r->p = o->policy;
+    r->kind = sandbox_policy_kind(r->p);
+    r->restrict_net = !sandbox_policy_network_allowed(r->p);
+    r->report = report_new(r->p);
+    r->degraded = new_array();
+    put(r->report, "degraded", r->degraded);
+    r->read_only = new_array();
+    r->writable = new_array();
+}
+
 noreturn void
 helper_run(struct helper_options *o)
 {
-    struct sandbox_policy *p = o->policy;
+    struct run r = {0};
     reset_signals();
     check_report_fd(o->report_fd);
-    json_t *report = report_new(p);
+    run_init(&r, o);
+    bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
+    if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
+        if (chdir(o->cwd) != 0)
+            helper_die(errno, "--cwd %s", o->cwd);
+        send_report(o->report_fd, r.report);
+        exec_program(o->program_argv);
+    }
 
-    if (sandbox_policy_kind(p) != SANDBOX_DANGER_FULL_ACCESS)
-        helper_die(0, "policy %s: not supported by this build",
-                   sandbox_kind_name(sandbox_policy_kind(p)));
-
+    if (confine || r.restrict_net)
+        set_no_new_privs(&r);
+    if (confine) {
+        enter_namespaces(&r);
+        if (r.ns.pid)
+            fork_into_pid_namespace(&r);
+        report_namespaces(&r);
+    }
     if (chdir(o->cwd) != 0)
         helper_die(errno, "--cwd %s", o->cwd);
-    send_report(o->report_fd, report);
-    json_decref(report);
-    sandbox_policy_free(p);
-    o->policy = NULL;
+    apply_landlock(&r);
+    /* The filter goes last: after it, only the report and execve. */
+    apply_filter(&r);
+    send_report(o->report_fd, r.report);
     exec_program(o->program_argv);
 }

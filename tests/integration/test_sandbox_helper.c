@@ -12,7 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -188,12 +193,351 @@ test_report_fd_not_inherited(void **state)
 {
     struct fixture *f = *state;
     struct sbx_result r;
-    const char *argv[] = {"/bin/sh", "-c", "ls /proc/self/fd", NULL};
+    const char *argv[] = {"/bin/sh", "-c", "ls -l /proc/self/fd/", NULL};
     sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
     sbx_assert_code(&r, 0);
-    /* 0, 1, 2 and ls's own directory fd: nothing else. */
-    assert_string_equal(r.res.out, "0\n1\n2\n3\n");
+    assert_non_null(r.report); /* it was open and written to */
+    assert_non_null(strstr(r.res.out, " 2 -> "));
+    assert_null(strstr(r.res.out, "sbx-report")); /* the harness's report file */
     sbx_result_free(&r);
+}
+
+static char *
+ws_policy(const char *dir, const char *extra)
+{
+    char *p;
+    assert_true(asprintf(&p, "{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"%s}", dir, extra) >
+                0);
+    return p;
+}
+
+/* Runs `sh -c script` under policy with extra options and env entries
+ * added to a small fixed environment. */
+static void
+run_env(const char *policy, const char *cwd, const char *const *extra, const char *env1,
+        const char *script, struct sbx_result *r)
+{
+    const char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", env1, NULL};
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    sbx_run(policy, cwd, extra, argv, envp, r);
+}
+
+static json_t *
+degraded_of(struct sbx_result *r)
+{
+    assert_non_null(r->report);
+    return json_object_get(r->report, "degraded");
+}
+
+/* A kernel without Landlock (or with an older ABI) must not quietly give a
+ * weaker sandbox: 125, a message naming the feature, nothing run. */
+static void
+test_fail_closed_without_landlock(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, "EXECGATE_SANDBOX_MAX_ABI=0", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "landlock: the kernel has no Landlock"));
+    assert_null(strstr(r.res.out, "RAN"));
+    assert_null(r.report);
+    sbx_result_free(&r);
+
+    run_env(policy, f->dir, NULL, "EXECGATE_SANDBOX_MAX_ABI=5", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "landlock-scope: the kernel's Landlock ABI is too old"));
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+    free(policy);
+}
+
+/* With --allow-degraded the same run goes ahead, says so on stderr and
+ * lists what is missing in the report. */
+static void
+test_allow_degraded_reports(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    const char *degrade[] = {"--allow-degraded", NULL};
+    struct sbx_result r;
+    run_env(policy, f->dir, degrade, "EXECGATE_SANDBOX_MAX_ABI=5", "echo RAN", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "RAN\n");
+    assert_non_null(strstr(r.res.err, "warning: running without landlock-scope"));
+    json_t *d = degraded_of(&r);
+    assert_int_equal(json_array_size(d), 1);
+    assert_string_equal(json_string_value(json_array_get(d, 0)), "landlock-scope");
+    json_t *ll = json_object_get(r.report, "landlock");
+    assert_int_equal(json_integer_value(json_object_get(ll, "abi")), 5);
+    assert_int_equal(json_array_size(json_object_get(ll, "scoped")), 0);
+    assert_int_equal(json_array_size(json_object_get(ll, "net")), 2);
+    sbx_result_free(&r);
+    free(policy);
+}
+
+/* Without namespaces: refused, or with --allow-degraded run with .git left
+ * writable (the documented fallback), while Landlock's own scoping still
+ * stops signals to processes outside. */
+static void
+test_no_namespaces(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, "EXECGATE_SANDBOX_NO_NAMESPACES=1", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "mount-namespace: cannot create a mount namespace"));
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+
+    const char *degrade[] = {"--allow-degraded", NULL};
+    char *script;
+    assert_true(asprintf(&script, "kill -0 %d 2>/dev/null || echo refused", (int)getpid()) > 0);
+    run_env(policy, f->dir, degrade, "EXECGATE_SANDBOX_NO_NAMESPACES=1", script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "refused\n");
+    json_t *d = degraded_of(&r);
+    assert_int_equal(json_array_size(d), 2);
+    assert_string_equal(json_string_value(json_array_get(d, 0)), "mount-namespace");
+    assert_string_equal(json_string_value(json_array_get(d, 1)), "pid-namespace");
+    assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 0);
+    assert_true(json_is_false(json_object_get(json_object_get(r.report, "namespaces"), "pid")));
+    sbx_result_free(&r);
+    free(script);
+    free(policy);
+}
+
+static void
+test_external_sandbox(void **state)
+{
+    struct fixture *f = *state;
+    struct sbx_result r;
+    char *file = tmpdir_path(f->dir, "ext");
+    char *script;
+    assert_true(asprintf(&script,
+                         "echo x > %s && /usr/bin/python3 -c 'import socket; "
+                         "socket.socket()' 2>/dev/null || echo no-inet",
+                         file) > 0);
+    run_env("{\"type\":\"external-sandbox\",\"network_access\":\"restricted\"}", f->dir, NULL, NULL,
+            script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "no-inet\n");
+    assert_int_equal(access(file, F_OK), 0);
+    json_t *ll = json_object_get(r.report, "landlock");
+    assert_int_equal(json_array_size(json_object_get(ll, "fs")), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(r.report, "seccomp"), "sockets")),
+        "unix-only");
+    sbx_result_free(&r);
+
+    run_env("{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}", f->dir, NULL, NULL,
+            "/usr/bin/python3 -c 'import socket; socket.socket(); print(\"inet\")'", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "inet\n");
+    assert_null(json_object_get(r.report, "seccomp"));
+    assert_null(json_object_get(r.report, "landlock"));
+    sbx_result_free(&r);
+    free(script);
+    free(file);
+}
+
+static void
+test_exit_status_propagates(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, NULL, "exit 7", &r);
+    sbx_assert_code(&r, 7);
+    sbx_result_free(&r);
+    run_env(policy, f->dir, NULL, NULL, "kill -TERM $$", &r);
+    sbx_assert_code(&r, 128 + SIGTERM);
+    assert_true(WIFEXITED(r.res.status)); /* reported shell-style by the helper */
+    sbx_result_free(&r);
+    const char *argv[] = {"/nonexistent", NULL};
+    sbx_run(policy, f->dir, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 127);
+    sbx_result_free(&r);
+    free(policy);
+}
+
+static void
+test_codex_created_read_only(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *codex = tmpdir_path(f->dir, ".codex");
+    assert_int_equal(access(codex, F_OK), -1);
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, NULL, "touch .codex/x 2>/dev/null || echo refused", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "refused\n");
+    json_t *ro = json_object_get(r.report, "read_only");
+    assert_int_equal(json_array_size(ro), 1);
+    assert_string_equal(json_string_value(json_array_get(ro, 0)), codex);
+    struct stat st;
+    assert_int_equal(stat(codex, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    sbx_result_free(&r);
+    free(codex);
+    free(policy);
+}
+
+static void
+test_restricted_reads(void **state)
+{
+    struct fixture *f = *state;
+    char *other = tmpdir_new("sbxother");
+    char *secret = tmpdir_path(other, "secret");
+    tmpdir_write_file(secret, "s3cret\n", 0644);
+    char *mine = tmpdir_path(f->dir, "mine");
+    tmpdir_write_file(mine, "mine\n", 0644);
+    char *policy, *script;
+    assert_true(asprintf(&policy,
+                         "{\"type\":\"read-only\",\"sandboxCwd\":\"%s\",\"access\":{\"type\":"
+                         "\"restricted\",\"include_platform_defaults\":true,"
+                         "\"readable_roots\":[\"%s\"]}}",
+                         f->dir, f->dir) > 0);
+    assert_true(asprintf(&script, "cat mine; cat %s 2>/dev/null || echo refused", secret) > 0);
+    struct sbx_result r;
+    run_env(policy, f->dir, NULL, NULL, script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "mine\nrefused\n");
+    json_t *readable = json_object_get(r.report, "readable");
+    assert_string_equal(json_string_value(json_array_get(readable, 0)), "+platform");
+    assert_string_equal(json_string_value(json_array_get(readable, 1)), f->dir);
+    sbx_result_free(&r);
+    tmpdir_remove(other);
+    free(other);
+    free(secret);
+    free(mine);
+    free(policy);
+    free(script);
+}
+
+/* Starts the helper in its own process group with stdout on a pipe;
+ * returns its pid and the read end in *out_fd. */
+static pid_t
+spawn_helper(const char *policy, const char *cwd, const char *script, int *out_fd)
+{
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(p[1], 1);
+        execl(sbx_helper(), sbx_helper(), "--policy", policy, "--cwd", cwd, "--", "/bin/sh", "-c",
+              script, (char *)NULL);
+        _exit(99);
+    }
+    setpgid(pid, pid);
+    close(p[1]);
+    *out_fd = p[0];
+    return pid;
+}
+
+/* Reads from fd until text has arrived (or EOF). */
+static void
+wait_for_output(int fd, const char *text)
+{
+    char buf[256];
+    size_t len = 0;
+    while (len < sizeof buf - 1) {
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (strstr(buf, text) != NULL)
+            return;
+    }
+    buf[len] = '\0';
+    fail_msg("waiting for \"%s\", got \"%s\"", text, buf);
+}
+
+/* Whether any process's command line contains marker. */
+static bool
+process_with_marker(const char *marker)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[300], cmd[512];
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *fp = fopen(path, "re");
+        if (fp == NULL)
+            continue;
+        size_t n = fread(cmd, 1, sizeof cmd - 1, fp);
+        fclose(fp);
+        for (size_t i = 0; i < n; i++)
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        cmd[n] = '\0';
+        found = strstr(cmd, marker) != NULL;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Killing the helper's process group ends everything inside, also what
+ * left the group (setsid): the PID namespace dies with its init. */
+static void
+test_group_kill_ends_everything(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char marker[32];
+    snprintf(marker, sizeof marker, "%d", 4000 + (int)(getpid() % 1000));
+    char *script;
+    assert_true(
+        asprintf(&script, "setsid sleep %s & sleep %s & echo started; wait", marker, marker) > 0);
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, script, &out);
+    wait_for_output(out, "started");
+    assert_true(process_with_marker(marker));
+    assert_int_equal(kill(-pid, SIGKILL), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    /* The namespace's processes are killed as its init exits; wait for
+     * the last of them to go (bounded, so a failure cannot hang). */
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; i++) {
+        gone = !process_with_marker(marker);
+        if (!gone)
+            usleep(10000);
+    }
+    assert_true(gone);
+    close(out);
+    free(script);
+    free(policy);
+}
+
+/* SIGTERM to the helper reaches the command, which may handle it. */
+static void
+test_sigterm_forwarded(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir,
+                             "trap 'echo got-term; exit 3' TERM; echo ready; "
+                             "while :; do sleep 0.05; done",
+                             &out);
+    wait_for_output(out, "ready");
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    wait_for_output(out, "got-term");
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 3);
+    close(out);
+    free(policy);
 }
 
 int
@@ -208,6 +552,15 @@ main(void)
         cmocka_unit_test_setup_teardown(test_setup_failures_are_125, setup, teardown),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test_setup_teardown(test_report_fd_not_inherited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fail_closed_without_landlock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow_degraded_reports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_namespaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_external_sandbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_status_propagates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_created_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

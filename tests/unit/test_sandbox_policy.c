@@ -295,6 +295,138 @@ test_helper_argv(void **state)
     sandbox_policy_free(p);
 }
 
+/* --- allocation-failure sweep ---------------------------------------------
+ * The test links with -Wl,--wrap for the allocators policy.c calls; jansson
+ * allocates through json_set_alloc_funcs.  When armed, the N-th allocation
+ * fails; the sweep raises N until a whole round succeeds, and every round
+ * must fail cleanly (NULL, no crash; LeakSanitizer checks for leaks). */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+int __real_vasprintf(char **out, const char *fmt, va_list ap);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+int __wrap_vasprintf(char **out, const char *fmt, va_list ap);
+int __wrap_asprintf(char **out, const char *fmt, ...);
+
+static bool armed;
+static long countdown; /* allocations left before the failing one */
+static bool injected;
+
+static bool
+should_fail(void)
+{
+    if (!armed)
+        return false;
+    if (countdown-- == 0) {
+        injected = true;
+        return true;
+    }
+    return false;
+}
+
+void *
+__wrap_malloc(size_t n)
+{
+    return should_fail() ? NULL : __real_malloc(n);
+}
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+    return should_fail() ? NULL : __real_calloc(n, size);
+}
+
+void *
+__wrap_realloc(void *p, size_t n)
+{
+    return should_fail() ? NULL : __real_realloc(p, n);
+}
+
+char *
+__wrap_strdup(const char *s)
+{
+    return should_fail() ? NULL : __real_strdup(s);
+}
+
+int
+__wrap_vasprintf(char **out, const char *fmt, va_list ap)
+{
+    if (should_fail())
+        return -1;
+    return __real_vasprintf(out, fmt, ap);
+}
+
+int
+__wrap_asprintf(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = __wrap_vasprintf(out, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static void *
+json_alloc(size_t n)
+{
+    return __wrap_malloc(n);
+}
+
+/* One round of everything the server does with a policy; returns whether
+ * it all succeeded. */
+static bool
+policy_round(const char *text)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_parse(text, &err);
+    if (p == NULL) {
+        free(err);
+        return false;
+    }
+    bool ok = true;
+    char *canon = sandbox_policy_to_json(p);
+    char *desc = sandbox_policy_describe(p);
+    const char *prog[] = {"/bin/sh", "-c", "true", NULL};
+    char **argv = sandbox_helper_argv(p, "/h", "/w", 4, prog);
+    ok = canon != NULL && desc != NULL && argv != NULL;
+    sandbox_argv_free(argv);
+    free(desc);
+    free(canon);
+    sandbox_policy_free(p);
+    return ok;
+}
+
+static void
+test_allocation_failures(void **state)
+{
+    const char *texts[] = {
+        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":[\"/a\",\"/b\"],"
+        "\"read_only_access\":{\"type\":\"restricted\",\"readable_roots\":[\"/r\"]}}",
+        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":[\"rel\"]}",
+        "{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}",
+    };
+    json_set_alloc_funcs(json_alloc, free);
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        long n = 0;
+        for (;; n++) {
+            armed = true;
+            injected = false;
+            countdown = n;
+            bool ok = policy_round(texts[t]);
+            armed = false;
+            if (!injected)
+                break; /* a full round without a failure: swept them all */
+            (void)ok;
+        }
+        assert_true(n > 3); /* the sweep really went through allocations */
+    }
+    json_set_alloc_funcs(malloc, free);
+}
+
 int
 main(void)
 {
@@ -309,6 +441,7 @@ main(void)
         cmocka_unit_test(test_canonical),
         cmocka_unit_test(test_parse_text_errors),
         cmocka_unit_test(test_helper_argv),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

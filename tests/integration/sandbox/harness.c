@@ -102,6 +102,7 @@ sbx_run(const char *policy, const char *cwd, const char *const *extra, const cha
     free(full);
     r->code = proc_exit_code(&r->res);
     r->report = read_report(fd);
+    r->report_fd = fd;
     close(fd);
 }
 

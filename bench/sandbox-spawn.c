@@ -1,0 +1,134 @@
+/*
+ * sandbox-spawn: what execgate-sandbox adds to one spawn.
+ *
+ *   sandbox-spawn HELPER WORKSPACE N [REFERENCE_HELPER]
+ *
+ * Spawns `/bin/true` alone and under each policy, N times each, the
+ * variants interleaved round by round so that machine noise hits all of
+ * them alike; prints the median wall time per spawn (fork to reaped exit),
+ * the difference to /bin/true alone and the ratio, all from this one run.
+ */
+#define _GNU_SOURCE
+#include <spawn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct variant {
+    const char *name;
+    char *argv[16];
+    double *samples;
+    char **envp; /* NULL: this process's environment */
+};
+
+static double
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double
+spawn_once(char **argv, char **envp)
+{
+    double t0 = now_ms();
+    pid_t pid;
+    /* The degraded variant warns on every spawn: keep stderr for errors of
+     * the others. */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (envp != NULL)
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        perror(argv[0]);
+        exit(1);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "%s did not exit 0 (status %d)\n", argv[0], st);
+        exit(1);
+    }
+    return now_ms() - t0;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double
+median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static char *
+policy(const char *fmt, const char *ws)
+{
+    char *p;
+    if (asprintf(&p, fmt, ws) < 0)
+        exit(1);
+    return p;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: sandbox-spawn HELPER WORKSPACE N [REFERENCE_HELPER]\n");
+        return 2;
+    }
+    char *helper = argv[1], *ws = argv[2], *ref = argc > 4 ? argv[4] : NULL;
+    int n = atoi(argv[3]);
+    char *ww = policy("{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"}", ws);
+    char *ro = policy("{\"type\":\"read-only\",\"sandboxCwd\":\"%s\"}", ws);
+    char *da = policy("{\"type\":\"danger-full-access\"}", ws);
+    static char *no_ns_env[] = {"EXECGATE_SANDBOX_NO_NAMESPACES=1", "PATH=/usr/bin:/bin", NULL};
+    struct variant v[] = {
+        {"/bin/true alone", {"/bin/true", NULL}, NULL},
+        {"danger-full-access", {helper, "--policy", da, "--cwd", ws, "--", "/bin/true", NULL}},
+        {"read-only", {helper, "--policy", ro, "--cwd", ws, "--", "/bin/true", NULL}},
+        {"workspace-write", {helper, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
+        /* The same without namespaces: what Landlock, seccomp and the
+         * helper's own exec cost, apart from the namespaces. */
+        {"ws-write, no namespaces",
+         {helper, "--allow-degraded", "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL},
+         NULL,
+         no_ns_env},
+        {"reference workspace-write",
+         {ref, "--sandbox-policy-cwd", ws, "--sandbox-policy",
+          policy("{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\"],"
+                 "\"network_access\":false,\"exclude_tmpdir_env_var\":false,"
+                 "\"exclude_slash_tmp\":false}",
+                 ws),
+          "--", "/bin/true", NULL}},
+    };
+    int nv = ref ? 6 : 5;
+    for (int k = 0; k < nv; k++) {
+        v[k].samples = calloc((size_t)n, sizeof(double));
+        spawn_once(v[k].argv, v[k].envp); /* warm the page cache */
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < nv; k++)
+            v[k].samples[i] = spawn_once(v[k].argv, v[k].envp);
+    double base = median(v[0].samples, n);
+    printf("%-28s %10s %12s %8s   (N=%d, interleaved)\n", "variant", "median ms", "+ms vs true",
+           "ratio", n);
+    for (int k = 0; k < nv; k++) {
+        double m = median(v[k].samples, n);
+        printf("%-28s %10.3f %12.3f %8.2f\n", v[k].name, m, m - base, m / base);
+    }
+    return 0;
+}

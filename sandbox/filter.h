@@ -1,0 +1,23 @@
+/*
+ * filter: the seccomp filter the helper installs right before execve.
+ *
+ * With deny_mounts: chroot and every mount-changing call fail with EPERM.  With the
+ * network off, also: socket(2)/socketpair(2) for any family but AF_UNIX and
+ * the three io_uring calls (its requests would bypass this filter).  System
+ * calls of other architectures (x32, i386) kill the process, so the 32-bit
+ * socketcall(2) cannot go around the rules.
+ */
+#ifndef EXECGATE_SANDBOX_FILTER_H
+#define EXECGATE_SANDBOX_FILTER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/*
+ * Loads the filter into the calling thread (no_new_privs must be set) and
+ * adds a "seccomp" object to report.  Returns 0, or -errno with nothing
+ * loaded.
+ */
+int sandbox_filter_apply(bool deny_mounts, bool restrict_network, json_t *report);
+
+#endif

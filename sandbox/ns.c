@@ -1,0 +1,223 @@
+/*
+ * ns: unshare, identity maps, read-only binds and /proc.
+ */
+#include "ns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+/* A .git file is one line; anything larger is not one git wrote. */
+#define GITFILE_MAX (64 * 1024)
+
+static int
+write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    int rc = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+    close(fd);
+    return rc;
+}
+
+/* Each id maps to itself, so files keep their owners.  A process can only
+ * map its own ids from inside the namespace it just created (wider maps
+ * need a writer outside), so even root gets a single id: files of other
+ * owners then show as the overflow id and root's DAC override does not
+ * reach them (see docs/sandbox.md). */
+static int
+write_id_maps(uid_t uid, gid_t gid)
+{
+    char map[64];
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    int rc = write_file("/proc/self/uid_map", map);
+    if (rc == 0)
+        rc = write_file("/proc/self/setgroups", "deny\n");
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    if (rc == 0)
+        rc = write_file("/proc/self/gid_map", map);
+    return rc;
+}
+
+int
+sandbox_ns_unshare(struct sandbox_ns_state *st)
+{
+    memset(st, 0, sizeof *st);
+    const char *off = getenv("EXECGATE_SANDBOX_NO_NAMESPACES");
+    if (off != NULL && strcmp(off, "1") == 0)
+        return -EPERM;
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) == 0) {
+        st->user = true;
+        int rc = write_id_maps(uid, gid);
+        if (rc < 0)
+            return rc;
+    } else if (unshare(CLONE_NEWNS | CLONE_NEWPID) != 0) {
+        return -errno;
+    }
+    st->mount = st->pid = true;
+    /* Nothing mounted here may show up outside. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+        return -errno;
+    return 0;
+}
+
+/* Mount flags that a remount inside a user namespace must keep (the
+ * kernel locks them), read from the mount itself. */
+static unsigned long
+kept_flags(const char *path)
+{
+    struct statvfs sv;
+    if (statvfs(path, &sv) != 0)
+        return 0;
+    unsigned long keep =
+        ST_NOSUID | ST_NODEV | ST_NOEXEC | ST_NOATIME | ST_NODIRATIME | ST_RELATIME;
+    /* The ST_ values are the MS_ values on Linux. */
+    return sv.f_flag & keep;
+}
+
+static int
+bind_ro(const char *path, json_t *ro)
+{
+    if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) != 0)
+        return -errno;
+    unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | kept_flags(path);
+    if (mount(NULL, path, NULL, flags, NULL) != 0)
+        return -errno;
+    return json_array_append_new(ro, json_string(path)) == 0 ? 0 : -ENOMEM;
+}
+
+/* Sets *err to "WHAT PATH" (malloc'd; NULL when out of memory) and
+ * returns rc. */
+static int
+failf(char **err, int rc, const char *what, const char *path)
+{
+    if (asprintf(err, "%s %s", what, path) < 0)
+        *err = NULL;
+    return rc;
+}
+
+/* The gitdir a .git file names, absolute; NULL with *rc set when the file
+ * cannot be read or is not a gitdir pointer (*rc 0: not one, leave it). */
+static char *
+read_gitdir(const char *root, const char *gitfile, int *rc)
+{
+    *rc = 0;
+    int fd = open(gitfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        *rc = -errno;
+        return NULL;
+    }
+    struct stat st;
+    char *buf = NULL;
+    errno = 0;
+    if (fstat(fd, &st) != 0 || st.st_size > GITFILE_MAX) {
+        *rc = errno != 0 ? -errno : -EFBIG;
+        close(fd);
+        return NULL;
+    }
+    buf = calloc(1, (size_t)st.st_size + 1);
+    ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+    close(fd);
+    if (n < 0) {
+        *rc = buf ? -errno : -ENOMEM;
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    char *path = NULL;
+    if (strncmp(buf, "gitdir: ", 8) == 0) {
+        char *d = buf + 8;
+        d[strcspn(d, "\r\n")] = '\0';
+        int ok = d[0] == '/' ? asprintf(&path, "%s", d) : asprintf(&path, "%s/%s", root, d);
+        if (ok < 0) {
+            path = NULL;
+            *rc = -ENOMEM;
+        }
+    }
+    free(buf);
+    return path;
+}
+
+static int
+protect_git(const char *root, json_t *ro, char **err)
+{
+    char *git;
+    if (asprintf(&git, "%s/.git", root) < 0)
+        return -ENOMEM;
+    struct stat st;
+    int rc = 0;
+    if (lstat(git, &st) != 0) {
+        rc = errno == ENOENT ? 0 : failf(err, -errno, "examining", git);
+    } else if (S_ISREG(st.st_mode)) {
+        char *gitdir = read_gitdir(root, git, &rc);
+        if (rc < 0)
+            failf(err, rc, "reading", git);
+        if (rc == 0)
+            rc = bind_ro(git, ro);
+        if (rc == 0 && gitdir != NULL && access(gitdir, F_OK) == 0 &&
+            (rc = bind_ro(gitdir, ro)) < 0)
+            failf(err, rc, "binding read-only", gitdir);
+        free(gitdir);
+    } else if ((rc = bind_ro(git, ro)) < 0) {
+        failf(err, rc, "binding read-only", git);
+    }
+    if (rc < 0 && *err == NULL)
+        failf(err, rc, "binding read-only", git);
+    free(git);
+    return rc;
+}
+
+static int
+protect_codex(const char *root, bool create, json_t *ro, char **err)
+{
+    char *codex;
+    if (asprintf(&codex, "%s/.codex", root) < 0)
+        return -ENOMEM;
+    int rc = 0;
+    struct stat st;
+    if (lstat(codex, &st) != 0 && errno == ENOENT) {
+        /* Without something to bind over, creating it would be free; an
+         * empty directory left behind is the price (see docs/sandbox.md). */
+        if (!create || (mkdir(codex, 0755) != 0 && errno != EEXIST)) {
+            /* Not ours to create (read-only tree, no permission): the
+             * command cannot create it either. */
+            free(codex);
+            return 0;
+        }
+    }
+    rc = bind_ro(codex, ro);
+    if (rc < 0)
+        failf(err, rc, "binding read-only", codex);
+    free(codex);
+    return rc;
+}
+
+int
+sandbox_ns_protect(const char *root, bool create_codex, json_t *ro, char **err)
+{
+    *err = NULL;
+    int rc = protect_git(root, ro, err);
+    if (rc == 0)
+        rc = protect_codex(root, create_codex, ro, err);
+    return rc;
+}
+
+int
+sandbox_ns_mount_proc(void)
+{
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+        return -errno;
+    return 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * ns: namespaces and mounts for the helper.
+ *
+ * A new user namespace (when the kernel lets an unprivileged process have
+ * one; root uses it too, so that the command's capabilities stop at the
+ * sandbox), with a private mount namespace for read-only binds over the
+ * protected paths, and a new PID namespace whose first child gets its own
+ * /proc.
+ */
+#ifndef EXECGATE_SANDBOX_NS_H
+#define EXECGATE_SANDBOX_NS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+struct sandbox_ns_state {
+    bool user;  /* a new user namespace (uid/gid mapped to themselves) */
+    bool mount; /* a new mount namespace, propagation from it cut */
+    bool pid;   /* a new PID namespace for the next child */
+};
+
+/*
+ * Unshares user (when possible), mount and PID namespaces for the calling
+ * single-threaded process.  Without a user namespace it still tries plain
+ * mount+PID namespaces (enough for root).  $EXECGATE_SANDBOX_NO_NAMESPACES=1
+ * makes it fail as a kernel without them would (a test knob).  Returns 0
+ * with *st filled, or -errno with nothing changed.
+ */
+int sandbox_ns_unshare(struct sandbox_ns_state *st);
+
+/*
+ * Keeps root/.git (the directory, or a .git file and the gitdir it names)
+ * and root/.codex read-only by binding them read-only over themselves; a
+ * missing .codex is created empty first when create_codex is true (and
+ * left in place).  Appends each path made read-only to ro (a JSON array).
+ * Returns 0, or -errno with *err set to a malloc'd message.
+ */
+int sandbox_ns_protect(const char *root, bool create_codex, json_t *ro, char **err);
+
+/* Mounts a fresh /proc; call in the first process of the new PID
+ * namespace.  Returns 0 or -errno. */
+int sandbox_ns_mount_proc(void);
+
+#endif

@@ -1,0 +1,668 @@
+/*
+ * Attacks on execgate-sandbox, each shown to fail under read-only and
+ * workspace-write, and what must keep working inside.
+ *
+ * Run as the invoking user; with EXECGATE_TEST_UNPRIVILEGED=1 and started
+ * as root, the suite first creates an unprivileged user (useradd) and runs
+ * every sandboxed command as that user through setpriv.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "proc.h"
+#include "tmpdir.h"
+
+#define TEST_USER "execgate-sbx"
+
+static struct {
+    const char *attack; /* the attack program */
+    char *ws;           /* the workspace: a git repository */
+    char *out;          /* a directory outside every writable root */
+    char *victim;       /* out/victim, a file the attacks try to change */
+    pid_t victim_pid;   /* a process outside, with its cwd in out */
+    int tcp, udp, abstract;
+    char tcp_port[8], udp_port[8];
+    char abstract_name[64];
+    char *ro, *ws_write, *ws_write_notmp; /* policies */
+    bool unprivileged;
+    uid_t uid;
+    gid_t gid;
+    char *prefix_uid, *prefix_gid;
+    const char *prefix[6];
+} g;
+
+static void
+must(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
+        abort();
+    }
+}
+
+/* Runs argv (as the test user when unprivileged) outside any sandbox and
+ * asserts it exits 0. */
+static void
+run_ok(const char *const *argv, const char *cwd)
+{
+    struct proc_result res;
+    struct proc_options opts = {.cwd = cwd};
+    assert_int_equal(proc_run(argv, &opts, &res), 0);
+    if (proc_exit_code(&res) != 0)
+        fail_msg("%s failed: %s", argv[0], res.err);
+    proc_result_free(&res);
+}
+
+static void
+create_test_user(void)
+{
+    struct passwd *pw = getpwnam(TEST_USER);
+    if (pw == NULL) {
+        const char *argv[] = {
+            "/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+            TEST_USER,           NULL};
+        run_ok(argv, NULL);
+        pw = getpwnam(TEST_USER);
+    }
+    must(pw != NULL, "getpwnam " TEST_USER);
+    g.uid = pw->pw_uid;
+    g.gid = pw->pw_gid;
+    must(asprintf(&g.prefix_uid, "--reuid=%u", (unsigned)g.uid) > 0, "asprintf");
+    must(asprintf(&g.prefix_gid, "--regid=%u", (unsigned)g.gid) > 0, "asprintf");
+    const char *prefix[] = {"/usr/bin/setpriv", g.prefix_uid, g.prefix_gid,
+                            "--clear-groups",   "--",         NULL};
+    memcpy(g.prefix, prefix, sizeof prefix);
+    sbx_set_prefix(g.prefix);
+}
+
+static int
+listen_inet(int type, char *port, size_t len)
+{
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    must(fd >= 0, "socket");
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    must(bind(fd, (struct sockaddr *)&a, sizeof a) == 0, "bind");
+    if (type == SOCK_STREAM)
+        must(listen(fd, 8) == 0, "listen");
+    socklen_t alen = sizeof a;
+    must(getsockname(fd, (struct sockaddr *)&a, &alen) == 0, "getsockname");
+    snprintf(port, len, "%u", ntohs(a.sin_port));
+    return fd;
+}
+
+static int
+listen_abstract(const char *name)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    must(fd >= 0, "socket");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path + 1, name, strlen(name));
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+    must(bind(fd, (struct sockaddr *)&a, len) == 0, "bind abstract");
+    must(listen(fd, 8) == 0, "listen");
+    return fd;
+}
+
+/* A process outside the sandbox (as the test user when unprivileged, so
+ * that only the sandbox stands in the way), cwd in out. */
+static pid_t
+spawn_victim(void)
+{
+    pid_t pid = fork();
+    must(pid >= 0, "fork");
+    if (pid == 0) {
+        if (chdir(g.out) != 0)
+            _exit(126);
+        if (g.unprivileged && (setgroups(0, NULL) != 0 || setgid(g.gid) != 0 || setuid(g.uid) != 0))
+            _exit(126);
+        execl("/bin/sleep", "sleep", "120", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void
+victim_alive(void)
+{
+    assert_int_equal(waitpid(g.victim_pid, NULL, WNOHANG), 0);
+    assert_int_equal(kill(g.victim_pid, 0), 0);
+}
+
+/* {"type":TYPE,"sandboxCwd":WS EXTRA} */
+static char *
+policy_text(const char *type, const char *extra)
+{
+    char *p;
+    must(asprintf(&p, "{\"type\":\"%s\",\"sandboxCwd\":\"%s\"%s}", type, g.ws, extra) > 0,
+         "asprintf");
+    return p;
+}
+
+static void
+make_workspace(void)
+{
+    g.ws = tmpdir_new("sbxws");
+    g.out = tmpdir_new("sbxout");
+    g.victim = tmpdir_path(g.out, "victim");
+    tmpdir_write_file(g.victim, "original\n", 0666);
+    char *f = tmpdir_path(g.ws, "f");
+    tmpdir_write_file(f, "file\n", 0644);
+    free(f);
+    const char *init[] = {"/usr/bin/git", "init", "-q", g.ws, NULL};
+    run_ok(init, NULL);
+    if (g.unprivileged) {
+        char owner[64];
+        snprintf(owner, sizeof owner, "%u:%u", (unsigned)g.uid, (unsigned)g.gid);
+        const char *chown_ws[] = {"/bin/chown", "-R", owner, g.ws, g.out, NULL};
+        run_ok(chown_ws, NULL);
+    }
+}
+
+static int
+group_setup(void **state)
+{
+    g.attack = getenv("EXECGATE_TEST_ATTACK");
+    must(g.attack != NULL, "EXECGATE_TEST_ATTACK");
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u != NULL && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            fprintf(stderr, "not root: the main run is already unprivileged\n");
+            return -1;
+        }
+        g.unprivileged = true;
+        create_test_user();
+    }
+    make_workspace();
+    g.victim_pid = spawn_victim();
+    g.tcp = listen_inet(SOCK_STREAM, g.tcp_port, sizeof g.tcp_port);
+    g.udp = listen_inet(SOCK_DGRAM, g.udp_port, sizeof g.udp_port);
+    snprintf(g.abstract_name, sizeof g.abstract_name, "execgate-sbx-test-%d", (int)getpid());
+    g.abstract = listen_abstract(g.abstract_name);
+    g.ro = policy_text("read-only", "");
+    g.ws_write = policy_text("workspace-write", "");
+    /* The scratch directories live in /tmp: the attack policy keeps /tmp
+     * and $TMPDIR out of the writable roots so that `out` is outside. */
+    g.ws_write_notmp = policy_text("workspace-write",
+                                   ",\"exclude_tmpdir_env_var\":true,\"exclude_slash_tmp\":true");
+    return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+    kill(g.victim_pid, SIGKILL);
+    waitpid(g.victim_pid, NULL, 0);
+    close(g.tcp);
+    close(g.udp);
+    close(g.abstract);
+    tmpdir_remove(g.ws);
+    tmpdir_remove(g.out);
+    free(g.ws);
+    free(g.out);
+    free(g.victim);
+    free(g.ro);
+    free(g.ws_write);
+    free(g.ws_write_notmp);
+    free(g.prefix_uid);
+    free(g.prefix_gid);
+    return 0;
+}
+
+/* The two confining policies every attack is tried under. */
+static const char *
+confining(int i)
+{
+    return i == 0 ? g.ro : g.ws_write_notmp;
+}
+
+static void
+run_attack(const char *policy, struct sbx_result *r, const char *name, const char *x, const char *y)
+{
+    const char *argv[] = {g.attack, name, x, y, NULL};
+    sbx_run(policy, g.ws, NULL, argv, NULL, r);
+}
+
+/* The attack fails under both confining policies: the attack reports a
+ * refusal by the system (exit 1), not a crash or a setup error. */
+static void
+assert_denied(const char *name, const char *x, const char *y)
+{
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        run_attack(confining(i), &r, name, x, y);
+        if (r.code != 1 || strncmp(r.res.out, "denied: ", 8) != 0)
+            fail_msg("attack %s %s under %s: exit %d, stdout %s, stderr %s", name, x,
+                     i == 0 ? "read-only" : "workspace-write", r.code, r.res.out, r.res.err);
+        sbx_result_free(&r);
+    }
+}
+
+/* Control: without a sandbox the same attack works, so the refusal above
+ * is the sandbox's doing. */
+static void
+assert_escapes_unsandboxed(const char *name, const char *x, const char *y)
+{
+    struct sbx_result r;
+    run_attack("{\"type\":\"danger-full-access\"}", &r, name, x, y);
+    if (r.code != 0)
+        fail_msg("control %s %s: exit %d, %s%s", name, x, r.code, r.res.out, r.res.err);
+    sbx_result_free(&r);
+}
+
+static char *
+in(const char *dir, const char *name)
+{
+    return tmpdir_path(dir, name);
+}
+
+static void
+assert_victim_untouched(void)
+{
+    char *text = tmpdir_read_file(g.victim, NULL);
+    assert_non_null(text);
+    assert_string_equal(text, "original\n");
+    free(text);
+}
+
+static void
+test_write_outside(void **state)
+{
+    char *fresh = in(g.out, "fresh");
+    assert_denied("write", g.victim, "");
+    assert_denied("write", fresh, "");
+    assert_denied("write", "/etc/execgate-pwned", "");
+    assert_victim_untouched();
+    assert_int_equal(access(fresh, F_OK), -1);
+    assert_escapes_unsandboxed("write", fresh, "");
+    unlink(fresh);
+    free(fresh);
+}
+
+static void
+test_symlink_pointing_out(void **state)
+{
+    char *link = in(g.ws, "link-out");
+    must(symlink(g.victim, link) == 0, "symlink");
+    assert_denied("write", link, "");
+    assert_victim_untouched();
+    unlink(link);
+    free(link);
+}
+
+static void
+test_hardlink_pointing_out(void **state)
+{
+    char *hl = in(g.ws, "hardlink-out");
+    assert_denied("link", g.victim, hl);
+    assert_int_equal(access(hl, F_OK), -1);
+    assert_victim_untouched();
+    free(hl);
+}
+
+static void
+test_rename_out(void **state)
+{
+    char *from = in(g.ws, "f");
+    char *to = in(g.out, "moved");
+    assert_denied("rename", from, to);
+    assert_int_equal(access(from, F_OK), 0);
+    assert_int_equal(access(to, F_OK), -1);
+    free(from);
+    free(to);
+}
+
+static void
+test_git_protected(void **state)
+{
+    char *hook = in(g.ws, ".git/hooks/pre-commit");
+    char *git = in(g.ws, ".git");
+    char *gone = in(g.ws, "git-gone");
+    char *head = in(g.ws, ".git/HEAD");
+    char *config = in(g.ws, ".git/config");
+    assert_denied("write", hook, "");
+    assert_denied("write", config, "");
+    assert_denied("rename", git, gone);
+    assert_denied("unlink", head, "");
+    assert_int_equal(access(hook, F_OK), -1);
+    assert_int_equal(access(head, F_OK), 0);
+    free(hook);
+    free(git);
+    free(gone);
+    free(head);
+    free(config);
+}
+
+static void
+test_codex_protected(void **state)
+{
+    char *codex = in(g.ws, ".codex");
+    char *config = in(g.ws, ".codex/config.toml");
+    char *rules = in(g.ws, ".codex/rules");
+    assert_denied("write", config, "");
+    assert_denied("mkdir", rules, "");
+    assert_int_equal(access(config, F_OK), -1);
+    free(codex);
+    free(config);
+    free(rules);
+}
+
+/* A worktree-style `.git` file: the gitdir it names stays read-only too,
+ * even though it lies inside the writable root. */
+static void
+test_gitdir_file_protected(void **state)
+{
+    char *sub = in(g.ws, "wt");
+    char *real = in(g.ws, "realgit");
+    char *hooks = in(g.ws, "realgit/hooks");
+    char *gitfile = in(g.ws, "wt/.git");
+    char *hook = in(g.ws, "realgit/hooks/pre-commit");
+    must(mkdir(sub, 0755) == 0 && mkdir(real, 0755) == 0 && mkdir(hooks, 0755) == 0, "mkdir");
+    tmpdir_write_file(gitfile, "gitdir: ../realgit\n", 0644);
+    if (g.unprivileged) {
+        char owner[64];
+        snprintf(owner, sizeof owner, "%u:%u", (unsigned)g.uid, (unsigned)g.gid);
+        const char *argv[] = {"/bin/chown", "-R", owner, sub, real, NULL};
+        run_ok(argv, NULL);
+    }
+    char *policy;
+    must(asprintf(&policy, "{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"}", sub) > 0, "");
+    const char *argv[] = {g.attack, "write", hook, NULL};
+    struct sbx_result r;
+    sbx_run(policy, sub, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 1);
+    json_t *ro = json_object_get(r.report, "read_only");
+    char *want_real;
+    must(asprintf(&want_real, "%s/../realgit", sub) > 0, "");
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(ro); i++)
+        found |= strcmp(json_string_value(json_array_get(ro, i)), want_real) == 0;
+    assert_true(found);
+    sbx_result_free(&r);
+    const char *argv2[] = {g.attack, "write", gitfile, NULL};
+    sbx_run(policy, sub, NULL, argv2, NULL, &r);
+    sbx_assert_code(&r, 1);
+    sbx_result_free(&r);
+    free(want_real);
+    free(policy);
+    free(sub);
+    free(real);
+    free(hooks);
+    free(gitfile);
+    free(hook);
+}
+
+static void
+test_mount_chroot_hostname(void **state)
+{
+    assert_denied("mount", g.ws, "");
+    assert_denied("chroot", g.ws, "");
+    assert_denied("sethostname", "", "");
+}
+
+static void
+test_kill_and_ptrace_outside(void **state)
+{
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)g.victim_pid);
+    assert_denied("kill", pid, "");
+    assert_denied("ptrace", pid, "");
+    victim_alive();
+}
+
+/* The listener saw nothing: no connection queued, no datagram. */
+static void
+assert_listeners_quiet(void)
+{
+    int c = accept(g.tcp, NULL, NULL);
+    assert_int_equal(c, -1);
+    assert_int_equal(errno, EAGAIN);
+    char buf[16];
+    assert_int_equal(recv(g.udp, buf, sizeof buf, MSG_DONTWAIT), -1);
+    assert_int_equal(errno, EAGAIN);
+}
+
+static void
+drain_listeners(void)
+{
+    int c;
+    while ((c = accept(g.tcp, NULL, NULL)) >= 0)
+        close(c);
+    char buf[16];
+    while (recv(g.udp, buf, sizeof buf, MSG_DONTWAIT) > 0)
+        ;
+}
+
+static void
+test_network(void **state)
+{
+    assert_denied("tcp", g.tcp_port, "");
+    assert_denied("udp", g.udp_port, "");
+    assert_denied("tcp6", "", "");
+    assert_denied("raw", "", "");
+    assert_denied("packet", "", "");
+    assert_denied("netlink", "", "");
+    assert_denied("io_uring", "", "");
+    assert_listeners_quiet();
+    assert_escapes_unsandboxed("tcp", g.tcp_port, "");
+    assert_escapes_unsandboxed("udp", g.udp_port, "");
+    assert_escapes_unsandboxed("io_uring", "", "");
+    drain_listeners();
+}
+
+static void
+test_network_allowed_when_asked(void **state)
+{
+    char *policy = policy_text("workspace-write", ",\"network_access\":true");
+    struct sbx_result r;
+    run_attack(policy, &r, "tcp", g.tcp_port, "");
+    sbx_assert_code(&r, 0);
+    assert_true(json_is_true(json_object_get(r.report, "network")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(r.report, "seccomp"), "sockets")), "any");
+    sbx_result_free(&r);
+    drain_listeners();
+    free(policy);
+}
+
+static void
+test_abstract_socket_outside(void **state)
+{
+    assert_denied("abstract", g.abstract_name, "");
+    int c = accept(g.abstract, NULL, NULL);
+    assert_int_equal(c, -1);
+    assert_escapes_unsandboxed("abstract", g.abstract_name, "");
+    while ((c = accept(g.abstract, NULL, NULL)) >= 0)
+        close(c);
+}
+
+static void
+test_proc_escapes(void **state)
+{
+    char *via_cwd, *via_root, *via_self;
+    must(asprintf(&via_cwd, "/proc/%d/cwd/victim", (int)g.victim_pid) > 0, "");
+    must(asprintf(&via_root, "/proc/%d/root%s", (int)g.victim_pid, g.victim) > 0, "");
+    must(asprintf(&via_self, "/proc/self/root%s", g.victim) > 0, "");
+    assert_denied("write", via_cwd, "");
+    assert_denied("write", via_root, "");
+    assert_denied("write", via_self, "");
+    assert_victim_untouched();
+    free(via_cwd);
+    free(via_root);
+    free(via_self);
+}
+
+/* --- what must keep working --- */
+
+static void
+sh_ok(const char *policy, const char *script, const char *want_out)
+{
+    struct sbx_result r;
+    sbx_sh(policy, g.ws, script, &r);
+    sbx_assert_code(&r, 0);
+    if (want_out != NULL && strcmp(r.res.out, want_out) != 0)
+        fail_msg("%s: stdout \"%s\", wanted \"%s\"; stderr %s", script, r.res.out, want_out,
+                 r.res.err);
+    sbx_result_free(&r);
+}
+
+static void
+test_works_compiler(void **state)
+{
+    sh_ok(g.ws_write,
+          "printf '#include <stdio.h>\\nint main(void){puts(\"built\");return 0;}\\n' > hello.c"
+          " && gcc -o hello hello.c && ./hello && rm hello hello.c",
+          "built\n");
+}
+
+static void
+test_works_git_python_pipes(void **state)
+{
+    for (int i = 0; i < 2; i++) {
+        const char *p = i == 0 ? g.ro : g.ws_write;
+        sh_ok(p, "git status --porcelain --untracked-files=no >/dev/null && echo clean", "clean\n");
+        sh_ok(p, "/usr/bin/python3 -c 'print(6*7)' | tr 4 X", "X2\n");
+        sh_ok(p, "echo gone > /dev/null && head -c 4 /dev/zero | wc -c", "4\n");
+    }
+}
+
+static void
+test_works_unix_sockets_inside(void **state)
+{
+    char *sock = in(g.ws, "inside.sock");
+    const char *argv[] = {g.attack, "unix-inside", sock, NULL};
+    struct sbx_result r;
+    sbx_run(g.ws_write_notmp, g.ws, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "ok: ping\n");
+    sbx_result_free(&r);
+    unlink(sock);
+    free(sock);
+}
+
+static void
+test_tmp_writes(void **state)
+{
+    char *script;
+    must(asprintf(&script, "echo t > /tmp/execgate-sbx-%d && cat /tmp/execgate-sbx-%d",
+                  (int)getpid(), (int)getpid()) > 0,
+         "");
+    sh_ok(g.ws_write, script, "t\n");
+    char *file;
+    must(asprintf(&file, "/tmp/execgate-sbx-%d-b", (int)getpid()) > 0, "");
+    assert_denied("write", file, ""); /* read-only, and /tmp excluded */
+    assert_int_equal(access(file, F_OK), -1);
+    free(file);
+    must(asprintf(&file, "/tmp/execgate-sbx-%d", (int)getpid()) > 0, "");
+    unlink(file);
+    free(file);
+    free(script);
+}
+
+static void
+test_sees_only_its_processes(void **state)
+{
+    /* /proc of the sandbox: its init, the shell, ls and grep; nothing of
+     * the host (the victim among them). */
+    sh_ok(g.ws_write, "ls /proc | grep -c '^[0-9]'", "4\n");
+}
+
+static bool
+array_has(const json_t *arr, const char *want)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (strcmp(json_string_value(json_array_get(arr, i)), want) == 0)
+            return true;
+    return false;
+}
+
+static void
+test_identity_and_report(void **state)
+{
+    struct sbx_result r;
+    sbx_sh(g.ws_write, g.ws, "id -u", &r);
+    sbx_assert_code(&r, 0);
+    char want[32];
+    snprintf(want, sizeof want, "%u\n", g.unprivileged ? (unsigned)g.uid : (unsigned)getuid());
+    assert_string_equal(r.res.out, want);
+    json_t *ns = json_object_get(r.report, "namespaces");
+    assert_true(json_is_true(json_object_get(ns, "user")));
+    assert_true(json_is_true(json_object_get(ns, "pid")));
+    assert_true(json_is_true(json_object_get(ns, "proc")));
+    json_t *ll = json_object_get(r.report, "landlock");
+    assert_true(json_integer_value(json_object_get(ll, "abi")) >= 6);
+    assert_int_equal(json_array_size(json_object_get(ll, "scoped")), 2);
+    assert_int_equal(json_array_size(json_object_get(r.report, "degraded")), 0);
+    assert_true(json_is_true(json_object_get(r.report, "no_new_privs")));
+    assert_string_equal(json_string_value(json_object_get(r.report, "policy")), "workspace-write");
+    assert_string_equal(json_string_value(json_object_get(r.report, "readable")), "all");
+    char *git = in(g.ws, ".git");
+    assert_true(array_has(json_object_get(r.report, "read_only"), git));
+    assert_true(array_has(json_object_get(r.report, "writable"), g.ws));
+    assert_true(array_has(json_object_get(r.report, "writable"), "/tmp"));
+    assert_true(array_has(json_object_get(ll, "fs"), "truncate"));
+    assert_true(array_has(json_object_get(ll, "net"), "connect_tcp"));
+    json_t *sc = json_object_get(r.report, "seccomp");
+    assert_string_equal(json_string_value(json_object_get(sc, "sockets")), "unix-only");
+    assert_true(array_has(json_object_get(sc, "denied"), "io_uring_setup"));
+    assert_true(array_has(json_object_get(sc, "denied"), "chroot"));
+    free(git);
+    sbx_result_free(&r);
+
+    /* read-only: nothing writable but devices, and nothing to protect. */
+    sbx_sh(g.ro, g.ws, "true", &r);
+    sbx_assert_code(&r, 0);
+    assert_int_equal(json_array_size(json_object_get(r.report, "writable")), 0);
+    assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 0);
+    assert_string_equal(json_string_value(json_object_get(r.report, "policy")), "read-only");
+    sbx_result_free(&r);
+}
+
+int
+main(void)
+{
+    sbx_helper();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_outside),
+        cmocka_unit_test(test_symlink_pointing_out),
+        cmocka_unit_test(test_hardlink_pointing_out),
+        cmocka_unit_test(test_rename_out),
+        cmocka_unit_test(test_git_protected),
+        cmocka_unit_test(test_codex_protected),
+        cmocka_unit_test(test_gitdir_file_protected),
+        cmocka_unit_test(test_mount_chroot_hostname),
+        cmocka_unit_test(test_kill_and_ptrace_outside),
+        cmocka_unit_test(test_network),
+        cmocka_unit_test(test_network_allowed_when_asked),
+        cmocka_unit_test(test_abstract_socket_outside),
+        cmocka_unit_test(test_proc_escapes),
+        cmocka_unit_test(test_works_compiler),
+        cmocka_unit_test(test_works_git_python_pipes),
+        cmocka_unit_test(test_works_unix_sockets_inside),
+        cmocka_unit_test(test_tmp_writes),
+        cmocka_unit_test(test_sees_only_its_processes),
+        cmocka_unit_test(test_identity_and_report),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
