@@ -257,12 +257,20 @@ result_json(const struct shell_call_result *r)
                   "duration", "secs", (json_int_t)(r->duration_ns / 1000000000u), "nanos",
                   (json_int_t)(r->duration_ns % 1000000000u), "timed_out", r->timed_out);
     free(text);
+    if (obj && r->setup_failed &&
+        json_object_set_new(obj, "sandbox_error", json_string(SETUP_FAILED_TEXT)) < 0) {
+        json_decref(obj);
+        obj = NULL;
+    }
     if (!obj)
         return NULL;
     char *dumped = json_dumps(obj, JSON_COMPACT);
-    json_t *result = dumped ? json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text",
-                                        "text", dumped, "structuredContent", obj, "isError", 0)
-                            : NULL;
+    /* isError: the tool itself failed when the sandbox could not be set up
+     * (nothing ran); a command that ran is never an error, whatever it did */
+    json_t *result =
+        dumped ? json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", dumped,
+                           "structuredContent", obj, "isError", r->setup_failed)
+               : NULL;
     free(dumped);
     json_decref(obj);
     return result;

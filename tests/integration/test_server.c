@@ -687,6 +687,95 @@ test_sigterm_mid_call(void **state)
     mcp_client_free(c);
 }
 
+/* ---- the sandbox ---- */
+
+static void
+test_default_policy_is_read_only(void **state)
+{
+    char *wd = tmpdir_new("server-ro");
+    struct mcp_client *c = start_initialized(NULL);
+    json_t *a = call_shell(c, "echo x > made-here; echo rc=$?; echo still-running", wd);
+    const json_t *r = shell_result(a);
+    if (json_object_get(r, "sandbox_error")) {
+        fprintf(stderr, "read-only not applied by this execgate-sandbox: %s\n",
+                json_string_value(json_object_get(r, "output")));
+        json_decref(a);
+        finish(c);
+        tmpdir_remove(wd);
+        free(wd);
+        skip();
+    }
+    /* the refused write is the command's own business: a normal result */
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 0);
+    const char *out = json_string_value(json_object_get(r, "output"));
+    assert_non_null(strstr(out, "rc=1\n"));
+    assert_non_null(strstr(out, "still-running\n"));
+    char *path = tmpdir_path(wd, "made-here");
+    assert_int_equal(access(path, F_OK), -1);
+    free(path);
+    json_decref(a);
+    finish(c);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+static void
+test_sandbox_setup_failure_is_reported(void **state)
+{
+    char *wd = tmpdir_new("server-setup");
+    /* a helper that fails the way execgate-sandbox does: one line on
+     * stderr, exit 125, and no report on the report fd */
+    char *helper = tmpdir_path(wd, "failing-helper");
+    tmpdir_write_file(helper,
+                      "#!/bin/sh\necho 'execgate-sandbox: landlock: not available' >&2\nexit 125\n",
+                      0755);
+    struct mcp_client *c = start_initialized("--sandbox-helper", helper, NULL);
+    json_t *a = call_shell(c, "echo never", wd);
+    const json_t *result = json_object_get(a, "result");
+    assert_non_null(result);
+    assert_true(json_is_true(json_object_get(result, "isError")));
+    const json_t *r = shell_result(a);
+    assert_non_null(json_string_value(json_object_get(r, "sandbox_error")));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 125);
+    assert_non_null(strstr(json_string_value(json_object_get(r, "output")), "landlock"));
+    json_decref(a);
+    finish(c);
+
+    /* a command that itself exits 125 under a working helper is no such
+     * failure */
+    c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    a = call_shell(c, "echo mine; exit 125", wd);
+    r = shell_result(a);
+    assert_null(json_object_get(r, "sandbox_error"));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 125);
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    json_decref(a);
+    finish(c);
+    free(helper);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+static void
+test_missing_helper_is_a_failed_call(void **state)
+{
+    struct mcp_client *c =
+        start_initialized("--sandbox-helper", "/nonexistent/execgate-sandbox", NULL);
+    json_t *a = call_shell(c, "echo never", "/");
+    const json_t *result = json_object_get(a, "result");
+    assert_true(json_is_true(json_object_get(result, "isError")));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    assert_non_null(strstr(text, "/nonexistent/execgate-sandbox"));
+    json_decref(a);
+    /* and the server carries on */
+    a = mcp_client_call(c, "ping", NULL);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    finish(c);
+}
+
 /* ---- malformed input ---- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
@@ -847,6 +936,9 @@ main(void)
         cmocka_unit_test(test_output_cap),
         cmocka_unit_test(test_close_stdin_mid_call),
         cmocka_unit_test(test_sigterm_mid_call),
+        cmocka_unit_test(test_default_policy_is_read_only),
+        cmocka_unit_test(test_sandbox_setup_failure_is_reported),
+        cmocka_unit_test(test_missing_helper_is_a_failed_call),
         cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_long_session_flat_fds),
     };
