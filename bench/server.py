@@ -207,6 +207,11 @@ def main():
     # an empty CODEX_HOME (no rules) for both: the reference refuses to
     # start when the directory does not exist
     os.makedirs(os.path.join(scratch, "codex-home", "rules"))
+    # an empty HOME for both servers' shells: no ~/.bashrc or profile hooks
+    # (a pyenv hook in ~/.bashrc made every reference call 60 ms slower in
+    # one run) in either measurement
+    home = os.path.join(scratch, "home")
+    os.mkdir(home)
     policy = {"type": "workspace-write", "writable_roots": [], "network_access": False,
               "exclude_tmpdir_env_var": False, "exclude_slash_tmp": False}
     update = {"sandboxPolicy": policy, "sandboxCwd": workdir, "codexLinuxSandboxExe": None}
@@ -225,7 +230,7 @@ def main():
         ref_update = dict(update, codexLinuxSandboxExe=link)
         ref_argv = [os.path.join(vendor, "codex-exec-mcp-server"),
                     "--bash", os.path.join(vendor, "bash/debian-12/bash")]
-        env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"))
+        env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
         try:
             results.append(bench_server("reference 0.97.0", ref_argv, env, ref_update, workdir,
                                         args.seq, args.calls))
@@ -234,7 +239,7 @@ def main():
             traceback.print_exc()
             print(f"reference failed: {e}", file=sys.stderr, flush=True)
 
-    env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"))
+    env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
     results.append(bench_server("execgate", [args.execgate], env, update, workdir, args.seq,
                                 args.calls))
 

@@ -284,11 +284,18 @@ envelope(const json_t *id)
 int
 jsonrpc_reply(struct jsonrpc *rpc, const json_t *id, json_t *result)
 {
+    if (!result) {
+        /* whoever built the result ran out of memory: the client still
+         * gets an answer */
+        jsonrpc_reply_error(rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
     json_t *msg = envelope(id);
-    if (!msg || !result || json_object_set_new(msg, "result", result) < 0) {
+    if (!msg || json_object_set_new(msg, "result", result) < 0) {
         if (!msg)
             json_decref(result);
         json_decref(msg);
+        jsonrpc_reply_error(rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return -1;
     }
     return send_msg(rpc, msg);

@@ -71,8 +71,9 @@ int jsonrpc_start(struct jsonrpc *rpc, int in_fd, int out_fd);
  */
 void jsonrpc_feed(struct jsonrpc *rpc, const char *buf, size_t len);
 
-/* Sends {"result": result} for id.  Takes result.  Returns 0, or -1 when the
- * message could not be built or the output is gone (then it is dropped). */
+/* Sends {"result": result} for id.  Takes result; a NULL result (a failed
+ * allocation upstream) sends -32603 instead.  Returns 0, or -1 when the
+ * result could not be sent or the output is gone. */
 int jsonrpc_reply(struct jsonrpc *rpc, const json_t *id, json_t *result);
 
 /* Sends an error answer for id (NULL means null); message is copied. Returns

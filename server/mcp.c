@@ -16,6 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Largest timeout_ms accepted (2^53: exact in a double; about 285 000 years). */
+#define MAX_TIMEOUT_MS 9007199254740992.0
+
 #define INSTRUCTIONS                                                                               \
     "This server provides a tool to execute shell commands and return their output."
 
@@ -370,9 +373,10 @@ check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, uint
     *timeout = s->o->default_timeout_ms;
     if (t && !json_is_null(t)) {
         double v = json_number_value(t);
-        if (!json_is_number(t) || v < 0 || v != (double)(uint64_t)v) {
+        /* compared before the cast: a double beyond uint64_t is UB to cast */
+        if (!json_is_number(t) || v < 0 || v > MAX_TIMEOUT_MS || v != (double)(uint64_t)v) {
             jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
-                                "timeout_ms: must be an integer >= 0");
+                                "timeout_ms: must be an integer from 0 to 2^53");
             return -1;
         }
         /* 0 means no timeout of the caller's choosing: the default applies */

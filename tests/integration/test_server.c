@@ -323,6 +323,14 @@ test_invalid_params(void **state)
                                 "x", "workdir", "/", "timeout_ms", -5),
                       -32602, "timeout_ms");
     expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s, s:f}}", "name", "shell", "arguments", "command",
+                                "x", "workdir", "/", "timeout_ms", 1e300),
+                      -32602, "timeout_ms");
+    expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s, s:f}}", "name", "shell", "arguments", "command",
+                                "x", "workdir", "/", "timeout_ms", 2.5),
+                      -32602, "timeout_ms");
+    expect_call_error(c,
                       json_pack("{s:s, s:{s:s, s:s, s:s}}", "name", "shell", "arguments", "command",
                                 "x", "workdir", "/", "login", "yes"),
                       -32602, "login");
