@@ -6,13 +6,15 @@
 #include <errno.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
-/* Calls that change the mount table or the root: Landlock already stops
- * mounts for a restricted domain; chroot it does not. */
+/* Calls that change the mount table or the root (Landlock already stops
+ * mounts for a restricted domain; chroot it does not), and the kernel
+ * keyrings, which hold the user's secrets outside any file Landlock sees. */
 static const char *const always_denied[] = {
-    "chroot",  "mount",  "umount2",    "pivot_root", "fsopen",        "fsconfig",
-    "fsmount", "fspick", "move_mount", "open_tree",  "mount_setattr",
+    "chroot", "mount",      "umount2",   "pivot_root",    "fsopen", "fsconfig", "fsmount",
+    "fspick", "move_mount", "open_tree", "mount_setattr", "keyctl", "add_key",  "request_key",
 };
 
 static const char *const io_uring_calls[] = {
@@ -48,13 +50,35 @@ deny_ip_sockets(scmp_filter_ctx ctx)
     return rc;
 }
 
+/* TIOCSTI and TIOCLINUX push input into a terminal: on a terminal the
+ * command shares with its user, that is typing commands outside the
+ * sandbox.  The kernel only looks at the low 32 bits of the request. */
 static int
-build(scmp_filter_ctx ctx, bool deny_mounts, bool restrict_network, json_t *denied)
+deny_tty_injection(scmp_filter_ctx ctx, json_t *list)
+{
+    static const unsigned long requests[] = {TIOCSTI, TIOCLINUX};
+    static const char *const names[] = {"ioctl(TIOCSTI)", "ioctl(TIOCLINUX)"};
+    for (size_t i = 0; i < 2; i++) {
+        const struct scmp_arg_cmp req = {
+            .arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu, .datum_b = requests[i]};
+        int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &req);
+        if (rc < 0)
+            return rc;
+        if (json_array_append_new(list, json_string(names[i])) != 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int
+build(scmp_filter_ctx ctx, bool confine, bool restrict_network, json_t *denied)
 {
     int rc = 0;
-    for (size_t i = 0; deny_mounts && rc == 0 && i < sizeof always_denied / sizeof always_denied[0];
+    for (size_t i = 0; confine && rc == 0 && i < sizeof always_denied / sizeof always_denied[0];
          i++)
         rc = deny(ctx, always_denied[i], denied);
+    if (confine && rc == 0)
+        rc = deny_tty_injection(ctx, denied);
     if (!restrict_network)
         return rc;
     for (size_t i = 0; rc == 0 && i < sizeof io_uring_calls / sizeof io_uring_calls[0]; i++)
@@ -80,7 +104,7 @@ report_filter(json_t *report, json_t *denied, bool restrict_network)
 }
 
 int
-sandbox_filter_apply(bool deny_mounts, bool restrict_network, json_t *report)
+sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == NULL)
@@ -91,7 +115,7 @@ sandbox_filter_apply(bool deny_mounts, bool restrict_network, json_t *report)
     if (rc == 0)
         rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     if (rc == 0)
-        rc = build(ctx, deny_mounts, restrict_network, denied);
+        rc = build(ctx, confine, restrict_network, denied);
     if (rc == 0)
         rc = seccomp_load(ctx);
     seccomp_release(ctx);

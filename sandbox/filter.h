@@ -1,7 +1,8 @@
 /*
  * filter: the seccomp filter the helper installs right before execve.
  *
- * With deny_mounts: chroot and every mount-changing call fail with EPERM.  With the
+ * With confine (read-only, workspace-write): chroot, every mount-changing
+ * call, the keyring calls and the TIOCSTI/TIOCLINUX ioctls fail with EPERM.  With the
  * network off, also: socket(2)/socketpair(2) for any family but AF_UNIX and
  * the three io_uring calls (its requests would bypass this filter).  System
  * calls of other architectures (x32, i386) kill the process, so the 32-bit
@@ -18,6 +19,6 @@
  * adds a "seccomp" object to report.  Returns 0, or -errno with nothing
  * loaded.
  */
-int sandbox_filter_apply(bool deny_mounts, bool restrict_network, json_t *report);
+int sandbox_filter_apply(bool confine, bool restrict_network, json_t *report);
 
 #endif

@@ -37,7 +37,7 @@ vmessage(int errnum, const char *fmt, va_list ap)
 }
 
 noreturn void
-helper_die(int errnum, const char *fmt, ...)
+sandbox_helper_die(int errnum, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -47,7 +47,7 @@ helper_die(int errnum, const char *fmt, ...)
 }
 
 noreturn void
-helper_die_status(int status, int errnum, const char *fmt, ...)
+sandbox_helper_die_status(int status, int errnum, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -57,7 +57,7 @@ helper_die_status(int status, int errnum, const char *fmt, ...)
 }
 
 void
-helper_warn(const char *fmt, ...)
+sandbox_helper_warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -75,7 +75,7 @@ reset_signals(void)
     sigset_t all;
     sigemptyset(&all);
     if (sigprocmask(SIG_SETMASK, &all, NULL) != 0)
-        helper_die(errno, "resetting the signal mask");
+        sandbox_helper_die(errno, "resetting the signal mask");
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int s = 1; s < NSIG; s++) {
         if (s == SIGKILL || s == SIGSTOP)
@@ -92,12 +92,12 @@ check_report_fd(int fd)
     if (fd < 0)
         return;
     if (fd <= 2)
-        helper_die(0, "--report-fd %d: must not be stdin, stdout or stderr", fd);
+        sandbox_helper_die(0, "--report-fd %d: must not be stdin, stdout or stderr", fd);
     int flags = fcntl(fd, F_GETFD);
     if (flags < 0)
-        helper_die(errno, "--report-fd %d", fd);
+        sandbox_helper_die(errno, "--report-fd %d", fd);
     if (fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-        helper_die(errno, "--report-fd %d: setting close-on-exec", fd);
+        sandbox_helper_die(errno, "--report-fd %d: setting close-on-exec", fd);
 }
 
 /* Writes all of text and a newline to fd. */
@@ -110,13 +110,13 @@ write_line(int fd, const char *text)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            helper_die(errno, "writing the report to fd %d", fd);
+            sandbox_helper_die(errno, "writing the report to fd %d", fd);
         text += n;
         len -= (size_t)n;
     }
     while (write(fd, "\n", 1) < 0) {
         if (errno != EINTR)
-            helper_die(errno, "writing the report to fd %d", fd);
+            sandbox_helper_die(errno, "writing the report to fd %d", fd);
     }
 }
 
@@ -127,8 +127,18 @@ send_report(int fd, json_t *report)
         return;
     char *text = json_dumps(report, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (text == NULL)
-        helper_die(ENOMEM, "encoding the report");
+        sandbox_helper_die(ENOMEM, "encoding the report");
+    /* A reader that went away must end in 125 with a message, not in a
+     * silent SIGPIPE death: block it for the write, discard it after. */
+    sigset_t pipe_sig, old;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_sig, &old);
     write_line(fd, text);
+    const struct timespec now = {0, 0};
+    while (sigtimedwait(&pipe_sig, NULL, &now) > 0)
+        ;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     free(text);
 }
 
@@ -138,8 +148,8 @@ exec_program(char **argv)
     execvp(argv[0], argv);
     int e = errno;
     if (e == ENOENT || e == ENOTDIR)
-        helper_die_status(127, e, "%s", argv[0]);
-    helper_die_status(126, e, "%s", argv[0]);
+        sandbox_helper_die_status(127, e, "%s", argv[0]);
+    sandbox_helper_die_status(126, e, "%s", argv[0]);
 }
 
 static json_t *
@@ -150,13 +160,13 @@ report_new(const struct sandbox_policy *p)
         json_object_set_new(r, "policy", json_string(sandbox_kind_name(sandbox_policy_kind(p)))) <
             0 ||
         json_object_set_new(r, "network", json_boolean(sandbox_policy_network_allowed(p))) < 0)
-        helper_die(ENOMEM, "building the report");
+        sandbox_helper_die(ENOMEM, "building the report");
     return r;
 }
 
 /* Everything the helper learns on the way, for the report line. */
 struct run {
-    struct helper_options *o;
+    struct sandbox_helper_options *o;
     const struct sandbox_policy *p;
     enum sandbox_kind kind;
     bool restrict_net;
@@ -172,7 +182,7 @@ static void
 put(json_t *obj, const char *key, json_t *value)
 {
     if (value == NULL || json_object_set_new(obj, key, value) != 0)
-        helper_die(ENOMEM, "building the report");
+        sandbox_helper_die(ENOMEM, "building the report");
 }
 
 static json_t *
@@ -180,7 +190,7 @@ new_array(void)
 {
     json_t *a = json_array();
     if (a == NULL)
-        helper_die(ENOMEM, "building the report");
+        sandbox_helper_die(ENOMEM, "building the report");
     return a;
 }
 
@@ -190,22 +200,22 @@ static void
 require(struct run *r, const char *feature, const char *why)
 {
     if (!r->o->allow_degraded)
-        helper_die(0,
-                   "%s: %s; refusing to run the command less confined than the policy asks "
-                   "(--allow-degraded accepts this)",
-                   feature, why);
-    helper_warn("running without %s: %s (--allow-degraded)", feature, why);
+        sandbox_helper_die(0,
+                           "%s: %s; refusing to run the command less confined than the policy asks "
+                           "(--allow-degraded accepts this)",
+                           feature, why);
+    sandbox_helper_warn("running without %s: %s (--allow-degraded)", feature, why);
     if (json_array_append_new(r->degraded, json_string(feature)) != 0)
-        helper_die(ENOMEM, "building the report");
+        sandbox_helper_die(ENOMEM, "building the report");
 }
 
 static void
 set_no_new_privs(struct run *r)
 {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        helper_die(errno, "PR_SET_NO_NEW_PRIVS");
+        sandbox_helper_die(errno, "PR_SET_NO_NEW_PRIVS");
     if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
-        helper_die(0, "PR_SET_NO_NEW_PRIVS did not take effect");
+        sandbox_helper_die(0, "PR_SET_NO_NEW_PRIVS did not take effect");
     put(r->report, "no_new_privs", json_true());
 }
 
@@ -223,8 +233,8 @@ protect_paths(struct run *r)
             continue;
         int rc = sandbox_ns_protect(root, true, r->read_only, &err);
         if (rc < 0)
-            helper_die(-rc, "keeping .git and .codex read-only in %s: %s", root,
-                       err ? err : "out of memory");
+            sandbox_helper_die(-rc, "keeping .git and .codex read-only in %s: %s", root,
+                               err ? err : "out of memory");
         free(err);
     }
 }
@@ -234,7 +244,7 @@ enter_namespaces(struct run *r)
 {
     int rc = sandbox_ns_unshare(&r->ns);
     if (rc < 0) {
-        helper_warn("namespaces: %s", strerror(-rc));
+        sandbox_helper_warn("namespaces: %s", strerror(-rc));
         if (r->kind == SANDBOX_WORKSPACE_WRITE)
             require(r, "mount-namespace",
                     "cannot create a mount namespace, so .git and .codex inside the writable "
@@ -247,13 +257,13 @@ enter_namespaces(struct run *r)
         protect_paths(r);
 }
 
-static volatile pid_t forward_to = -1;
+static volatile sig_atomic_t forward_to = -1;
 
 static void
 forward_signal(int sig)
 {
     if (forward_to > 0)
-        kill(forward_to, sig);
+        kill((pid_t)forward_to, sig);
 }
 
 /* Signals that ask the command to stop or that it may need to see; the
@@ -280,7 +290,7 @@ wait_and_propagate(pid_t child)
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
-            helper_die(errno, "waiting for the command");
+            sandbox_helper_die(errno, "waiting for the command");
         if (w != child)
             continue;
         if (WIFEXITED(st))
@@ -310,7 +320,7 @@ fork_into_pid_namespace(struct run *r)
 {
     pid_t init = fork();
     if (init < 0)
-        helper_die(errno, "fork into the PID namespace");
+        sandbox_helper_die(errno, "fork into the PID namespace");
     if (init > 0) {
         close_report_copy(r);
         install_forwarding(init);
@@ -318,14 +328,14 @@ fork_into_pid_namespace(struct run *r)
     }
     /* The namespace's init: it dies with the helper. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
-        helper_die(errno, "PR_SET_PDEATHSIG");
+        sandbox_helper_die(errno, "PR_SET_PDEATHSIG");
     int rc = sandbox_ns_mount_proc();
     if (rc < 0)
         require(r, "pid-namespace-proc", "cannot mount a /proc for the PID namespace");
     r->own_proc = rc == 0;
     pid_t cmd = fork();
     if (cmd < 0)
-        helper_die(errno, "fork in the PID namespace");
+        sandbox_helper_die(errno, "fork in the PID namespace");
     if (cmd > 0) {
         close_report_copy(r);
         install_forwarding(cmd);
@@ -340,9 +350,9 @@ allow_path(struct run *r, struct sandbox_ll *ll, const char *path, enum sandbox_
     if (rc == -ENOENT || rc == -ENOTDIR)
         return; /* nothing there to grant */
     if (rc < 0)
-        helper_die(-rc, "landlock: adding a rule for %s", path);
+        sandbox_helper_die(-rc, "landlock: adding a rule for %s", path);
     if (a == SANDBOX_LL_WRITE && json_array_append_new(r->writable, json_string(path)) != 0)
-        helper_die(ENOMEM, "building the report");
+        sandbox_helper_die(ENOMEM, "building the report");
 }
 
 static void
@@ -405,7 +415,7 @@ apply_landlock(struct run *r)
         return;
     struct sandbox_ll *ll = sandbox_ll_new(abi, fs, r->restrict_net, fs);
     if (ll == NULL)
-        helper_die(errno, "landlock: creating the ruleset (ABI %d)", abi);
+        sandbox_helper_die(errno, "landlock: creating the ruleset (ABI %d)", abi);
     for (size_t i = 0; fs && sandbox_ll_missing(ll, i) != NULL; i++) {
         const char *what = sandbox_ll_missing(ll, i);
         if (strcmp(what, "landlock-tcp") != 0) /* seccomp already refuses IP sockets */
@@ -418,21 +428,21 @@ apply_landlock(struct run *r)
     }
     int rc = sandbox_ll_enforce(ll, r->report);
     if (rc < 0)
-        helper_die(-rc, "landlock: enforcing the ruleset");
+        sandbox_helper_die(-rc, "landlock: enforcing the ruleset");
     sandbox_ll_free(ll);
 }
 
 static void
 apply_filter(struct run *r)
 {
-    bool deny_mounts = r->kind != SANDBOX_EXTERNAL;
-    if (!deny_mounts && !r->restrict_net)
+    bool confine = r->kind != SANDBOX_EXTERNAL;
+    if (!confine && !r->restrict_net)
         return;
-    int rc = sandbox_filter_apply(deny_mounts, r->restrict_net, r->report);
+    int rc = sandbox_filter_apply(confine, r->restrict_net, r->report);
     if (rc == -EINVAL || rc == -ENOSYS || rc == -EOPNOTSUPP)
         require(r, "seccomp", "the kernel refused the seccomp filter");
     else if (rc < 0)
-        helper_die(-rc, "seccomp: loading the filter");
+        sandbox_helper_die(-rc, "seccomp: loading the filter");
 }
 
 static void
@@ -448,7 +458,7 @@ report_namespaces(struct run *r)
 }
 
 static void
-run_init(struct run *r, struct helper_options *o)
+run_init(struct run *r, struct sandbox_helper_options *o)
 {
     r->o = o;
     r->p = o->policy;
@@ -462,7 +472,7 @@ run_init(struct run *r, struct helper_options *o)
 }
 
 noreturn void
-helper_run(struct helper_options *o)
+sandbox_helper_run(struct sandbox_helper_options *o)
 {
     struct run r = {0};
     reset_signals();
@@ -471,7 +481,7 @@ helper_run(struct helper_options *o)
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
         if (chdir(o->cwd) != 0)
-            helper_die(errno, "--cwd %s", o->cwd);
+            sandbox_helper_die(errno, "--cwd %s", o->cwd);
         send_report(o->report_fd, r.report);
         exec_program(o->program_argv);
     }
@@ -485,7 +495,7 @@ helper_run(struct helper_options *o)
         report_namespaces(&r);
     }
     if (chdir(o->cwd) != 0)
-        helper_die(errno, "--cwd %s", o->cwd);
+        sandbox_helper_die(errno, "--cwd %s", o->cwd);
     apply_landlock(&r);
     /* The filter goes last: after it, only the report and execve. */
     apply_filter(&r);

@@ -10,9 +10,9 @@
 
 struct sandbox_policy;
 
-struct helper_options {
+struct sandbox_helper_options {
     const char *policy_text;
-    struct sandbox_policy *policy; /* owned by the helper from helper_run on */
+    struct sandbox_policy *policy; /* owned by the helper from sandbox_helper_run on */
     const char *cwd;
     int report_fd;       /* -1: no report */
     bool allow_degraded; /* run with less confinement than asked, and say so */
@@ -24,19 +24,20 @@ struct helper_options {
  * to the child it forks), then executes the program.  Never returns: ends
  * in execve, in the program's propagated exit status, or in exit 125/126/127.
  */
-noreturn void helper_run(struct helper_options *o);
+noreturn void sandbox_helper_run(struct sandbox_helper_options *o);
 
 /*
  * Prints "execgate-sandbox: MESSAGE[: strerror(errnum)]" to stderr and exits
  * with SANDBOX_EXIT_SETUP_FAILED.  errnum 0 leaves out the reason.
  */
-noreturn void helper_die(int errnum, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+noreturn void sandbox_helper_die(int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-/* As helper_die, with the given exit status. */
-noreturn void helper_die_status(int status, int errnum, const char *fmt, ...)
+/* As sandbox_helper_die, with the given exit status. */
+noreturn void sandbox_helper_die_status(int status, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Prints a warning line to stderr; never fails. */
-void helper_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sandbox_helper_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -42,7 +42,7 @@ parse_fd(const char *s)
 }
 
 static int
-parse_args(int argc, char **argv, struct helper_options *o)
+parse_args(int argc, char **argv, struct sandbox_helper_options *o)
 {
     o->report_fd = -1;
     int i = 1;
@@ -60,19 +60,20 @@ parse_args(int argc, char **argv, struct helper_options *o)
         } else if (strcmp(a, "--report-fd") == 0 && has_value) {
             o->report_fd = parse_fd(argv[++i]);
             if (o->report_fd < 0)
-                helper_die(0, "--report-fd: \"%s\" is not a file descriptor number", argv[i]);
+                sandbox_helper_die(0, "--report-fd: \"%s\" is not a file descriptor number",
+                                   argv[i]);
         } else if (strcmp(a, "--allow-degraded") == 0) {
             o->allow_degraded = true;
         } else {
-            helper_die(0, "unknown or incomplete option \"%s\" (see --help)", a);
+            sandbox_helper_die(0, "unknown or incomplete option \"%s\" (see --help)", a);
         }
     }
     if (o->policy_text == NULL)
-        helper_die(0, "--policy is required (see --help)");
+        sandbox_helper_die(0, "--policy is required (see --help)");
     if (o->cwd == NULL)
-        helper_die(0, "--cwd is required (see --help)");
+        sandbox_helper_die(0, "--cwd is required (see --help)");
     if (i >= argc)
-        helper_die(0, "no program given after -- (see --help)");
+        sandbox_helper_die(0, "no program given after -- (see --help)");
     o->program_argv = &argv[i];
     return 0;
 }
@@ -88,13 +89,13 @@ main(int argc, char **argv)
         printf("execgate-sandbox %s\n", EXECGATE_VERSION);
         return 0;
     }
-    struct helper_options o = {0};
+    struct sandbox_helper_options o = {0};
     parse_args(argc, argv, &o);
 
     char *err = NULL;
     struct sandbox_policy *p = sandbox_policy_parse(o.policy_text, &err);
     if (p == NULL)
-        helper_die(0, "%s", err ? err : "sandbox policy: out of memory");
+        sandbox_helper_die(0, "%s", err ? err : "sandbox policy: out of memory");
     o.policy = p;
-    helper_run(&o); /* does not return */
+    sandbox_helper_run(&o); /* does not return */
 }

@@ -114,7 +114,9 @@ static char *
 read_gitdir(const char *root, const char *gitfile, int *rc)
 {
     *rc = 0;
-    int fd = open(gitfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* The command may have swapped the file for a FIFO since lstat:
+     * never block on it, and read only a regular file. */
+    int fd = open(gitfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         *rc = -errno;
         return NULL;
@@ -122,8 +124,8 @@ read_gitdir(const char *root, const char *gitfile, int *rc)
     struct stat st;
     char *buf = NULL;
     errno = 0;
-    if (fstat(fd, &st) != 0 || st.st_size > GITFILE_MAX) {
-        *rc = errno != 0 ? -errno : -EFBIG;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > GITFILE_MAX) {
+        *rc = errno != 0 ? -errno : S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
         close(fd);
         return NULL;
     }
@@ -191,10 +193,14 @@ protect_codex(const char *root, bool create, json_t *ro, char **err)
         /* Without something to bind over, creating it would be free; an
          * empty directory left behind is the price (see docs/sandbox.md). */
         if (!create || (mkdir(codex, 0755) != 0 && errno != EEXIST)) {
-            /* Not ours to create (read-only tree, no permission): the
-             * command cannot create it either. */
+            /* Refused for lack of rights or a read-only tree: the command,
+             * with the same ids and less access, cannot create it either.
+             * Any other failure might pass, so it stops the helper. */
+            int e = create ? errno : 0;
             free(codex);
-            return 0;
+            if (e == 0 || e == EACCES || e == EPERM || e == EROFS)
+                return 0;
+            return failf(err, -e, "creating .codex in", root);
         }
     }
     rc = bind_ro(codex, ro);

@@ -538,16 +538,24 @@ char **
 sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
                     int report_fd, const char *const *program_argv)
 {
+    return sandbox_helper_argv_flags(p, helper_path, cwd, report_fd, 0, program_argv);
+}
+
+char **
+sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
+                          int report_fd, unsigned flags, const char *const *program_argv)
+{
     size_t nprog = 0;
     while (program_argv[nprog] != NULL)
         nprog++;
-    /* helper --policy J --cwd C [--report-fd N] -- prog... NULL */
-    size_t n = 9 + nprog; /* 8 fixed slots at most, the program, NULL */
+    size_t n = 10 + nprog; /* 9 fixed slots at most, the program, NULL */
     char **argv = calloc(n, sizeof *argv);
     if (argv == NULL)
         return NULL;
     size_t i = 0;
     bool ok = (argv[i++] = strdup(helper_path)) != NULL;
+    if (ok && (flags & SANDBOX_ARGV_ALLOW_DEGRADED))
+        ok = (argv[i++] = strdup("--allow-degraded")) != NULL;
     ok = ok && (argv[i++] = strdup("--policy")) != NULL;
     ok = ok && (argv[i++] = sandbox_policy_to_json(p)) != NULL;
     ok = ok && (argv[i++] = strdup("--cwd")) != NULL;

@@ -63,6 +63,15 @@ char *sandbox_policy_describe(const struct sandbox_policy *p);
 char **sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
                            int report_fd, const char *const *program_argv);
 
+/* Flags for sandbox_helper_argv_flags. */
+#define SANDBOX_ARGV_ALLOW_DEGRADED 1u /* adds --allow-degraded (see docs/sandbox.md) */
+
+/* As sandbox_helper_argv, with flags (SANDBOX_ARGV_*) that add options
+ * before --policy.  Same result and ownership. */
+char **sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path,
+                                 const char *cwd, int report_fd, unsigned flags,
+                                 const char *const *program_argv);
+
 /* Frees an array from sandbox_helper_argv; NULL is a no-op. */
 void sandbox_argv_free(char **argv);
 

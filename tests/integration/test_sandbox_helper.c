@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "policy.h"
 #include "proc.h"
 #include "tmpdir.h"
 
@@ -540,6 +541,52 @@ test_sigterm_forwarded(void **state)
     free(policy);
 }
 
+/* The library's argv, as the server builds it, runs the real helper. */
+static void
+test_library_argv_runs(void **state)
+{
+    struct fixture *f = *state;
+    json_t *j = json_pack("{s:s, s:[s], s:b}", "type", "workspace-write", "writable_roots",
+                          "/nonexistent-root", "exclude_slash_tmp", 1);
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_from_json(j, f->dir, &err);
+    assert_non_null(p);
+    const char *prog[] = {"/bin/sh", "-c", "echo in > x && cat x && echo no > /tmp/x-$$ || true",
+                          NULL};
+    char **argv = sandbox_helper_argv(p, sbx_helper(), f->dir, -1, prog);
+    assert_non_null(argv);
+    struct proc_result res;
+    assert_int_equal(proc_run((const char *const *)argv, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "in\n");
+    assert_non_null(strstr(res.err, "Permission denied")); /* /tmp excluded */
+    proc_result_free(&res);
+    sandbox_argv_free(argv);
+    sandbox_policy_free(p);
+    json_decref(j);
+}
+
+/* A report reader that has gone away: 125 and a message, nothing run. */
+static void
+test_report_reader_gone(void **state)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0); /* inherited on purpose: the report fd */
+    close(p[0]);
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", p[1]);
+    const char *argv[] = {sbx_helper(), "--policy", DANGER,      "--cwd", "/", "--report-fd",
+                          fd,           "--",       "/bin/echo", "RAN",   NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    close(p[1]);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "writing the report"));
+    assert_non_null(strstr(res.err, "Broken pipe"));
+    assert_null(strstr(res.out, "RAN"));
+    proc_result_free(&res);
+}
+
 int
 main(void)
 {
@@ -551,6 +598,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_not_executable_is_126, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setup_failures_are_125, setup, teardown),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_report_reader_gone),
         cmocka_unit_test_setup_teardown(test_report_fd_not_inherited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fail_closed_without_landlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow_degraded_reports, setup, teardown),
@@ -561,6 +609,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -289,6 +289,14 @@ test_helper_argv(void **state)
     assert_string_equal(argv[6], "/bin/echo");
     assert_null(argv[8]);
     sandbox_argv_free(argv);
+
+    argv = sandbox_helper_argv_flags(p, "h", "/w", -1, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
+    assert_string_equal(argv[1], "--allow-degraded");
+    assert_string_equal(argv[2], "--policy");
+    assert_string_equal(argv[6], "--");
+    assert_string_equal(argv[8], "a b");
+    assert_null(argv[9]);
+    sandbox_argv_free(argv);
     sandbox_argv_free(NULL);
     sandbox_policy_free(NULL);
     free(canon);
@@ -391,7 +399,7 @@ policy_round(const char *text)
     char *canon = sandbox_policy_to_json(p);
     char *desc = sandbox_policy_describe(p);
     const char *prog[] = {"/bin/sh", "-c", "true", NULL};
-    char **argv = sandbox_helper_argv(p, "/h", "/w", 4, prog);
+    char **argv = sandbox_helper_argv_flags(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
     ok = canon != NULL && desc != NULL && argv != NULL;
     sandbox_argv_free(argv);
     free(desc);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -171,6 +172,38 @@ do_socket(int domain, int type, int proto, const char *what)
     return escaped(what);
 }
 
+/* The user's keyring: secrets outside any file. */
+static int
+do_keyctl(void)
+{
+    long id = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -4 /* KEY_SPEC_USER_KEYRING */, 0);
+    if (id < 0)
+        return denied("keyctl");
+    return escaped("keyring");
+}
+
+/* Typing into a terminal: a new session with a pty as its controlling
+ * terminal, so only the sandbox can stand in the way. */
+static int
+do_tiocsti(void)
+{
+    if (setsid() < 0)
+        return 2;
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0)
+        return denied("posix_openpt");
+    const char *name = ptsname(m);
+    int s = name ? open(name, O_RDWR | O_CLOEXEC) : -1;
+    if (s < 0)
+        return denied("open pts");
+    if (ioctl(s, TIOCSCTTY, 0) != 0)
+        return denied("TIOCSCTTY");
+    char c = 'x';
+    if (ioctl(s, TIOCSTI, &c) != 0)
+        return denied("ioctl TIOCSTI");
+    return escaped("tiocsti");
+}
+
 /* io_uring would let a socket be made without the socket(2) system call. */
 static int
 do_io_uring(void)
@@ -288,6 +321,10 @@ main(int argc, char **argv)
         return do_socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL), "packet socket");
     if (strcmp(a, "netlink") == 0)
         return do_socket(AF_NETLINK, SOCK_RAW, 0, "netlink socket");
+    if (strcmp(a, "keyctl") == 0)
+        return do_keyctl();
+    if (strcmp(a, "tiocsti") == 0)
+        return do_tiocsti();
     if (strcmp(a, "io_uring") == 0)
         return do_io_uring();
     if (strcmp(a, "abstract") == 0)
