@@ -263,6 +263,36 @@ test_eof_and_last_line_without_newline(void **state)
     json_decref(out);
 }
 
+static void
+test_slow_reader_pauses_input(void **state)
+{
+    struct fixture *f = *state;
+    /* answers pile up because nobody reads them */
+    size_t big = 1024 * 1024;
+    char *text = malloc(big + 1);
+    memset(text, 'x', big);
+    text[big] = '\0';
+    json_t *id = json_integer(1);
+    while (jsonrpc_pending_output(f->rpc) <= JSONRPC_WRITE_HIGH_WATER)
+        assert_int_equal(jsonrpc_reply(f->rpc, id, json_pack("{s:s}", "blob", text)), 0);
+    json_decref(id);
+    free(text);
+    /* a request arrives while the output is backed up: it waits */
+    send_text(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"later\"}\n");
+    for (int i = 0; i < 20; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    assert_int_equal(json_array_size(f->requests), 0);
+    /* the client catches up: input resumes, the request is handled */
+    char sink[65536];
+    while (json_array_size(f->requests) == 0) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        if (read(f->from_server, sink, sizeof(sink)) <= 0)
+            poll(&(struct pollfd){.fd = f->from_server, .events = POLLIN}, 1, 10);
+    }
+    assert_string_equal(json_string_value(json_array_get(json_array_get(f->requests, 0), 0)),
+                        "later");
+}
+
 int
 main(void)
 {
@@ -272,6 +302,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_oversized_is_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outgoing_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eof_and_last_line_without_newline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_reader_pauses_input, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
