@@ -589,6 +589,33 @@ test_cancel(void **state)
 }
 
 static void
+test_cancel_waiting_call(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, "--max-calls", "1", NULL);
+    long long first = mcp_client_send_request(c, "tools/call", shell_args("sleep 66.125", "/"));
+    long long second =
+        mcp_client_send_request(c, "tools/call", shell_args("echo second-ran > /dev/null", "/"));
+    assert_true(process_appears("66.125"));
+    /* the waiting one first, then the running one */
+    long long ids[2] = {second, first};
+    for (int i = 0; i < 2; i++)
+        mcp_client_send(c, json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                                     "notifications/cancelled", "params", "requestId",
+                                     (json_int_t)ids[i]));
+    assert_true(process_gone("66.125"));
+    /* the slot is free again, and neither cancelled call was answered */
+    json_t *a = call_shell(c, "echo next", "/");
+    assert_string_equal(result_output(a), "next\n");
+    json_decref(a);
+    for (int i = 0; i < 2; i++) {
+        json_t *jid = json_integer(ids[i]);
+        assert_null(mcp_client_response(c, jid, 200));
+        json_decref(jid);
+    }
+    finish(c);
+}
+
+static void
 test_progress(void **state)
 {
     struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
@@ -726,6 +753,44 @@ test_default_policy_is_read_only(void **state)
     finish(c);
     tmpdir_remove(wd);
     free(wd);
+}
+
+static void
+test_workspace_write_update(void **state)
+{
+    char *wd = tmpdir_new("server-ww");
+    char *other = tmpdir_new("server-ww-other");
+    struct mcp_client *c = start_initialized(NULL);
+    json_t *a = mcp_client_call(c, "codex/sandbox-state/update",
+                                json_pack("{s:{s:s, s:[], s:b, s:b, s:b}, s:s}", "sandboxPolicy",
+                                          "type", "workspace-write", "writable_roots",
+                                          "network_access", 0, "exclude_tmpdir_env_var", 1,
+                                          "exclude_slash_tmp", 1, "sandboxCwd", wd));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    char *cmd = NULL;
+    assert_true(asprintf(&cmd,
+                         "echo in > inside && echo in-ok; echo out > %s/outside || echo "
+                         "out-refused",
+                         other) > 0);
+    a = call_shell(c, cmd, wd);
+    free(cmd);
+    const char *out = result_output(a);
+    assert_non_null(strstr(out, "in-ok\n"));
+    assert_non_null(strstr(out, "out-refused\n"));
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    json_decref(a);
+    char *inside = tmpdir_path(wd, "inside");
+    char *outside = tmpdir_path(other, "outside");
+    assert_int_equal(access(inside, F_OK), 0);
+    assert_int_equal(access(outside, F_OK), -1);
+    free(inside);
+    free(outside);
+    finish(c);
+    tmpdir_remove(wd);
+    tmpdir_remove(other);
+    free(wd);
+    free(other);
 }
 
 static void
@@ -940,11 +1005,13 @@ main(void)
         cmocka_unit_test(test_timeout_keeps_partial_output),
         cmocka_unit_test(test_default_timeout_option),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_cancel_waiting_call),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_output_cap),
         cmocka_unit_test(test_close_stdin_mid_call),
         cmocka_unit_test(test_sigterm_mid_call),
         cmocka_unit_test(test_default_policy_is_read_only),
+        cmocka_unit_test(test_workspace_write_update),
         cmocka_unit_test(test_sandbox_setup_failure_is_reported),
         cmocka_unit_test(test_missing_helper_is_a_failed_call),
         cmocka_unit_test(test_malformed_lines),
