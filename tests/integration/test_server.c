@@ -536,7 +536,7 @@ test_timeout_keeps_partial_output(void **state)
         mcp_client_call(c, "tools/call",
                         json_pack("{s:s, s:{s:s, s:s, s:i, s:b}}", "name", "shell", "arguments",
                                   "command", "echo start; sleep 61.25; echo never", "workdir", "/",
-                                  "timeout_ms", 300, "login", 0));
+                                  "timeout_ms", 1500, "login", 0));
     const json_t *r = shell_result(a);
     assert_true(json_is_true(json_object_get(r, "timed_out")));
     assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 124);
@@ -681,9 +681,14 @@ static void
 test_close_stdin_mid_call(void **state)
 {
     struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
-    long long id = mcp_client_send_request(
-        c, "tools/call", shell_args("echo started; (sleep 64.5) & sleep 64.5", "/"));
-    assert_true(process_appears("64.5"));
+    /* "started" comes after both background children were forked */
+    json_t *params = shell_args("(sleep 64.5) & sleep 64.5 & echo started; wait", "/");
+    json_object_set_new(params, "_meta", json_pack("{s:s}", "progressToken", "p"));
+    long long id = mcp_client_send_request(c, "tools/call", params);
+    json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
+    assert_non_null(p);
+    json_decref(p);
+    assert_true(mcp_client_process_exists("64.5"));
     mcp_client_close_stdin(c);
     int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
     assert_true(WIFEXITED(status));
@@ -705,9 +710,13 @@ test_sigterm_mid_call(void **state)
     struct mcp_client *c =
         start_initialized("--sandbox", FULL_ACCESS, "--kill-grace-ms", "300", NULL);
     /* ignores SIGTERM: only the SIGKILL after the grace period ends it */
-    long long id = mcp_client_send_request(
-        c, "tools/call", shell_args("trap '' TERM; sleep 65.25 & wait; wait", "/"));
-    assert_true(process_appears("65.25"));
+    json_t *params = shell_args("trap '' TERM; sleep 65.25 & echo ready; wait; wait", "/");
+    json_object_set_new(params, "_meta", json_pack("{s:s}", "progressToken", "p"));
+    long long id = mcp_client_send_request(c, "tools/call", params);
+    json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
+    assert_non_null(p);
+    json_decref(p);
+    assert_true(mcp_client_process_exists("65.25"));
     kill(mcp_client_pid(c), SIGTERM);
     int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
     assert_true(WIFEXITED(status));

@@ -71,7 +71,7 @@ check(progress.includes("first"), `progress carried the newest line (got ${JSON.
 // A timeout is a result, with the output so far.
 const t = await client.callTool({
   name: "shell",
-  arguments: { command: "echo partial; sleep 30", workdir, timeout_ms: 300, login: false },
+  arguments: { command: "echo partial; sleep 30", workdir, timeout_ms: 1500, login: false },
 });
 check(t.isError === false && t.structuredContent.timed_out === true, "timeout is a result");
 check(t.structuredContent.output === "partial\n", "timeout keeps the output so far");
