@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -587,6 +588,53 @@ test_report_reader_gone(void **state)
     proc_result_free(&res);
 }
 
+/* The server reads the report until EOF while the command still runs: no
+ * process of the helper (outside, init, command) may keep the fd open. */
+static void
+test_report_eof_while_running(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    int rep[2], in[2];
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(rep[1], 9); /* dup2 clears close-on-exec: inherited */
+        execl(sbx_helper(), sbx_helper(), "--policy", policy, "--cwd", f->dir, "--report-fd", "9",
+              "--", "/bin/sh", "-c", "read line; echo \"$line\"", (char *)NULL);
+        _exit(99);
+    }
+    close(rep[1]);
+    close(in[0]);
+    char buf[4096];
+    size_t len = 0;
+    for (;;) {
+        struct pollfd pfd = {.fd = rep[0], .events = POLLIN};
+        /* Bounded so a leaked fd fails the test instead of hanging it. */
+        assert_int_equal(poll(&pfd, 1, 10000), 1);
+        ssize_t n = read(rep[0], buf + len, sizeof buf - 1 - len);
+        assert_true(n >= 0);
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    assert_non_null(strstr(buf, "\"policy\":\"workspace-write\""));
+    /* EOF came while the command still waits for its input. */
+    assert_int_equal(waitpid(pid, NULL, WNOHANG), 0);
+    assert_int_equal(write(in[1], "bye\n", 4), 4);
+    close(in[1]);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    close(rep[0]);
+    free(policy);
+}
+
 int
 main(void)
 {
@@ -610,6 +658,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_eof_while_running, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
