@@ -12,6 +12,12 @@
 
 #define READ_CHUNK (64u * 1024)
 
+/* One read buffer for every call: each read callback consumes its bytes
+ * (into the call's head or ring) before it returns, and the loop runs on one
+ * thread, so no two reads ever hold it at once.  A call then costs a few
+ * hundred bytes plus its output instead of a 64 KiB buffer each. */
+static char read_chunk[READ_CHUNK];
+
 struct shell_call {
     uv_loop_t *loop;
     struct shell_call_spec spec;
@@ -49,8 +55,6 @@ struct shell_call {
     size_t preview_len;
     bool preview_new; /* output arrived since the last progress report */
     bool line_done;   /* the preview's line has ended: the next byte starts a new one */
-
-    char chunk[READ_CHUNK];
 
     struct shell_call_attachment *attached;
 };
@@ -377,9 +381,8 @@ report_and_free(struct shell_call *c)
 static void
 on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct shell_call *c = h->data;
-    buf->base = c->chunk;
-    buf->len = sizeof(c->chunk);
+    buf->base = read_chunk;
+    buf->len = sizeof(read_chunk);
 }
 
 static void
@@ -403,10 +406,9 @@ on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void
 on_report_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct shell_call *c = h->data;
-    /* the report's bytes are only counted: share the output chunk */
-    buf->base = c->chunk;
-    buf->len = sizeof(c->chunk);
+    /* the report's bytes are only counted */
+    buf->base = read_chunk;
+    buf->len = sizeof(read_chunk);
 }
 
 static void
