@@ -6,7 +6,9 @@
 
 For each server: spawn-to-initialize time (median of 20), `echo hi` one call
 at a time (p50/p99), 16 calls in flight (calls/s, p99), and the server's
-peak RSS (VmHWM) after --calls calls.  The baseline `bash -c 'echo hi'`
+peak RSS (VmHWM) after --calls calls.  The servers run side by side and
+every measurement alternates between them (spawn by spawn, call by call,
+block of calls by block), so load from elsewhere on the machine hits both.  The baseline `bash -c 'echo hi'`
 (fork+exec+wait from this client, no server) is measured in the same run.
 Both servers get the same `codex/sandbox-state/update` (workspace-write on
 a scratch dir, network off) before any call; calls use login=false.
@@ -127,61 +129,85 @@ def pct(values, q):
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def bench_server(name, argv, env, update, workdir, seq, total):
-    res = {"name": name}
-    times = []
-    for _ in range(20):
-        c = Client(argv, env)
-        _, t = c.initialize()
-        times.append(t)
-        c.close()
-    res["init_ms"] = statistics.median(times) * 1000
-
+def start(argv, env, update, name):
     c = Client(argv, env)
     c.initialize()
     a = c.wait(c.request("codex/sandbox-state/update", update))
     if "result" not in a:
         raise RuntimeError(f"{name}: update refused: {a}")
-    for _ in range(20):  # warm-up
-        check(c.wait(c.request("tools/call", call_params(workdir))))
-    lat = []
-    for _ in range(seq):
-        t = time.perf_counter()
-        check(c.wait(c.request("tools/call", call_params(workdir))))
-        lat.append(time.perf_counter() - t)
-    res["seq_p50_ms"] = pct(lat, 0.5) * 1000
-    res["seq_p99_ms"] = pct(lat, 0.99) * 1000
+    return c
 
-    # 16 in flight until `total` calls in all (the RSS figure is after them)
-    inflight = 16
+
+def one_call(c, workdir):
+    t = time.perf_counter()
+    check(c.wait(c.request("tools/call", call_params(workdir))))
+    return time.perf_counter() - t
+
+
+def block_in_flight(c, workdir, n, inflight=16):
+    """n calls kept `inflight` outstanding; returns (seconds, latencies)."""
     started = {}
-    done = 0
-    lat16 = []
-    t_start = time.perf_counter()
-    sent = 0
-    while sent < inflight:
+    lat = []
+    sent = done = 0
+    t0 = time.perf_counter()
+    while sent < min(inflight, n):
         started[c.request("tools/call", call_params(workdir))] = time.perf_counter()
         sent += 1
-    while done < total:
+    while done < n:
         a = c.any_answer()
         check(a)
-        lat16.append(time.perf_counter() - started.pop(a["id"]))
+        lat.append(time.perf_counter() - started.pop(a["id"]))
         done += 1
-        if sent < total:
+        if sent < n:
             started[c.request("tools/call", call_params(workdir))] = time.perf_counter()
             sent += 1
-    elapsed = time.perf_counter() - t_start
-    res["par_calls_per_s"] = total / elapsed
-    res["par_p99_ms"] = pct(lat16, 0.99) * 1000
-    res["rss_peak_kb"] = c.rss_peak_kb()
-    res["calls"] = total + seq + 20
-    res["odd"] = ODD["count"]
-    if ODD["count"]:
-        print(f"{name}: {ODD['count']} calls had extra output, e.g. {ODD['example']!r}",
-              flush=True)
-    ODD["count"] = 0
-    c.close()
-    return res
+    return time.perf_counter() - t0, lat
+
+
+def bench_all(servers, workdir, seq, total):
+    """servers: list of (name, argv, env, update).  Every measurement
+    alternates between the servers (spawn by spawn, call by call, block by
+    block), so that the load of a shared machine hits them alike."""
+    res = {name: {"name": name, "init": [], "seq": [], "par_time": 0.0, "par_lat": []}
+           for name, _, _, _ in servers}
+    for _ in range(20):
+        for name, argv, env, _ in servers:
+            c = Client(argv, env)
+            _, t = c.initialize()
+            res[name]["init"].append(t)
+            c.close()
+    clients = {name: start(argv, env, update, name) for name, argv, env, update in servers}
+    for _ in range(20):  # warm-up
+        for name, c in clients.items():
+            one_call(c, workdir)
+    for _ in range(seq):
+        for name, c in clients.items():
+            res[name]["seq"].append(one_call(c, workdir))
+    blocks = 10
+    for i in range(blocks):
+        for name, c in clients.items():
+            n = total // blocks
+            t, lat = block_in_flight(c, workdir, n)
+            res[name]["par_time"] += t
+            res[name]["par_lat"] += lat
+    out = []
+    for name, c in clients.items():
+        r = res[name]
+        out.append({
+            "name": name,
+            "init_ms": statistics.median(r["init"]) * 1000,
+            "seq_p50_ms": pct(r["seq"], 0.5) * 1000,
+            "seq_p99_ms": pct(r["seq"], 0.99) * 1000,
+            "par_calls_per_s": len(r["par_lat"]) / r["par_time"],
+            "par_p99_ms": pct(r["par_lat"], 0.99) * 1000,
+            "rss_peak_kb": c.rss_peak_kb(),
+            "calls": 20 + seq + len(r["par_lat"]),
+        })
+        if ODD["count"]:
+            print(f"{ODD['count']} calls had extra output, e.g. {ODD['example']!r}", flush=True)
+            ODD["count"] = 0
+        c.close()
+    return out
 
 
 def baseline_bash(n):
@@ -215,11 +241,10 @@ def main():
     policy = {"type": "workspace-write", "writable_roots": [], "network_access": False,
               "exclude_tmpdir_env_var": False, "exclude_slash_tmp": False}
     update = {"sandboxPolicy": policy, "sandboxCwd": workdir, "codexLinuxSandboxExe": None}
-    results = []
-
     base = baseline_bash(200)
     print(f"baseline bash -c 'echo hi' (no server): p50 {base:.2f} ms", flush=True)
 
+    servers = []
     if args.reference:
         vendor = os.path.join(args.reference, "node_modules/@openai/codex-shell-tool-mcp/vendor/"
                               "x86_64-unknown-linux-musl")
@@ -231,17 +256,12 @@ def main():
         ref_argv = [os.path.join(vendor, "codex-exec-mcp-server"),
                     "--bash", os.path.join(vendor, "bash/debian-12/bash")]
         env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
-        try:
-            results.append(bench_server("reference 0.97.0", ref_argv, env, ref_update, workdir,
-                                        args.seq, args.calls))
-        except Exception as e:  # reported, and execgate is still measured
-            import traceback
-            traceback.print_exc()
-            print(f"reference failed: {e}", file=sys.stderr, flush=True)
-
+        servers.append(("reference 0.97.0", ref_argv, env, ref_update))
     env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
-    results.append(bench_server("execgate", [args.execgate], env, update, workdir, args.seq,
-                                args.calls))
+    servers.append(("execgate", [args.execgate], env, update))
+    results = bench_all(servers, workdir, args.seq, args.calls)
+    base2 = baseline_bash(200)
+    print(f"baseline again after the servers: p50 {base2:.2f} ms", flush=True)
 
     print(f"{'server':18} {'init ms':>8} {'seq p50':>8} {'seq p99':>8} {'16x c/s':>8} "
           f"{'16x p99':>8} {'RSS MB':>7} {'calls':>6}")
