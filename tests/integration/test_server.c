@@ -670,6 +670,29 @@ test_output_cap(void **state)
     assert_non_null(strstr(tail, "mmmTAILTAIL"));
     assert_string_equal(tail + 500 - 8, "TAILTAIL");
     json_decref(a);
+    /* many small writes through the ring: the tail is exactly the newest
+     * 500 bytes, the count exact */
+    a = call_shell(c, "for i in $(seq 1 20000); do echo $i; done", "/");
+    out = result_output(a);
+    size_t total = 0;
+    char *all = NULL;
+    size_t all_len = 0;
+    FILE *mem = open_memstream(&all, &all_len);
+    for (int i = 1; i <= 20000; i++)
+        fprintf(mem, "%d\n", i);
+    fclose(mem);
+    total = all_len;
+    char *want_marker = NULL;
+    assert_true(
+        asprintf(&want_marker, "\n[execgate: %zu bytes of output omitted]\n", total - 1000) > 0);
+    m = strstr(out, want_marker);
+    assert_non_null(m);
+    assert_int_equal(m - out, 500);
+    assert_memory_equal(out, all, 500);
+    assert_string_equal(m + strlen(want_marker), all + total - 500);
+    free(want_marker);
+    free(all);
+    json_decref(a);
     /* under the cap: all of it, no marker */
     a = call_shell(c, "head -c 999 /dev/zero | tr '\\0' q", "/");
     assert_int_equal(strlen(result_output(a)), 999);
