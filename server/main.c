@@ -1,33 +1,72 @@
 /*
  * execgate: the MCP server whose shell tool runs commands in a sandbox.
  *
- * Only --help and --version are real until this program's issue lands;
- * anything else is refused rather than pretended.
+ * Parses the command line, then runs one libuv loop until the client goes
+ * away or a signal asks it to stop; exits 0 after a clean shutdown.
  */
-#include "execgate-config.h"
+#include "log.h"
+#include "mcp.h"
+#include "options.h"
 
+#include <signal.h>
 #include <stdio.h>
-#include <string.h>
-
-static void
-usage(FILE *out)
-{
-    fprintf(out, "usage: execgate [--help] [--version]\n"
-                 "the MCP server whose shell tool runs commands in a sandbox (not implemented yet "
-                 "in this build)\n");
-}
+#include <stdlib.h>
+#include <unistd.h>
+#include <uv.h>
 
 int
 main(int argc, char **argv)
 {
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        usage(stdout);
+    struct server_options o;
+    char *err = NULL;
+    switch (options_parse(argc, argv, &o, &err)) {
+    case OPTIONS_EXIT:
         return 0;
+    case OPTIONS_ERROR:
+        fprintf(stderr, "execgate: %s\n", err ? err : "out of memory");
+        free(err);
+        return 2;
+    case OPTIONS_RUN:
+        break;
     }
-    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
-        printf("execgate %s\n", EXECGATE_VERSION);
-        return 0;
+    log_set_level(o.log_level);
+    /* A client that goes away must not kill the server mid-answer; libuv
+     * resets dispositions in the children it spawns. */
+    signal(SIGPIPE, SIG_IGN);
+
+    uv_loop_t loop;
+    int rc = uv_loop_init(&loop);
+    if (rc < 0) {
+        log_error("cannot start the event loop: %s", uv_strerror(rc));
+        options_release(&o);
+        return 1;
     }
-    usage(stderr);
-    return 2;
+    struct mcp_server *s = mcp_server_new(&loop, &o, &err);
+    if (!s) {
+        log_error("%s", err ? err : "out of memory");
+        free(err);
+        uv_loop_close(&loop);
+        options_release(&o);
+        return 2;
+    }
+    int status = 0;
+    rc = mcp_server_start(s, STDIN_FILENO, STDOUT_FILENO);
+    if (rc < 0) {
+        log_error("cannot serve on stdin/stdout: %s (they must be pipes, sockets or a terminal)",
+                  uv_strerror(rc));
+        status = 1;
+        mcp_server_shutdown(s, "startup failure");
+    } else {
+        log_info("serving on stdio (bash %s, sandbox helper %s)", o.bash_path, o.sandbox_helper);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    mcp_server_free(s);
+    rc = uv_loop_close(&loop);
+    if (rc < 0) {
+        log_error("event loop closed with handles open: %s", uv_strerror(rc));
+        status = 1;
+    }
+    options_release(&o);
+    uv_library_shutdown();
+    return status;
 }

@@ -1,0 +1,731 @@
+#include "mcp.h"
+
+#include "execgate-config.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "policy.h"
+#include "shell_call.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Largest timeout_ms accepted (2^53: exact in a double; about 285 000 years). */
+#define MAX_TIMEOUT_MS 9007199254740992.0
+
+#define INSTRUCTIONS                                                                               \
+    "This server provides a tool to execute shell commands and return their output."
+
+static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                                MCP_LATEST_PROTOCOL};
+
+/* One tools/call request, waiting or running. */
+struct mcp_call {
+    struct mcp_server *s;
+    json_t *id;
+    json_t *progress_token; /* NULL: no progress was asked */
+    struct shell_call *sc;
+    bool running;
+    struct mcp_call *prev, *next;
+};
+
+struct call_list {
+    struct mcp_call *head, *tail;
+    unsigned count;
+};
+
+struct mcp_server {
+    uv_loop_t *loop;
+    const struct server_options *o;
+    struct jsonrpc *rpc;
+    bool initialized;
+    bool client_elicitation;
+
+    /* The policy for calls that arrive now: a sandboxPolicy object and its
+     * sandboxCwd (NULL: the call's workdir). */
+    json_t *policy;
+    char *policy_cwd;
+
+    struct call_list waiting, running;
+
+    bool started, shutting_down, rpc_closing, rpc_closed, killed;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t grace;
+    int handles_open;
+};
+
+/* ---- lists ---- */
+
+static void
+list_push(struct call_list *l, struct mcp_call *c)
+{
+    c->prev = l->tail;
+    c->next = NULL;
+    if (l->tail)
+        l->tail->next = c;
+    else
+        l->head = c;
+    l->tail = c;
+    l->count++;
+}
+
+static void
+list_remove(struct call_list *l, struct mcp_call *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        l->tail = c->prev;
+    c->prev = c->next = NULL;
+    l->count--;
+}
+
+static struct mcp_call *
+list_find(const struct call_list *l, const json_t *id)
+{
+    for (struct mcp_call *c = l->head; c; c = c->next) {
+        if (json_equal(c->id, id))
+            return c;
+    }
+    return NULL;
+}
+
+static void
+call_free(struct mcp_call *c)
+{
+    json_decref(c->id);
+    json_decref(c->progress_token);
+    free(c);
+}
+
+/* ---- policy ---- */
+
+static int
+set_policy(struct mcp_server *s, const json_t *policy, const char *cwd, char **err)
+{
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, err);
+    if (!p)
+        return -1;
+    char *desc = sandbox_policy_describe(p);
+    sandbox_policy_free(p);
+    json_t *copy = json_deep_copy(policy);
+    char *cwd_copy = cwd ? strdup(cwd) : NULL;
+    if (!copy || (cwd && !cwd_copy)) {
+        json_decref(copy);
+        free(cwd_copy);
+        free(desc);
+        *err = strdup("out of memory");
+        return -1;
+    }
+    json_decref(s->policy);
+    free(s->policy_cwd);
+    s->policy = copy;
+    s->policy_cwd = cwd_copy;
+    log_info("sandbox policy: %s%s%s", desc ? desc : "(?)",
+             cwd ? "" : ", sandbox cwd = ", cwd ? "" : "each call's workdir");
+    free(desc);
+    return 0;
+}
+
+/* ---- answers ---- */
+
+static json_t *
+tool_definition(void)
+{
+    return json_pack(
+        "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}},"
+        " s:[s,s], s:b},"
+        " s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s]}, s:{s:s}, s:{s:s}},"
+        " s:[s,s,s,s]}}",
+        "name", "shell", "description",
+        "Runs a shell command and returns its output. You MUST provide the workdir as an "
+        "absolute path.",
+        "inputSchema", "type", "object", "properties", "command", "type", "string", "description",
+        "The bash string to execute.", "workdir", "type", "string", "description",
+        "The working directory to execute the command in. Must be an absolute path.", "timeout_ms",
+        "type", "integer", "minimum", 0, "description",
+        "The timeout for the command in milliseconds.", "login", "type", "boolean", "description",
+        "Launch Bash with -lc instead of -c: defaults to true.", "required", "command", "workdir",
+        "additionalProperties", 0, "outputSchema", "type", "object", "properties", "exit_code",
+        "type", "integer", "output", "type", "string", "duration", "type", "object", "properties",
+        "secs", "type", "integer", "nanos", "type", "integer", "required", "secs", "nanos",
+        "timed_out", "type", "boolean", "sandbox_error", "type", "string", "required", "exit_code",
+        "output", "duration", "timed_out");
+}
+
+static void reply_error_fmt(struct mcp_server *s, const json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+reply_error_fmt(struct mcp_server *s, const json_t *id, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    jsonrpc_reply_error(s->rpc, id, code, text ? text : "out of memory");
+    free(text);
+}
+
+static void
+handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
+{
+    if (s->initialized) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_REQUEST, "already initialized");
+        return;
+    }
+    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    const char *version = MCP_LATEST_PROTOCOL;
+    for (size_t i = 0; asked && i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++) {
+        if (strcmp(asked, protocol_versions[i]) == 0)
+            version = protocol_versions[i];
+    }
+    const json_t *caps = json_object_get(params, "capabilities");
+    s->client_elicitation = json_object_get(caps, "elicitation") != NULL;
+    json_t *result = json_pack("{s:s, s:{s:{s:{s:s}}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion",
+                               version, "capabilities", "experimental", "codex/sandbox-state",
+                               "version", "1.0.0", "tools", "serverInfo", "name", EXECGATE_NAME,
+                               "version", EXECGATE_VERSION, "instructions", INSTRUCTIONS);
+    if (!result) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    s->initialized = true;
+    const char *client =
+        json_string_value(json_object_get(json_object_get(params, "clientInfo"), "name"));
+    log_info("initialize: client %s, protocol %s (asked %s)%s", client ? client : "(unnamed)",
+             version, asked ? asked : "(none)",
+             s->client_elicitation ? ", client offers elicitation" : "");
+    jsonrpc_reply(s->rpc, id, result);
+}
+
+static void
+handle_update(struct mcp_server *s, const json_t *id, const json_t *params)
+{
+    const json_t *policy = json_object_get(params, "sandboxPolicy");
+    const json_t *cwd = json_object_get(params, "sandboxCwd");
+    if (!json_is_object(policy)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                            policy ? "sandboxPolicy: must be an object"
+                                   : "sandboxPolicy: required");
+        return;
+    }
+    if (cwd && json_is_null(cwd))
+        cwd = NULL;
+    if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                            "sandboxCwd: must be an absolute path");
+        return;
+    }
+    char *err = NULL;
+    if (set_policy(s, policy, json_string_value(cwd), &err) < 0) {
+        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "sandboxPolicy: %s",
+                        err ? err : "out of memory");
+        free(err);
+        return;
+    }
+    jsonrpc_reply(s->rpc, id, json_object());
+}
+
+/* ---- tools/call ---- */
+
+static void start_waiting(struct mcp_server *s);
+static void maybe_finish(struct mcp_server *s);
+
+#define SETUP_FAILED_TEXT                                                                          \
+    "execgate-sandbox could not set up the sandbox (exit 125); the command did not run: see "      \
+    "output"
+
+static json_t *
+result_json(const struct shell_call_result *r)
+{
+    size_t len = 0;
+    char *text = utf8_lossy(r->output, r->output_len, &len);
+    if (!text)
+        return NULL;
+    json_t *obj =
+        json_pack("{s:i, s:s%, s:{s:I, s:I}, s:b}", "exit_code", r->exit_code, "output", text, len,
+                  "duration", "secs", (json_int_t)(r->duration_ns / 1000000000u), "nanos",
+                  (json_int_t)(r->duration_ns % 1000000000u), "timed_out", r->timed_out);
+    free(text);
+    if (obj && r->setup_failed &&
+        json_object_set_new(obj, "sandbox_error", json_string(SETUP_FAILED_TEXT)) < 0) {
+        json_decref(obj);
+        obj = NULL;
+    }
+    if (!obj)
+        return NULL;
+    char *dumped = json_dumps(obj, JSON_COMPACT);
+    /* isError: the tool itself failed when the sandbox could not be set up
+     * (nothing ran); a command that ran is never an error, whatever it did */
+    json_t *result =
+        dumped ? json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", dumped,
+                           "structuredContent", obj, "isError", r->setup_failed)
+               : NULL;
+    free(dumped);
+    json_decref(obj);
+    return result;
+}
+
+static json_t *
+failure_json(const char *why)
+{
+    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", why, "isError", 1);
+}
+
+static void
+on_call_progress(struct shell_call *sc, const char *line, size_t len, uint64_t total, void *data)
+{
+    struct mcp_call *c = data;
+    size_t text_len = 0;
+    char *text = utf8_lossy(line, len, &text_len);
+    if (!text)
+        return;
+    json_t *params = json_pack("{s:O, s:I, s:s%}", "progressToken", c->progress_token, "progress",
+                               (json_int_t)total, "message", text, text_len);
+    free(text);
+    if (params)
+        jsonrpc_notify(c->s->rpc, "notifications/progress", params);
+}
+
+static void
+on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *data)
+{
+    struct mcp_call *c = data;
+    struct mcp_server *s = c->s;
+    list_remove(&s->running, c);
+    if (r->cancelled) {
+        log_info("call: cancelled after %llu ms; no answer is sent",
+                 (unsigned long long)(r->duration_ns / 1000000));
+    } else if (!r->spawned) {
+        log_error("call: %s", r->error ? r->error : "cannot start");
+        jsonrpc_reply(s->rpc, c->id, failure_json(r->error ? r->error : "cannot start"));
+    } else {
+        log_debug("call: exit %d after %llu ms, %zu bytes of output%s", r->exit_code,
+                  (unsigned long long)(r->duration_ns / 1000000), r->output_len,
+                  r->timed_out ? ", timed out" : "");
+        if (r->setup_failed)
+            log_warn("call: the sandbox could not be set up; its reason is in the output");
+        json_t *result = result_json(r);
+        if (result)
+            jsonrpc_reply(s->rpc, c->id, result);
+        else
+            jsonrpc_reply_error(s->rpc, c->id, JSONRPC_INTERNAL_ERROR,
+                                "out of memory building the result");
+    }
+    call_free(c);
+    start_waiting(s);
+    maybe_finish(s);
+}
+
+static const struct shell_call_events call_events = {
+    .on_progress = on_call_progress,
+    .on_done = on_call_done,
+};
+
+/* Validates the arguments; on error answers -32602 and returns -1. */
+static int
+check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, uint64_t *timeout,
+                bool *login)
+{
+    const json_t *command = json_object_get(args, "command");
+    const json_t *workdir = json_object_get(args, "workdir");
+    const json_t *t = json_object_get(args, "timeout_ms");
+    const json_t *l = json_object_get(args, "login");
+    if (!json_is_string(command)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                            command ? "command: must be a string" : "command: required");
+        return -1;
+    }
+    if (!json_is_string(workdir)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                            workdir ? "workdir: must be a string (an absolute path)"
+                                    : "workdir: required (an absolute path)");
+        return -1;
+    }
+    const char *wd = json_string_value(workdir);
+    if (wd[0] != '/') {
+        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS,
+                        "workdir: must be an absolute path, got '%s'", wd);
+        return -1;
+    }
+    struct stat st;
+    if (stat(wd, &st) < 0) {
+        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "workdir: %s: %s", wd, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "workdir: %s: not a directory", wd);
+        return -1;
+    }
+    *timeout = s->o->default_timeout_ms;
+    if (t && !json_is_null(t)) {
+        double v = json_number_value(t);
+        /* compared before the cast: a double beyond uint64_t is UB to cast */
+        if (!json_is_number(t) || v < 0 || v > MAX_TIMEOUT_MS || v != (double)(uint64_t)v) {
+            jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                                "timeout_ms: must be an integer from 0 to 2^53");
+            return -1;
+        }
+        /* 0 means no timeout of the caller's choosing: the default applies */
+        if (v > 0)
+            *timeout = (uint64_t)v;
+    }
+    *login = true;
+    if (l && !json_is_null(l)) {
+        if (!json_is_boolean(l)) {
+            jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS, "login: must be a boolean");
+            return -1;
+        }
+        *login = json_is_true(l);
+    }
+    return 0;
+}
+
+/* The helper's command line under the policy in force now. */
+static char **
+call_argv(struct mcp_server *s, const char *command, const char *workdir, bool login, char **err)
+{
+    struct sandbox_policy *p =
+        sandbox_policy_from_json(s->policy, s->policy_cwd ? s->policy_cwd : workdir, err);
+    if (!p)
+        return NULL;
+    const char *const program[] = {s->o->bash_path, login ? "-lc" : "-c", command, NULL};
+    char **argv =
+        sandbox_helper_argv(p, s->o->sandbox_helper, workdir, SHELL_CALL_REPORT_FD, program);
+    sandbox_policy_free(p);
+    if (!argv)
+        *err = strdup("out of memory");
+    return argv;
+}
+
+static void
+handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
+{
+    const json_t *name = json_object_get(params, "name");
+    const json_t *args = json_object_get(params, "arguments");
+    if (!json_is_string(name)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS, "name: required (the tool)");
+        return;
+    }
+    if (strcmp(json_string_value(name), "shell") != 0) {
+        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "unknown tool '%s' (this server has shell)",
+                        json_string_value(name));
+        return;
+    }
+    if (!json_is_object(args)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                            args ? "arguments: must be an object" : "arguments: required");
+        return;
+    }
+    if (list_find(&s->running, id) || list_find(&s->waiting, id)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_REQUEST,
+                            "a call with this id is still running");
+        return;
+    }
+    uint64_t timeout = 0;
+    bool login = true;
+    if (check_arguments(s, id, args, &timeout, &login) < 0)
+        return;
+    const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (token && !json_is_string(token) && !json_is_integer(token))
+        token = NULL;
+    char *err = NULL;
+    char **argv = call_argv(s, json_string_value(json_object_get(args, "command")),
+                            json_string_value(json_object_get(args, "workdir")), login, &err);
+    if (!argv) {
+        reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "sandbox policy: %s",
+                        err ? err : "out of memory");
+        free(err);
+        return;
+    }
+    struct mcp_call *c = calloc(1, sizeof(*c));
+    struct shell_call_spec spec = {
+        .argv = argv,
+        .timeout_ms = timeout,
+        .max_output = s->o->max_output_bytes,
+        .progress = token != NULL,
+        .report = true,
+    };
+    struct shell_call *sc = c ? shell_call_new(s->loop, &spec, &call_events, c) : NULL;
+    if (!sc) {
+        if (!c) {
+            for (size_t i = 0; argv[i]; i++)
+                free(argv[i]);
+            free(argv);
+        }
+        free(c);
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    c->s = s;
+    c->sc = sc;
+    c->id = json_deep_copy(id);
+    c->progress_token = token ? json_deep_copy(token) : NULL;
+    list_push(&s->waiting, c);
+    start_waiting(s);
+}
+
+static void
+start_waiting(struct mcp_server *s)
+{
+    while (!s->shutting_down && s->waiting.head && s->running.count < s->o->max_calls) {
+        struct mcp_call *c = s->waiting.head;
+        list_remove(&s->waiting, c);
+        list_push(&s->running, c);
+        c->running = true;
+        shell_call_start(c->sc);
+    }
+}
+
+static void
+handle_cancelled(struct mcp_server *s, const json_t *params)
+{
+    const json_t *id = json_object_get(params, "requestId");
+    if (!id)
+        return;
+    struct mcp_call *c = list_find(&s->waiting, id);
+    if (c) {
+        list_remove(&s->waiting, c);
+        shell_call_discard(c->sc);
+        call_free(c);
+        log_info("a waiting call was cancelled before it started");
+        return;
+    }
+    c = list_find(&s->running, id);
+    if (c) {
+        log_info("cancelling a running call (pid %d)", shell_call_pgid(c->sc));
+        shell_call_cancel(c->sc);
+    }
+}
+
+/* ---- dispatch ---- */
+
+static void
+on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json_t *params,
+           void *data)
+{
+    struct mcp_server *s = data;
+    if (strcmp(method, "ping") == 0) {
+        jsonrpc_reply(rpc, id, json_object());
+        return;
+    }
+    if (strcmp(method, "initialize") == 0) {
+        handle_initialize(s, id, params);
+        return;
+    }
+    bool known = strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0 ||
+                 strcmp(method, "codex/sandbox-state/update") == 0;
+    if (!known) {
+        reply_error_fmt(s, id, JSONRPC_METHOD_NOT_FOUND, "method not found: %s", method);
+        return;
+    }
+    if (!s->initialized) {
+        reply_error_fmt(s, id, JSONRPC_INVALID_REQUEST,
+                        "not initialized: send initialize before %s", method);
+        return;
+    }
+    if (strcmp(method, "tools/list") == 0) {
+        json_t *tool = tool_definition();
+        jsonrpc_reply(rpc, id, tool ? json_pack("{s:[o]}", "tools", tool) : NULL);
+    } else if (strcmp(method, "tools/call") == 0) {
+        handle_call(s, id, params);
+    } else {
+        handle_update(s, id, params);
+    }
+}
+
+static void
+on_notification(struct jsonrpc *rpc, const char *method, const json_t *params, void *data)
+{
+    struct mcp_server *s = data;
+    if (strcmp(method, "notifications/cancelled") == 0)
+        handle_cancelled(s, params);
+    else if (strcmp(method, "notifications/initialized") == 0)
+        log_debug("client initialized");
+    else
+        log_debug("ignoring notification %s", method);
+}
+
+static void
+on_eof(struct jsonrpc *rpc, void *data)
+{
+    mcp_server_shutdown(data, "end of input");
+}
+
+static const struct jsonrpc_handler rpc_handler = {
+    .on_request = on_request,
+    .on_notification = on_notification,
+    .on_eof = on_eof,
+};
+
+/* ---- life ---- */
+
+struct mcp_server *
+mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
+{
+    struct mcp_server *s = calloc(1, sizeof(*s));
+    *err = NULL;
+    if (!s) {
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    s->loop = loop;
+    s->o = o;
+    int rc = 0;
+    if (o->sandbox) {
+        char *why = NULL;
+        rc = set_policy(s, o->sandbox, o->sandbox_cwd, &why);
+        if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
+            *err = NULL;
+        free(why);
+    } else {
+        s->policy = json_pack("{s:s}", "type", "read-only");
+        rc = s->policy ? 0 : -1;
+    }
+    if (rc == 0) {
+        s->rpc = jsonrpc_new(loop, &rpc_handler, s, o->max_message_bytes);
+        rc = s->rpc ? 0 : -1;
+    }
+    if (rc < 0) {
+        if (!*err)
+            *err = strdup("out of memory");
+        json_decref(s->policy);
+        free(s->policy_cwd);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void
+on_signal(uv_signal_t *h, int signum)
+{
+    struct mcp_server *s = h->data;
+    if (s->shutting_down && !s->killed) {
+        /* a second signal: no more grace */
+        s->killed = true;
+        for (struct mcp_call *c = s->running.head; c; c = c->next)
+            shell_call_signal(c->sc, SIGKILL);
+        return;
+    }
+    mcp_server_shutdown(s, signum == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+int
+mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
+{
+    s->started = true;
+    uv_signal_init(s->loop, &s->sigterm);
+    uv_signal_init(s->loop, &s->sigint);
+    uv_timer_init(s->loop, &s->grace);
+    s->sigterm.data = s->sigint.data = s->grace.data = s;
+    s->handles_open = 3;
+    int rc = uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    if (rc == 0)
+        rc = uv_signal_start(&s->sigint, on_signal, SIGINT);
+    if (rc == 0)
+        rc = jsonrpc_start(s->rpc, in_fd, out_fd);
+    return rc;
+}
+
+void
+mcp_server_feed(struct mcp_server *s, const char *buf, size_t len)
+{
+    jsonrpc_feed(s->rpc, buf, len);
+}
+
+static void
+on_grace_expired(uv_timer_t *t)
+{
+    struct mcp_server *s = t->data;
+    if (s->rpc_closing) {
+        /* the client does not read what is left: stop waiting for it */
+        log_warn("output not flushed within %llu ms of shutdown; dropping it",
+                 (unsigned long long)s->o->kill_grace_ms);
+        jsonrpc_close(s->rpc, 1, NULL, NULL);
+        return;
+    }
+    log_info("grace period over: killing %u call(s)", s->running.count);
+    s->killed = true;
+    for (struct mcp_call *c = s->running.head; c; c = c->next)
+        shell_call_signal(c->sc, SIGKILL);
+}
+
+void
+mcp_server_shutdown(struct mcp_server *s, const char *why)
+{
+    if (s->shutting_down)
+        return;
+    s->shutting_down = true;
+    log_info("shutting down (%s): %u call(s) running, %u waiting", why, s->running.count,
+             s->waiting.count);
+    jsonrpc_stop_reading(s->rpc);
+    while (s->waiting.head) {
+        struct mcp_call *c = s->waiting.head;
+        list_remove(&s->waiting, c);
+        jsonrpc_reply_error(s->rpc, c->id, JSONRPC_INTERNAL_ERROR,
+                            "execgate is shutting down: the call did not start");
+        shell_call_discard(c->sc);
+        call_free(c);
+    }
+    for (struct mcp_call *c = s->running.head; c; c = c->next)
+        shell_call_signal(c->sc, SIGTERM);
+    if (s->running.count > 0 && s->started)
+        uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
+    maybe_finish(s);
+}
+
+static void
+on_server_handle_closed(uv_handle_t *h)
+{
+    struct mcp_server *s = h->data;
+    s->handles_open--;
+}
+
+static void
+on_rpc_closed(void *data)
+{
+    struct mcp_server *s = data;
+    s->rpc_closed = true;
+    s->rpc = NULL;
+    if (s->started && !uv_is_closing((uv_handle_t *)&s->grace))
+        uv_close((uv_handle_t *)&s->grace, on_server_handle_closed);
+}
+
+static void
+maybe_finish(struct mcp_server *s)
+{
+    if (!s->shutting_down || s->running.count > 0 || s->rpc_closing)
+        return;
+    s->rpc_closing = true;
+    if (s->started) {
+        uv_close((uv_handle_t *)&s->sigterm, on_server_handle_closed);
+        uv_close((uv_handle_t *)&s->sigint, on_server_handle_closed);
+        uv_timer_stop(&s->grace);
+        uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
+    }
+    jsonrpc_close(s->rpc, 0, on_rpc_closed, s);
+}
+
+void
+mcp_server_free(struct mcp_server *s)
+{
+    if (!s)
+        return;
+    json_decref(s->policy);
+    free(s->policy_cwd);
+    free(s);
+}

@@ -1,0 +1,365 @@
+#include "options.h"
+
+#include "execgate-config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef EXECGATE_LIBEXEC_REL
+#define EXECGATE_LIBEXEC_REL "../libexec/execgate"
+#endif
+
+enum {
+    OPT_SANDBOX_HELPER = 1000,
+    OPT_RULES,
+    OPT_SANDBOX,
+    OPT_DEFAULT_TIMEOUT,
+    OPT_MAX_OUTPUT,
+    OPT_MAX_CALLS,
+    OPT_MAX_MESSAGE,
+    OPT_KILL_GRACE,
+    OPT_LOG_LEVEL,
+    OPT_PRESERVE,
+};
+
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {"bash", required_argument, NULL, 'b'},
+    {"execve", required_argument, NULL, 'e'},
+    {"preserve-program-paths", no_argument, NULL, OPT_PRESERVE},
+    {"sandbox-helper", required_argument, NULL, OPT_SANDBOX_HELPER},
+    {"rules", required_argument, NULL, OPT_RULES},
+    {"sandbox", required_argument, NULL, OPT_SANDBOX},
+    {"default-timeout-ms", required_argument, NULL, OPT_DEFAULT_TIMEOUT},
+    {"max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
+    {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
+    {"kill-grace-ms", required_argument, NULL, OPT_KILL_GRACE},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {NULL, 0, NULL, 0},
+};
+
+static void
+usage(FILE *out)
+{
+    fprintf(out,
+            "usage: execgate [OPTION]...\n"
+            "An MCP server (JSON-RPC on stdin/stdout) whose `shell` tool runs commands\n"
+            "in a sandboxed, patched Bash.\n"
+            "\n"
+            "  --bash PATH               patched Bash (default: $CODEX_BASH_PATH, else the\n"
+            "                            one installed with execgate)\n"
+            "  --execve PATH             exec wrapper (default: execgate-wrapper next to\n"
+            "                            the server)\n"
+            "  --preserve-program-paths  match rules on full program paths\n"
+            "  --sandbox-helper PATH     execgate-sandbox (default: next to the server)\n"
+            "  --rules PATH              a .rules file or directory (repeatable; default\n"
+            "                            $CODEX_HOME/rules, else ~/.codex/rules)\n"
+            "  --sandbox JSON            policy until the client sends one: a sandboxPolicy\n"
+            "                            object, or {\"sandboxPolicy\":...,\"sandboxCwd\":...}\n"
+            "                            (default: read-only, sandbox cwd = the call's workdir)\n"
+            "  --default-timeout-ms N    timeout of a call without timeout_ms (10000)\n"
+            "  --max-output-bytes N      output kept per call, head and tail (1048576)\n"
+            "  --max-calls N             calls running at once; more wait in order (64)\n"
+            "  --max-message-bytes N     largest JSON-RPC message accepted (16777216)\n"
+            "  --kill-grace-ms N         SIGTERM-to-SIGKILL grace at shutdown (2000)\n"
+            "  --log-level LEVEL         error, warn, info or debug (info); logs go to stderr\n"
+            "  -h, --help                print this help and exit\n"
+            "  -V, --version             print the version and exit\n");
+}
+
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *
+fmt_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+static int
+parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (!*text || *text == '-' || *text == '+')
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The directory of the running binary, or NULL. Caller frees. */
+static char *
+self_dir(void)
+{
+    char *buf = NULL;
+    for (size_t cap = 256; cap <= 65536; cap *= 2) {
+        char *grown = realloc(buf, cap);
+        if (!grown)
+            break;
+        buf = grown;
+        ssize_t n = readlink("/proc/self/exe", buf, cap);
+        if (n < 0)
+            break;
+        if ((size_t)n < cap) {
+            buf[n] = '\0';
+            char *slash = strrchr(buf, '/');
+            if (slash)
+                *slash = '\0';
+            return buf;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+/* The first executable of dir/rel[i], or NULL. Caller frees. */
+static char *
+find_next_to(const char *dir, const char *const *rels)
+{
+    if (!dir)
+        return NULL;
+    for (size_t i = 0; rels[i]; i++) {
+        char *path = fmt_err("%s/%s", dir, rels[i]);
+        if (!path)
+            return NULL;
+        char *real = realpath(path, NULL);
+        free(path);
+        if (real && access(real, X_OK) == 0)
+            return real;
+        free(real);
+    }
+    return NULL;
+}
+
+static int
+resolve_helpers(struct server_options *o, char **err)
+{
+    char *dir = self_dir();
+    static const char *const sandbox_rels[] = {"../sandbox/execgate-sandbox", "execgate-sandbox",
+                                               EXECGATE_LIBEXEC_REL "/execgate-sandbox", NULL};
+    static const char *const wrapper_rels[] = {"../wrapper/execgate-wrapper", "execgate-wrapper",
+                                               EXECGATE_LIBEXEC_REL "/execgate-wrapper", NULL};
+    static const char *const bash_rels[] = {"../subprojects/bash/bash",
+                                            EXECGATE_LIBEXEC_REL "/bash", NULL};
+    if (!o->bash_path) {
+        const char *env = getenv("CODEX_BASH_PATH");
+        o->bash_path = env && *env ? strdup(env) : find_next_to(dir, bash_rels);
+    }
+    if (!o->sandbox_helper)
+        o->sandbox_helper = find_next_to(dir, sandbox_rels);
+    if (!o->execve_wrapper)
+        o->execve_wrapper = find_next_to(dir, wrapper_rels);
+    free(dir);
+    if (!o->bash_path) {
+        *err = fmt_err("cannot find the patched Bash next to the server: use --bash or "
+                       "CODEX_BASH_PATH");
+        return -1;
+    }
+    if (!o->sandbox_helper) {
+        *err = fmt_err("cannot find execgate-sandbox next to the server: use --sandbox-helper");
+        return -1;
+    }
+    /* The wrapper is only needed once escalation is on; a missing one is
+     * not an error yet. */
+    return 0;
+}
+
+static int
+default_rules(struct server_options *o)
+{
+    const char *home = getenv("CODEX_HOME");
+    char *path = NULL;
+    if (home && *home) {
+        path = fmt_err("%s/rules", home);
+    } else {
+        const char *user_home = getenv("HOME");
+        if (!user_home || !*user_home)
+            return 0;
+        path = fmt_err("%s/.codex/rules", user_home);
+    }
+    if (!path)
+        return -1;
+    o->rules[0] = path;
+    o->rules_count = 1;
+    return 0;
+}
+
+static int
+parse_sandbox(struct server_options *o, const char *text, char **err)
+{
+    json_error_t jerr;
+    json_t *v = json_loads(text, 0, &jerr);
+    if (!v || !json_is_object(v)) {
+        *err = fmt_err("--sandbox: not a JSON object%s%s", v ? "" : ": ", v ? "" : jerr.text);
+        json_decref(v);
+        return -1;
+    }
+    json_t *policy = json_object_get(v, "sandboxPolicy");
+    if (!policy) {
+        json_decref(o->sandbox);
+        o->sandbox = v;
+        return 0;
+    }
+    json_t *cwd = json_object_get(v, "sandboxCwd");
+    if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
+        *err = fmt_err("--sandbox: sandboxCwd must be an absolute path");
+        json_decref(v);
+        return -1;
+    }
+    json_decref(o->sandbox);
+    o->sandbox = json_incref(policy);
+    free(o->sandbox_cwd);
+    o->sandbox_cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
+    json_decref(v);
+    return 0;
+}
+
+/* One option; returns 0, 1 to exit after help/version, or -1 with *err. */
+static int
+apply_option(struct server_options *o, int c, const char *arg, char **err)
+{
+    uint64_t n = 0;
+    switch (c) {
+    case 'h':
+        usage(stdout);
+        return 1;
+    case 'V':
+        printf("%s %s\n", EXECGATE_NAME, EXECGATE_VERSION);
+        return 1;
+    case 'b':
+        free(o->bash_path);
+        o->bash_path = strdup(arg);
+        return 0;
+    case 'e':
+        free(o->execve_wrapper);
+        o->execve_wrapper = strdup(arg);
+        return 0;
+    case OPT_PRESERVE:
+        o->preserve_program_paths = true;
+        return 0;
+    case OPT_SANDBOX_HELPER:
+        free(o->sandbox_helper);
+        o->sandbox_helper = strdup(arg);
+        return 0;
+    case OPT_RULES:
+        o->rules[o->rules_count++] = strdup(arg);
+        return 0;
+    case OPT_SANDBOX:
+        return parse_sandbox(o, arg, err);
+    case OPT_LOG_LEVEL:
+        if (log_level_parse(arg, &o->log_level) == 0)
+            return 0;
+        *err = fmt_err("--log-level: expected error, warn, info or debug, got '%s'", arg);
+        return -1;
+    case OPT_DEFAULT_TIMEOUT:
+        if (parse_u64(arg, 1, UINT64_MAX / 2, &o->default_timeout_ms) == 0)
+            return 0;
+        break;
+    case OPT_KILL_GRACE:
+        if (parse_u64(arg, 0, 3600000, &o->kill_grace_ms) == 0)
+            return 0;
+        break;
+    case OPT_MAX_OUTPUT:
+        if (parse_u64(arg, 64, SIZE_MAX / 4, &n) == 0) {
+            o->max_output_bytes = n;
+            return 0;
+        }
+        break;
+    case OPT_MAX_MESSAGE:
+        if (parse_u64(arg, 1024, SIZE_MAX / 4, &n) == 0) {
+            o->max_message_bytes = n;
+            return 0;
+        }
+        break;
+    case OPT_MAX_CALLS:
+        if (parse_u64(arg, 1, 4096, &n) == 0) {
+            o->max_calls = (unsigned)n;
+            return 0;
+        }
+        break;
+    default:
+        *err = fmt_err("unknown option (try --help)");
+        return -1;
+    }
+    *err = fmt_err("invalid number '%s' for an option (see --help for the range)", arg);
+    return -1;
+}
+
+enum options_outcome
+options_parse(int argc, char **argv, struct server_options *o, char **err)
+{
+    memset(o, 0, sizeof(*o));
+    o->default_timeout_ms = OPTIONS_DEFAULT_TIMEOUT_MS;
+    o->max_output_bytes = OPTIONS_DEFAULT_MAX_OUTPUT;
+    o->max_calls = OPTIONS_DEFAULT_MAX_CALLS;
+    o->max_message_bytes = OPTIONS_DEFAULT_MAX_MESSAGE;
+    o->kill_grace_ms = OPTIONS_DEFAULT_KILL_GRACE_MS;
+    o->log_level = LOG_LEVEL_INFO;
+    /* at most one entry per argument, plus the default and the NULL */
+    o->rules = calloc((size_t)argc + 2, sizeof(char *));
+    if (!o->rules) {
+        *err = fmt_err("out of memory");
+        return OPTIONS_ERROR;
+    }
+    *err = NULL;
+    optind = 1;
+    opterr = 0;
+    int c;
+    int rc = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, "hVb:e:", long_options, NULL)) != -1) {
+        if (c == '?' || c == ':') {
+            const char *what = optopt ? "" : argv[optind - 1];
+            *err = c == ':' || (optopt && strchr("be", optopt))
+                       ? fmt_err("option %s needs an argument", argv[optind - 1])
+                       : fmt_err("unknown option %s (try --help)", *what ? what : argv[optind - 1]);
+            rc = -1;
+            break;
+        }
+        rc = apply_option(o, c, optarg, err);
+    }
+    if (rc == 0 && optind < argc) {
+        *err = fmt_err("unexpected argument '%s' (try --help)", argv[optind]);
+        rc = -1;
+    }
+    if (rc == 0 && o->rules_count == 0 && default_rules(o) < 0)
+        rc = -1;
+    if (rc == 0)
+        rc = resolve_helpers(o, err);
+    if (rc != 0) {
+        options_release(o);
+        if (rc < 0 && !*err)
+            *err = fmt_err("out of memory");
+        return rc > 0 ? OPTIONS_EXIT : OPTIONS_ERROR;
+    }
+    return OPTIONS_RUN;
+}
+
+void
+options_release(struct server_options *o)
+{
+    free(o->bash_path);
+    free(o->execve_wrapper);
+    free(o->sandbox_helper);
+    for (size_t i = 0; o->rules && i < o->rules_count; i++)
+        free(o->rules[i]);
+    free(o->rules);
+    json_decref(o->sandbox);
+    free(o->sandbox_cwd);
+    memset(o, 0, sizeof(*o));
+}

@@ -1,0 +1,59 @@
+/*
+ * options: the server's command line and environment.
+ *
+ * The reference's flags (--bash, --execve, --preserve-program-paths, -h, -V),
+ * CODEX_BASH_PATH and CODEX_HOME, and execgate's own.  Helper programs and
+ * the patched Bash are found next to the server binary, in the build tree
+ * and in the installed layout, unless a flag names them.
+ */
+#ifndef EXECGATE_SERVER_OPTIONS_H
+#define EXECGATE_SERVER_OPTIONS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+#define OPTIONS_DEFAULT_TIMEOUT_MS    10000u
+#define OPTIONS_DEFAULT_MAX_OUTPUT    (1024u * 1024)
+#define OPTIONS_DEFAULT_MAX_CALLS     64u
+#define OPTIONS_DEFAULT_MAX_MESSAGE   (16u * 1024 * 1024)
+#define OPTIONS_DEFAULT_KILL_GRACE_MS 2000u
+
+struct server_options {
+    char *bash_path;      /* the patched Bash */
+    char *execve_wrapper; /* execgate-wrapper (used by escalation) */
+    char *sandbox_helper; /* execgate-sandbox */
+    bool preserve_program_paths;
+    char **rules; /* NULL-terminated rules files or directories */
+    size_t rules_count;
+    json_t *sandbox;   /* --sandbox: a sandboxPolicy object, or NULL */
+    char *sandbox_cwd; /* --sandbox's sandboxCwd when given, else NULL */
+    uint64_t default_timeout_ms;
+    size_t max_output_bytes;
+    unsigned max_calls;
+    size_t max_message_bytes;
+    uint64_t kill_grace_ms;
+    enum log_level log_level;
+};
+
+enum options_outcome {
+    OPTIONS_RUN,   /* serve with the parsed options */
+    OPTIONS_EXIT,  /* help or version was printed on stdout: exit 0 */
+    OPTIONS_ERROR, /* *err says why: exit 2 */
+};
+
+/*
+ * Parses argv (and the environment) into *o, which the caller then releases
+ * with options_release.  On OPTIONS_ERROR, *err is a malloc'd one-line
+ * message (caller frees) and *o holds nothing to release.  Helpers that
+ * cannot be found are an error naming the flag that would name them.
+ */
+enum options_outcome options_parse(int argc, char **argv, struct server_options *o, char **err);
+
+/* Frees what options_parse stored in o. Cannot fail. */
+void options_release(struct server_options *o);
+
+#endif

@@ -1,0 +1,608 @@
+#include "shell_call.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+#define READ_CHUNK (64u * 1024)
+
+/* One read buffer for every call: each read callback consumes its bytes
+ * (into the call's head or ring) before it returns, and the loop runs on one
+ * thread, so no two reads ever hold it at once.  A call then costs a few
+ * hundred bytes plus its output instead of a 64 KiB buffer each. */
+static char read_chunk[READ_CHUNK];
+
+struct shell_call {
+    uv_loop_t *loop;
+    struct shell_call_spec spec;
+    struct shell_call_events ev;
+    void *data;
+
+    uv_process_t proc;
+    uv_pipe_t out;
+    uv_pipe_t report; /* the helper's "sandbox in place" line */
+    uv_timer_t timeout;
+    uv_timer_t tick; /* progress while running, the drain limit after exit */
+    int handles_open;
+
+    bool started, exited, eof, ending, reading;
+    bool report_eof, report_reading;
+    size_t report_len; /* bytes the helper reported */
+    bool timed_out, cancelled;
+    char *spawn_error;
+    int pid;
+    int64_t exit_status;
+    int term_signal;
+    uint64_t started_ns, ended_ns;
+
+    /* Output: everything until max_output, then a fixed head and a ring of
+     * the newest bytes. */
+    char *head;
+    size_t head_len, head_cap;
+    char *ring;
+    size_t ring_cap, ring_start, ring_len;
+    uint64_t total;
+    uint64_t omitted;
+
+    /* Newest line for progress messages. */
+    char preview[SHELL_CALL_PREVIEW_MAX];
+    size_t preview_len;
+    bool preview_new; /* output arrived since the last progress report */
+    bool line_done;   /* the preview's line has ended: the next byte starts a new one */
+
+    struct shell_call_attachment *attached;
+};
+
+static void
+free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+struct shell_call *
+shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell_call_events *ev,
+               void *data)
+{
+    struct shell_call *c = calloc(1, sizeof(*c));
+    if (!c) {
+        free_strv(spec->argv);
+        free_strv(spec->env);
+        return NULL;
+    }
+    c->loop = loop;
+    c->spec = *spec;
+    c->ev = *ev;
+    c->data = data;
+    c->line_done = true;
+    return c;
+}
+
+static void
+free_call(struct shell_call *c)
+{
+    free_strv(c->spec.argv);
+    free_strv(c->spec.env);
+    free(c->spawn_error);
+    free(c->head);
+    free(c->ring);
+    free(c);
+}
+
+void
+shell_call_discard(struct shell_call *c)
+{
+    if (c)
+        free_call(c);
+}
+
+void
+shell_call_attach(struct shell_call *c, struct shell_call_attachment *a)
+{
+    a->next = c->attached;
+    c->attached = a;
+}
+
+int
+shell_call_pgid(const struct shell_call *c)
+{
+    return c->started && !c->exited ? c->pid : 0;
+}
+
+void
+shell_call_signal(struct shell_call *c, int sig)
+{
+    if (c->pid > 0 && !c->exited) {
+        /* The command is a session leader (UV_PROCESS_DETACHED): its pid is
+         * its group's id, and everything it starts stays in that group. */
+        if (kill(-c->pid, sig) < 0 && errno != ESRCH)
+            log_warn("call pid %d: kill: %s", c->pid, strerror(errno));
+    }
+    for (struct shell_call_attachment *a = c->attached; a; a = a->next) {
+        if (a->signal)
+            a->signal(a, sig);
+    }
+}
+
+void
+shell_call_cancel(struct shell_call *c)
+{
+    if (c->ending || c->cancelled)
+        return;
+    c->cancelled = true;
+    shell_call_signal(c, SIGKILL);
+}
+
+/* ---- output ---- */
+
+static void
+keep_preview(struct shell_call *c, const char *buf, size_t n)
+{
+    /* The newest line with text: after the last newline, or, when the chunk
+     * ends with one, the line that newline ends. */
+    bool ends_line = buf[n - 1] == '\n';
+    size_t end = ends_line ? n - 1 : n;
+    const char *nl = end ? memrchr(buf, '\n', end) : NULL;
+    size_t start = nl ? (size_t)(nl - buf) + 1 : 0;
+    if (start < end) {
+        size_t len = end - start;
+        if (nl || c->line_done)
+            c->preview_len = 0;
+        size_t room = sizeof(c->preview) - c->preview_len;
+        size_t add = len < room ? len : room;
+        memcpy(c->preview + c->preview_len, buf + start, add);
+        c->preview_len += add;
+        c->preview_new = true;
+    }
+    c->line_done = ends_line;
+}
+
+static int
+append_head(struct shell_call *c, const char *buf, size_t n)
+{
+    if (c->head_len + n > c->head_cap) {
+        size_t cap = c->head_cap ? c->head_cap : 4096;
+        while (cap < c->head_len + n)
+            cap *= 2;
+        if (cap > c->spec.max_output)
+            cap = c->spec.max_output;
+        char *grown = realloc(c->head, cap);
+        if (!grown)
+            return -1;
+        c->head = grown;
+        c->head_cap = cap;
+    }
+    memcpy(c->head + c->head_len, buf, n);
+    c->head_len += n;
+    return 0;
+}
+
+/* Past the cap: the head keeps its first half, the ring the newest bytes. */
+static int
+start_ring(struct shell_call *c)
+{
+    size_t head_keep = c->spec.max_output / 2;
+    c->ring_cap = c->spec.max_output - head_keep;
+    c->ring = malloc(c->ring_cap);
+    if (!c->ring)
+        return -1;
+    size_t move = c->head_len - head_keep;
+    if (move > c->ring_cap) {
+        c->omitted += move - c->ring_cap;
+        memcpy(c->ring, c->head + c->head_len - c->ring_cap, c->ring_cap);
+        c->ring_len = c->ring_cap;
+    } else {
+        memcpy(c->ring, c->head + head_keep, move);
+        c->ring_len = move;
+    }
+    c->head_len = head_keep;
+    return 0;
+}
+
+static void
+append_ring(struct shell_call *c, const char *buf, size_t n)
+{
+    if (n >= c->ring_cap) {
+        c->omitted += c->ring_len + (n - c->ring_cap);
+        memcpy(c->ring, buf + n - c->ring_cap, c->ring_cap);
+        c->ring_start = 0;
+        c->ring_len = c->ring_cap;
+        return;
+    }
+    /* Contiguous runs: where the ring is full, the write position is the
+     * oldest byte, so writing there drops the oldest bytes in order. */
+    while (n > 0) {
+        size_t pos = (c->ring_start + c->ring_len) % c->ring_cap;
+        size_t run = c->ring_cap - pos;
+        if (run > n)
+            run = n;
+        memcpy(c->ring + pos, buf, run);
+        size_t room = c->ring_cap - c->ring_len;
+        if (run <= room) {
+            c->ring_len += run;
+        } else {
+            size_t over = run - room;
+            c->ring_len = c->ring_cap;
+            c->ring_start = (c->ring_start + over) % c->ring_cap;
+            c->omitted += over;
+        }
+        buf += run;
+        n -= run;
+    }
+}
+
+static void
+keep_output(struct shell_call *c, const char *buf, size_t n)
+{
+    c->total += n;
+    if (c->spec.progress)
+        keep_preview(c, buf, n);
+    if (!c->ring) {
+        size_t room = c->spec.max_output - c->head_len;
+        size_t now = n < room ? n : room;
+        if (append_head(c, buf, now) < 0) {
+            c->omitted += n;
+            return;
+        }
+        if (now == n)
+            return;
+        /* one byte over the cap: from here on, head and tail */
+        if (start_ring(c) < 0) {
+            c->omitted += n - now;
+            return;
+        }
+        buf += now;
+        n -= now;
+    }
+    append_ring(c, buf, n);
+}
+
+/* ---- the end ---- */
+
+static void report_and_free(struct shell_call *c);
+
+static void
+on_handle_closed(uv_handle_t *h)
+{
+    struct shell_call *c = h->data;
+    if (--c->handles_open == 0)
+        report_and_free(c);
+}
+
+static void
+close_handle(struct shell_call *c, uv_handle_t *h)
+{
+    if (h->data == c && !uv_is_closing(h))
+        uv_close(h, on_handle_closed);
+}
+
+static void
+end_call(struct shell_call *c)
+{
+    if (c->ending)
+        return;
+    c->ending = true;
+    if (c->reading)
+        uv_read_stop((uv_stream_t *)&c->out);
+    c->reading = false;
+    close_handle(c, (uv_handle_t *)&c->proc);
+    close_handle(c, (uv_handle_t *)&c->out);
+    if (c->report_reading)
+        uv_read_stop((uv_stream_t *)&c->report);
+    c->report_reading = false;
+    close_handle(c, (uv_handle_t *)&c->report);
+    close_handle(c, (uv_handle_t *)&c->timeout);
+    close_handle(c, (uv_handle_t *)&c->tick);
+}
+
+static void
+maybe_end(struct shell_call *c)
+{
+    if ((c->exited || !c->started) && c->eof && (c->report_eof || !c->spec.report))
+        end_call(c);
+}
+
+static char *
+assemble_output(struct shell_call *c, size_t *len)
+{
+    if (!c->ring) {
+        *len = c->head_len;
+        return NULL;
+    }
+    char marker[128];
+    int m = snprintf(marker, sizeof(marker), "\n[execgate: %llu bytes of output omitted]\n",
+                     (unsigned long long)c->omitted);
+    size_t need = c->head_len + (size_t)m + c->ring_len;
+    char *all = malloc(need);
+    if (!all)
+        return NULL;
+    memcpy(all, c->head, c->head_len);
+    memcpy(all + c->head_len, marker, (size_t)m);
+    size_t first = c->ring_cap - c->ring_start;
+    if (first > c->ring_len)
+        first = c->ring_len;
+    memcpy(all + c->head_len + m, c->ring + c->ring_start, first);
+    memcpy(all + c->head_len + m + first, c->ring, c->ring_len - first);
+    *len = need;
+    return all;
+}
+
+static void
+report_and_free(struct shell_call *c)
+{
+    for (struct shell_call_attachment *a = c->attached, *next; a; a = next) {
+        next = a->next;
+        if (a->release)
+            a->release(a);
+    }
+    c->attached = NULL;
+    struct shell_call_result r = {0};
+    r.spawned = c->started && !c->spawn_error;
+    r.error = c->spawn_error;
+    r.timed_out = c->timed_out;
+    r.cancelled = c->cancelled;
+    r.term_signal = c->term_signal;
+    r.setup_failed = c->spec.report && r.spawned && !c->timed_out && !c->cancelled &&
+                     !c->term_signal && c->exit_status == 125 && c->report_len == 0;
+    if (c->timed_out)
+        r.exit_code = SHELL_CALL_TIMEOUT_EXIT;
+    else if (c->term_signal)
+        r.exit_code = 128 + c->term_signal;
+    else
+        r.exit_code = (int)c->exit_status;
+    size_t len = 0;
+    char *assembled = assemble_output(c, &len);
+    if (c->ring && !assembled) {
+        /* out of memory for the joined text: the head alone, said so */
+        r.output = c->head;
+        r.output_len = c->head_len;
+        r.omitted = c->total - c->head_len;
+    } else {
+        r.output = assembled ? assembled : c->head;
+        r.output_len = len;
+        r.omitted = c->omitted;
+    }
+    if (!r.output)
+        r.output = "";
+    r.duration_ns = c->ended_ns > c->started_ns ? c->ended_ns - c->started_ns : 0;
+    c->ev.on_done(c, &r, c->data);
+    free(assembled);
+    free_call(c);
+}
+
+/* ---- callbacks ---- */
+
+static void
+on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    buf->base = read_chunk;
+    buf->len = sizeof(read_chunk);
+}
+
+static void
+on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct shell_call *c = s->data;
+    if (n > 0) {
+        keep_output(c, buf->base, (size_t)n);
+        return;
+    }
+    if (n == 0)
+        return;
+    if (n != UV_EOF)
+        log_warn("call pid %d: reading output: %s", c->pid, uv_strerror((int)n));
+    uv_read_stop(s);
+    c->reading = false;
+    c->eof = true;
+    maybe_end(c);
+}
+
+static void
+on_report_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    /* the report's bytes are only counted */
+    buf->base = read_chunk;
+    buf->len = sizeof(read_chunk);
+}
+
+static void
+on_report_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct shell_call *c = s->data;
+    if (n > 0) {
+        c->report_len += (size_t)n;
+        if (c->report_len > SHELL_CALL_REPORT_MAX)
+            log_warn("call pid %d: the sandbox helper reports too much; ignored", c->pid);
+        return;
+    }
+    if (n == 0)
+        return;
+    uv_read_stop(s);
+    c->report_reading = false;
+    c->report_eof = true;
+    maybe_end(c);
+}
+
+static void
+on_drain_expired(uv_timer_t *t)
+{
+    struct shell_call *c = container_of(t, struct shell_call, tick);
+    log_warn("call pid %d: output pipe still open %d ms after the command ended (a process "
+             "left its group?); not waiting for it",
+             c->pid, SHELL_CALL_DRAIN_MS);
+    c->eof = true;
+    if (!c->report_eof && c->report_reading)
+        uv_read_stop((uv_stream_t *)&c->report);
+    c->report_reading = false;
+    c->report_eof = true;
+    maybe_end(c);
+}
+
+static void
+on_child_exit(uv_process_t *p, int64_t status, int sig)
+{
+    struct shell_call *c = container_of(p, struct shell_call, proc);
+    c->ended_ns = uv_hrtime();
+    c->exit_status = status;
+    c->term_signal = sig;
+    /* Whatever the command left running in its group ends with it; this
+     * also closes the pipe they might hold. */
+    shell_call_signal(c, SIGKILL);
+    c->exited = true;
+    uv_timer_stop(&c->timeout);
+    uv_timer_stop(&c->tick);
+    if (!c->eof || !c->report_eof)
+        uv_timer_start(&c->tick, on_drain_expired, SHELL_CALL_DRAIN_MS, 0);
+    maybe_end(c);
+}
+
+static void
+on_timeout(uv_timer_t *t)
+{
+    struct shell_call *c = container_of(t, struct shell_call, timeout);
+    if (c->exited)
+        return;
+    log_info("call pid %d: timed out after %llu ms; killing its process group", c->pid,
+             (unsigned long long)c->spec.timeout_ms);
+    c->timed_out = true;
+    shell_call_signal(c, SIGKILL);
+}
+
+static void
+on_tick(uv_timer_t *t)
+{
+    struct shell_call *c = container_of(t, struct shell_call, tick);
+    if (!c->preview_new || c->exited)
+        return;
+    c->preview_new = false;
+    c->ev.on_progress(c, c->preview, c->preview_len, c->total, c->data);
+}
+
+/* ---- start ---- */
+
+/* A pipe whose read end p owns; *wfd gets the write end. */
+static int
+open_pipe(struct shell_call *c, uv_pipe_t *p, int *wfd)
+{
+    uv_file fds[2];
+    int rc = uv_pipe(fds, 0, 0); /* both ends close-on-exec */
+    if (rc < 0)
+        return rc;
+    rc = uv_pipe_init(c->loop, p, 0);
+    if (rc == 0) {
+        p->data = c;
+        c->handles_open++;
+        rc = uv_pipe_open(p, fds[0]);
+    }
+    if (rc < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return rc;
+    }
+    *wfd = fds[1];
+    return 0;
+}
+
+static int
+init_handles(struct shell_call *c, int *wfd, int *report_wfd)
+{
+    int rc = open_pipe(c, &c->out, wfd);
+    if (rc == 0 && c->spec.report) {
+        rc = open_pipe(c, &c->report, report_wfd);
+        if (rc < 0) {
+            close(*wfd);
+            *wfd = -1;
+        }
+    }
+    if (rc < 0)
+        return rc;
+    uv_timer_init(c->loop, &c->timeout);
+    c->timeout.data = c;
+    c->handles_open++;
+    uv_timer_init(c->loop, &c->tick);
+    c->tick.data = c;
+    c->handles_open++;
+    return 0;
+}
+
+void
+shell_call_start(struct shell_call *c)
+{
+    c->started = true;
+    c->started_ns = uv_hrtime();
+    int wfd = -1, report_wfd = -1;
+    int rc = init_handles(c, &wfd, &report_wfd);
+    if (rc == 0) {
+        /* The inherited fds, all here: the output pipe's write end becomes
+         * the child's stdout and stderr, the report pipe's its fd 3 (dup2 in
+         * the child clears close-on-exec on the copies only); stdin is
+         * /dev/null. */
+        uv_stdio_container_t stdio[4] = {
+            {.flags = UV_IGNORE},
+            {.flags = UV_INHERIT_FD, .data.fd = wfd},
+            {.flags = UV_INHERIT_FD, .data.fd = wfd},
+            {.flags = UV_INHERIT_FD, .data.fd = report_wfd},
+        };
+        uv_process_options_t opts = {
+            .exit_cb = on_child_exit,
+            .file = c->spec.argv[0],
+            .args = c->spec.argv,
+            .env = c->spec.env,
+            .flags = UV_PROCESS_DETACHED,
+            .stdio_count = c->spec.report ? 4 : 3,
+            .stdio = stdio,
+        };
+        rc = uv_spawn(c->loop, &c->proc, &opts);
+        close(wfd);
+        if (report_wfd >= 0)
+            close(report_wfd);
+        if (rc == 0) {
+            c->proc.data = c;
+            c->handles_open++;
+        } else {
+            /* uv_spawn initialised the handle; close it like the rest */
+            c->proc.data = c;
+            c->handles_open++;
+            c->exited = true;
+        }
+    }
+    if (rc < 0) {
+        if (asprintf(&c->spawn_error, "cannot start %s: %s", c->spec.argv[0], uv_strerror(rc)) < 0)
+            c->spawn_error = NULL;
+        if (!c->spawn_error)
+            c->spawn_error = strdup("cannot start the sandbox helper");
+        c->ended_ns = uv_hrtime();
+        c->eof = true;
+        c->report_eof = true;
+        if (c->handles_open == 0) {
+            /* nothing to close: report from a later loop turn all the same */
+            uv_timer_init(c->loop, &c->tick);
+            c->tick.data = c;
+            c->handles_open++;
+        }
+        end_call(c);
+        return;
+    }
+    c->pid = c->proc.pid;
+    rc = uv_read_start((uv_stream_t *)&c->out, on_alloc, on_read);
+    c->reading = rc == 0;
+    if (rc < 0) {
+        log_warn("call pid %d: cannot read its output: %s", c->pid, uv_strerror(rc));
+        c->eof = true;
+    }
+    if (c->spec.report) {
+        rc = uv_read_start((uv_stream_t *)&c->report, on_report_alloc, on_report_read);
+        c->report_reading = rc == 0;
+        c->report_eof = rc != 0;
+    }
+    uv_timer_start(&c->timeout, on_timeout, c->spec.timeout_ms, 0);
+    if (c->spec.progress)
+        uv_timer_start(&c->tick, on_tick, SHELL_CALL_PROGRESS_MS, SHELL_CALL_PROGRESS_MS);
+}

@@ -1,0 +1,113 @@
+/*
+ * shell_call: one running command — its process group, the one pipe that
+ * carries its stdout and stderr in arrival order, its timeout and its
+ * progress ticks.
+ *
+ * The call owns its libuv handles and frees itself in the last close
+ * callback, right after reporting its end through on_done; that report never
+ * happens re-entrantly from a shell_call_* function.  The command runs in its
+ * own process group (setsid), so a timeout, a cancel or a shutdown signals
+ * the whole tree of this call and no other.
+ */
+#ifndef EXECGATE_SERVER_SHELL_CALL_H
+#define EXECGATE_SERVER_SHELL_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+/* Exit code reported for a call that hit its timeout (as timeout(1)). */
+#define SHELL_CALL_TIMEOUT_EXIT 124
+/* How long the pipe may stay open after the command's group was killed
+ * (something that left the group may still hold it). */
+#define SHELL_CALL_DRAIN_MS 500
+/* Progress notifications: at most one per this many milliseconds. */
+#define SHELL_CALL_PROGRESS_MS 250
+/* The newest-line preview in progress messages is cut to this many bytes. */
+#define SHELL_CALL_PREVIEW_MAX 240
+
+struct shell_call;
+
+struct shell_call_result {
+    bool spawned;       /* false: the helper could not be started (see error) */
+    const char *error;  /* why not spawned; NULL otherwise */
+    int exit_code;      /* exit status, 128+signal, or SHELL_CALL_TIMEOUT_EXIT */
+    int term_signal;    /* the signal that ended it, or 0 */
+    bool timed_out;     /* the timeout killed it */
+    bool cancelled;     /* shell_call_cancel killed it */
+    bool setup_failed;  /* the sandbox helper exited 125 before running anything */
+    const char *output; /* head + marker + tail; not NUL-terminated, raw bytes */
+    size_t output_len;
+    uint64_t omitted; /* bytes left out between head and tail */
+    uint64_t duration_ns;
+};
+
+struct shell_call_events {
+    /* The newest output line (a preview, at most SHELL_CALL_PREVIEW_MAX bytes,
+     * raw) and the total output bytes so far; only when progress was asked. */
+    void (*on_progress)(struct shell_call *c, const char *line, size_t len, uint64_t total,
+                        void *data);
+    /* The end, once, from a close callback; r and its buffers are valid only
+     * during the call, after which the call is freed. */
+    void (*on_done)(struct shell_call *c, const struct shell_call_result *r, void *data);
+};
+
+struct shell_call_spec {
+    char **argv;         /* taken: the full command line (argv[0] a path) */
+    char **env;          /* taken, may be NULL: inherit the server's */
+    uint64_t timeout_ms; /* > 0 */
+    size_t max_output;   /* > 0: bytes kept, half head, half tail */
+    bool progress;       /* report on_progress */
+    bool report;         /* argv passes --report-fd SHELL_CALL_REPORT_FD to the helper */
+};
+
+/* The fd on which the sandbox helper reports that the sandbox is in place
+ * (one line, right before it runs the program). */
+#define SHELL_CALL_REPORT_FD 3
+/* Longest report accepted; more is a broken helper and is ignored. */
+#define SHELL_CALL_REPORT_MAX 4096
+
+/*
+ * A call that is not running yet.  Takes spec->argv and spec->env, also on
+ * failure.  Returns NULL when out of memory.
+ */
+struct shell_call *shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec,
+                                  const struct shell_call_events *ev, void *data);
+
+/*
+ * Spawns it.  From here on the call ends only through on_done (a spawn
+ * failure too, with spawned=false).  Call once.  Cannot fail synchronously.
+ */
+void shell_call_start(struct shell_call *c);
+
+/* Frees a call that was never started. NULL is a no-op. */
+void shell_call_discard(struct shell_call *c);
+
+/* Kills the call's process group (SIGKILL) and marks it cancelled.
+ * Idempotent; no-op once it has ended. */
+void shell_call_cancel(struct shell_call *c);
+
+/* Sends sig to the call's process group if it still runs. Cannot fail. */
+void shell_call_signal(struct shell_call *c, int sig);
+
+/* The process group id of a running call, or 0. */
+int shell_call_pgid(const struct shell_call *c);
+
+/*
+ * Something else that belongs to the call and must end with it: the
+ * escalation session (its socket, and programs run outside the sandbox on
+ * the call's behalf) hooks in here.  signal() is called whenever the call's
+ * group is signalled (timeout, cancel, shutdown); release() once, when the
+ * call has ended and before on_done.  Both may be NULL.
+ */
+struct shell_call_attachment {
+    void (*signal)(struct shell_call_attachment *a, int sig);
+    void (*release)(struct shell_call_attachment *a);
+    struct shell_call_attachment *next; /* the call's list; set by shell_call_attach */
+};
+
+/* Adds a to c (borrowed until its release()). Cannot fail. */
+void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
+
+#endif

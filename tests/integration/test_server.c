@@ -1,0 +1,1112 @@
+/*
+ * The execgate server through its real stdio: lifecycle, every error code,
+ * concurrency, policy ordering, timeouts, cancellation, the output cap,
+ * shutdown without orphans, malformed input, and a long session with a flat
+ * fd count (the server runs under ASan/LSan here: exit 0 means no leak).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mcp_client.h"
+#include "proc.h"
+#include "tmpdir.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FULL_ACCESS "{\"type\":\"danger-full-access\"}"
+
+static const char *server_path;
+
+/* Starts the server with extra arguments (NULL-terminated list). */
+static struct mcp_client *
+start_server(const char *first, ...)
+{
+    const char *argv[32] = {server_path};
+    size_t n = 1;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 31; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    return mcp_client_start(argv, NULL);
+}
+
+static struct mcp_client *
+start_initialized(const char *first, ...)
+{
+    const char *argv[32] = {server_path};
+    size_t n = 1;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 31; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    struct mcp_client *c = mcp_client_start(argv, NULL);
+    json_t *init = mcp_client_initialize(c);
+    assert_non_null(json_object_get(init, "result"));
+    json_decref(init);
+    return c;
+}
+
+/* Closes stdin and asserts a clean exit (status 0: no leak, no crash). */
+static void
+finish(struct mcp_client *c)
+{
+    mcp_client_close_stdin(c);
+    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
+    assert_int_not_equal(status, -1);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_client_free(c);
+}
+
+static int
+error_code(const json_t *answer)
+{
+    const json_t *e = json_object_get(answer, "error");
+    assert_non_null(e);
+    return (int)json_integer_value(json_object_get(e, "code"));
+}
+
+static const char *
+error_message(const json_t *answer)
+{
+    return json_string_value(json_object_get(json_object_get(answer, "error"), "message"));
+}
+
+/* The structured result of a shell answer, checked against its text. */
+static const json_t *
+shell_result(const json_t *answer)
+{
+    const json_t *result = json_object_get(answer, "result");
+    if (!result)
+        fprintf(stderr, "not a result: %s\n", json_dumps(answer, 0));
+    assert_non_null(result);
+    const json_t *sc = json_object_get(result, "structuredContent");
+    assert_non_null(sc);
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    assert_non_null(text);
+    json_t *parsed = json_loads(text, 0, NULL);
+    assert_true(json_equal(parsed, sc));
+    json_decref(parsed);
+    return sc;
+}
+
+static const char *
+result_output(const json_t *answer)
+{
+    return json_string_value(json_object_get(shell_result(answer), "output"));
+}
+
+static int
+result_exit(const json_t *answer)
+{
+    return (int)json_integer_value(json_object_get(shell_result(answer), "exit_code"));
+}
+
+static json_t *
+shell_args(const char *command, const char *workdir)
+{
+    return json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments", "command", command,
+                     "workdir", workdir, "login", 0);
+}
+
+static json_t *
+call_shell(struct mcp_client *c, const char *command, const char *workdir)
+{
+    return mcp_client_call(c, "tools/call", shell_args(command, workdir));
+}
+
+/* Waits (bounded) until no process's command line holds marker. */
+static bool
+process_gone(const char *marker)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (!mcp_client_process_exists(marker))
+            return true;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static bool
+process_appears(const char *marker)
+{
+    for (int i = 0; i < 3000; i++) {
+        if (mcp_client_process_exists(marker))
+            return true;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* ---- lifecycle ---- */
+
+static void
+test_initialize(void **state)
+{
+    struct mcp_client *c = start_server("--sandbox", FULL_ACCESS, NULL);
+    /* ping works before initialize; other requests are refused */
+    json_t *a = mcp_client_call(c, "ping", NULL);
+    assert_true(json_is_object(json_object_get(a, "result")));
+    json_decref(a);
+    a = mcp_client_call(c, "tools/list", NULL);
+    assert_int_equal(error_code(a), -32600);
+    assert_non_null(strstr(error_message(a), "initialize"));
+    json_decref(a);
+
+    a = mcp_client_initialize(c);
+    const json_t *r = json_object_get(a, "result");
+    assert_string_equal(json_string_value(json_object_get(r, "protocolVersion")), "2025-06-18");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(r, "serverInfo"), "name")), "execgate");
+    assert_non_null(
+        json_string_value(json_object_get(json_object_get(r, "serverInfo"), "version")));
+    const json_t *caps = json_object_get(r, "capabilities");
+    assert_true(json_is_object(json_object_get(caps, "tools")));
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(caps, "experimental"), "codex/sandbox-state"),
+            "version")),
+        "1.0.0");
+    assert_non_null(strstr(json_string_value(json_object_get(r, "instructions")), "shell"));
+    json_decref(a);
+
+    a = mcp_client_call(c, "initialize", json_pack("{s:s}", "protocolVersion", "2025-06-18"));
+    assert_int_equal(error_code(a), -32600);
+    json_decref(a);
+    finish(c);
+}
+
+static void
+test_version_negotiation(void **state)
+{
+    const char *versions[][2] = {{"2024-11-05", "2024-11-05"},
+                                 {"2025-03-26", "2025-03-26"},
+                                 {"2025-11-25", "2025-11-25"},
+                                 {"1999-01-01", "2025-11-25"}};
+    for (size_t i = 0; i < 4; i++) {
+        struct mcp_client *c = start_server("--sandbox", FULL_ACCESS, NULL);
+        json_t *a = mcp_client_call(c, "initialize",
+                                    json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion",
+                                              versions[i][0], "capabilities", "clientInfo", "name",
+                                              "t", "version", "1"));
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(a, "result"), "protocolVersion")),
+            versions[i][1]);
+        json_decref(a);
+        finish(c);
+    }
+}
+
+static void
+test_tools_list(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    json_t *a = mcp_client_call(c, "tools/list", json_pack("{s:s}", "cursor", "ignored"));
+    const json_t *tools = json_object_get(json_object_get(a, "result"), "tools");
+    assert_int_equal(json_array_size(tools), 1);
+    const json_t *t = json_array_get(tools, 0);
+    assert_string_equal(json_string_value(json_object_get(t, "name")), "shell");
+    assert_string_equal(json_string_value(json_object_get(t, "description")),
+                        "Runs a shell command and returns its output. You MUST provide the "
+                        "workdir as an absolute path.");
+    const json_t *in = json_object_get(t, "inputSchema");
+    const json_t *props = json_object_get(in, "properties");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(props, "timeout_ms"), "type")),
+        "integer");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(props, "login"), "type")),
+                        "boolean");
+    json_t *required = json_pack("[s,s]", "command", "workdir");
+    assert_true(json_equal(json_object_get(in, "required"), required));
+    json_decref(required);
+    const json_t *out = json_object_get(t, "outputSchema");
+    assert_non_null(json_object_get(json_object_get(out, "properties"), "timed_out"));
+    json_decref(a);
+    finish(c);
+}
+
+static void
+run_cli(const char *arg, const char *arg2, int want_status, const char *want_out,
+        const char *want_err)
+{
+    const char *argv[] = {server_path, arg, arg2, NULL};
+    struct proc_result r;
+    assert_int_equal(proc_run(argv, NULL, &r), 0);
+    assert_int_equal(proc_exit_code(&r), want_status);
+    if (want_out && !strstr(r.out, want_out))
+        fail_msg("stdout '%s' lacks '%s'", r.out, want_out);
+    if (want_err && !strstr(r.err, want_err))
+        fail_msg("stderr '%s' lacks '%s'", r.err, want_err);
+    if (want_status != 0)
+        assert_int_equal(r.out_len, 0); /* stdout is the protocol's */
+    proc_result_free(&r);
+}
+
+static void
+test_command_line(void **state)
+{
+    run_cli("-V", NULL, 0, "execgate ", NULL);
+    run_cli("--version", NULL, 0, "execgate ", NULL);
+    run_cli("--help", NULL, 0, "--sandbox-helper", NULL);
+    run_cli("-h", NULL, 0, "--max-output-bytes", NULL);
+    run_cli("--no-such-flag", NULL, 2, NULL, "--no-such-flag");
+    run_cli("--max-calls", "0", 2, NULL, "'0'");
+    run_cli("--max-calls", "many", 2, NULL, "'many'");
+    run_cli("--log-level", "loud", 2, NULL, "loud");
+    run_cli("--sandbox", "{\"type\":\"no-such\"}", 2, NULL, "no-such");
+    run_cli("--sandbox", "not json", 2, NULL, "--sandbox");
+    run_cli("stray", NULL, 2, NULL, "stray");
+}
+
+static void
+test_codex_bash_path(void **state)
+{
+    const char *argv[] = {server_path, "--sandbox", FULL_ACCESS, NULL};
+    const char *env[] = {"CODEX_BASH_PATH=/nonexistent/patched-bash", NULL};
+    struct mcp_client *c = mcp_client_start(argv, env);
+    json_decref(mcp_client_initialize(c));
+    json_t *a = call_shell(c, "echo never", "/");
+    /* the helper could not find that Bash: the command's not-found status */
+    assert_int_equal(result_exit(a), 127);
+    assert_non_null(strstr(result_output(a), "/nonexistent/patched-bash"));
+    json_decref(a);
+    finish(c);
+    /* --bash wins over the environment */
+    const char *argv2[] = {server_path, "--sandbox", FULL_ACCESS, "--bash", "/bin/bash", NULL};
+    c = mcp_client_start(argv2, env);
+    json_decref(mcp_client_initialize(c));
+    a = call_shell(c, "echo ran", "/");
+    assert_string_equal(result_output(a), "ran\n");
+    json_decref(a);
+    finish(c);
+}
+
+/* ---- errors ---- */
+
+static json_t *
+raw_answer(struct mcp_client *c, const char *line)
+{
+    mcp_client_send_raw(c, line, strlen(line));
+    json_t *a = mcp_client_next(c, MCP_CLIENT_WAIT_MS);
+    assert_non_null(a);
+    return a;
+}
+
+static void
+expect_raw_error(struct mcp_client *c, const char *line, int code, bool id_null)
+{
+    json_t *a = raw_answer(c, line);
+    assert_int_equal(error_code(a), code);
+    if (id_null)
+        assert_true(json_is_null(json_object_get(a, "id")));
+    json_decref(a);
+}
+
+static void
+test_protocol_errors(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    expect_raw_error(c, "this is not json\n", -32700, true);
+    expect_raw_error(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"\n", -32700, true);
+    /* invalid UTF-8 inside a string */
+    expect_raw_error(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\xfeng\"}\n", -32700,
+                     true);
+    expect_raw_error(c, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]\n", -32600, true);
+    expect_raw_error(c, "42\n", -32600, true);
+    expect_raw_error(c, "{\"id\":7,\"method\":\"ping\"}\n", -32600, false);
+    expect_raw_error(c, "{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}\n", -32600, false);
+    expect_raw_error(c, "{\"jsonrpc\":\"2.0\",\"id\":{\"a\":1},\"method\":\"ping\"}\n", -32600,
+                     true);
+    expect_raw_error(c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":7}\n", -32600, false);
+    json_t *a = raw_answer(c, "{\"jsonrpc\":\"2.0\",\"id\":\"s-9\",\"method\":\"no/such\"}\n");
+    assert_int_equal(error_code(a), -32601);
+    assert_string_equal(json_string_value(json_object_get(a, "id")), "s-9");
+    json_decref(a);
+    expect_raw_error(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":3}\n", -32602,
+                     false);
+    /* CRLF line endings and blank lines are fine */
+    a = raw_answer(c, "\n  \r\n{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}\r\n");
+    assert_int_equal(json_integer_value(json_object_get(a, "id")), 10);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    finish(c);
+}
+
+static void
+expect_call_error(struct mcp_client *c, json_t *params, int code, const char *needle)
+{
+    json_t *a = mcp_client_call(c, "tools/call", params);
+    assert_int_equal(error_code(a), code);
+    if (!strstr(error_message(a), needle))
+        fail_msg("'%s' does not name '%s'", error_message(a), needle);
+    json_decref(a);
+}
+
+static void
+test_invalid_params(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    expect_call_error(c, json_pack("{s:s, s:{s:s}}", "name", "shell", "arguments", "workdir", "/"),
+                      -32602, "command");
+    expect_call_error(c, json_pack("{s:s, s:{s:s}}", "name", "shell", "arguments", "command", "x"),
+                      -32602, "workdir");
+    expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s}}", "name", "shell", "arguments", "command", "x",
+                                "workdir", "relative/dir"),
+                      -32602, "relative/dir");
+    expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s}}", "name", "shell", "arguments", "command", "x",
+                                "workdir", "/no/such/dir/anywhere"),
+                      -32602, "/no/such/dir/anywhere");
+    expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s, s:i}}", "name", "shell", "arguments", "command",
+                                "x", "workdir", "/", "timeout_ms", -5),
+                      -32602, "timeout_ms");
+    expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s, s:f}}", "name", "shell", "arguments", "command",
+                                "x", "workdir", "/", "timeout_ms", 1e300),
+                      -32602, "timeout_ms");
+    expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s, s:f}}", "name", "shell", "arguments", "command",
+                                "x", "workdir", "/", "timeout_ms", 2.5),
+                      -32602, "timeout_ms");
+    expect_call_error(c,
+                      json_pack("{s:s, s:{s:s, s:s, s:s}}", "name", "shell", "arguments", "command",
+                                "x", "workdir", "/", "login", "yes"),
+                      -32602, "login");
+    expect_call_error(c, json_pack("{s:s, s:{}}", "name", "python", "arguments"), -32602, "python");
+    expect_call_error(c, json_pack("{s:s}", "name", "shell"), -32602, "arguments");
+
+    json_t *a = mcp_client_call(c, "codex/sandbox-state/update", json_object());
+    assert_int_equal(error_code(a), -32602);
+    assert_non_null(strstr(error_message(a), "sandboxPolicy"));
+    json_decref(a);
+    a = mcp_client_call(c, "codex/sandbox-state/update",
+                        json_pack("{s:{s:s}}", "sandboxPolicy", "type", "no-such-type"));
+    assert_int_equal(error_code(a), -32602);
+    assert_non_null(strstr(error_message(a), "no-such-type"));
+    json_decref(a);
+    a = mcp_client_call(c, "codex/sandbox-state/update",
+                        json_pack("{s:{s:s}, s:s}", "sandboxPolicy", "type", "read-only",
+                                  "sandboxCwd", "not/absolute"));
+    assert_int_equal(error_code(a), -32602);
+    assert_non_null(strstr(error_message(a), "sandboxCwd"));
+    json_decref(a);
+    /* unknown fields are accepted */
+    a = mcp_client_call(c, "codex/sandbox-state/update",
+                        json_pack("{s:{s:s}, s:s, s:n, s:b, s:{}}", "sandboxPolicy", "type",
+                                  "danger-full-access", "sandboxCwd", "/tmp",
+                                  "codexLinuxSandboxExe", "useLegacyLandlock", 0,
+                                  "permissionProfile"));
+    assert_true(json_is_object(json_object_get(a, "result")));
+    assert_int_equal(json_object_size(json_object_get(a, "result")), 0);
+    json_decref(a);
+    finish(c);
+}
+
+static void
+test_oversized_message(void **state)
+{
+    struct mcp_client *c =
+        start_initialized("--sandbox", FULL_ACCESS, "--max-message-bytes", "2048", NULL);
+    size_t n = 100000;
+    char *big = malloc(n + 64);
+    int head = snprintf(big, 64, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"");
+    memset(big + head, 'a', n);
+    strcpy(big + head + n, "\"}\n");
+    mcp_client_send_raw(c, big, strlen(big));
+    free(big);
+    json_t *a = mcp_client_next(c, MCP_CLIENT_WAIT_MS);
+    assert_int_equal(error_code(a), -32600);
+    assert_non_null(strstr(error_message(a), "2048"));
+    json_decref(a);
+    /* the stream is back in step: the next message is answered */
+    a = mcp_client_call(c, "ping", NULL);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    finish(c);
+}
+
+/* ---- calls ---- */
+
+static void
+test_call_result(void **state)
+{
+    char *wd = tmpdir_new("server-call");
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    json_t *a = call_shell(c, "echo out; echo err >&2; echo out2; pwd; exit 3", wd);
+    const json_t *r = shell_result(a);
+    char *expect = NULL;
+    assert_true(asprintf(&expect, "out\nerr\nout2\n%s\n", wd) > 0);
+    assert_string_equal(json_string_value(json_object_get(r, "output")), expect);
+    free(expect);
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 3);
+    assert_true(json_is_false(json_object_get(r, "timed_out")));
+    assert_true(json_is_integer(json_object_get(json_object_get(r, "duration"), "nanos")));
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    json_decref(a);
+
+    /* bytes that are not UTF-8 arrive replaced, not lost or refused */
+    a = call_shell(c, "printf 'a\\377b'", wd);
+    assert_string_equal(result_output(a), "a\xEF\xBF\xBD"
+                                          "b");
+    json_decref(a);
+
+    /* login defaults to true: bash -lc */
+    a = mcp_client_call(c, "tools/call",
+                        json_pack("{s:s, s:{s:s, s:s}}", "name", "shell", "arguments", "command",
+                                  "shopt -q login_shell && echo login", "workdir", wd));
+    assert_string_equal(result_output(a), "login\n");
+    json_decref(a);
+    a = call_shell(c, "shopt -q login_shell && echo login || echo plain", wd);
+    assert_string_equal(result_output(a), "plain\n");
+    json_decref(a);
+    finish(c);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+static void
+test_concurrent_calls(void **state)
+{
+    enum { N = 64 };
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    long long ids[N];
+    for (int i = 0; i < N; i++) {
+        char cmd[128];
+        /* the later ones finish first: answers arrive out of order */
+        snprintf(cmd, sizeof(cmd), "sleep 0.%02d; echo call-%d", (N - i) % 100, i);
+        ids[i] = mcp_client_send_request(c, "tools/call", shell_args(cmd, "/"));
+    }
+    for (int i = 0; i < N; i++) {
+        json_t *id = json_integer(ids[i]);
+        json_t *a = mcp_client_response(c, id, MCP_CLIENT_WAIT_MS);
+        json_decref(id);
+        assert_non_null(a);
+        char want[32];
+        snprintf(want, sizeof(want), "call-%d\n", i);
+        assert_string_equal(result_output(a), want);
+        json_decref(a);
+    }
+    finish(c);
+}
+
+static void
+test_more_calls_than_slots_wait_in_order(void **state)
+{
+    char *wd = tmpdir_new("server-slots");
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, "--max-calls", "2", NULL);
+    enum { N = 8 };
+    long long ids[N];
+    for (int i = 0; i < N; i++) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "echo %d >> order; sleep 0.05", i);
+        ids[i] = mcp_client_send_request(c, "tools/call", shell_args(cmd, wd));
+    }
+    for (int i = 0; i < N; i++) {
+        json_t *id = json_integer(ids[i]);
+        json_t *a = mcp_client_response(c, id, MCP_CLIENT_WAIT_MS);
+        json_decref(id);
+        assert_int_equal(result_exit(a), 0);
+        json_decref(a);
+    }
+    char *path = tmpdir_path(wd, "order");
+    char *order = tmpdir_read_file(path, NULL);
+    /* with two slots, call k starts before call k+2: no later call
+     * overtakes a waiting one by more than the slots allow */
+    int seen[N];
+    int n = 0;
+    for (char *p = order; *p && n < N; n++)
+        seen[n] = (int)strtol(p, &p, 10);
+    assert_int_equal(n, N);
+    for (int k = 0; k < N; k++) {
+        for (int j = 0; j < N; j++) {
+            if (seen[j] == k)
+                assert_true(j <= k + 1 && j >= k - 1);
+        }
+    }
+    free(order);
+    free(path);
+    finish(c);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+static void
+test_update_then_call(void **state)
+{
+    char *wd = tmpdir_new("server-update");
+    struct mcp_client *c = start_initialized(NULL);
+    for (int i = 0; i < 100; i++) {
+        bool open = i % 2 == 0;
+        json_t *policy = open ? json_pack("{s:s}", "type", "danger-full-access")
+                              : json_pack("{s:s}", "type", "read-only");
+        /* pipelined: the call is sent before the update's answer is read */
+        long long up = mcp_client_send_request(c, "codex/sandbox-state/update",
+                                               json_pack("{s:o, s:s, s:n}", "sandboxPolicy", policy,
+                                                         "sandboxCwd", wd, "codexLinuxSandboxExe"));
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "echo %d > f%d && echo wrote", i, i);
+        long long call = mcp_client_send_request(c, "tools/call", shell_args(cmd, wd));
+        json_t *id = json_integer(up);
+        json_t *a = mcp_client_response(c, id, MCP_CLIENT_WAIT_MS);
+        assert_non_null(json_object_get(a, "result"));
+        json_decref(a);
+        json_decref(id);
+        id = json_integer(call);
+        a = mcp_client_response(c, id, MCP_CLIENT_WAIT_MS);
+        json_decref(id);
+        const char *out = result_output(a);
+        if (open)
+            assert_string_equal(out, "wrote\n");
+        else
+            assert_null(strstr(out, "wrote"));
+        json_decref(a);
+    }
+    finish(c);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+static void
+test_timeout_keeps_partial_output(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    json_t *a =
+        mcp_client_call(c, "tools/call",
+                        json_pack("{s:s, s:{s:s, s:s, s:i, s:b}}", "name", "shell", "arguments",
+                                  "command", "echo start; sleep 61.25; echo never", "workdir", "/",
+                                  "timeout_ms", 1500, "login", 0));
+    const json_t *r = shell_result(a);
+    assert_true(json_is_true(json_object_get(r, "timed_out")));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 124);
+    assert_string_equal(json_string_value(json_object_get(r, "output")), "start\n");
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    json_decref(a);
+    assert_true(process_gone("61.25"));
+    finish(c);
+}
+
+static void
+test_default_timeout_option(void **state)
+{
+    struct mcp_client *c =
+        start_initialized("--sandbox", FULL_ACCESS, "--default-timeout-ms", "200", NULL);
+    json_t *a = call_shell(c, "sleep 62.5", "/");
+    assert_true(json_is_true(json_object_get(shell_result(a), "timed_out")));
+    json_decref(a);
+    finish(c);
+}
+
+static void
+test_cancel(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    json_t *params = shell_args("echo begin; sleep 63.75 & sleep 63.75; echo end", "/");
+    json_object_set_new(params, "_meta", json_pack("{s:s}", "progressToken", "tok-1"));
+    long long id = mcp_client_send_request(c, "tools/call", params);
+    /* progress tells us it runs */
+    json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
+    assert_non_null(p);
+    const json_t *pp = json_object_get(p, "params");
+    assert_string_equal(json_string_value(json_object_get(pp, "progressToken")), "tok-1");
+    assert_string_equal(json_string_value(json_object_get(pp, "message")), "begin");
+    json_decref(p);
+    assert_true(process_appears("63.75"));
+    mcp_client_send(c, json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
+                                 "notifications/cancelled", "params", "requestId", (json_int_t)id,
+                                 "reason", "test"));
+    /* the whole tree goes, and no answer comes for the call */
+    assert_true(process_gone("63.75"));
+    json_t *a = call_shell(c, "echo after", "/");
+    assert_string_equal(result_output(a), "after\n");
+    json_decref(a);
+    json_t *jid = json_integer(id);
+    a = mcp_client_response(c, jid, 300);
+    assert_null(a);
+    json_decref(jid);
+    finish(c);
+}
+
+static void
+test_cancel_waiting_call(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, "--max-calls", "1", NULL);
+    long long first = mcp_client_send_request(c, "tools/call", shell_args("sleep 66.125", "/"));
+    long long second =
+        mcp_client_send_request(c, "tools/call", shell_args("echo second-ran > /dev/null", "/"));
+    assert_true(process_appears("66.125"));
+    /* the waiting one first, then the running one */
+    long long ids[2] = {second, first};
+    for (int i = 0; i < 2; i++)
+        mcp_client_send(c, json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                                     "notifications/cancelled", "params", "requestId",
+                                     (json_int_t)ids[i]));
+    assert_true(process_gone("66.125"));
+    /* the slot is free again, and neither cancelled call was answered */
+    json_t *a = call_shell(c, "echo next", "/");
+    assert_string_equal(result_output(a), "next\n");
+    json_decref(a);
+    for (int i = 0; i < 2; i++) {
+        json_t *jid = json_integer(ids[i]);
+        assert_null(mcp_client_response(c, jid, 200));
+        json_decref(jid);
+    }
+    finish(c);
+}
+
+static void
+test_progress(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    json_t *params = shell_args("echo one; sleep 0.6; printf 'two\\n'; sleep 0.6; echo", "/");
+    json_object_set_new(params, "_meta", json_pack("{s:i}", "progressToken", 77));
+    long long id = mcp_client_send_request(c, "tools/call", params);
+    json_t *jid = json_integer(id);
+    json_t *a = mcp_client_response(c, jid, MCP_CLIENT_WAIT_MS);
+    json_decref(jid);
+    assert_string_equal(result_output(a), "one\ntwo\n\n");
+    json_decref(a);
+    /* both lines were reported, in order, with a rising progress value */
+    json_t *p1 = mcp_client_notification(c, "notifications/progress", 0);
+    json_t *p2 = mcp_client_notification(c, "notifications/progress", 0);
+    assert_non_null(p1);
+    assert_non_null(p2);
+    const json_t *a1 = json_object_get(p1, "params"), *a2 = json_object_get(p2, "params");
+    assert_int_equal(json_integer_value(json_object_get(a1, "progressToken")), 77);
+    assert_string_equal(json_string_value(json_object_get(a1, "message")), "one");
+    assert_string_equal(json_string_value(json_object_get(a2, "message")), "two");
+    assert_true(json_number_value(json_object_get(a2, "progress")) >
+                json_number_value(json_object_get(a1, "progress")));
+    json_decref(p1);
+    json_decref(p2);
+    /* a call without a token gets none */
+    a = call_shell(c, "echo x; sleep 0.5; echo y", "/");
+    json_decref(a);
+    assert_null(mcp_client_notification(c, "notifications/progress", 0));
+    finish(c);
+}
+
+static void
+test_output_cap(void **state)
+{
+    struct mcp_client *c =
+        start_initialized("--sandbox", FULL_ACCESS, "--max-output-bytes", "1000", NULL);
+    /* 200000 bytes: 'h' x 600, then 'm' x 199000, then 'TAIL' x 100 */
+    json_t *a = call_shell(c,
+                           "head -c 600 /dev/zero | tr '\\0' h; head -c 199000 /dev/zero | "
+                           "tr '\\0' m; for i in $(seq 100); do printf TAIL; done",
+                           "/");
+    const char *out = result_output(a);
+    const char *marker = "\n[execgate: 199000 bytes of output omitted]\n";
+    const char *m = strstr(out, marker);
+    assert_non_null(m);
+    assert_int_equal(m - out, 500);
+    for (int i = 0; i < 500; i++)
+        assert_int_equal(out[i], 'h');
+    const char *tail = m + strlen(marker);
+    assert_int_equal(strlen(tail), 500);
+    assert_int_equal(tail[0], 'm'); /* the newest 500 bytes: 100 m, then TAIL */
+    assert_non_null(strstr(tail, "mmmTAILTAIL"));
+    assert_string_equal(tail + 500 - 8, "TAILTAIL");
+    json_decref(a);
+    /* many small writes through the ring: the tail is exactly the newest
+     * 500 bytes, the count exact */
+    a = call_shell(c, "for i in $(seq 1 20000); do echo $i; done", "/");
+    out = result_output(a);
+    size_t total = 0;
+    char *all = NULL;
+    size_t all_len = 0;
+    FILE *mem = open_memstream(&all, &all_len);
+    for (int i = 1; i <= 20000; i++)
+        fprintf(mem, "%d\n", i);
+    fclose(mem);
+    total = all_len;
+    char *want_marker = NULL;
+    assert_true(
+        asprintf(&want_marker, "\n[execgate: %zu bytes of output omitted]\n", total - 1000) > 0);
+    m = strstr(out, want_marker);
+    assert_non_null(m);
+    assert_int_equal(m - out, 500);
+    assert_memory_equal(out, all, 500);
+    assert_string_equal(m + strlen(want_marker), all + total - 500);
+    free(want_marker);
+    free(all);
+    json_decref(a);
+    /* under the cap: all of it, no marker */
+    a = call_shell(c, "head -c 999 /dev/zero | tr '\\0' q", "/");
+    assert_int_equal(strlen(result_output(a)), 999);
+    json_decref(a);
+    finish(c);
+}
+
+static void
+test_close_stdin_mid_call(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    /* "started" comes after both background children were forked */
+    json_t *params = shell_args("(sleep 64.5) & sleep 64.5 & echo started; wait", "/");
+    json_object_set_new(params, "_meta", json_pack("{s:s}", "progressToken", "p"));
+    long long id = mcp_client_send_request(c, "tools/call", params);
+    json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
+    assert_non_null(p);
+    json_decref(p);
+    assert_true(mcp_client_process_exists("64.5"));
+    mcp_client_close_stdin(c);
+    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_false(mcp_client_process_exists("64.5"));
+    /* the call was answered on the way out */
+    json_t *jid = json_integer(id);
+    json_t *a = mcp_client_response(c, jid, MCP_CLIENT_WAIT_MS);
+    json_decref(jid);
+    assert_int_equal(result_exit(a), 128 + SIGTERM);
+    assert_string_equal(result_output(a), "started\n");
+    json_decref(a);
+    mcp_client_free(c);
+}
+
+static void
+test_sigterm_mid_call(void **state)
+{
+    struct mcp_client *c =
+        start_initialized("--sandbox", FULL_ACCESS, "--kill-grace-ms", "300", NULL);
+    /* ignores SIGTERM: only the SIGKILL after the grace period ends it */
+    json_t *params = shell_args("trap '' TERM; sleep 65.25 & echo ready; wait; wait", "/");
+    json_object_set_new(params, "_meta", json_pack("{s:s}", "progressToken", "p"));
+    long long id = mcp_client_send_request(c, "tools/call", params);
+    json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
+    assert_non_null(p);
+    json_decref(p);
+    assert_true(mcp_client_process_exists("65.25"));
+    kill(mcp_client_pid(c), SIGTERM);
+    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_true(process_gone("65.25"));
+    json_t *jid = json_integer(id);
+    json_t *a = mcp_client_response(c, jid, MCP_CLIENT_WAIT_MS);
+    json_decref(jid);
+    assert_non_null(a);
+    assert_true(result_exit(a) >= 128);
+    json_decref(a);
+    mcp_client_free(c);
+}
+
+/* ---- the sandbox ---- */
+
+static void
+test_default_policy_is_read_only(void **state)
+{
+    char *wd = tmpdir_new("server-ro");
+    struct mcp_client *c = start_initialized(NULL);
+    json_t *a = call_shell(c, "echo x > made-here; echo rc=$?; echo still-running", wd);
+    const json_t *r = shell_result(a);
+    if (json_object_get(r, "sandbox_error")) {
+        fprintf(stderr, "read-only not applied by this execgate-sandbox: %s\n",
+                json_string_value(json_object_get(r, "output")));
+        json_decref(a);
+        finish(c);
+        tmpdir_remove(wd);
+        free(wd);
+        skip();
+    }
+    /* the refused write is the command's own business: a normal result */
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 0);
+    const char *out = json_string_value(json_object_get(r, "output"));
+    assert_non_null(strstr(out, "rc=1\n"));
+    assert_non_null(strstr(out, "still-running\n"));
+    char *path = tmpdir_path(wd, "made-here");
+    assert_int_equal(access(path, F_OK), -1);
+    free(path);
+    json_decref(a);
+    finish(c);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+static void
+test_workspace_write_update(void **state)
+{
+    char *wd = tmpdir_new("server-ww");
+    char *other = tmpdir_new("server-ww-other");
+    struct mcp_client *c = start_initialized(NULL);
+    json_t *a = mcp_client_call(c, "codex/sandbox-state/update",
+                                json_pack("{s:{s:s, s:[], s:b, s:b, s:b}, s:s}", "sandboxPolicy",
+                                          "type", "workspace-write", "writable_roots",
+                                          "network_access", 0, "exclude_tmpdir_env_var", 1,
+                                          "exclude_slash_tmp", 1, "sandboxCwd", wd));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    char *cmd = NULL;
+    assert_true(asprintf(&cmd,
+                         "echo in > inside && echo in-ok; echo out > %s/outside || echo "
+                         "out-refused",
+                         other) > 0);
+    a = call_shell(c, cmd, wd);
+    free(cmd);
+    const char *out = result_output(a);
+    assert_non_null(strstr(out, "in-ok\n"));
+    assert_non_null(strstr(out, "out-refused\n"));
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    json_decref(a);
+    char *inside = tmpdir_path(wd, "inside");
+    char *outside = tmpdir_path(other, "outside");
+    assert_int_equal(access(inside, F_OK), 0);
+    assert_int_equal(access(outside, F_OK), -1);
+    free(inside);
+    free(outside);
+    finish(c);
+    tmpdir_remove(wd);
+    tmpdir_remove(other);
+    free(wd);
+    free(other);
+}
+
+static void
+test_sandbox_setup_failure_is_reported(void **state)
+{
+    char *wd = tmpdir_new("server-setup");
+    /* a helper that fails the way execgate-sandbox does: one line on
+     * stderr, exit 125, and no report on the report fd */
+    char *helper = tmpdir_path(wd, "failing-helper");
+    tmpdir_write_file(helper,
+                      "#!/bin/sh\necho 'execgate-sandbox: landlock: not available' >&2\nexit 125\n",
+                      0755);
+    struct mcp_client *c = start_initialized("--sandbox-helper", helper, NULL);
+    json_t *a = call_shell(c, "echo never", wd);
+    const json_t *result = json_object_get(a, "result");
+    assert_non_null(result);
+    assert_true(json_is_true(json_object_get(result, "isError")));
+    const json_t *r = shell_result(a);
+    assert_non_null(json_string_value(json_object_get(r, "sandbox_error")));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 125);
+    assert_non_null(strstr(json_string_value(json_object_get(r, "output")), "landlock"));
+    json_decref(a);
+    finish(c);
+
+    /* a command that itself exits 125 under a working helper is no such
+     * failure */
+    c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    a = call_shell(c, "echo mine; exit 125", wd);
+    r = shell_result(a);
+    assert_null(json_object_get(r, "sandbox_error"));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 125);
+    assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+    json_decref(a);
+    finish(c);
+    free(helper);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+static void
+test_missing_helper_is_a_failed_call(void **state)
+{
+    struct mcp_client *c =
+        start_initialized("--sandbox-helper", "/nonexistent/execgate-sandbox", NULL);
+    json_t *a = call_shell(c, "echo never", "/");
+    const json_t *result = json_object_get(a, "result");
+    assert_true(json_is_true(json_object_get(result, "isError")));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    assert_non_null(strstr(text, "/nonexistent/execgate-sandbox"));
+    json_decref(a);
+    /* and the server carries on */
+    a = mcp_client_call(c, "ping", NULL);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    finish(c);
+}
+
+/* ---- malformed input ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint64_t
+rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static const char *const seeds[] = {
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+    "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/list\",\"params\":{\"cursor\":null}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+    "\"arguments\":{\"command\":7,\"workdir\":\"rel\",\"timeout_ms\":-1}}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"codex/sandbox-state/update\",\"params\":"
+    "{\"sandboxPolicy\":{\"type\":\"workspace-write\",\"writable_roots\":[\"x\"]}}}",
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"initialize\",\"params\":{\"protocolVersion\":3}}",
+};
+
+/* One malformed line: a seed cut, spliced, or sprinkled with bad bytes. */
+static size_t
+mutate(char *out, size_t cap)
+{
+    const char *seed = seeds[rng() % (sizeof(seeds) / sizeof(seeds[0]))];
+    size_t len = strlen(seed);
+    memcpy(out, seed, len);
+    switch (rng() % 5) {
+    case 0: /* truncated */
+        len = rng() % len;
+        break;
+    case 1: /* random bytes over it */
+        for (int i = 0; i < 4; i++)
+            out[rng() % len] = (char)(rng() % 256);
+        break;
+    case 2: /* a bad UTF-8 byte inside a string */
+        out[len / 2] = (char)(0x80 + rng() % 64);
+        break;
+    case 3: /* deep nesting */
+        len = 0;
+        for (size_t i = 0; i < 3000 && len < cap - 2; i++)
+            out[len++] = '[';
+        break;
+    default: /* a type swapped */
+        for (size_t i = 0; i < len; i++) {
+            if (out[i] == '{' && i > 0) {
+                out[i] = '[';
+                break;
+            }
+        }
+        break;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (out[i] == '\n')
+            out[i] = ' ';
+    }
+    out[len++] = '\n';
+    return len;
+}
+
+static void
+test_malformed_lines(void **state)
+{
+    char *wd = tmpdir_new("server-malformed");
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    size_t cap = 8192;
+    char *line = malloc(cap);
+    for (int i = 0; i < 10000; i++) {
+        size_t len = mutate(line, cap);
+        assert_int_equal(mcp_client_send_raw(c, line, len), 0);
+    }
+    free(line);
+    json_t *a = mcp_client_call(c, "ping", NULL);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    /* everything that came back is a well-formed answer or notification */
+    int answers = 0;
+    while ((a = mcp_client_next(c, 0))) {
+        assert_string_equal(json_string_value(json_object_get(a, "jsonrpc")), "2.0");
+        assert_true(json_object_get(a, "result") || json_object_get(a, "error") ||
+                    json_object_get(a, "method"));
+        answers++;
+        json_decref(a);
+    }
+    assert_true(answers > 5000);
+    /* and it still works */
+    a = call_shell(c, "echo alive", wd);
+    assert_string_equal(result_output(a), "alive\n");
+    json_decref(a);
+    finish(c);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
+/* ---- a long session ---- */
+
+static void
+test_long_session_flat_fds(void **state)
+{
+    enum { CALLS = 1000, IN_FLIGHT = 16 };
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    int fds_early = -1;
+    long long ids[IN_FLIGHT];
+    for (int round = 0; round < CALLS / IN_FLIGHT + 1; round++) {
+        int n = round < CALLS / IN_FLIGHT ? IN_FLIGHT : CALLS % IN_FLIGHT;
+        for (int i = 0; i < n; i++) {
+            char cmd[64];
+            snprintf(cmd, sizeof(cmd), "echo %d", round * IN_FLIGHT + i);
+            ids[i] = mcp_client_send_request(c, "tools/call", shell_args(cmd, "/"));
+        }
+        for (int i = 0; i < n; i++) {
+            json_t *id = json_integer(ids[i]);
+            json_t *a = mcp_client_response(c, id, MCP_CLIENT_WAIT_MS);
+            json_decref(id);
+            char want[32];
+            snprintf(want, sizeof(want), "%d\n", round * IN_FLIGHT + i);
+            assert_string_equal(result_output(a), want);
+            json_decref(a);
+        }
+        if (round == 2)
+            fds_early = mcp_client_fd_count(c);
+    }
+    int fds_late = mcp_client_fd_count(c);
+    assert_true(fds_early > 0);
+    assert_int_equal(fds_late, fds_early);
+    finish(c);
+}
+
+int
+main(void)
+{
+    server_path = getenv("EXECGATE_TEST_SERVER");
+    if (!server_path) {
+        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_initialize),
+        cmocka_unit_test(test_version_negotiation),
+        cmocka_unit_test(test_tools_list),
+        cmocka_unit_test(test_command_line),
+        cmocka_unit_test(test_codex_bash_path),
+        cmocka_unit_test(test_protocol_errors),
+        cmocka_unit_test(test_invalid_params),
+        cmocka_unit_test(test_oversized_message),
+        cmocka_unit_test(test_call_result),
+        cmocka_unit_test(test_concurrent_calls),
+        cmocka_unit_test(test_more_calls_than_slots_wait_in_order),
+        cmocka_unit_test(test_update_then_call),
+        cmocka_unit_test(test_timeout_keeps_partial_output),
+        cmocka_unit_test(test_default_timeout_option),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_cancel_waiting_call),
+        cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_output_cap),
+        cmocka_unit_test(test_close_stdin_mid_call),
+        cmocka_unit_test(test_sigterm_mid_call),
+        cmocka_unit_test(test_default_policy_is_read_only),
+        cmocka_unit_test(test_workspace_write_update),
+        cmocka_unit_test(test_sandbox_setup_failure_is_reported),
+        cmocka_unit_test(test_missing_helper_is_a_failed_call),
+        cmocka_unit_test(test_malformed_lines),
+        cmocka_unit_test(test_long_session_flat_fds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
