@@ -520,6 +520,82 @@ test_group_kill_ends_everything(void **state)
     free(policy);
 }
 
+/* What the command leaves running in the background (also in a session
+ * of its own) is dead and reaped by the time the helper has exited: the
+ * helper waits for the init, whose exit kills and reaps the whole PID
+ * namespace, so no polling here. */
+static void
+test_leftovers_dead_at_exit(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char marker[32];
+    snprintf(marker, sizeof marker, "%d", 5000 + (int)(getpid() % 1000));
+    char *script;
+    /* No output pipe held by the leftovers: nothing to wait for but the
+     * helper itself. */
+    assert_true(asprintf(&script,
+                         "setsid sleep %s >/dev/null 2>&1 & sleep %s >/dev/null 2>&1 & exit 5",
+                         marker, marker) > 0);
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, script, &out);
+    close(out);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 5);
+    assert_false(process_with_marker(marker));
+    free(script);
+    free(policy);
+}
+
+/* The pid of the helper's only child (the namespace's init). */
+static pid_t
+only_child(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *fp = fopen(path, "re");
+    assert_non_null(fp);
+    int child = -1;
+    assert_int_equal(fscanf(fp, "%d", &child), 1);
+    fclose(fp);
+    return child;
+}
+
+/* An init killed while the command runs: the helper answers with the
+ * init's own death (128+9), and the namespace dies with it. */
+static void
+test_init_killed(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char marker[32];
+    snprintf(marker, sizeof marker, "%d", 6000 + (int)(getpid() % 1000));
+    char *script;
+    assert_true(asprintf(&script, "echo ready; sleep %s", marker) > 0);
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, script, &out);
+    wait_for_output(out, "ready");
+    pid_t init = only_child(pid);
+    assert_true(init > 0);
+    assert_int_equal(kill(init, SIGKILL), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 128 + SIGKILL);
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; i++) {
+        gone = !process_with_marker(marker);
+        if (!gone)
+            usleep(10000);
+    }
+    assert_true(gone);
+    close(out);
+    free(script);
+    free(policy);
+}
+
 /* SIGTERM to the helper reaches the command, which may handle it. */
 static void
 test_sigterm_forwarded(void **state)
@@ -657,6 +733,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leftovers_dead_at_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_eof_while_running, setup, teardown),
     };
