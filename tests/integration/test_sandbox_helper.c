@@ -563,6 +563,56 @@ only_child(pid_t pid)
     return child;
 }
 
+/* The value of a "Name:\t..." line of /proc/PID/status (malloc'd). */
+static char *
+status_field(pid_t pid, const char *name)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *fp = fopen(path, "re");
+    assert_non_null(fp);
+    char *value = NULL;
+    size_t len = strlen(name);
+    while (value == NULL && fgets(line, sizeof line, fp) != NULL) {
+        if (strncmp(line, name, len) == 0 && line[len] == ':') {
+            char *v = line + len + 1;
+            v += strspn(v, " \t");
+            v[strcspn(v, "\n")] = '\0';
+            value = strdup(v);
+        }
+    }
+    fclose(fp);
+    assert_non_null(value);
+    return value;
+}
+
+/* The command shares the init's memory until its execve
+ * (CLONE_VM|CLONE_VFORK) but not its confinement: the filter is on the
+ * command only, the init (which reaps and forwards) has none. */
+static void
+test_init_not_confined_by_command(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, "echo ready; exec sleep 30", &out);
+    wait_for_output(out, "ready");
+    pid_t init = only_child(pid);
+    pid_t cmd = only_child(init);
+    assert_int_equal(kill(cmd, 0), 0);
+    char *init_seccomp = status_field(init, "Seccomp");
+    char *cmd_seccomp = status_field(cmd, "Seccomp");
+    assert_string_equal(init_seccomp, "0");
+    assert_string_equal(cmd_seccomp, "2"); /* filter mode */
+    assert_int_equal(kill(-pid, SIGKILL), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(out);
+    free(init_seccomp);
+    free(cmd_seccomp);
+    free(policy);
+}
+
 /* An init killed while the command runs: the helper answers with the
  * init's own death (128+9), and the namespace dies with it. */
 static void
@@ -735,6 +785,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leftovers_dead_at_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_not_confined_by_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_eof_while_running, setup, teardown),
     };
