@@ -1,8 +1,11 @@
 /*
  * sandbox-spawn: what execgate-sandbox adds to one spawn.
  *
- *   sandbox-spawn HELPER WORKSPACE N [REFERENCE_HELPER]
+ *   sandbox-spawn HELPER WORKSPACE N [REFERENCE_HELPER|-] [PREVIOUS [PREVIOUS2]]
  *
+ * PREVIOUS (and PREVIOUS2), other builds of execgate-sandbox (an older commit),
+ * add their workspace-write runs, so that a change is measured before and
+ * after in the same run.
  * Spawns `/bin/true` alone and under each policy, N times each, the
  * variants interleaved round by round so that machine noise hits all of
  * them alike; prints the median wall time per spawn (fork to reaped exit),
@@ -87,17 +90,24 @@ int
 main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: sandbox-spawn HELPER WORKSPACE N [REFERENCE_HELPER]\n");
+        fprintf(stderr, "usage: sandbox-spawn HELPER WORKSPACE N [REFERENCE_HELPER|-] "
+                        "[PREVIOUS [PREVIOUS2]]\n");
         return 2;
     }
-    char *helper = argv[1], *ws = argv[2], *ref = argc > 4 ? argv[4] : NULL;
+    char *helper = argv[1], *ws = argv[2];
+    char *ref = argc > 4 && strcmp(argv[4], "-") != 0 ? argv[4] : NULL;
+    char *prev = argc > 5 ? argv[5] : NULL;
+    char *prev2 = argc > 6 ? argv[6] : NULL;
     int n = atoi(argv[3]);
     char *ww = policy("{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"}", ws);
     char *ro = policy("{\"type\":\"read-only\",\"sandboxCwd\":\"%s\"}", ws);
     char *da = policy("{\"type\":\"danger-full-access\"}", ws);
     static char *no_ns_env[] = {"EXECGATE_SANDBOX_NO_NAMESPACES=1", "PATH=/usr/bin:/bin", NULL};
-    struct variant v[] = {
+    struct variant v[9] = {
         {"/bin/true alone", {"/bin/true", NULL}, NULL},
+        {"previous workspace-write", {prev, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
+        {"previous #2 workspace-write",
+         {prev2, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
         {"danger-full-access", {helper, "--policy", da, "--cwd", ws, "--", "/bin/true", NULL}},
         {"read-only", {helper, "--policy", ro, "--cwd", ws, "--", "/bin/true", NULL}},
         {"workspace-write", {helper, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
@@ -115,20 +125,38 @@ main(int argc, char **argv)
                  ws),
           "--", "/bin/true", NULL}},
     };
-    int nv = ref ? 6 : 5;
+    int nv = 8;
+    /* Drop the variants not asked for, keeping the order. */
+    for (int k = 0; k < nv;) {
+        if (v[k].argv[0] == NULL) {
+            memmove(&v[k], &v[k + 1], sizeof v[0] * (size_t)(nv - k - 1));
+            nv--;
+        } else {
+            k++;
+        }
+    }
     for (int k = 0; k < nv; k++) {
         v[k].samples = calloc((size_t)n, sizeof(double));
         spawn_once(v[k].argv, v[k].envp); /* warm the page cache */
     }
+    /* An untimed /bin/true after each timed spawn absorbs part of the work
+     * the kernel defers after a spawn (the reference's namespace teardown
+     * above all), so that less of it is charged to the next variant; the
+     * machine stays as busy as without it (a sleep would let the CPUs idle
+     * and measure wake-up latency instead). */
+    char *absorb[] = {"/bin/true", NULL};
     for (int i = 0; i < n; i++)
-        for (int k = 0; k < nv; k++)
+        for (int k = 0; k < nv; k++) {
             v[k].samples[i] = spawn_once(v[k].argv, v[k].envp);
+            spawn_once(absorb, NULL);
+        }
     double base = median(v[0].samples, n);
-    printf("%-28s %10s %12s %8s   (N=%d, interleaved)\n", "variant", "median ms", "+ms vs true",
-           "ratio", n);
+    printf("%-28s %10s %12s %8s %8s   (N=%d, interleaved)\n", "variant", "median ms", "+ms vs true",
+           "ratio", "p90 ms", n);
     for (int k = 0; k < nv; k++) {
-        double m = median(v[k].samples, n);
-        printf("%-28s %10.3f %12.3f %8.2f\n", v[k].name, m, m - base, m / base);
+        double m = median(v[k].samples, n); /* sorts the samples */
+        printf("%-28s %10.3f %12.3f %8.2f %8.3f\n", v[k].name, m, m - base, m / base,
+               v[k].samples[n * 9 / 10]);
     }
     return 0;
 }

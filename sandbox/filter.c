@@ -1,127 +1,91 @@
 /*
- * filter: built with libseccomp, loaded once, released.
+ * filter: loads the BPF program the build generated from filter-rules.c.
  */
 #include "filter.h"
+#include "filter-bpf.h"
 
 #include <errno.h>
-#include <seccomp.h>
-#include <stddef.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-/* Calls that change the mount table or the root (Landlock already stops
- * mounts for a restricted domain; chroot it does not), and the kernel
- * keyrings, which hold the user's secrets outside any file Landlock sees. */
-static const char *const always_denied[] = {
-    "chroot", "mount",      "umount2",   "pivot_root",    "fsopen", "fsconfig", "fsmount",
-    "fspick", "move_mount", "open_tree", "mount_setattr", "keyctl", "add_key",  "request_key",
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct {
+    const struct sock_filter *prog;
+    size_t len;
+    const char *const *names;
+} variants[4] = {
+    {NULL, 0, NULL},
+    {sandbox_filter_bpf_1, COUNT(sandbox_filter_bpf_1), sandbox_filter_names_1},
+    {sandbox_filter_bpf_2, COUNT(sandbox_filter_bpf_2), sandbox_filter_names_2},
+    {sandbox_filter_bpf_3, COUNT(sandbox_filter_bpf_3), sandbox_filter_names_3},
 };
 
-static const char *const io_uring_calls[] = {
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-};
-
-/* Adds an EPERM rule for the named call; calls this libseccomp or kernel
- * does not know are skipped (nothing to deny). */
-static int
-deny(scmp_filter_ctx ctx, const char *name, json_t *list)
+const struct sock_filter *
+sandbox_filter_program(bool confine, bool restrict_network, size_t *len, const char *const **names)
 {
-    int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR)
-        return 0;
-    int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-    if (rc < 0)
-        return rc;
-    return json_array_append_new(list, json_string(name)) == 0 ? 0 : -ENOMEM;
+    int v = (confine ? 2 : 0) | (restrict_network ? 1 : 0);
+    *len = variants[v].len;
+    *names = variants[v].names;
+    return variants[v].prog;
 }
 
 static int
-deny_ip_sockets(scmp_filter_ctx ctx)
-{
-    /* Spelled out rather than with SCMP_A0, whose expansion leaves a field
-     * uninitialised and trips clang's -Wmissing-field-initializers. */
-    const struct scmp_arg_cmp not_unix = {
-        .arg = 0, .op = SCMP_CMP_NE, .datum_a = AF_UNIX, .datum_b = 0};
-    int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1, &not_unix);
-    if (rc == 0)
-        rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1, &not_unix);
-    return rc;
-}
-
-/* TIOCSTI and TIOCLINUX push input into a terminal: on a terminal the
- * command shares with its user, that is typing commands outside the
- * sandbox.  The kernel only looks at the low 32 bits of the request. */
-static int
-deny_tty_injection(scmp_filter_ctx ctx, json_t *list)
-{
-    static const unsigned long requests[] = {TIOCSTI, TIOCLINUX};
-    static const char *const names[] = {"ioctl(TIOCSTI)", "ioctl(TIOCLINUX)"};
-    for (size_t i = 0; i < 2; i++) {
-        const struct scmp_arg_cmp req = {
-            .arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu, .datum_b = requests[i]};
-        int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &req);
-        if (rc < 0)
-            return rc;
-        if (json_array_append_new(list, json_string(names[i])) != 0)
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-static int
-build(scmp_filter_ctx ctx, bool confine, bool restrict_network, json_t *denied)
-{
-    int rc = 0;
-    for (size_t i = 0; confine && rc == 0 && i < sizeof always_denied / sizeof always_denied[0];
-         i++)
-        rc = deny(ctx, always_denied[i], denied);
-    if (confine && rc == 0)
-        rc = deny_tty_injection(ctx, denied);
-    if (!restrict_network)
-        return rc;
-    for (size_t i = 0; rc == 0 && i < sizeof io_uring_calls / sizeof io_uring_calls[0]; i++)
-        rc = deny(ctx, io_uring_calls[i], denied);
-    if (rc == 0)
-        rc = deny_ip_sockets(ctx);
-    return rc;
-}
-
-static int
-report_filter(json_t *report, json_t *denied, bool restrict_network)
+report_filter(json_t *report, const char *const *names, bool restrict_network)
 {
     json_t *o = json_object();
-    if (o == NULL) {
+    json_t *denied = json_array();
+    int rc = o != NULL && denied != NULL ? 0 : -1;
+    for (size_t i = 0; rc == 0 && names[i] != NULL; i++)
+        rc = json_array_append_new(denied, json_string(names[i]));
+    if (rc != 0) {
+        json_decref(o);
         json_decref(denied);
         return -ENOMEM;
     }
-    int rc = json_object_set_new(o, "sockets", json_string(restrict_network ? "unix-only" : "any"));
+    rc = json_object_set_new(o, "sockets", json_string(restrict_network ? "unix-only" : "any"));
     rc |= json_object_set_new(o, "denied", denied);
     rc |= json_object_set_new(o, "other_arch", json_string("kill"));
     rc |= json_object_set_new(report, "seccomp", o);
     return rc == 0 ? 0 : -ENOMEM;
 }
 
+/* seccomp(2) where the kernel has it (3.17+), else the prctl it replaced. */
+static int
+load(const struct sock_fprog *prog)
+{
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0)
+        return 0;
+    if (errno != ENOSYS)
+        return -errno;
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) == 0)
+        return 0;
+    return -errno;
+}
+
 int
 sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
 {
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (ctx == NULL)
+    size_t len;
+    const char *const *names;
+    const struct sock_filter *insns =
+        sandbox_filter_program(confine, restrict_network, &len, &names);
+    if (insns == NULL)
+        return -EINVAL;
+    /* Built before loading: after it, the report only needs memory already
+     * held, and a failure leaves nothing loaded. */
+    json_t *scratch = json_object();
+    if (scratch == NULL || report_filter(scratch, names, restrict_network) != 0) {
+        json_decref(scratch);
         return -ENOMEM;
-    json_t *denied = json_array();
-    int rc = denied ? 0 : -ENOMEM;
-    /* Foreign-architecture calls would dodge the argument checks. */
-    if (rc == 0)
-        rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-    if (rc == 0)
-        rc = build(ctx, confine, restrict_network, denied);
-    if (rc == 0)
-        rc = seccomp_load(ctx);
-    seccomp_release(ctx);
-    if (rc != 0) {
-        json_decref(denied);
-        return rc < 0 ? rc : -EINVAL;
     }
-    return report_filter(report, denied, restrict_network);
+    const struct sock_fprog prog = {.len = (unsigned short)len,
+                                    .filter = (struct sock_filter *)insns};
+    int rc = load(&prog);
+    if (rc == 0 && json_object_update(report, scratch) != 0)
+        rc = -ENOMEM; /* loaded but unreported: the caller dies, nothing runs */
+    json_decref(scratch);
+    return rc;
 }

@@ -7,12 +7,17 @@
  * the three io_uring calls (its requests would bypass this filter).  System
  * calls of other architectures (x32, i386) kill the process, so the 32-bit
  * socketcall(2) cannot go around the rules.
+ *
+ * The rules live in filter-rules.c (libseccomp); the build compiles them
+ * to BPF once (filter-gen) and this module only loads the result.
  */
 #ifndef EXECGATE_SANDBOX_FILTER_H
 #define EXECGATE_SANDBOX_FILTER_H
 
 #include <jansson.h>
+#include <linux/filter.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * Loads the filter into the calling thread (no_new_privs must be set) and
@@ -20,5 +25,14 @@
  * loaded.
  */
 int sandbox_filter_apply(bool confine, bool restrict_network, json_t *report);
+
+/*
+ * The precompiled program for this combination and its instruction count
+ * in *len, and in *names the NULL-terminated names of the denied calls
+ * (static storage, never freed).  NULL when the combination installs no
+ * filter (neither confine nor restrict_network).
+ */
+const struct sock_filter *sandbox_filter_program(bool confine, bool restrict_network, size_t *len,
+                                                 const char *const **names);
 
 #endif

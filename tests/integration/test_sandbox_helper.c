@@ -520,6 +520,132 @@ test_group_kill_ends_everything(void **state)
     free(policy);
 }
 
+/* What the command leaves running in the background (also in a session
+ * of its own) is dead and reaped by the time the helper has exited: the
+ * helper waits for the init, whose exit kills and reaps the whole PID
+ * namespace, so no polling here. */
+static void
+test_leftovers_dead_at_exit(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char marker[32];
+    snprintf(marker, sizeof marker, "%d", 5000 + (int)(getpid() % 1000));
+    char *script;
+    /* No output pipe held by the leftovers: nothing to wait for but the
+     * helper itself. */
+    assert_true(asprintf(&script,
+                         "setsid sleep %s >/dev/null 2>&1 & sleep %s >/dev/null 2>&1 & exit 5",
+                         marker, marker) > 0);
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, script, &out);
+    close(out);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 5);
+    assert_false(process_with_marker(marker));
+    free(script);
+    free(policy);
+}
+
+/* The pid of the helper's only child (the namespace's init). */
+static pid_t
+only_child(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *fp = fopen(path, "re");
+    assert_non_null(fp);
+    int child = -1;
+    assert_int_equal(fscanf(fp, "%d", &child), 1);
+    fclose(fp);
+    return child;
+}
+
+/* The value of a "Name:\t..." line of /proc/PID/status (malloc'd). */
+static char *
+status_field(pid_t pid, const char *name)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *fp = fopen(path, "re");
+    assert_non_null(fp);
+    char *value = NULL;
+    size_t len = strlen(name);
+    while (value == NULL && fgets(line, sizeof line, fp) != NULL) {
+        if (strncmp(line, name, len) == 0 && line[len] == ':') {
+            char *v = line + len + 1;
+            v += strspn(v, " \t");
+            v[strcspn(v, "\n")] = '\0';
+            value = strdup(v);
+        }
+    }
+    fclose(fp);
+    assert_non_null(value);
+    return value;
+}
+
+/* The command shares the init's memory until its execve
+ * (CLONE_VM|CLONE_VFORK) but not its confinement: the filter is on the
+ * command only, the init (which reaps and forwards) has none. */
+static void
+test_init_not_confined_by_command(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, "echo ready; exec sleep 30", &out);
+    wait_for_output(out, "ready");
+    pid_t init = only_child(pid);
+    pid_t cmd = only_child(init);
+    assert_int_equal(kill(cmd, 0), 0);
+    char *init_seccomp = status_field(init, "Seccomp");
+    char *cmd_seccomp = status_field(cmd, "Seccomp");
+    assert_string_equal(init_seccomp, "0");
+    assert_string_equal(cmd_seccomp, "2"); /* filter mode */
+    assert_int_equal(kill(-pid, SIGKILL), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(out);
+    free(init_seccomp);
+    free(cmd_seccomp);
+    free(policy);
+}
+
+/* An init killed while the command runs: the helper answers with the
+ * init's own death (128+9), and the namespace dies with it. */
+static void
+test_init_killed(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char marker[32];
+    snprintf(marker, sizeof marker, "%d", 6000 + (int)(getpid() % 1000));
+    char *script;
+    assert_true(asprintf(&script, "echo ready; sleep %s", marker) > 0);
+    int out;
+    pid_t pid = spawn_helper(policy, f->dir, script, &out);
+    wait_for_output(out, "ready");
+    pid_t init = only_child(pid);
+    assert_true(init > 0);
+    assert_int_equal(kill(init, SIGKILL), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 128 + SIGKILL);
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; i++) {
+        gone = !process_with_marker(marker);
+        if (!gone)
+            usleep(10000);
+    }
+    assert_true(gone);
+    close(out);
+    free(script);
+    free(policy);
+}
+
 /* SIGTERM to the helper reaches the command, which may handle it. */
 static void
 test_sigterm_forwarded(void **state)
@@ -657,6 +783,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leftovers_dead_at_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_not_confined_by_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_eof_while_running, setup, teardown),
     };

@@ -1,0 +1,31 @@
+/*
+ * filter-rules: the seccomp rules of the sandbox, stated once with
+ * libseccomp.
+ *
+ * The helper does not run this: the build runs it (filter-gen) and embeds
+ * the BPF program libseccomp exports, so no spawn pays for compiling the
+ * filter.  The unit test runs it again and checks that the embedded
+ * programs are still what libseccomp builds.
+ */
+#ifndef EXECGATE_SANDBOX_FILTER_RULES_H
+#define EXECGATE_SANDBOX_FILTER_RULES_H
+
+#include <seccomp.h>
+#include <stdbool.h>
+
+/* Called with the name of each denied call (or ioctl request) in order;
+ * a non-zero return stops the build with that value. */
+typedef int (*sandbox_filter_note_fn)(void *arg, const char *name);
+
+/*
+ * A new libseccomp context for the native architecture holding the
+ * sandbox's rules: with confine the always-denied calls and terminal
+ * injection ioctls, with restrict_network the io_uring calls and non-Unix
+ * sockets; calls of foreign architectures kill the process.  Returns the
+ * context (release it with seccomp_release), or NULL with *rc set to a
+ * negative errno or the note callback's non-zero value.
+ */
+scmp_filter_ctx sandbox_filter_rules_new(bool confine, bool restrict_network,
+                                         sandbox_filter_note_fn note, void *arg, int *rc);
+
+#endif

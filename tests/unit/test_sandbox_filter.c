@@ -1,0 +1,190 @@
+/*
+ * filter: the BPF programs embedded at build time are exactly what
+ * libseccomp builds from filter-rules.c now, for every policy combination,
+ * with the same denied names; and a loaded program refuses what it must
+ * (in a forked child, so the test process itself stays unfiltered).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "filter-rules.h"
+#include "filter.h"
+
+struct names {
+    char *list[64];
+    size_t n;
+};
+
+static int
+collect(void *arg, const char *name)
+{
+    struct names *ns = arg;
+    if (ns->n >= sizeof ns->list / sizeof ns->list[0])
+        return -ENOSPC;
+    ns->list[ns->n] = strdup(name);
+    return ns->list[ns->n++] != NULL ? 0 : -ENOMEM;
+}
+
+/* What libseccomp exports for this combination, read back from a file. */
+static void *
+runtime_program(bool confine, bool net, struct names *ns, size_t *bytes)
+{
+    int rc = 0;
+    scmp_filter_ctx ctx = sandbox_filter_rules_new(confine, net, collect, ns, &rc);
+    assert_non_null(ctx);
+    assert_int_equal(rc, 0);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    assert_int_equal(seccomp_export_bpf(ctx, fileno(tmp)), 0);
+    seccomp_release(ctx);
+    long size = ftell(tmp) >= 0 && fseek(tmp, 0, SEEK_END) == 0 ? ftell(tmp) : -1;
+    assert_true(size > 0);
+    rewind(tmp);
+    void *buf = malloc((size_t)size);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)size, tmp), (size_t)size);
+    fclose(tmp);
+    *bytes = (size_t)size;
+    return buf;
+}
+
+static void
+check_combination(bool confine, bool net)
+{
+    struct names ns = {0};
+    size_t bytes;
+    void *expected = runtime_program(confine, net, &ns, &bytes);
+    size_t len;
+    const char *const *names;
+    const struct sock_filter *prog = sandbox_filter_program(confine, net, &len, &names);
+    assert_non_null(prog);
+    assert_int_equal(len * sizeof *prog, bytes);
+    assert_memory_equal(prog, expected, bytes);
+    size_t i = 0;
+    for (; names[i] != NULL; i++) {
+        assert_true(i < ns.n);
+        assert_string_equal(names[i], ns.list[i]);
+    }
+    assert_int_equal(i, ns.n);
+    for (i = 0; i < ns.n; i++)
+        free(ns.list[i]);
+    free(expected);
+}
+
+static void
+test_generated_equals_runtime(void **state)
+{
+    (void)state;
+    check_combination(true, true);  /* read-only, workspace-write, network off */
+    check_combination(true, false); /* the same with network on */
+    check_combination(false, true); /* external-sandbox, network off */
+}
+
+static void
+test_no_filter_without_need(void **state)
+{
+    (void)state;
+    size_t len = 99;
+    const char *const *names = NULL;
+    assert_null(sandbox_filter_program(false, false, &len, &names));
+    assert_int_equal(len, 0);
+}
+
+static void
+test_names_cover_policy(void **state)
+{
+    (void)state;
+    size_t len;
+    const char *const *names;
+    assert_non_null(sandbox_filter_program(true, true, &len, &names));
+    bool mount_seen = false, uring_seen = false, tiocsti_seen = false;
+    for (size_t i = 0; names[i] != NULL; i++) {
+        mount_seen |= strcmp(names[i], "mount") == 0;
+        uring_seen |= strcmp(names[i], "io_uring_setup") == 0;
+        tiocsti_seen |= strcmp(names[i], "ioctl(TIOCSTI)") == 0;
+    }
+    assert_true(mount_seen && uring_seen && tiocsti_seen);
+    assert_non_null(sandbox_filter_program(false, true, &len, &names));
+    for (size_t i = 0; names[i] != NULL; i++)
+        assert_string_not_equal(names[i], "mount");
+}
+
+/* Child: loads the filter for (confine, net), then reports by exit status
+ * which probes were refused with EPERM (bit set) or allowed. */
+static int
+probe_child(bool confine, bool net)
+{
+    json_t *report = json_object();
+    if (report == NULL || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        sandbox_filter_apply(confine, net, report) != 0)
+        return 255;
+    json_t *sc = json_object_get(report, "seccomp");
+    const char *sockets = json_string_value(json_object_get(sc, "sockets"));
+    if (sockets == NULL || strcmp(sockets, net ? "unix-only" : "any") != 0)
+        return 254;
+    json_decref(report);
+    int bits = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 && errno == EPERM)
+        bits |= 1;
+    if (fd >= 0)
+        close(fd);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0) {
+        bits |= 2; /* Unix sockets stay allowed */
+        close(fd);
+    }
+    if (chroot("/") != 0 && errno == EPERM)
+        bits |= 4;
+    return bits;
+}
+
+static int
+run_probe(bool confine, bool net)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(probe_child(confine, net));
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static void
+test_loaded_filter_refuses(void **state)
+{
+    (void)state;
+    assert_int_equal(run_probe(true, true), 1 | 2 | 4);
+    assert_int_equal(run_probe(false, true), 1 | 2);
+    /* Network on: IP sockets open; chroot still refused. */
+    assert_int_equal(run_probe(true, false), 2 | 4);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generated_equals_runtime),
+        cmocka_unit_test(test_no_filter_without_need),
+        cmocka_unit_test(test_names_cover_policy),
+        cmocka_unit_test(test_loaded_filter_refuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
