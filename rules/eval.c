@@ -569,12 +569,13 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
 }
 
 static int64_t
-slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, int64_t step)
+slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, int64_t step,
+            const char *which)
 {
     if (v.type == STAR_UNBOUND || v.type == STAR_NONE)
         return dflt;
     if (v.type != STAR_INT)
-        star_fail(vm, "invalid slice index: got %s, want int", star_type_name(v));
+        star_fail(vm, "invalid %s index: got %s, want int", which, star_type_name(v));
     int64_t i = v.u.i;
     if (i < 0) {
         i += n;
@@ -612,11 +613,11 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
     int64_t n = seq_len(vm, x);
     int64_t start, stop;
     if (step > 0) {
-        start = slice_bound(vm, lo, 0, n, step);
-        stop = slice_bound(vm, hi, n, n, step);
+        start = slice_bound(vm, lo, 0, n, step, "start");
+        stop = slice_bound(vm, hi, n, n, step, "end");
     } else {
-        start = slice_bound(vm, lo, n - 1, n, step);
-        stop = slice_bound(vm, hi, -1, n, step);
+        start = slice_bound(vm, lo, n - 1, n, step, "start");
+        stop = slice_bound(vm, hi, -1, n, step, "end");
     }
     if (x.type == STAR_STRING) {
         struct star_buf b = {0};
