@@ -935,7 +935,8 @@ eval_args(struct star_vm *vm, struct star_frame *fr, struct ast_node *call, stru
             break;
         case ARG_STAR: {
             at(vm, a->value);
-            if (v.type != STAR_LIST && v.type != STAR_TUPLE)
+            if (v.type != STAR_LIST && v.type != STAR_TUPLE && v.type != STAR_RANGE &&
+                v.type != STAR_DICT)
                 star_fail(vm, "argument after * must be iterable, not %s", star_type_name(v));
             size_t n;
             struct star_value *items = star_iterable_items(vm, v, &n);
@@ -971,8 +972,7 @@ eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         star_builtin_fn m = star_method(obj, fnode->u.dot.name);
         if (m == NULL) {
             at(vm, fnode);
-            star_fail(vm, "%s has no .%s field or method", star_type_name(obj),
-                      fnode->u.dot.name->data);
+            star_getattr(vm, obj, fnode->u.dot.name); /* fails with a suggestion */
         }
         eval_args(vm, fr, e, &ab);
         struct star_builtin bi = {.name = fnode->u.dot.name->data, .fn = m, .recv = obj};

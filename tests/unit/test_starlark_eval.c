@@ -310,6 +310,8 @@ test_string_methods(void **state)
                  "eq('abc'.count('b') + 'abc'.index('c'), 3)\n"
                  "eq('123'.isdigit() and 'abc'.isalpha() and ' '.isspace(), True)\n");
     expect_err("'a'.nope()\n", "t.star:1:5: string has no .nope field or method");
+    expect_err("'a'.startwith('a')\n",
+               "t.star:1:5: string has no .startwith field or method (did you mean .startswith?)");
     expect_err("'a'.split(sep = ',', bad = 1)\n",
                "t.star:1:1: split: unexpected keyword argument 'bad'");
 }
