@@ -234,12 +234,12 @@ parse_int(const char *s, size_t n, int64_t base, int64_t *out)
 static struct star_value
 bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("int", 0, "x", "base");
-    if (!given(a[0]))
-        return star_int(0);
+    BIND("int", 1, "x", "base");
     struct star_value x = a[0];
     if (x.type == STAR_STRING) {
-        int64_t base = given(a[1]) ? want_int(vm, "int", a[1], "base") : 10;
+        if (given(a[1]) && a[1].type != STAR_INT)
+            star_fail(vm, "int: base must be an integer, not %s", star_type_name(a[1]));
+        int64_t base = given(a[1]) ? a[1].u.i : 10;
         if (base != 0 && (base < 2 || base > 36))
             star_fail(vm, "int: base must be an integer >= 2 && <= 36");
         int64_t v;
