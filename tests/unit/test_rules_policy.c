@@ -271,6 +271,19 @@ test_host_executable_relative(void **state)
                          "\"decision\":\"allow\"}",
                          strcmp(cwd, "/") == 0 ? "" : cwd) > 0);
     EXPECT_JSON(p, R, want, "./bin/rg", "x");
+    /* "." is the current directory itself: its name is looked up. */
+    const char *base = strrchr(cwd, '/') + 1;
+    if (*base) {
+        const char *a0[] = {base};
+        struct rules_token pat[] = {{a0, 1}};
+        assert_int_equal(rules_policy_add_prefix_rule(p, pat, 1, RULES_DECISION_FORBIDDEN, NULL),
+                         0);
+        struct rules_result r;
+        assert_int_equal(rules_policy_check(p, ARGV("."), 1, R, &r), 0);
+        assert_int_equal(r.decision, RULES_DECISION_FORBIDDEN);
+        assert_string_equal(r.matches[0].resolved_program, cwd);
+        rules_result_free(&r);
+    }
     free(want);
     free(cwd);
 
