@@ -437,7 +437,7 @@ min_max(struct star_vm *vm, struct star_args *args, const char *name, int sign)
         key = args->kwvals[k];
     }
     if (args->npos == 0)
-        star_fail(vm, "%s: got 0 arguments, want at least 1", name);
+        star_fail(vm, "%s: at least one positional argument required", name);
     size_t n;
     struct star_value *items;
     if (args->npos == 1) {

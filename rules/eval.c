@@ -266,7 +266,7 @@ repeat(struct star_vm *vm, struct star_value seq, int64_t times)
         star_fail(vm, "out of memory: repetition too large");
     size_t n = len * (size_t)times;
     struct star_value r = seq.type == STAR_TUPLE ? star_tuple_new(vm, n) : star_list_new(vm, n);
-    for (int64_t i = 0; i < times; i++)
+    for (int64_t i = 0; len > 0 && i < times; i++)
         memcpy(r.u.l->items + (size_t)i * len, seq.u.l->items, len * sizeof(struct star_value));
     r.u.l->len = n;
     return r;
@@ -357,6 +357,8 @@ op_text(int op)
         return "<<";
     case T_GTGT:
         return ">>";
+    case T_STARSTAR:
+        return "**";
     case T_LT:
         return "<";
     case T_GT:
@@ -414,6 +416,20 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
         if (b < 0)
             star_fail(vm, "negative shift count: %lld", (long long)b);
         return star_int(b >= 63 ? (a < 0 ? -1 : 0) : a >> b);
+    case T_STARSTAR: {
+        if (b < 0)
+            star_fail(vm, "negative exponent: %lld", (long long)b);
+        int64_t acc = 1;
+        for (int64_t i = 0; i < b; i++) {
+            if (__builtin_mul_overflow(acc, a, &acc))
+                overflow(vm);
+            if (acc == 0 || acc == 1)
+                break;
+        }
+        if (acc == 1 && a == -1 && (b % 2) == 1)
+            acc = -1;
+        return star_int(acc);
+    }
     case T_SLASH:
         star_fail(vm, "floating-point division is not supported: use // for integer division");
     default:
@@ -583,7 +599,8 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
         size_t n;
         struct star_value *items = star_iterable_items(vm, x, &n);
         struct star_value l = star_tuple_new(vm, n);
-        memcpy(l.u.l->items, items, n * sizeof *items);
+        if (n > 0)
+            memcpy(l.u.l->items, items, n * sizeof *items);
         x = l;
         struct star_value r = star_slice(vm, x, lo, hi, st);
         r.type = STAR_LIST;
@@ -655,7 +672,7 @@ star_iterable_items(struct star_vm *vm, struct star_value v, size_t *n)
         return items;
     }
     default:
-        star_fail(vm, "got %s, want iterable", star_type_name(v));
+        star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(v), star_type_name(v));
     }
 }
 
@@ -1198,7 +1215,7 @@ exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         l->iterating--;
         return result;
     }
-    star_fail(vm, "got %s, want iterable", star_type_name(it));
+    star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(it), star_type_name(it));
 }
 
 static void

@@ -346,6 +346,7 @@ parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
 static struct ast_node *
 parse_primary(struct parser *ps)
 {
+    struct star_token *start = peek(ps);
     struct ast_node *e = parse_operand(ps);
     for (;;) {
         struct star_token *t = peek(ps);
@@ -359,6 +360,9 @@ parse_primary(struct parser *ps)
         } else if (t->kind == T_LPAREN) {
             advance(ps);
             e = parse_call(ps, e, t);
+            /* A call is reported where its whole expression starts. */
+            e->line = start->line;
+            e->col = start->col;
         } else if (t->kind == T_LBRACK) {
             advance(ps);
             struct ast_node *lo = NULL, *hi = NULL, *step = NULL;
@@ -398,7 +402,18 @@ parse_unary(struct parser *ps)
         ps->depth--;
         return n;
     }
-    return parse_primary(ps);
+    struct ast_node *base = parse_primary(ps);
+    if (peek_kind(ps) != T_STARSTAR)
+        return base;
+    /* x ** y binds tighter than unary minus on its left, and to the right. */
+    struct star_token *op = advance(ps);
+    enter(ps, op);
+    struct ast_node *n = node(ps, A_BINARY, op);
+    n->op = T_STARSTAR;
+    n->u.x.a = base;
+    n->u.x.b = parse_unary(ps);
+    ps->depth--;
+    return n;
 }
 
 /* Binary precedence levels, loosest first (comparisons handled apart). */

@@ -72,7 +72,12 @@ def run(binary, code):
         os.unlink(name)
 
 
+SANITIZER = re.compile(r"runtime error:|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer")
+
+
 def verdict(rc, out, expected):
+    if SANITIZER.search(out):
+        return False, "sanitizer report: %s" % out.strip()
     if rc not in (0, 1):
         return False, "crashed or timed out (status %d): %s" % (rc, out.strip())
     if not expected:
@@ -103,7 +108,7 @@ def main():
                 continue
             rc, out = run(binary, code)
             ok, why = verdict(rc, out, expected)
-            if rc not in (0, 1):
+            if rc not in (0, 1) or SANITIZER.search(out):
                 crashes += 1
             if uses_floats(code):
                 floats += 1
