@@ -63,8 +63,14 @@ test_creates_dirs_and_file(void **state)
     (void)state;
     char *dir = tmpdir_new("amend");
     char *path = tmpdir_path(dir, "a/b/rules/default.rules");
+    mode_t old_mask = umask(027);
     AMEND_OK(path, "git", "status");
+    umask(old_mask);
     expect_file(path, "prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n");
+    /* A new file gets 0666 less the umask, as any program's new file. */
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
     /* No temporary file is left behind. */
     char *rdir = tmpdir_path(dir, "a/b/rules");
     char cmd[4096];
