@@ -1361,7 +1361,7 @@ run_module(struct star_vm *vm, const char *src, size_t len)
         free(fr.slots);
     /* Globals are frozen once the file has run. */
     for (uint32_t i = 0; i < m->nglobals; i++)
-        star_freeze(fr.globals[i]);
+        star_freeze(vm, fr.globals[i]);
 }
 
 int
@@ -1373,6 +1373,7 @@ star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t 
     vm->col = 1;
     vm->steps = 0;
     vm->call_depth = 0;
+    vm->value_depth = 0;
     vm->frames = NULL;
     free(vm->err);
     vm->err = NULL;

@@ -68,6 +68,7 @@ struct star_vm {
 
     uint64_t steps, max_steps;
     unsigned call_depth;
+    unsigned value_depth; /* nesting of the value being compared, hashed or printed */
 
     struct star_str **intern; /* open addressing on content hash */
     size_t intern_cap, intern_len;

@@ -422,6 +422,14 @@ test_hostile_limits(void **state)
                "t.star:2:24: out of memory: range of 1000000000 elements is too large");
     expect_err("s = 'x' * 100000000\nt = s + s + s\n",
                "t.star:2:7: out of memory: the file needs more than 256 MiB");
+    /* Deep and widely shared values: frozen without recursion, compared
+     * with a depth limit. */
+    expect_ok("x = []\nfor i in range(1000000):\n    x = [x]\n"
+              "t = ()\nfor i in range(60):\n    t = (t, t)\n");
+    expect_err("x = []\ny = []\nfor i in range(5000):\n    x = [x]\n    y = [y]\nz = x == y\n",
+               "t.star:6:7: value nested too deeply (the limit is 1000 levels)");
+    expect_err("x = []\nfor i in range(5000):\n    x = [x]\ns = str(x)\n",
+               "t.star:4:5: value nested too deeply to print (the limit is 1000 levels)");
     expect_err("prefix_rule(pattern = ['ls'])\n",
                "t.star:1:1: undefined: prefix_rule is not defined");
     expect_err("undefined_function(1)\n",
