@@ -1067,8 +1067,26 @@ eval_unary(struct star_vm *vm, struct star_value v, int op)
     return v;
 }
 
+static struct star_value eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e);
+
+/*
+ * Nested expressions inside nested calls multiply: bound the evaluator's
+ * own recursion so no file can exhaust the C stack.
+ */
 static struct star_value
 eval(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
+{
+    if (++vm->eval_depth > STAR_MAX_EVAL_DEPTH)
+        star_fail_at(vm, e->line, e->col,
+                     "expressions and calls nested too deeply (the limit is %d levels)",
+                     STAR_MAX_EVAL_DEPTH);
+    struct star_value v = eval_node(vm, fr, e);
+    vm->eval_depth--;
+    return v;
+}
+
+static struct star_value
+eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 {
     switch (e->kind) {
     case A_IDENT:
@@ -1374,6 +1392,7 @@ star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t 
     vm->steps = 0;
     vm->call_depth = 0;
     vm->value_depth = 0;
+    vm->eval_depth = 0;
     vm->frames = NULL;
     free(vm->err);
     vm->err = NULL;
