@@ -210,7 +210,8 @@ struct amend_job {
     char *tmp;
     int dirfd;
     struct abuf old;
-    mode_t mode;
+    mode_t mode;  /* of the existing file */
+    bool existed; /* else the new file gets 0666 less the umask */
 };
 
 /* Reads the current file (missing is empty) and the mode to keep. */
@@ -218,12 +219,8 @@ static int
 read_current(struct amend_job *job, char **err)
 {
     int fd = open(job->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {
-        mode_t mask = umask(0);
-        umask(mask);
-        job->mode = 0666 & ~mask;
+    if (fd < 0 && errno == ENOENT)
         return 0;
-    }
     if (fd < 0)
         return fail(-errno, err, "rules: cannot open %s: %s", job->path, strerror(errno));
     struct stat st;
@@ -233,6 +230,7 @@ read_current(struct amend_job *job, char **err)
     if (rc == 0)
         rc = read_all(fd, &job->old);
     job->mode = st.st_mode & 07777;
+    job->existed = true;
     close(fd);
     if (rc == -EINVAL)
         return fail(rc, err, "rules: %s is not a regular file", job->path);
@@ -241,22 +239,42 @@ read_current(struct amend_job *job, char **err)
     return 0;
 }
 
+/*
+ * Creates job->tmp, a new file beside the target.  Not mkostemp: its 0600
+ * would need the umask to widen, and reading the umask means changing it,
+ * which races with other threads.  open(O_EXCL, 0666) lets the kernel
+ * apply the umask; a name already taken is retried.  Returns an fd or
+ * -errno.
+ */
+static int
+create_temp(struct amend_job *job)
+{
+    static unsigned counter;
+    const char *base = strrchr(job->path, '/');
+    base = base ? base + 1 : job->path;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        free(job->tmp);
+        unsigned n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+        if (asprintf(&job->tmp, "%s/.%s.%ld.%u.tmp", job->dir, base, (long)getpid(), n) < 0) {
+            job->tmp = NULL;
+            return -ENOMEM;
+        }
+        int fd = open(job->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd >= 0 ? fd : -errno;
+    }
+    return -EEXIST;
+}
+
 /* Writes the temporary file, makes it durable, and renames it in place. */
 static int
 replace_file(struct amend_job *job, const char *line, char **err)
 {
-    const char *base = strrchr(job->path, '/');
-    base = base ? base + 1 : job->path;
-    if (asprintf(&job->tmp, "%s/.%s.XXXXXX", job->dir, base) < 0) {
-        job->tmp = NULL;
-        return fail(-ENOMEM, err, "rules: out of memory");
-    }
-    int fd = mkostemp(job->tmp, O_CLOEXEC);
+    int fd = create_temp(job);
     if (fd < 0) {
-        int e = errno;
         free(job->tmp);
         job->tmp = NULL;
-        return fail(-e, err, "rules: cannot create a file in %s: %s", job->dir, strerror(e));
+        return fail(fd, err, "rules: cannot create a file in %s: %s", job->dir, strerror(-fd));
     }
     int rc = write_all(fd, job->old.data ? job->old.data : "", job->old.len);
     if (rc == 0 && job->old.len > 0 && job->old.data[job->old.len - 1] != '\n')
@@ -265,7 +283,7 @@ replace_file(struct amend_job *job, const char *line, char **err)
         rc = write_all(fd, line, strlen(line));
     if (rc == 0)
         rc = write_all(fd, "\n", 1);
-    if (rc == 0 && fchmod(fd, job->mode) < 0)
+    if (rc == 0 && job->existed && fchmod(fd, job->mode) < 0)
         rc = -errno;
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;

@@ -130,8 +130,8 @@ dict_update(struct star_vm *vm, const char *fname, struct star_dict *d, struct s
             for (size_t i = 0; i < n; i++) {
                 struct star_value p = items[i];
                 if ((p.type != STAR_LIST && p.type != STAR_TUPLE) || p.u.l->len != 2)
-                    star_fail(vm, "%s: dictionary update sequence element #%zu is not a pair",
-                              fname, i);
+                    star_fail(vm, "%s: non-pair element #%zu in the update sequence (got %s)",
+                              fname, i, star_type_name(p));
                 star_dict_set(vm, d, p.u.l->items[0], p.u.l->items[1]);
             }
         }
@@ -234,12 +234,12 @@ parse_int(const char *s, size_t n, int64_t base, int64_t *out)
 static struct star_value
 bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("int", 0, "x", "base");
-    if (!given(a[0]))
-        return star_int(0);
+    BIND("int", 1, "x", "base");
     struct star_value x = a[0];
     if (x.type == STAR_STRING) {
-        int64_t base = given(a[1]) ? want_int(vm, "int", a[1], "base") : 10;
+        if (given(a[1]) && a[1].type != STAR_INT)
+            star_fail(vm, "int: base must be an integer, not %s", star_type_name(a[1]));
+        int64_t base = given(a[1]) ? a[1].u.i : 10;
         if (base != 0 && (base < 2 || base > 36))
             star_fail(vm, "int: base must be an integer >= 2 && <= 36");
         int64_t v;
@@ -830,9 +830,13 @@ affix_match(struct star_vm *vm, const char *fname, struct star_str *s, size_t b,
             struct star_value x, bool prefix)
 {
     if (x.type == STAR_TUPLE) {
-        for (size_t i = 0; i < x.u.l->len; i++)
+        for (size_t i = 0; i < x.u.l->len; i++) {
+            if (x.u.l->items[i].type != STAR_STRING)
+                star_fail(vm, "%s: got %s, for element %zu, want string", fname,
+                          star_type_name(x.u.l->items[i]), i);
             if (affix_match(vm, fname, s, b, e, x.u.l->items[i], prefix))
                 return true;
+        }
         return false;
     }
     if (x.type != STAR_STRING)
@@ -1279,9 +1283,11 @@ m_format(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
             star_fail(vm, "format: format specifications are not supported");
         if (memchr(f, '{', flen) != NULL)
             star_fail(vm, "format: nested replacement fields are not supported");
-        if (memchr(f, '.', flen) != NULL || memchr(f, '[', flen) != NULL)
-            star_fail(vm, "format: field %.*s: attribute and index access are not supported",
-                      (int)flen, f);
+        if (memchr(f, '.', flen) != NULL)
+            star_fail(vm, "format: field %.*s: attribute syntax x.y is not supported", (int)flen,
+                      f);
+        if (memchr(f, '[', flen) != NULL)
+            star_fail(vm, "format: field %.*s: index syntax a[i] is not supported", (int)flen, f);
         bool numeric = flen > 0;
         for (size_t j = 0; j < flen; j++)
             numeric = numeric && f[j] >= '0' && f[j] <= '9';
@@ -1636,12 +1642,60 @@ star_method(struct star_value recv, const struct star_str *name)
     return m ? m->fn : NULL;
 }
 
+/* Edit distance, bounded: names are short. */
+static size_t
+distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 32 || lb > 32)
+        return 99;
+    size_t row[33];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t sub =
+                prev + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            size_t best = sub < row[j] + 1 ? sub : row[j] + 1;
+            row[j] = best < row[j - 1] + 1 ? best : row[j - 1] + 1;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+/* The method of type closest to name, for "did you mean" hints; NULL if none is close. */
+static const char *
+closest_method(uint8_t type, const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < NPARAMS(methods); i++) {
+        if (methods[i].type != type)
+            continue;
+        size_t d = distance(methods[i].name, name);
+        if (d < best_d) {
+            best_d = d;
+            best = methods[i].name;
+        }
+    }
+    return best;
+}
+
 struct star_value
 star_getattr(struct star_vm *vm, struct star_value obj, struct star_str *name)
 {
     const struct method *m = find_method(obj.type, name);
-    if (m == NULL)
+    if (m == NULL) {
+        const char *hint = closest_method(obj.type, name->data);
+        if (hint != NULL)
+            star_fail(vm, "%s has no .%s field or method (did you mean .%s?)", star_type_name(obj),
+                      name->data, hint);
         star_fail(vm, "%s has no .%s field or method", star_type_name(obj), name->data);
+    }
     struct star_builtin *b = star_alloc(vm, sizeof *b);
     b->name = m->name;
     b->fn = m->fn;

@@ -569,12 +569,13 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
 }
 
 static int64_t
-slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, int64_t step)
+slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, int64_t step,
+            const char *which)
 {
     if (v.type == STAR_UNBOUND || v.type == STAR_NONE)
         return dflt;
     if (v.type != STAR_INT)
-        star_fail(vm, "invalid slice index: got %s, want int", star_type_name(v));
+        star_fail(vm, "invalid %s index: got %s, want int", which, star_type_name(v));
     int64_t i = v.u.i;
     if (i < 0) {
         i += n;
@@ -612,11 +613,11 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
     int64_t n = seq_len(vm, x);
     int64_t start, stop;
     if (step > 0) {
-        start = slice_bound(vm, lo, 0, n, step);
-        stop = slice_bound(vm, hi, n, n, step);
+        start = slice_bound(vm, lo, 0, n, step, "start");
+        stop = slice_bound(vm, hi, n, n, step, "end");
     } else {
-        start = slice_bound(vm, lo, n - 1, n, step);
-        stop = slice_bound(vm, hi, -1, n, step);
+        start = slice_bound(vm, lo, n - 1, n, step, "start");
+        stop = slice_bound(vm, hi, -1, n, step, "end");
     }
     if (x.type == STAR_STRING) {
         struct star_buf b = {0};
@@ -934,7 +935,8 @@ eval_args(struct star_vm *vm, struct star_frame *fr, struct ast_node *call, stru
             break;
         case ARG_STAR: {
             at(vm, a->value);
-            if (v.type != STAR_LIST && v.type != STAR_TUPLE)
+            if (v.type != STAR_LIST && v.type != STAR_TUPLE && v.type != STAR_RANGE &&
+                v.type != STAR_DICT)
                 star_fail(vm, "argument after * must be iterable, not %s", star_type_name(v));
             size_t n;
             struct star_value *items = star_iterable_items(vm, v, &n);
@@ -970,8 +972,7 @@ eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         star_builtin_fn m = star_method(obj, fnode->u.dot.name);
         if (m == NULL) {
             at(vm, fnode);
-            star_fail(vm, "%s has no .%s field or method", star_type_name(obj),
-                      fnode->u.dot.name->data);
+            star_getattr(vm, obj, fnode->u.dot.name); /* fails with a suggestion */
         }
         eval_args(vm, fr, e, &ab);
         struct star_builtin bi = {.name = fnode->u.dot.name->data, .fn = m, .recv = obj};
@@ -1066,8 +1067,26 @@ eval_unary(struct star_vm *vm, struct star_value v, int op)
     return v;
 }
 
+static struct star_value eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e);
+
+/*
+ * Nested expressions inside nested calls multiply: bound the evaluator's
+ * own recursion so no file can exhaust the C stack.
+ */
 static struct star_value
 eval(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
+{
+    if (++vm->eval_depth > STAR_MAX_EVAL_DEPTH)
+        star_fail_at(vm, e->line, e->col,
+                     "expressions and calls nested too deeply (the limit is %d levels)",
+                     STAR_MAX_EVAL_DEPTH);
+    struct star_value v = eval_node(vm, fr, e);
+    vm->eval_depth--;
+    return v;
+}
+
+static struct star_value
+eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 {
     switch (e->kind) {
     case A_IDENT:
@@ -1360,7 +1379,7 @@ run_module(struct star_vm *vm, const char *src, size_t len)
         free(fr.slots);
     /* Globals are frozen once the file has run. */
     for (uint32_t i = 0; i < m->nglobals; i++)
-        star_freeze(fr.globals[i]);
+        star_freeze(vm, fr.globals[i]);
 }
 
 int
@@ -1372,6 +1391,8 @@ star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t 
     vm->col = 1;
     vm->steps = 0;
     vm->call_depth = 0;
+    vm->value_depth = 0;
+    vm->eval_depth = 0;
     vm->frames = NULL;
     free(vm->err);
     vm->err = NULL;

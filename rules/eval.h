@@ -15,12 +15,13 @@
 
 #include "value.h"
 
-/* Resource limits of one file (documented in docs/rules.md). */
+/* Resource limits of one file (documented in docs/rules-interpreter.md). */
 #define STAR_MAX_FILE_BYTES (8u << 20)   /* source size */
 #define STAR_MAX_MEMORY     (256u << 20) /* arena bytes: values, AST, tokens */
 #define STAR_MAX_STEPS      20000000ull  /* statements, loop iterations, calls */
 #define STAR_MAX_CALL_DEPTH 100          /* nested function calls */
 #define STAR_MAX_NESTING    100          /* brackets, nested blocks and expressions */
+#define STAR_MAX_EVAL_DEPTH 2000         /* expressions evaluated at once, across calls */
 
 struct star_args {
     struct star_value *pos;
@@ -68,6 +69,8 @@ struct star_vm {
 
     uint64_t steps, max_steps;
     unsigned call_depth;
+    unsigned value_depth; /* nesting of the value being compared, hashed or printed */
+    unsigned eval_depth;  /* nesting of expressions being evaluated, across calls */
 
     struct star_str **intern; /* open addressing on content hash */
     size_t intern_cap, intern_len;

@@ -226,11 +226,10 @@ lex_number(struct lexer *lx)
     const char *digits = q;
     uint64_t v = 0;
     bool overflow = false;
-    while (q < lx->end && (is_ident_start(*q) || is_digit(*q))) {
+    /* Digits of the literal; a letter after them starts the next token (0in[1]). */
+    while (q < lx->end && (is_digit(*q) || (base == 16 && digit_value(*q) < 16))) {
         int d = digit_value(*q);
         if (d >= base) {
-            if (base == 10 && (*q == 'e' || *q == 'E'))
-                break;
             lx->p = q;
             lex_fail(lx, s, "invalid digit in integer literal");
         }

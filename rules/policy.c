@@ -644,8 +644,14 @@ static int
 check_host_fallback(const struct rules_policy *p, const char *const *argv, size_t argc,
                     struct rules_result *out)
 {
+    /* A bare name resolves to itself: its rules were already tried, so
+     * skip the getcwd() a resolution would cost. */
+    const char *prog = argv[0];
+    if (!strchr(prog, '/') && prog[0] != '\0' && strcmp(prog, ".") != 0 &&
+        strcmp(prog, "..") != 0 && strcmp(prog, "~") != 0)
+        return 0;
     errno = 0;
-    char *norm = absolute_program(argv[0]);
+    char *norm = absolute_program(prog);
     if (!norm)
         return errno == ENOMEM ? -1 : 0;
     int rc = 0;

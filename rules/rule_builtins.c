@@ -135,10 +135,20 @@ parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
 {
     if (e.type == STAR_STRING) {
         const char *s = c_string(vm, e, "an example");
+        size_t len = strlen(s);
+        /*
+         * Reserve the arena memory first: shlex_split's words are malloc'd,
+         * and an arena failure (a longjmp) while they are held would leak
+         * them.  A split never yields more than len + 1 words or len bytes.
+         */
+        if (len > SIZE_MAX / 16)
+            star_fail(vm, "out of memory");
+        const char **argv = star_alloc(vm, (len + 2) * sizeof *argv);
+        char *text = star_alloc(vm, 2 * len + 2);
         char **words = NULL;
         size_t n = 0;
         const char *why = NULL;
-        int rc = shlex_split(s, strlen(s), &words, &n, &why);
+        int rc = shlex_split(s, len, &words, &n, &why);
         if (rc == -ENOMEM)
             star_fail(vm, "out of memory");
         if (rc != 0)
@@ -148,9 +158,13 @@ parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
             shlex_words_free(words);
             star_fail(vm, "invalid example: example cannot be an empty string");
         }
-        const char **argv = star_alloc(vm, (n + 1) * sizeof *argv);
-        for (size_t i = 0; i < n; i++)
-            argv[i] = star_str_new(vm, words[i], strlen(words[i]))->data;
+        for (size_t i = 0; i < n; i++) {
+            size_t wl = strlen(words[i]);
+            memcpy(text, words[i], wl + 1);
+            argv[i] = text;
+            text += wl + 1;
+        }
+        argv[n] = NULL;
         shlex_words_free(words);
         *argc = n;
         return argv;

@@ -462,6 +462,24 @@ str_hash(struct star_str *s)
     return s->hash;
 }
 
+static void
+depth_enter(struct star_vm *vm)
+{
+    if (++vm->value_depth > STAR_MAX_VALUE_DEPTH)
+        star_fail(vm, "value nested too deeply (the limit is %d levels)", STAR_MAX_VALUE_DEPTH);
+}
+
+static uint32_t
+tuple_hash(struct star_vm *vm, struct star_value v)
+{
+    depth_enter(vm);
+    uint32_t h = 0x345678u;
+    for (size_t i = 0; i < v.u.l->len; i++)
+        h = (h ^ star_hash(vm, v.u.l->items[i])) * 1000003u;
+    vm->value_depth--;
+    return h;
+}
+
 uint32_t
 star_hash(struct star_vm *vm, struct star_value v)
 {
@@ -476,12 +494,8 @@ star_hash(struct star_vm *vm, struct star_value v)
     }
     case STAR_STRING:
         return str_hash(v.u.s);
-    case STAR_TUPLE: {
-        uint32_t h = 0x345678u;
-        for (size_t i = 0; i < v.u.l->len; i++)
-            h = (h ^ star_hash(vm, v.u.l->items[i])) * 1000003u;
-        return h;
-    }
+    case STAR_TUPLE:
+        return tuple_hash(vm, v);
     case STAR_FUNCTION:
     case STAR_BUILTIN:
         return (uint32_t)((uintptr_t)v.u.f >> 4);
@@ -495,8 +509,24 @@ seq_equal(struct star_vm *vm, const struct star_list *a, const struct star_list 
 {
     if (a->len != b->len)
         return false;
-    for (size_t i = 0; i < a->len; i++)
-        if (!star_equal(vm, a->items[i], b->items[i]))
+    depth_enter(vm);
+    for (size_t i = 0; i < a->len; i++) {
+        if (!star_equal(vm, a->items[i], b->items[i])) {
+            vm->value_depth--;
+            return false;
+        }
+    }
+    vm->value_depth--;
+    return true;
+}
+
+static bool
+dict_equal_items(struct star_vm *vm, struct star_dict *a, struct star_dict *b)
+{
+    size_t pos = 0;
+    struct star_value k, v, w;
+    while (star_dict_next(a, &pos, &k, &v))
+        if (!star_dict_get(vm, b, k, &w) || !star_equal(vm, v, w))
             return false;
     return true;
 }
@@ -506,12 +536,10 @@ dict_equal(struct star_vm *vm, struct star_dict *a, struct star_dict *b)
 {
     if (a->len != b->len)
         return false;
-    size_t pos = 0;
-    struct star_value k, v, w;
-    while (star_dict_next(a, &pos, &k, &v))
-        if (!star_dict_get(vm, b, k, &w) || !star_equal(vm, v, w))
-            return false;
-    return true;
+    depth_enter(vm);
+    bool eq = dict_equal_items(vm, a, b);
+    vm->value_depth--;
+    return eq;
 }
 
 bool
@@ -568,11 +596,16 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
         case STAR_LIST:
         case STAR_TUPLE: {
             const struct star_list *x = a.u.l, *y = b.u.l;
+            depth_enter(vm);
+            int c = (x->len > y->len) - (x->len < y->len);
             for (size_t i = 0; i < x->len && i < y->len; i++) {
-                if (!star_equal(vm, x->items[i], y->items[i]))
-                    return star_compare(vm, x->items[i], y->items[i]);
+                if (!star_equal(vm, x->items[i], y->items[i])) {
+                    c = star_compare(vm, x->items[i], y->items[i]);
+                    break;
+                }
             }
-            return (x->len > y->len) - (x->len < y->len);
+            vm->value_depth--;
+            return c;
         }
         default:
             break;
@@ -582,32 +615,53 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
     star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
 }
 
-void
-star_freeze(struct star_value v)
+struct worklist {
+    struct star_value *items;
+    size_t n, cap;
+};
+
+static void
+work_push(struct star_vm *vm, struct worklist *w, struct star_value v)
 {
-    switch (v.type) {
-    case STAR_LIST:
-    case STAR_TUPLE:
-        if (v.type == STAR_LIST && v.u.l->frozen)
-            return;
-        v.u.l->frozen = true;
-        for (size_t i = 0; i < v.u.l->len; i++)
-            star_freeze(v.u.l->items[i]);
-        break;
-    case STAR_DICT: {
-        if (v.u.d->frozen)
-            return;
-        v.u.d->frozen = true;
-        size_t pos = 0;
-        struct star_value k, val;
-        while (star_dict_next(v.u.d, &pos, &k, &val)) {
-            star_freeze(k);
-            star_freeze(val);
-        }
-        break;
+    if (v.type != STAR_LIST && v.type != STAR_TUPLE && v.type != STAR_DICT)
+        return;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 64;
+        struct star_value *t = alloc_array(vm, cap, sizeof *t);
+        if (w->n > 0)
+            memcpy(t, w->items, w->n * sizeof *t);
+        w->items = t;
+        w->cap = cap;
     }
-    default:
-        break;
+    w->items[w->n++] = v;
+}
+
+void
+star_freeze(struct star_vm *vm, struct star_value v)
+{
+    struct worklist w = {0};
+    work_push(vm, &w, v);
+    while (w.n > 0) {
+        v = w.items[--w.n];
+        if (v.type == STAR_DICT) {
+            if (v.u.d->frozen)
+                continue;
+            v.u.d->frozen = true;
+            size_t pos = 0;
+            struct star_value k, val;
+            while (star_dict_next(v.u.d, &pos, &k, &val)) {
+                work_push(vm, &w, k);
+                work_push(vm, &w, val);
+            }
+            continue;
+        }
+        /* Each list or tuple is walked once, so shared values cost nothing. */
+        if (v.u.l->deep_frozen)
+            continue;
+        v.u.l->frozen = true;
+        v.u.l->deep_frozen = true;
+        for (size_t i = 0; i < v.u.l->len; i++)
+            work_push(vm, &w, v.u.l->items[i]);
     }
 }
 
@@ -710,8 +764,9 @@ void
 star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings)
 {
     /* A cyclic list would recurse forever: bound the depth like any nesting. */
-    if (++vm->call_depth > STAR_MAX_CALL_DEPTH * 10)
-        star_fail(vm, "value nested too deeply to print");
+    if (++vm->value_depth > STAR_MAX_VALUE_DEPTH)
+        star_fail(vm, "value nested too deeply to print (the limit is %d levels)",
+                  STAR_MAX_VALUE_DEPTH);
     switch (v.type) {
     case STAR_NONE:
         star_buf_add(vm, b, "None", 4);
@@ -769,7 +824,7 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
     default:
         star_buf_add(vm, b, "<unbound>", 9);
     }
-    vm->call_depth--;
+    vm->value_depth--;
 }
 
 struct star_value

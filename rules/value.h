@@ -39,6 +39,7 @@ struct star_list {
     size_t len, cap;
     uint32_t iterating; /* > 0 while a loop walks it: mutation is refused */
     bool frozen;
+    bool deep_frozen; /* everything reachable is frozen too (tuples start frozen) */
 };
 
 struct star_dict;
@@ -115,8 +116,12 @@ uint32_t star_hash(struct star_vm *vm, struct star_value v);
 bool star_equal(struct star_vm *vm, struct star_value a, struct star_value b);
 /* <0, 0, >0; fails the load when the values are not ordered. */
 int star_compare(struct star_vm *vm, struct star_value a, struct star_value b);
-/* Freezes v and everything reachable from it. */
-void star_freeze(struct star_value v);
+/* Freezes v and everything reachable from it (iteratively: depth cannot
+ * exhaust the C stack). */
+void star_freeze(struct star_vm *vm, struct star_value v);
+
+/* Values nest at most this deep for comparison, hashing and printing. */
+#define STAR_MAX_VALUE_DEPTH 1000
 
 /* Growable byte buffer in the arena, for repr/str/format. */
 struct star_buf {

@@ -1,6 +1,7 @@
 /* rules amend: appended line format, preservation of existing bytes,
  * atomic replacement under concurrent readers and writers, errors. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,8 +64,14 @@ test_creates_dirs_and_file(void **state)
     (void)state;
     char *dir = tmpdir_new("amend");
     char *path = tmpdir_path(dir, "a/b/rules/default.rules");
+    mode_t old_mask = umask(027);
     AMEND_OK(path, "git", "status");
+    umask(old_mask);
     expect_file(path, "prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n");
+    /* A new file gets 0666 less the umask, as any program's new file. */
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
     /* No temporary file is left behind. */
     char *rdir = tmpdir_path(dir, "a/b/rules");
     char cmd[4096];
@@ -145,10 +152,20 @@ expect_error(const char *path, const char *const *prefix, size_t n, int want_rc,
     free(err);
 }
 
+static int
+count_fds(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        n += fcntl(fd, F_GETFD) != -1;
+    return n;
+}
+
 static void
 test_errors(void **state)
 {
     (void)state;
+    int fds_before = count_fds();
     char *dir = tmpdir_new("amend");
     char *file = tmpdir_path(dir, "plain");
     tmpdir_write_file(file, "data", 0644);
@@ -164,8 +181,9 @@ test_errors(void **state)
     char *dangling = tmpdir_path(dir, "dangling.rules");
     assert_int_equal(symlink("/nonexistent/target.rules", dangling), 0);
     expect_error(dangling, ARGV("ls"), 1, -ENOENT, "cannot resolve");
-    /* The plain file was never touched by any of it. */
+    /* The plain file was never touched by any of it, and no fd leaked. */
     expect_file(file, "data");
+    assert_int_equal(count_fds(), fds_before);
     free(dangling);
     free(sub);
     free(under_file);

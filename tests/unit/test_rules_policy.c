@@ -271,6 +271,19 @@ test_host_executable_relative(void **state)
                          "\"decision\":\"allow\"}",
                          strcmp(cwd, "/") == 0 ? "" : cwd) > 0);
     EXPECT_JSON(p, R, want, "./bin/rg", "x");
+    /* "." is the current directory itself: its name is looked up. */
+    const char *base = strrchr(cwd, '/') + 1;
+    if (*base) {
+        const char *a0[] = {base};
+        struct rules_token pat[] = {{a0, 1}};
+        assert_int_equal(rules_policy_add_prefix_rule(p, pat, 1, RULES_DECISION_FORBIDDEN, NULL),
+                         0);
+        struct rules_result r;
+        assert_int_equal(rules_policy_check(p, ARGV("."), 1, R, &r), 0);
+        assert_int_equal(r.decision, RULES_DECISION_FORBIDDEN);
+        assert_string_equal(r.matches[0].resolved_program, cwd);
+        rules_result_free(&r);
+    }
     free(want);
     free(cwd);
 
@@ -446,6 +459,98 @@ test_many_rules(void **state)
     rules_policy_free(p);
 }
 
+/* Differential test: the indexed engine against a plain scan of every
+ * rule (first-token alternatives expanded in order), on random policies
+ * over a tiny vocabulary so that matches, near misses and duplicates are
+ * common. */
+static const char *const vocab[] = {"a", "b", "c", "ab", ""};
+#define NV (sizeof vocab / sizeof vocab[0])
+
+struct naive_rule {
+    const char *alts[4][3];
+    size_t n_alts[4];
+    size_t n;
+    enum rules_decision d;
+};
+
+static uint32_t
+rnd(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+static void
+test_index_equals_scan(void **state)
+{
+    (void)state;
+    uint32_t seed = 12345;
+    for (int round = 0; round < 200; round++) {
+        struct rules_policy *p = rules_policy_new();
+        struct naive_rule rules[24];
+        /* expanded[i] = (rule, first alternative) in the order they were added */
+        size_t exp_rule[96], exp_alt[96], n_exp = 0;
+        size_t n_rules = 1 + rnd(&seed) % 24;
+        for (size_t i = 0; i < n_rules; i++) {
+            struct naive_rule *r = &rules[i];
+            r->n = 1 + rnd(&seed) % 4;
+            r->d = (enum rules_decision)(1 + rnd(&seed) % 3);
+            struct rules_token pat[4];
+            for (size_t t = 0; t < r->n; t++) {
+                r->n_alts[t] = 1 + rnd(&seed) % 3;
+                for (size_t k = 0; k < r->n_alts[t]; k++)
+                    r->alts[t][k] = vocab[rnd(&seed) % NV];
+                pat[t].alts = r->alts[t];
+                pat[t].n_alts = r->n_alts[t];
+            }
+            assert_int_equal(rules_policy_add_prefix_rule(p, pat, r->n, r->d, NULL), 0);
+            for (size_t k = 0; k < r->n_alts[0]; k++) {
+                exp_rule[n_exp] = i;
+                exp_alt[n_exp++] = k;
+            }
+        }
+        assert_int_equal(rules_policy_rule_count(p), n_exp);
+        for (int c = 0; c < 50; c++) {
+            const char *argv[5];
+            size_t argc = 1 + rnd(&seed) % 5;
+            for (size_t k = 0; k < argc; k++)
+                argv[k] = vocab[rnd(&seed) % NV];
+            struct rules_result res;
+            assert_int_equal(rules_policy_check(p, argv, argc, 0, &res), 0);
+            size_t m = 0;
+            enum rules_decision strictest = RULES_DECISION_NONE;
+            for (size_t e = 0; e < n_exp; e++) {
+                const struct naive_rule *r = &rules[exp_rule[e]];
+                struct rules_token pat[4];
+                const char *first[] = {r->alts[0][exp_alt[e]]};
+                pat[0].alts = first;
+                pat[0].n_alts = 1;
+                for (size_t t = 1; t < r->n; t++) {
+                    pat[t].alts = r->alts[t];
+                    pat[t].n_alts = r->n_alts[t];
+                }
+                if (!rules_pattern_matches(pat, r->n, argv, argc))
+                    continue;
+                /* Matches come in rule order; all share argv[0]. */
+                assert_true(m < res.n_matches);
+                assert_int_equal(res.matches[m].decision, r->d);
+                assert_int_equal(res.matches[m].n_prefix, r->n);
+                for (size_t t = 0; t < r->n; t++)
+                    assert_string_equal(res.matches[m].matched_prefix[t], argv[t]);
+                if (r->d > strictest)
+                    strictest = r->d;
+                m++;
+            }
+            assert_int_equal(res.n_matches, m);
+            assert_int_equal(res.decision, strictest);
+            rules_result_free(&res);
+        }
+        rules_policy_free(p);
+    }
+}
+
 int
 main(void)
 {
@@ -464,6 +569,7 @@ main(void)
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_network_rules),
         cmocka_unit_test(test_many_rules),
+        cmocka_unit_test(test_index_equals_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

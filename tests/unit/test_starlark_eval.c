@@ -310,6 +310,8 @@ test_string_methods(void **state)
                  "eq('abc'.count('b') + 'abc'.index('c'), 3)\n"
                  "eq('123'.isdigit() and 'abc'.isalpha() and ' '.isspace(), True)\n");
     expect_err("'a'.nope()\n", "t.star:1:5: string has no .nope field or method");
+    expect_err("'a'.startwith('a')\n",
+               "t.star:1:5: string has no .startwith field or method (did you mean .startswith?)");
     expect_err("'a'.split(sep = ',', bad = 1)\n",
                "t.star:1:1: split: unexpected keyword argument 'bad'");
 }
@@ -420,6 +422,32 @@ test_hostile_limits(void **state)
                "t.star:2:24: out of memory: range of 1000000000 elements is too large");
     expect_err("s = 'x' * 100000000\nt = s + s + s\n",
                "t.star:2:7: out of memory: the file needs more than 256 MiB");
+    /* 99 calls, each inside 150 nested operators: bounded across calls. */
+    size_t cap = 100 * 200 + 64, o = 0;
+    char *chain = malloc(cap);
+    assert_non_null(chain);
+    for (int i = 0; i < 99; i++) {
+        o += (size_t)snprintf(chain + o, cap - o, "def f%d():\n    return ", i);
+        memset(chain + o, '-', 150);
+        o += 150;
+        o += (size_t)snprintf(chain + o, cap - o, "f%d()\n", i + 1);
+    }
+    snprintf(chain + o, cap - o, "def f99():\n    return 1\nx = f0()\n");
+    err = run(chain, strlen(chain));
+    assert_non_null(err);
+    assert_non_null(
+        strstr(err, "expressions and calls nested too deeply (the limit is 2000 levels)"));
+    free(err);
+    free(chain);
+
+    /* Deep and widely shared values: frozen without recursion, compared
+     * with a depth limit. */
+    expect_ok("x = []\nfor i in range(1000000):\n    x = [x]\n"
+              "t = ()\nfor i in range(60):\n    t = (t, t)\n");
+    expect_err("x = []\ny = []\nfor i in range(5000):\n    x = [x]\n    y = [y]\nz = x == y\n",
+               "t.star:6:7: value nested too deeply (the limit is 1000 levels)");
+    expect_err("x = []\nfor i in range(5000):\n    x = [x]\ns = str(x)\n",
+               "t.star:4:5: value nested too deeply to print (the limit is 1000 levels)");
     expect_err("prefix_rule(pattern = ['ls'])\n",
                "t.star:1:1: undefined: prefix_rule is not defined");
     expect_err("undefined_function(1)\n",

@@ -208,6 +208,10 @@ test_examples(void **state)
                "1:1: invalid example: example must be a string or list of strings (got int)");
     expect_err("prefix_rule(pattern = ['echo'], match = [['echo', 2]])\n",
                "1:1: invalid example: example tokens must be strings (got int)");
+    /* Found by the fuzzer: running out of memory while examples are split
+     * must not leak the split words. */
+    expect_err("prefix_rule(pattern = ['git'], match = ['git x'] * 3000000)\n",
+               "1:1: out of memory: the file needs more than 256 MiB");
     expect_err("prefix_rule(pattern = ['echo'], match = 'echo hi')\n",
                "1:1: prefix_rule: match must be a list, not string");
 }
