@@ -1,4 +1,5 @@
 #include "load.h"
+#include "errmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,20 +11,6 @@
 #include "eval.h"
 #include "rule_builtins.h"
 #include "source.h"
-
-static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-fmt_err(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
 
 char *
 rules_default_dir(void)
@@ -51,14 +38,14 @@ load_file(struct rules_policy *p, const char *path, char **err)
     char *src = star_source_read(path, &len, err);
     if (src == NULL) {
         if (*err == NULL)
-            *err = fmt_err("%s:1:1: out of memory", path);
+            *err = rules_errf("%s:1:1: out of memory", path);
         return -1;
     }
     struct star_vm *vm = star_vm_new();
     struct rules_builder *b = rules_builder_new(p);
     int rc = -1;
     if (vm == NULL || b == NULL || rules_builtins_install(vm, b) != 0) {
-        *err = fmt_err("%s:1:1: out of memory", path);
+        *err = rules_errf("%s:1:1: out of memory", path);
     } else if (star_vm_exec_file(vm, path, src, len) != 0) {
         *err = strdup(star_vm_error(vm));
     } else {
@@ -93,7 +80,7 @@ list_dir(const char *dir, char ***names, size_t *n, char **err)
     if (d == NULL) {
         if (errno == ENOENT)
             return 0;
-        *err = fmt_err("%s:1:1: cannot read the rules directory: %s", dir, strerror(errno));
+        *err = rules_errf("%s:1:1: cannot read the rules directory: %s", dir, strerror(errno));
         return -1;
     }
     size_t cap = 0;
@@ -120,7 +107,7 @@ list_dir(const char *dir, char ***names, size_t *n, char **err)
     }
     closedir(d);
     if (rc != 0) {
-        *err = fmt_err("%s:1:1: out of memory listing the directory", dir);
+        *err = rules_errf("%s:1:1: out of memory listing the directory", dir);
         return -1;
     }
     if (*n > 1)
@@ -147,7 +134,7 @@ load_dir(struct rules_policy *p, const char *dir, char **err)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
-            *err = fmt_err("%s:1:1: out of memory", dir);
+            *err = rules_errf("%s:1:1: out of memory", dir);
             rc = -1;
             break;
         }

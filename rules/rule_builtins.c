@@ -1,4 +1,5 @@
 #include "rule_builtins.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -399,20 +400,6 @@ rules_builtins_install(struct star_vm *vm, struct rules_builder *b)
 
 /* ---- examples ---- */
 
-static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-fmt_err(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* 1 when the example matches, 0 when not, -1 on OOM. */
 static int
 example_matches(const struct rules_policy *p, const char *const *argv, size_t argc)
@@ -460,8 +447,8 @@ example_error(struct star_vm *vm, const struct pending *pd, const char *what,
 {
     char *ex = shlex_join(argv, argc);
     char *pat = pattern_text(pd);
-    char *e = fmt_err("%s:%u:%u: %s: rule pattern %s, example: %s", vm->file, pd->line, pd->col,
-                      what, pat ? pat : "?", ex ? ex : "?");
+    char *e = rules_errf("%s:%u:%u: %s: rule pattern %s, example: %s", vm->file, pd->line, pd->col,
+                         what, pat ? pat : "?", ex ? ex : "?");
     free(ex);
     free(pat);
     return e;
@@ -475,7 +462,7 @@ check_one(struct rules_builder *b, struct star_vm *vm, const struct pending *pd,
         rules_policy_add_prefix_rule(p, pd->pattern, pd->n, pd->decision, pd->justification) != 0 ||
         rules_policy_copy_host_executables(p, b->policy) != 0) {
         rules_policy_free(p);
-        *err = fmt_err("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);
+        *err = rules_errf("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);
         return -1;
     }
     int rc = 0;

@@ -1,4 +1,5 @@
 #include "source.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,20 +11,6 @@
 
 #include "eval.h"
 
-static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-fmt_err(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 char *
 star_source_read(const char *path, size_t *len, char **err)
 {
@@ -31,7 +18,7 @@ star_source_read(const char *path, size_t *len, char **err)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        *err = fmt_err("%s:1:1: cannot open: %s", path, strerror(e));
+        *err = rules_errf("%s:1:1: cannot open: %s", path, strerror(e));
         errno = e;
         return NULL;
     }
@@ -40,15 +27,15 @@ star_source_read(const char *path, size_t *len, char **err)
     for (;;) {
         if (buf == NULL) {
             close(fd);
-            *err = fmt_err("%s:1:1: out of memory reading the file", path);
+            *err = rules_errf("%s:1:1: out of memory reading the file", path);
             return NULL;
         }
         if (n == cap) {
             if (cap > STAR_MAX_FILE_BYTES) {
                 free(buf);
                 close(fd);
-                *err = fmt_err("%s:1:1: file is too large (the limit is %u MiB)", path,
-                               STAR_MAX_FILE_BYTES >> 20);
+                *err = rules_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
+                                  STAR_MAX_FILE_BYTES >> 20);
                 return NULL;
             }
             cap *= 2;
@@ -65,7 +52,7 @@ star_source_read(const char *path, size_t *len, char **err)
             int e = errno;
             free(buf);
             close(fd);
-            *err = fmt_err("%s:1:1: cannot read: %s", path, strerror(e));
+            *err = rules_errf("%s:1:1: cannot read: %s", path, strerror(e));
             errno = e;
             return NULL;
         }
@@ -76,8 +63,8 @@ star_source_read(const char *path, size_t *len, char **err)
     close(fd);
     if (n > STAR_MAX_FILE_BYTES) {
         free(buf);
-        *err = fmt_err("%s:1:1: file is too large (the limit is %u MiB)", path,
-                       STAR_MAX_FILE_BYTES >> 20);
+        *err = rules_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
+                          STAR_MAX_FILE_BYTES >> 20);
         return NULL;
     }
     buf[n] = '\0';
