@@ -1,0 +1,400 @@
+/*
+ * exec-notify: execgate-sandbox --exec-notify-fd under the test supervisor
+ * (exec_notify + exec_notify_rules).  With `rm` forbidden, every way of
+ * starting rm from inside the command's process tree must fail, leave the
+ * file in place and print the refusal; prompts ask for descendants; normal
+ * work runs.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "tmpdir.h"
+
+#define RULES                                                                                      \
+    "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"rm is off limits\")\n"  \
+    "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n"
+
+struct fixture {
+    char *dir;   /* the command's workspace, holding `victim` */
+    char *rules; /* outside the workspace */
+    char *rules_dir;
+};
+
+static const char *
+env_or_skip(const char *name)
+{
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0') {
+        fprintf(stderr, "%s not set\n", name);
+        exit(77);
+    }
+    return v;
+}
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->dir = tmpdir_new("exnf");
+    f->rules_dir = tmpdir_new("exnf-rules");
+    f->rules = tmpdir_path(f->rules_dir, "test.rules");
+    tmpdir_write_file(f->rules, RULES, 0644);
+    char *victim = tmpdir_path(f->dir, "victim");
+    tmpdir_write_file(victim, "keep me\n", 0644);
+    free(victim);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    tmpdir_remove(f->dir);
+    tmpdir_remove(f->rules_dir);
+    free(f->dir);
+    free(f->rules);
+    free(f->rules_dir);
+    free(f);
+    return 0;
+}
+
+static char *
+policy_for(const struct fixture *f, bool full_access)
+{
+    char *p = NULL;
+    if (full_access)
+        p = strdup("{\"type\":\"danger-full-access\"}");
+    else
+        assert_true(asprintf(&p, "{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"}", f->dir) >
+                    0);
+    assert_non_null(p);
+    return p;
+}
+
+/* Runs `sh -c script` in f->dir under the supervisor. */
+static void
+run_sh(const struct fixture *f, bool full_access, const char *answer, const char *script,
+       struct proc_result *res)
+{
+    char *policy = policy_for(f, full_access);
+    const char *argv[] = {env_or_skip("EXECGATE_TEST_EXEC_NOTIFY_SUPERVISOR"),
+                          f->rules,
+                          env_or_skip("EXECGATE_TEST_SANDBOX"),
+                          policy,
+                          f->dir,
+                          "--",
+                          "/bin/sh",
+                          "-c",
+                          script,
+                          NULL};
+    setenv("EXEC_NOTIFY_ANSWER", answer ? answer : "decline", 1);
+    struct proc_options o = {.cwd = f->dir};
+    assert_int_equal(proc_run(argv, &o, res), 0);
+    free(policy);
+}
+
+static bool
+exists(const struct fixture *f, const char *name)
+{
+    char *p = tmpdir_path(f->dir, name);
+    struct stat st;
+    bool ok = lstat(p, &st) == 0;
+    free(p);
+    return ok;
+}
+
+/* The attack ran, rm was refused with the rule's reason, victim is intact. */
+static void
+assert_rm_refused(const struct fixture *f, bool full_access, const char *script)
+{
+    struct proc_result res;
+    run_sh(f, full_access, NULL, script, &res);
+    if (!exists(f, "victim") || strstr(res.err, "execgate: refused `") == NULL ||
+        strstr(res.err, "rm is off limits") == NULL)
+        fprintf(stderr, "script: %s\nstatus %d\nstdout: %s\nstderr: %s\n", script,
+                proc_exit_code(&res), res.out, res.err);
+    assert_true(exists(f, "victim"));
+    /* The line names the command as started (a symlink's own name) and
+     * the rule's reason. */
+    assert_non_null(strstr(res.err, "execgate: refused `"));
+    assert_non_null(strstr(res.err, "rm is off limits"));
+    proc_result_free(&res);
+}
+
+/* The control: without the rule the same mechanism lets rm run, so a
+ * refusal above is the rule's doing and the attack scripts do work. */
+static void
+test_control_rm_allowed_without_rule(void **state)
+{
+    struct fixture *f = *state;
+    tmpdir_write_file(f->rules, "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", 0644);
+    struct proc_result res;
+    run_sh(f, false, NULL, "env rm victim", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_false(exists(f, "victim"));
+    proc_result_free(&res);
+}
+
+static void
+test_sh_c_rm(void **state)
+{
+    assert_rm_refused(*state, false, "rm victim");
+}
+
+static void
+test_python_execv(void **state)
+{
+    if (access("/usr/bin/python3", X_OK) != 0)
+        skip();
+    /* argv[0] lies: the program is chosen by the path. */
+    assert_rm_refused(
+        *state, false,
+        "/usr/bin/python3 -c 'import os; os.execv(\"/bin/rm\", [\"ls\", \"victim\"])'");
+}
+
+static void
+test_env_rm(void **state)
+{
+    assert_rm_refused(*state, false, "env rm victim");
+}
+
+static void
+test_xargs_rm(void **state)
+{
+    assert_rm_refused(*state, false, "echo victim | xargs rm");
+}
+
+static void
+test_find_exec_rm(void **state)
+{
+    assert_rm_refused(*state, false, "find . -name victim -exec rm {} +");
+}
+
+static void
+test_makefile_recipe(void **state)
+{
+    struct fixture *f = *state;
+    char *mk = tmpdir_path(f->dir, "Makefile");
+    tmpdir_write_file(mk, "all:\n\trm victim\n", 0644);
+    free(mk);
+    assert_rm_refused(f, false, "make");
+}
+
+static void
+test_git_hook(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    /* The repository and its hook are made before, outside the sandbox. */
+    run_sh(f, true, NULL,
+           "git init -q . && printf '#!/bin/sh\\nrm victim\\n' > .git/hooks/pre-commit && "
+           "chmod +x .git/hooks/pre-commit",
+           &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    proc_result_free(&res);
+    assert_rm_refused(f, true, "git -c user.name=t -c user.email=t@e commit -q --allow-empty -m x");
+}
+
+static void
+test_sh_c_nested(void **state)
+{
+    assert_rm_refused(*state, true, "sh -c 'sh -c \"rm victim\"'");
+}
+
+/* Compiles raw-exec.c statically, outside the workspace. */
+static char *
+raw_exec(const struct fixture *f)
+{
+    char *bin = tmpdir_path(f->rules_dir, "raw-exec");
+    const char *argv[] = {"/usr/bin/cc", "-static", "-O1",
+                          "-o",          bin,       env_or_skip("EXECGATE_TEST_RAW_EXEC_SRC"),
+                          NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    if (proc_exit_code(&res) != 0)
+        fprintf(stderr, "cc -static failed: %s\n", res.err);
+    assert_int_equal(proc_exit_code(&res), 0);
+    proc_result_free(&res);
+    return bin;
+}
+
+static void
+run_raw(void **state, const char *args)
+{
+    struct fixture *f = *state;
+    if (access("/usr/bin/cc", X_OK) != 0)
+        skip();
+    char *bin = raw_exec(f);
+    char *script = NULL;
+    assert_true(asprintf(&script, "%s %s", bin, args) > 0);
+    assert_rm_refused(f, false, script);
+    free(script);
+    free(bin);
+}
+
+static void
+test_static_raw_execve(void **state)
+{
+    run_raw(state, "execve /bin/rm harmless victim");
+}
+
+static void
+test_execveat_dirfd(void **state)
+{
+    run_raw(state, "execveat /usr/bin rm harmless victim");
+}
+
+static void
+test_execveat_empty_path(void **state)
+{
+    run_raw(state, "emptypath /usr/bin/rm harmless victim");
+}
+
+static void
+test_relative_path_after_cd(void **state)
+{
+    struct fixture *f = *state;
+    char *script = NULL;
+    assert_true(asprintf(&script, "cd /usr/bin && ./rm %s/victim", f->dir) > 0);
+    assert_rm_refused(f, false, script);
+    free(script);
+}
+
+static void
+test_symlink_other_name(void **state)
+{
+    assert_rm_refused(*state, false, "ln -s /bin/rm zap && ./zap victim");
+}
+
+static void
+test_shebang_interpreter(void **state)
+{
+    /* The kernel runs the #! interpreter without another execve. */
+    assert_rm_refused(*state, false, "printf '#!/bin/rm\\n' > zap && chmod +x zap && ./zap victim");
+}
+
+static void
+test_prompt_approved(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    run_sh(f, false, "approve", "sh -c 'touch made'", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_non_null(strstr(res.err, "exec-notify: asked: /usr/bin/touch"));
+    assert_true(exists(f, "made"));
+    proc_result_free(&res);
+}
+
+static void
+test_prompt_declined(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    run_sh(f, false, "decline", "sh -c 'touch made'", &res);
+    assert_int_not_equal(proc_exit_code(&res), 0);
+    assert_non_null(strstr(res.err, "exec-notify: asked:"));
+    assert_non_null(strstr(res.err, "execgate: refused `touch made`: declined"));
+    assert_false(exists(f, "made"));
+    proc_result_free(&res);
+}
+
+static void
+test_normal_work(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    run_sh(f, true, NULL,
+           "git init -q . && git status --short && printf 'int f(void){return 1;}' > "
+           "a.c && cc -c a.c -o a.o && test -s a.o && echo ok",
+           &res);
+    if (proc_exit_code(&res) != 0)
+        fprintf(stderr, "%s", res.err);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_non_null(strstr(res.out, "ok"));
+    assert_null(strstr(res.err, "execgate: refused"));
+    proc_result_free(&res);
+}
+
+static void
+test_make_200_files(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    run_sh(f, false, NULL,
+           "for i in $(seq 200); do echo \"int f$i(void){return $i;}\" > f$i.c; done; "
+           "printf 'SRC=$(wildcard *.c)\\nall: $(SRC:.c=.o)\\n%%.o: %%.c\\n\\tcc -c $< -o $@\\n' "
+           "> Makefile && make -s -j2 && ls *.o | wc -l",
+           &res);
+    if (proc_exit_code(&res) != 0)
+        fprintf(stderr, "%s", res.err);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_int_equal(atoi(res.out), 200);
+    proc_result_free(&res);
+}
+
+static void
+test_helper_without_kernel_support_option_rejected(void **state)
+{
+    /* A non-socket fd is refused before anything runs (125). */
+    struct fixture *f = *state;
+    char *policy = policy_for(f, true);
+    const char *argv[] = {env_or_skip("EXECGATE_TEST_SANDBOX"),
+                          "--policy",
+                          policy,
+                          "--cwd",
+                          f->dir,
+                          "--exec-notify-fd",
+                          "0",
+                          "--",
+                          "/bin/true",
+                          NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "--exec-notify-fd 0"));
+    proc_result_free(&res);
+    free(policy);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+        T(test_control_rm_allowed_without_rule),
+        T(test_sh_c_rm),
+        T(test_python_execv),
+        T(test_env_rm),
+        T(test_xargs_rm),
+        T(test_find_exec_rm),
+        T(test_makefile_recipe),
+        T(test_git_hook),
+        T(test_sh_c_nested),
+        T(test_static_raw_execve),
+        T(test_execveat_dirfd),
+        T(test_execveat_empty_path),
+        T(test_relative_path_after_cd),
+        T(test_symlink_other_name),
+        T(test_shebang_interpreter),
+        T(test_prompt_approved),
+        T(test_prompt_declined),
+        T(test_normal_work),
+        T(test_make_200_files),
+        T(test_helper_without_kernel_support_option_rejected),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
