@@ -45,6 +45,22 @@ struct exec_notify {
 
 /* ---- receiving the listener ---- */
 
+/* Closes every fd an SCM_RIGHTS message brought in. */
+static void
+close_passed_fds(struct msghdr *msg)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+            close(fd);
+        }
+    }
+}
+
 int
 exec_notify_receive_listener(int sock, int *listener, char **exec_path)
 {
@@ -67,8 +83,16 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
         return -errno;
     if (size == 0)
         return -EPIPE;
-    if (size < 5 || size > 5 + EXEC_NOTIFY_MAX_PATH)
+    if (size < 5 || size > 5 + EXEC_NOTIFY_MAX_PATH) {
+        /* Take the bad datagram off the queue, and any fd with it. */
+        struct msghdr drop = {.msg_iov = &piov,
+                              .msg_iovlen = 1,
+                              .msg_control = ctl.buf,
+                              .msg_controllen = sizeof ctl.buf};
+        if (recvmsg(sock, &drop, MSG_CMSG_CLOEXEC) >= 0)
+            close_passed_fds(&drop);
         return -EPROTO;
+    }
     char *buf = malloc((size_t)size + 1);
     if (buf == NULL)
         return -ENOMEM;
@@ -80,10 +104,19 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
         n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
     int fd = -1;
-    for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+    bool extra = false;
+    for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
             c->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
             memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        else
+            extra = true;
+    }
+    if (extra) { /* more than one fd: close them all, refuse */
+        close_passed_fds(&msg);
+        fd = -1;
+        n = -1;
+        errno = EPROTO;
     }
     int rc = n < 0 ? -errno : 0;
     if (rc == 0 && (n != size || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
