@@ -15,9 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec_notify.h"
 #include "proc.h"
 #include "tmpdir.h"
 
@@ -346,7 +351,7 @@ test_make_200_files(void **state)
 }
 
 static void
-test_helper_without_kernel_support_option_rejected(void **state)
+test_helper_rejects_bad_notify_fd(void **state)
 {
     /* A non-socket fd is refused before anything runs (125). */
     struct fixture *f = *state;
@@ -366,6 +371,86 @@ test_helper_without_kernel_support_option_rejected(void **state)
     assert_int_equal(proc_exit_code(&res), 125);
     assert_non_null(strstr(res.err, "--exec-notify-fd 0"));
     proc_result_free(&res);
+    free(policy);
+}
+
+/* Drives the helper directly, as the server will: the listener arrives
+ * with the path of the helper's own execve, that first exec is allowed
+ * without a decision, and the report line names the feature. */
+static void
+count_decisions(void *arg, const struct exec_notify_request *req, struct exec_notify_decision *out)
+{
+    (void)req;
+    (*(int *)arg)++;
+    out->verdict = EXEC_NOTIFY_CONTINUE;
+}
+
+static void
+test_helper_hands_over_listener_and_reports(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = policy_for(f, false);
+    int sv[2], rep[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    const char *helper = env_or_skip("EXECGATE_TEST_SANDBOX");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        fcntl(sv[1], F_SETFD, 0);
+        fcntl(rep[1], F_SETFD, 0);
+        char s[16], r[16];
+        snprintf(s, sizeof s, "%d", sv[1]);
+        snprintf(r, sizeof r, "%d", rep[1]);
+        execl(helper, helper, "--policy", policy, "--cwd", f->dir, "--report-fd", r,
+              "--exec-notify-fd", s, "--", "true", (char *)NULL);
+        _exit(127);
+    }
+    close(sv[1]);
+    close(rep[1]);
+    int listener = -1;
+    char *path = NULL;
+    assert_int_equal(exec_notify_receive_listener(sv[0], &listener, &path), 0);
+    close(sv[0]);
+    /* The helper searched PATH itself: an absolute path to true. */
+    assert_true(path[0] == '/');
+    assert_non_null(strstr(path, "/true"));
+    int decisions = 0;
+    struct exec_notify *n = exec_notify_new(listener, path, count_decisions, NULL, &decisions);
+    assert_non_null(n);
+    free(path);
+    for (;;) {
+        /* Wakes up now and then to reap: without a PID namespace the
+         * command is our child, and its zombie keeps the listener open. */
+        struct pollfd p = {.fd = exec_notify_fd(n), .events = POLLIN};
+        assert_true(poll(&p, 1, 100) >= 0);
+        if (p.revents & POLLIN)
+            assert_true(exec_notify_process(n) >= 0);
+        else if (p.revents & (POLLHUP | POLLERR))
+            break;
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            assert_true(WIFEXITED(st));
+            assert_int_equal(WEXITSTATUS(st), 0);
+            pid = -1;
+        }
+    }
+    if (pid > 0) {
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_int_equal(WEXITSTATUS(st), 0);
+    }
+    struct exec_notify_stats stats;
+    exec_notify_get_stats(n, &stats);
+    assert_int_equal(stats.continued, 1); /* the helper's own execve */
+    assert_int_equal(decisions, 0);       /* ... allowed without a decision */
+    exec_notify_free(n);
+    char buf[4096];
+    ssize_t len = read(rep[0], buf, sizeof buf - 1);
+    close(rep[0]);
+    assert_true(len > 0);
+    buf[len] = '\0';
+    assert_non_null(strstr(buf, "\"exec_notify\":{\"mode\":\"user-notif\""));
     free(policy);
 }
 
@@ -393,7 +478,8 @@ main(void)
         T(test_prompt_declined),
         T(test_normal_work),
         T(test_make_200_files),
-        T(test_helper_without_kernel_support_option_rejected),
+        T(test_helper_rejects_bad_notify_fd),
+        T(test_helper_hands_over_listener_and_reports),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
