@@ -34,6 +34,7 @@ struct exec_notify {
     int fd;
     char *first_path;
     bool first_seen;
+    bool refuse_shared_memory;
     exec_notify_decide_fn decide;
     exec_notify_ask_fn ask;
     void *arg;
@@ -194,6 +195,12 @@ size_t
 exec_notify_pending(const struct exec_notify *n)
 {
     return n->n_pending;
+}
+
+void
+exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on)
+{
+    n->refuse_shared_memory = on;
 }
 
 void
@@ -520,6 +527,54 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
     return 0;
 }
 
+/* A number field ("Threads:", "PPid:") of /proc/PID/status; -1 when
+ * unreadable.  The file is small and its size bounded by the kernel. */
+static long
+status_field(pid_t pid, const char *field)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(name, "re");
+    if (f == NULL)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    long v = -1;
+    size_t flen = strlen(field);
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, field, flen) == 0) {
+            v = strtol(line + flen, NULL, 10);
+            break;
+        }
+    }
+    free(line);
+    fclose(f);
+    return v;
+}
+
+#ifndef KCMP_VM
+#define KCMP_VM 1
+#endif
+
+/* Whether another running thread may write the memory the exec's path is
+ * in: the process's own threads, or a parent it shares memory with that
+ * has threads besides the one waiting in vfork.  Unreadable counts as
+ * shared (fail closed). */
+static bool
+shares_memory(pid_t pid)
+{
+    long threads = status_field(pid, "Threads:");
+    if (threads != 1)
+        return true;
+    long ppid = status_field(pid, "PPid:");
+    if (ppid <= 0)
+        return false;
+    long same = syscall(SYS_kcmp, pid, (pid_t)ppid, KCMP_VM, 0, 0);
+    if (same != 0)
+        return same < 0 && errno != ESRCH && errno != EPERM ? true : false;
+    return status_field((pid_t)ppid, "Threads:") != 1;
+}
+
 /* ---- answering ---- */
 
 static int
@@ -644,6 +699,12 @@ decide_and_answer(struct exec_notify *n, struct target *t)
                  ? respond(n, req->id, 0)
                  : refuse(n, req->id, req->pid, EACCES, display,
                           "the first exec is not the sandboxed command");
+        free(display);
+        return rc;
+    }
+    if (n->refuse_shared_memory && shares_memory(req->pid)) {
+        rc = refuse(n, req->id, req->pid, EACCES, display,
+                    "the process shares its memory with running threads (strict mode)");
         free(display);
         return rc;
     }

@@ -101,6 +101,17 @@ int exec_notify_process(struct exec_notify *n);
  */
 int exec_notify_answer(struct exec_notify *n, uint64_t id, bool allow, const char *reason);
 
+/*
+ * Strict mode for the check-then-use window (docs/enforcement.md): refuse
+ * (EACCES) an exec whose process has other threads, or shares its memory
+ * with its parent (CLONE_VM, as posix_spawn/vfork do) while the parent has
+ * other threads — the cases where a running thread could rewrite the path
+ * between the check and the kernel's read.  Off by default: it refuses the
+ * normal spawns of multi-threaded programs (Go, the JVM, posix_spawn from
+ * threads).  A CLONE_VM sharer that is neither is not detected.
+ */
+void exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on);
+
 /* Number of ASKs waiting for an answer. */
 size_t exec_notify_pending(const struct exec_notify *n);
 

@@ -374,6 +374,51 @@ test_helper_rejects_bad_notify_fd(void **state)
     free(policy);
 }
 
+/* A Python program that execs from a single-threaded process, then
+ * posix_spawns (CLONE_VM) and execs with a second thread running. */
+#define THREADED_PY                                                                                \
+    "/usr/bin/python3 -c '\n"                                                                      \
+    "import threading, os, time\n"                                                                 \
+    "os.posix_spawn(\"/bin/echo\", [\"echo\", \"spawn-single\"], os.environ); os.wait()\n"         \
+    "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"                        \
+    "try:\n"                                                                                       \
+    "    os.posix_spawn(\"/bin/echo\", [\"echo\", \"spawn-threaded\"], os.environ)\n"              \
+    "    os.wait()\n"                                                                              \
+    "except OSError: print(\"spawn-threaded refused\")\n"                                          \
+    "try: os.execv(\"/bin/echo\", [\"echo\", \"exec-threaded\"])\n"                                \
+    "except OSError: print(\"exec-threaded refused\")\n"                                           \
+    "'"
+
+static void
+test_shared_memory_default_allows(void **state)
+{
+    if (access("/usr/bin/python3", X_OK) != 0)
+        skip();
+    struct proc_result res;
+    unsetenv("EXEC_NOTIFY_STRICT");
+    run_sh(*state, false, NULL, THREADED_PY, &res);
+    assert_non_null(strstr(res.out, "spawn-single\nspawn-threaded\nexec-threaded\n"));
+    proc_result_free(&res);
+}
+
+static void
+test_shared_memory_strict_refuses(void **state)
+{
+    if (access("/usr/bin/python3", X_OK) != 0)
+        skip();
+    struct proc_result res;
+    setenv("EXEC_NOTIFY_STRICT", "1", 1);
+    run_sh(*state, false, NULL, THREADED_PY, &res);
+    unsetenv("EXEC_NOTIFY_STRICT");
+    /* Single-threaded spawns still run; with a thread running, both the
+     * CLONE_VM child's exec (kcmp with its parent) and the threaded exec
+     * are refused. */
+    assert_non_null(
+        strstr(res.out, "spawn-single\nspawn-threaded refused\nexec-threaded refused\n"));
+    assert_non_null(strstr(res.err, "(strict mode)"));
+    proc_result_free(&res);
+}
+
 /* Drives the helper directly, as the server will: the listener arrives
  * with the path of the helper's own execve, that first exec is allowed
  * without a decision, and the report line names the feature. */
@@ -480,6 +525,8 @@ main(void)
         T(test_make_200_files),
         T(test_helper_rejects_bad_notify_fd),
         T(test_helper_hands_over_listener_and_reports),
+        T(test_shared_memory_default_allows),
+        T(test_shared_memory_strict_refuses),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

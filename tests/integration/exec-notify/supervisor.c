@@ -11,6 +11,7 @@
  * server will answer after asking a person.  Prints "exec-notify: asked:
  * PATH" for each prompt and a stats line on exit to stderr; exits with the
  * helper's status once no process is left under the filter.
+ * EXEC_NOTIFY_STRICT=1 turns on exec_notify_set_refuse_shared_memory.
  */
 #include "exec_notify.h"
 #include "exec_notify_rules.h"
@@ -155,9 +156,11 @@ main(int argc, char **argv)
     struct sup s = {.rules = rules};
     if (rc == 0)
         n = exec_notify_new(listener, exec_path, decide, on_ask, &s);
-    else if (rc != -EPIPE) {
+    else if (rc != -EPIPE)
         fprintf(stderr, "exec-notify-supervisor: receiving the listener: %s\n", strerror(-rc));
-    }
+    const char *strict = getenv("EXEC_NOTIFY_STRICT");
+    if (n != NULL && strict != NULL && strcmp(strict, "1") == 0)
+        exec_notify_set_refuse_shared_memory(n, true);
     free(exec_path);
     while (n != NULL || !helper_done) {
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
