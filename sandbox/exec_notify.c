@@ -35,6 +35,8 @@ struct exec_notify {
     char *first_path;
     bool first_seen;
     bool refuse_shared_memory;
+    pid_t last_told_pid; /* the last refusal line written, to write it once */
+    char *last_told;
     exec_notify_decide_fn decide;
     exec_notify_ask_fn ask;
     void *arg;
@@ -182,6 +184,7 @@ exec_notify_free(struct exec_notify *n)
         free(n->pending[i].display);
     free(n->pending);
     free(n->first_path);
+    free(n->last_told);
     free(n);
 }
 
@@ -658,7 +661,20 @@ refuse(struct exec_notify *n, uint64_t id, pid_t pid, int err, const char *displ
         n->stats.dropped++;
         return 0;
     }
-    tell_target(pid, display, reason);
+    /* A PATH search (execvp, a shell) retries the same command in each
+     * directory that has it: one line for the lot, not one per try. */
+    char *line = NULL;
+    if (asprintf(&line, "%s\n%s", display, reason ? reason : "") < 0)
+        line = NULL;
+    bool repeat = line != NULL && n->last_told != NULL && pid == n->last_told_pid &&
+                  strcmp(line, n->last_told) == 0;
+    if (!repeat)
+        tell_target(pid, display, reason);
+    if (line != NULL) {
+        free(n->last_told);
+        n->last_told = line;
+        n->last_told_pid = pid;
+    }
     return respond(n, id, err > 0 ? err : EACCES);
 }
 

@@ -176,6 +176,22 @@ test_env_rm(void **state)
     assert_rm_refused(*state, false, "env rm victim");
 }
 
+/* env's PATH search retries rm in every PATH directory that has it (at
+ * least /usr/bin and /bin here): the person still reads one line. */
+static void
+test_one_line_per_refused_command(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    run_sh(f, false, NULL, "PATH=/usr/bin:/bin:/usr/bin env rm victim", &res);
+    size_t lines = 0;
+    for (const char *p = res.err; (p = strstr(p, "execgate: refused")) != NULL; p++)
+        lines++;
+    assert_int_equal(lines, 1);
+    assert_true(exists(f, "victim"));
+    proc_result_free(&res);
+}
+
 static void
 test_xargs_rm(void **state)
 {
@@ -508,6 +524,7 @@ main(void)
         T(test_sh_c_rm),
         T(test_python_execv),
         T(test_env_rm),
+        T(test_one_line_per_refused_command),
         T(test_xargs_rm),
         T(test_find_exec_rm),
         T(test_makefile_recipe),
