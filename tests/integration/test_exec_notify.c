@@ -11,12 +11,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -307,6 +312,22 @@ test_shebang_interpreter(void **state)
     assert_rm_refused(*state, false, "printf '#!/bin/rm\\n' > zap && chmod +x zap && ./zap victim");
 }
 
+/* The reference runs an approved `sh -c` with nothing inside checked
+ * again; here the approved shell's own children are still decided. */
+static void
+test_approved_shell_still_checked_inside(void **state)
+{
+    struct fixture *f = *state;
+    tmpdir_write_file(f->rules, RULES "prefix_rule(pattern=[\"sh\"], decision=\"prompt\")\n", 0644);
+    struct proc_result res;
+    run_sh(f, false, "approve", "sh -c 'echo inner; rm victim'", &res);
+    assert_non_null(strstr(res.err, "exec-notify: asked: /usr/bin/sh"));
+    assert_non_null(strstr(res.out, "inner"));
+    assert_non_null(strstr(res.err, "execgate: refused `rm victim`: rm is off limits"));
+    assert_true(exists(f, "victim"));
+    proc_result_free(&res);
+}
+
 static void
 test_prompt_approved(void **state)
 {
@@ -435,6 +456,83 @@ test_shared_memory_strict_refuses(void **state)
     proc_result_free(&res);
 }
 
+/* Starts the helper with a report pipe and an exec-notify socket, in a
+ * child where seccomp refuses SECCOMP_FILTER_FLAG_NEW_LISTENER with EINVAL
+ * as a kernel without user notification does (flags 0 still load). */
+static pid_t
+start_without_user_notif(const char *policy, const char *dir, bool degraded, int sock, int rep)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid != 0)
+        return pid;
+    struct sock_filter prog[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog fp = {.len = sizeof prog / sizeof prog[0], .filter = prog};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) != 0)
+        _exit(99);
+    fcntl(sock, F_SETFD, 0);
+    fcntl(rep, F_SETFD, 0);
+    char s[16], r[16];
+    snprintf(s, sizeof s, "%d", sock);
+    snprintf(r, sizeof r, "%d", rep);
+    const char *helper = getenv("EXECGATE_TEST_SANDBOX");
+    execl(helper, helper, "--policy", policy, "--cwd", dir, "--report-fd", r, "--exec-notify-fd", s,
+          degraded ? "--allow-degraded" : "--", degraded ? "--" : "true", degraded ? "true" : NULL,
+          (char *)NULL);
+    _exit(127);
+}
+
+static void
+test_no_user_notif_fails_closed(void **state)
+{
+    struct fixture *f = *state;
+    env_or_skip("EXECGATE_TEST_SANDBOX");
+    char *policy = policy_for(f, false);
+    for (int degraded = 0; degraded <= 1; degraded++) {
+        int sv[2], rep[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+        pid_t pid = start_without_user_notif(policy, f->dir, degraded, sv[1], rep[1]);
+        close(sv[1]);
+        close(rep[1]);
+        int listener = -1;
+        char *path = NULL;
+        int rc = exec_notify_receive_listener(sv[0], &listener, &path);
+        close(sv[0]);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st));
+        char buf[4096];
+        ssize_t len = read(rep[0], buf, sizeof buf - 1);
+        close(rep[0]);
+        buf[len > 0 ? len : 0] = '\0';
+        if (!degraded) {
+            /* Refused before anything ran: no listener, no report, 125. */
+            assert_int_equal(rc, -EPIPE);
+            assert_int_equal(WEXITSTATUS(st), 125);
+            assert_true(len <= 0);
+        } else {
+            /* Runs, tells the supervisor interception is off, reports it. */
+            assert_int_equal(rc, -EOPNOTSUPP);
+            assert_int_equal(listener, -1);
+            assert_non_null(strstr(path, "/true"));
+            assert_int_equal(WEXITSTATUS(st), 0);
+            assert_non_null(strstr(buf, "\"exec-notify\""));
+            assert_null(strstr(buf, "\"exec_notify\":{"));
+        }
+        free(path);
+    }
+    free(policy);
+}
+
 /* Drives the helper directly, as the server will: the listener arrives
  * with the path of the helper's own execve, that first exec is allowed
  * without a decision, and the report line names the feature. */
@@ -536,12 +634,14 @@ main(void)
         T(test_relative_path_after_cd),
         T(test_symlink_other_name),
         T(test_shebang_interpreter),
+        T(test_approved_shell_still_checked_inside),
         T(test_prompt_approved),
         T(test_prompt_declined),
         T(test_normal_work),
         T(test_make_200_files),
         T(test_helper_rejects_bad_notify_fd),
         T(test_helper_hands_over_listener_and_reports),
+        T(test_no_user_notif_fails_closed),
         T(test_shared_memory_default_allows),
         T(test_shared_memory_strict_refuses),
 #undef T
