@@ -41,6 +41,7 @@ struct exec_notify {
     exec_notify_ask_fn ask;
     void *arg;
     struct seccomp_notif_sizes sizes;
+    struct seccomp_notif_resp *resp; /* sizes.seccomp_notif_resp bytes */
     struct pending *pending;
     size_t n_pending, cap_pending;
     struct exec_notify_stats stats;
@@ -156,7 +157,8 @@ exec_notify_new(int listener, const char *exec_path, exec_notify_decide_fn decid
 {
     struct exec_notify *n = calloc(1, sizeof *n);
     if (n == NULL || (n->first_path = strdup(exec_path)) == NULL ||
-        syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &n->sizes) != 0) {
+        syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &n->sizes) != 0 ||
+        (n->resp = calloc(1, n->sizes.seccomp_notif_resp)) == NULL) {
         if (n != NULL)
             free(n->first_path);
         free(n);
@@ -185,6 +187,7 @@ exec_notify_free(struct exec_notify *n)
     free(n->pending);
     free(n->first_path);
     free(n->last_told);
+    free(n->resp);
     free(n);
 }
 
@@ -580,26 +583,31 @@ shares_memory(pid_t pid)
 
 /* ---- answering ---- */
 
+/* Sends the answer and counts it in *counter (dropped when the target has
+ * gone meanwhile).  The response buffer was allocated with n, so an answer
+ * never fails for want of memory. */
 static int
-respond(struct exec_notify *n, uint64_t id, int err)
+respond_counted(struct exec_notify *n, uint64_t id, int err, uint64_t *counter)
 {
-    struct seccomp_notif_resp *r = calloc(1, n->sizes.seccomp_notif_resp);
-    if (r == NULL)
-        return -ENOMEM;
+    struct seccomp_notif_resp *r = n->resp;
+    memset(r, 0, n->sizes.seccomp_notif_resp);
     r->id = id;
     if (err == 0)
         r->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     else
         r->error = -err;
     int rc = ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, r) == 0 ? 0 : -errno;
-    free(r);
     if (rc == -ENOENT) /* the target died or was interrupted meanwhile */
         n->stats.dropped++;
-    else if (rc == 0 && err == 0)
-        n->stats.continued++;
     else if (rc == 0)
-        n->stats.refused++;
+        (*counter)++;
     return rc == -ENOENT ? 0 : rc;
+}
+
+static int
+respond(struct exec_notify *n, uint64_t id, int err)
+{
+    return respond_counted(n, id, err, err == 0 ? &n->stats.continued : &n->stats.refused);
 }
 
 /* "rm -f a" for the stderr line: the program's name and the arguments,
@@ -763,7 +771,7 @@ handle(struct exec_notify *n, const struct seccomp_notif *sn)
          * search (execvp) goes on to the next directory without a refusal
          * line or a question for each miss.  A file created after this
          * check does not run: the exec fails here. */
-        rc = respond(n, sn->id, t.open_err);
+        rc = respond_counted(n, sn->id, t.open_err, &n->stats.missing);
     } else {
         rc = decide_and_answer(n, &t);
     }

@@ -117,7 +117,11 @@ size_t exec_notify_pending(const struct exec_notify *n);
 
 /* Counters since exec_notify_new. */
 struct exec_notify_stats {
-    uint64_t continued, refused, asked, dropped;
+    uint64_t continued; /* CONTINUE sent */
+    uint64_t refused;   /* an errno sent after a decision (or an unreadable exec) */
+    uint64_t missing;   /* ENOENT/ENOTDIR sent for a file that is not there */
+    uint64_t asked;     /* kept pending for exec_notify_answer */
+    uint64_t dropped;   /* the target went away before the answer */
 };
 void exec_notify_get_stats(const struct exec_notify *n, struct exec_notify_stats *out);
 

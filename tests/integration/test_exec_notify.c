@@ -371,6 +371,22 @@ test_normal_work(void **state)
 }
 
 static void
+test_npm_version(void **state)
+{
+    struct fixture *f = *state;
+    if (access("/usr/bin/npm", X_OK) != 0)
+        skip();
+    struct proc_result res;
+    run_sh(f, false, NULL, "HOME=$PWD npm --version", &res);
+    if (proc_exit_code(&res) != 0)
+        fprintf(stderr, "%s", res.err);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_true(res.out[0] >= '0' && res.out[0] <= '9');
+    assert_null(strstr(res.err, "execgate: refused"));
+    proc_result_free(&res);
+}
+
+static void
 test_make_200_files(void **state)
 {
     struct fixture *f = *state;
@@ -638,6 +654,7 @@ main(void)
         T(test_prompt_approved),
         T(test_prompt_declined),
         T(test_normal_work),
+        T(test_npm_version),
         T(test_make_200_files),
         T(test_helper_rejects_bad_notify_fd),
         T(test_helper_hands_over_listener_and_reports),

@@ -182,9 +182,12 @@ main(int argc, char **argv)
         } else if (n != NULL && (p[1].revents & (POLLHUP | POLLERR))) {
             struct exec_notify_stats st;
             exec_notify_get_stats(n, &st);
-            fprintf(stderr, "exec-notify: continued %llu refused %llu asked %llu dropped %llu\n",
+            fprintf(stderr,
+                    "exec-notify: continued %llu refused %llu missing %llu asked %llu "
+                    "dropped %llu\n",
                     (unsigned long long)st.continued, (unsigned long long)st.refused,
-                    (unsigned long long)st.asked, (unsigned long long)st.dropped);
+                    (unsigned long long)st.missing, (unsigned long long)st.asked,
+                    (unsigned long long)st.dropped);
             exec_notify_free(n);
             n = NULL;
         }
