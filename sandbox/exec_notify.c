@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct pending {
@@ -427,12 +429,16 @@ static char *
 shebang_of(int file)
 {
     char name[64], buf[257];
+    /* Regular files only, checked before opening: opening a device or a
+     * FIFO the target names could have effects of its own. */
+    struct stat st;
+    if (fstat(file, &st) != 0 || !S_ISREG(st.st_mode))
+        return NULL;
     snprintf(name, sizeof name, "/proc/self/fd/%d", file);
     int fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return NULL;
-    struct stat st;
-    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, buf, 256, 0) : -1;
+    ssize_t n = pread(fd, buf, 256, 0);
     close(fd);
     if (n < 3 || buf[0] != '#' || buf[1] != '!')
         return NULL;
@@ -629,6 +635,26 @@ display_of(const struct exec_notify_request *req)
     return s;
 }
 
+/* A pipe whose reader has gone would raise SIGPIPE in the supervisor, not
+ * in the target: blocked for the write, a pending one discarded after.
+ * (The caller's loop is single-threaded, so the mask is the process's.) */
+static void
+write_without_sigpipe(int fd, const char *data, size_t len)
+{
+    sigset_t pipe_sig, old;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    sigset_t pending;
+    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_sig, &old);
+    (void)!write(fd, data, len);
+    const struct timespec now = {0, 0};
+    if (!was_pending)
+        while (sigtimedwait(&pipe_sig, NULL, &now) > 0)
+            ;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 /* One line on the target's stderr, written through its own open file (a
  * duplicate by pidfd_getfd, so a read-only fd 2 stays unwritable and the
  * supervisor's rights never apply).  Skipped when writing could block the
@@ -648,7 +674,10 @@ tell_target(pid_t pid, const char *display, const char *reason)
     int len = asprintf(&line, "execgate: refused `%s`: %s\n", display, reason ? reason : "");
     struct stat st;
     bool ok = len > 0 && fstat(fd, &st) == 0;
-    if (ok && S_ISFIFO(st.st_mode)) {
+    if (ok && S_ISSOCK(st.st_mode)) {
+        (void)!send(fd, line, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ok = false;
+    } else if (ok && S_ISFIFO(st.st_mode)) {
         int queued = 0, size = fcntl(fd, F_GETPIPE_SZ);
         ok = size > 0 && ioctl(fd, FIONREAD, &queued) == 0 && size - queued >= len &&
              len <= PIPE_BUF;
@@ -656,7 +685,7 @@ tell_target(pid_t pid, const char *display, const char *reason)
         ok = S_ISREG(st.st_mode) || S_ISCHR(st.st_mode);
     }
     if (ok)
-        (void)!write(fd, line, (size_t)len);
+        write_without_sigpipe(fd, line, (size_t)len);
     free(line);
     close(fd);
 }

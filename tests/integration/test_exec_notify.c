@@ -181,6 +181,33 @@ test_env_rm(void **state)
     assert_rm_refused(*state, false, "env rm victim");
 }
 
+/* The refusal line goes to a pipe nobody reads: the write's SIGPIPE must
+ * not kill the supervisor (exit 141), which goes on refusing. */
+static void
+test_stderr_pipe_without_reader(void **state)
+{
+    if (access("/usr/bin/python3", X_OK) != 0)
+        skip();
+    struct fixture *f = *state;
+    struct proc_result res;
+    run_sh(f, false, NULL,
+           "/usr/bin/python3 -c 'import os\n"
+           "r, w = os.pipe(); os.close(r); os.dup2(w, 2)\n"
+           "pid = os.fork()\n"
+           "if pid == 0:\n"
+           "    try: os.execv(\"/bin/rm\", [\"rm\", \"victim\"])\n"
+           "    except OSError: os._exit(3)\n"
+           "print(\"child\", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n'; "
+           "rm victim",
+           &res);
+    assert_int_not_equal(proc_exit_code(&res), 141);
+    assert_non_null(strstr(res.out, "child 3"));
+    /* The second rm, after the pipe episode, is still refused and told. */
+    assert_non_null(strstr(res.err, "execgate: refused `rm victim`"));
+    assert_true(exists(f, "victim"));
+    proc_result_free(&res);
+}
+
 /* env's PATH search retries rm in every PATH directory that has it (at
  * least /usr/bin and /bin here): the person still reads one line. */
 static void
@@ -639,6 +666,7 @@ main(void)
         T(test_python_execv),
         T(test_env_rm),
         T(test_one_line_per_refused_command),
+        T(test_stderr_pipe_without_reader),
         T(test_xargs_rm),
         T(test_find_exec_rm),
         T(test_makefile_recipe),
