@@ -316,6 +316,33 @@ test_execveat_empty_path(void **state)
     run_raw(state, "emptypath /usr/bin/rm harmless victim");
 }
 
+/* A process under our filter installs a listener of its own for execve:
+ * were it allowed, the newest filter's listener would be asked first and
+ * its CONTINUE would end the question.  The kernel allows one listener per
+ * filter tree (EBUSY for the second), so the attack fails at its start;
+ * this test keeps that true.  (Outside our filter the same program does
+ * run rm: see docs/enforcement.md.) */
+static void
+test_own_listener_refused(void **state)
+{
+    struct fixture *f = *state;
+    if (access("/usr/bin/cc", X_OK) != 0)
+        skip();
+    char *bin = raw_exec(f);
+    char *script = NULL;
+    assert_true(asprintf(&script, "%s ownlistener /bin/rm rm victim; echo status=$?", bin) > 0);
+    struct proc_result res;
+    run_sh(f, false, NULL, script, &res);
+    if (!exists(f, "victim"))
+        fprintf(stderr, "stdout: %s\nstderr: %s\n", res.out, res.err);
+    assert_true(exists(f, "victim"));
+    assert_non_null(strstr(res.out, "status=3"));
+    assert_non_null(strstr(res.err, "own listener refused"));
+    proc_result_free(&res);
+    free(script);
+    free(bin);
+}
+
 static void
 test_relative_path_after_cd(void **state)
 {
@@ -675,6 +702,7 @@ main(void)
         T(test_static_raw_execve),
         T(test_execveat_dirfd),
         T(test_execveat_empty_path),
+        T(test_own_listener_refused),
         T(test_relative_path_after_cd),
         T(test_symlink_other_name),
         T(test_shebang_interpreter),
