@@ -2,7 +2,7 @@
  * exec_filter: installs the exec-notification filter and hands its listener
  * to the supervisor.
  *
- * The program is six BPF instructions written out here rather than built
+ * The program is ten BPF instructions written out here rather than built
  * with libseccomp: it has to be loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER,
  * which the precompiled variants of filter.c are not, and it is small
  * enough to read.  Like those, it costs no filter compilation per spawn.
