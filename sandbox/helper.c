@@ -7,6 +7,7 @@
  * the helper itself does runs under the filter.
  */
 #include "helper.h"
+#include "exec_filter.h"
 #include "filter.h"
 #include "landlock.h"
 #include "ns.h"
@@ -21,6 +22,8 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,6 +144,106 @@ send_report(int fd, json_t *report)
         ;
     sigprocmask(SIG_SETMASK, &old, NULL);
     free(text);
+}
+
+static noreturn void exec_program(char **argv);
+
+/* exec-notify (docs/enforcement.md): the socket must be open, a
+ * message-preserving one (the listener message is one datagram), and must
+ * not leak into the program. */
+static void
+check_exec_notify_fd(const struct sandbox_helper_options *o)
+{
+    int fd = o->exec_notify_fd;
+    if (fd < 0)
+        return;
+    if (fd <= 2 || fd == o->report_fd)
+        sandbox_helper_die(0, "--exec-notify-fd %d: must not be stdio or the report fd", fd);
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+        sandbox_helper_die(errno, "--exec-notify-fd %d", fd);
+    if (type != SOCK_SEQPACKET && type != SOCK_DGRAM)
+        sandbox_helper_die(0, "--exec-notify-fd %d: must be a SOCK_SEQPACKET or SOCK_DGRAM socket",
+                           fd);
+    int flags = fcntl(fd, F_GETFD);
+    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+        sandbox_helper_die(errno, "--exec-notify-fd %d: setting close-on-exec", fd);
+}
+
+/* exec-notify: the path execvp would run, found before the filter is in
+ * place, so that the helper's own execve is one call with a path the
+ * supervisor was told in advance.  Dies 127 when nothing is found. */
+static char *
+resolve_program(const char *name)
+{
+    if (strchr(name, '/') != NULL) {
+        char *copy = strdup(name);
+        if (copy == NULL)
+            sandbox_helper_die(ENOMEM, "%s", name);
+        return copy;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        path = "/bin:/usr/bin";
+    int first_err = ENOENT;
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t dlen = end ? (size_t)(end - p) : strlen(p);
+        char *cand = NULL;
+        if (asprintf(&cand, "%.*s%s%s", (int)dlen, p, dlen ? "/" : "", name) < 0)
+            sandbox_helper_die(ENOMEM, "%s", name);
+        struct stat st;
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(cand, X_OK) == 0)
+                return cand;
+            first_err = EACCES;
+        }
+        free(cand);
+        if (end == NULL)
+            break;
+        p = end;
+    }
+    sandbox_helper_die_status(first_err == ENOENT ? 127 : 126, first_err, "%s", name);
+}
+
+/* exec-notify, the last setup step (after Landlock and the sandbox's own
+ * filter, so both filters stack on the command and everything it starts):
+ * installs the exec filter and sends its listener.  Returns the path to
+ * execve, or NULL without exec-notify. */
+static char *
+apply_exec_notify(struct sandbox_helper_options *o, json_t *report, json_t *degraded)
+{
+    if (o->exec_notify_fd < 0)
+        return NULL;
+    char *path = resolve_program(o->program_argv[0]);
+    int rc = sandbox_exec_filter_install(o->exec_notify_fd, path, report);
+    if (rc == -ENOSYS || rc == -EINVAL || rc == -EOPNOTSUPP) {
+        if (!o->allow_degraded)
+            sandbox_helper_die(-rc,
+                               "exec-notify: the kernel has no seccomp user notification; refusing "
+                               "to run the command without exec interception (--allow-degraded "
+                               "accepts this)");
+        sandbox_helper_warn("running without exec-notify: no seccomp user notification "
+                            "(--allow-degraded)");
+        if (json_array_append_new(degraded, json_string("exec-notify")) != 0)
+            sandbox_helper_die(ENOMEM, "building the report");
+        rc = sandbox_exec_filter_send_degraded(o->exec_notify_fd, path);
+    }
+    if (rc < 0)
+        sandbox_helper_die(-rc, "exec-notify: sending the listener on fd %d", o->exec_notify_fd);
+    close(o->exec_notify_fd);
+    return path;
+}
+
+static noreturn void
+exec_program_at(char **argv, char *path)
+{
+    if (path == NULL)
+        exec_program(argv);
+    execv(path, argv);
+    int e = errno;
+    sandbox_helper_die_status(e == ENOENT || e == ENOTDIR ? 127 : 126, e, "%s", argv[0]);
 }
 
 static noreturn void
@@ -307,11 +410,15 @@ wait_and_propagate(pid_t child)
     }
 }
 
+/* Also the exec-notify socket: only the process that becomes the command
+ * sends on it, and the supervisor sees its end close when that one has. */
 static void
 close_report_copy(struct run *r)
 {
     if (r->o->report_fd >= 0)
         close(r->o->report_fd);
+    if (r->o->exec_notify_fd >= 0)
+        close(r->o->exec_notify_fd);
 }
 
 static void
@@ -523,8 +630,9 @@ finish_and_exec(struct run *r)
         sandbox_helper_die(errno, "--cwd %s", r->o->cwd);
     apply_landlock(r);
     apply_filter(r);
+    char *path = apply_exec_notify(r->o, r->report, r->degraded);
     send_report(r->o->report_fd, r->report);
-    exec_program(r->o->program_argv);
+    exec_program_at(r->o->program_argv, path);
 }
 
 noreturn void
@@ -533,16 +641,23 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     struct run r = {0};
     reset_signals();
     check_report_fd(o->report_fd);
+    check_exec_notify_fd(o);
     run_init(&r, o);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
+    bool notify = o->exec_notify_fd >= 0;
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
         if (chdir(o->cwd) != 0)
             sandbox_helper_die(errno, "--cwd %s", o->cwd);
+        /* exec-notify alone: no confinement, only the exec filter (for
+         * escalated programs); a filter needs no_new_privs. */
+        if (notify)
+            set_no_new_privs(&r);
+        char *path = apply_exec_notify(o, r.report, r.degraded);
         send_report(o->report_fd, r.report);
-        exec_program(o->program_argv);
+        exec_program_at(o->program_argv, path);
     }
 
-    if (confine || r.restrict_net)
+    if (confine || r.restrict_net || notify)
         set_no_new_privs(&r);
     if (confine) {
         enter_namespaces(&r);

@@ -15,6 +15,7 @@ struct sandbox_helper_options {
     struct sandbox_policy *policy; /* owned by the helper from sandbox_helper_run on */
     const char *cwd;
     int report_fd;       /* -1: no report */
+    int exec_notify_fd;  /* -1: none; else a socket for the exec filter's listener */
     bool allow_degraded; /* run with less confinement than asked, and say so */
     char **program_argv; /* NULL-terminated, at least one entry */
 };

@@ -1,8 +1,8 @@
 /*
  * execgate-sandbox: applies a sandbox policy to itself, then runs PROGRAM.
  *
- *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--allow-degraded]
- *                    -- PROGRAM ARGS...
+ *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]
+ *                    [--allow-degraded] -- PROGRAM ARGS...
  *
  * One-shot and fail-closed: any setup error ends the helper with status 125
  * (SANDBOX_EXIT_SETUP_FAILED) and one line on stderr, and nothing runs.
@@ -22,11 +22,14 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--allow-degraded]\n"
-            "                        -- PROGRAM [ARGS...]\n"
+            "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
+            "                        [--allow-degraded] -- PROGRAM [ARGS...]\n"
             "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
             "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
-            "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n");
+            "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n"
+            "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
+            "descendants to a supervisor; the seccomp listener is sent over the\n"
+            "SOCK_SEQPACKET socket N (see docs/enforcement.md).\n");
 }
 
 /* Parses a file descriptor number: digits only, within int. */
@@ -45,6 +48,7 @@ static int
 parse_args(int argc, char **argv, struct sandbox_helper_options *o)
 {
     o->report_fd = -1;
+    o->exec_notify_fd = -1;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -61,6 +65,11 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             o->report_fd = parse_fd(argv[++i]);
             if (o->report_fd < 0)
                 sandbox_helper_die(0, "--report-fd: \"%s\" is not a file descriptor number",
+                                   argv[i]);
+        } else if (strcmp(a, "--exec-notify-fd") == 0 && has_value) {
+            o->exec_notify_fd = parse_fd(argv[++i]);
+            if (o->exec_notify_fd < 0)
+                sandbox_helper_die(0, "--exec-notify-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
         } else if (strcmp(a, "--allow-degraded") == 0) {
             o->allow_degraded = true;

@@ -1,0 +1,37 @@
+/*
+ * exec_filter: the helper's last step before execve with --exec-notify-fd:
+ * a seccomp filter that hands execve and execveat to a supervisor
+ * (SECCOMP_RET_USER_NOTIF) and the sending of its listener.
+ *
+ * Wire format, one datagram on the given SOCK_SEQPACKET/SOCK_DGRAM socket:
+ * "EGX1" then one byte, 'L' (the listener fd rides along as SCM_RIGHTS) or
+ * 'D' (degraded: the kernel has no user notification, no fd), then the path
+ * the helper is about to pass to execve (no NUL).  The supervisor allows the
+ * first notification of the listener when its path is this one: until that
+ * execve only the helper runs under the filter, so nothing else can make it.
+ */
+#ifndef EXECGATE_SANDBOX_EXEC_FILTER_H
+#define EXECGATE_SANDBOX_EXEC_FILTER_H
+
+#include <jansson.h>
+
+#define SANDBOX_EXEC_NOTIFY_MAGIC    "EGX1"
+#define SANDBOX_EXEC_NOTIFY_LISTENER 'L'
+#define SANDBOX_EXEC_NOTIFY_DEGRADED 'D'
+
+/*
+ * Installs the exec filter in the calling thread (no_new_privs must be
+ * set), sends the listener over sock with exec_path and closes the
+ * listener.  Returns 0; -ENOSYS/-EINVAL/-EOPNOTSUPP when the kernel has no
+ * user notification (nothing installed, nothing sent); another -errno when
+ * the send failed (the filter is installed: the caller must not exec).
+ */
+int sandbox_exec_filter_install(int sock, const char *exec_path, json_t *report);
+
+/*
+ * Sends the degraded message (no listener) so the supervisor is not left
+ * waiting.  Returns 0 or -errno.
+ */
+int sandbox_exec_filter_send_degraded(int sock, const char *exec_path);
+
+#endif

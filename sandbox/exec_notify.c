@@ -1,0 +1,854 @@
+/*
+ * exec_notify: reads, decides and answers exec notifications.
+ *
+ * Order for each notification (seccomp_unotify(2)): open /proc/PID/mem,
+ * check the id is still valid (so PID was not reused), read path and argv,
+ * open the file they name through the target's own cwd, fd or root, then
+ * check validity again before answering: what was read belonged to the
+ * process that is still stopped in that execve.
+ */
+#include "exec_notify.h"
+#include "exec_filter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct pending {
+    uint64_t id;
+    pid_t pid;
+    char *display;
+};
+
+struct exec_notify {
+    int fd;
+    char *first_path;
+    bool first_seen;
+    bool refuse_shared_memory;
+    pid_t last_told_pid; /* the last refusal line written, to write it once */
+    char *last_told;
+    exec_notify_decide_fn decide;
+    exec_notify_ask_fn ask;
+    void *arg;
+    struct seccomp_notif_sizes sizes;
+    struct seccomp_notif_resp *resp; /* sizes.seccomp_notif_resp bytes */
+    struct pending *pending;
+    size_t n_pending, cap_pending;
+    struct exec_notify_stats stats;
+};
+
+/* ---- receiving the listener ---- */
+
+/* Closes every fd an SCM_RIGHTS message brought in. */
+static void
+close_passed_fds(struct msghdr *msg)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+            close(fd);
+        }
+    }
+}
+
+int
+exec_notify_receive_listener(int sock, int *listener, char **exec_path)
+{
+    *listener = -1;
+    *exec_path = NULL;
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    /* The helper's path is at most PATH_MAX-ish but comes from its caller:
+     * size the buffer from the datagram itself. */
+    char probe;
+    struct iovec piov = {&probe, 1};
+    struct msghdr peek = {.msg_iov = &piov, .msg_iovlen = 1};
+    ssize_t size;
+    do
+        size = recvmsg(sock, &peek, MSG_PEEK | MSG_TRUNC);
+    while (size < 0 && errno == EINTR);
+    if (size < 0)
+        return -errno;
+    if (size == 0)
+        return -EPIPE;
+    if (size < 5 || size > 5 + EXEC_NOTIFY_MAX_PATH) {
+        /* Take the bad datagram off the queue, and any fd with it. */
+        struct msghdr drop = {.msg_iov = &piov,
+                              .msg_iovlen = 1,
+                              .msg_control = ctl.buf,
+                              .msg_controllen = sizeof ctl.buf};
+        if (recvmsg(sock, &drop, MSG_CMSG_CLOEXEC) >= 0)
+            close_passed_fds(&drop);
+        return -EPROTO;
+    }
+    char *buf = malloc((size_t)size + 1);
+    if (buf == NULL)
+        return -ENOMEM;
+    struct iovec iov = {buf, (size_t)size};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    int fd = -1;
+    bool extra = false;
+    for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
+            memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        else
+            extra = true;
+    }
+    if (extra) { /* more than one fd: close them all, refuse */
+        close_passed_fds(&msg);
+        fd = -1;
+        n = -1;
+        errno = EPROTO;
+    }
+    int rc = n < 0 ? -errno : 0;
+    if (rc == 0 && (n != size || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+                    memcmp(buf, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0))
+        rc = -EPROTO;
+    char kind = rc == 0 ? buf[4] : 0;
+    if (rc == 0 && !((kind == SANDBOX_EXEC_NOTIFY_LISTENER && fd >= 0) ||
+                     (kind == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0)))
+        rc = -EPROTO;
+    if (rc != 0) {
+        if (fd >= 0)
+            close(fd);
+        free(buf);
+        return rc;
+    }
+    buf[size] = '\0';
+    memmove(buf, buf + 5, (size_t)size - 4);
+    if (strlen(buf) != (size_t)size - 5) { /* a NUL inside the path */
+        if (fd >= 0)
+            close(fd);
+        free(buf);
+        return -EPROTO;
+    }
+    *exec_path = buf;
+    *listener = fd;
+    return kind == SANDBOX_EXEC_NOTIFY_LISTENER ? 0 : -EOPNOTSUPP;
+}
+
+/* ---- lifetime ---- */
+
+struct exec_notify *
+exec_notify_new(int listener, const char *exec_path, exec_notify_decide_fn decide,
+                exec_notify_ask_fn ask, void *arg)
+{
+    struct exec_notify *n = calloc(1, sizeof *n);
+    if (n == NULL || (n->first_path = strdup(exec_path)) == NULL ||
+        syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &n->sizes) != 0 ||
+        (n->resp = calloc(1, n->sizes.seccomp_notif_resp)) == NULL) {
+        if (n != NULL)
+            free(n->first_path);
+        free(n);
+        close(listener);
+        return NULL;
+    }
+    int fl = fcntl(listener, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(listener, F_SETFL, fl | O_NONBLOCK);
+    (void)fcntl(listener, F_SETFD, FD_CLOEXEC);
+    n->fd = listener;
+    n->decide = decide;
+    n->ask = ask;
+    n->arg = arg;
+    return n;
+}
+
+void
+exec_notify_free(struct exec_notify *n)
+{
+    if (n == NULL)
+        return;
+    close(n->fd);
+    for (size_t i = 0; i < n->n_pending; i++)
+        free(n->pending[i].display);
+    free(n->pending);
+    free(n->first_path);
+    free(n->last_told);
+    free(n->resp);
+    free(n);
+}
+
+int
+exec_notify_fd(const struct exec_notify *n)
+{
+    return n->fd;
+}
+
+size_t
+exec_notify_pending(const struct exec_notify *n)
+{
+    return n->n_pending;
+}
+
+void
+exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on)
+{
+    n->refuse_shared_memory = on;
+}
+
+void
+exec_notify_get_stats(const struct exec_notify *n, struct exec_notify_stats *out)
+{
+    *out = n->stats;
+}
+
+/* ---- reading the target ---- */
+
+static bool
+id_valid(const struct exec_notify *n, uint64_t id)
+{
+    return ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* A NUL-terminated string at addr, at most max bytes before the NUL, read
+ * page by page (a read across an unmapped page fails as a whole).
+ * Returns 0, -E2BIG/-ENAMETOOLONG when longer, -EFAULT, -ENOMEM. */
+static int
+read_string(int mem, uint64_t addr, size_t max, int too_long, char **out)
+{
+    size_t cap = 256, len = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL)
+        return -ENOMEM;
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    for (;;) {
+        if (len > max) {
+            free(buf);
+            return -too_long;
+        }
+        if (len == cap) {
+            char *b = realloc(buf, cap * 2);
+            if (b == NULL) {
+                free(buf);
+                return -ENOMEM;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        uint64_t at = addr + len;
+        size_t want = cap - len;
+        uint64_t to_page = page - (at % page);
+        if (want > to_page)
+            want = (size_t)to_page;
+        ssize_t got = pread(mem, buf + len, want, (off_t)at);
+        if (got <= 0) {
+            free(buf);
+            return -EFAULT;
+        }
+        char *nul = memchr(buf + len, '\0', (size_t)got);
+        if (nul != NULL) {
+            if ((size_t)(nul - buf) > max) {
+                free(buf);
+                return -too_long;
+            }
+            *out = buf;
+            return 0;
+        }
+        len += (size_t)got;
+    }
+}
+
+static void
+free_argv(char **argv, size_t argc)
+{
+    for (size_t i = 0; argv != NULL && i < argc; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+/* argv from the pointer array at addr; NULL addr is an empty argv (Linux
+ * accepts it). */
+static int
+read_argv(int mem, uint64_t addr, char ***out, size_t *argc_out)
+{
+    size_t argc = 0, cap = 8, bytes = 0;
+    char **argv = calloc(cap + 1, sizeof *argv);
+    if (argv == NULL)
+        return -ENOMEM;
+    for (; addr != 0; argc++) {
+        uint64_t p = 0;
+        if (pread(mem, &p, sizeof p, (off_t)(addr + argc * sizeof p)) != (ssize_t)sizeof p) {
+            free_argv(argv, argc);
+            return -EFAULT;
+        }
+        if (p == 0)
+            break;
+        if (argc >= EXEC_NOTIFY_MAX_ARGC) {
+            free_argv(argv, argc);
+            return -E2BIG;
+        }
+        if (argc == cap) {
+            char **a = realloc(argv, (cap * 2 + 1) * sizeof *a);
+            if (a == NULL) {
+                free_argv(argv, argc);
+                return -ENOMEM;
+            }
+            argv = a;
+            cap *= 2;
+        }
+        int rc = read_string(mem, p, EXEC_NOTIFY_MAX_ARG_BYTES - bytes, E2BIG, &argv[argc]);
+        if (rc < 0) {
+            free_argv(argv, argc);
+            return rc;
+        }
+        bytes += strlen(argv[argc]) + 1;
+    }
+    argv[argc] = NULL;
+    *out = argv;
+    *argc_out = argc;
+    return 0;
+}
+
+/* readlink into a malloc'd string of any length; NULL on failure. */
+static char *
+readlink_alloc(const char *path)
+{
+    for (size_t cap = 256; cap <= (1u << 20); cap *= 2) {
+        char *buf = malloc(cap);
+        if (buf == NULL)
+            return NULL;
+        ssize_t n = readlink(path, buf, cap);
+        if (n < 0) {
+            free(buf);
+            return NULL;
+        }
+        if ((size_t)n < cap) {
+            buf[n] = '\0';
+            return buf;
+        }
+        free(buf);
+    }
+    return NULL;
+}
+
+static char *
+proc_link(pid_t pid, const char *what)
+{
+    char name[128];
+    snprintf(name, sizeof name, "/proc/%d/%s", (int)pid, what);
+    return readlink_alloc(name);
+}
+
+static char *
+join(const char *a, const char *b)
+{
+    char *s = NULL;
+    size_t la = strlen(a);
+    if (asprintf(&s, "%s%s%s", a, la > 0 && a[la - 1] == '/' ? "" : "/", b) < 0)
+        return NULL;
+    return s;
+}
+
+/* Everything read for one notification. */
+struct target {
+    struct exec_notify_request req;
+    char *path, *resolved, *canonical, *cwd;
+    char **argv;
+    size_t argc;
+    char *interp[EXEC_NOTIFY_MAX_INTERP_DEPTH];
+    int file;     /* O_PATH of the file the exec names, -1 when unopened */
+    int open_err; /* why file is -1 */
+};
+
+static void
+target_free(struct target *t)
+{
+    free(t->path);
+    free(t->resolved);
+    free(t->canonical);
+    free(t->cwd);
+    free_argv(t->argv, t->argc);
+    for (size_t i = 0; i < EXEC_NOTIFY_MAX_INTERP_DEPTH; i++)
+        free(t->interp[i]);
+    if (t->file >= 0)
+        close(t->file);
+}
+
+/* Opens (O_PATH) what the exec names, through the target's own cwd, dirfd
+ * or root, so mount namespaces and deleted cwds are seen as it sees them. */
+static int
+open_target_file(pid_t pid, bool at, int dirfd, int flags, const char *path)
+{
+    char base[64];
+    const char *rel = path;
+    if (path[0] == '/') {
+        snprintf(base, sizeof base, "/proc/%d/root", (int)pid);
+        rel = path + 1;
+    } else if (at && dirfd != AT_FDCWD) {
+        snprintf(base, sizeof base, "/proc/%d/fd/%d", (int)pid, dirfd);
+    } else {
+        snprintf(base, sizeof base, "/proc/%d/cwd", (int)pid);
+    }
+    int b = open(base, O_PATH | O_CLOEXEC);
+    if (b < 0)
+        return -1;
+    if (rel[0] == '\0' && (flags & AT_EMPTY_PATH))
+        return b;
+    if (rel[0] == '\0')
+        rel = ".";
+    int f = openat(b, rel, O_PATH | O_CLOEXEC);
+    close(b);
+    return f;
+}
+
+static char *
+fd_path(int fd)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    return readlink_alloc(name);
+}
+
+/* The interpreter a "#!" line names, or NULL (not a script, unreadable). */
+static char *
+shebang_of(int file)
+{
+    char name[64], buf[257];
+    /* Regular files only, checked before opening: opening a device or a
+     * FIFO the target names could have effects of its own. */
+    struct stat st;
+    if (fstat(file, &st) != 0 || !S_ISREG(st.st_mode))
+        return NULL;
+    snprintf(name, sizeof name, "/proc/self/fd/%d", file);
+    int fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = pread(fd, buf, 256, 0);
+    close(fd);
+    if (n < 3 || buf[0] != '#' || buf[1] != '!')
+        return NULL;
+    buf[n] = '\0';
+    char *p = buf + 2;
+    p += strspn(p, " \t");
+    size_t len = strcspn(p, " \t\n");
+    return len > 0 ? strndup(p, len) : NULL;
+}
+
+/* Follows #! lines from t->file, recording each interpreter (canonical
+ * when it can be opened, as written otherwise). */
+static void
+read_interpreters(struct target *t, pid_t pid)
+{
+    int file = t->file >= 0 ? dup(t->file) : -1;
+    for (size_t d = 0; file >= 0 && d < EXEC_NOTIFY_MAX_INTERP_DEPTH; d++) {
+        char *interp = shebang_of(file);
+        close(file);
+        file = -1;
+        if (interp == NULL)
+            break;
+        file = open_target_file(pid, false, AT_FDCWD, 0, interp);
+        char *canon = file >= 0 ? fd_path(file) : NULL;
+        if (canon != NULL) {
+            free(interp);
+            interp = canon;
+        }
+        t->interp[t->req.n_interpreters++] = interp;
+    }
+    if (file >= 0)
+        close(file);
+}
+
+static int
+read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct target *t)
+{
+    pid_t pid = (pid_t)sn->pid;
+    bool at = sn->data.nr == SYS_execveat;
+    uint64_t path_ptr = at ? sn->data.args[1] : sn->data.args[0];
+    uint64_t argv_ptr = at ? sn->data.args[2] : sn->data.args[1];
+    int dirfd = at ? (int)sn->data.args[0] : AT_FDCWD;
+    int flags = at ? (int)sn->data.args[4] : 0;
+
+    char name[64];
+    snprintf(name, sizeof name, "/proc/%d/mem", (int)pid);
+    int mem = open(name, O_RDONLY | O_CLOEXEC);
+    if (mem < 0)
+        return errno == ENOENT ? -ESRCH : -EACCES;
+    if (!id_valid(n, sn->id)) { /* the pid may name another process now */
+        close(mem);
+        return -ESRCH;
+    }
+    int rc = read_string(mem, path_ptr, EXEC_NOTIFY_MAX_PATH - 1, ENAMETOOLONG, &t->path);
+    if (rc == 0)
+        rc = read_argv(mem, argv_ptr, &t->argv, &t->argc);
+    close(mem);
+    if (rc < 0)
+        return rc;
+
+    t->cwd = proc_link(pid, "cwd");
+    if (t->path[0] == '/') {
+        t->resolved = strdup(t->path);
+    } else {
+        char *base = NULL;
+        if (at && dirfd != AT_FDCWD) {
+            snprintf(name, sizeof name, "fd/%d", dirfd);
+            base = proc_link(pid, name);
+        } else if (t->cwd != NULL) {
+            base = strdup(t->cwd);
+        }
+        if (base != NULL)
+            t->resolved = t->path[0] == '\0' ? base : join(base, t->path);
+        if (base != NULL && t->path[0] != '\0')
+            free(base);
+    }
+    if (t->resolved == NULL)
+        return -ENOMEM;
+    t->file = open_target_file(pid, at, dirfd, flags, t->path);
+    t->open_err = t->file < 0 ? errno : 0;
+    if (t->file >= 0)
+        t->canonical = fd_path(t->file);
+    read_interpreters(t, pid);
+
+    t->req = (struct exec_notify_request){
+        .id = sn->id,
+        .pid = pid,
+        .execveat = at,
+        .path = t->path,
+        .resolved = t->resolved,
+        .canonical = t->canonical,
+        .interpreters = (const char *const *)t->interp,
+        .n_interpreters = t->req.n_interpreters,
+        .argv = (const char *const *)t->argv,
+        .argc = t->argc,
+        .cwd = t->cwd ? t->cwd : "",
+    };
+    return 0;
+}
+
+/* A number field ("Threads:", "PPid:") of /proc/PID/status; -1 when
+ * unreadable.  The file is small and its size bounded by the kernel. */
+static long
+status_field(pid_t pid, const char *field)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(name, "re");
+    if (f == NULL)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    long v = -1;
+    size_t flen = strlen(field);
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, field, flen) == 0) {
+            v = strtol(line + flen, NULL, 10);
+            break;
+        }
+    }
+    free(line);
+    fclose(f);
+    return v;
+}
+
+#ifndef KCMP_VM
+#define KCMP_VM 1
+#endif
+
+/* Whether another running thread may write the memory the exec's path is
+ * in: the process's own threads, or a parent it shares memory with that
+ * has threads besides the one waiting in vfork.  Unreadable counts as
+ * shared (fail closed). */
+static bool
+shares_memory(pid_t pid)
+{
+    long threads = status_field(pid, "Threads:");
+    if (threads != 1)
+        return true;
+    long ppid = status_field(pid, "PPid:");
+    if (ppid <= 0)
+        return false;
+    long same = syscall(SYS_kcmp, pid, (pid_t)ppid, KCMP_VM, 0, 0);
+    if (same != 0)
+        return same < 0 && errno != ESRCH && errno != EPERM ? true : false;
+    return status_field((pid_t)ppid, "Threads:") != 1;
+}
+
+/* ---- answering ---- */
+
+/* Sends the answer and counts it in *counter (dropped when the target has
+ * gone meanwhile).  The response buffer was allocated with n, so an answer
+ * never fails for want of memory. */
+static int
+respond_counted(struct exec_notify *n, uint64_t id, int err, uint64_t *counter)
+{
+    struct seccomp_notif_resp *r = n->resp;
+    memset(r, 0, n->sizes.seccomp_notif_resp);
+    r->id = id;
+    if (err == 0)
+        r->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    else
+        r->error = -err;
+    int rc = ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, r) == 0 ? 0 : -errno;
+    if (rc == -ENOENT) /* the target died or was interrupted meanwhile */
+        n->stats.dropped++;
+    else if (rc == 0)
+        (*counter)++;
+    return rc == -ENOENT ? 0 : rc;
+}
+
+static int
+respond(struct exec_notify *n, uint64_t id, int err)
+{
+    return respond_counted(n, id, err, err == 0 ? &n->stats.continued : &n->stats.refused);
+}
+
+/* "rm -f a" for the stderr line: the program's name and the arguments,
+ * shortened past a screen line. */
+static char *
+display_of(const struct exec_notify_request *req)
+{
+    const char *slash = strrchr(req->resolved, '/');
+    const char *prog = slash ? slash + 1 : req->resolved;
+    size_t cap = 200;
+    char *s = malloc(cap + 4);
+    if (s == NULL)
+        return NULL;
+    size_t len = (size_t)snprintf(s, cap, "%s", prog);
+    for (size_t i = 1; i < req->argc && len < cap; i++)
+        len += (size_t)snprintf(s + len, cap - len, " %s", req->argv[i]);
+    if (len >= cap)
+        strcpy(s + cap - 1, "...");
+    return s;
+}
+
+/* A pipe whose reader has gone would raise SIGPIPE in the supervisor, not
+ * in the target: blocked for the write, a pending one discarded after.
+ * (The caller's loop is single-threaded, so the mask is the process's.) */
+static void
+write_without_sigpipe(int fd, const char *data, size_t len)
+{
+    sigset_t pipe_sig, old;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    sigset_t pending;
+    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_sig, &old);
+    (void)!write(fd, data, len);
+    const struct timespec now = {0, 0};
+    if (!was_pending)
+        while (sigtimedwait(&pipe_sig, NULL, &now) > 0)
+            ;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* One line on the target's stderr, written through its own open file (a
+ * duplicate by pidfd_getfd, so a read-only fd 2 stays unwritable and the
+ * supervisor's rights never apply).  Skipped when writing could block the
+ * caller's loop: a pipe without room, a socket, anything but a file,
+ * pipe or terminal.  Best effort: the errno is the refusal itself. */
+static void
+tell_target(pid_t pid, const char *display, const char *reason)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return;
+    int fd = (int)syscall(SYS_pidfd_getfd, pidfd, 2, 0);
+    close(pidfd);
+    if (fd < 0)
+        return;
+    char *line = NULL;
+    int len = asprintf(&line, "execgate: refused `%s`: %s\n", display, reason ? reason : "");
+    struct stat st;
+    bool ok = len > 0 && fstat(fd, &st) == 0;
+    if (ok && S_ISSOCK(st.st_mode)) {
+        (void)!send(fd, line, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ok = false;
+    } else if (ok && S_ISFIFO(st.st_mode)) {
+        int queued = 0, size = fcntl(fd, F_GETPIPE_SZ);
+        ok = size > 0 && ioctl(fd, FIONREAD, &queued) == 0 && size - queued >= len &&
+             len <= PIPE_BUF;
+    } else if (ok) {
+        ok = S_ISREG(st.st_mode) || S_ISCHR(st.st_mode);
+    }
+    if (ok)
+        write_without_sigpipe(fd, line, (size_t)len);
+    free(line);
+    close(fd);
+}
+
+static int
+refuse(struct exec_notify *n, uint64_t id, pid_t pid, int err, const char *display,
+       const char *reason)
+{
+    if (!id_valid(n, id)) {
+        n->stats.dropped++;
+        return 0;
+    }
+    /* A PATH search (execvp, a shell) retries the same command in each
+     * directory that has it: one line for the lot, not one per try. */
+    char *line = NULL;
+    if (asprintf(&line, "%s\n%s", display, reason ? reason : "") < 0)
+        line = NULL;
+    bool repeat = line != NULL && n->last_told != NULL && pid == n->last_told_pid &&
+                  strcmp(line, n->last_told) == 0;
+    if (!repeat)
+        tell_target(pid, display, reason);
+    if (line != NULL) {
+        free(n->last_told);
+        n->last_told = line;
+        n->last_told_pid = pid;
+    }
+    return respond(n, id, err > 0 ? err : EACCES);
+}
+
+static int
+keep_pending(struct exec_notify *n, const struct exec_notify_request *req)
+{
+    if (n->n_pending == n->cap_pending) {
+        size_t cap = n->cap_pending ? n->cap_pending * 2 : 8;
+        struct pending *p = realloc(n->pending, cap * sizeof *p);
+        if (p == NULL)
+            return -ENOMEM;
+        n->pending = p;
+        n->cap_pending = cap;
+    }
+    char *display = display_of(req);
+    if (display == NULL)
+        return -ENOMEM;
+    n->pending[n->n_pending++] = (struct pending){req->id, req->pid, display};
+    n->stats.asked++;
+    if (n->ask != NULL)
+        n->ask(n->arg, req);
+    return 0;
+}
+
+static int
+decide_and_answer(struct exec_notify *n, struct target *t)
+{
+    const struct exec_notify_request *req = &t->req;
+    char *display = display_of(req);
+    if (display == NULL)
+        return respond(n, req->id, ENOMEM);
+    int rc;
+    if (!n->first_seen) {
+        /* The helper's own execve: nothing else runs under a new listener
+         * before it, and the helper told us its path in advance. */
+        n->first_seen = true;
+        rc = strcmp(req->path, n->first_path) == 0
+                 ? respond(n, req->id, 0)
+                 : refuse(n, req->id, req->pid, EACCES, display,
+                          "the first exec is not the sandboxed command");
+        free(display);
+        return rc;
+    }
+    if (n->refuse_shared_memory && shares_memory(req->pid)) {
+        rc = refuse(n, req->id, req->pid, EACCES, display,
+                    "the process shares its memory with running threads (strict mode)");
+        free(display);
+        return rc;
+    }
+    struct exec_notify_decision d = {0};
+    n->decide(n->arg, req, &d);
+    if (d.verdict == EXEC_NOTIFY_ASK) {
+        rc = id_valid(n, req->id) ? keep_pending(n, req) : 0;
+        if (rc < 0)
+            rc = refuse(n, req->id, req->pid, ENOMEM, display, "out of memory");
+    } else if (d.verdict == EXEC_NOTIFY_REFUSE) {
+        rc = refuse(n, req->id, req->pid, d.err, display, d.reason ? d.reason : "refused");
+    } else {
+        rc = respond(n, req->id, 0);
+    }
+    free(d.reason);
+    free(display);
+    return rc;
+}
+
+static int
+handle(struct exec_notify *n, const struct seccomp_notif *sn)
+{
+    struct target t = {.file = -1};
+    int rc = read_target(n, sn, &t);
+    if (rc == -ESRCH) {
+        n->stats.dropped++;
+        rc = 0;
+    } else if (rc < 0) {
+        /* Fail closed: what cannot be read cannot be allowed. */
+        char *why = NULL;
+        if (asprintf(&why, "cannot read the exec's arguments: %s", strerror(-rc)) < 0)
+            why = NULL;
+        rc = refuse(n, sn->id, (pid_t)sn->pid, -rc == ENOMEM ? ENOMEM : -rc, "(unreadable exec)",
+                    why);
+        free(why);
+    } else if (!id_valid(n, sn->id)) {
+        n->stats.dropped++;
+    } else if (t.file < 0 && (t.open_err == ENOENT || t.open_err == ENOTDIR)) {
+        /* Nothing there: the kernel would fail the same way, and a PATH
+         * search (execvp) goes on to the next directory without a refusal
+         * line or a question for each miss.  A file created after this
+         * check does not run: the exec fails here. */
+        rc = respond_counted(n, sn->id, t.open_err, &n->stats.missing);
+    } else {
+        rc = decide_and_answer(n, &t);
+    }
+    target_free(&t);
+    return rc;
+}
+
+int
+exec_notify_process(struct exec_notify *n)
+{
+    struct seccomp_notif *sn = malloc(n->sizes.seccomp_notif);
+    if (sn == NULL)
+        return -ENOMEM;
+    int handled = 0, rc = 0;
+    for (;;) {
+        /* The receive ioctl blocks even on a non-blocking fd: only call it
+         * when poll says a notification waits. */
+        struct pollfd p = {.fd = n->fd, .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+            break;
+        memset(sn, 0, n->sizes.seccomp_notif);
+        if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, sn) != 0) {
+            if (errno == EINTR || errno == ENOENT)
+                continue; /* the target went away between poll and receive */
+            rc = -errno;
+            break;
+        }
+        rc = handle(n, sn);
+        if (rc < 0)
+            break;
+        handled++;
+    }
+    free(sn);
+    return rc < 0 ? rc : handled;
+}
+
+int
+exec_notify_answer(struct exec_notify *n, uint64_t id, bool allow, const char *reason)
+{
+    size_t i = 0;
+    while (i < n->n_pending && n->pending[i].id != id)
+        i++;
+    if (i == n->n_pending)
+        return -ENOENT;
+    struct pending p = n->pending[i];
+    n->pending[i] = n->pending[--n->n_pending];
+    int rc = allow ? respond(n, id, 0)
+                   : refuse(n, id, p.pid, EACCES, p.display, reason ? reason : "declined");
+    free(p.display);
+    return rc;
+}

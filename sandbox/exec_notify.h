@@ -1,0 +1,128 @@
+/*
+ * exec_notify: the supervisor's side of --exec-notify-fd.  Receives the
+ * listener the helper sends, reads each execve/execveat notification (path,
+ * argv, the file it names) from the target, asks a decision callback, and
+ * answers: continue, or an errno with one line on the target's stderr.
+ *
+ * No libuv and no blocking: the listener is non-blocking and
+ * exec_notify_process handles what is ready, so a loop can watch
+ * exec_notify_fd for POLLIN.  A decision of "ask" keeps the notification
+ * pending (the target waits in its execve) until exec_notify_answer.
+ * See docs/enforcement.md.
+ */
+#ifndef EXECGATE_SANDBOX_EXEC_NOTIFY_H
+#define EXECGATE_SANDBOX_EXEC_NOTIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Bounds on what is read from a target (larger execs are refused E2BIG). */
+#define EXEC_NOTIFY_MAX_PATH         4096
+#define EXEC_NOTIFY_MAX_ARGC         65536
+#define EXEC_NOTIFY_MAX_ARG_BYTES    (4u << 20)
+#define EXEC_NOTIFY_MAX_INTERP_DEPTH 4
+
+/* One exec, as the target asked for it.  Borrowed for the callback's
+ * duration only. */
+struct exec_notify_request {
+    uint64_t id;
+    pid_t pid;
+    bool execveat;
+    const char *path;                /* the path argument as the target passed it */
+    const char *resolved;            /* made absolute against the cwd or the dirfd */
+    const char *canonical;           /* symlinks followed; NULL when the file cannot be opened */
+    const char *const *interpreters; /* #! interpreters, outermost first */
+    size_t n_interpreters;
+    const char *const *argv; /* argv[argc] is NULL */
+    size_t argc;
+    const char *cwd; /* the target's cwd; "" when unreadable */
+};
+
+enum exec_notify_verdict {
+    EXEC_NOTIFY_CONTINUE = 0, /* the kernel runs the exec */
+    EXEC_NOTIFY_REFUSE = 1,   /* the exec fails with err */
+    EXEC_NOTIFY_ASK = 2,      /* kept pending until exec_notify_answer */
+};
+
+struct exec_notify_decision {
+    enum exec_notify_verdict verdict;
+    int err;      /* for REFUSE: positive errno (0: EACCES) */
+    char *reason; /* malloc'd, taken by the library; for REFUSE the stderr line's reason */
+};
+
+/* Decides one exec; fills *out (zeroed on entry). */
+typedef void (*exec_notify_decide_fn)(void *arg, const struct exec_notify_request *req,
+                                      struct exec_notify_decision *out);
+
+/* Told of each ASK as it is kept pending (the request is borrowed). */
+typedef void (*exec_notify_ask_fn)(void *arg, const struct exec_notify_request *req);
+
+/*
+ * Receives the helper's message from sock (blocking).  On success returns 0
+ * with *listener (close-on-exec, taken) and *exec_path (malloc'd, the path
+ * of the helper's own execve).  Returns -EOPNOTSUPP with *exec_path set and
+ * *listener -1 when the helper runs degraded without interception;
+ * -EPIPE when the helper closed the socket without sending (it failed);
+ * -EPROTO for a malformed message; other -errno.
+ */
+int exec_notify_receive_listener(int sock, int *listener, char **exec_path);
+
+struct exec_notify;
+
+/*
+ * A supervisor for listener (taken, even on failure; made non-blocking).
+ * The first notification is allowed without a decision when its path is
+ * exec_path (copied) and refused otherwise.  ask may be NULL when decide
+ * never asks.  NULL on OOM.
+ */
+struct exec_notify *exec_notify_new(int listener, const char *exec_path,
+                                    exec_notify_decide_fn decide, exec_notify_ask_fn ask,
+                                    void *arg);
+
+/* Closes the listener (pending execs fail with ENOSYS) and frees; NULL ok. */
+void exec_notify_free(struct exec_notify *n);
+
+/* The listener, to poll for POLLIN (work) and POLLHUP (no target left). */
+int exec_notify_fd(const struct exec_notify *n);
+
+/*
+ * Handles every notification ready now without blocking.  Returns the
+ * number handled (>= 0), or -errno on a listener error.  Problems with one
+ * target (it died, its memory is unreadable) end that notification only.
+ */
+int exec_notify_process(struct exec_notify *n);
+
+/*
+ * Answers a pending ASK: allow continues it, else it fails with EACCES and
+ * the stderr line gives reason (borrowed; NULL: "declined").  Returns 0,
+ * -ENOENT when id is not pending; a target that died meanwhile is 0.
+ */
+int exec_notify_answer(struct exec_notify *n, uint64_t id, bool allow, const char *reason);
+
+/*
+ * Strict mode for the check-then-use window (docs/enforcement.md): refuse
+ * (EACCES) an exec whose process has other threads, or shares its memory
+ * with its parent (CLONE_VM, as posix_spawn/vfork do) while the parent has
+ * other threads — the cases where a running thread could rewrite the path
+ * between the check and the kernel's read.  Off by default: it refuses the
+ * normal spawns of multi-threaded programs (Go, the JVM, posix_spawn from
+ * threads).  A CLONE_VM sharer that is neither is not detected.
+ */
+void exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on);
+
+/* Number of ASKs waiting for an answer. */
+size_t exec_notify_pending(const struct exec_notify *n);
+
+/* Counters since exec_notify_new. */
+struct exec_notify_stats {
+    uint64_t continued; /* CONTINUE sent */
+    uint64_t refused;   /* an errno sent after a decision (or an unreadable exec) */
+    uint64_t missing;   /* ENOENT/ENOTDIR sent for a file that is not there */
+    uint64_t asked;     /* kept pending for exec_notify_answer */
+    uint64_t dropped;   /* the target went away before the answer */
+};
+void exec_notify_get_stats(const struct exec_notify *n, struct exec_notify_stats *out);
+
+#endif

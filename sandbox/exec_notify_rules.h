@@ -1,0 +1,23 @@
+/*
+ * exec_notify_rules: an exec_notify decision from the .rules policy.
+ */
+#ifndef EXECGATE_SANDBOX_EXEC_NOTIFY_RULES_H
+#define EXECGATE_SANDBOX_EXEC_NOTIFY_RULES_H
+
+#include "exec_notify.h"
+
+struct rules_policy;
+
+/*
+ * An exec_notify_decide_fn; arg is a const struct rules_policy *.  The
+ * command is checked under every name the exec can go by — the basenames of
+ * the path as given, of the file it resolves to (symlinks followed), of
+ * each #! interpreter and of argv[0], and the absolute resolved and
+ * canonical paths — with argv[1..] after it; the strictest decision wins:
+ * forbidden -> REFUSE EACCES with the rule's justification, prompt -> ASK,
+ * allow or no rule -> CONTINUE.  Out of memory -> REFUSE ENOMEM.
+ */
+void exec_notify_rules_decide(void *arg, const struct exec_notify_request *req,
+                              struct exec_notify_decision *out);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+ * exec-notify-supervisor (tests and bench only): runs execgate-sandbox with
+ * --exec-notify-fd and answers every exec of the command's process tree
+ * with exec_notify and the rules of one file.
+ *
+ *   exec-notify-supervisor RULES_FILE|- HELPER POLICY_JSON CWD -- PROGRAM ARGS...
+ *
+ * "-" loads no rules (everything continues: the benchmark's case).  A
+ * prompt is answered from $EXEC_NOTIFY_ANSWER (approve | anything else
+ * declines) after the notification has been kept pending, the way the
+ * server will answer after asking a person.  Prints "exec-notify: asked:
+ * PATH" for each prompt and a stats line on exit to stderr; exits with the
+ * helper's status once no process is left under the filter.
+ * EXEC_NOTIFY_STRICT=1 turns on exec_notify_set_refuse_shared_memory.
+ */
+#include "exec_notify.h"
+#include "exec_notify_rules.h"
+#include "load.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct sup {
+    struct rules_policy *rules; /* NULL: everything continues */
+    uint64_t *asked;
+    size_t n_asked, cap_asked;
+};
+
+static void
+on_ask(void *arg, const struct exec_notify_request *req)
+{
+    struct sup *s = arg;
+    fprintf(stderr, "exec-notify: asked: %s\n", req->resolved);
+    if (s->n_asked == s->cap_asked) {
+        size_t cap = s->cap_asked ? 2 * s->cap_asked : 8;
+        uint64_t *a = realloc(s->asked, cap * sizeof *a);
+        if (a == NULL)
+            abort();
+        s->asked = a;
+        s->cap_asked = cap;
+    }
+    s->asked[s->n_asked++] = req->id;
+}
+
+static void
+decide(void *arg, const struct exec_notify_request *req, struct exec_notify_decision *out)
+{
+    struct sup *s = arg;
+    if (s->rules != NULL)
+        exec_notify_rules_decide(s->rules, req, out);
+    else
+        out->verdict = EXEC_NOTIFY_CONTINUE;
+}
+
+static pid_t
+start_helper(char **argv, int argc, int sock)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* The one place the socket becomes inheritable: right before exec. */
+    int fl = fcntl(sock, F_GETFD);
+    fcntl(sock, F_SETFD, fl & ~FD_CLOEXEC);
+    char fdnum[16];
+    snprintf(fdnum, sizeof fdnum, "%d", sock);
+    const char **a = calloc((size_t)argc + 10, sizeof *a);
+    if (a == NULL)
+        _exit(125);
+    int k = 0;
+    a[k++] = argv[2];
+    a[k++] = "--policy";
+    a[k++] = argv[3];
+    a[k++] = "--cwd";
+    a[k++] = argv[4];
+    a[k++] = "--exec-notify-fd";
+    a[k++] = fdnum;
+    for (int i = 5; i < argc; i++)
+        a[k++] = argv[i];
+    execv(argv[2], (char *const *)a);
+    perror(argv[2]);
+    _exit(127);
+}
+
+static int
+status_code(int st)
+{
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Reaps every exited child (orphans come to us: we are a subreaper), so
+ * that their filters are released and the listener can hang up. */
+static void
+reap(pid_t helper, int *helper_status, bool *helper_done)
+{
+    int st;
+    pid_t w;
+    while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (w == helper) {
+            *helper_status = status_code(st);
+            *helper_done = true;
+        }
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 7 || strcmp(argv[5], "--") != 0) {
+        fprintf(stderr, "usage: exec-notify-supervisor RULES|- HELPER POLICY CWD -- PROGRAM...\n");
+        return 2;
+    }
+    struct rules_policy *rules = NULL;
+    if (strcmp(argv[1], "-") != 0) {
+        char *err = NULL;
+        const char *files[] = {argv[1]};
+        rules = rules_load(NULL, files, 1, &err);
+        if (rules == NULL) {
+            fprintf(stderr, "exec-notify-supervisor: %s\n", err ? err : "out of memory");
+            free(err);
+            return 2;
+        }
+    }
+    const char *answer = getenv("EXEC_NOTIFY_ANSWER");
+    bool approve = answer != NULL && strcmp(answer, "approve") == 0;
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    int sv[2];
+    if (sfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        perror("exec-notify-supervisor: setup");
+        return 2;
+    }
+    pid_t helper = start_helper(argv, argc, sv[1]);
+    close(sv[1]);
+    int helper_status = 125;
+    bool helper_done = false;
+
+    int listener = -1;
+    char *exec_path = NULL;
+    int rc = exec_notify_receive_listener(sv[0], &listener, &exec_path);
+    close(sv[0]);
+    struct exec_notify *n = NULL;
+    struct sup s = {.rules = rules};
+    if (rc == 0)
+        n = exec_notify_new(listener, exec_path, decide, on_ask, &s);
+    else if (rc != -EPIPE)
+        fprintf(stderr, "exec-notify-supervisor: receiving the listener: %s\n", strerror(-rc));
+    const char *strict = getenv("EXEC_NOTIFY_STRICT");
+    if (n != NULL && strict != NULL && strcmp(strict, "1") == 0)
+        exec_notify_set_refuse_shared_memory(n, true);
+    free(exec_path);
+    while (n != NULL || !helper_done) {
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+                              {.fd = n ? exec_notify_fd(n) : -1, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) > 0)
+                ;
+            reap(helper, &helper_status, &helper_done);
+        }
+        if (n != NULL && (p[1].revents & POLLIN)) {
+            if (exec_notify_process(n) < 0)
+                break;
+            for (size_t i = 0; i < s.n_asked; i++)
+                exec_notify_answer(n, s.asked[i], approve, "declined by the supervisor");
+            s.n_asked = 0;
+        } else if (n != NULL && (p[1].revents & (POLLHUP | POLLERR))) {
+            struct exec_notify_stats st;
+            exec_notify_get_stats(n, &st);
+            fprintf(stderr,
+                    "exec-notify: continued %llu refused %llu missing %llu asked %llu "
+                    "dropped %llu\n",
+                    (unsigned long long)st.continued, (unsigned long long)st.refused,
+                    (unsigned long long)st.missing, (unsigned long long)st.asked,
+                    (unsigned long long)st.dropped);
+            exec_notify_free(n);
+            n = NULL;
+        }
+    }
+    exec_notify_free(n);
+    free(s.asked);
+    rules_policy_free(rules);
+    return helper_status;
+}

@@ -1,0 +1,300 @@
+/*
+ * exec_notify: the helper's hand-over message as the supervisor receives
+ * it (good, degraded, malformed, no fd leaks), and exec_notify_rules'
+ * decision under every name an exec can go by.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "exec_notify.h"
+#include "exec_notify_rules.h"
+#include "load.h"
+#include "tmpdir.h"
+
+/* ---- the hand-over message ---- */
+
+/* Sends data with n_fds copies of fd (n_fds 0: none) on sock. */
+static void
+send_with_fds(int sock, const void *data, size_t len, int fd, int n_fds)
+{
+    struct iovec iov = {(void *)data, len};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(2 * sizeof(int))];
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (n_fds > 0) {
+        int fds[2] = {fd, fd};
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE((size_t)n_fds * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN((size_t)n_fds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, (size_t)n_fds * sizeof(int));
+    }
+    assert_int_equal(sendmsg(sock, &msg, 0), (ssize_t)len);
+}
+
+/* The lowest free fd number: a leaked received fd would take it. */
+static int
+lowest_free_fd(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    close(fd);
+    return fd;
+}
+
+struct pair {
+    int s[2];
+    int payload; /* an fd to pass around */
+};
+
+static int
+pair_setup(void **state)
+{
+    struct pair *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->s), 0);
+    p->payload = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(p->payload >= 0);
+    *state = p;
+    return 0;
+}
+
+static int
+pair_teardown(void **state)
+{
+    struct pair *p = *state;
+    close(p->s[0]);
+    if (p->s[1] >= 0)
+        close(p->s[1]);
+    close(p->payload);
+    free(p);
+    return 0;
+}
+
+static void
+test_listener_received(void **state)
+{
+    struct pair *p = *state;
+    send_with_fds(p->s[1], "EGX1L/usr/bin/sh", 16, p->payload, 1);
+    int fd = -1;
+    char *path = NULL;
+    assert_int_equal(exec_notify_receive_listener(p->s[0], &fd, &path), 0);
+    assert_true(fd >= 0);
+    assert_string_equal(path, "/usr/bin/sh");
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+    free(path);
+}
+
+static void
+test_degraded_received(void **state)
+{
+    struct pair *p = *state;
+    send_with_fds(p->s[1], "EGX1Dbash", 9, -1, 0);
+    int fd = 7;
+    char *path = NULL;
+    assert_int_equal(exec_notify_receive_listener(p->s[0], &fd, &path), -EOPNOTSUPP);
+    assert_int_equal(fd, -1);
+    assert_string_equal(path, "bash");
+    free(path);
+}
+
+/* Each malformed message is -EPROTO, sets nothing, keeps no fd. */
+static void
+expect_proto(struct pair *p, const void *data, size_t len, int n_fds)
+{
+    int before = lowest_free_fd();
+    send_with_fds(p->s[1], data, len, p->payload, n_fds);
+    int fd = 7;
+    char *path = (char *)"untouched";
+    assert_int_equal(exec_notify_receive_listener(p->s[0], &fd, &path), -EPROTO);
+    assert_int_equal(fd, -1);
+    assert_null(path);
+    assert_int_equal(lowest_free_fd(), before);
+}
+
+static void
+test_malformed_messages(void **state)
+{
+    struct pair *p = *state;
+    expect_proto(p, "EGX2L/bin/sh", 12, 1);  /* wrong magic */
+    expect_proto(p, "EGX1L/bin/sh", 12, 0);  /* listener without fd */
+    expect_proto(p, "EGX1D/bin/sh", 12, 1);  /* degraded with an fd */
+    expect_proto(p, "EGX1Q/bin/sh", 12, 1);  /* unknown kind */
+    expect_proto(p, "EGX", 3, 1);            /* too short */
+    expect_proto(p, "EGX1L/bin\0sh", 12, 1); /* NUL inside the path */
+    expect_proto(p, "EGX1L/bin/sh", 12, 2);  /* two fds */
+    size_t big = 5 + EXEC_NOTIFY_MAX_PATH + 1;
+    char *huge = malloc(big);
+    assert_non_null(huge);
+    memcpy(huge, "EGX1L", 5);
+    memset(huge + 5, 'a', big - 5);
+    expect_proto(p, huge, big, 1); /* path over the limit */
+    free(huge);
+    /* The socket still works after all of that. */
+    test_listener_received(state);
+}
+
+static void
+test_peer_closed(void **state)
+{
+    struct pair *p = *state;
+    close(p->s[1]);
+    p->s[1] = -1;
+    int fd = 7;
+    char *path = NULL;
+    assert_int_equal(exec_notify_receive_listener(p->s[0], &fd, &path), -EPIPE);
+    assert_int_equal(fd, -1);
+    assert_null(path);
+}
+
+/* ---- decisions from the rules ---- */
+
+struct rules_fixture {
+    char *dir;
+    struct rules_policy *policy;
+};
+
+static int
+rules_setup(void **state)
+{
+    struct rules_fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->dir = tmpdir_new("exnf-unit");
+    char *file = tmpdir_path(f->dir, "t.rules");
+    tmpdir_write_file(
+        file,
+        "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"no rm\")\n"
+        "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n"
+        "prefix_rule(pattern=[\"git\", \"push\"], decision=\"forbidden\")\n"
+        "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n",
+        0644);
+    char *err = NULL;
+    const char *files[] = {file};
+    f->policy = rules_load(NULL, files, 1, &err);
+    if (f->policy == NULL)
+        fprintf(stderr, "%s\n", err);
+    assert_non_null(f->policy);
+    free(file);
+    *state = f;
+    return 0;
+}
+
+static int
+rules_teardown(void **state)
+{
+    struct rules_fixture *f = *state;
+    rules_policy_free(f->policy);
+    tmpdir_remove(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Decides an exec of `path` (resolved as given) with argv; canonical and
+ * one interpreter optional. */
+static struct exec_notify_decision
+decide(struct rules_fixture *f, const char *path, const char *canonical, const char *interp,
+       const char *const *argv)
+{
+    size_t argc = 0;
+    while (argv[argc] != NULL)
+        argc++;
+    const char *interps[] = {interp};
+    struct exec_notify_request req = {
+        .id = 1,
+        .pid = 1,
+        .path = path,
+        .resolved = path,
+        .canonical = canonical,
+        .interpreters = interps,
+        .n_interpreters = interp ? 1 : 0,
+        .argv = argv,
+        .argc = argc,
+        .cwd = "/",
+    };
+    struct exec_notify_decision d = {0};
+    exec_notify_rules_decide(f->policy, &req, &d);
+    return d;
+}
+
+static void
+expect(struct exec_notify_decision d, enum exec_notify_verdict v, const char *reason)
+{
+    assert_int_equal(d.verdict, v);
+    if (v == EXEC_NOTIFY_REFUSE)
+        assert_int_equal(d.err, EACCES);
+    if (reason != NULL)
+        assert_string_equal(d.reason, reason);
+    free(d.reason);
+}
+
+static void
+test_rules_names(void **state)
+{
+    struct rules_fixture *f = *state;
+    const char *rm_a[] = {"rm", "a", NULL};
+    const char *ls_a[] = {"ls", "a", NULL};
+    const char *none[] = {NULL};
+    /* By path, whatever argv[0] says. */
+    expect(decide(f, "/bin/rm", NULL, NULL, ls_a), EXEC_NOTIFY_REFUSE, "no rm");
+    /* A symlink under another name: the canonical file decides. */
+    expect(decide(f, "/tmp/zap", "/usr/bin/rm", NULL, ls_a), EXEC_NOTIFY_REFUSE, "no rm");
+    /* A #! interpreter. */
+    expect(decide(f, "/tmp/script", "/tmp/script", "/usr/bin/rm", ls_a), EXEC_NOTIFY_REFUSE,
+           "no rm");
+    /* A multi-call binary dispatching on argv[0]. */
+    expect(decide(f, "/bin/busybox", "/bin/busybox", NULL, rm_a), EXEC_NOTIFY_REFUSE, "no rm");
+    /* An empty argv still names the program by its path. */
+    expect(decide(f, "/usr/bin/rm", NULL, NULL, none), EXEC_NOTIFY_REFUSE, "no rm");
+    /* Allowed and unmatched programs continue. */
+    expect(decide(f, "/bin/ls", "/usr/bin/ls", NULL, ls_a), EXEC_NOTIFY_CONTINUE, NULL);
+    const char *cat[] = {"cat", "x", NULL};
+    expect(decide(f, "/bin/cat", NULL, NULL, cat), EXEC_NOTIFY_CONTINUE, NULL);
+}
+
+static void
+test_rules_args_and_prompt(void **state)
+{
+    struct rules_fixture *f = *state;
+    const char *push[] = {"git", "push", "origin", NULL};
+    const char *status[] = {"git", "status", NULL};
+    const char *touch[] = {"touch", "x", NULL};
+    expect(decide(f, "/usr/bin/git", NULL, NULL, push), EXEC_NOTIFY_REFUSE, "forbidden by a rule");
+    expect(decide(f, "/usr/bin/git", NULL, NULL, status), EXEC_NOTIFY_CONTINUE, NULL);
+    expect(decide(f, "/usr/bin/touch", NULL, NULL, touch), EXEC_NOTIFY_ASK, NULL);
+    /* The strictest name wins: a prompt program whose file is rm. */
+    expect(decide(f, "/usr/bin/touch", "/usr/bin/rm", NULL, touch), EXEC_NOTIFY_REFUSE, "no rm");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_listener_received, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_degraded_received, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_messages, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_peer_closed, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_rules_names, rules_setup, rules_teardown),
+        cmocka_unit_test_setup_teardown(test_rules_args_and_prompt, rules_setup, rules_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
