@@ -185,6 +185,13 @@ put(json_t *obj, const char *key, json_t *value)
         sandbox_helper_die(ENOMEM, "building the report");
 }
 
+static void
+append(json_t *arr, const char *text)
+{
+    if (json_array_append_new(arr, json_string(text)) != 0)
+        sandbox_helper_die(ENOMEM, "building the report");
+}
+
 static json_t *
 new_array(void)
 {
@@ -205,8 +212,7 @@ require(struct run *r, const char *feature, const char *why)
                            "(--allow-degraded accepts this)",
                            feature, why);
     sandbox_helper_warn("running without %s: %s (--allow-degraded)", feature, why);
-    if (json_array_append_new(r->degraded, json_string(feature)) != 0)
-        sandbox_helper_die(ENOMEM, "building the report");
+    append(r->degraded, feature);
 }
 
 static void
@@ -351,8 +357,8 @@ allow_path(struct run *r, struct sandbox_ll *ll, const char *path, enum sandbox_
         return; /* nothing there to grant */
     if (rc < 0)
         sandbox_helper_die(-rc, "landlock: adding a rule for %s", path);
-    if (a == SANDBOX_LL_WRITE && json_array_append_new(r->writable, json_string(path)) != 0)
-        sandbox_helper_die(ENOMEM, "building the report");
+    if (a == SANDBOX_LL_WRITE)
+        append(r->writable, path);
 }
 
 static void
@@ -371,12 +377,12 @@ allow_reads(struct run *r, struct sandbox_ll *ll)
     if (sandbox_policy_platform_defaults(r->p)) {
         for (size_t i = 0; i < sizeof platform / sizeof platform[0]; i++)
             allow_path(r, ll, platform[i], SANDBOX_LL_READ);
-        json_array_append_new(readable, json_string("+platform"));
+        append(readable, "+platform");
     }
     for (size_t i = 0; i < sandbox_policy_readable_root_count(r->p); i++) {
         const char *path = sandbox_policy_readable_root(r->p, i);
         allow_path(r, ll, path, SANDBOX_LL_READ);
-        json_array_append_new(readable, json_string(path));
+        append(readable, path);
     }
     if (sandbox_policy_cwd(r->p) != NULL)
         allow_path(r, ll, sandbox_policy_cwd(r->p), SANDBOX_LL_READ);

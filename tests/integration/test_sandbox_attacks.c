@@ -183,7 +183,6 @@ make_workspace(void)
 static int
 group_setup(void **state)
 {
-    g.attack = getenv("EXECGATE_TEST_ATTACK");
     must(g.attack != NULL, "EXECGATE_TEST_ATTACK");
     make_workspace();
     g.victim_pid = spawn_victim();
@@ -696,6 +695,28 @@ test_identity_and_report(void **state)
     sbx_result_free(&r);
 }
 
+/* The build tree may sit where the test user cannot reach it (a checkout
+ * under /root): run copies of the helper and the attack program from a
+ * directory of their own in /tmp instead. */
+static char *programs_dir;
+
+static void
+copy_programs_for_user(void)
+{
+    programs_dir = tmpdir_new("sbxbin");
+    must(chmod(programs_dir, 0755) == 0, "chmod");
+    char *helper = tmpdir_path(programs_dir, "execgate-sandbox");
+    char *attack = tmpdir_path(programs_dir, "sandbox-attack");
+    const char *cp_helper[] = {"/bin/cp", sbx_helper(), helper, NULL};
+    const char *cp_attack[] = {"/bin/cp", g.attack, attack, NULL};
+    run_ok(cp_helper, NULL);
+    run_ok(cp_attack, NULL);
+    must(chmod(helper, 0755) == 0 && chmod(attack, 0755) == 0, "chmod");
+    must(setenv("EXECGATE_TEST_SANDBOX", helper, 1) == 0, "setenv");
+    g.attack = attack; /* kept for the whole run; freed at exit */
+    free(helper);
+}
+
 /* Some distributions refuse unprivileged user namespaces.  There the
  * helper must refuse too (exit 125, naming the namespace), never run less
  * confined; the attack suite then has nothing to attack for this user. */
@@ -718,6 +739,11 @@ int
 main(void)
 {
     sbx_helper();
+    g.attack = getenv("EXECGATE_TEST_ATTACK");
+    if (g.attack == NULL) {
+        fprintf(stderr, "EXECGATE_TEST_ATTACK is not set\n");
+        return 1;
+    }
     const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
     if (u != NULL && strcmp(u, "1") == 0) {
         if (getuid() != 0) {
@@ -726,6 +752,7 @@ main(void)
         }
         g.unprivileged = true;
         create_test_user();
+        copy_programs_for_user();
         if (userns_refused_for_user()) {
             printf("unprivileged user namespaces are refused here, and the helper refused "
                    "with 125 (fail-closed): no attack suite for this user\n");
@@ -755,5 +782,11 @@ main(void)
         cmocka_unit_test(test_sees_only_its_processes),
         cmocka_unit_test(test_identity_and_report),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
+    if (programs_dir != NULL) {
+        tmpdir_remove(programs_dir);
+        free(programs_dir);
+        free((char *)g.attack);
+    }
+    return failed;
 }

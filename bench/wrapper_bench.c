@@ -1,0 +1,108 @@
+/*
+ * bench/wrapper_bench: what one intercepted exec decided Run costs.
+ *
+ * Times, alternately in the same run, posix_spawn + wait of a program
+ * directly (the baseline) and of execgate-wrapper FILE ARGV... answered Run
+ * by the fake escalation server, and prints the medians, their difference
+ * and their ratio. The fake server answers from a thread per session, as
+ * cheap as the real server's loop or cheaper, so the figure is the wrapper's
+ * own cost plus the protocol's round trip.
+ *
+ * usage: wrapper_bench WRAPPER [ITERATIONS] [PROGRAM]
+ */
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_escalation_server.h"
+
+extern char **environ;
+
+static double
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double
+spawn_wait(char *const argv[], char *const envp[])
+{
+    double t0 = now_ms();
+    pid_t pid;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) {
+        perror(argv[0]);
+        exit(1);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "wrapper_bench: %s did not exit 0 (status %d)\n", argv[0], status);
+        exit(1);
+    }
+    return now_ms() - t0;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double
+median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: wrapper_bench WRAPPER [ITERATIONS] [PROGRAM]\n");
+        return 2;
+    }
+    int n = argc > 2 ? atoi(argv[2]) : 500;
+    char *program = argc > 3 ? argv[3] : "/bin/true";
+    if (n < 1)
+        n = 1;
+    int client;
+    struct fake_esc_server *srv = fake_esc_server_start(NULL, 0, &client);
+    char sock_env[64];
+    snprintf(sock_env, sizeof sock_env, "CODEX_ESCALATE_SOCKET=%d", client);
+    char *envp[] = {"PATH=/usr/bin:/bin", sock_env, NULL};
+    char *direct[] = {program, "true", NULL};
+    char *wrapped[] = {argv[1], program, "true", NULL};
+
+    double *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b);
+    for (int i = 0; i < 20; i++) { /* warm caches */
+        spawn_wait(direct, envp);
+        spawn_wait(wrapped, envp);
+    }
+    for (int i = 0; i < n; i++) {
+        a[i] = spawn_wait(direct, envp);
+        b[i] = spawn_wait(wrapped, envp);
+    }
+    size_t sessions = fake_esc_server_count(srv);
+    fake_esc_server_stop(srv);
+    if (sessions != (size_t)n + 20) {
+        fprintf(stderr, "wrapper_bench: the server saw %zu sessions, expected %d\n", sessions,
+                n + 20);
+        return 1;
+    }
+    double ma = median(a, n), mb = median(b, n);
+    printf("program:              %s (%d runs each, alternating)\n", program, n);
+    printf("direct spawn, median: %.3f ms\n", ma);
+    printf("through wrapper, Run: %.3f ms\n", mb);
+    printf("added per exec:       %.3f ms\n", mb - ma);
+    printf("ratio:                %.2fx\n", mb / ma);
+    free(a);
+    free(b);
+    return 0;
+}

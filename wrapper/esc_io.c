@@ -1,0 +1,245 @@
+/*
+ * esc_io: sendmsg/recvmsg with SCM_RIGHTS for escalation sessions.
+ */
+#include "esc_io.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Room for the largest SCM_RIGHTS the protocol accepts in one call. */
+union esc_cmsg_space {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int) * ESC_MAX_FDS)];
+};
+
+/* Closes an fd the protocol received, keeping errno as it was. */
+static void
+close_keep_errno(int fd)
+{
+    int saved = errno;
+    (void)close(fd);
+    errno = saved;
+}
+
+void
+esc_fdlist_close(struct esc_fdlist *list)
+{
+    if (list == NULL)
+        return;
+    for (size_t i = 0; i < list->count; i++)
+        close_keep_errno(list->fds[i]);
+    list->count = 0;
+}
+
+/* Walks every control message of one recvmsg: SCM_RIGHTS fds are adopted
+ * into list, and if anything is wrong all fds of this call are closed. */
+static int
+adopt_fds(struct msghdr *mh, struct esc_fdlist *list)
+{
+    size_t start = list->count;
+    int rc = (mh->msg_flags & MSG_CTRUNC) ? -EBADMSG : 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            rc = -EBADMSG;
+            continue;
+        }
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        const unsigned char *data = CMSG_DATA(c);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, data + i * sizeof fd, sizeof fd);
+            if (list->count < ESC_MAX_FDS) {
+                list->fds[list->count++] = fd;
+            } else {
+                close_keep_errno(fd);
+                rc = rc ? rc : -EMSGSIZE;
+            }
+        }
+    }
+    if (rc < 0) {
+        for (size_t i = start; i < list->count; i++)
+            close_keep_errno(list->fds[i]);
+        list->count = start;
+    }
+    return rc;
+}
+
+ssize_t
+esc_io_recvmsg(int sock, void *buf, size_t len, struct esc_fdlist *fds)
+{
+    union esc_cmsg_space cbuf;
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr mh = {
+        .msg_iov = &iov,
+        .msg_iovlen = 1,
+        .msg_control = cbuf.buf,
+        .msg_controllen = sizeof cbuf.buf,
+    };
+    ssize_t n;
+    do {
+        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    int rc = adopt_fds(&mh, fds);
+    return rc < 0 ? rc : n;
+}
+
+int
+esc_io_send_all(int sock, const void *data, size_t len, const int *fds, size_t nfds)
+{
+    union esc_cmsg_space cbuf;
+    if (nfds > ESC_MAX_FDS)
+        return -EMSGSIZE;
+    const char *p = data;
+    size_t sent = 0;
+    do {
+        struct iovec iov = {.iov_base = (void *)(p + sent), .iov_len = len - sent};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (sent == 0 && nfds > 0) {
+            memset(cbuf.buf, 0, sizeof cbuf.buf);
+            mh.msg_control = cbuf.buf;
+            mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+            memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        }
+        ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        sent += (size_t)n;
+    } while (sent < len);
+    return 0;
+}
+
+int
+esc_io_send_msg(int sock, const struct esc_msg *msg, const int *fds, size_t nfds, const char **why)
+{
+    struct esc_buf frame = {0};
+    int rc = esc_msg_encode(msg, &frame, why);
+    if (rc == 0)
+        rc = esc_io_send_all(sock, frame.data, frame.len, fds, nfds);
+    esc_buf_free(&frame);
+    return rc;
+}
+
+/* Bytes still missing from the frame at the start of in (its header was
+ * already checked by the decoder when complete), at most 64 KiB a read. */
+static size_t
+frame_missing(const struct esc_buf *in)
+{
+    size_t want;
+    if (in->len < ESC_HEADER_SIZE) {
+        want = ESC_HEADER_SIZE - in->len;
+    } else {
+        const unsigned char *p = (const unsigned char *)in->data;
+        size_t body =
+            (size_t)p[0] | ((size_t)p[1] << 8) | ((size_t)p[2] << 16) | ((size_t)p[3] << 24);
+        want = ESC_HEADER_SIZE + body - in->len;
+    }
+    return want > 65536 ? 65536 : want;
+}
+
+int
+esc_io_recv_msg(int sock, struct esc_buf *in, struct esc_msg *out, struct esc_fdlist *fds,
+                const char **why)
+{
+    const char *ignored;
+    if (why == NULL)
+        why = &ignored;
+    for (;;) {
+        size_t used;
+        int rc = esc_msg_decode(in->data, in->len, out, &used, why);
+        if (rc != 0) {
+            if (rc == 1)
+                esc_buf_consume(in, used);
+            return rc;
+        }
+        /* Read at most what completes the header or the body, so fds that
+         * belong to a later frame are not taken with this one. */
+        size_t want = frame_missing(in);
+        if ((rc = esc_buf_reserve(in, want)) < 0) {
+            *why = "out of memory";
+            return rc;
+        }
+        ssize_t n = esc_io_recvmsg(sock, in->data + in->len, want, fds);
+        if (n < 0) {
+            *why = "receiving from the peer failed";
+            return (int)n;
+        }
+        if (n == 0) {
+            *why = in->len ? "connection closed inside a frame" : "connection closed";
+            return in->len ? -ECONNRESET : 0;
+        }
+        in->len += (size_t)n;
+    }
+}
+
+/* The received session fd must be a stream Unix socket, not a file or a
+ * pipe that would make the session's reads mean something else. */
+static int
+is_unix_stream(int fd)
+{
+    int type = 0, domain = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+        return 0;
+    len = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+        return 0;
+    return type == SOCK_STREAM && domain == AF_UNIX;
+}
+
+int
+esc_io_recv_hello(int dgram, int *stream, const char **why)
+{
+    const char *ignored;
+    if (why == NULL)
+        why = &ignored;
+    /* One byte more than a HELLO so that a longer datagram shows as such. */
+    unsigned char buf[ESC_HEADER_SIZE + 1];
+    struct esc_fdlist fds = {.count = 0};
+    ssize_t n = esc_io_recvmsg(dgram, buf, sizeof buf, &fds);
+    if (n < 0) {
+        *why = "bad control data on the escalation socket";
+        return (int)n;
+    }
+    if (n == 0 && fds.count == 0)
+        return 0;
+    struct esc_msg msg;
+    size_t used = 0;
+    int rc = esc_msg_decode(buf, (size_t)n, &msg, &used, why);
+    if (rc == 1) {
+        enum esc_msg_type type = msg.type;
+        esc_msg_free(&msg);
+        if (type != ESC_MSG_HELLO || used != (size_t)n) {
+            *why = "the first datagram must be exactly a HELLO";
+            rc = -EBADMSG;
+        }
+    } else if (rc == 0) {
+        *why = "datagram shorter than a frame";
+        rc = -EBADMSG;
+    }
+    if (rc == 1 && fds.count != 1) {
+        *why = "a HELLO must carry exactly one fd";
+        rc = -EBADMSG;
+    }
+    if (rc == 1 && !is_unix_stream(fds.fds[0])) {
+        *why = "the fd of a HELLO is not a Unix stream socket";
+        rc = -EBADMSG;
+    }
+    if (rc < 0) {
+        esc_fdlist_close(&fds);
+        return rc;
+    }
+    *stream = fds.fds[0];
+    return 1;
+}
