@@ -68,6 +68,25 @@ int rules_policy_add_network_rule(struct rules_policy *p, const char *host, cons
 /* Number of prefix rules (after first-token expansion). */
 size_t rules_policy_rule_count(const struct rules_policy *p);
 
+/*
+ * Adds every host_executable of src to dst (replacing dst's list for the
+ * same name).  Codex checks a rule's match / not_match examples against a
+ * policy of that rule alone plus the host executables, with resolution on;
+ * this builds such a policy.  Returns 0, or -1 on OOM.
+ */
+int rules_policy_copy_host_executables(struct rules_policy *dst, const struct rules_policy *src);
+
+/* Number of network rules recorded.  Cannot fail. */
+size_t rules_policy_network_rule_count(const struct rules_policy *p);
+
+/*
+ * Whether a host_executable(name=...) exists (*known) and lists `path`
+ * (compared after lexical normalisation: repeated "/" and "." dropped).
+ * Returns false when unknown, not listed, or out of memory.
+ */
+bool rules_policy_host_executable_allows(const struct rules_policy *p, const char *name,
+                                         const char *path, bool *known);
+
 struct rules_match {
     char **matched_prefix; /* the command tokens the rule's pattern covered */
     size_t n_prefix;
@@ -88,14 +107,20 @@ struct rules_result {
  * Evaluates the command argv[0..argc) (argc >= 1).  With
  * RULES_CHECK_RESOLVE_HOST_EXECUTABLES, an absolute argv[0] with no exact
  * rule may fall back to the rules for its basename, as rules-language.md
- * describes.  Fills *out (free with rules_result_free).  Returns 0, or -1
- * when out of memory (*out then empty).
+ * describes.  As in Codex, a relative argv[0] is first made absolute
+ * against $HOME ("~/...") or the current directory, and paths compare
+ * after lexical normalisation ("//", ".", ".." and a trailing "/").  Fills *out (free with
+ * rules_result_free).  Returns 0, or -1 when out of memory (*out then empty).
  */
 int rules_policy_check(const struct rules_policy *p, const char *const *argv, size_t argc,
                        unsigned flags, struct rules_result *out);
 
 /* Frees what rules_policy_check stored; the struct is the caller's. */
 void rules_result_free(struct rules_result *r);
+
+/* True when s is well-formed UTF-8 (as Codex requires of commands and
+ * files).  Cannot fail. */
+bool rules_text_is_utf8(const char *s);
 
 /* The JSON that `codex execpolicy check` prints for r (same keys, order and
  * omissions), without a trailing newline; caller frees. NULL on OOM. */

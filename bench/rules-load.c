@@ -1,0 +1,115 @@
+/*
+ * Benchmark of rules_load: a generated file of N prefix rules (default
+ * 10 000) shaped like real files (plain calls, alternatives, justifications,
+ * a helper function, a comprehension, some match examples), loaded several
+ * times; prints the best and median wall-clock and CPU times.  Baseline in
+ * the same run: reading the same file into memory.  No assertion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "load.h"
+#include "source.h"
+
+static double
+now(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void
+generate(const char *path, int n)
+{
+    FILE *f = fopen(path, "we");
+    if (f == NULL) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f,
+            "# generated: %d rules\n"
+            "def deny(*tokens, why = \"generated\"):\n"
+            "    prefix_rule(pattern = list(tokens), decision = \"forbidden\", "
+            "justification = why)\n\n",
+            n);
+    for (int i = 0; i < n; i++) {
+        switch (i % 10) {
+        case 0:
+            fprintf(f, "deny(\"tool%d\", \"rm\", \"-rf\")\n", i);
+            break;
+        case 1:
+            fprintf(f,
+                    "prefix_rule(pattern = [\"tool%d\", [\"push\", \"fetch\"], \"--force\"], "
+                    "decision = \"prompt\", justification = \"rewrites history\")\n",
+                    i);
+            break;
+        case 2:
+            fprintf(f,
+                    "prefix_rule(\n    pattern = [\"tool%d\", \"status\"],\n    match = "
+                    "[\"tool%d status -s\", [\"tool%d\", \"status\"]],\n    not_match = "
+                    "[\"tool%d log\"],\n)\n",
+                    i, i, i, i);
+            break;
+        default:
+            fprintf(f, "prefix_rule(pattern = [\"tool%d\", \"sub%d\"], decision = \"allow\")\n", i,
+                    i % 7);
+        }
+    }
+    fclose(f);
+}
+
+int
+main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 10000;
+    int runs = argc > 2 ? atoi(argv[2]) : 15;
+    const char *path = argc > 3 ? argv[3] : "/tmp/execgate-bench-load.rules";
+    generate(path, n);
+
+    double *wall = calloc((size_t)runs, sizeof *wall), *cpu = calloc((size_t)runs, sizeof *cpu);
+    double *base = calloc((size_t)runs, sizeof *base);
+    size_t rules = 0;
+    for (int r = 0; r < runs; r++) {
+        double c0 = now(CLOCK_THREAD_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
+        char *err = NULL;
+        const char *extra[] = {path};
+        struct rules_policy *p = rules_load(NULL, extra, 1, &err);
+        wall[r] = now(CLOCK_MONOTONIC) - w0;
+        cpu[r] = now(CLOCK_THREAD_CPUTIME_ID) - c0;
+        if (p == NULL) {
+            fprintf(stderr, "load failed: %s\n", err);
+            return 1;
+        }
+        rules = rules_policy_rule_count(p);
+        rules_policy_free(p);
+
+        w0 = now(CLOCK_MONOTONIC);
+        size_t len;
+        char *src = star_source_read(path, &len, &err);
+        base[r] = now(CLOCK_MONOTONIC) - w0;
+        free(src);
+    }
+    qsort(wall, (size_t)runs, sizeof *wall, cmp);
+    qsort(cpu, (size_t)runs, sizeof *cpu, cmp);
+    qsort(base, (size_t)runs, sizeof *base, cmp);
+    printf("rules_load, %d-rule file (%zu rules after expansion), %d runs:\n", n, rules, runs);
+    printf("  wall: best %.2f ms, median %.2f ms; CPU: best %.2f ms, median %.2f ms\n", wall[0],
+           wall[runs / 2], cpu[0], cpu[runs / 2]);
+    printf("  baseline, reading the file: median %.3f ms (load = %.0fx reading)\n", base[runs / 2],
+           wall[runs / 2] / (base[runs / 2] > 0 ? base[runs / 2] : 1e-9));
+    printf("  target 50 ms: median is %.1f%% of it\n", 100.0 * wall[runs / 2] / 50.0);
+    free(wall);
+    free(cpu);
+    free(base);
+    return 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * rules amend: adds an "always allow" rule to a .rules file without ever
+ * exposing a partly written file to a reader.
+ */
+#ifndef EXECGATE_RULES_AMEND_H
+#define EXECGATE_RULES_AMEND_H
+
+#include <stddef.h>
+
+/*
+ * The line rules_amend_allow_prefix appends for prefix[0..n) (n >= 1):
+ * `prefix_rule(pattern=["tok", ...], decision="allow")`, each token a
+ * double-quoted string escaped as JSON (which Starlark reads back as the
+ * same string), without a newline.  Caller frees; NULL on OOM or n == 0.
+ */
+char *rules_amend_rule_line(const char *const *prefix, size_t n);
+
+/*
+ * Appends the rule line for prefix[0..n) to the file at `path`, keeping
+ * every existing byte (a newline is added first when the file does not end
+ * with one).  Creates the file and its missing parent directories.  Does
+ * nothing when the file already has exactly that line.  A symbolic link at
+ * `path` is followed: its target is the file updated.
+ *
+ * Atomic: the new contents go to a temporary file in the same directory,
+ * which is fsync'd and renamed over the old one, then the directory is
+ * fsync'd; a reader sees the old file or the new one, never a mix.
+ * Concurrent amendments of files in one directory are serialised by an
+ * flock on the directory, so none is lost.
+ *
+ * Returns 0, or -errno with *err set to a malloc'd one-line message naming
+ * the file (caller frees); the file is then unchanged.
+ */
+int rules_amend_allow_prefix(const char *path, const char *const *prefix, size_t n, char **err);
+
+#endif

@@ -1,0 +1,1391 @@
+#include "eval.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+#include "builtins.h"
+#include "lexer.h"
+#include "parser.h"
+
+#define INLINE_SLOTS 8
+#define INLINE_ARGS  8
+
+struct star_frame {
+    struct star_frame *prev;
+    struct star_value *slots;
+    bool heap;
+    struct star_value *captured;
+    struct star_value *globals;
+    struct star_value ret;
+    struct star_value inline_slots[INLINE_SLOTS];
+};
+
+enum flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN };
+
+/* ---- errors ---- */
+
+static void
+release_frames(struct star_vm *vm)
+{
+    for (struct star_frame *f = vm->frames; f != NULL; f = f->prev)
+        if (f->heap) {
+            free(f->slots);
+            f->heap = false;
+        }
+    vm->frames = NULL;
+}
+
+static _Noreturn void fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt,
+                             va_list ap) __attribute__((format(printf, 4, 0)));
+
+static _Noreturn void
+fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    free(vm->err);
+    const char *file = vm->file ? vm->file : "<input>";
+    size_t n = strlen(file) + strlen(msg) + 32;
+    vm->err = malloc(n);
+    if (vm->err != NULL)
+        snprintf(vm->err, n, "%s:%u:%u: %s", file, line, col, msg);
+    release_frames(vm);
+    longjmp(*vm->on_error, 1);
+}
+
+_Noreturn void
+star_fail(struct star_vm *vm, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(vm, vm->line, vm->col, fmt, ap);
+}
+
+_Noreturn void
+star_fail_at(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(vm, line, col, fmt, ap);
+}
+
+/* ---- machine ---- */
+
+static int
+install(struct star_vm *vm)
+{
+    jmp_buf jb;
+    vm->on_error = &jb;
+    if (setjmp(jb) != 0) {
+        vm->on_error = NULL;
+        return -1;
+    }
+    star_builtins_install(vm);
+    vm->on_error = NULL;
+    return 0;
+}
+
+struct star_vm *
+star_vm_new(void)
+{
+    struct star_vm *vm = calloc(1, sizeof *vm);
+    if (vm == NULL)
+        return NULL;
+    vm->mem_limit = STAR_MAX_MEMORY;
+    vm->max_steps = STAR_MAX_STEPS;
+    vm->print_to = stderr;
+    if (install(vm) != 0) {
+        star_vm_free(vm);
+        return NULL;
+    }
+    return vm;
+}
+
+void
+star_vm_free(struct star_vm *vm)
+{
+    if (vm == NULL)
+        return;
+    star_arena_release(vm);
+    free(vm->err);
+    free(vm);
+}
+
+static void
+define(struct star_vm *vm, const char *name, struct star_value v)
+{
+    struct star_str *key = star_intern(vm, name, strlen(name));
+    int idx = star_namemap_get(&vm->universe_index, key);
+    if (idx < 0) {
+        if (vm->n_universe == vm->cap_universe) {
+            size_t cap = vm->cap_universe ? vm->cap_universe * 2 : 64;
+            struct star_value *u = star_alloc(vm, cap * sizeof *u);
+            if (vm->n_universe > 0)
+                memcpy(u, vm->universe, vm->n_universe * sizeof *u);
+            vm->universe = u;
+            vm->cap_universe = cap;
+        }
+        idx = (int)vm->n_universe++;
+        star_namemap_put(vm, &vm->universe_index, key, idx);
+    }
+    vm->universe[idx] = v;
+}
+
+int
+star_vm_define(struct star_vm *vm, const char *name, struct star_value v)
+{
+    jmp_buf jb, *saved = vm->on_error;
+    vm->on_error = &jb;
+    if (setjmp(jb) != 0) {
+        vm->on_error = saved;
+        return -1;
+    }
+    define(vm, name, v);
+    vm->on_error = saved;
+    return 0;
+}
+
+int
+star_vm_define_builtin(struct star_vm *vm, const char *name, star_builtin_fn fn, void *data)
+{
+    jmp_buf jb, *saved = vm->on_error;
+    vm->on_error = &jb;
+    if (setjmp(jb) != 0) {
+        vm->on_error = saved;
+        return -1;
+    }
+    struct star_builtin *b = star_alloc(vm, sizeof *b);
+    b->name = name;
+    b->fn = fn;
+    b->recv = star_none();
+    b->data = data;
+    struct star_value v = {.type = STAR_BUILTIN, .u.bi = b};
+    define(vm, name, v);
+    vm->on_error = saved;
+    return 0;
+}
+
+const char *
+star_vm_error(const struct star_vm *vm)
+{
+    return vm->err;
+}
+
+const char *
+star_function_name(const struct star_function *f)
+{
+    return f->def->name->data;
+}
+
+/* ---- evaluation ---- */
+
+static struct star_value eval(struct star_vm *vm, struct star_frame *fr, struct ast_node *e);
+static enum flow exec_block(struct star_vm *vm, struct star_frame *fr, struct ast_list *body);
+
+static void
+at(struct star_vm *vm, const struct ast_node *e)
+{
+    vm->line = e->line;
+    vm->col = e->col;
+}
+
+static struct star_value
+load_ident(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
+{
+    struct star_value v;
+    switch (e->u.ident.scope) {
+    case SCOPE_LOCAL:
+        v = fr->slots[e->u.ident.index];
+        if (v.type == STAR_UNBOUND)
+            star_fail_at(vm, e->line, e->col, "local variable %s referenced before assignment",
+                         e->u.ident.name->data);
+        return v;
+    case SCOPE_FREE:
+        v = fr->captured[e->u.ident.index];
+        if (v.type == STAR_UNBOUND)
+            star_fail_at(vm, e->line, e->col,
+                         "variable %s of the enclosing function was not yet assigned",
+                         e->u.ident.name->data);
+        return v;
+    case SCOPE_GLOBAL:
+        v = fr->globals[e->u.ident.index];
+        if (v.type == STAR_UNBOUND)
+            star_fail_at(vm, e->line, e->col, "global variable %s referenced before assignment",
+                         e->u.ident.name->data);
+        return v;
+    default:
+        return vm->universe[e->u.ident.index];
+    }
+}
+
+static bool
+add_overflows(int64_t a, int64_t b, int64_t *r)
+{
+    return __builtin_add_overflow(a, b, r);
+}
+
+static _Noreturn void
+overflow(struct star_vm *vm)
+{
+    star_fail(vm, "integer overflow: the result does not fit in 64 bits");
+}
+
+static struct star_value
+concat(struct star_vm *vm, struct star_value a, struct star_value b)
+{
+    size_t n = a.u.l->len + b.u.l->len;
+    struct star_value r = a.type == STAR_TUPLE ? star_tuple_new(vm, n) : star_list_new(vm, n);
+    if (a.u.l->len)
+        memcpy(r.u.l->items, a.u.l->items, a.u.l->len * sizeof(struct star_value));
+    if (b.u.l->len)
+        memcpy(r.u.l->items + a.u.l->len, b.u.l->items, b.u.l->len * sizeof(struct star_value));
+    r.u.l->len = n;
+    return r;
+}
+
+static struct star_value
+repeat(struct star_vm *vm, struct star_value seq, int64_t times)
+{
+    if (times < 0)
+        times = 0;
+    if (seq.type == STAR_STRING) {
+        size_t len = seq.u.s->len;
+        if (len > 0 && (uint64_t)times > (vm->mem_limit / len))
+            star_fail(vm, "out of memory: string repetition too large");
+        struct star_str *s = star_str_new(vm, "", 0);
+        if (len > 0 && times > 0) {
+            s = star_alloc(vm, sizeof *s + len * (size_t)times + 1);
+            s->len = len * (size_t)times;
+            for (int64_t i = 0; i < times; i++)
+                memcpy(s->data + (size_t)i * len, seq.u.s->data, len);
+            s->data[s->len] = '\0';
+        }
+        return star_string_of(s);
+    }
+    size_t len = seq.u.l->len;
+    if (len > 0 && (uint64_t)times > vm->mem_limit / 16 / len)
+        star_fail(vm, "out of memory: repetition too large");
+    size_t n = len * (size_t)times;
+    struct star_value r = seq.type == STAR_TUPLE ? star_tuple_new(vm, n) : star_list_new(vm, n);
+    for (int64_t i = 0; len > 0 && i < times; i++)
+        memcpy(r.u.l->items + (size_t)i * len, seq.u.l->items, len * sizeof(struct star_value));
+    r.u.l->len = n;
+    return r;
+}
+
+static bool
+contains(struct star_vm *vm, struct star_value x, struct star_value coll)
+{
+    switch (coll.type) {
+    case STAR_LIST:
+    case STAR_TUPLE:
+        for (size_t i = 0; i < coll.u.l->len; i++)
+            if (star_equal(vm, x, coll.u.l->items[i]))
+                return true;
+        return false;
+    case STAR_DICT:
+        return star_dict_get(vm, coll.u.d, x, NULL);
+    case STAR_STRING:
+        if (x.type != STAR_STRING)
+            star_fail(vm, "'in <string>' requires string as left operand, not %s",
+                      star_type_name(x));
+        if (x.u.s->len == 0)
+            return true;
+        return memmem(coll.u.s->data, coll.u.s->len, x.u.s->data, x.u.s->len) != NULL;
+    case STAR_RANGE: {
+        if (x.type != STAR_INT)
+            return false;
+        const struct star_range *r = coll.u.r;
+        if (r->step > 0 ? (x.u.i < r->start || x.u.i >= r->stop)
+                        : (x.u.i > r->start || x.u.i <= r->stop))
+            return false;
+        return ((x.u.i - r->start) % r->step) == 0;
+    }
+    default:
+        star_fail(vm, "unknown binary op: %s in %s", star_type_name(x), star_type_name(coll));
+    }
+}
+
+static int64_t
+floor_div(struct star_vm *vm, int64_t a, int64_t b)
+{
+    if (b == 0)
+        star_fail(vm, "integer division by zero");
+    if (a == INT64_MIN && b == -1)
+        star_fail(vm, "integer overflow: the result does not fit in 64 bits");
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+static int64_t
+floor_mod(struct star_vm *vm, int64_t a, int64_t b)
+{
+    if (b == 0)
+        star_fail(vm, "integer modulo by zero");
+    if (b == -1)
+        return 0;
+    int64_t m = a % b;
+    if (m != 0 && ((m < 0) != (b < 0)))
+        m += b;
+    return m;
+}
+
+static const char *
+op_text(int op)
+{
+    switch (op) {
+    case T_PLUS:
+        return "+";
+    case T_MINUS:
+        return "-";
+    case T_STAR:
+        return "*";
+    case T_SLASH:
+        return "/";
+    case T_SLASHSLASH:
+        return "//";
+    case T_PERCENT:
+        return "%";
+    case T_PIPE:
+        return "|";
+    case T_AMP:
+        return "&";
+    case T_CARET:
+        return "^";
+    case T_LTLT:
+        return "<<";
+    case T_GTGT:
+        return ">>";
+    case T_STARSTAR:
+        return "**";
+    case T_LT:
+        return "<";
+    case T_GT:
+        return ">";
+    case T_LE:
+        return "<=";
+    case T_GE:
+        return ">=";
+    case T_IN:
+        return "in";
+    case T_NOT:
+        return "not in";
+    default:
+        return "?";
+    }
+}
+
+static struct star_value
+int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
+{
+    int64_t r = 0;
+    switch (op) {
+    case T_PLUS:
+        if (add_overflows(a, b, &r))
+            overflow(vm);
+        return star_int(r);
+    case T_MINUS:
+        if (__builtin_sub_overflow(a, b, &r))
+            overflow(vm);
+        return star_int(r);
+    case T_STAR:
+        if (__builtin_mul_overflow(a, b, &r))
+            overflow(vm);
+        return star_int(r);
+    case T_SLASHSLASH:
+        return star_int(floor_div(vm, a, b));
+    case T_PERCENT:
+        return star_int(floor_mod(vm, a, b));
+    case T_PIPE:
+        return star_int(a | b);
+    case T_AMP:
+        return star_int(a & b);
+    case T_CARET:
+        return star_int(a ^ b);
+    case T_LTLT:
+        if (b < 0)
+            star_fail(vm, "negative shift count: %lld", (long long)b);
+        if (b >= 63 || (a != 0 && (a > (INT64_MAX >> b) || a < (INT64_MIN >> b)))) {
+            if (a == 0)
+                return star_int(0);
+            star_fail(vm, "integer overflow: the result does not fit in 64 bits");
+        }
+        return star_int((int64_t)((uint64_t)a << b));
+    case T_GTGT:
+        if (b < 0)
+            star_fail(vm, "negative shift count: %lld", (long long)b);
+        return star_int(b >= 63 ? (a < 0 ? -1 : 0) : a >> b);
+    case T_STARSTAR: {
+        if (b < 0)
+            star_fail(vm, "negative exponent: %lld", (long long)b);
+        int64_t acc = 1;
+        for (int64_t i = 0; i < b; i++) {
+            if (__builtin_mul_overflow(acc, a, &acc))
+                overflow(vm);
+            if (acc == 0 || acc == 1)
+                break;
+        }
+        if (acc == 1 && a == -1 && (b % 2) == 1)
+            acc = -1;
+        return star_int(acc);
+    }
+    case T_SLASH:
+        star_fail(vm, "floating-point division is not supported: use // for integer division");
+    default:
+        star_fail(vm, "unknown binary op: int %s int", op_text(op));
+    }
+}
+
+static struct star_value
+star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b)
+{
+    switch (op) {
+    case T_EQ:
+        return star_bool(star_equal(vm, a, b));
+    case T_NE:
+        return star_bool(!star_equal(vm, a, b));
+    case T_LT:
+        return star_bool(star_compare(vm, a, b) < 0);
+    case T_GT:
+        return star_bool(star_compare(vm, a, b) > 0);
+    case T_LE:
+        return star_bool(star_compare(vm, a, b) <= 0);
+    case T_GE:
+        return star_bool(star_compare(vm, a, b) >= 0);
+    case T_IN:
+        return star_bool(contains(vm, a, b));
+    case T_NOT:
+        return star_bool(!contains(vm, a, b));
+    default:
+        break;
+    }
+    if (a.type == STAR_INT && b.type == STAR_INT)
+        return int_binary(vm, op, a.u.i, b.u.i);
+    switch (op) {
+    case T_PLUS:
+        if (a.type == STAR_STRING && b.type == STAR_STRING) {
+            struct star_buf buf = {0};
+            star_buf_add(vm, &buf, a.u.s->data, a.u.s->len);
+            star_buf_add(vm, &buf, b.u.s->data, b.u.s->len);
+            return star_buf_string(vm, &buf);
+        }
+        if ((a.type == STAR_LIST || a.type == STAR_TUPLE) && a.type == b.type)
+            return concat(vm, a, b);
+        break;
+    case T_STAR:
+        if (b.type == STAR_INT &&
+            (a.type == STAR_STRING || a.type == STAR_LIST || a.type == STAR_TUPLE))
+            return repeat(vm, a, b.u.i);
+        if (a.type == STAR_INT &&
+            (b.type == STAR_STRING || b.type == STAR_LIST || b.type == STAR_TUPLE))
+            return repeat(vm, b, a.u.i);
+        break;
+    case T_PERCENT:
+        if (a.type == STAR_STRING)
+            return star_percent_format(vm, a.u.s, b);
+        break;
+    case T_PIPE:
+        if (a.type == STAR_DICT && b.type == STAR_DICT) {
+            struct star_value r = star_dict_new(vm);
+            size_t pos = 0;
+            struct star_value k, v;
+            while (star_dict_next(a.u.d, &pos, &k, &v))
+                star_dict_set(vm, r.u.d, k, v);
+            pos = 0;
+            while (star_dict_next(b.u.d, &pos, &k, &v))
+                star_dict_set(vm, r.u.d, k, v);
+            return r;
+        }
+        break;
+    case T_SLASH:
+        if (a.type == STAR_INT && b.type == STAR_INT)
+            break;
+        break;
+    default:
+        break;
+    }
+    star_fail(vm, "unknown binary op: %s %s %s", star_type_name(a), op_text(op), star_type_name(b));
+}
+
+static int64_t
+seq_len(struct star_vm *vm, struct star_value v)
+{
+    switch (v.type) {
+    case STAR_STRING:
+        return (int64_t)v.u.s->len;
+    case STAR_LIST:
+    case STAR_TUPLE:
+        return (int64_t)v.u.l->len;
+    default:
+        star_fail(vm, "unhandled index operation %s[int]", star_type_name(v));
+    }
+}
+
+static struct star_value
+star_index(struct star_vm *vm, struct star_value x, struct star_value i)
+{
+    if (x.type == STAR_DICT) {
+        struct star_value v;
+        if (!star_dict_get(vm, x.u.d, i, &v)) {
+            struct star_buf b = {0};
+            star_buf_value(vm, &b, i, true);
+            star_fail(vm, "key %s not in dict", b.data);
+        }
+        return v;
+    }
+    if (x.type == STAR_RANGE) {
+        if (i.type != STAR_INT)
+            star_fail(vm, "range index: got %s, want int", star_type_name(i));
+        struct star_value items = star_list_new(vm, 0);
+        (void)items;
+        const struct star_range *r = x.u.r;
+        int64_t n = 0;
+        size_t cnt;
+        (void)cnt;
+        if (r->step > 0 && r->start < r->stop)
+            n = (r->stop - r->start - 1) / r->step + 1;
+        else if (r->step < 0 && r->start > r->stop)
+            n = (r->start - r->stop - 1) / (-r->step) + 1;
+        int64_t k = i.u.i < 0 ? i.u.i + n : i.u.i;
+        if (k < 0 || k >= n)
+            star_fail(vm, "range index %lld out of range [%lld:%lld]", (long long)i.u.i,
+                      (long long)-n, (long long)n - 1);
+        return star_int(r->start + k * r->step);
+    }
+    int64_t n = seq_len(vm, x);
+    if (i.type != STAR_INT)
+        star_fail(vm, "%s index: got %s, want int", star_type_name(x), star_type_name(i));
+    int64_t k = i.u.i < 0 ? i.u.i + n : i.u.i;
+    if (k < 0 || k >= n)
+        star_fail(vm, "index %lld out of range [%lld:%lld]", (long long)i.u.i, (long long)-n,
+                  (long long)n - 1);
+    if (x.type == STAR_STRING)
+        return star_string(vm, x.u.s->data + k, 1);
+    return x.u.l->items[k];
+}
+
+static int64_t
+slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, int64_t step)
+{
+    if (v.type == STAR_UNBOUND || v.type == STAR_NONE)
+        return dflt;
+    if (v.type != STAR_INT)
+        star_fail(vm, "invalid slice index: got %s, want int", star_type_name(v));
+    int64_t i = v.u.i;
+    if (i < 0) {
+        i += n;
+        if (i < 0)
+            i = step < 0 ? -1 : 0;
+    } else if (i >= n) {
+        i = step < 0 ? n - 1 : n;
+    }
+    return i;
+}
+
+static struct star_value
+star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct star_value hi,
+           struct star_value st)
+{
+    int64_t step = 1;
+    if (st.type != STAR_UNBOUND && st.type != STAR_NONE) {
+        if (st.type != STAR_INT)
+            star_fail(vm, "invalid slice step: got %s, want int", star_type_name(st));
+        step = st.u.i;
+        if (step == 0)
+            star_fail(vm, "zero is not a valid slice step");
+    }
+    if (x.type == STAR_RANGE) {
+        size_t n;
+        struct star_value *items = star_iterable_items(vm, x, &n);
+        struct star_value l = star_tuple_new(vm, n);
+        if (n > 0)
+            memcpy(l.u.l->items, items, n * sizeof *items);
+        x = l;
+        struct star_value r = star_slice(vm, x, lo, hi, st);
+        r.type = STAR_LIST;
+        return r;
+    }
+    int64_t n = seq_len(vm, x);
+    int64_t start, stop;
+    if (step > 0) {
+        start = slice_bound(vm, lo, 0, n, step);
+        stop = slice_bound(vm, hi, n, n, step);
+    } else {
+        start = slice_bound(vm, lo, n - 1, n, step);
+        stop = slice_bound(vm, hi, -1, n, step);
+    }
+    if (x.type == STAR_STRING) {
+        struct star_buf b = {0};
+        star_buf_add(vm, &b, "", 0);
+        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+            star_buf_addc(vm, &b, x.u.s->data[i]);
+        return star_buf_string(vm, &b);
+    }
+    size_t cnt = 0;
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+        cnt++;
+    struct star_value r = x.type == STAR_TUPLE ? star_tuple_new(vm, cnt) : star_list_new(vm, cnt);
+    size_t j = 0;
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+        r.u.l->items[j++] = x.u.l->items[i];
+    r.u.l->len = cnt;
+    return r;
+}
+
+struct star_value *
+star_iterable_items(struct star_vm *vm, struct star_value v, size_t *n)
+{
+    switch (v.type) {
+    case STAR_LIST:
+    case STAR_TUPLE: {
+        /* A copy, so the caller may run code that mutates the list. */
+        size_t len = v.u.l->len;
+        struct star_value *items = star_alloc(vm, (len ? len : 1) * sizeof *items);
+        if (len)
+            memcpy(items, v.u.l->items, len * sizeof *items);
+        *n = len;
+        return items;
+    }
+    case STAR_DICT: {
+        size_t len = star_dict_len(v.u.d), pos = 0, i = 0;
+        struct star_value *items = star_alloc(vm, (len ? len : 1) * sizeof *items);
+        while (star_dict_next(v.u.d, &pos, &items[i], NULL))
+            i++;
+        *n = i;
+        return items;
+    }
+    case STAR_RANGE: {
+        const struct star_range *r = v.u.r;
+        uint64_t len = 0;
+        if (r->step > 0 && r->start < r->stop)
+            len = ((uint64_t)r->stop - (uint64_t)r->start - 1) / (uint64_t)r->step + 1;
+        else if (r->step < 0 && r->start > r->stop)
+            len = ((uint64_t)r->start - (uint64_t)r->stop - 1) / (uint64_t)(-r->step) + 1;
+        if (len > vm->mem_limit / sizeof(struct star_value))
+            star_fail(vm, "out of memory: range of %llu elements is too large",
+                      (unsigned long long)len);
+        struct star_value *items = star_alloc(vm, (len ? len : 1) * sizeof *items);
+        for (uint64_t i = 0; i < len; i++)
+            items[i] = star_int(r->start + (int64_t)i * r->step);
+        *n = (size_t)len;
+        return items;
+    }
+    default:
+        star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(v),
+                  star_type_name(v));
+    }
+}
+
+/* ---- assignment ---- */
+
+static void assign(struct star_vm *vm, struct star_frame *fr, struct ast_node *t,
+                   struct star_value v);
+
+static void
+star_set_index(struct star_vm *vm, struct star_value x, struct star_value i, struct star_value v)
+{
+    if (x.type == STAR_DICT) {
+        star_dict_set(vm, x.u.d, i, v);
+        return;
+    }
+    if (x.type != STAR_LIST)
+        star_fail(vm, "%s value does not support item assignment", star_type_name(x));
+    if (x.u.l->frozen)
+        star_fail(vm, "cannot assign to element of frozen list");
+    if (x.u.l->iterating)
+        star_fail(vm, "cannot assign to element of list during iteration");
+    if (i.type != STAR_INT)
+        star_fail(vm, "list index: got %s, want int", star_type_name(i));
+    int64_t n = (int64_t)x.u.l->len;
+    int64_t k = i.u.i < 0 ? i.u.i + n : i.u.i;
+    if (k < 0 || k >= n)
+        star_fail(vm, "index %lld out of range [%lld:%lld]", (long long)i.u.i, (long long)-n,
+                  (long long)n - 1);
+    x.u.l->items[k] = v;
+}
+
+static void
+unpack(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct star_value v)
+{
+    at(vm, t);
+    if (v.type != STAR_LIST && v.type != STAR_TUPLE)
+        star_fail(vm, "got %s in sequence assignment", star_type_name(v));
+    size_t want = t->u.list.n, got = v.u.l->len;
+    if (got != want)
+        star_fail(vm, "too %s values to unpack (got %zu, want %zu)", got > want ? "many" : "few",
+                  got, want);
+    for (size_t i = 0; i < want; i++)
+        assign(vm, fr, t->u.list.items[i], v.u.l->items[i]);
+}
+
+static void
+assign(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct star_value v)
+{
+    switch (t->kind) {
+    case A_IDENT:
+        if (t->u.ident.scope == SCOPE_GLOBAL)
+            fr->globals[t->u.ident.index] = v;
+        else
+            fr->slots[t->u.ident.index] = v;
+        return;
+    case A_INDEX: {
+        struct star_value x = eval(vm, fr, t->u.x.a);
+        struct star_value i = eval(vm, fr, t->u.x.b);
+        at(vm, t);
+        star_set_index(vm, x, i, v);
+        return;
+    }
+    default:
+        unpack(vm, fr, t, v);
+    }
+}
+
+/* ---- calls ---- */
+
+static struct star_value
+make_function(struct star_vm *vm, struct star_frame *fr, struct ast_func *def)
+{
+    struct star_function *f = star_alloc(vm, sizeof *f);
+    f->def = def;
+    f->globals = fr->globals;
+    f->defaults = star_alloc(vm, (def->nparams ? def->nparams : 1) * sizeof *f->defaults);
+    for (size_t i = 0; i < def->nparams; i++)
+        if (def->params[i].dflt != NULL)
+            f->defaults[i] = eval(vm, fr, def->params[i].dflt);
+    if (def->ncaptures > 0) {
+        f->captured = star_alloc(vm, def->ncaptures * sizeof *f->captured);
+        for (size_t i = 0; i < def->ncaptures; i++) {
+            struct ast_capture *c = &def->captures[i];
+            f->captured[i] = c->scope == SCOPE_LOCAL ? fr->slots[c->index] : fr->captured[c->index];
+        }
+    }
+    struct star_value v = {.type = STAR_FUNCTION, .u.f = f};
+    return v;
+}
+
+static void
+bind_params(struct star_vm *vm, struct star_function *fn, struct star_args *args,
+            struct star_value *slots)
+{
+    struct ast_func *d = fn->def;
+    const char *name = d->name->data;
+    size_t named = d->npos + d->nkwonly;
+    size_t npos = args->npos < d->npos ? args->npos : d->npos;
+    for (size_t i = 0; i < npos; i++)
+        slots[i] = args->pos[i];
+    if (args->npos > d->npos) {
+        if (d->varargs < 0)
+            star_fail(vm, "function %s accepts %s%zu positional argument%s (%zu given)", name,
+                      d->npos == named ? "" : "at most ", d->npos, d->npos == 1 ? "" : "s",
+                      args->npos);
+        size_t extra = args->npos - d->npos;
+        struct star_value t = star_tuple_new(vm, extra);
+        memcpy(t.u.l->items, args->pos + d->npos, extra * sizeof *args->pos);
+        slots[d->varargs] = t;
+    } else if (d->varargs >= 0) {
+        slots[d->varargs] = star_tuple_new(vm, 0);
+    }
+    struct star_value kw = {.type = STAR_UNBOUND};
+    if (d->kwargs >= 0) {
+        kw = star_dict_new(vm);
+        slots[d->kwargs] = kw;
+    }
+    for (size_t k = 0; k < args->nkw; k++) {
+        struct star_str *key = args->kwnames[k];
+        size_t j = 0;
+        while (j < named && d->params[j].name != key)
+            j++;
+        if (j < named) {
+            if (slots[j].type != STAR_UNBOUND)
+                star_fail(vm, "function %s got multiple values for parameter %s", name, key->data);
+            slots[j] = args->kwvals[k];
+        } else if (kw.type == STAR_DICT) {
+            if (star_dict_get(vm, kw.u.d, star_string_of(key), NULL))
+                star_fail(vm, "function %s got multiple values for keyword argument %s", name,
+                          key->data);
+            star_dict_set(vm, kw.u.d, star_string_of(key), args->kwvals[k]);
+        } else {
+            star_fail(vm, "function %s got an unexpected keyword argument %s", name, key->data);
+        }
+    }
+    for (size_t j = 0; j < named; j++) {
+        if (slots[j].type != STAR_UNBOUND)
+            continue;
+        if (fn->defaults[j].type == STAR_UNBOUND)
+            star_fail(vm, "function %s missing 1 argument (%s)", name, d->params[j].name->data);
+        slots[j] = fn->defaults[j];
+    }
+}
+
+static struct star_value
+call_function(struct star_vm *vm, struct star_function *fn, struct star_args *args)
+{
+    struct ast_func *d = fn->def;
+    if (d->active)
+        star_fail(vm, "function %s called recursively: Starlark does not allow recursion",
+                  d->name->data);
+    if (vm->call_depth >= STAR_MAX_CALL_DEPTH)
+        star_fail(vm, "too many nested calls (the limit is %d)", STAR_MAX_CALL_DEPTH);
+    star_step(vm);
+
+    struct star_frame fr = {.prev = vm->frames, .captured = fn->captured, .globals = fn->globals};
+    if (d->nlocals <= INLINE_SLOTS) {
+        fr.slots = fr.inline_slots;
+    } else {
+        fr.slots = calloc(d->nlocals, sizeof *fr.slots);
+        if (fr.slots == NULL)
+            star_fail(vm, "out of memory");
+        fr.heap = true;
+    }
+    vm->frames = &fr;
+    bind_params(vm, fn, args, fr.slots);
+
+    d->active = true;
+    vm->call_depth++;
+    struct star_value result = star_none();
+    if (d->expr != NULL) {
+        result = eval(vm, &fr, d->expr);
+    } else if (exec_block(vm, &fr, &d->body) == FLOW_RETURN) {
+        result = fr.ret;
+    }
+    vm->call_depth--;
+    d->active = false;
+    vm->frames = fr.prev;
+    if (fr.heap)
+        free(fr.slots);
+    return result;
+}
+
+struct star_value
+star_call(struct star_vm *vm, struct star_value fn, struct star_args *args)
+{
+    if (fn.type == STAR_BUILTIN) {
+        star_step(vm);
+        return fn.u.bi->fn(vm, fn.u.bi, args);
+    }
+    if (fn.type == STAR_FUNCTION)
+        return call_function(vm, fn.u.f, args);
+    star_fail(vm, "invalid call of non-function (%s)", star_type_name(fn));
+}
+
+struct argbuf {
+    struct star_args a;
+    size_t cap_pos, cap_kw;
+    struct star_value pos[INLINE_ARGS];
+    struct star_str *kwnames[INLINE_ARGS];
+    struct star_value kwvals[INLINE_ARGS];
+};
+
+static void
+arg_pos(struct star_vm *vm, struct argbuf *ab, struct star_value v)
+{
+    if (ab->a.npos == ab->cap_pos) {
+        size_t cap = ab->cap_pos * 2;
+        struct star_value *p = star_alloc(vm, cap * sizeof *p);
+        memcpy(p, ab->a.pos, ab->a.npos * sizeof *p);
+        ab->a.pos = p;
+        ab->cap_pos = cap;
+    }
+    ab->a.pos[ab->a.npos++] = v;
+}
+
+static void
+arg_kw(struct star_vm *vm, struct argbuf *ab, struct star_str *name, struct star_value v)
+{
+    for (size_t i = 0; i < ab->a.nkw; i++)
+        if (ab->a.kwnames[i] == name)
+            star_fail(vm, "keyword argument %s given more than once", name->data);
+    if (ab->a.nkw == ab->cap_kw) {
+        size_t cap = ab->cap_kw * 2;
+        struct star_str **n = star_alloc(vm, cap * sizeof *n);
+        struct star_value *w = star_alloc(vm, cap * sizeof *w);
+        memcpy(n, ab->a.kwnames, ab->a.nkw * sizeof *n);
+        memcpy(w, ab->a.kwvals, ab->a.nkw * sizeof *w);
+        ab->a.kwnames = n;
+        ab->a.kwvals = w;
+        ab->cap_kw = cap;
+    }
+    ab->a.kwnames[ab->a.nkw] = name;
+    ab->a.kwvals[ab->a.nkw++] = v;
+}
+
+static void
+eval_args(struct star_vm *vm, struct star_frame *fr, struct ast_node *call, struct argbuf *ab)
+{
+    ab->a.pos = ab->pos;
+    ab->a.npos = 0;
+    ab->a.nkw = 0;
+    ab->a.kwnames = ab->kwnames;
+    ab->a.kwvals = ab->kwvals;
+    ab->cap_pos = ab->cap_kw = INLINE_ARGS;
+    for (size_t i = 0; i < call->u.call.nargs; i++) {
+        struct ast_arg *a = &call->u.call.args[i];
+        struct star_value v = eval(vm, fr, a->value);
+        switch (a->kind) {
+        case ARG_POS:
+            arg_pos(vm, ab, v);
+            break;
+        case ARG_KW:
+            arg_kw(vm, ab, a->name, v);
+            break;
+        case ARG_STAR: {
+            at(vm, a->value);
+            if (v.type != STAR_LIST && v.type != STAR_TUPLE)
+                star_fail(vm, "argument after * must be iterable, not %s", star_type_name(v));
+            size_t n;
+            struct star_value *items = star_iterable_items(vm, v, &n);
+            for (size_t j = 0; j < n; j++)
+                arg_pos(vm, ab, items[j]);
+            break;
+        }
+        case ARG_STARSTAR: {
+            at(vm, a->value);
+            if (v.type != STAR_DICT)
+                star_fail(vm, "argument after ** must be a dict, not %s", star_type_name(v));
+            size_t pos = 0;
+            struct star_value k, val;
+            while (star_dict_next(v.u.d, &pos, &k, &val)) {
+                if (k.type != STAR_STRING)
+                    star_fail(vm, "keywords must be strings, not %s", star_type_name(k));
+                arg_kw(vm, ab, star_intern(vm, k.u.s->data, k.u.s->len), val);
+            }
+            break;
+        }
+        }
+    }
+}
+
+static struct star_value
+eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
+{
+    struct ast_node *fnode = e->u.call.fn;
+    struct argbuf ab;
+    if (fnode->kind == A_DOT) {
+        /* obj.method(...): call the method without allocating a bound value. */
+        struct star_value obj = eval(vm, fr, fnode->u.dot.obj);
+        star_builtin_fn m = star_method(obj, fnode->u.dot.name);
+        if (m == NULL) {
+            at(vm, fnode);
+            star_fail(vm, "%s has no .%s field or method", star_type_name(obj),
+                      fnode->u.dot.name->data);
+        }
+        eval_args(vm, fr, e, &ab);
+        struct star_builtin bi = {.name = fnode->u.dot.name->data, .fn = m, .recv = obj};
+        at(vm, e);
+        star_step(vm);
+        return m(vm, &bi, &ab.a);
+    }
+    struct star_value fn = eval(vm, fr, fnode);
+    eval_args(vm, fr, e, &ab);
+    at(vm, e);
+    return star_call(vm, fn, &ab.a);
+}
+
+/* ---- comprehensions ---- */
+
+static void
+comp_clause(struct star_vm *vm, struct star_frame *fr, struct ast_node *e, size_t k,
+            struct star_value result)
+{
+    if (k == e->u.comp.nclauses) {
+        star_step(vm);
+        if (e->u.comp.is_dict) {
+            struct star_value key = eval(vm, fr, e->u.comp.body);
+            struct star_value val = eval(vm, fr, e->u.comp.val);
+            at(vm, e->u.comp.body);
+            star_dict_set(vm, result.u.d, key, val);
+        } else {
+            star_list_append(vm, result, eval(vm, fr, e->u.comp.body));
+        }
+        return;
+    }
+    struct ast_clause *c = &e->u.comp.clauses[k];
+    if (!c->is_for) {
+        if (star_truth(eval(vm, fr, c->expr)))
+            comp_clause(vm, fr, e, k + 1, result);
+        return;
+    }
+    struct star_value it = eval(vm, fr, c->expr);
+    at(vm, c->expr);
+    size_t n;
+    struct star_value *items = star_iterable_items(vm, it, &n);
+    /* Like a for loop, a comprehension locks what it walks. */
+    if (it.type == STAR_LIST)
+        it.u.l->iterating++;
+    else if (it.type == STAR_DICT)
+        star_dict_iter_begin(it.u.d);
+    for (size_t i = 0; i < n; i++) {
+        assign(vm, fr, c->target, items[i]);
+        comp_clause(vm, fr, e, k + 1, result);
+    }
+    if (it.type == STAR_LIST)
+        it.u.l->iterating--;
+    else if (it.type == STAR_DICT)
+        star_dict_iter_end(it.u.d);
+}
+
+/* ---- expressions ---- */
+
+static struct star_value
+eval_fstring(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
+{
+    struct star_buf b = {0};
+    star_buf_add(vm, &b, "", 0);
+    for (size_t i = 0; i < e->u.list.n; i++) {
+        struct ast_node *p = e->u.list.items[i];
+        if (p->kind == A_STRING) {
+            star_buf_add(vm, &b, p->u.sval->data, p->u.sval->len);
+        } else {
+            struct star_value v = eval(vm, fr, p->u.x.a);
+            star_buf_value(vm, &b, v, p->op == 'r');
+        }
+    }
+    return star_buf_string(vm, &b);
+}
+
+static struct star_value
+eval_unary(struct star_vm *vm, struct star_value v, int op)
+{
+    if (v.type != STAR_INT)
+        star_fail(vm, "unknown unary op: %s%s",
+                  op == T_MINUS  ? "-"
+                  : op == T_PLUS ? "+"
+                                 : "~",
+                  star_type_name(v));
+    if (op == T_MINUS) {
+        if (v.u.i == INT64_MIN)
+            star_fail(vm, "integer overflow: the result does not fit in 64 bits");
+        return star_int(-v.u.i);
+    }
+    if (op == T_TILDE)
+        return star_int(~v.u.i);
+    return v;
+}
+
+static struct star_value
+eval(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
+{
+    switch (e->kind) {
+    case A_IDENT:
+        return load_ident(vm, fr, e);
+    case A_INT:
+        return star_int(e->u.ival);
+    case A_STRING:
+        return star_string_of(e->u.sval);
+    case A_FSTRING:
+        return eval_fstring(vm, fr, e);
+    case A_LIST:
+    case A_TUPLE: {
+        size_t n = e->u.list.n;
+        struct star_value r = e->kind == A_TUPLE ? star_tuple_new(vm, n) : star_list_new(vm, n);
+        for (size_t i = 0; i < n; i++)
+            r.u.l->items[i] = eval(vm, fr, e->u.list.items[i]);
+        r.u.l->len = n;
+        return r;
+    }
+    case A_DICT: {
+        struct star_value d = star_dict_new(vm);
+        for (size_t i = 0; i < e->u.dict.keys.n; i++) {
+            struct star_value k = eval(vm, fr, e->u.dict.keys.items[i]);
+            struct star_value v = eval(vm, fr, e->u.dict.vals.items[i]);
+            at(vm, e->u.dict.keys.items[i]);
+            if (star_dict_get(vm, d.u.d, k, NULL)) {
+                struct star_buf b = {0};
+                star_buf_value(vm, &b, k, true);
+                star_fail(vm, "duplicate key %s in dict literal", b.data);
+            }
+            star_dict_set(vm, d.u.d, k, v);
+        }
+        return d;
+    }
+    case A_COMP: {
+        struct star_value r = e->u.comp.is_dict ? star_dict_new(vm) : star_list_new(vm, 0);
+        comp_clause(vm, fr, e, 0, r);
+        return r;
+    }
+    case A_UNARY: {
+        struct star_value v = eval(vm, fr, e->u.x.a);
+        at(vm, e);
+        return eval_unary(vm, v, e->op);
+    }
+    case A_BINARY: {
+        struct star_value a = eval(vm, fr, e->u.x.a);
+        struct star_value b = eval(vm, fr, e->u.x.b);
+        at(vm, e);
+        return star_binary(vm, e->op, a, b);
+    }
+    case A_AND: {
+        struct star_value a = eval(vm, fr, e->u.x.a);
+        return star_truth(a) ? eval(vm, fr, e->u.x.b) : a;
+    }
+    case A_OR: {
+        struct star_value a = eval(vm, fr, e->u.x.a);
+        return star_truth(a) ? a : eval(vm, fr, e->u.x.b);
+    }
+    case A_NOT:
+        return star_bool(!star_truth(eval(vm, fr, e->u.x.a)));
+    case A_COND:
+        return star_truth(eval(vm, fr, e->u.x.b)) ? eval(vm, fr, e->u.x.a) : eval(vm, fr, e->u.x.c);
+    case A_INDEX: {
+        struct star_value x = eval(vm, fr, e->u.x.a);
+        struct star_value i = eval(vm, fr, e->u.x.b);
+        at(vm, e);
+        return star_index(vm, x, i);
+    }
+    case A_SLICE: {
+        struct star_value x = eval(vm, fr, e->u.x.a);
+        struct star_value none = {.type = STAR_UNBOUND};
+        struct star_value lo = e->u.x.b ? eval(vm, fr, e->u.x.b) : none;
+        struct star_value hi = e->u.x.c ? eval(vm, fr, e->u.x.c) : none;
+        struct star_value st = e->u.x.d ? eval(vm, fr, e->u.x.d) : none;
+        at(vm, e);
+        return star_slice(vm, x, lo, hi, st);
+    }
+    case A_DOT: {
+        struct star_value obj = eval(vm, fr, e->u.dot.obj);
+        at(vm, e);
+        return star_getattr(vm, obj, e->u.dot.name);
+    }
+    case A_CALL:
+        return eval_call(vm, fr, e);
+    case A_LAMBDA:
+        return make_function(vm, fr, e->u.def.func);
+    default:
+        star_fail_at(vm, e->line, e->col, "internal error: not an expression");
+    }
+}
+
+/* ---- statements ---- */
+
+static enum flow
+exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
+{
+    struct star_value it = eval(vm, fr, st->u.fors.iter);
+    at(vm, st->u.fors.iter);
+    if (it.type == STAR_RANGE) {
+        /* Lazily, so a huge range costs steps, not memory. */
+        const struct star_range *r = it.u.r;
+        for (int64_t i = r->start; r->step > 0 ? i < r->stop : i > r->stop;) {
+            star_step(vm);
+            assign(vm, fr, st->u.fors.target, star_int(i));
+            enum flow f = exec_block(vm, fr, &st->u.fors.body);
+            if (f == FLOW_BREAK)
+                break;
+            if (f == FLOW_RETURN)
+                return f;
+            if (__builtin_add_overflow(i, r->step, &i))
+                break;
+        }
+        return FLOW_NORMAL;
+    }
+    if (it.type == STAR_LIST || it.type == STAR_TUPLE || it.type == STAR_DICT) {
+        /* Lists and dicts are locked against mutation while the loop runs. */
+        enum flow result = FLOW_NORMAL;
+        if (it.type == STAR_DICT) {
+            size_t n;
+            struct star_value *keys = star_iterable_items(vm, it, &n);
+            star_dict_iter_begin(it.u.d);
+            for (size_t i = 0; i < n; i++) {
+                star_step(vm);
+                assign(vm, fr, st->u.fors.target, keys[i]);
+                enum flow f = exec_block(vm, fr, &st->u.fors.body);
+                if (f == FLOW_BREAK)
+                    break;
+                if (f == FLOW_RETURN) {
+                    result = f;
+                    break;
+                }
+            }
+            star_dict_iter_end(it.u.d);
+            return result;
+        }
+        struct star_list *l = it.u.l;
+        l->iterating++;
+        for (size_t i = 0; i < l->len; i++) {
+            star_step(vm);
+            assign(vm, fr, st->u.fors.target, l->items[i]);
+            enum flow f = exec_block(vm, fr, &st->u.fors.body);
+            if (f == FLOW_BREAK)
+                break;
+            if (f == FLOW_RETURN) {
+                result = f;
+                break;
+            }
+        }
+        l->iterating--;
+        return result;
+    }
+    star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(it),
+              star_type_name(it));
+}
+
+static void
+exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
+{
+    struct ast_node *t = st->u.x.a;
+    if (t->kind == A_IDENT) {
+        struct star_value old = load_ident(vm, fr, t);
+        struct star_value rhs = eval(vm, fr, st->u.x.b);
+        at(vm, st);
+        if (st->op == T_PLUS && old.type == STAR_LIST) {
+            /* list += iterable extends in place. */
+            if (rhs.type != STAR_LIST && rhs.type != STAR_TUPLE && rhs.type != STAR_DICT &&
+                rhs.type != STAR_RANGE)
+                star_fail(vm, "unknown binary op: list += %s", star_type_name(rhs));
+            size_t n;
+            struct star_value *items = star_iterable_items(vm, rhs, &n);
+            for (size_t i = 0; i < n; i++)
+                star_list_append(vm, old, items[i]);
+            return;
+        }
+        assign(vm, fr, t, star_binary(vm, st->op, old, rhs));
+        return;
+    }
+    struct star_value x = eval(vm, fr, t->u.x.a);
+    struct star_value i = eval(vm, fr, t->u.x.b);
+    at(vm, t);
+    struct star_value old = star_index(vm, x, i);
+    struct star_value rhs = eval(vm, fr, st->u.x.b);
+    at(vm, st);
+    if (st->op == T_PLUS && old.type == STAR_LIST) {
+        size_t n;
+        struct star_value *items = star_iterable_items(vm, rhs, &n);
+        for (size_t k = 0; k < n; k++)
+            star_list_append(vm, old, items[k]);
+        return;
+    }
+    star_set_index(vm, x, i, star_binary(vm, st->op, old, rhs));
+}
+
+static enum flow
+exec_block(struct star_vm *vm, struct star_frame *fr, struct ast_list *body)
+{
+    for (size_t i = 0; i < body->n; i++) {
+        struct ast_node *st = body->items[i];
+        star_step(vm);
+        switch (st->kind) {
+        case A_EXPR_STMT:
+            eval(vm, fr, st->u.x.a);
+            break;
+        case A_ASSIGN: {
+            struct star_value v = eval(vm, fr, st->u.x.b);
+            assign(vm, fr, st->u.x.a, v);
+            break;
+        }
+        case A_AUGASSIGN:
+            exec_augassign(vm, fr, st);
+            break;
+        case A_DEF:
+            assign(vm, fr, st->u.def.target, make_function(vm, fr, st->u.def.func));
+            break;
+        case A_RETURN:
+            fr->ret = st->u.x.a ? eval(vm, fr, st->u.x.a) : star_none();
+            return FLOW_RETURN;
+        case A_IF: {
+            bool c = star_truth(eval(vm, fr, st->u.ifs.cond));
+            enum flow f = exec_block(vm, fr, c ? &st->u.ifs.then : &st->u.ifs.els);
+            if (f != FLOW_NORMAL)
+                return f;
+            break;
+        }
+        case A_FOR: {
+            enum flow f = exec_for(vm, fr, st);
+            if (f == FLOW_RETURN)
+                return f;
+            break;
+        }
+        case A_BREAK:
+            return FLOW_BREAK;
+        case A_CONTINUE:
+            return FLOW_CONTINUE;
+        default:
+            break;
+        }
+    }
+    return FLOW_NORMAL;
+}
+
+/* ---- argument binding for built-ins ---- */
+
+void
+star_args_bind(struct star_vm *vm, const char *fname, struct star_args *args,
+               const char *const *params, size_t nreq, size_t nparams, struct star_value *out)
+{
+    for (size_t i = 0; i < nparams; i++)
+        out[i].type = STAR_UNBOUND;
+    if (args->npos > nparams)
+        star_fail(vm, "%s: got %zu arguments, want at most %zu", fname, args->npos, nparams);
+    for (size_t i = 0; i < args->npos; i++)
+        out[i] = args->pos[i];
+    for (size_t k = 0; k < args->nkw; k++) {
+        const char *key = args->kwnames[k]->data;
+        size_t j = 0;
+        while (j < nparams && strcmp(params[j], key) != 0)
+            j++;
+        if (j == nparams)
+            star_fail(vm, "%s: unexpected keyword argument '%s'", fname, key);
+        if (out[j].type != STAR_UNBOUND)
+            star_fail(vm, "%s: got multiple values for argument '%s'", fname, key);
+        out[j] = args->kwvals[k];
+    }
+    for (size_t i = 0; i < nreq; i++)
+        if (out[i].type == STAR_UNBOUND)
+            star_fail(vm, "%s: missing argument for %s", fname, params[i]);
+}
+
+/* ---- running a file ---- */
+
+static void
+run_module(struct star_vm *vm, const char *src, size_t len)
+{
+    struct ast_module *m = star_parse(vm, src, len);
+    struct star_frame fr = {.prev = vm->frames};
+    fr.globals = star_alloc(vm, (m->nglobals ? m->nglobals : 1) * sizeof *fr.globals);
+    if (m->nlocals <= INLINE_SLOTS) {
+        fr.slots = fr.inline_slots;
+    } else {
+        fr.slots = calloc(m->nlocals, sizeof *fr.slots);
+        if (fr.slots == NULL)
+            star_fail(vm, "out of memory");
+        fr.heap = true;
+    }
+    vm->frames = &fr;
+    exec_block(vm, &fr, &m->body);
+    vm->frames = fr.prev;
+    if (fr.heap)
+        free(fr.slots);
+    /* Globals are frozen once the file has run. */
+    for (uint32_t i = 0; i < m->nglobals; i++)
+        star_freeze(fr.globals[i]);
+}
+
+int
+star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t len)
+{
+    jmp_buf jb;
+    vm->file = name;
+    vm->line = 1;
+    vm->col = 1;
+    vm->steps = 0;
+    vm->call_depth = 0;
+    vm->frames = NULL;
+    free(vm->err);
+    vm->err = NULL;
+    vm->on_error = &jb;
+    if (setjmp(jb) != 0) {
+        vm->on_error = NULL;
+        if (vm->err == NULL)
+            vm->err = strdup("out of memory");
+        return -1;
+    }
+    if (len > STAR_MAX_FILE_BYTES)
+        star_fail_at(vm, 1, 1, "file is too large (%zu bytes; the limit is %u MiB)", len,
+                     STAR_MAX_FILE_BYTES >> 20);
+    run_module(vm, src, len);
+    vm->on_error = NULL;
+    return 0;
+}

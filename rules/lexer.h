@@ -1,0 +1,111 @@
+/*
+ * star lexer: Starlark source text to tokens, with line and column
+ * (columns count characters, from 1) on every token.  Tracks indentation
+ * (INDENT / OUTDENT), ignores newlines inside brackets, and reports
+ * unterminated strings, unclosed brackets, bad indentation and invalid
+ * UTF-8 as positioned errors through the vm.
+ */
+#ifndef EXECGATE_RULES_LEXER_H
+#define EXECGATE_RULES_LEXER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "value.h"
+
+enum star_tok {
+    T_EOF = 0,
+    T_NEWLINE,
+    T_INDENT,
+    T_OUTDENT,
+    T_NAME,
+    T_INT,
+    T_STRING,
+    T_FSTRING,
+    /* keywords */
+    T_AND,
+    T_BREAK,
+    T_CONTINUE,
+    T_DEF,
+    T_ELIF,
+    T_ELSE,
+    T_FOR,
+    T_IF,
+    T_IN,
+    T_LAMBDA,
+    T_LOAD,
+    T_NOT,
+    T_OR,
+    T_PASS,
+    T_RETURN,
+    T_WHILE,
+    T_RESERVED, /* a word Starlark reserves (class, import, try, ...) */
+    /* punctuation */
+    T_LPAREN,
+    T_RPAREN,
+    T_LBRACK,
+    T_RBRACK,
+    T_LBRACE,
+    T_RBRACE,
+    T_COMMA,
+    T_COLON,
+    T_SEMI,
+    T_DOT,
+    T_ASSIGN,
+    T_PLUS,
+    T_MINUS,
+    T_STAR,
+    T_STARSTAR,
+    T_SLASH,
+    T_SLASHSLASH,
+    T_PERCENT,
+    T_PIPE,
+    T_AMP,
+    T_CARET,
+    T_TILDE,
+    T_LTLT,
+    T_GTGT,
+    T_EQ,
+    T_NE,
+    T_LT,
+    T_GT,
+    T_LE,
+    T_GE,
+    T_PLUS_EQ,
+    T_MINUS_EQ,
+    T_STAR_EQ,
+    T_SLASH_EQ,
+    T_SLASHSLASH_EQ,
+    T_PERCENT_EQ,
+    T_PIPE_EQ,
+    T_AMP_EQ,
+    T_CARET_EQ,
+    T_LTLT_EQ,
+    T_GTGT_EQ,
+    T_FLOAT, /* a float literal: recognised so the error can say floats are unsupported */
+};
+
+struct star_token {
+    uint8_t kind;
+    uint32_t line, col;
+    const char *text; /* start of the token in the source */
+    size_t len;
+    int64_t ival;          /* T_INT */
+    struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded) */
+};
+
+/* Deepest bracket nesting the lexer accepts. */
+#define STAR_MAX_BRACKETS 100
+
+/*
+ * Tokenises src[0..len) (starting at line/col, for f-string bodies).  Returns
+ * the arena-owned token array ending in T_EOF and sets *n.  Fails the load
+ * (longjmp through vm) with a positioned error on bad input.
+ */
+struct star_token *star_lex(struct star_vm *vm, const char *src, size_t len, uint32_t line,
+                            uint32_t col, size_t *n);
+
+/* A printable name for a token kind ("')'", "newline", "end of file"). */
+const char *star_tok_name(int kind);
+
+#endif

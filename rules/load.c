@@ -1,0 +1,182 @@
+#include "load.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval.h"
+#include "rule_builtins.h"
+#include "source.h"
+
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *
+fmt_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+char *
+rules_default_dir(void)
+{
+    const char *home = getenv("CODEX_HOME");
+    char *dir = NULL;
+    if (home != NULL && home[0] != '\0') {
+        if (asprintf(&dir, "%s/rules", home) < 0)
+            return NULL;
+        return dir;
+    }
+    home = getenv("HOME");
+    if (home == NULL || home[0] == '\0')
+        return NULL;
+    if (asprintf(&dir, "%s/.codex/rules", home) < 0)
+        return NULL;
+    return dir;
+}
+
+/* Runs one file into p.  Returns 0, or -1 with *err set. */
+static int
+load_file(struct rules_policy *p, const char *path, char **err)
+{
+    size_t len = 0;
+    char *src = star_source_read(path, &len, err);
+    if (src == NULL) {
+        if (*err == NULL)
+            *err = fmt_err("%s:1:1: out of memory", path);
+        return -1;
+    }
+    struct star_vm *vm = star_vm_new();
+    struct rules_builder *b = rules_builder_new(p);
+    int rc = -1;
+    if (vm == NULL || b == NULL || rules_builtins_install(vm, b) != 0) {
+        *err = fmt_err("%s:1:1: out of memory", path);
+    } else if (star_vm_exec_file(vm, path, src, len) != 0) {
+        *err = strdup(star_vm_error(vm));
+    } else {
+        rc = rules_builder_check_examples(b, vm, err);
+    }
+    rules_builder_free(b);
+    star_vm_free(vm);
+    free(src);
+    return rc;
+}
+
+static int
+cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool
+is_rules_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 6 && strcmp(name + n - 6, ".rules") == 0;
+}
+
+/* The sorted *.rules names of dir (missing dir: none).  Returns 0 or -1. */
+static int
+list_dir(const char *dir, char ***names, size_t *n, char **err)
+{
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        if (errno == ENOENT)
+            return 0;
+        *err = fmt_err("%s:1:1: cannot read the rules directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    size_t cap = 0;
+    struct dirent *de;
+    int rc = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (!is_rules_name(de->d_name) || de->d_type == DT_DIR)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **t = realloc(*names, cap * sizeof *t);
+            if (t == NULL) {
+                rc = -1;
+                break;
+            }
+            *names = t;
+        }
+        char *name = strdup(de->d_name);
+        if (name == NULL) {
+            rc = -1;
+            break;
+        }
+        (*names)[(*n)++] = name;
+    }
+    closedir(d);
+    if (rc != 0) {
+        *err = fmt_err("%s:1:1: out of memory listing the directory", dir);
+        return -1;
+    }
+    if (*n > 1)
+        qsort(*names, *n, sizeof **names, cmp_names);
+    return 0;
+}
+
+static void
+free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static int
+load_dir(struct rules_policy *p, const char *dir, char **err)
+{
+    char **names;
+    size_t n;
+    if (list_dir(dir, &names, &n, err) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+            *err = fmt_err("%s:1:1: out of memory", dir);
+            rc = -1;
+            break;
+        }
+        rc = load_file(p, path, err);
+        free(path);
+    }
+    free_names(names, n);
+    return rc;
+}
+
+struct rules_policy *
+rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err)
+{
+    *err = NULL;
+    struct rules_policy *p = rules_policy_new();
+    if (p == NULL) {
+        *err = strdup("rules: out of memory");
+        return NULL;
+    }
+    int rc = 0;
+    if (dir != NULL)
+        rc = load_dir(p, dir, err);
+    for (size_t i = 0; rc == 0 && i < n_extra; i++)
+        rc = load_file(p, extra[i], err);
+    if (rc != 0) {
+        rules_policy_free(p);
+        if (*err == NULL)
+            *err = strdup("rules: out of memory");
+        return NULL;
+    }
+    return p;
+}

@@ -1,0 +1,1255 @@
+#include "parser.h"
+
+#include <string.h>
+
+#include "eval.h"
+
+struct parser {
+    struct star_vm *vm;
+    struct star_token *toks;
+    size_t n, i;
+    unsigned depth;
+    bool in_func;
+    unsigned in_loop;
+};
+
+/* ---- helpers ---- */
+
+static struct star_token *
+peek(struct parser *ps)
+{
+    return &ps->toks[ps->i];
+}
+
+static int
+peek_kind(struct parser *ps)
+{
+    return ps->toks[ps->i].kind;
+}
+
+static struct star_token *
+advance(struct parser *ps)
+{
+    struct star_token *t = &ps->toks[ps->i];
+    if (t->kind != T_EOF)
+        ps->i++;
+    return t;
+}
+
+_Noreturn static void
+fail_tok(struct parser *ps, struct star_token *t, const char *what)
+{
+    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_RESERVED)
+        star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected '%.*s', %s",
+                     (int)(t->len > 40 ? 40 : t->len), t->text, what);
+    star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected %s, %s", star_tok_name(t->kind),
+                 what);
+}
+
+static struct star_token *
+expect(struct parser *ps, int kind, const char *what)
+{
+    if (peek_kind(ps) != kind)
+        fail_tok(ps, peek(ps), what);
+    return advance(ps);
+}
+
+static bool
+accept(struct parser *ps, int kind)
+{
+    if (peek_kind(ps) == kind) {
+        advance(ps);
+        return true;
+    }
+    return false;
+}
+
+static struct ast_node *
+node(struct parser *ps, int kind, struct star_token *at)
+{
+    struct ast_node *n = star_alloc(ps->vm, sizeof *n);
+    n->kind = (uint8_t)kind;
+    n->line = at->line;
+    n->col = at->col;
+    return n;
+}
+
+/* A growable array of pointers, copied into the arena when done. */
+struct vec {
+    void **items;
+    size_t n, cap;
+};
+
+static void
+vec_push(struct star_vm *vm, struct vec *v, void *p)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 4;
+        void **t = star_alloc(vm, cap * sizeof *t);
+        if (v->n > 0)
+            memcpy(t, v->items, v->n * sizeof *t);
+        v->items = t;
+        v->cap = cap;
+    }
+    v->items[v->n++] = p;
+}
+
+static struct ast_list
+vec_list(struct vec *v)
+{
+    struct ast_list l = {(struct ast_node **)v->items, v->n};
+    return l;
+}
+
+static void
+enter(struct parser *ps, struct star_token *at)
+{
+    if (++ps->depth > STAR_MAX_NESTING * 2)
+        star_fail_at(ps->vm, at->line, at->col, "expression nested too deeply (the limit is %d)",
+                     STAR_MAX_NESTING * 2);
+}
+
+/* ---- expressions ---- */
+
+static struct ast_node *parse_test(struct parser *ps);
+static struct ast_node *parse_expr(struct parser *ps);
+static struct ast_node *parse_or(struct parser *ps);
+static struct ast_node *parse_primary(struct parser *ps);
+static struct ast_func *parse_params(struct parser *ps, int close);
+static struct ast_node *parse_fstring(struct parser *ps, struct star_token *t);
+
+static bool
+starts_expr(int k)
+{
+    switch (k) {
+    case T_NAME:
+    case T_INT:
+    case T_STRING:
+    case T_FSTRING:
+    case T_LPAREN:
+    case T_LBRACK:
+    case T_LBRACE:
+    case T_MINUS:
+    case T_PLUS:
+    case T_TILDE:
+    case T_NOT:
+    case T_LAMBDA:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static struct ast_node *
+parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, struct ast_node *val,
+           int close)
+{
+    struct ast_node *n = node(ps, A_COMP, open);
+    n->u.comp.is_dict = val != NULL;
+    n->u.comp.body = body;
+    n->u.comp.val = val;
+    struct ast_clause *cl = NULL;
+    size_t ncl = 0, cap = 0;
+    while (peek_kind(ps) == T_FOR || peek_kind(ps) == T_IF) {
+        if (ncl == cap) {
+            cap = cap ? cap * 2 : 4;
+            struct ast_clause *t = star_alloc(ps->vm, cap * sizeof *t);
+            if (ncl > 0)
+                memcpy(t, cl, ncl * sizeof *t);
+            cl = t;
+        }
+        struct ast_clause *c = &cl[ncl++];
+        if (accept(ps, T_FOR)) {
+            c->is_for = true;
+            struct star_token *at = peek(ps);
+            struct ast_node *first = parse_primary(ps);
+            if (peek_kind(ps) == T_COMMA) {
+                struct vec v = {0};
+                vec_push(ps->vm, &v, first);
+                while (accept(ps, T_COMMA) && peek_kind(ps) != T_IN)
+                    vec_push(ps->vm, &v, parse_primary(ps));
+                first = node(ps, A_TUPLE, at);
+                first->u.list = vec_list(&v);
+            }
+            c->target = first;
+            expect(ps, T_IN, "expected 'in' in comprehension");
+            c->expr = parse_or(ps);
+        } else {
+            advance(ps);
+            c->expr = parse_or(ps);
+        }
+    }
+    n->u.comp.clauses = cl;
+    n->u.comp.nclauses = ncl;
+    expect(ps, close, close == T_RBRACK ? "expected ']'" : "expected '}'");
+    return n;
+}
+
+static struct ast_node *
+parse_list_or_comp(struct parser *ps)
+{
+    struct star_token *open = advance(ps);
+    struct vec v = {0};
+    if (peek_kind(ps) != T_RBRACK) {
+        struct ast_node *first = parse_test(ps);
+        if (peek_kind(ps) == T_FOR)
+            return parse_comp(ps, open, first, NULL, T_RBRACK);
+        vec_push(ps->vm, &v, first);
+        while (accept(ps, T_COMMA) && peek_kind(ps) != T_RBRACK)
+            vec_push(ps->vm, &v, parse_test(ps));
+    }
+    expect(ps, T_RBRACK, "expected ',' or ']' in list");
+    struct ast_node *n = node(ps, A_LIST, open);
+    n->u.list = vec_list(&v);
+    return n;
+}
+
+static struct ast_node *
+parse_dict_or_comp(struct parser *ps)
+{
+    struct star_token *open = advance(ps);
+    struct vec keys = {0}, vals = {0};
+    if (peek_kind(ps) != T_RBRACE) {
+        struct ast_node *k = parse_test(ps);
+        expect(ps, T_COLON, "expected ':' after dict key");
+        struct ast_node *val = parse_test(ps);
+        if (peek_kind(ps) == T_FOR)
+            return parse_comp(ps, open, k, val, T_RBRACE);
+        vec_push(ps->vm, &keys, k);
+        vec_push(ps->vm, &vals, val);
+        while (accept(ps, T_COMMA) && peek_kind(ps) != T_RBRACE) {
+            vec_push(ps->vm, &keys, parse_test(ps));
+            expect(ps, T_COLON, "expected ':' after dict key");
+            vec_push(ps->vm, &vals, parse_test(ps));
+        }
+    }
+    expect(ps, T_RBRACE, "expected ',' or '}' in dict");
+    struct ast_node *n = node(ps, A_DICT, open);
+    n->u.dict.keys = vec_list(&keys);
+    n->u.dict.vals = vec_list(&vals);
+    return n;
+}
+
+static struct ast_node *
+parse_operand(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    struct ast_node *n;
+    switch (t->kind) {
+    case T_NAME:
+        advance(ps);
+        n = node(ps, A_IDENT, t);
+        n->u.ident.name = t->sval;
+        return n;
+    case T_INT:
+        advance(ps);
+        n = node(ps, A_INT, t);
+        n->u.ival = t->ival;
+        return n;
+    case T_STRING: {
+        advance(ps);
+        n = node(ps, A_STRING, t);
+        n->u.sval = t->sval;
+        /* Adjacent string literals are not concatenated in Starlark. */
+        if (peek_kind(ps) == T_STRING)
+            fail_tok(ps, peek(ps), "use + to join strings");
+        return n;
+    }
+    case T_FSTRING:
+        advance(ps);
+        return parse_fstring(ps, t);
+    case T_LBRACK:
+        return parse_list_or_comp(ps);
+    case T_LBRACE:
+        return parse_dict_or_comp(ps);
+    case T_LPAREN: {
+        advance(ps);
+        if (accept(ps, T_RPAREN)) {
+            n = node(ps, A_TUPLE, t);
+            return n;
+        }
+        struct ast_node *e = parse_test(ps);
+        if (peek_kind(ps) == T_COMMA) {
+            struct vec v = {0};
+            vec_push(ps->vm, &v, e);
+            while (accept(ps, T_COMMA) && peek_kind(ps) != T_RPAREN)
+                vec_push(ps->vm, &v, parse_test(ps));
+            e = node(ps, A_TUPLE, t);
+            e->u.list = vec_list(&v);
+        }
+        expect(ps, T_RPAREN, "expected ')'");
+        return e;
+    }
+    case T_WHILE:
+    case T_RESERVED:
+        star_fail_at(ps->vm, t->line, t->col,
+                     "syntax error: '%.*s' is reserved and not allowed in Starlark", (int)t->len,
+                     t->text);
+    default:
+        fail_tok(ps, t, "expected an expression");
+    }
+}
+
+static struct ast_node *
+parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
+{
+    struct ast_node *n = node(ps, A_CALL, open);
+    n->line = fn->line;
+    n->col = fn->col;
+    n->u.call.fn = fn;
+    struct ast_arg *args = NULL;
+    size_t na = 0, cap = 0;
+    while (peek_kind(ps) != T_RPAREN) {
+        if (na == cap) {
+            cap = cap ? cap * 2 : 4;
+            struct ast_arg *t = star_alloc(ps->vm, cap * sizeof *t);
+            if (na > 0)
+                memcpy(t, args, na * sizeof *t);
+            args = t;
+        }
+        struct ast_arg *a = &args[na++];
+        if (accept(ps, T_STARSTAR)) {
+            a->kind = ARG_STARSTAR;
+        } else if (accept(ps, T_STAR)) {
+            a->kind = ARG_STAR;
+        } else if (peek_kind(ps) == T_NAME && ps->toks[ps->i + 1].kind == T_ASSIGN) {
+            a->kind = ARG_KW;
+            a->name = advance(ps)->sval;
+            advance(ps);
+            for (size_t j = 0; j + 1 < na; j++) {
+                if (args[j].kind == ARG_KW && args[j].name == a->name) {
+                    struct star_token *t = &ps->toks[ps->i - 2];
+                    star_fail_at(ps->vm, t->line, t->col, "keyword argument '%s' given twice",
+                                 a->name->data);
+                }
+            }
+        } else {
+            a->kind = ARG_POS;
+            for (size_t j = 0; j + 1 < na; j++) {
+                if (args[j].kind != ARG_POS) {
+                    struct star_token *t = peek(ps);
+                    star_fail_at(ps->vm, t->line, t->col,
+                                 "positional argument after keyword or *args argument");
+                }
+            }
+        }
+        a->value = parse_test(ps);
+        if (!accept(ps, T_COMMA))
+            break;
+    }
+    expect(ps, T_RPAREN, "expected ',' or ')' in call");
+    n->u.call.args = args;
+    n->u.call.nargs = na;
+    return n;
+}
+
+static struct ast_node *
+parse_primary(struct parser *ps)
+{
+    struct star_token *start = peek(ps);
+    struct ast_node *e = parse_operand(ps);
+    for (;;) {
+        struct star_token *t = peek(ps);
+        if (t->kind == T_DOT) {
+            advance(ps);
+            struct star_token *name = expect(ps, T_NAME, "expected a name after '.'");
+            struct ast_node *d = node(ps, A_DOT, name);
+            d->u.dot.obj = e;
+            d->u.dot.name = name->sval;
+            e = d;
+        } else if (t->kind == T_LPAREN) {
+            advance(ps);
+            e = parse_call(ps, e, t);
+            /* A call is reported where its whole expression starts. */
+            e->line = start->line;
+            e->col = start->col;
+        } else if (t->kind == T_LBRACK) {
+            advance(ps);
+            struct ast_node *lo = NULL, *hi = NULL, *step = NULL;
+            bool slice = false;
+            if (peek_kind(ps) != T_COLON)
+                lo = parse_expr(ps);
+            if (accept(ps, T_COLON)) {
+                slice = true;
+                if (peek_kind(ps) != T_COLON && peek_kind(ps) != T_RBRACK)
+                    hi = parse_test(ps);
+                if (accept(ps, T_COLON) && peek_kind(ps) != T_RBRACK)
+                    step = parse_test(ps);
+            }
+            expect(ps, T_RBRACK, "expected ']'");
+            struct ast_node *x = node(ps, slice ? A_SLICE : A_INDEX, t);
+            x->u.x.a = e;
+            x->u.x.b = lo;
+            x->u.x.c = hi;
+            x->u.x.d = step;
+            e = x;
+        } else {
+            return e;
+        }
+    }
+}
+
+static struct ast_node *
+parse_unary(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    if (t->kind == T_MINUS || t->kind == T_PLUS || t->kind == T_TILDE) {
+        enter(ps, t);
+        advance(ps);
+        struct ast_node *n = node(ps, A_UNARY, t);
+        n->op = t->kind;
+        n->u.x.a = parse_unary(ps);
+        ps->depth--;
+        return n;
+    }
+    struct ast_node *base = parse_primary(ps);
+    if (peek_kind(ps) != T_STARSTAR)
+        return base;
+    /* x ** y binds tighter than unary minus on its left, and to the right. */
+    struct star_token *op = advance(ps);
+    enter(ps, op);
+    struct ast_node *n = node(ps, A_BINARY, op);
+    n->op = T_STARSTAR;
+    n->u.x.a = base;
+    n->u.x.b = parse_unary(ps);
+    ps->depth--;
+    return n;
+}
+
+/* Binary precedence levels, loosest first (comparisons handled apart). */
+static int
+binary_prec(int k)
+{
+    switch (k) {
+    case T_PIPE:
+        return 1;
+    case T_CARET:
+        return 2;
+    case T_AMP:
+        return 3;
+    case T_LTLT:
+    case T_GTGT:
+        return 4;
+    case T_PLUS:
+    case T_MINUS:
+        return 5;
+    case T_STAR:
+    case T_SLASH:
+    case T_SLASHSLASH:
+    case T_PERCENT:
+        return 6;
+    default:
+        return 0;
+    }
+}
+
+static struct ast_node *
+parse_binary(struct parser *ps, int min_prec)
+{
+    struct ast_node *lhs = parse_unary(ps);
+    for (;;) {
+        struct star_token *t = peek(ps);
+        int p = binary_prec(t->kind);
+        if (p == 0 || p < min_prec)
+            return lhs;
+        enter(ps, t);
+        advance(ps);
+        struct ast_node *n = node(ps, A_BINARY, t);
+        n->op = t->kind;
+        n->u.x.a = lhs;
+        n->u.x.b = parse_binary(ps, p + 1);
+        ps->depth--;
+        lhs = n;
+    }
+}
+
+static bool
+is_comparison(struct parser *ps)
+{
+    int k = peek_kind(ps);
+    if (k == T_NOT)
+        return ps->toks[ps->i + 1].kind == T_IN;
+    return k == T_EQ || k == T_NE || k == T_LT || k == T_GT || k == T_LE || k == T_GE || k == T_IN;
+}
+
+static struct ast_node *
+parse_comparison(struct parser *ps)
+{
+    struct ast_node *lhs = parse_binary(ps, 1);
+    if (!is_comparison(ps))
+        return lhs;
+    struct star_token *t = advance(ps);
+    int op = t->kind;
+    if (op == T_NOT) {
+        advance(ps);
+        op = T_NOT; /* "not in" */
+    }
+    struct ast_node *n = node(ps, A_BINARY, t);
+    n->op = (uint8_t)op;
+    n->u.x.a = lhs;
+    n->u.x.b = parse_binary(ps, 1);
+    if (is_comparison(ps))
+        fail_tok(ps, peek(ps), "comparisons do not chain: use 'and'");
+    return n;
+}
+
+static struct ast_node *
+parse_not(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    if (t->kind == T_NOT) {
+        enter(ps, t);
+        advance(ps);
+        struct ast_node *n = node(ps, A_NOT, t);
+        n->u.x.a = parse_not(ps);
+        ps->depth--;
+        return n;
+    }
+    return parse_comparison(ps);
+}
+
+static struct ast_node *
+parse_and(struct parser *ps)
+{
+    struct ast_node *lhs = parse_not(ps);
+    while (peek_kind(ps) == T_AND) {
+        struct star_token *t = advance(ps);
+        struct ast_node *n = node(ps, A_AND, t);
+        n->u.x.a = lhs;
+        n->u.x.b = parse_not(ps);
+        lhs = n;
+    }
+    return lhs;
+}
+
+static struct ast_node *
+parse_or(struct parser *ps)
+{
+    struct ast_node *lhs = parse_and(ps);
+    while (peek_kind(ps) == T_OR) {
+        struct star_token *t = advance(ps);
+        struct ast_node *n = node(ps, A_OR, t);
+        n->u.x.a = lhs;
+        n->u.x.b = parse_and(ps);
+        lhs = n;
+    }
+    return lhs;
+}
+
+static struct ast_node *
+parse_test(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    enter(ps, t);
+    struct ast_node *res;
+    if (t->kind == T_LAMBDA) {
+        advance(ps);
+        struct ast_node *n = node(ps, A_LAMBDA, t);
+        struct ast_func *f = parse_params(ps, T_COLON);
+        f->name = star_intern(ps->vm, "lambda", 6);
+        expect(ps, T_COLON, "expected ':' after lambda parameters");
+        f->expr = parse_test(ps);
+        n->u.def.func = f;
+        res = n;
+    } else {
+        res = parse_or(ps);
+        if (peek_kind(ps) == T_IF) {
+            struct star_token *it = advance(ps);
+            struct ast_node *n = node(ps, A_COND, it);
+            n->u.x.a = res;
+            n->u.x.b = parse_or(ps);
+            expect(ps, T_ELSE, "expected 'else' in conditional expression");
+            n->u.x.c = parse_test(ps);
+            res = n;
+        }
+    }
+    ps->depth--;
+    return res;
+}
+
+/* Test {',' Test}: a bare tuple when there is a comma. */
+static struct ast_node *
+parse_expr(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    struct ast_node *e = parse_test(ps);
+    if (peek_kind(ps) != T_COMMA)
+        return e;
+    struct vec v = {0};
+    vec_push(ps->vm, &v, e);
+    while (accept(ps, T_COMMA) && starts_expr(peek_kind(ps)))
+        vec_push(ps->vm, &v, parse_test(ps));
+    struct ast_node *tup = node(ps, A_TUPLE, t);
+    tup->u.list = vec_list(&v);
+    return tup;
+}
+
+/*
+ * f"...{expr}...": the decoded text is split into literal parts and
+ * expressions, each expression lexed and parsed on its own.  Positions
+ * inside point at the f-string token.
+ */
+static struct ast_node *
+parse_fstring(struct parser *ps, struct star_token *t)
+{
+    struct star_vm *vm = ps->vm;
+    struct ast_node *n = node(ps, A_FSTRING, t);
+    struct vec parts = {0};
+    const char *s = t->sval->data, *end = s + t->sval->len;
+    struct star_buf lit = {0};
+    while (s < end) {
+        if (*s == '{' && s + 1 < end && s[1] == '{') {
+            star_buf_addc(vm, &lit, '{');
+            s += 2;
+        } else if (*s == '}' && s + 1 < end && s[1] == '}') {
+            star_buf_addc(vm, &lit, '}');
+            s += 2;
+        } else if (*s == '}') {
+            star_fail_at(vm, t->line, t->col, "f-string: single '}' is not allowed: write '}}'");
+        } else if (*s == '{') {
+            const char *e = memchr(s, '}', (size_t)(end - s));
+            if (e == NULL)
+                star_fail_at(vm, t->line, t->col, "f-string: '{' is never closed");
+            if (lit.len > 0) {
+                struct ast_node *l = node(ps, A_STRING, t);
+                l->u.sval = star_str_new(vm, lit.data, lit.len);
+                vec_push(vm, &parts, l);
+                lit.len = 0;
+            }
+            const char *b = s + 1, *be = e;
+            char conv = 's';
+            if (be - b >= 2 && be[-2] == '!' && (be[-1] == 'r' || be[-1] == 's')) {
+                conv = be[-1];
+                be -= 2;
+            }
+            while (b < be && *b == ' ')
+                b++;
+            while (be > b && be[-1] == ' ')
+                be--;
+            if (b == be)
+                star_fail_at(vm, t->line, t->col, "f-string: empty expression in {}");
+            size_t ntok;
+            struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line, t->col, &ntok);
+            struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .depth = ps->depth};
+            struct ast_node *ex = parse_expr(&sub);
+            accept(&sub, T_NEWLINE);
+            if (peek_kind(&sub) != T_EOF)
+                fail_tok(&sub, peek(&sub), "expected '}' in f-string");
+            struct ast_node *p = node(ps, A_UNARY, t);
+            p->op = (uint8_t)conv;
+            p->u.x.a = ex;
+            vec_push(vm, &parts, p);
+            s = e + 1;
+        } else {
+            star_buf_addc(vm, &lit, *s++);
+        }
+    }
+    if (lit.len > 0) {
+        struct ast_node *l = node(ps, A_STRING, t);
+        l->u.sval = star_str_new(vm, lit.data, lit.len);
+        vec_push(vm, &parts, l);
+    }
+    n->u.list = vec_list(&parts);
+    return n;
+}
+
+/* ---- statements ---- */
+
+static struct ast_list parse_suite(struct parser *ps);
+static void parse_stmt(struct parser *ps, struct vec *out);
+
+static struct ast_func *
+parse_params(struct parser *ps, int close)
+{
+    struct ast_func *f = star_alloc(ps->vm, sizeof *f);
+    f->varargs = -1;
+    f->kwargs = -1;
+    struct ast_param *params = NULL;
+    size_t n = 0, cap = 0;
+    bool star_seen = false, dflt_seen = false;
+    while (peek_kind(ps) != close) {
+        struct star_token *t = peek(ps);
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4;
+            struct ast_param *tmp = star_alloc(ps->vm, cap * sizeof *tmp);
+            if (n > 0)
+                memcpy(tmp, params, n * sizeof *tmp);
+            params = tmp;
+        }
+        if (f->kwargs >= 0)
+            star_fail_at(ps->vm, t->line, t->col, "parameter after **kwargs");
+        if (accept(ps, T_STARSTAR)) {
+            struct ast_param *p = &params[n];
+            p->kind = PARAM_STARSTAR;
+            p->name = expect(ps, T_NAME, "expected a name after '**'")->sval;
+            f->kwargs = (int)n++;
+        } else if (accept(ps, T_STAR)) {
+            if (star_seen)
+                star_fail_at(ps->vm, t->line, t->col, "multiple * parameters");
+            star_seen = true;
+            if (peek_kind(ps) == T_NAME) {
+                struct ast_param *p = &params[n];
+                p->kind = PARAM_STAR;
+                p->name = advance(ps)->sval;
+                f->varargs = (int)n++;
+            }
+        } else {
+            struct ast_param *p = &params[n];
+            p->kind = PARAM_NORMAL;
+            p->name = expect(ps, T_NAME, "expected a parameter name")->sval;
+            if (accept(ps, T_ASSIGN)) {
+                p->dflt = parse_test(ps);
+                dflt_seen = true;
+            } else if (dflt_seen && !star_seen) {
+                star_fail_at(ps->vm, t->line, t->col,
+                             "required parameter '%s' follows an optional one", p->name->data);
+            }
+            n++;
+            if (star_seen)
+                f->nkwonly++;
+            else
+                f->npos++;
+        }
+        for (size_t j = 0; j + 1 < n; j++)
+            if (params[j].name == params[n - 1].name)
+                star_fail_at(ps->vm, t->line, t->col, "duplicate parameter '%s'",
+                             params[n - 1].name->data);
+        if (!accept(ps, T_COMMA))
+            break;
+    }
+    /* Keep normal parameters first: positional, keyword-only, then *args, **kwargs. */
+    struct ast_param *ordered = star_alloc(ps->vm, (n ? n : 1) * sizeof *ordered);
+    size_t k = 0;
+    for (size_t j = 0; j < n; j++)
+        if (params[j].kind == PARAM_NORMAL)
+            ordered[k++] = params[j];
+    int va = f->varargs, kw = f->kwargs;
+    if (va >= 0) {
+        f->varargs = (int)k;
+        ordered[k++] = params[va];
+    }
+    if (kw >= 0) {
+        f->kwargs = (int)k;
+        ordered[k++] = params[kw];
+    }
+    f->params = ordered;
+    f->nparams = n;
+    return f;
+}
+
+static struct ast_node *
+parse_def(struct parser *ps)
+{
+    struct star_token *t = advance(ps);
+    struct star_token *name = expect(ps, T_NAME, "expected a function name after 'def'");
+    expect(ps, T_LPAREN, "expected '(' after the function name");
+    struct ast_func *f = parse_params(ps, T_RPAREN);
+    f->name = name->sval;
+    expect(ps, T_RPAREN, "expected ')' after the parameters");
+    expect(ps, T_COLON, "expected ':' after the parameters");
+    bool was = ps->in_func;
+    unsigned loop = ps->in_loop;
+    ps->in_func = true;
+    ps->in_loop = 0;
+    f->body = parse_suite(ps);
+    ps->in_func = was;
+    ps->in_loop = loop;
+    struct ast_node *n = node(ps, A_DEF, t);
+    struct ast_node *id = node(ps, A_IDENT, name);
+    id->u.ident.name = name->sval;
+    n->u.def.func = f;
+    n->u.def.target = id;
+    return n;
+}
+
+static struct ast_node *
+parse_if(struct parser *ps)
+{
+    struct star_token *t = advance(ps);
+    struct ast_node *n = node(ps, A_IF, t);
+    n->u.ifs.cond = parse_test(ps);
+    expect(ps, T_COLON, "expected ':' after the condition");
+    n->u.ifs.then = parse_suite(ps);
+    if (peek_kind(ps) == T_ELIF) {
+        struct vec v = {0};
+        vec_push(ps->vm, &v, parse_if(ps));
+        n->u.ifs.els = vec_list(&v);
+    } else if (accept(ps, T_ELSE)) {
+        expect(ps, T_COLON, "expected ':' after 'else'");
+        n->u.ifs.els = parse_suite(ps);
+    }
+    return n;
+}
+
+static struct ast_node *
+parse_loop_vars(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    struct ast_node *first = parse_primary(ps);
+    if (peek_kind(ps) != T_COMMA)
+        return first;
+    struct vec v = {0};
+    vec_push(ps->vm, &v, first);
+    while (accept(ps, T_COMMA) && peek_kind(ps) != T_IN)
+        vec_push(ps->vm, &v, parse_primary(ps));
+    struct ast_node *tup = node(ps, A_TUPLE, t);
+    tup->u.list = vec_list(&v);
+    return tup;
+}
+
+static struct ast_node *
+parse_for(struct parser *ps)
+{
+    struct star_token *t = advance(ps);
+    struct ast_node *n = node(ps, A_FOR, t);
+    n->u.fors.target = parse_loop_vars(ps);
+    expect(ps, T_IN, "expected 'in' after the loop variables");
+    n->u.fors.iter = parse_expr(ps);
+    expect(ps, T_COLON, "expected ':' after the loop");
+    ps->in_loop++;
+    n->u.fors.body = parse_suite(ps);
+    ps->in_loop--;
+    return n;
+}
+
+static void
+check_target(struct parser *ps, struct ast_node *e)
+{
+    switch (e->kind) {
+    case A_IDENT:
+    case A_INDEX:
+        return;
+    case A_LIST:
+    case A_TUPLE:
+        if (e->u.list.n == 0)
+            break;
+        for (size_t i = 0; i < e->u.list.n; i++)
+            check_target(ps, e->u.list.items[i]);
+        return;
+    default:
+        break;
+    }
+    star_fail_at(ps->vm, e->line, e->col, "cannot assign to this expression");
+}
+
+static struct ast_node *
+parse_small(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    struct ast_node *n;
+    switch (t->kind) {
+    case T_RETURN:
+        advance(ps);
+        if (!ps->in_func)
+            star_fail_at(ps->vm, t->line, t->col, "'return' outside a function");
+        n = node(ps, A_RETURN, t);
+        if (peek_kind(ps) != T_NEWLINE && peek_kind(ps) != T_SEMI && peek_kind(ps) != T_EOF)
+            n->u.x.a = parse_expr(ps);
+        return n;
+    case T_BREAK:
+    case T_CONTINUE:
+        advance(ps);
+        if (ps->in_loop == 0)
+            star_fail_at(ps->vm, t->line, t->col, "'%s' outside a loop",
+                         t->kind == T_BREAK ? "break" : "continue");
+        return node(ps, t->kind == T_BREAK ? A_BREAK : A_CONTINUE, t);
+    case T_PASS:
+        advance(ps);
+        return node(ps, A_PASS, t);
+    case T_LOAD:
+        star_fail_at(ps->vm, t->line, t->col, "load() is not supported in .rules files");
+    default:
+        break;
+    }
+    struct ast_node *lhs = parse_expr(ps);
+    struct star_token *op = peek(ps);
+    if (op->kind == T_ASSIGN) {
+        advance(ps);
+        check_target(ps, lhs);
+        n = node(ps, A_ASSIGN, op);
+        n->u.x.a = lhs;
+        n->u.x.b = parse_expr(ps);
+        return n;
+    }
+    if (op->kind >= T_PLUS_EQ && op->kind <= T_GTGT_EQ) {
+        advance(ps);
+        if (lhs->kind != A_IDENT && lhs->kind != A_INDEX)
+            star_fail_at(ps->vm, lhs->line, lhs->col,
+                         "augmented assignment needs a name or an index");
+        n = node(ps, A_AUGASSIGN, op);
+        static const uint8_t base[] = {T_PLUS, T_MINUS, T_STAR,  T_SLASH, T_SLASHSLASH, T_PERCENT,
+                                       T_PIPE, T_AMP,   T_CARET, T_LTLT,  T_GTGT};
+        n->op = base[op->kind - T_PLUS_EQ];
+        n->u.x.a = lhs;
+        n->u.x.b = parse_expr(ps);
+        return n;
+    }
+    n = node(ps, A_EXPR_STMT, t);
+    n->u.x.a = lhs;
+    return n;
+}
+
+static void
+parse_simple(struct parser *ps, struct vec *out)
+{
+    for (;;) {
+        vec_push(ps->vm, out, parse_small(ps));
+        if (!accept(ps, T_SEMI))
+            break;
+        if (peek_kind(ps) == T_NEWLINE || peek_kind(ps) == T_EOF)
+            break;
+    }
+    if (peek_kind(ps) != T_EOF)
+        expect(ps, T_NEWLINE, "expected a newline after the statement");
+}
+
+static void
+parse_stmt(struct parser *ps, struct vec *out)
+{
+    struct star_token *t = peek(ps);
+    switch (t->kind) {
+    case T_DEF:
+        vec_push(ps->vm, out, parse_def(ps));
+        return;
+    case T_IF:
+        vec_push(ps->vm, out, parse_if(ps));
+        return;
+    case T_FOR:
+        vec_push(ps->vm, out, parse_for(ps));
+        return;
+    case T_WHILE:
+        star_fail_at(ps->vm, t->line, t->col,
+                     "'while' loops are not allowed in Starlark: use 'for' over a range");
+    case T_INDENT:
+        star_fail_at(ps->vm, t->line, t->col, "unexpected indentation");
+    default:
+        parse_simple(ps, out);
+    }
+}
+
+static struct ast_list
+parse_suite(struct parser *ps)
+{
+    struct vec v = {0};
+    struct star_token *t = peek(ps);
+    enter(ps, t);
+    if (accept(ps, T_NEWLINE)) {
+        expect(ps, T_INDENT, "expected an indented block");
+        while (peek_kind(ps) != T_OUTDENT && peek_kind(ps) != T_EOF)
+            parse_stmt(ps, &v);
+        accept(ps, T_OUTDENT);
+    } else {
+        parse_simple(ps, &v);
+    }
+    ps->depth--;
+    return vec_list(&v);
+}
+
+/* ---- resolution ---- */
+
+struct block {
+    struct block *parent;
+    struct star_namemap names;
+};
+
+struct scope {
+    struct scope *parent;
+    struct ast_func *func; /* NULL for the file's top level */
+    struct star_namemap locals, frees;
+    uint32_t *nlocals;
+    struct block *blocks;
+    struct vec captures;
+};
+
+struct resolver {
+    struct star_vm *vm;
+    struct ast_module *mod;
+    struct star_namemap globals;
+    struct vec global_names;
+};
+
+static void
+bind_global(struct resolver *r, struct star_str *name)
+{
+    if (star_namemap_get(&r->globals, name) >= 0)
+        return;
+    star_namemap_put(r->vm, &r->globals, name, (int)r->global_names.n);
+    vec_push(r->vm, &r->global_names, name);
+}
+
+/* Collects the names bound by target into the scope (local or global). */
+static void
+collect_target(struct resolver *r, struct scope *s, struct ast_node *t)
+{
+    if (t->kind == A_IDENT) {
+        if (s->func == NULL)
+            bind_global(r, t->u.ident.name);
+        else if (star_namemap_get(&s->locals, t->u.ident.name) < 0)
+            star_namemap_put(r->vm, &s->locals, t->u.ident.name, (int)(*s->nlocals)++);
+    } else if (t->kind == A_LIST || t->kind == A_TUPLE) {
+        for (size_t i = 0; i < t->u.list.n; i++)
+            collect_target(r, s, t->u.list.items[i]);
+    }
+}
+
+static void
+collect_block(struct resolver *r, struct scope *s, struct ast_list *body)
+{
+    for (size_t i = 0; i < body->n; i++) {
+        struct ast_node *st = body->items[i];
+        switch (st->kind) {
+        case A_ASSIGN:
+        case A_AUGASSIGN:
+            collect_target(r, s, st->u.x.a);
+            break;
+        case A_DEF:
+            collect_target(r, s, st->u.def.target);
+            break;
+        case A_FOR:
+            collect_target(r, s, st->u.fors.target);
+            collect_block(r, s, &st->u.fors.body);
+            break;
+        case A_IF:
+            collect_block(r, s, &st->u.ifs.then);
+            collect_block(r, s, &st->u.ifs.els);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e);
+static void resolve_block(struct resolver *r, struct scope *s, struct ast_list *body);
+
+/* Finds name as seen from scope s; returns the scope kind and sets *index. */
+static int
+lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *index)
+{
+    for (struct block *b = s->blocks; b != NULL; b = b->parent) {
+        int v = star_namemap_get(&b->names, name);
+        if (v >= 0) {
+            *index = (uint32_t)v;
+            return SCOPE_LOCAL;
+        }
+    }
+    if (s->func != NULL) {
+        int v = star_namemap_get(&s->locals, name);
+        if (v >= 0) {
+            *index = (uint32_t)v;
+            return SCOPE_LOCAL;
+        }
+        v = star_namemap_get(&s->frees, name);
+        if (v >= 0) {
+            *index = (uint32_t)v;
+            return SCOPE_FREE;
+        }
+        uint32_t pi;
+        int ps = lookup(r, s->parent, name, &pi);
+        if (ps == SCOPE_LOCAL || ps == SCOPE_FREE) {
+            struct ast_capture *c = star_alloc(r->vm, sizeof *c);
+            c->scope = (uint8_t)ps;
+            c->index = pi;
+            *index = (uint32_t)s->captures.n;
+            vec_push(r->vm, &s->captures, c);
+            star_namemap_put(r->vm, &s->frees, name, (int)*index);
+            return SCOPE_FREE;
+        }
+        *index = pi;
+        return ps;
+    }
+    int v = star_namemap_get(&r->globals, name);
+    if (v >= 0) {
+        *index = (uint32_t)v;
+        return SCOPE_GLOBAL;
+    }
+    v = star_namemap_get(&r->vm->universe_index, name);
+    if (v >= 0) {
+        *index = (uint32_t)v;
+        return SCOPE_UNIVERSE;
+    }
+    return -1;
+}
+
+static void
+resolve_ident(struct resolver *r, struct scope *s, struct ast_node *e)
+{
+    uint32_t idx = 0;
+    int sc = lookup(r, s, e->u.ident.name, &idx);
+    if (sc < 0)
+        star_fail_at(r->vm, e->line, e->col, "undefined: %s is not defined", e->u.ident.name->data);
+    e->u.ident.scope = (uint8_t)sc;
+    e->u.ident.index = idx;
+}
+
+static void
+resolve_list(struct resolver *r, struct scope *s, struct ast_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        resolve_expr(r, s, l->items[i]);
+}
+
+/* Binds the comprehension's loop variables in a new block. */
+static void
+bind_block_target(struct resolver *r, struct scope *s, struct block *b, struct ast_node *t)
+{
+    if (t->kind == A_IDENT) {
+        int v = star_namemap_get(&b->names, t->u.ident.name);
+        if (v < 0) {
+            v = (int)(*s->nlocals)++;
+            star_namemap_put(r->vm, &b->names, t->u.ident.name, v);
+        }
+    } else if (t->kind == A_LIST || t->kind == A_TUPLE) {
+        for (size_t i = 0; i < t->u.list.n; i++)
+            bind_block_target(r, s, b, t->u.list.items[i]);
+    } else {
+        star_fail_at(r->vm, t->line, t->col, "a comprehension variable must be a name");
+    }
+}
+
+static void
+resolve_comp(struct resolver *r, struct scope *s, struct ast_node *e)
+{
+    struct block *saved = s->blocks;
+    for (size_t i = 0; i < e->u.comp.nclauses; i++) {
+        struct ast_clause *c = &e->u.comp.clauses[i];
+        resolve_expr(r, s, c->expr); /* the first iterable sees the outer scope */
+        if (c->is_for) {
+            struct block *b = star_alloc(r->vm, sizeof *b);
+            b->parent = s->blocks;
+            bind_block_target(r, s, b, c->target);
+            s->blocks = b;
+            resolve_expr(r, s, c->target);
+        }
+    }
+    resolve_expr(r, s, e->u.comp.body);
+    if (e->u.comp.val)
+        resolve_expr(r, s, e->u.comp.val);
+    s->blocks = saved;
+}
+
+static void
+resolve_func(struct resolver *r, struct scope *s, struct ast_func *f)
+{
+    for (size_t i = 0; i < f->nparams; i++)
+        if (f->params[i].dflt)
+            resolve_expr(r, s, f->params[i].dflt);
+    struct scope fs = {.parent = s, .func = f, .nlocals = &f->nlocals};
+    for (size_t i = 0; i < f->nparams; i++) {
+        f->params[i].slot = f->nlocals;
+        star_namemap_put(r->vm, &fs.locals, f->params[i].name, (int)f->nlocals++);
+    }
+    if (f->expr != NULL) {
+        resolve_expr(r, &fs, f->expr);
+    } else {
+        collect_block(r, &fs, &f->body);
+        resolve_block(r, &fs, &f->body);
+    }
+    f->ncaptures = fs.captures.n;
+    f->captures = star_alloc(r->vm, (fs.captures.n ? fs.captures.n : 1) * sizeof *f->captures);
+    for (size_t i = 0; i < fs.captures.n; i++)
+        f->captures[i] = *(struct ast_capture *)fs.captures.items[i];
+}
+
+static void
+resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
+{
+    if (e == NULL)
+        return;
+    switch (e->kind) {
+    case A_IDENT:
+        resolve_ident(r, s, e);
+        break;
+    case A_INT:
+    case A_STRING:
+        break;
+    case A_FSTRING:
+    case A_LIST:
+    case A_TUPLE:
+        resolve_list(r, s, &e->u.list);
+        break;
+    case A_DICT:
+        resolve_list(r, s, &e->u.dict.keys);
+        resolve_list(r, s, &e->u.dict.vals);
+        break;
+    case A_COMP:
+        resolve_comp(r, s, e);
+        break;
+    case A_DOT:
+        resolve_expr(r, s, e->u.dot.obj);
+        break;
+    case A_CALL:
+        resolve_expr(r, s, e->u.call.fn);
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            resolve_expr(r, s, e->u.call.args[i].value);
+        break;
+    case A_LAMBDA:
+        resolve_func(r, s, e->u.def.func);
+        break;
+    default: /* unary, binary, and, or, not, cond, index, slice */
+        resolve_expr(r, s, e->u.x.a);
+        resolve_expr(r, s, e->u.x.b);
+        resolve_expr(r, s, e->u.x.c);
+        resolve_expr(r, s, e->u.x.d);
+        break;
+    }
+}
+
+static void
+resolve_block(struct resolver *r, struct scope *s, struct ast_list *body)
+{
+    for (size_t i = 0; i < body->n; i++) {
+        struct ast_node *st = body->items[i];
+        switch (st->kind) {
+        case A_EXPR_STMT:
+        case A_RETURN:
+            resolve_expr(r, s, st->u.x.a);
+            break;
+        case A_ASSIGN:
+        case A_AUGASSIGN:
+            resolve_expr(r, s, st->u.x.b);
+            resolve_expr(r, s, st->u.x.a);
+            break;
+        case A_DEF:
+            resolve_func(r, s, st->u.def.func);
+            resolve_expr(r, s, st->u.def.target);
+            break;
+        case A_IF:
+            resolve_expr(r, s, st->u.ifs.cond);
+            resolve_block(r, s, &st->u.ifs.then);
+            resolve_block(r, s, &st->u.ifs.els);
+            break;
+        case A_FOR:
+            resolve_expr(r, s, st->u.fors.iter);
+            resolve_expr(r, s, st->u.fors.target);
+            resolve_block(r, s, &st->u.fors.body);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+struct ast_module *
+star_parse(struct star_vm *vm, const char *src, size_t len)
+{
+    size_t ntok;
+    struct star_token *toks = star_lex(vm, src, len, 1, 1, &ntok);
+    struct parser ps = {.vm = vm, .toks = toks, .n = ntok};
+    struct vec body = {0};
+    while (peek_kind(&ps) != T_EOF) {
+        if (accept(&ps, T_NEWLINE))
+            continue;
+        parse_stmt(&ps, &body);
+    }
+    struct ast_module *m = star_alloc(vm, sizeof *m);
+    m->body = vec_list(&body);
+
+    struct resolver r = {.vm = vm, .mod = m};
+    struct scope top = {.nlocals = &m->nlocals};
+    collect_block(&r, &top, &m->body);
+    resolve_block(&r, &top, &m->body);
+    m->nglobals = (uint32_t)r.global_names.n;
+    m->global_names = (struct star_str **)r.global_names.items;
+    return m;
+}

@@ -1,0 +1,914 @@
+/*
+ * rules policy: prefix rules indexed by their program (first token), host
+ * executables, network rules, and the evaluation of a command.
+ *
+ * Rules live in one table per program name so that a check only looks at
+ * the rules that can possibly match its argv[0]: the cost of a check does
+ * not grow with the size of the policy.
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct rule_token {
+    char **alts;
+    size_t n_alts;
+};
+
+struct prefix_rule {
+    char *program;           /* the first token (one alternative of it) */
+    struct rule_token *rest; /* tokens after the first */
+    size_t n_rest;
+    enum rules_decision decision;
+    char *justification;
+};
+
+/* A growable list of pointers under one string key. */
+struct bucket {
+    char *key;
+    uint64_t hash;
+    void **items;
+    size_t n, cap;
+};
+
+/* Open-addressing hash table of buckets; `slots` is a power of two. */
+struct strmap {
+    struct bucket *slots;
+    size_t n_slots;
+    size_t n_used;
+};
+
+struct network_rule {
+    char *host;
+    char *protocol;
+    enum rules_decision decision;
+    char *justification;
+};
+
+struct rules_policy {
+    struct strmap by_program;   /* program -> struct prefix_rule * */
+    struct strmap host_execs;   /* name -> char * (normalised paths) */
+    struct prefix_rule **rules; /* every rule in insertion order (owner) */
+    size_t n_rules, cap_rules;
+    struct network_rule *net;
+    size_t n_net, cap_net;
+};
+
+static const char *const decision_names[] = {NULL, "allow", "prompt", "forbidden"};
+
+const char *
+rules_decision_name(enum rules_decision d)
+{
+    if ((unsigned)d >= sizeof decision_names / sizeof decision_names[0])
+        return NULL;
+    return decision_names[d];
+}
+
+int
+rules_decision_parse(const char *name, enum rules_decision *out)
+{
+    for (size_t i = 1; i < sizeof decision_names / sizeof decision_names[0]; i++) {
+        if (name && strcmp(name, decision_names[i]) == 0) {
+            *out = (enum rules_decision)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* FNV-1a: short keys, no adversary gains anything by colliding them. */
+static uint64_t
+hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        h ^= *p;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static struct bucket *
+strmap_find(const struct strmap *m, const char *key)
+{
+    if (m->n_slots == 0)
+        return NULL;
+    uint64_t h = hash_str(key);
+    size_t mask = m->n_slots - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct bucket *b = &m->slots[i];
+        if (!b->key)
+            return NULL;
+        if (b->hash == h && strcmp(b->key, key) == 0)
+            return b;
+    }
+}
+
+static int
+strmap_grow(struct strmap *m)
+{
+    size_t n = m->n_slots ? m->n_slots * 2 : 16;
+    struct bucket *slots = calloc(n, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < m->n_slots; i++) {
+        struct bucket *b = &m->slots[i];
+        if (!b->key)
+            continue;
+        size_t j = b->hash & (n - 1);
+        while (slots[j].key)
+            j = (j + 1) & (n - 1);
+        slots[j] = *b;
+    }
+    free(m->slots);
+    m->slots = slots;
+    m->n_slots = n;
+    return 0;
+}
+
+/* The bucket for key, created empty when missing; NULL on OOM. */
+static struct bucket *
+strmap_get_or_add(struct strmap *m, const char *key)
+{
+    struct bucket *b = strmap_find(m, key);
+    if (b)
+        return b;
+    if ((m->n_used + 1) * 4 > m->n_slots * 3 && strmap_grow(m) < 0)
+        return NULL;
+    char *k = strdup(key);
+    if (!k)
+        return NULL;
+    uint64_t h = hash_str(key);
+    size_t mask = m->n_slots - 1;
+    size_t i = h & mask;
+    while (m->slots[i].key)
+        i = (i + 1) & mask;
+    b = &m->slots[i];
+    b->key = k;
+    b->hash = h;
+    m->n_used++;
+    return b;
+}
+
+static int
+bucket_push(struct bucket *b, void *item)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 2;
+        void **items = realloc(b->items, cap * sizeof *items);
+        if (!items)
+            return -1;
+        b->items = items;
+        b->cap = cap;
+    }
+    b->items[b->n++] = item;
+    return 0;
+}
+
+static void
+strmap_free(struct strmap *m, void (*free_item)(void *))
+{
+    for (size_t i = 0; i < m->n_slots; i++) {
+        struct bucket *b = &m->slots[i];
+        if (!b->key)
+            continue;
+        if (free_item)
+            for (size_t j = 0; j < b->n; j++)
+                free_item(b->items[j]);
+        free(b->items);
+        free(b->key);
+    }
+    free(m->slots);
+}
+
+struct rules_policy *
+rules_policy_new(void)
+{
+    return calloc(1, sizeof(struct rules_policy));
+}
+
+static void
+rule_tokens_free(struct rule_token *toks, size_t n)
+{
+    for (size_t i = 0; toks && i < n; i++) {
+        for (size_t j = 0; j < toks[i].n_alts; j++)
+            free(toks[i].alts[j]);
+        free(toks[i].alts);
+    }
+    free(toks);
+}
+
+static void
+prefix_rule_free(struct prefix_rule *r)
+{
+    if (!r)
+        return;
+    free(r->program);
+    rule_tokens_free(r->rest, r->n_rest);
+    free(r->justification);
+    free(r);
+}
+
+void
+rules_policy_free(struct rules_policy *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_rules; i++)
+        prefix_rule_free(p->rules[i]);
+    free(p->rules);
+    strmap_free(&p->by_program, NULL);
+    strmap_free(&p->host_execs, free);
+    for (size_t i = 0; i < p->n_net; i++) {
+        free(p->net[i].host);
+        free(p->net[i].protocol);
+        free(p->net[i].justification);
+    }
+    free(p->net);
+    free(p);
+}
+
+static bool
+token_matches(const char *const *alts, size_t n_alts, const char *arg)
+{
+    for (size_t i = 0; i < n_alts; i++)
+        if (strcmp(alts[i], arg) == 0)
+            return true;
+    return false;
+}
+
+bool
+rules_pattern_matches(const struct rules_token *pattern, size_t n, const char *const *argv,
+                      size_t argc)
+{
+    if (n == 0 || argc < n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!token_matches(pattern[i].alts, pattern[i].n_alts, argv[i]))
+            return false;
+    return true;
+}
+
+static struct rule_token *
+copy_tokens(const struct rules_token *src, size_t n)
+{
+    struct rule_token *toks = calloc(n ? n : 1, sizeof *toks);
+    if (!toks)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        toks[i].alts = calloc(src[i].n_alts ? src[i].n_alts : 1, sizeof(char *));
+        if (!toks[i].alts)
+            goto oom;
+        for (size_t j = 0; j < src[i].n_alts; j++) {
+            toks[i].alts[j] = strdup(src[i].alts[j]);
+            if (!toks[i].alts[j])
+                goto oom;
+            toks[i].n_alts = j + 1;
+        }
+    }
+    return toks;
+oom:
+    rule_tokens_free(toks, n);
+    return NULL;
+}
+
+static struct prefix_rule *
+prefix_rule_new(const char *program, const struct rules_token *rest, size_t n_rest,
+                enum rules_decision decision, const char *justification)
+{
+    struct prefix_rule *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->decision = decision;
+    r->program = strdup(program);
+    r->rest = copy_tokens(rest, n_rest);
+    r->n_rest = n_rest;
+    r->justification = justification ? strdup(justification) : NULL;
+    if (!r->program || !r->rest || (justification && !r->justification)) {
+        prefix_rule_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static int
+policy_reserve_rules(struct rules_policy *p, size_t extra)
+{
+    if (p->n_rules + extra <= p->cap_rules)
+        return 0;
+    size_t cap = p->cap_rules ? p->cap_rules : 16;
+    while (cap < p->n_rules + extra)
+        cap *= 2;
+    struct prefix_rule **rules = realloc(p->rules, cap * sizeof *rules);
+    if (!rules)
+        return -1;
+    p->rules = rules;
+    p->cap_rules = cap;
+    return 0;
+}
+
+/*
+ * Builds every rule first and indexes them afterwards, so that an OOM half
+ * way leaves the policy as it was.  Indexing can still fail on a bucket
+ * push; the rules already pushed then are popped again.
+ */
+int
+rules_policy_add_prefix_rule(struct rules_policy *p, const struct rules_token *pattern, size_t n,
+                             enum rules_decision decision, const char *justification)
+{
+    if (!p || !pattern || n == 0 || pattern[0].n_alts == 0)
+        return -1;
+    size_t n_first = pattern[0].n_alts;
+    if (policy_reserve_rules(p, n_first) < 0)
+        return -1;
+    struct prefix_rule **fresh = calloc(n_first, sizeof *fresh);
+    struct bucket **buckets = calloc(n_first, sizeof *buckets);
+    if (!fresh || !buckets)
+        goto oom;
+    for (size_t i = 0; i < n_first; i++) {
+        fresh[i] = prefix_rule_new(pattern[0].alts[i], pattern + 1, n - 1, decision, justification);
+        if (!fresh[i])
+            goto oom;
+    }
+    for (size_t i = 0; i < n_first; i++) {
+        /* Buckets may move while the table grows: look them up again below. */
+        if (!strmap_get_or_add(&p->by_program, fresh[i]->program))
+            goto oom;
+    }
+    size_t pushed = 0;
+    for (; pushed < n_first; pushed++) {
+        buckets[pushed] = strmap_find(&p->by_program, fresh[pushed]->program);
+        if (bucket_push(buckets[pushed], fresh[pushed]) < 0)
+            break;
+    }
+    if (pushed < n_first) {
+        while (pushed-- > 0)
+            buckets[pushed]->n--;
+        goto oom;
+    }
+    for (size_t i = 0; i < n_first; i++)
+        p->rules[p->n_rules++] = fresh[i];
+    free(fresh);
+    free(buckets);
+    return 0;
+oom:
+    for (size_t i = 0; fresh && i < n_first; i++)
+        prefix_rule_free(fresh[i]);
+    free(fresh);
+    free(buckets);
+    return -1;
+}
+
+/*
+ * Lexical normal form of an absolute path, as Codex compares them: empty
+ * and "." components dropped, ".." removes the component before it (and
+ * stays at "/"), no trailing slash.  The file system is not consulted.
+ */
+static char *
+normalize_abs_path(const char *path)
+{
+    size_t len = strlen(path);
+    char *out = malloc(len + 2);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    const char *s = path;
+    while (*s) {
+        while (*s == '/')
+            s++;
+        const char *e = s;
+        while (*e && *e != '/')
+            e++;
+        size_t n = (size_t)(e - s);
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--; /* the slash before the dropped component */
+        } else if (n > 0 && !(n == 1 && s[0] == '.')) {
+            out[o++] = '/';
+            memcpy(out + o, s, n);
+            o += n;
+        }
+        s = e;
+    }
+    if (o == 0)
+        out[o++] = '/';
+    out[o] = '\0';
+    return out;
+}
+
+/*
+ * argv[0] made absolute the way Codex does before the basename fallback:
+ * "~" and "~/..." start at $HOME, any other relative name at the current
+ * directory; then normalised.  NULL on OOM or when $HOME or the current
+ * directory cannot be known.
+ */
+static char *
+absolute_program(const char *prog)
+{
+    if (prog[0] == '/')
+        return normalize_abs_path(prog);
+    char *base = NULL;
+    const char *rest = prog;
+    if (prog[0] == '~' && (prog[1] == '\0' || prog[1] == '/')) {
+        const char *home = getenv("HOME");
+        base = home && home[0] == '/' ? strdup(home) : NULL;
+        rest = prog + 1;
+    } else {
+        base = getcwd(NULL, 0);
+    }
+    if (!base)
+        return NULL;
+    char *joined = malloc(strlen(base) + strlen(rest) + 2);
+    char *norm = NULL;
+    if (joined) {
+        strcpy(joined, base);
+        strcat(joined, "/");
+        strcat(joined, rest);
+        norm = normalize_abs_path(joined);
+    }
+    free(joined);
+    free(base);
+    return norm;
+}
+
+int
+rules_policy_add_host_executable(struct rules_policy *p, const char *name, const char *const *paths,
+                                 size_t n)
+{
+    if (!p || !name)
+        return -1;
+    char **copies = calloc(n ? n : 1, sizeof *copies);
+    if (!copies)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        copies[i] = normalize_abs_path(paths[i]);
+        if (!copies[i])
+            goto oom;
+    }
+    /* Allocated before the bucket so that an OOM leaves no empty entry. */
+    void **items = calloc(n ? n : 1, sizeof *items);
+    if (!items)
+        goto oom;
+    struct bucket *b = strmap_get_or_add(&p->host_execs, name);
+    if (!b) {
+        free(items);
+        goto oom;
+    }
+    /* A later host_executable for the same name replaces the earlier list. */
+    for (size_t i = 0; i < b->n; i++)
+        free(b->items[i]);
+    free(b->items);
+    for (size_t i = 0; i < n; i++)
+        items[i] = copies[i];
+    b->items = items;
+    b->n = b->cap = n;
+    free(copies);
+    return 0;
+oom:
+    for (size_t i = 0; i < n; i++)
+        free(copies[i]);
+    free(copies);
+    return -1;
+}
+
+int
+rules_policy_copy_host_executables(struct rules_policy *dst, const struct rules_policy *src)
+{
+    for (size_t i = 0; i < src->host_execs.n_slots; i++) {
+        const struct bucket *b = &src->host_execs.slots[i];
+        if (b->key &&
+            rules_policy_add_host_executable(dst, b->key, (const char *const *)b->items, b->n) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int
+rules_policy_add_network_rule(struct rules_policy *p, const char *host, const char *protocol,
+                              enum rules_decision decision, const char *justification)
+{
+    if (!p || !host || !protocol)
+        return -1;
+    if (p->n_net == p->cap_net) {
+        size_t cap = p->cap_net ? p->cap_net * 2 : 4;
+        struct network_rule *net = realloc(p->net, cap * sizeof *net);
+        if (!net)
+            return -1;
+        p->net = net;
+        p->cap_net = cap;
+    }
+    struct network_rule r = {
+        .host = strdup(host),
+        .protocol = strdup(protocol),
+        .decision = decision,
+        .justification = justification ? strdup(justification) : NULL,
+    };
+    if (!r.host || !r.protocol || (justification && !r.justification)) {
+        free(r.host);
+        free(r.protocol);
+        free(r.justification);
+        return -1;
+    }
+    p->net[p->n_net++] = r;
+    return 0;
+}
+
+size_t
+rules_policy_rule_count(const struct rules_policy *p)
+{
+    return p ? p->n_rules : 0;
+}
+
+size_t
+rules_policy_network_rule_count(const struct rules_policy *p)
+{
+    return p ? p->n_net : 0;
+}
+
+bool
+rules_policy_host_executable_allows(const struct rules_policy *p, const char *name,
+                                    const char *path, bool *known)
+{
+    struct bucket *b = strmap_find(&p->host_execs, name);
+    *known = b != NULL;
+    if (!b)
+        return false;
+    char *norm = normalize_abs_path(path);
+    bool found = false;
+    for (size_t i = 0; norm && i < b->n && !found; i++)
+        found = strcmp(b->items[i], norm) == 0;
+    free(norm);
+    return found;
+}
+
+static bool
+rule_matches_rest(const struct prefix_rule *r, const char *const *argv, size_t argc)
+{
+    if (argc < r->n_rest + 1)
+        return false;
+    for (size_t i = 0; i < r->n_rest; i++)
+        if (!token_matches((const char *const *)r->rest[i].alts, r->rest[i].n_alts, argv[i + 1]))
+            return false;
+    return true;
+}
+
+/*
+ * One allocation per match: the prefix pointer array first, then the
+ * strings it points to, the justification and the resolved program.
+ * rules_result_free therefore frees matched_prefix alone.
+ */
+static int
+match_fill(struct rules_match *m, const struct prefix_rule *r, const char *program,
+           const char *const *argv, const char *resolved)
+{
+    size_t n = r->n_rest + 1;
+    size_t size = n * sizeof(char *) + strlen(program) + 1;
+    for (size_t i = 1; i < n; i++)
+        size += strlen(argv[i]) + 1;
+    if (r->justification)
+        size += strlen(r->justification) + 1;
+    if (resolved)
+        size += strlen(resolved) + 1;
+    char **block = malloc(size);
+    if (!block)
+        return -1;
+    char *s = (char *)(block + n);
+    for (size_t i = 0; i < n; i++) {
+        const char *src = i == 0 ? program : argv[i];
+        size_t len = strlen(src) + 1;
+        memcpy(s, src, len);
+        block[i] = s;
+        s += len;
+    }
+    m->matched_prefix = block;
+    m->n_prefix = n;
+    m->decision = r->decision;
+    m->justification = NULL;
+    m->resolved_program = NULL;
+    if (r->justification) {
+        size_t len = strlen(r->justification) + 1;
+        memcpy(s, r->justification, len);
+        m->justification = s;
+        s += len;
+    }
+    if (resolved) {
+        memcpy(s, resolved, strlen(resolved) + 1);
+        m->resolved_program = s;
+    }
+    return 0;
+}
+
+/* Appends every rule of bucket b matching argv (with argv[0] read as
+ * `program`) to out.  Returns 0, or -1 on OOM. */
+static int
+collect_matches(const struct bucket *b, const char *program, const char *const *argv, size_t argc,
+                const char *resolved, struct rules_result *out)
+{
+    size_t cap = out->n_matches;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct prefix_rule *r = b->items[i];
+        if (!rule_matches_rest(r, argv, argc))
+            continue;
+        if (out->n_matches == cap) {
+            size_t ncap = cap ? cap * 2 : 4;
+            struct rules_match *ms = realloc(out->matches, ncap * sizeof *ms);
+            if (!ms)
+                return -1;
+            out->matches = ms;
+            cap = ncap;
+        }
+        if (match_fill(&out->matches[out->n_matches], r, program, argv, resolved) < 0)
+            return -1;
+        out->n_matches++;
+        if (r->decision > out->decision)
+            out->decision = r->decision;
+    }
+    return 0;
+}
+
+/* The file name of a normalised absolute path; NULL for "/". */
+static const char *
+path_file_name(const char *norm)
+{
+    const char *name = strrchr(norm, '/') + 1;
+    return *name ? name : NULL;
+}
+
+static int
+check_host_fallback(const struct rules_policy *p, const char *const *argv, size_t argc,
+                    struct rules_result *out)
+{
+    errno = 0;
+    char *norm = absolute_program(argv[0]);
+    if (!norm)
+        return errno == ENOMEM ? -1 : 0;
+    int rc = 0;
+    const char *name = path_file_name(norm);
+    struct bucket *b = name ? strmap_find(&p->by_program, name) : NULL;
+    if (b) {
+        bool known = false;
+        bool listed = rules_policy_host_executable_allows(p, name, norm, &known);
+        if (!known || listed)
+            rc = collect_matches(b, name, argv, argc, norm, out);
+    }
+    free(norm);
+    return rc;
+}
+
+int
+rules_policy_check(const struct rules_policy *p, const char *const *argv, size_t argc,
+                   unsigned flags, struct rules_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!p || argc == 0)
+        return 0;
+    struct bucket *b = strmap_find(&p->by_program, argv[0]);
+    int rc = 0;
+    if (b)
+        rc = collect_matches(b, argv[0], argv, argc, NULL, out);
+    if (rc == 0 && out->n_matches == 0 && (flags & RULES_CHECK_RESOLVE_HOST_EXECUTABLES))
+        rc = check_host_fallback(p, argv, argc, out);
+    if (rc < 0) {
+        rules_result_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void
+rules_result_free(struct rules_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_matches; i++)
+        free(r->matches[i].matched_prefix);
+    free(r->matches);
+    memset(r, 0, sizeof *r);
+}
+
+/* A growable output buffer; `failed` sticks after the first OOM. */
+struct jbuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+};
+
+static void
+jb_put(struct jbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void
+jb_puts(struct jbuf *b, const char *s)
+{
+    jb_put(b, s, strlen(s));
+}
+
+/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when the
+ * bytes there are not one (overlong forms, surrogates and values past
+ * U+10FFFF included). */
+static size_t
+utf8_seq_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        n = 3, lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        n = 4, lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+bool
+rules_text_is_utf8(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_seq_len(p);
+        if (n == 0)
+            return false;
+        p += n;
+    }
+    return true;
+}
+
+/* Escapes as serde_json does: quote, backslash and control characters
+ * only (short forms where JSON has them, else \u00xx in lower case);
+ * everything else, including non-ASCII UTF-8, is copied.  Bytes that are
+ * not UTF-8 (Codex refuses such input) become \ufffd so that the output
+ * is always valid JSON. */
+static void
+jb_string(struct jbuf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    jb_put(b, "\"", 1);
+    const char *run = s;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[7];
+        const char *e = NULL;
+        if (*p >= 0x80) {
+            size_t n = utf8_seq_len(p);
+            if (n > 0) {
+                p += n - 1;
+                continue;
+            }
+            e = "\\ufffd";
+        }
+        switch (*p) {
+        case '"':
+            e = "\\\"";
+            break;
+        case '\\':
+            e = "\\\\";
+            break;
+        case '\n':
+            e = "\\n";
+            break;
+        case '\r':
+            e = "\\r";
+            break;
+        case '\t':
+            e = "\\t";
+            break;
+        case '\b':
+            e = "\\b";
+            break;
+        case '\f':
+            e = "\\f";
+            break;
+        default:
+            if (!e && *p < 0x20) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[*p >> 4];
+                esc[5] = hex[*p & 15];
+                esc[6] = '\0';
+                e = esc;
+            }
+        }
+        if (!e)
+            continue;
+        jb_put(b, run, (size_t)((const char *)p - run));
+        jb_puts(b, e);
+        run = (const char *)p + 1;
+    }
+    jb_puts(b, run);
+    jb_put(b, "\"", 1);
+}
+
+/* Newline plus indentation in pretty mode (two spaces a level, as
+ * serde_json's pretty printer), nothing in compact mode. */
+static void
+jb_nl(struct jbuf *b, bool pretty, int level)
+{
+    if (!pretty)
+        return;
+    jb_put(b, "\n", 1);
+    for (int i = 0; i < level; i++)
+        jb_put(b, "  ", 2);
+}
+
+static void
+jb_key(struct jbuf *b, bool pretty, int level, const char *key, bool first)
+{
+    if (!first)
+        jb_put(b, ",", 1);
+    jb_nl(b, pretty, level);
+    jb_string(b, key);
+    jb_puts(b, pretty ? ": " : ":");
+}
+
+static void
+jb_match(struct jbuf *b, const struct rules_match *m, bool pretty, int level)
+{
+    jb_put(b, "{", 1);
+    jb_key(b, pretty, level + 1, "prefixRuleMatch", true);
+    jb_put(b, "{", 1);
+    int in = level + 2;
+    jb_key(b, pretty, in, "matchedPrefix", true);
+    jb_put(b, "[", 1);
+    for (size_t i = 0; i < m->n_prefix; i++) {
+        if (i)
+            jb_put(b, ",", 1);
+        jb_nl(b, pretty, in + 1);
+        jb_string(b, m->matched_prefix[i]);
+    }
+    if (m->n_prefix)
+        jb_nl(b, pretty, in);
+    jb_put(b, "]", 1);
+    jb_key(b, pretty, in, "decision", false);
+    jb_string(b, rules_decision_name(m->decision));
+    if (m->resolved_program) {
+        jb_key(b, pretty, in, "resolvedProgram", false);
+        jb_string(b, m->resolved_program);
+    }
+    if (m->justification) {
+        jb_key(b, pretty, in, "justification", false);
+        jb_string(b, m->justification);
+    }
+    jb_nl(b, pretty, level + 1);
+    jb_put(b, "}", 1);
+    jb_nl(b, pretty, level);
+    jb_put(b, "}", 1);
+}
+
+char *
+rules_result_to_json(const struct rules_result *r, bool pretty)
+{
+    struct jbuf b = {0};
+    jb_put(&b, "{", 1);
+    jb_key(&b, pretty, 1, "matchedRules", true);
+    jb_put(&b, "[", 1);
+    for (size_t i = 0; i < r->n_matches; i++) {
+        if (i)
+            jb_put(&b, ",", 1);
+        jb_nl(&b, pretty, 2);
+        jb_match(&b, &r->matches[i], pretty, 2);
+    }
+    if (r->n_matches)
+        jb_nl(&b, pretty, 1);
+    jb_put(&b, "]", 1);
+    if (r->decision != RULES_DECISION_NONE) {
+        jb_key(&b, pretty, 1, "decision", false);
+        jb_string(&b, rules_decision_name(r->decision));
+    }
+    jb_nl(&b, pretty, 0);
+    jb_put(&b, "}", 1);
+    if (b.failed) {
+        free(b.data);
+        return NULL;
+    }
+    return b.data;
+}

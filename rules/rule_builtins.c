@@ -1,0 +1,501 @@
+#include "rule_builtins.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shlex.h"
+
+/* A prefix_rule call whose examples are checked when the file is done. */
+struct pending {
+    struct pending *next;
+    uint32_t line, col;
+    struct rules_token *pattern;
+    size_t n;
+    enum rules_decision decision;
+    const char *justification;
+    const char *const **matches; /* each a NULL-terminated argv */
+    size_t *match_lens, n_matches;
+    const char *const **not_matches;
+    size_t *not_match_lens, n_not_matches;
+};
+
+struct rules_builder {
+    struct rules_policy *policy;
+    struct pending *first, *last; /* arena-owned; valid while the file's vm lives */
+};
+
+struct rules_builder *
+rules_builder_new(struct rules_policy *p)
+{
+    struct rules_builder *b = calloc(1, sizeof *b);
+    if (b != NULL)
+        b->policy = p;
+    return b;
+}
+
+void
+rules_builder_free(struct rules_builder *b)
+{
+    free(b);
+}
+
+static struct rules_builder *
+builder_of(struct star_builtin *self)
+{
+    return self->data;
+}
+
+/* A string argument as a C string; NUL bytes would silently cut it short. */
+static const char *
+c_string(struct star_vm *vm, struct star_value v, const char *what)
+{
+    if (v.type != STAR_STRING)
+        star_fail(vm, "%s must be a string, not %s", what, star_type_name(v));
+    if (memchr(v.u.s->data, '\0', v.u.s->len) != NULL)
+        star_fail(vm, "%s must not contain a NUL byte", what);
+    return v.u.s->data;
+}
+
+static bool
+given(struct star_value v)
+{
+    return v.type != STAR_UNBOUND;
+}
+
+static bool
+blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != '\v' && *s != '\f')
+            return false;
+    return true;
+}
+
+static const char *
+justification_arg(struct star_vm *vm, const char *fname, struct star_value v)
+{
+    if (!given(v))
+        return NULL;
+    if (v.type != STAR_STRING)
+        star_fail(vm, "%s: justification must be a string, not %s", fname, star_type_name(v));
+    const char *j = c_string(vm, v, "justification");
+    if (blank(j))
+        star_fail(vm, "invalid rule: justification cannot be empty");
+    return j;
+}
+
+static struct rules_token *
+parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
+{
+    if (v.type != STAR_LIST)
+        star_fail(vm, "prefix_rule: pattern must be a list, not %s", star_type_name(v));
+    struct star_list *l = v.u.l;
+    if (l->len == 0)
+        star_fail(vm, "invalid pattern element: pattern cannot be empty");
+    struct rules_token *toks = star_alloc(vm, l->len * sizeof *toks);
+    for (size_t i = 0; i < l->len; i++) {
+        struct star_value e = l->items[i];
+        if (e.type == STAR_STRING) {
+            const char **alt = star_alloc(vm, sizeof *alt);
+            alt[0] = c_string(vm, e, "a pattern token");
+            toks[i].alts = alt;
+            toks[i].n_alts = 1;
+        } else if (e.type == STAR_LIST) {
+            struct star_list *al = e.u.l;
+            const char **alts = star_alloc(vm, (al->len ? al->len : 1) * sizeof *alts);
+            for (size_t j = 0; j < al->len; j++) {
+                if (al->items[j].type != STAR_STRING)
+                    star_fail(vm,
+                              "invalid pattern element: pattern alternative must be a string "
+                              "(got %s)",
+                              star_type_name(al->items[j]));
+                alts[j] = c_string(vm, al->items[j], "a pattern alternative");
+            }
+            if (al->len == 0)
+                star_fail(vm, "invalid pattern element: pattern alternatives cannot be empty");
+            toks[i].alts = alts;
+            toks[i].n_alts = al->len;
+        } else {
+            star_fail(vm,
+                      "invalid pattern element: pattern element must be a string or list of "
+                      "strings (got %s)",
+                      star_type_name(e));
+        }
+    }
+    *n = l->len;
+    return toks;
+}
+
+/* One example as an arena-owned NULL-terminated argv. */
+static const char *const *
+parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
+{
+    if (e.type == STAR_STRING) {
+        const char *s = c_string(vm, e, "an example");
+        char **words = NULL;
+        size_t n = 0;
+        const char *why = NULL;
+        int rc = shlex_split(s, strlen(s), &words, &n, &why);
+        if (rc == -ENOMEM)
+            star_fail(vm, "out of memory");
+        if (rc != 0)
+            star_fail(vm, "invalid example: example string has invalid shell syntax (%s)",
+                      why ? why : "bad quoting");
+        if (n == 0) {
+            shlex_words_free(words);
+            star_fail(vm, "invalid example: example cannot be an empty string");
+        }
+        const char **argv = star_alloc(vm, (n + 1) * sizeof *argv);
+        for (size_t i = 0; i < n; i++)
+            argv[i] = star_str_new(vm, words[i], strlen(words[i]))->data;
+        shlex_words_free(words);
+        *argc = n;
+        return argv;
+    }
+    if (e.type != STAR_LIST)
+        star_fail(vm, "invalid example: example must be a string or list of strings (got %s)",
+                  star_type_name(e));
+    struct star_list *l = e.u.l;
+    for (size_t i = 0; i < l->len; i++)
+        if (l->items[i].type != STAR_STRING)
+            star_fail(vm, "invalid example: example tokens must be strings (got %s)",
+                      star_type_name(l->items[i]));
+    if (l->len == 0)
+        star_fail(vm, "invalid example: example cannot be an empty list");
+    const char **argv = star_alloc(vm, (l->len + 1) * sizeof *argv);
+    for (size_t i = 0; i < l->len; i++)
+        argv[i] = c_string(vm, l->items[i], "an example token");
+    *argc = l->len;
+    return argv;
+}
+
+static void
+parse_examples(struct star_vm *vm, const char *what, struct star_value v, const char *const ***out,
+               size_t **lens, size_t *n)
+{
+    *n = 0;
+    if (!given(v))
+        return;
+    if (v.type != STAR_LIST)
+        star_fail(vm, "prefix_rule: %s must be a list, not %s", what, star_type_name(v));
+    size_t cnt = v.u.l->len;
+    *out = star_alloc(vm, (cnt ? cnt : 1) * sizeof **out);
+    *lens = star_alloc(vm, (cnt ? cnt : 1) * sizeof **lens);
+    for (size_t i = 0; i < cnt; i++)
+        (*out)[i] = parse_example(vm, v.u.l->items[i], &(*lens)[i]);
+    *n = cnt;
+}
+
+static struct star_value
+bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
+{
+    static const char *const params[] = {"pattern", "decision", "match", "not_match",
+                                         "justification"};
+    struct star_value a[5];
+    star_args_bind(vm, "prefix_rule", args, params, 1, 5, a);
+    uint32_t line = vm->line, col = vm->col;
+
+    enum rules_decision decision = RULES_DECISION_ALLOW;
+    if (given(a[1])) {
+        if (a[1].type != STAR_STRING)
+            star_fail(vm, "prefix_rule: decision must be a string, not %s", star_type_name(a[1]));
+        const char *d = c_string(vm, a[1], "decision");
+        if (rules_decision_parse(d, &decision) != 0)
+            star_fail(vm, "invalid decision: %s (want allow, prompt or forbidden)", d);
+    }
+    const char *justification = justification_arg(vm, "prefix_rule", a[4]);
+    size_t n;
+    struct rules_token *pattern = parse_pattern(vm, a[0], &n);
+
+    struct pending *p = star_alloc(vm, sizeof *p);
+    parse_examples(vm, "match", a[2], &p->matches, &p->match_lens, &p->n_matches);
+    parse_examples(vm, "not_match", a[3], &p->not_matches, &p->not_match_lens, &p->n_not_matches);
+
+    struct rules_builder *b = builder_of(self);
+    if (rules_policy_add_prefix_rule(b->policy, pattern, n, decision, justification) != 0)
+        star_fail(vm, "out of memory");
+    if (p->n_matches + p->n_not_matches > 0) {
+        p->line = line;
+        p->col = col;
+        p->pattern = pattern;
+        p->n = n;
+        p->decision = decision;
+        p->justification = justification;
+        if (b->last)
+            b->last->next = p;
+        else
+            b->first = p;
+        b->last = p;
+    }
+    return star_none();
+}
+
+/* Lexical basename: after the last '/', ignoring trailing slashes. */
+static void
+basename_of(const char *path, const char **start, size_t *len)
+{
+    size_t end = strlen(path);
+    while (end > 1 && path[end - 1] == '/')
+        end--;
+    size_t b = end;
+    while (b > 0 && path[b - 1] != '/')
+        b--;
+    *start = path + b;
+    *len = end - b;
+}
+
+static struct star_value
+bi_host_executable(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
+{
+    static const char *const params[] = {"name", "paths"};
+    struct star_value a[2];
+    star_args_bind(vm, "host_executable", args, params, 2, 2, a);
+    if (a[0].type != STAR_STRING)
+        star_fail(vm, "host_executable: name must be a string, not %s", star_type_name(a[0]));
+    const char *name = c_string(vm, a[0], "name");
+    if (name[0] == '\0')
+        star_fail(vm, "invalid rule: host_executable name cannot be empty");
+    if (strchr(name, '/') != NULL || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        star_fail(vm, "invalid rule: host_executable name must be a bare executable name (got %s)",
+                  name);
+    if (a[1].type != STAR_LIST)
+        star_fail(vm, "host_executable: paths must be a list, not %s", star_type_name(a[1]));
+    struct star_list *l = a[1].u.l;
+    const char **paths = star_alloc(vm, (l->len ? l->len : 1) * sizeof *paths);
+    size_t n = 0;
+    const char *home = getenv("HOME");
+    for (size_t i = 0; i < l->len; i++) {
+        if (l->items[i].type != STAR_STRING)
+            star_fail(vm, "invalid rule: host_executable paths must be strings (got %s)",
+                      star_type_name(l->items[i]));
+        const char *raw = c_string(vm, l->items[i], "a host_executable path");
+        const char *path = raw;
+        if (strncmp(raw, "~/", 2) == 0) {
+            if (home == NULL || home[0] != '/')
+                star_fail(vm, "invalid rule: host_executable path %s needs $HOME to be set", raw);
+            struct star_buf buf = {0};
+            star_buf_add(vm, &buf, home, strlen(home));
+            star_buf_add(vm, &buf, raw + 1, strlen(raw + 1));
+            path = buf.data;
+        } else if (raw[0] != '/') {
+            star_fail(vm, "invalid rule: host_executable paths must be absolute (got %s)", raw);
+        }
+        const char *base;
+        size_t blen;
+        basename_of(path, &base, &blen);
+        if (blen != strlen(name) || memcmp(base, name, blen) != 0)
+            star_fail(vm, "invalid rule: host_executable path `%s` must have basename `%s`", raw,
+                      name);
+        bool dup = false;
+        for (size_t j = 0; j < n; j++)
+            dup = dup || strcmp(paths[j], path) == 0;
+        if (!dup)
+            paths[n++] = path;
+    }
+    if (rules_policy_add_host_executable(builder_of(self)->policy, name, paths, n) != 0)
+        star_fail(vm, "out of memory");
+    return star_none();
+}
+
+/* Codex's host checks: a hostname or IP literal, no scheme, path or wildcard. */
+static const char *
+network_host(struct star_vm *vm, const char *raw)
+{
+    const char *s = raw;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    size_t len = strlen(s);
+    while (len > 0 &&
+           (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' || s[len - 1] == '\r'))
+        len--;
+    if (len == 0)
+        star_fail(vm, "invalid rule: network_rule host cannot be empty");
+    struct star_str *h = star_str_new(vm, s, len);
+    if (strstr(h->data, "://") || strpbrk(h->data, "/?#"))
+        star_fail(vm, "invalid rule: network_rule host must be a hostname or IP literal (without "
+                      "scheme or path)");
+    if (strchr(h->data, '*'))
+        star_fail(vm, "invalid rule: network_rule host must be a specific host; wildcards are "
+                      "not allowed");
+    for (size_t i = 0; i < h->len; i++) {
+        char c = h->data[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')
+            star_fail(vm, "invalid rule: network_rule host cannot contain whitespace");
+        if (c >= 'A' && c <= 'Z')
+            h->data[i] = (char)(c - 'A' + 'a');
+    }
+    while (h->len > 0 && h->data[h->len - 1] == '.')
+        h->data[--h->len] = '\0';
+    if (h->len == 0)
+        star_fail(vm, "invalid rule: network_rule host cannot be empty");
+    return h->data;
+}
+
+static struct star_value
+bi_network_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
+{
+    static const char *const params[] = {"host", "protocol", "decision", "justification"};
+    struct star_value a[4];
+    star_args_bind(vm, "network_rule", args, params, 3, 4, a);
+    for (int i = 0; i < 3; i++)
+        if (a[i].type != STAR_STRING)
+            star_fail(vm, "network_rule: %s must be a string, not %s", params[i],
+                      star_type_name(a[i]));
+    const char *protocol = c_string(vm, a[1], "protocol");
+    static const struct {
+        const char *in, *out;
+    } protocols[] = {
+        {"http", "http"},          {"https", "https"},           {"https_connect", "https"},
+        {"http-connect", "https"}, {"socks5_tcp", "socks5_tcp"}, {"socks5_udp", "socks5_udp"}};
+    const char *proto = NULL;
+    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++)
+        if (strcmp(protocol, protocols[i].in) == 0)
+            proto = protocols[i].out;
+    if (proto == NULL)
+        star_fail(vm,
+                  "invalid rule: network_rule protocol must be one of http, https, socks5_tcp, "
+                  "socks5_udp (got %s)",
+                  protocol);
+    const char *d = c_string(vm, a[2], "decision");
+    enum rules_decision decision;
+    if (strcmp(d, "deny") == 0)
+        decision = RULES_DECISION_FORBIDDEN;
+    else if (rules_decision_parse(d, &decision) != 0)
+        star_fail(vm, "invalid decision: %s (want allow, prompt, forbidden or deny)", d);
+    const char *justification = justification_arg(vm, "network_rule", a[3]);
+    const char *host = network_host(vm, c_string(vm, a[0], "host"));
+    if (rules_policy_add_network_rule(builder_of(self)->policy, host, proto, decision,
+                                      justification) != 0)
+        star_fail(vm, "out of memory");
+    return star_none();
+}
+
+int
+rules_builtins_install(struct star_vm *vm, struct rules_builder *b)
+{
+    if (star_vm_define_builtin(vm, "prefix_rule", bi_prefix_rule, b) != 0 ||
+        star_vm_define_builtin(vm, "host_executable", bi_host_executable, b) != 0 ||
+        star_vm_define_builtin(vm, "network_rule", bi_network_rule, b) != 0)
+        return -1;
+    return 0;
+}
+
+/* ---- examples ---- */
+
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *
+fmt_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* 1 when the example matches, 0 when not, -1 on OOM. */
+static int
+example_matches(const struct rules_policy *p, const char *const *argv, size_t argc)
+{
+    struct rules_result r;
+    if (rules_policy_check(p, argv, argc, RULES_CHECK_RESOLVE_HOST_EXECUTABLES, &r) != 0)
+        return -1;
+    int m = r.n_matches > 0;
+    rules_result_free(&r);
+    return m;
+}
+
+static char *
+pattern_text(const struct pending *pd)
+{
+    /* A readable form of the rule for messages: ["git", ["push", "fetch"]]. */
+    size_t cap = 64;
+    for (size_t i = 0; i < pd->n; i++)
+        for (size_t j = 0; j < pd->pattern[i].n_alts; j++)
+            cap += strlen(pd->pattern[i].alts[j]) * 2 + 8;
+    char *s = malloc(cap);
+    if (s == NULL)
+        return NULL;
+    size_t o = 0;
+    s[o++] = '[';
+    for (size_t i = 0; i < pd->n; i++) {
+        const struct rules_token *t = &pd->pattern[i];
+        if (i > 0)
+            o += (size_t)snprintf(s + o, cap - o, ", ");
+        if (t->n_alts > 1)
+            s[o++] = '[';
+        for (size_t j = 0; j < t->n_alts; j++)
+            o += (size_t)snprintf(s + o, cap - o, "%s\"%s\"", j ? ", " : "", t->alts[j]);
+        if (t->n_alts > 1)
+            s[o++] = ']';
+    }
+    s[o++] = ']';
+    s[o] = '\0';
+    return s;
+}
+
+static char *
+example_error(struct star_vm *vm, const struct pending *pd, const char *what,
+              const char *const *argv, size_t argc)
+{
+    char *ex = shlex_join(argv, argc);
+    char *pat = pattern_text(pd);
+    char *e = fmt_err("%s:%u:%u: %s: rule pattern %s, example: %s", vm->file, pd->line, pd->col,
+                      what, pat ? pat : "?", ex ? ex : "?");
+    free(ex);
+    free(pat);
+    return e;
+}
+
+static int
+check_one(struct rules_builder *b, struct star_vm *vm, const struct pending *pd, char **err)
+{
+    struct rules_policy *p = rules_policy_new();
+    if (p == NULL ||
+        rules_policy_add_prefix_rule(p, pd->pattern, pd->n, pd->decision, pd->justification) != 0 ||
+        rules_policy_copy_host_executables(p, b->policy) != 0) {
+        rules_policy_free(p);
+        *err = fmt_err("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < pd->n_not_matches; i++) {
+        int m = example_matches(p, pd->not_matches[i], pd->not_match_lens[i]);
+        if (m != 0) {
+            *err = m < 0 ? NULL
+                         : example_error(vm, pd, "a not_match example matches the rule",
+                                         pd->not_matches[i], pd->not_match_lens[i]);
+            rc = -1;
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < pd->n_matches; i++) {
+        int m = example_matches(p, pd->matches[i], pd->match_lens[i]);
+        if (m != 1) {
+            *err = m < 0 ? NULL
+                         : example_error(vm, pd, "a match example does not match the rule",
+                                         pd->matches[i], pd->match_lens[i]);
+            rc = -1;
+        }
+    }
+    rules_policy_free(p);
+    return rc;
+}
+
+int
+rules_builder_check_examples(struct rules_builder *b, struct star_vm *vm, char **err)
+{
+    *err = NULL;
+    int rc = 0;
+    for (struct pending *pd = b->first; pd != NULL && rc == 0; pd = pd->next)
+        rc = check_one(b, vm, pd, err);
+    if (rc != 0 && *err == NULL)
+        *err = strdup("out of memory checking examples");
+    b->first = b->last = NULL;
+    return rc;
+}

@@ -1,0 +1,37 @@
+/*
+ * shlex: POSIX-shell word splitting and quoting, as Python's shlex.split
+ * (POSIX mode, no comments) and shlex.join do.  Used for `match` examples
+ * written as strings and for showing commands to a person.
+ */
+#ifndef EXECGATE_RULES_SHLEX_H
+#define EXECGATE_RULES_SHLEX_H
+
+#include <stddef.h>
+
+/*
+ * Splits s[0..len) into words: blanks (space, tab, CR, LF) separate them,
+ * single quotes keep everything literally, double quotes keep everything
+ * but `\"` and `\\`, a backslash outside quotes takes the next byte
+ * literally, and adjacent pieces join into one word ("" is an empty word).
+ * A NUL byte inside s is an error.
+ * Returns 0 with *words (NULL-terminated, *n_words entries; free with
+ * shlex_words_free), -EINVAL with *err set to a static message
+ * ("No closing quotation", "No escaped character", ...), or -ENOMEM.
+ */
+int shlex_split(const char *s, size_t len, char ***words, size_t *n_words, const char **err);
+
+/* Frees what shlex_split returned; NULL is a no-op. */
+void shlex_words_free(char **words);
+
+/*
+ * s quoted for a POSIX shell: unchanged when it is non-empty and made only
+ * of letters, digits and `@%+=:,./-_`; else in single quotes, with each
+ * `'` written as `'"'"'`.  Caller frees; NULL on OOM.
+ */
+char *shlex_quote(const char *s);
+
+/* The words quoted with shlex_quote and joined by single spaces.  Caller
+ * frees; NULL on OOM. */
+char *shlex_join(const char *const *words, size_t n);
+
+#endif

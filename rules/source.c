@@ -1,0 +1,86 @@
+#include "source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "eval.h"
+
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *
+fmt_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+char *
+star_source_read(const char *path, size_t *len, char **err)
+{
+    *err = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        *err = fmt_err("%s:1:1: cannot open: %s", path, strerror(e));
+        errno = e;
+        return NULL;
+    }
+    size_t cap = 64 * 1024, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (buf == NULL) {
+            close(fd);
+            *err = fmt_err("%s:1:1: out of memory reading the file", path);
+            return NULL;
+        }
+        if (n == cap) {
+            if (cap > STAR_MAX_FILE_BYTES) {
+                free(buf);
+                close(fd);
+                *err = fmt_err("%s:1:1: file is too large (the limit is %u MiB)", path,
+                               STAR_MAX_FILE_BYTES >> 20);
+                return NULL;
+            }
+            cap *= 2;
+            char *nb = realloc(buf, cap + 1);
+            if (nb == NULL)
+                free(buf);
+            buf = nb;
+            continue;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            *err = fmt_err("%s:1:1: cannot read: %s", path, strerror(e));
+            errno = e;
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n > STAR_MAX_FILE_BYTES) {
+        free(buf);
+        *err = fmt_err("%s:1:1: file is too large (the limit is %u MiB)", path,
+                       STAR_MAX_FILE_BYTES >> 20);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}

@@ -1,0 +1,872 @@
+#include "value.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+#include "eval.h"
+#include "lexer.h"
+
+/* ---- arena ---- */
+
+struct star_block {
+    struct star_block *next;
+    size_t used, size;
+    _Alignas(16) char data[];
+};
+
+#define BLOCK_SIZE  (64u * 1024u)
+#define BIG_REQUEST (BLOCK_SIZE / 4)
+
+static struct star_block *
+block_new(struct star_vm *vm, size_t size)
+{
+    if (size > vm->mem_limit || vm->mem_used > vm->mem_limit - size)
+        star_fail(vm, "out of memory: the file needs more than %zu MiB", vm->mem_limit >> 20);
+    struct star_block *b = calloc(1, sizeof *b + size);
+    if (b == NULL)
+        star_fail(vm, "out of memory");
+    vm->mem_used += size;
+    b->size = size;
+    return b;
+}
+
+void *
+star_alloc(struct star_vm *vm, size_t n)
+{
+    n = (n + 15u) & ~(size_t)15u;
+    if (n == 0)
+        n = 16;
+    struct star_block *cur = vm->blocks;
+    if (n >= BIG_REQUEST) {
+        struct star_block *b = block_new(vm, n);
+        b->used = n;
+        /* Keep the current block first so small requests continue in it. */
+        if (cur != NULL) {
+            b->next = cur->next;
+            cur->next = b;
+        } else {
+            vm->blocks = b;
+        }
+        return b->data;
+    }
+    if (cur == NULL || cur->size - cur->used < n) {
+        cur = block_new(vm, BLOCK_SIZE);
+        cur->next = vm->blocks;
+        vm->blocks = cur;
+    }
+    void *p = cur->data + cur->used;
+    cur->used += n;
+    return p;
+}
+
+void
+star_arena_release(struct star_vm *vm)
+{
+    struct star_block *b = vm->blocks;
+    while (b != NULL) {
+        struct star_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    vm->blocks = NULL;
+    vm->mem_used = 0;
+}
+
+/* Allocates count elements of size, failing on overflow. */
+static void *
+alloc_array(struct star_vm *vm, size_t count, size_t size)
+{
+    if (size != 0 && count > SIZE_MAX / 2 / size)
+        star_fail(vm, "out of memory: %zu elements are too many", count);
+    return star_alloc(vm, count * size);
+}
+
+/* ---- constructors ---- */
+
+struct star_value
+star_none(void)
+{
+    struct star_value v = {.type = STAR_NONE};
+    return v;
+}
+
+struct star_value
+star_bool(bool b)
+{
+    struct star_value v = {.type = STAR_BOOL, .u.b = b};
+    return v;
+}
+
+struct star_value
+star_int(int64_t i)
+{
+    struct star_value v = {.type = STAR_INT, .u.i = i};
+    return v;
+}
+
+struct star_str *
+star_str_new(struct star_vm *vm, const char *s, size_t len)
+{
+    if (len > SIZE_MAX / 2)
+        star_fail(vm, "out of memory: string too long");
+    struct star_str *str = star_alloc(vm, sizeof *str + len + 1);
+    str->len = len;
+    if (len > 0)
+        memcpy(str->data, s, len);
+    str->data[len] = '\0';
+    return str;
+}
+
+struct star_value
+star_string_of(struct star_str *s)
+{
+    struct star_value v = {.type = STAR_STRING, .u.s = s};
+    return v;
+}
+
+struct star_value
+star_string(struct star_vm *vm, const char *s, size_t len)
+{
+    return star_string_of(star_str_new(vm, s, len));
+}
+
+struct star_value
+star_list_new(struct star_vm *vm, size_t cap)
+{
+    struct star_list *l = star_alloc(vm, sizeof *l);
+    if (cap > 0)
+        l->items = alloc_array(vm, cap, sizeof *l->items);
+    l->cap = cap;
+    struct star_value v = {.type = STAR_LIST, .u.l = l};
+    return v;
+}
+
+struct star_value
+star_tuple_new(struct star_vm *vm, size_t len)
+{
+    struct star_value v = star_list_new(vm, len);
+    v.type = STAR_TUPLE;
+    v.u.l->len = len;
+    v.u.l->frozen = true;
+    for (size_t i = 0; i < len; i++)
+        v.u.l->items[i].type = STAR_NONE;
+    return v;
+}
+
+void
+star_list_append(struct star_vm *vm, struct star_value list, struct star_value v)
+{
+    struct star_list *l = list.u.l;
+    if (l->frozen)
+        star_fail(vm, "cannot append to a frozen list");
+    if (l->iterating)
+        star_fail(vm, "cannot append to a list during iteration");
+    if (l->len == l->cap) {
+        size_t cap = l->cap < 4 ? 4 : l->cap * 2;
+        struct star_value *items = alloc_array(vm, cap, sizeof *items);
+        if (l->len > 0)
+            memcpy(items, l->items, l->len * sizeof *items);
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->len++] = v;
+}
+
+/* ---- dicts: entries in insertion order plus an open-addressing index ---- */
+
+struct star_dict_entry {
+    struct star_value key, val;
+    uint32_t hash;
+    bool live;
+};
+
+struct star_dict {
+    struct star_dict_entry *entries;
+    size_t n_entries, cap_entries, len;
+    int32_t *index; /* -1 empty; else entry position */
+    size_t index_cap;
+    uint32_t iterating;
+    bool frozen;
+};
+
+struct star_value
+star_dict_new(struct star_vm *vm)
+{
+    struct star_value v = {.type = STAR_DICT};
+    v.u.d = star_alloc(vm, sizeof(struct star_dict));
+    return v;
+}
+
+size_t
+star_dict_len(const struct star_dict *d)
+{
+    return d->len;
+}
+
+bool
+star_dict_frozen(const struct star_dict *d)
+{
+    return d->frozen;
+}
+
+void
+star_dict_iter_begin(struct star_dict *d)
+{
+    d->iterating++;
+}
+
+void
+star_dict_iter_end(struct star_dict *d)
+{
+    d->iterating--;
+}
+
+static void
+dict_mutable(struct star_vm *vm, struct star_dict *d, const char *verb)
+{
+    if (d->frozen)
+        star_fail(vm, "cannot %s frozen hash table", verb);
+    if (d->iterating)
+        star_fail(vm, "cannot %s hash table during iteration", verb);
+}
+
+void
+star_dict_check_mutable(struct star_vm *vm, struct star_dict *d)
+{
+    dict_mutable(vm, d, "insert into");
+}
+
+/* Slot in the index for key: either the matching entry's slot or an empty one. */
+static size_t
+dict_probe(struct star_vm *vm, struct star_dict *d, struct star_value key, uint32_t h)
+{
+    size_t mask = d->index_cap - 1;
+    size_t i = h & mask;
+    for (;;) {
+        int32_t e = d->index[i];
+        if (e < 0)
+            return i;
+        struct star_dict_entry *en = &d->entries[e];
+        if (en->live && en->hash == h && star_equal(vm, en->key, key))
+            return i;
+        i = (i + 1) & mask;
+    }
+}
+
+static void
+dict_rebuild(struct star_vm *vm, struct star_dict *d, size_t want)
+{
+    /* Compact dead entries, then rebuild the index at load <= 1/2. */
+    size_t j = 0;
+    for (size_t i = 0; i < d->n_entries; i++)
+        if (d->entries[i].live)
+            d->entries[j++] = d->entries[i];
+    d->n_entries = j;
+    size_t ecap = want < 8 ? 8 : want;
+    if (ecap > d->cap_entries) {
+        struct star_dict_entry *ne = alloc_array(vm, ecap, sizeof *ne);
+        if (d->n_entries > 0)
+            memcpy(ne, d->entries, d->n_entries * sizeof *ne);
+        d->entries = ne;
+        d->cap_entries = ecap;
+    }
+    size_t icap = 16;
+    while (icap < d->cap_entries * 2)
+        icap *= 2;
+    d->index = alloc_array(vm, icap, sizeof *d->index);
+    memset(d->index, 0xff, icap * sizeof *d->index);
+    d->index_cap = icap;
+    for (size_t i = 0; i < d->n_entries; i++) {
+        size_t mask = icap - 1, s = d->entries[i].hash & mask;
+        while (d->index[s] >= 0)
+            s = (s + 1) & mask;
+        d->index[s] = (int32_t)i;
+    }
+}
+
+bool
+star_dict_get(struct star_vm *vm, struct star_dict *d, struct star_value key,
+              struct star_value *out)
+{
+    uint32_t h = star_hash(vm, key);
+    if (d->len == 0)
+        return false;
+    size_t s = dict_probe(vm, d, key, h);
+    if (d->index[s] < 0)
+        return false;
+    if (out != NULL)
+        *out = d->entries[d->index[s]].val;
+    return true;
+}
+
+void
+star_dict_set(struct star_vm *vm, struct star_dict *d, struct star_value key, struct star_value v)
+{
+    uint32_t h = star_hash(vm, key);
+    star_dict_check_mutable(vm, d);
+    if (d->index_cap > 0) {
+        size_t s = dict_probe(vm, d, key, h);
+        if (d->index[s] >= 0) {
+            d->entries[d->index[s]].val = v;
+            return;
+        }
+    }
+    if (d->n_entries == d->cap_entries) {
+        if (d->len >= (size_t)INT32_MAX / 4)
+            star_fail(vm, "dict too large");
+        dict_rebuild(vm, d, d->len * 2 + 1);
+    }
+    size_t s = dict_probe(vm, d, key, h);
+    struct star_dict_entry *en = &d->entries[d->n_entries];
+    en->key = key;
+    en->val = v;
+    en->hash = h;
+    en->live = true;
+    d->index[s] = (int32_t)d->n_entries;
+    d->n_entries++;
+    d->len++;
+}
+
+bool
+star_dict_del(struct star_vm *vm, struct star_dict *d, struct star_value key,
+              struct star_value *out)
+{
+    uint32_t h = star_hash(vm, key);
+    dict_mutable(vm, d, "delete from");
+    if (d->len == 0)
+        return false;
+    size_t s = dict_probe(vm, d, key, h);
+    if (d->index[s] < 0)
+        return false;
+    struct star_dict_entry *en = &d->entries[d->index[s]];
+    if (out != NULL)
+        *out = en->val;
+    en->live = false;
+    d->len--;
+    /* Open addressing cannot simply empty a slot: rebuild the index. */
+    dict_rebuild(vm, d, d->cap_entries);
+    return true;
+}
+
+void
+star_dict_clear(struct star_vm *vm, struct star_dict *d)
+{
+    dict_mutable(vm, d, "clear");
+    d->n_entries = 0;
+    d->len = 0;
+    if (d->index_cap > 0)
+        memset(d->index, 0xff, d->index_cap * sizeof *d->index);
+}
+
+bool
+star_dict_next(const struct star_dict *d, size_t *pos, struct star_value *key,
+               struct star_value *val)
+{
+    while (*pos < d->n_entries) {
+        const struct star_dict_entry *en = &d->entries[(*pos)++];
+        if (en->live) {
+            if (key != NULL)
+                *key = en->key;
+            if (val != NULL)
+                *val = en->val;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- generic operations ---- */
+
+const char *
+star_type_name(struct star_value v)
+{
+    switch (v.type) {
+    case STAR_NONE:
+        return "NoneType";
+    case STAR_BOOL:
+        return "bool";
+    case STAR_INT:
+        return "int";
+    case STAR_STRING:
+        return "string";
+    case STAR_LIST:
+        return "list";
+    case STAR_TUPLE:
+        return "tuple";
+    case STAR_DICT:
+        return "dict";
+    case STAR_FUNCTION:
+        return "function";
+    case STAR_BUILTIN:
+        return "builtin_function_or_method";
+    case STAR_RANGE:
+        return "range";
+    default:
+        return "unbound";
+    }
+}
+
+static int64_t
+range_len(const struct star_range *r)
+{
+    if (r->step > 0 && r->start < r->stop)
+        return (int64_t)(((uint64_t)r->stop - (uint64_t)r->start - 1) / (uint64_t)r->step + 1);
+    if (r->step < 0 && r->start > r->stop)
+        return (int64_t)(((uint64_t)r->start - (uint64_t)r->stop - 1) / (uint64_t)(-r->step) + 1);
+    return 0;
+}
+
+bool
+star_truth(struct star_value v)
+{
+    switch (v.type) {
+    case STAR_NONE:
+        return false;
+    case STAR_BOOL:
+        return v.u.b;
+    case STAR_INT:
+        return v.u.i != 0;
+    case STAR_STRING:
+        return v.u.s->len != 0;
+    case STAR_LIST:
+    case STAR_TUPLE:
+        return v.u.l->len != 0;
+    case STAR_DICT:
+        return v.u.d->len != 0;
+    case STAR_RANGE:
+        return range_len(v.u.r) != 0;
+    default:
+        return true;
+    }
+}
+
+static uint32_t
+hash_bytes(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h == 0 ? 1 : h;
+}
+
+static uint32_t
+str_hash(struct star_str *s)
+{
+    if (s->hash == 0)
+        s->hash = hash_bytes(s->data, s->len);
+    return s->hash;
+}
+
+uint32_t
+star_hash(struct star_vm *vm, struct star_value v)
+{
+    switch (v.type) {
+    case STAR_NONE:
+        return 0x9e3779b9u;
+    case STAR_BOOL:
+        return v.u.b ? 1u : 0u; /* equal to the ints 1 and 0? Starlark keeps them distinct */
+    case STAR_INT: {
+        uint64_t x = (uint64_t)v.u.i * 0x9e3779b97f4a7c15ull;
+        return (uint32_t)(x >> 32) ^ (uint32_t)x;
+    }
+    case STAR_STRING:
+        return str_hash(v.u.s);
+    case STAR_TUPLE: {
+        uint32_t h = 0x345678u;
+        for (size_t i = 0; i < v.u.l->len; i++)
+            h = (h ^ star_hash(vm, v.u.l->items[i])) * 1000003u;
+        return h;
+    }
+    case STAR_FUNCTION:
+    case STAR_BUILTIN:
+        return (uint32_t)((uintptr_t)v.u.f >> 4);
+    default:
+        star_fail(vm, "unhashable type: %s", star_type_name(v));
+    }
+}
+
+static bool
+seq_equal(struct star_vm *vm, const struct star_list *a, const struct star_list *b)
+{
+    if (a->len != b->len)
+        return false;
+    for (size_t i = 0; i < a->len; i++)
+        if (!star_equal(vm, a->items[i], b->items[i]))
+            return false;
+    return true;
+}
+
+static bool
+dict_equal(struct star_vm *vm, struct star_dict *a, struct star_dict *b)
+{
+    if (a->len != b->len)
+        return false;
+    size_t pos = 0;
+    struct star_value k, v, w;
+    while (star_dict_next(a, &pos, &k, &v))
+        if (!star_dict_get(vm, b, k, &w) || !star_equal(vm, v, w))
+            return false;
+    return true;
+}
+
+bool
+star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
+{
+    if (a.type != b.type)
+        return false;
+    switch (a.type) {
+    case STAR_NONE:
+        return true;
+    case STAR_BOOL:
+        return a.u.b == b.u.b;
+    case STAR_INT:
+        return a.u.i == b.u.i;
+    case STAR_STRING:
+        return a.u.s == b.u.s ||
+               (a.u.s->len == b.u.s->len && memcmp(a.u.s->data, b.u.s->data, a.u.s->len) == 0);
+    case STAR_LIST:
+    case STAR_TUPLE:
+        return a.u.l == b.u.l || seq_equal(vm, a.u.l, b.u.l);
+    case STAR_DICT:
+        return a.u.d == b.u.d || dict_equal(vm, a.u.d, b.u.d);
+    case STAR_RANGE: {
+        int64_t la = range_len(a.u.r), lb = range_len(b.u.r);
+        if (la != lb)
+            return false;
+        if (la == 0)
+            return true;
+        if (a.u.r->start != b.u.r->start)
+            return false;
+        return la == 1 || a.u.r->step == b.u.r->step;
+    }
+    default:
+        return a.u.f == b.u.f;
+    }
+}
+
+int
+star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
+{
+    if (a.type == b.type) {
+        switch (a.type) {
+        case STAR_INT:
+            return (a.u.i > b.u.i) - (a.u.i < b.u.i);
+        case STAR_BOOL:
+            return (int)a.u.b - (int)b.u.b;
+        case STAR_STRING: {
+            size_t n = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
+            int c = memcmp(a.u.s->data, b.u.s->data, n);
+            if (c != 0)
+                return c < 0 ? -1 : 1;
+            return (a.u.s->len > b.u.s->len) - (a.u.s->len < b.u.s->len);
+        }
+        case STAR_LIST:
+        case STAR_TUPLE: {
+            const struct star_list *x = a.u.l, *y = b.u.l;
+            for (size_t i = 0; i < x->len && i < y->len; i++) {
+                if (!star_equal(vm, x->items[i], y->items[i]))
+                    return star_compare(vm, x->items[i], y->items[i]);
+            }
+            return (x->len > y->len) - (x->len < y->len);
+        }
+        default:
+            break;
+        }
+        star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
+    }
+    star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
+}
+
+void
+star_freeze(struct star_value v)
+{
+    switch (v.type) {
+    case STAR_LIST:
+    case STAR_TUPLE:
+        if (v.type == STAR_LIST && v.u.l->frozen)
+            return;
+        v.u.l->frozen = true;
+        for (size_t i = 0; i < v.u.l->len; i++)
+            star_freeze(v.u.l->items[i]);
+        break;
+    case STAR_DICT: {
+        if (v.u.d->frozen)
+            return;
+        v.u.d->frozen = true;
+        size_t pos = 0;
+        struct star_value k, val;
+        while (star_dict_next(v.u.d, &pos, &k, &val)) {
+            star_freeze(k);
+            star_freeze(val);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ---- buffers and repr ---- */
+
+void
+star_buf_add(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
+{
+    if (n > SIZE_MAX / 4 || b->len > SIZE_MAX / 4 - n)
+        star_fail(vm, "out of memory: string too long");
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap < 32 ? 32 : b->cap;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = star_alloc(vm, cap);
+        if (b->len > 0)
+            memcpy(d, b->data, b->len);
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void
+star_buf_addc(struct star_vm *vm, struct star_buf *b, char c)
+{
+    star_buf_add(vm, b, &c, 1);
+}
+
+void
+star_buf_addf(struct star_vm *vm, struct star_buf *b, const char *fmt, ...)
+{
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        star_fail(vm, "internal formatting error");
+    if ((size_t)n < sizeof tmp) {
+        star_buf_add(vm, b, tmp, (size_t)n);
+        return;
+    }
+    char *big = star_alloc(vm, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    star_buf_add(vm, b, big, (size_t)n);
+}
+
+void
+star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
+{
+    star_buf_addc(vm, b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"':
+            star_buf_add(vm, b, "\\\"", 2);
+            break;
+        case '\\':
+            star_buf_add(vm, b, "\\\\", 2);
+            break;
+        case '\n':
+            star_buf_add(vm, b, "\\n", 2);
+            break;
+        case '\t':
+            star_buf_add(vm, b, "\\t", 2);
+            break;
+        case '\r':
+            star_buf_add(vm, b, "\\r", 2);
+            break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                star_buf_addf(vm, b, "\\x%02x", c);
+            else
+                star_buf_addc(vm, b, (char)c);
+        }
+    }
+    star_buf_addc(vm, b, '"');
+}
+
+static void
+buf_seq(struct star_vm *vm, struct star_buf *b, const struct star_list *l, bool tuple)
+{
+    star_buf_addc(vm, b, tuple ? '(' : '[');
+    for (size_t i = 0; i < l->len; i++) {
+        if (i > 0)
+            star_buf_add(vm, b, ", ", 2);
+        star_buf_value(vm, b, l->items[i], true);
+    }
+    if (tuple && l->len == 1)
+        star_buf_addc(vm, b, ',');
+    star_buf_addc(vm, b, tuple ? ')' : ']');
+}
+
+void
+star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings)
+{
+    /* A cyclic list would recurse forever: bound the depth like any nesting. */
+    if (++vm->call_depth > STAR_MAX_CALL_DEPTH * 10)
+        star_fail(vm, "value nested too deeply to print");
+    switch (v.type) {
+    case STAR_NONE:
+        star_buf_add(vm, b, "None", 4);
+        break;
+    case STAR_BOOL:
+        star_buf_add(vm, b, v.u.b ? "True" : "False", v.u.b ? 4 : 5);
+        break;
+    case STAR_INT:
+        star_buf_addf(vm, b, "%lld", (long long)v.u.i);
+        break;
+    case STAR_STRING:
+        if (quote_strings)
+            star_buf_quote(vm, b, v.u.s->data, v.u.s->len);
+        else
+            star_buf_add(vm, b, v.u.s->data, v.u.s->len);
+        break;
+    case STAR_LIST:
+    case STAR_TUPLE:
+        buf_seq(vm, b, v.u.l, v.type == STAR_TUPLE);
+        break;
+    case STAR_DICT: {
+        star_buf_addc(vm, b, '{');
+        size_t pos = 0, i = 0;
+        struct star_value k, val;
+        while (star_dict_next(v.u.d, &pos, &k, &val)) {
+            if (i++ > 0)
+                star_buf_add(vm, b, ", ", 2);
+            star_buf_value(vm, b, k, true);
+            star_buf_add(vm, b, ": ", 2);
+            star_buf_value(vm, b, val, true);
+        }
+        star_buf_addc(vm, b, '}');
+        break;
+    }
+    case STAR_FUNCTION:
+        star_buf_addf(vm, b, "<function %s>", star_function_name(v.u.f));
+        break;
+    case STAR_BUILTIN:
+        if (v.u.bi->recv.type != STAR_NONE)
+            star_buf_addf(vm, b, "<built-in method %s of %s value>", v.u.bi->name,
+                          star_type_name(v.u.bi->recv));
+        else
+            star_buf_addf(vm, b, "<built-in function %s>", v.u.bi->name);
+        break;
+    case STAR_RANGE:
+        if (v.u.r->step != 1)
+            star_buf_addf(vm, b, "range(%lld, %lld, %lld)", (long long)v.u.r->start,
+                          (long long)v.u.r->stop, (long long)v.u.r->step);
+        else if (v.u.r->start != 0)
+            star_buf_addf(vm, b, "range(%lld, %lld)", (long long)v.u.r->start,
+                          (long long)v.u.r->stop);
+        else
+            star_buf_addf(vm, b, "range(%lld)", (long long)v.u.r->stop);
+        break;
+    default:
+        star_buf_add(vm, b, "<unbound>", 9);
+    }
+    vm->call_depth--;
+}
+
+struct star_value
+star_buf_string(struct star_vm *vm, struct star_buf *b)
+{
+    return star_string(vm, b->data ? b->data : "", b->len);
+}
+
+/* ---- interning ---- */
+
+static void
+intern_grow(struct star_vm *vm)
+{
+    size_t cap = vm->intern_cap ? vm->intern_cap * 2 : 256;
+    struct star_str **t = alloc_array(vm, cap, sizeof *t);
+    for (size_t i = 0; i < vm->intern_cap; i++) {
+        struct star_str *s = vm->intern[i];
+        if (s == NULL)
+            continue;
+        size_t j = s->hash & (cap - 1);
+        while (t[j] != NULL)
+            j = (j + 1) & (cap - 1);
+        t[j] = s;
+    }
+    vm->intern = t;
+    vm->intern_cap = cap;
+}
+
+struct star_str *
+star_intern(struct star_vm *vm, const char *s, size_t len)
+{
+    if (vm->intern_len * 2 >= vm->intern_cap)
+        intern_grow(vm);
+    uint32_t h = hash_bytes(s, len);
+    size_t mask = vm->intern_cap - 1, i = h & mask;
+    for (;;) {
+        struct star_str *e = vm->intern[i];
+        if (e == NULL)
+            break;
+        if (e->hash == h && e->len == len && memcmp(e->data, s, len) == 0)
+            return e;
+        i = (i + 1) & mask;
+    }
+    struct star_str *n = star_str_new(vm, s, len);
+    n->hash = h;
+    vm->intern[i] = n;
+    vm->intern_len++;
+    return n;
+}
+
+/* ---- name maps ---- */
+
+static size_t
+ptr_slot(const struct star_str *k, size_t cap)
+{
+    return ((uintptr_t)k >> 4) * 0x9e3779b1u & (cap - 1);
+}
+
+int
+star_namemap_get(const struct star_namemap *m, const struct star_str *key)
+{
+    if (m->cap == 0)
+        return -1;
+    size_t i = ptr_slot(key, m->cap);
+    while (m->keys[i] != NULL) {
+        if (m->keys[i] == key)
+            return m->vals[i];
+        i = (i + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+void
+star_namemap_put(struct star_vm *vm, struct star_namemap *m, struct star_str *key, int val)
+{
+    if ((m->len + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        struct star_str **keys = alloc_array(vm, cap, sizeof *keys);
+        int *vals = alloc_array(vm, cap, sizeof *vals);
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->keys[i] == NULL)
+                continue;
+            size_t j = ptr_slot(m->keys[i], cap);
+            while (keys[j] != NULL)
+                j = (j + 1) & (cap - 1);
+            keys[j] = m->keys[i];
+            vals[j] = m->vals[i];
+        }
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = cap;
+    }
+    size_t i = ptr_slot(key, m->cap);
+    while (m->keys[i] != NULL && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == NULL)
+        m->len++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+}

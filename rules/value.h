@@ -1,0 +1,149 @@
+/*
+ * star value: the values of the Starlark interpreter and the per-load arena
+ * that owns them.  Every value, string and AST node of one load lives in one
+ * arena and dies with it, so nothing is reference-counted and an error can
+ * unwind (longjmp) from anywhere without leaking.
+ */
+#ifndef EXECGATE_RULES_VALUE_H
+#define EXECGATE_RULES_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct star_vm;
+
+enum star_type {
+    STAR_UNBOUND = 0, /* a variable not yet assigned; never visible to programs */
+    STAR_NONE,
+    STAR_BOOL,
+    STAR_INT,
+    STAR_STRING,
+    STAR_LIST,
+    STAR_TUPLE,
+    STAR_DICT,
+    STAR_FUNCTION,
+    STAR_BUILTIN,
+    STAR_RANGE,
+};
+
+struct star_str {
+    size_t len;
+    uint32_t hash; /* 0 until computed */
+    char data[];   /* NUL-terminated */
+};
+
+/* Lists and tuples share a representation; a tuple is always frozen. */
+struct star_list {
+    struct star_value *items;
+    size_t len, cap;
+    uint32_t iterating; /* > 0 while a loop walks it: mutation is refused */
+    bool frozen;
+};
+
+struct star_dict;
+struct star_function;
+struct star_builtin;
+
+struct star_range {
+    int64_t start, stop, step;
+};
+
+struct star_value {
+    uint8_t type;
+    union {
+        bool b;
+        int64_t i;
+        struct star_str *s;
+        struct star_list *l;
+        struct star_dict *d;
+        struct star_function *f;
+        struct star_builtin *bi;
+        struct star_range *r;
+    } u;
+};
+
+/* ---- arena ---- */
+
+/* Allocates n bytes (zeroed) from vm's arena; fails the load (longjmp) with
+ * a memory-limit error when the load's budget is exhausted. */
+void *star_alloc(struct star_vm *vm, size_t n);
+
+/* Frees every block of the arena; the arena stays usable. */
+void star_arena_release(struct star_vm *vm);
+
+/* ---- constructors (arena-owned results; never NULL) ---- */
+struct star_value star_none(void);
+struct star_value star_bool(bool b);
+struct star_value star_int(int64_t i);
+struct star_str *star_str_new(struct star_vm *vm, const char *s, size_t len);
+struct star_value star_string(struct star_vm *vm, const char *s, size_t len);
+struct star_value star_string_of(struct star_str *s);
+struct star_value star_list_new(struct star_vm *vm, size_t cap);
+struct star_value star_tuple_new(struct star_vm *vm, size_t len); /* items all None */
+struct star_value star_dict_new(struct star_vm *vm);
+
+/* Appends to a list (fails the load if frozen or iterating). */
+void star_list_append(struct star_vm *vm, struct star_value list, struct star_value v);
+
+/* ---- dicts (insertion-ordered) ---- */
+size_t star_dict_len(const struct star_dict *d);
+/* Returns true and sets *out when key is present.  Fails if key is unhashable. */
+bool star_dict_get(struct star_vm *vm, struct star_dict *d, struct star_value key,
+                   struct star_value *out);
+void star_dict_set(struct star_vm *vm, struct star_dict *d, struct star_value key,
+                   struct star_value v);
+/* Removes key; returns true and sets *out (may be NULL) when it was present. */
+bool star_dict_del(struct star_vm *vm, struct star_dict *d, struct star_value key,
+                   struct star_value *out);
+void star_dict_clear(struct star_vm *vm, struct star_dict *d);
+/* Iteration by position: *pos starts at 0; returns false at the end. */
+bool star_dict_next(const struct star_dict *d, size_t *pos, struct star_value *key,
+                    struct star_value *val);
+void star_dict_check_mutable(struct star_vm *vm, struct star_dict *d);
+void star_dict_iter_begin(struct star_dict *d);
+void star_dict_iter_end(struct star_dict *d);
+bool star_dict_frozen(const struct star_dict *d);
+
+/* ---- operations on any value ---- */
+
+/* "string", "list", "NoneType", ... as Starlark's type() returns. */
+const char *star_type_name(struct star_value v);
+bool star_truth(struct star_value v);
+/* Hash (fails the load for unhashable values). */
+uint32_t star_hash(struct star_vm *vm, struct star_value v);
+bool star_equal(struct star_vm *vm, struct star_value a, struct star_value b);
+/* <0, 0, >0; fails the load when the values are not ordered. */
+int star_compare(struct star_vm *vm, struct star_value a, struct star_value b);
+/* Freezes v and everything reachable from it. */
+void star_freeze(struct star_value v);
+
+/* Growable byte buffer in the arena, for repr/str/format. */
+struct star_buf {
+    char *data;
+    size_t len, cap;
+};
+void star_buf_add(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
+void star_buf_addc(struct star_vm *vm, struct star_buf *b, char c);
+void star_buf_addf(struct star_vm *vm, struct star_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Appends repr(v) (quote_strings) or str(v). */
+void star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v,
+                    bool quote_strings);
+void star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
+struct star_value star_buf_string(struct star_vm *vm, struct star_buf *b);
+
+/* ---- string interning (names: identical names share one star_str) ---- */
+struct star_str *star_intern(struct star_vm *vm, const char *s, size_t len);
+
+/* Pointer-keyed map from interned names to ints (scopes, universe). */
+struct star_namemap {
+    struct star_str **keys;
+    int *vals;
+    size_t cap, len;
+};
+/* Returns the value for key, or -1 when absent. */
+int star_namemap_get(const struct star_namemap *m, const struct star_str *key);
+void star_namemap_put(struct star_vm *vm, struct star_namemap *m, struct star_str *key, int val);
+
+#endif

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Regenerates expected/ from the real Codex:
+#   CODEX=/path/to/codex ./regen.sh
+# (npm install @openai/codex@0.169.0; the binary is under
+# node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex)
+set -eu
+cd "$(dirname "$0")"
+: "${CODEX:?set CODEX to the codex binary}"
+export RUST_BACKTRACE=0
+mkdir -p expected
+rm -f expected/*
+grep -v '^#' cases.txt | grep -v '^$' | while IFS= read -r line; do
+    id=${line%% *}
+    args=${line#* }
+    set +e
+    eval "\"\$CODEX\" execpolicy check $args" >"expected/$id.out" 2>"expected/$id.err"
+    echo $? >"expected/$id.status"
+    set -e
+    [ -s "expected/$id.err" ] || rm -f "expected/$id.err"
+done

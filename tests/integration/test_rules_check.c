@@ -1,0 +1,167 @@
+/*
+ * `execgate-rules check` side by side with `codex execpolicy check`: every
+ * case of rules-check/cases.txt runs through our binary, and its output
+ * must equal, byte for byte, what the real Codex printed (kept in
+ * rules-check/expected/ by regen.sh).  For a policy Codex rejects, ours
+ * must fail too, print nothing on stdout, and name the same file and, when
+ * Codex gives one, the same line.
+ */
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proc.h"
+#include "shlex.h"
+#include "tmpdir.h"
+
+static const char *rules_bin;
+static const char *cases_dir;
+
+static char *
+read_expected(const char *id, const char *ext)
+{
+    char name[512];
+    snprintf(name, sizeof name, "expected/%s.%s", id, ext);
+    char *path = tmpdir_path(cases_dir, name);
+    char *text = tmpdir_read_file(path, NULL);
+    free(path);
+    return text;
+}
+
+/* The first "FILE:LINE" after "--> " in Codex's error, or NULL. */
+static char *
+codex_location(const char *err)
+{
+    const char *arrow = err ? strstr(err, "--> ") : NULL;
+    if (!arrow)
+        return NULL;
+    arrow += 4;
+    const char *colon = strchr(arrow, ':');
+    if (!colon)
+        return NULL;
+    size_t n = strspn(colon + 1, "0123456789");
+    return strndup(arrow, (size_t)(colon + 1 + n - arrow));
+}
+
+/* The last --rules argument: the file Codex blames for an error. */
+static const char *
+last_rules_file(char **args, size_t n)
+{
+    const char *last = NULL;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (strcmp(args[i], "--rules") == 0)
+            last = args[i + 1];
+    return last;
+}
+
+/* Whether id is listed in known-differences.txt (error location only). */
+static bool
+known_difference(const char *id)
+{
+    char *path = tmpdir_path(cases_dir, "known-differences.txt");
+    char *text = tmpdir_read_file(path, NULL);
+    free(path);
+    bool found = false;
+    size_t n = strlen(id);
+    for (const char *l = text; l && *l && !found; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "")
+        found = strncmp(l, id, n) == 0 && l[n] == ' ';
+    free(text);
+    return found;
+}
+
+/* Runs one case; returns 0 when it agrees with Codex, else prints why. */
+static int
+run_case(const char *line)
+{
+    char **words = NULL;
+    size_t n = 0;
+    const char *serr = NULL;
+    assert_int_equal(shlex_split(line, strlen(line), &words, &n, &serr), 0);
+    assert_true(n >= 2);
+    const char *id = words[0];
+    const char **argv = calloc(n + 2, sizeof *argv);
+    argv[0] = rules_bin;
+    argv[1] = "check";
+    for (size_t i = 1; i < n; i++)
+        argv[i + 1] = words[i];
+    struct proc_options opts = {.cwd = cases_dir};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, &opts, &res), 0);
+
+    char *want_out = read_expected(id, "out");
+    char *want_status = read_expected(id, "status");
+    char *want_err = read_expected(id, "err");
+    assert_non_null(want_out);
+    assert_non_null(want_status);
+    int code = proc_exit_code(&res);
+    int bad = 0;
+    if (atoi(want_status) == 0) {
+        if (code != 0 || strcmp(res.out, want_out) != 0) {
+            fprintf(stderr, "case %s: exit %d\n  want: %s  got:  %s  stderr: %s\n", id, code,
+                    want_out, res.out, res.err);
+            bad = 1;
+        }
+    } else {
+        const char *file = last_rules_file(words, n);
+        char *loc = known_difference(id) ? NULL : codex_location(want_err);
+        if (code == 0 || res.out_len != 0 || res.err_len == 0) {
+            fprintf(stderr, "case %s: want a failure, got exit %d, stdout %s\n", id, code, res.out);
+            bad = 1;
+        } else if (loc ? !strstr(res.err, loc) : (file && !strstr(res.err, file))) {
+            fprintf(stderr, "case %s: error does not name %s\n  ours:  %s  codex: %s\n", id,
+                    loc ? loc : file, res.err, want_err);
+            bad = 1;
+        }
+        free(loc);
+    }
+    free(want_out);
+    free(want_status);
+    free(want_err);
+    proc_result_free(&res);
+    free(argv);
+    shlex_words_free(words);
+    return bad;
+}
+
+static void
+test_same_output_as_codex(void **state)
+{
+    (void)state;
+    char *path = tmpdir_path(cases_dir, "cases.txt");
+    char *text = tmpdir_read_file(path, NULL);
+    assert_non_null(text);
+    int cases = 0, failures = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        cases++;
+        failures += run_case(line);
+    }
+    fprintf(stderr, "%d cases, %d differ from codex\n", cases, failures);
+    assert_true(cases > 50);
+    assert_int_equal(failures, 0);
+    free(text);
+    free(path);
+}
+
+int
+main(void)
+{
+    rules_bin = getenv("EXECGATE_TEST_RULES");
+    cases_dir = getenv("EXECGATE_TEST_RULES_CHECK_DIR");
+    if (!rules_bin || !cases_dir) {
+        fprintf(stderr, "set EXECGATE_TEST_RULES and EXECGATE_TEST_RULES_CHECK_DIR\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_output_as_codex),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,182 @@
+/*
+ * `execgate-rules check` as a user runs it: the default rules directory,
+ * exit statuses, errors on stderr only, refusal of bad input, and an
+ * "always allow" amendment that the next check picks up.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "amend.h"
+#include "proc.h"
+#include "tmpdir.h"
+
+static const char *rules_bin;
+
+/* Runs `execgate-rules check ARGS...` with env (NULL-terminated) and
+ * returns its exit code; *res must be freed. */
+static int
+run(const char *const *env, struct proc_result *res, const char *const *args)
+{
+    size_t n = 0;
+    while (args[n])
+        n++;
+    const char **argv = calloc(n + 3, sizeof *argv);
+    argv[0] = rules_bin;
+    argv[1] = "check";
+    for (size_t i = 0; i < n; i++)
+        argv[i + 2] = args[i];
+    struct proc_options opts = {.envp = env};
+    assert_int_equal(proc_run(argv, &opts, res), 0);
+    free(argv);
+    return proc_exit_code(res);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void
+test_default_dir_from_codex_home(void **state)
+{
+    (void)state;
+    char *home = tmpdir_new("codex-home");
+    char *rules = tmpdir_path(home, "rules");
+    assert_int_equal(mkdir(rules, 0755), 0);
+    char *a = tmpdir_path(rules, "a.rules");
+    char *b = tmpdir_path(rules, "b.rules");
+    char *ignored = tmpdir_path(rules, "notes.txt");
+    tmpdir_write_file(a, "prefix_rule(pattern = [\"git\"], decision = \"prompt\")\n", 0644);
+    tmpdir_write_file(b, "prefix_rule(pattern = [\"git\", \"push\"], decision = \"forbidden\")\n",
+                      0644);
+    tmpdir_write_file(ignored, "this is not starlark (", 0644);
+    char *env_home = NULL;
+    assert_true(asprintf(&env_home, "CODEX_HOME=%s", home) > 0);
+    const char *env[] = {env_home, "PATH=/usr/bin:/bin", NULL};
+    struct proc_result res;
+    assert_int_equal(run(env, &res, ARGS("--", "git", "push")), 0);
+    assert_string_equal(res.out,
+                        "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"git\"],"
+                        "\"decision\":\"prompt\"}},{\"prefixRuleMatch\":{\"matchedPrefix\":"
+                        "[\"git\",\"push\"],\"decision\":\"forbidden\"}}],\"decision\":"
+                        "\"forbidden\"}\n");
+    assert_int_equal(res.err_len, 0);
+    proc_result_free(&res);
+    free(env_home);
+    free(a);
+    free(b);
+    free(ignored);
+    free(rules);
+    tmpdir_remove(home);
+    free(home);
+}
+
+static void
+test_missing_default_dir_is_empty_policy(void **state)
+{
+    (void)state;
+    char *home = tmpdir_new("codex-home");
+    char *env_home = NULL;
+    assert_true(asprintf(&env_home, "CODEX_HOME=%s/none", home) > 0);
+    const char *env[] = {env_home, NULL};
+    struct proc_result res;
+    assert_int_equal(run(env, &res, ARGS("--", "rm", "-rf", "/")), 0);
+    assert_string_equal(res.out, "{\"matchedRules\":[]}\n");
+    proc_result_free(&res);
+    free(env_home);
+    tmpdir_remove(home);
+    free(home);
+}
+
+static void
+test_exit_statuses(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("rules-cli");
+    char *good = tmpdir_path(dir, "good.rules");
+    char *bad = tmpdir_path(dir, "bad.rules");
+    tmpdir_write_file(good, "prefix_rule(pattern = [\"ls\"])\n", 0644);
+    tmpdir_write_file(bad, "prefix_rule(pattern = [\"ls\"])\nprefix_rule(pattern = [])\n", 0644);
+    struct proc_result res;
+
+    /* A bad policy: exit 1, nothing on stdout, the file and line on stderr. */
+    assert_int_equal(run(NULL, &res, ARGS("--rules", good, "--rules", bad, "--", "ls")), 1);
+    assert_int_equal(res.out_len, 0);
+    assert_non_null(strstr(res.err, "bad.rules:2:"));
+    proc_result_free(&res);
+
+    /* A file that does not exist. */
+    assert_int_equal(run(NULL, &res, ARGS("--rules", "/nonexistent/x.rules", "--", "ls")), 1);
+    assert_int_equal(res.out_len, 0);
+    assert_non_null(strstr(res.err, "/nonexistent/x.rules"));
+    proc_result_free(&res);
+
+    /* Usage errors: exit 2. */
+    assert_int_equal(run(NULL, &res, ARGS("--rules", good)), 2);
+    assert_int_equal(res.out_len, 0);
+    proc_result_free(&res);
+    assert_int_equal(run(NULL, &res, ARGS("--rules")), 2);
+    proc_result_free(&res);
+    assert_int_equal(run(NULL, &res, ARGS("--rules", good, "--", "ls\xff")), 2);
+    assert_non_null(strstr(res.err, "UTF-8"));
+    proc_result_free(&res);
+
+    free(good);
+    free(bad);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
+/* "Always allow": the amended file loads and the command is now allowed,
+ * the rules already there still apply. */
+static void
+test_amend_then_check(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("rules-cli");
+    char *path = tmpdir_path(dir, "rules/default.rules");
+    char *err = NULL;
+    /* The first amendment creates rules/; then the user's own rule (with
+     * no final newline) replaces what it wrote. */
+    const char *first[] = {"rm"};
+    assert_int_equal(rules_amend_allow_prefix(path, first, 1, &err), 0);
+    tmpdir_write_file(path, "prefix_rule(pattern = [\"rm\", \"-rf\"], decision = \"forbidden\")",
+                      0644);
+    const char *prefix[] = {"npm", "run", "it's \"odd\"\\"};
+    assert_int_equal(rules_amend_allow_prefix(path, prefix, 3, &err), 0);
+    struct proc_result res;
+    assert_int_equal(
+        run(NULL, &res, ARGS("--rules", path, "--", "npm", "run", "it's \"odd\"\\", "x")), 0);
+    assert_string_equal(res.out, "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":"
+                                 "[\"npm\",\"run\",\"it's \\\"odd\\\"\\\\\"],\"decision\":"
+                                 "\"allow\"}}],\"decision\":\"allow\"}\n");
+    proc_result_free(&res);
+    assert_int_equal(run(NULL, &res, ARGS("--rules", path, "--", "rm", "-rf", "x")), 0);
+    assert_non_null(strstr(res.out, "\"decision\":\"forbidden\"}"));
+    proc_result_free(&res);
+    free(path);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
+int
+main(void)
+{
+    rules_bin = getenv("EXECGATE_TEST_RULES");
+    if (!rules_bin) {
+        fprintf(stderr, "set EXECGATE_TEST_RULES\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_dir_from_codex_home),
+        cmocka_unit_test(test_missing_default_dir_is_empty_policy),
+        cmocka_unit_test(test_exit_statuses),
+        cmocka_unit_test(test_amend_then_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

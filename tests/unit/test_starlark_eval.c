@@ -1,0 +1,457 @@
+/*
+ * The Starlark interpreter: every construct a .rules file may use, run
+ * through star_vm_exec_file, with assertions made by the program itself
+ * (a failed check calls fail()); and bad input, each with the exact error
+ * line (file, line, column, message).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "eval.h"
+
+/* Runs src as "t.star"; returns NULL on success, else a malloc'd error. */
+static char *
+run(const char *src, size_t len)
+{
+    struct star_vm *vm = star_vm_new();
+    assert_non_null(vm);
+    FILE *devnull = fopen("/dev/null", "we");
+    assert_non_null(devnull);
+    vm->print_to = devnull;
+    char *err = NULL;
+    if (star_vm_exec_file(vm, "t.star", src, len) != 0) {
+        assert_non_null(star_vm_error(vm));
+        err = strdup(star_vm_error(vm));
+    }
+    fclose(devnull);
+    star_vm_free(vm);
+    return err;
+}
+
+static void
+expect_ok(const char *src)
+{
+    char *err = run(src, strlen(src));
+    if (err != NULL) {
+        print_error("program failed: %s\n--- program:\n%s", err, src);
+        free(err);
+        fail();
+    }
+}
+
+static void
+expect_err(const char *src, const char *want)
+{
+    char *err = run(src, strlen(src));
+    if (err == NULL)
+        fail_msg("program succeeded, want error %s\n--- program:\n%s", want, src);
+    if (strcmp(err, want) != 0) {
+        print_error("error\n  got:  %s\n  want: %s\n--- program:\n%s", err, want, src);
+        free(err);
+        fail();
+    }
+    free(err);
+}
+
+/* A prelude so programs can check themselves. */
+#define EQ "def eq(a, b):\n    if a != b:\n        fail('%r != %r' % (a, b))\n"
+
+static void
+test_literals(void **state)
+{
+    (void)state;
+    expect_ok(EQ "# a comment\n"
+                 "eq('single', \"single\")\n"
+                 "eq('''tri\nple''', 'tri\\nple')\n"
+                 "eq(\"\"\"a\"b\"\"\", 'a\"b')\n"
+                 "eq(r'a\\nb', 'a' + '\\\\' + 'nb')\n"
+                 "eq('\\t\\x41\\101\\u00e9\\U0001F600', '\\tAA\xc3\xa9\xf0\x9f\x98\x80')\n"
+                 "eq(len('\\u00e9'), 2)\n"
+                 "eq(0x1f + 0o17 + 0b11, 49)\n"
+                 "eq(None, None)\n"
+                 "eq(True and not False, True)\n"
+                 "eq([1, 2,], [1, 2])\n"
+                 "eq((1,), tuple([1]))\n"
+                 "eq({'a': 1, 'b': 2,}, dict(a = 1, b = 2))\n");
+}
+
+static void
+test_fstrings(void **state)
+{
+    (void)state;
+    expect_ok(EQ "name = 'git'\n"
+                 "n = 3\n"
+                 "eq(f'{name} push', 'git push')\n"
+                 "eq(f'{name!r} x{n + 1}', '\"git\" x4')\n"
+                 "eq(f'{{literal}} {name}', '{literal} git')\n"
+                 "eq(rf'\\d{n}', '\\\\d3')\n");
+    expect_err("x = f'{nope}'\n", "t.star:1:5: undefined: nope is not defined");
+    expect_err("x = f'{'\n", "t.star:1:5: f-string: '{' is never closed");
+}
+
+static void
+test_operators(void **state)
+{
+    (void)state;
+    expect_ok(EQ "eq(1 + 2 * 3, 7)\n"
+                 "eq((1 + 2) * 3, 9)\n"
+                 "eq(7 // 2, 3)\n"
+                 "eq(-7 // 2, -4)\n"
+                 "eq(-7 % 3, 2)\n"
+                 "eq(2 ** 10, 1024)\n"
+                 "eq(6 & 3 | 8 ^ 1, 11)\n"
+                 "eq(1 << 4 >> 2, 4)\n"
+                 "eq(~5, -6)\n"
+                 "eq('ab' + 'cd', 'abcd')\n"
+                 "eq('ab' * 3, 'ababab')\n"
+                 "eq([1] + [2], [1, 2])\n"
+                 "eq([0] * 3, [0, 0, 0])\n"
+                 "eq('%s-%r-%d-%x' % ('a', 'b', 42, 255), 'a-\"b\"-42-ff')\n"
+                 "eq('%(k)s' % {'k': 'v'}, 'v')\n"
+                 "eq('%d%%' % 5, '5%')\n"
+                 "eq(1 < 2, True)\n"
+                 "eq('a' < 'b' and 'b' <= 'b', True)\n"
+                 "eq([1, 2] < [1, 3], True)\n"
+                 "eq(2 in [1, 2], True)\n"
+                 "eq('x' not in {'y': 1}, True)\n"
+                 "eq('ell' in 'hello', True)\n"
+                 "eq(0 or 'default', 'default')\n"
+                 "eq(1 and 2, 2)\n"
+                 "eq(not [], True)\n"
+                 "eq('yes' if 1 else 'no', 'yes')\n"
+                 "eq({'a': 1} | {'b': 2}, {'a': 1, 'b': 2})\n");
+    expect_err("x = 1 + 'a'\n", "t.star:1:7: unknown binary op: int + string");
+    expect_err("x = 1 // 0\n", "t.star:1:7: integer division by zero");
+    expect_err("x = 9223372036854775807 + 1\n",
+               "t.star:1:25: integer overflow: the result does not fit in 64 bits");
+    expect_err("x = 1 / 2\n",
+               "t.star:1:7: floating-point division is not supported: use // for integer division");
+    expect_err("x = 1.5\n", "t.star:1:5: floating-point numbers are not supported");
+    expect_err("x = 1 < 2 < 3\n", "t.star:1:11: syntax error: unexpected '<', comparisons do not "
+                                  "chain: use 'and'");
+    expect_err("x = None < 1\n", "t.star:1:10: NoneType < int not implemented");
+}
+
+static void
+test_indexing_slicing(void **state)
+{
+    (void)state;
+    expect_ok(EQ "l = [10, 20, 30, 40]\n"
+                 "eq(l[0], 10)\n"
+                 "eq(l[-1], 40)\n"
+                 "eq(l[1:3], [20, 30])\n"
+                 "eq(l[::-1], [40, 30, 20, 10])\n"
+                 "eq(l[::2], [10, 30])\n"
+                 "eq('hello'[1:-1], 'ell')\n"
+                 "eq((1, 2, 3)[1:], (2, 3))\n"
+                 "d = {'k': [1]}\n"
+                 "d['k'].append(2)\n"
+                 "eq(d['k'], [1, 2])\n"
+                 "l[0] = 5\n"
+                 "eq(l[0], 5)\n");
+    expect_err("l = [1]\nx = l[5]\n", "t.star:2:6: index 5 out of range [-1:0]");
+    expect_err("d = {}\nx = d['missing']\n", "t.star:2:6: key \"missing\" not in dict");
+    expect_err("x = [1][::0]\n", "t.star:1:8: zero is not a valid slice step");
+}
+
+static void
+test_comprehensions(void **state)
+{
+    (void)state;
+    expect_ok(EQ "eq([x * x for x in range(5) if x % 2 == 0], [0, 4, 16])\n"
+                 "eq([(a, b) for a in [1, 2] for b in 'xy'.elems()],\n"
+                 "   [(1, 'x'), (1, 'y'), (2, 'x'), (2, 'y')])\n"
+                 "eq({k: v for k, v in [('a', 1), ('b', 2)]}, {'a': 1, 'b': 2})\n"
+                 "x = 'outer'\n"
+                 "y = [x for x in [1, 2]]\n"
+                 "eq(x, 'outer')\n"
+                 "def f(n):\n"
+                 "    return [i + n for i in range(n)]\n"
+                 "eq(f(2), [2, 3])\n");
+}
+
+static void
+test_functions(void **state)
+{
+    (void)state;
+    expect_ok(EQ "def f(a, b = 2, *args, c = 3, **kwargs):\n"
+                 "    return (a, b, args, c, kwargs)\n"
+                 "eq(f(1), (1, 2, (), 3, {}))\n"
+                 "eq(f(1, 5, 6, 7, c = 8, d = 9), (1, 5, (6, 7), 8, {'d': 9}))\n"
+                 "eq(f(*[1, 2], **{'c': 0}), (1, 2, (), 0, {}))\n"
+                 "def g(x):\n"
+                 "    if x > 0:\n"
+                 "        return 'pos'\n"
+                 "    elif x < 0:\n"
+                 "        return 'neg'\n"
+                 "    else:\n"
+                 "        return 'zero'\n"
+                 "eq([g(1), g(-1), g(0)], ['pos', 'neg', 'zero'])\n"
+                 "def h():\n"
+                 "    pass\n"
+                 "eq(h(), None)\n"
+                 "def adder(n):\n"
+                 "    return lambda x: x + n\n"
+                 "eq(adder(3)(4), 7)\n"
+                 "def loop():\n"
+                 "    out = []\n"
+                 "    for i in range(10):\n"
+                 "        if i == 2:\n"
+                 "            continue\n"
+                 "        if i == 4:\n"
+                 "            break\n"
+                 "        out.append(i)\n"
+                 "    return out\n"
+                 "eq(loop(), [0, 1, 3])\n");
+    expect_err("def f(a):\n    return a\nf(1, 2)\n",
+               "t.star:3:1: function f accepts 1 positional argument (2 given)");
+    expect_err("def f(a):\n    return a\nf(b = 1)\n",
+               "t.star:3:1: function f got an unexpected keyword argument b");
+    expect_err("def f(a):\n    return a\nf()\n", "t.star:3:1: function f missing 1 argument (a)");
+    expect_err("def f(n):\n    return f(n)\nf(1)\n",
+               "t.star:2:12: function f called recursively: Starlark does not allow recursion");
+    expect_err("def f():\n    x = y\n    y = 1\nf()\n",
+               "t.star:2:9: local variable y referenced before assignment");
+    expect_err("return 1\n", "t.star:1:1: 'return' outside a function");
+    expect_err("break\n", "t.star:1:1: 'break' outside a loop");
+}
+
+static void
+test_toplevel_control(void **state)
+{
+    (void)state;
+    /* Codex's dialect: if and for at top level. */
+    expect_ok(EQ "out = []\n"
+                 "for t in ['a', 'b']:\n"
+                 "    if t == 'a':\n"
+                 "        out.append(t.upper())\n"
+                 "    else:\n"
+                 "        out.append(t)\n"
+                 "eq(out, ['A', 'b'])\n"
+                 "x, (y, z) = 1, [2, 3]\n"
+                 "eq(x + y + z, 6)\n"
+                 "n = 1\n"
+                 "n += 2\n"
+                 "eq(n, 3)\n"
+                 "l = [1]\n"
+                 "l += [2]\n"
+                 "eq(l, [1, 2])\n"
+                 "if True: eq(1, 1)\n");
+}
+
+static void
+test_builtins(void **state)
+{
+    (void)state;
+    expect_ok(EQ "eq(len('abc'), 3)\n"
+                 "eq(list((1, 2)), [1, 2])\n"
+                 "eq(tuple([1]), (1,))\n"
+                 "eq(dict([('a', 1)], b = 2), {'a': 1, 'b': 2})\n"
+                 "eq(str(12), '12')\n"
+                 "eq(str([1, 'a']), '[1, \"a\"]')\n"
+                 "eq(int('42'), 42)\n"
+                 "eq(int('-0x10', 16), -16)\n"
+                 "eq(int(True), 1)\n"
+                 "eq(bool(''), False)\n"
+                 "eq(list(range(1, 7, 2)), [1, 3, 5])\n"
+                 "eq(enumerate(['a', 'b'], 1), [(1, 'a'), (2, 'b')])\n"
+                 "eq(zip([1, 2], 'ab'.elems()), [(1, 'a'), (2, 'b')])\n"
+                 "eq(sorted(['b', 'a', 'c'], reverse = True), ['c', 'b', 'a'])\n"
+                 "eq(sorted(['bb', 'a', 'ccc'], key = len), ['a', 'bb', 'ccc'])\n"
+                 "eq(reversed([1, 2, 3]), [3, 2, 1])\n"
+                 "eq(any([0, 1]), True)\n"
+                 "eq(all([1, 0]), False)\n"
+                 "eq(min([3, 1, 2]), 1)\n"
+                 "eq(max(3, 1, 2), 3)\n"
+                 "eq(type({}), 'dict')\n"
+                 "eq(type(None), 'NoneType')\n"
+                 "eq(repr('a\"b'), '\"a\\\\\"b\"')\n"
+                 "eq(hasattr('', 'split'), True)\n"
+                 "eq(hasattr('', 'nope'), False)\n"
+                 "eq(getattr('abc', 'upper')(), 'ABC')\n"
+                 "eq(abs(-3), 3)\n"
+                 "eq(chr(65) + str(ord('a')), 'A97')\n"
+                 "print('to stderr', 1)\n");
+    expect_err("fail('custom message', 42)\n", "t.star:1:1: fail: custom message 42");
+    expect_err("len(1)\n", "t.star:1:1: len: value of type int has no len");
+    expect_err("int('x1')\n", "t.star:1:1: int: invalid literal with base 10: \"x1\"");
+    expect_err("sorted([1, 'a'])\n", "t.star:1:1: string < int not implemented");
+}
+
+static void
+test_string_methods(void **state)
+{
+    (void)state;
+    expect_ok(EQ "eq('a b  c'.split(), ['a', 'b', 'c'])\n"
+                 "eq('a,b,c'.split(',', 1), ['a', 'b,c'])\n"
+                 "eq('a,b,c'.rsplit(',', 1), ['a,b', 'c'])\n"
+                 "eq('-'.join(['x', 'y']), 'x-y')\n"
+                 "eq('  pad  '.strip(), 'pad')\n"
+                 "eq('xxhixx'.strip('x'), 'hi')\n"
+                 "eq('  l'.lstrip() + 'r  '.rstrip(), 'lr')\n"
+                 "eq('git push'.startswith('git'), True)\n"
+                 "eq('file.rules'.endswith(('.txt', '.rules')), True)\n"
+                 "eq('aXbXc'.replace('X', '-'), 'a-b-c')\n"
+                 "eq('aXbXc'.replace('X', '-', 1), 'a-bXc')\n"
+                 "eq('{} {name}'.format('p', name = 'n') + '{0}{0!r}'.format('q'), 'p nq\"q\"')\n"
+                 "eq('MiXeD'.lower() + 'MiXeD'.upper(), 'mixedMIXED')\n"
+                 "eq('hello'.find('l') + 'hello'.rfind('l'), 5)\n"
+                 "eq('a=b'.partition('='), ('a', '=', 'b'))\n"
+                 "eq('l1\\nl2'.splitlines(), ['l1', 'l2'])\n"
+                 "eq('word'.capitalize() + ' ' + 'two words'.title(), 'Word Two Words')\n"
+                 "eq('v1.2'.removeprefix('v'), '1.2')\n"
+                 "eq('abc'.count('b') + 'abc'.index('c'), 3)\n"
+                 "eq('123'.isdigit() and 'abc'.isalpha() and ' '.isspace(), True)\n");
+    expect_err("'a'.nope()\n", "t.star:1:5: string has no .nope field or method");
+    expect_err("'a'.split(sep = ',', bad = 1)\n",
+               "t.star:1:1: split: unexpected keyword argument 'bad'");
+}
+
+static void
+test_list_dict_methods(void **state)
+{
+    (void)state;
+    expect_ok(EQ "l = [3, 1]\n"
+                 "l.append(2)\n"
+                 "l.extend([5])\n"
+                 "l.insert(0, 9)\n"
+                 "eq(l, [9, 3, 1, 2, 5])\n"
+                 "eq(l.pop(), 5)\n"
+                 "l.remove(9)\n"
+                 "eq(l.index(2), 2)\n"
+                 "l.clear()\n"
+                 "eq(l, [])\n"
+                 "d = {'a': 1}\n"
+                 "eq(d.get('a'), 1)\n"
+                 "eq(d.get('b', 0), 0)\n"
+                 "d.update(b = 2)\n"
+                 "eq(d.keys(), ['a', 'b'])\n"
+                 "eq(d.values(), [1, 2])\n"
+                 "eq(d.items(), [('a', 1), ('b', 2)])\n"
+                 "eq(d.setdefault('c', 3), 3)\n"
+                 "eq(d.pop('a'), 1)\n"
+                 "eq(d.popitem(), ('b', 2))\n"
+                 "eq(len(d), 1)\n");
+    expect_err("l = [1, 2]\nfor x in l:\n    l.append(x)\n",
+               "t.star:3:5: append: cannot modify list during iteration");
+    expect_err("d = {[1]: 2}\n", "t.star:1:6: unhashable type: list");
+    expect_err("d = {'a': 1, 'a': 2}\n", "t.star:1:14: duplicate key \"a\" in dict literal");
+}
+
+/* ---- bad input ---- */
+
+static void
+test_unterminated(void **state)
+{
+    (void)state;
+    expect_err("x = 'abc\n", "t.star:1:5: unterminated string: missing closing '");
+    expect_err("x = \"\"\"abc\n\n", "t.star:1:5: unterminated string: missing closing \"\"\"");
+    expect_err("x = [1, 2\ny = 3\n", "t.star:1:5: '[' is never closed");
+    expect_err("prefix_rule(pattern = [\"ls\"]\n", "t.star:1:12: '(' is never closed");
+    expect_err("x = (1]\n", "t.star:1:7: ']' does not match the '(' opened at 1:5");
+    expect_err("x = 1)\n", "t.star:1:6: unexpected ')': nothing to close");
+}
+
+static void
+test_indentation(void **state)
+{
+    (void)state;
+    expect_err("def f():\n\treturn 1\n",
+               "t.star:2:1: tabs are not allowed in indentation: indent with spaces");
+    expect_err("def f():\n    x = 1\n  y = 2\n",
+               "t.star:3:3: unindent does not match any outer indentation level");
+    expect_err("  x = 1\n", "t.star:1:3: unexpected indentation");
+    expect_err("def f():\nreturn 1\n",
+               "t.star:2:1: syntax error: unexpected 'return', expected an indented block");
+}
+
+static void
+test_bad_bytes(void **state)
+{
+    (void)state;
+    expect_err("x = 'caf\xe9'\n", "t.star:1:9: invalid UTF-8 byte 0xe9: files must be UTF-8 text");
+    expect_err("x = 1\ny = '\xff\xfe'\n",
+               "t.star:2:6: invalid UTF-8 byte 0xff: files must be UTF-8 text");
+    char nul[] = "x = 1\0\n";
+    char *err = run(nul, sizeof nul - 1);
+    assert_string_equal(err, "t.star:1:6: NUL byte in source: is this a text file?");
+    free(err);
+    expect_err("x = $\n", "t.star:1:5: unexpected character '$'");
+    expect_err("x = 'a' 'b'\n",
+               "t.star:1:9: syntax error: unexpected string, use + to join strings");
+    expect_err("x = '\\q'\n", "t.star:1:6: invalid escape sequence: write \\\\ for a backslash");
+}
+
+static void
+test_hostile_limits(void **state)
+{
+    (void)state;
+    /* 10 000 nested brackets: refused at the 101st, no deep recursion. */
+    size_t n = 10000;
+    char *deep = malloc(2 * n + 16);
+    assert_non_null(deep);
+    strcpy(deep, "x = ");
+    memset(deep + 4, '[', n);
+    memset(deep + 4 + n, ']', n);
+    strcpy(deep + 4 + 2 * n, "\n");
+    char *err = run(deep, strlen(deep));
+    assert_string_equal(err, "t.star:1:105: brackets nested too deeply (the limit is 100)");
+    free(err);
+    /* 10 000 nested unary operators. */
+    strcpy(deep, "x = ");
+    for (size_t i = 0; i < n; i++)
+        deep[4 + i] = '-';
+    strcpy(deep + 4 + n, "1\n");
+    err = run(deep, strlen(deep));
+    assert_string_equal(err, "t.star:1:204: expression nested too deeply (the limit is 200)");
+    free(err);
+    free(deep);
+
+    expect_err("for i in range(10**9):\n    pass\n",
+               "t.star:1:10: too many steps (limit 20000000): is there an endless loop?");
+    expect_err("def f():\n    return [i for i in range(1000000000)]\nf()\n",
+               "t.star:2:24: out of memory: range of 1000000000 elements is too large");
+    expect_err("s = 'x' * 100000000\nt = s + s + s\n",
+               "t.star:2:7: out of memory: the file needs more than 256 MiB");
+    expect_err("prefix_rule(pattern = ['ls'])\n",
+               "t.star:1:1: undefined: prefix_rule is not defined");
+    expect_err("undefined_function(1)\n",
+               "t.star:1:1: undefined: undefined_function is not defined");
+    expect_err("while True:\n    pass\n",
+               "t.star:1:1: 'while' loops are not allowed in Starlark: use 'for' over a range");
+    expect_err("load('x.star', 'y')\n", "t.star:1:1: load() is not supported in .rules files");
+    expect_err("class X:\n    pass\n",
+               "t.star:1:1: syntax error: 'class' is reserved and not allowed in Starlark");
+
+    /* A file over the size limit is refused before it is parsed. */
+    size_t big = (size_t)STAR_MAX_FILE_BYTES + 1;
+    char *huge = malloc(big);
+    assert_non_null(huge);
+    memset(huge, '#', big);
+    err = run(huge, big);
+    assert_string_equal(err, "t.star:1:1: file is too large (8388609 bytes; the limit is 8 MiB)");
+    free(err);
+    free(huge);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_literals),         cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),        cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),   cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control), cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
+        cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
+        cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
