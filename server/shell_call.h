@@ -60,7 +60,16 @@ struct shell_call_spec {
     size_t max_output;   /* > 0: bytes kept, half head, half tail */
     bool progress;       /* report on_progress */
     bool report;         /* argv passes --report-fd SHELL_CALL_REPORT_FD to the helper */
+    /* escalation hook: when escalate is set, escalate_fd (borrowed,
+     * close-on-exec) is inherited by the child as SHELL_CALL_ESCALATE_FD.
+     * Needs report set (the stdio array is contiguous). */
+    bool escalate;
+    int escalate_fd;
 };
+
+/* escalation hook: the number at which the helper (and the sandboxed Bash
+ * after it) finds the call's escalation socket. */
+#define SHELL_CALL_ESCALATE_FD 4
 
 /* The fd on which the sandbox helper reports that the sandbox is in place
  * (one line, right before it runs the program). */
@@ -109,5 +118,13 @@ struct shell_call_attachment {
 
 /* Adds a to c (borrowed until its release()). Cannot fail. */
 void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
+
+/*
+ * escalation hook: stops the call's timeout clock while a person is asked
+ * (elicitation), and restarts it with the time that was left.  Pauses nest:
+ * the clock runs again after as many resumes as pauses.  Cannot fail.
+ */
+void shell_call_pause_timeout(struct shell_call *c);
+void shell_call_resume_timeout(struct shell_call *c);
 
 #endif
