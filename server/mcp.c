@@ -491,8 +491,8 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
     char *label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
     struct escalation_call *ec =
         c && label ? escalation_call_new(s->esc, s->policy, s->policy_cwd,
-                                         json_string_value(json_object_get(args, "workdir")),
-                                         label, on_call_abort, c, &esc_fd, &err)
+                                         json_string_value(json_object_get(args, "workdir")), label,
+                                         on_call_abort, c, &esc_fd, &err)
                    : NULL;
     free(label);
     char **env = ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path) : NULL;

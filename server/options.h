@@ -31,8 +31,8 @@ struct server_options {
     size_t rules_count;
     bool rules_default; /* rules[0] is the default directory (none was given) */
     char *audit_log;    /* --audit-log, or NULL */
-    json_t *sandbox;   /* --sandbox: a sandboxPolicy object, or NULL */
-    char *sandbox_cwd; /* --sandbox's sandboxCwd when given, else NULL */
+    json_t *sandbox;    /* --sandbox: a sandboxPolicy object, or NULL */
+    char *sandbox_cwd;  /* --sandbox's sandboxCwd when given, else NULL */
     uint64_t default_timeout_ms;
     size_t max_output_bytes;
     unsigned max_calls;

@@ -583,7 +583,9 @@ shell_call_start(struct shell_call *c)
             .args = c->spec.argv,
             .env = c->spec.env,
             .flags = UV_PROCESS_DETACHED,
-            .stdio_count = escalate ? 5 : c->spec.report ? 4 : 3,
+            .stdio_count = escalate         ? 5
+                           : c->spec.report ? 4
+                                            : 3,
             .stdio = stdio,
         };
         rc = uv_spawn(c->loop, &c->proc, &opts);

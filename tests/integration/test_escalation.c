@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *server_path;
@@ -39,6 +40,7 @@ struct answers {
     const char *action;   /* accept / decline / cancel; NULL: never expected */
     const char *decision; /* content.decision, or NULL */
     int asked;            /* count of questions received */
+    int delay_ms;         /* wait this long before answering */
     char *last_message;
 };
 
@@ -99,14 +101,15 @@ world_end(struct world *w)
     free(w->audit);
 }
 
-/* Runs command; answers questions with a; returns the whole tools/call answer. */
+/* Runs command with a timeout; answers questions with a; returns the
+ * whole tools/call answer. */
 static json_t *
-run(struct world *w, const char *command, struct answers *a)
+run_timeout(struct world *w, const char *command, struct answers *a, int timeout_ms)
 {
     long long id = mcp_client_send_request(
         w->c, "tools/call",
         json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command", command,
-                  "workdir", w->wd, "login", 0, "timeout_ms", 30000));
+                  "workdir", w->wd, "login", 0, "timeout_ms", timeout_ms));
     for (;;) {
         json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
         assert_non_null(m);
@@ -125,6 +128,10 @@ run(struct world *w, const char *command, struct answers *a)
                                 "properties"),
                 "decision");
             assert_int_equal(json_array_size(json_object_get(en, "enum")), 4);
+            if (a->delay_ms > 0) {
+                struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
+            }
             json_t *result = json_pack("{s:s}", "action", a->action);
             if (a->decision)
                 json_object_set_new(result, "content", json_pack("{s:s}", "decision", a->decision));
@@ -137,6 +144,12 @@ run(struct world *w, const char *command, struct answers *a)
             return m;
         json_decref(m); /* progress, logs */
     }
+}
+
+static json_t *
+run(struct world *w, const char *command, struct answers *a)
+{
+    return run_timeout(w, command, a, 30000);
 }
 
 static const json_t *
@@ -364,6 +377,82 @@ test_abort_stops_the_call(void **state)
     world_end(&w);
 }
 
+static void
+test_waiting_for_a_person_does_not_count_toward_the_timeout(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\")\n", true);
+    struct answers ans = {.action = "accept", .delay_ms = 2500};
+    json_t *a = run_timeout(&w, "git init . >/dev/null; echo done", &ans, 1500);
+    assert_int_equal(ans.asked, 1);
+    assert_false(json_is_true(json_object_get(structured(a), "timed_out")));
+    assert_contains(output_of(a), "done\n");
+    json_decref(a);
+    /* and the clock runs again afterwards */
+    ans.delay_ms = 0;
+    a = run_timeout(&w, "git init . >/dev/null; sleep 5; echo late", &ans, 1500);
+    assert_true(json_is_true(json_object_get(structured(a), "timed_out")));
+    json_decref(a);
+    free(ans.last_message);
+    world_end(&w);
+}
+
+static void
+test_forced_rm_without_rule_prompts_then_runs_inside(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"true\"], decision=\"allow\")\n", true);
+    char *in = tmpdir_path(w.wd, "victim");
+    tmpdir_write_file(in, "x", 0644);
+    char *out = tmpdir_path(w.outside, "victim");
+    tmpdir_write_file(out, "x", 0644);
+    struct answers ans = {.action = "decline"};
+    json_t *a = run(&w, "rm -rf victim; echo \"status=$?\"; rm victim2 2>/dev/null; true", &ans);
+    assert_int_equal(ans.asked, 1); /* rm without force is not asked */
+    assert_contains(output_of(a), "Execution denied: User declined execution\nstatus=1\n");
+    assert_true(exists(w.wd, "victim"));
+    json_decref(a);
+    ans.action = "accept";
+    char *cmd = fmt("bash -c 'rm -f victim'; echo \"in=$?\"; rm --force %s; echo \"out=$?\"", out);
+    a = run(&w, cmd, &ans);
+    /* bash -c 'rm -f ...' is asked (the system's bash then runs rm itself),
+     * then rm --force */
+    assert_int_equal(ans.asked, 3);
+    assert_contains(output_of(a), "in=0\n");
+    assert_false(exists(w.wd, "victim"));
+    /* approved, but it ran in the sandbox: outside stays */
+    assert_contains(output_of(a), "out=1\n");
+    assert_true(exists(w.outside, "victim"));
+    json_decref(a);
+    free(cmd);
+    free(in);
+    free(out);
+    free(ans.last_message);
+    world_end(&w);
+}
+
+static void
+test_timeout_kills_escalated_program(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *cmd = fmt("sh -c 'sleep 37.25; touch %s/late'", w.outside);
+    json_t *a = run_timeout(&w, cmd, NULL, 1000);
+    assert_true(json_is_true(json_object_get(structured(a), "timed_out")));
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; i++) {
+        gone = !mcp_client_process_exists("sleep 37.25");
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        if (!gone)
+            nanosleep(&ts, NULL);
+    }
+    assert_true(gone);
+    assert_false(exists(w.outside, "late"));
+    json_decref(a);
+    free(cmd);
+    world_end(&w);
+}
+
 /* ---- fds and pipelines ---- */
 
 static void
@@ -475,6 +564,12 @@ static const char attack_py[] =
     "a = hello(); a.sendall(req()); print('run', a.recv(100)); a.close()\n"
     "a = hello(); a.sendmsg([req()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', "
     "[r]))]); print('fds', a.recv(100)); a.close()\n"
+    "def esc_req(cmd):\n"
+    "    return frame(2, st(b'/bin/sh') + struct.pack('<I', 3) + st(b'sh') + st(b'-c') + st(cmd) "
+    "+ st(os.getcwd().encode()) + struct.pack('<I', 0))\n"
+    "a = hello(); a.sendall(esc_req(os.environ['MARK'].encode())); m = a.recv(8); "
+    "a.sendall(frame(6, struct.pack('<II', 1, 1))); print('esc', m, 'count', a.recv(100)); "
+    "a.close()\n"
     "for i in range(20): hello()\n"
     "print('attacks done')\n";
 
@@ -485,15 +580,19 @@ test_raw_clients_leave_server_serving(void **state)
     world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
     char *py = tmpdir_path(w.wd, "attack.py");
     tmpdir_write_file(py, attack_py, 0644);
-    char *cmd =
-        fmt("/usr/bin/python3 attack.py; sh -c 'touch %s/after'; echo \"status=$?\"", w.outside);
+    char *cmd = fmt("MARK='touch %s/mismatch' /usr/bin/python3 attack.py; sh -c 'touch %s/after';"
+                    " echo \"status=$?\"",
+                    w.outside, w.outside);
     json_t *a = run(&w, cmd, NULL);
     const char *out = output_of(a);
-    assert_contains(out, "big b''");   /* oversized: session closed, no answer */
+    assert_contains(out, "big b''");  /* oversized: session closed, no answer */
     assert_contains(out, "baddir b"); /* a missing workdir is denied */
     assert_contains(out, "not an existing directory");
     assert_contains(out, "run b'\\x00\\x00\\x00\\x00\\x01\\x00\\x03\\x00'"); /* RUN */
     assert_contains(out, "fds b''"); /* fds on a REQUEST end the session */
+    /* ESCALATE, then an FDS frame announcing 1 fd with none attached */
+    assert_contains(out, "esc b'\\x00\\x00\\x00\\x00\\x01\\x00\\x04\\x00' count b''");
+    assert_false(exists(w.outside, "mismatch"));
     assert_contains(out, "attacks done");
     assert_contains(out, "status=0\n");
     assert_true(exists(w.outside, "after"));
@@ -526,6 +625,9 @@ main(void)
         cmocka_unit_test(test_prompt_without_elicitation_capability),
         cmocka_unit_test(test_approved_for_session_asks_once),
         cmocka_unit_test(test_abort_stops_the_call),
+        cmocka_unit_test(test_waiting_for_a_person_does_not_count_toward_the_timeout),
+        cmocka_unit_test(test_forced_rm_without_rule_prompts_then_runs_inside),
+        cmocka_unit_test(test_timeout_kills_escalated_program),
         cmocka_unit_test(test_pipeline_mixes_escalated_and_sandboxed),
         cmocka_unit_test(test_extra_fds_reach_escalated_program),
         cmocka_unit_test(test_fake_program_in_workdir_not_escalated),
