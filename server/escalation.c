@@ -4,6 +4,7 @@
 #include "audit.h"
 #include "esc_io.h"
 #include "esc_proto.h"
+#include "exec_checks.h"
 #include "log.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
 #include "../rules/load.h"
@@ -34,50 +35,6 @@ extern char **environ;
 #define REASON_NO_ELICITATION                                                                      \
     "Approval was required by a prompt rule, but the MCP client did not declare the "              \
     "elicitation capability, so it cannot be asked"
-
-/* Variables removed from an escalated program's environment: they change
- * how a program loads or what it runs behind the rules' back.  Names
- * ending in '*' are prefixes. */
-static const char *const dropped_env[] = {
-    "LD_*",
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PROMPT_COMMAND",
-    "GCONV_PATH",
-    "BASH_FUNC_*",
-    "PS4",
-    "IFS",
-    "CDPATH",
-    "GLOBIGNORE",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "RUBYOPT",
-    "RUBYLIB",
-    "NODE_OPTIONS",
-    "MALLOC_*",
-    "GLIBC_TUNABLES",
-    "LOCPATH",
-    "NLSPATH",
-    "HOSTALIASES",
-    "RESOLV_HOST_CONF",
-    "TMPDIR_UNSAFE",
-    "GIT_EXEC_PATH",
-    "GIT_CONFIG_*",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_ASKPASS",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_PAGER",
-    "EXEC_WRAPPER",
-    "CODEX_ESCALATE_SOCKET",
-    "EXECGATE_BASH",
-};
 
 struct escalation_server {
     uv_loop_t *loop;
@@ -365,86 +322,6 @@ writable_from_sandbox(const struct sandbox_view *v, const char *real)
     return false;
 }
 
-/* ---- the forced-rm heuristic ---- */
-
-static const char *
-base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-static bool words_force_rm(char *const *words, size_t n, int depth);
-
-/* argv from words[0]: rm with -f / --force / combined short flags holding f. */
-static bool
-rm_forced(char *const *words, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        const char *w = words[i];
-        if (strcmp(w, "--") == 0)
-            return false;
-        if (strcmp(w, "--force") == 0)
-            return true;
-        if (w[0] == '-' && w[1] != '-' && strchr(w + 1, 'f'))
-            return true;
-    }
-    return false;
-}
-
-/* One simple command (words[0..n)): rm itself, behind sudo, or a shell -c. */
-static bool
-command_forces_rm(char *const *words, size_t n, int depth)
-{
-    size_t i = 0;
-    while (i < n && strcmp(base_name(words[i]), "sudo") == 0) {
-        i++;
-        while (i < n && words[i][0] == '-')
-            i++; /* sudo's own options (those with arguments are rare here) */
-    }
-    if (i >= n)
-        return false;
-    const char *name = base_name(words[i]);
-    if (strcmp(name, "rm") == 0)
-        return rm_forced(words + i, n - i);
-    bool shell = strcmp(name, "sh") == 0 || strcmp(name, "bash") == 0 ||
-                 strcmp(name, "dash") == 0 || strcmp(name, "zsh") == 0;
-    if (!shell || depth > 3)
-        return false;
-    for (size_t j = i + 1; j + 1 < n; j++) {
-        const char *w = words[j];
-        if (w[0] == '-' && w[1] != '-' && strchr(w + 1, 'c')) {
-            char **inner = NULL;
-            size_t m = 0;
-            const char *why = NULL;
-            if (shlex_split(words[j + 1], strlen(words[j + 1]), &inner, &m, &why) < 0)
-                return false;
-            bool forced = words_force_rm(inner, m, depth + 1);
-            shlex_words_free(inner);
-            return forced;
-        }
-    }
-    return false;
-}
-
-/* Words of a script: split at ; & | and newlines-as-words into commands. */
-static bool
-words_force_rm(char *const *words, size_t n, int depth)
-{
-    size_t start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        bool sep = i == n || strcmp(words[i], ";") == 0 || strcmp(words[i], "&&") == 0 ||
-                   strcmp(words[i], "||") == 0 || strcmp(words[i], "|") == 0 ||
-                   strcmp(words[i], "&") == 0;
-        if (!sep)
-            continue;
-        if (i > start && command_forces_rm(words + start, i - start, depth))
-            return true;
-        start = i + 1;
-    }
-    return false;
-}
-
 /* ---- sessions ---- */
 
 static void session_end(struct session *s);
@@ -709,7 +586,7 @@ session_decide(struct session *s)
     unsigned flags = s->ec->es->preserve_program_paths ? 0 : RULES_CHECK_RESOLVE_HOST_EXECUTABLES;
     int rc = rules_policy_check(s->ec->es->rules, argv, r->argc, flags, &res);
     bool forced_rm = rc == 0 && res.decision == RULES_DECISION_NONE &&
-                     command_forces_rm((char *const *)argv, r->argc, 0);
+                     exec_checks_forces_rm((const char *const *)argv, r->argc);
     free(argv);
     if (rc < 0) {
         session_deny(s, "out of memory");
@@ -758,23 +635,6 @@ session_decide(struct session *s)
         session_ask(s);
     else
         session_allowed(s);
-}
-
-static bool
-env_dropped(const char *entry)
-{
-    size_t name_len = strcspn(entry, "=");
-    for (size_t i = 0; i < sizeof(dropped_env) / sizeof(dropped_env[0]); i++) {
-        const char *d = dropped_env[i];
-        size_t n = strlen(d);
-        if (d[n - 1] == '*') {
-            if (name_len >= n - 1 && strncmp(entry, d, n - 1) == 0)
-                return true;
-        } else if (name_len == n && strncmp(entry, d, n) == 0) {
-            return true;
-        }
-    }
-    return false;
 }
 
 static void
@@ -855,7 +715,7 @@ session_spawn(struct session *s, const int *targets, size_t count)
     }
     size_t n = 0;
     for (size_t i = 0; i < s->req.envc; i++) {
-        if (!env_dropped(s->req.env[i]))
+        if (!exec_checks_env_dropped(s->req.env[i]))
             env[n++] = s->req.env[i];
     }
     uv_process_options_t opts = {
