@@ -241,24 +241,25 @@ append_ring(struct shell_call *c, const char *buf, size_t n)
         c->ring_len = c->ring_cap;
         return;
     }
-    for (size_t i = 0; i < n;) {
+    /* Contiguous runs: where the ring is full, the write position is the
+     * oldest byte, so writing there drops the oldest bytes in order. */
+    while (n > 0) {
         size_t pos = (c->ring_start + c->ring_len) % c->ring_cap;
-        if (c->ring_len == c->ring_cap) {
-            /* full: overwrite the oldest byte */
-            pos = c->ring_start;
-            c->ring_start = (c->ring_start + 1) % c->ring_cap;
-            c->ring_len--;
-            c->omitted++;
-        }
         size_t run = c->ring_cap - pos;
+        if (run > n)
+            run = n;
+        memcpy(c->ring + pos, buf, run);
         size_t room = c->ring_cap - c->ring_len;
-        if (run > room)
-            run = room;
-        if (run > n - i)
-            run = n - i;
-        memcpy(c->ring + pos, buf + i, run);
-        c->ring_len += run;
-        i += run;
+        if (run <= room) {
+            c->ring_len += run;
+        } else {
+            size_t over = run - room;
+            c->ring_len = c->ring_cap;
+            c->ring_start = (c->ring_start + over) % c->ring_cap;
+            c->omitted += over;
+        }
+        buf += run;
+        n -= run;
     }
 }
 

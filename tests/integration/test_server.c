@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "mcp_client.h"
+#include "proc.h"
 #include "tmpdir.h"
 
 #include <signal.h>
@@ -237,6 +238,62 @@ test_tools_list(void **state)
     json_decref(required);
     const json_t *out = json_object_get(t, "outputSchema");
     assert_non_null(json_object_get(json_object_get(out, "properties"), "timed_out"));
+    json_decref(a);
+    finish(c);
+}
+
+static void
+run_cli(const char *arg, const char *arg2, int want_status, const char *want_out,
+        const char *want_err)
+{
+    const char *argv[] = {server_path, arg, arg2, NULL};
+    struct proc_result r;
+    assert_int_equal(proc_run(argv, NULL, &r), 0);
+    assert_int_equal(proc_exit_code(&r), want_status);
+    if (want_out && !strstr(r.out, want_out))
+        fail_msg("stdout '%s' lacks '%s'", r.out, want_out);
+    if (want_err && !strstr(r.err, want_err))
+        fail_msg("stderr '%s' lacks '%s'", r.err, want_err);
+    if (want_status != 0)
+        assert_int_equal(r.out_len, 0); /* stdout is the protocol's */
+    proc_result_free(&r);
+}
+
+static void
+test_command_line(void **state)
+{
+    run_cli("-V", NULL, 0, "execgate ", NULL);
+    run_cli("--version", NULL, 0, "execgate ", NULL);
+    run_cli("--help", NULL, 0, "--sandbox-helper", NULL);
+    run_cli("-h", NULL, 0, "--max-output-bytes", NULL);
+    run_cli("--no-such-flag", NULL, 2, NULL, "--no-such-flag");
+    run_cli("--max-calls", "0", 2, NULL, "'0'");
+    run_cli("--max-calls", "many", 2, NULL, "'many'");
+    run_cli("--log-level", "loud", 2, NULL, "loud");
+    run_cli("--sandbox", "{\"type\":\"no-such\"}", 2, NULL, "no-such");
+    run_cli("--sandbox", "not json", 2, NULL, "--sandbox");
+    run_cli("stray", NULL, 2, NULL, "stray");
+}
+
+static void
+test_codex_bash_path(void **state)
+{
+    const char *argv[] = {server_path, "--sandbox", FULL_ACCESS, NULL};
+    const char *env[] = {"CODEX_BASH_PATH=/nonexistent/patched-bash", NULL};
+    struct mcp_client *c = mcp_client_start(argv, env);
+    json_decref(mcp_client_initialize(c));
+    json_t *a = call_shell(c, "echo never", "/");
+    /* the helper could not find that Bash: the command's not-found status */
+    assert_int_equal(result_exit(a), 127);
+    assert_non_null(strstr(result_output(a), "/nonexistent/patched-bash"));
+    json_decref(a);
+    finish(c);
+    /* --bash wins over the environment */
+    const char *argv2[] = {server_path, "--sandbox", FULL_ACCESS, "--bash", "/bin/bash", NULL};
+    c = mcp_client_start(argv2, env);
+    json_decref(mcp_client_initialize(c));
+    a = call_shell(c, "echo ran", "/");
+    assert_string_equal(result_output(a), "ran\n");
     json_decref(a);
     finish(c);
 }
@@ -670,6 +727,29 @@ test_output_cap(void **state)
     assert_non_null(strstr(tail, "mmmTAILTAIL"));
     assert_string_equal(tail + 500 - 8, "TAILTAIL");
     json_decref(a);
+    /* many small writes through the ring: the tail is exactly the newest
+     * 500 bytes, the count exact */
+    a = call_shell(c, "for i in $(seq 1 20000); do echo $i; done", "/");
+    out = result_output(a);
+    size_t total = 0;
+    char *all = NULL;
+    size_t all_len = 0;
+    FILE *mem = open_memstream(&all, &all_len);
+    for (int i = 1; i <= 20000; i++)
+        fprintf(mem, "%d\n", i);
+    fclose(mem);
+    total = all_len;
+    char *want_marker = NULL;
+    assert_true(
+        asprintf(&want_marker, "\n[execgate: %zu bytes of output omitted]\n", total - 1000) > 0);
+    m = strstr(out, want_marker);
+    assert_non_null(m);
+    assert_int_equal(m - out, 500);
+    assert_memory_equal(out, all, 500);
+    assert_string_equal(m + strlen(want_marker), all + total - 500);
+    free(want_marker);
+    free(all);
+    json_decref(a);
     /* under the cap: all of it, no marker */
     a = call_shell(c, "head -c 999 /dev/zero | tr '\\0' q", "/");
     assert_int_equal(strlen(result_output(a)), 999);
@@ -1004,6 +1084,8 @@ main(void)
         cmocka_unit_test(test_initialize),
         cmocka_unit_test(test_version_negotiation),
         cmocka_unit_test(test_tools_list),
+        cmocka_unit_test(test_command_line),
+        cmocka_unit_test(test_codex_bash_path),
         cmocka_unit_test(test_protocol_errors),
         cmocka_unit_test(test_invalid_params),
         cmocka_unit_test(test_oversized_message),
