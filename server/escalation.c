@@ -345,7 +345,7 @@ audit_session(struct session *s, const char *decision, const char *reason, int e
     size_t flen = 0, wlen = 0;
     char *file = utf8_lossy(s->req.file, strlen(s->req.file), &flen);
     char *wd = utf8_lossy(s->req.workdir, strlen(s->req.workdir), &wlen);
-    json_t *rec = json_pack("{s:s, s:s%, s:o, s:s%, s:O, s:s, s:s?, s:s?}", "call", s->ec->label,
+    json_t *rec = json_pack("{s:s, s:s%, s:o, s:s%, s:O, s:s, s:s*, s:s*}", "call", s->ec->label,
                             "file", file ? file : "", file ? flen : 0, "argv",
                             argv ? argv : json_array(), "workdir", wd ? wd : "", wd ? wlen : 0,
                             "matched_rules", s->matched ? s->matched : json_null(), "decision",
@@ -548,7 +548,7 @@ matches_json(const struct rules_result *r)
             free(t);
         }
         json_array_append_new(
-            arr, json_pack("{s:o, s:s, s:s?}", "prefix", prefix ? prefix : json_array(), "decision",
+            arr, json_pack("{s:o, s:s, s:s*}", "prefix", prefix ? prefix : json_array(), "decision",
                            rules_decision_name(m->decision), "justification", m->justification));
     }
     return arr;

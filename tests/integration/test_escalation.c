@@ -294,6 +294,11 @@ test_prompt_accept_git_init(void **state)
     assert_int_equal(exit_of(a), 0);
     /* the sandbox keeps .git read-only: only the escalated git made it */
     assert_true(exists(w.wd, ".git/HEAD"));
+    char *log = tmpdir_read_file(w.audit, NULL);
+    assert_contains(log, "\"answered_by\":\"user\"");
+    assert_contains(log,
+                    "\"matched_rules\":[{\"prefix\":[\"git\",\"init\"],\"decision\":\"prompt\"}]");
+    free(log);
     json_decref(a);
     free(git);
     free(expect);
@@ -451,6 +456,85 @@ test_timeout_kills_escalated_program(void **state)
     json_decref(a);
     free(cmd);
     world_end(&w);
+}
+
+static void
+test_signals_reach_escalated_program(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    /* SIGTERM to the wrapper (Bash's child) is forwarded to the escalated
+     * program, whose trap answers; readiness is a file, not a delay */
+    char *cmd = fmt("sh -c 'trap \"echo got-term; exit 3\" TERM; touch %s/x; : > ready; "
+                    "while :; do sleep 0.05; done' & pid=$!; "
+                    "until [ -e ready ]; do sleep 0.02; done; kill -TERM $pid; wait $pid; "
+                    "echo \"st=$?\"; sh -c 'kill -KILL $$'; echo \"killed=$?\"",
+                    w.outside);
+    json_t *a = run(&w, cmd, NULL);
+    assert_true(exists(w.outside, "x")); /* it was escalated */
+    assert_contains(output_of(a), "got-term\nst=3\n");
+    /* a program killed by a signal: the shell sees 128+n */
+    assert_contains(output_of(a), "killed=137\n");
+    json_decref(a);
+    free(cmd);
+    world_end(&w);
+}
+
+static void
+test_host_executable_limits_fallback(void **state)
+{
+    char *sh = which("sh");
+    char *rules = fmt("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
+                      "host_executable(name=\"sh\", paths=[\"/nonexistent/sh\"])\n");
+    struct world w;
+    world_start(&w, rules, false);
+    char *cmd = fmt("sh -c 'touch %s/x'; echo \"st=$?\"", w.outside);
+    json_t *a = run(&w, cmd, NULL);
+    /* not a listed path: no rule applies, it runs inside and cannot write */
+    assert_contains(output_of(a), "st=1\n");
+    assert_false(exists(w.outside, "x"));
+    json_decref(a);
+    free(rules);
+    /* listed: escalated (rules are read at start: a new server) */
+    world_end(&w);
+    rules = fmt("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
+                "host_executable(name=\"sh\", paths=[\"%s\"])\n",
+                sh);
+    world_start(&w, rules, false);
+    free(cmd);
+    cmd = fmt("sh -c 'touch %s/x'; echo \"st=$?\"", w.outside);
+    a = run(&w, cmd, NULL);
+    assert_contains(output_of(a), "st=0\n");
+    assert_true(exists(w.outside, "x"));
+    json_decref(a);
+    free(cmd);
+    free(rules);
+    free(sh);
+    world_end(&w);
+}
+
+static void
+test_bad_rules_refuse_start(void **state)
+{
+    char *dir = tmpdir_new("esc-bad");
+    char *path = tmpdir_path(dir, "bad.rules");
+    tmpdir_write_file(path, "prefix_rule(pattern=[\"rm\"], decision=\"maybe\")\n", 0644);
+    const char *argv[] = {server_path, "--rules", dir, NULL};
+    struct mcp_client *c = mcp_client_start(argv, NULL);
+    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    mcp_client_free(c);
+    /* and a missing --rules path */
+    const char *argv2[] = {server_path, "--rules", "/nonexistent/x.rules", NULL};
+    c = mcp_client_start(argv2, NULL);
+    status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    mcp_client_free(c);
+    tmpdir_remove(dir);
+    free(dir);
+    free(path);
 }
 
 /* ---- fds and pipelines ---- */
@@ -628,6 +712,9 @@ main(void)
         cmocka_unit_test(test_waiting_for_a_person_does_not_count_toward_the_timeout),
         cmocka_unit_test(test_forced_rm_without_rule_prompts_then_runs_inside),
         cmocka_unit_test(test_timeout_kills_escalated_program),
+        cmocka_unit_test(test_signals_reach_escalated_program),
+        cmocka_unit_test(test_host_executable_limits_fallback),
+        cmocka_unit_test(test_bad_rules_refuse_start),
         cmocka_unit_test(test_pipeline_mixes_escalated_and_sandboxed),
         cmocka_unit_test(test_extra_fds_reach_escalated_program),
         cmocka_unit_test(test_fake_program_in_workdir_not_escalated),
