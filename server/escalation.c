@@ -921,8 +921,7 @@ on_hello_readable(uv_poll_t *h, int status, int events)
 struct escalation_call *
 escalation_call_new(struct escalation_server *es, const json_t *sandbox_policy,
                     const char *sandbox_cwd, const char *workdir, const char *call_label,
-                    void (*on_abort)(void *data, const char *why), void *data, int *child_fd,
-                    char **err)
+                    void (*on_abort)(void *data, const char *why), void *data, char **err)
 {
     *err = NULL;
     struct escalation_call *ec = calloc(1, sizeof(*ec));
@@ -935,25 +934,12 @@ escalation_call_new(struct escalation_server *es, const json_t *sandbox_policy,
     ec->on_abort = on_abort;
     ec->abort_data = data;
     ec->server_fd = ec->child_fd = -1;
-    int pair[2];
-    int flags = -1;
-    if (view_init(&ec->writable, sandbox_policy, sandbox_cwd ? sandbox_cwd : workdir, err) < 0 ||
-        socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0 ||
-        (flags = fcntl(pair[0], F_GETFL)) < 0 || fcntl(pair[0], F_SETFL, flags | O_NONBLOCK) < 0) {
-        if (!*err && asprintf(err, "escalation socket: %s", strerror(errno)) < 0)
-            *err = NULL;
-        if (flags >= 0) {
-            close(pair[0]);
-            close(pair[1]);
-        }
+    if (view_init(&ec->writable, sandbox_policy, sandbox_cwd ? sandbox_cwd : workdir, err) < 0) {
         view_free(&ec->writable);
         free(ec->label);
         free(ec);
         return NULL;
     }
-    ec->server_fd = pair[0];
-    ec->child_fd = pair[1];
-    *child_fd = pair[1];
     es->calls++;
     return ec;
 }
@@ -1028,6 +1014,25 @@ att_release(struct shell_call_attachment *a)
     maybe_free_call(ec);
 }
 
+/* The call's datagram socket pair; the server's end non-blocking. */
+static int
+open_socket(struct escalation_call *ec)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0)
+        return -errno;
+    int flags = fcntl(pair[0], F_GETFL);
+    if (flags < 0 || fcntl(pair[0], F_SETFL, flags | O_NONBLOCK) < 0) {
+        int e = errno;
+        close(pair[0]);
+        close(pair[1]);
+        return -e;
+    }
+    ec->server_fd = pair[0];
+    ec->child_fd = pair[1];
+    return 0;
+}
+
 void
 escalation_call_attach(struct escalation_call *ec, struct shell_call *sc)
 {
@@ -1035,6 +1040,14 @@ escalation_call_attach(struct escalation_call *ec, struct shell_call *sc)
     ec->att.signal = att_signal;
     ec->att.release = att_release;
     shell_call_attach(sc, &ec->att);
+    int rc = open_socket(ec);
+    if (rc < 0) {
+        log_error("escalation %s: cannot make the escalation socket: %s: every exec of this call "
+                  "will fail closed",
+                  ec->label, strerror(-rc));
+        return;
+    }
+    shell_call_set_escalate_fd(sc, ec->child_fd);
     if (uv_poll_init(ec->es->loop, &ec->poll, ec->server_fd) == 0) {
         ec->poll.data = ec;
         ec->poll_open = true;

@@ -63,8 +63,9 @@ void escalation_server_free(struct escalation_server *es);
  * A call's escalation state, before its shell runs.  sandbox_policy and
  * sandbox_cwd (may be NULL: workdir) describe the call's sandbox, used to
  * tell what the sandbox can write.  call_label names the call in logs and
- * the audit log (copied).  *child_fd is the end the shell must inherit
- * (owned by the call; close-on-exec).  on_abort(data, why) runs (at most
+ * the audit log (copied).  No fd is opened yet (a call may wait long in
+ * the queue): the socket pair is made by escalation_call_attach.
+ * on_abort(data, why) runs (at most
  * once) when a person answers `abort`: the exec is denied and the call's
  * process group is killed; the caller's result should say why (why is
  * borrowed for the callback).  Returns NULL with *err malloc'd.
@@ -73,15 +74,19 @@ struct escalation_call *escalation_call_new(struct escalation_server *es,
                                             const json_t *sandbox_policy, const char *sandbox_cwd,
                                             const char *workdir, const char *call_label,
                                             void (*on_abort)(void *data, const char *why),
-                                            void *data, int *child_fd, char **err);
+                                            void *data, char **err);
 
 /* Frees a call that was never attached. NULL is a no-op. */
 void escalation_call_discard(struct escalation_call *ec);
 
 /*
- * Attaches ec to sc (ec is then released with sc) and starts serving its
- * socket.  Call right before shell_call_start; after it, call
- * escalation_call_spawned to drop the server's copy of the child end.
+ * Attaches ec to sc (ec is then released with sc, and freed after that),
+ * makes the call's socket pair, serves the server's end on the loop and
+ * hands the other end to sc (shell_call_set_escalate_fd).  Call right
+ * before shell_call_start; after it, escalation_call_spawned drops the
+ * server's copy of the child's end.  When the socket cannot be made the
+ * call runs without one (every exec then fails closed in the wrapper) and
+ * this is logged.
  */
 void escalation_call_attach(struct escalation_call *ec, struct shell_call *sc);
 void escalation_call_spawned(struct escalation_call *ec);

@@ -485,14 +485,14 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
         return;
     }
     struct mcp_call *c = calloc(1, sizeof(*c));
-    /* escalation hook: the call's socket, and the shell's environment naming
-     * the wrapper and the socket */
-    int esc_fd = -1;
+    /* escalation hook: the call's escalation state (its socket is made when
+     * it starts), and the shell's environment naming the wrapper and the
+     * socket */
     char *label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
     struct escalation_call *ec =
         c && label ? escalation_call_new(s->esc, s->policy, s->policy_cwd,
                                          json_string_value(json_object_get(args, "workdir")), label,
-                                         on_call_abort, c, &esc_fd, &err)
+                                         on_call_abort, c, &err)
                    : NULL;
     free(label);
     char **env = ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path) : NULL;
@@ -514,8 +514,6 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
         .max_output = s->o->max_output_bytes,
         .progress = token != NULL,
         .report = true,
-        .escalate = true,
-        .escalate_fd = esc_fd,
     };
     c->ec = ec;
     struct shell_call *sc = shell_call_new(s->loop, &spec, &call_events, c);

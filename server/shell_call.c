@@ -58,6 +58,7 @@ struct shell_call {
 
     struct shell_call_attachment *attached;
 
+    int escalate_fd; /* escalation hook: -1, or the socket end for the child */
     /* escalation hook: the timeout clock stopped while someone is asked */
     unsigned timeout_paused;
     uint64_t timeout_left_ms;
@@ -82,6 +83,7 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
         return NULL;
     }
     c->loop = loop;
+    c->escalate_fd = -1; /* escalation hook */
     c->spec = *spec;
     c->ev = *ev;
     c->data = data;
@@ -115,6 +117,12 @@ shell_call_attach(struct shell_call *c, struct shell_call_attachment *a)
 }
 
 static void on_timeout(uv_timer_t *t);
+
+void
+shell_call_set_escalate_fd(struct shell_call *c, int fd)
+{
+    c->escalate_fd = fd;
+}
 
 void
 shell_call_pause_timeout(struct shell_call *c)
@@ -575,9 +583,9 @@ shell_call_start(struct shell_call *c)
             {.flags = UV_INHERIT_FD, .data.fd = wfd},
             {.flags = UV_INHERIT_FD, .data.fd = report_wfd},
             /* escalation hook: the call's escalation socket end */
-            {.flags = UV_INHERIT_FD, .data.fd = c->spec.escalate_fd},
+            {.flags = UV_INHERIT_FD, .data.fd = c->escalate_fd},
         };
-        bool escalate = c->spec.report && c->spec.escalate;
+        bool escalate = c->spec.report && c->escalate_fd >= 0;
         uv_process_options_t opts = {
             .exit_cb = on_child_exit,
             .file = c->spec.argv[0],

@@ -60,11 +60,6 @@ struct shell_call_spec {
     size_t max_output;   /* > 0: bytes kept, half head, half tail */
     bool progress;       /* report on_progress */
     bool report;         /* argv passes --report-fd SHELL_CALL_REPORT_FD to the helper */
-    /* escalation hook: when escalate is set, escalate_fd (borrowed,
-     * close-on-exec) is inherited by the child as SHELL_CALL_ESCALATE_FD.
-     * Needs report set (the stdio array is contiguous). */
-    bool escalate;
-    int escalate_fd;
 };
 
 /* escalation hook: the number at which the helper (and the sandboxed Bash
@@ -118,6 +113,13 @@ struct shell_call_attachment {
 
 /* Adds a to c (borrowed until its release()). Cannot fail. */
 void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
+
+/*
+ * escalation hook: fd (borrowed, close-on-exec) is inherited by the child
+ * as SHELL_CALL_ESCALATE_FD; set before shell_call_start, on a call whose
+ * spec has report set (the stdio array is contiguous).  Cannot fail.
+ */
+void shell_call_set_escalate_fd(struct shell_call *c, int fd);
 
 /*
  * escalation hook: stops the call's timeout clock while a person is asked

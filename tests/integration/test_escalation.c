@@ -537,6 +537,54 @@ test_bad_rules_refuse_start(void **state)
     free(path);
 }
 
+static void
+test_queued_calls_hold_no_sockets(void **state)
+{
+    char *wd = tmpdir_new("esc-q");
+    const char *argv[] = {server_path, "--max-calls", "1", NULL};
+    struct mcp_client *c = mcp_client_start(argv, NULL);
+    json_decref(mcp_client_initialize(c));
+    json_t *ping = mcp_client_call(c, "ping", NULL);
+    json_decref(ping);
+    int before = mcp_client_fd_count(c);
+    char *marker = tmpdir_path(wd, "go");
+    char *first = fmt("until [ -e %s ]; do sleep 0.02; done", marker);
+    enum { QUEUED = 40 };
+    long long ids[QUEUED + 1];
+    ids[0] =
+        mcp_client_send_request(c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", first, "workdir", wd, "login", 0));
+    for (int i = 1; i <= QUEUED; i++)
+        ids[i] = mcp_client_send_request(c, "tools/call",
+                                         json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell",
+                                                   "arguments", "command", "echo q", "workdir", wd,
+                                                   "login", 0));
+    /* requests are handled in order: once ping is answered all are queued */
+    ping = mcp_client_call(c, "ping", NULL);
+    json_decref(ping);
+    int during = mcp_client_fd_count(c);
+    /* the running call holds a few (pipes, its socket); the queue none */
+    assert_true(during - before < 10);
+    tmpdir_write_file(marker, "", 0644);
+    for (int i = 0; i <= QUEUED; i++) {
+        json_t *id = json_integer(ids[i]);
+        json_t *a = mcp_client_response(c, id, MCP_CLIENT_WAIT_MS);
+        json_decref(id);
+        assert_int_equal(exit_of(a), 0);
+        json_decref(a);
+    }
+    mcp_client_close_stdin(c);
+    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_client_free(c);
+    tmpdir_remove(wd);
+    free(wd);
+    free(marker);
+    free(first);
+}
+
 /* ---- fds and pipelines ---- */
 
 static void
@@ -715,6 +763,7 @@ main(void)
         cmocka_unit_test(test_signals_reach_escalated_program),
         cmocka_unit_test(test_host_executable_limits_fallback),
         cmocka_unit_test(test_bad_rules_refuse_start),
+        cmocka_unit_test(test_queued_calls_hold_no_sockets),
         cmocka_unit_test(test_pipeline_mixes_escalated_and_sandboxed),
         cmocka_unit_test(test_extra_fds_reach_escalated_program),
         cmocka_unit_test(test_fake_program_in_workdir_not_escalated),
