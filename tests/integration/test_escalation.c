@@ -52,8 +52,9 @@ world_rules(struct world *w, const char *rules)
     free(path);
 }
 
+/* extra: one more server argument, or NULL */
 static void
-world_start(struct world *w, const char *rules, bool elicitation)
+world_start_with(struct world *w, const char *rules, bool elicitation, const char *extra)
 {
     memset(w, 0, sizeof(*w));
     w->wd = tmpdir_new("esc-wd");
@@ -68,8 +69,8 @@ world_start(struct world *w, const char *rules, bool elicitation)
                          "{\"sandboxPolicy\":{\"type\":\"workspace-write\",\"network_access\":"
                          "false},\"sandboxCwd\":\"%s\"}",
                          w->wd) > 0);
-    const char *argv[] = {server_path, "--rules",     w->rules, "--sandbox",
-                          sandbox,     "--audit-log", w->audit, NULL};
+    const char *argv[] = {server_path,   "--rules", w->rules, "--sandbox", sandbox,
+                          "--audit-log", w->audit,  extra,    NULL};
     w->c = mcp_client_start(argv, NULL);
     free(sandbox);
     json_t *caps = elicitation ? json_pack("{s:{}}", "elicitation") : json_object();
@@ -81,6 +82,12 @@ world_start(struct world *w, const char *rules, bool elicitation)
     json_decref(init);
     mcp_client_send(
         w->c, json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+}
+
+static void
+world_start(struct world *w, const char *rules, bool elicitation)
+{
+    world_start_with(w, rules, elicitation, NULL);
 }
 
 static void
@@ -320,6 +327,12 @@ test_prompt_decline_and_cancel(void **state)
     assert_contains(output_of(a), "Execution denied: User cancelled execution\nstatus=1\n");
     assert_int_equal(ans.asked, 2);
     assert_false(exists(w.wd, ".git/HEAD"));
+    json_decref(a);
+    /* bytes that are not UTF-8 reach the person as U+FFFD, quoted */
+    ans.action = "decline";
+    a = run(&w, "git init $'a\\xff'", &ans);
+    assert_contains(ans.last_message, " init 'a\xef\xbf\xbd'` in `");
+    assert_contains(output_of(a), "User declined execution");
     json_decref(a);
     free(ans.last_message);
     world_end(&w);
@@ -585,6 +598,30 @@ test_queued_calls_hold_no_sockets(void **state)
     free(first);
 }
 
+static void
+test_preserve_program_paths(void **state)
+{
+    char *sh = which("sh");
+    char *rules = fmt("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
+                      "prefix_rule(pattern=[\"%s\", \"-ec\"], decision=\"allow\")\n",
+                      sh);
+    struct world w;
+    world_start_with(&w, rules, false, "--preserve-program-paths");
+    /* the basename rule no longer matches: runs inside, cannot write */
+    char *cmd = fmt("sh -c 'touch %s/base'; echo \"st=$?\"; sh -ec 'touch %s/full'; "
+                    "echo \"st=$?\"",
+                    w.outside, w.outside);
+    json_t *a = run(&w, cmd, NULL);
+    assert_contains(output_of(a), "st=1\nst=0\n");
+    assert_false(exists(w.outside, "base"));
+    assert_true(exists(w.outside, "full"));
+    json_decref(a);
+    free(cmd);
+    free(rules);
+    free(sh);
+    world_end(&w);
+}
+
 /* ---- fds and pipelines ---- */
 
 static void
@@ -764,6 +801,7 @@ main(void)
         cmocka_unit_test(test_host_executable_limits_fallback),
         cmocka_unit_test(test_bad_rules_refuse_start),
         cmocka_unit_test(test_queued_calls_hold_no_sockets),
+        cmocka_unit_test(test_preserve_program_paths),
         cmocka_unit_test(test_pipeline_mixes_escalated_and_sandboxed),
         cmocka_unit_test(test_extra_fds_reach_escalated_program),
         cmocka_unit_test(test_fake_program_in_workdir_not_escalated),
