@@ -15,6 +15,7 @@ HOME for both.  Uses bench/server.py's client.
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,11 +58,31 @@ def block(c, workdir, command, want, n, inflight=8):
     return time.perf_counter() - t0, lat
 
 
+def seq_p50(c, workdir, command, n):
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        check(c.wait(c.request("tools/call", params(workdir, command))), "x\n")
+        lat.append(time.perf_counter() - t)
+    return common.pct(lat, 0.5) * 1000
+
+
+def bare_p50(bash, command, n):
+    """The same command in the patched Bash alone: no server, no wrapper."""
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run([bash, "-c", command], stdout=subprocess.DEVNULL, check=True)
+        lat.append(time.perf_counter() - t)
+    return common.pct(lat, 0.5) * 1000
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--execgate", required=True)
     ap.add_argument("--reference")
     ap.add_argument("--calls", type=int, default=800)
+    ap.add_argument("--seq", type=int, default=200)
     args = ap.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="execgate-escbench-")
@@ -104,8 +125,23 @@ def main():
                 t, lat = block(c, workdir, cmd, want, args.calls // blocks)
                 res[(name, cmd)][0] += t
                 res[(name, cmd)][1] += lat
+    # one Run exec, one call at a time: what the wrapper round trip adds
+    run_cmd = "/bin/true; echo x"
+    seq = {name: {"echo x": [], run_cmd: []} for name in clients}
+    for _ in range(args.seq // 20):
+        for name, c in clients.items():
+            for cmd in ("echo x", run_cmd):
+                seq[name][cmd].append(seq_p50(c, workdir, cmd, 20))
     for c in clients.values():
         c.close()
+    bash = os.path.join(os.path.dirname(args.execgate), "..", "subprojects", "bash", "bash")
+    bare = bare_p50(bash, run_cmd, args.seq) - bare_p50(bash, "echo x", args.seq)
+    print(f"one Run exec (/bin/true), p50 of sequential calls minus `echo x`: "
+          f"bare patched bash (no server, no wrapper) {bare:.2f} ms")
+    for name in clients:
+        d = (sorted(seq[name][run_cmd])[len(seq[name][run_cmd]) // 2] -
+             sorted(seq[name]["echo x"])[len(seq[name]["echo x"]) // 2])
+        print(f"  {name:18} {d:.2f} ms, i.e. {d - bare:+.2f} ms over the bare exec")
     print(f"{'server':18} {'command':22} {'8x c/s':>8} {'p99 ms':>8}")
     rate = {}
     for (name, cmd), (t, lat) in res.items():
