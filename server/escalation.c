@@ -554,72 +554,53 @@ matches_json(const struct rules_result *r)
     return arr;
 }
 
-/* The decision for a complete REQUEST (docs/escalation.md). */
-static void
-session_decide(struct session *s)
+/* The rules' decision for the request, from FILE (made absolute), not
+ * argv[0], which the caller chooses freely (exec -a).  Sets s->program,
+ * s->matched, *forced_rm, and *forbid (malloc'd, or NULL) for a forbidden
+ * rule with a justification.  Returns -1 when out of memory. */
+static int
+session_evaluate(struct session *s, enum rules_decision *d, bool *forced_rm, char **forbid)
 {
     struct esc_request *r = &s->req;
-    struct stat st;
-    if (stat(r->workdir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        session_deny(s, "the request's workdir is not an existing directory");
-        return;
-    }
     if (r->file[0] == '/')
         s->program = strdup(r->file);
     else if (asprintf(&s->program, "%s/%s", r->workdir, r->file) < 0)
         s->program = NULL;
-    if (!s->program) {
-        session_deny(s, "out of memory");
-        return;
-    }
-    /* the program for the rules is the file Bash resolved, not argv[0],
-     * which the caller chooses freely (exec -a) */
-    const char **argv = malloc(r->argc * sizeof(char *));
-    if (!argv) {
-        session_deny(s, "out of memory");
-        return;
-    }
+    const char **argv = s->program ? malloc(r->argc * sizeof(char *)) : NULL;
+    if (!argv)
+        return -1;
     argv[0] = s->program;
     for (size_t i = 1; i < r->argc; i++)
         argv[i] = r->argv[i];
     struct rules_result res = {0};
     unsigned flags = s->ec->es->preserve_program_paths ? 0 : RULES_CHECK_RESOLVE_HOST_EXECUTABLES;
     int rc = rules_policy_check(s->ec->es->rules, argv, r->argc, flags, &res);
-    bool forced_rm = rc == 0 && res.decision == RULES_DECISION_NONE &&
-                     exec_checks_forces_rm((const char *const *)argv, r->argc);
+    *forced_rm = rc == 0 && res.decision == RULES_DECISION_NONE &&
+                 exec_checks_forces_rm((const char *const *)argv, r->argc);
     free(argv);
-    if (rc < 0) {
-        session_deny(s, "out of memory");
-        return;
-    }
+    if (rc < 0)
+        return -1;
     s->matched = matches_json(&res);
     const char *justification = NULL;
     for (size_t i = 0; i < res.n_matches && !justification; i++) {
         if (res.matches[i].decision == res.decision)
             justification = res.matches[i].justification;
     }
-    char *forbid = NULL;
+    *forbid = NULL;
     if (res.decision == RULES_DECISION_FORBIDDEN && justification &&
-        asprintf(&forbid, "%s: %s", REASON_FORBIDDEN, justification) < 0)
-        forbid = NULL;
-    enum rules_decision d = res.decision;
+        asprintf(forbid, "%s: %s", REASON_FORBIDDEN, justification) < 0)
+        *forbid = NULL;
+    *d = res.decision;
     rules_result_free(&res);
-    s->answered_by = "rules";
-    if (d == RULES_DECISION_FORBIDDEN) {
-        session_deny(s, forbid ? forbid : REASON_FORBIDDEN);
-        free(forbid);
-        return;
-    }
-    if (d == RULES_DECISION_NONE) {
-        if (forced_rm) {
-            s->then_run = true;
-            session_ask(s);
-        } else {
-            session_run(s, "no rule");
-        }
-        return;
-    }
-    /* allow or prompt: escalate only a file the sandbox cannot have made */
+    return 0;
+}
+
+/* Sets s->real to what may be escalated: FILE resolved, a regular file the
+ * sandbox cannot have written; otherwise NULL and the exec will Run. */
+static void
+session_resolve_escalatable(struct session *s)
+{
+    struct stat st;
     s->real = realpath(s->program, NULL);
     if (s->real && (stat(s->real, &st) < 0 || !S_ISREG(st.st_mode) ||
                     writable_from_sandbox(&s->ec->writable, s->real))) {
@@ -631,10 +612,46 @@ session_decide(struct session *s)
     }
     if (!s->real)
         s->then_run = true;
-    if (d == RULES_DECISION_PROMPT)
+}
+
+/* The decision for a complete REQUEST (docs/escalation.md). */
+static void
+session_decide(struct session *s)
+{
+    struct stat st;
+    if (stat(s->req.workdir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        session_deny(s, "the request's workdir is not an existing directory");
+        return;
+    }
+    enum rules_decision d = RULES_DECISION_NONE;
+    bool forced_rm = false;
+    char *forbid = NULL;
+    if (session_evaluate(s, &d, &forced_rm, &forbid) < 0) {
+        session_deny(s, "out of memory");
+        return;
+    }
+    s->answered_by = "rules";
+    switch (d) {
+    case RULES_DECISION_FORBIDDEN:
+        session_deny(s, forbid ? forbid : REASON_FORBIDDEN);
+        break;
+    case RULES_DECISION_NONE:
+        s->then_run = true;
+        if (forced_rm)
+            session_ask(s);
+        else
+            session_run(s, "no rule");
+        break;
+    case RULES_DECISION_PROMPT:
+        session_resolve_escalatable(s);
         session_ask(s);
-    else
+        break;
+    case RULES_DECISION_ALLOW:
+        session_resolve_escalatable(s);
         session_allowed(s);
+        break;
+    }
+    free(forbid);
 }
 
 static void
