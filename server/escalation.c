@@ -1050,6 +1050,32 @@ open_socket(struct escalation_call *ec)
     return 0;
 }
 
+/* Makes the socket pair and watches the server's end.  Returns 0 or a
+ * negative errno (logged; the pair is then closed or never made). */
+static int
+start_serving(struct escalation_call *ec)
+{
+    int rc = open_socket(ec);
+    if (rc == 0) {
+        rc = uv_poll_init(ec->es->loop, &ec->poll, ec->server_fd);
+        if (rc == 0) {
+            ec->poll.data = ec;
+            ec->poll_open = true;
+            ec->handles_open++;
+            rc = uv_poll_start(&ec->poll, UV_READABLE, on_hello_readable);
+        } else {
+            close(ec->server_fd);
+            close(ec->child_fd);
+            ec->server_fd = ec->child_fd = -1;
+        }
+    }
+    if (rc < 0)
+        log_error("escalation %s: cannot serve an escalation socket: %s: every exec of this call "
+                  "will fail closed",
+                  ec->label, uv_strerror(rc));
+    return rc;
+}
+
 void
 escalation_call_attach(struct escalation_call *ec, struct shell_call *sc)
 {
@@ -1057,24 +1083,22 @@ escalation_call_attach(struct escalation_call *ec, struct shell_call *sc)
     ec->att.signal = att_signal;
     ec->att.release = att_release;
     shell_call_attach(sc, &ec->att);
-    int rc = open_socket(ec);
-    if (rc < 0) {
-        log_error("escalation %s: cannot make the escalation socket: %s: every exec of this call "
-                  "will fail closed",
-                  ec->label, strerror(-rc));
-        return;
-    }
-    shell_call_set_escalate_fd(sc, ec->child_fd);
-    if (uv_poll_init(ec->es->loop, &ec->poll, ec->server_fd) == 0) {
-        ec->poll.data = ec;
-        ec->poll_open = true;
-        ec->handles_open++;
-        uv_poll_start(&ec->poll, UV_READABLE, on_hello_readable);
-    } else {
-        log_error("escalation %s: cannot watch the escalation socket: every exec will fail "
-                  "closed",
-                  ec->label);
-    }
+    if (start_serving(ec) == 0)
+        shell_call_set_escalate_fd(sc, ec->child_fd);
+}
+
+int
+escalation_call_serve_detached(struct escalation_call *ec, int *child_fd)
+{
+    int rc = start_serving(ec);
+    *child_fd = ec->child_fd;
+    return rc;
+}
+
+void
+escalation_call_end_detached(struct escalation_call *ec)
+{
+    att_release(&ec->att);
 }
 
 void

@@ -92,6 +92,16 @@ void escalation_call_attach(struct escalation_call *ec, struct shell_call *sc);
 void escalation_call_spawned(struct escalation_call *ec);
 
 /*
+ * For tests and the fuzz target: serves ec without a shell call.  *child_fd
+ * gets the shell's end (still owned by ec, -1 on failure).  Returns 0 or a
+ * negative errno or libuv error.  End it with escalation_call_end_detached,
+ * which does what a shell call's end does (ec is freed once its handles
+ * and sessions have closed).
+ */
+int escalation_call_serve_detached(struct escalation_call *ec, int *child_fd);
+void escalation_call_end_detached(struct escalation_call *ec);
+
+/*
  * The environment of a call's sandboxed shell: the server's own, with
  * EXEC_WRAPPER=wrapper, CODEX_ESCALATE_SOCKET=SHELL_CALL_ESCALATE_FD and
  * EXECGATE_BASH=bash in place of any earlier values.  A NULL-terminated
