@@ -551,6 +551,42 @@ test_bad_rules_refuse_start(void **state)
 }
 
 static void
+test_cancel_kills_escalated_program(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *cmd = fmt("sh -c 'touch %s/ready; sleep 38.5; touch %s/late'", w.outside, w.outside);
+    long long id =
+        mcp_client_send_request(w.c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", cmd, "workdir", w.wd, "login", 0));
+    /* the escalated program has started once it made its file */
+    bool ready = false;
+    for (int i = 0; i < 3000 && !ready; i++) {
+        ready = exists(w.outside, "ready");
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        if (!ready)
+            nanosleep(&ts, NULL);
+    }
+    assert_true(ready);
+    assert_true(mcp_client_process_exists("sleep 38.5"));
+    mcp_client_send(w.c,
+                    json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                              "notifications/cancelled", "params", "requestId", (json_int_t)id));
+    bool gone = false;
+    for (int i = 0; i < 1000 && !gone; i++) {
+        gone = !mcp_client_process_exists("sleep 38.5");
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        if (!gone)
+            nanosleep(&ts, NULL);
+    }
+    assert_true(gone);
+    assert_false(exists(w.outside, "late"));
+    free(cmd);
+    world_end(&w);
+}
+
+static void
 test_queued_calls_hold_no_sockets(void **state)
 {
     char *wd = tmpdir_new("esc-q");
@@ -800,6 +836,7 @@ main(void)
         cmocka_unit_test(test_signals_reach_escalated_program),
         cmocka_unit_test(test_host_executable_limits_fallback),
         cmocka_unit_test(test_bad_rules_refuse_start),
+        cmocka_unit_test(test_cancel_kills_escalated_program),
         cmocka_unit_test(test_queued_calls_hold_no_sockets),
         cmocka_unit_test(test_preserve_program_paths),
         cmocka_unit_test(test_pipeline_mixes_escalated_and_sandboxed),
