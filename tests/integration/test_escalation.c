@@ -724,6 +724,26 @@ test_fake_program_in_workdir_not_escalated(void **state)
 }
 
 static void
+test_escalated_program_gets_only_forwarded_fds(void **state)
+{
+    /* an fd the server inherits (not close-on-exec) must not reach it */
+    int leak = dup2(STDERR_FILENO, 77);
+    assert_int_equal(leak, 77);
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    close(leak);
+    char *cmd = fmt("sh -c 'touch %s/esc; ls /proc/$$/fd; true'; echo; "
+                    "sh -c 'ls /proc/$$/fd; true' 5</dev/null",
+                    w.outside);
+    json_t *a = run(&w, cmd, NULL);
+    assert_true(exists(w.outside, "esc"));
+    assert_string_equal(output_of(a), "0\n1\n2\n\n0\n1\n2\n5\n");
+    json_decref(a);
+    free(cmd);
+    world_end(&w);
+}
+
+static void
 test_loader_env_dropped(void **state)
 {
     struct world w;
@@ -842,6 +862,7 @@ main(void)
         cmocka_unit_test(test_pipeline_mixes_escalated_and_sandboxed),
         cmocka_unit_test(test_extra_fds_reach_escalated_program),
         cmocka_unit_test(test_fake_program_in_workdir_not_escalated),
+        cmocka_unit_test(test_escalated_program_gets_only_forwarded_fds),
         cmocka_unit_test(test_loader_env_dropped),
         cmocka_unit_test(test_raw_clients_leave_server_serving),
     };
