@@ -8,9 +8,11 @@
 #include "mcp.h"
 #include "options.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -33,6 +35,11 @@ main(int argc, char **argv)
     /* A client that goes away must not kill the server mid-answer; libuv
      * resets dispositions in the children it spawns. */
     signal(SIGPIPE, SIG_IGN);
+    /* escalation hook: fds the server inherited beyond stdio reach none of
+     * its children (an escalated program gets exactly the fds its wrapper
+     * forwarded; a sandboxed command only what the call gives it) */
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        log_warn("cannot mark inherited fds close-on-exec: %s", strerror(errno));
 
     uv_loop_t loop;
     int rc = uv_loop_init(&loop);

@@ -1,5 +1,6 @@
 #include "mcp.h"
 
+#include "escalation.h"
 #include "execgate-config.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -31,6 +32,8 @@ struct mcp_call {
     json_t *id;
     json_t *progress_token; /* NULL: no progress was asked */
     struct shell_call *sc;
+    struct escalation_call *ec; /* escalation hook; NULL once attached to sc */
+    char *aborted;              /* escalation hook: why a person aborted the call */
     bool running;
     struct mcp_call *prev, *next;
 };
@@ -53,6 +56,7 @@ struct mcp_server {
     char *policy_cwd;
 
     struct call_list waiting, running;
+    struct escalation_server *esc; /* escalation hook: rules, approvals, audit */
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
     uv_signal_t sigterm, sigint;
@@ -105,6 +109,8 @@ call_free(struct mcp_call *c)
 {
     json_decref(c->id);
     json_decref(c->progress_token);
+    escalation_call_discard(c->ec);
+    free(c->aborted);
     free(c);
 }
 
@@ -194,6 +200,7 @@ handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
     }
     const json_t *caps = json_object_get(params, "capabilities");
     s->client_elicitation = json_object_get(caps, "elicitation") != NULL;
+    escalation_server_set_client(s->esc, s->rpc, s->client_elicitation);
     json_t *result = json_pack("{s:s, s:{s:{s:{s:s}}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion",
                                version, "capabilities", "experimental", "codex/sandbox-state",
                                "version", "1.0.0", "tools", "serverInfo", "name", EXECGATE_NAME,
@@ -285,6 +292,30 @@ failure_json(const char *why)
     return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", why, "isError", 1);
 }
 
+/* escalation hook: a person answered `abort` to an approval in this call;
+ * the result says so and is an error of the tool call. */
+static void
+mark_aborted(json_t *result, const char *why)
+{
+    json_t *obj = json_object_get(result, "structuredContent");
+    json_object_set_new(obj, "aborted", json_string(why));
+    char *dumped = json_dumps(obj, JSON_COMPACT);
+    json_t *item = json_array_get(json_object_get(result, "content"), 0);
+    if (dumped)
+        json_object_set_new(item, "text", json_string(dumped));
+    free(dumped);
+    json_object_set_new(result, "isError", json_true());
+}
+
+static void
+on_call_abort(void *data, const char *why)
+{
+    struct mcp_call *c = data;
+    if (!c->aborted)
+        c->aborted = strdup(why);
+    log_info("call: %s", why);
+}
+
 static void
 on_call_progress(struct shell_call *sc, const char *line, size_t len, uint64_t total, void *data)
 {
@@ -319,6 +350,8 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
         if (r->setup_failed)
             log_warn("call: the sandbox could not be set up; its reason is in the output");
         json_t *result = result_json(r);
+        if (result && c->aborted)
+            mark_aborted(result, c->aborted);
         if (result)
             jsonrpc_reply(s->rpc, c->id, result);
         else
@@ -452,20 +485,40 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
         return;
     }
     struct mcp_call *c = calloc(1, sizeof(*c));
+    /* escalation hook: the call's escalation state (its socket is made when
+     * it starts), and the shell's environment naming the wrapper and the
+     * socket */
+    char *label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+    struct escalation_call *ec =
+        c && label ? escalation_call_new(s->esc, s->policy, s->policy_cwd,
+                                         json_string_value(json_object_get(args, "workdir")), label,
+                                         on_call_abort, c, &err)
+                   : NULL;
+    free(label);
+    char **env = ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path) : NULL;
+    if (!ec || !env) {
+        for (size_t i = 0; argv[i]; i++)
+            free(argv[i]);
+        free(argv);
+        escalation_call_discard(ec);
+        free(c);
+        reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "escalation: %s",
+                        err ? err : "out of memory");
+        free(err);
+        return;
+    }
     struct shell_call_spec spec = {
         .argv = argv,
+        .env = env,
         .timeout_ms = timeout,
         .max_output = s->o->max_output_bytes,
         .progress = token != NULL,
         .report = true,
     };
-    struct shell_call *sc = c ? shell_call_new(s->loop, &spec, &call_events, c) : NULL;
+    c->ec = ec;
+    struct shell_call *sc = shell_call_new(s->loop, &spec, &call_events, c);
     if (!sc) {
-        if (!c) {
-            for (size_t i = 0; argv[i]; i++)
-                free(argv[i]);
-            free(argv);
-        }
+        escalation_call_discard(ec);
         free(c);
         jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
@@ -486,7 +539,13 @@ start_waiting(struct mcp_server *s)
         list_remove(&s->waiting, c);
         list_push(&s->running, c);
         c->running = true;
+        /* escalation hook: the socket is served from here on, and the
+         * server's copy of the shell's end goes once the shell has it */
+        struct escalation_call *ec = c->ec;
+        c->ec = NULL;
+        escalation_call_attach(ec, c->sc);
         shell_call_start(c->sc);
+        escalation_call_spawned(ec);
     }
 }
 
@@ -596,12 +655,28 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         rc = s->policy ? 0 : -1;
     }
     if (rc == 0) {
+        /* escalation hook: the rules are loaded once, here; a bad rules file
+         * refuses the start */
+        struct escalation_config ecfg = {
+            .rules_paths = (const char *const *)o->rules,
+            .n_rules_paths = o->rules_count,
+            .default_rules_dir = o->rules_default ? o->rules[0] : NULL,
+            .preserve_program_paths = o->preserve_program_paths,
+            .audit_path = o->audit_log,
+        };
+        s->esc = escalation_server_new(loop, &ecfg, err);
+        rc = s->esc ? 0 : -1;
+        if (s->esc)
+            log_info("rules: %zu prefix rule(s) loaded", escalation_server_rule_count(s->esc));
+    }
+    if (rc == 0) {
         s->rpc = jsonrpc_new(loop, &rpc_handler, s, o->max_message_bytes);
         rc = s->rpc ? 0 : -1;
     }
     if (rc < 0) {
         if (!*err)
             *err = strdup("out of memory");
+        escalation_server_free(s->esc);
         json_decref(s->policy);
         free(s->policy_cwd);
         free(s);
@@ -701,6 +776,7 @@ on_rpc_closed(void *data)
     struct mcp_server *s = data;
     s->rpc_closed = true;
     s->rpc = NULL;
+    escalation_server_set_client(s->esc, NULL, false);
     if (s->started && !uv_is_closing((uv_handle_t *)&s->grace))
         uv_close((uv_handle_t *)&s->grace, on_server_handle_closed);
 }
@@ -727,5 +803,6 @@ mcp_server_free(struct mcp_server *s)
         return;
     json_decref(s->policy);
     free(s->policy_cwd);
+    escalation_server_free(s->esc);
     free(s);
 }

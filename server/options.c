@@ -26,6 +26,7 @@ enum {
     OPT_KILL_GRACE,
     OPT_LOG_LEVEL,
     OPT_PRESERVE,
+    OPT_AUDIT_LOG, /* escalation */
 };
 
 static const struct option long_options[] = {
@@ -43,6 +44,7 @@ static const struct option long_options[] = {
     {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
     {"kill-grace-ms", required_argument, NULL, OPT_KILL_GRACE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
     {NULL, 0, NULL, 0},
 };
 
@@ -71,6 +73,7 @@ usage(FILE *out)
             "  --max-message-bytes N     largest JSON-RPC message accepted (16777216)\n"
             "  --kill-grace-ms N         SIGTERM-to-SIGKILL grace at shutdown (2000)\n"
             "  --log-level LEVEL         error, warn, info or debug (info); logs go to stderr\n"
+            "  --audit-log PATH          append one JSON line per exec decision to PATH\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -197,6 +200,7 @@ default_rules(struct server_options *o)
         return -1;
     o->rules[0] = path;
     o->rules_count = 1;
+    o->rules_default = true; /* escalation: a missing default directory is no rules */
     return 0;
 }
 
@@ -259,6 +263,10 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         return 0;
     case OPT_RULES:
         o->rules[o->rules_count++] = strdup(arg);
+        return 0;
+    case OPT_AUDIT_LOG:
+        free(o->audit_log);
+        o->audit_log = strdup(arg);
         return 0;
     case OPT_SANDBOX:
         return parse_sandbox(o, arg, err);
@@ -359,6 +367,7 @@ options_release(struct server_options *o)
     for (size_t i = 0; o->rules && i < o->rules_count; i++)
         free(o->rules[i]);
     free(o->rules);
+    free(o->audit_log);
     json_decref(o->sandbox);
     free(o->sandbox_cwd);
     memset(o, 0, sizeof(*o));

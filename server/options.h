@@ -29,8 +29,10 @@ struct server_options {
     bool preserve_program_paths;
     char **rules; /* NULL-terminated rules files or directories */
     size_t rules_count;
-    json_t *sandbox;   /* --sandbox: a sandboxPolicy object, or NULL */
-    char *sandbox_cwd; /* --sandbox's sandboxCwd when given, else NULL */
+    bool rules_default; /* rules[0] is the default directory (none was given) */
+    char *audit_log;    /* --audit-log, or NULL */
+    json_t *sandbox;    /* --sandbox: a sandboxPolicy object, or NULL */
+    char *sandbox_cwd;  /* --sandbox's sandboxCwd when given, else NULL */
     uint64_t default_timeout_ms;
     size_t max_output_bytes;
     unsigned max_calls;

@@ -57,6 +57,11 @@ struct shell_call {
     bool line_done;   /* the preview's line has ended: the next byte starts a new one */
 
     struct shell_call_attachment *attached;
+
+    int escalate_fd; /* escalation hook: -1, or the socket end for the child */
+    /* escalation hook: the timeout clock stopped while someone is asked */
+    unsigned timeout_paused;
+    uint64_t timeout_left_ms;
 };
 
 static void
@@ -78,6 +83,7 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
         return NULL;
     }
     c->loop = loop;
+    c->escalate_fd = -1; /* escalation hook */
     c->spec = *spec;
     c->ev = *ev;
     c->data = data;
@@ -108,6 +114,33 @@ shell_call_attach(struct shell_call *c, struct shell_call_attachment *a)
 {
     a->next = c->attached;
     c->attached = a;
+}
+
+static void on_timeout(uv_timer_t *t);
+
+void
+shell_call_set_escalate_fd(struct shell_call *c, int fd)
+{
+    c->escalate_fd = fd;
+}
+
+void
+shell_call_pause_timeout(struct shell_call *c)
+{
+    if (c->timeout_paused++ > 0 || !c->started || c->exited || c->timed_out)
+        return;
+    c->timeout_left_ms = uv_timer_get_due_in(&c->timeout);
+    uv_timer_stop(&c->timeout);
+}
+
+void
+shell_call_resume_timeout(struct shell_call *c)
+{
+    if (c->timeout_paused == 0 || --c->timeout_paused > 0)
+        return;
+    if (!c->started || c->exited || c->timed_out || uv_is_closing((uv_handle_t *)&c->timeout))
+        return;
+    uv_timer_start(&c->timeout, on_timeout, c->timeout_left_ms ? c->timeout_left_ms : 1, 0);
 }
 
 int
@@ -544,19 +577,24 @@ shell_call_start(struct shell_call *c)
          * the child's stdout and stderr, the report pipe's its fd 3 (dup2 in
          * the child clears close-on-exec on the copies only); stdin is
          * /dev/null. */
-        uv_stdio_container_t stdio[4] = {
+        uv_stdio_container_t stdio[5] = {
             {.flags = UV_IGNORE},
             {.flags = UV_INHERIT_FD, .data.fd = wfd},
             {.flags = UV_INHERIT_FD, .data.fd = wfd},
             {.flags = UV_INHERIT_FD, .data.fd = report_wfd},
+            /* escalation hook: the call's escalation socket end */
+            {.flags = UV_INHERIT_FD, .data.fd = c->escalate_fd},
         };
+        bool escalate = c->spec.report && c->escalate_fd >= 0;
         uv_process_options_t opts = {
             .exit_cb = on_child_exit,
             .file = c->spec.argv[0],
             .args = c->spec.argv,
             .env = c->spec.env,
             .flags = UV_PROCESS_DETACHED,
-            .stdio_count = c->spec.report ? 4 : 3,
+            .stdio_count = escalate         ? 5
+                           : c->spec.report ? 4
+                                            : 3,
             .stdio = stdio,
         };
         rc = uv_spawn(c->loop, &c->proc, &opts);

@@ -62,6 +62,10 @@ struct shell_call_spec {
     bool report;         /* argv passes --report-fd SHELL_CALL_REPORT_FD to the helper */
 };
 
+/* escalation hook: the number at which the helper (and the sandboxed Bash
+ * after it) finds the call's escalation socket. */
+#define SHELL_CALL_ESCALATE_FD 4
+
 /* The fd on which the sandbox helper reports that the sandbox is in place
  * (one line, right before it runs the program). */
 #define SHELL_CALL_REPORT_FD 3
@@ -109,5 +113,20 @@ struct shell_call_attachment {
 
 /* Adds a to c (borrowed until its release()). Cannot fail. */
 void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
+
+/*
+ * escalation hook: fd (borrowed, close-on-exec) is inherited by the child
+ * as SHELL_CALL_ESCALATE_FD; set before shell_call_start, on a call whose
+ * spec has report set (the stdio array is contiguous).  Cannot fail.
+ */
+void shell_call_set_escalate_fd(struct shell_call *c, int fd);
+
+/*
+ * escalation hook: stops the call's timeout clock while a person is asked
+ * (elicitation), and restarts it with the time that was left.  Pauses nest:
+ * the clock runs again after as many resumes as pauses.  Cannot fail.
+ */
+void shell_call_pause_timeout(struct shell_call *c);
+void shell_call_resume_timeout(struct shell_call *c);
 
 #endif

@@ -1,0 +1,66 @@
+// The official TypeScript SDK's Client answering execgate's elicitation
+// requests: a prompt rule asks through elicitation/create (the SDK
+// validates the request and our answer against the requested schema), an
+// accept escalates the program (it writes where the sandbox cannot), a
+// decline denies it.  Exits non-zero with a message on the first mismatch.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const server = process.argv[2];
+function check(cond, what) {
+  if (!cond) {
+    console.error(`FAIL: ${what}`);
+    process.exit(1);
+  }
+}
+
+const workdir = mkdtempSync(join(tmpdir(), "execgate-sdk-elicit-"));
+const outside = mkdtempSync("/var/tmp/execgate-sdk-outside-");
+const rules = join(workdir, ".rules-dir");
+mkdirSync(rules);
+writeFileSync(join(rules, "t.rules"), 'prefix_rule(pattern=["sh", "-c"], decision="prompt")\n');
+const policy = { sandboxPolicy: { type: "workspace-write", network_access: false }, sandboxCwd: workdir };
+const transport = new StdioClientTransport({
+  command: server,
+  args: ["--rules", rules, "--sandbox", JSON.stringify(policy)],
+  stderr: "inherit",
+});
+const client = new Client(
+  { name: "execgate-sdk-elicit", version: "1.0.0" },
+  { capabilities: { elicitation: {} } },
+);
+const asked = [];
+let answer = { action: "accept", content: { decision: "approved" } };
+client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  asked.push(req.params);
+  return answer;
+});
+await client.connect(transport);
+
+const cmd = `sh -c 'touch ${outside}/x'; echo "st=$?"`;
+let r = await client.callTool({ name: "shell", arguments: { command: cmd, workdir, login: false } });
+check(asked.length === 1, `asked once (got ${asked.length})`);
+check(/^Allow agent to run `\/.*\/sh -c 'touch .*\/x'` in `.*`\?$/.test(asked[0].message),
+  `message format (got ${asked[0].message})`);
+const props = asked[0].requestedSchema.properties;
+check(props.decision && props.decision.enum.includes("approved_for_session"), "decision enum offered");
+check(r.structuredContent.output === "st=0\n", `accepted: escalated (got ${JSON.stringify(r.structuredContent)})`);
+check(existsSync(join(outside, "x")), "the escalated program wrote outside the sandbox");
+
+answer = { action: "decline" };
+r = await client.callTool({
+  name: "shell",
+  arguments: { command: `sh -c 'touch ${outside}/y'; echo "st=$?"`, workdir, login: false },
+});
+check(r.structuredContent.output === "Execution denied: User declined execution\nst=1\n",
+  `declined (got ${JSON.stringify(r.structuredContent)})`);
+check(!existsSync(join(outside, "y")), "declined program did not run");
+
+await client.close();
+rmSync(workdir, { recursive: true, force: true });
+rmSync(outside, { recursive: true, force: true });
+console.log("ok: TypeScript SDK client answers elicitation: accept escalates, decline denies");
