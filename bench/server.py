@@ -2,7 +2,8 @@
 """bench/server.py: execgate beside the reference MCP server, same client, same run.
 
     bench/server.py --execgate build-bench/server/execgate \
-        [--reference /tmp/execgate-ref] [--calls 10000] [--seq 300]
+        [--reference /tmp/execgate-ref] [--calls 10000] [--seq 300] \
+        [--variant 'LABEL=EXTRA ARGS'...]
 
 For each server: spawn-to-initialize time (median of 20), `echo hi` one call
 at a time (p50/p99), 16 calls in flight (calls/s, p99), and the server's
@@ -21,6 +22,7 @@ codex-linux-sandbox to the Codex binary is made in a scratch dir.
 import argparse
 import json
 import os
+import shlex
 import select
 import statistics
 import subprocess
@@ -225,6 +227,9 @@ def main():
     ap.add_argument("--reference")
     ap.add_argument("--calls", type=int, default=10000)
     ap.add_argument("--seq", type=int, default=300)
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=ARGS",
+                    help="another execgate row, with extra arguments (shell words), "
+                         "e.g. 'dynamic bash=--bash build/subprojects/bash/bash'")
     args = ap.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="execgate-bench-")
@@ -258,6 +263,9 @@ def main():
         env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
         servers.append(("reference 0.97.0", ref_argv, env, ref_update))
     env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
+    for v in args.variant:
+        label, _, extra = v.partition("=")
+        servers.append((label, [args.execgate] + shlex.split(extra), env, update))
     servers.append(("execgate", [args.execgate], env, update))
     results = bench_all(servers, workdir, args.seq, args.calls)
     base2 = baseline_bash(200)
@@ -269,12 +277,14 @@ def main():
         print(f"{r['name']:18} {r['init_ms']:8.2f} {r['seq_p50_ms']:8.2f} {r['seq_p99_ms']:8.2f} "
               f"{r['par_calls_per_s']:8.0f} {r['par_p99_ms']:8.2f} "
               f"{r['rss_peak_kb'] / 1024:7.2f} {r['calls']:6}")
-    if len(results) == 2:
-        ref, me = results
-        print(f"ratios execgate/reference: seq p50 {me['seq_p50_ms'] / ref['seq_p50_ms']:.2f}, "
-              f"16x calls/s {me['par_calls_per_s'] / ref['par_calls_per_s']:.2f}, "
-              f"RSS {me['rss_peak_kb'] / ref['rss_peak_kb']:.2f}, "
-              f"init {me['init_ms'] / ref['init_ms']:.2f}")
+    if args.reference:
+        ref = results[0]
+        for me in results[1:]:
+            print(f"ratios {me['name']}/reference: "
+                  f"seq p50 {me['seq_p50_ms'] / ref['seq_p50_ms']:.2f}, "
+                  f"16x calls/s {me['par_calls_per_s'] / ref['par_calls_per_s']:.2f}, "
+                  f"RSS {me['rss_peak_kb'] / ref['rss_peak_kb']:.2f}, "
+                  f"init {me['init_ms'] / ref['init_ms']:.2f}")
     me = results[-1]
     print(f"execgate vs baseline bash: seq p50 {me['seq_p50_ms'] / base:.2f}x")
 
