@@ -565,28 +565,9 @@ bi_chr(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     int64_t cp = want_int(vm, "chr", a[0], "i");
     if (cp < 0 || cp > 0x10ffff)
         star_fail(vm, "chr: Unicode code point %lld out of range (>0x10FFFF)", (long long)cp);
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    return star_string(vm, u, n);
+    struct star_buf b = {0};
+    star_buf_add_utf8(vm, &b, (uint32_t)cp);
+    return star_buf_string(vm, &b);
 }
 
 static struct star_value

@@ -257,30 +257,9 @@ lex_number(struct lexer *lx)
 static void
 add_utf8(struct lexer *lx, struct star_buf *b, uint32_t cp, const char *at)
 {
-    char u[4];
-    size_t n;
     if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
         lex_fail(lx, at, "invalid Unicode code point in escape");
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    star_buf_add(lx->vm, b, u, n);
+    star_buf_add_utf8(lx->vm, b, cp);
 }
 
 /* Decodes the escape at lx->p (just after the backslash) into b. */

@@ -694,6 +694,33 @@ star_buf_addc(struct star_vm *vm, struct star_buf *b, char c)
 }
 
 void
+star_buf_add_utf8(struct star_vm *vm, struct star_buf *b, uint32_t cp)
+{
+    char u[4];
+    size_t n;
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xc0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3f));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xe0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        u[2] = (char)(0x80 | (cp & 0x3f));
+        n = 3;
+    } else {
+        u[0] = (char)(0xf0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        u[3] = (char)(0x80 | (cp & 0x3f));
+        n = 4;
+    }
+    star_buf_add(vm, b, u, n);
+}
+
+void
 star_buf_addf(struct star_vm *vm, struct star_buf *b, const char *fmt, ...)
 {
     char tmp[128];

@@ -130,6 +130,9 @@ struct star_buf {
 };
 void star_buf_add(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
 void star_buf_addc(struct star_vm *vm, struct star_buf *b, char c);
+/* Appends the UTF-8 encoding of cp, a code point the caller has checked
+ * (at most 0x10FFFF). */
+void star_buf_add_utf8(struct star_vm *vm, struct star_buf *b, uint32_t cp);
 void star_buf_addf(struct star_vm *vm, struct star_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Appends repr(v) (quote_strings) or str(v). */
