@@ -822,6 +822,21 @@ bind_params(struct star_vm *vm, struct star_function *fn, struct star_args *args
     }
 }
 
+/* Gives fr room for n locals: inline when they fit, else on the heap
+ * (fr->heap tells the frame's owner to free them). */
+static void
+frame_slots(struct star_vm *vm, struct star_frame *fr, size_t n)
+{
+    if (n <= INLINE_SLOTS) {
+        fr->slots = fr->inline_slots;
+        return;
+    }
+    fr->slots = calloc(n, sizeof *fr->slots);
+    if (fr->slots == NULL)
+        star_fail(vm, "out of memory");
+    fr->heap = true;
+}
+
 static struct star_value
 call_function(struct star_vm *vm, struct star_function *fn, struct star_args *args)
 {
@@ -834,14 +849,7 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
     star_step(vm);
 
     struct star_frame fr = {.prev = vm->frames, .captured = fn->captured, .globals = fn->globals};
-    if (d->nlocals <= INLINE_SLOTS) {
-        fr.slots = fr.inline_slots;
-    } else {
-        fr.slots = calloc(d->nlocals, sizeof *fr.slots);
-        if (fr.slots == NULL)
-            star_fail(vm, "out of memory");
-        fr.heap = true;
-    }
+    frame_slots(vm, &fr, d->nlocals);
     vm->frames = &fr;
     bind_params(vm, fn, args, fr.slots);
 
@@ -1364,14 +1372,7 @@ run_module(struct star_vm *vm, const char *src, size_t len)
     struct ast_module *m = star_parse(vm, src, len);
     struct star_frame fr = {.prev = vm->frames};
     fr.globals = star_alloc(vm, (m->nglobals ? m->nglobals : 1) * sizeof *fr.globals);
-    if (m->nlocals <= INLINE_SLOTS) {
-        fr.slots = fr.inline_slots;
-    } else {
-        fr.slots = calloc(m->nlocals, sizeof *fr.slots);
-        if (fr.slots == NULL)
-            star_fail(vm, "out of memory");
-        fr.heap = true;
-    }
+    frame_slots(vm, &fr, m->nlocals);
     vm->frames = &fr;
     exec_block(vm, &fr, &m->body);
     vm->frames = fr.prev;
