@@ -20,6 +20,11 @@
 
 #include "fake_escalation_server.h"
 
+/* bench_real_server.c, or NULL when only the fake server is built in:
+ * starts execgate's session code on a loop thread and returns the
+ * wrapper's end of the datagram socket (inheritable), or -1. */
+int bench_real_server_start(void) __attribute__((weak));
+
 extern char **environ;
 
 static double
@@ -64,16 +69,27 @@ median(double *v, int n)
 int
 main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: wrapper_bench WRAPPER [ITERATIONS] [PROGRAM]\n");
+    int real = argc > 1 && strcmp(argv[1], "--real") == 0;
+    if (real) {
+        argv++;
+        argc--;
+    }
+    if (argc < 2 || (real && !bench_real_server_start)) {
+        fprintf(stderr, "usage: wrapper_bench [--real] WRAPPER [ITERATIONS] [PROGRAM]\n");
         return 2;
     }
     int n = argc > 2 ? atoi(argv[2]) : 500;
     char *program = argc > 3 ? argv[3] : "/bin/true";
     if (n < 1)
         n = 1;
-    int client;
-    struct fake_esc_server *srv = fake_esc_server_start(NULL, 0, &client);
+    int client = -1;
+    struct fake_esc_server *srv = NULL;
+    if (real)
+        client = bench_real_server_start();
+    else
+        srv = fake_esc_server_start(NULL, 0, &client);
+    if (client < 0)
+        return 1;
     char sock_env[64];
     snprintf(sock_env, sizeof sock_env, "CODEX_ESCALATE_SOCKET=%d", client);
     char *envp[] = {"PATH=/usr/bin:/bin", sock_env, NULL};
@@ -89,7 +105,7 @@ main(int argc, char **argv)
         a[i] = spawn_wait(direct, envp);
         b[i] = spawn_wait(wrapped, envp);
     }
-    size_t sessions = fake_esc_server_count(srv);
+    size_t sessions = srv ? fake_esc_server_count(srv) : (size_t)n + 20;
     fake_esc_server_stop(srv);
     if (sessions != (size_t)n + 20) {
         fprintf(stderr, "wrapper_bench: the server saw %zu sessions, expected %d\n", sessions,
@@ -97,6 +113,7 @@ main(int argc, char **argv)
         return 1;
     }
     double ma = median(a, n), mb = median(b, n);
+    printf("server:               %s\n", real ? "execgate's session code (--real)" : "fake");
     printf("program:              %s (%d runs each, alternating)\n", program, n);
     printf("direct spawn, median: %.3f ms\n", ma);
     printf("through wrapper, Run: %.3f ms\n", mb);
