@@ -2,7 +2,8 @@
 """bench/escalation.py: the escalated path, execgate beside the reference.
 
     bench/escalation.py --execgate build-bench/server/execgate \
-        [--reference /tmp/execgate-ref] [--calls 800]
+        [--reference /tmp/execgate-ref] [--previous OLD/server/execgate] \
+        [--calls 800] [--seq 200]
 
 Command `touch a; ls; echo x` with a rule `prefix_rule(["touch"], allow)`:
 touch is escalated (run by the server, outside the sandbox), ls runs in
@@ -11,6 +12,18 @@ calls/s and p99, blocks alternating between the servers so that machine
 load hits both; also `echo x` alone (no exec) as the in-run baseline of
 each server.  Same workspace-write update, same rules file, same empty
 HOME for both.  Uses bench/server.py's client.
+
+What one exec decided Run costs, one call at a time, rounds alternating
+between the servers and commands (the median over all rounds):
+  - `echo x` (no exec), `/bin/true x4; echo x` (four Run execs, through
+    the wrapper), and for execgate servers `EXEC_WRAPPER= /bin/true x4;
+    echo x`: the same four execs in the same sandbox without the wrapper
+    (the patched Bash starts no wrapper when EXEC_WRAPPER is empty).  Per
+    exec: (four execs - echo) / 4; the wrapper's share: through the wrapper
+    minus without it, in the same sandbox and the same run;
+  - the patched Bash alone outside any sandbox, as before.
+--previous: another execgate build (an older commit), measured in the same
+run as one more server, for before/after figures.
 """
 import argparse
 import json
@@ -67,6 +80,34 @@ def seq_p50(c, workdir, command, n):
     return common.pct(lat, 0.5) * 1000
 
 
+FOUR_RUNS = "/bin/true; /bin/true; /bin/true; /bin/true; echo x"
+FOUR_BARE = ("EXEC_WRAPPER= /bin/true; EXEC_WRAPPER= /bin/true; EXEC_WRAPPER= /bin/true; "
+             "EXEC_WRAPPER= /bin/true; echo x")
+
+
+def run_exec_costs(clients, workdir, n):
+    """Per server: the median cost of one Run exec through the wrapper and,
+    for execgate, without it in the same sandbox.  Rounds alternate between
+    servers and commands so that machine load hits all alike."""
+    cmds = {name: ["echo x", FOUR_RUNS] + ([FOUR_BARE] if name.startswith("execgate") else [])
+            for name in clients}
+    lat = {name: {cmd: [] for cmd in cmds[name]} for name in clients}
+    for r in range(n + 5):
+        for name, c in clients.items():
+            for cmd in cmds[name]:
+                t = time.perf_counter()
+                check(c.wait(c.request("tools/call", params(workdir, cmd))), "x\n")
+                if r >= 5:  # warm-up rounds
+                    lat[name][cmd].append(time.perf_counter() - t)
+    out = {}
+    for name in clients:
+        med = {cmd: common.pct(v, 0.5) * 1000 for cmd, v in lat[name].items()}
+        out[name] = {"wrapped": (med[FOUR_RUNS] - med["echo x"]) / 4}
+        if FOUR_BARE in med:
+            out[name]["unwrapped"] = (med[FOUR_BARE] - med["echo x"]) / 4
+    return out
+
+
 def bare_p50(bash, command, n):
     """The same command in the patched Bash alone: no server, no wrapper."""
     lat = []
@@ -81,6 +122,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--execgate", required=True)
     ap.add_argument("--reference")
+    ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     ap.add_argument("--calls", type=int, default=800)
     ap.add_argument("--seq", type=int, default=200)
     args = ap.parse_args()
@@ -111,6 +153,8 @@ def main():
                         [os.path.join(vendor, "codex-exec-mcp-server"),
                          "--bash", os.path.join(vendor, "bash/debian-12/bash")],
                         dict(update, codexLinuxSandboxExe=link)))
+    if args.previous:
+        servers.append(("execgate previous", [args.previous], update))
     servers.append(("execgate", [args.execgate], update))
     clients = {name: common.start(argv, env, upd, name) for name, argv, upd in servers}
     work = [("touch a; ls; echo x", "x\n"), ("echo x", "x\n")]
@@ -125,23 +169,21 @@ def main():
                 t, lat = block(c, workdir, cmd, want, args.calls // blocks)
                 res[(name, cmd)][0] += t
                 res[(name, cmd)][1] += lat
-    # one Run exec, one call at a time: what the wrapper round trip adds
-    run_cmd = "/bin/true; echo x"
-    seq = {name: {"echo x": [], run_cmd: []} for name in clients}
-    for _ in range(args.seq // 20):
-        for name, c in clients.items():
-            for cmd in ("echo x", run_cmd):
-                seq[name][cmd].append(seq_p50(c, workdir, cmd, 20))
+    # Run execs, one call at a time: what the wrapper adds per exec
+    seq = run_exec_costs(clients, workdir, args.seq)
     for c in clients.values():
         c.close()
     bash = os.path.join(os.path.dirname(args.execgate), "..", "subprojects", "bash", "bash")
-    bare = bare_p50(bash, run_cmd, args.seq) - bare_p50(bash, "echo x", args.seq)
-    print(f"one Run exec (/bin/true), p50 of sequential calls minus `echo x`: "
-          f"bare patched bash (no server, no wrapper) {bare:.2f} ms")
-    for name in clients:
-        d = (sorted(seq[name][run_cmd])[len(seq[name][run_cmd]) // 2] -
-             sorted(seq[name]["echo x"])[len(seq[name]["echo x"]) // 2])
-        print(f"  {name:18} {d:.2f} ms, i.e. {d - bare:+.2f} ms over the bare exec")
+    bare = (bare_p50(bash, FOUR_RUNS, args.seq) - bare_p50(bash, "echo x", args.seq)) / 4
+    print(f"one Run exec (/bin/true), p50 of sequential calls (4 execs each) minus `echo x`, "
+          f"per exec: bare patched bash outside the sandbox (no server, no wrapper) "
+          f"{bare:.3f} ms")
+    for name, d in seq.items():
+        line = f"  {name:18} {d['wrapped']:.3f} ms, {d['wrapped'] - bare:+.3f} ms over the bare exec"
+        if "unwrapped" in d:
+            line += (f"; in its sandbox without the wrapper {d['unwrapped']:.3f} ms: "
+                     f"the wrapper adds {d['wrapped'] - d['unwrapped']:+.3f} ms")
+        print(line)
     print(f"{'server':18} {'command':22} {'8x c/s':>8} {'p99 ms':>8}")
     rate = {}
     for (name, cmd), (t, lat) in res.items():
@@ -151,6 +193,10 @@ def main():
         for cmd, _ in work:
             print(f"ratio execgate/reference, {cmd!r}: "
                   f"{rate[('execgate', cmd)] / rate[('reference 0.97.0', cmd)]:.2f}")
+    if args.previous:
+        for cmd, _ in work:
+            print(f"ratio execgate/previous, {cmd!r}: "
+                  f"{rate[('execgate', cmd)] / rate[('execgate previous', cmd)]:.2f}")
 
 
 if __name__ == "__main__":
