@@ -13,21 +13,24 @@ load hits both; also `echo x` alone (no exec) as the in-run baseline of
 each server.  Same workspace-write update, same rules file, same empty
 HOME for both.  Uses bench/server.py's client.
 
-What one exec decided Run costs, one call at a time, rounds alternating
-between the servers and commands (the median over all rounds):
-  - `echo x` (no exec), `/bin/true x4; echo x` (four Run execs, through
-    the wrapper), and for execgate servers `EXEC_WRAPPER= /bin/true x4;
-    echo x`: the same four execs in the same sandbox without the wrapper
-    (the patched Bash starts no wrapper when EXEC_WRAPPER is empty).  Per
-    exec: (four execs - echo) / 4; the wrapper's share: through the wrapper
-    minus without it, in the same sandbox and the same run;
-  - the patched Bash alone outside any sandbox, as before.
+What one exec decided Run costs: calls of --loop execs of /bin/true each,
+timed inside the shell ($EPOCHREALTIME), --rounds calls per variant,
+alternating between servers and variants: through the wrapper and, for
+execgate servers, with EXEC_WRAPPER empty (the patched Bash then starts no
+wrapper): the same execs in the same sandbox without it. Also the CPU of
+the whole server tree (/proc: utime + stime + cutime + cstime) per exec,
+which load from elsewhere on the machine barely moves, and the same loop
+in the patched Bash alone. Then, 8 in flight, the CPU per call of
+commands that isolate the exec path (`ls` Run, `touch` escalated, each
+with and without the wrapper).
 --previous: another execgate build (an older commit), measured in the same
 run as one more server, for before/after figures.
 """
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,51 +74,89 @@ def block(c, workdir, command, want, n, inflight=8):
     return time.perf_counter() - t0, lat
 
 
-def seq_p50(c, workdir, command, n):
-    lat = []
-    for _ in range(n):
-        t = time.perf_counter()
-        check(c.wait(c.request("tools/call", params(workdir, command))), "x\n")
-        lat.append(time.perf_counter() - t)
-    return common.pct(lat, 0.5) * 1000
+def loop_cmd(n, prefix=""):
+    """n execs of /bin/true in one call, timed inside the shell."""
+    return (f's=$EPOCHREALTIME; for i in {{1..{n}}}; do {prefix}/bin/true; done; '
+            f'e=$EPOCHREALTIME; echo "$s $e"; echo x')
 
 
-FOUR_RUNS = "/bin/true; /bin/true; /bin/true; /bin/true; echo x"
-FOUR_BARE = ("EXEC_WRAPPER= /bin/true; EXEC_WRAPPER= /bin/true; EXEC_WRAPPER= /bin/true; "
-             "EXEC_WRAPPER= /bin/true; echo x")
+def loop_ms(output, n):
+    s, e = output.split()[:2]
+    return (float(e) - float(s)) / n * 1000
 
 
-def run_exec_costs(clients, workdir, n):
-    """Per server: the median cost of one Run exec through the wrapper and,
-    for execgate, without it in the same sandbox.  Rounds alternate between
-    servers and commands so that machine load hits all alike."""
-    cmds = {name: ["echo x", FOUR_RUNS] + ([FOUR_BARE] if name.startswith("execgate") else [])
-            for name in clients}
-    lat = {name: {cmd: [] for cmd in cmds[name]} for name in clients}
-    for r in range(n + 5):
+def run_exec_costs(clients, workdir, rounds, n):
+    """Per server, per exec: wall time (median over rounds) and CPU of the
+    whole server tree (mean) of one Run exec through the wrapper and, for
+    execgate (EXEC_WRAPPER empty: the patched Bash starts no wrapper),
+    without it in the same sandbox.  Rounds alternate between servers and
+    variants so that machine load hits all alike."""
+    variants = {name: [("wrapped", "")] + ([("unwrapped", "EXEC_WRAPPER= ")]
+                                           if name.startswith("execgate") else [])
+                for name in clients}
+    wall = {name: {v: [] for v, _ in variants[name]} for name in clients}
+    cpu = {name: {v: [] for v, _ in variants[name]} for name in clients}
+    for r in range(rounds + 1):
         for name, c in clients.items():
-            for cmd in cmds[name]:
-                t = time.perf_counter()
-                check(c.wait(c.request("tools/call", params(workdir, cmd))), "x\n")
-                if r >= 5:  # warm-up rounds
-                    lat[name][cmd].append(time.perf_counter() - t)
-    out = {}
-    for name in clients:
-        med = {cmd: common.pct(v, 0.5) * 1000 for cmd, v in lat[name].items()}
-        out[name] = {"wrapped": (med[FOUR_RUNS] - med["echo x"]) / 4}
-        if FOUR_BARE in med:
-            out[name]["unwrapped"] = (med[FOUR_BARE] - med["echo x"]) / 4
-    return out
+            for v, prefix in variants[name]:
+                before = tree_cpu_s(c.p.pid)
+                a = c.wait(c.request("tools/call", params(workdir, loop_cmd(n, prefix))))
+                after = tree_cpu_s(c.p.pid)
+                check(a, "x\n")
+                if r == 0:  # warm-up
+                    continue
+                out = json.loads(a["result"]["content"][0]["text"])["output"]
+                wall[name][v].append(loop_ms(out, n))
+                cpu[name][v].append((after - before) / n * 1000)
+    return {name: {v: (statistics.median(wall[name][v]), statistics.mean(cpu[name][v]))
+                   for v in wall[name]} for name in clients}
 
 
-def bare_p50(bash, command, n):
-    """The same command in the patched Bash alone: no server, no wrapper."""
-    lat = []
-    for _ in range(n):
-        t = time.perf_counter()
-        subprocess.run([bash, "-c", command], stdout=subprocess.DEVNULL, check=True)
-        lat.append(time.perf_counter() - t)
-    return common.pct(lat, 0.5) * 1000
+def tree_cpu_s(pid):
+    """CPU seconds of a server and of every descendant it and they reaped
+    (utime + stime + cutime + cstime): the server, the sandbox helpers, the
+    Bashes, wrappers and programs, escalated ones included."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+CPU_CMDS = [
+    ("echo x", "no exec"),
+    ("ls; echo x", "ls, Run through the wrapper"),
+    ("EXEC_WRAPPER= ls; echo x", "ls in the sandbox, no wrapper"),
+    ("touch a; echo x", "touch, escalated"),
+    ("EXEC_WRAPPER= touch a; echo x", "touch in the sandbox, no wrapper"),
+]
+
+
+def cpu_split(clients, workdir, n):
+    """CPU per call (whole server tree, 8 in flight) for commands that
+    isolate the exec path; blocks alternate between servers."""
+    cpu = {name: {cmd: 0.0 for cmd, _ in CPU_CMDS} for name in clients}
+    calls = {name: {cmd: 0 for cmd, _ in CPU_CMDS} for name in clients}
+    for _ in range(4):
+        for cmd, _ in CPU_CMDS:
+            for name, c in clients.items():
+                before = tree_cpu_s(c.p.pid)
+                block(c, workdir, cmd, "x\n", n // 4)
+                # the last calls' processes are reaped before their answers
+                cpu[name][cmd] += tree_cpu_s(c.p.pid) - before
+                calls[name][cmd] += n // 4
+    return {name: {cmd: 1000 * cpu[name][cmd] / calls[name][cmd] for cmd, _ in CPU_CMDS}
+            for name in clients}
+
+
+def bare_loop(bash, rounds, n):
+    """The same loop in the patched Bash alone: no server, no sandbox."""
+    wall, cpu = [], []
+    for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run([bash, "-c", loop_cmd(n)], capture_output=True, check=True).stdout
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall.append(loop_ms(out.decode(), n))
+        cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / n * 1000)
+    return statistics.median(wall), statistics.mean(cpu)
 
 
 def main():
@@ -124,7 +165,8 @@ def main():
     ap.add_argument("--reference")
     ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     ap.add_argument("--calls", type=int, default=800)
-    ap.add_argument("--seq", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=6, help="calls per Run-exec variant")
+    ap.add_argument("--loop", type=int, default=400, help="execs per such call")
     args = ap.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="execgate-escbench-")
@@ -170,20 +212,28 @@ def main():
                 res[(name, cmd)][0] += t
                 res[(name, cmd)][1] += lat
     # Run execs, one call at a time: what the wrapper adds per exec
-    seq = run_exec_costs(clients, workdir, args.seq)
+    seq = run_exec_costs(clients, workdir, args.rounds, args.loop)
+    split = cpu_split({k: v for k, v in clients.items() if k.startswith("execgate")}, workdir,
+                      args.calls // 2)
     for c in clients.values():
         c.close()
     bash = os.path.join(os.path.dirname(args.execgate), "..", "subprojects", "bash", "bash")
-    bare = (bare_p50(bash, FOUR_RUNS, args.seq) - bare_p50(bash, "echo x", args.seq)) / 4
-    print(f"one Run exec (/bin/true), p50 of sequential calls (4 execs each) minus `echo x`, "
-          f"per exec: bare patched bash outside the sandbox (no server, no wrapper) "
-          f"{bare:.3f} ms")
+    bare_wall, bare_cpu = bare_loop(bash, args.rounds, args.loop)
+    print(f"one Run exec of /bin/true, {args.loop} in a loop per call, {args.rounds} calls: "
+          f"wall ms per exec (median) / CPU ms per exec (whole tree)")
+    print(f"  {'patched bash alone':26} {bare_wall:.3f} / {bare_cpu:.3f}  (no server, no sandbox)")
     for name, d in seq.items():
-        line = f"  {name:18} {d['wrapped']:.3f} ms, {d['wrapped'] - bare:+.3f} ms over the bare exec"
+        w, c = d["wrapped"]
+        line = (f"  {name + ', wrapped':26} {w:.3f} / {c:.3f}  ({w - bare_wall:+.3f} / "
+                f"{c - bare_cpu:+.3f} over bash alone)")
         if "unwrapped" in d:
-            line += (f"; in its sandbox without the wrapper {d['unwrapped']:.3f} ms: "
-                     f"the wrapper adds {d['wrapped'] - d['unwrapped']:+.3f} ms")
+            uw, uc = d["unwrapped"]
+            line += (f"\n  {name + ', no wrapper':26} {uw:.3f} / {uc:.3f}  (same sandbox): "
+                     f"the wrapper adds {w - uw:+.3f} / {c - uc:+.3f}")
         print(line)
+    print("CPU per call, whole server tree, 8 in flight (ms):")
+    for name, per in split.items():
+        print(f"  {name}: " + ", ".join(f"{cmd!r} {v:.2f}" for cmd, v in per.items()))
     print(f"{'server':18} {'command':22} {'8x c/s':>8} {'p99 ms':>8}")
     rate = {}
     for (name, cmd), (t, lat) in res.items():

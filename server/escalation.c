@@ -584,7 +584,7 @@ session_evaluate(struct session *s, enum rules_decision *d, bool *forced_rm, cha
     free(argv);
     if (rc < 0)
         return -1;
-    s->matched = matches_json(&res);
+    s->matched = s->ec->es->audit ? matches_json(&res) : NULL; /* only the audit log reads it */
     const char *justification = NULL;
     for (size_t i = 0; i < res.n_matches && !justification; i++) {
         if (res.matches[i].decision == res.decision)
