@@ -165,8 +165,8 @@ def main():
     ap.add_argument("--reference")
     ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     ap.add_argument("--calls", type=int, default=800)
-    ap.add_argument("--rounds", type=int, default=6, help="calls per Run-exec variant")
-    ap.add_argument("--loop", type=int, default=400, help="execs per such call")
+    ap.add_argument("--rounds", type=int, default=15, help="calls per Run-exec variant")
+    ap.add_argument("--loop", type=int, default=300, help="execs per such call")
     args = ap.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="execgate-escbench-")
