@@ -273,6 +273,29 @@ test_request_datagram_or_stream(void **state)
     proc_result_free(&res);
 }
 
+/* A REQUEST datagram the socket refuses (EMSGSIZE: here a send buffer set
+ * to its minimum, below the request's 20 000 bytes) is sent after a HELLO
+ * on the stream instead: the program still runs, asked once. */
+static void
+test_request_datagram_refused_falls_back(void **state)
+{
+    struct fixture *f = *state;
+    int client;
+    struct fake_esc_server *srv = fake_esc_server_start(NULL, 0, &client);
+    int small = 1;
+    assert_int_equal(setsockopt(client, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+    struct proc_result res;
+    run_bash(f, "BIG=$(printf '%020000d' 0) /bin/cat /dev/null && /bin/echo ok", client, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "ok\n");
+    const struct fake_esc_record *c = fake_esc_server_find(srv, "cat");
+    assert_non_null(c);
+    assert_int_equal(c->request_on_stream, 1);
+    assert_int_equal(fake_esc_server_count(srv), 2);
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+}
+
 static void
 test_request_over_limit(void **state)
 {
@@ -666,6 +689,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_run_script_without_shebang, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_script_keeps_wrapping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_datagram_or_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_datagram_refused_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_over_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_exec_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deny, setup, teardown),
