@@ -3,7 +3,7 @@
 
     bench/escalation.py --execgate build-bench/server/execgate \
         [--reference /tmp/execgate-ref] [--previous OLD/server/execgate] \
-        [--calls 800] [--seq 200]
+        [--calls 800] [--rounds 15] [--loop 300]
 
 Command `touch a; ls; echo x` with a rule `prefix_rule(["touch"], allow)`:
 touch is escalated (run by the server, outside the sandbox), ls runs in
@@ -19,7 +19,8 @@ alternating between servers and variants: through the wrapper and, for
 execgate servers, with EXEC_WRAPPER empty (the patched Bash then starts no
 wrapper): the same execs in the same sandbox without it. Also the CPU of
 the whole server tree (/proc: utime + stime + cutime + cstime) per exec,
-which load from elsewhere on the machine barely moves, and the same loop
+which load from elsewhere on the machine moves much less than wall time,
+and the same loop
 in the patched Bash alone. Then, 8 in flight, the CPU per call of
 commands that isolate the exec path (`ls` Run, `touch` escalated, each
 with and without the wrapper).
