@@ -20,8 +20,7 @@ execgate servers, with EXEC_WRAPPER empty (the patched Bash then starts no
 wrapper): the same execs in the same sandbox without it. Also the CPU of
 the whole server tree (/proc: utime + stime + cutime + cstime) per exec,
 which load from elsewhere on the machine moves much less than wall time,
-and the same loop
-in the patched Bash alone. Then, 8 in flight, the CPU per call of
+and the same loop in the patched Bash alone. Then, 8 in flight, the CPU per call of
 commands that isolate the exec path (`ls` Run, `touch` escalated, each
 with and without the wrapper).
 --previous: another execgate build (an older commit), measured in the same
