@@ -2,7 +2,8 @@
 """bench/escalation.py: the escalated path, execgate beside the reference.
 
     bench/escalation.py --execgate build-bench/server/execgate \
-        [--reference /tmp/execgate-ref] [--calls 800]
+        [--reference /tmp/execgate-ref] [--previous OLD/server/execgate] \
+        [--calls 800] [--rounds 15] [--loop 300]
 
 Command `touch a; ls; echo x` with a rule `prefix_rule(["touch"], allow)`:
 touch is escalated (run by the server, outside the sandbox), ls runs in
@@ -11,10 +12,25 @@ calls/s and p99, blocks alternating between the servers so that machine
 load hits both; also `echo x` alone (no exec) as the in-run baseline of
 each server.  Same workspace-write update, same rules file, same empty
 HOME for both.  Uses bench/server.py's client.
+
+What one exec decided Run costs: calls of --loop execs of /bin/true each,
+timed inside the shell ($EPOCHREALTIME), --rounds calls per variant,
+alternating between servers and variants: through the wrapper and, for
+execgate servers, with EXEC_WRAPPER empty (the patched Bash then starts no
+wrapper): the same execs in the same sandbox without it. Also the CPU of
+the whole server tree (/proc: utime + stime + cutime + cstime) per exec,
+which load from elsewhere on the machine moves much less than wall time,
+and the same loop in the patched Bash alone. Then, 8 in flight, the CPU per call of
+commands that isolate the exec path (`ls` Run, `touch` escalated, each
+with and without the wrapper).
+--previous: another execgate build (an older commit), measured in the same
+run as one more server, for before/after figures.
 """
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,31 +74,99 @@ def block(c, workdir, command, want, n, inflight=8):
     return time.perf_counter() - t0, lat
 
 
-def seq_p50(c, workdir, command, n):
-    lat = []
-    for _ in range(n):
-        t = time.perf_counter()
-        check(c.wait(c.request("tools/call", params(workdir, command))), "x\n")
-        lat.append(time.perf_counter() - t)
-    return common.pct(lat, 0.5) * 1000
+def loop_cmd(n, prefix=""):
+    """n execs of /bin/true in one call, timed inside the shell."""
+    return (f's=$EPOCHREALTIME; for i in {{1..{n}}}; do {prefix}/bin/true; done; '
+            f'e=$EPOCHREALTIME; echo "$s $e"; echo x')
 
 
-def bare_p50(bash, command, n):
-    """The same command in the patched Bash alone: no server, no wrapper."""
-    lat = []
-    for _ in range(n):
-        t = time.perf_counter()
-        subprocess.run([bash, "-c", command], stdout=subprocess.DEVNULL, check=True)
-        lat.append(time.perf_counter() - t)
-    return common.pct(lat, 0.5) * 1000
+def loop_ms(output, n):
+    s, e = output.split()[:2]
+    return (float(e) - float(s)) / n * 1000
+
+
+def run_exec_costs(clients, workdir, rounds, n):
+    """Per server, per exec: wall time (median over rounds) and CPU of the
+    whole server tree (mean) of one Run exec through the wrapper and, for
+    execgate (EXEC_WRAPPER empty: the patched Bash starts no wrapper),
+    without it in the same sandbox.  Rounds alternate between servers and
+    variants so that machine load hits all alike."""
+    variants = {name: [("wrapped", "")] + ([("unwrapped", "EXEC_WRAPPER= ")]
+                                           if name.startswith("execgate") else [])
+                for name in clients}
+    wall = {name: {v: [] for v, _ in variants[name]} for name in clients}
+    cpu = {name: {v: [] for v, _ in variants[name]} for name in clients}
+    for r in range(rounds + 1):
+        for name, c in clients.items():
+            for v, prefix in variants[name]:
+                before = tree_cpu_s(c.p.pid)
+                a = c.wait(c.request("tools/call", params(workdir, loop_cmd(n, prefix))))
+                after = tree_cpu_s(c.p.pid)
+                check(a, "x\n")
+                if r == 0:  # warm-up
+                    continue
+                out = json.loads(a["result"]["content"][0]["text"])["output"]
+                wall[name][v].append(loop_ms(out, n))
+                cpu[name][v].append((after - before) / n * 1000)
+    return {name: {v: (statistics.median(wall[name][v]), statistics.mean(cpu[name][v]))
+                   for v in wall[name]} for name in clients}
+
+
+def tree_cpu_s(pid):
+    """CPU seconds of a server and of every descendant it and they reaped
+    (utime + stime + cutime + cstime): the server, the sandbox helpers, the
+    Bashes, wrappers and programs, escalated ones included."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+CPU_CMDS = [
+    ("echo x", "no exec"),
+    ("ls; echo x", "ls, Run through the wrapper"),
+    ("EXEC_WRAPPER= ls; echo x", "ls in the sandbox, no wrapper"),
+    ("touch a; echo x", "touch, escalated"),
+    ("EXEC_WRAPPER= touch a; echo x", "touch in the sandbox, no wrapper"),
+]
+
+
+def cpu_split(clients, workdir, n):
+    """CPU per call (whole server tree, 8 in flight) for commands that
+    isolate the exec path; blocks alternate between servers."""
+    cpu = {name: {cmd: 0.0 for cmd, _ in CPU_CMDS} for name in clients}
+    calls = {name: {cmd: 0 for cmd, _ in CPU_CMDS} for name in clients}
+    for _ in range(4):
+        for cmd, _ in CPU_CMDS:
+            for name, c in clients.items():
+                before = tree_cpu_s(c.p.pid)
+                block(c, workdir, cmd, "x\n", n // 4)
+                # the last calls' processes are reaped before their answers
+                cpu[name][cmd] += tree_cpu_s(c.p.pid) - before
+                calls[name][cmd] += n // 4
+    return {name: {cmd: 1000 * cpu[name][cmd] / calls[name][cmd] for cmd, _ in CPU_CMDS}
+            for name in clients}
+
+
+def bare_loop(bash, rounds, n):
+    """The same loop in the patched Bash alone: no server, no sandbox."""
+    wall, cpu = [], []
+    for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run([bash, "-c", loop_cmd(n)], capture_output=True, check=True).stdout
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall.append(loop_ms(out.decode(), n))
+        cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / n * 1000)
+    return statistics.median(wall), statistics.mean(cpu)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--execgate", required=True)
     ap.add_argument("--reference")
+    ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     ap.add_argument("--calls", type=int, default=800)
-    ap.add_argument("--seq", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=15, help="calls per Run-exec variant")
+    ap.add_argument("--loop", type=int, default=300, help="execs per such call")
     args = ap.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="execgate-escbench-")
@@ -111,6 +195,8 @@ def main():
                         [os.path.join(vendor, "codex-exec-mcp-server"),
                          "--bash", os.path.join(vendor, "bash/debian-12/bash")],
                         dict(update, codexLinuxSandboxExe=link)))
+    if args.previous:
+        servers.append(("execgate previous", [args.previous], update))
     servers.append(("execgate", [args.execgate], update))
     clients = {name: common.start(argv, env, upd, name) for name, argv, upd in servers}
     work = [("touch a; ls; echo x", "x\n"), ("echo x", "x\n")]
@@ -125,23 +211,29 @@ def main():
                 t, lat = block(c, workdir, cmd, want, args.calls // blocks)
                 res[(name, cmd)][0] += t
                 res[(name, cmd)][1] += lat
-    # one Run exec, one call at a time: what the wrapper round trip adds
-    run_cmd = "/bin/true; echo x"
-    seq = {name: {"echo x": [], run_cmd: []} for name in clients}
-    for _ in range(args.seq // 20):
-        for name, c in clients.items():
-            for cmd in ("echo x", run_cmd):
-                seq[name][cmd].append(seq_p50(c, workdir, cmd, 20))
+    # Run execs, one call at a time: what the wrapper adds per exec
+    seq = run_exec_costs(clients, workdir, args.rounds, args.loop)
+    split = cpu_split({k: v for k, v in clients.items() if k.startswith("execgate")}, workdir,
+                      args.calls // 2)
     for c in clients.values():
         c.close()
     bash = os.path.join(os.path.dirname(args.execgate), "..", "subprojects", "bash", "bash")
-    bare = bare_p50(bash, run_cmd, args.seq) - bare_p50(bash, "echo x", args.seq)
-    print(f"one Run exec (/bin/true), p50 of sequential calls minus `echo x`: "
-          f"bare patched bash (no server, no wrapper) {bare:.2f} ms")
-    for name in clients:
-        d = (sorted(seq[name][run_cmd])[len(seq[name][run_cmd]) // 2] -
-             sorted(seq[name]["echo x"])[len(seq[name]["echo x"]) // 2])
-        print(f"  {name:18} {d:.2f} ms, i.e. {d - bare:+.2f} ms over the bare exec")
+    bare_wall, bare_cpu = bare_loop(bash, args.rounds, args.loop)
+    print(f"one Run exec of /bin/true, {args.loop} in a loop per call, {args.rounds} calls: "
+          f"wall ms per exec (median) / CPU ms per exec (whole tree)")
+    print(f"  {'patched bash alone':26} {bare_wall:.3f} / {bare_cpu:.3f}  (no server, no sandbox)")
+    for name, d in seq.items():
+        w, c = d["wrapped"]
+        line = (f"  {name + ', wrapped':26} {w:.3f} / {c:.3f}  ({w - bare_wall:+.3f} / "
+                f"{c - bare_cpu:+.3f} over bash alone)")
+        if "unwrapped" in d:
+            uw, uc = d["unwrapped"]
+            line += (f"\n  {name + ', no wrapper':26} {uw:.3f} / {uc:.3f}  (same sandbox): "
+                     f"the wrapper adds {w - uw:+.3f} / {c - uc:+.3f}")
+        print(line)
+    print("CPU per call, whole server tree, 8 in flight (ms):")
+    for name, per in split.items():
+        print(f"  {name}: " + ", ".join(f"{cmd!r} {v:.2f}" for cmd, v in per.items()))
     print(f"{'server':18} {'command':22} {'8x c/s':>8} {'p99 ms':>8}")
     rate = {}
     for (name, cmd), (t, lat) in res.items():
@@ -151,6 +243,10 @@ def main():
         for cmd, _ in work:
             print(f"ratio execgate/reference, {cmd!r}: "
                   f"{rate[('execgate', cmd)] / rate[('reference 0.97.0', cmd)]:.2f}")
+    if args.previous:
+        for cmd, _ in work:
+            print(f"ratio execgate/previous, {cmd!r}: "
+                  f"{rate[('execgate', cmd)] / rate[('execgate previous', cmd)]:.2f}")
 
 
 if __name__ == "__main__":

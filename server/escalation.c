@@ -44,7 +44,8 @@ struct escalation_server {
     struct audit *audit;
     struct jsonrpc *rpc;
     bool client_elicitation;
-    unsigned calls; /* escalation_calls alive */
+    unsigned calls;  /* escalation_calls alive */
+    char *dgram_buf; /* ESC_MAX_DGRAM + 1 bytes: one first datagram at a time */
 };
 
 enum session_state {
@@ -59,6 +60,7 @@ struct session {
     struct escalation_call *ec;
     int fd;
     uv_poll_t poll;
+    bool watched; /* poll initialised: only sessions that outlive their first datagram */
     uv_process_t proc;
     bool proc_open, proc_exited;
     int handles_open;
@@ -186,7 +188,7 @@ escalation_server_new(uv_loop_t *loop, const struct escalation_config *cfg, char
     es->loop = loop;
     es->preserve_program_paths = cfg->preserve_program_paths;
     es->rules = load_rules(cfg, err);
-    if (es->rules)
+    if (es->rules && (es->dgram_buf = malloc(ESC_MAX_DGRAM + 1)) != NULL)
         es->approvals = approvals_new();
     if (es->rules && !es->approvals)
         *err = strdup("out of memory");
@@ -197,6 +199,7 @@ escalation_server_new(uv_loop_t *loop, const struct escalation_config *cfg, char
             *err = strdup("out of memory");
         rules_policy_free(es->rules);
         approvals_free(es->approvals);
+        free(es->dgram_buf);
         free(es);
         return NULL;
     }
@@ -224,6 +227,7 @@ escalation_server_free(struct escalation_server *es)
     rules_policy_free(es->rules);
     approvals_free(es->approvals);
     audit_close(es->audit);
+    free(es->dgram_buf);
     free(es);
 }
 
@@ -580,7 +584,7 @@ session_evaluate(struct session *s, enum rules_decision *d, bool *forced_rm, cha
     free(argv);
     if (rc < 0)
         return -1;
-    s->matched = matches_json(&res);
+    s->matched = s->ec->es->audit ? matches_json(&res) : NULL; /* only the audit log reads it */
     const char *justification = NULL;
     for (size_t i = 0; i < res.n_matches && !justification; i++) {
         if (res.matches[i].decision == res.decision)
@@ -680,11 +684,8 @@ on_program_exit(uv_process_t *p, int64_t status, int sig)
 }
 
 static void
-on_session_handle_closed(uv_handle_t *h)
+session_free(struct session *s)
 {
-    struct session *s = h->data;
-    if (--s->handles_open > 0)
-        return;
     struct escalation_call *ec = s->ec;
     if (s->prev)
         s->prev->next = s->next;
@@ -707,6 +708,14 @@ on_session_handle_closed(uv_handle_t *h)
     json_decref(s->matched);
     free(s);
     maybe_free_call(ec);
+}
+
+static void
+on_session_handle_closed(uv_handle_t *h)
+{
+    struct session *s = h->data;
+    if (--s->handles_open == 0)
+        session_free(s);
 }
 
 /* Spawns the program with the received fds at their targets. */
@@ -869,10 +878,13 @@ session_end(struct session *s)
         call_pause(s->ec, false);
     }
     s->state = SESSION_CLOSING;
-    uv_poll_stop(&s->poll);
-    uv_close((uv_handle_t *)&s->poll, on_session_handle_closed);
+    if (s->watched) {
+        uv_poll_stop(&s->poll);
+        uv_close((uv_handle_t *)&s->poll, on_session_handle_closed);
+    }
     /* uv_close has already dropped the fd from the loop's poll set: it
-     * goes now, so the wrapper sees the end at once */
+     * goes now, so the wrapper sees the end at once (an unwatched session
+     * is freed by session_start, which is still on the stack) */
     close(s->fd);
     s->fd = -1;
     if (s->proc_open && !s->proc_exited) {
@@ -883,28 +895,57 @@ session_end(struct session *s)
     }
 }
 
+/* Puts the session's socket on the loop (the FDS, SIGNALs, or its end
+ * while a person is asked). Returns 0, or -1 with the session ended. */
+static int
+session_watch(struct session *s)
+{
+    if (uv_poll_init(s->ec->es->loop, &s->poll, s->fd) < 0) {
+        log_warn("escalation %s: cannot serve a session", s->ec->label);
+        session_end(s);
+        return -1;
+    }
+    s->watched = true;
+    s->poll.data = s;
+    s->handles_open++;
+    uv_poll_start(&s->poll, UV_READABLE | UV_DISCONNECT, on_session_readable);
+    return 0;
+}
+
+/* A session from its first datagram: with a REQUEST it is decided at once,
+ * and put on the loop only when it goes on (Escalate, a question); a Run
+ * or a Deny never costs a loop round. With a HELLO the REQUEST is read
+ * from the stream. Takes fd and what first owns. */
 static void
-session_start(struct escalation_call *ec, int fd)
+session_start(struct escalation_call *ec, int fd, struct esc_msg *first)
 {
     struct session *s = calloc(1, sizeof(*s));
     int flags = fcntl(fd, F_GETFL);
-    if (!s || flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-        uv_poll_init(ec->es->loop, &s->poll, fd) < 0) {
+    if (!s || flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
         log_warn("escalation %s: cannot serve a session", ec->label);
         free(s);
         close(fd);
+        esc_msg_free(first);
         return;
     }
     s->ec = ec;
     s->fd = fd;
-    s->poll.data = s;
-    s->handles_open = 1;
     s->next = ec->sessions;
     if (ec->sessions)
         ec->sessions->prev = s;
     ec->sessions = s;
     ec->n_sessions++;
-    uv_poll_start(&s->poll, UV_READABLE | UV_DISCONNECT, on_session_readable);
+    if (first->type == ESC_MSG_REQUEST) {
+        s->req = first->u.request;
+        s->have_req = true;
+        memset(first, 0, sizeof(*first));
+        session_decide(s);
+    }
+    esc_msg_free(first);
+    if (s->state != SESSION_CLOSING)
+        session_watch(s);
+    if (s->state == SESSION_CLOSING && s->handles_open == 0)
+        session_free(s);
 }
 
 /* ---- the call ---- */
@@ -915,23 +956,26 @@ on_hello_readable(uv_poll_t *h, int status, int events)
     struct escalation_call *ec = h->data;
     if (ec->released)
         return;
-    for (int i = 0; i < 64; i++) {
+    for (int i = 0; i < 64 && !ec->released; i++) {
         int fd = -1;
         const char *why = NULL;
-        int rc = esc_io_recv_hello(ec->server_fd, &fd, &why);
+        struct esc_msg first;
+        int rc = esc_io_recv_hello(ec->server_fd, ec->es->dgram_buf, ESC_MAX_DGRAM + 1, &fd, &first,
+                                   &why);
         if (rc == -EAGAIN || rc == 0)
             return;
         if (rc < 0) {
-            log_warn("escalation %s: bad HELLO: %s", ec->label, why ? why : strerror(-rc));
+            log_warn("escalation %s: bad first datagram: %s", ec->label, why ? why : strerror(-rc));
             continue;
         }
         if (ec->n_sessions >= ESCALATION_MAX_SESSIONS) {
             log_warn("escalation %s: more than %d exec sessions at once: refused", ec->label,
                      ESCALATION_MAX_SESSIONS);
             close(fd);
+            esc_msg_free(&first);
             continue;
         }
-        session_start(ec, fd);
+        session_start(ec, fd, &first);
     }
 }
 

@@ -67,8 +67,10 @@ adopt_fds(struct msghdr *mh, struct esc_fdlist *list)
     return rc;
 }
 
-ssize_t
-esc_io_recvmsg(int sock, void *buf, size_t len, struct esc_fdlist *fds)
+/* One recvmsg; *flags gets the kernel's msg_flags (MSG_TRUNC for a
+ * datagram longer than len). */
+static ssize_t
+recv_flags(int sock, void *buf, size_t len, struct esc_fdlist *fds, int *flags)
 {
     union esc_cmsg_space cbuf;
     struct iovec iov = {.iov_base = buf, .iov_len = len};
@@ -84,8 +86,16 @@ esc_io_recvmsg(int sock, void *buf, size_t len, struct esc_fdlist *fds)
     } while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
+    *flags = mh.msg_flags;
     int rc = adopt_fds(&mh, fds);
     return rc < 0 ? rc : n;
+}
+
+ssize_t
+esc_io_recvmsg(int sock, void *buf, size_t len, struct esc_fdlist *fds)
+{
+    int flags = 0;
+    return recv_flags(sock, buf, len, fds, &flags);
 }
 
 int
@@ -198,45 +208,59 @@ is_unix_stream(int fd)
     return type == SOCK_STREAM && domain == AF_UNIX;
 }
 
+/* Decodes a first datagram: exactly one HELLO or REQUEST frame. */
+static int
+decode_first(const void *buf, size_t n, struct esc_msg *first, const char **why)
+{
+    size_t used = 0;
+    int rc = esc_msg_decode(buf, n, first, &used, why);
+    if (rc == 0) {
+        *why = "datagram shorter than a frame";
+        return -EBADMSG;
+    }
+    if (rc < 0)
+        return rc;
+    if ((first->type != ESC_MSG_HELLO && first->type != ESC_MSG_REQUEST) || used != n) {
+        esc_msg_free(first);
+        *why = "the first datagram must be exactly a HELLO or a REQUEST";
+        return -EBADMSG;
+    }
+    return 1;
+}
+
 int
-esc_io_recv_hello(int dgram, int *stream, const char **why)
+esc_io_recv_hello(int dgram, void *buf, size_t cap, int *stream, struct esc_msg *first,
+                  const char **why)
 {
     const char *ignored;
     if (why == NULL)
         why = &ignored;
-    /* One byte more than a HELLO so that a longer datagram shows as such. */
-    unsigned char buf[ESC_HEADER_SIZE + 1];
     struct esc_fdlist fds = {.count = 0};
-    ssize_t n = esc_io_recvmsg(dgram, buf, sizeof buf, &fds);
+    int flags = 0;
+    memset(first, 0, sizeof *first);
+    ssize_t n = recv_flags(dgram, buf, cap, &fds, &flags);
     if (n < 0) {
         *why = "bad control data on the escalation socket";
         return (int)n;
     }
     if (n == 0 && fds.count == 0)
         return 0;
-    struct esc_msg msg;
-    size_t used = 0;
-    int rc = esc_msg_decode(buf, (size_t)n, &msg, &used, why);
-    if (rc == 1) {
-        enum esc_msg_type type = msg.type;
-        esc_msg_free(&msg);
-        if (type != ESC_MSG_HELLO || used != (size_t)n) {
-            *why = "the first datagram must be exactly a HELLO";
-            rc = -EBADMSG;
-        }
-    } else if (rc == 0) {
-        *why = "datagram shorter than a frame";
-        rc = -EBADMSG;
+    int rc;
+    if ((flags & MSG_TRUNC) || (size_t)n > ESC_MAX_DGRAM) {
+        *why = "first datagram longer than ESC_MAX_DGRAM";
+        rc = -EMSGSIZE;
+    } else {
+        rc = decode_first(buf, (size_t)n, first, why);
     }
     if (rc == 1 && fds.count != 1) {
-        *why = "a HELLO must carry exactly one fd";
+        *why = "a HELLO or REQUEST datagram must carry exactly one fd";
         rc = -EBADMSG;
-    }
-    if (rc == 1 && !is_unix_stream(fds.fds[0])) {
-        *why = "the fd of a HELLO is not a Unix stream socket";
+    } else if (rc == 1 && !is_unix_stream(fds.fds[0])) {
+        *why = "the fd of a HELLO or REQUEST datagram is not a Unix stream socket";
         rc = -EBADMSG;
     }
     if (rc < 0) {
+        esc_msg_free(first); /* zeroed above, or a frame with the wrong fds */
         esc_fdlist_close(&fds);
         return rc;
     }

@@ -66,13 +66,18 @@ int esc_io_recv_msg(int sock, struct esc_buf *in, struct esc_msg *out, struct es
 
 /*
  * Server side of a session's start: reads one datagram from the call's
- * escalation socket, which must be exactly a HELLO frame carrying exactly
- * one fd, and that fd must be a connected AF_UNIX SOCK_STREAM socket.
- * Returns 1 with *stream set (caller owns it, close-on-exec), -EAGAIN when
- * nothing is waiting on a non-blocking socket, 0 for an empty datagram or
- * end of file, or a negative errno for anything malformed (-EBADMSG,
- * -EPROTONOSUPPORT, ...; *why set); every received fd is closed on error.
+ * escalation socket into buf[0..cap) (cap > ESC_MAX_DGRAM; a longer
+ * datagram is refused, not truncated). It must be exactly one frame, a
+ * HELLO (empty body) or a REQUEST, carrying exactly one fd, and that fd
+ * must be an AF_UNIX SOCK_STREAM socket.
+ * Returns 1 with *stream set (caller owns it, close-on-exec) and *first the
+ * decoded frame (type HELLO or REQUEST; caller frees with esc_msg_free),
+ * -EAGAIN when nothing is waiting on a non-blocking socket, 0 for an empty
+ * datagram or end of file, or a negative errno for anything malformed
+ * (-EBADMSG, -EPROTONOSUPPORT, -EMSGSIZE, ...; *why set); every received fd
+ * is closed and nothing is stored on error.
  */
-int esc_io_recv_hello(int dgram, int *stream, const char **why);
+int esc_io_recv_hello(int dgram, void *buf, size_t cap, int *stream, struct esc_msg *first,
+                      const char **why);
 
 #endif

@@ -18,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ESC_PROTO_VERSION 1
+/* 2: a REQUEST may open a session as the first datagram (with the
+ * session's fd), saving a message and a wake-up of the server per exec. */
+#define ESC_PROTO_VERSION 2
 
 /* Size of the fixed frame header. */
 #define ESC_HEADER_SIZE 8
@@ -35,6 +37,11 @@
  * bounding what one session can make the server allocate. */
 #define ESC_MAX_ARGS 131072u
 #define ESC_MAX_ENV  32768u
+/* Largest first datagram (a whole REQUEST frame) the wrapper sends and the
+ * server reads; a larger REQUEST goes on the session's stream after a
+ * HELLO. Well below the default socket send buffer (net.core.wmem_default,
+ * 208 KiB), which bounds an AF_UNIX datagram. */
+#define ESC_MAX_DGRAM (64u * 1024)
 /* A Deny reason, in bytes of UTF-8. */
 #define ESC_MAX_REASON 4096u
 /* Fds in one FDS message (the kernel's SCM_MAX_FD is 253). */
@@ -44,7 +51,8 @@
 
 enum esc_msg_type {
     ESC_MSG_HELLO = 1,    /* wrapper -> server, datagram, carries 1 fd */
-    ESC_MSG_REQUEST = 2,  /* wrapper -> server: file, argv, workdir, env */
+    ESC_MSG_REQUEST = 2,  /* wrapper -> server: file, argv, workdir, env; on the
+                             stream after a HELLO, or as the datagram with 1 fd */
     ESC_MSG_RUN = 3,      /* server -> wrapper: exec it yourself */
     ESC_MSG_ESCALATE = 4, /* server -> wrapper: send your fds, I run it */
     ESC_MSG_DENY = 5,     /* server -> wrapper: refused, with a reason */

@@ -98,24 +98,9 @@ escalate_socket(const char *file)
     return (int)fd;
 }
 
-/* Opens this exec's session: a stream pair whose far end goes to the server
- * in a HELLO datagram. Returns our end (close-on-exec). */
-static int
-open_session(int dgram, const char *file)
-{
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
-        die(EXIT_WRAPPER_FAILED, errno, "socketpair");
-    struct esc_msg hello = {.type = ESC_MSG_HELLO};
-    int rc = esc_io_send_msg(dgram, &hello, &pair[1], 1, NULL);
-    if (rc < 0)
-        die(EXIT_WRAPPER_FAILED, -rc, "cannot reach the execgate server: refusing to run %s", file);
-    close(pair[1]);
-    return pair[0];
-}
-
+/* The REQUEST frame for this exec, encoded into *frame. */
 static void
-send_request(int stream, const char *file, char **args, int nargs)
+encode_request(struct esc_buf *frame, const char *file, char **args, int nargs)
 {
     char *cwd = getcwd(NULL, 0);
     if (cwd == NULL)
@@ -133,12 +118,40 @@ send_request(int stream, const char *file, char **args, int nargs)
         .envc = envc,
     };
     const char *why = NULL;
-    int rc = esc_io_send_msg(stream, &req, NULL, 0, &why);
+    int rc = esc_msg_encode(&req, frame, &why);
     free(cwd);
     if (rc < 0 && why != NULL)
         die(EXIT_WRAPPER_FAILED, 0, "cannot ask about %s: %s", file, why);
     if (rc < 0)
+        die(EXIT_WRAPPER_FAILED, -rc, "cannot ask about %s", file);
+}
+
+/* Opens this exec's session and asks: a stream pair whose far end goes to
+ * the server attached to the REQUEST datagram, or, for a request too large
+ * for one datagram, attached to a HELLO, the REQUEST following on the
+ * stream. Returns our end (close-on-exec). */
+static int
+open_session(int dgram, const struct esc_buf *request, const char *file)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+        die(EXIT_WRAPPER_FAILED, errno, "socketpair");
+    int rc = -EMSGSIZE;
+    if (request->len <= ESC_MAX_DGRAM)
+        rc = esc_io_send_all(dgram, request->data, request->len, &pair[1], 1);
+    /* EMSGSIZE: larger than the socket's send buffer allows for one
+     * datagram; the stream has no such limit */
+    int on_stream = rc == -EMSGSIZE;
+    if (on_stream) {
+        struct esc_msg hello = {.type = ESC_MSG_HELLO};
+        rc = esc_io_send_msg(dgram, &hello, &pair[1], 1, NULL);
+    }
+    if (rc < 0)
+        die(EXIT_WRAPPER_FAILED, -rc, "cannot reach the execgate server: refusing to run %s", file);
+    close(pair[1]);
+    if (on_stream && (rc = esc_io_send_all(pair[0], request->data, request->len, NULL, 0)) < 0)
         die(EXIT_WRAPPER_FAILED, -rc, "lost the execgate server while asking about %s", file);
+    return pair[0];
 }
 
 /* Waits for the next frame from the server; anything but a frame is fatal
@@ -385,8 +398,10 @@ main(int argc, char **argv)
     int nargs = argc - 2;
 
     int dgram = escalate_socket(file);
-    int stream = open_session(dgram, file);
-    send_request(stream, file, args, nargs);
+    struct esc_buf request = {0};
+    encode_request(&request, file, args, nargs);
+    int stream = open_session(dgram, &request, file);
+    esc_buf_free(&request);
 
     struct esc_buf in = {0};
     struct esc_msg reply;

@@ -1,8 +1,11 @@
 /*
  * libFuzzer target for the server's side of an exec session, through the
- * real code on a real loop: each input is the byte stream a peer in the
- * sandbox sends on a session (after a valid HELLO), followed by the end of
- * the stream.  The server must decode, decide, answer or end the session,
+ * real code on a real loop. The first byte of an input chooses how the
+ * session opens: even, a valid HELLO, and the rest is the byte stream a
+ * peer in the sandbox sends on the session; odd, the rest (at most
+ * ESC_MAX_DGRAM + 1 bytes) is the first datagram itself, carrying the
+ * session's fd (protocol 2's REQUEST datagram, or anything else). Then the
+ * end of the stream.  The server must decode, decide, answer or end the session,
  * and free everything (LeakSanitizer), whatever arrives.  The rules deny
  * `rm` and allow only `true`, so a decoded request can at most escalate
  * /bin/true; there is no MCP client, so `prompt` is a Deny.
@@ -60,16 +63,22 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* Sends HELLO with one end of a fresh stream pair; returns the other. */
+/* Sends the first datagram (a HELLO when first is NULL) with one end of a
+ * fresh stream pair; returns the other. */
 static int
-open_session(int dgram)
+open_session(int dgram, const uint8_t *first, size_t len)
 {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
         abort();
-    struct esc_msg hello = {.type = ESC_MSG_HELLO};
-    if (esc_io_send_msg(dgram, &hello, &pair[1], 1, NULL) < 0)
+    struct esc_buf hello = {0};
+    struct esc_msg m = {.type = ESC_MSG_HELLO};
+    if (!first && esc_msg_encode(&m, &hello, NULL) < 0)
         abort();
+    if (esc_io_send_all(dgram, first ? (const void *)first : hello.data, first ? len : hello.len,
+                        &pair[1], 1) < 0)
+        abort();
+    esc_buf_free(&hello);
     close(pair[1]);
     return pair[0];
 }
@@ -85,7 +94,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int child = -1;
     if (escalation_call_serve_detached(ec, &child) < 0)
         abort();
-    int peer = open_session(child);
+    bool dgram_mode = size > 0 && (data[0] & 1);
+    if (size > 0) {
+        data++;
+        size--;
+    }
+    if (dgram_mode && size > ESC_MAX_DGRAM + 1)
+        size = ESC_MAX_DGRAM + 1;
+    int peer = open_session(child, dgram_mode ? data : NULL, size);
+    if (dgram_mode)
+        size = 0; /* the stream carries nothing more */
     fcntl(peer, F_SETFL, O_NONBLOCK);
     size_t sent = 0;
     bool closed = false;

@@ -762,12 +762,14 @@ test_loader_env_dropped(void **state)
 
 /* Raw clients on the call's socket (fd 4, inherited by everything in the
  * sandbox): garbage datagrams, a HELLO with a pipe, an oversized frame, fds
- * on a REQUEST, a bad workdir, a client that dies mid-handshake.  The
+ * on a REQUEST, a bad workdir, a client that dies mid-handshake; REQUEST
+ * datagrams without their fd, with a pipe, with two fds, above
+ * ESC_MAX_DGRAM, followed by a second REQUEST.  The
  * server must go on serving the same call and the next. */
 static const char attack_py[] =
     "import os, socket, struct, array\n"
     "s = socket.socket(fileno=int(os.environ['CODEX_ESCALATE_SOCKET']))\n"
-    "def frame(t, body=b''): return struct.pack('<IHH', len(body), 1, t) + body\n"
+    "def frame(t, body=b''): return struct.pack('<IHH', len(body), 2, t) + body\n"
     "def st(b): return struct.pack('<I', len(b)) + b\n"
     "def hello():\n"
     "    a, b = socket.socketpair()\n"
@@ -781,7 +783,7 @@ static const char attack_py[] =
     "s.send(frame(1))\n"
     "r, w = os.pipe()\n"
     "s.sendmsg([frame(1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [r]))])\n"
-    "a = hello(); a.sendall(struct.pack('<IHH', 0x7fffffff, 1, 2)); print('big', a.recv(100)); "
+    "a = hello(); a.sendall(struct.pack('<IHH', 0x7fffffff, 2, 2)); print('big', a.recv(100)); "
     "a.close()\n"
     "a = hello(); a.sendall(b'\\x01\\x02\\x03'); a.close()\n"
     "a = hello(); a.sendall(req(b'/no/such/dir')); m = a.recv(200); print('baddir', m[8:]); "
@@ -795,6 +797,25 @@ static const char attack_py[] =
     "a = hello(); a.sendall(esc_req(os.environ['MARK'].encode())); m = a.recv(8); "
     "a.sendall(frame(6, struct.pack('<II', 1, 1))); print('esc', m, 'count', a.recv(100)); "
     "a.close()\n"
+    "def open_req(fr, fds=None):\n"
+    "    a, b = socket.socketpair()\n"
+    "    fds = [b.fileno()] if fds is None else fds\n"
+    "    s.sendmsg([fr], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', fds))] "
+    "if fds else [])\n"
+    "    b.close(); return a\n"
+    "a = open_req(req(b'/no/such/dir')); print('dbaddir', a.recv(200)[8:]); a.close()\n"
+    "a = open_req(req()); print('drun', a.recv(100)); a.close()\n"
+    "open_req(req(), []); open_req(req(), [r])\n"
+    "c, d = socket.socketpair(); a = open_req(req(), [d.fileno(), d.fileno()]); d.close(); "
+    "print('dtwo', c.recv(100)); c.close()\n"
+    "big = frame(2, st(b'/bin/true') + struct.pack('<I', 1) + st(b'true') + st(b'/') + "
+    "struct.pack('<I', 1) + st(b'A=' + b'x' * 70000))\n"
+    "a = open_req(big); print('dbig', a.recv(100)); a.close()\n"
+    "a = open_req(esc_req(os.environ['MARK'].encode())); m = a.recv(8); "
+    "a.sendall(frame(6, struct.pack('<II', 1, 1))); print('desc', m, 'count', a.recv(100)); "
+    "a.close()\n"
+    "a = open_req(esc_req(os.environ['MARK'].encode())); m = a.recv(8); a.sendall(req()); "
+    "print('dagain', m, 'then', a.recv(100)); a.close()\n"
     "for i in range(20): hello()\n"
     "print('attacks done')\n";
 
@@ -813,10 +834,18 @@ test_raw_clients_leave_server_serving(void **state)
     assert_contains(out, "big b''");  /* oversized: session closed, no answer */
     assert_contains(out, "baddir b"); /* a missing workdir is denied */
     assert_contains(out, "not an existing directory");
-    assert_contains(out, "run b'\\x00\\x00\\x00\\x00\\x01\\x00\\x03\\x00'"); /* RUN */
+    assert_contains(out, "run b'\\x00\\x00\\x00\\x00\\x02\\x00\\x03\\x00'"); /* RUN */
     assert_contains(out, "fds b''"); /* fds on a REQUEST end the session */
     /* ESCALATE, then an FDS frame announcing 1 fd with none attached */
-    assert_contains(out, "esc b'\\x00\\x00\\x00\\x00\\x01\\x00\\x04\\x00' count b''");
+    assert_contains(out, "esc b'\\x00\\x00\\x00\\x00\\x02\\x00\\x04\\x00' count b''");
+    /* the same through REQUEST datagrams (protocol 2) */
+    assert_contains(out, "dbaddir b\"2\\x00\\x00\\x00the request's workdir");
+    assert_contains(out, "drun b'\\x00\\x00\\x00\\x00\\x02\\x00\\x03\\x00'");
+    assert_contains(out, "dtwo b''"); /* two fds: dropped, never answered */
+    assert_contains(out, "dbig b''"); /* above ESC_MAX_DGRAM: dropped */
+    assert_contains(out, "desc b'\\x00\\x00\\x00\\x00\\x02\\x00\\x04\\x00' count b''");
+    /* a second REQUEST on the stream after the datagram one ends the session */
+    assert_contains(out, "dagain b'\\x00\\x00\\x00\\x00\\x02\\x00\\x04\\x00' then b''");
     assert_false(exists(w.outside, "mismatch"));
     assert_contains(out, "attacks done");
     assert_contains(out, "status=0\n");

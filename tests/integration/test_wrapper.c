@@ -243,6 +243,59 @@ test_run_script_keeps_wrapping(void **state)
 }
 
 /* A request beyond the protocol's limits is not sent, and nothing runs. */
+/* A request that fits ESC_MAX_DGRAM rides in the datagram that opens the
+ * session; a larger one (a 70 000-byte variable) follows a HELLO on the
+ * stream, for a Run and an Escalate alike. */
+static void
+test_request_datagram_or_stream(void **state)
+{
+    struct fixture *f = *state;
+    static const struct fake_esc_rule rules[] = {{"sh", FAKE_ESC_ESCALATE, NULL, 0, 0}};
+    struct proc_result res;
+    struct fake_esc_server *srv =
+        run_with(f, rules, 1,
+                 "/bin/true; BIG=$(printf '%070000d' 0) /bin/cat /dev/null; "
+                 "BIG=$(printf '%070000d' 0) /bin/sh -c 'echo ${#BIG}; exit 7'",
+                 &res);
+    assert_int_equal(proc_exit_code(&res), 7);
+    assert_string_equal(res.out, "70000\n");
+    const struct fake_esc_record *t = fake_esc_server_find(srv, "true");
+    const struct fake_esc_record *c = fake_esc_server_find(srv, "cat");
+    const struct fake_esc_record *sh = fake_esc_server_find(srv, "sh");
+    assert_non_null(t);
+    assert_non_null(c);
+    assert_non_null(sh);
+    assert_int_equal(t->request_on_stream, 0);
+    assert_int_equal(c->request_on_stream, 1);
+    assert_int_equal(sh->request_on_stream, 1);
+    assert_int_equal(sh->action, FAKE_ESC_ESCALATE);
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+}
+
+/* A REQUEST datagram the socket refuses (EMSGSIZE: here a send buffer set
+ * to its minimum, below the request's 20 000 bytes) is sent after a HELLO
+ * on the stream instead: the program still runs, asked once. */
+static void
+test_request_datagram_refused_falls_back(void **state)
+{
+    struct fixture *f = *state;
+    int client;
+    struct fake_esc_server *srv = fake_esc_server_start(NULL, 0, &client);
+    int small = 1;
+    assert_int_equal(setsockopt(client, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+    struct proc_result res;
+    run_bash(f, "BIG=$(printf '%020000d' 0) /bin/cat /dev/null && /bin/echo ok", client, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "ok\n");
+    const struct fake_esc_record *c = fake_esc_server_find(srv, "cat");
+    assert_non_null(c);
+    assert_int_equal(c->request_on_stream, 1);
+    assert_int_equal(fake_esc_server_count(srv), 2);
+    fake_esc_server_stop(srv);
+    proc_result_free(&res);
+}
+
 static void
 test_request_over_limit(void **state)
 {
@@ -635,6 +688,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_socket_leaks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_script_without_shebang, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_script_keeps_wrapping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_datagram_or_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_datagram_refused_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_over_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_exec_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deny, setup, teardown),

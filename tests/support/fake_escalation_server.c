@@ -29,14 +29,16 @@ struct fake_esc_server {
     pthread_t listener;
     pthread_mutex_t lock;
     pthread_cond_t idle;
-    size_t live;                      /* sessions still running */
-    struct fake_esc_record **records; /* grows: the benchmark makes many */
+    size_t live;                       /* sessions still running */
+    struct fake_esc_record **records;  /* grows: the benchmark makes many */
+    char dgram_buf[ESC_MAX_DGRAM + 1]; /* the listener's */
     size_t nrecords, cap;
 };
 
 struct session {
     struct fake_esc_server *srv;
     int stream;
+    struct esc_msg first; /* the first datagram: a HELLO or the REQUEST */
 };
 
 static void
@@ -296,9 +298,12 @@ session_main(void *arg)
     struct fake_esc_server *srv = s->srv;
     struct esc_buf in = {0};
     struct esc_fdlist fds = {.count = 0};
-    struct esc_msg m = {0};
-    if (esc_io_recv_msg(s->stream, &in, &m, &fds, NULL) == 1 && m.type == ESC_MSG_REQUEST &&
-        fds.count == 0) {
+    struct esc_msg m = s->first;
+    int on_stream = m.type == ESC_MSG_HELLO;
+    if (on_stream)
+        esc_msg_free(&m);
+    if ((!on_stream || esc_io_recv_msg(s->stream, &in, &m, &fds, NULL) == 1) &&
+        m.type == ESC_MSG_REQUEST && fds.count == 0) {
         struct fake_esc_record *rec = calloc(1, sizeof *rec);
         if (rec == NULL)
             die_test("calloc");
@@ -308,6 +313,7 @@ session_main(void *arg)
         rec->argc = r->argc;
         rec->workdir = strdup(r->workdir);
         rec->env = strvec_dup(r->env, r->envc);
+        rec->request_on_stream = on_stream;
         struct ucred cred;
         socklen_t len = sizeof cred;
         if (getsockopt(s->stream, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
@@ -342,13 +348,16 @@ listener_main(void *arg)
         if (p[1].revents)
             return NULL;
         int stream = -1;
-        if (esc_io_recv_hello(srv->dgram, &stream, NULL) != 1)
+        struct esc_msg first;
+        if (esc_io_recv_hello(srv->dgram, srv->dgram_buf, sizeof srv->dgram_buf, &stream, &first,
+                              NULL) != 1)
             continue;
         struct session *s = calloc(1, sizeof *s);
         if (s == NULL)
             die_test("calloc");
         s->srv = srv;
         s->stream = stream;
+        s->first = first;
         pthread_mutex_lock(&srv->lock);
         srv->live++;
         pthread_mutex_unlock(&srv->lock);

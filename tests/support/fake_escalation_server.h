@@ -43,7 +43,8 @@ struct fake_esc_record {
     char **argv; /* NULL-terminated */
     size_t argc;
     char *workdir;
-    char **env; /* NULL-terminated */
+    char **env;            /* NULL-terminated */
+    int request_on_stream; /* 1: HELLO, then the REQUEST on the stream; 0: REQUEST datagram */
     enum fake_esc_action action;
     pid_t wrapper_pid; /* from SO_PEERCRED of the session socket */
     pid_t program_pid; /* escalated program, else 0 */

@@ -164,7 +164,7 @@ test_encode(void **state)
     calls = 0;
     assert_int_equal(esc_msg_encode(&req, &b, &why), -ENOMEM);
     assert_int_equal(b.len, len);
-    const unsigned char run_bytes[] = {0, 0, 0, 0, 1, 0, 3, 0};
+    const unsigned char run_bytes[] = {0, 0, 0, 0, 2, 0, 3, 0};
     assert_memory_equal(b.data, run_bytes, sizeof run_bytes);
     fail_at = -1;
     counted_free(big);

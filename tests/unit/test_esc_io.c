@@ -1,7 +1,8 @@
 /*
  * esc_io: frames and fds over real Unix sockets. Fds received are
  * close-on-exec and either handed over or closed (counted through
- * /proc/self/fd), and every attack on the HELLO datagram is refused.
+ * /proc/self/fd), and every attack on the first datagram (HELLO or
+ * REQUEST) is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -169,6 +170,34 @@ test_recv_clean_eof_and_garbage(void **state)
     close(sv[1]);
 }
 
+/* The receiver's buffer for a first datagram (static: 64 KiB). */
+static char dgram_buf[ESC_MAX_DGRAM + 1];
+
+/* A REQUEST whose frame is exactly `size` bytes: one env entry padded. */
+static void
+encode_request_of_size(struct esc_buf *out, size_t size)
+{
+    struct esc_msg m = {.type = ESC_MSG_REQUEST};
+    char *argv[] = {"ls", "-l"};
+    char *env[] = {NULL};
+    m.u.request = (struct esc_request){
+        .file = "/bin/ls", .argv = argv, .argc = 2, .workdir = "/", .env = env, .envc = 1};
+    struct esc_buf probe = {0};
+    env[0] = "A=";
+    assert_int_equal(esc_msg_encode(&m, &probe, NULL), 0);
+    assert_true(size >= probe.len);
+    char *val = malloc(size - probe.len + 3);
+    assert_non_null(val);
+    memset(val, 'x', size - probe.len + 2);
+    memcpy(val, "A=", 2);
+    val[size - probe.len + 2] = '\0';
+    env[0] = val;
+    assert_int_equal(esc_msg_encode(&m, out, NULL), 0);
+    assert_int_equal(out->len, size);
+    free(val);
+    esc_buf_free(&probe);
+}
+
 static void
 test_hello_ok(void **state)
 {
@@ -178,20 +207,64 @@ test_hello_ok(void **state)
     struct esc_msg hello = {.type = ESC_MSG_HELLO};
     assert_int_equal(esc_io_send_msg(dg[0], &hello, &st[1], 1, NULL), 0);
     int stream = -1;
-    assert_int_equal(esc_io_recv_hello(dg[1], &stream, NULL), 1);
+    struct esc_msg first;
+    assert_int_equal(esc_io_recv_hello(dg[1], dgram_buf, sizeof dgram_buf, &stream, &first, NULL),
+                     1);
+    assert_int_equal(first.type, ESC_MSG_HELLO);
     same_file(stream, st[1]);
     assert_true(fcntl(stream, F_GETFD) & FD_CLOEXEC);
     close(stream);
     /* Nothing more waiting on a non-blocking socket. */
     assert_int_equal(fcntl(dg[1], F_SETFL, O_NONBLOCK), 0);
-    assert_int_equal(esc_io_recv_hello(dg[1], &stream, NULL), -EAGAIN);
+    assert_int_equal(esc_io_recv_hello(dg[1], dgram_buf, sizeof dgram_buf, &stream, &first, NULL),
+                     -EAGAIN);
     for (int i = 0; i < 2; i++) {
         close(dg[i]);
         close(st[i]);
     }
 }
 
-/* Each bad HELLO is refused and leaves no fd behind in the receiver. */
+/* A REQUEST opens the session in one datagram, up to ESC_MAX_DGRAM bytes,
+ * decoded as on the stream. */
+static void
+test_request_datagram_ok(void **state)
+{
+    int dg[2], st[2];
+    pair(SOCK_DGRAM, dg);
+    pair(SOCK_STREAM, st);
+    size_t sizes[] = {100, ESC_MAX_DGRAM};
+    for (size_t i = 0; i < 2; i++) {
+        struct esc_buf req = {0};
+        encode_request_of_size(&req, sizes[i]);
+        assert_int_equal(esc_io_send_all(dg[0], req.data, req.len, &st[1], 1), 0);
+        int stream = -1;
+        struct esc_msg first;
+        assert_int_equal(
+            esc_io_recv_hello(dg[1], dgram_buf, sizeof dgram_buf, &stream, &first, NULL), 1);
+        assert_int_equal(first.type, ESC_MSG_REQUEST);
+        assert_string_equal(first.u.request.file, "/bin/ls");
+        assert_int_equal(first.u.request.argc, 2);
+        assert_string_equal(first.u.request.argv[1], "-l");
+        assert_null(first.u.request.argv[2]);
+        assert_int_equal(first.u.request.envc, 1);
+        struct esc_buf again = {0};
+        assert_int_equal(esc_msg_encode(&first, &again, NULL), 0);
+        assert_int_equal(again.len, req.len);
+        assert_memory_equal(again.data, req.data, req.len);
+        esc_buf_free(&again);
+        same_file(stream, st[1]);
+        close(stream);
+        esc_msg_free(&first);
+        esc_buf_free(&req);
+    }
+    for (int i = 0; i < 2; i++) {
+        close(dg[i]);
+        close(st[i]);
+    }
+}
+
+/* Each bad first datagram is refused and leaves no fd behind in the
+ * receiver. */
 static void
 test_hello_attacks(void **state)
 {
@@ -202,10 +275,15 @@ test_hello_attacks(void **state)
     int dgram_pair[2];
     pair(SOCK_DGRAM, dgram_pair);
 
-    struct esc_buf hello = {0}, run = {0};
+    struct esc_buf hello = {0}, run = {0}, req = {0}, big = {0}, two = {0};
     struct esc_msg h = {.type = ESC_MSG_HELLO}, r = {.type = ESC_MSG_RUN};
     assert_int_equal(esc_msg_encode(&h, &hello, NULL), 0);
     assert_int_equal(esc_msg_encode(&r, &run, NULL), 0);
+    encode_request_of_size(&req, 200);
+    encode_request_of_size(&big, ESC_MAX_DGRAM + 1);
+    /* a REQUEST and a second frame in one datagram */
+    encode_request_of_size(&two, 200);
+    assert_int_equal(esc_msg_encode(&r, &two, NULL), 0);
     unsigned char badver[ESC_HEADER_SIZE];
     memcpy(badver, hello.data, sizeof badver);
     badver[4] = 9;
@@ -228,20 +306,33 @@ test_hello_attacks(void **state)
         {badver, sizeof badver, {st[1]}, 1, -EPROTONOSUPPORT, "version"},
         {longer, sizeof longer, {st[1]}, 1, -EBADMSG, "HELLO"},
         {"abc", 3, {st[1]}, 1, -EBADMSG, "shorter"},
+        {req.data, req.len, {0}, 0, -EBADMSG, "exactly one fd"},
+        {req.data, req.len, {st[1], st[1]}, 2, -EBADMSG, "exactly one fd"},
+        {req.data, req.len, {p[1]}, 1, -EBADMSG, "not a Unix stream"},
+        {req.data, req.len - 1, {st[1]}, 1, -EBADMSG, "shorter"},
+        {big.data, big.len, {st[1]}, 1, -EMSGSIZE, "ESC_MAX_DGRAM"},
+        {two.data, two.len, {st[1]}, 1, -EBADMSG, "exactly a HELLO or a REQUEST"},
     };
     int before = open_fd_count();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         raw_send(dg[0], cases[i].data, cases[i].len, cases[i].fds, cases[i].nfds);
         int stream = -1;
         const char *why = NULL;
-        assert_int_equal(esc_io_recv_hello(dg[1], &stream, &why), cases[i].rc);
+        struct esc_msg first;
+        assert_int_equal(
+            esc_io_recv_hello(dg[1], dgram_buf, sizeof dgram_buf, &stream, &first, &why),
+            cases[i].rc);
         assert_int_equal(stream, -1);
+        assert_int_equal(first.type, 0); /* nothing to free */
         if (strstr(why, cases[i].why) == NULL)
             fail_msg("case %zu: reason \"%s\" lacks \"%s\"", i, why, cases[i].why);
         assert_int_equal(open_fd_count(), before);
     }
     esc_buf_free(&hello);
     esc_buf_free(&run);
+    esc_buf_free(&req);
+    esc_buf_free(&big);
+    esc_buf_free(&two);
     int all[] = {dg[0], dg[1], st[0], st[1], p[0], p[1], dgram_pair[0], dgram_pair[1]};
     for (size_t i = 0; i < 8; i++)
         close(all[i]);
@@ -351,6 +442,7 @@ main(void)
         cmocka_unit_test(test_recv_clean_eof_and_garbage),
         cmocka_unit_test(test_hello_ok),
         cmocka_unit_test(test_hello_attacks),
+        cmocka_unit_test(test_request_datagram_ok),
         cmocka_unit_test(test_too_many_fds),
         cmocka_unit_test(test_other_control_message),
         cmocka_unit_test(test_send_errors),

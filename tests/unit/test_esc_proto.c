@@ -226,14 +226,14 @@ test_layout(void **state)
     struct esc_buf b = {0};
     struct esc_msg run = {.type = ESC_MSG_RUN};
     assert_int_equal(esc_msg_encode(&run, &b, NULL), 0);
-    const unsigned char run_bytes[] = {0, 0, 0, 0, 1, 0, 3, 0};
+    const unsigned char run_bytes[] = {0, 0, 0, 0, 2, 0, 3, 0};
     assert_int_equal(b.len, sizeof run_bytes);
     assert_memory_equal(b.data, run_bytes, sizeof run_bytes);
     b.len = 0;
 
     struct esc_msg sig = {.type = ESC_MSG_SIGNAL, .u.signo = SIGTERM};
     assert_int_equal(esc_msg_encode(&sig, &b, NULL), 0);
-    const unsigned char sig_bytes[] = {4, 0, 0, 0, 1, 0, 7, 0, 15, 0, 0, 0};
+    const unsigned char sig_bytes[] = {4, 0, 0, 0, 2, 0, 7, 0, 15, 0, 0, 0};
     assert_int_equal(b.len, sizeof sig_bytes);
     assert_memory_equal(b.data, sig_bytes, sizeof sig_bytes);
     b.len = 0;
@@ -245,7 +245,7 @@ test_layout(void **state)
         .file = "/bin/ls", .argv = argv, .argc = 1, .workdir = "/", .env = env, .envc = 1};
     assert_int_equal(esc_msg_encode(&req, &b, NULL), 0);
     const unsigned char req_bytes[] = {
-        37, 0, 0, 0, 1,   0,   2,   0,                  /* header: body 37, v1, REQUEST */
+        37, 0, 0, 0, 2,   0,   2,   0,                  /* header: body 37, v2, REQUEST */
         7,  0, 0, 0, '/', 'b', 'i', 'n', '/', 'l', 's', /* file */
         1,  0, 0, 0, 2,   0,   0,   0,   'l', 's',      /* argc 1, "ls" */
         1,  0, 0, 0, '/',                               /* workdir */
@@ -305,8 +305,9 @@ test_concatenated_frames(void **state)
 static void
 test_wrong_version(void **state)
 {
-    uint16_t versions[] = {0, 2, 0xFFFF};
-    for (size_t i = 0; i < 3; i++) {
+    /* 1: the protocol before REQUEST datagrams; 3: a newer one */
+    uint16_t versions[] = {0, 1, 3, 0xFFFF};
+    for (size_t i = 0; i < 4; i++) {
         struct esc_buf f = {0}, empty = {0};
         raw_frame(&f, versions[i], ESC_MSG_RUN, &empty);
         expect_decode_error(&f, -EPROTONOSUPPORT, "version");
@@ -315,7 +316,7 @@ test_wrong_version(void **state)
     /* A newer peer's huge frame is refused on its version alone. */
     struct esc_buf f = {0};
     raw_u32(&f, 100000);
-    raw_u16(&f, 2);
+    raw_u16(&f, 3);
     raw_u16(&f, ESC_MSG_REQUEST);
     expect_decode_error(&f, -EPROTONOSUPPORT, "version");
     esc_buf_free(&f);
