@@ -19,7 +19,7 @@ rm -f "$dest.log"
 server=$(find "$dest" -type f -name execgate -path '*/bin/*')
 [ -n "$server" ] || { echo "FAIL: no installed bin/execgate" >&2; exit 1; }
 libexec=$(find "$dest" -type d -path '*/libexec/execgate')
-for f in bash execgate-sandbox; do
+for f in bash execgate-sandbox execgate-wrapper; do
 	[ -x "$libexec/$f" ] || { echo "FAIL: $f not installed under libexec/execgate" >&2; exit 1; }
 done
 
