@@ -45,6 +45,7 @@ struct answers {
     const char *action; /* accept / decline; NULL: no question expected */
     const char *decision;
     int asked;
+    int delay_ms; /* wait this long before answering */
     char *last_message;
 };
 
@@ -117,12 +118,12 @@ world_end(struct world *w)
 }
 
 static json_t *
-run(struct world *w, const char *command, struct answers *a)
+run_timeout(struct world *w, const char *command, struct answers *a, int timeout_ms)
 {
     long long id = mcp_client_send_request(
         w->c, "tools/call",
         json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command", command,
-                  "workdir", w->wd, "login", 0, "timeout_ms", 60000));
+                  "workdir", w->wd, "login", 0, "timeout_ms", timeout_ms));
     for (;;) {
         json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
         assert_non_null(m);
@@ -137,6 +138,10 @@ run(struct world *w, const char *command, struct answers *a)
             free(a->last_message);
             a->last_message =
                 strdup(json_string_value(json_object_get(json_object_get(m, "params"), "message")));
+            if (a->delay_ms > 0) {
+                struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
+            }
             json_t *result = json_pack("{s:s}", "action", a->action);
             if (a->decision)
                 json_object_set_new(result, "content", json_pack("{s:s}", "decision", a->decision));
@@ -149,6 +154,12 @@ run(struct world *w, const char *command, struct answers *a)
             return m;
         json_decref(m);
     }
+}
+
+static json_t *
+run(struct world *w, const char *command, struct answers *a)
+{
+    return run_timeout(w, command, a, 60000);
 }
 
 static const char *
@@ -433,6 +444,39 @@ test_wrapper_run_not_asked_twice(void **state)
     world_end(&w);
 }
 
+/* The call's clock stops while a person is asked about a descendant's
+ * exec: an answer later than the timeout still lets the call finish. */
+static void
+test_question_stops_the_clock(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    struct answers a = {.action = "accept", .delay_ms = 2500};
+    json_t *r = run_timeout(&w, "env touch late && echo finished", &a, 1500);
+    assert_int_equal(a.asked, 1);
+    assert_contains(output_of(r), "finished");
+    assert_true(exists(w.wd, "late"));
+    json_decref(r);
+    free(a.last_message);
+    world_end(&w);
+}
+
+/* abort from a question about a descendant stops the whole call. */
+static void
+test_abort_from_the_tree(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    struct answers a = {.action = "accept", .decision = "abort"};
+    json_t *r = run(&w, "env touch x; touch after-abort", &a);
+    assert_int_equal(a.asked, 1);
+    assert_false(exists(w.wd, "x"));
+    assert_false(exists(w.wd, "after-abort"));
+    json_decref(r);
+    free(a.last_message);
+    world_end(&w);
+}
+
 static void
 test_prompt_without_elicitation_refused(void **state)
 {
@@ -591,6 +635,8 @@ main(void)
         cmocka_unit_test(test_prompt_for_program_started_by_env),
         cmocka_unit_test(test_session_approval_both_ways),
         cmocka_unit_test(test_wrapper_run_not_asked_twice),
+        cmocka_unit_test(test_question_stops_the_clock),
+        cmocka_unit_test(test_abort_from_the_tree),
         cmocka_unit_test(test_prompt_without_elicitation_refused),
         cmocka_unit_test(test_shell_mode_is_the_old_behaviour),
         cmocka_unit_test(test_no_user_notification_falls_back),
