@@ -45,7 +45,7 @@ struct ask {
     struct listener *l;
     uint64_t id;
     char *program;
-    char *file; /* the canonical file (declines are remembered by it) */
+    char *file;  /* the canonical file (declines are remembered by it) */
     char **args; /* argv[1..] */
     size_t nargs;
     char *cwd;
@@ -153,6 +153,13 @@ probe_answer(int sock)
     return rc;
 }
 
+/* The kernel's answer does not change while the process runs: probed once
+ * (a server makes one mcp_server; the fuzz target makes one per input). */
+static int probed;      /* 0: not yet, 1: supported, -1: not */
+static char *probe_why; /* why not, kept for later callers */
+
+static int probe_once(char **why);
+
 int
 exec_watch_probe(char **why)
 {
@@ -162,6 +169,18 @@ exec_watch_probe(char **why)
         *why = strdup("EXECGATE_TEST_NO_USER_NOTIF=1 (test)");
         return -1;
     }
+    if (probed == 0) {
+        probed = probe_once(&probe_why) == 0 ? 1 : -1;
+    }
+    if (probed < 0 && probe_why)
+        *why = strdup(probe_why);
+    return probed > 0 ? 0 : -1;
+}
+
+static int
+probe_once(char **why)
+{
+    *why = NULL;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         if (asprintf(why, "socketpair: %s", strerror(errno)) < 0)

@@ -280,6 +280,27 @@ test_git_hook(void **state)
     world_end(&w);
 }
 
+/* Compiles src into bin with cc, static when the libc allows it. */
+static void
+compile(const char *src, const char *bin)
+{
+    int st = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (attempt == 0)
+                execl("/usr/bin/cc", "cc", "-static", "-o", bin, src, (char *)NULL);
+            else
+                execl("/usr/bin/cc", "cc", "-o", bin, src, (char *)NULL);
+            _exit(127);
+        }
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            return;
+    }
+    fail_msg("cc could not compile %s", src);
+}
+
 /* The C program calls execve by the raw system call: no libc wrapper. */
 static void
 test_raw_execve_from_c(void **state)
@@ -300,26 +321,19 @@ test_raw_execve_from_c(void **state)
                       "    return 9;\n}\n",
                       0644);
     char *bin = tmpdir_path(w.wd, "raw");
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl("/usr/bin/cc", "cc", "-static", "-o", bin, src, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        /* no static libc: a dynamic binary makes the same raw call */
-        pid = fork();
-        if (pid == 0) {
-            execl("/usr/bin/cc", "cc", "-o", bin, src, (char *)NULL);
-            _exit(127);
-        }
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-    }
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    compile(src, bin);
     attack(&w, "./raw; echo \"raw=$?\"", NULL);
     free(src);
     free(bin);
+    /* execveat with a directory fd, and with AT_EMPTY_PATH on an open fd */
+    const char *attack_src = getenv("EXECGATE_TEST_RAW_EXEC_SRC");
+    if (attack_src) {
+        bin = tmpdir_path(w.wd, "raw-exec");
+        compile(attack_src, bin);
+        attack(&w, "./raw-exec execveat /bin rm rm -f f", NULL);
+        attack(&w, "./raw-exec emptypath /bin/rm rm -f f", NULL);
+        free(bin);
+    }
     world_end(&w);
 }
 
@@ -474,6 +488,79 @@ test_abort_from_the_tree(void **state)
     assert_false(exists(w.wd, "after-abort"));
     json_decref(r);
     free(a.last_message);
+    world_end(&w);
+}
+
+/* Cancelling the call while a descendant's exec waits for a person: the
+ * question is withdrawn, the exec never runs, the next call is served. */
+static void
+test_cancel_while_asking(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    long long id = mcp_client_send_request(w.c, "tools/call",
+                                           json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell",
+                                                     "arguments", "command", "env touch never",
+                                                     "workdir", w.wd, "login", 0));
+    json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+    assert_non_null(m);
+    assert_string_equal(json_string_value(json_object_get(m, "method")), "elicitation/create");
+    json_t *qid = json_deep_copy(json_object_get(m, "id"));
+    json_decref(m);
+    mcp_client_send(w.c, json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                                   "notifications/cancelled", "params", "requestId", id));
+    /* a late answer to the withdrawn question is dropped */
+    mcp_client_send(w.c, json_pack("{s:s, s:o, s:{s:s}}", "jsonrpc", "2.0", "id", qid, "result",
+                                   "action", "accept"));
+    json_t *r = run(&w, "echo served", NULL);
+    assert_contains(output_of(r), "served");
+    json_decref(r);
+    assert_false(exists(w.wd, "never"));
+    world_end(&w);
+}
+
+/* The client goes away while a descendant's exec waits for it: the server
+ * ends cleanly (no leak: ASan) and leaves nothing running. */
+static void
+test_client_eof_while_asking(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    mcp_client_send_request(w.c, "tools/call",
+                            json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                      "command", "sleep 0.1; env touch never-eof 34.5678",
+                                      "workdir", w.wd, "login", 0));
+    json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+    assert_non_null(m);
+    assert_string_equal(json_string_value(json_object_get(m, "method")), "elicitation/create");
+    json_decref(m);
+    world_end(&w);
+    assert_false(mcp_client_process_exists("never-eof 34.5678"));
+}
+
+/* Normal work is unaffected: git, a C compile, a parallel make. */
+static void
+test_normal_work(void **state)
+{
+    struct world w;
+    world_start(&w, RM_FORBIDDEN, false);
+    json_t *r = run(&w,
+                    "mkdir g && cd g && git init -q . && git status --short && echo git-ok; cd .. "
+                    "&& printf 'int main(void){return 0;}\\n' > a.c && cc -c a.c -o a.o && "
+                    "test -s a.o && echo cc-ok",
+                    NULL);
+    assert_contains(output_of(r), "git-ok");
+    assert_contains(output_of(r), "cc-ok");
+    json_decref(r);
+    if (have("/usr/bin/make")) {
+        r = run(&w,
+                "mkdir m && cd m && for i in $(seq 20); do echo \"int f$i(void){return $i;}\" > "
+                "f$i.c; done && printf 'SRC=$(wildcard *.c)\\nall: $(SRC:.c=.o)\\n%%.o: "
+                "%%.c\\n\\tcc -c $< -o $@\\n' > Makefile && make -s -j2 && ls *.o | wc -l",
+                NULL);
+        assert_contains(output_of(r), "20\n");
+        json_decref(r);
+    }
     world_end(&w);
 }
 
@@ -637,6 +724,9 @@ main(void)
         cmocka_unit_test(test_wrapper_run_not_asked_twice),
         cmocka_unit_test(test_question_stops_the_clock),
         cmocka_unit_test(test_abort_from_the_tree),
+        cmocka_unit_test(test_cancel_while_asking),
+        cmocka_unit_test(test_client_eof_while_asking),
+        cmocka_unit_test(test_normal_work),
         cmocka_unit_test(test_prompt_without_elicitation_refused),
         cmocka_unit_test(test_shell_mode_is_the_old_behaviour),
         cmocka_unit_test(test_no_user_notification_falls_back),
