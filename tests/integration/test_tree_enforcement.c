@@ -628,6 +628,25 @@ test_no_fd_leak_across_calls(void **state)
         r = run(&w, i % 2 ? "env true; rm -f nothing" : "sh -c 'env true'; echo ok", NULL);
         json_decref(r);
     }
+    /* timeouts with an intercepted program and an escalated one running */
+    for (int i = 0; i < 6; i++) {
+        r = run_timeout(&w, i % 2 ? "env sleep 5" : "sh -c 'env sleep 5'", NULL, 300);
+        assert_true(json_is_true(json_object_get(
+            json_object_get(json_object_get(r, "result"), "structuredContent"), "timed_out")));
+        json_decref(r);
+    }
+    assert_int_equal(mcp_client_fd_count(w.c), before);
+    world_end(&w);
+    /* a helper that fails before the hand-over (it closes its end) */
+    world_start_full(&w, "", false, "workspace-write", "--sandbox-helper=/bin/false", NULL);
+    r = run(&w, "echo never", NULL);
+    json_decref(r);
+    before = mcp_client_fd_count(w.c);
+    for (int i = 0; i < 10; i++) {
+        r = run(&w, "echo never", NULL);
+        assert_null(strstr(output_of(r), "never"));
+        json_decref(r);
+    }
     assert_int_equal(mcp_client_fd_count(w.c), before);
     world_end(&w);
 }
