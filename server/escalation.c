@@ -1346,6 +1346,18 @@ escalation_shell_env(const char *wrapper, const char *bash)
 
 /* ---- hooks for tree enforcement ---- */
 
+void
+escalation_server_audit(struct escalation_server *es, json_t *record)
+{
+    audit_write(es->audit, record);
+}
+
+bool
+escalation_server_auditing(const struct escalation_server *es)
+{
+    return es->audit != NULL;
+}
+
 const struct rules_policy *
 escalation_server_rules(const struct escalation_server *es)
 {

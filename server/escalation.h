@@ -115,6 +115,12 @@ char **escalation_shell_env(const char *wrapper, const char *bash);
 struct exec_watch;
 struct rules_policy;
 
+/* Writes record (taken) to the audit log, if there is one (adding the
+ * time); a NULL record is ignored.  Whether there is one, so that callers
+ * build records only then.  Cannot fail. */
+void escalation_server_audit(struct escalation_server *es, json_t *record);
+bool escalation_server_auditing(const struct escalation_server *es);
+
 /* The rules every decision uses (borrowed, as long as es lives). */
 const struct rules_policy *escalation_server_rules(const struct escalation_server *es);
 bool escalation_server_preserve_program_paths(const struct escalation_server *es);

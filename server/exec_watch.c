@@ -2,6 +2,7 @@
 
 #include "escalation.h"
 #include "log.h"
+#include "utf8.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
 #include "../rules/policy.h"
 #include "../sandbox/exec_notify.h"
@@ -44,6 +45,8 @@ struct memo_list {
 struct ask {
     struct listener *l;
     uint64_t id;
+    pid_t pid;
+    char *argv0;
     char *program;
     char *file;  /* the canonical file (declines are remembered by it) */
     char **args; /* argv[1..] */
@@ -356,6 +359,48 @@ refuse(struct exec_notify_decision *out, const char *reason)
     out->reason = strdup(reason);
 }
 
+static json_t *
+text_json(const char *t)
+{
+    size_t len = 0;
+    char *u = utf8_lossy(t, strlen(t), &len);
+    json_t *j = u ? json_stringn(u, len) : NULL;
+    free(u);
+    return j ? j : json_null();
+}
+
+/*
+ * One audit record for a decision that was not a plain "continue": a
+ * refusal, or an exec that needed a question (docs/escalation.md, "Audit
+ * log"; "source":"tree").  argv[0] is argv0, then args.  by: who decided.
+ */
+static void
+audit_exec(struct exec_watch *w, pid_t pid, const char *file, const char *argv0,
+           const char *const *args, size_t nargs, const char *cwd, bool allowed, const char *reason,
+           const char *by)
+{
+    if (!escalation_server_auditing(w->es))
+        return;
+    json_t *argv = json_array();
+    json_array_append_new(argv, text_json(argv0));
+    for (size_t i = 0; i < nargs; i++)
+        json_array_append_new(argv, text_json(args[i]));
+    json_t *rec = json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:s, s:s*, s:s}", "call", w->label,
+                            "source", "tree", "pid", (int)pid, "file", text_json(file), "argv",
+                            argv ? argv : json_array(), "workdir", text_json(cwd), "decision",
+                            allowed ? "continue" : "refuse", "reason", reason, "answered_by", by);
+    escalation_server_audit(w->es, rec);
+}
+
+static void
+audit_req(struct exec_watch *w, const struct exec_notify_request *req, bool allowed,
+          const char *reason, const char *by)
+{
+    audit_exec(w, req->pid, req->resolved, req->argc > 0 ? req->argv[0] : "",
+               req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
+               req->argc > 1 ? req->argc - 1 : 0, req->cwd, allowed, reason, by);
+}
+
 /*
  * execgate-wrapper FILE ARGV0 ARGS...: the shell hands the wrapper the
  * program it is about to run, and the wrapper asks the escalation path,
@@ -392,6 +437,7 @@ decide_wrapper(struct exec_watch *w, const struct exec_notify_request *req,
         out->err = EACCES;
         out->reason = v.justification ? v.justification : strdup("forbidden by a rule");
         v.justification = NULL;
+        audit_req(w, req, false, out->reason, "rules");
     } else {
         out->verdict = EXEC_NOTIFY_CONTINUE;
     }
@@ -445,6 +491,8 @@ on_answer(void *data, bool approved, const char *reason)
         if (key)
             memo_add(&w->declined, 0, key, len, reason);
     }
+    audit_exec(w, a->pid, a->program, a->argv0, (const char *const *)a->args, a->nargs, a->cwd,
+               approved, reason, "user");
     if (a->l->n && exec_notify_answer(a->l->n, a->id, approved, reason) < 0)
         log_debug("exec watch %s: the exec asked about is gone", w->label);
     log_info("exec watch %s: %s %s%s%s", w->label, approved ? "approved" : "refused", a->program,
@@ -463,6 +511,7 @@ ask_free(struct ask *a)
         }
     }
     escalation_question_cancel(a->q);
+    free(a->argv0);
     free(a->program);
     free(a->file);
     for (size_t i = 0; i < a->nargs; i++)
@@ -480,12 +529,14 @@ ask_new(struct listener *l, const struct exec_notify_request *req)
         return NULL;
     a->l = l;
     a->id = req->id;
+    a->pid = req->pid;
+    a->argv0 = strdup(req->argc > 0 ? req->argv[0] : "");
     a->nargs = req->argc > 0 ? req->argc - 1 : 0;
     a->program = strdup(req->resolved);
     a->file = strdup(req->canonical ? req->canonical : req->resolved);
     a->cwd = strdup(req->cwd);
     a->args = calloc(a->nargs + 1, sizeof(char *));
-    bool ok = a->program && a->file && a->cwd && a->args;
+    bool ok = a->argv0 && a->program && a->file && a->cwd && a->args;
     for (size_t i = 0; ok && i < a->nargs; i++)
         ok = (a->args[i] = strdup(req->argv[i + 1])) != NULL;
     a->next = l->w->asks;
@@ -516,6 +567,8 @@ decide_ask(struct listener *l, const struct exec_notify_request *req,
         memo_remove(&w->expected, (size_t)i);
         free(key);
         out->verdict = EXEC_NOTIFY_CONTINUE;
+        audit_req(w, req, true, "the wrapper's exec of what the escalation path approved",
+                  "escalation");
         return;
     }
     free(key);
@@ -532,6 +585,7 @@ decide_ask(struct listener *l, const struct exec_notify_request *req,
     free(key);
     if (i >= 0) {
         refuse(out, w->declined.items[i].reason ? w->declined.items[i].reason : "declined");
+        audit_req(w, req, false, out->reason, "earlier-answer");
         return;
     }
     struct ask *a = w->ec && !w->released ? ask_new(l, req) : NULL;
@@ -545,10 +599,12 @@ decide_ask(struct listener *l, const struct exec_notify_request *req,
     case ESCALATION_ASK_APPROVED:
         ask_free(a);
         out->verdict = EXEC_NOTIFY_CONTINUE;
+        audit_req(w, req, true, NULL, by);
         return;
     case ESCALATION_ASK_DENIED:
         ask_free(a);
         refuse(out, reason);
+        audit_req(w, req, false, reason, by);
         return;
     case ESCALATION_ASK_PENDING:
         log_info("exec watch %s: asking about %s (pid %d)", w->label, req->resolved, req->pid);
@@ -598,6 +654,7 @@ decide(void *arg, const struct exec_notify_request *req, struct exec_notify_deci
     if (out->verdict == EXEC_NOTIFY_REFUSE) {
         log_info("exec watch %s: refused %s (pid %d): %s", w->label, req->resolved, req->pid,
                  out->reason ? out->reason : "");
+        audit_req(w, req, false, out->reason, "rules");
         return;
     }
     if (out->verdict != EXEC_NOTIFY_ASK)

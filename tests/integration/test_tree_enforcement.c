@@ -37,6 +37,7 @@ static const char *wrapper_path;
 struct world {
     char *wd;
     char *rules;
+    char *audit;
     struct mcp_client *c;
     char *instructions;
 };
@@ -77,7 +78,9 @@ world_start_full(struct world *w, const char *rules, bool elicitation, const cha
     char *sandbox =
         fmt("{\"sandboxPolicy\":{\"type\":\"%s\"%s},\"sandboxCwd\":\"%s\"}", policy,
             strcmp(policy, "workspace-write") == 0 ? ",\"network_access\":false" : "", w->wd);
-    const char *argv[] = {server_path, "--rules", w->rules, "--sandbox", sandbox, extra, NULL};
+    w->audit = tmpdir_path(w->rules, "audit.jsonl");
+    const char *argv[] = {server_path,   "--rules", w->rules, "--sandbox", sandbox,
+                          "--audit-log", w->audit,  extra,    NULL};
     const char *envv[] = {env, NULL};
     w->c = mcp_client_start(argv, env ? envv : NULL);
     free(sandbox);
@@ -114,6 +117,7 @@ world_end(struct world *w)
     tmpdir_remove(w->rules);
     free(w->wd);
     free(w->rules);
+    free(w->audit);
     free(w->instructions);
 }
 
@@ -238,6 +242,31 @@ test_interpreters_and_exec_helpers(void **state)
            "mkdir -p sub && cd sub && ln -sf /bin/rm zap && python3 -c 'import os; "
            "os.execv(\"./zap\", [\"zap\",\"-f\",\"../f\"])'",
            NULL);
+    /* each refusal is in the audit log, marked as the tree's */
+    char *log = tmpdir_read_file(w.audit, NULL);
+    assert_contains(log, "\"source\":\"tree\"");
+    assert_contains(log, "\"decision\":\"refuse\"");
+    assert_contains(log, "\"reason\":\"tree-test: keep files\"");
+    assert_contains(log, "\"argv\":[\"rm\",\"-f\",\"f\"]");
+    free(log);
+    world_end(&w);
+}
+
+/* --preserve-program-paths: the tree matches rules on full paths, as the
+ * escalation path does; a basename rule no longer applies. */
+static void
+test_preserve_program_paths(void **state)
+{
+    struct world w;
+    world_start_full(&w,
+                     "prefix_rule(pattern=[\"/usr/bin/rm\"], decision=\"forbidden\", "
+                     "justification=\"tree-test: keep files\")\n"
+                     "prefix_rule(pattern=[\"touch\"], decision=\"forbidden\")\n",
+                     false, "workspace-write", "--preserve-program-paths", NULL);
+    attack(&w, "env rm -f f", NULL);
+    json_t *r = run(&w, "env touch made-by-basename", NULL);
+    assert_true(exists(w.wd, "made-by-basename"));
+    json_decref(r);
     world_end(&w);
 }
 
@@ -410,6 +439,11 @@ test_prompt_for_program_started_by_env(void **state)
     assert_contains(output_of(r), "execgate: refused `touch refused`: User declined execution");
     assert_contains(output_of(r), "env=126");
     json_decref(r);
+    char *log = tmpdir_read_file(w.audit, NULL);
+    assert_contains(log, "\"decision\":\"continue\",\"answered_by\":\"user\"");
+    assert_contains(log, "\"decision\":\"refuse\",\"reason\":\"User declined execution\","
+                         "\"answered_by\":\"user\"");
+    free(log);
     free(a.last_message);
     world_end(&w);
 }
@@ -732,6 +766,7 @@ main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interpreters_and_exec_helpers),
+        cmocka_unit_test(test_preserve_program_paths),
         cmocka_unit_test(test_make_recipe),
         cmocka_unit_test(test_git_hook),
         cmocka_unit_test(test_raw_execve_from_c),
