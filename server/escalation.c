@@ -1188,8 +1188,7 @@ att_signal(struct shell_call_attachment *a, int sig)
         if (s->proc_open && !s->proc_exited && kill(-s->proc.pid, sig) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
     }
-    for (size_t i = 0; i < ec->n_groups; i++)
-        reaper_signal_group(ec->groups[i], sig);
+    reaper_signal_groups(ec->groups, ec->n_groups, sig);
 }
 
 static void
@@ -1200,8 +1199,7 @@ att_release(struct shell_call_attachment *a)
     ec->released = true;
     ec->sc = NULL;
     /* what escalated programs left in their groups ends with the call */
-    for (size_t i = 0; i < ec->n_groups; i++)
-        reaper_signal_group(ec->groups[i], SIGKILL);
+    reaper_signal_groups(ec->groups, ec->n_groups, SIGKILL);
     exec_watch_release(ec->watch);
     ec->watch = NULL;
     for (struct session *s = ec->sessions, *next; s; s = next) {

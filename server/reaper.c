@@ -165,19 +165,33 @@ reaper_close(struct reaper *r)
 }
 
 int
+reaper_signal_groups(const pid_t *pgids, size_t n, int sig)
+{
+    if (n == 0)
+        return 0;
+    size_t nk = 0;
+    pid_t *kids = list_children(&nk);
+    pid_t *kid_groups = nk ? calloc(nk, sizeof(pid_t)) : NULL;
+    for (size_t i = 0; kid_groups && i < nk; i++)
+        kid_groups[i] = getpgid(kids[i]);
+    int signalled = 0;
+    for (size_t g = 0; kid_groups && g < n; g++) {
+        bool ours = false;
+        for (size_t i = 0; i < nk && !ours; i++)
+            ours = pgids[g] > 1 && kid_groups[i] == pgids[g];
+        if (!ours)
+            continue;
+        signalled++;
+        if (kill(-pgids[g], sig) < 0 && errno != ESRCH)
+            log_warn("kill group %d: %s", (int)pgids[g], strerror(errno));
+    }
+    free(kid_groups);
+    free(kids);
+    return signalled;
+}
+
+int
 reaper_signal_group(pid_t pgid, int sig)
 {
-    if (pgid <= 1)
-        return 0;
-    size_t n = 0;
-    pid_t *kids = list_children(&n);
-    int members = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (getpgid(kids[i]) == pgid)
-            members++;
-    }
-    free(kids);
-    if (members > 0 && kill(-pgid, sig) < 0 && errno != ESRCH)
-        log_warn("kill group %d: %s", (int)pgid, strerror(errno));
-    return members;
+    return reaper_signal_groups(&pgid, 1, sig);
 }

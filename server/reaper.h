@@ -11,6 +11,7 @@
 #ifndef EXECGATE_SERVER_REAPER_H
 #define EXECGATE_SERVER_REAPER_H
 
+#include <stddef.h>
 #include <sys/types.h>
 #include <uv.h>
 
@@ -30,8 +31,12 @@ void reaper_close(struct reaper *r);
  * Sends sig to process group pgid only while one of the server's own
  * children belongs to it: a group whose leader was reaped is signalled
  * only while what it left is re-parented here, never a group that reused
- * the number.  Returns the number of such children (0: nothing sent).
+ * the number.  Returns 1 when sent, 0 when not.
  */
 int reaper_signal_group(pid_t pgid, int sig);
+
+/* The same for n groups at once, reading the children once.  Returns the
+ * number of groups signalled. */
+int reaper_signal_groups(const pid_t *pgids, size_t n, int sig);
 
 #endif
