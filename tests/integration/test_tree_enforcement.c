@@ -595,6 +595,12 @@ test_normal_work(void **state)
         assert_contains(output_of(r), "20\n");
         json_decref(r);
     }
+    if (have("/usr/bin/npm")) {
+        /* node: a multi-threaded program that spawns */
+        r = run(&w, "npm --version >/dev/null && echo npm-ok", NULL);
+        assert_contains(output_of(r), "npm-ok");
+        json_decref(r);
+    }
     world_end(&w);
 }
 
