@@ -715,10 +715,8 @@ listener_close(struct listener *l)
     l->child_fd = -1;
     exec_notify_free(l->n);
     l->n = NULL;
-    if (l->handles_open == 0) {
-        l->handles_open = 1;
-        on_listener_closed((uv_handle_t *)&l->sock_poll);
-    }
+    /* freed by on_listener_closed: sock_poll always exists, so at least
+     * one close callback is still to come */
 }
 
 static void
@@ -800,8 +798,17 @@ exec_watch_open(struct exec_watch *w)
     int sv[2];
     if (!l)
         return -ENOMEM;
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         int e = errno;
+        free(l);
+        return -e;
+    }
+    /* the server's end only: the helper's stays as a helper expects it */
+    int flags = fcntl(sv[0], F_GETFL);
+    if (flags < 0 || fcntl(sv[0], F_SETFL, flags | O_NONBLOCK) < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
         free(l);
         return -e;
     }
