@@ -402,6 +402,31 @@ test_escalated_shell_allowed(void **state)
     world_end(&w);
 }
 
+/* An escalated program started through the helper keeps what it had
+ * before: argv[0], the forwarded fds at their numbers, cwd and exit status. */
+static void
+test_escalated_program_keeps_argv0_fds_cwd(void **state)
+{
+    struct world w;
+    world_start(&w, "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
+    json_t *r = run(&w,
+                    "mkdir -p sub && cd sub && (exec -a my-zero sh -c "
+                    "'tr \"\\0\" \" \" < /proc/$$/cmdline; echo; pwd; echo to-three >&3; "
+                    "ls /proc/$$/fd | sort -n | tr \"\\n\" \" \"; echo; exit 5' 3>three.txt); "
+                    "echo \"st=$?\"; cat three.txt",
+                    NULL);
+    const char *out = output_of(r);
+    assert_contains(out, "my-zero -c ");
+    char *sub = fmt("%s/sub\n", w.wd);
+    assert_contains(out, sub);
+    free(sub);
+    assert_contains(out, "0 1 2 3 \n"); /* no hand-over socket or other extra fd */
+    assert_contains(out, "st=5");
+    assert_contains(out, "to-three");
+    json_decref(r);
+    world_end(&w);
+}
+
 /* sh approved by a person through a prompt rule: the same. */
 static void
 test_escalated_shell_approved(void **state)
@@ -779,6 +804,7 @@ main(void)
         cmocka_unit_test(test_forged_wrapper_exec),
         cmocka_unit_test(test_escalated_shell_allowed),
         cmocka_unit_test(test_escalated_shell_approved),
+        cmocka_unit_test(test_escalated_program_keeps_argv0_fds_cwd),
         cmocka_unit_test(test_prompt_for_program_started_by_env),
         cmocka_unit_test(test_session_approval_both_ways),
         cmocka_unit_test(test_wrapper_run_not_asked_twice),
