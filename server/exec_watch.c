@@ -79,6 +79,7 @@ struct exec_watch {
     struct listener *listeners;
     struct ask *asks;
     struct memo_list expected, declined;
+    bool strict;
     bool released;
 };
 
@@ -742,6 +743,8 @@ static void
 start_listening(struct listener *l, int fd, const char *exec_path)
 {
     l->n = exec_notify_new(fd, exec_path, decide, NULL, l);
+    if (l->n)
+        exec_notify_set_refuse_shared_memory(l->n, l->w->strict);
     int rc = l->n ? uv_poll_init(l->w->loop, &l->notify_poll, exec_notify_fd(l->n)) : UV_ENOMEM;
     if (rc == 0) {
         l->notify_poll.data = l;
@@ -898,6 +901,12 @@ exec_watch_new(uv_loop_t *loop, struct escalation_server *es, const char *wrappe
     w->wrapper_real = wrapper ? realpath(wrapper, NULL) : NULL;
     w->bash_real = bash ? realpath(bash, NULL) : NULL;
     return w;
+}
+
+void
+exec_watch_set_strict(struct exec_watch *w, bool on)
+{
+    w->strict = on;
 }
 
 void

@@ -50,6 +50,10 @@ int exec_watch_probe(char **why);
 struct exec_watch *exec_watch_new(uv_loop_t *loop, struct escalation_server *es,
                                   const char *wrapper, const char *bash, const char *label);
 
+/* Strict mode for every listener of w (exec_notify_set_refuse_shared_memory:
+ * the check-then-use window, docs/enforcement.md).  Cannot fail. */
+void exec_watch_set_strict(struct exec_watch *w, bool on);
+
 /* Called by escalation_call_set_exec_watch: the call questions go to. */
 void exec_watch_set_call(struct exec_watch *w, struct escalation_call *ec);
 

@@ -512,8 +512,10 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
         argv = exec_watch_helper_argv(argv, EXEC_WATCH_SHELL_FD, NULL);
         watch = argv ? exec_watch_new(s->loop, s->esc, s->o->execve_wrapper, s->o->bash_path, label)
                      : NULL;
-        if (watch)
+        if (watch) {
+            exec_watch_set_strict(watch, s->o->exec_strict);
             escalation_call_set_exec_watch(ec, watch, s->o->sandbox_helper);
+        }
     }
     free(label);
     if (!ec || !env || (s->tree && !watch)) {

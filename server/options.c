@@ -28,6 +28,7 @@ enum {
     OPT_PRESERVE,
     OPT_AUDIT_LOG, /* escalation */
     OPT_EXEC_ENFORCEMENT,
+    OPT_EXEC_STRICT,
 };
 
 static const struct option long_options[] = {
@@ -47,6 +48,7 @@ static const struct option long_options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
+    {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
     {NULL, 0, NULL, 0},
 };
 
@@ -79,6 +81,8 @@ usage(FILE *out)
             "  --exec-enforcement MODE   tree: rules decide every exec of the command's\n"
             "                            process tree (seccomp user notification; the\n"
             "                            default); shell: only the execs the shell makes\n"
+            "  --exec-strict             tree mode: refuse execs from processes whose memory\n"
+            "                            other running threads share (docs/enforcement.md)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -275,6 +279,9 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         return 0;
     case OPT_SANDBOX:
         return parse_sandbox(o, arg, err);
+    case OPT_EXEC_STRICT:
+        o->exec_strict = true;
+        return 0;
     case OPT_EXEC_ENFORCEMENT:
         if (strcmp(arg, "tree") == 0 || strcmp(arg, "shell") == 0) {
             o->exec_enforcement = strcmp(arg, "tree") == 0 ? OPTIONS_EXEC_ENFORCEMENT_TREE

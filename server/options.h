@@ -45,6 +45,7 @@ struct server_options {
     uint64_t kill_grace_ms;
     enum log_level log_level;
     enum options_exec_enforcement exec_enforcement;
+    bool exec_strict; /* tree: exec_notify_set_refuse_shared_memory */
 };
 
 enum options_outcome {

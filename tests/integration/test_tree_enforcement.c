@@ -678,6 +678,33 @@ test_no_user_notification_falls_back(void **state)
     world_end(&w);
 }
 
+/* --exec-strict: an exec from a process with another thread running (the
+ * check-then-use window's precondition) is refused; without it, it runs. */
+#define THREADED_EXEC                                                                              \
+    "python3 -c 'import threading, os, time\n"                                                     \
+    "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"                        \
+    "try: os.execv(\"/bin/echo\", [\"echo\", \"exec-threaded\"])\n"                                \
+    "except OSError: print(\"exec-threaded refused\")\n'"
+
+static void
+test_strict_mode(void **state)
+{
+    struct world w;
+    world_start_full(&w, "", false, "workspace-write", "--exec-strict", NULL);
+    json_t *r = run(&w, THREADED_EXEC "; echo single; env true && echo env-ok", NULL);
+    assert_contains(output_of(r), "exec-threaded refused");
+    assert_contains(output_of(r), "strict mode");
+    assert_contains(output_of(r), "env-ok"); /* single-threaded execs run */
+    json_decref(r);
+    world_end(&w);
+    world_start(&w, "", false);
+    r = run(&w, THREADED_EXEC, NULL);
+    assert_contains(output_of(r), "exec-threaded\n");
+    assert_null(strstr(output_of(r), "refused"));
+    json_decref(r);
+    world_end(&w);
+}
+
 /* ---- resources ---- */
 
 static void
@@ -816,6 +843,7 @@ main(void)
         cmocka_unit_test(test_prompt_without_elicitation_refused),
         cmocka_unit_test(test_shell_mode_is_the_old_behaviour),
         cmocka_unit_test(test_no_user_notification_falls_back),
+        cmocka_unit_test(test_strict_mode),
         cmocka_unit_test(test_no_fd_leak_across_calls),
         cmocka_unit_test(test_orphans_killed_and_reaped),
     };
