@@ -146,7 +146,7 @@ send_report(int fd, json_t *report)
     free(text);
 }
 
-static noreturn void exec_program(char **argv);
+static noreturn void exec_program(const char *file, char **argv);
 
 /* exec-notify (docs/enforcement.md): the socket must be open, a
  * message-preserving one (the listener message is one datagram), and must
@@ -236,24 +236,30 @@ apply_exec_notify(struct sandbox_helper_options *o, json_t *report, json_t *degr
     return path;
 }
 
+/* --argv0 replaces argv[0] only now: the file to run is the original
+ * program_argv[0], already resolved into path with exec-notify. */
 static noreturn void
-exec_program_at(char **argv, char *path)
+exec_program_at(struct sandbox_helper_options *o, char *path)
 {
+    char **argv = o->program_argv;
+    const char *file = argv[0];
+    if (o->argv0 != NULL)
+        argv[0] = (char *)o->argv0;
     if (path == NULL)
-        exec_program(argv);
+        exec_program(file, argv);
     execv(path, argv);
     int e = errno;
-    sandbox_helper_die_status(e == ENOENT || e == ENOTDIR ? 127 : 126, e, "%s", argv[0]);
+    sandbox_helper_die_status(e == ENOENT || e == ENOTDIR ? 127 : 126, e, "%s", file);
 }
 
 static noreturn void
-exec_program(char **argv)
+exec_program(const char *file, char **argv)
 {
-    execvp(argv[0], argv);
+    execvp(file, argv);
     int e = errno;
     if (e == ENOENT || e == ENOTDIR)
-        sandbox_helper_die_status(127, e, "%s", argv[0]);
-    sandbox_helper_die_status(126, e, "%s", argv[0]);
+        sandbox_helper_die_status(127, e, "%s", file);
+    sandbox_helper_die_status(126, e, "%s", file);
 }
 
 static json_t *
@@ -632,7 +638,7 @@ finish_and_exec(struct run *r)
     apply_filter(r);
     char *path = apply_exec_notify(r->o, r->report, r->degraded);
     send_report(r->o->report_fd, r->report);
-    exec_program_at(r->o->program_argv, path);
+    exec_program_at(r->o, path);
 }
 
 noreturn void
@@ -654,7 +660,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
             set_no_new_privs(&r);
         char *path = apply_exec_notify(o, r.report, r.degraded);
         send_report(o->report_fd, r.report);
-        exec_program_at(o->program_argv, path);
+        exec_program_at(o, path);
     }
 
     if (confine || r.restrict_net || notify)

@@ -2,7 +2,7 @@
  * execgate-sandbox: applies a sandbox policy to itself, then runs PROGRAM.
  *
  *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]
- *                    [--allow-degraded] -- PROGRAM ARGS...
+ *                    [--allow-degraded] [--argv0 NAME] -- PROGRAM ARGS...
  *
  * One-shot and fail-closed: any setup error ends the helper with status 125
  * (SANDBOX_EXIT_SETUP_FAILED) and one line on stderr, and nothing runs.
@@ -23,13 +23,14 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
-            "                        [--allow-degraded] -- PROGRAM [ARGS...]\n"
+            "                        [--allow-degraded] [--argv0 NAME] -- PROGRAM [ARGS...]\n"
             "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
             "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
             "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n"
             "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
             "descendants to a supervisor; the seccomp listener is sent over the\n"
-            "SOCK_SEQPACKET socket N (see docs/enforcement.md).\n");
+            "SOCK_SEQPACKET socket N (see docs/enforcement.md).\n"
+            "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n");
 }
 
 /* Parses a file descriptor number: digits only, within int. */
@@ -71,6 +72,8 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             if (o->exec_notify_fd < 0)
                 sandbox_helper_die(0, "--exec-notify-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
+        } else if (strcmp(a, "--argv0") == 0 && has_value) {
+            o->argv0 = argv[++i];
         } else if (strcmp(a, "--allow-degraded") == 0) {
             o->allow_degraded = true;
         } else {

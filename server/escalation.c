@@ -5,7 +5,9 @@
 #include "esc_io.h"
 #include "esc_proto.h"
 #include "exec_checks.h"
+#include "exec_watch.h"
 #include "log.h"
+#include "reaper.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
 #include "../rules/load.h"
 #include "../rules/policy.h"
@@ -69,11 +71,11 @@ struct session {
     struct esc_fdlist fds;
     struct esc_request req; /* owned once the REQUEST arrived */
     bool have_req;
-    char *program;    /* the absolute file, as Bash resolved it */
-    char *real;       /* realpath(program): what is escalated */
-    bool then_run;    /* an approved prompt ends as Run (heuristic, writable file) */
-    json_t *matched;  /* matched rules, for the audit log */
-    long long ask_id; /* elicitation request id, 0 when none */
+    char *program;   /* the absolute file, as Bash resolved it */
+    char *real;      /* realpath(program): what is escalated */
+    bool then_run;   /* an approved prompt ends as Run (heuristic, writable file) */
+    json_t *matched; /* matched rules, for the audit log */
+    struct escalation_question *question; /* an elicitation is out, or NULL */
     const char *answered_by;
     struct session *prev, *next;
 };
@@ -98,6 +100,14 @@ struct escalation_call {
     unsigned paused;
     struct session *sessions;
     unsigned n_sessions;
+    /* tree enforcement hook: the call's exec watch (owned) and the helper
+     * escalated programs start through; NULL in shell mode */
+    struct exec_watch *watch;
+    char *sandbox_helper;
+    /* process groups of escalated programs that have exited: what they
+     * left running is killed with the call (reaper_signal_group) */
+    pid_t *groups;
+    size_t n_groups;
 };
 
 /* ---- rules loading ---- */
@@ -405,12 +415,26 @@ session_escalate(struct session *s)
     s->state = SESSION_FDS;
 }
 
+/* tree enforcement hook: the wrapper (the session's peer) will execv
+ * exactly this; the watch lets it through without asking again. */
+static void
+expect_run(struct session *s)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (!s->ec->watch || getsockopt(s->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return;
+    exec_watch_expect(s->ec->watch, cred.pid, s->program, (const char *const *)s->req.argv,
+                      s->req.argc);
+}
+
 /* Allowed by a rule or a person: escalate, or Run when the rule cannot
  * vouch for this file (see writable_from_sandbox). */
 static void
 session_allowed(struct session *s)
 {
     if (s->then_run || !s->real) {
+        expect_run(s);
         session_run(s, s->then_run ? "approved, runs in the sandbox" : "allowed");
         return;
     }
@@ -443,54 +467,129 @@ call_abort(struct escalation_call *ec)
         shell_call_signal(ec->sc, SIGKILL);
 }
 
+/* A person's answer to a question, whoever asked it (an exec session or
+ * the exec watch): approvals for the session are remembered and an abort
+ * stops the call here, so both askers get the same treatment. */
+struct escalation_question {
+    struct escalation_call *ec;
+    long long id;
+    const char *program;
+    const char *const *args;
+    size_t nargs;
+    escalation_answer_fn done;
+    void *data;
+};
+
 static void
-on_elicit_answer(const json_t *result, const json_t *error, void *data)
+on_question_answer(const json_t *result, const json_t *error, void *data)
 {
-    struct session *s = data;
-    s->ask_id = 0;
-    call_pause(s->ec, false);
-    s->answered_by = "user";
-    if (error) {
-        const char *msg = json_string_value(json_object_get(error, "message"));
-        char *reason = NULL;
-        if (asprintf(&reason, "The MCP client could not be asked for approval: %s",
-                     msg ? msg : "error") < 0)
-            reason = NULL;
-        session_deny(s, reason ? reason : REASON_CANCELLED);
-        free(reason);
-        return;
-    }
+    struct escalation_question *q = data;
+    struct escalation_call *ec = q->ec;
+    call_pause(ec, false);
+    char *buf = NULL;
+    const char *reason = NULL;
+    bool approved = false;
     const char *action = json_string_value(json_object_get(result, "action"));
     const json_t *content = json_object_get(result, "content");
     const char *decision = json_string_value(json_object_get(content, "decision"));
-    if (!action || strcmp(action, "cancel") == 0) {
-        session_deny(s, REASON_CANCELLED);
+    if (error) {
+        const char *msg = json_string_value(json_object_get(error, "message"));
+        if (asprintf(&buf, "The MCP client could not be asked for approval: %s",
+                     msg ? msg : "error") < 0)
+            buf = NULL;
+        reason = buf ? buf : REASON_CANCELLED;
+    } else if (!action || strcmp(action, "cancel") == 0) {
+        reason = REASON_CANCELLED;
     } else if (strcmp(action, "decline") == 0) {
-        session_deny(s, REASON_DECLINED);
+        reason = REASON_DECLINED;
     } else if (strcmp(action, "accept") != 0) {
-        session_deny(s, REASON_CANCELLED);
+        reason = REASON_CANCELLED;
     } else if (decision && strcmp(decision, "denied") == 0) {
-        session_deny(s, REASON_DENIED);
+        reason = REASON_DENIED;
     } else if (decision && strcmp(decision, "abort") == 0) {
         /* the call's group dies first, so nothing after this exec runs */
-        call_abort(s->ec);
-        session_deny(s, REASON_ABORTED);
+        call_abort(ec);
+        reason = REASON_ABORTED;
     } else {
+        approved = true;
         if (decision && strcmp(decision, "approved_for_session") == 0 &&
-            approvals_add(s->ec->es->approvals, s->program, (const char *const *)s->req.argv + 1,
-                          s->req.argc - 1) < 0)
+            approvals_add(ec->es->approvals, q->program, q->args, q->nargs) < 0)
             log_warn("escalation: out of memory remembering an approval");
-        session_allowed(s);
     }
+    escalation_answer_fn done = q->done;
+    void *d = q->data;
+    free(q);
+    done(d, approved, reason);
+    free(buf);
+}
+
+static json_t *elicit_params(const char *program, const char *const *args, size_t nargs,
+                             const char *workdir);
+
+enum escalation_ask
+escalation_call_ask(struct escalation_call *ec, const char *program, const char *const *args,
+                    size_t nargs, const char *workdir, escalation_answer_fn done, void *data,
+                    struct escalation_question **q, const char **reason, const char **answered_by)
+{
+    struct escalation_server *es = ec->es;
+    *q = NULL;
+    *reason = NULL;
+    if (approvals_contains(es->approvals, program, args, nargs)) {
+        *answered_by = "session-approval";
+        return ESCALATION_ASK_APPROVED;
+    }
+    if (!es->client_elicitation || !es->rpc) {
+        *answered_by = "no-elicitation";
+        *reason = REASON_NO_ELICITATION;
+        return ESCALATION_ASK_DENIED;
+    }
+    *answered_by = "user";
+    struct escalation_question *nq = calloc(1, sizeof(*nq));
+    json_t *params = nq ? elicit_params(program, args, nargs, workdir) : NULL;
+    long long id =
+        params ? jsonrpc_request(es->rpc, "elicitation/create", params, on_question_answer, nq)
+               : -1;
+    if (id < 0) {
+        free(nq);
+        *reason = "The MCP client could not be asked for approval";
+        return ESCALATION_ASK_DENIED;
+    }
+    *nq = (struct escalation_question){ec, id, program, args, nargs, done, data};
+    call_pause(ec, true);
+    *q = nq;
+    return ESCALATION_ASK_PENDING;
+}
+
+void
+escalation_question_cancel(struct escalation_question *q)
+{
+    if (!q)
+        return;
+    if (q->ec->es->rpc)
+        jsonrpc_forget_request(q->ec->es->rpc, q->id);
+    call_pause(q->ec, false);
+    free(q);
+}
+
+static void
+on_session_answer(void *data, bool approved, const char *reason)
+{
+    struct session *s = data;
+    s->question = NULL;
+    s->answered_by = "user";
+    if (approved)
+        session_allowed(s);
+    else
+        session_deny(s, reason);
 }
 
 static json_t *
-elicit_params(struct session *s)
+elicit_params(const char *program, const char *const *argv, size_t nargs, const char *workdir)
 {
-    char *args = shlex_join((const char *const *)s->req.argv + 1, s->req.argc - 1);
+    char *args = shlex_join(argv, nargs);
     char *text = NULL;
-    if (!args || asprintf(&text, "Allow agent to run `%s%s%s` in `%s`?", s->program,
-                          s->req.argc > 1 ? " " : "", args, s->req.workdir) < 0)
+    if (!args || asprintf(&text, "Allow agent to run `%s%s%s` in `%s`?", program,
+                          nargs > 0 ? " " : "", args, workdir) < 0)
         text = NULL;
     free(args);
     if (!text)
@@ -514,28 +613,20 @@ elicit_params(struct session *s)
 static void
 session_ask(struct session *s)
 {
-    struct escalation_server *es = s->ec->es;
-    if (approvals_contains(es->approvals, s->program, (const char *const *)s->req.argv + 1,
-                           s->req.argc - 1)) {
-        s->answered_by = "session-approval";
+    const char *reason = NULL;
+    switch (escalation_call_ask(s->ec, s->program, (const char *const *)s->req.argv + 1,
+                                s->req.argc - 1, s->req.workdir, on_session_answer, s, &s->question,
+                                &reason, &s->answered_by)) {
+    case ESCALATION_ASK_APPROVED:
         session_allowed(s);
-        return;
+        break;
+    case ESCALATION_ASK_DENIED:
+        session_deny(s, reason);
+        break;
+    case ESCALATION_ASK_PENDING:
+        s->state = SESSION_ASKING;
+        break;
     }
-    if (!es->client_elicitation || !es->rpc) {
-        s->answered_by = "no-elicitation";
-        session_deny(s, REASON_NO_ELICITATION);
-        return;
-    }
-    json_t *params = elicit_params(s);
-    long long id =
-        params ? jsonrpc_request(es->rpc, "elicitation/create", params, on_elicit_answer, s) : -1;
-    if (id < 0) {
-        session_deny(s, "The MCP client could not be asked for approval");
-        return;
-    }
-    s->ask_id = id;
-    s->state = SESSION_ASKING;
-    call_pause(s->ec, true);
 }
 
 static json_t *
@@ -659,10 +750,24 @@ session_decide(struct session *s)
 }
 
 static void
+remember_group(struct escalation_call *ec, pid_t pgid)
+{
+    pid_t *grown = realloc(ec->groups, (ec->n_groups + 1) * sizeof(pid_t));
+    if (!grown) {
+        /* cannot wait for the call's end: what it left goes now */
+        reaper_signal_group(pgid, SIGKILL);
+        return;
+    }
+    ec->groups = grown;
+    ec->groups[ec->n_groups++] = pgid;
+}
+
+static void
 on_program_exit(uv_process_t *p, int64_t status, int sig)
 {
     struct session *s = p->data;
     s->proc_exited = true;
+    remember_group(s->ec, s->proc.pid);
     if (s->state == SESSION_CLOSING) {
         uv_close((uv_handle_t *)&s->proc, on_session_handle_closed);
         return;
@@ -718,6 +823,73 @@ on_session_handle_closed(uv_handle_t *h)
         session_free(s);
 }
 
+/*
+ * tree enforcement hook: with an exec watch the program starts through the
+ * sandbox helper under danger-full-access (no confinement: it is escalated)
+ * plus --exec-notify-fd, so every exec of its tree is decided too.  The
+ * hand-over socket goes one past the highest forwarded fd (the helper
+ * closes it before the program runs, so the program sees exactly the
+ * forwarded fds); --argv0 keeps the request's argv[0].  Edits opts; *args
+ * (sandbox_argv_free) and *watch_fd (exec_watch_spawned) are the caller's.
+ * Returns 0, or a libuv error (the program then does not start).
+ */
+static int
+watched_spawn(struct session *s, uv_process_options_t *opts, int *watch_fd, char ***args)
+{
+    struct escalation_call *ec = s->ec;
+    if (!ec->watch)
+        return 0;
+    if (!ec->sandbox_helper)
+        return UV_ENOMEM;
+    char *err = NULL;
+    json_t *dfa = json_pack("{s:s}", "type", "danger-full-access");
+    struct sandbox_policy *p = dfa ? sandbox_policy_from_json(dfa, s->req.workdir, &err) : NULL;
+    json_decref(dfa);
+    free(err);
+    const char *const program[] = {s->real, NULL};
+    char **argv =
+        p ? sandbox_helper_argv(p, ec->sandbox_helper, s->req.workdir, -1, program) : NULL;
+    sandbox_policy_free(p);
+    int fd = argv ? exec_watch_open(ec->watch) : -ENOMEM;
+    if (fd < 0) {
+        sandbox_argv_free(argv);
+        log_error("escalation %s: cannot watch %s's execs: %s: not started", ec->label, s->real,
+                  strerror(-fd));
+        return UV_EIO;
+    }
+    *watch_fd = fd;
+    int at = opts->stdio_count;
+    argv = exec_watch_helper_argv(argv, at, s->req.argv[0]);
+    if (!argv)
+        return UV_ENOMEM;
+    /* the program's arguments follow "--" and its file */
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    char **all = realloc(argv, (n + s->req.argc) * sizeof(char *));
+    if (!all) {
+        sandbox_argv_free(argv);
+        return UV_ENOMEM;
+    }
+    argv = all;
+    for (size_t i = 1; i < s->req.argc; i++) {
+        argv[n++] = strdup(s->req.argv[i]);
+        argv[n] = NULL;
+        if (!argv[n - 1]) {
+            sandbox_argv_free(argv);
+            return UV_ENOMEM;
+        }
+    }
+    argv[n] = NULL;
+    opts->stdio[at].flags = UV_INHERIT_FD;
+    opts->stdio[at].data.fd = fd;
+    opts->stdio_count = at + 1;
+    opts->file = argv[0];
+    opts->args = argv;
+    *args = argv;
+    return 0;
+}
+
 /* Spawns the program with the received fds at their targets. */
 static void
 session_spawn(struct session *s, const int *targets, size_t count)
@@ -725,7 +897,8 @@ session_spawn(struct session *s, const int *targets, size_t count)
     int max = 2;
     for (size_t i = 0; i < count; i++)
         max = targets[i] > max ? targets[i] : max;
-    uv_stdio_container_t *stdio = calloc((size_t)max + 1, sizeof(*stdio));
+    /* one more slot: the exec watch's hand-over socket, past the others */
+    uv_stdio_container_t *stdio = calloc((size_t)max + 2, sizeof(*stdio));
     char **env = calloc(s->req.envc + 1, sizeof(char *));
     if (!stdio || !env) {
         free(stdio);
@@ -755,14 +928,25 @@ session_spawn(struct session *s, const int *targets, size_t count)
         .stdio_count = max + 1,
         .stdio = stdio,
     };
-    int rc = uv_spawn(s->ec->es->loop, &s->proc, &opts);
+    int watch_fd = -1;
+    char **args = NULL;
+    int rc = watched_spawn(s, &opts, &watch_fd, &args);
+    bool spawned = rc == 0;
+    if (spawned)
+        rc = uv_spawn(s->ec->es->loop, &s->proc, &opts);
+    if (s->ec->watch)
+        exec_watch_spawned(s->ec->watch, watch_fd);
+    sandbox_argv_free(args);
     free(stdio);
     free(env);
     /* the program has its copies; ours go, so its readers see EOF with it */
     esc_fdlist_close(&s->fds);
-    s->proc.data = s;
-    s->proc_open = true;
-    s->handles_open++;
+    if (spawned) {
+        /* uv_spawn initialised the handle, even when it failed */
+        s->proc.data = s;
+        s->proc_open = true;
+        s->handles_open++;
+    }
     if (rc < 0) {
         s->proc_exited = true;
         log_warn("escalation %s: cannot start %s: %s", s->ec->label, s->real, uv_strerror(rc));
@@ -871,12 +1055,8 @@ session_end(struct session *s)
 {
     if (s->state == SESSION_CLOSING)
         return;
-    if (s->ask_id > 0) {
-        if (s->ec->es->rpc)
-            jsonrpc_forget_request(s->ec->es->rpc, s->ask_id);
-        s->ask_id = 0;
-        call_pause(s->ec, false);
-    }
+    escalation_question_cancel(s->question);
+    s->question = NULL;
     s->state = SESSION_CLOSING;
     if (s->watched) {
         uv_poll_stop(&s->poll);
@@ -1014,6 +1194,9 @@ free_call(struct escalation_call *ec)
         close(ec->child_fd);
     view_free(&ec->writable);
     ec->es->calls--;
+    exec_watch_release(ec->watch);
+    free(ec->sandbox_helper);
+    free(ec->groups);
     free(ec->label);
     free(ec);
 }
@@ -1049,6 +1232,7 @@ att_signal(struct shell_call_attachment *a, int sig)
         if (s->proc_open && !s->proc_exited && kill(-s->proc.pid, sig) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
     }
+    reaper_signal_groups(ec->groups, ec->n_groups, sig);
 }
 
 static void
@@ -1058,6 +1242,10 @@ att_release(struct shell_call_attachment *a)
         (struct escalation_call *)((char *)a - offsetof(struct escalation_call, att));
     ec->released = true;
     ec->sc = NULL;
+    /* what escalated programs left in their groups ends with the call */
+    reaper_signal_groups(ec->groups, ec->n_groups, SIGKILL);
+    exec_watch_release(ec->watch);
+    ec->watch = NULL;
     for (struct session *s = ec->sessions, *next; s; s = next) {
         next = s->next;
         session_end(s);
@@ -1196,4 +1384,44 @@ escalation_shell_env(const char *wrapper, const char *bash)
         return NULL;
     }
     return env;
+}
+
+/* ---- hooks for tree enforcement ---- */
+
+void
+escalation_server_audit(struct escalation_server *es, json_t *record)
+{
+    audit_write(es->audit, record);
+}
+
+bool
+escalation_server_auditing(const struct escalation_server *es)
+{
+    return es->audit != NULL;
+}
+
+const struct rules_policy *
+escalation_server_rules(const struct escalation_server *es)
+{
+    return es->rules;
+}
+
+bool
+escalation_server_preserve_program_paths(const struct escalation_server *es)
+{
+    return es->preserve_program_paths;
+}
+
+void
+escalation_call_set_exec_watch(struct escalation_call *ec, struct exec_watch *w,
+                               const char *sandbox_helper)
+{
+    ec->watch = w;
+    ec->sandbox_helper = strdup(sandbox_helper);
+    if (!ec->sandbox_helper) {
+        /* without the helper no escalated program could be watched: none
+         * starts (watched_spawn fails closed) */
+        log_error("escalation %s: out of memory", ec->label);
+    }
+    exec_watch_set_call(w, ec);
 }

@@ -110,4 +110,61 @@ void escalation_call_end_detached(struct escalation_call *ec);
  */
 char **escalation_shell_env(const char *wrapper, const char *bash);
 
+/* ---- hooks for tree enforcement (server/exec_watch.c) ---- */
+
+struct exec_watch;
+struct rules_policy;
+
+/* Writes record (taken) to the audit log, if there is one (adding the
+ * time); a NULL record is ignored.  Whether there is one, so that callers
+ * build records only then.  Cannot fail. */
+void escalation_server_audit(struct escalation_server *es, json_t *record);
+bool escalation_server_auditing(const struct escalation_server *es);
+
+/* The rules every decision uses (borrowed, as long as es lives). */
+const struct rules_policy *escalation_server_rules(const struct escalation_server *es);
+bool escalation_server_preserve_program_paths(const struct escalation_server *es);
+
+/*
+ * Gives ec the call's exec watch (taken: released and freed with ec; ec
+ * must not be attached yet).  With one, escalated programs start through
+ * sandbox_helper (danger-full-access plus --exec-notify-fd, so their
+ * descendants' execs are decided too), and each Run is told to the watch
+ * (exec_watch_expect) so that the wrapper's execv is not asked about
+ * again.  Cannot fail.
+ */
+void escalation_call_set_exec_watch(struct escalation_call *ec, struct exec_watch *w,
+                                    const char *sandbox_helper);
+
+/* Told the person's answer: approved, or not with reason (borrowed for the
+ * callback). */
+typedef void (*escalation_answer_fn)(void *data, bool approved, const char *reason);
+
+struct escalation_question;
+
+enum escalation_ask {
+    ESCALATION_ASK_APPROVED, /* answered now (an approval for the session) */
+    ESCALATION_ASK_DENIED,   /* refused now: *reason (static) says why */
+    ESCALATION_ASK_PENDING,  /* asked: done runs once later, unless cancelled */
+};
+
+/*
+ * Asks about running program with args in workdir the way a prompt rule
+ * asks (the same message, schema, approvals for the session, abort, and
+ * the clear refusal for a client without elicitation); the call's timeout
+ * clock stops while the question is out.  program and args are borrowed
+ * until done runs or the question is cancelled.  *answered_by gets
+ * "session-approval", "no-elicitation" or "user" (static).  On PENDING *q
+ * is the question, for escalation_question_cancel.
+ */
+enum escalation_ask escalation_call_ask(struct escalation_call *ec, const char *program,
+                                        const char *const *args, size_t nargs, const char *workdir,
+                                        escalation_answer_fn done, void *data,
+                                        struct escalation_question **q, const char **reason,
+                                        const char **answered_by);
+
+/* Withdraws a pending question (done never runs; the clock restarts).
+ * NULL is a no-op. */
+void escalation_question_cancel(struct escalation_question *q);
+
 #endif

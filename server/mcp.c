@@ -1,10 +1,12 @@
 #include "mcp.h"
 
 #include "escalation.h"
+#include "exec_watch.h"
 #include "execgate-config.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "policy.h"
+#include "reaper.h"
 #include "shell_call.h"
 #include "utf8.h"
 
@@ -22,6 +24,9 @@
 
 #define INSTRUCTIONS                                                                               \
     "This server provides a tool to execute shell commands and return their output."
+#define INSTRUCTIONS_TREE " Exec rules apply to every program a command starts, at any depth."
+#define INSTRUCTIONS_SHELL                                                                         \
+    " Exec rules apply to the programs the shell itself starts, not to programs those start."
 
 static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
                                                 MCP_LATEST_PROTOCOL};
@@ -33,6 +38,7 @@ struct mcp_call {
     json_t *progress_token; /* NULL: no progress was asked */
     struct shell_call *sc;
     struct escalation_call *ec; /* escalation hook; NULL once attached to sc */
+    struct exec_watch *watch;   /* tree enforcement: owned by the escalation call */
     char *aborted;              /* escalation hook: why a person aborted the call */
     bool running;
     struct mcp_call *prev, *next;
@@ -57,6 +63,9 @@ struct mcp_server {
 
     struct call_list waiting, running;
     struct escalation_server *esc; /* escalation hook: rules, approvals, audit */
+    bool tree;                     /* tree enforcement in force */
+    char *instructions;            /* initialize's, saying which enforcement */
+    struct reaper *reaper;
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
     uv_signal_t sigterm, sigint;
@@ -201,10 +210,11 @@ handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
     const json_t *caps = json_object_get(params, "capabilities");
     s->client_elicitation = json_object_get(caps, "elicitation") != NULL;
     escalation_server_set_client(s->esc, s->rpc, s->client_elicitation);
-    json_t *result = json_pack("{s:s, s:{s:{s:{s:s}}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion",
-                               version, "capabilities", "experimental", "codex/sandbox-state",
-                               "version", "1.0.0", "tools", "serverInfo", "name", EXECGATE_NAME,
-                               "version", EXECGATE_VERSION, "instructions", INSTRUCTIONS);
+    json_t *result =
+        json_pack("{s:s, s:{s:{s:{s:s}}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
+                  "capabilities", "experimental", "codex/sandbox-state", "version", "1.0.0",
+                  "tools", "serverInfo", "name", EXECGATE_NAME, "version", EXECGATE_VERSION,
+                  "instructions", s->instructions ? s->instructions : INSTRUCTIONS);
     if (!result) {
         jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
@@ -494,10 +504,25 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
                                          json_string_value(json_object_get(args, "workdir")), label,
                                          on_call_abort, c, &err)
                    : NULL;
-    free(label);
     char **env = ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path) : NULL;
-    if (!ec || !env) {
-        for (size_t i = 0; argv[i]; i++)
+    /* tree enforcement: the helper hands over the listener on
+     * EXEC_WATCH_SHELL_FD; the watch is the escalation call's */
+    struct exec_watch *watch = NULL;
+    if (ec && env && s->tree) {
+        argv = exec_watch_helper_argv(argv, EXEC_WATCH_SHELL_FD, NULL);
+        watch = argv ? exec_watch_new(s->loop, s->esc, s->o->execve_wrapper, s->o->bash_path, label)
+                     : NULL;
+        if (watch) {
+            exec_watch_set_strict(watch, s->o->exec_strict);
+            escalation_call_set_exec_watch(ec, watch, s->o->sandbox_helper);
+        }
+    }
+    free(label);
+    if (!ec || !env || (s->tree && !watch)) {
+        for (size_t i = 0; env && env[i]; i++)
+            free(env[i]);
+        free(env);
+        for (size_t i = 0; argv && argv[i]; i++)
             free(argv[i]);
         free(argv);
         escalation_call_discard(ec);
@@ -516,6 +541,7 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
         .report = true,
     };
     c->ec = ec;
+    c->watch = watch;
     struct shell_call *sc = shell_call_new(s->loop, &spec, &call_events, c);
     if (!sc) {
         escalation_call_discard(ec);
@@ -544,8 +570,18 @@ start_waiting(struct mcp_server *s)
         struct escalation_call *ec = c->ec;
         c->ec = NULL;
         escalation_call_attach(ec, c->sc);
+        /* tree enforcement: without the socket the helper refuses to run
+         * the command (it fails closed on --exec-notify-fd) */
+        int notify_fd = c->watch ? exec_watch_open(c->watch) : -1;
+        if (c->watch && notify_fd < 0)
+            log_error("cannot make the exec watch's socket: %s: the call will fail",
+                      strerror(-notify_fd));
+        shell_call_set_exec_notify_fd(c->sc, EXEC_WATCH_SHELL_FD, notify_fd);
         shell_call_start(c->sc);
         escalation_call_spawned(ec);
+        if (c->watch)
+            exec_watch_spawned(c->watch, notify_fd);
+        c->watch = NULL;
     }
 }
 
@@ -632,6 +668,44 @@ static const struct jsonrpc_handler rpc_handler = {
 
 /* ---- life ---- */
 
+/* Tree enforcement when asked for and the kernel can; else shell, said
+ * in the log and in initialize's instructions.  Returns -1 when out of
+ * memory. */
+static int
+choose_enforcement(struct mcp_server *s)
+{
+    char *why = NULL;
+    const char *mode = INSTRUCTIONS_SHELL;
+    char *fallback = NULL;
+    if (s->o->exec_enforcement == OPTIONS_EXEC_ENFORCEMENT_TREE) {
+        s->tree = exec_watch_probe(&why) == 0;
+        if (s->tree) {
+            mode = INSTRUCTIONS_TREE;
+            log_info("exec enforcement: tree (every exec of each command's process tree)");
+        } else {
+            log_warn("exec enforcement: tree is not available (%s); using shell: rules apply "
+                     "only to the programs the shell starts",
+                     why ? why : "out of memory");
+            if (asprintf(&fallback,
+                         " Exec interception for the whole process tree is not available on "
+                         "this system (%s), so exec rules apply only to the programs the shell "
+                         "itself starts, not to programs those start.",
+                         why ? why : "unknown reason") < 0)
+                fallback = NULL;
+            free(why);
+            if (!fallback)
+                return -1;
+            mode = fallback;
+        }
+    } else {
+        log_info("exec enforcement: shell (--exec-enforcement=shell: only the shell's own execs)");
+    }
+    if (asprintf(&s->instructions, "%s%s", INSTRUCTIONS, mode) < 0)
+        s->instructions = NULL;
+    free(fallback);
+    return s->instructions ? 0 : -1;
+}
+
 struct mcp_server *
 mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
 {
@@ -669,6 +743,8 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         if (s->esc)
             log_info("rules: %zu prefix rule(s) loaded", escalation_server_rule_count(s->esc));
     }
+    if (rc == 0)
+        rc = choose_enforcement(s);
     if (rc == 0) {
         s->rpc = jsonrpc_new(loop, &rpc_handler, s, o->max_message_bytes);
         rc = s->rpc ? 0 : -1;
@@ -679,6 +755,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         escalation_server_free(s->esc);
         json_decref(s->policy);
         free(s->policy_cwd);
+        free(s->instructions);
         free(s);
         return NULL;
     }
@@ -711,6 +788,15 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
     int rc = uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     if (rc == 0)
         rc = uv_signal_start(&s->sigint, on_signal, SIGINT);
+    if (rc == 0) {
+        /* descendants that outlive their parents stay ours to kill and reap */
+        char *err = NULL;
+        s->reaper = reaper_new(s->loop, &err);
+        if (!s->reaper)
+            log_warn("not a child subreaper: %s: orphans of commands go to init",
+                     err ? err : "out of memory");
+        free(err);
+    }
     if (rc == 0)
         rc = jsonrpc_start(s->rpc, in_fd, out_fd);
     return rc;
@@ -790,6 +876,8 @@ maybe_finish(struct mcp_server *s)
     if (s->started) {
         uv_close((uv_handle_t *)&s->sigterm, on_server_handle_closed);
         uv_close((uv_handle_t *)&s->sigint, on_server_handle_closed);
+        reaper_close(s->reaper);
+        s->reaper = NULL;
         uv_timer_stop(&s->grace);
         uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
     }
@@ -803,6 +891,7 @@ mcp_server_free(struct mcp_server *s)
         return;
     json_decref(s->policy);
     free(s->policy_cwd);
+    free(s->instructions);
     escalation_server_free(s->esc);
     free(s);
 }

@@ -27,6 +27,8 @@ enum {
     OPT_LOG_LEVEL,
     OPT_PRESERVE,
     OPT_AUDIT_LOG, /* escalation */
+    OPT_EXEC_ENFORCEMENT,
+    OPT_EXEC_STRICT,
 };
 
 static const struct option long_options[] = {
@@ -45,6 +47,8 @@ static const struct option long_options[] = {
     {"kill-grace-ms", required_argument, NULL, OPT_KILL_GRACE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+    {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
+    {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
     {NULL, 0, NULL, 0},
 };
 
@@ -74,6 +78,11 @@ usage(FILE *out)
             "  --kill-grace-ms N         SIGTERM-to-SIGKILL grace at shutdown (2000)\n"
             "  --log-level LEVEL         error, warn, info or debug (info); logs go to stderr\n"
             "  --audit-log PATH          append one JSON line per exec decision to PATH\n"
+            "  --exec-enforcement MODE   tree: rules decide every exec of the command's\n"
+            "                            process tree (seccomp user notification; the\n"
+            "                            default); shell: only the execs the shell makes\n"
+            "  --exec-strict             tree mode: refuse execs from processes whose memory\n"
+            "                            other running threads share (docs/enforcement.md)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -270,6 +279,17 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         return 0;
     case OPT_SANDBOX:
         return parse_sandbox(o, arg, err);
+    case OPT_EXEC_STRICT:
+        o->exec_strict = true;
+        return 0;
+    case OPT_EXEC_ENFORCEMENT:
+        if (strcmp(arg, "tree") == 0 || strcmp(arg, "shell") == 0) {
+            o->exec_enforcement = strcmp(arg, "tree") == 0 ? OPTIONS_EXEC_ENFORCEMENT_TREE
+                                                           : OPTIONS_EXEC_ENFORCEMENT_SHELL;
+            return 0;
+        }
+        *err = fmt_err("--exec-enforcement: expected tree or shell, got '%s'", arg);
+        return -1;
     case OPT_LOG_LEVEL:
         if (log_level_parse(arg, &o->log_level) == 0)
             return 0;

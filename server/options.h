@@ -22,6 +22,11 @@
 #define OPTIONS_DEFAULT_MAX_MESSAGE   (16u * 1024 * 1024)
 #define OPTIONS_DEFAULT_KILL_GRACE_MS 2000u
 
+enum options_exec_enforcement {
+    OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
+    OPTIONS_EXEC_ENFORCEMENT_SHELL,    /* the shell's own execs only */
+};
+
 struct server_options {
     char *bash_path;      /* the patched Bash */
     char *execve_wrapper; /* execgate-wrapper (used by escalation) */
@@ -39,6 +44,8 @@ struct server_options {
     size_t max_message_bytes;
     uint64_t kill_grace_ms;
     enum log_level log_level;
+    enum options_exec_enforcement exec_enforcement;
+    bool exec_strict; /* tree: exec_notify_set_refuse_shared_memory */
 };
 
 enum options_outcome {

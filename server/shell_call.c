@@ -59,6 +59,8 @@ struct shell_call {
     struct shell_call_attachment *attached;
 
     int escalate_fd; /* escalation hook: -1, or the socket end for the child */
+    int notify_fd;   /* tree enforcement hook: -1, or the hand-over socket's end */
+    int notify_at;   /* ... at this number in the child */
     /* escalation hook: the timeout clock stopped while someone is asked */
     unsigned timeout_paused;
     uint64_t timeout_left_ms;
@@ -84,6 +86,7 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
     }
     c->loop = loop;
     c->escalate_fd = -1; /* escalation hook */
+    c->notify_fd = -1;   /* tree enforcement hook */
     c->spec = *spec;
     c->ev = *ev;
     c->data = data;
@@ -122,6 +125,13 @@ void
 shell_call_set_escalate_fd(struct shell_call *c, int fd)
 {
     c->escalate_fd = fd;
+}
+
+void
+shell_call_set_exec_notify_fd(struct shell_call *c, int at, int fd)
+{
+    c->notify_fd = fd;
+    c->notify_at = at;
 }
 
 void
@@ -577,7 +587,7 @@ shell_call_start(struct shell_call *c)
          * the child's stdout and stderr, the report pipe's its fd 3 (dup2 in
          * the child clears close-on-exec on the copies only); stdin is
          * /dev/null. */
-        uv_stdio_container_t stdio[5] = {
+        uv_stdio_container_t stdio[8] = {
             {.flags = UV_IGNORE},
             {.flags = UV_INHERIT_FD, .data.fd = wfd},
             {.flags = UV_INHERIT_FD, .data.fd = wfd},
@@ -586,15 +596,24 @@ shell_call_start(struct shell_call *c)
             {.flags = UV_INHERIT_FD, .data.fd = c->escalate_fd},
         };
         bool escalate = c->spec.report && c->escalate_fd >= 0;
+        int count = escalate ? 5 : c->spec.report ? 4 : 3;
+        /* tree enforcement hook: the hand-over socket, at its number */
+        bool notify = c->spec.report && c->notify_fd >= 0 && c->notify_at > 4 &&
+                      c->notify_at < (int)(sizeof(stdio) / sizeof(stdio[0]));
+        if (notify) {
+            for (int i = count; i < c->notify_at; i++)
+                stdio[i].flags = UV_IGNORE;
+            stdio[c->notify_at].flags = UV_INHERIT_FD;
+            stdio[c->notify_at].data.fd = c->notify_fd;
+            count = c->notify_at + 1;
+        }
         uv_process_options_t opts = {
             .exit_cb = on_child_exit,
             .file = c->spec.argv[0],
             .args = c->spec.argv,
             .env = c->spec.env,
             .flags = UV_PROCESS_DETACHED,
-            .stdio_count = escalate         ? 5
-                           : c->spec.report ? 4
-                                            : 3,
+            .stdio_count = count,
             .stdio = stdio,
         };
         rc = uv_spawn(c->loop, &c->proc, &opts);

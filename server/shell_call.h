@@ -122,6 +122,14 @@ void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
 void shell_call_set_escalate_fd(struct shell_call *c, int fd);
 
 /*
+ * tree enforcement hook: fd (borrowed, close-on-exec) is inherited by the
+ * child as number `at` (> SHELL_CALL_ESCALATE_FD), the sandbox helper's
+ * --exec-notify-fd; set before shell_call_start on a call whose spec has
+ * report set.  Cannot fail.
+ */
+void shell_call_set_exec_notify_fd(struct shell_call *c, int at, int fd);
+
+/*
  * escalation hook: stops the call's timeout clock while a person is asked
  * (elicitation), and restarts it with the time that was left.  Pauses nest:
  * the clock runs again after as many resumes as pauses.  Cannot fail.

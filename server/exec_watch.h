@@ -1,0 +1,95 @@
+/*
+ * exec_watch: tree enforcement for one `shell` call (--exec-enforcement=tree,
+ * docs/enforcement.md).  Each process the call starts through
+ * execgate-sandbox --exec-notify-fd (the sandboxed shell, and every program
+ * escalated outside the sandbox) hands the server a seccomp listener; the
+ * watch serves them all on the loop and decides every execve/execveat of
+ * their process trees with the rules the escalation path uses: forbidden
+ * is refused (EACCES and a line on the process's stderr), prompt asks the
+ * person through escalation_call_ask, allow and no rule continue in place.
+ *
+ * A watch belongs to its call's escalation_call (escalation_call_set_exec_watch)
+ * and ends with it.
+ */
+#ifndef EXECGATE_SERVER_EXEC_WATCH_H
+#define EXECGATE_SERVER_EXEC_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <uv.h>
+
+struct escalation_server;
+struct escalation_call;
+struct exec_watch;
+
+/* The number at which the sandboxed shell's helper finds its hand-over
+ * socket (next to SHELL_CALL_REPORT_FD and SHELL_CALL_ESCALATE_FD). */
+#define EXEC_WATCH_SHELL_FD 5
+/* Commands remembered per call as approved (for the wrapper's execv) or
+ * declined (a PATH search's retries are not asked again); oldest dropped. */
+#define EXEC_WATCH_MAX_REMEMBERED 256
+
+/*
+ * Whether this kernel can intercept execs by seccomp user notification,
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE included: a forked child installs a
+ * listener filter on getppid and the parent continues its call.  Blocks a
+ * few milliseconds: call before the loop runs.  Returns 0, or -1 with *why
+ * a malloc'd reason.  EXECGATE_TEST_NO_USER_NOTIF=1 in the environment
+ * makes it report the lack (tests of the fallback).
+ */
+int exec_watch_probe(char **why);
+
+/*
+ * A watch for one call.  wrapper is execgate-wrapper's path and bash the
+ * patched Bash's: the Bash's execs of the wrapper continue (the escalation
+ * path decides what the wrapper asks about), anyone else's are judged on
+ * the program they name (docs/enforcement.md).  label names the call in
+ * logs.  All copied.  NULL when out of memory.
+ */
+struct exec_watch *exec_watch_new(uv_loop_t *loop, struct escalation_server *es,
+                                  const char *wrapper, const char *bash, const char *label);
+
+/* Strict mode for every listener of w (exec_notify_set_refuse_shared_memory:
+ * the check-then-use window, docs/enforcement.md).  Cannot fail. */
+void exec_watch_set_strict(struct exec_watch *w, bool on);
+
+/* Called by escalation_call_set_exec_watch: the call questions go to. */
+void exec_watch_set_call(struct exec_watch *w, struct escalation_call *ec);
+
+/*
+ * A hand-over socket for one child about to be spawned with
+ * --exec-notify-fd: returns the child's end (close-on-exec; the spawn makes
+ * its copy inheritable), the server's end is watched from now on.  Returns
+ * a negative errno on failure.  Close the returned fd with
+ * exec_watch_spawned right after the spawn (failed or not).
+ */
+int exec_watch_open(struct exec_watch *w);
+void exec_watch_spawned(struct exec_watch *w, int child_fd);
+
+/*
+ * argv (a helper command line: argv[0] the helper, options, "--", the
+ * program) with "--exec-notify-fd FD" and, when argv0 is not NULL,
+ * "--argv0 ARGV0" inserted after argv[0].  Takes argv (freed, also on
+ * failure); returns a new malloc'd array of malloc'd strings, or NULL when
+ * out of memory.
+ */
+char **exec_watch_helper_argv(char **argv, int fd, const char *argv0);
+
+/*
+ * The escalation path let process pid run program with argv in place
+ * after a person's approval (or a session approval): its exec of exactly
+ * that is continued without a second question, once.  Copies; cannot fail
+ * (out of memory only means the question may come again).
+ */
+void exec_watch_expect(struct exec_watch *w, pid_t pid, const char *program,
+                       const char *const *argv, size_t argc);
+
+/*
+ * Ends the watch with its call: withdraws open questions, closes every
+ * listener (execs still waiting fail) and socket; frees once its handles
+ * have closed.  NULL is a no-op.
+ */
+void exec_watch_release(struct exec_watch *w);
+
+#endif

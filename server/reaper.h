@@ -1,0 +1,42 @@
+/*
+ * reaper: the server as a child subreaper.  Descendants whose parents die
+ * (a daemonising `cmd &`, what an escalated `sh -c` leaves behind) are
+ * re-parented to the server instead of init, so they stay within reach of
+ * the call that started them and are reaped when they end.
+ *
+ * libuv reaps only the children it spawned, each by its pid (never
+ * waitpid(-1)); the reaper reaps the others without taking libuv's: see
+ * reaper.c.
+ */
+#ifndef EXECGATE_SERVER_REAPER_H
+#define EXECGATE_SERVER_REAPER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <uv.h>
+
+struct reaper;
+
+/*
+ * Makes this process a child subreaper (prctl) and reaps, on each SIGCHLD,
+ * every exited child that no uv_process_t of loop owns.  Returns NULL with
+ * *err (malloc'd) when the prctl or the signal watch fails.
+ */
+struct reaper *reaper_new(uv_loop_t *loop, char **err);
+
+/* Stops watching SIGCHLD; r is freed by its close callback. NULL is a no-op. */
+void reaper_close(struct reaper *r);
+
+/*
+ * Sends sig to process group pgid only while one of the server's own
+ * children belongs to it: a group whose leader was reaped is signalled
+ * only while what it left is re-parented here, never a group that reused
+ * the number.  Returns 1 when sent, 0 when not.
+ */
+int reaper_signal_group(pid_t pgid, int sig);
+
+/* The same for n groups at once, reading the children once.  Returns the
+ * number of groups signalled. */
+int reaper_signal_groups(const pid_t *pgids, size_t n, int sig);
+
+#endif
