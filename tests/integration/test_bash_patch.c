@@ -257,7 +257,8 @@ test_legacy_variable_name(void **state)
     assert_string_equal(res.out, "legacy\n");
     json_t *all = records(f);
     assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "legacy", NULL});
+    assert_record(json_array_get(all, 0), "/bin/echo",
+                  (const char *[]){"/bin/echo", "legacy", NULL});
     json_decref(all);
     free(legacy);
     proc_result_free(&res);

@@ -11,10 +11,10 @@
 #include <stddef.h>
 
 struct proc_result {
-    int status;     /* raw wait status, as from waitpid() */
-    char *out;      /* stdout, NUL-terminated (may contain NULs) */
+    int status; /* raw wait status, as from waitpid() */
+    char *out;  /* stdout, NUL-terminated (may contain NULs) */
     size_t out_len;
-    char *err;      /* stderr, NUL-terminated */
+    char *err; /* stderr, NUL-terminated */
     size_t err_len;
 };
 
