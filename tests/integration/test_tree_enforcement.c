@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "mcp_client.h"
+#include "mcp_world.h"
 #include "tmpdir.h"
 
 #include <dirent.h>
@@ -34,169 +35,36 @@ static const char *wrapper_path;
 #define REFUSAL       "execgate: refused `"
 #define JUSTIFICATION "tree-test: keep files"
 
-struct world {
-    char *wd;
-    char *rules;
-    char *audit;
-    struct mcp_client *c;
-    char *instructions;
-};
-
-struct answers {
-    const char *action; /* accept / decline; NULL: no question expected */
-    const char *decision;
-    int asked;
-    int delay_ms; /* wait this long before answering */
-    char *last_message;
-};
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-fmt(const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    assert_true(vasprintf(&s, f, ap) >= 0);
-    va_end(ap);
-    return s;
-}
-
 /* policy: the sandboxPolicy type; extra: one more server argument or NULL;
- * env: one more "NAME=value" for the server or NULL. */
+ * env: one more "NAME=value" for the server or NULL
+ * (tests/support/mcp_world.h). */
 static void
-world_start_full(struct world *w, const char *rules, bool elicitation, const char *policy,
+world_start_full(struct mcp_world *w, const char *rules, bool elicitation, const char *policy,
                  const char *extra, const char *env)
 {
-    memset(w, 0, sizeof(*w));
-    w->wd = tmpdir_new("tree-wd");
-    w->rules = tmpdir_new("tree-rules");
-    char *path = tmpdir_path(w->rules, "test.rules");
-    tmpdir_write_file(path, rules, 0644);
-    free(path);
-    char *sandbox =
-        fmt("{\"sandboxPolicy\":{\"type\":\"%s\"%s},\"sandboxCwd\":\"%s\"}", policy,
-            strcmp(policy, "workspace-write") == 0 ? ",\"network_access\":false" : "", w->wd);
-    w->audit = tmpdir_path(w->rules, "audit.jsonl");
-    const char *argv[] = {server_path,   "--rules", w->rules, "--sandbox", sandbox,
-                          "--audit-log", w->audit,  extra,    NULL};
-    const char *envv[] = {env, NULL};
-    w->c = mcp_client_start(argv, env ? envv : NULL);
-    free(sandbox);
-    json_t *caps = elicitation ? json_pack("{s:{}}", "elicitation") : json_object();
-    json_t *init = mcp_client_call(w->c, "initialize",
-                                   json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion",
-                                             "2025-06-18", "capabilities", caps, "clientInfo",
-                                             "name", "tree-tests", "version", "1"));
-    const char *ins =
-        json_string_value(json_object_get(json_object_get(init, "result"), "instructions"));
-    assert_non_null(ins);
-    w->instructions = strdup(ins);
-    json_decref(init);
-    mcp_client_send(
-        w->c, json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+    const struct mcp_world_options o = {.server = server_path,
+                                        .client_name = "tree-tests",
+                                        .policy = policy,
+                                        .elicitation = elicitation,
+                                        .extra = extra,
+                                        .env = env};
+    mcp_world_start(w, rules, &o);
 }
 
 static void
-world_start(struct world *w, const char *rules, bool elicitation)
+world_start(struct mcp_world *w, const char *rules, bool elicitation)
 {
     world_start_full(w, rules, elicitation, "workspace-write", NULL, NULL);
 }
 
-static void
-world_end(struct world *w)
-{
-    mcp_client_close_stdin(w->c);
-    int status = mcp_client_wait_exit(w->c, MCP_CLIENT_WAIT_MS);
-    assert_int_not_equal(status, -1);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0); /* ASan/LSan: no leak, no crash */
-    mcp_client_free(w->c);
-    tmpdir_remove(w->wd);
-    tmpdir_remove(w->rules);
-    free(w->wd);
-    free(w->rules);
-    free(w->audit);
-    free(w->instructions);
-}
-
 static json_t *
-run_timeout(struct world *w, const char *command, struct answers *a, int timeout_ms)
+run(struct mcp_world *w, const char *command, struct mcp_answers *a)
 {
-    long long id = mcp_client_send_request(
-        w->c, "tools/call",
-        json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command", command,
-                  "workdir", w->wd, "login", 0, "timeout_ms", timeout_ms));
-    for (;;) {
-        json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
-        assert_non_null(m);
-        const char *method = json_string_value(json_object_get(m, "method"));
-        const json_t *mid = json_object_get(m, "id");
-        if (method && strcmp(method, "elicitation/create") == 0) {
-            if (!a || !a->action)
-                fprintf(stderr, "unexpected question: %s\n", json_dumps(m, 0));
-            assert_non_null(a);
-            assert_non_null(a->action);
-            a->asked++;
-            free(a->last_message);
-            a->last_message =
-                strdup(json_string_value(json_object_get(json_object_get(m, "params"), "message")));
-            if (a->delay_ms > 0) {
-                struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
-                nanosleep(&ts, NULL);
-            }
-            json_t *result = json_pack("{s:s}", "action", a->action);
-            if (a->decision)
-                json_object_set_new(result, "content", json_pack("{s:s}", "decision", a->decision));
-            mcp_client_send(
-                w->c, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", mid, "result", result));
-            json_decref(m);
-            continue;
-        }
-        if (!method && json_is_integer(mid) && json_integer_value(mid) == id)
-            return m;
-        json_decref(m);
-    }
-}
-
-static json_t *
-run(struct world *w, const char *command, struct answers *a)
-{
-    return run_timeout(w, command, a, 60000);
-}
-
-static const char *
-output_of(const json_t *answer)
-{
-    const json_t *sc = json_object_get(json_object_get(answer, "result"), "structuredContent");
-    if (!sc)
-        fprintf(stderr, "unexpected answer: %s\n", json_dumps(answer, 0));
-    assert_non_null(sc);
-    return json_string_value(json_object_get(sc, "output"));
+    return mcp_world_run(w, command, a, 60000);
 }
 
 static void
-assert_contains(const char *hay, const char *needle)
-{
-    if (!hay || !strstr(hay, needle))
-        fprintf(stderr, "expected [%s] in [%s]\n", needle, hay ? hay : "(null)");
-    assert_non_null(hay);
-    assert_non_null(strstr(hay, needle));
-}
-
-static bool
-exists(const char *dir, const char *name)
-{
-    char *p = tmpdir_path(dir, name);
-    struct stat st;
-    bool yes = stat(p, &st) == 0;
-    free(p);
-    return yes;
-}
-
-static void
-victim(struct world *w)
+victim(struct mcp_world *w)
 {
     char *p = tmpdir_path(w->wd, "f");
     tmpdir_write_file(p, "keep me", 0644);
@@ -206,16 +74,16 @@ victim(struct world *w)
 /* Runs an attack on wd/f: the file stays and the output has the refusal
  * with the rule's justification. */
 static void
-attack(struct world *w, const char *command, struct answers *a)
+attack(struct mcp_world *w, const char *command, struct mcp_answers *a)
 {
     victim(w);
     json_t *r = run(w, command, a);
-    const char *out = output_of(r);
-    if (!exists(w->wd, "f"))
+    const char *out = mcp_world_output(r);
+    if (!mcp_world_exists(w->wd, "f"))
         fprintf(stderr, "attack deleted the file: %s\noutput: %s\n", command, out);
-    assert_true(exists(w->wd, "f"));
-    assert_contains(out, REFUSAL);
-    assert_contains(out, JUSTIFICATION);
+    assert_true(mcp_world_exists(w->wd, "f"));
+    mcp_world_assert_contains(out, REFUSAL);
+    mcp_world_assert_contains(out, JUSTIFICATION);
     json_decref(r);
 }
 
@@ -230,9 +98,9 @@ have(const char *path)
 static void
 test_interpreters_and_exec_helpers(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN, false);
-    assert_contains(w.instructions, "every program a command starts");
+    mcp_world_assert_contains(w.instructions, "every program a command starts");
     attack(&w, "python3 -c 'import os; os.execv(\"/bin/rm\", [\"rm\",\"-f\",\"f\"])'", NULL);
     attack(&w, "env rm -f f", NULL);
     attack(&w, "echo f | xargs rm -f", NULL);
@@ -244,12 +112,12 @@ test_interpreters_and_exec_helpers(void **state)
            NULL);
     /* each refusal is in the audit log, marked as the tree's */
     char *log = tmpdir_read_file(w.audit, NULL);
-    assert_contains(log, "\"source\":\"tree\"");
-    assert_contains(log, "\"decision\":\"refuse\"");
-    assert_contains(log, "\"reason\":\"tree-test: keep files\"");
-    assert_contains(log, "\"argv\":[\"rm\",\"-f\",\"f\"]");
+    mcp_world_assert_contains(log, "\"source\":\"tree\"");
+    mcp_world_assert_contains(log, "\"decision\":\"refuse\"");
+    mcp_world_assert_contains(log, "\"reason\":\"tree-test: keep files\"");
+    mcp_world_assert_contains(log, "\"argv\":[\"rm\",\"-f\",\"f\"]");
     free(log);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* --preserve-program-paths: the tree matches rules on full paths, as the
@@ -257,7 +125,7 @@ test_interpreters_and_exec_helpers(void **state)
 static void
 test_preserve_program_paths(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start_full(&w,
                      "prefix_rule(pattern=[\"/usr/bin/rm\"], decision=\"forbidden\", "
                      "justification=\"tree-test: keep files\")\n"
@@ -265,9 +133,9 @@ test_preserve_program_paths(void **state)
                      false, "workspace-write", "--preserve-program-paths", NULL);
     attack(&w, "env rm -f f", NULL);
     json_t *r = run(&w, "env touch made-by-basename", NULL);
-    assert_true(exists(w.wd, "made-by-basename"));
+    assert_true(mcp_world_exists(w.wd, "made-by-basename"));
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 static void
@@ -277,13 +145,13 @@ test_make_recipe(void **state)
         fprintf(stderr, "make is not installed: skipping the Makefile attack\n");
         skip();
     }
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN, false);
     char *mk = tmpdir_path(w.wd, "Makefile");
     tmpdir_write_file(mk, "all:\n\trm -f f\n", 0644);
     attack(&w, "make", NULL);
     free(mk);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 static void
@@ -293,7 +161,7 @@ test_git_hook(void **state)
         fprintf(stderr, "git is not installed: skipping the hook attack\n");
         skip();
     }
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN, false);
     /* the workdir's own .git is read-only in the sandbox: a repository
      * one level down */
@@ -302,11 +170,11 @@ test_git_hook(void **state)
                     "printf '#!/bin/sh\\nrm -f ../f\\n' > .git/hooks/pre-commit && "
                     "chmod +x .git/hooks/pre-commit && echo ready",
                     NULL);
-    assert_contains(output_of(r), "ready");
+    mcp_world_assert_contains(mcp_world_output(r), "ready");
     json_decref(r);
     attack(&w, "cd repo && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x",
            NULL);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* Compiles src into bin with cc, static when the libc allows it. */
@@ -338,7 +206,7 @@ test_raw_execve_from_c(void **state)
         fprintf(stderr, "cc is not installed: skipping the raw execve attack\n");
         skip();
     }
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN, false);
     char *src = tmpdir_path(w.wd, "raw.c");
     tmpdir_write_file(src,
@@ -363,7 +231,7 @@ test_raw_execve_from_c(void **state)
         attack(&w, "./raw-exec emptypath /bin/rm rm -f f", NULL);
         free(bin);
     }
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* A direct exec of the wrapper (not from the shell) naming rm is judged on
@@ -371,35 +239,36 @@ test_raw_execve_from_c(void **state)
 static void
 test_forged_wrapper_exec(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN, false);
-    char *cmd = fmt("python3 -c 'import os; os.execv(\"%s\", [\"%s\", \"/bin/rm\", \"rm\", "
-                    "\"-f\", \"f\"])'",
-                    wrapper_path, wrapper_path);
+    char *cmd =
+        mcp_world_fmt("python3 -c 'import os; os.execv(\"%s\", [\"%s\", \"/bin/rm\", \"rm\", "
+                      "\"-f\", \"f\"])'",
+                      wrapper_path, wrapper_path);
     attack(&w, cmd, NULL);
     free(cmd);
-    cmd = fmt("python3 -c 'import os; os.closerange(3, 64); os.execv(\"%s\", [\"%s\", "
-              "\"/bin/rm\", \"rm\", \"-f\", \"f\"])'",
-              wrapper_path, wrapper_path);
+    cmd = mcp_world_fmt("python3 -c 'import os; os.closerange(3, 64); os.execv(\"%s\", [\"%s\", "
+                        "\"/bin/rm\", \"rm\", \"-f\", \"f\"])'",
+                        wrapper_path, wrapper_path);
     attack(&w, cmd, NULL);
     free(cmd);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* sh allowed: escalated outside the sandbox, still under interception. */
 static void
 test_escalated_shell_allowed(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
     attack(&w, "sh -c 'rm -f f'; echo \"sh=$?\"", NULL);
     /* the escalated shell ran: it can do what rm was refused */
     victim(&w);
     json_t *r = run(&w, "sh -c 'echo escalated-ran; : > g'", NULL);
-    assert_contains(output_of(r), "escalated-ran");
-    assert_true(exists(w.wd, "g"));
+    mcp_world_assert_contains(mcp_world_output(r), "escalated-ran");
+    assert_true(mcp_world_exists(w.wd, "g"));
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* An escalated program started through the helper keeps what it had
@@ -407,7 +276,7 @@ test_escalated_shell_allowed(void **state)
 static void
 test_escalated_program_keeps_argv0_fds_cwd(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
     json_t *r = run(&w,
                     "mkdir -p sub && cd sub && (exec -a my-zero sh -c "
@@ -415,36 +284,36 @@ test_escalated_program_keeps_argv0_fds_cwd(void **state)
                     "ls -l /proc/$$/fd; exit 5' 3>three.txt); "
                     "echo \"st=$?\"; cat three.txt",
                     NULL);
-    const char *out = output_of(r);
-    assert_contains(out, "my-zero -c ");
-    char *sub = fmt("%s/sub\n", w.wd);
-    assert_contains(out, sub);
+    const char *out = mcp_world_output(r);
+    mcp_world_assert_contains(out, "my-zero -c ");
+    char *sub = mcp_world_fmt("%s/sub\n", w.wd);
+    mcp_world_assert_contains(out, sub);
     free(sub);
     /* its fds: the forwarded ones (fd 3 at its number), no socket (the
      * hand-over socket is closed by the helper; the protocol's sockets are
      * not forwarded).  (ls lists the shell's fds: no pipeline, so the
      * shell holds no pipe of its own meanwhile.) */
-    assert_contains(out, "three.txt");
-    assert_contains(out, " 3 -> ");
+    mcp_world_assert_contains(out, "three.txt");
+    mcp_world_assert_contains(out, " 3 -> ");
     assert_null(strstr(out, "socket:"));
-    assert_contains(out, "st=5");
-    assert_contains(out, "to-three");
+    mcp_world_assert_contains(out, "st=5");
+    mcp_world_assert_contains(out, "to-three");
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* sh approved by a person through a prompt rule: the same. */
 static void
 test_escalated_shell_approved(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN "prefix_rule(pattern=[\"sh\"], decision=\"prompt\")\n", true);
-    struct answers a = {.action = "accept"};
+    struct mcp_answers a = {.action = "accept"};
     attack(&w, "sh -c 'rm -f f'", &a);
     assert_int_equal(a.asked, 1);
-    assert_contains(a.last_message, "rm -f f");
+    mcp_world_assert_contains(a.last_message, "rm -f f");
     free(a.last_message);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* ---- prompts in the tree ---- */
@@ -452,31 +321,32 @@ test_escalated_shell_approved(void **state)
 static void
 test_prompt_for_program_started_by_env(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
-    struct answers a = {.action = "accept"};
+    struct mcp_answers a = {.action = "accept"};
     json_t *r = run(&w, "env touch made; echo \"env=$?\"", &a);
     assert_int_equal(a.asked, 1);
-    assert_contains(a.last_message, "touch made` in `");
-    assert_contains(output_of(r), "env=0");
-    assert_true(exists(w.wd, "made"));
+    mcp_world_assert_contains(a.last_message, "touch made` in `");
+    mcp_world_assert_contains(mcp_world_output(r), "env=0");
+    assert_true(mcp_world_exists(w.wd, "made"));
     json_decref(r);
     free(a.last_message);
-    a = (struct answers){.action = "decline"};
+    a = (struct mcp_answers){.action = "decline"};
     r = run(&w, "env touch refused; echo \"env=$?\"", &a);
     /* asked once, though a PATH search retries in every directory */
     assert_int_equal(a.asked, 1);
-    assert_false(exists(w.wd, "refused"));
-    assert_contains(output_of(r), "execgate: refused `touch refused`: User declined execution");
-    assert_contains(output_of(r), "env=126");
+    assert_false(mcp_world_exists(w.wd, "refused"));
+    mcp_world_assert_contains(mcp_world_output(r),
+                              "execgate: refused `touch refused`: User declined execution");
+    mcp_world_assert_contains(mcp_world_output(r), "env=126");
     json_decref(r);
     char *log = tmpdir_read_file(w.audit, NULL);
-    assert_contains(log, "\"decision\":\"continue\",\"answered_by\":\"user\"");
-    assert_contains(log, "\"decision\":\"refuse\",\"reason\":\"User declined execution\","
-                         "\"answered_by\":\"user\"");
+    mcp_world_assert_contains(log, "\"decision\":\"continue\",\"answered_by\":\"user\"");
+    mcp_world_assert_contains(log, "\"decision\":\"refuse\",\"reason\":\"User declined execution\","
+                                   "\"answered_by\":\"user\"");
     free(log);
     free(a.last_message);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* approved_for_session through the tree holds for the shell's own exec of
@@ -484,19 +354,19 @@ test_prompt_for_program_started_by_env(void **state)
 static void
 test_session_approval_both_ways(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
-    struct answers a = {.action = "accept", .decision = "approved_for_session"};
+    struct mcp_answers a = {.action = "accept", .decision = "approved_for_session"};
     json_t *r = run(&w, "env touch one && touch one && echo both", &a);
     assert_int_equal(a.asked, 1);
-    assert_contains(output_of(r), "both");
+    mcp_world_assert_contains(mcp_world_output(r), "both");
     json_decref(r);
     r = run(&w, "touch two && env touch two && echo both", &a);
     assert_int_equal(a.asked, 2);
-    assert_contains(output_of(r), "both");
+    mcp_world_assert_contains(mcp_world_output(r), "both");
     json_decref(r);
     free(a.last_message);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* A prompt-rule program the sandbox can write runs in place after the
@@ -504,23 +374,23 @@ test_session_approval_both_ways(void **state)
 static void
 test_wrapper_run_not_asked_twice(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"tool\"], decision=\"prompt\")\n", true);
     char *tool = tmpdir_path(w.wd, "tool");
     tmpdir_write_file(tool, "#!/bin/sh\necho tool-ran\n", 0755);
-    struct answers a = {.action = "accept"};
+    struct mcp_answers a = {.action = "accept"};
     json_t *r = run(&w, "./tool", &a);
     assert_int_equal(a.asked, 1);
-    assert_contains(output_of(r), "tool-ran");
+    mcp_world_assert_contains(mcp_world_output(r), "tool-ran");
     json_decref(r);
     /* the same program started by another process is asked about */
     r = run(&w, "env ./tool", &a);
     assert_int_equal(a.asked, 2);
-    assert_contains(output_of(r), "tool-ran");
+    mcp_world_assert_contains(mcp_world_output(r), "tool-ran");
     json_decref(r);
     free(tool);
     free(a.last_message);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* The call's clock stops while a person is asked about a descendant's
@@ -528,32 +398,32 @@ test_wrapper_run_not_asked_twice(void **state)
 static void
 test_question_stops_the_clock(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
-    struct answers a = {.action = "accept", .delay_ms = 2500};
-    json_t *r = run_timeout(&w, "env touch late && echo finished", &a, 1500);
+    struct mcp_answers a = {.action = "accept", .delay_ms = 2500};
+    json_t *r = mcp_world_run(&w, "env touch late && echo finished", &a, 1500);
     assert_int_equal(a.asked, 1);
-    assert_contains(output_of(r), "finished");
-    assert_true(exists(w.wd, "late"));
+    mcp_world_assert_contains(mcp_world_output(r), "finished");
+    assert_true(mcp_world_exists(w.wd, "late"));
     json_decref(r);
     free(a.last_message);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* abort from a question about a descendant stops the whole call. */
 static void
 test_abort_from_the_tree(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
-    struct answers a = {.action = "accept", .decision = "abort"};
+    struct mcp_answers a = {.action = "accept", .decision = "abort"};
     json_t *r = run(&w, "env touch x; touch after-abort", &a);
     assert_int_equal(a.asked, 1);
-    assert_false(exists(w.wd, "x"));
-    assert_false(exists(w.wd, "after-abort"));
+    assert_false(mcp_world_exists(w.wd, "x"));
+    assert_false(mcp_world_exists(w.wd, "after-abort"));
     json_decref(r);
     free(a.last_message);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* Cancelling the call while a descendant's exec waits for a person: the
@@ -561,7 +431,7 @@ test_abort_from_the_tree(void **state)
 static void
 test_cancel_while_asking(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
     long long id = mcp_client_send_request(w.c, "tools/call",
                                            json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell",
@@ -578,10 +448,10 @@ test_cancel_while_asking(void **state)
     mcp_client_send(w.c, json_pack("{s:s, s:o, s:{s:s}}", "jsonrpc", "2.0", "id", qid, "result",
                                    "action", "accept"));
     json_t *r = run(&w, "echo served", NULL);
-    assert_contains(output_of(r), "served");
+    mcp_world_assert_contains(mcp_world_output(r), "served");
     json_decref(r);
-    assert_false(exists(w.wd, "never"));
-    world_end(&w);
+    assert_false(mcp_world_exists(w.wd, "never"));
+    mcp_world_end(&w);
 }
 
 /* The client goes away while a descendant's exec waits for it: the server
@@ -589,7 +459,7 @@ test_cancel_while_asking(void **state)
 static void
 test_client_eof_while_asking(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
     mcp_client_send_request(w.c, "tools/call",
                             json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
@@ -599,7 +469,7 @@ test_client_eof_while_asking(void **state)
     assert_non_null(m);
     assert_string_equal(json_string_value(json_object_get(m, "method")), "elicitation/create");
     json_decref(m);
-    world_end(&w);
+    mcp_world_end(&w);
     assert_false(mcp_client_process_exists("never-eof 34.5678"));
 }
 
@@ -607,15 +477,15 @@ test_client_eof_while_asking(void **state)
 static void
 test_normal_work(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN, false);
     json_t *r = run(&w,
                     "mkdir g && cd g && git init -q . && git status --short && echo git-ok; cd .. "
                     "&& printf 'int main(void){return 0;}\\n' > a.c && cc -c a.c -o a.o && "
                     "test -s a.o && echo cc-ok",
                     NULL);
-    assert_contains(output_of(r), "git-ok");
-    assert_contains(output_of(r), "cc-ok");
+    mcp_world_assert_contains(mcp_world_output(r), "git-ok");
+    mcp_world_assert_contains(mcp_world_output(r), "cc-ok");
     json_decref(r);
     if (have("/usr/bin/make")) {
         r = run(&w,
@@ -623,28 +493,28 @@ test_normal_work(void **state)
                 "f$i.c; done && printf 'SRC=$(wildcard *.c)\\nall: $(SRC:.c=.o)\\n%%.o: "
                 "%%.c\\n\\tcc -c $< -o $@\\n' > Makefile && make -s -j2 && ls *.o | wc -l",
                 NULL);
-        assert_contains(output_of(r), "20\n");
+        mcp_world_assert_contains(mcp_world_output(r), "20\n");
         json_decref(r);
     }
     if (have("/usr/bin/npm")) {
         /* node: a multi-threaded program that spawns */
         r = run(&w, "npm --version >/dev/null && echo npm-ok", NULL);
-        assert_contains(output_of(r), "npm-ok");
+        mcp_world_assert_contains(mcp_world_output(r), "npm-ok");
         json_decref(r);
     }
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 static void
 test_prompt_without_elicitation_refused(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", false);
     json_t *r = run(&w, "env touch x; echo \"env=$?\"", NULL);
-    assert_contains(output_of(r), "did not declare the elicitation capability");
-    assert_false(exists(w.wd, "x"));
+    mcp_world_assert_contains(mcp_world_output(r), "did not declare the elicitation capability");
+    assert_false(mcp_world_exists(w.wd, "x"));
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* ---- the switch ---- */
@@ -652,36 +522,36 @@ test_prompt_without_elicitation_refused(void **state)
 static void
 test_shell_mode_is_the_old_behaviour(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start_full(&w, RM_FORBIDDEN, false, "workspace-write", "--exec-enforcement=shell", NULL);
-    assert_contains(w.instructions, "the shell itself starts");
+    mcp_world_assert_contains(w.instructions, "the shell itself starts");
     victim(&w);
     json_t *r =
         run(&w, "python3 -c 'import os; os.execv(\"/bin/rm\", [\"rm\",\"-f\",\"f\"])'", NULL);
-    assert_false(exists(w.wd, "f")); /* the hole tree mode closes */
+    assert_false(mcp_world_exists(w.wd, "f")); /* the hole tree mode closes */
     json_decref(r);
     /* the shell's own exec of rm is still refused */
     victim(&w);
     r = run(&w, "rm -f f", NULL);
-    assert_contains(output_of(r), "Execution denied");
-    assert_true(exists(w.wd, "f"));
+    mcp_world_assert_contains(mcp_world_output(r), "Execution denied");
+    assert_true(mcp_world_exists(w.wd, "f"));
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 static void
 test_no_user_notification_falls_back(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start_full(&w, RM_FORBIDDEN, false, "workspace-write", NULL,
                      "EXECGATE_TEST_NO_USER_NOTIF=1");
-    assert_contains(w.instructions, "not available on this system");
+    mcp_world_assert_contains(w.instructions, "not available on this system");
     victim(&w);
     json_t *r = run(&w, "env rm -f f; echo done", NULL);
-    assert_contains(output_of(r), "done");
-    assert_false(exists(w.wd, "f")); /* shell mode: env's exec is not seen */
+    mcp_world_assert_contains(mcp_world_output(r), "done");
+    assert_false(mcp_world_exists(w.wd, "f")); /* shell mode: env's exec is not seen */
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* --exec-strict: an exec from a process with another thread running (the
@@ -695,20 +565,20 @@ test_no_user_notification_falls_back(void **state)
 static void
 test_strict_mode(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start_full(&w, "", false, "workspace-write", "--exec-strict", NULL);
     json_t *r = run(&w, THREADED_EXEC "; echo single; env true && echo env-ok", NULL);
-    assert_contains(output_of(r), "exec-threaded refused");
-    assert_contains(output_of(r), "strict mode");
-    assert_contains(output_of(r), "env-ok"); /* single-threaded execs run */
+    mcp_world_assert_contains(mcp_world_output(r), "exec-threaded refused");
+    mcp_world_assert_contains(mcp_world_output(r), "strict mode");
+    mcp_world_assert_contains(mcp_world_output(r), "env-ok"); /* single-threaded execs run */
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
     world_start(&w, "", false);
     r = run(&w, THREADED_EXEC, NULL);
-    assert_contains(output_of(r), "exec-threaded\n");
-    assert_null(strstr(output_of(r), "refused"));
+    mcp_world_assert_contains(mcp_world_output(r), "exec-threaded\n");
+    assert_null(strstr(mcp_world_output(r), "refused"));
     json_decref(r);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* ---- resources ---- */
@@ -716,7 +586,7 @@ test_strict_mode(void **state)
 static void
 test_no_fd_leak_across_calls(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, RM_FORBIDDEN "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
     json_t *r = run(&w, "env true; sh -c 'env true'", NULL);
     json_decref(r);
@@ -728,13 +598,13 @@ test_no_fd_leak_across_calls(void **state)
     }
     /* timeouts with an intercepted program and an escalated one running */
     for (int i = 0; i < 6; i++) {
-        r = run_timeout(&w, i % 2 ? "env sleep 5" : "sh -c 'env sleep 5'", NULL, 300);
+        r = mcp_world_run(&w, i % 2 ? "env sleep 5" : "sh -c 'env sleep 5'", NULL, 300);
         assert_true(json_is_true(json_object_get(
             json_object_get(json_object_get(r, "result"), "structuredContent"), "timed_out")));
         json_decref(r);
     }
     assert_int_equal(mcp_client_fd_count(w.c), before);
-    world_end(&w);
+    mcp_world_end(&w);
     /* a helper that fails before the hand-over (it closes its end) */
     world_start_full(&w, "", false, "workspace-write", "--sandbox-helper=/bin/false", NULL);
     r = run(&w, "echo never", NULL);
@@ -742,18 +612,18 @@ test_no_fd_leak_across_calls(void **state)
     before = mcp_client_fd_count(w.c);
     for (int i = 0; i < 10; i++) {
         r = run(&w, "echo never", NULL);
-        assert_null(strstr(output_of(r), "never"));
+        assert_null(strstr(mcp_world_output(r), "never"));
         json_decref(r);
     }
     assert_int_equal(mcp_client_fd_count(w.c), before);
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 /* The server's children (all its threads), or -1. */
 static int
 children_of(pid_t pid)
 {
-    char *dir = fmt("/proc/%d/task", (int)pid);
+    char *dir = mcp_world_fmt("/proc/%d/task", (int)pid);
     DIR *d = opendir(dir);
     free(dir);
     if (!d)
@@ -763,7 +633,7 @@ children_of(pid_t pid)
     while ((e = readdir(d))) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
-        char *p = fmt("/proc/%d/task/%s/children", (int)pid, e->d_name);
+        char *p = mcp_world_fmt("/proc/%d/task/%s/children", (int)pid, e->d_name);
         FILE *f = fopen(p, "re");
         free(p);
         long k;
@@ -780,7 +650,7 @@ children_of(pid_t pid)
  * server holds no child (zombies included).  Waits on the state, not a
  * clock: up to 10 s for the kill and the reaping to land. */
 static void
-assert_nothing_left(struct world *w, const char *marker)
+assert_nothing_left(struct mcp_world *w, const char *marker)
 {
     bool gone = false;
     for (int i = 0; i < 200 && !gone; i++) {
@@ -799,7 +669,7 @@ assert_nothing_left(struct world *w, const char *marker)
 static void
 test_orphans_killed_and_reaped(void **state)
 {
-    struct world w;
+    struct mcp_world w;
     world_start(&w, "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
     /* in the sandbox */
     json_t *r = run(&w, "(sleep 31.4159 &) ; exit", NULL);
@@ -807,16 +677,16 @@ test_orphans_killed_and_reaped(void **state)
     assert_nothing_left(&w, "sleep 31.4159");
     /* left behind by an escalated program (re-parented to the server) */
     r = run(&w, "sh -c '(sleep 32.7182 &)'; echo after", NULL);
-    assert_contains(output_of(r), "after");
+    mcp_world_assert_contains(mcp_world_output(r), "after");
     json_decref(r);
     assert_nothing_left(&w, "sleep 32.7182");
-    world_end(&w);
+    mcp_world_end(&w);
     /* without a PID namespace (danger-full-access): the group and the reaper */
     world_start_full(&w, "", false, "danger-full-access", NULL, NULL);
     r = run(&w, "(sleep 33.1415 &) ; exit", NULL);
     json_decref(r);
     assert_nothing_left(&w, "sleep 33.1415");
-    world_end(&w);
+    mcp_world_end(&w);
 }
 
 int

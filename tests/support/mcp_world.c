@@ -1,0 +1,194 @@
+#include "mcp_world.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "tmpdir.h"
+
+char *
+mcp_world_fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    assert_true(vasprintf(&s, f, ap) >= 0);
+    va_end(ap);
+    return s;
+}
+
+void
+mcp_world_rules(struct mcp_world *w, const char *rules)
+{
+    char *path = tmpdir_path(w->rules, "test.rules");
+    tmpdir_write_file(path, rules, 0644);
+    free(path);
+}
+
+static void
+initialize(struct mcp_world *w, const struct mcp_world_options *o)
+{
+    json_t *caps = o->elicitation ? json_pack("{s:{}}", "elicitation") : json_object();
+    json_t *init = mcp_client_call(w->c, "initialize",
+                                   json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion",
+                                             "2025-06-18", "capabilities", caps, "clientInfo",
+                                             "name", o->client_name, "version", "1"));
+    const char *ins =
+        json_string_value(json_object_get(json_object_get(init, "result"), "instructions"));
+    assert_non_null(ins);
+    w->instructions = strdup(ins);
+    assert_non_null(w->instructions);
+    json_decref(init);
+    mcp_client_send(
+        w->c, json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+}
+
+void
+mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_options *o)
+{
+    memset(w, 0, sizeof(*w));
+    w->wd = tmpdir_new("world-wd");
+    w->rules = tmpdir_new("world-rules");
+    /* not under /tmp, which the sandbox may write */
+    char tmpl[] = "/var/tmp/execgate-outside-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    w->outside = strdup(tmpl);
+    w->audit = tmpdir_path(w->rules, "audit.jsonl");
+    mcp_world_rules(w, rules);
+    const char *policy = o->policy ? o->policy : "workspace-write";
+    char *sandbox = mcp_world_fmt(
+        "{\"sandboxPolicy\":{\"type\":\"%s\"%s},\"sandboxCwd\":\"%s\"}", policy,
+        strcmp(policy, "workspace-write") == 0 ? ",\"network_access\":false" : "", w->wd);
+    const char *argv[] = {o->server,     "--rules", w->rules, "--sandbox", sandbox,
+                          "--audit-log", w->audit,  o->extra, NULL};
+    const char *envv[] = {o->env, NULL};
+    w->c = mcp_client_start(argv, o->env ? envv : NULL);
+    free(sandbox);
+    initialize(w, o);
+}
+
+void
+mcp_world_end(struct mcp_world *w)
+{
+    mcp_client_close_stdin(w->c);
+    int status = mcp_client_wait_exit(w->c, MCP_CLIENT_WAIT_MS);
+    assert_int_not_equal(status, -1);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* ASan/LSan: no leak, no crash */
+    mcp_client_free(w->c);
+    tmpdir_remove(w->wd);
+    tmpdir_remove(w->rules);
+    tmpdir_remove(w->outside);
+    free(w->wd);
+    free(w->rules);
+    free(w->outside);
+    free(w->audit);
+    free(w->instructions);
+}
+
+/* Answers one elicitation/create m (its id mid) from a. */
+static void
+answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct mcp_answers *a)
+{
+    if (!a || !a->action) {
+        char *text = json_dumps(m, 0);
+        fprintf(stderr, "unexpected question: %s\n", text ? text : "?");
+        free(text);
+    }
+    assert_non_null(a);
+    assert_non_null(a->action);
+    a->asked++;
+    const json_t *params = json_object_get(m, "params");
+    free(a->last_message);
+    a->last_message = strdup(json_string_value(json_object_get(params, "message")));
+    /* the schema offers the review decisions */
+    const json_t *decision = json_object_get(
+        json_object_get(json_object_get(params, "requestedSchema"), "properties"), "decision");
+    assert_int_equal(json_array_size(json_object_get(decision, "enum")), 4);
+    if (a->delay_ms > 0) {
+        struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    json_t *result = json_pack("{s:s}", "action", a->action);
+    if (a->decision)
+        json_object_set_new(result, "content", json_pack("{s:s}", "decision", a->decision));
+    mcp_client_send(w->c,
+                    json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", mid, "result", result));
+}
+
+json_t *
+mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a, int timeout_ms)
+{
+    long long id = mcp_client_send_request(
+        w->c, "tools/call",
+        json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command", command,
+                  "workdir", w->wd, "login", 0, "timeout_ms", timeout_ms));
+    for (;;) {
+        json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(m);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        const json_t *mid = json_object_get(m, "id");
+        if (method && strcmp(method, "elicitation/create") == 0) {
+            answer_question(w, m, mid, a);
+            json_decref(m);
+            continue;
+        }
+        if (!method && json_is_integer(mid) && json_integer_value(mid) == id)
+            return m;
+        json_decref(m); /* progress, logs */
+    }
+}
+
+const json_t *
+mcp_world_structured(const json_t *answer)
+{
+    const json_t *sc = json_object_get(json_object_get(answer, "result"), "structuredContent");
+    if (!sc) {
+        char *text = json_dumps(answer, 0);
+        fprintf(stderr, "unexpected answer: %s\n", text ? text : "?");
+        free(text);
+    }
+    assert_non_null(sc);
+    return sc;
+}
+
+const char *
+mcp_world_output(const json_t *answer)
+{
+    return json_string_value(json_object_get(mcp_world_structured(answer), "output"));
+}
+
+int
+mcp_world_exit(const json_t *answer)
+{
+    return (int)json_integer_value(json_object_get(mcp_world_structured(answer), "exit_code"));
+}
+
+bool
+mcp_world_exists(const char *dir, const char *name)
+{
+    char *p = tmpdir_path(dir, name);
+    struct stat st;
+    bool yes = stat(p, &st) == 0;
+    free(p);
+    return yes;
+}
+
+void
+mcp_world_assert_contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle))
+        fprintf(stderr, "expected [%s] in [%s]\n", needle, hay ? hay : "(null)");
+    assert_non_null(hay);
+    assert_non_null(strstr(hay, needle));
+}

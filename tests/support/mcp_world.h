@@ -1,0 +1,73 @@
+/*
+ * mcp_world: one end-to-end test's world for the server's escalation and
+ * tree-enforcement suites — a workdir (the sandbox's writable root), a
+ * rules directory, a directory only an escalated program can write, an
+ * audit log, and the real server behind an initialized MCP client — and the
+ * calls made in it, with a scripted answer to every question the server
+ * asks.  Failures are cmocka assertions.
+ */
+#ifndef EXECGATE_TESTS_MCP_WORLD_H
+#define EXECGATE_TESTS_MCP_WORLD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "mcp_client.h"
+
+struct mcp_world {
+    char *wd;           /* the calls' workdir and the sandbox's writable root */
+    char *rules;        /* the server's --rules directory (test.rules) */
+    char *outside;      /* writable only outside the sandbox */
+    char *audit;        /* the server's --audit-log */
+    char *instructions; /* initialize's instructions */
+    struct mcp_client *c;
+};
+
+struct mcp_world_options {
+    const char *server;      /* the server binary */
+    const char *client_name; /* clientInfo.name */
+    const char *policy;      /* sandboxPolicy type; NULL: workspace-write */
+    bool elicitation;        /* the client declares the capability */
+    const char *extra;       /* one more server argument, or NULL */
+    const char *env;         /* one more NAME=value for the server, or NULL */
+};
+
+/* What the client answers to elicitation/create. */
+struct mcp_answers {
+    const char *action;   /* accept / decline / cancel; NULL: none expected */
+    const char *decision; /* content.decision, or NULL */
+    int asked;            /* questions received */
+    int delay_ms;         /* wait this long before answering */
+    char *last_message;   /* the newest question's text; the caller frees */
+};
+
+/* Starts the server with rules in test.rules and initializes it. */
+void mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_options *o);
+
+/* Replaces test.rules (the server reads it at start only). */
+void mcp_world_rules(struct mcp_world *w, const char *rules);
+
+/* Closes the server's stdin, asserts a clean exit 0 (no sanitizer report),
+ * removes the directories and frees w's members. */
+void mcp_world_end(struct mcp_world *w);
+
+/* Runs command in w->wd (login false) with timeout_ms, answering questions
+ * from a (NULL: a question fails the test); returns the whole answer. */
+json_t *mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a,
+                      int timeout_ms);
+
+/* The answer's structuredContent (asserted present), output and exit code. */
+const json_t *mcp_world_structured(const json_t *answer);
+const char *mcp_world_output(const json_t *answer);
+int mcp_world_exit(const json_t *answer);
+
+/* True when dir/name exists. */
+bool mcp_world_exists(const char *dir, const char *name);
+
+/* Asserts that needle is in hay, printing both when not. */
+void mcp_world_assert_contains(const char *hay, const char *needle);
+
+/* asprintf that asserts; the caller frees. */
+char *mcp_world_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
