@@ -34,9 +34,8 @@ approvals_free(struct approvals *a)
     free(a);
 }
 
-/* The packed key, or NULL on OOM; *len its size. */
-static char *
-pack(const char *program, const char *const *args, size_t n, size_t *len)
+char *
+approvals_key(const char *program, const char *const *args, size_t n, size_t *len)
 {
     size_t total = strlen(program) + 1;
     for (size_t i = 0; i < n; i++)
@@ -65,7 +64,7 @@ approvals_add(struct approvals *a, const char *program, const char *const *args,
     struct approval *p = calloc(1, sizeof(*p));
     if (!p)
         return -1;
-    p->key = pack(program, args, n, &p->len);
+    p->key = approvals_key(program, args, n, &p->len);
     if (!p->key) {
         free(p);
         return -1;
@@ -80,7 +79,7 @@ approvals_contains(const struct approvals *a, const char *program, const char *c
                    size_t n)
 {
     size_t len = 0;
-    char *key = pack(program, args, n, &len);
+    char *key = approvals_key(program, args, n, &len);
     if (!key)
         return false;
     bool found = false;

@@ -27,4 +27,9 @@ int approvals_add(struct approvals *a, const char *program, const char *const *a
 bool approvals_contains(const struct approvals *a, const char *program, const char *const *args,
                         size_t n);
 
+/* The key a command is compared by: program and args[0..n), each with its
+ * NUL, packed into one malloc'd buffer (the caller frees); *len its size.
+ * NULL when out of memory.  exec_watch's memos use the same key. */
+char *approvals_key(const char *program, const char *const *args, size_t n, size_t *len);
+
 #endif

@@ -1,5 +1,6 @@
 #include "exec_watch.h"
 
+#include "approvals.h"
 #include "escalation.h"
 #include "log.h"
 #include "utf8.h"
@@ -216,28 +217,6 @@ probe_once(char **why)
 
 /* ---- memos ---- */
 
-static char *
-make_key(const char *program, const char *const *args, size_t nargs, size_t *len)
-{
-    size_t n = strlen(program) + 1;
-    for (size_t i = 0; i < nargs; i++)
-        n += strlen(args[i]) + 1;
-    char *k = malloc(n);
-    if (!k)
-        return NULL;
-    size_t off = 0;
-    size_t l = strlen(program) + 1;
-    memcpy(k, program, l);
-    off = l;
-    for (size_t i = 0; i < nargs; i++) {
-        l = strlen(args[i]) + 1;
-        memcpy(k + off, args[i], l);
-        off += l;
-    }
-    *len = n;
-    return k;
-}
-
 static void
 memo_free(struct memo *m)
 {
@@ -291,7 +270,7 @@ exec_watch_expect(struct exec_watch *w, pid_t pid, const char *program, const ch
     if (pid <= 0 || argc == 0)
         return;
     size_t len = 0;
-    char *key = make_key(program, argv + 1, argc - 1, &len);
+    char *key = approvals_key(program, argv + 1, argc - 1, &len);
     if (key)
         memo_add(&w->expected, pid, key, len, NULL);
 }
@@ -488,7 +467,7 @@ on_answer(void *data, bool approved, const char *reason)
     a->q = NULL;
     if (!approved) {
         size_t len = 0;
-        char *key = make_key(a->file, (const char *const *)a->args, a->nargs, &len);
+        char *key = approvals_key(a->file, (const char *const *)a->args, a->nargs, &len);
         if (key)
             memo_add(&w->declined, 0, key, len, reason);
     }
@@ -556,8 +535,9 @@ decide_ask(struct listener *l, const struct exec_notify_request *req,
 {
     struct exec_watch *w = l->w;
     size_t len = 0;
-    char *key = make_key(req->resolved, req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
-                         req->argc > 1 ? req->argc - 1 : 0, &len);
+    char *key =
+        approvals_key(req->resolved, req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
+                      req->argc > 1 ? req->argc - 1 : 0, &len);
     if (!key) {
         refuse(out, "out of memory");
         return;
@@ -575,9 +555,9 @@ decide_ask(struct listener *l, const struct exec_notify_request *req,
     free(key);
     /* declines are remembered by the file itself: a PATH search retries
      * /usr/bin/x and /bin/x, the same file on merged-/usr systems */
-    key = make_key(req->canonical ? req->canonical : req->resolved,
-                   req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
-                   req->argc > 1 ? req->argc - 1 : 0, &len);
+    key = approvals_key(req->canonical ? req->canonical : req->resolved,
+                        req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
+                        req->argc > 1 ? req->argc - 1 : 0, &len);
     if (!key) {
         refuse(out, "out of memory");
         return;
