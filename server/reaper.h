@@ -4,9 +4,10 @@
  * re-parented to the server instead of init, so they stay within reach of
  * the call that started them and are reaped when they end.
  *
- * libuv reaps only the children it spawned, each by its pid (never
- * waitpid(-1)); the reaper reaps the others without taking libuv's: see
- * reaper.c.
+ * The server's own children (spawn_child.c) are reaped through their pidfds;
+ * the reaper reaps the others and hands those exits to spawn_reap, so no
+ * exit is taken from spawn_child.c.  Children started any other way on the loop
+ * (uv_spawn) would lose their exits to it: the server has none.
  */
 #ifndef EXECGATE_SERVER_REAPER_H
 #define EXECGATE_SERVER_REAPER_H
@@ -19,7 +20,7 @@ struct reaper;
 
 /*
  * Makes this process a child subreaper (prctl) and reaps, on each SIGCHLD,
- * every exited child that no uv_process_t of loop owns.  Returns NULL with
+ * every exited child (spawn_child.c's through spawn_reap).  Returns NULL with
  * *err (malloc'd) when the prctl or the signal watch fails.
  */
 struct reaper *reaper_new(uv_loop_t *loop, char **err);
