@@ -3,7 +3,6 @@
 #include "log.h"
 #include "spawn_child.h"
 
-#include <dirent.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <signal.h>
@@ -17,47 +16,6 @@
 struct reaper {
     uv_signal_t sigchld;
 };
-
-/* The server's children: the pids listed in /proc/self/task/TID/children
- * for each of its threads (orphans are re-parented to one of them).  A
- * malloc'd array (*n entries), or NULL (*n 0) when none or unreadable. */
-static pid_t *
-list_children(size_t *n)
-{
-    *n = 0;
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return NULL;
-    pid_t *pids = NULL;
-    size_t cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char *path = NULL;
-        if (asprintf(&path, "/proc/self/task/%s/children", e->d_name) < 0)
-            continue;
-        FILE *f = fopen(path, "re");
-        free(path);
-        if (!f)
-            continue;
-        long pid;
-        while (fscanf(f, "%ld", &pid) == 1) {
-            if (*n == cap) {
-                size_t c = cap ? cap * 2 : 16;
-                pid_t *g = realloc(pids, c * sizeof(pid_t));
-                if (!g)
-                    break;
-                pids = g;
-                cap = c;
-            }
-            pids[(*n)++] = (pid_t)pid;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return pids;
-}
 
 /*
  * Why this never takes the exit of a child someone waits for: the server
@@ -135,29 +93,31 @@ reaper_close(struct reaper *r)
         uv_close((uv_handle_t *)&r->sigchld, on_closed);
 }
 
+/* Whether a child of ours, running or a zombie, is in group pgid: waitid
+ * finds none (ECHILD) or some (0, si_pid 0 while they all run); WNOWAIT
+ * leaves a zombie to its reaper.  While such a child exists, even a
+ * zombie, the group's number cannot go to another group.  One system call,
+ * where listing the children from /proc took an open per thread and a
+ * getpgid per child. */
+static bool
+has_child_in(pid_t pgid)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    return waitid(P_PGID, (id_t)pgid, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0;
+}
+
 int
 reaper_signal_groups(const pid_t *pgids, size_t n, int sig)
 {
-    if (n == 0)
-        return 0;
-    size_t nk = 0;
-    pid_t *kids = list_children(&nk);
-    pid_t *kid_groups = nk ? calloc(nk, sizeof(pid_t)) : NULL;
-    for (size_t i = 0; kid_groups && i < nk; i++)
-        kid_groups[i] = getpgid(kids[i]);
     int signalled = 0;
-    for (size_t g = 0; kid_groups && g < n; g++) {
-        bool ours = false;
-        for (size_t i = 0; i < nk && !ours; i++)
-            ours = pgids[g] > 1 && kid_groups[i] == pgids[g];
-        if (!ours)
+    for (size_t g = 0; g < n; g++) {
+        if (pgids[g] <= 1 || !has_child_in(pgids[g]))
             continue;
         signalled++;
         if (kill(-pgids[g], sig) < 0 && errno != ESRCH)
             log_warn("kill group %d: %s", (int)pgids[g], strerror(errno));
     }
-    free(kid_groups);
-    free(kids);
     return signalled;
 }
 

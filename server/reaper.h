@@ -36,7 +36,7 @@ void reaper_close(struct reaper *r);
  */
 int reaper_signal_group(pid_t pgid, int sig);
 
-/* The same for n groups at once, reading the children once.  Returns the
+/* The same for n groups (one waitid each, no /proc).  Returns the
  * number of groups signalled. */
 int reaper_signal_groups(const pid_t *pgids, size_t n, int sig);
 
