@@ -25,6 +25,10 @@ commands that isolate the exec path (`ls` Run, `touch` escalated, each
 with and without the wrapper).
 --previous: another execgate build (an older commit), measured in the same
 run as one more server, for before/after figures.
+--shell-mode: the same execgate with --exec-enforcement=shell as one more
+server, so that what tree enforcement costs is measured in the same run.
+The CPU lines also give the server process's own CPU per call (utime +
+stime of the server alone) beside the whole tree's.
 """
 import argparse
 import json
@@ -130,20 +134,31 @@ CPU_CMDS = [
 ]
 
 
+def server_cpu_s(pid):
+    """CPU seconds of the server process alone (utime + stime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_split(clients, workdir, n):
-    """CPU per call (whole server tree, 8 in flight) for commands that
-    isolate the exec path; blocks alternate between servers."""
+    """CPU per call (whole server tree, and the server alone; 8 in flight)
+    for commands that isolate the exec path; blocks alternate between
+    servers."""
     cpu = {name: {cmd: 0.0 for cmd, _ in CPU_CMDS} for name in clients}
+    own = {name: {cmd: 0.0 for cmd, _ in CPU_CMDS} for name in clients}
     calls = {name: {cmd: 0 for cmd, _ in CPU_CMDS} for name in clients}
     for _ in range(4):
         for cmd, _ in CPU_CMDS:
             for name, c in clients.items():
-                before = tree_cpu_s(c.p.pid)
+                before, before_own = tree_cpu_s(c.p.pid), server_cpu_s(c.p.pid)
                 block(c, workdir, cmd, "x\n", n // 4)
                 # the last calls' processes are reaped before their answers
                 cpu[name][cmd] += tree_cpu_s(c.p.pid) - before
+                own[name][cmd] += server_cpu_s(c.p.pid) - before_own
                 calls[name][cmd] += n // 4
-    return {name: {cmd: 1000 * cpu[name][cmd] / calls[name][cmd] for cmd, _ in CPU_CMDS}
+    return {name: {cmd: (1000 * cpu[name][cmd] / calls[name][cmd],
+                         1000 * own[name][cmd] / calls[name][cmd]) for cmd, _ in CPU_CMDS}
             for name in clients}
 
 
@@ -164,6 +179,8 @@ def main():
     ap.add_argument("--execgate", required=True)
     ap.add_argument("--reference")
     ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
+    ap.add_argument("--shell-mode", action="store_true",
+                    help="also this execgate with --exec-enforcement=shell")
     ap.add_argument("--calls", type=int, default=800)
     ap.add_argument("--rounds", type=int, default=15, help="calls per Run-exec variant")
     ap.add_argument("--loop", type=int, default=300, help="execs per such call")
@@ -197,6 +214,9 @@ def main():
                         dict(update, codexLinuxSandboxExe=link)))
     if args.previous:
         servers.append(("execgate previous", [args.previous], update))
+    if args.shell_mode:
+        servers.append(("execgate shell-mode", [args.execgate, "--exec-enforcement=shell"],
+                        update))
     servers.append(("execgate", [args.execgate], update))
     clients = {name: common.start(argv, env, upd, name) for name, argv, upd in servers}
     work = [("touch a; ls; echo x", "x\n"), ("echo x", "x\n")]
@@ -231,9 +251,10 @@ def main():
             line += (f"\n  {name + ', no wrapper':26} {uw:.3f} / {uc:.3f}  (same sandbox): "
                      f"the wrapper adds {w - uw:+.3f} / {c - uc:+.3f}")
         print(line)
-    print("CPU per call, whole server tree, 8 in flight (ms):")
+    print("CPU per call, whole server tree (the server alone), 8 in flight (ms):")
     for name, per in split.items():
-        print(f"  {name}: " + ", ".join(f"{cmd!r} {v:.2f}" for cmd, v in per.items()))
+        print(f"  {name}: " + ", ".join(f"{cmd!r} {v:.2f} ({o:.2f})"
+                                        for cmd, (v, o) in per.items()))
     print(f"{'server':18} {'command':22} {'8x c/s':>8} {'p99 ms':>8}")
     rate = {}
     for (name, cmd), (t, lat) in res.items():
@@ -247,6 +268,14 @@ def main():
         for cmd, _ in work:
             print(f"ratio execgate/previous, {cmd!r}: "
                   f"{rate[('execgate', cmd)] / rate[('execgate previous', cmd)]:.2f}")
+        if args.reference:
+            for cmd, _ in work:
+                print(f"ratio previous/reference, {cmd!r}: "
+                      f"{rate[('execgate previous', cmd)] / rate[('reference 0.97.0', cmd)]:.2f}")
+    if args.shell_mode:
+        for cmd, _ in work:
+            print(f"ratio execgate tree/shell mode, {cmd!r}: "
+                  f"{rate[('execgate', cmd)] / rate[('execgate shell-mode', cmd)]:.2f}")
 
 
 if __name__ == "__main__":

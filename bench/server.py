@@ -3,13 +3,14 @@
 
     bench/server.py --execgate build-bench/server/execgate \
         [--reference /tmp/execgate-ref] [--calls 10000] [--seq 300] \
-        [--variant 'LABEL=EXTRA ARGS'...]
+        [--variant 'LABEL=EXTRA ARGS'...] [--previous OLD/server/execgate]
 
 For each server: spawn-to-initialize time (median of 20), `echo hi` one call
 at a time (p50/p99), 16 calls in flight (calls/s, p99), and the server's
 peak RSS (VmHWM) after --calls calls.  The servers run side by side and
 every measurement alternates between them (spawn by spawn, call by call,
-block of calls by block), so load from elsewhere on the machine hits both.  The baseline `bash -c 'echo hi'`
+block of calls by block), so load from elsewhere on the machine hits both.  --previous adds an older execgate build as one more row (before/after in
+the same run).  The baseline `bash -c 'echo hi'`
 (fork+exec+wait from this client, no server) is measured in the same run.
 Both servers get the same `codex/sandbox-state/update` (workspace-write on
 a scratch dir, network off) before any call; calls use login=false.
@@ -230,6 +231,7 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=ARGS",
                     help="another execgate row, with extra arguments (shell words), "
                          "e.g. 'dynamic bash=--bash build/subprojects/bash/bash'")
+    ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     args = ap.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="execgate-bench-")
@@ -263,6 +265,8 @@ def main():
         env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
         servers.append(("reference 0.97.0", ref_argv, env, ref_update))
     env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
+    if args.previous:
+        servers.append(("execgate previous", [args.previous], env, update))
     for v in args.variant:
         label, _, extra = v.partition("=")
         servers.append((label, [args.execgate] + shlex.split(extra), env, update))

@@ -8,6 +8,7 @@
 #include "exec_watch.h"
 #include "log.h"
 #include "reaper.h"
+#include "spawn_child.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
 #include "../rules/load.h"
 #include "../rules/policy.h"
@@ -63,7 +64,7 @@ struct session {
     int fd;
     uv_poll_t poll;
     bool watched; /* poll initialised: only sessions that outlive their first datagram */
-    uv_process_t proc;
+    struct spawn_child *proc; /* the escalated program, once started */
     bool proc_open, proc_exited;
     int handles_open;
     enum session_state state;
@@ -762,14 +763,16 @@ remember_group(struct escalation_call *ec, pid_t pgid)
     ec->groups[ec->n_groups++] = pgid;
 }
 
+static void on_session_proc_closed(struct spawn_child *p);
+
 static void
-on_program_exit(uv_process_t *p, int64_t status, int sig)
+on_program_exit(struct spawn_child *p, int64_t status, int sig)
 {
-    struct session *s = p->data;
+    struct session *s = spawn_data(p);
     s->proc_exited = true;
-    remember_group(s->ec, s->proc.pid);
+    remember_group(s->ec, spawn_pid(p));
     if (s->state == SESSION_CLOSING) {
-        uv_close((uv_handle_t *)&s->proc, on_session_handle_closed);
+        spawn_close(s->proc, on_session_proc_closed);
         return;
     }
     struct esc_msg m = {.type = ESC_MSG_EXIT};
@@ -823,24 +826,34 @@ on_session_handle_closed(uv_handle_t *h)
         session_free(s);
 }
 
+static void
+on_session_proc_closed(struct spawn_child *p)
+{
+    struct session *s = spawn_data(p);
+    if (--s->handles_open == 0)
+        session_free(s);
+}
+
 /*
  * tree enforcement hook: with an exec watch the program starts through the
  * sandbox helper under danger-full-access (no confinement: it is escalated)
  * plus --exec-notify-fd, so every exec of its tree is decided too.  The
  * hand-over socket goes one past the highest forwarded fd (the helper
  * closes it before the program runs, so the program sees exactly the
- * forwarded fds); --argv0 keeps the request's argv[0].  Edits opts; *args
- * (sandbox_argv_free) and *watch_fd (exec_watch_spawned) are the caller's.
- * Returns 0, or a libuv error (the program then does not start).
+ * forwarded fds); --argv0 keeps the request's argv[0].  Edits opts (its
+ * fds array has room for one more); *args (sandbox_argv_free) and *watch_fd
+ * (exec_watch_spawned) are the caller's.  Returns 0, or a negative errno
+ * (the program then does not start).
  */
 static int
-watched_spawn(struct session *s, uv_process_options_t *opts, int *watch_fd, char ***args)
+watched_spawn(struct session *s, struct spawn_options *opts, struct spawn_fd *fds, int at,
+              int *watch_fd, char ***args)
 {
     struct escalation_call *ec = s->ec;
     if (!ec->watch)
         return 0;
     if (!ec->sandbox_helper)
-        return UV_ENOMEM;
+        return -ENOMEM;
     char *err = NULL;
     json_t *dfa = json_pack("{s:s}", "type", "danger-full-access");
     struct sandbox_policy *p = dfa ? sandbox_policy_from_json(dfa, s->req.workdir, &err) : NULL;
@@ -855,13 +868,12 @@ watched_spawn(struct session *s, uv_process_options_t *opts, int *watch_fd, char
         sandbox_argv_free(argv);
         log_error("escalation %s: cannot watch %s's execs: %s: not started", ec->label, s->real,
                   strerror(-fd));
-        return UV_EIO;
+        return -EIO;
     }
     *watch_fd = fd;
-    int at = opts->stdio_count;
     argv = exec_watch_helper_argv(argv, at, s->req.argv[0]);
     if (!argv)
-        return UV_ENOMEM;
+        return -ENOMEM;
     /* the program's arguments follow "--" and its file */
     size_t n = 0;
     while (argv[n])
@@ -869,7 +881,7 @@ watched_spawn(struct session *s, uv_process_options_t *opts, int *watch_fd, char
     char **all = realloc(argv, (n + s->req.argc) * sizeof(char *));
     if (!all) {
         sandbox_argv_free(argv);
-        return UV_ENOMEM;
+        return -ENOMEM;
     }
     argv = all;
     for (size_t i = 1; i < s->req.argc; i++) {
@@ -877,15 +889,13 @@ watched_spawn(struct session *s, uv_process_options_t *opts, int *watch_fd, char
         argv[n] = NULL;
         if (!argv[n - 1]) {
             sandbox_argv_free(argv);
-            return UV_ENOMEM;
+            return -ENOMEM;
         }
     }
     argv[n] = NULL;
-    opts->stdio[at].flags = UV_INHERIT_FD;
-    opts->stdio[at].data.fd = fd;
-    opts->stdio_count = at + 1;
+    fds[opts->n_fds++] = (struct spawn_fd){fd, at};
     opts->file = argv[0];
-    opts->args = argv;
+    opts->argv = argv;
     *args = argv;
     return 0;
 }
@@ -897,68 +907,58 @@ session_spawn(struct session *s, const int *targets, size_t count)
     int max = 2;
     for (size_t i = 0; i < count; i++)
         max = targets[i] > max ? targets[i] : max;
-    /* one more slot: the exec watch's hand-over socket, past the others */
-    uv_stdio_container_t *stdio = calloc((size_t)max + 2, sizeof(*stdio));
+    /* one more: the exec watch's hand-over socket, past the others */
+    struct spawn_fd *fds = calloc(count + 1, sizeof(*fds));
     char **env = calloc(s->req.envc + 1, sizeof(char *));
-    if (!stdio || !env) {
-        free(stdio);
+    if (!fds || !env) {
+        free(fds);
         free(env);
         session_end(s);
         return;
     }
-    for (int i = 0; i <= max; i++)
-        stdio[i].flags = UV_IGNORE;
-    for (size_t i = 0; i < count; i++) {
-        stdio[targets[i]].flags = UV_INHERIT_FD;
-        stdio[targets[i]].data.fd = s->fds.fds[i];
-    }
+    for (size_t i = 0; i < count; i++)
+        fds[i] = (struct spawn_fd){s->fds.fds[i], targets[i]};
     size_t n = 0;
     for (size_t i = 0; i < s->req.envc; i++) {
         if (!exec_checks_env_dropped(s->req.env[i]))
             env[n++] = s->req.env[i];
     }
-    uv_process_options_t opts = {
-        .exit_cb = on_program_exit,
+    struct spawn_options opts = {
         .file = s->real,
-        .args = s->req.argv,
+        .argv = s->req.argv,
         .env = env,
         .cwd = s->req.workdir,
+        .fds = fds,
+        .n_fds = count,
         /* its own session and group: a signal for the call reaches its tree */
-        .flags = UV_PROCESS_DETACHED,
-        .stdio_count = max + 1,
-        .stdio = stdio,
+        .new_session = true,
     };
     int watch_fd = -1;
     char **args = NULL;
-    int rc = watched_spawn(s, &opts, &watch_fd, &args);
-    bool spawned = rc == 0;
-    if (spawned)
-        rc = uv_spawn(s->ec->es->loop, &s->proc, &opts);
+    int rc = watched_spawn(s, &opts, fds, max + 1, &watch_fd, &args);
+    if (rc == 0)
+        rc = spawn_start(s->ec->es->loop, &opts, on_program_exit, s, &s->proc);
     if (s->ec->watch)
         exec_watch_spawned(s->ec->watch, watch_fd);
     sandbox_argv_free(args);
-    free(stdio);
+    free(fds);
     free(env);
     /* the program has its copies; ours go, so its readers see EOF with it */
     esc_fdlist_close(&s->fds);
-    if (spawned) {
-        /* uv_spawn initialised the handle, even when it failed */
-        s->proc.data = s;
-        s->proc_open = true;
-        s->handles_open++;
-    }
     if (rc < 0) {
         s->proc_exited = true;
         log_warn("escalation %s: cannot start %s: %s", s->ec->label, s->real, uv_strerror(rc));
         struct esc_msg m = {.type = ESC_MSG_EXIT};
         m.u.exit.kind = ESC_EXIT_CODE;
-        m.u.exit.value = rc == UV_ENOENT ? 127 : 126;
+        m.u.exit.value = rc == -ENOENT ? 127 : 126;
         audit_session(s, "escalate", uv_strerror(rc), ESC_EXIT_CODE, m.u.exit.value);
         session_send(s, &m);
         session_end(s);
         return;
     }
-    log_info("escalation %s: escalated %s (pid %d)", s->ec->label, s->real, s->proc.pid);
+    s->proc_open = true;
+    s->handles_open++;
+    log_info("escalation %s: escalated %s (pid %d)", s->ec->label, s->real, spawn_pid(s->proc));
     s->state = SESSION_RUNNING;
 }
 
@@ -979,7 +979,7 @@ session_message(struct session *s, struct esc_msg *m)
         return s->state == SESSION_CLOSING ? -1 : 0;
     }
     if (s->state == SESSION_RUNNING && m->type == ESC_MSG_SIGNAL && s->fds.count == 0) {
-        if (!s->proc_exited && kill(-s->proc.pid, m->u.signo) < 0 && errno != ESRCH)
+        if (!s->proc_exited && kill(-spawn_pid(s->proc), m->u.signo) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
         esc_msg_free(m);
         return 0;
@@ -1069,9 +1069,9 @@ session_end(struct session *s)
     s->fd = -1;
     if (s->proc_open && !s->proc_exited) {
         /* the handle closes when the exit is reaped (on_program_exit) */
-        kill(-s->proc.pid, SIGKILL);
+        kill(-spawn_pid(s->proc), SIGKILL);
     } else if (s->proc_open) {
-        uv_close((uv_handle_t *)&s->proc, on_session_handle_closed);
+        spawn_close(s->proc, on_session_proc_closed);
     }
 }
 
@@ -1229,7 +1229,7 @@ att_signal(struct shell_call_attachment *a, int sig)
     struct escalation_call *ec =
         (struct escalation_call *)((char *)a - offsetof(struct escalation_call, att));
     for (struct session *s = ec->sessions; s; s = s->next) {
-        if (s->proc_open && !s->proc_exited && kill(-s->proc.pid, sig) < 0 && errno != ESRCH)
+        if (s->proc_open && !s->proc_exited && kill(-spawn_pid(s->proc), sig) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
     }
     reaper_signal_groups(ec->groups, ec->n_groups, sig);

@@ -866,6 +866,34 @@ exec_watch_helper_argv(char **argv, int fd, const char *argv0)
 
 /* ---- life ---- */
 
+/* The server's wrapper and Bash are fixed by its options, but a call used
+ * to resolve both afresh: realpath reads every component's link, some 15
+ * system calls per call.  Each is resolved once per path (again only when
+ * the path given changes, or when it could not be resolved). */
+struct resolved {
+    char *path, *real;
+};
+static struct resolved resolved_wrapper, resolved_bash;
+
+/* realpath(path) as a new malloc'd string, or NULL. */
+static char *
+resolve_cached(struct resolved *r, const char *path)
+{
+    if (!r->path || strcmp(r->path, path) != 0) {
+        char *real = realpath(path, NULL);
+        char *copy = real ? strdup(path) : NULL;
+        if (!copy) {
+            free(real);
+            return NULL;
+        }
+        free(r->path);
+        free(r->real);
+        r->path = copy;
+        r->real = real;
+    }
+    return strdup(r->real);
+}
+
 struct exec_watch *
 exec_watch_new(uv_loop_t *loop, struct escalation_server *es, const char *wrapper, const char *bash,
                const char *label)
@@ -878,8 +906,8 @@ exec_watch_new(uv_loop_t *loop, struct escalation_server *es, const char *wrappe
     w->loop = loop;
     w->es = es;
     /* NULL when it cannot be resolved: then nothing is treated as the wrapper */
-    w->wrapper_real = wrapper ? realpath(wrapper, NULL) : NULL;
-    w->bash_real = bash ? realpath(bash, NULL) : NULL;
+    w->wrapper_real = wrapper ? resolve_cached(&resolved_wrapper, wrapper) : NULL;
+    w->bash_real = bash ? resolve_cached(&resolved_bash, bash) : NULL;
     return w;
 }
 

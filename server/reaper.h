@@ -4,9 +4,10 @@
  * re-parented to the server instead of init, so they stay within reach of
  * the call that started them and are reaped when they end.
  *
- * libuv reaps only the children it spawned, each by its pid (never
- * waitpid(-1)); the reaper reaps the others without taking libuv's: see
- * reaper.c.
+ * The server's own children (spawn_child.c) are reaped through their pidfds;
+ * the reaper reaps the others and hands those exits to spawn_reap, so no
+ * exit is taken from spawn_child.c.  Children started any other way on the loop
+ * (uv_spawn) would lose their exits to it: the server has none.
  */
 #ifndef EXECGATE_SERVER_REAPER_H
 #define EXECGATE_SERVER_REAPER_H
@@ -19,7 +20,7 @@ struct reaper;
 
 /*
  * Makes this process a child subreaper (prctl) and reaps, on each SIGCHLD,
- * every exited child that no uv_process_t of loop owns.  Returns NULL with
+ * every exited child (spawn_child.c's through spawn_reap).  Returns NULL with
  * *err (malloc'd) when the prctl or the signal watch fails.
  */
 struct reaper *reaper_new(uv_loop_t *loop, char **err);
@@ -35,7 +36,7 @@ void reaper_close(struct reaper *r);
  */
 int reaper_signal_group(pid_t pgid, int sig);
 
-/* The same for n groups at once, reading the children once.  Returns the
+/* The same for n groups (one waitid each, no /proc).  Returns the
  * number of groups signalled. */
 int reaper_signal_groups(const pid_t *pgids, size_t n, int sig);
 

@@ -1,6 +1,7 @@
 #include "shell_call.h"
 
 #include "log.h"
+#include "spawn_child.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -24,7 +25,7 @@ struct shell_call {
     struct shell_call_events ev;
     void *data;
 
-    uv_process_t proc;
+    struct spawn_child *proc; /* NULL until spawned, or when that failed */
     uv_pipe_t out;
     uv_pipe_t report; /* the helper's "sandbox in place" line */
     uv_timer_t timeout;
@@ -163,7 +164,7 @@ void
 shell_call_signal(struct shell_call *c, int sig)
 {
     if (c->pid > 0 && !c->exited) {
-        /* The command is a session leader (UV_PROCESS_DETACHED): its pid is
+        /* The command is a session leader (new_session): its pid is
          * its group's id, and everything it starts stays in that group. */
         if (kill(-c->pid, sig) < 0 && errno != ESRCH)
             log_warn("call pid %d: kill: %s", c->pid, strerror(errno));
@@ -320,6 +321,14 @@ on_handle_closed(uv_handle_t *h)
 }
 
 static void
+on_proc_closed(struct spawn_child *p)
+{
+    struct shell_call *c = spawn_data(p);
+    if (--c->handles_open == 0)
+        report_and_free(c);
+}
+
+static void
 close_handle(struct shell_call *c, uv_handle_t *h)
 {
     if (h->data == c && !uv_is_closing(h))
@@ -335,7 +344,8 @@ end_call(struct shell_call *c)
     if (c->reading)
         uv_read_stop((uv_stream_t *)&c->out);
     c->reading = false;
-    close_handle(c, (uv_handle_t *)&c->proc);
+    if (c->proc)
+        spawn_close(c->proc, on_proc_closed);
     close_handle(c, (uv_handle_t *)&c->out);
     if (c->report_reading)
         uv_read_stop((uv_stream_t *)&c->report);
@@ -489,9 +499,9 @@ on_drain_expired(uv_timer_t *t)
 }
 
 static void
-on_child_exit(uv_process_t *p, int64_t status, int sig)
+on_child_exit(struct spawn_child *p, int64_t status, int sig)
 {
-    struct shell_call *c = container_of(p, struct shell_call, proc);
+    struct shell_call *c = spawn_data(p);
     c->ended_ns = uv_hrtime();
     c->exit_status = status;
     c->term_signal = sig;
@@ -584,51 +594,35 @@ shell_call_start(struct shell_call *c)
     int rc = init_handles(c, &wfd, &report_wfd);
     if (rc == 0) {
         /* The inherited fds, all here: the output pipe's write end becomes
-         * the child's stdout and stderr, the report pipe's its fd 3 (dup2 in
-         * the child clears close-on-exec on the copies only); stdin is
-         * /dev/null. */
-        uv_stdio_container_t stdio[8] = {
-            {.flags = UV_IGNORE},
-            {.flags = UV_INHERIT_FD, .data.fd = wfd},
-            {.flags = UV_INHERIT_FD, .data.fd = wfd},
-            {.flags = UV_INHERIT_FD, .data.fd = report_wfd},
+         * the child's stdout and stderr, the report pipe's its fd 3; stdin
+         * is /dev/null (spawn_child.c). */
+        struct spawn_fd fds[5] = {{wfd, 1}, {wfd, 2}};
+        size_t n = 2;
+        if (c->spec.report) {
+            fds[n++] = (struct spawn_fd){report_wfd, SHELL_CALL_REPORT_FD};
             /* escalation hook: the call's escalation socket end */
-            {.flags = UV_INHERIT_FD, .data.fd = c->escalate_fd},
-        };
-        bool escalate = c->spec.report && c->escalate_fd >= 0;
-        int count = escalate ? 5 : c->spec.report ? 4 : 3;
-        /* tree enforcement hook: the hand-over socket, at its number */
-        bool notify = c->spec.report && c->notify_fd >= 0 && c->notify_at > 4 &&
-                      c->notify_at < (int)(sizeof(stdio) / sizeof(stdio[0]));
-        if (notify) {
-            for (int i = count; i < c->notify_at; i++)
-                stdio[i].flags = UV_IGNORE;
-            stdio[c->notify_at].flags = UV_INHERIT_FD;
-            stdio[c->notify_at].data.fd = c->notify_fd;
-            count = c->notify_at + 1;
+            if (c->escalate_fd >= 0)
+                fds[n++] = (struct spawn_fd){c->escalate_fd, SHELL_CALL_ESCALATE_FD};
+            /* tree enforcement hook: the hand-over socket, at its number */
+            if (c->notify_fd >= 0 && c->notify_at > SHELL_CALL_ESCALATE_FD)
+                fds[n++] = (struct spawn_fd){c->notify_fd, c->notify_at};
         }
-        uv_process_options_t opts = {
-            .exit_cb = on_child_exit,
+        struct spawn_options opts = {
             .file = c->spec.argv[0],
-            .args = c->spec.argv,
+            .argv = c->spec.argv,
             .env = c->spec.env,
-            .flags = UV_PROCESS_DETACHED,
-            .stdio_count = count,
-            .stdio = stdio,
+            .fds = fds,
+            .n_fds = n,
+            .new_session = true,
         };
-        rc = uv_spawn(c->loop, &c->proc, &opts);
+        rc = spawn_start(c->loop, &opts, on_child_exit, c, &c->proc);
         close(wfd);
         if (report_wfd >= 0)
             close(report_wfd);
-        if (rc == 0) {
-            c->proc.data = c;
+        if (rc == 0)
             c->handles_open++;
-        } else {
-            /* uv_spawn initialised the handle; close it like the rest */
-            c->proc.data = c;
-            c->handles_open++;
+        else
             c->exited = true;
-        }
     }
     if (rc < 0) {
         if (asprintf(&c->spawn_error, "cannot start %s: %s", c->spec.argv[0], uv_strerror(rc)) < 0)
@@ -647,7 +641,7 @@ shell_call_start(struct shell_call *c)
         end_call(c);
         return;
     }
-    c->pid = c->proc.pid;
+    c->pid = spawn_pid(c->proc);
     rc = uv_read_start((uv_stream_t *)&c->out, on_alloc, on_read);
     c->reading = rc == 0;
     if (rc < 0) {

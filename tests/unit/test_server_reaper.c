@@ -1,5 +1,5 @@
 /*
- * reaper: orphans are reaped without taking the exits libuv waits for,
+ * reaper: orphans are reaped without taking the exits spawn_child waits for,
  * and a process group is signalled only while one of our children is in
  * it.  Waits on events (the loop, waitpid), never on a clock.
  */
@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "reaper.h"
+#include "spawn_child.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -26,12 +27,12 @@ struct spawned {
 };
 
 static void
-on_exit_cb(uv_process_t *p, int64_t status, int sig)
+on_exit_cb(struct spawn_child *c, int64_t status, int sig)
 {
-    struct spawned *s = p->data;
+    struct spawned *s = spawn_data(c);
     s->exited = true;
     s->status = status;
-    uv_close((uv_handle_t *)p, NULL);
+    spawn_close(c, NULL);
 }
 
 /* Whether pid is still a child of ours, running or a zombie nobody has
@@ -43,34 +44,49 @@ unreaped(pid_t pid)
     return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
+/* Children of spawn_child, exiting 7 each, and as many forked outside it
+ * (exiting 3): whichever of the pidfd and SIGCHLD is seen first, every
+ * spawned child's status reaches its callback and the others are reaped.
+ * Several at once, so that the reaper finds spawned zombies among the
+ * orphans (its hand-over through spawn_reap). */
 static void
-test_reaps_orphans_not_libuv_children(void **state)
+test_reaps_orphans_not_spawned_children(void **state)
 {
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     char *err = NULL;
     struct reaper *r = reaper_new(&loop, &err);
     assert_non_null(r);
-    /* a child libuv spawned, exiting 7, and one forked outside libuv */
-    struct spawned sp = {0};
-    uv_process_t proc;
+    enum { N = 8 };
+    struct spawned sp[N] = {{0}};
+    pid_t orphans[N];
     static char sh[] = "/bin/sh", c[] = "-c", script[] = "exit 7";
     char *args[] = {sh, c, script, NULL};
-    uv_process_options_t opts = {.exit_cb = on_exit_cb, .file = args[0], .args = args};
-    assert_int_equal(uv_spawn(&loop, &proc, &opts), 0);
-    proc.data = &sp;
-    pid_t orphan = fork();
-    if (orphan == 0)
-        _exit(3);
-    assert_true(orphan > 0);
-    /* the loop runs until libuv has reported its child's exit and the
-     * reaper has taken the other one */
-    while (!sp.exited || unreaped(orphan))
+    struct spawn_options opts = {.file = args[0], .argv = args};
+    for (int i = 0; i < N; i++) {
+        struct spawn_child *child = NULL;
+        assert_int_equal(spawn_start(&loop, &opts, on_exit_cb, &sp[i], &child), 0);
+        orphans[i] = fork();
+        if (orphans[i] == 0)
+            _exit(3);
+        assert_true(orphans[i] > 0);
+    }
+    /* the loop runs until every exit was reported and the reaper has taken
+     * the others */
+    for (;;) {
+        bool done = true;
+        for (int i = 0; i < N; i++)
+            done = done && sp[i].exited && !unreaped(orphans[i]);
+        if (done)
+            break;
         uv_run(&loop, UV_RUN_ONCE);
-    assert_int_equal(sp.status, 7); /* libuv got its own exit status */
-    errno = 0;
-    assert_int_equal(waitpid(orphan, NULL, WNOHANG), -1);
-    assert_int_equal(errno, ECHILD); /* reaped by the reaper */
+    }
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(sp[i].status, 7); /* the spawned child's own status */
+        errno = 0;
+        assert_int_equal(waitpid(orphans[i], NULL, WNOHANG), -1);
+        assert_int_equal(errno, ECHILD); /* reaped by the reaper */
+    }
     reaper_close(r);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&loop), 0);
@@ -104,7 +120,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reaps_orphans_not_libuv_children),
+        cmocka_unit_test(test_reaps_orphans_not_spawned_children),
         cmocka_unit_test(test_signals_only_groups_with_our_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
