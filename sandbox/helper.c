@@ -384,15 +384,40 @@ forward_signal(int sig)
 
 /* Signals that ask the command to stop or that it may need to see; the
  * rest keep their defaults. */
+static const int forwarded_signals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,
+                                        SIGUSR1, SIGUSR2, SIGWINCH};
+
+/*
+ * Blocks (block true) or unblocks the forwarded signals.  They are blocked
+ * from before each fork or clone until the parent's handler is in place:
+ * a signal that arrived in between would otherwise be lost — an init
+ * without a handler drops what its parent namespace sends it, and a
+ * SIGTERM to the outside process before its handler would end it instead
+ * of reaching the command.  Blocked, it waits and is forwarded.  The child
+ * unblocks them for itself.
+ */
+static void
+block_forwarded(bool block)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaddset(&set, forwarded_signals[i]);
+    if (sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL) != 0)
+        sandbox_helper_die(errno, "%s the forwarded signals", block ? "blocking" : "unblocking");
+}
+
+/* Forwards the signals to child from now on, and lets those that waited
+ * while they were blocked through. */
 static void
 install_forwarding(pid_t child)
 {
-    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
     forward_to = child;
     struct sigaction sa = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaction(forwarded_signals[i], &sa, NULL);
+    block_forwarded(false);
 }
 
 /* Waits for child (reaping any other child on the way, as a PID
@@ -446,6 +471,7 @@ static noreturn void finish_and_exec(struct run *r);
 static int
 command_main(void *arg)
 {
+    block_forwarded(false); /* blocked by the init until its handler is in */
     finish_and_exec(arg);
 }
 
@@ -487,6 +513,7 @@ spawn_command(struct run *r)
 static noreturn void
 run_in_pid_namespace(struct run *r)
 {
+    block_forwarded(true);
     pid_t init = fork();
     if (init < 0)
         sandbox_helper_die(errno, "fork into the PID namespace");

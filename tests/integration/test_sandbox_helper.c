@@ -668,6 +668,31 @@ test_sigterm_forwarded(void **state)
     free(policy);
 }
 
+/* A SIGTERM sent the moment the command has started is never lost: the
+ * init blocks the forwarded signals until its handler is in place (an init
+ * without a handler drops what its parent namespace sends).  The command
+ * is sleep itself, so the status shows whether the signal reached it. */
+static void
+test_sigterm_at_start_never_lost(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    for (int i = 0; i < 30; i++) {
+        int out;
+        pid_t pid = spawn_helper(policy, f->dir, "echo go; exec sleep 3", &out);
+        wait_for_output(out, "go");
+        assert_int_equal(kill(pid, SIGTERM), 0);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 128 + SIGTERM)
+            fprintf(stderr, "round %d: status %#x\n", i, st);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 128 + SIGTERM);
+        close(out);
+    }
+    free(policy);
+}
+
 /* The library's argv, as the server builds it, runs the real helper. */
 static void
 test_library_argv_runs(void **state)
@@ -783,6 +808,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigterm_at_start_never_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leftovers_dead_at_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_not_confined_by_command, setup, teardown),
