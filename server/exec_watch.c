@@ -1,6 +1,7 @@
 #include "exec_watch.h"
 
 #include "approvals.h"
+#include "esc_io.h"
 #include "escalation.h"
 #include "log.h"
 #include "utf8.h"
@@ -103,21 +104,8 @@ probe_child(int sock)
         syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
     if (fd < 0)
         return 3;
-    char b = 'L';
-    struct iovec iov = {&b, 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
     int ifd = (int)fd;
-    memcpy(CMSG_DATA(c), &ifd, sizeof(int));
-    if (sendmsg(sock, &msg, 0) != 1)
+    if (esc_io_send_all(sock, "L", 1, &ifd, 1) != 0)
         return 4;
     close(ifd);
     /* continued by the parent: the real getppid runs */
@@ -128,21 +116,13 @@ static int
 probe_answer(int sock)
 {
     char b;
-    struct iovec iov = {&b, 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct esc_fdlist fds = {.count = 0};
     struct pollfd p = {sock, POLLIN, 0};
-    if (poll(&p, 1, 5000) != 1 || recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+    if (poll(&p, 1, 5000) != 1 || esc_io_recvmsg(sock, &b, 1, &fds) != 1 || fds.count != 1) {
+        esc_fdlist_close(&fds);
         return -1;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    if (!c || c->cmsg_type != SCM_RIGHTS)
-        return -1;
-    int fd;
-    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    }
+    int fd = fds.fds[0];
     struct seccomp_notif req;
     struct seccomp_notif_resp resp;
     memset(&req, 0, sizeof(req));
