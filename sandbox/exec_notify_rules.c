@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *
-base_of(const char *path)
+const char *
+exec_notify_rules_basename(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s && s[1] ? s + 1 : path;
@@ -24,16 +24,17 @@ struct best {
     bool oom;
 };
 
+/* Checks cmd under one more name (cmd[0]); keeps the strictest result and
+ * the first justification given at that level. */
 static void
-check_name(const struct rules_policy *p, const char *name, const struct exec_notify_request *req,
-           const char **cmd, struct best *b)
+check_name(const struct rules_policy *p, const char *name, const char **cmd, size_t argc,
+           unsigned flags, struct best *b)
 {
     if (name == NULL || name[0] == '\0')
         return;
     cmd[0] = name;
     struct rules_result r = {0};
-    unsigned flags = name[0] == '/' ? RULES_CHECK_RESOLVE_HOST_EXECUTABLES : 0;
-    if (rules_policy_check(p, cmd, req->argc > 0 ? req->argc : 1, flags, &r) != 0) {
+    if (rules_policy_check(p, cmd, argc, name[0] == '/' ? flags : 0, &r) != 0) {
         b->oom = true;
         return;
     }
@@ -52,30 +53,20 @@ check_name(const struct rules_policy *p, const char *name, const struct exec_not
 }
 
 void
-exec_notify_rules_decide(void *arg, const struct exec_notify_request *req,
-                         struct exec_notify_decision *out)
+exec_notify_rules_decide_names(const struct rules_policy *p, const char *const *names,
+                               size_t n_names, const char *const *args, size_t nargs,
+                               unsigned flags, struct exec_notify_decision *out)
 {
-    const struct rules_policy *p = arg;
-    size_t argc = req->argc > 0 ? req->argc : 1;
-    const char **cmd = calloc(argc + 1, sizeof *cmd);
+    const char **cmd = calloc(nargs + 2, sizeof *cmd);
     if (cmd == NULL) {
         *out = (struct exec_notify_decision){EXEC_NOTIFY_REFUSE, ENOMEM, NULL};
         return;
     }
-    for (size_t i = 1; i < req->argc; i++)
-        cmd[i] = req->argv[i];
+    for (size_t i = 0; i < nargs; i++)
+        cmd[i + 1] = args[i];
     struct best b = {0};
-    check_name(p, base_of(req->path), req, cmd, &b);
-    check_name(p, base_of(req->resolved), req, cmd, &b);
-    check_name(p, req->resolved, req, cmd, &b);
-    if (req->canonical != NULL) {
-        check_name(p, base_of(req->canonical), req, cmd, &b);
-        check_name(p, req->canonical, req, cmd, &b);
-    }
-    for (size_t i = 0; i < req->n_interpreters; i++)
-        check_name(p, base_of(req->interpreters[i]), req, cmd, &b);
-    if (req->argc > 0)
-        check_name(p, base_of(req->argv[0]), req, cmd, &b);
+    for (size_t i = 0; i < n_names; i++)
+        check_name(p, names[i], cmd, nargs + 1, flags, &b);
     free(cmd);
     if (b.oom) {
         free(b.justification);
@@ -97,4 +88,26 @@ exec_notify_rules_decide(void *arg, const struct exec_notify_request *req,
         out->verdict = EXEC_NOTIFY_CONTINUE;
         return;
     }
+}
+
+void
+exec_notify_rules_decide(void *arg, const struct exec_notify_request *req,
+                         struct exec_notify_decision *out)
+{
+    const char *names[6 + EXEC_NOTIFY_MAX_INTERP_DEPTH];
+    size_t n = 0;
+    names[n++] = exec_notify_rules_basename(req->path);
+    names[n++] = exec_notify_rules_basename(req->resolved);
+    names[n++] = req->resolved;
+    if (req->canonical != NULL) {
+        names[n++] = exec_notify_rules_basename(req->canonical);
+        names[n++] = req->canonical;
+    }
+    for (size_t i = 0; i < req->n_interpreters && i < EXEC_NOTIFY_MAX_INTERP_DEPTH; i++)
+        names[n++] = exec_notify_rules_basename(req->interpreters[i]);
+    if (req->argc > 0)
+        names[n++] = exec_notify_rules_basename(req->argv[0]);
+    exec_notify_rules_decide_names(arg, names, n, req->argc > 1 ? req->argv + 1 : NULL,
+                                   req->argc > 1 ? req->argc - 1 : 0,
+                                   RULES_CHECK_RESOLVE_HOST_EXECUTABLES, out);
 }

@@ -20,4 +20,17 @@ struct rules_policy;
 void exec_notify_rules_decide(void *arg, const struct exec_notify_request *req,
                               struct exec_notify_decision *out);
 
+/*
+ * The same decision for `name args[0..nargs)` under each of names (NULL or
+ * empty ones skipped), the strictest kept; flags as rules_policy_check's,
+ * passed for absolute names only.  For callers that choose the names
+ * themselves (the server with --preserve-program-paths).
+ */
+void exec_notify_rules_decide_names(const struct rules_policy *p, const char *const *names,
+                                    size_t n_names, const char *const *args, size_t nargs,
+                                    unsigned flags, struct exec_notify_decision *out);
+
+/* The last component of path ("/" and "" stay as they are).  Cannot fail. */
+const char *exec_notify_rules_basename(const char *path);
+
 #endif

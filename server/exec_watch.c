@@ -257,60 +257,6 @@ exec_watch_expect(struct exec_watch *w, pid_t pid, const char *program, const ch
 
 /* ---- decisions ---- */
 
-static const char *
-base_of(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s && s[1] ? s + 1 : path;
-}
-
-struct verdict {
-    enum rules_decision decision;
-    char *justification; /* of the strictest rule, malloc'd, may be NULL */
-    bool oom;
-};
-
-/* Checks NAME args under one more name; keeps the strictest result. */
-static void
-check_as(const struct rules_policy *rules, const char *name, const char **cmd, size_t argc,
-         unsigned flags, struct verdict *v)
-{
-    if (!name || !name[0])
-        return;
-    cmd[0] = name;
-    struct rules_result r = {0};
-    if (rules_policy_check(rules, cmd, argc, name[0] == '/' ? flags : 0, &r) != 0) {
-        v->oom = true;
-        return;
-    }
-    if (r.decision > v->decision) {
-        v->decision = r.decision;
-        free(v->justification);
-        v->justification = NULL;
-        for (size_t i = 0; i < r.n_matches && !v->justification; i++) {
-            if (r.matches[i].decision == r.decision && r.matches[i].justification)
-                v->justification = strdup(r.matches[i].justification);
-        }
-    }
-    rules_result_free(&r);
-}
-
-/* The decision for `names[i] args...` under each name, strictest first. */
-static int
-decide_names(const struct rules_policy *rules, const char *const *names, size_t n_names,
-             const char *const *args, size_t nargs, unsigned flags, struct verdict *v)
-{
-    const char **cmd = calloc(nargs + 2, sizeof(*cmd));
-    if (!cmd)
-        return -1;
-    for (size_t i = 0; i < nargs; i++)
-        cmd[i + 1] = args[i];
-    for (size_t i = 0; i < n_names; i++)
-        check_as(rules, names[i], cmd, nargs + 1, flags, v);
-    free(cmd);
-    return v->oom ? -1 : 0;
-}
-
 static void
 refuse(struct exec_notify_decision *out, const char *reason)
 {
@@ -383,25 +329,25 @@ decide_wrapper(struct exec_watch *w, const struct exec_notify_request *req,
     if (file[0] != '/' && req->cwd[0] && asprintf(&abs, "%s/%s", req->cwd, file) < 0)
         abs = NULL;
     bool preserve = escalation_server_preserve_program_paths(w->es);
-    const char *names[] = {file[0] == '/' ? file : abs, preserve ? NULL : base_of(file),
-                           preserve ? NULL : base_of(req->argv[2])};
-    struct verdict v = {0};
-    int rc =
-        decide_names(escalation_server_rules(w->es), names, 3, (const char *const *)req->argv + 3,
-                     req->argc - 3, preserve ? 0 : RULES_CHECK_RESOLVE_HOST_EXECUTABLES, &v);
+    const char *names[] = {file[0] == '/' ? file : abs,
+                           preserve ? NULL : exec_notify_rules_basename(file),
+                           preserve ? NULL : exec_notify_rules_basename(req->argv[2])};
+    struct exec_notify_decision v = {0};
+    exec_notify_rules_decide_names(escalation_server_rules(w->es), names, 3,
+                                   (const char *const *)req->argv + 3, req->argc - 3,
+                                   preserve ? 0 : RULES_CHECK_RESOLVE_HOST_EXECUTABLES, &v);
     free(abs);
-    if (rc < 0) {
+    if (v.verdict == EXEC_NOTIFY_REFUSE && v.err == ENOMEM) {
+        free(v.reason);
         refuse(out, "out of memory");
-    } else if (v.decision == RULES_DECISION_FORBIDDEN) {
-        out->verdict = EXEC_NOTIFY_REFUSE;
-        out->err = EACCES;
-        out->reason = v.justification ? v.justification : strdup("forbidden by a rule");
-        v.justification = NULL;
+    } else if (v.verdict == EXEC_NOTIFY_REFUSE) {
+        *out = v;
         audit_req(w, req, false, out->reason, "rules");
     } else {
+        /* a prompt is the wrapper's to ask, once it runs */
+        free(v.reason);
         out->verdict = EXEC_NOTIFY_CONTINUE;
     }
-    free(v.justification);
 }
 
 /* The rules' verdict under every name the exec goes by (exec_notify_rules);
@@ -420,21 +366,9 @@ decide_rules(struct exec_watch *w, const struct exec_notify_request *req,
     size_t n = 2;
     for (size_t i = 0; i < req->n_interpreters && n < sizeof(names) / sizeof(names[0]); i++)
         names[n++] = req->interpreters[i];
-    struct verdict v = {0};
-    if (decide_names(rules, names, n, req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
-                     req->argc > 1 ? req->argc - 1 : 0, 0, &v) < 0) {
-        free(v.justification);
-        *out = (struct exec_notify_decision){EXEC_NOTIFY_REFUSE, ENOMEM, NULL};
-        return;
-    }
-    if (v.decision == RULES_DECISION_FORBIDDEN) {
-        out->verdict = EXEC_NOTIFY_REFUSE;
-        out->err = EACCES;
-        out->reason = v.justification ? v.justification : strdup("forbidden by a rule");
-        return;
-    }
-    out->verdict = v.decision == RULES_DECISION_PROMPT ? EXEC_NOTIFY_ASK : EXEC_NOTIFY_CONTINUE;
-    out->reason = v.justification;
+    exec_notify_rules_decide_names(rules, names, n,
+                                   req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
+                                   req->argc > 1 ? req->argc - 1 : 0, 0, out);
 }
 
 static void ask_free(struct ask *a);
