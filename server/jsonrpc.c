@@ -315,36 +315,40 @@ jsonrpc_reply_error(struct jsonrpc *rpc, const json_t *id, int code, const char 
     return send_msg(rpc, msg);
 }
 
+/* A request (id >= 0) or notification (id < 0) to method with params
+ * (taken, also on failure; NULL: none).  NULL when out of memory. */
+static json_t *
+new_call(const char *method, long long id, json_t *params)
+{
+    json_t *msg = id >= 0 ? json_pack("{s:s,s:I,s:s}", "jsonrpc", "2.0", "id", (json_int_t)id,
+                                      "method", method)
+                          : json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
+    if (!msg) {
+        json_decref(params);
+        return NULL;
+    }
+    /* json_object_set_new releases params on failure too */
+    if (params && json_object_set_new(msg, "params", params) < 0) {
+        json_decref(msg);
+        return NULL;
+    }
+    return msg;
+}
+
 int
 jsonrpc_notify(struct jsonrpc *rpc, const char *method, json_t *params)
 {
-    json_t *msg = json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
-    if (!msg) {
-        json_decref(params);
-        return -1;
-    }
-    if (params && json_object_set_new(msg, "params", params) < 0) {
-        json_decref(msg);
-        return -1;
-    }
-    return send_msg(rpc, msg);
+    json_t *msg = new_call(method, -1, params);
+    return msg ? send_msg(rpc, msg) : -1;
 }
 
 long long
 jsonrpc_request(struct jsonrpc *rpc, const char *method, json_t *params, jsonrpc_response_cb cb,
                 void *data)
 {
-    json_t *msg = json_pack("{s:s,s:I,s:s}", "jsonrpc", "2.0", "id", (json_int_t)rpc->next_id,
-                            "method", method);
-    if (!msg) {
-        json_decref(params);
+    json_t *msg = new_call(method, rpc->next_id, params);
+    if (!msg)
         return -1;
-    }
-    /* json_object_set_new releases params on failure too */
-    if (params && json_object_set_new(msg, "params", params) < 0) {
-        json_decref(msg);
-        return -1;
-    }
     struct pending *p = NULL;
     if (!rpc->out_open || rpc->out_failed || rpc->closing || !(p = malloc(sizeof(*p)))) {
         json_decref(msg);

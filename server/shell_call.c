@@ -458,14 +458,6 @@ on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 }
 
 static void
-on_report_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    /* the report's bytes are only counted */
-    buf->base = read_chunk;
-    buf->len = sizeof(read_chunk);
-}
-
-static void
 on_report_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct shell_call *c = s->data;
@@ -649,7 +641,7 @@ shell_call_start(struct shell_call *c)
         c->eof = true;
     }
     if (c->spec.report) {
-        rc = uv_read_start((uv_stream_t *)&c->report, on_report_alloc, on_report_read);
+        rc = uv_read_start((uv_stream_t *)&c->report, on_alloc, on_report_read);
         c->report_reading = rc == 0;
         c->report_eof = rc != 0;
     }
