@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# tests/integration/sdk/run.sh SERVER WORKDIR
+# tests/integration/sdk/run.sh SERVER WORKDIR [CLIENT]
 #
-# The official TypeScript MCP SDK client against execgate: installs
+# An official TypeScript MCP SDK client against execgate: installs
 # @modelcontextprotocol/sdk into WORKDIR (under the build tree) once, then
-# runs client.mjs.  Without node or npm the test is reported as skipped
-# (exit 77), never as passed.
+# runs CLIENT (default client.mjs; elicit.mjs answers elicitation
+# requests).  Tests sharing WORKDIR must not run in parallel with a first
+# install (escalation_sdk is not parallel).  Without node or npm the test is
+# reported as skipped (exit 77), never as passed.
 set -euo pipefail
 server=$1
 workdir=$2
+client=${3:-client.mjs}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 for tool in node npm; do
@@ -24,5 +27,5 @@ if [ ! -f "$workdir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
         { [ -f package.json ] || echo '{"private":true}' >package.json; } &&
         npm install --no-audit --no-fund --silent @modelcontextprotocol/sdk >&2)
 fi
-cp "$here/client.mjs" "$workdir/client.mjs"
-exec node "$workdir/client.mjs" "$server"
+cp "$here/$client" "$workdir/$client"
+exec node "$workdir/$client" "$server"
