@@ -158,7 +158,7 @@ exec_notify_new(int listener, const char *exec_path, exec_notify_decide_fn decid
                 exec_notify_ask_fn ask, void *arg)
 {
     struct exec_notify *n = calloc(1, sizeof *n);
-    if (n == NULL || (n->first_path = strdup(exec_path)) == NULL ||
+    if (n == NULL || (exec_path && (n->first_path = strdup(exec_path)) == NULL) ||
         syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &n->sizes) != 0 ||
         (n->resp = calloc(1, n->sizes.seccomp_notif_resp)) == NULL) {
         if (n != NULL)
@@ -172,6 +172,8 @@ exec_notify_new(int listener, const char *exec_path, exec_notify_decide_fn decid
         (void)fcntl(listener, F_SETFL, fl | O_NONBLOCK);
     (void)fcntl(listener, F_SETFD, FD_CLOEXEC);
     n->fd = listener;
+    /* no path: the first exec was continued by whoever set the filter up */
+    n->first_seen = exec_path == NULL;
     n->decide = decide;
     n->ask = ask;
     n->arg = arg;

@@ -74,7 +74,9 @@ struct exec_notify;
 /*
  * A supervisor for listener (taken, even on failure; made non-blocking).
  * The first notification is allowed without a decision when its path is
- * exec_path (copied) and refused otherwise.  ask may be NULL when decide
+ * exec_path (copied) and refused otherwise; with exec_path NULL every
+ * notification is decided (the caller continued the first exec itself,
+ * as spawn_child does).  ask may be NULL when decide
  * never asks.  NULL on OOM.
  */
 struct exec_notify *exec_notify_new(int listener, const char *exec_path,

@@ -832,6 +832,39 @@ exec_watch_spawned(struct exec_watch *w, int child_fd)
     }
 }
 
+int
+exec_watch_adopt(struct exec_watch *w, int listener)
+{
+    struct listener *l = w->released ? NULL : calloc(1, sizeof(*l));
+    if (!l) {
+        close(listener);
+        return w->released ? -EINVAL : -ENOMEM;
+    }
+    l->w = w;
+    l->sock = -1;
+    l->child_fd = -1;
+    l->n = exec_notify_new(listener, NULL, decide, NULL, l);
+    if (l->n)
+        exec_notify_set_refuse_shared_memory(l->n, w->strict);
+    int rc = l->n ? uv_poll_init(w->loop, &l->notify_poll, exec_notify_fd(l->n)) : -ENOMEM;
+    if (rc < 0) {
+        exec_notify_free(l->n);
+        free(l);
+        return rc;
+    }
+    l->notify_poll.data = l;
+    l->notify_polling = true;
+    l->handles_open = 1;
+    l->next = w->listeners;
+    w->listeners = l;
+    rc = uv_poll_start(&l->notify_poll, UV_READABLE | UV_DISCONNECT, on_notify);
+    if (rc < 0) {
+        log_error("exec watch %s: cannot watch a listener: %s", w->label, uv_strerror(rc));
+        listener_close(l);
+    }
+    return rc;
+}
+
 char **
 exec_watch_helper_argv(char **argv, int fd, const char *argv0)
 {
