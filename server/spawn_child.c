@@ -507,15 +507,19 @@ start_filtered(const struct spawn_options *o, pid_t *pid)
         close(sv[1]);
         return -e;
     }
-    /* no handler of the server's may run in the child before it resets them */
+    /* No handler of the server's may run in the child before it resets
+     * them.  And the server keeps every signal blocked until the child has
+     * exec'd: the child shares its errno (same memory, same thread
+     * pointer), so an EINTR of the server's could be misread; with signals
+     * blocked its calls here fail only once the child is gone. */
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
     pid_t child = clone(filtered_child, (char *)stack + FILTERED_STACK, CLONE_VM | SIGCHLD, &f);
     int e = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
     close(sv[1]);
     int rc = child < 0 ? -e : follow_filtered(sv[0], child, o->file);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     close(sv[0]);
     if (child > 0 && rc < 0) {
         kill(child, SIGKILL);
