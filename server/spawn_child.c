@@ -312,14 +312,22 @@ static int
 filtered_fds(const struct filtered *f)
 {
     const struct spawn_options *o = f->o;
+    /* The server's fds from high up (this table's copies only) go first,
+     * so the copies below land on consecutive numbers from high: nothing
+     * to remember them in without allocating. */
+    if (syscall(SYS_close_range, (unsigned)f->high, ~0u, 0) < 0)
+        return -errno;
     int sock = fcntl(f->sock, F_DUPFD_CLOEXEC, f->high);
     if (sock < 0)
         return -errno;
     /* every source above all targets first, so no dup2 overwrites one */
     int moved_from = sock + 1;
     for (size_t i = 0; i < o->n_fds; i++) {
-        if (fcntl(o->fds[i].fd, F_DUPFD_CLOEXEC, moved_from) < 0)
+        int moved = fcntl(o->fds[i].fd, F_DUPFD_CLOEXEC, moved_from);
+        if (moved < 0)
             return -errno;
+        if (moved != moved_from + (int)i)
+            return -EBADF;
     }
     for (size_t i = 0; i < o->n_fds; i++) {
         if (dup2(moved_from + (int)i, o->fds[i].at) < 0)

@@ -257,10 +257,21 @@ test_fds_swapped(void **state)
     close(b[1]);
     char *argv[] = {(char *)"/bin/bash", (char *)"-c", (char *)"echo one >&21; echo two >&20",
                     NULL};
+    /* other fds of the parent's just above, with a gap at 23: a start that
+     * moves the sources up out of the way must not take one of these for
+     * them */
+    int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    assert_true(zero >= 0);
+    for (int fd = 22; fd < 40; fd++)
+        assert_int_equal(fd == 23 ? 23 : dup3(zero, fd, O_CLOEXEC), fd);
     struct spawn_fd fds[] = {{20, 21}, {21, 20}};
     struct spawn_options o = {.file = argv[0], .argv = argv, .fds = fds, .n_fds = 2};
     struct outcome r = run(&o);
     assert_int_equal(r.status, 0);
+    for (int fd = 22; fd < 40; fd++)
+        if (fd != 23)
+            close(fd);
+    close(zero);
     close(20);
     close(21);
     char *got_a = slurp(a[0]);
