@@ -90,21 +90,33 @@ sandbox_exec_filter_send_degraded(int sock, const char *exec_path)
 }
 
 int
+sandbox_exec_filter_load(void)
+{
+    const struct sock_fprog prog = {.len = sizeof program / sizeof program[0],
+                                    .filter = (struct sock_filter *)program};
+    int listener =
+        (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    return listener < 0 ? -errno : listener;
+}
+
+int
+sandbox_exec_filter_send(int sock, const char *exec_path, int listener)
+{
+    return send_message(sock, SANDBOX_EXEC_NOTIFY_LISTENER, exec_path, listener);
+}
+
+int
 sandbox_exec_filter_install(int sock, const char *exec_path, json_t *report)
 {
     json_t *o = json_pack("{s:s,s:[s,s]}", "mode", "user-notif", "notified", "execve", "execveat");
     if (o == NULL)
         return -ENOMEM;
-    const struct sock_fprog prog = {.len = sizeof program / sizeof program[0],
-                                    .filter = (struct sock_filter *)program};
-    int listener =
-        (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    int listener = sandbox_exec_filter_load();
     if (listener < 0) {
-        int e = errno;
         json_decref(o);
-        return -e;
+        return listener;
     }
-    int rc = send_message(sock, SANDBOX_EXEC_NOTIFY_LISTENER, exec_path, listener);
+    int rc = sandbox_exec_filter_send(sock, exec_path, listener);
     close(listener);
     if (rc == 0 && json_object_set_new(report, "exec_notify", o) != 0)
         return -ENOMEM;

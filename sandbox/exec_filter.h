@@ -29,6 +29,18 @@
 int sandbox_exec_filter_install(int sock, const char *exec_path, json_t *report);
 
 /*
+ * The two halves of sandbox_exec_filter_install, for a caller that cannot
+ * allocate (the server's clone(CLONE_VM) child, spawn_child.c): neither
+ * calls malloc.  sandbox_exec_filter_load installs the filter in the
+ * calling thread (no_new_privs must be set) and returns its listener, or
+ * -errno (-ENOSYS/-EINVAL/-EOPNOTSUPP: no user notification, nothing
+ * installed).  sandbox_exec_filter_send sends the 'L' message with listener
+ * (borrowed, not closed) and exec_path over sock: 0 or -errno.
+ */
+int sandbox_exec_filter_load(void);
+int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
+
+/*
  * Sends the degraded message (no listener) so the supervisor is not left
  * waiting.  Returns 0 or -errno.
  */

@@ -37,10 +37,12 @@ struct exec_notify {
     char *first_path;
     bool first_seen;
     bool refuse_shared_memory;
+    bool hung_up;        /* the last poll of exec_notify_process saw POLLHUP alone */
     pid_t last_told_pid; /* the last refusal line written, to write it once */
     char *last_told;
     exec_notify_decide_fn decide;
     exec_notify_ask_fn ask;
+    exec_notify_quick_fn quick;
     void *arg;
     struct seccomp_notif_sizes sizes;
     struct seccomp_notif_resp *resp; /* sizes.seccomp_notif_resp bytes */
@@ -158,7 +160,7 @@ exec_notify_new(int listener, const char *exec_path, exec_notify_decide_fn decid
                 exec_notify_ask_fn ask, void *arg)
 {
     struct exec_notify *n = calloc(1, sizeof *n);
-    if (n == NULL || (n->first_path = strdup(exec_path)) == NULL ||
+    if (n == NULL || (exec_path && (n->first_path = strdup(exec_path)) == NULL) ||
         syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &n->sizes) != 0 ||
         (n->resp = calloc(1, n->sizes.seccomp_notif_resp)) == NULL) {
         if (n != NULL)
@@ -172,6 +174,8 @@ exec_notify_new(int listener, const char *exec_path, exec_notify_decide_fn decid
         (void)fcntl(listener, F_SETFL, fl | O_NONBLOCK);
     (void)fcntl(listener, F_SETFD, FD_CLOEXEC);
     n->fd = listener;
+    /* no path: the first exec was continued by whoever set the filter up */
+    n->first_seen = exec_path == NULL;
     n->decide = decide;
     n->ask = ask;
     n->arg = arg;
@@ -205,6 +209,18 @@ exec_notify_pending(const struct exec_notify *n)
     return n->n_pending;
 }
 
+bool
+exec_notify_hung_up(const struct exec_notify *n)
+{
+    return n->hung_up;
+}
+
+void
+exec_notify_set_quick(struct exec_notify *n, exec_notify_quick_fn quick)
+{
+    n->quick = quick;
+}
+
 void
 exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on)
 {
@@ -225,51 +241,76 @@ id_valid(const struct exec_notify *n, uint64_t id)
     return ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
-/* A NUL-terminated string at addr, at most max bytes before the NUL, read
- * page by page (a read across an unmapped page fails as a whole).
+/* The target's memory, read a page at a time: one pread (one page lookup
+ * in the kernel) serves the pointer array and the strings on that page,
+ * where a pread per pointer and per string cost a system call each. */
+struct mem_reader {
+    int mem;
+    uint64_t page; /* address of the page in buf; UINT64_MAX: none */
+    size_t len;    /* bytes of it read */
+    char buf[4096];
+};
+
+/* Up to n bytes at addr, not across the end of its page, into *at (pointing
+ * into r->buf).  Returns the count (> 0) or -EFAULT. */
+static ssize_t
+mem_at(struct mem_reader *r, uint64_t addr, size_t n, const char **at)
+{
+    const uint64_t size = sizeof r->buf;
+    uint64_t page = addr - addr % size;
+    if (page != r->page) {
+        r->page = UINT64_MAX;
+        ssize_t got = pread(r->mem, r->buf, size, (off_t)page);
+        if (got <= 0)
+            return -EFAULT;
+        r->page = page;
+        r->len = (size_t)got;
+    }
+    size_t off = (size_t)(addr - page);
+    if (off >= r->len)
+        return -EFAULT;
+    *at = r->buf + off;
+    return (ssize_t)(r->len - off < n ? r->len - off : n);
+}
+
+/* A NUL-terminated string at addr, at most max bytes before the NUL.
  * Returns 0, -E2BIG/-ENAMETOOLONG when longer, -EFAULT, -ENOMEM. */
 static int
-read_string(int mem, uint64_t addr, size_t max, int too_long, char **out)
+read_string(struct mem_reader *r, uint64_t addr, size_t max, int too_long, char **out)
 {
     size_t cap = 256, len = 0;
     char *buf = malloc(cap);
     if (buf == NULL)
         return -ENOMEM;
-    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     for (;;) {
-        if (len > max) {
+        const char *src;
+        ssize_t got = mem_at(r, addr + len, max + 1 - len, &src);
+        if (got < 0) {
             free(buf);
-            return -too_long;
+            return (int)got;
         }
-        if (len == cap) {
-            char *b = realloc(buf, cap * 2);
+        const char *nul = memchr(src, '\0', (size_t)got);
+        size_t take = nul ? (size_t)(nul - src) + 1 : (size_t)got;
+        if (len + take > cap) {
+            while (len + take > cap)
+                cap *= 2;
+            char *b = realloc(buf, cap);
             if (b == NULL) {
                 free(buf);
                 return -ENOMEM;
             }
             buf = b;
-            cap *= 2;
         }
-        uint64_t at = addr + len;
-        size_t want = cap - len;
-        uint64_t to_page = page - (at % page);
-        if (want > to_page)
-            want = (size_t)to_page;
-        ssize_t got = pread(mem, buf + len, want, (off_t)at);
-        if (got <= 0) {
-            free(buf);
-            return -EFAULT;
-        }
-        char *nul = memchr(buf + len, '\0', (size_t)got);
+        memcpy(buf + len, src, take);
+        len += take;
         if (nul != NULL) {
-            if ((size_t)(nul - buf) > max) {
-                free(buf);
-                return -too_long;
-            }
             *out = buf;
             return 0;
         }
-        len += (size_t)got;
+        if (len > max) {
+            free(buf);
+            return -too_long;
+        }
     }
 }
 
@@ -282,9 +323,11 @@ free_argv(char **argv, size_t argc)
 }
 
 /* argv from the pointer array at addr; NULL addr is an empty argv (Linux
- * accepts it). */
+ * accepts it).  Pointers are read from their own reader, so the array and
+ * the strings, usually on other pages, do not evict each other. */
 static int
-read_argv(int mem, uint64_t addr, char ***out, size_t *argc_out)
+read_argv(struct mem_reader *ptrs, struct mem_reader *strs, uint64_t addr, char ***out,
+          size_t *argc_out)
 {
     size_t argc = 0, cap = 8, bytes = 0;
     char **argv = calloc(cap + 1, sizeof *argv);
@@ -292,9 +335,16 @@ read_argv(int mem, uint64_t addr, char ***out, size_t *argc_out)
         return -ENOMEM;
     for (; addr != 0; argc++) {
         uint64_t p = 0;
-        if (pread(mem, &p, sizeof p, (off_t)(addr + argc * sizeof p)) != (ssize_t)sizeof p) {
-            free_argv(argv, argc);
-            return -EFAULT;
+        char *bytes_p = (char *)&p;
+        for (size_t have = 0; have < sizeof p;) {
+            const char *src;
+            ssize_t got = mem_at(ptrs, addr + argc * sizeof p + have, sizeof p - have, &src);
+            if (got < 0) {
+                free_argv(argv, argc);
+                return -EFAULT;
+            }
+            memcpy(bytes_p + have, src, (size_t)got);
+            have += (size_t)got;
         }
         if (p == 0)
             break;
@@ -311,7 +361,7 @@ read_argv(int mem, uint64_t addr, char ***out, size_t *argc_out)
             argv = a;
             cap *= 2;
         }
-        int rc = read_string(mem, p, EXEC_NOTIFY_MAX_ARG_BYTES - bytes, E2BIG, &argv[argc]);
+        int rc = read_string(strs, p, EXEC_NOTIFY_MAX_ARG_BYTES - bytes, E2BIG, &argv[argc]);
         if (rc < 0) {
             free_argv(argv, argc);
             return rc;
@@ -373,6 +423,7 @@ struct target {
     char *interp[EXEC_NOTIFY_MAX_INTERP_DEPTH];
     int file;     /* O_PATH of the file the exec names, -1 when unopened */
     int open_err; /* why file is -1 */
+    bool quick;   /* the quick callback continues it: argv, cwd, #! unread */
 };
 
 static void
@@ -473,6 +524,45 @@ read_interpreters(struct target *t, pid_t pid)
         close(file);
 }
 
+/* With a quick callback and an absolute path: opens the file (kept for
+ * the full read when the callback says no) and asks the callback about its
+ * canonical path.  True: t->quick, the exec continues without argv, cwd
+ * and #! lines being read. */
+static bool
+quick_continue(const struct exec_notify *n, struct target *t, pid_t pid, bool at, int dirfd,
+               int flags)
+{
+    if (n->quick == NULL || !n->first_seen || t->path[0] != '/')
+        return false;
+    t->file = open_target_file(pid, at, dirfd, flags, t->path);
+    t->open_err = t->file < 0 ? errno : 0;
+    if (t->file >= 0)
+        t->canonical = fd_path(t->file);
+    t->quick = t->canonical != NULL && n->quick(n->arg, pid, t->canonical);
+    return t->quick;
+}
+
+/* The request of the first exec or a quick continue: the path as given,
+ * no argv. */
+static int
+path_only_request(struct target *t, const struct seccomp_notif *sn)
+{
+    t->resolved = strdup(t->path);
+    if (t->resolved == NULL)
+        return -ENOMEM;
+    t->req = (struct exec_notify_request){
+        .id = sn->id,
+        .pid = (pid_t)sn->pid,
+        .execveat = sn->data.nr == SYS_execveat,
+        .path = t->path,
+        .resolved = t->resolved,
+        .canonical = t->canonical,
+        .interpreters = (const char *const *)t->interp,
+        .cwd = "",
+    };
+    return 0;
+}
+
 static int
 read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct target *t)
 {
@@ -492,12 +582,23 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
         close(mem);
         return -ESRCH;
     }
-    int rc = read_string(mem, path_ptr, EXEC_NOTIFY_MAX_PATH - 1, ENAMETOOLONG, &t->path);
-    if (rc == 0)
-        rc = read_argv(mem, argv_ptr, &t->argv, &t->argc);
+    struct mem_reader *rd = malloc(2 * sizeof *rd);
+    if (rd == NULL) {
+        close(mem);
+        return -ENOMEM;
+    }
+    rd[0].mem = rd[1].mem = mem;
+    rd[0].page = rd[1].page = UINT64_MAX;
+    int rc = read_string(&rd[1], path_ptr, EXEC_NOTIFY_MAX_PATH - 1, ENAMETOOLONG, &t->path);
+    /* The first exec is judged on its path alone (decide_and_answer), and
+     * a quick continue on the file: neither needs argv, cwd or #! lines. */
+    bool path_only = rc == 0 && (!n->first_seen || quick_continue(n, t, pid, at, dirfd, flags));
+    if (rc == 0 && !path_only)
+        rc = read_argv(&rd[0], &rd[1], argv_ptr, &t->argv, &t->argc);
+    free(rd);
     close(mem);
-    if (rc < 0)
-        return rc;
+    if (rc < 0 || path_only)
+        return rc < 0 ? rc : path_only_request(t, sn);
 
     t->cwd = proc_link(pid, "cwd");
     if (t->path[0] == '/') {
@@ -517,10 +618,12 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
     }
     if (t->resolved == NULL)
         return -ENOMEM;
-    t->file = open_target_file(pid, at, dirfd, flags, t->path);
-    t->open_err = t->file < 0 ? errno : 0;
-    if (t->file >= 0)
-        t->canonical = fd_path(t->file);
+    if (t->file < 0 && t->open_err == 0) {
+        t->file = open_target_file(pid, at, dirfd, flags, t->path);
+        t->open_err = t->file < 0 ? errno : 0;
+        if (t->file >= 0)
+            t->canonical = fd_path(t->file);
+    }
     read_interpreters(t, pid);
 
     t->req = (struct exec_notify_request){
@@ -761,6 +864,11 @@ decide_and_answer(struct exec_notify *n, struct target *t)
         free(display);
         return rc;
     }
+    if (t->quick) {
+        rc = respond(n, req->id, 0);
+        free(display);
+        return rc;
+    }
     struct exec_notify_decision d = {0};
     n->decide(n->arg, req, &d);
     if (d.verdict == EXEC_NOTIFY_ASK) {
@@ -819,7 +927,9 @@ exec_notify_process(struct exec_notify *n)
         /* The receive ioctl blocks even on a non-blocking fd: only call it
          * when poll says a notification waits. */
         struct pollfd p = {.fd = n->fd, .events = POLLIN};
-        if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+        int ready = poll(&p, 1, 0);
+        n->hung_up = ready == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
+        if (ready <= 0 || !(p.revents & POLLIN))
             break;
         memset(sn, 0, n->sizes.seccomp_notif);
         if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, sn) != 0) {

@@ -74,7 +74,9 @@ struct exec_notify;
 /*
  * A supervisor for listener (taken, even on failure; made non-blocking).
  * The first notification is allowed without a decision when its path is
- * exec_path (copied) and refused otherwise.  ask may be NULL when decide
+ * exec_path (copied) and refused otherwise; with exec_path NULL every
+ * notification is decided (the caller continued the first exec itself,
+ * as spawn_child does).  ask may be NULL when decide
  * never asks.  NULL on OOM.
  */
 struct exec_notify *exec_notify_new(int listener, const char *exec_path,
@@ -111,6 +113,24 @@ int exec_notify_answer(struct exec_notify *n, uint64_t id, bool allow, const cha
  * threads).  A CLONE_VM sharer that is neither is not detected.
  */
 void exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on);
+
+/*
+ * A decision the caller can make from the file alone: called, once the
+ * first exec is past, for an exec of an absolute path that opens, with its
+ * canonical path (borrowed) and the pid (stopped in this exec: the
+ * notification is re-validated after the call, before the answer).  True
+ * continues the exec without reading its argv, cwd or #! lines and without
+ * calling decide — the exec the caller expects, such as the patched Bash's
+ * exec of the wrapper; false decides it as any other.  Strict mode applies
+ * either way.
+ */
+typedef bool (*exec_notify_quick_fn)(void *arg, pid_t pid, const char *canonical);
+void exec_notify_set_quick(struct exec_notify *n, exec_notify_quick_fn quick);
+
+/* Whether exec_notify_process's last look at the listener found no
+ * notification and POLLHUP: no process is left under the filter (the
+ * listener can go), without another poll by the caller. */
+bool exec_notify_hung_up(const struct exec_notify *n);
 
 /* Number of ASKs waiting for an answer. */
 size_t exec_notify_pending(const struct exec_notify *n);

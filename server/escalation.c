@@ -101,10 +101,9 @@ struct escalation_call {
     unsigned paused;
     struct session *sessions;
     unsigned n_sessions;
-    /* tree enforcement hook: the call's exec watch (owned) and the helper
-     * escalated programs start through; NULL in shell mode */
+    /* tree enforcement hook: the call's exec watch (owned); NULL in shell
+     * mode */
     struct exec_watch *watch;
-    char *sandbox_helper;
     /* process groups of escalated programs that have exited: what they
      * left running is killed with the call (reaper_signal_group) */
     pid_t *groups;
@@ -834,80 +833,11 @@ on_session_proc_closed(struct spawn_child *p)
         session_free(s);
 }
 
-/*
- * tree enforcement hook: with an exec watch the program starts through the
- * sandbox helper under danger-full-access (no confinement: it is escalated)
- * plus --exec-notify-fd, so every exec of its tree is decided too.  The
- * hand-over socket goes one past the highest forwarded fd (the helper
- * closes it before the program runs, so the program sees exactly the
- * forwarded fds); --argv0 keeps the request's argv[0].  Edits opts (its
- * fds array has room for one more); *args (sandbox_argv_free) and *watch_fd
- * (exec_watch_spawned) are the caller's.  Returns 0, or a negative errno
- * (the program then does not start).
- */
-static int
-watched_spawn(struct session *s, struct spawn_options *opts, struct spawn_fd *fds, int at,
-              int *watch_fd, char ***args)
-{
-    struct escalation_call *ec = s->ec;
-    if (!ec->watch)
-        return 0;
-    if (!ec->sandbox_helper)
-        return -ENOMEM;
-    char *err = NULL;
-    json_t *dfa = json_pack("{s:s}", "type", "danger-full-access");
-    struct sandbox_policy *p = dfa ? sandbox_policy_from_json(dfa, s->req.workdir, &err) : NULL;
-    json_decref(dfa);
-    free(err);
-    const char *const program[] = {s->real, NULL};
-    char **argv =
-        p ? sandbox_helper_argv(p, ec->sandbox_helper, s->req.workdir, -1, program) : NULL;
-    sandbox_policy_free(p);
-    int fd = argv ? exec_watch_open(ec->watch) : -ENOMEM;
-    if (fd < 0) {
-        sandbox_argv_free(argv);
-        log_error("escalation %s: cannot watch %s's execs: %s: not started", ec->label, s->real,
-                  strerror(-fd));
-        return -EIO;
-    }
-    *watch_fd = fd;
-    argv = exec_watch_helper_argv(argv, at, s->req.argv[0]);
-    if (!argv)
-        return -ENOMEM;
-    /* the program's arguments follow "--" and its file */
-    size_t n = 0;
-    while (argv[n])
-        n++;
-    char **all = realloc(argv, (n + s->req.argc) * sizeof(char *));
-    if (!all) {
-        sandbox_argv_free(argv);
-        return -ENOMEM;
-    }
-    argv = all;
-    for (size_t i = 1; i < s->req.argc; i++) {
-        argv[n++] = strdup(s->req.argv[i]);
-        argv[n] = NULL;
-        if (!argv[n - 1]) {
-            sandbox_argv_free(argv);
-            return -ENOMEM;
-        }
-    }
-    argv[n] = NULL;
-    fds[opts->n_fds++] = (struct spawn_fd){fd, at};
-    opts->file = argv[0];
-    opts->argv = argv;
-    *args = argv;
-    return 0;
-}
-
 /* Spawns the program with the received fds at their targets. */
 static void
 session_spawn(struct session *s, const int *targets, size_t count)
 {
-    int max = 2;
-    for (size_t i = 0; i < count; i++)
-        max = targets[i] > max ? targets[i] : max;
-    /* one more: the exec watch's hand-over socket, past the others */
+    /* + 1: never a zero-sized allocation */
     struct spawn_fd *fds = calloc(count + 1, sizeof(*fds));
     char **env = calloc(s->req.envc + 1, sizeof(char *));
     if (!fds || !env) {
@@ -933,14 +863,19 @@ session_spawn(struct session *s, const int *targets, size_t count)
         /* its own session and group: a signal for the call reaches its tree */
         .new_session = true,
     };
-    int watch_fd = -1;
-    char **args = NULL;
-    int rc = watched_spawn(s, &opts, fds, max + 1, &watch_fd, &args);
-    if (rc == 0)
-        rc = spawn_start(s->ec->es->loop, &opts, on_program_exit, s, &s->proc);
+    /* tree enforcement: the program starts under the exec filter (no other
+     * confinement: it is escalated), so every exec of its tree is decided
+     * too; the server continues its own first exec */
+    int listener = -1;
     if (s->ec->watch)
-        exec_watch_spawned(s->ec->watch, watch_fd);
-    sandbox_argv_free(args);
+        opts.exec_listener = &listener;
+    int rc = spawn_start(s->ec->es->loop, &opts, on_program_exit, s, &s->proc);
+    if (rc == 0 && s->ec->watch) {
+        int wrc = exec_watch_adopt(s->ec->watch, listener);
+        if (wrc < 0)
+            log_error("escalation %s: cannot watch %s's execs: %s", s->ec->label, s->real,
+                      uv_strerror(wrc));
+    }
     free(fds);
     free(env);
     /* the program has its copies; ours go, so its readers see EOF with it */
@@ -1195,7 +1130,6 @@ free_call(struct escalation_call *ec)
     view_free(&ec->writable);
     ec->es->calls--;
     exec_watch_release(ec->watch);
-    free(ec->sandbox_helper);
     free(ec->groups);
     free(ec->label);
     free(ec);
@@ -1413,15 +1347,8 @@ escalation_server_preserve_program_paths(const struct escalation_server *es)
 }
 
 void
-escalation_call_set_exec_watch(struct escalation_call *ec, struct exec_watch *w,
-                               const char *sandbox_helper)
+escalation_call_set_exec_watch(struct escalation_call *ec, struct exec_watch *w)
 {
     ec->watch = w;
-    ec->sandbox_helper = strdup(sandbox_helper);
-    if (!ec->sandbox_helper) {
-        /* without the helper no escalated program could be watched: none
-         * starts (watched_spawn fails closed) */
-        log_error("escalation %s: out of memory", ec->label);
-    }
     exec_watch_set_call(w, ec);
 }

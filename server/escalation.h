@@ -127,14 +127,13 @@ bool escalation_server_preserve_program_paths(const struct escalation_server *es
 
 /*
  * Gives ec the call's exec watch (taken: released and freed with ec; ec
- * must not be attached yet).  With one, escalated programs start through
- * sandbox_helper (danger-full-access plus --exec-notify-fd, so their
- * descendants' execs are decided too), and each Run is told to the watch
- * (exec_watch_expect) so that the wrapper's execv is not asked about
- * again.  Cannot fail.
+ * must not be attached yet).  With one, escalated programs start under the
+ * exec filter (spawn_child's exec_listener, its listener adopted by the
+ * watch, so their descendants' execs are decided too), and each Run is told
+ * to the watch (exec_watch_expect) so that the wrapper's execv is not asked
+ * about again.  Cannot fail.
  */
-void escalation_call_set_exec_watch(struct escalation_call *ec, struct exec_watch *w,
-                                    const char *sandbox_helper);
+void escalation_call_set_exec_watch(struct escalation_call *ec, struct exec_watch *w);
 
 /* Told the person's answer: approved, or not with reason (borrowed for the
  * callback). */

@@ -533,6 +533,17 @@ from_shell(struct exec_watch *w, pid_t pid)
     return same;
 }
 
+/* The patched Bash's exec of the wrapper, known from the file and the
+ * process alone (exec_notify's quick path: its argv, cwd and #! lines are
+ * not read).  Anything else is decided in full. */
+static bool
+quick(void *arg, pid_t pid, const char *canonical)
+{
+    struct listener *l = arg;
+    struct exec_watch *w = l->w;
+    return w->wrapper_real && strcmp(canonical, w->wrapper_real) == 0 && from_shell(w, pid);
+}
+
 static void
 decide(void *arg, const struct exec_notify_request *req, struct exec_notify_decision *out)
 {
@@ -627,9 +638,8 @@ on_notify(uv_poll_t *h, int status, int events)
         return;
     }
     /* POLLHUP: no process is left under this filter (libuv reports it as
-     * readable; a poll tells them apart) */
-    struct pollfd p = {exec_notify_fd(l->n), POLLIN, 0};
-    if (rc == 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN))
+     * readable; exec_notify_process's own poll told them apart) */
+    if (exec_notify_hung_up(l->n))
         listener_close(l);
 }
 
@@ -637,8 +647,10 @@ static void
 start_listening(struct listener *l, int fd, const char *exec_path)
 {
     l->n = exec_notify_new(fd, exec_path, decide, NULL, l);
-    if (l->n)
+    if (l->n) {
         exec_notify_set_refuse_shared_memory(l->n, l->w->strict);
+        exec_notify_set_quick(l->n, quick);
+    }
     int rc = l->n ? uv_poll_init(l->w->loop, &l->notify_poll, exec_notify_fd(l->n)) : UV_ENOMEM;
     if (rc == 0) {
         l->notify_poll.data = l;
@@ -744,6 +756,41 @@ exec_watch_spawned(struct exec_watch *w, int child_fd)
             return;
         }
     }
+}
+
+int
+exec_watch_adopt(struct exec_watch *w, int listener)
+{
+    struct listener *l = w->released ? NULL : calloc(1, sizeof(*l));
+    if (!l) {
+        close(listener);
+        return w->released ? -EINVAL : -ENOMEM;
+    }
+    l->w = w;
+    l->sock = -1;
+    l->child_fd = -1;
+    l->n = exec_notify_new(listener, NULL, decide, NULL, l);
+    if (l->n) {
+        exec_notify_set_refuse_shared_memory(l->n, w->strict);
+        exec_notify_set_quick(l->n, quick);
+    }
+    int rc = l->n ? uv_poll_init(w->loop, &l->notify_poll, exec_notify_fd(l->n)) : -ENOMEM;
+    if (rc < 0) {
+        exec_notify_free(l->n);
+        free(l);
+        return rc;
+    }
+    l->notify_poll.data = l;
+    l->notify_polling = true;
+    l->handles_open = 1;
+    l->next = w->listeners;
+    w->listeners = l;
+    rc = uv_poll_start(&l->notify_poll, UV_READABLE | UV_DISCONNECT, on_notify);
+    if (rc < 0) {
+        log_error("exec watch %s: cannot watch a listener: %s", w->label, uv_strerror(rc));
+        listener_close(l);
+    }
+    return rc;
 }
 
 char **

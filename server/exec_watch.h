@@ -68,6 +68,15 @@ int exec_watch_open(struct exec_watch *w);
 void exec_watch_spawned(struct exec_watch *w, int child_fd);
 
 /*
+ * Watches listener, the exec filter's listener of a program the server
+ * started itself with the filter (spawn_child's exec_listener) whose first
+ * exec it already continued: every notification is decided.  Takes
+ * listener, even on failure.  Returns 0 or a negative errno (the listener
+ * is then closed: the program's execs fail with ENOSYS).
+ */
+int exec_watch_adopt(struct exec_watch *w, int listener);
+
+/*
  * argv (a helper command line: argv[0] the helper, options, "--", the
  * program) with "--exec-notify-fd FD" and, when argv0 is not NULL,
  * "--argv0 ARGV0" inserted after argv[0].  Takes argv (freed, also on

@@ -514,7 +514,7 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
                      : NULL;
         if (watch) {
             exec_watch_set_strict(watch, s->o->exec_strict);
-            escalation_call_set_exec_watch(ec, watch, s->o->sandbox_helper);
+            escalation_call_set_exec_watch(ec, watch);
         }
     }
     free(label);

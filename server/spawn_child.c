@@ -1,16 +1,32 @@
 #include "spawn_child.h"
 
+#include "exec_filter.h"
+#include "exec_notify.h"
 #include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 extern char **environ;
 
@@ -250,6 +266,281 @@ start_process(const struct spawn_options *o, pid_t *pid)
     return rc;
 }
 
+/* ---- the start with the exec filter ----
+ *
+ * posix_spawn cannot install a seccomp filter between its file actions and
+ * the exec, and the helper (execgate-sandbox --exec-notify-fd) costs a
+ * second exec.  So this child is started with clone(CLONE_VM) on a stack
+ * of its own: it shares the server's memory (nothing is copied, as with
+ * posix_spawn) but not its fd table or signal handlers, sets itself up,
+ * loads the filter, sends the listener and execs.  It calls nothing that
+ * allocates: the server's allocator is shared with it.
+ *
+ * The first exec is notified to the listener the child just sent, so the
+ * server cannot wait for it the vfork way (CLONE_VFORK would hold the
+ * server until that exec is done, and the exec waits for the server).  It
+ * waits on the socket instead: the listener arrives, the server continues
+ * the exec it knows (only this child runs under the new filter, and it runs
+ * the server's code), then the socket's EOF (the child's end is
+ * close-on-exec) says the exec is done and the shared memory is no longer
+ * used; an errno on the socket says where the child failed. */
+
+#define FILTERED_STACK (256 * 1024)
+
+struct filtered {
+    const struct spawn_options *o;
+    int sock;   /* the child's end of the socket pair */
+    int max_at; /* the highest target (at least 2) */
+    int high;   /* above every target, source and sock */
+};
+
+/* Reports the child's errno to the server and ends it. */
+static _Noreturn void
+filtered_fail(int sock, int err)
+{
+    ssize_t n;
+    do
+        n = send(sock, &err, sizeof err, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    _exit(127);
+}
+
+/* Every given fd at its number, /dev/null for 0-2 not given, the socket
+ * at max_at + 1 (close-on-exec), nothing else open.  Returns the socket's
+ * new number or -errno. */
+static int
+filtered_fds(const struct filtered *f)
+{
+    const struct spawn_options *o = f->o;
+    /* The server's fds from high up (this table's copies only) go first,
+     * so the copies below land on consecutive numbers from high: nothing
+     * to remember them in without allocating. */
+    if (syscall(SYS_close_range, (unsigned)f->high, ~0u, 0) < 0)
+        return -errno;
+    int sock = fcntl(f->sock, F_DUPFD_CLOEXEC, f->high);
+    if (sock < 0)
+        return -errno;
+    /* every source above all targets first, so no dup2 overwrites one */
+    int moved_from = sock + 1;
+    for (size_t i = 0; i < o->n_fds; i++) {
+        int moved = fcntl(o->fds[i].fd, F_DUPFD_CLOEXEC, moved_from);
+        if (moved < 0)
+            return -errno;
+        if (moved != moved_from + (int)i)
+            return -EBADF;
+    }
+    for (size_t i = 0; i < o->n_fds; i++) {
+        if (dup2(moved_from + (int)i, o->fds[i].at) < 0)
+            return -errno;
+    }
+    for (int t = 0; t <= 2; t++) {
+        bool given = false;
+        for (size_t i = 0; i < o->n_fds && !given; i++)
+            given = o->fds[i].at == t;
+        if (given)
+            continue;
+        int nul = open("/dev/null", (t == 0 ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+        if (nul < 0 || dup2(nul, t) < 0)
+            return -errno;
+        if (nul != t)
+            close(nul);
+        else if (fcntl(t, F_SETFD, 0) < 0)
+            return -errno;
+    }
+    if (dup3(sock, f->max_at + 1, O_CLOEXEC) < 0)
+        return -errno;
+    for (int t = 3; t <= f->max_at; t++) {
+        bool given = false;
+        for (size_t i = 0; i < o->n_fds && !given; i++)
+            given = o->fds[i].at == t;
+        if (!given)
+            close(t);
+    }
+    if (syscall(SYS_close_range, (unsigned)f->max_at + 2, ~0u, 0) < 0)
+        return -errno;
+    return f->max_at + 1;
+}
+
+/* The child, on its own stack; never returns (execve or _exit).  Not
+ * instrumented: under ASan its frame would stay poisoned in the shadow of
+ * a stack the server unmaps and may reuse. */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+static int
+filtered_child(void *arg)
+{
+    const struct filtered *f = arg;
+    const struct spawn_options *o = f->o;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int s = 1; s < NSIG; s++) {
+        /* EINVAL for the numbers libc reserves: nothing to reset */
+        if (s != SIGKILL && s != SIGSTOP)
+            (void)sigaction(s, &dfl, NULL);
+    }
+    if (o->new_session && setsid() < 0)
+        filtered_fail(f->sock, errno);
+    int sock = filtered_fds(f);
+    if (sock < 0)
+        filtered_fail(f->sock, -sock);
+    if (o->cwd && chdir(o->cwd) < 0)
+        filtered_fail(sock, errno);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        filtered_fail(sock, errno);
+    int listener = sandbox_exec_filter_load();
+    if (listener < 0)
+        filtered_fail(sock, -listener);
+    int rc = sandbox_exec_filter_send(sock, o->file, listener);
+    close(listener);
+    if (rc < 0)
+        filtered_fail(sock, -rc);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(o->file, o->argv, o->env ? o->env : environ);
+    filtered_fail(sock, errno);
+}
+
+/* Continues the child's first exec (the only process under the filter).
+ * Returns 0 or -errno (the child is then to be killed). */
+static int
+continue_first_exec(int listener, pid_t pid)
+{
+    struct seccomp_notif_sizes sizes;
+    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
+        return -errno;
+    struct seccomp_notif *req =
+        calloc(1, sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif : sizeof(*req));
+    struct seccomp_notif_resp *resp = calloc(
+        1, sizes.seccomp_notif_resp > sizeof(*resp) ? sizes.seccomp_notif_resp : sizeof(*resp));
+    int rc = req && resp ? 0 : -ENOMEM;
+    struct pollfd p = {listener, POLLIN, 0};
+    while (rc == 0 && poll(&p, 1, -1) < 0) {
+        if (errno != EINTR)
+            rc = -errno;
+    }
+    /* POLLHUP alone: the child died before its exec */
+    if (rc == 0 && !(p.revents & POLLIN))
+        rc = -ECHILD;
+    while (rc == 0 && ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) {
+        if (errno != EINTR)
+            rc = -errno;
+    }
+    if (rc == 0 && (req->pid != (__u32)pid || req->data.nr != SYS_execve))
+        rc = -EPROTO;
+    if (rc == 0) {
+        resp->id = req->id;
+        resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0)
+            rc = -errno;
+    }
+    free(req);
+    free(resp);
+    return rc;
+}
+
+/* The child's errno, 0 at EOF (its exec is done), or -errno of the recv. */
+static int
+child_errno(int sock)
+{
+    int err = 0;
+    ssize_t n;
+    do
+        n = recv(sock, &err, sizeof err, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if (n == 0)
+        return 0;
+    return n == sizeof err && err > 0 ? err : EPROTO;
+}
+
+/* The listener and the first exec, once the child runs.  Returns the
+ * listener or -errno. */
+static int
+follow_filtered(int sock, pid_t pid, const char *file)
+{
+    char peek[8];
+    ssize_t n;
+    do
+        n = recv(sock, peek, sizeof peek, MSG_PEEK);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if (n <= (ssize_t)sizeof(int)) {
+        int err = child_errno(sock);
+        return err > 0 ? -err : -EPROTO;
+    }
+    int listener = -1;
+    char *path = NULL;
+    int rc = exec_notify_receive_listener(sock, &listener, &path);
+    if (rc == 0 && strcmp(path, file) != 0)
+        rc = -EPROTO;
+    free(path);
+    if (rc == 0)
+        rc = continue_first_exec(listener, pid);
+    if (rc == 0) {
+        int err = child_errno(sock);
+        rc = err > 0 ? -err : err;
+    }
+    if (rc < 0 && listener >= 0)
+        close(listener);
+    return rc < 0 ? rc : listener;
+}
+
+static int
+start_filtered(const struct spawn_options *o, pid_t *pid)
+{
+    struct filtered f = {.o = o, .max_at = 2};
+    /* no PATH search: the child could not allocate for one */
+    if (!strchr(o->file, '/'))
+        return -EINVAL;
+    for (size_t i = 0; i < o->n_fds; i++) {
+        if (o->fds[i].fd < 0 || o->fds[i].at < 0)
+            return -EBADF;
+        f.max_at = o->fds[i].at > f.max_at ? o->fds[i].at : f.max_at;
+        f.high = o->fds[i].fd > f.high ? o->fds[i].fd : f.high;
+    }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    f.sock = sv[1];
+    f.high = (f.high > sv[1] ? f.high : sv[1]);
+    f.high = (f.high > f.max_at + 1 ? f.high : f.max_at + 1) + 1;
+    void *stack =
+        mmap(NULL, FILTERED_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (stack == MAP_FAILED) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return -e;
+    }
+    /* No handler of the server's may run in the child before it resets
+     * them.  And the server keeps every signal blocked until the child has
+     * exec'd: the child shares its errno (same memory, same thread
+     * pointer), so an EINTR of the server's could be misread; with signals
+     * blocked its calls here fail only once the child is gone. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pid_t child = clone(filtered_child, (char *)stack + FILTERED_STACK, CLONE_VM | SIGCHLD, &f);
+    int e = errno;
+    close(sv[1]);
+    int rc = child < 0 ? -e : follow_filtered(sv[0], child, o->file);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(sv[0]);
+    if (child > 0 && rc < 0) {
+        kill(child, SIGKILL);
+        while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR)
+            ;
+    }
+    /* the child has exec'd or is gone: its stack is no longer used */
+    UNPOISON(stack, FILTERED_STACK);
+    munmap(stack, FILTERED_STACK);
+    *pid = child;
+    return rc;
+}
+
 int
 spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exit, void *data,
             struct spawn_child **out)
@@ -259,7 +550,14 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     if (!c)
         return -ENOMEM;
     pid_t pid = -1;
-    int rc = start_process(o, &pid);
+    int listener = -1;
+    int rc;
+    if (o->exec_listener) {
+        *o->exec_listener = -1;
+        rc = listener = start_filtered(o, &pid);
+    } else {
+        rc = start_process(o, &pid);
+    }
     if (rc < 0) {
         free(c);
         return rc;
@@ -275,6 +573,8 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
         kill(pid, SIGKILL);
         if (pidfd >= 0)
             close(pidfd);
+        if (listener >= 0)
+            close(listener);
         free(c);
         return rc;
     }
@@ -289,6 +589,8 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     if (unreaped)
         unreaped->prev = c;
     unreaped = c;
+    if (o->exec_listener)
+        *o->exec_listener = listener;
     *out = c;
     return 0;
 }

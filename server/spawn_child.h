@@ -42,6 +42,15 @@ struct spawn_options {
     size_t n_fds;
     /* its own session and process group (setsid): its pid is its group's */
     bool new_session;
+    /*
+     * Non-NULL: the child installs the exec filter of sandbox/exec_filter.c
+     * (no_new_privs set) as its last step, so every exec of its tree is
+     * notified, and *exec_listener gets the filter's listener (close-on-exec,
+     * the caller's to close).  The child's own exec of file, the first
+     * notification, is continued by spawn_start itself; file must then hold
+     * a '/' (no PATH search: -EINVAL).  Costs no exec besides the program's.
+     */
+    int *exec_listener;
 };
 
 /* The child ended: exit_status when it exited, else term_signal the signal
@@ -53,7 +62,8 @@ typedef void (*spawn_close_cb)(struct spawn_child *c);
 /*
  * Starts o->file.  The child gets each of o->fds at its number, /dev/null
  * as whichever of 0, 1 and 2 is not among them, no other fd, an empty
- * signal mask and every signal's default disposition.  data is returned by
+ * signal mask and every signal's default disposition (with exec_listener:
+ * every signal's, 1-31 otherwise).  data is returned by
  * spawn_data.  Returns 0 with *out the child, or a negative errno (the
  * exec's own error too, e.g. -ENOENT) with *out NULL and nothing left
  * running.  Never blocks beyond the child's exec.

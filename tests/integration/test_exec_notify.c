@@ -316,6 +316,42 @@ test_execveat_empty_path(void **state)
     run_raw(state, "emptypath /usr/bin/rm harmless victim");
 }
 
+/* The path, the arguments and the argv array each across a page boundary
+ * (the supervisor reads the target's memory a page at a time): a rule on
+ * the third argument refuses `rm -f victim`, while `rm -f other` (allowed:
+ * the prefix differs only in the part on the second page) runs.  A reader
+ * that cut or garbled them would let the first through or refuse both. */
+static void
+test_arguments_across_pages(void **state)
+{
+    struct fixture *f = *state;
+    if (access("/usr/bin/cc", X_OK) != 0)
+        skip();
+    tmpdir_write_file(f->rules,
+                      "prefix_rule(pattern=[\"rm\", \"-f\", \"victim\"], decision=\"forbidden\", "
+                      "justification=\"rm is off limits\")\n",
+                      0644);
+    char *other = tmpdir_path(f->dir, "other");
+    tmpdir_write_file(other, "delete me\n", 0644);
+    free(other);
+    char *bin = raw_exec(f);
+    char *script = NULL;
+    assert_true(asprintf(&script, "%s straddle /bin/rm rm -f victim", bin) > 0);
+    struct proc_result res;
+    run_sh(f, false, NULL, script, &res);
+    assert_true(exists(f, "victim"));
+    assert_non_null(strstr(res.err, "execgate: refused `rm -f victim`: rm is off limits"));
+    proc_result_free(&res);
+    free(script);
+    assert_true(asprintf(&script, "%s straddle /bin/rm rm -f other", bin) > 0);
+    run_sh(f, false, NULL, script, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_false(exists(f, "other"));
+    proc_result_free(&res);
+    free(script);
+    free(bin);
+}
+
 /* A process under our filter installs a listener of its own for execve:
  * were it allowed, the newest filter's listener would be asked first and
  * its CONTINUE would end the question.  The kernel allows one listener per
@@ -703,6 +739,7 @@ main(void)
         T(test_execveat_dirfd),
         T(test_execveat_empty_path),
         T(test_own_listener_refused),
+        T(test_arguments_across_pages),
         T(test_relative_path_after_cd),
         T(test_symlink_other_name),
         T(test_shebang_interpreter),

@@ -3,7 +3,10 @@
  * source is another's target), /dev/null for 0-2, nothing else inherited,
  * cwd and environment, its own session, signal mask and dispositions
  * reset, exec errors, close before the exit, and no fd left behind.  Waits
- * on events (the loop), never on a clock.
+ * on events (the loop), never on a clock.  Every test runs twice: with
+ * posix_spawn, and with the exec filter (exec_listener; the listener's
+ * notifications continued, or decided, on the loop), which must behave the
+ * same and also watch every exec of the child's tree.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,15 +15,18 @@
 
 #include <cmocka.h>
 
+#include "exec_notify.h"
 #include "spawn_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
@@ -49,6 +55,69 @@ on_close_cb(struct spawn_child *c)
     o->closed = true;
 }
 
+/* The group being run: with the exec filter or not. */
+static bool filtered;
+/* With the filter: the last child's listener, and what was decided. */
+static int listener = -1;
+static const char *refuse_base; /* execs of a file with this basename fail */
+static size_t n_decided, n_refused;
+
+static int
+group_posix_spawn(void **state)
+{
+    filtered = false;
+    return 0;
+}
+
+static int
+group_filtered(void **state)
+{
+    filtered = true;
+    return 0;
+}
+
+/* spawn_start, with the exec filter in the filtered group. */
+static int
+start(uv_loop_t *loop, const struct spawn_options *o, struct outcome *res, struct spawn_child **c)
+{
+    struct spawn_options f = *o;
+    if (filtered)
+        f.exec_listener = &listener;
+    int rc = spawn_start(loop, &f, on_exit_cb, res, c);
+    assert_true(!filtered || (rc == 0) == (listener >= 0));
+    return rc;
+}
+
+static void
+drop_listener(void)
+{
+    if (listener >= 0)
+        close(listener);
+    listener = -1;
+}
+
+static void
+decide(void *arg, const struct exec_notify_request *req, struct exec_notify_decision *out)
+{
+    n_decided++;
+    const char *slash = req->canonical ? strrchr(req->canonical, '/') : NULL;
+    if (refuse_base && slash && strcmp(slash + 1, refuse_base) == 0) {
+        n_refused++;
+        out->verdict = EXEC_NOTIFY_REFUSE;
+        out->err = EACCES;
+    }
+}
+
+static void
+on_notify(uv_poll_t *h, int status, int events)
+{
+    struct exec_notify *n = h->data;
+    assert_true(exec_notify_process(n) >= 0);
+    struct pollfd p = {exec_notify_fd(n), POLLIN, 0};
+    if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN))
+        uv_poll_stop(h);
+}
+
 /* Runs argv to its end; returns its outcome.  out_fd >= 0: its stdout and
  * stderr. */
 static struct outcome
@@ -58,13 +127,27 @@ run(const struct spawn_options *o)
     assert_int_equal(uv_loop_init(&loop), 0);
     struct outcome res = {0};
     struct spawn_child *c = NULL;
-    assert_int_equal(spawn_start(&loop, o, on_exit_cb, &res, &c), 0);
+    assert_int_equal(start(&loop, o, &res, &c), 0);
     assert_non_null(c);
     assert_true(spawn_pid(c) > 0);
+    uv_poll_t poll_h;
+    struct exec_notify *n = NULL;
+    if (filtered) {
+        /* the child's own exec was continued already: only its tree's
+         * execs come here */
+        assert_non_null(n = exec_notify_new(listener, NULL, decide, NULL, NULL));
+        listener = -1;
+        assert_int_equal(uv_poll_init(&loop, &poll_h, exec_notify_fd(n)), 0);
+        poll_h.data = n;
+        assert_int_equal(uv_poll_start(&poll_h, UV_READABLE | UV_DISCONNECT, on_notify), 0);
+    }
     while (!res.exited)
         uv_run(&loop, UV_RUN_ONCE);
     spawn_close(c, on_close_cb);
+    if (n)
+        uv_close((uv_handle_t *)&poll_h, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
+    exec_notify_free(n);
     assert_true(res.closed);
     assert_int_equal(uv_loop_close(&loop), 0);
     return res;
@@ -99,8 +182,13 @@ bash_output(const char *script, const char *cwd, char *const *env, struct outcom
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
     char *argv[] = {(char *)"/bin/bash", (char *)"-c", (char *)script, NULL};
     struct spawn_fd fds[] = {{p[1], 1}, {p[1], 2}};
-    struct spawn_options o = {
-        .file = "bash", .argv = argv, .env = env, .cwd = cwd, .fds = fds, .n_fds = 2};
+    /* the filtered start needs a path (no PATH search) */
+    struct spawn_options o = {.file = filtered ? "/bin/bash" : "bash",
+                              .argv = argv,
+                              .env = env,
+                              .cwd = cwd,
+                              .fds = fds,
+                              .n_fds = 2};
     *res = run(&o);
     close(p[1]);
     return slurp(p[0]);
@@ -130,8 +218,9 @@ test_exec_error(void **state)
     struct spawn_options o = {.file = argv[0], .argv = argv};
     struct outcome res = {0};
     struct spawn_child *c = (struct spawn_child *)&res;
-    assert_int_equal(spawn_start(&loop, &o, on_exit_cb, &res, &c), -ENOENT);
+    assert_int_equal(start(&loop, &o, &res, &c), -ENOENT);
     assert_null(c);
+    assert_int_equal(listener, -1);
     /* nothing left behind: no child, running or not */
     siginfo_t info;
     errno = 0;
@@ -144,7 +233,13 @@ test_exec_error(void **state)
     o.fds = bad;
     o.n_fds = 1;
     assert_int_equal(uv_loop_init(&loop), 0);
-    assert_int_equal(spawn_start(&loop, &o, on_exit_cb, &res, &c), -EBADF);
+    assert_int_equal(start(&loop, &o, &res, &c), -EBADF);
+    if (filtered) {
+        /* a file without a '/' would need a PATH search the child cannot make */
+        char *rel[] = {(char *)"true", NULL};
+        struct spawn_options r = {.file = rel[0], .argv = rel};
+        assert_int_equal(start(&loop, &r, &res, &c), -EINVAL);
+    }
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
@@ -162,10 +257,21 @@ test_fds_swapped(void **state)
     close(b[1]);
     char *argv[] = {(char *)"/bin/bash", (char *)"-c", (char *)"echo one >&21; echo two >&20",
                     NULL};
+    /* other fds of the parent's just above, with a gap at 23: a start that
+     * moves the sources up out of the way must not take one of these for
+     * them */
+    int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    assert_true(zero >= 0);
+    for (int fd = 22; fd < 40; fd++)
+        assert_int_equal(fd == 23 ? 23 : dup3(zero, fd, O_CLOEXEC), fd);
     struct spawn_fd fds[] = {{20, 21}, {21, 20}};
     struct spawn_options o = {.file = argv[0], .argv = argv, .fds = fds, .n_fds = 2};
     struct outcome r = run(&o);
     assert_int_equal(r.status, 0);
+    for (int fd = 22; fd < 40; fd++)
+        if (fd != 23)
+            close(fd);
+    close(zero);
     close(20);
     close(21);
     char *got_a = slurp(a[0]);
@@ -294,7 +400,8 @@ test_close_while_running(void **state)
     struct spawn_options o = {.file = argv[0], .argv = argv, .fds = fds, .n_fds = 1};
     struct outcome res = {0};
     struct spawn_child *c = NULL;
-    assert_int_equal(spawn_start(&loop, &o, on_exit_cb, &res, &c), 0);
+    assert_int_equal(start(&loop, &o, &res, &c), 0);
+    drop_listener();
     pid_t pid = spawn_pid(c);
     spawn_close(c, on_close_cb);
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -322,7 +429,8 @@ test_reap_hands_over(void **state)
     struct spawn_options o = {.file = argv[0], .argv = argv};
     struct outcome res = {0};
     struct spawn_child *c = NULL;
-    assert_int_equal(spawn_start(&loop, &o, on_exit_cb, &res, &c), 0);
+    assert_int_equal(start(&loop, &o, &res, &c), 0);
+    drop_listener();
     pid_t pid = spawn_pid(c);
     assert_false(spawn_reap(getpid()));
     siginfo_t info;
@@ -370,6 +478,35 @@ test_no_fd_left(void **state)
     assert_int_equal(count_fds(), before);
 }
 
+/* With the filter: every exec of the child's tree is notified (its own
+ * first exec is not: spawn_start continued it), a refused one fails, and
+ * the child runs with no_new_privs and a seccomp filter. */
+static void
+test_tree_watched(void **state)
+{
+    n_decided = n_refused = 0;
+    refuse_base = "rm";
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    char *argv[] = {(char *)"/bin/sh", (char *)"-c",
+                    (char *)"grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
+                            "/bin/sh -c '/bin/rm /nonexistent/x' || echo refused $?; "
+                            "exec /bin/echo last",
+                    NULL};
+    struct spawn_fd fds[] = {{p[1], 1}};
+    struct spawn_options o = {.file = argv[0], .argv = argv, .fds = fds, .n_fds = 1};
+    struct outcome r = run(&o);
+    refuse_base = NULL;
+    assert_int_equal(r.status, 0);
+    close(p[1]);
+    char *out = slurp(p[0]);
+    assert_string_equal(out, "NoNewPrivs:\t1\nSeccomp:\t2\nrefused 126\nlast\n");
+    free(out);
+    /* grep, the inner sh, its rm (refused), echo: not the outer sh */
+    assert_int_equal(n_decided, 4);
+    assert_int_equal(n_refused, 1);
+}
+
 int
 main(void)
 {
@@ -380,5 +517,11 @@ main(void)
         cmocka_unit_test(test_close_while_running),  cmocka_unit_test(test_reap_hands_over),
         cmocka_unit_test(test_no_fd_left),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest filter_only[] = {
+        cmocka_unit_test(test_tree_watched),
+    };
+    int failed = cmocka_run_group_tests_name("posix_spawn", tests, group_posix_spawn, NULL);
+    failed += cmocka_run_group_tests_name("exec filter", tests, group_filtered, NULL);
+    failed += cmocka_run_group_tests_name("exec filter only", filter_only, group_filtered, NULL);
+    return failed;
 }

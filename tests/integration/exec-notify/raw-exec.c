@@ -6,6 +6,9 @@
  *   raw-exec execve PATH ARGV0 ARGS...
  *   raw-exec execveat DIR NAME ARGV0 ARGS...   (execveat with a dirfd)
  *   raw-exec emptypath PATH ARGV0 ARGS...      (execveat(fd, "", AT_EMPTY_PATH))
+ *   raw-exec straddle PATH ARGV0 ARGS...       (execve with the path, each
+ *       argument and the pointer array each across a page boundary: the
+ *       supervisor must read them whole)
  *   raw-exec ownlistener PATH ARGV0 ARGS...    (a child execs PATH under a
  *       seccomp listener of this process's own, which answers CONTINUE:
  *       the newest filter's listener would get the notification first)
@@ -17,6 +20,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +66,37 @@ own_listener(char *path, char **argv)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+/* Copies s so that its middle falls on the boundary before page *k of
+ * base, then moves on to the next page. */
+static char *
+across(char *base, size_t page, int *k, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *at = base + page * (size_t)(*k)++ - len / 2;
+    memcpy(at, s, len);
+    return at;
+}
+
+static int
+straddle(int n, char **args)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t pages = (size_t)n + 4;
+    char *base =
+        mmap(NULL, page * pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return 1;
+    int k = 1;
+    char *path = across(base, page, &k, args[0]);
+    /* the pointer array: the first pointer before the boundary, the rest after */
+    char **vec = (char **)(base + page * (size_t)k++ - sizeof(char *));
+    for (int i = 1; i < n; i++)
+        vec[i - 1] = across(base, page, &k, args[i]);
+    vec[n - 1] = NULL;
+    syscall(SYS_execve, path, vec, environ);
+    return 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -73,10 +108,12 @@ main(int argc, char **argv)
     } else if (argc >= 4 && strcmp(argv[1], "emptypath") == 0) {
         int fd = open(argv[2], O_PATH);
         syscall(SYS_execveat, fd, "", &argv[3], environ, AT_EMPTY_PATH);
+    } else if (argc >= 4 && strcmp(argv[1], "straddle") == 0) {
+        straddle(argc - 2, &argv[2]);
     } else if (argc >= 4 && strcmp(argv[1], "ownlistener") == 0) {
         return own_listener(argv[2], &argv[3]);
     } else {
-        fprintf(stderr, "usage: raw-exec execve|execveat|emptypath|ownlistener ...\n");
+        fprintf(stderr, "usage: raw-exec execve|execveat|emptypath|straddle|ownlistener ...\n");
         return 2;
     }
     perror("raw-exec");
