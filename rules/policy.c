@@ -525,6 +525,19 @@ rules_policy_rule_count(const struct rules_policy *p)
     return p ? p->n_rules : 0;
 }
 
+int
+rules_policy_each_program(const struct rules_policy *p, int (*fn)(void *arg, const char *name),
+                          void *arg)
+{
+    for (size_t i = 0; p && i < p->by_program.n_slots; i++) {
+        const struct bucket *b = &p->by_program.slots[i];
+        int rc = b->key && b->n > 0 ? fn(arg, b->key) : 0;
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 size_t
 rules_policy_network_rule_count(const struct rules_policy *p)
 {

@@ -68,6 +68,12 @@ int rules_policy_add_network_rule(struct rules_policy *p, const char *host, cons
 /* Number of prefix rules (after first-token expansion). */
 size_t rules_policy_rule_count(const struct rules_policy *p);
 
+/* Calls fn once for each program name some prefix rule starts with (every
+ * alternative of a first token), in no particular order, until fn returns
+ * non-zero; returns that value, or 0. */
+int rules_policy_each_program(const struct rules_policy *p, int (*fn)(void *arg, const char *name),
+                              void *arg);
+
 /*
  * Adds every host_executable of src to dst (replacing dst's list for the
  * same name).  Codex checks a rule's match / not_match examples against a

@@ -86,6 +86,54 @@ test_prefix_semantics(void **state)
     rules_policy_free(NULL);
 }
 
+struct seen_programs {
+    const char *names[8];
+    size_t n;
+};
+
+static size_t
+seen_index(const struct seen_programs *seen, const char *name)
+{
+    for (size_t i = 0; i < seen->n; i++)
+        if (strcmp(seen->names[i], name) == 0)
+            return i;
+    return seen->n;
+}
+
+static int
+collect_program(void *arg, const char *name)
+{
+    struct seen_programs *seen = arg;
+    if (seen_index(seen, name) < seen->n || seen->n == 8)
+        return -1; /* each name once */
+    seen->names[seen->n++] = name;
+    return strcmp(name, "stop-here") == 0 ? 7 : 0;
+}
+
+static void
+test_each_program(void **state)
+{
+    (void)state;
+    struct rules_policy *p = rules_policy_new();
+    struct seen_programs seen = {0};
+    assert_int_equal(rules_policy_each_program(p, collect_program, &seen), 0);
+    assert_int_equal(seen.n, 0);
+    ADD(p, RULES_DECISION_ALLOW, NULL, TOK("npm", "yarn"), TOK("test"));
+    ADD(p, RULES_DECISION_FORBIDDEN, NULL, TOK("npm"), TOK("publish"));
+    ADD(p, RULES_DECISION_PROMPT, NULL, TOK("/usr/bin/git"));
+    assert_int_equal(rules_policy_each_program(p, collect_program, &seen), 0);
+    assert_int_equal(seen.n, 3);
+    assert_true(seen_index(&seen, "npm") < 3);
+    assert_true(seen_index(&seen, "yarn") < 3);
+    assert_true(seen_index(&seen, "/usr/bin/git") < 3);
+    /* a non-zero return stops the walk and comes back */
+    ADD(p, RULES_DECISION_ALLOW, NULL, TOK("stop-here"));
+    seen.n = 0;
+    assert_int_equal(rules_policy_each_program(p, collect_program, &seen), 7);
+    assert_true(seen_index(&seen, "stop-here") < seen.n);
+    rules_policy_free(p);
+}
+
 static void
 test_alternatives(void **state)
 {
@@ -558,6 +606,7 @@ main(void)
         cmocka_unit_test(test_decision_names),
         cmocka_unit_test(test_prefix_semantics),
         cmocka_unit_test(test_alternatives),
+        cmocka_unit_test(test_each_program),
         cmocka_unit_test(test_strictest_and_order),
         cmocka_unit_test(test_duplicates_are_kept),
         cmocka_unit_test(test_strings_are_copied),
