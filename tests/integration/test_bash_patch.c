@@ -319,6 +319,62 @@ test_prefix_assignment_wraps(void **state)
     proc_result_free(&res);
 }
 
+/* EXECGATE_WRAP_NAMES narrows the wrapper to the programs it lists, by
+ * last component or by full path; a relative path is always wrapped. */
+static void
+test_wrap_names_narrow_the_wrapper(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *rel = tmpdir_path(f->dir, "rel");
+    tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
+
+    run_bash(f, patched_bash,
+             "export EXECGATE_WRAP_NAMES='ca:cat2:cat:/usr/bin/head:sor'; "
+             "/bin/echo one; echo two | /bin/cat; /usr/bin/head -n1 /dev/null; "
+             "/usr/bin/tail -n1 /dev/null; /bin/sort </dev/null; ./rel",
+             f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ntwo\nrel\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 3);
+    assert_record(record_for(all, "/bin/cat"), "/bin/cat", (const char *[]){"/bin/cat", NULL});
+    assert_record(record_for(all, "/usr/bin/head"), "/usr/bin/head",
+                  (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
+    assert_record(record_for(all, "./rel"), "./rel", (const char *[]){"./rel", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+    free(rel);
+}
+
+/* An empty list wraps no absolute path; without EXEC_WRAPPER the list
+ * wraps nothing at all. */
+static void
+test_wrap_names_empty_or_alone(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env,
+             &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ntwo\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+
+    unlink(f->log);
+    run_bash(f, patched_bash, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "three\n");
+    all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    proc_result_free(&res);
+}
+
 static void
 test_unrunnable_wrapper_fails_closed(void **state)
 {
@@ -390,6 +446,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_builtins_functions_subshells_not_wrapped, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_prefix_assignment_wraps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_names_narrow_the_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_names_empty_or_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_bash, setup, teardown),
     };
