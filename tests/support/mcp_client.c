@@ -408,3 +408,15 @@ mcp_client_process_exists(const char *marker)
     closedir(d);
     return found;
 }
+
+bool
+mcp_client_process_gone(const char *marker, int ms)
+{
+    for (int waited = 0; waited < ms; waited += 10) {
+        if (!mcp_client_process_exists(marker))
+            return true;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return !mcp_client_process_exists(marker);
+}
