@@ -49,6 +49,7 @@ struct escalation_server {
     bool client_elicitation;
     unsigned calls;  /* escalation_calls alive */
     char *dgram_buf; /* ESC_MAX_DGRAM + 1 bytes: one first datagram at a time */
+    char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL (escalation_wrap_names) */
 };
 
 enum session_state {
@@ -186,6 +187,67 @@ load_rules(const struct escalation_config *cfg, char **err)
 
 /* ---- the server-wide part ---- */
 
+/* Beyond this the hint is not given (an environment string must stay well
+ * under the kernel's 128 KiB per string): every exec then asks. */
+#define WRAP_NAMES_MAX (32 * 1024)
+
+struct wrap_names {
+    char *buf;
+    size_t len;
+};
+
+static int
+wrap_names_add(struct wrap_names *w, const char *name, size_t n)
+{
+    if (n == 0 || memchr(name, ':', n) || w->len + n + 1 > WRAP_NAMES_MAX)
+        return -1;
+    char *grown = realloc(w->buf, w->len + n + 2);
+    if (!grown)
+        return -1;
+    w->buf = grown;
+    if (w->len)
+        w->buf[w->len++] = ':';
+    memcpy(w->buf + w->len, name, n);
+    w->len += n;
+    w->buf[w->len] = '\0';
+    return 0;
+}
+
+/* A name and, for a path, its last component too: what the escalation
+ * path matches exactly, and what it falls back to. */
+static int
+wrap_names_add_rule(void *arg, const char *name)
+{
+    const char *slash = strrchr(name, '/');
+    int rc = wrap_names_add(arg, name, strlen(name));
+    if (rc == 0 && slash)
+        rc = wrap_names_add(arg, slash + 1, strlen(slash + 1));
+    return rc;
+}
+
+/*
+ * The programs the escalation path may decide other than Run: every
+ * program a rule names, and those the forced-rm heuristic reads.  Tree
+ * enforcement judges every exec in the sandbox anyway, so the shell need
+ * only hand these to the wrapper (docs/escalation.md, "The wrapper hint").
+ * NULL when a name cannot be listed (a ':' in it) or the list is too long:
+ * then every exec goes to the wrapper, as without the hint.
+ */
+static char *
+escalation_wrap_names(const struct rules_policy *rules)
+{
+    struct wrap_names w = {0};
+    int rc = rules_policy_each_program(rules, wrap_names_add_rule, &w);
+    const char *const *heuristic = exec_checks_heuristic_programs();
+    for (size_t i = 0; rc == 0 && heuristic[i]; i++)
+        rc = wrap_names_add(&w, heuristic[i], strlen(heuristic[i]));
+    if (rc != 0) {
+        free(w.buf);
+        return NULL;
+    }
+    return w.buf;
+}
+
 struct escalation_server *
 escalation_server_new(uv_loop_t *loop, const struct escalation_config *cfg, char **err)
 {
@@ -204,6 +266,9 @@ escalation_server_new(uv_loop_t *loop, const struct escalation_config *cfg, char
         *err = strdup("out of memory");
     if (es->approvals && cfg->audit_path)
         es->audit = audit_open(cfg->audit_path, err);
+    /* with an audit log every exec of the shell is to get its record */
+    if (es->approvals && !cfg->audit_path)
+        es->wrap_names = escalation_wrap_names(es->rules);
     if (!es->approvals || (cfg->audit_path && !es->audit)) {
         if (!*err)
             *err = strdup("out of memory");
@@ -237,6 +302,7 @@ escalation_server_free(struct escalation_server *es)
     rules_policy_free(es->rules);
     approvals_free(es->approvals);
     audit_close(es->audit);
+    free(es->wrap_names);
     free(es->dgram_buf);
     free(es);
 }
@@ -1286,18 +1352,19 @@ env_entry(const char *name, const char *value)
 }
 
 char **
-escalation_shell_env(const char *wrapper, const char *bash)
+escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_names)
 {
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 4, sizeof(char *));
+    char **env = calloc(n + 5, sizeof(char *));
     if (!env)
         return NULL;
     size_t k = 0;
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {
         if (strncmp(environ[i], "EXEC_WRAPPER=", 13) == 0 ||
+            strncmp(environ[i], "EXECGATE_WRAP_NAMES=", 20) == 0 ||
             strncmp(environ[i], "CODEX_ESCALATE_SOCKET=", 22) == 0 ||
             strncmp(environ[i], "EXECGATE_BASH=", 14) == 0)
             continue;
@@ -1307,6 +1374,8 @@ escalation_shell_env(const char *wrapper, const char *bash)
     snprintf(fdnum, sizeof(fdnum), "%d", SHELL_CALL_ESCALATE_FD);
     if (ok)
         ok = (env[k++] = env_entry("EXEC_WRAPPER", wrapper)) != NULL;
+    if (ok && wrap_names)
+        ok = (env[k++] = env_entry("EXECGATE_WRAP_NAMES", wrap_names)) != NULL;
     if (ok)
         ok = (env[k++] = env_entry("CODEX_ESCALATE_SOCKET", fdnum)) != NULL;
     if (ok)
@@ -1318,6 +1387,12 @@ escalation_shell_env(const char *wrapper, const char *bash)
         return NULL;
     }
     return env;
+}
+
+const char *
+escalation_server_wrap_names(const struct escalation_server *es)
+{
+    return es->wrap_names;
 }
 
 /* ---- hooks for tree enforcement ---- */

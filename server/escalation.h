@@ -103,12 +103,24 @@ void escalation_call_end_detached(struct escalation_call *ec);
 
 /*
  * The environment of a call's sandboxed shell: the server's own, with
- * EXEC_WRAPPER=wrapper, CODEX_ESCALATE_SOCKET=SHELL_CALL_ESCALATE_FD and
- * EXECGATE_BASH=bash in place of any earlier values.  A NULL-terminated
- * array of malloc'd strings (caller frees each and the array), or NULL
- * when out of memory.
+ * EXEC_WRAPPER=wrapper, CODEX_ESCALATE_SOCKET=SHELL_CALL_ESCALATE_FD,
+ * EXECGATE_BASH=bash and, when wrap_names is not NULL,
+ * EXECGATE_WRAP_NAMES=wrap_names in place of any earlier values.  A
+ * NULL-terminated array of malloc'd strings (caller frees each and the
+ * array), or NULL when out of memory.
  */
-char **escalation_shell_env(const char *wrapper, const char *bash);
+char **escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_names);
+
+/*
+ * The programs the patched Bash is to hand to the wrapper when tree
+ * enforcement judges the shell's other execs ("name:name:..."): every
+ * program the rules name (and the last component of each named path) and
+ * those of the forced-rm heuristic; any other program's escalation would
+ * be a Run.  NULL (every exec goes to the wrapper) with an audit log, whose
+ * records come from the wrapper's requests, or when the list cannot be
+ * given.  Owned by es.
+ */
+const char *escalation_server_wrap_names(const struct escalation_server *es);
 
 /* ---- hooks for tree enforcement (server/exec_watch.c) ---- */
 

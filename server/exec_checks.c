@@ -47,6 +47,7 @@ static const char *const dropped_env[] = {
     "GIT_EXTERNAL_DIFF",
     "GIT_PAGER",
     "EXEC_WRAPPER",
+    "EXECGATE_WRAP_NAMES",
     "CODEX_ESCALATE_SOCKET",
     "EXECGATE_BASH",
 };
@@ -99,11 +100,25 @@ rm_forced(const char *const *words, size_t n)
     return false;
 }
 
+/* What the heuristic looks at: rm, sudo, then the shells whose -c script it
+ * reads. */
+static const char *const heuristic_programs[] = {"rm", "sudo", "sh", "bash", "dash", "zsh", NULL};
+#define FIRST_SHELL 2
+
 static bool
 is_shell(const char *name)
 {
-    return strcmp(name, "sh") == 0 || strcmp(name, "bash") == 0 || strcmp(name, "dash") == 0 ||
-           strcmp(name, "zsh") == 0;
+    for (size_t i = FIRST_SHELL; heuristic_programs[i]; i++) {
+        if (strcmp(name, heuristic_programs[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+const char *const *
+exec_checks_heuristic_programs(void)
+{
+    return heuristic_programs;
 }
 
 /*

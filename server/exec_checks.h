@@ -34,4 +34,8 @@ const char *const *exec_checks_env_drop_list(size_t *n);
  */
 bool exec_checks_forces_rm(const char *const *argv, size_t argc);
 
+/* The program names (basenames) exec_checks_forces_rm can answer true
+ * for, NULL-terminated: for any other program it is false. */
+const char *const *exec_checks_heuristic_programs(void);
+
 #endif

@@ -504,7 +504,11 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
                                          json_string_value(json_object_get(args, "workdir")), label,
                                          on_call_abort, c, &err)
                    : NULL;
-    char **env = ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path) : NULL;
+    /* with tree enforcement the shell hands the wrapper only what the rules
+     * may escalate: the tree watch judges its other execs */
+    const char *wrap_names = s->tree ? escalation_server_wrap_names(s->esc) : NULL;
+    char **env =
+        ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path, wrap_names) : NULL;
     /* tree enforcement: the helper hands over the listener on
      * EXEC_WATCH_SHELL_FD; the watch is the escalation call's */
     struct exec_watch *watch = NULL;

@@ -63,14 +63,22 @@ mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_o
     char tmpl[] = "/var/tmp/execgate-outside-XXXXXX";
     assert_non_null(mkdtemp(tmpl));
     w->outside = strdup(tmpl);
-    w->audit = tmpdir_path(w->rules, "audit.jsonl");
+    const char *no_audit = getenv("EXECGATE_TEST_NO_AUDIT");
+    if (!o->no_audit && !(no_audit && strcmp(no_audit, "1") == 0))
+        w->audit = tmpdir_path(w->rules, "audit.jsonl");
     mcp_world_rules(w, rules);
     const char *policy = o->policy ? o->policy : "workspace-write";
     char *sandbox = mcp_world_fmt(
         "{\"sandboxPolicy\":{\"type\":\"%s\"%s},\"sandboxCwd\":\"%s\"}", policy,
         strcmp(policy, "workspace-write") == 0 ? ",\"network_access\":false" : "", w->wd);
-    const char *argv[] = {o->server,     "--rules", w->rules, "--sandbox", sandbox,
-                          "--audit-log", w->audit,  o->extra, NULL};
+    const char *argv[9] = {o->server, "--rules", w->rules, "--sandbox", sandbox};
+    size_t n = 5;
+    if (w->audit) {
+        argv[n++] = "--audit-log";
+        argv[n++] = w->audit;
+    }
+    argv[n++] = o->extra; /* NULL: the list ends here */
+    argv[n] = NULL;
     const char *envv[] = {o->env, NULL};
     w->c = mcp_client_start(argv, o->env ? envv : NULL);
     free(sandbox);

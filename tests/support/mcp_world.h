@@ -18,7 +18,7 @@ struct mcp_world {
     char *wd;           /* the calls' workdir and the sandbox's writable root */
     char *rules;        /* the server's --rules directory (test.rules) */
     char *outside;      /* writable only outside the sandbox */
-    char *audit;        /* the server's --audit-log */
+    char *audit;        /* the server's --audit-log; NULL when it has none */
     char *instructions; /* initialize's instructions */
     struct mcp_client *c;
 };
@@ -30,6 +30,7 @@ struct mcp_world_options {
     bool elicitation;        /* the client declares the capability */
     const char *extra;       /* one more server argument, or NULL */
     const char *env;         /* one more NAME=value for the server, or NULL */
+    bool no_audit;           /* no --audit-log (also with EXECGATE_TEST_NO_AUDIT=1) */
 };
 
 /* What the client answers to elicitation/create. */
@@ -41,7 +42,9 @@ struct mcp_answers {
     char *last_message;   /* the newest question's text; the caller frees */
 };
 
-/* Starts the server with rules in test.rules and initializes it. */
+/* Starts the server with rules in test.rules and initializes it.  Without
+ * an audit log the server gives the shell the wrapper hint (tree mode), so
+ * EXECGATE_TEST_NO_AUDIT=1 runs a whole suite that way. */
 void mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_options *o);
 
 /* Replaces test.rules (the server reads it at start only). */
