@@ -47,8 +47,8 @@ struct escalation_server {
     struct audit *audit;
     struct jsonrpc *rpc;
     bool client_elicitation;
-    unsigned calls;  /* escalation_calls alive */
-    char *dgram_buf; /* ESC_MAX_DGRAM + 1 bytes: one first datagram at a time */
+    unsigned calls;   /* escalation_calls alive */
+    char *dgram_buf;  /* ESC_MAX_DGRAM + 1 bytes: one first datagram at a time */
     char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL (escalation_wrap_names) */
 };
 

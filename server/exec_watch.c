@@ -698,6 +698,16 @@ on_handover(uv_poll_t *h, int status, int events)
     free(exec_path);
 }
 
+/* Puts l, with its one handle open, on w's list. */
+static void
+listener_link(struct exec_watch *w, struct listener *l)
+{
+    l->w = w;
+    l->handles_open = 1;
+    l->next = w->listeners;
+    w->listeners = l;
+}
+
 int
 exec_watch_open(struct exec_watch *w)
 {
@@ -728,14 +738,11 @@ exec_watch_open(struct exec_watch *w)
         free(l);
         return rc;
     }
-    l->w = w;
     l->sock = sv[0];
     l->child_fd = sv[1];
     l->sock_poll.data = l;
     l->sock_polling = true;
-    l->handles_open = 1;
-    l->next = w->listeners;
-    w->listeners = l;
+    listener_link(w, l);
     rc = uv_poll_start(&l->sock_poll, UV_READABLE | UV_DISCONNECT, on_handover);
     if (rc < 0) {
         listener_close(l);
@@ -782,9 +789,7 @@ exec_watch_adopt(struct exec_watch *w, int listener)
     }
     l->notify_poll.data = l;
     l->notify_polling = true;
-    l->handles_open = 1;
-    l->next = w->listeners;
-    w->listeners = l;
+    listener_link(w, l);
     rc = uv_poll_start(&l->notify_poll, UV_READABLE | UV_DISCONNECT, on_notify);
     if (rc < 0) {
         log_error("exec watch %s: cannot watch a listener: %s", w->label, uv_strerror(rc));

@@ -145,6 +145,17 @@ spawn_reap(pid_t pid)
 
 /* ---- the start ---- */
 
+/* Whether o gives the child an fd at number at. */
+static bool
+fd_given(const struct spawn_options *o, int at)
+{
+    for (size_t i = 0; i < o->n_fds; i++) {
+        if (o->fds[i].at == at)
+            return true;
+    }
+    return false;
+}
+
 /*
  * The file actions for o->fds.  A dup2 would overwrite a source that is
  * another entry's target (fd 5 to 3 and fd 3 to 5): then every source is
@@ -182,10 +193,7 @@ add_fds(posix_spawn_file_actions_t *fa, const struct spawn_options *o, int *dups
     /* as libuv did: 0, 1 and 2 are never left to chance (the server's own
      * are its client's stdin and stdout) */
     for (int t = 0; t <= 2; t++) {
-        bool given = false;
-        for (size_t i = 0; i < o->n_fds && !given; i++)
-            given = o->fds[i].at == t;
-        if (given)
+        if (fd_given(o, t))
             continue;
         int rc =
             posix_spawn_file_actions_addopen(fa, t, "/dev/null", t == 0 ? O_RDONLY : O_RDWR, 0);
@@ -334,10 +342,7 @@ filtered_fds(const struct filtered *f)
             return -errno;
     }
     for (int t = 0; t <= 2; t++) {
-        bool given = false;
-        for (size_t i = 0; i < o->n_fds && !given; i++)
-            given = o->fds[i].at == t;
-        if (given)
+        if (fd_given(o, t))
             continue;
         int nul = open("/dev/null", (t == 0 ? O_RDONLY : O_RDWR) | O_CLOEXEC);
         if (nul < 0 || dup2(nul, t) < 0)
@@ -350,10 +355,7 @@ filtered_fds(const struct filtered *f)
     if (dup3(sock, f->max_at + 1, O_CLOEXEC) < 0)
         return -errno;
     for (int t = 3; t <= f->max_at; t++) {
-        bool given = false;
-        for (size_t i = 0; i < o->n_fds && !given; i++)
-            given = o->fds[i].at == t;
-        if (!given)
+        if (!fd_given(o, t))
             close(t);
     }
     if (syscall(SYS_close_range, (unsigned)f->max_at + 2, ~0u, 0) < 0)

@@ -257,6 +257,19 @@ test_forged_wrapper_exec(void **state)
     mcp_world_end(&w);
 }
 
+/* Runs `program OUTSIDE/name` (stdin from /dev/null): it must fail with
+ * status 1 and leave no name there, the sandbox having stopped it. */
+static void
+fails_outside(struct mcp_world *w, const char *program, const char *name)
+{
+    char *cmd = mcp_world_fmt("%s %s/%s </dev/null; echo \"status=$?\"", program, w->outside, name);
+    json_t *r = run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(r), "status=1");
+    assert_false(mcp_world_exists(w->outside, name));
+    json_decref(r);
+    free(cmd);
+}
+
 /*
  * The wrapper hint (no audit log): the shell hands the wrapper only what the
  * rules name or the forced-rm heuristic reads; the rest is judged by the
@@ -286,19 +299,9 @@ test_wrap_hint(void **state)
     json_decref(r);
     /* without the hint's help: refused by the tree, or run in the sandbox */
     attack(&w, "EXECGATE_WRAP_NAMES= rm -f f; EXECGATE_WRAP_NAMES=ls rm -f f", NULL);
-    cmd = mcp_world_fmt("EXECGATE_WRAP_NAMES= touch %s/not; echo \"touch=$?\"", w.outside);
-    r = run(&w, cmd, NULL);
-    free(cmd);
-    mcp_world_assert_contains(mcp_world_output(r), "touch=1");
-    assert_false(mcp_world_exists(w.outside, "not"));
-    json_decref(r);
+    fails_outside(&w, "EXECGATE_WRAP_NAMES= touch", "not");
     /* an unnamed program runs in the sandbox */
-    cmd = mcp_world_fmt("/usr/bin/tee %s/tee </dev/null; echo \"tee=$?\"", w.outside);
-    r = run(&w, cmd, NULL);
-    free(cmd);
-    mcp_world_assert_contains(mcp_world_output(r), "tee=1");
-    assert_false(mcp_world_exists(w.outside, "tee"));
-    json_decref(r);
+    fails_outside(&w, "/usr/bin/tee", "tee");
     mcp_world_end(&w);
 }
 
