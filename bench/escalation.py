@@ -37,7 +37,6 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -186,32 +185,11 @@ def main():
     ap.add_argument("--loop", type=int, default=300, help="execs per such call")
     args = ap.parse_args()
 
-    scratch = tempfile.mkdtemp(prefix="execgate-escbench-")
-    workdir = os.path.join(scratch, "work")
-    os.mkdir(workdir)
-    rules_dir = os.path.join(scratch, "codex-home", "rules")
-    os.makedirs(rules_dir)
-    with open(os.path.join(rules_dir, "bench.rules"), "w") as f:
-        f.write(RULES)
-    home = os.path.join(scratch, "home")
-    os.mkdir(home)
-    policy = {"type": "workspace-write", "writable_roots": [], "network_access": False,
-              "exclude_tmpdir_env_var": False, "exclude_slash_tmp": False}
-    update = {"sandboxPolicy": policy, "sandboxCwd": workdir, "codexLinuxSandboxExe": None}
-    env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
-
+    scratch, workdir, env, update = common.workspace("execgate-escbench-", RULES)
     servers = []
     if args.reference:
-        vendor = os.path.join(args.reference, "node_modules/@openai/codex-shell-tool-mcp/vendor/"
-                              "x86_64-unknown-linux-musl")
-        codex = os.path.join(args.reference, "node_modules/@openai/codex/vendor/"
-                             "x86_64-unknown-linux-musl/codex/codex")
-        link = os.path.join(scratch, "codex-linux-sandbox")
-        os.symlink(os.path.realpath(codex), link)
-        servers.append(("reference 0.97.0",
-                        [os.path.join(vendor, "codex-exec-mcp-server"),
-                         "--bash", os.path.join(vendor, "bash/debian-12/bash")],
-                        dict(update, codexLinuxSandboxExe=link)))
+        ref_argv, ref_update = common.reference_server(args.reference, scratch, update)
+        servers.append((common.REFERENCE, ref_argv, ref_update))
     if args.previous:
         servers.append(("execgate previous", [args.previous], update))
     if args.shell_mode:
@@ -263,7 +241,7 @@ def main():
     if args.reference:
         for cmd, _ in work:
             print(f"ratio execgate/reference, {cmd!r}: "
-                  f"{rate[('execgate', cmd)] / rate[('reference 0.97.0', cmd)]:.2f}")
+                  f"{rate[('execgate', cmd)] / rate[(common.REFERENCE, cmd)]:.2f}")
     if args.previous:
         for cmd, _ in work:
             print(f"ratio execgate/previous, {cmd!r}: "
@@ -271,7 +249,7 @@ def main():
         if args.reference:
             for cmd, _ in work:
                 print(f"ratio previous/reference, {cmd!r}: "
-                      f"{rate[('execgate previous', cmd)] / rate[('reference 0.97.0', cmd)]:.2f}")
+                      f"{rate[('execgate previous', cmd)] / rate[(common.REFERENCE, cmd)]:.2f}")
     if args.shell_mode:
         for cmd, _ in work:
             print(f"ratio execgate tree/shell mode, {cmd!r}: "

@@ -222,6 +222,47 @@ def baseline_bash(n):
     return pct(lat, 0.5) * 1000
 
 
+def workspace(prefix, rules=None):
+    """A scratch benchmark world: a workdir, a CODEX_HOME whose rules/ holds
+    bench.rules (when rules is given; the reference refuses to start
+    without the directory), and an empty HOME for every server's shells: no
+    ~/.bashrc or profile hooks (a pyenv hook in ~/.bashrc made every
+    reference call 60 ms slower in one run).  Returns (scratch, workdir,
+    env, update) with update a workspace-write codex/sandbox-state/update."""
+    scratch = tempfile.mkdtemp(prefix=prefix)
+    workdir = os.path.join(scratch, "work")
+    os.mkdir(workdir)
+    rules_dir = os.path.join(scratch, "codex-home", "rules")
+    os.makedirs(rules_dir)
+    if rules is not None:
+        with open(os.path.join(rules_dir, "bench.rules"), "w") as f:
+            f.write(rules)
+    home = os.path.join(scratch, "home")
+    os.mkdir(home)
+    policy = {"type": "workspace-write", "writable_roots": [], "network_access": False,
+              "exclude_tmpdir_env_var": False, "exclude_slash_tmp": False}
+    update = {"sandboxPolicy": policy, "sandboxCwd": workdir, "codexLinuxSandboxExe": None}
+    env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
+    return scratch, workdir, env, update
+
+
+REFERENCE = "reference 0.97.0"
+
+
+def reference_server(install, scratch, update):
+    """(argv, update) of the reference installed under install (npm prefix),
+    with codex-linux-sandbox linked to the Codex binary in scratch."""
+    vendor = os.path.join(install, "node_modules/@openai/codex-shell-tool-mcp/vendor/"
+                          "x86_64-unknown-linux-musl")
+    codex = os.path.join(install, "node_modules/@openai/codex/vendor/"
+                         "x86_64-unknown-linux-musl/codex/codex")
+    link = os.path.join(scratch, "codex-linux-sandbox")
+    os.symlink(os.path.realpath(codex), link)
+    argv = [os.path.join(vendor, "codex-exec-mcp-server"),
+            "--bash", os.path.join(vendor, "bash/debian-12/bash")]
+    return argv, dict(update, codexLinuxSandboxExe=link)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--execgate", required=True)
@@ -234,37 +275,14 @@ def main():
     ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     args = ap.parse_args()
 
-    scratch = tempfile.mkdtemp(prefix="execgate-bench-")
-    workdir = os.path.join(scratch, "work")
-    os.mkdir(workdir)
-    # an empty CODEX_HOME (no rules) for both: the reference refuses to
-    # start when the directory does not exist
-    os.makedirs(os.path.join(scratch, "codex-home", "rules"))
-    # an empty HOME for both servers' shells: no ~/.bashrc or profile hooks
-    # (a pyenv hook in ~/.bashrc made every reference call 60 ms slower in
-    # one run) in either measurement
-    home = os.path.join(scratch, "home")
-    os.mkdir(home)
-    policy = {"type": "workspace-write", "writable_roots": [], "network_access": False,
-              "exclude_tmpdir_env_var": False, "exclude_slash_tmp": False}
-    update = {"sandboxPolicy": policy, "sandboxCwd": workdir, "codexLinuxSandboxExe": None}
+    scratch, workdir, env, update = workspace("execgate-bench-")
     base = baseline_bash(200)
     print(f"baseline bash -c 'echo hi' (no server): p50 {base:.2f} ms", flush=True)
 
     servers = []
     if args.reference:
-        vendor = os.path.join(args.reference, "node_modules/@openai/codex-shell-tool-mcp/vendor/"
-                              "x86_64-unknown-linux-musl")
-        codex = os.path.join(args.reference, "node_modules/@openai/codex/vendor/"
-                             "x86_64-unknown-linux-musl/codex/codex")
-        link = os.path.join(scratch, "codex-linux-sandbox")
-        os.symlink(os.path.realpath(codex), link)
-        ref_update = dict(update, codexLinuxSandboxExe=link)
-        ref_argv = [os.path.join(vendor, "codex-exec-mcp-server"),
-                    "--bash", os.path.join(vendor, "bash/debian-12/bash")]
-        env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
-        servers.append(("reference 0.97.0", ref_argv, env, ref_update))
-    env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
+        ref_argv, ref_update = reference_server(args.reference, scratch, update)
+        servers.append((REFERENCE, ref_argv, env, ref_update))
     if args.previous:
         servers.append(("execgate previous", [args.previous], env, update))
     for v in args.variant:

@@ -22,7 +22,6 @@ bench/server.py's client.
 import argparse
 import os
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -95,19 +94,7 @@ def main():
     ap.add_argument("--heavy", type=int, default=5, help="rounds of the loop and make (0: skip)")
     args = ap.parse_args()
 
-    scratch = tempfile.mkdtemp(prefix="execgate-treebench-")
-    workdir = os.path.join(scratch, "work")
-    os.mkdir(workdir)
-    rules_dir = os.path.join(scratch, "codex-home", "rules")
-    os.makedirs(rules_dir)
-    with open(os.path.join(rules_dir, "bench.rules"), "w") as f:
-        f.write(RULES)
-    home = os.path.join(scratch, "home")
-    os.mkdir(home)
-    policy = {"type": "workspace-write", "writable_roots": [], "network_access": False,
-              "exclude_tmpdir_env_var": False, "exclude_slash_tmp": False}
-    update = {"sandboxPolicy": policy, "sandboxCwd": workdir}
-    env = dict(os.environ, CODEX_HOME=os.path.join(scratch, "codex-home"), HOME=home)
+    _, workdir, env, update = common.workspace("execgate-treebench-", RULES)
     modes = ["shell", "tree"]
     clients = {m: common.start([args.execgate, f"--exec-enforcement={m}"], env, update, m)
                for m in modes}
