@@ -10,23 +10,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 #include "load.h"
 #include "source.h"
-
-static double
-now(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int
-cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void
 generate(const char *path, int n)
@@ -80,12 +67,12 @@ main(int argc, char **argv)
     double *base = calloc((size_t)runs, sizeof *base);
     size_t rules = 0;
     for (int r = 0; r < runs; r++) {
-        double c0 = now(CLOCK_THREAD_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
+        double c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID), w0 = clock_ms(CLOCK_MONOTONIC);
         char *err = NULL;
         const char *extra[] = {path};
         struct rules_policy *p = rules_load(NULL, extra, 1, &err);
-        wall[r] = now(CLOCK_MONOTONIC) - w0;
-        cpu[r] = now(CLOCK_THREAD_CPUTIME_ID) - c0;
+        wall[r] = clock_ms(CLOCK_MONOTONIC) - w0;
+        cpu[r] = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
         if (p == NULL) {
             fprintf(stderr, "load failed: %s\n", err);
             return 1;
@@ -93,15 +80,15 @@ main(int argc, char **argv)
         rules = rules_policy_rule_count(p);
         rules_policy_free(p);
 
-        w0 = now(CLOCK_MONOTONIC);
+        w0 = clock_ms(CLOCK_MONOTONIC);
         size_t len;
         char *src = star_source_read(path, &len, &err);
-        base[r] = now(CLOCK_MONOTONIC) - w0;
+        base[r] = clock_ms(CLOCK_MONOTONIC) - w0;
         free(src);
     }
-    qsort(wall, (size_t)runs, sizeof *wall, cmp);
-    qsort(cpu, (size_t)runs, sizeof *cpu, cmp);
-    qsort(base, (size_t)runs, sizeof *base, cmp);
+    qsort(wall, (size_t)runs, sizeof *wall, timing_cmp);
+    qsort(cpu, (size_t)runs, sizeof *cpu, timing_cmp);
+    qsort(base, (size_t)runs, sizeof *base, timing_cmp);
     printf("rules_load, %d-rule file (%zu rules after expansion), %d runs:\n", n, rules, runs);
     printf("  wall: best %.2f ms, median %.2f ms; CPU: best %.2f ms, median %.2f ms\n", wall[0],
            wall[runs / 2], cpu[0], cpu[runs / 2]);

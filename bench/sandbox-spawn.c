@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 extern char **environ;
 
 struct variant {
@@ -29,14 +31,6 @@ struct variant {
     double *samples;
     char **envp; /* NULL: this process's environment */
 };
-
-static double
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static double
 spawn_once(char **argv, char **envp)
@@ -61,20 +55,6 @@ spawn_once(char **argv, char **envp)
         exit(1);
     }
     return now_ms() - t0;
-}
-
-static int
-cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double
-median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static char *

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 #include "fake_escalation_server.h"
 
 /* bench_real_server.c, or NULL when only the fake server is built in:
@@ -41,14 +43,6 @@
 int bench_real_server_start(void) __attribute__((weak));
 
 extern char **environ;
-
-static double
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* vfork + _exit + wait: a process that never execs. */
 static double
@@ -88,20 +82,6 @@ spawn_wait(char *const argv[], char *const envp[])
         exit(1);
     }
     return now_ms() - t0;
-}
-
-static int
-cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double
-median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int
