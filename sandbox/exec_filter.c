@@ -3,9 +3,11 @@
  * to the supervisor.
  *
  * The program is ten BPF instructions written out here rather than built
- * with libseccomp: it has to be loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER,
- * which the precompiled variants of filter.c are not, and it is small
- * enough to read.  Like those, it costs no filter compilation per spawn.
+ * with libseccomp, small enough to read.  It is the filter of exec
+ * notification alone (danger-full-access, escalated programs); where the
+ * sandbox has a filter of its own, filter.c loads that one with execs
+ * notified instead, so that only one program is loaded.  Like those, it
+ * costs no filter compilation per spawn.
  */
 #include "exec_filter.h"
 
@@ -106,21 +108,8 @@ sandbox_exec_filter_send(int sock, const char *exec_path, int listener)
 }
 
 int
-sandbox_exec_filter_install(int sock, const char *exec_path, json_t *report)
+sandbox_exec_filter_report(json_t *report)
 {
     json_t *o = json_pack("{s:s,s:[s,s]}", "mode", "user-notif", "notified", "execve", "execveat");
-    if (o == NULL)
-        return -ENOMEM;
-    int listener = sandbox_exec_filter_load();
-    if (listener < 0) {
-        json_decref(o);
-        return listener;
-    }
-    int rc = sandbox_exec_filter_send(sock, exec_path, listener);
-    close(listener);
-    if (rc == 0 && json_object_set_new(report, "exec_notify", o) != 0)
-        return -ENOMEM;
-    if (rc != 0)
-        json_decref(o);
-    return rc;
+    return o != NULL && json_object_set_new(report, "exec_notify", o) == 0 ? 0 : -ENOMEM;
 }

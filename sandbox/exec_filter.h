@@ -20,25 +20,20 @@
 #define SANDBOX_EXEC_NOTIFY_DEGRADED 'D'
 
 /*
- * Installs the exec filter in the calling thread (no_new_privs must be
- * set), sends the listener over sock with exec_path and closes the
- * listener.  Returns 0; -ENOSYS/-EINVAL/-EOPNOTSUPP when the kernel has no
- * user notification (nothing installed, nothing sent); another -errno when
- * the send failed (the filter is installed: the caller must not exec).
- */
-int sandbox_exec_filter_install(int sock, const char *exec_path, json_t *report);
-
-/*
- * The two halves of sandbox_exec_filter_install, for a caller that cannot
- * allocate (the server's clone(CLONE_VM) child, spawn_child.c): neither
- * calls malloc.  sandbox_exec_filter_load installs the filter in the
- * calling thread (no_new_privs must be set) and returns its listener, or
- * -errno (-ENOSYS/-EINVAL/-EOPNOTSUPP: no user notification, nothing
- * installed).  sandbox_exec_filter_send sends the 'L' message with listener
- * (borrowed, not closed) and exec_path over sock: 0 or -errno.
+ * sandbox_exec_filter_load installs the exec filter in the calling thread
+ * (no_new_privs must be set) and returns its listener, or -errno
+ * (-ENOSYS/-EINVAL/-EOPNOTSUPP: no user notification, nothing installed).
+ * sandbox_exec_filter_send sends the 'L' message with a listener (this
+ * filter's, or that of the sandbox's filter with execs notified: filter.h;
+ * borrowed, not closed) and exec_path over sock: 0 or -errno.  Neither
+ * calls malloc, so the server's clone(CLONE_VM) child (spawn_child.c) can
+ * use them.
  */
 int sandbox_exec_filter_load(void);
 int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
+
+/* Adds the "exec_notify" object to the helper's report: 0 or -ENOMEM. */
+int sandbox_exec_filter_report(json_t *report);
 
 /*
  * Sends the degraded message (no listener) so the supervisor is not left

@@ -67,11 +67,19 @@ deny_tty_injection(scmp_filter_ctx ctx, sandbox_filter_note_fn note, void *arg)
     return 0;
 }
 
+/* exec-notify: every execve and execveat waits for the supervisor. */
 static int
-add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, sandbox_filter_note_fn note,
-          void *arg)
+notify_execs(scmp_filter_ctx ctx)
 {
-    int rc = 0;
+    int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0);
+    return rc == 0 ? seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execveat), 0) : rc;
+}
+
+static int
+add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, bool notify,
+          sandbox_filter_note_fn note, void *arg)
+{
+    int rc = notify ? notify_execs(ctx) : 0;
     for (size_t i = 0; confine && rc == 0 && i < sizeof always_denied / sizeof always_denied[0];
          i++)
         rc = deny(ctx, always_denied[i], note, arg);
@@ -87,8 +95,8 @@ add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, sandbox_filt
 }
 
 scmp_filter_ctx
-sandbox_filter_rules_new(bool confine, bool restrict_network, sandbox_filter_note_fn note,
-                         void *arg, int *rc)
+sandbox_filter_rules_new(bool confine, bool restrict_network, bool notify,
+                         sandbox_filter_note_fn note, void *arg, int *rc)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == NULL) {
@@ -97,8 +105,18 @@ sandbox_filter_rules_new(bool confine, bool restrict_network, sandbox_filter_not
     }
     /* Foreign-architecture calls would dodge the argument checks. */
     *rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    /*
+     * A binary search on the call number rather than a chain of
+     * comparisons.  Not for the calls' sake (the kernel caches which
+     * numbers a filter always allows and skips it for them) but for the
+     * load's: to build that cache, seccomp(2) runs the program once per
+     * call number, so its cost grows with the path an allowed call takes.
+     * Measured: 92 -> 71 us per load (bench/seccomp-load.c).
+     */
     if (*rc == 0)
-        *rc = add_rules(ctx, confine, restrict_network, note, arg);
+        *rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    if (*rc == 0)
+        *rc = add_rules(ctx, confine, restrict_network, notify, note, arg);
     if (*rc != 0) {
         seccomp_release(ctx);
         return NULL;

@@ -12,21 +12,25 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+#define PROGRAM(n) sandbox_filter_bpf_##n, COUNT(sandbox_filter_bpf_##n), sandbox_filter_names_##n
+
+/* Indexed as filter-gen numbers them: 4 notify, 2 confine, 1 network. */
 static const struct {
     const struct sock_filter *prog;
     size_t len;
     const char *const *names;
-} variants[4] = {
-    {NULL, 0, NULL},
-    {sandbox_filter_bpf_1, COUNT(sandbox_filter_bpf_1), sandbox_filter_names_1},
-    {sandbox_filter_bpf_2, COUNT(sandbox_filter_bpf_2), sandbox_filter_names_2},
-    {sandbox_filter_bpf_3, COUNT(sandbox_filter_bpf_3), sandbox_filter_names_3},
+} variants[8] = {
+    {NULL, 0, NULL}, {PROGRAM(1)}, {PROGRAM(2)}, {PROGRAM(3)},
+    {NULL, 0, NULL}, {PROGRAM(5)}, {PROGRAM(6)}, {PROGRAM(7)},
 };
 
 const struct sock_filter *
-sandbox_filter_program(bool confine, bool restrict_network, size_t *len, const char *const **names)
+sandbox_filter_program(bool confine, bool restrict_network, bool notify, size_t *len,
+                       const char *const **names)
 {
-    int v = (confine ? 2 : 0) | (restrict_network ? 1 : 0);
+    int v = (notify ? 4 : 0) | (confine ? 2 : 0) | (restrict_network ? 1 : 0);
+    if (v == 4)
+        v = 0; /* exec notification alone: exec_filter.c */
     *len = variants[v].len;
     *names = variants[v].names;
     return variants[v].prog;
@@ -52,26 +56,29 @@ report_filter(json_t *report, const char *const *names, bool restrict_network)
     return rc == 0 ? 0 : -ENOMEM;
 }
 
-/* seccomp(2) where the kernel has it (3.17+), else the prctl it replaced. */
+/* seccomp(2) where the kernel has it (3.17+), else the prctl it replaced
+ * (which cannot make a listener).  Returns 0 or the listener, or -errno. */
 static int
-load(const struct sock_fprog *prog)
+load(const struct sock_fprog *prog, bool notify)
 {
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0)
-        return 0;
-    if (errno != ENOSYS)
+    unsigned flags = notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, prog);
+    if (rc >= 0)
+        return (int)rc;
+    if (errno != ENOSYS || notify)
         return -errno;
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) == 0)
         return 0;
     return -errno;
 }
 
-int
-sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
+static int
+apply(bool confine, bool restrict_network, bool notify, json_t *report)
 {
     size_t len;
     const char *const *names;
     const struct sock_filter *insns =
-        sandbox_filter_program(confine, restrict_network, &len, &names);
+        sandbox_filter_program(confine, restrict_network, notify, &len, &names);
     if (insns == NULL)
         return -EINVAL;
     /* Built before loading: after it, the report only needs memory already
@@ -83,9 +90,26 @@ sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
     }
     const struct sock_fprog prog = {.len = (unsigned short)len,
                                     .filter = (struct sock_filter *)insns};
-    int rc = load(&prog);
-    if (rc == 0 && json_object_update(report, scratch) != 0)
+    int rc = load(&prog, notify);
+    if (rc >= 0 && json_object_update(report, scratch) != 0) {
+        if (notify)
+            close(rc);
         rc = -ENOMEM; /* loaded but unreported: the caller dies, nothing runs */
+    }
     json_decref(scratch);
     return rc;
+}
+
+int
+sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
+{
+    return apply(confine, restrict_network, false, report);
+}
+
+int
+sandbox_filter_apply_notify(bool confine, bool restrict_network, json_t *report)
+{
+    if (!confine && !restrict_network)
+        return -EINVAL;
+    return apply(confine, restrict_network, true, report);
 }

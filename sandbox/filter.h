@@ -27,12 +27,22 @@
 int sandbox_filter_apply(bool confine, bool restrict_network, json_t *report);
 
 /*
+ * The same filter with execve and execveat also handed to a supervisor
+ * (exec-notify in one program instead of stacking exec_filter.c's on this
+ * one: each load costs a compilation and a pass per call number).  Returns
+ * the listener (close-on-exec), -EINVAL when neither confine nor
+ * restrict_network is set, or -errno with nothing loaded (-EINVAL,
+ * -ENOSYS, -EOPNOTSUPP: likely no user notification in this kernel).
+ */
+int sandbox_filter_apply_notify(bool confine, bool restrict_network, json_t *report);
+
+/*
  * The precompiled program for this combination and its instruction count
  * in *len, and in *names the NULL-terminated names of the denied calls
  * (static storage, never freed).  NULL when the combination installs no
- * filter (neither confine nor restrict_network).
+ * sandbox filter (neither confine nor restrict_network).
  */
-const struct sock_filter *sandbox_filter_program(bool confine, bool restrict_network, size_t *len,
-                                                 const char *const **names);
+const struct sock_filter *sandbox_filter_program(bool confine, bool restrict_network, bool notify,
+                                                 size_t *len, const char *const **names);
 
 #endif

@@ -207,35 +207,6 @@ resolve_program(const char *name)
     sandbox_helper_die_status(first_err == ENOENT ? 127 : 126, first_err, "%s", name);
 }
 
-/* exec-notify, the last setup step (after Landlock and the sandbox's own
- * filter, so both filters stack on the command and everything it starts):
- * installs the exec filter and sends its listener.  Returns the path to
- * execve, or NULL without exec-notify. */
-static char *
-apply_exec_notify(struct sandbox_helper_options *o, json_t *report, json_t *degraded)
-{
-    if (o->exec_notify_fd < 0)
-        return NULL;
-    char *path = resolve_program(o->program_argv[0]);
-    int rc = sandbox_exec_filter_install(o->exec_notify_fd, path, report);
-    if (rc == -ENOSYS || rc == -EINVAL || rc == -EOPNOTSUPP) {
-        if (!o->allow_degraded)
-            sandbox_helper_die(-rc,
-                               "exec-notify: the kernel has no seccomp user notification; refusing "
-                               "to run the command without exec interception (--allow-degraded "
-                               "accepts this)");
-        sandbox_helper_warn("running without exec-notify: no seccomp user notification "
-                            "(--allow-degraded)");
-        if (json_array_append_new(degraded, json_string("exec-notify")) != 0)
-            sandbox_helper_die(ENOMEM, "building the report");
-        rc = sandbox_exec_filter_send_degraded(o->exec_notify_fd, path);
-    }
-    if (rc < 0)
-        sandbox_helper_die(-rc, "exec-notify: sending the listener on fd %d", o->exec_notify_fd);
-    close(o->exec_notify_fd);
-    return path;
-}
-
 /* --argv0 replaces argv[0] only now: the file to run is the original
  * program_argv[0], already resolved into path with exec-notify. */
 static noreturn void
@@ -625,17 +596,78 @@ apply_landlock(struct run *r)
     sandbox_ll_free(ll);
 }
 
+/* Whether the policy has a seccomp filter of its own (beside exec-notify's). */
+static bool
+has_filter(const struct run *r)
+{
+    return r->kind != SANDBOX_EXTERNAL || r->restrict_net;
+}
+
+/* What a filter load that failed this way most likely met: a kernel
+ * without seccomp filters or without user notification. */
+static bool
+refused_by_kernel(int rc)
+{
+    return rc == -EINVAL || rc == -ENOSYS || rc == -EOPNOTSUPP;
+}
+
+/* The policy's filter alone, without exec-notify. */
 static void
 apply_filter(struct run *r)
 {
-    bool confine = r->kind != SANDBOX_EXTERNAL;
-    if (!confine && !r->restrict_net)
+    if (!has_filter(r))
         return;
-    int rc = sandbox_filter_apply(confine, r->restrict_net, r->report);
-    if (rc == -EINVAL || rc == -ENOSYS || rc == -EOPNOTSUPP)
+    int rc = sandbox_filter_apply(r->kind != SANDBOX_EXTERNAL, r->restrict_net, r->report);
+    if (refused_by_kernel(rc))
         require(r, "seccomp", "the kernel refused the seccomp filter");
     else if (rc < 0)
         sandbox_helper_die(-rc, "seccomp: loading the filter");
+}
+
+/*
+ * exec-notify, the last setup step (after Landlock, so the command and all
+ * it starts are notified inside every other confinement): loads the filter
+ * that hands execs to the supervisor and sends its listener.  When the
+ * policy has a filter of its own, that one program does both (not two
+ * stacked: each load costs the kernel a compilation and a run of the
+ * program per call number).  A kernel without user notification gets the
+ * policy's filter alone, and exec-notify is refused or, with
+ * --allow-degraded, reported degraded.  Returns the path to execve.
+ */
+static char *
+apply_exec_notify(struct run *r)
+{
+    struct sandbox_helper_options *o = r->o;
+    bool merged = has_filter(r);
+    char *path = resolve_program(o->program_argv[0]);
+    int listener = merged ? sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL,
+                                                        r->restrict_net, r->report)
+                          : sandbox_exec_filter_load();
+    int rc;
+    if (refused_by_kernel(listener)) {
+        if (merged)
+            apply_filter(r);
+        if (!o->allow_degraded)
+            sandbox_helper_die(-listener,
+                               "exec-notify: the kernel has no seccomp user notification; refusing "
+                               "to run the command without exec interception (--allow-degraded "
+                               "accepts this)");
+        sandbox_helper_warn("running without exec-notify: no seccomp user notification "
+                            "(--allow-degraded)");
+        append(r->degraded, "exec-notify");
+        rc = sandbox_exec_filter_send_degraded(o->exec_notify_fd, path);
+    } else if (listener < 0) {
+        sandbox_helper_die(-listener, "exec-notify: loading the filter");
+    } else {
+        rc = sandbox_exec_filter_send(o->exec_notify_fd, path, listener);
+        close(listener);
+        if (rc == 0 && sandbox_exec_filter_report(r->report) != 0)
+            sandbox_helper_die(ENOMEM, "building the report");
+    }
+    if (rc < 0)
+        sandbox_helper_die(-rc, "exec-notify: sending the listener on fd %d", o->exec_notify_fd);
+    close(o->exec_notify_fd);
+    return path;
 }
 
 static void
@@ -652,18 +684,22 @@ run_init(struct run *r, struct sandbox_helper_options *o)
     r->writable = new_array();
 }
 
-/* chdir, Landlock, the filter (last: after it only the report and
- * execve), the report and the command.  Runs in the process that becomes
- * the command; inside a PID namespace that is a CLONE_VM child of the init
- * (spawn_command), so it must end in execve or _exit, never return. */
+/* chdir, Landlock, the filter (last: after it only the listener with
+ * exec-notify, the report and execve), the report and the command.  Runs
+ * in the process that becomes the command; inside a PID namespace that is
+ * a CLONE_VM child of the init (spawn_command), so it must end in execve
+ * or _exit, never return. */
 static noreturn void
 finish_and_exec(struct run *r)
 {
     if (chdir(r->o->cwd) != 0)
         sandbox_helper_die(errno, "--cwd %s", r->o->cwd);
     apply_landlock(r);
-    apply_filter(r);
-    char *path = apply_exec_notify(r->o, r->report, r->degraded);
+    char *path = NULL;
+    if (r->o->exec_notify_fd >= 0)
+        path = apply_exec_notify(r);
+    else
+        apply_filter(r);
     send_report(r->o->report_fd, r->report);
     exec_program_at(r->o, path);
 }
@@ -683,9 +719,11 @@ sandbox_helper_run(struct sandbox_helper_options *o)
             sandbox_helper_die(errno, "--cwd %s", o->cwd);
         /* exec-notify alone: no confinement, only the exec filter (for
          * escalated programs); a filter needs no_new_privs. */
-        if (notify)
+        char *path = NULL;
+        if (notify) {
             set_no_new_privs(&r);
-        char *path = apply_exec_notify(o, r.report, r.degraded);
+            path = apply_exec_notify(&r);
+        }
         send_report(o->report_fd, r.report);
         exec_program_at(o, path);
     }

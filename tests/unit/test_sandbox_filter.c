@@ -1,8 +1,10 @@
 /*
  * filter: the BPF programs embedded at build time are exactly what
- * libseccomp builds from filter-rules.c now, for every policy combination,
- * with the same denied names; and a loaded program refuses what it must
- * (in a forked child, so the test process itself stays unfiltered).
+ * libseccomp builds from filter-rules.c now, for every policy combination
+ * with and without exec notification, with the same denied names; and a
+ * loaded program refuses what it must and, with exec notification, hands
+ * an execve to its listener (in a forked child, so the test process itself
+ * stays unfiltered).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,10 +46,10 @@ collect(void *arg, const char *name)
 
 /* What libseccomp exports for this combination, read back from a file. */
 static void *
-runtime_program(bool confine, bool net, struct names *ns, size_t *bytes)
+runtime_program(bool confine, bool net, bool notify, struct names *ns, size_t *bytes)
 {
     int rc = 0;
-    scmp_filter_ctx ctx = sandbox_filter_rules_new(confine, net, collect, ns, &rc);
+    scmp_filter_ctx ctx = sandbox_filter_rules_new(confine, net, notify, collect, ns, &rc);
     assert_non_null(ctx);
     assert_int_equal(rc, 0);
     FILE *tmp = tmpfile();
@@ -63,14 +68,14 @@ runtime_program(bool confine, bool net, struct names *ns, size_t *bytes)
 }
 
 static void
-check_combination(bool confine, bool net)
+check_combination(bool confine, bool net, bool notify)
 {
     struct names ns = {0};
     size_t bytes;
-    void *expected = runtime_program(confine, net, &ns, &bytes);
+    void *expected = runtime_program(confine, net, notify, &ns, &bytes);
     size_t len;
     const char *const *names;
-    const struct sock_filter *prog = sandbox_filter_program(confine, net, &len, &names);
+    const struct sock_filter *prog = sandbox_filter_program(confine, net, notify, &len, &names);
     assert_non_null(prog);
     assert_int_equal(len * sizeof *prog, bytes);
     assert_memory_equal(prog, expected, bytes);
@@ -89,9 +94,11 @@ static void
 test_generated_equals_runtime(void **state)
 {
     (void)state;
-    check_combination(true, true);  /* read-only, workspace-write, network off */
-    check_combination(true, false); /* the same with network on */
-    check_combination(false, true); /* external-sandbox, network off */
+    for (int notify = 0; notify <= 1; notify++) {
+        check_combination(true, true, notify);  /* read-only, workspace-write, network off */
+        check_combination(true, false, notify); /* the same with network on */
+        check_combination(false, true, notify); /* external-sandbox, network off */
+    }
 }
 
 static void
@@ -100,8 +107,11 @@ test_no_filter_without_need(void **state)
     (void)state;
     size_t len = 99;
     const char *const *names = NULL;
-    assert_null(sandbox_filter_program(false, false, &len, &names));
+    assert_null(sandbox_filter_program(false, false, false, &len, &names));
     assert_int_equal(len, 0);
+    /* exec notification alone is exec_filter.c's program */
+    assert_null(sandbox_filter_program(false, false, true, &len, &names));
+    assert_int_equal(sandbox_filter_apply_notify(false, false, NULL), -EINVAL);
 }
 
 static void
@@ -110,7 +120,7 @@ test_names_cover_policy(void **state)
     (void)state;
     size_t len;
     const char *const *names;
-    assert_non_null(sandbox_filter_program(true, true, &len, &names));
+    assert_non_null(sandbox_filter_program(true, true, false, &len, &names));
     bool mount_seen = false, uring_seen = false, tiocsti_seen = false;
     for (size_t i = 0; names[i] != NULL; i++) {
         mount_seen |= strcmp(names[i], "mount") == 0;
@@ -118,26 +128,59 @@ test_names_cover_policy(void **state)
         tiocsti_seen |= strcmp(names[i], "ioctl(TIOCSTI)") == 0;
     }
     assert_true(mount_seen && uring_seen && tiocsti_seen);
-    assert_non_null(sandbox_filter_program(false, true, &len, &names));
+    assert_non_null(sandbox_filter_program(false, true, false, &len, &names));
     for (size_t i = 0; names[i] != NULL; i++)
         assert_string_not_equal(names[i], "mount");
 }
 
-/* Child: loads the filter for (confine, net), then reports by exit status
- * which probes were refused with EPERM (bit set) or allowed. */
+/* Under a filter with execs notified: a child's execve of /bin/true
+ * reaches listener as an execve of that child, and runs once continued.
+ * Returns 8 when it did. */
 static int
-probe_child(bool confine, bool net)
+probe_exec_notified(int listener)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return 0;
+    if (pid == 0) {
+        execl("/bin/true", "true", (char *)NULL);
+        _exit(127);
+    }
+    struct seccomp_notif req;
+    struct seccomp_notif_resp resp;
+    memset(&req, 0, sizeof req);
+    memset(&resp, 0, sizeof resp);
+    bool seen = ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0 && req.pid == (__u32)pid &&
+                req.data.nr == SYS_execve;
+    resp.id = req.id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0)
+        seen = false;
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        seen = false;
+    return seen ? 8 : 0;
+}
+
+/* Child: loads the filter for (confine, net, notify), then reports by exit
+ * status which probes were refused with EPERM (bit set) or allowed, and
+ * with notify whether an exec was notified. */
+static int
+probe_child(bool confine, bool net, bool notify)
 {
     json_t *report = json_object();
-    if (report == NULL || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        sandbox_filter_apply(confine, net, report) != 0)
+    if (report == NULL || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return 255;
+    int listener = notify ? sandbox_filter_apply_notify(confine, net, report)
+                          : sandbox_filter_apply(confine, net, report);
+    if (listener < 0)
         return 255;
     json_t *sc = json_object_get(report, "seccomp");
     const char *sockets = json_string_value(json_object_get(sc, "sockets"));
     if (sockets == NULL || strcmp(sockets, net ? "unix-only" : "any") != 0)
         return 254;
     json_decref(report);
-    int bits = 0;
+    int bits = notify ? probe_exec_notified(listener) : 0;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0 && errno == EPERM)
         bits |= 1;
@@ -154,13 +197,13 @@ probe_child(bool confine, bool net)
 }
 
 static int
-run_probe(bool confine, bool net)
+run_probe(bool confine, bool net, bool notify)
 {
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0)
-        _exit(probe_child(confine, net));
+        _exit(probe_child(confine, net, notify));
     int st;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));
@@ -171,10 +214,20 @@ static void
 test_loaded_filter_refuses(void **state)
 {
     (void)state;
-    assert_int_equal(run_probe(true, true), 1 | 2 | 4);
-    assert_int_equal(run_probe(false, true), 1 | 2);
+    assert_int_equal(run_probe(true, true, false), 1 | 2 | 4);
+    assert_int_equal(run_probe(false, true, false), 1 | 2);
     /* Network on: IP sockets open; chroot still refused. */
-    assert_int_equal(run_probe(true, false), 2 | 4);
+    assert_int_equal(run_probe(true, false, false), 2 | 4);
+}
+
+/* One program does both: the same refusals, and execs notified. */
+static void
+test_notify_variant_refuses_and_notifies(void **state)
+{
+    (void)state;
+    assert_int_equal(run_probe(true, true, true), 1 | 2 | 4 | 8);
+    assert_int_equal(run_probe(false, true, true), 1 | 2 | 8);
+    assert_int_equal(run_probe(true, false, true), 2 | 4 | 8);
 }
 
 int
@@ -185,6 +238,7 @@ main(void)
         cmocka_unit_test(test_no_filter_without_need),
         cmocka_unit_test(test_names_cover_policy),
         cmocka_unit_test(test_loaded_filter_refuses),
+        cmocka_unit_test(test_notify_variant_refuses_and_notifies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
