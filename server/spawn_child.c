@@ -295,6 +295,24 @@ start_process(const struct spawn_options *o, pid_t *pid)
 
 #define FILTERED_STACK (256 * 1024)
 
+/* The child's stack, mapped at the first filtered start and kept: starts
+ * are one at a time (each waits until its child has exec'd), and a fresh
+ * mapping per start cost an mmap, an munmap with its TLB flush and new
+ * page faults on every escalated program.  NULL until then. */
+static void *filtered_stack;
+
+static void *
+get_filtered_stack(void)
+{
+    if (filtered_stack == NULL) {
+        void *m =
+            mmap(NULL, FILTERED_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED)
+            filtered_stack = m;
+    }
+    return filtered_stack;
+}
+
 struct filtered {
     const struct spawn_options *o;
     int sock;   /* the child's end of the socket pair */
@@ -365,7 +383,7 @@ filtered_fds(const struct filtered *f)
 
 /* The child, on its own stack; never returns (execve or _exit).  Not
  * instrumented: under ASan its frame would stay poisoned in the shadow of
- * a stack the server unmaps and may reuse. */
+ * a stack the server reuses. */
 #if defined(__SANITIZE_ADDRESS__)
 __attribute__((no_sanitize_address))
 #endif
@@ -509,9 +527,8 @@ start_filtered(const struct spawn_options *o, pid_t *pid)
     f.sock = sv[1];
     f.high = (f.high > sv[1] ? f.high : sv[1]);
     f.high = (f.high > f.max_at + 1 ? f.high : f.max_at + 1) + 1;
-    void *stack =
-        mmap(NULL, FILTERED_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (stack == MAP_FAILED) {
+    void *stack = get_filtered_stack();
+    if (stack == NULL) {
         int e = errno;
         close(sv[0]);
         close(sv[1]);
@@ -536,9 +553,8 @@ start_filtered(const struct spawn_options *o, pid_t *pid)
         while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR)
             ;
     }
-    /* the child has exec'd or is gone: its stack is no longer used */
+    /* the child has exec'd or is gone: its stack is free for the next */
     UNPOISON(stack, FILTERED_STACK);
-    munmap(stack, FILTERED_STACK);
     *pid = child;
     return rc;
 }
