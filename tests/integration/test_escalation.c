@@ -14,6 +14,7 @@
 
 #include "mcp_client.h"
 #include "mcp_world.h"
+#include "proc.h"
 #include "tmpdir.h"
 
 #include <stdio.h>
@@ -304,7 +305,7 @@ test_timeout_kills_escalated_program(void **state)
     char *cmd = mcp_world_fmt("sh -c 'sleep 37.25; touch %s/late'", w.outside);
     json_t *a = mcp_world_run(&w, cmd, NULL, 1000);
     assert_true(json_is_true(json_object_get(mcp_world_structured(a), "timed_out")));
-    assert_true(mcp_client_process_gone("sleep 37.25", 5000));
+    assert_true(proc_gone("sleep 37.25", 5000));
     assert_false(mcp_world_exists(w.outside, "late"));
     json_decref(a);
     free(cmd);
@@ -411,11 +412,11 @@ test_cancel_kills_escalated_program(void **state)
             nanosleep(&ts, NULL);
     }
     assert_true(ready);
-    assert_true(mcp_client_process_exists("sleep 38.5"));
+    assert_true(proc_with_marker("sleep 38.5"));
     mcp_client_send(w.c,
                     json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
                               "notifications/cancelled", "params", "requestId", (json_int_t)id));
-    assert_true(mcp_client_process_gone("sleep 38.5", 10000));
+    assert_true(proc_gone("sleep 38.5", 10000));
     assert_false(mcp_world_exists(w.outside, "late"));
     free(cmd);
     mcp_world_end(&w);

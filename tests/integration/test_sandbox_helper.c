@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -459,34 +458,6 @@ wait_for_output(int fd, const char *text)
     fail_msg("waiting for \"%s\", got \"%s\"", text, buf);
 }
 
-/* Whether any process's command line contains marker. */
-static bool
-process_with_marker(const char *marker)
-{
-    DIR *d = opendir("/proc");
-    assert_non_null(d);
-    bool found = false;
-    struct dirent *e;
-    while (!found && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char path[300], cmd[512];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-        FILE *fp = fopen(path, "re");
-        if (fp == NULL)
-            continue;
-        size_t n = fread(cmd, 1, sizeof cmd - 1, fp);
-        fclose(fp);
-        for (size_t i = 0; i < n; i++)
-            if (cmd[i] == '\0')
-                cmd[i] = ' ';
-        cmd[n] = '\0';
-        found = strstr(cmd, marker) != NULL;
-    }
-    closedir(d);
-    return found;
-}
-
 /* Killing the helper's process group ends everything inside, also what
  * left the group (setsid): the PID namespace dies with its init. */
 static void
@@ -502,19 +473,13 @@ test_group_kill_ends_everything(void **state)
     int out;
     pid_t pid = spawn_helper(policy, f->dir, script, &out);
     wait_for_output(out, "started");
-    assert_true(process_with_marker(marker));
+    assert_true(proc_with_marker(marker));
     assert_int_equal(kill(-pid, SIGKILL), 0);
     int st;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     /* The namespace's processes are killed as its init exits; wait for
      * the last of them to go (bounded, so a failure cannot hang). */
-    bool gone = false;
-    for (int i = 0; i < 500 && !gone; i++) {
-        gone = !process_with_marker(marker);
-        if (!gone)
-            usleep(10000);
-    }
-    assert_true(gone);
+    assert_true(proc_gone(marker, 5000));
     close(out);
     free(script);
     free(policy);
@@ -544,7 +509,7 @@ test_leftovers_dead_at_exit(void **state)
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 5);
-    assert_false(process_with_marker(marker));
+    assert_false(proc_with_marker(marker));
     free(script);
     free(policy);
 }
@@ -634,13 +599,7 @@ test_init_killed(void **state)
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 128 + SIGKILL);
-    bool gone = false;
-    for (int i = 0; i < 500 && !gone; i++) {
-        gone = !process_with_marker(marker);
-        if (!gone)
-            usleep(10000);
-    }
-    assert_true(gone);
+    assert_true(proc_gone(marker, 5000));
     close(out);
     free(script);
     free(policy);

@@ -134,7 +134,7 @@ static bool
 process_appears(const char *marker)
 {
     for (int i = 0; i < 3000; i++) {
-        if (mcp_client_process_exists(marker))
+        if (proc_with_marker(marker))
             return true;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -587,7 +587,7 @@ test_timeout_keeps_partial_output(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "output")), "start\n");
     assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
     json_decref(a);
-    assert_true(mcp_client_process_gone("61.25", 10000));
+    assert_true(proc_gone("61.25", 10000));
     finish(c);
 }
 
@@ -621,7 +621,7 @@ test_cancel(void **state)
                                  "notifications/cancelled", "params", "requestId", (json_int_t)id,
                                  "reason", "test"));
     /* the whole tree goes, and no answer comes for the call */
-    assert_true(mcp_client_process_gone("63.75", 10000));
+    assert_true(proc_gone("63.75", 10000));
     json_t *a = call_shell(c, "echo after", "/");
     assert_string_equal(result_output(a), "after\n");
     json_decref(a);
@@ -646,7 +646,7 @@ test_cancel_waiting_call(void **state)
         mcp_client_send(c, json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
                                      "notifications/cancelled", "params", "requestId",
                                      (json_int_t)ids[i]));
-    assert_true(mcp_client_process_gone("66.125", 10000));
+    assert_true(proc_gone("66.125", 10000));
     /* the slot is free again, and neither cancelled call was answered */
     json_t *a = call_shell(c, "echo next", "/");
     assert_string_equal(result_output(a), "next\n");
@@ -755,12 +755,12 @@ test_close_stdin_mid_call(void **state)
     json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
     assert_non_null(p);
     json_decref(p);
-    assert_true(mcp_client_process_exists("64.5"));
+    assert_true(proc_with_marker("64.5"));
     mcp_client_close_stdin(c);
     int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
-    assert_false(mcp_client_process_exists("64.5"));
+    assert_false(proc_with_marker("64.5"));
     /* the call was answered on the way out */
     json_t *jid = json_integer(id);
     json_t *a = mcp_client_response(c, jid, MCP_CLIENT_WAIT_MS);
@@ -783,12 +783,12 @@ test_sigterm_mid_call(void **state)
     json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
     assert_non_null(p);
     json_decref(p);
-    assert_true(mcp_client_process_exists("65.25"));
+    assert_true(proc_with_marker("65.25"));
     kill(mcp_client_pid(c), SIGTERM);
     int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
-    assert_true(mcp_client_process_gone("65.25", 10000));
+    assert_true(proc_gone("65.25", 10000));
     json_t *jid = json_integer(id);
     json_t *a = mcp_client_response(c, jid, MCP_CLIENT_WAIT_MS);
     json_decref(jid);

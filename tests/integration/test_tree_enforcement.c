@@ -15,6 +15,7 @@
 
 #include "mcp_client.h"
 #include "mcp_world.h"
+#include "proc.h"
 #include "tmpdir.h"
 
 #include <dirent.h>
@@ -523,7 +524,7 @@ test_client_eof_while_asking(void **state)
     assert_string_equal(json_string_value(json_object_get(m, "method")), "elicitation/create");
     json_decref(m);
     mcp_world_end(&w);
-    assert_true(mcp_client_process_gone("never-eof 34.5678", 10000));
+    assert_true(proc_gone("never-eof 34.5678", 10000));
 }
 
 /* Normal work is unaffected: git, a C compile, a parallel make. */
@@ -707,7 +708,7 @@ assert_nothing_left(struct mcp_world *w, const char *marker)
 {
     bool gone = false;
     for (int i = 0; i < 200 && !gone; i++) {
-        gone = !mcp_client_process_exists(marker) && children_of(mcp_client_pid(w->c)) == 0;
+        gone = !proc_with_marker(marker) && children_of(mcp_client_pid(w->c)) == 0;
         if (!gone) {
             struct timespec ts = {0, 50 * 1000000L};
             nanosleep(&ts, NULL);
@@ -715,7 +716,7 @@ assert_nothing_left(struct mcp_world *w, const char *marker)
     }
     if (!gone)
         fprintf(stderr, "left: marker %s present=%d, server children=%d\n", marker,
-                mcp_client_process_exists(marker), children_of(mcp_client_pid(w->c)));
+                proc_with_marker(marker), children_of(mcp_client_pid(w->c)));
     assert_true(gone);
 }
 

@@ -72,12 +72,4 @@ int mcp_client_fd_count(const struct mcp_client *c);
 /* Kills the server if it still runs, reaps it, frees c. NULL is a no-op. */
 void mcp_client_free(struct mcp_client *c);
 
-/* Whether any process's command line contains marker (/proc scan). */
-bool mcp_client_process_exists(const char *marker);
-
-/* Waits up to about ms milliseconds until no process's command line
- * contains marker: killing a process tree completes asynchronously.
- * Returns whether they are gone. */
-bool mcp_client_process_gone(const char *marker, int ms);
-
 #endif

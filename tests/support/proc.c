@@ -1,5 +1,6 @@
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -183,4 +185,47 @@ proc_exit_code(const struct proc_result *res)
     if (WIFSIGNALED(res->status))
         return 128 + WTERMSIG(res->status);
     return -1;
+}
+
+bool
+proc_with_marker(const char *marker)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        abort();
+    bool found = false;
+    struct dirent *e;
+    size_t mlen = strlen(marker);
+    while (!found && (e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        char buf[8192];
+        size_t n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++) {
+            if (buf[i] == '\0')
+                buf[i] = ' ';
+        }
+        if (n >= mlen && memmem(buf, n, marker, mlen))
+            found = true;
+    }
+    closedir(d);
+    return found;
+}
+
+bool
+proc_gone(const char *marker, int ms)
+{
+    for (int waited = 0; waited < ms; waited += 10) {
+        if (!proc_with_marker(marker))
+            return true;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return !proc_with_marker(marker);
 }

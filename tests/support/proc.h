@@ -1,5 +1,6 @@
 /*
- * proc: run a program to completion and capture what it printed.
+ * proc: run a program to completion and capture what it printed; find
+ * processes by a marker in their command line.
  *
  * For tests only: it blocks, and it aborts the test on resource errors
  * rather than reporting them, because a test that cannot spawn cannot
@@ -8,6 +9,7 @@
 #ifndef EXECGATE_TESTS_PROC_H
 #define EXECGATE_TESTS_PROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct proc_result {
@@ -36,5 +38,13 @@ void proc_result_free(struct proc_result *res);
 
 /* Exit code of a normal exit, or 128+signal as a shell reports it. */
 int proc_exit_code(const struct proc_result *res);
+
+/* Whether any process's command line contains marker (/proc scan). */
+bool proc_with_marker(const char *marker);
+
+/* Waits up to about ms milliseconds until no process's command line
+ * contains marker: killing a process tree completes asynchronously.
+ * Returns whether they are gone. */
+bool proc_gone(const char *marker, int ms);
 
 #endif
