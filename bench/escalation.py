@@ -238,22 +238,18 @@ def main():
     for (name, cmd), (t, lat) in res.items():
         rate[(name, cmd)] = len(lat) / t
         print(f"{name:18} {cmd:22} {len(lat) / t:8.0f} {common.pct(lat, 0.99) * 1000:8.2f}")
+    def ratios(label, a, b):
+        for cmd, _ in work:
+            print(f"ratio {label}, {cmd!r}: {rate[(a, cmd)] / rate[(b, cmd)]:.2f}")
+
     if args.reference:
-        for cmd, _ in work:
-            print(f"ratio execgate/reference, {cmd!r}: "
-                  f"{rate[('execgate', cmd)] / rate[(common.REFERENCE, cmd)]:.2f}")
+        ratios("execgate/reference", "execgate", common.REFERENCE)
     if args.previous:
-        for cmd, _ in work:
-            print(f"ratio execgate/previous, {cmd!r}: "
-                  f"{rate[('execgate', cmd)] / rate[('execgate previous', cmd)]:.2f}")
+        ratios("execgate/previous", "execgate", "execgate previous")
         if args.reference:
-            for cmd, _ in work:
-                print(f"ratio previous/reference, {cmd!r}: "
-                      f"{rate[('execgate previous', cmd)] / rate[(common.REFERENCE, cmd)]:.2f}")
+            ratios("previous/reference", "execgate previous", common.REFERENCE)
     if args.shell_mode:
-        for cmd, _ in work:
-            print(f"ratio execgate tree/shell mode, {cmd!r}: "
-                  f"{rate[('execgate', cmd)] / rate[('execgate shell-mode', cmd)]:.2f}")
+        ratios("execgate tree/shell mode", "execgate", "execgate shell-mode")
 
 
 if __name__ == "__main__":
