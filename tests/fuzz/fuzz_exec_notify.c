@@ -4,6 +4,7 @@
  * the rest is the datagram.  Whatever the input: no crash, no leak, no fd
  * left open but the one returned, and the results agree with the status.
  */
+#include "esc_io.h"
 #include "exec_notify.h"
 
 #include <errno.h>
@@ -40,23 +41,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int payload = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int fds[2] = {payload, payload};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(2 * sizeof(int))];
-    } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = {(void *)data, size};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (n_fds > 0 && payload >= 0) {
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE((size_t)n_fds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN((size_t)n_fds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, (size_t)n_fds * sizeof(int));
-    }
-    if (sendmsg(sv[1], &msg, 0) >= 0) {
+    if (payload < 0)
+        n_fds = 0;
+    if (esc_io_send_all(sv[1], data, size, fds, (size_t)n_fds) == 0) {
         close(sv[1]);
         sv[1] = -1;
         int before = lowest_free();

@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "esc_io.h"
 #include "exec_notify.h"
 #include "exec_notify_rules.h"
 #include "load.h"
@@ -26,28 +27,13 @@
 
 /* ---- the hand-over message ---- */
 
-/* Sends data with n_fds copies of fd (n_fds 0: none) on sock. */
+/* Sends data with n_fds copies of fd (n_fds 0: none) on sock, through
+ * the escalation protocol's sender (wrapper/esc_io.c). */
 static void
 send_with_fds(int sock, const void *data, size_t len, int fd, int n_fds)
 {
-    struct iovec iov = {(void *)data, len};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(2 * sizeof(int))];
-    } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (n_fds > 0) {
-        int fds[2] = {fd, fd};
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE((size_t)n_fds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN((size_t)n_fds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, (size_t)n_fds * sizeof(int));
-    }
-    assert_int_equal(sendmsg(sock, &msg, 0), (ssize_t)len);
+    int fds[2] = {fd, fd};
+    assert_int_equal(esc_io_send_all(sock, data, len, fds, (size_t)n_fds), 0);
 }
 
 /* The lowest free fd number: a leaked received fd would take it. */
