@@ -13,6 +13,7 @@
 set -eu
 
 me=build-musl
+. "$(dirname "$0")/../scripts/debian-source.sh"
 die() {
 	echo "$me: $*" >&2
 	exit 1
@@ -82,13 +83,8 @@ write_jansson_config() {
 
 # Prints the directory holding include/ and libjansson.a.
 jansson_for_musl() {
-	dsc=$(ls "$cache"/jansson_*.dsc 2>/dev/null | sort -V | tail -n 1 || true)
-	if [ -z "$dsc" ]; then
-		echo "$me: fetching Debian's jansson source package into $cache" >&2
-		(cd "$cache" && apt-get source --download-only jansson >/dev/null 2>"$cache/apt-source-jansson.log") ||
-			die "apt-get source jansson failed (see $cache/apt-source-jansson.log); run scripts/setup, which adds a deb-src entry"
-		dsc=$(ls "$cache"/jansson_*.dsc | sort -V | tail -n 1)
-	fi
+	dsc=$(debian_source_dsc jansson "$cache") ||
+		die "apt-get source jansson failed (see $cache/apt-source-jansson.log); run scripts/setup, which adds a deb-src entry"
 	key=$({ cat "$dsc" "$0"; echo "$cc"; } | sha256sum | cut -c1-16)
 	dir="$cache/jansson-musl-$key"
 	if [ ! -f "$dir/libjansson.a" ]; then

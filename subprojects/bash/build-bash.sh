@@ -16,6 +16,7 @@
 set -eu
 
 me=build-bash
+. "$(dirname "$0")/../../scripts/debian-source.sh"
 [ $# -eq 4 ] || { echo "usage: $me OUTPUT PATCH CACHE_DIR musl|glibc" >&2; exit 2; }
 
 # Absolute paths: the build below changes directory.
@@ -35,13 +36,8 @@ die() {
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
-dsc=$(ls "$cache"/bash_*.dsc 2>/dev/null | sort -V | tail -n 1 || true)
-if [ -z "$dsc" ]; then
-	echo "$me: fetching Debian's bash source package into $cache" >&2
-	(cd "$cache" && apt-get source --download-only bash >/dev/null 2>"$cache/apt-source.log") ||
-		die "apt-get source bash failed (see $cache/apt-source.log); run scripts/setup, which adds a deb-src entry"
-	dsc=$(ls "$cache"/bash_*.dsc | sort -V | tail -n 1)
-fi
+dsc=$(debian_source_dsc bash "$cache") ||
+	die "apt-get source bash failed (see $cache/apt-source-bash.log); run scripts/setup, which adds a deb-src entry"
 
 case $libc in
 musl)
