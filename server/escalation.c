@@ -1263,20 +1263,14 @@ att_release(struct shell_call_attachment *a)
     maybe_free_call(ec);
 }
 
-/* The call's datagram socket pair; the server's end non-blocking. */
+/* The call's datagram socket pair (the server's end becomes non-blocking
+ * in start_serving's uv_poll_init). */
 static int
 open_socket(struct escalation_call *ec)
 {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0)
         return -errno;
-    int flags = fcntl(pair[0], F_GETFL);
-    if (flags < 0 || fcntl(pair[0], F_SETFL, flags | O_NONBLOCK) < 0) {
-        int e = errno;
-        close(pair[0]);
-        close(pair[1]);
-        return -e;
-    }
     ec->server_fd = pair[0];
     ec->child_fd = pair[1];
     return 0;

@@ -11,7 +11,6 @@
 #include "../sandbox/exec_notify_rules.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -722,15 +721,8 @@ exec_watch_open(struct exec_watch *w)
         free(l);
         return -e;
     }
-    /* the server's end only: the helper's stays as a helper expects it */
-    int flags = fcntl(sv[0], F_GETFL);
-    if (flags < 0 || fcntl(sv[0], F_SETFL, flags | O_NONBLOCK) < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(sv[1]);
-        free(l);
-        return -e;
-    }
+    /* uv_poll_init makes the server's end non-blocking; the helper's stays
+     * as a helper expects it */
     int rc = uv_poll_init(w->loop, &l->sock_poll, sv[0]);
     if (rc < 0) {
         close(sv[0]);
