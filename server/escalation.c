@@ -1351,7 +1351,7 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 5, sizeof(char *));
+    char **env = calloc(n + 6, sizeof(char *));
     if (!env)
         return NULL;
     size_t k = 0;
@@ -1359,6 +1359,7 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
     for (size_t i = 0; ok && i < n; i++) {
         if (strncmp(environ[i], "EXEC_WRAPPER=", 13) == 0 ||
             strncmp(environ[i], "EXECGATE_WRAP_NAMES=", 20) == 0 ||
+            strncmp(environ[i], "EXECGATE_WRAP_IN_SHELL=", 23) == 0 ||
             strncmp(environ[i], "CODEX_ESCALATE_SOCKET=", 22) == 0 ||
             strncmp(environ[i], "EXECGATE_BASH=", 14) == 0)
             continue;
@@ -1368,6 +1369,10 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
     snprintf(fdnum, sizeof(fdnum), "%d", SHELL_CALL_ESCALATE_FD);
     if (ok)
         ok = (env[k++] = env_entry("EXEC_WRAPPER", wrapper)) != NULL;
+    /* the patched Bash asks in its own process (esc_client) instead of
+     * exec'ing the wrapper: the same session, one exec fewer */
+    if (ok)
+        ok = (env[k++] = strdup("EXECGATE_WRAP_IN_SHELL=1")) != NULL;
     if (ok && wrap_names)
         ok = (env[k++] = env_entry("EXECGATE_WRAP_NAMES", wrap_names)) != NULL;
     if (ok)

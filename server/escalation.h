@@ -103,7 +103,8 @@ void escalation_call_end_detached(struct escalation_call *ec);
 
 /*
  * The environment of a call's sandboxed shell: the server's own, with
- * EXEC_WRAPPER=wrapper, CODEX_ESCALATE_SOCKET=SHELL_CALL_ESCALATE_FD,
+ * EXEC_WRAPPER=wrapper, EXECGATE_WRAP_IN_SHELL=1 (the patched Bash asks
+ * itself), CODEX_ESCALATE_SOCKET=SHELL_CALL_ESCALATE_FD,
  * EXECGATE_BASH=bash and, when wrap_names is not NULL,
  * EXECGATE_WRAP_NAMES=wrap_names in place of any earlier values.  A
  * NULL-terminated array of malloc'd strings (caller frees each and the

@@ -2,22 +2,26 @@
 # Build Bash from Debian's bash source package with execgate's exec-wrapper
 # patch, and copy the binary to OUTPUT.
 #
-#   build-bash.sh OUTPUT PATCH CACHE_DIR LIBC
+#   build-bash.sh OUTPUT PATCH CACHE_DIR LIBC CLIENT_DIR
 #
 # LIBC is "musl" (compiled with musl-gcc, linked static) or "glibc" (the
 # system compiler, linked static-pie); docs/building.md says why and what
 # differs.
 #
-# CACHE_DIR holds the downloaded source package and finished binaries, keyed
-# by the source version, the patch and this script, so that several build
-# directories of one checkout compile Bash once.  The source comes from the
+# CLIENT_DIR is execgate's wrapper/ folder: the patched Bash links the
+# wrapper's client (esc_client.c and the protocol code it uses).
+#
+# CACHE_DIR holds the downloaded source package, Bash's compiled tree and
+# finished binaries, keyed by the source version, the patch, this script and
+# the client's sources, so that several build directories of one checkout
+# compile Bash once.  The source comes from the
 # distribution's package manager (apt-get source); scripts/setup normally
 # fetches it ahead of the build.
 set -eu
 
 me=build-bash
 . "$(dirname "$0")/../../scripts/debian-source.sh"
-[ $# -eq 4 ] || { echo "usage: $me OUTPUT PATCH CACHE_DIR musl|glibc" >&2; exit 2; }
+[ $# -eq 5 ] || { echo "usage: $me OUTPUT PATCH CACHE_DIR musl|glibc CLIENT_DIR" >&2; exit 2; }
 
 # Absolute paths: the build below changes directory.
 abspath() {
@@ -27,6 +31,11 @@ output=$(abspath "$1")
 patch=$(abspath "$2")
 cache=$3
 libc=$4
+client_dir=$(cd "$5" && pwd)
+# execgate's wrapper client, linked into Bash (the patch calls
+# esc_client_decide); the headers are listed for the cache key.
+client_files="esc_client.c esc_proto.c esc_io.c esc_client.h esc_proto.h esc_io.h"
+client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
 
 die() {
 	echo "$me: $*" >&2
@@ -43,38 +52,69 @@ case $libc in
 musl)
 	# Bash 5.2's configure adds its own strtoimax when it finds a usable
 	# one (the test is inverted); musl's libc.a then defines it twice.
-	configure_env="CC=musl-gcc LDFLAGS=-static bash_cv_func_strtoimax=no" ;;
+	configure_env="CC=musl-gcc LDFLAGS=-static bash_cv_func_strtoimax=no"
+	client_cc=musl-gcc ;;
 glibc)
-	configure_env="LDFLAGS=-static-pie" ;;
+	configure_env="LDFLAGS=-static-pie"
+	client_cc="${CC:-cc} -fPIE" ;;
 *)
 	die "LIBC must be musl or glibc, not \"$libc\"" ;;
 esac
 
-key=$({ cat "$dsc" "$patch" "$0"; echo "$libc"; } | sha256sum | cut -c1-16)
+# Two levels: Bash's own objects are kept per source, patch, script and
+# libc (tree-KEY), and linked with execgate's client (the wrapper's asking
+# side, from CLIENT_DIR) into built-KEY2/bash, so a change to the client
+# relinks Bash instead of compiling it again.
+tree_key=$({ cat "$dsc" "$patch" "$0"; echo "$libc"; } | sha256sum | cut -c1-16)
+key=$({ echo "$tree_key"; for f in $client_files; do cat "$client_dir/$f"; done; } |
+	sha256sum | cut -c1-16)
 built="$cache/built-$key/bash"
 if [ ! -x "$built" ]; then
-	work="$cache/work-$key"
-	rm -rf "$work"
-	mkdir -p "$work"
-	log="$work/build.log"
-	echo "$me: building patched Bash ($libc) from $(basename "$dsc") (log: $log)" >&2
-	dpkg-source --no-check -x "$dsc" "$work/src" >"$log" 2>&1 ||
-		die "dpkg-source could not unpack $dsc (see $log)"
-	(cd "$work/src" && patch -p1 --forward <"$patch") >>"$log" 2>&1 ||
-		die "the exec-wrapper patch does not apply to $(basename "$dsc") (see $log)"
-	# Linked statically: every call starts a Bash, and its start-up is on
-	# the path of every call (docs/building.md has the figures).
-	# shellcheck disable=SC2086 # configure_env is a list of assignments
-	(cd "$work/src" && ./configure --without-bash-malloc --disable-nls \
-		$configure_env >>"$log" 2>&1) ||
-		die "configure failed (see $log)"
+	tree="$cache/tree-$tree_key"
+	# Build directories of one checkout share the tree: one at a time.
+	exec 9>"$tree.lock"
+	flock 9
+fi
+if [ ! -x "$built" ]; then
+	log="$tree.log"
+	if [ ! -f "$tree/.configured" ]; then
+		rm -rf "$tree"
+		echo "$me: building patched Bash ($libc) from $(basename "$dsc") (log: $log)" >&2
+		dpkg-source --no-check -x "$dsc" "$tree" >"$log" 2>&1 ||
+			die "dpkg-source could not unpack $dsc (see $log)"
+		(cd "$tree" && patch -p1 --forward <"$patch") >>"$log" 2>&1 ||
+			die "the exec-wrapper patch does not apply to $(basename "$dsc") (see $log)"
+		# Linked statically: every call starts a Bash, and its start-up is on
+		# the path of every call (docs/building.md has the figures).
+		# shellcheck disable=SC2086 # configure_env is a list of assignments
+		(cd "$tree" && ./configure --without-bash-malloc --disable-nls \
+			$configure_env >>"$log" 2>&1) ||
+			die "configure failed (see $log)"
+		touch "$tree/.configured"
+	else
+		echo "$me: relinking patched Bash ($libc) with the changed client (log: $log)" >&2
+	fi
+	client="$tree/execgate-client"
+	rm -rf "$client"
+	mkdir -p "$client"
+	for f in $client_files; do
+		case $f in
+		*.c)
+			# shellcheck disable=SC2086 # client_cflags is a list of flags
+			$client_cc $client_cflags -I"$client_dir" -c "$client_dir/$f" \
+				-o "$client/${f%.c}.o" >>"$log" 2>&1 ||
+				die "compiling $f for Bash failed (see $log)" ;;
+		esac
+	done
+	ar rcs "$client/libexecgate-client.a" "$client"/*.o ||
+		die "ar failed"
 	jobs=$(nproc 2>/dev/null || echo 2)
-	(cd "$work/src" && make -j"$jobs" bash >>"$log" 2>&1) ||
+	rm -f "$tree/bash"
+	(cd "$tree" && make -j"$jobs" bash LOCAL_LIBS="$client/libexecgate-client.a" >>"$log" 2>&1) ||
 		die "make failed (see $log)"
 	mkdir -p "$cache/built-$key"
-	cp "$work/src/bash" "$built.tmp"
+	cp "$tree/bash" "$built.tmp"
 	mv "$built.tmp" "$built"
-	rm -rf "$work"
 fi
 
 cp "$built" "$output.tmp"

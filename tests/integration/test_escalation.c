@@ -86,6 +86,30 @@ test_allow_escalates_with_output_and_status(void **state)
     mcp_world_end(&w);
 }
 
+/* The server has the patched Bash ask in its own process
+ * (EXECGATE_WRAP_IN_SHELL=1); without that variable the Bash execs the
+ * wrapper, which asks the same: the same decisions either way. */
+static void
+test_in_shell_and_wrapper_exec_decide_alike(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("echo \"in_shell=$EXECGATE_WRAP_IN_SHELL\";"
+                              " sh -c 'touch %s/a; exit 3'; echo \"s=$?\";"
+                              " EXECGATE_WRAP_IN_SHELL= sh -c 'touch %s/b; exit 4'; echo \"s=$?\";"
+                              " touch %s/c; echo \"s=$?\"",
+                              w.outside, w.outside, w.outside);
+    json_t *a = run(&w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "in_shell=1\ns=3\ns=4\n");
+    mcp_world_assert_contains(mcp_world_output(a), "Permission denied\ns=1\n");
+    assert_true(mcp_world_exists(w.outside, "a"));
+    assert_true(mcp_world_exists(w.outside, "b"));
+    assert_false(mcp_world_exists(w.outside, "c"));
+    json_decref(a);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
 static void
 test_forbidden_denies(void **state)
 {
@@ -715,6 +739,7 @@ main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allow_escalates_with_output_and_status),
+        cmocka_unit_test(test_in_shell_and_wrapper_exec_decide_alike),
         cmocka_unit_test(test_forbidden_denies),
         cmocka_unit_test(test_prompt_accept_git_init),
         cmocka_unit_test(test_prompt_decline_and_cancel),

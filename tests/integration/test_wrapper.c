@@ -3,6 +3,11 @@
  * runs the real wrapper, which talks over a real datagram socket to a fake
  * server (tests/support/fake_escalation_server) answering from a table.
  *
+ * With EXECGATE_TEST_IN_SHELL=1 the same tests run the patched Bash's
+ * linked-in client instead (EXECGATE_WRAP_IN_SHELL=1, and EXEC_WRAPPER
+ * naming a file that does not exist, so an exec of the wrapper would
+ * fail every test).
+ *
  * Covered: Run in place with argv[0] and pid preserved; Deny message and
  * status; Escalate with fds at the same numbers (stdin, /dev/fd/63 from
  * process substitution, 3>log), exit codes and signal deaths propagated,
@@ -31,6 +36,7 @@
 
 static const char *patched_bash;
 static const char *wrapper;
+static int in_shell; /* the patched Bash asks itself; no wrapper exec */
 
 struct fixture {
     char *dir;
@@ -64,11 +70,17 @@ static void
 run_bash(struct fixture *f, const char *script, int sock, struct proc_result *res)
 {
     char *wrap_env, *sock_env = NULL;
-    assert_true(asprintf(&wrap_env, "EXEC_WRAPPER=%s", wrapper) > 0);
+    assert_true(asprintf(&wrap_env, "EXEC_WRAPPER=%s",
+                         in_shell ? "/nonexistent/execgate-wrapper" : wrapper) > 0);
     if (sock >= 0)
         assert_true(asprintf(&sock_env, "CODEX_ESCALATE_SOCKET=%d", sock) > 0);
-    const char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", wrap_env, f->extra_env, NULL, NULL};
-    envp[f->extra_env ? 4 : 3] = sock_env;
+    const char *envp[7] = {"PATH=/usr/bin:/bin", "LC_ALL=C", wrap_env};
+    size_t n = 3;
+    if (in_shell)
+        envp[n++] = "EXECGATE_WRAP_IN_SHELL=1";
+    if (f->extra_env)
+        envp[n++] = f->extra_env;
+    envp[n] = sock_env;
     const char *argv[] = {patched_bash, "-c", script, "bash", NULL};
     struct proc_options opts = {.envp = envp, .cwd = f->dir};
     assert_int_equal(proc_run(argv, &opts, res), 0);
@@ -342,9 +354,16 @@ test_run_exec_errors(void **state)
     struct fake_esc_server *srv = run_with(
         f, NULL, 0, "./missing; echo s1=$?; ./notexec; echo s2=$?; ./binary; echo s3=$?", &res);
     assert_string_equal(res.out, "s1=127\ns2=126\ns3=126\n");
-    assert_contains(res.err, "execgate-wrapper: ./missing: No such file or directory");
-    assert_contains(res.err, "execgate-wrapper: ./notexec: Permission denied");
-    assert_contains(res.err, "execgate-wrapper: ./binary: cannot execute binary file");
+    /* the same statuses either way; the messages are whoever exec'd */
+    const char *who = in_shell ? "bash: line 1: " : "execgate-wrapper: ";
+    char *want[3];
+    assert_true(asprintf(&want[0], "%s./missing: No such file or directory", who) > 0);
+    assert_true(asprintf(&want[1], "%s./notexec: Permission denied", who) > 0);
+    assert_true(asprintf(&want[2], "%s./binary: cannot execute binary file", who) > 0);
+    for (size_t i = 0; i < 3; i++) {
+        assert_contains(res.err, want[i]);
+        free(want[i]);
+    }
     fake_esc_server_stop(srv);
     proc_result_free(&res);
     free(plain);
@@ -675,6 +694,8 @@ main(void)
 {
     patched_bash = getenv("EXECGATE_TEST_BASH");
     wrapper = getenv("EXECGATE_TEST_WRAPPER");
+    const char *mode = getenv("EXECGATE_TEST_IN_SHELL");
+    in_shell = mode != NULL && strcmp(mode, "1") == 0;
     if (patched_bash == NULL || wrapper == NULL) {
         fprintf(stderr, "EXECGATE_TEST_BASH and EXECGATE_TEST_WRAPPER must be set\n");
         return 1;
