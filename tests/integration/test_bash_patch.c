@@ -375,6 +375,31 @@ test_wrap_names_empty_or_alone(void **state)
     proc_result_free(&res);
 }
 
+/* EXECGATE_WRAP_IN_SHELL=1, exactly, has the Bash ask itself through the
+ * linked-in client instead of running the wrapper: here without a server
+ * (no CODEX_ESCALATE_SOCKET), so it refuses, and neither the wrapper nor
+ * the program runs. Any other value leaves the wrapper in charge. */
+static void
+test_in_shell_asks_itself(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_bash(f, patched_bash,
+             "EXECGATE_WRAP_IN_SHELL=yes /bin/echo one; EXECGATE_WRAP_IN_SHELL=1 /bin/echo two;"
+             " echo \"s=$?\"",
+             f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ns=126\n");
+    assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
+                                    "to run /bin/echo without the server's decision"));
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
 static void
 test_unrunnable_wrapper_fails_closed(void **state)
 {
@@ -448,6 +473,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_prefix_assignment_wraps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrap_names_narrow_the_wrapper, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrap_names_empty_or_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_shell_asks_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_bash, setup, teardown),
     };
