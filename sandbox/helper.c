@@ -344,13 +344,24 @@ enter_namespaces(struct run *r)
         protect_paths(r);
 }
 
-static volatile sig_atomic_t forward_to = -1;
+/* Where each process forwards signals: the init to the command, the
+ * process outside the PID namespace to the init. Two variables, because
+ * those two processes share their memory (run_in_pid_namespace) and each
+ * names its child by its own namespace's pid. */
+static volatile sig_atomic_t forward_to = -1, forward_to_init = -1;
 
 static void
 forward_signal(int sig)
 {
     if (forward_to > 0)
         kill((pid_t)forward_to, sig);
+}
+
+static void
+forward_signal_to_init(int sig)
+{
+    if (forward_to_init > 0)
+        kill((pid_t)forward_to_init, sig);
 }
 
 /* Signals that ask the command to stop or that it may need to see; the
@@ -378,13 +389,14 @@ block_forwarded(bool block)
         sandbox_helper_die(errno, "%s the forwarded signals", block ? "blocking" : "unblocking");
 }
 
-/* Forwards the signals to child from now on, and lets those that waited
- * while they were blocked through. */
+/* Forwards the signals to child (through handler, which reads the
+ * variable slot) from now on, and lets those that waited while they were
+ * blocked through. */
 static void
-install_forwarding(pid_t child)
+install_forwarding(volatile sig_atomic_t *slot, void (*handler)(int), pid_t child)
 {
-    forward_to = child;
-    struct sigaction sa = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
+    *slot = child;
+    struct sigaction sa = {.sa_handler = handler, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
         sigaction(forwarded_signals[i], &sa, NULL);
@@ -473,27 +485,11 @@ spawn_command(struct run *r)
     return cmd;
 }
 
-/*
- * The process that unshared CLONE_NEWPID stays outside the namespace; its
- * first child is the namespace's init.  The helper therefore forks: this
- * process (outside) waits and forwards signals; the child mounts /proc and
- * starts the command, staying as init to reap orphans.  Killing the
- * helper's process group kills the init, and with it everything inside.
- * Does not return.
- */
+/* The namespace's init: mounts /proc, starts the command and stays to
+ * reap orphans. It dies with the process outside. */
 static noreturn void
-run_in_pid_namespace(struct run *r)
+run_as_init(struct run *r)
 {
-    block_forwarded(true);
-    pid_t init = fork();
-    if (init < 0)
-        sandbox_helper_die(errno, "fork into the PID namespace");
-    if (init > 0) {
-        close_report_copy(r);
-        install_forwarding(init);
-        wait_and_propagate(init);
-    }
-    /* The namespace's init: it dies with the helper. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
         sandbox_helper_die(errno, "PR_SET_PDEATHSIG");
     int rc = sandbox_ns_mount_proc();
@@ -503,8 +499,48 @@ run_in_pid_namespace(struct run *r)
     report_namespaces(r);
     pid_t cmd = spawn_command(r);
     close_report_copy(r);
-    install_forwarding(cmd);
+    install_forwarding(&forward_to, forward_signal, cmd);
     wait_and_propagate(cmd);
+}
+
+static int
+init_main(void *arg)
+{
+    run_as_init(arg);
+}
+
+/* The init's stack: its own frames and spawn_command's. */
+#define INIT_STACK_SIZE (COMMAND_STACK_SIZE + 128 * 1024)
+
+/*
+ * The process that unshared CLONE_NEWPID stays outside the namespace; its
+ * first child is the namespace's init.  This process waits and forwards
+ * signals; the init does the rest.  The init is started with CLONE_VM, on
+ * a stack in this frame, rather than forked: a fork copies the page tables
+ * and then takes copy-on-write faults in both processes, on every call,
+ * for a process that only waits.  Sharing the memory is safe because from
+ * the clone on this process touches nothing the init uses: it only closes
+ * its copies of two fds (read before the clone), installs its own signal
+ * handler (its own table: no CLONE_SIGHAND) with its own variable, and
+ * waits; on an error it writes to stderr and _exits, as the init would.
+ * Killing the helper's process group kills the init, and with it
+ * everything inside.  Does not return.
+ */
+static noreturn void
+run_in_pid_namespace(struct run *r)
+{
+    _Alignas(16) char stack[INIT_STACK_SIZE];
+    int report_fd = r->o->report_fd, notify_fd = r->o->exec_notify_fd;
+    block_forwarded(true);
+    pid_t init = clone(init_main, stack + sizeof stack, CLONE_VM | SIGCHLD, r);
+    if (init < 0)
+        sandbox_helper_die(errno, "starting the PID namespace's init");
+    if (report_fd >= 0)
+        close(report_fd);
+    if (notify_fd >= 0)
+        close(notify_fd);
+    install_forwarding(&forward_to_init, forward_signal_to_init, init);
+    wait_and_propagate(init);
 }
 
 static void
