@@ -519,10 +519,11 @@ init_main(void *arg)
  * a stack in this frame, rather than forked: a fork copies the page tables
  * and then takes copy-on-write faults in both processes, on every call,
  * for a process that only waits.  Sharing the memory is safe because from
- * the clone on this process touches nothing the init uses: it only closes
- * its copies of two fds (read before the clone), installs its own signal
- * handler (its own table: no CLONE_SIGHAND) with its own variable, and
- * waits; on an error it writes to stderr and _exits, as the init would.
+ * the clone on this process changes nothing the init uses: it only closes
+ * its copies of two fds (whose numbers nothing changes after the options
+ * are read), installs its own signal handler (its own table: no
+ * CLONE_SIGHAND) with its own variable, and waits; on an error it writes
+ * to stderr and _exits, as the init would.
  * Killing the helper's process group kills the init, and with it
  * everything inside.  Does not return.
  */
@@ -530,15 +531,11 @@ static noreturn void
 run_in_pid_namespace(struct run *r)
 {
     _Alignas(16) char stack[INIT_STACK_SIZE];
-    int report_fd = r->o->report_fd, notify_fd = r->o->exec_notify_fd;
     block_forwarded(true);
     pid_t init = clone(init_main, stack + sizeof stack, CLONE_VM | SIGCHLD, r);
     if (init < 0)
         sandbox_helper_die(errno, "starting the PID namespace's init");
-    if (report_fd >= 0)
-        close(report_fd);
-    if (notify_fd >= 0)
-        close(notify_fd);
+    close_report_copy(r);
     install_forwarding(&forward_to_init, forward_signal_to_init, init);
     wait_and_propagate(init);
 }
