@@ -210,12 +210,12 @@ collect_fds(int *out, const int *skip, size_t nskip)
         }
         return n;
     }
-    int dfd = dirfd(d);
+    /* the directory's own fd is close-on-exec, so it is skipped too */
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (e->d_name[0] == '.')
             continue;
         int fd = atoi(e->d_name);
-        if (fd != dfd && forwarded_fd(fd, skip, nskip))
+        if (forwarded_fd(fd, skip, nskip))
             add_fd(out, &n, fd);
     }
     closedir(d);

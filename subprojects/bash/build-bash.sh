@@ -2,14 +2,16 @@
 # Build Bash from Debian's bash source package with execgate's exec-wrapper
 # patch, and copy the binary to OUTPUT.
 #
-#   build-bash.sh OUTPUT PATCH CACHE_DIR LIBC CLIENT_DIR
+#   build-bash.sh OUTPUT PATCH CACHE_DIR LIBC CLIENT_FILE...
 #
 # LIBC is "musl" (compiled with musl-gcc, linked static) or "glibc" (the
 # system compiler, linked static-pie); docs/building.md says why and what
 # differs.
 #
-# CLIENT_DIR is execgate's wrapper/ folder: the patched Bash links the
-# wrapper's client (esc_client.c and the protocol code it uses).
+# The CLIENT_FILEs are execgate's wrapper client, which the patched Bash
+# links (the patch calls esc_client_decide): its .c files are compiled, and
+# every file, headers included, is part of the cache key.  They are one
+# folder's (wrapper/), which is also the include path.
 #
 # CACHE_DIR holds the downloaded source package, Bash's compiled tree and
 # finished binaries, keyed by the source version, the patch, this script and
@@ -21,7 +23,7 @@ set -eu
 
 me=build-bash
 . "$(dirname "$0")/../../scripts/debian-source.sh"
-[ $# -eq 5 ] || { echo "usage: $me OUTPUT PATCH CACHE_DIR musl|glibc CLIENT_DIR" >&2; exit 2; }
+[ $# -ge 5 ] || { echo "usage: $me OUTPUT PATCH CACHE_DIR musl|glibc CLIENT_FILE..." >&2; exit 2; }
 
 # Absolute paths: the build below changes directory.
 abspath() {
@@ -31,10 +33,8 @@ output=$(abspath "$1")
 patch=$(abspath "$2")
 cache=$3
 libc=$4
-client_dir=$(cd "$5" && pwd)
-# execgate's wrapper client, linked into Bash (the patch calls
-# esc_client_decide); the headers are listed for the cache key.
-client_files="esc_client.c esc_proto.c esc_io.c esc_client.h esc_proto.h esc_io.h"
+shift 4
+client_dir=$(cd "$(dirname "$1")" && pwd)
 client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
 
 die() {
@@ -63,11 +63,10 @@ esac
 
 # Two levels: Bash's own objects are kept per source, patch, script and
 # libc (tree-KEY), and linked with execgate's client (the wrapper's asking
-# side, from CLIENT_DIR) into built-KEY2/bash, so a change to the client
+# side, the CLIENT_FILEs) into built-KEY2/bash, so a change to the client
 # relinks Bash instead of compiling it again.
 tree_key=$({ cat "$dsc" "$patch" "$0"; echo "$libc"; } | sha256sum | cut -c1-16)
-key=$({ echo "$tree_key"; for f in $client_files; do cat "$client_dir/$f"; done; } |
-	sha256sum | cut -c1-16)
+key=$({ echo "$tree_key"; cat "$@"; } | sha256sum | cut -c1-16)
 built="$cache/built-$key/bash"
 if [ ! -x "$built" ]; then
 	tree="$cache/tree-$tree_key"
@@ -97,12 +96,12 @@ if [ ! -x "$built" ]; then
 	client="$tree/execgate-client"
 	rm -rf "$client"
 	mkdir -p "$client"
-	for f in $client_files; do
+	for f in "$@"; do
 		case $f in
 		*.c)
-			# shellcheck disable=SC2086 # client_cflags is a list of flags
-			$client_cc $client_cflags -I"$client_dir" -c "$client_dir/$f" \
-				-o "$client/${f%.c}.o" >>"$log" 2>&1 ||
+			o=$(basename "$f" .c).o
+			# shellcheck disable=SC2086 # client_cc and client_cflags are lists
+			$client_cc $client_cflags -I"$client_dir" -c "$f" -o "$client/$o" >>"$log" 2>&1 ||
 				die "compiling $f for Bash failed (see $log)" ;;
 		esac
 	done
