@@ -8,6 +8,7 @@
 #include "rules/policy.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,18 @@ check_name(const struct rules_policy *p, const char *name, const char **cmd, siz
     rules_result_free(&r);
 }
 
+/* Whether names[i] is also an earlier name: the same name gets the same
+ * verdict, so it is checked once (a plain `ls` goes by "ls" four times). */
+static bool
+named_before(const char *const *names, size_t i)
+{
+    for (size_t k = 0; names[i] != NULL && k < i; k++) {
+        if (names[k] != NULL && strcmp(names[k], names[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 void
 exec_notify_rules_decide_names(const struct rules_policy *p, const char *const *names,
                                size_t n_names, const char *const *args, size_t nargs,
@@ -65,8 +78,10 @@ exec_notify_rules_decide_names(const struct rules_policy *p, const char *const *
     for (size_t i = 0; i < nargs; i++)
         cmd[i + 1] = args[i];
     struct best b = {0};
-    for (size_t i = 0; i < n_names; i++)
-        check_name(p, names[i], cmd, nargs + 1, flags, &b);
+    for (size_t i = 0; i < n_names; i++) {
+        if (!named_before(names, i))
+            check_name(p, names[i], cmd, nargs + 1, flags, &b);
+    }
     free(cmd);
     if (b.oom) {
         free(b.justification);
