@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "decide.h"
 #include "escalation.h"
 
 int bench_real_server_start(void);
@@ -41,12 +42,13 @@ bench_real_server_start(void)
     fclose(f);
     uv_loop_init(&loop);
     const char *paths[] = {rules};
-    struct escalation_config cfg = {.rules_paths = paths, .n_rules_paths = 1};
+    struct decide_config cfg = {.rules_paths = paths, .n_rules_paths = 1};
     char *err = NULL;
-    struct escalation_server *es = escalation_server_new(&loop, &cfg, &err);
+    struct decide_server *ds = decide_server_new(&cfg, &err);
     json_t *policy = json_pack("{s:s}", "type", "workspace-write");
-    struct escalation_call *ec =
-        es ? escalation_call_new(es, policy, dir, dir, "bench", NULL, NULL, &err) : NULL;
+    struct decide_call *dc =
+        ds ? decide_call_new(ds, policy, dir, "bench", NULL, NULL, &err) : NULL;
+    struct escalation_call *ec = dc ? escalation_call_new(&loop, dc, NULL, NULL, NULL, 0) : NULL;
     int child = -1;
     if (!ec || escalation_call_serve_detached(ec, &child) < 0) {
         fprintf(stderr, "bench_real_server: %s\n", err ? err : "cannot serve");

@@ -57,34 +57,30 @@ approvals_key(const char *program, const char *const *args, size_t n, size_t *le
 }
 
 int
-approvals_add(struct approvals *a, const char *program, const char *const *args, size_t n)
+approvals_add(struct approvals *a, const char *key, size_t len)
 {
-    if (approvals_contains(a, program, args, n))
+    if (approvals_contains(a, key, len))
         return 0;
     struct approval *p = calloc(1, sizeof(*p));
-    if (!p)
-        return -1;
-    p->key = approvals_key(program, args, n, &p->len);
-    if (!p->key) {
+    char *copy = p && len > 0 ? malloc(len) : NULL;
+    if (!copy) {
         free(p);
         return -1;
     }
+    memcpy(copy, key, len);
+    p->key = copy;
+    p->len = len;
     p->next = a->head;
     a->head = p;
     return 0;
 }
 
 bool
-approvals_contains(const struct approvals *a, const char *program, const char *const *args,
-                   size_t n)
+approvals_contains(const struct approvals *a, const char *key, size_t len)
 {
-    size_t len = 0;
-    char *key = approvals_key(program, args, n, &len);
-    if (!key)
-        return false;
-    bool found = false;
-    for (const struct approval *p = a->head; p && !found; p = p->next)
-        found = p->len == len && memcmp(p->key, key, len) == 0;
-    free(key);
-    return found;
+    for (const struct approval *p = a->head; p; p = p->next) {
+        if (p->len == len && memcmp(p->key, key, len) == 0)
+            return true;
+    }
+    return false;
 }

@@ -1,14 +1,10 @@
 #include "exec_watch.h"
 
-#include "approvals.h"
+#include "decide.h"
 #include "esc_io.h"
-#include "escalation.h"
 #include "log.h"
-#include "utf8.h"
-/* rules/ and sandbox/ both have a policy.h: named by their directories */
-#include "../rules/policy.h"
+#include "shell_call.h"
 #include "../sandbox/exec_notify.h"
-#include "../sandbox/exec_notify_rules.h"
 
 #include <errno.h>
 #include <linux/filter.h>
@@ -28,32 +24,13 @@
 
 struct listener;
 
-/* A command remembered for the call: approved for one exec by pid, or
- * declined (pid 0: any process). */
-struct memo {
-    pid_t pid;
-    char *key; /* program NUL args... joined with NUL, keylen bytes */
-    size_t keylen;
-    char *reason; /* declined: the reason to repeat */
-};
-
-struct memo_list {
-    struct memo items[EXEC_WATCH_MAX_REMEMBERED];
-    size_t n;
-};
-
 /* One exec kept waiting while the person is asked. */
 struct ask {
     struct listener *l;
     uint64_t id;
-    pid_t pid;
-    char *argv0;
-    char *program;
-    char *file;  /* the canonical file (declines are remembered by it) */
-    char **args; /* argv[1..] */
-    size_t nargs;
-    char *cwd;
-    struct escalation_question *q;
+    struct decide_exec exec; /* copies of the request's strings */
+    struct decide_result decision;
+    struct decide_question *q;
     struct ask *next;
 };
 
@@ -72,14 +49,13 @@ struct listener {
 
 struct exec_watch {
     uv_loop_t *loop;
-    struct escalation_server *es;
-    struct escalation_call *ec;
+    struct decide_call *dc; /* a reference */
+    struct shell_call_attachment att;
     char *wrapper_real; /* NULL when the wrapper cannot be resolved */
     char *bash_real;    /* the patched Bash, likewise */
     char *label;
     struct listener *listeners;
     struct ask *asks;
-    struct memo_list expected, declined;
     bool strict;
     bool released;
 };
@@ -194,66 +170,6 @@ probe_once(char **why)
     return -1;
 }
 
-/* ---- memos ---- */
-
-static void
-memo_free(struct memo *m)
-{
-    free(m->key);
-    free(m->reason);
-    memset(m, 0, sizeof(*m));
-}
-
-static void
-memo_remove(struct memo_list *l, size_t i)
-{
-    memo_free(&l->items[i]);
-    memmove(&l->items[i], &l->items[i + 1], (l->n - i - 1) * sizeof(l->items[0]));
-    l->n--;
-}
-
-static void
-memo_add(struct memo_list *l, pid_t pid, char *key, size_t keylen, const char *reason)
-{
-    if (l->n == EXEC_WATCH_MAX_REMEMBERED)
-        memo_remove(l, 0);
-    char *r = reason ? strdup(reason) : NULL;
-    l->items[l->n++] = (struct memo){pid, key, keylen, r};
-}
-
-/* The index of the memo for key (and pid, unless the memo's is 0), or -1. */
-static long
-memo_find(const struct memo_list *l, pid_t pid, const char *key, size_t keylen)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        const struct memo *m = &l->items[i];
-        if ((m->pid == 0 || m->pid == pid) && m->keylen == keylen &&
-            memcmp(m->key, key, keylen) == 0)
-            return (long)i;
-    }
-    return -1;
-}
-
-static void
-memo_clear(struct memo_list *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        memo_free(&l->items[i]);
-    l->n = 0;
-}
-
-void
-exec_watch_expect(struct exec_watch *w, pid_t pid, const char *program, const char *const *argv,
-                  size_t argc)
-{
-    if (pid <= 0 || argc == 0)
-        return;
-    size_t len = 0;
-    char *key = approvals_key(program, argv + 1, argc - 1, &len);
-    if (key)
-        memo_add(&w->expected, pid, key, len, NULL);
-}
-
 /* ---- decisions ---- */
 
 static void
@@ -264,46 +180,21 @@ refuse(struct exec_notify_decision *out, const char *reason)
     out->reason = strdup(reason);
 }
 
-static json_t *
-text_json(const char *t)
+/* The exec as the decision sees it (req borrowed). */
+static struct decide_exec
+exec_of(const struct exec_notify_request *req)
 {
-    size_t len = 0;
-    char *u = utf8_lossy(t, strlen(t), &len);
-    json_t *j = u ? json_stringn(u, len) : NULL;
-    free(u);
-    return j ? j : json_null();
-}
-
-/*
- * One audit record for a decision that was not a plain "continue": a
- * refusal, or an exec that needed a question (docs/escalation.md, "Audit
- * log"; "source":"tree").  argv[0] is argv0, then args.  by: who decided.
- */
-static void
-audit_exec(struct exec_watch *w, pid_t pid, const char *file, const char *argv0,
-           const char *const *args, size_t nargs, const char *cwd, bool allowed, const char *reason,
-           const char *by)
-{
-    if (!escalation_server_auditing(w->es))
-        return;
-    json_t *argv = json_array();
-    json_array_append_new(argv, text_json(argv0));
-    for (size_t i = 0; i < nargs; i++)
-        json_array_append_new(argv, text_json(args[i]));
-    json_t *rec = json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:s, s:s*, s:s}", "call", w->label,
-                            "source", "tree", "pid", (int)pid, "file", text_json(file), "argv",
-                            argv ? argv : json_array(), "workdir", text_json(cwd), "decision",
-                            allowed ? "continue" : "refuse", "reason", reason, "answered_by", by);
-    escalation_server_audit(w->es, rec);
-}
-
-static void
-audit_req(struct exec_watch *w, const struct exec_notify_request *req, bool allowed,
-          const char *reason, const char *by)
-{
-    audit_exec(w, req->pid, req->resolved, req->argc > 0 ? req->argv[0] : "",
-               req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
-               req->argc > 1 ? req->argc - 1 : 0, req->cwd, allowed, reason, by);
+    return (struct decide_exec){
+        .source = DECIDE_FROM_TREE,
+        .path = req->resolved,
+        .cwd = req->cwd[0] ? req->cwd : "/",
+        .argv = req->argv,
+        .argc = req->argc,
+        .canonical = req->canonical,
+        .interpreters = req->interpreters,
+        .n_interpreters = req->n_interpreters,
+        .pid = req->pid,
+    };
 }
 
 /*
@@ -323,51 +214,23 @@ decide_wrapper(struct exec_watch *w, const struct exec_notify_request *req,
         out->verdict = EXEC_NOTIFY_CONTINUE; /* the wrapper refuses to run anything */
         return;
     }
-    const char *file = req->argv[1];
-    char *abs = NULL;
-    if (file[0] != '/' && req->cwd[0] && asprintf(&abs, "%s/%s", req->cwd, file) < 0)
-        abs = NULL;
-    bool preserve = escalation_server_preserve_program_paths(w->es);
-    const char *names[] = {file[0] == '/' ? file : abs,
-                           preserve ? NULL : exec_notify_rules_basename(file),
-                           preserve ? NULL : exec_notify_rules_basename(req->argv[2])};
-    struct exec_notify_decision v = {0};
-    exec_notify_rules_decide_names(escalation_server_rules(w->es), names, 3,
-                                   (const char *const *)req->argv + 3, req->argc - 3,
-                                   preserve ? 0 : RULES_CHECK_RESOLVE_HOST_EXECUTABLES, &v);
-    free(abs);
-    if (v.verdict == EXEC_NOTIFY_REFUSE && v.err == ENOMEM) {
-        free(v.reason);
-        refuse(out, "out of memory");
-    } else if (v.verdict == EXEC_NOTIFY_REFUSE) {
-        *out = v;
-        audit_req(w, req, false, out->reason, "rules");
+    struct decide_exec e = exec_of(req);
+    e.path = req->argv[1];
+    e.canonical = NULL;
+    e.interpreters = NULL;
+    e.n_interpreters = 0;
+    e.argv = req->argv + 2;
+    e.argc = req->argc - 2;
+    struct decide_result r;
+    decide_exec(w->dc, &e, &r);
+    if (r.verdict == DECIDE_DENY) {
+        refuse(out, r.reason);
+        decide_audit(w->dc, &e, &r, "refuse", r.reason, r.answered_by, -1, 0);
     } else {
         /* a prompt is the wrapper's to ask, once it runs */
-        free(v.reason);
         out->verdict = EXEC_NOTIFY_CONTINUE;
     }
-}
-
-/* The rules' verdict under every name the exec goes by (exec_notify_rules);
- * with --preserve-program-paths, as the escalation path matches, under
- * the full paths only. */
-static void
-decide_rules(struct exec_watch *w, const struct exec_notify_request *req,
-             struct exec_notify_decision *out)
-{
-    const struct rules_policy *rules = escalation_server_rules(w->es);
-    if (!escalation_server_preserve_program_paths(w->es)) {
-        exec_notify_rules_decide((void *)rules, req, out);
-        return;
-    }
-    const char *names[2 + EXEC_NOTIFY_MAX_INTERP_DEPTH] = {req->resolved, req->canonical};
-    size_t n = 2;
-    for (size_t i = 0; i < req->n_interpreters && n < sizeof(names) / sizeof(names[0]); i++)
-        names[n++] = req->interpreters[i];
-    exec_notify_rules_decide_names(rules, names, n,
-                                   req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
-                                   req->argc > 1 ? req->argc - 1 : 0, 0, out);
+    decide_result_release(&r);
 }
 
 static void ask_free(struct ask *a);
@@ -378,18 +241,12 @@ on_answer(void *data, bool approved, const char *reason)
     struct ask *a = data;
     struct exec_watch *w = a->l->w;
     a->q = NULL;
-    if (!approved) {
-        size_t len = 0;
-        char *key = approvals_key(a->file, (const char *const *)a->args, a->nargs, &len);
-        if (key)
-            memo_add(&w->declined, 0, key, len, reason);
-    }
-    audit_exec(w, a->pid, a->program, a->argv0, (const char *const *)a->args, a->nargs, a->cwd,
-               approved, reason, "user");
+    decide_audit(w->dc, &a->exec, &a->decision, approved ? "continue" : "refuse", reason, "user",
+                 -1, 0);
     if (a->l->n && exec_notify_answer(a->l->n, a->id, approved, reason) < 0)
         log_debug("exec watch %s: the exec asked about is gone", w->label);
-    log_info("exec watch %s: %s %s%s%s", w->label, approved ? "approved" : "refused", a->program,
-             approved ? "" : ": ", approved ? "" : (reason ? reason : ""));
+    log_info("exec watch %s: %s %s%s%s", w->label, approved ? "approved" : "refused",
+             a->decision.program, approved ? "" : ": ", approved ? "" : (reason ? reason : ""));
     ask_free(a);
 }
 
@@ -403,35 +260,44 @@ ask_free(struct ask *a)
             break;
         }
     }
-    escalation_question_cancel(a->q);
-    free(a->argv0);
-    free(a->program);
-    free(a->file);
-    for (size_t i = 0; i < a->nargs; i++)
-        free(a->args[i]);
-    free(a->args);
-    free(a->cwd);
+    decide_question_cancel(a->q);
+    decide_result_release(&a->decision);
+    for (size_t i = 0; i < a->exec.argc; i++)
+        free((char *)a->exec.argv[i]);
+    free((char **)a->exec.argv);
+    free((char *)a->exec.path);
+    free((char *)a->exec.cwd);
     free(a);
 }
 
+/* A question kept for the exec req while a person answers: copies of what
+ * the audit record needs, and the decision (taken from r). */
 static struct ask *
-ask_new(struct listener *l, const struct exec_notify_request *req)
+ask_new(struct listener *l, const struct exec_notify_request *req, struct decide_result *r)
 {
     struct ask *a = calloc(1, sizeof(*a));
-    if (!a)
+    if (!a) {
+        decide_result_release(r);
         return NULL;
+    }
     a->l = l;
     a->id = req->id;
-    a->pid = req->pid;
-    a->argv0 = strdup(req->argc > 0 ? req->argv[0] : "");
-    a->nargs = req->argc > 0 ? req->argc - 1 : 0;
-    a->program = strdup(req->resolved);
-    a->file = strdup(req->canonical ? req->canonical : req->resolved);
-    a->cwd = strdup(req->cwd);
-    a->args = calloc(a->nargs + 1, sizeof(char *));
-    bool ok = a->argv0 && a->program && a->file && a->cwd && a->args;
-    for (size_t i = 0; ok && i < a->nargs; i++)
-        ok = (a->args[i] = strdup(req->argv[i + 1])) != NULL;
+    a->decision = *r;
+    r->fd = -1;
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+    a->exec = exec_of(req);
+    a->exec.canonical = NULL;
+    a->exec.interpreters = NULL;
+    a->exec.n_interpreters = 0;
+    char **argv = calloc(req->argc + 1, sizeof(char *));
+    a->exec.argv = (const char *const *)argv;
+    a->exec.path = strdup(req->resolved);
+    a->exec.cwd = strdup(a->exec.cwd);
+    bool ok = argv && a->exec.path && a->exec.cwd;
+    a->exec.argc = 0;
+    for (size_t i = 0; ok && i < req->argc; i++, a->exec.argc++)
+        ok = (argv[i] = strdup(req->argv[i])) != NULL;
     a->next = l->w->asks;
     l->w->asks = a;
     if (!ok) {
@@ -441,70 +307,65 @@ ask_new(struct listener *l, const struct exec_notify_request *req)
     return a;
 }
 
-/* A prompt: what the call already knows answers it; else the person. */
+/* A person is to answer (r taken): a session approval answers at once. */
 static void
-decide_ask(struct listener *l, const struct exec_notify_request *req,
-           struct exec_notify_decision *out)
+decide_ask_tree(struct listener *l, const struct exec_notify_request *req, struct decide_result *r,
+                struct exec_notify_decision *out)
 {
     struct exec_watch *w = l->w;
-    size_t len = 0;
-    char *key =
-        approvals_key(req->resolved, req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
-                      req->argc > 1 ? req->argc - 1 : 0, &len);
-    if (!key) {
-        refuse(out, "out of memory");
-        return;
-    }
-    long i = memo_find(&w->expected, req->pid, key, len);
-    if (i >= 0) {
-        /* the wrapper's execv of what a person just approved */
-        memo_remove(&w->expected, (size_t)i);
-        free(key);
-        out->verdict = EXEC_NOTIFY_CONTINUE;
-        audit_req(w, req, true, "the wrapper's exec of what the escalation path approved",
-                  "escalation");
-        return;
-    }
-    free(key);
-    /* declines are remembered by the file itself: a PATH search retries
-     * /usr/bin/x and /bin/x, the same file on merged-/usr systems */
-    key = approvals_key(req->canonical ? req->canonical : req->resolved,
-                        req->argc > 1 ? (const char *const *)req->argv + 1 : NULL,
-                        req->argc > 1 ? req->argc - 1 : 0, &len);
-    if (!key) {
-        refuse(out, "out of memory");
-        return;
-    }
-    i = memo_find(&w->declined, req->pid, key, len);
-    free(key);
-    if (i >= 0) {
-        refuse(out, w->declined.items[i].reason ? w->declined.items[i].reason : "declined");
-        audit_req(w, req, false, out->reason, "earlier-answer");
-        return;
-    }
-    struct ask *a = w->ec && !w->released ? ask_new(l, req) : NULL;
+    struct ask *a = !w->released ? ask_new(l, req, r) : NULL;
     if (!a) {
-        refuse(out, w->ec ? "out of memory" : REASON_NO_ANSWER);
+        decide_result_release(r);
+        refuse(out, w->released ? REASON_NO_ANSWER : "out of memory");
         return;
     }
     const char *reason = NULL, *by = NULL;
-    switch (escalation_call_ask(w->ec, a->program, (const char *const *)a->args, a->nargs, a->cwd,
-                                on_answer, a, &a->q, &reason, &by)) {
-    case ESCALATION_ASK_APPROVED:
-        ask_free(a);
+    switch (decide_ask(w->dc, &a->exec, &a->decision, on_answer, a, &a->q, &reason, &by)) {
+    case DECIDE_ASK_APPROVED:
         out->verdict = EXEC_NOTIFY_CONTINUE;
-        audit_req(w, req, true, NULL, by);
-        return;
-    case ESCALATION_ASK_DENIED:
+        decide_audit(w->dc, &a->exec, &a->decision, "continue", NULL, by, -1, 0);
         ask_free(a);
-        refuse(out, reason);
-        audit_req(w, req, false, reason, by);
         return;
-    case ESCALATION_ASK_PENDING:
+    case DECIDE_ASK_DENIED:
+        refuse(out, reason);
+        decide_audit(w->dc, &a->exec, &a->decision, "refuse", reason, by, -1, 0);
+        ask_free(a);
+        return;
+    case DECIDE_ASK_PENDING:
         log_info("exec watch %s: asking about %s (pid %d)", w->label, req->resolved, req->pid);
         out->verdict = EXEC_NOTIFY_ASK;
         return;
     }
+}
+
+/* Every exec of the tree but the shell's hand-over to the wrapper. */
+static void
+decide_tree(struct listener *l, const struct exec_notify_request *req,
+            struct exec_notify_decision *out)
+{
+    struct exec_watch *w = l->w;
+    struct decide_exec e = exec_of(req);
+    struct decide_result r;
+    decide_exec(w->dc, &e, &r);
+    switch (r.verdict) {
+    case DECIDE_DENY:
+        log_info("exec watch %s: refused %s (pid %d): %s", w->label, req->resolved, req->pid,
+                 r.reason);
+        refuse(out, r.reason);
+        decide_audit(w->dc, &e, &r, "refuse", r.reason, r.answered_by, -1, 0);
+        break;
+    case DECIDE_ASK:
+        decide_ask_tree(l, req, &r, out);
+        return;
+    case DECIDE_RUN:
+    case DECIDE_ESCALATE: /* never for the tree: runs in place */
+        out->verdict = EXEC_NOTIFY_CONTINUE;
+        /* only what was not a plain "continue" is written */
+        if (strcmp(r.answered_by, "rules") != 0)
+            decide_audit(w->dc, &e, &r, "continue", r.reason, r.answered_by, -1, 0);
+        break;
+    }
+    decide_result_release(&r);
 }
 
 /*
@@ -555,18 +416,7 @@ decide(void *arg, const struct exec_notify_request *req, struct exec_notify_deci
             decide_wrapper(w, req, out);
         return;
     }
-    decide_rules(w, req, out);
-    if (out->verdict == EXEC_NOTIFY_REFUSE) {
-        log_info("exec watch %s: refused %s (pid %d): %s", w->label, req->resolved, req->pid,
-                 out->reason ? out->reason : "");
-        audit_req(w, req, false, out->reason, "rules");
-        return;
-    }
-    if (out->verdict != EXEC_NOTIFY_ASK)
-        return;
-    free(out->reason);
-    *out = (struct exec_notify_decision){0};
-    decide_ask(l, req, out);
+    decide_tree(l, req, out);
 }
 
 /* ---- listeners on the loop ---- */
@@ -852,17 +702,22 @@ resolve_cached(struct resolved *r, const char *path)
     return strdup(r->real);
 }
 
+static void
+att_release(struct shell_call_attachment *a)
+{
+    exec_watch_release((struct exec_watch *)((char *)a - offsetof(struct exec_watch, att)));
+}
+
 struct exec_watch *
-exec_watch_new(uv_loop_t *loop, struct escalation_server *es, const char *wrapper, const char *bash,
-               const char *label)
+exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper, const char *bash)
 {
     struct exec_watch *w = calloc(1, sizeof(*w));
-    if (!w || !(w->label = strdup(label))) {
+    if (!w || !(w->label = strdup(decide_call_label(dc)))) {
         free(w);
         return NULL;
     }
     w->loop = loop;
-    w->es = es;
+    w->dc = decide_call_ref(dc);
     /* NULL when it cannot be resolved: then nothing is treated as the wrapper */
     w->wrapper_real = wrapper ? resolve_cached(&resolved_wrapper, wrapper) : NULL;
     w->bash_real = bash ? resolve_cached(&resolved_bash, bash) : NULL;
@@ -876,9 +731,10 @@ exec_watch_set_strict(struct exec_watch *w, bool on)
 }
 
 void
-exec_watch_set_call(struct exec_watch *w, struct escalation_call *ec)
+exec_watch_attach(struct exec_watch *w, struct shell_call *sc)
 {
-    w->ec = ec;
+    w->att.release = att_release;
+    shell_call_attach(sc, &w->att);
 }
 
 static void
@@ -886,8 +742,7 @@ maybe_free(struct exec_watch *w)
 {
     if (!w->released || w->listeners)
         return;
-    memo_clear(&w->expected);
-    memo_clear(&w->declined);
+    decide_call_unref(w->dc);
     free(w->wrapper_real);
     free(w->bash_real);
     free(w->label);
@@ -900,7 +755,6 @@ exec_watch_release(struct exec_watch *w)
     if (!w || w->released)
         return;
     w->released = true;
-    w->ec = NULL;
     for (struct listener *l = w->listeners, *next; l; l = next) {
         next = l->next;
         listener_close(l);

@@ -19,16 +19,13 @@
 #include <sys/types.h>
 #include <uv.h>
 
-struct escalation_server;
-struct escalation_call;
+struct decide_call;
 struct exec_watch;
+struct shell_call;
 
 /* The number at which the sandboxed shell's helper finds its hand-over
  * socket (next to SHELL_CALL_REPORT_FD and SHELL_CALL_ESCALATE_FD). */
 #define EXEC_WATCH_SHELL_FD 5
-/* Commands remembered per call as approved (for the wrapper's execv) or
- * declined (a PATH search's retries are not asked again); oldest dropped. */
-#define EXEC_WATCH_MAX_REMEMBERED 256
 
 /*
  * Whether this kernel can intercept execs by seccomp user notification,
@@ -41,21 +38,21 @@ struct exec_watch;
 int exec_watch_probe(char **why);
 
 /*
- * A watch for one call.  wrapper is execgate-wrapper's path and bash the
- * patched Bash's: the Bash's execs of the wrapper continue (the escalation
- * path decides what the wrapper asks about), anyone else's are judged on
- * the program they name (docs/enforcement.md).  label names the call in
- * logs.  All copied.  NULL when out of memory.
+ * A watch for one call, decided by dc (a reference is taken).  wrapper is
+ * execgate-wrapper's path and bash the patched Bash's: the Bash's execs of
+ * the wrapper continue (the escalation path decides what the wrapper asks
+ * about), anyone else's are judged on the program they name
+ * (docs/enforcement.md).  Copied.  NULL when out of memory.
  */
-struct exec_watch *exec_watch_new(uv_loop_t *loop, struct escalation_server *es,
-                                  const char *wrapper, const char *bash, const char *label);
+struct exec_watch *exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper,
+                                  const char *bash);
+
+/* The watch ends (exec_watch_release) when sc does.  Cannot fail. */
+void exec_watch_attach(struct exec_watch *w, struct shell_call *sc);
 
 /* Strict mode for every listener of w (exec_notify_set_refuse_shared_memory:
  * the check-then-use window, docs/enforcement.md).  Cannot fail. */
 void exec_watch_set_strict(struct exec_watch *w, bool on);
-
-/* Called by escalation_call_set_exec_watch: the call questions go to. */
-void exec_watch_set_call(struct exec_watch *w, struct escalation_call *ec);
 
 /*
  * A hand-over socket for one child about to be spawned with
@@ -84,15 +81,6 @@ int exec_watch_adopt(struct exec_watch *w, int listener);
  * out of memory.
  */
 char **exec_watch_helper_argv(char **argv, int fd, const char *argv0);
-
-/*
- * The escalation path let process pid run program with argv in place
- * after a person's approval (or a session approval): its exec of exactly
- * that is continued without a second question, once.  Copies; cannot fail
- * (out of memory only means the question may come again).
- */
-void exec_watch_expect(struct exec_watch *w, pid_t pid, const char *program,
-                       const char *const *argv, size_t argc);
 
 /*
  * Ends the watch with its call: withdraws open questions, closes every

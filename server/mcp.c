@@ -1,6 +1,7 @@
 #include "mcp.h"
 
 #include "escalation.h"
+#include "decide.h"
 #include "exec_watch.h"
 #include "execgate-config.h"
 #include "jsonrpc.h"
@@ -38,7 +39,8 @@ struct mcp_call {
     json_t *progress_token; /* NULL: no progress was asked */
     struct shell_call *sc;
     struct escalation_call *ec; /* escalation hook; NULL once attached to sc */
-    struct exec_watch *watch;   /* tree enforcement: owned by the escalation call */
+    struct exec_watch *watch;   /* tree enforcement; NULL once attached to sc */
+    struct decide_call *dc;     /* the call's decisions; NULL once attached to sc */
     char *aborted;              /* escalation hook: why a person aborted the call */
     bool running;
     struct mcp_call *prev, *next;
@@ -62,9 +64,9 @@ struct mcp_server {
     char *policy_cwd;
 
     struct call_list waiting, running;
-    struct escalation_server *esc; /* escalation hook: rules, approvals, audit */
-    bool tree;                     /* tree enforcement in force */
-    char *instructions;            /* initialize's, saying which enforcement */
+    struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
+    bool tree;                    /* tree enforcement in force */
+    char *instructions;           /* initialize's, saying which enforcement */
     struct reaper *reaper;
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
@@ -119,6 +121,8 @@ call_free(struct mcp_call *c)
     json_decref(c->id);
     json_decref(c->progress_token);
     escalation_call_discard(c->ec);
+    exec_watch_release(c->watch);
+    decide_call_unref(c->dc);
     free(c->aborted);
     free(c);
 }
@@ -209,7 +213,7 @@ handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
     }
     const json_t *caps = json_object_get(params, "capabilities");
     s->client_elicitation = json_object_get(caps, "elicitation") != NULL;
-    escalation_server_set_client(s->esc, s->rpc, s->client_elicitation);
+    decide_server_set_client(s->decide, s->rpc, s->client_elicitation);
     json_t *result =
         json_pack("{s:s, s:{s:{s:{s:s}}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
                   "capabilities", "experimental", "codex/sandbox-state", "version", "1.0.0",
@@ -437,6 +441,14 @@ check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, uint
     return 0;
 }
 
+/* tree enforcement: an escalated program's exec filter listener goes to
+ * the call's watch. */
+static int
+adopt_listener(void *watch, int listener)
+{
+    return exec_watch_adopt(watch, listener);
+}
+
 /* The helper's command line under the policy in force now. */
 static char **
 call_argv(struct mcp_server *s, const char *command, const char *workdir, bool login, char **err)
@@ -495,34 +507,39 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
         return;
     }
     struct mcp_call *c = calloc(1, sizeof(*c));
-    /* escalation hook: the call's escalation state (its socket is made when
-     * it starts), and the shell's environment naming the wrapper and the
-     * socket */
+    /* the call's decisions, and its escalation state (its socket is made
+     * when it starts), and the shell's environment naming the wrapper and
+     * the socket */
     char *label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+    struct decide_call *dc =
+        c && label
+            ? decide_call_new(s->decide, s->policy,
+                              s->policy_cwd ? s->policy_cwd
+                                            : json_string_value(json_object_get(args, "workdir")),
+                              label, on_call_abort, c, &err)
+            : NULL;
+    free(label);
+    /* tree enforcement: the helper hands over the listener on
+     * EXEC_WATCH_SHELL_FD, and escalated programs' listeners go to the
+     * same watch */
+    struct exec_watch *watch = NULL;
+    if (dc && s->tree) {
+        argv = exec_watch_helper_argv(argv, EXEC_WATCH_SHELL_FD, NULL);
+        watch = argv ? exec_watch_new(s->loop, dc, s->o->execve_wrapper, s->o->bash_path) : NULL;
+        if (watch)
+            exec_watch_set_strict(watch, s->o->exec_strict);
+    }
     struct escalation_call *ec =
-        c && label ? escalation_call_new(s->esc, s->policy, s->policy_cwd,
-                                         json_string_value(json_object_get(args, "workdir")), label,
-                                         on_call_abort, c, &err)
-                   : NULL;
+        dc && (!s->tree || watch)
+            ? escalation_call_new(s->loop, dc, watch ? adopt_listener : NULL, watch,
+                                  (const char *const *)s->o->pass_env, s->o->pass_env_count)
+            : NULL;
     /* with tree enforcement the shell hands the wrapper only what the rules
      * may escalate: the tree watch judges its other execs */
-    const char *wrap_names = s->tree ? escalation_server_wrap_names(s->esc) : NULL;
+    const char *wrap_names = s->tree ? decide_server_wrap_names(s->decide) : NULL;
     char **env =
         ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path, wrap_names) : NULL;
-    /* tree enforcement: the helper hands over the listener on
-     * EXEC_WATCH_SHELL_FD; the watch is the escalation call's */
-    struct exec_watch *watch = NULL;
-    if (ec && env && s->tree) {
-        argv = exec_watch_helper_argv(argv, EXEC_WATCH_SHELL_FD, NULL);
-        watch = argv ? exec_watch_new(s->loop, s->esc, s->o->execve_wrapper, s->o->bash_path, label)
-                     : NULL;
-        if (watch) {
-            exec_watch_set_strict(watch, s->o->exec_strict);
-            escalation_call_set_exec_watch(ec, watch);
-        }
-    }
-    free(label);
-    if (!ec || !env || (s->tree && !watch)) {
+    if (!ec || !env) {
         for (size_t i = 0; env && env[i]; i++)
             free(env[i]);
         free(env);
@@ -530,6 +547,8 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
             free(argv[i]);
         free(argv);
         escalation_call_discard(ec);
+        exec_watch_release(watch);
+        decide_call_unref(dc);
         free(c);
         reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "escalation: %s",
                         err ? err : "out of memory");
@@ -546,9 +565,12 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
     };
     c->ec = ec;
     c->watch = watch;
+    c->dc = dc;
     struct shell_call *sc = shell_call_new(s->loop, &spec, &call_events, c);
     if (!sc) {
         escalation_call_discard(ec);
+        exec_watch_release(watch);
+        decide_call_unref(dc);
         free(c);
         jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
@@ -573,6 +595,11 @@ start_waiting(struct mcp_server *s)
          * server's copy of the shell's end goes once the shell has it */
         struct escalation_call *ec = c->ec;
         c->ec = NULL;
+        decide_call_attach(c->dc, c->sc);
+        decide_call_unref(c->dc); /* the attachment and the front ends hold it */
+        c->dc = NULL;
+        if (c->watch)
+            exec_watch_attach(c->watch, c->sc);
         escalation_call_attach(ec, c->sc);
         /* tree enforcement: without the socket the helper refuses to run
          * the command (it fails closed on --exec-notify-fd) */
@@ -735,17 +762,17 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     if (rc == 0) {
         /* escalation hook: the rules are loaded once, here; a bad rules file
          * refuses the start */
-        struct escalation_config ecfg = {
+        struct decide_config dcfg = {
             .rules_paths = (const char *const *)o->rules,
             .n_rules_paths = o->rules_count,
             .default_rules_dir = o->rules_default ? o->rules[0] : NULL,
             .preserve_program_paths = o->preserve_program_paths,
             .audit_path = o->audit_log,
         };
-        s->esc = escalation_server_new(loop, &ecfg, err);
-        rc = s->esc ? 0 : -1;
-        if (s->esc)
-            log_info("rules: %zu prefix rule(s) loaded", escalation_server_rule_count(s->esc));
+        s->decide = decide_server_new(&dcfg, err);
+        rc = s->decide ? 0 : -1;
+        if (s->decide)
+            log_info("rules: %zu prefix rule(s) loaded", decide_server_rule_count(s->decide));
     }
     if (rc == 0)
         rc = choose_enforcement(s);
@@ -756,7 +783,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     if (rc < 0) {
         if (!*err)
             *err = strdup("out of memory");
-        escalation_server_free(s->esc);
+        decide_server_free(s->decide);
         json_decref(s->policy);
         free(s->policy_cwd);
         free(s->instructions);
@@ -866,7 +893,7 @@ on_rpc_closed(void *data)
     struct mcp_server *s = data;
     s->rpc_closed = true;
     s->rpc = NULL;
-    escalation_server_set_client(s->esc, NULL, false);
+    decide_server_set_client(s->decide, NULL, false);
     if (s->started && !uv_is_closing((uv_handle_t *)&s->grace))
         uv_close((uv_handle_t *)&s->grace, on_server_handle_closed);
 }
@@ -896,6 +923,6 @@ mcp_server_free(struct mcp_server *s)
     json_decref(s->policy);
     free(s->policy_cwd);
     free(s->instructions);
-    escalation_server_free(s->esc);
+    decide_server_free(s->decide);
     free(s);
 }

@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include "escalated_env.h"
 #include "execgate-config.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ enum {
     OPT_AUDIT_LOG, /* escalation */
     OPT_EXEC_ENFORCEMENT,
     OPT_EXEC_STRICT,
+    OPT_PASS_ENV,
 };
 
 static const struct option long_options[] = {
@@ -49,6 +51,7 @@ static const struct option long_options[] = {
     {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
     {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
+    {"pass-env", required_argument, NULL, OPT_PASS_ENV},
     {NULL, 0, NULL, 0},
 };
 
@@ -83,6 +86,10 @@ usage(FILE *out)
             "                            default); shell: only the execs the shell makes\n"
             "  --exec-strict             tree mode: refuse execs from processes whose memory\n"
             "                            other running threads share (docs/enforcement.md)\n"
+            "  --pass-env NAME           give programs run outside the sandbox NAME from\n"
+            "                            the command's environment (repeatable; their\n"
+            "                            environment is otherwise the server's, see\n"
+            "                            docs/escalation.md)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -243,6 +250,26 @@ parse_sandbox(struct server_options *o, const char *text, char **err)
     return 0;
 }
 
+/* --pass-env NAME: checked, and kept once. */
+static int
+add_pass_env(struct server_options *o, const char *name, char **err)
+{
+    const char *problem = escalated_env_pass_name_problem(name);
+    if (problem) {
+        *err = fmt_err("--pass-env: '%s' %s", name, problem);
+        return -1;
+    }
+    for (size_t i = 0; i < o->pass_env_count; i++) {
+        if (strcmp(o->pass_env[i], name) == 0)
+            return 0;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return -1; /* options_parse says "out of memory" */
+    o->pass_env[o->pass_env_count++] = copy;
+    return 0;
+}
+
 /* One option; returns 0, 1 to exit after help/version, or -1 with *err. */
 static int
 apply_option(struct server_options *o, int c, const char *arg, char **err)
@@ -282,6 +309,8 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
     case OPT_EXEC_STRICT:
         o->exec_strict = true;
         return 0;
+    case OPT_PASS_ENV:
+        return add_pass_env(o, arg, err);
     case OPT_EXEC_ENFORCEMENT:
         if (strcmp(arg, "tree") == 0 || strcmp(arg, "shell") == 0) {
             o->exec_enforcement = strcmp(arg, "tree") == 0 ? OPTIONS_EXEC_ENFORCEMENT_TREE
@@ -341,7 +370,9 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */
     o->rules = calloc((size_t)argc + 2, sizeof(char *));
-    if (!o->rules) {
+    o->pass_env = calloc((size_t)argc + 1, sizeof(char *));
+    if (!o->rules || !o->pass_env) {
+        options_release(o);
         *err = fmt_err("out of memory");
         return OPTIONS_ERROR;
     }
@@ -387,6 +418,9 @@ options_release(struct server_options *o)
     for (size_t i = 0; o->rules && i < o->rules_count; i++)
         free(o->rules[i]);
     free(o->rules);
+    for (size_t i = 0; o->pass_env && i < o->pass_env_count; i++)
+        free(o->pass_env[i]);
+    free(o->pass_env);
     free(o->audit_log);
     json_decref(o->sandbox);
     free(o->sandbox_cwd);

@@ -46,6 +46,10 @@ struct server_options {
     enum log_level log_level;
     enum options_exec_enforcement exec_enforcement;
     bool exec_strict; /* tree: exec_notify_set_refuse_shared_memory */
+    /* --pass-env: names an escalated program takes from the request's
+     * environment (escalated_env_build), each once, NULL-terminated */
+    char **pass_env;
+    size_t pass_env_count;
 };
 
 enum options_outcome {

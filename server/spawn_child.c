@@ -315,9 +315,11 @@ get_filtered_stack(void)
 
 struct filtered {
     const struct spawn_options *o;
-    int sock;   /* the child's end of the socket pair */
-    int max_at; /* the highest target (at least 2) */
-    int high;   /* above every target, source and sock */
+    bool filter; /* load the exec filter (o->exec_listener) */
+    int exec_at; /* where *o->exec_fd is moved in the child (an entry of o->fds), or -1 */
+    int sock;    /* the child's end of the socket pair */
+    int max_at;  /* the highest target (at least 2) */
+    int high;    /* above every target, source and sock */
 };
 
 /* Reports the child's errno to the server and ends it. */
@@ -405,19 +407,28 @@ filtered_child(void *arg)
         filtered_fail(f->sock, -sock);
     if (o->cwd && chdir(o->cwd) < 0)
         filtered_fail(sock, errno);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    /* the moved file fd lost close-on-exec in its dup2 */
+    if (f->exec_at >= 0 && !o->exec_fd_inherited && fcntl(f->exec_at, F_SETFD, FD_CLOEXEC) < 0)
         filtered_fail(sock, errno);
-    int listener = sandbox_exec_filter_load();
-    if (listener < 0)
-        filtered_fail(sock, -listener);
-    int rc = sandbox_exec_filter_send(sock, o->file, listener);
-    close(listener);
-    if (rc < 0)
-        filtered_fail(sock, -rc);
+    if (f->filter) {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            filtered_fail(sock, errno);
+        int listener = sandbox_exec_filter_load();
+        if (listener < 0)
+            filtered_fail(sock, -listener);
+        int rc = sandbox_exec_filter_send(sock, o->file, listener);
+        close(listener);
+        if (rc < 0)
+            filtered_fail(sock, -rc);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(o->file, o->argv, o->env ? o->env : environ);
+    char *const *env = o->env ? o->env : environ;
+    if (f->exec_at >= 0)
+        syscall(SYS_execveat, f->exec_at, "", o->argv, env, AT_EMPTY_PATH);
+    else
+        execve(o->file, o->argv, env);
     filtered_fail(sock, errno);
 }
 
@@ -446,7 +457,8 @@ continue_first_exec(int listener, pid_t pid)
         if (errno != EINTR)
             rc = -errno;
     }
-    if (rc == 0 && (req->pid != (__u32)pid || req->data.nr != SYS_execve))
+    if (rc == 0 &&
+        (req->pid != (__u32)pid || (req->data.nr != SYS_execve && req->data.nr != SYS_execveat)))
         rc = -EPROTO;
     if (rc == 0) {
         resp->id = req->id;
@@ -475,11 +487,16 @@ child_errno(int sock)
     return n == sizeof err && err > 0 ? err : EPROTO;
 }
 
-/* The listener and the first exec, once the child runs.  Returns the
- * listener or -errno. */
+/* The listener and the first exec, once the child runs.  Returns 0 with
+ * *listener (-1 without the filter) or -errno. */
 static int
-follow_filtered(int sock, pid_t pid, const char *file)
+follow_filtered(int sock, pid_t pid, const char *file, bool filter, int *listener_out)
 {
+    *listener_out = -1;
+    if (!filter) {
+        int err = child_errno(sock);
+        return err > 0 ? -err : err;
+    }
     char peek[8];
     ssize_t n;
     do
@@ -505,25 +522,69 @@ follow_filtered(int sock, pid_t pid, const char *file)
     }
     if (rc < 0 && listener >= 0)
         close(listener);
-    return rc < 0 ? rc : listener;
+    if (rc == 0)
+        *listener_out = listener;
+    return rc;
 }
 
+/* The options with *o->exec_fd added as one more inherited fd, above
+ * every target: the child execs it from there.  *extended is the caller's
+ * to free. */
 static int
-start_filtered(const struct spawn_options *o, pid_t *pid)
+with_exec_fd(const struct spawn_options *o, struct spawn_options *copy, struct spawn_fd **extended,
+             int *exec_at)
 {
-    struct filtered f = {.o = o, .max_at = 2};
-    /* no PATH search: the child could not allocate for one */
-    if (!strchr(o->file, '/'))
-        return -EINVAL;
+    *copy = *o;
+    *extended = NULL;
+    *exec_at = -1;
+    if (!o->exec_fd)
+        return 0;
+    struct spawn_fd *fds = calloc(o->n_fds + 1, sizeof(*fds));
+    if (!fds)
+        return -ENOMEM;
+    int top = 2;
     for (size_t i = 0; i < o->n_fds; i++) {
-        if (o->fds[i].fd < 0 || o->fds[i].at < 0)
+        fds[i] = o->fds[i];
+        top = o->fds[i].at > top ? o->fds[i].at : top;
+    }
+    fds[o->n_fds] = (struct spawn_fd){*o->exec_fd, top + 1};
+    copy->fds = fds;
+    copy->n_fds = o->n_fds + 1;
+    *extended = fds;
+    *exec_at = top + 1;
+    return 0;
+}
+
+/* Starts the clone(CLONE_VM) child: 0 with *pid and *listener (-1
+ * without the filter), or -errno with nothing left running. */
+static int
+start_filtered(const struct spawn_options *given, pid_t *pid, int *listener)
+{
+    struct spawn_options o_copy;
+    struct spawn_fd *extended = NULL;
+    int exec_at = -1;
+    /* no PATH search: the child could not allocate for one */
+    if (!strchr(given->file, '/'))
+        return -EINVAL;
+    int rc = with_exec_fd(given, &o_copy, &extended, &exec_at);
+    if (rc < 0)
+        return rc;
+    const struct spawn_options *o = &o_copy;
+    struct filtered f = {
+        .o = o, .filter = o->exec_listener != NULL, .exec_at = exec_at, .max_at = 2};
+    for (size_t i = 0; i < o->n_fds; i++) {
+        if (o->fds[i].fd < 0 || o->fds[i].at < 0) {
+            free(extended);
             return -EBADF;
+        }
         f.max_at = o->fds[i].at > f.max_at ? o->fds[i].at : f.max_at;
         f.high = o->fds[i].fd > f.high ? o->fds[i].fd : f.high;
     }
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        free(extended);
         return -errno;
+    }
     f.sock = sv[1];
     f.high = (f.high > sv[1] ? f.high : sv[1]);
     f.high = (f.high > f.max_at + 1 ? f.high : f.max_at + 1) + 1;
@@ -532,6 +593,7 @@ start_filtered(const struct spawn_options *o, pid_t *pid)
         int e = errno;
         close(sv[0]);
         close(sv[1]);
+        free(extended);
         return -e;
     }
     /* No handler of the server's may run in the child before it resets
@@ -545,7 +607,7 @@ start_filtered(const struct spawn_options *o, pid_t *pid)
     pid_t child = clone(filtered_child, (char *)stack + FILTERED_STACK, CLONE_VM | SIGCHLD, &f);
     int e = errno;
     close(sv[1]);
-    int rc = child < 0 ? -e : follow_filtered(sv[0], child, o->file);
+    rc = child < 0 ? -e : follow_filtered(sv[0], child, o->file, f.filter, listener);
     sigprocmask(SIG_SETMASK, &old, NULL);
     close(sv[0]);
     if (child > 0 && rc < 0) {
@@ -555,6 +617,7 @@ start_filtered(const struct spawn_options *o, pid_t *pid)
     }
     /* the child has exec'd or is gone: its stack is free for the next */
     UNPOISON(stack, FILTERED_STACK);
+    free(extended);
     *pid = child;
     return rc;
 }
@@ -570,9 +633,10 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     pid_t pid = -1;
     int listener = -1;
     int rc;
-    if (o->exec_listener) {
-        *o->exec_listener = -1;
-        rc = listener = start_filtered(o, &pid);
+    if (o->exec_listener || o->exec_fd) {
+        if (o->exec_listener)
+            *o->exec_listener = -1;
+        rc = start_filtered(o, &pid, &listener);
     } else {
         rc = start_process(o, &pid);
     }

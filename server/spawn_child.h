@@ -34,7 +34,17 @@ struct spawn_fd {
 };
 
 struct spawn_options {
-    const char *file;           /* searched in the server's PATH when it has no '/' */
+    const char *file; /* searched in the server's PATH when it has no '/' */
+    /*
+     * Non-NULL: the child runs the file *exec_fd names (opened O_PATH,
+     * borrowed) with execveat(AT_EMPTY_PATH), so what runs is the file
+     * that was checked whatever file's path names by then; file must then
+     * hold a '/' and is only its name.  The fd is close-on-exec in the
+     * child unless exec_fd_inherited (a #! script: its interpreter
+     * reopens it through /dev/fd).
+     */
+    const int *exec_fd;
+    bool exec_fd_inherited;
     char *const *argv;          /* argv[0] included */
     char *const *env;           /* NULL: the server's environment */
     const char *cwd;            /* NULL: the server's */
@@ -60,7 +70,9 @@ typedef void (*spawn_exit_cb)(struct spawn_child *c, int64_t exit_status, int te
 typedef void (*spawn_close_cb)(struct spawn_child *c);
 
 /*
- * Starts o->file.  The child gets each of o->fds at its number, /dev/null
+ * Starts o->file (with exec_fd or exec_listener, from a clone(CLONE_VM)
+ * child of the server's own; otherwise with posix_spawn).  The child gets
+ * each of o->fds at its number, /dev/null
  * as whichever of 0, 1 and 2 is not among them, no other fd, an empty
  * signal mask and every signal's default disposition (with exec_listener:
  * every signal's, 1-31 otherwise).  data is returned by

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "decide.h"
 #include "esc_io.h"
 #include "escalation.h"
 #include "log.h"
@@ -30,7 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uv_loop_t loop;
-static struct escalation_server *es;
+static struct decide_server *ds;
 static json_t *policy;
 
 int
@@ -52,10 +53,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     log_set_level(LOG_LEVEL_ERROR);
     uv_loop_init(&loop);
     const char *paths[] = {path};
-    struct escalation_config cfg = {.rules_paths = paths, .n_rules_paths = 1};
+    struct decide_config cfg = {.rules_paths = paths, .n_rules_paths = 1};
     char *err = NULL;
-    es = escalation_server_new(&loop, &cfg, &err);
-    if (!es)
+    ds = decide_server_new(&cfg, &err);
+    if (!ds)
         abort();
     unlink(path);
     rmdir(dir);
@@ -87,8 +88,9 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *err = NULL;
-    struct escalation_call *ec =
-        escalation_call_new(es, policy, "/", "/", "fuzz", NULL, NULL, &err);
+    struct decide_call *dc = decide_call_new(ds, policy, "/", "fuzz", NULL, NULL, &err);
+    struct escalation_call *ec = dc ? escalation_call_new(&loop, dc, NULL, NULL, NULL, 0) : NULL;
+    decide_call_unref(dc);
     if (!ec)
         abort();
     int child = -1;

@@ -607,22 +607,30 @@ test_escalated_program_gets_only_forwarded_fds(void **state)
     mcp_world_end(&w);
 }
 
+/* An escalated program gets the server's environment, not the request's:
+ * loader hooks and any other variable the command set stay behind, unless
+ * the user passes the name with --pass-env. */
 static void
 test_loader_env_dropped(void **state)
 {
-    struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
-    char *cmd =
-        mcp_world_fmt("LD_PRELOAD=/nonexistent.so LD_LIBRARY_PATH=/x BASH_ENV=/x KEEP=yes "
-                      "sh -c 'echo \"[$LD_PRELOAD][$LD_LIBRARY_PATH][$BASH_ENV][$KEEP]\"; touch "
-                      "%s/esc'",
-                      w.outside);
-    json_t *a = run(&w, cmd, NULL);
-    mcp_world_assert_contains(mcp_world_output(a), "[][][][yes]\n");
-    assert_true(mcp_world_exists(w.outside, "esc"));
-    json_decref(a);
-    free(cmd);
-    mcp_world_end(&w);
+    const char *extra[] = {NULL, "--pass-env=KEEP"};
+    const char *want[] = {"[][][][]\n", "[][][][yes]\n"};
+    for (int i = 0; i < 2; i++) {
+        struct mcp_world w;
+        world_start_with(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false,
+                         extra[i]);
+        char *cmd = mcp_world_fmt(
+            "LD_PRELOAD=/nonexistent.so LD_LIBRARY_PATH=/x BASH_ENV=/x KEEP=yes "
+            "sh -c 'echo \"[$LD_PRELOAD][$LD_LIBRARY_PATH][$BASH_ENV][$KEEP]\"; touch "
+            "%s/esc'",
+            w.outside);
+        json_t *a = run(&w, cmd, NULL);
+        mcp_world_assert_contains(mcp_world_output(a), want[i]);
+        assert_true(mcp_world_exists(w.outside, "esc"));
+        json_decref(a);
+        free(cmd);
+        mcp_world_end(&w);
+    }
 }
 
 /* Raw clients on the call's socket (fd 4, inherited by everything in the

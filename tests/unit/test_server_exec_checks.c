@@ -10,6 +10,7 @@
 #include "approvals.h"
 #include "exec_checks.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define FORCES(...)                                                                                \
@@ -85,26 +86,49 @@ test_forced_rm_depth_is_bounded(void **state)
     assert_false(FORCES("sh", "-c", "sh -c \"sh -c 'sh -c \\\"sh -c rm\\\\ -f\\\\ a\\\"'\""));
 }
 
+/* Whether program + args is approved in a, by its key. */
+static bool
+approved(const struct approvals *a, const char *program, const char *const *args, size_t n)
+{
+    size_t len = 0;
+    char *key = approvals_key(program, args, n, &len);
+    assert_non_null(key);
+    bool found = approvals_contains(a, key, len);
+    free(key);
+    return found;
+}
+
+static int
+approve(struct approvals *a, const char *program, const char *const *args, size_t n)
+{
+    size_t len = 0;
+    char *key = approvals_key(program, args, n, &len);
+    assert_non_null(key);
+    int rc = approvals_add(a, key, len);
+    free(key);
+    return rc;
+}
+
 static void
 test_approvals(void **state)
 {
     struct approvals *a = approvals_new();
     assert_non_null(a);
     const char *args[] = {"init", "."};
-    assert_false(approvals_contains(a, "/usr/bin/git", args, 2));
-    assert_int_equal(approvals_add(a, "/usr/bin/git", args, 2), 0);
-    assert_int_equal(approvals_add(a, "/usr/bin/git", args, 2), 0); /* twice is once */
-    assert_true(approvals_contains(a, "/usr/bin/git", args, 2));
+    assert_false(approved(a, "/usr/bin/git", args, 2));
+    assert_int_equal(approve(a, "/usr/bin/git", args, 2), 0);
+    assert_int_equal(approve(a, "/usr/bin/git", args, 2), 0); /* twice is once */
+    assert_true(approved(a, "/usr/bin/git", args, 2));
     /* another program, other or fewer arguments, or joined differently */
-    assert_false(approvals_contains(a, "/tmp/git", args, 2));
-    assert_false(approvals_contains(a, "/usr/bin/git", args, 1));
+    assert_false(approved(a, "/tmp/git", args, 2));
+    assert_false(approved(a, "/usr/bin/git", args, 1));
     const char *more[] = {"init", ".", "--bare"};
-    assert_false(approvals_contains(a, "/usr/bin/git", more, 3));
+    assert_false(approved(a, "/usr/bin/git", more, 3));
     const char *joined[] = {"init ."};
-    assert_false(approvals_contains(a, "/usr/bin/git", joined, 1));
+    assert_false(approved(a, "/usr/bin/git", joined, 1));
     const char *none[] = {NULL};
-    assert_int_equal(approvals_add(a, "/bin/true", none, 0), 0);
-    assert_true(approvals_contains(a, "/bin/true", none, 0));
+    assert_int_equal(approve(a, "/bin/true", none, 0), 0);
+    assert_true(approved(a, "/bin/true", none, 0));
     approvals_free(a);
     approvals_free(NULL);
 }

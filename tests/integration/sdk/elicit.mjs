@@ -44,7 +44,7 @@ await client.connect(transport);
 const cmd = `sh -c 'touch ${outside}/x'; echo "st=$?"`;
 let r = await client.callTool({ name: "shell", arguments: { command: cmd, workdir, login: false } });
 check(asked.length === 1, `asked once (got ${asked.length})`);
-check(/^Allow agent to run `\/.*\/sh -c 'touch .*\/x'` in `.*`\?$/.test(asked[0].message),
+check(/^Allow agent to run `\/[^ ]+ -c 'touch .*\/x'` in `.*`\?$/.test(asked[0].message),
   `message format (got ${asked[0].message})`);
 const props = asked[0].requestedSchema.properties;
 check(props.decision && props.decision.enum.includes("approved_for_session"), "decision enum offered");

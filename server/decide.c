@@ -1,0 +1,1262 @@
+#include "decide.h"
+
+#include "approvals.h"
+#include "audit.h"
+#include "esc_proto.h"
+#include "exec_checks.h"
+#include "exec_path.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "shell_call.h"
+#include "utf8.h"
+#include "writable_view.h"
+/* rules/ and sandbox/ both have a policy.h: named by their directories */
+#include "../rules/load.h"
+#include "../rules/policy.h"
+#include "../rules/shlex.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REASON_FORBIDDEN "Execution forbidden by policy"
+#define REASON_DECLINED  "User declined execution"
+#define REASON_CANCELLED "User cancelled execution"
+#define REASON_DENIED    "User denied execution"
+#define REASON_ABORTED   "User aborted the tool call"
+#define REASON_NO_ELICITATION                                                                      \
+    "Approval was required by a prompt rule, but the MCP client did not declare the "              \
+    "elicitation capability, so it cannot be asked"
+
+/* A repository at the top of a root whose .git the helper keeps
+ * read-only, as first seen by this server (decide_call_attach). */
+struct seen_repo {
+    char *root;
+    bool present;
+    dev_t dev;
+    ino_t ino;
+};
+
+struct decide_server {
+    struct rules_policy *rules;
+    bool preserve_program_paths;
+    struct approvals *approvals;
+    struct audit *audit;
+    struct jsonrpc *rpc;
+    bool client_elicitation;
+    unsigned calls;   /* decide_calls alive */
+    char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL */
+    struct seen_repo *repos;
+    size_t n_repos;
+};
+
+/* A command remembered for the call (see DECIDE_MAX_REMEMBERED). */
+struct memo {
+    pid_t pid; /* 0: any process */
+    char *key;
+    size_t keylen;
+    char *reason; /* declined: the reason to repeat */
+};
+
+struct memo_list {
+    struct memo items[DECIDE_MAX_REMEMBERED];
+    size_t n;
+};
+
+/* A repository the call's sandbox keeps read-only: its .git entry and
+ * the directory git uses. */
+struct kept_repo {
+    char *dotgit;
+    char *gitdir;
+    dev_t dev;
+    ino_t ino;
+};
+
+struct decide_call {
+    struct decide_server *ds;
+    unsigned refs;
+    char *label;
+    struct writable_view view;
+    struct kept_repo *kept;
+    size_t n_kept;
+    struct shell_call *sc; /* while the call runs */
+    struct shell_call_attachment att;
+    void (*on_abort)(void *data, const char *why);
+    void *abort_data;
+    bool aborted;
+    unsigned paused;
+    struct memo_list expected, declined;
+};
+
+/* ---- rules loading ---- */
+
+static int
+is_rules_name(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return d->d_name[0] != '.' && n > 6 && strcmp(d->d_name + n - 6, ".rules") == 0;
+}
+
+/* Appends path's rules files to *files (directories: their *.rules, sorted). */
+static int
+collect_rules(const char *path, bool missing_ok, char ***files, size_t *n, char **err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        if (errno == ENOENT && missing_ok)
+            return 0;
+        if (asprintf(err, "rules: %s: %s", path, strerror(errno)) < 0)
+            *err = NULL;
+        return -1;
+    }
+    struct dirent **list = NULL;
+    int count = 1;
+    if (S_ISDIR(st.st_mode)) {
+        count = scandir(path, &list, is_rules_name, alphasort);
+        if (count < 0) {
+            if (asprintf(err, "rules: %s: %s", path, strerror(errno)) < 0)
+                *err = NULL;
+            return -1;
+        }
+    }
+    char **grown = realloc(*files, (*n + (size_t)count + 1) * sizeof(char *));
+    int rc = grown ? 0 : -1;
+    if (grown)
+        *files = grown;
+    for (int i = 0; i < count; i++) {
+        char *f = NULL;
+        if (rc == 0 && list && asprintf(&f, "%s/%s", path, list[i]->d_name) < 0)
+            f = NULL;
+        else if (rc == 0 && !list)
+            f = strdup(path);
+        if (rc == 0 && !f)
+            rc = -1;
+        if (f)
+            (*files)[(*n)++] = f;
+        if (list)
+            free(list[i]);
+    }
+    free(list);
+    if (rc < 0)
+        *err = strdup("out of memory");
+    return rc;
+}
+
+static struct rules_policy *
+load_rules(const struct decide_config *cfg, char **err)
+{
+    char **files = NULL;
+    size_t n = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < cfg->n_rules_paths; i++) {
+        bool is_default =
+            cfg->default_rules_dir && strcmp(cfg->rules_paths[i], cfg->default_rules_dir) == 0;
+        rc = collect_rules(cfg->rules_paths[i], is_default, &files, &n, err);
+    }
+    struct rules_policy *p = NULL;
+    if (rc == 0)
+        p = rules_load(NULL, (const char *const *)files, n, err);
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
+    return p;
+}
+
+/* ---- the wrapper hint ---- */
+
+/* Beyond this the hint is not given (an environment string must stay well
+ * under the kernel's 128 KiB per string): every exec then asks. */
+#define WRAP_NAMES_MAX (32 * 1024)
+
+struct wrap_names {
+    char *buf;
+    size_t len;
+};
+
+static int
+wrap_names_add(struct wrap_names *w, const char *name, size_t n)
+{
+    if (n == 0 || memchr(name, ':', n) || w->len + n + 1 > WRAP_NAMES_MAX)
+        return -1;
+    char *grown = realloc(w->buf, w->len + n + 2);
+    if (!grown)
+        return -1;
+    w->buf = grown;
+    if (w->len)
+        w->buf[w->len++] = ':';
+    memcpy(w->buf + w->len, name, n);
+    w->len += n;
+    w->buf[w->len] = '\0';
+    return 0;
+}
+
+/* A name and, for a path, its last component too: what the escalation
+ * path matches exactly, and what it falls back to. */
+static int
+wrap_names_add_rule(void *arg, const char *name)
+{
+    const char *slash = strrchr(name, '/');
+    int rc = wrap_names_add(arg, name, strlen(name));
+    if (rc == 0 && slash)
+        rc = wrap_names_add(arg, slash + 1, strlen(slash + 1));
+    return rc;
+}
+
+/*
+ * The programs the wrapper path may decide other than Run: every program
+ * a rule names, and those the forced-rm heuristic reads.  A program goes
+ * to the wrapper when its path or its last component is listed; a link
+ * named otherwise to a listed program is judged by the tree watch, which
+ * sees every name (docs/escalation.md, "The wrapper hint").  NULL when a
+ * name cannot be listed (a ':' in it) or the list is too long.
+ */
+static char *
+build_wrap_names(const struct rules_policy *rules)
+{
+    struct wrap_names w = {0};
+    int rc = rules_policy_each_program(rules, wrap_names_add_rule, &w);
+    const char *const *heuristic = exec_checks_heuristic_programs();
+    for (size_t i = 0; rc == 0 && heuristic[i]; i++)
+        rc = wrap_names_add(&w, heuristic[i], strlen(heuristic[i]));
+    if (rc != 0) {
+        free(w.buf);
+        return NULL;
+    }
+    return w.buf;
+}
+
+/* ---- the server ---- */
+
+struct decide_server *
+decide_server_new(const struct decide_config *cfg, char **err)
+{
+    *err = NULL;
+    struct decide_server *ds = calloc(1, sizeof(*ds));
+    if (!ds) {
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    ds->preserve_program_paths = cfg->preserve_program_paths;
+    ds->rules = load_rules(cfg, err);
+    if (ds->rules)
+        ds->approvals = approvals_new();
+    if (ds->rules && !ds->approvals)
+        *err = strdup("out of memory");
+    if (ds->approvals && cfg->audit_path)
+        ds->audit = audit_open(cfg->audit_path, err);
+    /* with an audit log every exec of the shell is to get its record */
+    if (ds->approvals && !cfg->audit_path)
+        ds->wrap_names = build_wrap_names(ds->rules);
+    if (!ds->approvals || (cfg->audit_path && !ds->audit)) {
+        if (!*err)
+            *err = strdup("out of memory");
+        decide_server_free(ds);
+        return NULL;
+    }
+    return ds;
+}
+
+void
+decide_server_free(struct decide_server *ds)
+{
+    if (!ds)
+        return;
+    rules_policy_free(ds->rules);
+    approvals_free(ds->approvals);
+    audit_close(ds->audit);
+    free(ds->wrap_names);
+    for (size_t i = 0; i < ds->n_repos; i++)
+        free(ds->repos[i].root);
+    free(ds->repos);
+    free(ds);
+}
+
+void
+decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool elicitation)
+{
+    ds->rpc = rpc;
+    ds->client_elicitation = elicitation;
+}
+
+size_t
+decide_server_rule_count(const struct decide_server *ds)
+{
+    return rules_policy_rule_count(ds->rules);
+}
+
+const char *
+decide_server_wrap_names(const struct decide_server *ds)
+{
+    return ds->wrap_names;
+}
+
+bool
+decide_server_auditing(const struct decide_server *ds)
+{
+    return ds->audit != NULL;
+}
+
+/* ---- repositories ---- */
+
+/* The directory git uses for the .git entry at dotgit: the entry itself
+ * (a directory, or a link to one) or what a "gitdir: " file names;
+ * canonical, or NULL (*unreadable set when the entry is a file that could
+ * not be read as one git writes). */
+static char *
+gitdir_of(const char *dotgit, bool *unreadable)
+{
+    *unreadable = false;
+    struct stat st;
+    if (stat(dotgit, &st) < 0 || !S_ISREG(st.st_mode))
+        return realpath(dotgit, NULL);
+    /* a FIFO swapped in since the stat must not block the loop */
+    int fd = open(dotgit, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    char buf[4096];
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 8 || strncmp(buf, "gitdir: ", 8) != 0) {
+        *unreadable = true;
+        return NULL;
+    }
+    buf[n] = '\0';
+    buf[8 + strcspn(buf + 8, "\r\n")] = '\0';
+    char *dir = strdup(dotgit);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    char *target = NULL;
+    if (slash) {
+        *slash = '\0';
+        if (asprintf(&target, "%s/%s", buf[8] == '/' ? "" : dir, buf + 8) < 0)
+            target = NULL;
+    }
+    free(dir);
+    char *real = target ? realpath(target, NULL) : NULL;
+    free(target);
+    return real;
+}
+
+/* The server's first sight of the repository at root (added now if this
+ * is it).  NULL when out of memory. */
+static const struct seen_repo *
+first_sight(struct decide_server *ds, const char *root, const struct stat *now, bool present)
+{
+    for (size_t i = 0; i < ds->n_repos; i++) {
+        if (strcmp(ds->repos[i].root, root) == 0)
+            return &ds->repos[i];
+    }
+    struct seen_repo *grown = realloc(ds->repos, (ds->n_repos + 1) * sizeof(*grown));
+    char *copy = grown ? strdup(root) : NULL;
+    if (grown)
+        ds->repos = grown;
+    if (!copy)
+        return NULL;
+    ds->repos[ds->n_repos] =
+        (struct seen_repo){copy, present, present ? now->st_dev : 0, present ? now->st_ino : 0};
+    return &ds->repos[ds->n_repos++];
+}
+
+/*
+ * Notes the repositories the helper is about to keep read-only: the .git
+ * at the top of each root (and the gitdir a .git file names), when it is
+ * the one this server saw there first.  One the sandbox made where none
+ * was is not trusted for the rest of the server's life, bound read-only
+ * or not: it was made by the command (docs/escalation.md).
+ */
+static void
+note_kept_repos(struct decide_call *dc)
+{
+    for (size_t i = 0; i < dc->view.n_repo_roots; i++) {
+        char *dotgit = NULL;
+        if (asprintf(&dotgit, "%s/.git", dc->view.repo_roots[i]) < 0)
+            return;
+        bool unreadable = false;
+        char *gitdir = gitdir_of(dotgit, &unreadable);
+        struct stat st;
+        bool present = gitdir && stat(gitdir, &st) == 0;
+        const struct seen_repo *seen = first_sight(dc->ds, dc->view.repo_roots[i], &st, present);
+        bool kept =
+            present && seen && seen->present && seen->dev == st.st_dev && seen->ino == st.st_ino;
+        struct kept_repo *grown =
+            kept ? realloc(dc->kept, (dc->n_kept + 1) * sizeof(*grown)) : NULL;
+        if (grown) {
+            dc->kept = grown;
+            dc->kept[dc->n_kept++] = (struct kept_repo){dotgit, gitdir, st.st_dev, st.st_ino};
+            continue;
+        }
+        if (present && !kept)
+            log_info("decide %s: %s was not there when this server first ran a command in %s: "
+                     "escalations in it run in the sandbox",
+                     dc->label, dotgit, dc->view.repo_roots[i]);
+        free(dotgit);
+        free(gitdir);
+    }
+}
+
+static bool
+is_kept(const struct decide_call *dc, const char *dotgit, const char *gitdir)
+{
+    struct stat st;
+    for (size_t i = 0; i < dc->n_kept; i++) {
+        const struct kept_repo *k = &dc->kept[i];
+        if (strcmp(k->dotgit, dotgit) == 0 && gitdir && strcmp(k->gitdir, gitdir) == 0)
+            return stat(gitdir, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;
+    }
+    return false;
+}
+
+/*
+ * Whether cwd lies in a git repository whose .git the sandbox could have
+ * written (hooks, fsmonitor, filters, aliases: code that an escalated
+ * program would run outside): any .git entry from cwd up to "/" that is
+ * in the writable view, or names a gitdir there, and is not one the
+ * sandbox keeps read-only.  *which gets the entry (malloc'd) when so.
+ */
+static bool
+in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
+{
+    *which = NULL;
+    char *dir = realpath(cwd, NULL);
+    if (!dir)
+        return true; /* cannot tell: the cautious answer */
+    bool found = false;
+    for (;;) {
+        char *dotgit = NULL;
+        struct stat st;
+        if (asprintf(&dotgit, "%s%s.git", dir, strcmp(dir, "/") == 0 ? "" : "/") < 0) {
+            found = true;
+            break;
+        }
+        if (lstat(dotgit, &st) == 0) {
+            bool unreadable = false;
+            char *gitdir = gitdir_of(dotgit, &unreadable);
+            bool writable = writable_view_contains(&dc->view, dotgit) ||
+                            (gitdir && writable_view_contains(&dc->view, gitdir));
+            found = writable && !is_kept(dc, dotgit, gitdir);
+            free(gitdir);
+        }
+        if (found) {
+            *which = dotgit;
+            break;
+        }
+        free(dotgit);
+        char *slash = strrchr(dir, '/');
+        if (slash == dir && dir[1] == '\0')
+            break;
+        if (slash == dir)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+    }
+    free(dir);
+    return found;
+}
+
+/* ---- the call ---- */
+
+static void
+att_release(struct shell_call_attachment *a)
+{
+    struct decide_call *dc = (struct decide_call *)((char *)a - offsetof(struct decide_call, att));
+    dc->sc = NULL;
+    decide_call_unref(dc);
+}
+
+struct decide_call *
+decide_call_new(struct decide_server *ds, const json_t *policy, const char *sandbox_cwd,
+                const char *label, void (*on_abort)(void *data, const char *why), void *data,
+                char **err)
+{
+    *err = NULL;
+    struct decide_call *dc = calloc(1, sizeof(*dc));
+    if (!dc || !(dc->label = strdup(label))) {
+        free(dc);
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    if (writable_view_init(&dc->view, policy, sandbox_cwd, err) < 0) {
+        free(dc->label);
+        free(dc);
+        return NULL;
+    }
+    dc->ds = ds;
+    dc->refs = 1;
+    dc->on_abort = on_abort;
+    dc->abort_data = data;
+    ds->calls++;
+    return dc;
+}
+
+struct decide_call *
+decide_call_ref(struct decide_call *dc)
+{
+    dc->refs++;
+    return dc;
+}
+
+static void
+memo_clear(struct memo_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].key);
+        free(l->items[i].reason);
+    }
+    l->n = 0;
+}
+
+void
+decide_call_unref(struct decide_call *dc)
+{
+    if (!dc || --dc->refs > 0)
+        return;
+    writable_view_release(&dc->view);
+    for (size_t i = 0; i < dc->n_kept; i++) {
+        free(dc->kept[i].dotgit);
+        free(dc->kept[i].gitdir);
+    }
+    free(dc->kept);
+    memo_clear(&dc->expected);
+    memo_clear(&dc->declined);
+    dc->ds->calls--;
+    free(dc->label);
+    free(dc);
+}
+
+void
+decide_call_attach(struct decide_call *dc, struct shell_call *sc)
+{
+    note_kept_repos(dc);
+    dc->sc = sc;
+    dc->att.release = att_release;
+    decide_call_ref(dc); /* the attachment's, dropped by att_release */
+    shell_call_attach(sc, &dc->att);
+}
+
+const char *
+decide_call_label(const struct decide_call *dc)
+{
+    return dc->label;
+}
+
+/* ---- memos ---- */
+
+static void
+memo_remove(struct memo_list *l, size_t i)
+{
+    free(l->items[i].key);
+    free(l->items[i].reason);
+    memmove(&l->items[i], &l->items[i + 1], (l->n - i - 1) * sizeof(l->items[0]));
+    l->n--;
+}
+
+static void
+memo_add(struct memo_list *l, pid_t pid, const char *key, size_t keylen, const char *reason)
+{
+    char *k = malloc(keylen);
+    char *r = reason ? strdup(reason) : NULL;
+    if (!k || (reason && !r)) {
+        free(k);
+        free(r);
+        return;
+    }
+    memcpy(k, key, keylen);
+    if (l->n == DECIDE_MAX_REMEMBERED)
+        memo_remove(l, 0);
+    l->items[l->n++] = (struct memo){pid, k, keylen, r};
+}
+
+/* The index of the memo for key (and pid, unless the memo's is 0), or -1. */
+static long
+memo_find(const struct memo_list *l, pid_t pid, const char *key, size_t keylen)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const struct memo *m = &l->items[i];
+        if ((m->pid == 0 || m->pid == pid) && m->keylen == keylen &&
+            memcmp(m->key, key, keylen) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+void
+decide_call_expect(struct decide_call *dc, pid_t pid, const struct decide_result *r)
+{
+    if (pid > 0 && r->key)
+        memo_add(&dc->expected, pid, r->key, r->keylen, NULL);
+}
+
+/* ---- the rules over every name ---- */
+
+/* The strictest answer so far, and the rules that gave it. */
+struct verdict {
+    enum rules_decision decision;
+    char *justification;
+    json_t *matched; /* NULL unless auditing */
+    bool oom;
+};
+
+static const char *
+base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s && s[1] ? s + 1 : path;
+}
+
+static json_t *
+text_json(const char *t)
+{
+    size_t len = 0;
+    char *u = utf8_lossy(t, strlen(t), &len);
+    json_t *j = u ? json_stringn(u, len) : NULL;
+    free(u);
+    return j ? j : json_null();
+}
+
+static json_t *
+match_json(const struct rules_match *m)
+{
+    json_t *prefix = json_array();
+    for (size_t j = 0; prefix && j < m->n_prefix; j++)
+        json_array_append_new(prefix, text_json(m->matched_prefix[j]));
+    return json_pack("{s:o, s:s, s:s*}", "prefix", prefix ? prefix : json_array(), "decision",
+                     rules_decision_name(m->decision), "justification", m->justification);
+}
+
+/* Adds r's matches at its decision to v->matched, each once. */
+static void
+note_matches(struct verdict *v, const struct rules_result *r)
+{
+    for (size_t i = 0; v->matched && i < r->n_matches; i++) {
+        if (r->matches[i].decision != r->decision)
+            continue;
+        json_t *m = match_json(&r->matches[i]);
+        bool seen = false;
+        for (size_t k = 0; m && !seen && k < json_array_size(v->matched); k++)
+            seen = json_equal(json_array_get(v->matched, k), m);
+        if (m && !seen)
+            json_array_append(v->matched, m);
+        json_decref(m);
+    }
+}
+
+/*
+ * Checks cmd under one more name (cmd[0]).  A restricting name (argv[0],
+ * an interpreter, a bare last component) may make the answer stricter
+ * but never grants: `allow` comes only from a program's own path, so
+ * that neither exec -a nor a #! line nor a basename outside a
+ * host_executable's list can vouch for a program.
+ */
+static void
+check_name(const struct decide_server *ds, const char *name, bool restricting, const char **cmd,
+           size_t argc, struct verdict *v)
+{
+    if (!name || !name[0])
+        return;
+    cmd[0] = name;
+    unsigned flags =
+        name[0] == '/' && !ds->preserve_program_paths ? RULES_CHECK_RESOLVE_HOST_EXECUTABLES : 0;
+    struct rules_result r = {0};
+    if (rules_policy_check(ds->rules, cmd, argc, flags, &r) != 0) {
+        v->oom = true;
+        return;
+    }
+    enum rules_decision d = r.decision;
+    if (restricting && d == RULES_DECISION_ALLOW)
+        d = RULES_DECISION_NONE;
+    if (d != RULES_DECISION_NONE && d >= v->decision) {
+        if (d > v->decision) {
+            free(v->justification);
+            v->justification = NULL;
+            if (v->matched)
+                json_array_clear(v->matched);
+        }
+        v->decision = d;
+        for (size_t i = 0; !v->justification && i < r.n_matches; i++) {
+            if (r.matches[i].decision == r.decision && r.matches[i].justification)
+                v->justification = strdup(r.matches[i].justification);
+        }
+        note_matches(v, &r);
+    }
+    rules_result_free(&r);
+}
+
+/* The names an exec goes by, each once: program paths (which may grant)
+ * first, then the restricting ones. */
+struct names {
+    const char *items[8 + 2 * EXEC_PATH_MAX_LINKS + 2 * 4];
+    bool restricting[8 + 2 * EXEC_PATH_MAX_LINKS + 2 * 4];
+    size_t n;
+};
+
+static void
+add_name(struct names *ns, const char *name, bool restricting)
+{
+    if (!name || !name[0] || ns->n == sizeof(ns->items) / sizeof(ns->items[0]))
+        return;
+    for (size_t i = 0; i < ns->n; i++) {
+        if (strcmp(ns->items[i], name) == 0) {
+            ns->restricting[i] = ns->restricting[i] && restricting;
+            return;
+        }
+    }
+    ns->items[ns->n] = name;
+    ns->restricting[ns->n++] = restricting;
+}
+
+static void
+collect_names(const struct decide_server *ds, const struct decide_exec *e,
+              const struct exec_path *walk, struct names *ns)
+{
+    bool paths_only = ds->preserve_program_paths;
+    const char *paths[3 + EXEC_PATH_MAX_LINKS] = {walk->absolute, walk->canonical, e->canonical};
+    size_t np = 3;
+    for (size_t i = 0; i < walk->n_links; i++) {
+        if (walk->links[i].program)
+            paths[np++] = walk->links[i].path;
+    }
+    for (size_t i = 0; i < np; i++)
+        add_name(ns, paths[i], false);
+    for (size_t i = 0; !paths_only && i < np; i++)
+        add_name(ns, paths[i] ? base_name(paths[i]) : NULL, true);
+    for (size_t i = 0; i < e->n_interpreters && i < 4; i++) {
+        add_name(ns, e->interpreters[i], true);
+        if (!paths_only)
+            add_name(ns, base_name(e->interpreters[i]), true);
+    }
+    if (!paths_only && e->argc > 0)
+        add_name(ns, base_name(e->argv[0]), true);
+}
+
+static int
+rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
+              const struct exec_path *walk, struct verdict *v)
+{
+    struct names ns = {.n = 0};
+    collect_names(ds, e, walk, &ns);
+    const char **cmd = calloc(e->argc + 1, sizeof(*cmd));
+    if (!cmd)
+        return -1;
+    for (size_t i = 1; i < e->argc; i++)
+        cmd[i] = e->argv[i];
+    size_t argc = e->argc > 0 ? e->argc : 1;
+    v->matched = ds->audit ? json_array() : NULL;
+    for (size_t i = 0; i < ns.n && !v->oom; i++)
+        check_name(ds, ns.items[i], ns.restricting[i], cmd, argc, v);
+    free(cmd);
+    return v->oom ? -1 : 0;
+}
+
+/* The forced-rm heuristic, under the program's own names. */
+static bool
+forces_rm(const struct decide_exec *e, const struct exec_path *walk)
+{
+    const char **cmd = calloc(e->argc + 1, sizeof(*cmd));
+    if (!cmd)
+        return true; /* the cautious answer */
+    for (size_t i = 1; i < e->argc; i++)
+        cmd[i] = e->argv[i];
+    size_t argc = e->argc > 0 ? e->argc : 1;
+    bool forced = false;
+    const char *names[] = {walk->absolute, walk->canonical};
+    for (size_t i = 0; i < 2 && !forced; i++) {
+        cmd[0] = names[i];
+        forced = names[i] && exec_checks_forces_rm(cmd, argc);
+    }
+    free(cmd);
+    return forced;
+}
+
+/* ---- may it run outside? ---- */
+
+static bool
+starts_with_shebang(int fd)
+{
+    char name[64], head[2];
+    snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+    int rd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    bool script = rd >= 0 && pread(rd, head, 2, 0) == 2 && head[0] == '#' && head[1] == '!';
+    if (rd >= 0)
+        close(rd);
+    return script;
+}
+
+/*
+ * Whether the exec walk describes may run outside the sandbox, and if so
+ * the file opened (out->fd, out->script).  Not when the path as given, any
+ * link on the way or the file itself lies where the sandbox can write (it
+ * could have made or repointed it), when the file is not a regular one,
+ * or when the working directory is in a repository the sandbox could
+ * have written.  *why (static or malloc'd into *why_owned) says why not.
+ */
+static bool
+escalatable(const struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
+            struct decide_result *out, const char **why, char **why_owned)
+{
+    *why = NULL;
+    *why_owned = NULL;
+    bool writable = !walk->canonical || writable_view_contains(&dc->view, walk->absolute) ||
+                    writable_view_contains(&dc->view, walk->canonical);
+    for (size_t i = 0; !writable && i < walk->n_links; i++)
+        writable = writable_view_contains(&dc->view, walk->links[i].path);
+    if (!walk->canonical) {
+        *why = "the program does not resolve";
+        return false;
+    }
+    if (writable) {
+        *why = "the program, or a link on its path, lies where the sandbox can write";
+        return false;
+    }
+    if (!S_ISREG(walk->st.st_mode)) {
+        *why = "the program is not a regular file";
+        return false;
+    }
+    char *repo = NULL;
+    if (in_writable_repo(dc, e->cwd, &repo)) {
+        if (asprintf(why_owned,
+                     "the working directory is in a git repository whose %s the "
+                     "sandbox can write",
+                     repo ? repo : ".git") < 0)
+            *why_owned = NULL;
+        *why = *why_owned ? *why_owned : "the working directory is in a writable repository";
+        free(repo);
+        return false;
+    }
+    int fd = open(walk->canonical, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != walk->st.st_dev ||
+        st.st_ino != walk->st.st_ino || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        *why = "the program changed while it was checked";
+        return false;
+    }
+    out->fd = fd;
+    out->script = starts_with_shebang(fd);
+    return true;
+}
+
+/* ---- the decision ---- */
+
+/* program, its (dev, ino) and argv[1..]: an approval names this file, not
+ * whatever a path may name later. */
+static int
+make_key(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
+{
+    struct stat st;
+    bool have = walk->canonical && strcmp(walk->canonical, out->program) == 0;
+    if (have)
+        st = walk->st;
+    else
+        have = stat(out->program, &st) == 0;
+    char id[64];
+    snprintf(id, sizeof(id), "%ju:%ju", have ? (uintmax_t)st.st_dev : 0,
+             have ? (uintmax_t)st.st_ino : 0);
+    size_t nargs = e->argc > 1 ? e->argc - 1 : 0;
+    const char **parts = calloc(nargs + 2, sizeof(*parts));
+    if (!parts)
+        return -1;
+    parts[0] = id;
+    for (size_t i = 0; i < nargs; i++)
+        parts[i + 1] = e->argv[i + 1];
+    out->key = approvals_key(out->program, parts, nargs + 1, &out->keylen);
+    free(parts);
+    return out->key ? 0 : -1;
+}
+
+static void
+set_deny(struct decide_result *out, const char *reason, const char *justification)
+{
+    out->verdict = DECIDE_DENY;
+    free(out->reason);
+    out->reason = NULL;
+    if (justification && asprintf(&out->reason, "%s: %s", reason, justification) < 0)
+        out->reason = NULL;
+    if (!out->reason)
+        out->reason = strdup(reason);
+}
+
+/* The memos of the call, for an exec the tree watch would ask about. */
+static bool
+answered_before(struct decide_call *dc, const struct decide_exec *e, struct decide_result *out)
+{
+    if (e->source != DECIDE_FROM_TREE)
+        return false;
+    long i = memo_find(&dc->expected, e->pid, out->key, out->keylen);
+    if (i >= 0) {
+        /* the wrapper's exec of what a person just approved */
+        memo_remove(&dc->expected, (size_t)i);
+        out->verdict = DECIDE_RUN;
+        out->answered_by = "escalation";
+        out->reason = strdup("the wrapper's exec of what the escalation path approved");
+        return true;
+    }
+    i = memo_find(&dc->declined, 0, out->key, out->keylen);
+    if (i >= 0) {
+        set_deny(out, dc->declined.items[i].reason ? dc->declined.items[i].reason : "declined",
+                 NULL);
+        out->answered_by = "earlier-answer";
+        return true;
+    }
+    return false;
+}
+
+/* allow, or prompt, from the wrapper: outside if the file may go there. */
+static void
+decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
+               bool ask, struct decide_result *out)
+{
+    const char *why = NULL;
+    char *why_owned = NULL;
+    bool outside = escalatable(dc, e, walk, out, &why, &why_owned);
+    if (!outside)
+        log_info("decide %s: %s runs in the sandbox: %s", dc->label, out->program, why);
+    if (ask) {
+        out->verdict = DECIDE_ASK;
+        out->escalate_if_approved = outside;
+    } else {
+        out->verdict = outside ? DECIDE_ESCALATE : DECIDE_RUN;
+    }
+    if (!outside)
+        out->reason = why_owned ? why_owned : strdup(why);
+    else
+        free(why_owned);
+}
+
+void
+decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->fd = -1;
+    out->answered_by = "rules";
+    struct exec_path walk;
+    struct verdict v = {RULES_DECISION_NONE, NULL, NULL, false};
+    bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0;
+    const char *program = e->canonical ? e->canonical : walk.canonical;
+    ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
+         (out->program = strdup(program ? program : walk.absolute)) != NULL;
+    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
+    out->matched = v.matched;
+    if (!ok) {
+        set_deny(out, "out of memory", NULL);
+    } else if (v.decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {
+        /* the tree's refusal is a line on the program's stderr */
+        set_deny(out, v.justification ? v.justification : "forbidden by a rule", NULL);
+    } else if (v.decision == RULES_DECISION_FORBIDDEN) {
+        set_deny(out, REASON_FORBIDDEN, v.justification);
+    } else if (answered_before(dc, e, out)) {
+        /* the call has its answer */
+    } else if (v.decision == RULES_DECISION_PROMPT && e->source == DECIDE_FROM_WRAPPER) {
+        decide_outside(dc, e, &walk, true, out);
+    } else if (v.decision == RULES_DECISION_PROMPT) {
+        out->verdict = DECIDE_ASK;
+    } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
+        decide_outside(dc, e, &walk, false, out);
+    } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
+               forces_rm(e, &walk)) {
+        /* the reference's heuristic: asked, and an approval runs inside */
+        out->verdict = DECIDE_ASK;
+        out->reason = strdup("a forced rm");
+    } else {
+        out->verdict = DECIDE_RUN;
+        out->reason = strdup(v.decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
+    }
+    free(v.justification);
+    exec_path_release(&walk);
+}
+
+void
+decide_result_release(struct decide_result *r)
+{
+    free(r->reason);
+    free(r->file);
+    free(r->program);
+    free(r->key);
+    json_decref(r->matched);
+    if (r->fd >= 0)
+        close(r->fd);
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+}
+
+/* ---- asking a person ---- */
+
+static void
+call_pause(struct decide_call *dc, bool pause)
+{
+    if (!dc->sc)
+        return;
+    if (pause) {
+        dc->paused++;
+        shell_call_pause_timeout(dc->sc);
+    } else if (dc->paused > 0) {
+        dc->paused--;
+        shell_call_resume_timeout(dc->sc);
+    }
+}
+
+static void
+call_abort(struct decide_call *dc)
+{
+    if (dc->aborted)
+        return;
+    dc->aborted = true;
+    if (dc->on_abort)
+        dc->on_abort(dc->abort_data, REASON_ABORTED);
+    if (dc->sc)
+        shell_call_signal(dc->sc, SIGKILL);
+}
+
+/* Whether the code point at s (UTF-8, valid) is one that could make the
+ * text read other than it is: a C1 control, a bidirectional override or
+ * isolate, a zero-width or byte-order mark.  *len gets its length. */
+static bool
+invisible_at(const unsigned char *s, size_t *len, unsigned *cp)
+{
+    *len = 1;
+    if (s[0] < 0xc0)
+        return false;
+    *len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+    if (*len == 2)
+        *cp = ((s[0] & 0x1fu) << 6) | (s[1] & 0x3fu);
+    else if (*len == 3)
+        *cp = ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+    else
+        return false;
+    return (*cp >= 0x80 && *cp <= 0x9f) || (*cp >= 0x200b && *cp <= 0x200f) ||
+           (*cp >= 0x2028 && *cp <= 0x202e) || (*cp >= 0x2066 && *cp <= 0x2069) || *cp == 0xfeff;
+}
+
+/* text with every byte that could forge the question's layout escaped:
+ * control characters as \n, \t, \r or \xNN, backticks as \`, invisible
+ * code points as \u{XXXX}; bytes that are not UTF-8 become U+FFFD. */
+static char *
+escape_shown(const char *text)
+{
+    size_t len = 0;
+    char *u = utf8_lossy(text, strlen(text), &len);
+    char *out = u ? malloc(len * 10 + 1) : NULL;
+    if (!out) {
+        free(u);
+        return NULL;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)u[i];
+        size_t n = 1;
+        unsigned cp = 0;
+        if (c == '\n' || c == '\t' || c == '\r') {
+            out[o++] = '\\';
+            out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        } else if (c < 0x20 || c == 0x7f) {
+            o += (size_t)sprintf(out + o, "\\x%02x", c);
+        } else if (c == '`') {
+            out[o++] = '\\';
+            out[o++] = '`';
+        } else if (invisible_at((const unsigned char *)u + i, &n, &cp)) {
+            o += (size_t)sprintf(out + o, "\\u{%04X}", cp);
+        } else {
+            memcpy(out + o, u + i, n);
+            o += n;
+        }
+        i += n;
+    }
+    out[o] = '\0';
+    free(u);
+    return out;
+}
+
+char *
+decide_question_text(const char *program, const char *const *args, size_t nargs,
+                     const char *workdir)
+{
+    char *joined = shlex_join(args, nargs);
+    char *prog = escape_shown(program);
+    char *shown_args = joined ? escape_shown(joined) : NULL;
+    char *wd = escape_shown(workdir);
+    char *text = NULL;
+    if (!prog || !shown_args || !wd ||
+        asprintf(&text, "Allow agent to run `%s%s%s` in `%s`?", prog, nargs > 0 ? " " : "",
+                 shown_args, wd) < 0)
+        text = NULL;
+    free(joined);
+    free(prog);
+    free(shown_args);
+    free(wd);
+    return text;
+}
+
+static json_t *
+question_params(const char *text)
+{
+    return json_pack(
+        "{s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:[s,s,s,s], s:s}}}}", "message", text,
+        "requestedSchema", "type", "object", "properties", "reason", "type", "string",
+        "description", "Optional reason for allowing or denying execution", "decision", "type",
+        "string", "enum", "approved", "approved_for_session", "denied", "abort", "description",
+        "Optional: approved (this once), approved_for_session (this command for the rest of the "
+        "session), denied, or abort (stop the whole tool call)");
+}
+
+/* A question that is out: what its answer is remembered by. */
+struct decide_question {
+    struct decide_call *dc;
+    long long id;
+    char *key;
+    size_t keylen;
+    bool remember_decline; /* from the tree: a PATH search's retries are not asked again */
+    decide_answer_fn done;
+    void *data;
+};
+
+static void
+question_free(struct decide_question *q)
+{
+    decide_call_unref(q->dc);
+    free(q->key);
+    free(q);
+}
+
+/* The reason for a refusing answer, or NULL for an approval (an
+ * approval for the session is remembered, an abort stops the call). */
+static const char *
+answer_reason(struct decide_question *q, const json_t *result, const json_t *error, char **buf)
+{
+    const char *action = json_string_value(json_object_get(result, "action"));
+    const json_t *content = json_object_get(result, "content");
+    const char *decision = json_string_value(json_object_get(content, "decision"));
+    if (error) {
+        const char *msg = json_string_value(json_object_get(error, "message"));
+        if (asprintf(buf, "The MCP client could not be asked for approval: %s",
+                     msg ? msg : "error") < 0)
+            *buf = NULL;
+        return *buf ? *buf : REASON_CANCELLED;
+    }
+    if (!action || strcmp(action, "cancel") == 0)
+        return REASON_CANCELLED;
+    if (strcmp(action, "decline") == 0)
+        return REASON_DECLINED;
+    if (strcmp(action, "accept") != 0)
+        return REASON_CANCELLED;
+    if (decision && strcmp(decision, "denied") == 0)
+        return REASON_DENIED;
+    if (decision && strcmp(decision, "abort") == 0) {
+        /* the call's group dies first, so nothing after this exec runs */
+        call_abort(q->dc);
+        return REASON_ABORTED;
+    }
+    if (decision && strcmp(decision, "approved_for_session") == 0 &&
+        approvals_add(q->dc->ds->approvals, q->key, q->keylen) < 0)
+        log_warn("decide: out of memory remembering an approval");
+    return NULL;
+}
+
+static void
+on_question_answer(const json_t *result, const json_t *error, void *data)
+{
+    struct decide_question *q = data;
+    call_pause(q->dc, false);
+    char *buf = NULL;
+    const char *reason = answer_reason(q, result, error, &buf);
+    if (reason && q->remember_decline)
+        memo_add(&q->dc->declined, 0, q->key, q->keylen, reason);
+    decide_answer_fn done = q->done;
+    void *d = q->data;
+    question_free(q);
+    done(d, reason == NULL, reason);
+    free(buf);
+}
+
+enum decide_ask
+decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r,
+           decide_answer_fn done, void *data, struct decide_question **q, const char **reason,
+           const char **answered_by)
+{
+    struct decide_server *ds = dc->ds;
+    *q = NULL;
+    *reason = NULL;
+    if (r->key && approvals_contains(ds->approvals, r->key, r->keylen)) {
+        *answered_by = "session-approval";
+        return DECIDE_ASK_APPROVED;
+    }
+    if (!ds->client_elicitation || !ds->rpc) {
+        *answered_by = "no-elicitation";
+        *reason = REASON_NO_ELICITATION;
+        return DECIDE_ASK_DENIED;
+    }
+    *answered_by = "user";
+    struct decide_question *nq = r->key ? calloc(1, sizeof(*nq)) : NULL;
+    if (nq) {
+        nq->dc = decide_call_ref(dc);
+        nq->remember_decline = e->source == DECIDE_FROM_TREE;
+        nq->done = done;
+        nq->data = data;
+        nq->keylen = r->keylen;
+        if ((nq->key = malloc(r->keylen)) != NULL)
+            memcpy(nq->key, r->key, r->keylen);
+    }
+    char *text = nq && nq->key ? decide_question_text(r->program, e->argc > 1 ? e->argv + 1 : NULL,
+                                                      e->argc > 1 ? e->argc - 1 : 0, e->cwd)
+                               : NULL;
+    json_t *params = text ? question_params(text) : NULL;
+    free(text);
+    /* jsonrpc_request takes params, also on failure */
+    long long id =
+        params ? jsonrpc_request(ds->rpc, "elicitation/create", params, on_question_answer, nq)
+               : -1;
+    if (id < 0) {
+        if (nq)
+            question_free(nq);
+        *reason = "The MCP client could not be asked for approval";
+        return DECIDE_ASK_DENIED;
+    }
+    nq->id = id;
+    call_pause(dc, true);
+    *q = nq;
+    return DECIDE_ASK_PENDING;
+}
+
+void
+decide_question_cancel(struct decide_question *q)
+{
+    if (!q)
+        return;
+    if (q->dc->ds->rpc)
+        jsonrpc_forget_request(q->dc->ds->rpc, q->id);
+    call_pause(q->dc, false);
+    question_free(q);
+}
+
+/* ---- the audit record ---- */
+
+void
+decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r,
+             const char *decision, const char *reason, const char *answered_by, int exit_kind,
+             int exit_value)
+{
+    if (!dc->ds->audit)
+        return;
+    json_t *argv = json_array();
+    for (size_t i = 0; argv && i < e->argc; i++)
+        json_array_append_new(argv, text_json(e->argv[i]));
+    json_t *rec = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:s*, s:s*}", "call", dc->label, "file",
+                            text_json(r->file ? r->file : e->path), "program",
+                            text_json(r->program ? r->program : e->path), "argv",
+                            argv ? argv : json_array(), "workdir", text_json(e->cwd), "decision",
+                            decision, "reason", reason, "answered_by", answered_by);
+    if (rec && e->source == DECIDE_FROM_TREE) {
+        json_object_set_new(rec, "source", json_string("tree"));
+        json_object_set_new(rec, "pid", json_integer(e->pid));
+    }
+    if (rec && r->matched && e->source == DECIDE_FROM_WRAPPER)
+        json_object_set(rec, "matched_rules", r->matched);
+    if (rec && exit_kind >= 0)
+        json_object_set_new(rec, exit_kind == ESC_EXIT_CODE ? "exit_code" : "exit_signal",
+                            json_integer(exit_value));
+    audit_write(dc->ds->audit, rec);
+}

@@ -1,0 +1,214 @@
+/*
+ * decide: the one decision for every exec of a call's process tree.
+ *
+ * Two front ends ask.  The wrapper protocol (escalation.c) brings the
+ * execs the patched Bash hands over; those may run outside the sandbox.
+ * The exec watch (exec_watch.c) brings every other exec of the tree in
+ * tree mode; those run where they are or not at all.  Both describe the
+ * exec as a struct decide_exec and get their answer from decide_exec(),
+ * so they agree by construction on: the names the program goes by (every
+ * link on the way, exec_path), the rules' verdict over all of them, the
+ * forced-rm heuristic, whether the file may run outside (nothing the
+ * sandbox could have written or repointed, and no repository it could have
+ * planted code in), the approvals for the session and the call's memos,
+ * the question a person is asked, and the audit record.
+ * docs/escalation.md says what is decided and why.
+ *
+ * One struct decide_server per MCP server (rules, approvals, audit log,
+ * the client to ask); one struct decide_call per `shell` call, shared by
+ * its two front ends (reference counted: each holder releases its own).
+ */
+#ifndef EXECGATE_SERVER_DECIDE_H
+#define EXECGATE_SERVER_DECIDE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct jsonrpc;
+struct shell_call;
+struct rules_policy;
+
+/* Commands remembered per call as approved for one exec by the process
+ * the wrapper path let run (its exec is then not asked about again), or
+ * declined (a PATH search's retries are not asked again); oldest dropped. */
+#define DECIDE_MAX_REMEMBERED 256
+
+struct decide_config {
+    const char *const *rules_paths; /* files or directories of *.rules */
+    size_t n_rules_paths;
+    const char *default_rules_dir; /* may be NULL; missing is no rules */
+    bool preserve_program_paths;
+    const char *audit_path; /* NULL: no audit log */
+};
+
+struct decide_server;
+struct decide_call;
+
+/*
+ * Loads the rules (any error in any file refuses the whole set), logs
+ * what the lint finds in them, and opens the audit log.  Returns NULL
+ * with *err a malloc'd one-line message (caller frees).  cfg is borrowed
+ * for this call only.
+ */
+struct decide_server *decide_server_new(const struct decide_config *cfg, char **err);
+
+/* Frees ds once no decide_call is left.  NULL is a no-op. */
+void decide_server_free(struct decide_server *ds);
+
+/* The transport questions go out on (borrowed; NULL once it is closed)
+ * and whether the client declared the elicitation capability. */
+void decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool elicitation);
+
+/* Number of prefix rules loaded (for the startup log). */
+size_t decide_server_rule_count(const struct decide_server *ds);
+
+/*
+ * The programs the patched Bash is to hand to the wrapper when tree
+ * enforcement judges the shell's other execs ("name:name:..."): every
+ * program the rules name (and the last component of each named path) and
+ * those of the forced-rm heuristic; any other program's escalation would
+ * be a Run.  NULL (every exec goes to the wrapper) with an audit log,
+ * whose records come from the wrapper's requests, or when the list cannot
+ * be given.  Owned by ds.
+ */
+const char *decide_server_wrap_names(const struct decide_server *ds);
+
+/* Whether there is an audit log (records are built only then). */
+bool decide_server_auditing(const struct decide_server *ds);
+
+/*
+ * A call's decision state.  policy (a sandboxPolicy object) and
+ * sandbox_cwd (absolute) give what its sandbox can write; label names the
+ * call in logs and the audit log (copied).  on_abort(data, why) runs at
+ * most once, when a person answers `abort`: the caller's result should
+ * say why (why is borrowed for the callback); the call's process group is
+ * killed here.  One reference, the caller's.  Returns NULL with *err
+ * malloc'd.
+ */
+struct decide_call *decide_call_new(struct decide_server *ds, const json_t *policy,
+                                    const char *sandbox_cwd, const char *label,
+                                    void (*on_abort)(void *data, const char *why), void *data,
+                                    char **err);
+
+struct decide_call *decide_call_ref(struct decide_call *dc);
+/* Drops a reference; the last frees.  NULL is a no-op. */
+void decide_call_unref(struct decide_call *dc);
+
+/*
+ * The call is about to start as sc: its timeout clock stops while a
+ * person is asked, an abort kills its group, and the repositories its
+ * sandbox keeps read-only are noted now (the helper binds them as it
+ * starts).  Detaches by itself when sc ends.  Cannot fail.
+ */
+void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
+
+const char *decide_call_label(const struct decide_call *dc);
+
+enum decide_source {
+    DECIDE_FROM_WRAPPER, /* the patched Bash's hand-over: may run outside */
+    DECIDE_FROM_TREE,    /* the exec watch: runs in place or not at all */
+};
+
+/* One exec to decide.  All borrowed. */
+struct decide_exec {
+    enum decide_source source;
+    const char *path; /* the path the exec names, as given */
+    const char *cwd;  /* where a relative path starts; the program's workdir */
+    const char *const *argv;
+    size_t argc;
+    /* tree: the file the kernel will run, as the watch opened it in the
+     * target's view, or NULL; and its #! interpreters */
+    const char *canonical;
+    const char *const *interpreters;
+    size_t n_interpreters;
+    pid_t pid; /* the process that execs (0: unknown) */
+};
+
+enum decide_verdict {
+    DECIDE_RUN,      /* runs in place: inside the sandbox (the watch: continues) */
+    DECIDE_DENY,     /* refused: reason says why */
+    DECIDE_ESCALATE, /* the wrapper's: runs outside the sandbox, from fd */
+    DECIDE_ASK,      /* a person decides: decide_ask */
+};
+
+struct decide_result {
+    enum decide_verdict verdict;
+    /* ASK: an approval escalates (else the exec runs in place) */
+    bool escalate_if_approved;
+    char *reason;            /* DENY: the reason shown; RUN, ASK: why, for the log (or NULL) */
+    const char *answered_by; /* static: rules, session-approval, earlier-answer, escalation */
+    char *file;              /* the path as given, made absolute */
+    char *program;           /* what runs: the canonical file, else file */
+    /* ESCALATE, and ASK with escalate_if_approved: the file that was
+     * checked, opened O_PATH (close-on-exec), to start with execveat;
+     * script: it starts with "#!" (its interpreter reopens it by fd) */
+    int fd;
+    bool script;
+    json_t *matched; /* the matching rules, with an audit log; else NULL */
+    char *key;       /* approvals and memos: program, its (dev, ino), argv[1..] */
+    size_t keylen;
+};
+
+/* Decides e into *out (release with decide_result_release).  Cannot
+ * fail: out of memory is a DENY. */
+void decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_result *out);
+
+/* Frees what *r holds (its fd closed unless taken: set r->fd = -1). */
+void decide_result_release(struct decide_result *r);
+
+/*
+ * The wrapper path let pid run r's program in place after a person's
+ * approval: the watch's decision on that exec continues it once without a
+ * second question.  Cannot fail (out of memory means one more question).
+ */
+void decide_call_expect(struct decide_call *dc, pid_t pid, const struct decide_result *r);
+
+/* Told the person's answer: approved, or not with reason (borrowed for
+ * the callback). */
+typedef void (*decide_answer_fn)(void *data, bool approved, const char *reason);
+
+struct decide_question;
+
+enum decide_ask {
+    DECIDE_ASK_APPROVED, /* answered now: an approval for the session */
+    DECIDE_ASK_DENIED,   /* refused now: *reason (static) says why */
+    DECIDE_ASK_PENDING,  /* asked: done runs once later, unless cancelled */
+};
+
+/*
+ * Asks a person about r (an ASK for e): the question shows r's program,
+ * e's arguments shell-quoted and e's workdir, with control characters
+ * and backticks escaped.  An approval for the session is remembered by
+ * r->key; a decline from the tree is remembered for the call; `abort`
+ * kills the call.  The call's timeout clock stops while the question is
+ * out.  *answered_by gets "session-approval", "no-elicitation" or "user"
+ * (static).  On PENDING *q is the question, for decide_question_cancel;
+ * e and r may go once this returns.
+ */
+enum decide_ask decide_ask(struct decide_call *dc, const struct decide_exec *e,
+                           const struct decide_result *r, decide_answer_fn done, void *data,
+                           struct decide_question **q, const char **reason,
+                           const char **answered_by);
+
+/* Withdraws a pending question (done never runs; the clock restarts).
+ * NULL is a no-op. */
+void decide_question_cancel(struct decide_question *q);
+
+/*
+ * One audit record for e as r decided it, if there is an audit log:
+ * decision is "run", "deny" or "escalate" (wrapper), "continue" or
+ * "refuse" (tree); reason and answered_by may be NULL; exit_kind < 0
+ * means no exit yet, else an ESC_EXIT_* kind with its value.  Cannot fail.
+ */
+void decide_audit(struct decide_call *dc, const struct decide_exec *e,
+                  const struct decide_result *r, const char *decision, const char *reason,
+                  const char *answered_by, int exit_kind, int exit_value);
+
+/* The question's text for program, args and workdir (for tests and the
+ * fuzz target): malloc'd, NULL when out of memory. */
+char *decide_question_text(const char *program, const char *const *args, size_t nargs,
+                           const char *workdir);
+
+#endif

@@ -1,0 +1,182 @@
+#include "exec_path.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The walk's state: `done` is the resolved prefix (absolute, no links,
+ * "/" at the start), `rest` what is still to walk. */
+struct walk {
+    char *done;
+    size_t done_len;
+    char *rest;
+    struct exec_path *out;
+};
+
+static char *
+join(const char *a, const char *b)
+{
+    char *s = NULL;
+    size_t n = strlen(a);
+    if (asprintf(&s, "%s%s%s", a, n > 0 && a[n - 1] == '/' ? "" : "/", b) < 0)
+        return NULL;
+    return s;
+}
+
+/* Takes the first component off w->rest into *comp (malloc'd); NULL
+ * when nothing is left. */
+static int
+next_component(struct walk *w, char **comp)
+{
+    char *p = w->rest;
+    p += strspn(p, "/");
+    size_t n = strcspn(p, "/");
+    *comp = NULL;
+    if (n == 0)
+        return 0;
+    *comp = strndup(p, n);
+    if (*comp == NULL)
+        return -ENOMEM;
+    memmove(w->rest, p + n, strlen(p + n) + 1);
+    return 0;
+}
+
+static bool
+rest_empty(const struct walk *w)
+{
+    return w->rest[strspn(w->rest, "/")] == '\0';
+}
+
+static void
+pop_component(struct walk *w)
+{
+    char *slash = strrchr(w->done, '/');
+    if (slash == w->done)
+        w->done[1] = '\0';
+    else
+        *slash = '\0';
+    w->done_len = strlen(w->done);
+}
+
+static int
+record_link(struct exec_path *out, char *path, bool program)
+{
+    struct exec_path_link *grown = realloc(out->links, (out->n_links + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        free(path);
+        return -ENOMEM;
+    }
+    out->links = grown;
+    out->links[out->n_links++] = (struct exec_path_link){path, program};
+    return 0;
+}
+
+/* The link at candidate: its target goes in front of what is left; an
+ * absolute target restarts the walk at "/". */
+static int
+follow_link(struct walk *w, char *candidate)
+{
+    char target[PATH_MAX];
+    ssize_t n = readlink(candidate, target, sizeof(target));
+    if (n < 0 || (size_t)n >= sizeof(target)) {
+        int e = n < 0 ? errno : ENAMETOOLONG;
+        free(candidate);
+        w->out->error = e;
+        return 1;
+    }
+    target[n] = '\0';
+    int rc = record_link(w->out, candidate, rest_empty(w));
+    if (rc < 0)
+        return rc;
+    char *rest = NULL;
+    if (asprintf(&rest, "%s/%s", target, w->rest) < 0)
+        return -ENOMEM;
+    free(w->rest);
+    w->rest = rest;
+    if (target[0] == '/') {
+        w->done[0] = '/';
+        w->done[1] = '\0';
+        w->done_len = 1;
+    }
+    return 0;
+}
+
+/* One step: 0 to go on, 1 when the walk stops with out->error, -ENOMEM. */
+static int
+step(struct walk *w, const char *comp)
+{
+    if (strcmp(comp, ".") == 0)
+        return 0;
+    if (strcmp(comp, "..") == 0) {
+        pop_component(w);
+        return 0;
+    }
+    char *candidate = join(w->done, comp);
+    if (candidate == NULL)
+        return -ENOMEM;
+    struct stat st;
+    if (lstat(candidate, &st) < 0) {
+        w->out->error = errno;
+        free(candidate);
+        return 1;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        if (w->out->n_links >= EXEC_PATH_MAX_LINKS) {
+            w->out->error = ELOOP;
+            free(candidate);
+            return 1;
+        }
+        return follow_link(w, candidate);
+    }
+    if (!S_ISDIR(st.st_mode) && !rest_empty(w)) {
+        w->out->error = ENOTDIR;
+        free(candidate);
+        return 1;
+    }
+    free(w->done);
+    w->done = candidate;
+    w->done_len = strlen(candidate);
+    return 0;
+}
+
+int
+exec_path_walk(const char *path, const char *cwd, struct exec_path *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->absolute = path[0] == '/' ? strdup(path) : join(cwd, path);
+    struct walk w = {.done = strdup("/"), .done_len = 1, .out = out};
+    w.rest = out->absolute ? strdup(out->absolute) : NULL;
+    int rc = w.done && w.rest ? 0 : -ENOMEM;
+    while (rc == 0 && out->error == 0) {
+        char *comp = NULL;
+        rc = next_component(&w, &comp);
+        if (rc < 0 || comp == NULL)
+            break;
+        rc = step(&w, comp);
+        free(comp);
+    }
+    /* ".." may have left the last file looked at: the result's own */
+    if (rc == 0 && out->error == 0 && lstat(w.done, &out->st) < 0)
+        out->error = errno;
+    if (rc == 0 && out->error == 0) {
+        out->canonical = w.done;
+        w.done = NULL;
+    }
+    free(w.done);
+    free(w.rest);
+    return rc < 0 ? rc : 0;
+}
+
+void
+exec_path_release(struct exec_path *p)
+{
+    free(p->absolute);
+    for (size_t i = 0; i < p->n_links; i++)
+        free(p->links[i].path);
+    free(p->links);
+    free(p->canonical);
+    memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,48 @@
+/*
+ * exec_path: what an exec's path really names, resolved one component at
+ * a time the way the kernel does, with every symbolic link met on the way
+ * written down.
+ *
+ * The sandboxed command chooses the path and may plant links anywhere it
+ * can write, so the decision (decide.c) must see each name a program goes
+ * by and where each of those names lives: a link the sandbox could have
+ * made or repointed must never vouch for what runs outside it.  realpath(3)
+ * answers only the last question and forgets the links.
+ */
+#ifndef EXECGATE_SERVER_EXEC_PATH_H
+#define EXECGATE_SERVER_EXEC_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+/* Links followed before giving up (the kernel's limit). */
+#define EXEC_PATH_MAX_LINKS 40
+
+/* One symbolic link met during the walk. */
+struct exec_path_link {
+    char *path;   /* the link itself, as an absolute path with no link before it */
+    bool program; /* it stood for the last component: the program goes by its name */
+};
+
+struct exec_path {
+    char *absolute; /* the path as given, made absolute against cwd (not normalised) */
+    struct exec_path_link *links;
+    size_t n_links;
+    char *canonical; /* every link followed, "." and ".." gone; NULL: see error */
+    int error;       /* why canonical is NULL (ENOENT, ENOTDIR, ELOOP, EACCES...), else 0 */
+    struct stat st;  /* the canonical file's, when canonical is set */
+};
+
+/*
+ * Walks path (relative ones start at cwd, which must be absolute) into
+ * *out, which the caller releases with exec_path_release whatever the
+ * result.  A path that does not resolve is not a failure: out->canonical
+ * is then NULL and out->error says why.  Returns 0, or -ENOMEM.
+ */
+int exec_path_walk(const char *path, const char *cwd, struct exec_path *out);
+
+/* Frees what exec_path_walk stored; safe on a zeroed struct. */
+void exec_path_release(struct exec_path *p);
+
+#endif

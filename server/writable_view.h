@@ -1,0 +1,48 @@
+/*
+ * writable_view: where a call's sandbox can write, as the server sees it
+ * from the call's policy (the helper applies the same policy,
+ * docs/sandbox.md).  Anything there is the sandboxed command's to make,
+ * replace or repoint, so nothing found there may vouch for what runs
+ * outside the sandbox.
+ */
+#ifndef EXECGATE_SERVER_WRITABLE_VIEW_H
+#define EXECGATE_SERVER_WRITABLE_VIEW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct writable_view {
+    enum { WRITABLE_VIEW_SOME, WRITABLE_VIEW_ALL } kind;
+    char **roots; /* SOME: the writable roots, canonical */
+    size_t n;
+    /* the roots whose .git and .codex the helper keeps read-only (the
+     * sandbox cwd and the explicit writable roots; canonical) */
+    char **repo_roots;
+    size_t n_repo_roots;
+};
+
+/*
+ * The view of policy (a sandboxPolicy object) with sandbox_cwd (absolute).
+ * workspace-write: the sandbox cwd, each writable root, /tmp and $TMPDIR
+ * unless excluded, and /dev; read-only: /dev; danger-full-access and
+ * external-sandbox: everything the server's user may write (ALL).  A root
+ * that does not exist grants nothing.  Returns 0, or -1 with *err a
+ * malloc'd message (the policy's error, or out of memory); *v is then
+ * empty.  Release with writable_view_release.
+ */
+int writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+                       char **err);
+
+/* Frees what v holds; safe on a zeroed view. */
+void writable_view_release(struct writable_view *v);
+
+/*
+ * Whether the sandbox could have written, replaced or repointed path
+ * (absolute; compared as given, so pass canonical paths where links may
+ * lie before it).  With ALL: whether the server's user may write it or
+ * its directory.  Cannot fail (out of memory answers yes).
+ */
+bool writable_view_contains(const struct writable_view *v, const char *path);
+
+#endif

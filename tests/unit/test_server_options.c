@@ -1,0 +1,152 @@
+/* options: the server's command line; here --pass-env (the helpers are
+ * named on every command line, so nothing is looked for next to the test). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parses execgate --bash /b --sandbox-helper /s ARGS...; *err is freed by
+ * the caller. */
+static enum options_outcome
+parse(struct server_options *o, char **err, const char *const *args, size_t n)
+{
+    char **argv = calloc(n + 6, sizeof(char *));
+    assert_non_null(argv);
+    size_t k = 0;
+    argv[k++] = (char *)"execgate";
+    argv[k++] = (char *)"--bash";
+    argv[k++] = (char *)"/b";
+    argv[k++] = (char *)"--sandbox-helper";
+    argv[k++] = (char *)"/s";
+    for (size_t i = 0; i < n; i++)
+        argv[k++] = (char *)args[i];
+    enum options_outcome r = options_parse((int)k, argv, o, err);
+    free(argv);
+    return r;
+}
+
+#define PARSE(o, err, ...)                                                                         \
+    parse(o, err, (const char *const[]){__VA_ARGS__},                                              \
+          sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+
+static void
+test_no_pass_env(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--log-level", "warn"), OPTIONS_RUN);
+    assert_null(err);
+    assert_int_equal(o.pass_env_count, 0);
+    assert_non_null(o.pass_env);
+    assert_null(o.pass_env[0]);
+    options_release(&o);
+}
+
+static void
+test_pass_env_repeatable(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--pass-env", "VIRTUAL_ENV", "--pass-env=CARGO_HOME",
+                           "--pass-env", "HOME", "--pass-env", "VIRTUAL_ENV", "--pass-env", "LANG"),
+                     OPTIONS_RUN);
+    assert_null(err);
+    assert_int_equal(o.pass_env_count, 4); /* VIRTUAL_ENV once */
+    assert_string_equal(o.pass_env[0], "VIRTUAL_ENV");
+    assert_string_equal(o.pass_env[1], "CARGO_HOME");
+    assert_string_equal(o.pass_env[2], "HOME");
+    assert_string_equal(o.pass_env[3], "LANG");
+    assert_null(o.pass_env[4]);
+    options_release(&o);
+    assert_null(o.pass_env);
+    assert_int_equal(o.pass_env_count, 0);
+}
+
+static void
+expect_error(const char *name, const char *want)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--pass-env", "OK", "--pass-env", name), OPTIONS_ERROR);
+    assert_non_null(err);
+    if (!strstr(err, want))
+        fail_msg("--pass-env '%s': '%s' does not say '%s'", name, err, want);
+    assert_null(strchr(err, '\n'));
+    assert_null(o.pass_env); /* nothing to release */
+    free(err);
+}
+
+static void
+test_pass_env_refused(void **state)
+{
+    expect_error("", "--pass-env: '' is empty");
+    expect_error("FOO=bar", "--pass-env: 'FOO=bar' contains '='");
+    expect_error("=", "contains '='");
+    expect_error("1ABC", "is not a variable name");
+    expect_error("A B", "is not a variable name");
+    expect_error("LD_PRELOAD", "--pass-env: 'LD_PRELOAD' is on the drop list");
+    expect_error("LD_LIBRARY_PATH", "drop list");
+    expect_error("BASH_ENV", "drop list");
+    expect_error("GIT_CONFIG_GLOBAL", "drop list");
+    expect_error("PYTHONPATH", "drop list");
+    expect_error("EXEC_WRAPPER", "--pass-env: 'EXEC_WRAPPER' is one of execgate's own variables");
+    expect_error("EXECGATE_WRAP_NAMES", "execgate's own");
+    expect_error("EXECGATE_WRAP_IN_SHELL", "execgate's own");
+    expect_error("EXECGATE_BASH", "execgate's own");
+    expect_error("CODEX_ESCALATE_SOCKET", "execgate's own");
+    expect_error("PAGER", "--pass-env: 'PAGER' is set by the server");
+    expect_error("GIT_TERMINAL_PROMPT", "set by the server");
+    expect_error("PWD", "set by the server");
+}
+
+static void
+test_pass_env_needs_argument(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--pass-env"), OPTIONS_ERROR);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "--pass-env"));
+    free(err);
+}
+
+static void
+test_help_mentions_pass_env(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    fflush(stdout);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_non_null(mem);
+    FILE *saved = stdout;
+    stdout = mem;
+    enum options_outcome r = PARSE(&o, &err, "--help");
+    stdout = saved;
+    fclose(mem);
+    assert_int_equal(r, OPTIONS_EXIT);
+    assert_non_null(strstr(text, "--pass-env NAME"));
+    free(text);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_pass_env),
+        cmocka_unit_test(test_pass_env_repeatable),
+        cmocka_unit_test(test_pass_env_refused),
+        cmocka_unit_test(test_pass_env_needs_argument),
+        cmocka_unit_test(test_help_mentions_pass_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
