@@ -12,6 +12,7 @@
 #include "landlock.h"
 #include "ns.h"
 #include "policy.h"
+#include "protect.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -326,22 +327,92 @@ protect_paths(struct run *r)
     }
 }
 
+static struct sandbox_protect *
+protect_new(struct run *r)
+{
+    struct sandbox_protect *sp = sandbox_protect_new(r->p, getenv("TMPDIR"));
+    if (sp == NULL)
+        sandbox_helper_die(ENOMEM, "--protect");
+    return sp;
+}
+
+/* The --protect paths: each that resolves within a writable location is
+ * bound read-only (created first when missing), its ancestors inside one
+ * pinned; the others need nothing, Landlock keeps them read-only. */
+static void
+protect_extra(struct run *r)
+{
+    if (r->o->n_protect == 0)
+        return;
+    struct sandbox_protect *sp = protect_new(r);
+    for (size_t i = 0; i < r->o->n_protect; i++) {
+        const char *path = r->o->protect[i];
+        char *err = NULL;
+        int rc = sandbox_protect_apply(sp, path, r->read_only, &err);
+        if (rc < 0)
+            sandbox_helper_die(-rc, "--protect: %s", err ? err : path);
+        free(err);
+    }
+    sandbox_protect_free(sp);
+}
+
+/* The --protect paths that a command could change without the mount
+ * namespace, ", " separated after ", and the --protect paths " (malloc'd;
+ * "" when none).  A path that cannot be resolved counts. */
+static char *
+protect_exposed(struct run *r)
+{
+    char *list = strdup("");
+    if (list == NULL)
+        sandbox_helper_die(ENOMEM, "--protect");
+    if (r->o->n_protect == 0)
+        return list;
+    struct sandbox_protect *sp = protect_new(r);
+    for (size_t i = 0; i < r->o->n_protect; i++) {
+        char *resolved = NULL, *err = NULL;
+        size_t missing;
+        int rc = sandbox_protect_resolve(sp, r->o->protect[i], &resolved, &missing, &err);
+        free(resolved);
+        free(err);
+        if (rc == 0)
+            continue;
+        char *longer;
+        if (asprintf(&longer, "%s%s%s", list, list[0] ? ", " : ", and the --protect paths ",
+                     r->o->protect[i]) < 0)
+            sandbox_helper_die(ENOMEM, "--protect");
+        free(list);
+        list = longer;
+    }
+    sandbox_protect_free(sp);
+    return list;
+}
+
 static void
 enter_namespaces(struct run *r)
 {
     int rc = sandbox_ns_unshare(&r->ns);
     if (rc < 0) {
         sandbox_helper_warn("namespaces: %s", strerror(-rc));
-        if (r->kind == SANDBOX_WORKSPACE_WRITE)
-            require(r, "mount-namespace",
-                    "cannot create a mount namespace, so .git and .codex inside the writable "
-                    "roots would stay writable");
+        if (r->kind == SANDBOX_WORKSPACE_WRITE) {
+            char *exposed = protect_exposed(r);
+            char *why;
+            if (asprintf(&why,
+                         "cannot create a mount namespace, so .git and .codex inside the writable "
+                         "roots%s would stay writable",
+                         exposed) < 0)
+                sandbox_helper_die(ENOMEM, "building a message");
+            require(r, "mount-namespace", why);
+            free(why);
+            free(exposed);
+        }
         require(r, "pid-namespace",
                 "cannot create a PID namespace, so the command would see every process");
         return;
     }
-    if (r->kind == SANDBOX_WORKSPACE_WRITE)
+    if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
+        protect_extra(r);
+    }
 }
 
 /* Where each process forwards signals: the init to the command, the

@@ -6,6 +6,7 @@
 #define EXECGATE_SANDBOX_HELPER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdnoreturn.h>
 
 struct sandbox_policy;
@@ -14,11 +15,13 @@ struct sandbox_helper_options {
     const char *policy_text;
     struct sandbox_policy *policy; /* owned by the helper from sandbox_helper_run on */
     const char *cwd;
-    int report_fd;       /* -1: no report */
-    int exec_notify_fd;  /* -1: none; else a socket for the exec filter's listener */
-    bool allow_degraded; /* run with less confinement than asked, and say so */
-    char **program_argv; /* NULL-terminated, at least one entry */
-    const char *argv0;   /* NULL, or argv[0] for the program in place of program_argv[0] */
+    int report_fd;        /* -1: no report */
+    int exec_notify_fd;   /* -1: none; else a socket for the exec filter's listener */
+    bool allow_degraded;  /* run with less confinement than asked, and say so */
+    char **program_argv;  /* NULL-terminated, at least one entry */
+    const char *argv0;    /* NULL, or argv[0] for the program in place of program_argv[0] */
+    const char **protect; /* --protect paths (absolute), n_protect of them */
+    size_t n_protect;
 };
 
 /*

@@ -2,7 +2,7 @@
  * execgate-sandbox: applies a sandbox policy to itself, then runs PROGRAM.
  *
  *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]
- *                    [--allow-degraded] [--argv0 NAME] -- PROGRAM ARGS...
+ *                    [--allow-degraded] [--argv0 NAME] [--protect PATH]... -- PROGRAM ARGS...
  *
  * One-shot and fail-closed: any setup error ends the helper with status 125
  * (SANDBOX_EXIT_SETUP_FAILED) and one line on stderr, and nothing runs.
@@ -12,6 +12,7 @@
 #include "execgate-config.h"
 #include "helper.h"
 #include "policy.h"
+#include "protect.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,14 +24,18 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
-            "                        [--allow-degraded] [--argv0 NAME] -- PROGRAM [ARGS...]\n"
+            "                        [--allow-degraded] [--argv0 NAME] [--protect PATH]...\n"
+            "                        -- PROGRAM [ARGS...]\n"
             "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
             "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
             "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n"
             "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
             "descendants to a supervisor; the seccomp listener is sent over the\n"
             "SOCK_SEQPACKET socket N (see docs/enforcement.md).\n"
-            "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n");
+            "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
+            "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
+            "(symlinks resolved) lies in a writable location, it is kept read-only\n"
+            "(created as an empty directory first when missing; see docs/sandbox.md).\n");
 }
 
 /* Parses a file descriptor number: digits only, within int. */
@@ -50,6 +55,9 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
 {
     o->report_fd = -1;
     o->exec_notify_fd = -1;
+    o->protect = calloc((size_t)argc, sizeof *o->protect); /* at most one per argument */
+    if (o->protect == NULL)
+        sandbox_helper_die(ENOMEM, "reading the options");
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -74,6 +82,12 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
                                    argv[i]);
         } else if (strcmp(a, "--argv0") == 0 && has_value) {
             o->argv0 = argv[++i];
+        } else if (strcmp(a, "--protect") == 0 && has_value) {
+            const char *path = argv[++i];
+            const char *why = sandbox_protect_arg_error(path);
+            if (why != NULL)
+                sandbox_helper_die(0, "--protect \"%s\": %s", path, why);
+            o->protect[o->n_protect++] = path;
         } else if (strcmp(a, "--allow-degraded") == 0) {
             o->allow_degraded = true;
         } else {

@@ -87,8 +87,8 @@ kept_flags(const char *path)
     return sv.f_flag & keep;
 }
 
-static int
-bind_ro(const char *path, json_t *ro)
+int
+sandbox_ns_bind_ro(const char *path, json_t *ro)
 {
     if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) != 0)
         return -errno;
@@ -96,6 +96,16 @@ bind_ro(const char *path, json_t *ro)
     if (mount(NULL, path, NULL, flags, NULL) != 0)
         return -errno;
     return json_array_append_new(ro, json_string(path)) == 0 ? 0 : -ENOMEM;
+}
+
+int
+sandbox_ns_pin(const char *dir)
+{
+    /* MS_REC: the binds already below dir (read-only ones included, with
+     * their flags) stay visible through the new mount. */
+    if (mount(dir, dir, NULL, MS_BIND | MS_REC, NULL) != 0)
+        return -errno;
+    return 0;
 }
 
 /* Sets *err to "WHAT PATH" (malloc'd; NULL when out of memory) and
@@ -167,12 +177,12 @@ protect_git(const char *root, json_t *ro, char **err)
         if (rc < 0)
             failf(err, rc, "reading", git);
         if (rc == 0)
-            rc = bind_ro(git, ro);
+            rc = sandbox_ns_bind_ro(git, ro);
         if (rc == 0 && gitdir != NULL && access(gitdir, F_OK) == 0 &&
-            (rc = bind_ro(gitdir, ro)) < 0)
+            (rc = sandbox_ns_bind_ro(gitdir, ro)) < 0)
             failf(err, rc, "binding read-only", gitdir);
         free(gitdir);
-    } else if ((rc = bind_ro(git, ro)) < 0) {
+    } else if ((rc = sandbox_ns_bind_ro(git, ro)) < 0) {
         failf(err, rc, "binding read-only", git);
     }
     if (rc < 0 && *err == NULL)
@@ -203,7 +213,7 @@ protect_codex(const char *root, bool create, json_t *ro, char **err)
             return failf(err, -e, "creating .codex in", root);
         }
     }
-    rc = bind_ro(codex, ro);
+    rc = sandbox_ns_bind_ro(codex, ro);
     if (rc < 0)
         failf(err, rc, "binding read-only", codex);
     free(codex);

@@ -37,6 +37,24 @@ int sandbox_ns_unshare(struct sandbox_ns_state *st);
  */
 int sandbox_ns_protect(const char *root, bool create_codex, json_t *ro, char **err);
 
+/*
+ * Binds path (a directory or any other file; symlinks followed) read-only
+ * over itself, recursively, keeping the mount flags the kernel locks in a
+ * user namespace (nosuid, nodev, noexec, atime flags).  A bind mount point
+ * cannot be renamed or removed (EBUSY) and nothing beneath it can be
+ * written (EROFS).  Appends path to ro (a JSON array).  Returns 0 or
+ * -errno (-ENOMEM when the append failed).
+ */
+int sandbox_ns_bind_ro(const char *path, json_t *ro);
+
+/*
+ * Binds the directory dir over itself, recursively, without changing
+ * anything else: it stays as writable as it was, but being a mount point
+ * it can no longer be renamed or removed (EBUSY), and renames or hard
+ * links across its edge fail with EXDEV.  Returns 0 or -errno.
+ */
+int sandbox_ns_pin(const char *dir);
+
 /* Mounts a fresh /proc; call in the first process of the new PID
  * namespace.  Returns 0 or -errno. */
 int sandbox_ns_mount_proc(void);

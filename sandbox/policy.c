@@ -545,10 +545,26 @@ char **
 sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
                           int report_fd, unsigned flags, const char *const *program_argv)
 {
+    return sandbox_helper_argv_protect(p, helper_path, cwd, report_fd, flags, NULL, 0,
+                                       program_argv);
+}
+
+char **
+sandbox_helper_argv_protect(const struct sandbox_policy *p, const char *helper_path,
+                            const char *cwd, int report_fd, unsigned flags,
+                            const char *const *protect, size_t n_protect,
+                            const char *const *program_argv)
+{
     size_t nprog = 0;
     while (program_argv[nprog] != NULL)
         nprog++;
-    size_t n = 10 + nprog; /* 9 fixed slots at most, the program, NULL */
+    /* 9 fixed slots at most, two per protect path, the program, NULL
+     * (calloc checks the multiplication). */
+    if (n_protect > (SIZE_MAX - 10 - nprog) / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t n = 10 + 2 * n_protect + nprog;
     char **argv = calloc(n, sizeof *argv);
     if (argv == NULL)
         return NULL;
@@ -556,6 +572,10 @@ sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_pat
     bool ok = (argv[i++] = strdup(helper_path)) != NULL;
     if (ok && (flags & SANDBOX_ARGV_ALLOW_DEGRADED))
         ok = (argv[i++] = strdup("--allow-degraded")) != NULL;
+    for (size_t k = 0; ok && k < n_protect; k++) {
+        ok = (argv[i++] = strdup("--protect")) != NULL;
+        ok = ok && (argv[i++] = strdup(protect[k])) != NULL;
+    }
     ok = ok && (argv[i++] = strdup("--policy")) != NULL;
     ok = ok && (argv[i++] = sandbox_policy_to_json(p)) != NULL;
     ok = ok && (argv[i++] = strdup("--cwd")) != NULL;

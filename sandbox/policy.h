@@ -72,7 +72,29 @@ char **sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *hel
                                  const char *cwd, int report_fd, unsigned flags,
                                  const char *const *program_argv);
 
-/* Frees an array from sandbox_helper_argv; NULL is a no-op. */
+/*
+ * As sandbox_helper_argv_flags, with `--protect PATH` for each of the
+ * n_protect paths of protect (in order, after the flags' options and
+ * before --policy):
+ *   HELPER [--allow-degraded] [--protect PATH]... --policy JSON --cwd CWD
+ *          [--report-fd N] -- PROGRAM ARGS...
+ * Under workspace-write the helper keeps each PATH that lies (symlinks
+ * resolved) in a location the policy makes writable read-only for the
+ * command, creating it as an empty directory (0700) when it is missing;
+ * for the server's own state there: its rules directories, CODEX_HOME,
+ * its audit log (docs/sandbox.md, "Protected paths").  The paths are
+ * passed as given: each must be absolute with no "." or ".." component,
+ * or the helper refuses to run anything (exit 125).  protect may be NULL
+ * when n_protect is 0.  Borrows every argument; returns a NULL-terminated
+ * array that the caller frees with sandbox_argv_free, or NULL when out of
+ * memory.
+ */
+char **sandbox_helper_argv_protect(const struct sandbox_policy *p, const char *helper_path,
+                                   const char *cwd, int report_fd, unsigned flags,
+                                   const char *const *protect, size_t n_protect,
+                                   const char *const *program_argv);
+
+/* Frees an array from sandbox_helper_argv*; NULL is a no-op. */
 void sandbox_argv_free(char **argv);
 
 /* --- Accessors for the helper and tests (borrowed results, cannot fail) --- */

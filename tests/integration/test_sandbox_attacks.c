@@ -410,6 +410,149 @@ test_gitdir_file_protected(void **state)
     free(hook);
 }
 
+/* Gives path to the test user when the suite runs as one. */
+static void
+give_to_user(const char *path)
+{
+    if (!g.unprivileged)
+        return;
+    char owner[64];
+    snprintf(owner, sizeof owner, "%u:%u", (unsigned)g.uid, (unsigned)g.gid);
+    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
+    run_ok(argv, NULL);
+}
+
+/* Runs the attack under workspace-write with `--protect P` for each of
+ * the NULL-terminated protect. */
+static void
+run_attack_protected(const char *const *protect, struct sbx_result *r, const char *name,
+                     const char *x, const char *y)
+{
+    const char *extra[16];
+    size_t n = 0;
+    for (size_t i = 0; protect[i] != NULL && n + 3 < sizeof extra / sizeof extra[0]; i++) {
+        extra[n++] = "--protect";
+        extra[n++] = protect[i];
+    }
+    extra[n] = NULL;
+    const char *argv[] = {g.attack, name, x, y, NULL};
+    sbx_run(g.ws_write_notmp, g.ws, extra, argv, NULL, r);
+}
+
+static void
+assert_protected_denied(const char *const *protect, const char *name, const char *x, const char *y)
+{
+    struct sbx_result r;
+    run_attack_protected(protect, &r, name, x, y);
+    if (r.code != 1 || strncmp(r.res.out, "denied: ", 8) != 0)
+        fail_msg("attack %s %s with --protect: exit %d, stdout %s, stderr %s", name, x, r.code,
+                 r.res.out, r.res.err);
+    sbx_result_free(&r);
+}
+
+/* The server's own state inside the workspace (rules, an audit log, a
+ * CODEX_HOME not made yet), given with --protect: nothing of it can be
+ * changed, replaced, or moved away with its parent; without --protect the
+ * same attacks work (the control). */
+static void
+test_protect_server_state(void **state)
+{
+    char *st = in(g.ws, "server-state");
+    char *rules = in(st, "rules");
+    char *def = in(rules, "default.rules");
+    char *added = in(rules, "allow-bash.rules");
+    char *log = in(st, "audit.log");
+    char *home = in(st, "codex-home");
+    char *config = in(home, "config.toml");
+    char *moved = in(g.ws, "state-moved");
+    char *forged = in(g.ws, "forged");
+    must(mkdir(st, 0755) == 0 && mkdir(rules, 0755) == 0, "mkdir");
+    tmpdir_write_file(def, "# rules\n", 0644);
+    tmpdir_write_file(log, "entry\n", 0644);
+    tmpdir_write_file(forged, "forged\n", 0644);
+    give_to_user(st);
+    give_to_user(forged);
+    const char *protect[] = {rules, log, home, NULL};
+
+    assert_protected_denied(protect, "write", added, "");
+    assert_protected_denied(protect, "write", def, "");
+    assert_protected_denied(protect, "write", log, "");
+    assert_protected_denied(protect, "rename", forged, log);
+    assert_protected_denied(protect, "unlink", log, "");
+    assert_protected_denied(protect, "link", forged, added);
+    assert_protected_denied(protect, "mkdir", config, "");
+    assert_protected_denied(protect, "rename", st, moved); /* the parent, pinned */
+    assert_protected_denied(protect, "rmdir", home, "");
+    char *text = tmpdir_read_file(log, NULL);
+    assert_string_equal(text, "entry\n");
+    free(text);
+    assert_int_equal(access(added, F_OK), -1);
+    struct stat sb;
+    assert_int_equal(stat(home, &sb), 0); /* created by the helper, as the user */
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(sb.st_uid, g.unprivileged ? g.uid : getuid());
+
+    /* Control: the same write and rename without --protect. */
+    const char *none[] = {NULL};
+    struct sbx_result r;
+    run_attack_protected(none, &r, "write", added, "");
+    sbx_assert_code(&r, 0);
+    sbx_result_free(&r);
+    run_attack_protected(none, &r, "rename", st, moved);
+    sbx_assert_code(&r, 0);
+    sbx_result_free(&r);
+    must(rename(moved, st) == 0, "rename back");
+
+    free(st);
+    free(rules);
+    free(def);
+    free(added);
+    free(log);
+    free(home);
+    free(config);
+    free(moved);
+    free(forged);
+}
+
+/* A missing protected path in a directory the command's user owns but
+ * cannot write, whose group is not the user's: the helper cannot create
+ * it (its user namespace's capabilities do not reach a file with an
+ * unmapped group), but the command could, after a chmod (not confined),
+ * so the helper refuses with 125.  With the user's own group the helper's
+ * capabilities reach it: created and read-only. */
+static void
+test_protect_in_unwritable_owned_dir(void **state)
+{
+    char *locked = in(g.ws, "locked");
+    char *path = in(locked, "state");
+    char *inner = in(path, "x");
+    must(mkdir(locked, 0755) == 0, "mkdir");
+    give_to_user(locked);
+    must(chown(locked, (uid_t)-1, 65534) == 0 && chmod(locked, 0555) == 0, "chown");
+    const char *protect[] = {path, NULL};
+    struct sbx_result r;
+    run_attack_protected(protect, &r, "mkdir", path, "");
+    sbx_assert_code(&r, 125);
+    char *want;
+    must(asprintf(&want, "--protect: creating %s: Permission denied", path) > 0, "asprintf");
+    if (strstr(r.res.err, want) == NULL)
+        fail_msg("stderr \"%s\" lacks \"%s\"", r.res.err, want);
+    free(want);
+    sbx_result_free(&r);
+    assert_int_equal(access(path, F_OK), -1);
+
+    must(chown(locked, (uid_t)-1, g.unprivileged ? g.gid : getgid()) == 0, "chown");
+    must(chmod(locked, 0555) == 0, "chmod"); /* chown cleared nothing, but be sure */
+    assert_protected_denied(protect, "write", inner, "");
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    must(chmod(locked, 0755) == 0, "chmod");
+    free(locked);
+    free(path);
+    free(inner);
+}
+
 static void
 test_mount_chroot_hostname(void **state)
 {
@@ -767,6 +910,8 @@ main(void)
         cmocka_unit_test(test_git_protected),
         cmocka_unit_test(test_codex_protected),
         cmocka_unit_test(test_gitdir_file_protected),
+        cmocka_unit_test(test_protect_server_state),
+        cmocka_unit_test(test_protect_in_unwritable_owned_dir),
         cmocka_unit_test(test_mount_chroot_hostname),
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),

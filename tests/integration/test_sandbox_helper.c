@@ -385,6 +385,409 @@ test_codex_created_read_only(void **state)
     free(policy);
 }
 
+/* --- --protect: the server's own files inside a writable location --- */
+
+/* Runs `sh -c script` under policy with `--protect P` for each P of the
+ * NULL-terminated protect, and env1 (may be NULL) in the environment. */
+static void
+run_protected(const char *policy, const char *cwd, const char *const *protect, const char *env1,
+              const char *script, struct sbx_result *r)
+{
+    const char *extra[16];
+    size_t n = 0;
+    for (size_t i = 0; protect[i] != NULL; i++) {
+        assert_true(n + 3 < sizeof extra / sizeof extra[0]);
+        extra[n++] = "--protect";
+        extra[n++] = protect[i];
+    }
+    extra[n] = NULL;
+    run_env(policy, cwd, extra, env1, script, r);
+}
+
+/* Whether the report's read_only list holds path. */
+static bool
+read_only_has(const struct sbx_result *r, const char *path)
+{
+    assert_non_null(r->report);
+    json_t *ro = json_object_get(r->report, "read_only");
+    for (size_t i = 0; i < json_array_size(ro); i++)
+        if (strcmp(json_string_value(json_array_get(ro, i)), path) == 0)
+            return true;
+    return false;
+}
+
+static void
+assert_file_is(const char *path, const char *want)
+{
+    char *text = tmpdir_read_file(path, NULL);
+    assert_non_null(text);
+    assert_string_equal(text, want);
+    free(text);
+}
+
+/* A protected file in the workspace (an audit log): readable, but it
+ * cannot be appended to, truncated, replaced, renamed or deleted. */
+static void
+test_protect_file(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *log = tmpdir_path(f->dir, "audit.log");
+    char *forged = tmpdir_path(f->dir, "forged");
+    tmpdir_write_file(log, "entry 1\n", 0644);
+    tmpdir_write_file(forged, "forged\n", 0644);
+    const char *protect[] = {log, NULL};
+    struct sbx_result r;
+    run_protected(policy, f->dir, protect, NULL,
+                  "exec 2>/dev/null;"
+                  "printf 'forged 2\\n' >> audit.log || echo no-append;"
+                  "true > audit.log || echo no-truncate-open;"
+                  "truncate -s 0 audit.log || echo no-truncate;"
+                  "mv -f forged audit.log || echo no-rename-over;"
+                  "ln -f forged audit.log || echo no-link-over;"
+                  "mv audit.log moved || echo no-rename-away;"
+                  "rm -f audit.log || echo no-delete;"
+                  "cat audit.log; echo new > beside && echo dir-writable",
+                  &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "no-append\nno-truncate-open\nno-truncate\nno-rename-over\n"
+                                   "no-link-over\nno-rename-away\nno-delete\nentry 1\n"
+                                   "dir-writable\n");
+    assert_true(read_only_has(&r, log));
+    sbx_result_free(&r);
+    assert_file_is(log, "entry 1\n");
+    assert_file_is(forged, "forged\n");
+    free(log);
+    free(forged);
+    free(policy);
+}
+
+/* A protected directory (a rules directory): no new files, no changed
+ * ones, and it cannot be removed or renamed away; still listable. */
+static void
+test_protect_directory(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *rules = tmpdir_path(f->dir, "rules");
+    assert_int_equal(mkdir(rules, 0755), 0);
+    char *def = tmpdir_path(rules, "default.rules");
+    tmpdir_write_file(def, "# none\n", 0644);
+    const char *protect[] = {rules, NULL};
+    struct sbx_result r;
+    run_protected(policy, f->dir, protect, NULL,
+                  "exec 2>/dev/null;"
+                  "echo 'prefix_rule(pattern=[\"bash\"], decision=\"allow\")' > rules/new.rules"
+                  " || echo no-new-file;"
+                  "echo 'prefix_rule(pattern=[\"bash\"], decision=\"allow\")' >> "
+                  "rules/default.rules || echo no-append;"
+                  "mkdir rules/sub || echo no-mkdir;"
+                  "rm -rf rules || echo no-remove;"
+                  "mv rules gone || echo no-rename;"
+                  "ls rules",
+                  &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "no-new-file\nno-append\nno-mkdir\nno-remove\nno-rename\n"
+                                   "default.rules\n");
+    assert_true(read_only_has(&r, rules));
+    sbx_result_free(&r);
+    assert_file_is(def, "# none\n");
+    char *added = tmpdir_path(rules, "new.rules");
+    assert_int_equal(access(added, F_OK), -1);
+    free(added);
+    free(def);
+    free(rules);
+    free(policy);
+}
+
+/* A missing protected directory (a CODEX_HOME not made yet) is created,
+ * with its missing parent, mode 0700, and is read-only inside.  The parent
+ * stays writable but cannot be renamed away and replaced. */
+static void
+test_protect_missing_created(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *parent = tmpdir_path(f->dir, "state");
+    char *home = tmpdir_path(parent, "codex-home");
+    const char *protect[] = {home, NULL};
+    struct sbx_result r;
+    run_protected(policy, f->dir, protect, NULL,
+                  "exec 2>/dev/null;"
+                  "test -d state/codex-home && echo exists;"
+                  "echo 'sandbox_mode = \"danger-full-access\"' > state/codex-home/config.toml"
+                  " || echo no-config;"
+                  "mkdir state/codex-home/rules || echo no-rules;"
+                  "mv state state2 || echo no-rename-parent;"
+                  "rm -rf state || echo no-remove-parent;"
+                  "touch state/other && echo parent-writable",
+                  &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "exists\nno-config\nno-rules\nno-rename-parent\n"
+                                   "no-remove-parent\nparent-writable\n");
+    assert_true(read_only_has(&r, home));
+    assert_false(read_only_has(&r, parent)); /* pinned, not read-only */
+    sbx_result_free(&r);
+    struct stat st;
+    assert_int_equal(stat(home, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0700);
+    assert_int_equal(stat(parent, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    char *config = tmpdir_path(home, "config.toml");
+    assert_int_equal(access(config, F_OK), -1);
+    free(config);
+    free(home);
+    free(parent);
+    free(policy);
+}
+
+/* Protected paths nested in each other, in either order, and one given
+ * twice: each is read-only (a directory pinned as an ancestor of the
+ * first is still bound read-only when it is itself protected), each is
+ * reported once. */
+static void
+test_protect_nested_and_repeated(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *home = tmpdir_path(f->dir, "home");
+    char *rules = tmpdir_path(home, "rules");
+    assert_int_equal(mkdir(home, 0755), 0);
+    assert_int_equal(mkdir(rules, 0755), 0);
+    const char *inner_first[] = {rules, home, rules, NULL};
+    const char *outer_first[] = {home, rules, NULL};
+    const char *const *orders[] = {inner_first, outer_first};
+    for (size_t i = 0; i < 2; i++) {
+        struct sbx_result r;
+        run_protected(policy, f->dir, orders[i], NULL,
+                      "exec 2>/dev/null; touch home/config.toml || echo no-config;"
+                      " touch home/rules/x.rules || echo no-rules; mv home h2 || echo no-move",
+                      &r);
+        sbx_assert_code(&r, 0);
+        assert_string_equal(r.res.out, "no-config\nno-rules\nno-move\n");
+        assert_true(read_only_has(&r, home));
+        assert_true(read_only_has(&r, rules));
+        /* .codex, home, rules: no duplicates. */
+        assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 3);
+        sbx_result_free(&r);
+    }
+    free(home);
+    free(rules);
+    free(policy);
+}
+
+/* A protected path outside every writable location needs nothing:
+ * Landlock keeps it read-only.  It is not bound, not reported, and not
+ * created when missing; under read-only nothing is writable, and
+ * danger-full-access ignores the option. */
+static void
+test_protect_outside_skipped(void **state)
+{
+    struct fixture *f = *state;
+    char *other = tmpdir_new("sbxprot");
+    char *missing = tmpdir_path(other, "missing");
+    char *inside_missing = tmpdir_path(f->dir, "missing");
+    char *file = tmpdir_path(other, "file");
+    tmpdir_write_file(file, "outside\n", 0644);
+    /* The scratch directories live in /tmp: keep it out of the roots. */
+    char *policy = ws_policy(f->dir, ",\"exclude_tmpdir_env_var\":true,\"exclude_slash_tmp\":true");
+    const char *protect[] = {other, missing, file, "/etc", NULL};
+    struct sbx_result r;
+    char *script;
+    assert_true(asprintf(&script, "cat %s; echo x >> %s 2>/dev/null || echo refused", file, file) >
+                0);
+    run_protected(policy, f->dir, protect, NULL, script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "outside\nrefused\n"); /* Landlock's refusal */
+    json_t *ro = json_object_get(r.report, "read_only");
+    assert_int_equal(json_array_size(ro), 1); /* the workspace's .codex only */
+    assert_false(read_only_has(&r, other));
+    assert_false(read_only_has(&r, file));
+    assert_false(read_only_has(&r, "/etc"));
+    sbx_result_free(&r);
+    assert_int_equal(access(missing, F_OK), -1);
+
+    /* read-only: nothing to protect, nothing created. */
+    const char *protect_ro[] = {inside_missing, NULL};
+    char *ro_policy;
+    assert_true(asprintf(&ro_policy, "{\"type\":\"read-only\",\"sandboxCwd\":\"%s\"}", f->dir) > 0);
+    run_protected(ro_policy, f->dir, protect_ro, NULL, "echo ran", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "ran\n");
+    assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 0);
+    sbx_result_free(&r);
+    assert_int_equal(access(inside_missing, F_OK), -1);
+
+    /* danger-full-access: no sandbox, the option changes nothing. */
+    const char *protect_file[] = {file, NULL};
+    run_protected(DANGER, f->dir, protect_file, NULL, script, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "outside\n");
+    sbx_result_free(&r);
+    assert_file_is(file, "outside\nx\n");
+
+    tmpdir_remove(other);
+    free(ro_policy);
+    free(script);
+    free(other);
+    free(missing);
+    free(inside_missing);
+    free(file);
+    free(policy);
+}
+
+/* A protected path that is a symlink (which a command could have planted)
+ * pointing elsewhere in the workspace: the target is what is protected
+ * and reported. */
+static void
+test_protect_symlink_target(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *real = tmpdir_path(f->dir, "real");
+    char *link = tmpdir_path(f->dir, "link");
+    char *flink = tmpdir_path(f->dir, "flink");
+    char *target_file = tmpdir_path(real, "log");
+    assert_int_equal(mkdir(real, 0755), 0);
+    tmpdir_write_file(target_file, "log\n", 0644);
+    assert_int_equal(symlink("real", link), 0);
+    assert_int_equal(symlink("real/log", flink), 0);
+    char *canon_real = realpath(real, NULL);
+    char *canon_file = realpath(target_file, NULL);
+    assert_non_null(canon_real);
+    assert_non_null(canon_file);
+    const char *protect[] = {link, flink, NULL};
+    struct sbx_result r;
+    run_protected(policy, f->dir, protect, NULL,
+                  "exec 2>/dev/null;"
+                  "touch real/new || echo no-new;"
+                  "touch link/new || echo no-new-through-link;"
+                  "echo x >> flink || echo no-append-through-link;"
+                  "cat link/log",
+                  &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "no-new\nno-new-through-link\nno-append-through-link\nlog\n");
+    assert_true(read_only_has(&r, canon_real));
+    assert_true(read_only_has(&r, canon_file));
+    assert_false(read_only_has(&r, link));
+    sbx_result_free(&r);
+    free(canon_real);
+    free(canon_file);
+    free(real);
+    free(link);
+    free(flink);
+    free(target_file);
+    free(policy);
+}
+
+/* A missing protected path in a directory of another user, which neither
+ * the helper nor the command can write (nor chmod): left out, not
+ * created, and the command cannot create it either. */
+static void
+test_protect_uncreatable_left_out(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *foreign = tmpdir_path(f->dir, "foreign");
+    char *path = tmpdir_path(foreign, "state");
+    assert_int_equal(mkdir(foreign, 0755), 0);
+    assert_int_equal(chown(foreign, 65534, 65534), 0);
+    const char *protect[] = {path, NULL};
+    struct sbx_result r;
+    run_protected(policy, f->dir, protect, NULL,
+                  "mkdir foreign/state 2>/dev/null || echo cannot; chmod 0777 foreign 2>/dev/null "
+                  "|| echo no-chmod",
+                  &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "cannot\nno-chmod\n");
+    assert_false(read_only_has(&r, path));
+    sbx_result_free(&r);
+    assert_int_equal(access(path, F_OK), -1);
+    free(foreign);
+    free(path);
+    free(policy);
+}
+
+/* A protected path that resolves through something a command could have
+ * put there (a file where a directory should be, a dangling symlink)
+ * cannot be protected: refused with 125 rather than guessed at. */
+static void
+test_protect_unresolvable_refused(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *file = tmpdir_path(f->dir, "file");
+    tmpdir_write_file(file, "x\n", 0644);
+    char *under_file = tmpdir_path(file, "state");
+    char *dangling = tmpdir_path(f->dir, "dangling");
+    assert_int_equal(symlink("nowhere/at/all", dangling), 0);
+    const char *extra1[] = {"--protect", under_file, NULL};
+    char *want1, *want2;
+    assert_true(asprintf(&want1, "--protect: cannot resolve %s: Not a directory", under_file) > 0);
+    assert_true(asprintf(&want2, "--protect: creating %s: %s is in the way", dangling, dangling) >
+                0);
+    assert_setup_failure(policy, f->dir, extra1, want1);
+    const char *extra2[] = {"--protect", dangling, NULL};
+    assert_setup_failure(policy, f->dir, extra2, want2);
+    free(want1);
+    free(want2);
+    free(file);
+    free(under_file);
+    free(dangling);
+    free(policy);
+}
+
+/* Bad --protect arguments: 125, a message naming the argument. */
+static void
+test_protect_bad_arguments(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    const char *rel[] = {"--protect", "rules", NULL};
+    assert_setup_failure(policy, f->dir, rel, "--protect \"rules\": not an absolute path");
+    const char *empty[] = {"--protect", "", NULL};
+    assert_setup_failure(policy, f->dir, empty, "--protect \"\": empty path");
+    const char *dots[] = {"--protect", "/tmp/../etc", NULL};
+    assert_setup_failure(policy, f->dir, dots,
+                         "--protect \"/tmp/../etc\": has a \".\" or \"..\" component");
+    /* Checked whatever the policy, before anything is applied. */
+    assert_setup_failure(DANGER, f->dir, rel, "--protect \"rules\": not an absolute path");
+    free(policy);
+}
+
+/* Without a mount namespace a protected path in a writable location would
+ * stay writable: refused, naming it, unless --allow-degraded. */
+static void
+test_protect_without_namespaces(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    char *rules = tmpdir_path(f->dir, "rules");
+    const char *protect[] = {rules, "/etc", NULL};
+    struct sbx_result r;
+    run_protected(policy, f->dir, protect, "EXECGATE_SANDBOX_NO_NAMESPACES=1", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    char *want;
+    assert_true(asprintf(&want, "and the --protect paths %s would stay writable", rules) > 0);
+    if (strstr(r.res.err, want) == NULL)
+        fail_msg("stderr \"%s\" lacks \"%s\"", r.res.err, want);
+    assert_null(strstr(r.res.err, "/etc")); /* outside: not exposed */
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+
+    const char *extra[] = {"--allow-degraded", "--protect", rules, NULL};
+    run_env(policy, f->dir, extra, "EXECGATE_SANDBOX_NO_NAMESPACES=1", "echo RAN", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "RAN\n");
+    assert_non_null(strstr(r.res.err, want));
+    assert_string_equal(json_string_value(json_array_get(degraded_of(&r), 0)), "mount-namespace");
+    sbx_result_free(&r);
+    free(want);
+    free(rules);
+    free(policy);
+}
+
 static void
 test_restricted_reads(void **state)
 {
@@ -677,6 +1080,39 @@ test_library_argv_runs(void **state)
     json_decref(j);
 }
 
+/* The library's argv with protect paths runs the real helper, which
+ * keeps them read-only. */
+static void
+test_library_argv_protect_runs(void **state)
+{
+    struct fixture *f = *state;
+    json_t *j = json_pack("{s:s}", "type", "workspace-write");
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_from_json(j, f->dir, &err);
+    assert_non_null(p);
+    char *log = tmpdir_path(f->dir, "audit.log");
+    tmpdir_write_file(log, "kept\n", 0644);
+    char *home = tmpdir_path(f->dir, "home");
+    const char *protect[] = {log, home};
+    const char *prog[] = {"/bin/sh", "-c",
+                          "exec 2>/dev/null; echo x >> audit.log || echo no-log;"
+                          " touch home/config.toml || echo no-home; echo in > x && cat x",
+                          NULL};
+    char **argv = sandbox_helper_argv_protect(p, sbx_helper(), f->dir, -1, 0, protect, 2, prog);
+    assert_non_null(argv);
+    struct proc_result res;
+    assert_int_equal(proc_run((const char *const *)argv, NULL, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "no-log\nno-home\nin\n");
+    proc_result_free(&res);
+    assert_file_is(log, "kept\n");
+    sandbox_argv_free(argv);
+    sandbox_policy_free(p);
+    json_decref(j);
+    free(log);
+    free(home);
+}
+
 /* A report reader that has gone away: 125 and a message, nothing run. */
 static void
 test_report_reader_gone(void **state)
@@ -764,6 +1200,16 @@ main(void)
         cmocka_unit_test_setup_teardown(test_external_sandbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_status_propagates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_created_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_directory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_missing_created, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_nested_and_repeated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_outside_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_symlink_target, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_uncreatable_left_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_unresolvable_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protect_without_namespaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),
@@ -772,6 +1218,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_init_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_not_confined_by_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_argv_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_library_argv_protect_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_eof_while_running, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -303,6 +303,69 @@ test_helper_argv(void **state)
     sandbox_policy_free(p);
 }
 
+/* --protect PATH for each protect path, in order, after the flags'
+ * options and before --policy; none gives the same argv as the flags
+ * variant. */
+static void
+test_helper_argv_protect(void **state)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with("{\"type\":\"workspace-write\"}", "/w", &err);
+    assert_non_null(p);
+    char *canon = sandbox_policy_to_json(p);
+    const char *prog[] = {"/bin/echo", "a b", NULL};
+    const char *protect[] = {"/home/u/.codex", "/tmp/execgate audit.log", "/home/u/.codex"};
+    char **argv = sandbox_helper_argv_protect(p, "/x/execgate-sandbox", "/w/sub", 5,
+                                              SANDBOX_ARGV_ALLOW_DEGRADED, protect, 3, prog);
+    assert_non_null(argv);
+    const char *want[] = {"/x/execgate-sandbox",
+                          "--allow-degraded",
+                          "--protect",
+                          "/home/u/.codex",
+                          "--protect",
+                          "/tmp/execgate audit.log",
+                          "--protect",
+                          "/home/u/.codex",
+                          "--policy",
+                          canon,
+                          "--cwd",
+                          "/w/sub",
+                          "--report-fd",
+                          "5",
+                          "--",
+                          "/bin/echo",
+                          "a b"};
+    size_t n = sizeof want / sizeof want[0];
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(argv[i], want[i]);
+    assert_null(argv[n]);
+    sandbox_argv_free(argv);
+
+    /* Without flags: the first --protect right after the helper. */
+    argv = sandbox_helper_argv_protect(p, "h", "/w", -1, 0, protect, 1, prog);
+    assert_string_equal(argv[1], "--protect");
+    assert_string_equal(argv[2], "/home/u/.codex");
+    assert_string_equal(argv[3], "--policy");
+    assert_string_equal(argv[7], "--");
+    assert_null(argv[10]);
+    sandbox_argv_free(argv);
+
+    /* None (protect may then be NULL): exactly the flags variant's argv. */
+    char **plain = sandbox_helper_argv_flags(p, "h", "/w", 3, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
+    argv = sandbox_helper_argv_protect(p, "h", "/w", 3, SANDBOX_ARGV_ALLOW_DEGRADED, NULL, 0, prog);
+    size_t k = 0;
+    for (; plain[k] != NULL; k++)
+        assert_string_equal(argv[k], plain[k]);
+    assert_null(argv[k]);
+    sandbox_argv_free(plain);
+    sandbox_argv_free(argv);
+
+    /* A count no argv can hold: refused, not overflowed. */
+    assert_null(sandbox_helper_argv_protect(p, "h", "/w", -1, 0, protect, SIZE_MAX / 2, prog));
+    free(canon);
+    sandbox_policy_free(p);
+}
+
 /* --- allocation-failure sweep ---------------------------------------------
  * The test links with -Wl,--wrap for the allocators policy.c calls; jansson
  * allocates through json_set_alloc_funcs.  When armed, the N-th allocation
@@ -400,7 +463,11 @@ policy_round(const char *text)
     char *desc = sandbox_policy_describe(p);
     const char *prog[] = {"/bin/sh", "-c", "true", NULL};
     char **argv = sandbox_helper_argv_flags(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
-    ok = canon != NULL && desc != NULL && argv != NULL;
+    const char *protect[] = {"/p/rules", "/p/audit.log"};
+    char **pargv = sandbox_helper_argv_protect(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED,
+                                               protect, 2, prog);
+    ok = canon != NULL && desc != NULL && argv != NULL && pargv != NULL;
+    sandbox_argv_free(pargv);
     sandbox_argv_free(argv);
     free(desc);
     free(canon);
@@ -449,6 +516,7 @@ main(void)
         cmocka_unit_test(test_canonical),
         cmocka_unit_test(test_parse_text_errors),
         cmocka_unit_test(test_helper_argv),
+        cmocka_unit_test(test_helper_argv_protect),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
