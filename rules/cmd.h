@@ -8,6 +8,10 @@
 /* execgate-rules check [--rules FILE]... [--resolve-host-executables] [--pretty] -- CMD... */
 int rules_cmd_check(int argc, char **argv);
 
+/* execgate-rules lint [--] [FILE]...: warns about dangerous allow rules;
+ * exit 0 none, 1 warnings printed, 2 a file does not load (or usage). */
+int rules_cmd_lint(int argc, char **argv);
+
 /* execgate-rules eval FILE: runs a Starlark file with the language's built-ins. */
 int rules_cmd_eval(int argc, char **argv);
 

@@ -14,6 +14,7 @@ usage(FILE *out)
     fprintf(out,
             "usage: execgate-rules check [--rules FILE]... [--resolve-host-executables] [--pretty] "
             "-- CMD...\n"
+            "       execgate-rules lint [--] [FILE]...\n"
             "       execgate-rules eval FILE\n"
             "       execgate-rules --help | --version\n");
 }
@@ -23,6 +24,8 @@ main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "check") == 0)
         return rules_cmd_check(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "lint") == 0)
+        return rules_cmd_lint(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)
         return rules_cmd_eval(argc - 1, argv + 1);
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {

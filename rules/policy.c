@@ -14,17 +14,14 @@
 #include <string.h>
 #include <unistd.h>
 
-struct rule_token {
-    char **alts;
-    size_t n_alts;
-};
-
+/* The strings a rule points to are its own (copied in, freed with it). */
 struct prefix_rule {
-    char *program;           /* the first token (one alternative of it) */
-    struct rule_token *rest; /* tokens after the first */
+    char *program;            /* the first token (one alternative of it) */
+    struct rules_token *rest; /* tokens after the first */
     size_t n_rest;
     enum rules_decision decision;
     char *justification;
+    struct rules_origin origin; /* .file points into rules_policy.files */
 };
 
 /* A growable list of pointers under one string key. */
@@ -56,6 +53,8 @@ struct rules_policy {
     size_t n_rules, cap_rules;
     struct network_rule *net;
     size_t n_net, cap_net;
+    char **files; /* the file names rule origins point to (owner) */
+    size_t n_files, cap_files;
 };
 
 static const char *const decision_names[] = {NULL, "allow", "prompt", "forbidden"};
@@ -191,13 +190,15 @@ rules_policy_new(void)
     return calloc(1, sizeof(struct rules_policy));
 }
 
+/* The token arrays and strings were allocated by copy_tokens: the const
+ * is only the view the rest of the code gets. */
 static void
-rule_tokens_free(struct rule_token *toks, size_t n)
+rule_tokens_free(struct rules_token *toks, size_t n)
 {
     for (size_t i = 0; toks && i < n; i++) {
         for (size_t j = 0; j < toks[i].n_alts; j++)
-            free(toks[i].alts[j]);
-        free(toks[i].alts);
+            free((char *)toks[i].alts[j]);
+        free((void *)toks[i].alts);
     }
     free(toks);
 }
@@ -229,6 +230,9 @@ rules_policy_free(struct rules_policy *p)
         free(p->net[i].justification);
     }
     free(p->net);
+    for (size_t i = 0; i < p->n_files; i++)
+        free(p->files[i]);
+    free(p->files);
     free(p);
 }
 
@@ -253,19 +257,20 @@ rules_pattern_matches(const struct rules_token *pattern, size_t n, const char *c
     return true;
 }
 
-static struct rule_token *
+static struct rules_token *
 copy_tokens(const struct rules_token *src, size_t n)
 {
-    struct rule_token *toks = calloc(n ? n : 1, sizeof *toks);
+    struct rules_token *toks = calloc(n ? n : 1, sizeof *toks);
     if (!toks)
         return NULL;
     for (size_t i = 0; i < n; i++) {
-        toks[i].alts = calloc(src[i].n_alts ? src[i].n_alts : 1, sizeof(char *));
-        if (!toks[i].alts)
+        char **alts = calloc(src[i].n_alts ? src[i].n_alts : 1, sizeof *alts);
+        if (!alts)
             goto oom;
+        toks[i].alts = (const char *const *)alts;
         for (size_t j = 0; j < src[i].n_alts; j++) {
-            toks[i].alts[j] = strdup(src[i].alts[j]);
-            if (!toks[i].alts[j])
+            alts[j] = strdup(src[i].alts[j]);
+            if (!alts[j])
                 goto oom;
             toks[i].n_alts = j + 1;
         }
@@ -278,12 +283,13 @@ oom:
 
 static struct prefix_rule *
 prefix_rule_new(const char *program, const struct rules_token *rest, size_t n_rest,
-                enum rules_decision decision, const char *justification)
+                enum rules_decision decision, const char *justification, struct rules_origin origin)
 {
     struct prefix_rule *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->decision = decision;
+    r->origin = origin;
     r->program = strdup(program);
     r->rest = copy_tokens(rest, n_rest);
     r->n_rest = n_rest;
@@ -312,17 +318,59 @@ policy_reserve_rules(struct rules_policy *p, size_t extra)
 }
 
 /*
- * Builds every rule first and indexes them afterwards, so that an OOM half
- * way leaves the policy as it was.  Indexing can still fail on a bucket
- * push; the rules already pushed then are popped again.
+ * The policy's copy of a file name, for rule origins.  Rules of one file
+ * arrive together, so the last name is the one to compare with; a name
+ * seen before that is stored again, which costs a little memory and
+ * nothing else.  NULL on OOM.
  */
+static const char *
+policy_file_name(struct rules_policy *p, const char *file)
+{
+    if (p->n_files > 0 && strcmp(p->files[p->n_files - 1], file) == 0)
+        return p->files[p->n_files - 1];
+    if (p->n_files == p->cap_files) {
+        size_t cap = p->cap_files ? p->cap_files * 2 : 4;
+        char **files = realloc(p->files, cap * sizeof *files);
+        if (!files)
+            return NULL;
+        p->files = files;
+        p->cap_files = cap;
+    }
+    char *copy = strdup(file);
+    if (!copy)
+        return NULL;
+    p->files[p->n_files++] = copy;
+    return copy;
+}
+
 int
 rules_policy_add_prefix_rule(struct rules_policy *p, const struct rules_token *pattern, size_t n,
                              enum rules_decision decision, const char *justification)
 {
+    return rules_policy_add_prefix_rule_at(p, pattern, n, decision, justification, NULL);
+}
+
+/*
+ * Builds every rule first and indexes them afterwards, so that an OOM half
+ * way leaves the policy as it was (but for a file name kept for origins,
+ * which nothing sees).  Indexing can still fail on a bucket push; the rules
+ * already pushed then are popped again.
+ */
+int
+rules_policy_add_prefix_rule_at(struct rules_policy *p, const struct rules_token *pattern, size_t n,
+                                enum rules_decision decision, const char *justification,
+                                const struct rules_origin *origin)
+{
     if (!p || !pattern || n == 0 || pattern[0].n_alts == 0)
         return -1;
     size_t n_first = pattern[0].n_alts;
+    struct rules_origin where = {0};
+    if (origin && origin->file) {
+        where = *origin;
+        where.file = policy_file_name(p, origin->file);
+        if (!where.file)
+            return -1;
+    }
     if (policy_reserve_rules(p, n_first) < 0)
         return -1;
     struct prefix_rule **fresh = calloc(n_first, sizeof *fresh);
@@ -330,7 +378,8 @@ rules_policy_add_prefix_rule(struct rules_policy *p, const struct rules_token *p
     if (!fresh || !buckets)
         goto oom;
     for (size_t i = 0; i < n_first; i++) {
-        fresh[i] = prefix_rule_new(pattern[0].alts[i], pattern + 1, n - 1, decision, justification);
+        fresh[i] =
+            prefix_rule_new(pattern[0].alts[i], pattern + 1, n - 1, decision, justification, where);
         if (!fresh[i])
             goto oom;
     }
@@ -538,6 +587,27 @@ rules_policy_each_program(const struct rules_policy *p, int (*fn)(void *arg, con
     return 0;
 }
 
+int
+rules_policy_each_rule(const struct rules_policy *p,
+                       int (*fn)(void *arg, const struct rules_prefix_rule *rule), void *arg)
+{
+    for (size_t i = 0; p && i < p->n_rules; i++) {
+        const struct prefix_rule *r = p->rules[i];
+        const struct rules_prefix_rule view = {
+            .program = r->program,
+            .rest = r->rest,
+            .n_rest = r->n_rest,
+            .decision = r->decision,
+            .justification = r->justification,
+            .origin = r->origin,
+        };
+        int rc = fn(arg, &view);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 size_t
 rules_policy_network_rule_count(const struct rules_policy *p)
 {
@@ -566,7 +636,7 @@ rule_matches_rest(const struct prefix_rule *r, const char *const *argv, size_t a
     if (argc < r->n_rest + 1)
         return false;
     for (size_t i = 0; i < r->n_rest; i++)
-        if (!token_matches((const char *const *)r->rest[i].alts, r->rest[i].n_alts, argv[i + 1]))
+        if (!token_matches(r->rest[i].alts, r->rest[i].n_alts, argv[i + 1]))
             return false;
     return true;
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Ordered by strictness: the effective decision is the largest. */
 enum rules_decision {
@@ -47,6 +48,13 @@ void rules_policy_free(struct rules_policy *p);
 bool rules_pattern_matches(const struct rules_token *pattern, size_t n, const char *const *argv,
                            size_t argc);
 
+/* Where a rule was written: the file as it was named to the loader, and
+ * the line and column (from 1) where its prefix_rule call starts. */
+struct rules_origin {
+    const char *file;
+    uint32_t line, col;
+};
+
 /*
  * Adds a prefix rule; alternatives in the first position make one rule per
  * alternative.  Strings are copied.  justification may be NULL.
@@ -54,6 +62,34 @@ bool rules_pattern_matches(const struct rules_token *pattern, size_t n, const ch
  */
 int rules_policy_add_prefix_rule(struct rules_policy *p, const struct rules_token *pattern,
                                  size_t n, enum rules_decision decision, const char *justification);
+
+/*
+ * The same, remembering where the rule was written (rules_policy_each_rule
+ * shows it).  origin may be NULL, or have a NULL file, for "not known";
+ * the file name is copied.  Returns 0, or -1 when out of memory.
+ */
+int rules_policy_add_prefix_rule_at(struct rules_policy *p, const struct rules_token *pattern,
+                                    size_t n, enum rules_decision decision,
+                                    const char *justification, const struct rules_origin *origin);
+
+/* One prefix rule as the policy keeps it: a first token with alternatives
+ * was stored as one rule per alternative, each with the same origin. */
+struct rules_prefix_rule {
+    const char *program;            /* the first token */
+    const struct rules_token *rest; /* the tokens after it */
+    size_t n_rest;
+    enum rules_decision decision;
+    const char *justification;  /* NULL when the rule has none */
+    struct rules_origin origin; /* .file NULL when not known */
+};
+
+/*
+ * Calls fn once for each prefix rule, in the order the rules were added,
+ * until fn returns non-zero; returns that value, or 0.  The rule and
+ * everything it points to are the policy's, valid until it is freed.
+ */
+int rules_policy_each_rule(const struct rules_policy *p,
+                           int (*fn)(void *arg, const struct rules_prefix_rule *rule), void *arg);
 
 /* Records that `name` may stand for exactly these absolute paths (already
  * validated and ~-expanded by the caller).  Returns 0, or -1 on OOM. */

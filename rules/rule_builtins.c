@@ -230,7 +230,9 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
     parse_examples(vm, "not_match", a[3], &p->not_matches, &p->not_match_lens, &p->n_not_matches);
 
     struct rules_builder *b = builder_of(self);
-    if (rules_policy_add_prefix_rule(b->policy, pattern, n, decision, justification) != 0)
+    const struct rules_origin origin = {.file = vm->file, .line = line, .col = col};
+    if (rules_policy_add_prefix_rule_at(b->policy, pattern, n, decision, justification, &origin) !=
+        0)
         star_fail(vm, "out of memory");
     if (p->n_matches + p->n_not_matches > 0) {
         p->line = line;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,22 @@ struct audit {
     bool failed; /* a write failed: said once */
 };
 
+/* Why the opened log cannot be trusted with the records, or NULL. */
+static const char *
+unfit(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return strerror(errno);
+    if (!S_ISREG(st.st_mode))
+        return "not a regular file";
+    if (st.st_uid != geteuid())
+        return "owned by another user";
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return "writable by other users (chmod go-w it)";
+    return NULL;
+}
+
 struct audit *
 audit_open(const char *path, char **err)
 {
@@ -27,10 +44,17 @@ audit_open(const char *path, char **err)
         *err = strdup("out of memory");
         return NULL;
     }
-    a->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (a->fd < 0) {
-        if (asprintf(err, "--audit-log: %s: %s", path, strerror(errno)) < 0)
+    /* a link in the log's place (the sandbox may write where it lies)
+     * would send the records elsewhere: only the file itself is opened */
+    a->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+    const char *why = a->fd < 0 ? (errno == ELOOP ? "is a symbolic link; give the file's own path"
+                                                  : strerror(errno))
+                                : unfit(a->fd);
+    if (why) {
+        if (asprintf(err, "--audit-log: %s: %s", path, why) < 0)
             *err = NULL;
+        if (a->fd >= 0)
+            close(a->fd);
         free(a->path);
         free(a);
         return NULL;

@@ -10,8 +10,10 @@
 
 struct audit;
 
-/* Opens (creates, appends to; close-on-exec) path.  Returns NULL with *err
- * a malloc'd message naming the path (caller frees). */
+/* Opens (creates 0600, appends to; close-on-exec) path, once for the
+ * server's life: a symbolic link in its place, a file that is not regular,
+ * owned by another user or writable by others is refused.  Returns NULL
+ * with *err a malloc'd message naming the path (caller frees). */
 struct audit *audit_open(const char *path, char **err);
 
 /* Adds "time" (UTC, RFC 3339 with milliseconds) to record (taken) and

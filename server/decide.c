@@ -11,6 +11,7 @@
 #include "utf8.h"
 #include "writable_view.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
+#include "../rules/lint.h"
 #include "../rules/load.h"
 #include "../rules/policy.h"
 #include "../rules/shlex.h"
@@ -234,6 +235,12 @@ build_wrap_names(const struct rules_policy *rules)
 
 /* ---- the server ---- */
 
+static void
+log_lint(void *arg, const char *line)
+{
+    log_warn("rules: %s", line);
+}
+
 struct decide_server *
 decide_server_new(const struct decide_config *cfg, char **err)
 {
@@ -245,6 +252,10 @@ decide_server_new(const struct decide_config *cfg, char **err)
     }
     ds->preserve_program_paths = cfg->preserve_program_paths;
     ds->rules = load_rules(cfg, err);
+    /* what runs outside the sandbox under an allow rule is the rules
+     * author's to weigh: say at start what deserves a second look */
+    if (ds->rules && rules_lint_policy(ds->rules, log_lint, NULL) < 0)
+        log_warn("rules: out of memory while linting the rules");
     if (ds->rules)
         ds->approvals = approvals_new();
     if (ds->rules && !ds->approvals)
@@ -772,18 +783,91 @@ forces_rm(const struct decide_exec *e, const struct exec_path *walk)
     return forced;
 }
 
+/* ---- #! interpreters ---- */
+
+/* How deep #! lines are followed (the kernel stops at 4 too). */
+#define MAX_INTERPRETERS 4
+
+/* The interpreter the "#!" line of the regular file at path names, as
+ * written, or NULL (not a script, unreadable); *script says whether the
+ * file starts with "#!" at all.  Never blocks: a FIFO or a device is not
+ * opened for reading. */
+static char *
+shebang_of(const char *path, bool *script)
+{
+    *script = false;
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    char buf[257];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    if (n < 2 || buf[0] != '#' || buf[1] != '!')
+        return NULL;
+    *script = true;
+    buf[n] = '\0';
+    char *p = buf + 2 + strspn(buf + 2, " \t");
+    size_t len = strcspn(p, " \t\n");
+    return len > 0 ? strndup(p, len) : NULL;
+}
+
+/* The interpreters of a script the wrapper hands over, walked as the
+ * program is (the tree watch has the kernel's view of them already). */
+struct interpreters {
+    struct exec_path walks[MAX_INTERPRETERS];
+    const char *names[MAX_INTERPRETERS];
+    size_t n;
+    bool script; /* the program itself starts with "#!" */
+};
+
+static int
+read_interpreters(const struct exec_path *walk, const char *cwd, struct interpreters *in)
+{
+    const char *file = walk->canonical;
+    for (in->n = 0; file && in->n < MAX_INTERPRETERS; in->n++) {
+        bool script = false;
+        char *interp = shebang_of(file, &script);
+        if (in->n == 0)
+            in->script = script;
+        if (!interp)
+            break;
+        struct exec_path *w = &in->walks[in->n];
+        int rc = exec_path_walk(interp, cwd, w);
+        free(interp);
+        if (rc < 0)
+            return rc;
+        in->names[in->n] = w->canonical ? w->canonical : w->absolute;
+        file = w->canonical;
+    }
+    return 0;
+}
+
+static void
+interpreters_release(struct interpreters *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        exec_path_release(&in->walks[i]);
+    in->n = 0;
+}
+
 /* ---- may it run outside? ---- */
 
+/* Whether the sandbox could have made or repointed anything walk went
+ * through: the path as given, each link, the file. */
 static bool
-starts_with_shebang(int fd)
+walk_writable(const struct decide_call *dc, const struct exec_path *walk)
 {
-    char name[64], head[2];
-    snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
-    int rd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    bool script = rd >= 0 && pread(rd, head, 2, 0) == 2 && head[0] == '#' && head[1] == '!';
-    if (rd >= 0)
-        close(rd);
-    return script;
+    if (!walk->canonical || writable_view_contains(&dc->view, walk->absolute) ||
+        writable_view_contains(&dc->view, walk->canonical))
+        return true;
+    for (size_t i = 0; i < walk->n_links; i++) {
+        if (writable_view_contains(&dc->view, walk->links[i].path))
+            return true;
+    }
+    return false;
 }
 
 /*
@@ -796,21 +880,24 @@ starts_with_shebang(int fd)
  */
 static bool
 escalatable(const struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-            struct decide_result *out, const char **why, char **why_owned)
+            const struct interpreters *in, struct decide_result *out, const char **why,
+            char **why_owned)
 {
     *why = NULL;
     *why_owned = NULL;
-    bool writable = !walk->canonical || writable_view_contains(&dc->view, walk->absolute) ||
-                    writable_view_contains(&dc->view, walk->canonical);
-    for (size_t i = 0; !writable && i < walk->n_links; i++)
-        writable = writable_view_contains(&dc->view, walk->links[i].path);
     if (!walk->canonical) {
         *why = "the program does not resolve";
         return false;
     }
-    if (writable) {
+    if (walk_writable(dc, walk)) {
         *why = "the program, or a link on its path, lies where the sandbox can write";
         return false;
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        if (walk_writable(dc, &in->walks[i])) {
+            *why = "its #! interpreter, or a link on that path, lies where the sandbox can write";
+            return false;
+        }
     }
     if (!S_ISREG(walk->st.st_mode)) {
         *why = "the program is not a regular file";
@@ -837,7 +924,7 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
         return false;
     }
     out->fd = fd;
-    out->script = starts_with_shebang(fd);
+    out->script = in->script;
     return true;
 }
 
@@ -906,19 +993,41 @@ answered_before(struct decide_call *dc, const struct decide_exec *e, struct deci
     return false;
 }
 
-/* allow, or prompt, from the wrapper: outside if the file may go there. */
+/* An option of the command that writes any file or runs any command
+ * (rules_lint's table), which an allow rule's prefix cannot have meant to
+ * let out of the sandbox unseen: a static description, or NULL. */
+static const char *
+dangerous_use(const struct decide_exec *e, const struct decide_result *out)
+{
+    const char **cmd = calloc(e->argc + 1, sizeof(*cmd));
+    if (!cmd)
+        return "out of memory while reading the command";
+    cmd[0] = out->program;
+    for (size_t i = 1; i < e->argc; i++)
+        cmd[i] = e->argv[i];
+    const char *d = rules_lint_dangerous_use(cmd, e->argc > 0 ? e->argc : 1);
+    free(cmd);
+    return d;
+}
+
+/* allow, or prompt, from the wrapper: outside if the file may go there;
+ * an allowed command that uses a dangerous option is asked about. */
 static void
 decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-               bool ask, struct decide_result *out)
+               const struct interpreters *in, bool ask, struct decide_result *out)
 {
     const char *why = NULL;
     char *why_owned = NULL;
-    bool outside = escalatable(dc, e, walk, out, &why, &why_owned);
+    bool outside = escalatable(dc, e, walk, in, out, &why, &why_owned);
     if (!outside)
         log_info("decide %s: %s runs in the sandbox: %s", dc->label, out->program, why);
-    if (ask) {
+    const char *caution = outside && !ask ? dangerous_use(e, out) : NULL;
+    if (caution)
+        log_info("decide %s: %s: %s: a person is asked", dc->label, out->program, caution);
+    if (ask || caution) {
         out->verdict = DECIDE_ASK;
         out->escalate_if_approved = outside;
+        out->caution = caution;
     } else {
         out->verdict = outside ? DECIDE_ESCALATE : DECIDE_RUN;
     }
@@ -935,8 +1044,17 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     out->fd = -1;
     out->answered_by = "rules";
     struct exec_path walk;
+    struct interpreters in = {.n = 0};
     struct verdict v = {RULES_DECISION_NONE, NULL, NULL, false};
     bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0;
+    /* the wrapper's scripts: their interpreters are names the exec goes by */
+    struct decide_exec with_interps = *e;
+    if (ok && e->source == DECIDE_FROM_WRAPPER) {
+        ok = read_interpreters(&walk, e->cwd, &in) == 0;
+        with_interps.interpreters = in.names;
+        with_interps.n_interpreters = in.n;
+    }
+    e = &with_interps;
     const char *program = e->canonical ? e->canonical : walk.canonical;
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
@@ -952,11 +1070,11 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     } else if (answered_before(dc, e, out)) {
         /* the call has its answer */
     } else if (v.decision == RULES_DECISION_PROMPT && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, true, out);
+        decide_outside(dc, e, &walk, &in, true, out);
     } else if (v.decision == RULES_DECISION_PROMPT) {
         out->verdict = DECIDE_ASK;
     } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, false, out);
+        decide_outside(dc, e, &walk, &in, false, out);
     } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
                forces_rm(e, &walk)) {
         /* the reference's heuristic: asked, and an approval runs inside */
@@ -967,6 +1085,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->reason = strdup(v.decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
     }
     free(v.justification);
+    interpreters_release(&in);
     exec_path_release(&walk);
 }
 
@@ -1033,7 +1152,7 @@ invisible_at(const unsigned char *s, size_t *len, unsigned *cp)
 }
 
 /* text with every byte that could forge the question's layout escaped:
- * control characters as \n, \t, \r or \xNN, backticks as \`, invisible
+ * control characters as \n, \t, \r or \xNN, backticks as \x60, invisible
  * code points as \u{XXXX}; bytes that are not UTF-8 become U+FFFD. */
 static char *
 escape_shown(const char *text)
@@ -1053,11 +1172,10 @@ escape_shown(const char *text)
         if (c == '\n' || c == '\t' || c == '\r') {
             out[o++] = '\\';
             out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-        } else if (c < 0x20 || c == 0x7f) {
+        } else if (c < 0x20 || c == 0x7f || c == '`') {
+            /* a backslash does not escape a backtick in a code span: the
+             * question's own four stay the only ones */
             o += (size_t)sprintf(out + o, "\\x%02x", c);
-        } else if (c == '`') {
-            out[o++] = '\\';
-            out[o++] = '`';
         } else if (invisible_at((const unsigned char *)u + i, &n, &cp)) {
             o += (size_t)sprintf(out + o, "\\u{%04X}", cp);
         } else {
@@ -1203,6 +1321,12 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
     char *text = nq && nq->key ? decide_question_text(r->program, e->argc > 1 ? e->argv + 1 : NULL,
                                                       e->argc > 1 ? e->argc - 1 : 0, e->cwd)
                                : NULL;
+    char *cautioned = NULL;
+    if (text && r->caution &&
+        asprintf(&cautioned, "%s (An allow rule matched, but %s.)", text, r->caution) >= 0) {
+        free(text);
+        text = cautioned;
+    }
     json_t *params = text ? question_params(text) : NULL;
     free(text);
     /* jsonrpc_request takes params, also on failure */

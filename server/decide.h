@@ -146,6 +146,9 @@ struct decide_result {
      * script: it starts with "#!" (its interpreter reopens it by fd) */
     int fd;
     bool script;
+    /* ASK for an allowed command that uses an option writing any file or
+     * running any command (rules_lint_dangerous_use): static, or NULL */
+    const char *caution;
     json_t *matched; /* the matching rules, with an audit log; else NULL */
     char *key;       /* approvals and memos: program, its (dev, ino), argv[1..] */
     size_t keylen;

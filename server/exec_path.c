@@ -92,7 +92,7 @@ follow_link(struct walk *w, char *candidate)
     if (rc < 0)
         return rc;
     char *rest = NULL;
-    if (asprintf(&rest, "%s/%s", target, w->rest) < 0)
+    if (asprintf(&rest, "%s%s%s", target, w->rest[0] ? "/" : "", w->rest) < 0)
         return -ENOMEM;
     free(w->rest);
     w->rest = rest;
@@ -131,7 +131,8 @@ step(struct walk *w, const char *comp)
         }
         return follow_link(w, candidate);
     }
-    if (!S_ISDIR(st.st_mode) && !rest_empty(w)) {
+    /* anything after a file, a trailing slash too, asks for a directory */
+    if (!S_ISDIR(st.st_mode) && w->rest[0] != '\0') {
         w->out->error = ENOTDIR;
         free(candidate);
         return 1;

@@ -3,6 +3,7 @@
 #include "escalation.h"
 #include "decide.h"
 #include "exec_watch.h"
+#include "state_paths.h"
 #include "execgate-config.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -67,6 +68,8 @@ struct mcp_server {
     struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
     bool tree;                    /* tree enforcement in force */
     char *instructions;           /* initialize's, saying which enforcement */
+    char **protect;               /* the server's own files: read-only in every sandbox */
+    size_t n_protect;
     struct reaper *reaper;
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
@@ -459,7 +462,8 @@ call_argv(struct mcp_server *s, const char *command, const char *workdir, bool l
         return NULL;
     const char *const program[] = {s->o->bash_path, login ? "-lc" : "-c", command, NULL};
     char **argv =
-        sandbox_helper_argv(p, s->o->sandbox_helper, workdir, SHELL_CALL_REPORT_FD, program);
+        sandbox_helper_argv_protect(p, s->o->sandbox_helper, workdir, SHELL_CALL_REPORT_FD, 0,
+                                    (const char *const *)s->protect, s->n_protect, program);
     sandbox_policy_free(p);
     if (!argv)
         *err = strdup("out of memory");
@@ -770,6 +774,11 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
             .audit_path = o->audit_log,
         };
         s->decide = decide_server_new(&dcfg, err);
+        s->protect = s->decide ? state_paths_new(o, &s->n_protect) : NULL;
+        if (s->decide && !s->protect) {
+            decide_server_free(s->decide);
+            s->decide = NULL;
+        }
         rc = s->decide ? 0 : -1;
         if (s->decide)
             log_info("rules: %zu prefix rule(s) loaded", decide_server_rule_count(s->decide));
@@ -787,6 +796,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         json_decref(s->policy);
         free(s->policy_cwd);
         free(s->instructions);
+        state_paths_free(s->protect);
         free(s);
         return NULL;
     }
@@ -923,6 +933,7 @@ mcp_server_free(struct mcp_server *s)
     json_decref(s->policy);
     free(s->policy_cwd);
     free(s->instructions);
+    state_paths_free(s->protect);
     decide_server_free(s->decide);
     free(s);
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tmpdir.h"
 
@@ -67,22 +68,59 @@ mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_o
     if (!o->no_audit && !(no_audit && strcmp(no_audit, "1") == 0))
         w->audit = tmpdir_path(w->rules, "audit.jsonl");
     mcp_world_rules(w, rules);
+    if (o->chown) {
+        char *test_rules = tmpdir_path(w->rules, "test.rules");
+        const char *mine[] = {w->wd, w->rules, test_rules, w->outside};
+        for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
+            assert_int_equal(lchown(mine[i], o->owner_uid, o->owner_gid), 0);
+        free(test_rules);
+    }
     const char *policy = o->policy ? o->policy : "workspace-write";
     char *sandbox = mcp_world_fmt(
         "{\"sandboxPolicy\":{\"type\":\"%s\"%s},\"sandboxCwd\":\"%s\"}", policy,
         strcmp(policy, "workspace-write") == 0 ? ",\"network_access\":false" : "", w->wd);
-    const char *argv[9] = {o->server, "--rules", w->rules, "--sandbox", sandbox};
-    size_t n = 5;
+    size_t n_prefix = 0;
+    while (o->prefix && o->prefix[n_prefix])
+        n_prefix++;
+    const char **argv = calloc(n_prefix + 10, sizeof(char *));
+    assert_non_null(argv);
+    size_t n = 0;
+    for (size_t i = 0; i < n_prefix; i++)
+        argv[n++] = o->prefix[i];
+    argv[n++] = o->server;
+    if (!o->no_rules) {
+        argv[n++] = "--rules";
+        argv[n++] = w->rules;
+    }
+    argv[n++] = "--sandbox";
+    argv[n++] = sandbox;
     if (w->audit) {
         argv[n++] = "--audit-log";
         argv[n++] = w->audit;
     }
-    argv[n++] = o->extra; /* NULL: the list ends here */
+    if (o->extra)
+        argv[n++] = o->extra;
     argv[n] = NULL;
     const char *envv[] = {o->env, NULL};
     w->c = mcp_client_start(argv, o->env ? envv : NULL);
+    free(argv);
     free(sandbox);
     initialize(w, o);
+}
+
+static void
+world_free(struct mcp_world *w)
+{
+    mcp_client_free(w->c);
+    tmpdir_remove(w->wd);
+    tmpdir_remove(w->rules);
+    tmpdir_remove(w->outside);
+    free(w->wd);
+    free(w->rules);
+    free(w->outside);
+    free(w->audit);
+    free(w->instructions);
+    memset(w, 0, sizeof(*w));
 }
 
 void
@@ -93,15 +131,13 @@ mcp_world_end(struct mcp_world *w)
     assert_int_not_equal(status, -1);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0); /* ASan/LSan: no leak, no crash */
-    mcp_client_free(w->c);
-    tmpdir_remove(w->wd);
-    tmpdir_remove(w->rules);
-    tmpdir_remove(w->outside);
-    free(w->wd);
-    free(w->rules);
-    free(w->outside);
-    free(w->audit);
-    free(w->instructions);
+    world_free(w);
+}
+
+void
+mcp_world_abandon(struct mcp_world *w)
+{
+    world_free(w);
 }
 
 /* Answers one elicitation/create m (its id mid) from a. */

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "mcp_client.h"
 
@@ -31,6 +32,15 @@ struct mcp_world_options {
     const char *extra;       /* one more server argument, or NULL */
     const char *env;         /* one more NAME=value for the server, or NULL */
     bool no_audit;           /* no --audit-log (also with EXECGATE_TEST_NO_AUDIT=1) */
+    bool no_rules;           /* no --rules: the server reads its default rules */
+    /* argv put before the server's (e.g. setpriv ... --; prefix[0] a
+     * path), NULL-terminated; NULL: the server is started directly */
+    const char *const *prefix;
+    /* chown wd, rules (and test.rules) and outside to owner_uid:owner_gid
+     * before the server starts, for a server run as another user */
+    bool chown;
+    uid_t owner_uid;
+    gid_t owner_gid;
 };
 
 /* What the client answers to elicitation/create. */
@@ -53,6 +63,10 @@ void mcp_world_rules(struct mcp_world *w, const char *rules);
 /* Closes the server's stdin, asserts a clean exit 0 (no sanitizer report),
  * removes the directories and frees w's members. */
 void mcp_world_end(struct mcp_world *w);
+
+/* For a test that failed midway: kills the server (no exit status is
+ * asserted), removes the directories and frees w's members. */
+void mcp_world_abandon(struct mcp_world *w);
 
 /* Runs command in w->wd (login false) with timeout_ms, answering questions
  * from a (NULL: a question fails the test); returns the whole answer. */

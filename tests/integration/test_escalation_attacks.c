@@ -1,0 +1,992 @@
+/*
+ * Attacks in which a sandboxed command makes the server run programs
+ * OUTSIDE the sandbox, beyond what the user's rules allowed, through the
+ * whole product: the real server over stdio, the patched Bash in the real
+ * sandbox (workspace-write on a scratch workdir under /tmp), the wrapper
+ * and the escalated programs.  Where something ran is proved by what it
+ * could write: the "outside" directory (under /var/tmp) is writable only
+ * outside the sandbox, so a file appearing there means an escalated
+ * program did the attacker's bidding.
+ *
+ * Each attack test asserts that nothing appeared outside (or that the
+ * victim survived, or that the person was shown what really runs); the
+ * "still works" tests show that what the rules do allow still escalates;
+ * the last test states what the escalated environment is to be.
+ *
+ * Variants (tests/integration/meson.build): EXECGATE_TEST_EXTRA is one more
+ * server argument (--exec-enforcement=shell); with
+ * EXECGATE_TEST_UNPRIVILEGED=1 and started as root the suite creates a
+ * test user and runs the server as that user (setpriv), with the world's
+ * directories owned by it, so that only the sandbox stands between the
+ * command and the user's files (skipped, 77, when not root or when the
+ * user cannot make user namespaces).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mcp_client.h"
+#include "mcp_world.h"
+#include "proc.h"
+#include "tmpdir.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEST_USER "execgate-sbx" /* shared with test_sandbox_attacks.c */
+
+static struct {
+    const char *server;
+    const char *extra; /* one more server argument, or NULL */
+    bool unprivileged;
+    uid_t uid;
+    gid_t gid;
+    char *prefix_uid, *prefix_gid;
+    const char *prefix[6];
+    /* the running test's world and scratch directories, for the teardown
+     * after a failed assertion */
+    struct mcp_world *world;
+    char *scratch[4];
+} g;
+
+/* ---- the world ---- */
+
+/* The running test's world lives here, not on the test's stack, so that
+ * the teardown can end it after a failed assertion. */
+static struct mcp_world the_world;
+
+static struct mcp_world *
+world_start_opts(const char *rules, bool elicitation, bool no_rules, const char *env)
+{
+    struct mcp_world *w = &the_world;
+    const struct mcp_world_options o = {.server = g.server,
+                                        .client_name = "escalation-attack-tests",
+                                        .elicitation = elicitation,
+                                        .extra = g.extra,
+                                        .env = env,
+                                        .no_rules = no_rules,
+                                        .prefix = g.unprivileged ? g.prefix : NULL,
+                                        .chown = g.unprivileged,
+                                        .owner_uid = g.uid,
+                                        .owner_gid = g.gid};
+    mcp_world_start(w, rules, &o);
+    g.world = w;
+    if (g.unprivileged) { /* the server (setpriv exec'd it) runs as the test user */
+        char *status = mcp_world_fmt("/proc/%d/status", (int)mcp_client_pid(w->c));
+        char *text = tmpdir_read_file(status, NULL);
+        assert_non_null(text);
+        char *want = mcp_world_fmt("\nUid:\t%u\t%u\t", (unsigned)g.uid, (unsigned)g.uid);
+        mcp_world_assert_contains(text, want);
+        free(want);
+        free(text);
+        free(status);
+    }
+    return w;
+}
+
+static struct mcp_world *
+world_start(const char *rules, bool elicitation)
+{
+    return world_start_opts(rules, elicitation, false, NULL);
+}
+
+static void
+world_end(struct mcp_world *w)
+{
+    mcp_world_end(w); /* on a failed assertion there, the teardown frees it */
+    g.world = NULL;
+}
+
+/* A scratch directory removed by the teardown. */
+static char *
+scratch_new(const char *tag)
+{
+    for (size_t i = 0; i < sizeof(g.scratch) / sizeof(g.scratch[0]); i++) {
+        if (!g.scratch[i]) {
+            g.scratch[i] = tmpdir_new(tag);
+            return g.scratch[i];
+        }
+    }
+    fail_msg("too many scratch directories");
+    return NULL;
+}
+
+static int
+teardown(void **state)
+{
+    (void)state;
+    if (g.world) { /* a failed assertion left it running */
+        mcp_world_abandon(g.world);
+        g.world = NULL;
+    }
+    for (size_t i = 0; i < sizeof(g.scratch) / sizeof(g.scratch[0]); i++) {
+        tmpdir_remove(g.scratch[i]);
+        free(g.scratch[i]);
+        g.scratch[i] = NULL;
+    }
+    return 0;
+}
+
+static json_t *
+run(struct mcp_world *w, const char *command, struct mcp_answers *a)
+{
+    return mcp_world_run(w, command, a, 30000);
+}
+
+/* Runs argv outside any sandbox, as the server's user (the test user in
+ * the unprivileged run: git refuses a repository another user owns), and
+ * asserts exit 0. */
+static void
+outside_ok(const char *const *argv, const char *cwd)
+{
+    const char *full[24];
+    size_t n = 0;
+    for (size_t i = 0; g.unprivileged && g.prefix[i]; i++)
+        full[n++] = g.prefix[i];
+    for (size_t i = 0; argv[i]; i++) {
+        assert_true(n < sizeof(full) / sizeof(full[0]) - 1);
+        full[n++] = argv[i];
+    }
+    full[n] = NULL;
+    struct proc_result res;
+    struct proc_options opts = {.cwd = cwd};
+    assert_int_equal(proc_run(full, &opts, &res), 0);
+    if (proc_exit_code(&res) != 0)
+        fail_msg("%s %s failed: %s", argv[0], argv[1] ? argv[1] : "", res.err);
+    proc_result_free(&res);
+}
+
+/* Gives path (and what is below it) to the server's user. */
+static void
+own(const char *path)
+{
+    if (!g.unprivileged)
+        return;
+    char *owner = mcp_world_fmt("%u:%u", (unsigned)g.uid, (unsigned)g.gid);
+    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    if (proc_exit_code(&res) != 0)
+        fail_msg("chown %s failed: %s", path, res.err);
+    proc_result_free(&res);
+    free(owner);
+}
+
+/* A top-level repository in the workdir made outside the sandbox (so the
+ * sandbox keeps its .git read-only), with one commit when asked, owned by
+ * the server's user. */
+static void
+protected_repo(struct mcp_world *w, bool commit)
+{
+    const char *init[] = {"/usr/bin/git", "-C", w->wd, "init", "-q", NULL};
+    outside_ok(init, NULL);
+    if (commit) {
+        const char *ci[] = {"/usr/bin/git",
+                            "-C",
+                            w->wd,
+                            "-c",
+                            "user.name=execgate test",
+                            "-c",
+                            "user.email=test@execgate.invalid",
+                            "commit",
+                            "-q",
+                            "--allow-empty",
+                            "-m",
+                            "first commit",
+                            NULL};
+        outside_ok(ci, NULL);
+    }
+}
+
+/* The attack's proof: outside/name must not exist. */
+static void
+assert_not_outside(const struct mcp_world *w, const char *name, const json_t *a)
+{
+    if (mcp_world_exists(w->outside, name))
+        fail_msg("%s/%s exists: a program ran outside the sandbox for the command\n"
+                 "output: [%s]",
+                 w->outside, name, a ? mcp_world_output(a) : "");
+}
+
+static char *
+read_or_empty(const char *path)
+{
+    char *s = tmpdir_read_file(path, NULL);
+    return s ? s : strdup("");
+}
+
+/* ---- a program's name is not what it is ---- */
+
+/* `cat` is allowed; ./cat is a link to /bin/sh in the writable workdir:
+ * the rule named cat, the server escalated sh. */
+static void
+test_symlink_alias_of_allowed_program(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt(
+        "ln -s /bin/sh cat; printf 'touch %s/alias\\n' > s; ./cat s; echo \"status=$?\"",
+        w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "alias", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* `git status` is allowed and rm forbidden; ./git is a link to rm: the
+ * forbidden rule must win, since the program really is rm. */
+static void
+test_forbidden_program_through_allowed_alias(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n",
+                    false);
+    char *victim = tmpdir_path(w->outside, "victim");
+    assert_int_equal(mkdir(victim, 0755), 0);
+    char *file = tmpdir_path(victim, "file");
+    tmpdir_write_file(file, "keep me\n", 0644);
+    own(victim);
+    char *cmd = mcp_world_fmt("ln -s /bin/rm git; ./git status -rf %s; echo \"status=$?\"", victim);
+    json_t *a = run(w, cmd, NULL);
+    if (!mcp_world_exists(victim, "file"))
+        fail_msg("%s was removed by the escalated rm\noutput: [%s]", file, mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "Execution denied: Execution forbidden by policy");
+    json_decref(a);
+    free(cmd);
+    free(file);
+    free(victim);
+    world_end(w);
+}
+
+/* A prompt for ./cat (a link to sh): the person must be shown sh, and a
+ * link in the writable workdir is never escalated even when approved. */
+static void
+test_prompt_shows_what_really_runs(void **state)
+{
+    char real_sh[PATH_MAX];
+    assert_non_null(realpath("/bin/sh", real_sh));
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "accept"};
+    char *cmd = mcp_world_fmt("ln -s /bin/sh cat; printf 'touch %s/p\\n' > s; ./cat s; "
+                              "echo \"status=$?\"",
+                              w->outside);
+    json_t *a = run(w, cmd, &ans);
+    assert_true(ans.asked >= 1);
+    if (!strstr(ans.last_message, real_sh))
+        fail_msg("the question does not name %s, the program that would run: [%s]", real_sh,
+                 ans.last_message);
+    assert_not_outside(w, "p", a);
+    json_decref(a);
+    free(cmd);
+    free(ans.last_message);
+    world_end(w);
+}
+
+/* `./cat s` approved for the session while ./cat is cat; then the link is
+ * pointed at sh and the same `./cat s` comes again. */
+static void
+test_session_approval_then_repoint(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    char *cmd =
+        mcp_world_fmt("ln -s /bin/cat cat; printf 'touch %s/re\\n' > s; ./cat s", w->outside);
+    json_t *a = run(w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "/re\n"); /* cat printed the script */
+    json_decref(a);
+    free(cmd);
+    a = run(w, "ln -sf /bin/sh cat; ./cat s; echo \"status=$?\"", &ans);
+    assert_not_outside(w, "re", a);
+    json_decref(a);
+    free(ans.last_message);
+    world_end(w);
+}
+
+/* ---- an allowed git reads what the sandbox wrote ---- */
+
+/* A repository the sandbox made, with a hook command in its config. */
+static void
+test_nested_repository_made_in_sandbox(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("git init -q sub && git -C sub config core.fsmonitor 'touch %s/fsm; "
+                              "false' && cd sub && git status; true",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "fsm", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* HOME (or XDG_CONFIG_HOME) pointing at a config the sandbox wrote, in a
+ * protected top-level repository: the command is made from the two
+ * halves around the outside directory. */
+static void
+home_config_attack(const char *before_outside, const char *after_outside, const char *proof)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    protected_repo(w, false);
+    char *cmd = mcp_world_fmt("%s%s%s", before_outside, w->outside, after_outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, proof, a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+static void
+test_home_gitconfig(void **state)
+{
+    home_config_attack("mkdir h; printf '[core]\\n\\tfsmonitor = touch ",
+                       "/home\\n' > h/.gitconfig; HOME=$PWD/h git status; echo \"status=$?\"",
+                       "home");
+}
+
+static void
+test_xdg_config_home_gitconfig(void **state)
+{
+    home_config_attack("mkdir -p x/git; printf '[core]\\n\\tfsmonitor = touch ",
+                       "/xdg\\n' > x/git/config; XDG_CONFIG_HOME=$PWD/x git status; "
+                       "echo \"status=$?\"",
+                       "xdg");
+}
+
+static void
+test_git_dir_env(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("git init -q sub; git -C sub config core.fsmonitor 'touch %s/gd; "
+                              "false'; GIT_DIR=$PWD/sub/.git git status; echo \"status=$?\"",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "gd", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+static void
+test_gitdir_file(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("git init -q g2; git -C g2 config core.fsmonitor 'touch %s/gf; "
+                              "false'; mkdir w; echo \"gitdir: $PWD/g2/.git\" > w/.git; "
+                              "cd w && git status; echo \"status=$?\"",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "gf", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* git log on a terminal starts $PAGER.  The sandboxed python opens a pty
+ * and runs the patched Bash on it (with the escalation socket, which
+ * subprocess would otherwise close), so the escalated git's stdout is a
+ * terminal. */
+static void
+test_pager_through_pty(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"log\"], decision=\"allow\")\n", false);
+    protected_repo(w, true);
+    char *cmd = mcp_world_fmt(
+        "echo \"wrapper=${EXEC_WRAPPER:+set} socket=$CODEX_ESCALATE_SOCKET "
+        "bash=${EXECGATE_BASH:+set}\"; "
+        "PAGER='touch %s/pager; cat' GIT_PAGER='touch %s/pager; cat' /usr/bin/python3 -c '\n"
+        "import os, pty, subprocess\n"
+        "m, s = pty.openpty()\n"
+        "fd = int(os.environ[\"CODEX_ESCALATE_SOCKET\"])\n"
+        "r = subprocess.run([os.environ[\"EXECGATE_BASH\"], \"-c\", \"git log\"],\n"
+        "                   stdin=s, stdout=s, stderr=s, pass_fds=(fd,))\n"
+        "os.close(s)\n"
+        "out = b\"\"\n"
+        "while True:\n"
+        "    try:\n"
+        "        b = os.read(m, 65536)\n"
+        "    except OSError:\n"
+        "        break\n"
+        "    if not b:\n"
+        "        break\n"
+        "    out += b\n"
+        "print(\"inner status\", r.returncode, out)\n"
+        "'; echo \"status=$?\"",
+        w->outside, w->outside);
+    json_t *a = run(w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    mcp_world_assert_contains(out, "wrapper=set socket=4 bash=set\n");
+    /* python could open the pty and run the inner Bash */
+    mcp_world_assert_contains(out, "inner status ");
+    if (w->audit) { /* the inner Bash asked the server about git log */
+        char *log = read_or_empty(w->audit);
+        mcp_world_assert_contains(log, "\"argv\":[\"git\",\"log\"]");
+        free(log);
+    }
+    /* whether git log may run outside on a terminal is the server's choice;
+     * its pager must not */
+    assert_not_outside(w, "pager", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+static void
+test_git_trace(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    protected_repo(w, false);
+    char *cmd = mcp_world_fmt("GIT_TRACE=%s/trace git status; echo \"status=$?\"", w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "trace", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+static void
+test_git_log_output_option(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"log\"], decision=\"allow\")\n", false);
+    protected_repo(w, true);
+    char *cmd = mcp_world_fmt("git log --output=%s/log; echo \"status=$?\"", w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "log", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* The workspace had no repository when the server first ran a command in
+ * it: one the command makes at the top (bound read-only from the next call
+ * on, like any top-level .git) is still the command's, and its config
+ * never runs outside. */
+static void
+test_top_level_repository_made_in_earlier_call(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("git init -q . && git config core.fsmonitor 'touch %s/top; false'",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    json_decref(a);
+    free(cmd);
+    a = run(w, "git status; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "top", a);
+    json_decref(a);
+    world_end(w);
+}
+
+/* An allowed prefix with an option that writes any file: a person is
+ * asked, told why; declined, nothing is written. */
+static void
+test_dangerous_option_is_asked(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"log\"], decision=\"allow\")\n", true);
+    protected_repo(w, true);
+    struct mcp_answers ans = {.action = "decline"};
+    char *cmd = mcp_world_fmt("git log --output=%s/log; echo \"status=$?\"", w->outside);
+    json_t *a = run(w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message, "--output");
+    mcp_world_assert_contains(ans.last_message, "An allow rule matched");
+    mcp_world_assert_contains(mcp_world_output(a), "status=1");
+    assert_not_outside(w, "log", a);
+    json_decref(a);
+    free(cmd);
+    /* the same prefix without the option escalates as allowed */
+    a = run(w, "git log --oneline; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "first commit");
+    json_decref(a);
+    free(ans.last_message);
+    world_end(w);
+}
+
+/* ---- what the person is shown ---- */
+
+static size_t
+count_char(const char *s, char c)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == c;
+    return n;
+}
+
+/* The question must keep its form "Allow agent to run `PROGRAM ARGS` in
+ * `WORKDIR`?": one line, four backticks.  A backslash does not escape a
+ * backtick inside a Markdown code span (CommonMark), so "\`" counts too. */
+static void
+assert_question_unspoofed(const char *q)
+{
+    if (strchr(q, '\n'))
+        fail_msg("the question has a raw newline: [%s]", q);
+    if (count_char(q, '`') != 4)
+        fail_msg("the question has %zu backticks, not the form's 4: [%s]", count_char(q, '`'), q);
+}
+
+/* The workdir, a path below the world's: a newline, backticks and a
+ * second question, spread over directories (a name cannot hold '/'). */
+#define SPOOF_TOP  "spoof`?\n\nAllow agent to run `"
+#define SPOOF_PATH SPOOF_TOP "/usr/bin/true` in `/`?"
+
+static void
+test_prompt_workdir_spoof(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n", true);
+    char *dir = tmpdir_path(w->wd, SPOOF_PATH);
+    size_t top = strlen(w->wd) + 1 + strlen(SPOOF_TOP);
+    for (char *p = dir + top;; p = strchr(p + 1, '/')) { /* mkdir -p below the workdir */
+        char c = p ? *p : '\0';
+        if (p)
+            *p = '\0';
+        assert_int_equal(mkdir(dir, 0755), 0);
+        if (!p)
+            break;
+        *p = c;
+    }
+    char *top_dir = tmpdir_path(w->wd, SPOOF_TOP);
+    own(top_dir);
+    struct mcp_answers ans = {.action = "accept"};
+    json_t *a = run(w,
+                    "cd $'spoof`?\\n\\nAllow agent to run `/usr/bin/true` in `/`?' && "
+                    "cat /etc/hostname; echo \"status=$?\"",
+                    &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_question_unspoofed(ans.last_message);
+    json_decref(a);
+    free(top_dir);
+    free(dir);
+    free(ans.last_message);
+    world_end(w);
+}
+
+static void
+test_prompt_argument_newline(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "accept"};
+    json_t *a = run(w, "cat $'a\\nb'; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_question_unspoofed(ans.last_message);
+    json_decref(a);
+    free(ans.last_message);
+    world_end(w);
+}
+
+/* ---- the server's own files ---- */
+
+#define EVIL_RULE "prefix_rule(pattern=[\"bash\"], decision=\"allow\")"
+
+/* The world's rules directory is under /tmp, which the sandbox may write:
+ * a rule added there holds from the server's next start. */
+static void
+test_rules_file_not_writable(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"true\"], decision=\"allow\")\n", false);
+    char *path = tmpdir_path(w->rules, "test.rules");
+    char *before = read_or_empty(path);
+    char *cmd = mcp_world_fmt("echo '" EVIL_RULE "' >> %s; echo \"status=$?\"", path);
+    json_t *a = run(w, cmd, NULL);
+    char *after = read_or_empty(path);
+    if (strcmp(before, after) != 0)
+        fail_msg("the sandbox changed %s:\n[%s]\noutput: [%s]", path, after, mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(after);
+    free(before);
+    free(path);
+    world_end(w);
+}
+
+static void
+test_audit_log_not_writable(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"true\"], decision=\"allow\")\n", false);
+    if (!w->audit) {
+        world_end(w);
+        skip(); /* EXECGATE_TEST_NO_AUDIT: no audit log */
+    }
+    json_t *a = run(w, "/bin/true; echo \"status=$?\"", NULL);
+    json_decref(a);
+    char *before = read_or_empty(w->audit);
+    assert_true(strlen(before) > 0); /* the record of /bin/true */
+    char *cmd = mcp_world_fmt(": > %s; echo \"status=$?\"; echo forged >> %s; echo \"status=$?\"",
+                              w->audit, w->audit);
+    a = run(w, cmd, NULL);
+    char *after = read_or_empty(w->audit);
+    if (strncmp(after, before, strlen(before)) != 0 || strstr(after, "forged"))
+        fail_msg("the sandbox rewrote the audit log:\n[%s]\noutput: [%s]", after,
+                 mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(after);
+    free(before);
+    world_end(w);
+}
+
+/* No --rules: the server reads $CODEX_HOME/rules, here under /tmp. */
+static void
+test_codex_home_not_writable(void **state)
+{
+    char *ch = scratch_new("codex-home");
+    char *rules_dir = tmpdir_path(ch, "rules");
+    assert_int_equal(mkdir(rules_dir, 0755), 0);
+    char *def = tmpdir_path(rules_dir, "default.rules");
+    tmpdir_write_file(def, "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", 0644);
+    char *config = tmpdir_path(ch, "config.toml");
+    tmpdir_write_file(config, "# the user's\n", 0644);
+    own(ch);
+    char *env = mcp_world_fmt("CODEX_HOME=%s", ch);
+    struct mcp_world *w = world_start_opts("", false, true, env);
+    /* the server read its rules from there: touch is escalated */
+    char *cmd = mcp_world_fmt("touch %s/rules-read", w->outside);
+    json_t *a = run(w, cmd, NULL);
+    if (!mcp_world_exists(w->outside, "rules-read"))
+        fail_msg("the rules in $CODEX_HOME were not used: [%s]", mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    cmd = mcp_world_fmt("echo '" EVIL_RULE "' > %s/evil.rules; echo \"status=$?\"; "
+                        "echo x > %s; echo \"status=$?\"",
+                        rules_dir, config);
+    a = run(w, cmd, NULL);
+    char *conf = read_or_empty(config);
+    bool evil = mcp_world_exists(rules_dir, "evil.rules");
+    if (evil || strcmp(conf, "# the user's\n") != 0)
+        fail_msg("the sandbox wrote $CODEX_HOME: evil.rules %s, config.toml [%s]\noutput: [%s]",
+                 evil ? "created" : "absent", conf, mcp_world_output(a));
+    json_decref(a);
+    free(conf);
+    free(cmd);
+    free(env);
+    free(config);
+    free(def);
+    free(rules_dir);
+    world_end(w);
+}
+
+/* ---- still works ---- */
+
+/* The sandbox alone cannot write .git/index of a protected repository:
+ * "A  f" proves git add ran escalated. */
+static void
+test_works_allowed_git_in_protected_repo(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"add\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n",
+                    false);
+    protected_repo(w, false);
+    json_t *a = run(w, "echo x > f && git add f && git status --short", NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "A  f\n");
+    assert_int_equal(mcp_world_exit(a), 0);
+    json_decref(a);
+    world_end(w);
+}
+
+/* Debian's /usr/bin/python3 is a link to python3.X: a rule for python3
+ * still escalates it. */
+static void
+test_works_python3_through_symlink(void **state)
+{
+    struct stat st;
+    if (lstat("/usr/bin/python3", &st) != 0) {
+        fprintf(stderr, "no /usr/bin/python3 here: skipped\n");
+        skip();
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlink("/usr/bin/python3", target, sizeof(target) - 1);
+        assert_true(n > 0);
+        target[n] = '\0';
+        fprintf(stderr, "/usr/bin/python3 -> %s\n", target);
+    } else {
+        fprintf(stderr, "/usr/bin/python3 is not a symlink here\n");
+    }
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"python3\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("/usr/bin/python3 -c 'open(\"%s/py\", \"w\").write(\"x\")'; "
+                              "echo \"status=$?\"",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
+    assert_true(mcp_world_exists(w->outside, "py"));
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* An allowed #! script outside the writable view escalates (its
+ * interpreter reopens it through the fd it was started from). */
+static void
+test_works_escalated_script(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"gunzip\"], decision=\"allow\")\n", false);
+    char *f = mcp_world_fmt("%s/f", w->outside);
+    tmpdir_write_file(f, "data\n", 0644);
+    const char *gz[] = {"/bin/gzip", f, NULL};
+    outside_ok(gz, NULL);
+    char *cmd = mcp_world_fmt("gunzip -k %s/f.gz; echo \"status=$?\"", w->outside);
+    json_t *a = run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
+    assert_true(mcp_world_exists(w->outside, "f"));
+    json_decref(a);
+    free(cmd);
+    free(f);
+    world_end(w);
+}
+
+/* A trusted script (outside the writable view) whose #! names an
+ * interpreter the command can write: that interpreter is the command's,
+ * so the script does not leave the sandbox. */
+static void
+test_script_with_writable_interpreter(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"tool\"], decision=\"allow\")\n", false);
+    char *tool = mcp_world_fmt("%s/tool", w->outside);
+    char *text = mcp_world_fmt("#!%s/interp\n", w->wd);
+    tmpdir_write_file(tool, text, 0755);
+    if (g.unprivileged)
+        assert_int_equal(chown(tool, g.uid, g.gid), 0);
+    char *cmd = mcp_world_fmt("printf '#!/bin/sh\\ntouch %s/pwn\\n' > interp; chmod +x interp; "
+                              "%s; echo \"status=$?\"",
+                              w->outside, tool);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "pwn", a);
+    json_decref(a);
+    free(cmd);
+    free(text);
+    free(tool);
+    world_end(w);
+}
+
+/* ---- the escalated environment (the fix's promise) ---- */
+
+/* An escalated program gets the server's HOME and PATH, not the
+ * request's, and not the request's other variables; TZ and the locale
+ * pass through. */
+static void
+test_escalated_env_is_the_servers(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"printenv\"], decision=\"allow\")\n", false);
+    json_t *tz = run(w, "TZ=UTC0 printenv TZ; echo \"status=$?\"", NULL);
+    json_t *a = run(w,
+                    "export PATH=/bogus-dir:$PATH; HOME=/nonexistent-home FOO=bar "
+                    "printenv HOME PATH FOO; echo \"status=$?\"",
+                    NULL);
+    mcp_world_assert_contains(mcp_world_output(tz), "UTC0\nstatus=0\n");
+    const char *home = getenv("HOME");
+    const char *path = getenv("PATH");
+    assert_non_null(path);
+    /* printenv prints the values of the names set, in order, and exits 1
+     * when one is not */
+    char *want = home ? mcp_world_fmt("%s\n%s\nstatus=1\n", home, path)
+                      : mcp_world_fmt("%s\nstatus=1\n", path);
+    if (strcmp(mcp_world_output(a), want) != 0)
+        fail_msg("escalated printenv HOME PATH FOO:\n[%s]\nwanted the server's:\n[%s]",
+                 mcp_world_output(a), want);
+    json_decref(a);
+    json_decref(tz);
+    free(want);
+    world_end(w);
+}
+
+/* ---- setup ---- */
+
+static void
+create_test_user(void)
+{
+    struct passwd *pw = NULL;
+    /* test_sandbox_attacks may be creating the same user right now */
+    for (int i = 0; i < 50 && !(pw = getpwnam(TEST_USER)); i++) {
+        const char *argv[] = {
+            "/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+            TEST_USER,           NULL};
+        struct proc_result res;
+        if (proc_run(argv, NULL, &res) == 0) {
+            if (proc_exit_code(&res) != 0)
+                fprintf(stderr, "useradd: %s", res.err);
+            proc_result_free(&res);
+        }
+        if (!(pw = getpwnam(TEST_USER))) {
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!pw) {
+        fprintf(stderr, "cannot create the user " TEST_USER "\n");
+        exit(1);
+    }
+    g.uid = pw->pw_uid;
+    g.gid = pw->pw_gid;
+    if (asprintf(&g.prefix_uid, "--reuid=%u", (unsigned)g.uid) < 0 ||
+        asprintf(&g.prefix_gid, "--regid=%u", (unsigned)g.gid) < 0)
+        exit(1);
+    const char *prefix[] = {"/usr/bin/setpriv", g.prefix_uid, g.prefix_gid,
+                            "--clear-groups",   "--",         NULL};
+    memcpy(g.prefix, prefix, sizeof prefix);
+}
+
+/* Runs argv as the test user; returns its exit code, output in *res. */
+static int
+as_user(const char *const *argv, struct proc_result *res)
+{
+    const char *full[16];
+    size_t n = 0;
+    for (size_t i = 0; g.prefix[i]; i++)
+        full[n++] = g.prefix[i];
+    for (size_t i = 0; argv[i] && n < 15; i++)
+        full[n++] = argv[i];
+    full[n] = NULL;
+    if (proc_run(full, NULL, res) != 0) {
+        fprintf(stderr, "cannot run %s\n", full[0]);
+        exit(1);
+    }
+    return proc_exit_code(res);
+}
+
+/* The programs the server runs, readable and executable by the test user;
+ * and a sandbox the helper can make for it.  Returns 77 (skip) or 0. */
+static int
+check_user_can_serve(void)
+{
+    const char *names[] = {"EXECGATE_TEST_SANDBOX", "EXECGATE_TEST_WRAPPER", "EXECGATE_TEST_BASH"};
+    const char *argv[] = {
+        "/bin/sh",
+        "-c",
+        "for f; do [ -r \"$f\" ] && [ -x \"$f\" ] || { echo \"$f\"; exit 1; }; done",
+        "sh",
+        g.server,
+        getenv(names[0]),
+        getenv(names[1]),
+        getenv(names[2]),
+        NULL};
+    for (size_t i = 0; i < 3; i++) {
+        if (!getenv(names[i])) {
+            fprintf(stderr, "%s is not set\n", names[i]);
+            exit(1);
+        }
+    }
+    struct proc_result res;
+    if (as_user(argv, &res) != 0) {
+        printf("the build tree is not readable by " TEST_USER " (%s): no unprivileged run\n",
+               res.out);
+        proc_result_free(&res);
+        return 77;
+    }
+    proc_result_free(&res);
+    const char *probe[] = {getenv("EXECGATE_TEST_SANDBOX"),
+                           "--policy",
+                           "{\"type\":\"read-only\",\"sandboxCwd\":\"/\"}",
+                           "--cwd",
+                           "/",
+                           "--",
+                           "/bin/true",
+                           NULL};
+    int code = as_user(probe, &res);
+    if (code == 125 && strstr(res.err, "namespace")) {
+        printf("unprivileged user namespaces are refused here (%s): no unprivileged run\n",
+               res.err);
+        proc_result_free(&res);
+        return 77;
+    }
+    if (code != 0) {
+        fprintf(stderr, "probe: the sandbox helper as " TEST_USER " exits %d: %s\n", code, res.err);
+        exit(1);
+    }
+    proc_result_free(&res);
+    return 0;
+}
+
+int
+main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0); /* the results between the failures' details */
+    g.server = getenv("EXECGATE_TEST_SERVER");
+    if (!g.server) {
+        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+        return 1;
+    }
+    const char *extra = getenv("EXECGATE_TEST_EXTRA");
+    g.extra = extra && *extra ? extra : NULL;
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77; /* meson: skipped */
+        }
+        g.unprivileged = true;
+        create_test_user();
+        if (check_user_can_serve() == 77)
+            return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_symlink_alias_of_allowed_program, teardown),
+        cmocka_unit_test_teardown(test_forbidden_program_through_allowed_alias, teardown),
+        cmocka_unit_test_teardown(test_prompt_shows_what_really_runs, teardown),
+        cmocka_unit_test_teardown(test_session_approval_then_repoint, teardown),
+        cmocka_unit_test_teardown(test_nested_repository_made_in_sandbox, teardown),
+        cmocka_unit_test_teardown(test_home_gitconfig, teardown),
+        cmocka_unit_test_teardown(test_xdg_config_home_gitconfig, teardown),
+        cmocka_unit_test_teardown(test_git_dir_env, teardown),
+        cmocka_unit_test_teardown(test_gitdir_file, teardown),
+        cmocka_unit_test_teardown(test_pager_through_pty, teardown),
+        cmocka_unit_test_teardown(test_git_trace, teardown),
+        cmocka_unit_test_teardown(test_git_log_output_option, teardown),
+        cmocka_unit_test_teardown(test_top_level_repository_made_in_earlier_call, teardown),
+        cmocka_unit_test_teardown(test_dangerous_option_is_asked, teardown),
+        cmocka_unit_test_teardown(test_prompt_workdir_spoof, teardown),
+        cmocka_unit_test_teardown(test_prompt_argument_newline, teardown),
+        cmocka_unit_test_teardown(test_rules_file_not_writable, teardown),
+        cmocka_unit_test_teardown(test_audit_log_not_writable, teardown),
+        cmocka_unit_test_teardown(test_codex_home_not_writable, teardown),
+        cmocka_unit_test_teardown(test_works_allowed_git_in_protected_repo, teardown),
+        cmocka_unit_test_teardown(test_works_python3_through_symlink, teardown),
+        cmocka_unit_test_teardown(test_works_escalated_script, teardown),
+        cmocka_unit_test_teardown(test_script_with_writable_interpreter, teardown),
+        cmocka_unit_test_teardown(test_escalated_env_is_the_servers, teardown),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    free(g.prefix_uid);
+    free(g.prefix_gid);
+    if (failed) {
+        /* a failed assertion skipped its test's frees: leave without the
+         * leak report, which would bury the failures */
+        fflush(stdout);
+        fflush(stderr);
+        _exit(failed);
+    }
+    return 0;
+}

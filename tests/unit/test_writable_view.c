@@ -1,0 +1,509 @@
+/* writable_view: where a call's sandbox can write, as the server sees it
+ * from the call's sandboxPolicy object. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "writable_view.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tmpdir.h"
+
+/* Scratch directories, canonical: S under /var/tmp (outside /tmp, so
+ * that only what a test grants covers it), T another one for $TMPDIR. */
+static char *scratch;
+static char *tmpdir_root;
+static char *saved_tmpdir;
+
+static char *
+scratch_dir(const char *tag)
+{
+    char *tmpl = NULL;
+    assert_true(asprintf(&tmpl, "/var/tmp/execgate-wv-%s-XXXXXX", tag) >= 0);
+    assert_non_null(mkdtemp(tmpl));
+    char *real = realpath(tmpl, NULL);
+    assert_non_null(real);
+    free(tmpl);
+    return real;
+}
+
+static char *
+in(const char *dir, const char *rel)
+{
+    char *p = NULL;
+    assert_true(asprintf(&p, "%s/%s", dir, rel) >= 0);
+    return p;
+}
+
+static void
+make_dir(const char *dir, const char *rel)
+{
+    char *p = in(dir, rel);
+    assert_int_equal(mkdir(p, 0755), 0);
+    free(p);
+}
+
+static int
+setup(void **state)
+{
+    const char *t = getenv("TMPDIR");
+    saved_tmpdir = t ? strdup(t) : NULL;
+    scratch = scratch_dir("s");
+    tmpdir_root = scratch_dir("t");
+    make_dir(scratch, "w");
+    make_dir(scratch, "ab");
+    make_dir(scratch, "abc");
+    make_dir(scratch, "real");
+    make_dir(scratch, "other");
+    char *real = in(scratch, "real");
+    char *link = in(scratch, "link");
+    assert_int_equal(symlink(real, link), 0);
+    free(real);
+    free(link);
+    (void)state;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    if (saved_tmpdir)
+        setenv("TMPDIR", saved_tmpdir, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved_tmpdir);
+    tmpdir_remove(scratch);
+    tmpdir_remove(tmpdir_root);
+    free(scratch);
+    free(tmpdir_root);
+    (void)state;
+    return 0;
+}
+
+/* Each test starts with TMPDIR pointing at T. */
+static int
+with_tmpdir(void **state)
+{
+    assert_int_equal(setenv("TMPDIR", tmpdir_root, 1), 0);
+    (void)state;
+    return 0;
+}
+
+/* The view of the policy text with sandbox cwd cwd; fails the test when
+ * it is refused. */
+static void
+view_of(struct writable_view *v, const char *policy_text, const char *cwd)
+{
+    json_error_t jerr;
+    json_t *policy = json_loads(policy_text, 0, &jerr);
+    if (!policy)
+        fail_msg("bad test policy %s: %s", policy_text, jerr.text);
+    char *err = NULL;
+    int rc = writable_view_init(v, policy, cwd, &err);
+    if (rc != 0)
+        fail_msg("writable_view_init(%s): %s", policy_text, err ? err : "(no message)");
+    assert_null(err);
+    json_decref(policy);
+}
+
+/* A policy text with the sandbox's writable_roots given as a JSON array. */
+static char *
+workspace(const char *roots_json, bool exclude_tmp, bool exclude_tmpdir)
+{
+    char *s = NULL;
+    assert_true(asprintf(&s,
+                         "{\"type\":\"workspace-write\",\"writable_roots\":%s,"
+                         "\"exclude_slash_tmp\":%s,\"exclude_tmpdir_env_var\":%s}",
+                         roots_json ? roots_json : "[]", exclude_tmp ? "true" : "false",
+                         exclude_tmpdir ? "true" : "false") >= 0);
+    return s;
+}
+
+static bool
+has(char *const *list, size_t n, const char *path)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(list[i], path) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void
+assert_root(const struct writable_view *v, const char *path, bool want)
+{
+    if (has(v->roots, v->n, path) != want)
+        fail_msg("%s is%s a root, expected%s", path, want ? " not" : "", want ? "" : " not");
+}
+
+static void
+assert_contains(const struct writable_view *v, const char *path, bool want)
+{
+    if (writable_view_contains(v, path) != want)
+        fail_msg("contains(%s): %s, expected %s", path, want ? "false" : "true",
+                 want ? "true" : "false");
+}
+
+static void
+test_workspace_write(void **state)
+{
+    char *w = in(scratch, "w");
+    char *other = in(scratch, "other");
+    char *roots = NULL;
+    assert_true(asprintf(&roots, "[\"%s\"]", other) >= 0);
+    char *text = workspace(roots, false, false);
+    struct writable_view v;
+    view_of(&v, text, w);
+    assert_int_equal(v.kind, WRITABLE_VIEW_SOME);
+    char *tmp = realpath("/tmp", NULL);
+    char *dev = realpath("/dev", NULL);
+    assert_non_null(tmp);
+    assert_non_null(dev);
+    assert_root(&v, w, true);
+    assert_root(&v, other, true);
+    assert_root(&v, tmp, true);
+    assert_root(&v, tmpdir_root, true);
+    assert_root(&v, dev, true);
+    assert_int_equal(v.n, 5);
+
+    char *file = in(w, "x/y");
+    assert_contains(&v, file, true);
+    free(file);
+    file = in(other, "prog");
+    assert_contains(&v, file, true);
+    free(file);
+    file = in(tmpdir_root, "f");
+    assert_contains(&v, file, true);
+    free(file);
+    assert_contains(&v, "/tmp/anything", true);
+    assert_contains(&v, "/dev/null", true);
+    assert_contains(&v, "/usr/bin/cat", false);
+    assert_contains(&v, scratch, false);
+    file = in(scratch, "ab/x");
+    assert_contains(&v, file, false);
+    free(file);
+
+    /* repo_roots: the sandbox cwd and the writable roots, not /tmp,
+     * $TMPDIR or /dev */
+    assert_int_equal(v.n_repo_roots, 2);
+    assert_true(has(v.repo_roots, v.n_repo_roots, w));
+    assert_true(has(v.repo_roots, v.n_repo_roots, other));
+    assert_false(has(v.repo_roots, v.n_repo_roots, tmp));
+    assert_false(has(v.repo_roots, v.n_repo_roots, tmpdir_root));
+    writable_view_release(&v);
+    free(text);
+
+    /* without /tmp and $TMPDIR */
+    text = workspace(roots, true, true);
+    view_of(&v, text, w);
+    assert_root(&v, tmp, false);
+    assert_root(&v, tmpdir_root, false);
+    assert_root(&v, w, true);
+    assert_root(&v, other, true);
+    assert_contains(&v, "/tmp/anything", false);
+    file = in(tmpdir_root, "f");
+    assert_contains(&v, file, false);
+    free(file);
+    assert_contains(&v, "/dev/null", true);
+    assert_int_equal(v.n_repo_roots, 2);
+    writable_view_release(&v);
+    free(text);
+
+    /* each exclusion on its own */
+    text = workspace(NULL, true, false);
+    view_of(&v, text, w);
+    assert_root(&v, tmp, false);
+    assert_root(&v, tmpdir_root, true);
+    writable_view_release(&v);
+    free(text);
+    text = workspace(NULL, false, true);
+    view_of(&v, text, w);
+    assert_root(&v, tmp, true);
+    assert_root(&v, tmpdir_root, false);
+    assert_int_equal(v.n_repo_roots, 1);
+    writable_view_release(&v);
+    free(text);
+
+    free(tmp);
+    free(dev);
+    free(roots);
+    free(w);
+    free(other);
+    (void)state;
+}
+
+static void
+test_tmpdir_env(void **state)
+{
+    char *w = in(scratch, "w");
+    char *text = workspace(NULL, true, false);
+    struct writable_view v;
+
+    /* a relative $TMPDIR grants nothing (not even relative to anything) */
+    assert_int_equal(setenv("TMPDIR", "w", 1), 0);
+    view_of(&v, text, scratch);
+    assert_int_equal(v.n, 2);     /* /dev and the sandbox cwd */
+    assert_contains(&v, w, true); /* under the sandbox cwd anyway */
+    writable_view_release(&v);
+    view_of(&v, text, w);
+    char *ab = in(scratch, "ab");
+    assert_contains(&v, ab, false);
+    writable_view_release(&v);
+
+    /* unset: nothing */
+    assert_int_equal(unsetenv("TMPDIR"), 0);
+    view_of(&v, text, w);
+    assert_int_equal(v.n, 2);
+    writable_view_release(&v);
+
+    /* through a link: canonical */
+    char *link = in(scratch, "link");
+    char *real = in(scratch, "real");
+    assert_int_equal(setenv("TMPDIR", link, 1), 0);
+    view_of(&v, text, w);
+    assert_root(&v, real, true);
+    assert_root(&v, link, false);
+    writable_view_release(&v);
+
+    /* missing: nothing */
+    char *missing = in(scratch, "missing");
+    assert_int_equal(setenv("TMPDIR", missing, 1), 0);
+    view_of(&v, text, w);
+    assert_int_equal(v.n, 2);
+    assert_contains(&v, missing, false);
+    writable_view_release(&v);
+
+    free(missing);
+    free(link);
+    free(real);
+    free(ab);
+    free(text);
+    free(w);
+    (void)state;
+}
+
+static void
+test_read_only(void **state)
+{
+    char *w = in(scratch, "w");
+    struct writable_view v;
+    view_of(&v, "{\"type\":\"read-only\"}", w);
+    assert_int_equal(v.kind, WRITABLE_VIEW_SOME);
+    assert_int_equal(v.n, 1);
+    char *dev = realpath("/dev", NULL);
+    assert_root(&v, dev, true);
+    free(dev);
+    assert_int_equal(v.n_repo_roots, 0);
+    assert_contains(&v, "/dev/null", true);
+    assert_contains(&v, w, false);
+    assert_contains(&v, "/tmp/x", false);
+    char *file = in(tmpdir_root, "x");
+    assert_contains(&v, file, false);
+    free(file);
+    assert_contains(&v, "/device", false);
+    writable_view_release(&v);
+    free(w);
+    (void)state;
+}
+
+/* What contains answers with ALL: the path or its directory writable. */
+static bool
+writable_by_access(const char *path)
+{
+    char *dir = strdup(path);
+    assert_non_null(dir);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    bool w = access(path, W_OK) == 0 || access(dir, W_OK) == 0;
+    free(dir);
+    return w;
+}
+
+static void
+test_full_access(void **state)
+{
+    char *w = in(scratch, "w");
+    struct writable_view v;
+    const char *kinds[] = {"{\"type\":\"danger-full-access\"}", "{\"type\":\"external-sandbox\"}"};
+    for (size_t k = 0; k < 2; k++) {
+        view_of(&v, kinds[k], w);
+        assert_int_equal(v.kind, WRITABLE_VIEW_ALL);
+        assert_int_equal(v.n_repo_roots, 0);
+        /* ours: writable */
+        assert_contains(&v, w, true);
+        char *f = in(w, "new-file");
+        assert_contains(&v, f, true); /* its directory is */
+        free(f);
+        /* nothing there at all: not */
+        assert_contains(&v, "/nonexistent-execgate/dir/x", false);
+        /* the system's: whatever access(2) says for this user */
+        const char *paths[] = {"/usr/bin/cat", "/usr/bin", "/", "/proc/self/status",
+                               "/etc/hostname"};
+        for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+            assert_contains(&v, paths[i], writable_by_access(paths[i]));
+        /* a file in a directory nobody may write (without privilege) */
+        char *ro = in(scratch, "ro");
+        assert_int_equal(mkdir(ro, 0555), 0);
+        char *rof = in(ro, "f");
+        assert_contains(&v, rof, writable_by_access(rof));
+        if (geteuid() != 0)
+            assert_contains(&v, rof, false);
+        assert_int_equal(rmdir(ro), 0);
+        free(rof);
+        free(ro);
+        writable_view_release(&v);
+    }
+    free(w);
+    (void)state;
+}
+
+static void
+test_roots_canonical(void **state)
+{
+    char *w = in(scratch, "w");
+    char *link = in(scratch, "link");
+    char *real = in(scratch, "real");
+    char *missing = in(scratch, "missing");
+    char *roots = NULL;
+    assert_true(asprintf(&roots, "[\"%s\",\"%s\"]", link, missing) >= 0);
+    char *text = workspace(roots, true, true);
+    struct writable_view v;
+    view_of(&v, text, w);
+    /* the link is followed: the real directory is the root */
+    assert_root(&v, real, true);
+    assert_root(&v, link, false);
+    assert_true(has(v.repo_roots, v.n_repo_roots, real));
+    char *f = in(real, "f");
+    assert_contains(&v, f, true);
+    free(f);
+    /* paths are compared as given: callers pass canonical ones */
+    f = in(link, "f");
+    assert_contains(&v, f, false);
+    free(f);
+    /* a root that does not exist grants nothing, nor its repo root */
+    assert_root(&v, missing, false);
+    assert_false(has(v.repo_roots, v.n_repo_roots, missing));
+    assert_contains(&v, missing, false);
+    f = in(missing, "f");
+    assert_contains(&v, f, false);
+    free(f);
+    assert_int_equal(v.n, 3); /* /dev, w, real */
+    assert_int_equal(v.n_repo_roots, 2);
+    writable_view_release(&v);
+    free(text);
+
+    /* a sandbox cwd given through a link, and one that does not exist */
+    text = workspace(NULL, true, true);
+    view_of(&v, text, link);
+    assert_root(&v, real, true);
+    assert_true(has(v.repo_roots, v.n_repo_roots, real));
+    writable_view_release(&v);
+    view_of(&v, text, missing);
+    assert_int_equal(v.n, 1);
+    assert_int_equal(v.n_repo_roots, 0);
+    assert_contains(&v, missing, false);
+    writable_view_release(&v);
+    free(text);
+
+    free(roots);
+    free(w);
+    free(link);
+    free(real);
+    free(missing);
+    (void)state;
+}
+
+static void
+test_boundaries(void **state)
+{
+    char *w = in(scratch, "w");
+    char *ab = in(scratch, "ab");
+    char *roots = NULL;
+    assert_true(asprintf(&roots, "[\"%s\"]", ab) >= 0);
+    char *text = workspace(roots, true, true);
+    struct writable_view v;
+    view_of(&v, text, w);
+    assert_contains(&v, ab, true);
+    char *p = in(scratch, "ab/x");
+    assert_contains(&v, p, true);
+    free(p);
+    p = in(scratch, "abc");
+    assert_contains(&v, p, false); /* /a/bc is not under /a/b */
+    free(p);
+    p = in(scratch, "abc/x");
+    assert_contains(&v, p, false);
+    free(p);
+    p = in(scratch, "a");
+    assert_contains(&v, p, false);
+    free(p);
+    assert_contains(&v, scratch, false);
+    /* "/dev" is a root: "/device" and "/de" are not under it */
+    assert_contains(&v, "/device", false);
+    assert_contains(&v, "/de", false);
+    assert_contains(&v, "/dev", true);
+    writable_view_release(&v);
+    free(text);
+    free(roots);
+
+    /* "/" as a root: everything */
+    text = workspace("[\"/\"]", true, true);
+    view_of(&v, text, w);
+    assert_contains(&v, "/usr/bin/cat", true);
+    assert_contains(&v, "/", true);
+    writable_view_release(&v);
+    free(text);
+    free(ab);
+    free(w);
+    (void)state;
+}
+
+static void
+test_refused_and_release(void **state)
+{
+    struct writable_view v;
+    memset(&v, 0, sizeof(v));
+    writable_view_release(&v);
+    writable_view_release(&v);
+    /* an empty view grants nothing */
+    assert_false(writable_view_contains(&v, "/tmp/x"));
+
+    json_t *bad = json_loads("{\"type\":\"everything\"}", 0, NULL);
+    assert_non_null(bad);
+    char *err = NULL;
+    assert_int_equal(writable_view_init(&v, bad, "/", &err), -1);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "everything"));
+    assert_null(v.roots);
+    assert_int_equal(v.n, 0);
+    free(err);
+    json_decref(bad);
+    writable_view_release(&v);
+    (void)state;
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_workspace_write, with_tmpdir),
+        cmocka_unit_test_setup(test_tmpdir_env, with_tmpdir),
+        cmocka_unit_test_setup(test_read_only, with_tmpdir),
+        cmocka_unit_test_setup(test_full_access, with_tmpdir),
+        cmocka_unit_test_setup(test_roots_canonical, with_tmpdir),
+        cmocka_unit_test_setup(test_boundaries, with_tmpdir),
+        cmocka_unit_test_setup(test_refused_and_release, with_tmpdir),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
