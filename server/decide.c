@@ -427,7 +427,8 @@ is_kept(const struct decide_call *dc, const char *dotgit, const char *gitdir)
  * written (hooks, fsmonitor, filters, aliases: code that an escalated
  * program would run outside): any .git entry from cwd up to "/" that is
  * in the writable view, or names a gitdir there, and is not one the
- * sandbox keeps read-only.  *which gets the entry (malloc'd) when so.
+ * sandbox keeps read-only.  *which gets the entry (malloc'd) when so, NULL
+ * when cwd cannot be resolved (which also answers yes).
  */
 static bool
 in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
@@ -435,7 +436,7 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
     *which = NULL;
     char *dir = realpath(cwd, NULL);
     if (!dir)
-        return true; /* cannot tell: the cautious answer */
+        return true; /* cannot tell: the cautious answer, *which NULL */
     bool found = false;
     for (;;) {
         char *dotgit = NULL;
@@ -905,10 +906,12 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
     }
     char *repo = NULL;
     if (in_writable_repo(dc, e->cwd, &repo)) {
-        if (asprintf(why_owned,
-                     "the working directory is in a git repository whose %s the "
-                     "sandbox can write",
-                     repo ? repo : ".git") < 0)
+        if (!repo)
+            *why_owned = strdup("the working directory cannot be looked at");
+        else if (asprintf(why_owned,
+                          "the working directory is in a git repository whose %s the "
+                          "sandbox can write",
+                          repo ? repo : ".git") < 0)
             *why_owned = NULL;
         *why = *why_owned ? *why_owned : "the working directory is in a writable repository";
         free(repo);

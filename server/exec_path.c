@@ -151,6 +151,9 @@ exec_path_walk(const char *path, const char *cwd, struct exec_path *out)
     struct walk w = {.done = strdup("/"), .done_len = 1, .out = out};
     w.rest = out->absolute ? strdup(out->absolute) : NULL;
     int rc = w.done && w.rest ? 0 : -ENOMEM;
+    /* execve("") names nothing, whatever the cwd */
+    if (path[0] == '\0')
+        out->error = ENOENT;
     while (rc == 0 && out->error == 0) {
         char *comp = NULL;
         rc = next_component(&w, &comp);

@@ -402,6 +402,42 @@ test_trailing_slash(void **state)
     walk("d1/", root, &p);
     assert_canonical(&p, "d1");
     exec_path_release(&p);
+
+    /* a link to a file, with a trailing slash: the link is met, and what
+     * it names is asked to be a directory */
+    walk("a/", root, &p);
+    assert_null(p.canonical);
+    assert_int_equal(p.error, ENOTDIR);
+    assert_int_equal(p.n_links, 2);
+    exec_path_release(&p);
+
+    /* a link whose target ends in a slash, to a file and to a directory */
+    make_link("f/", "slash-f");
+    walk("slash-f", root, &p);
+    assert_null(p.canonical);
+    assert_int_equal(p.error, ENOTDIR);
+    exec_path_release(&p);
+    make_link("d1/", "slash-d");
+    walk("slash-d/f", root, &p);
+    assert_canonical(&p, "d1/f");
+    assert_int_equal(p.n_links, 1);
+    assert_link(&p, 0, "slash-d", false);
+    exec_path_release(&p);
+    (void)state;
+}
+
+/* execve("") is ENOENT: an empty path names no file, not the cwd. */
+static void
+test_empty_path(void **state)
+{
+    struct exec_path p;
+    walk("", root, &p);
+    bool resolved = p.canonical != NULL;
+    int error = p.error;
+    exec_path_release(&p);
+    if (resolved)
+        fail_msg("\"\" resolved to the cwd %s; the kernel says ENOENT", root);
+    assert_int_equal(error, ENOENT);
     (void)state;
 }
 
@@ -469,6 +505,7 @@ main(void)
         cmocka_unit_test(test_link_limit),
         cmocka_unit_test(test_not_a_directory),
         cmocka_unit_test(test_trailing_slash),
+        cmocka_unit_test(test_empty_path),
         cmocka_unit_test(test_stat),
         cmocka_unit_test(test_release_zeroed),
     };
