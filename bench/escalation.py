@@ -27,6 +27,9 @@ with and without the wrapper).
 run as one more server, for before/after figures.
 --shell-mode: the same execgate with --exec-enforcement=shell as one more
 server, so that what tree enforcement costs is measured in the same run.
+--scratch DIR: where the world (workdir, CODEX_HOME, HOME) is made; in /tmp
+(the default) CODEX_HOME lies in a writable root and every call's sandbox
+binds it read-only; /var/tmp is outside, as ~/.codex usually is.
 The CPU lines also give the server process's own CPU per call (utime +
 stime of the server alone) beside the whole tree's.
 """
@@ -183,9 +186,12 @@ def main():
     ap.add_argument("--calls", type=int, default=800)
     ap.add_argument("--rounds", type=int, default=15, help="calls per Run-exec variant")
     ap.add_argument("--loop", type=int, default=300, help="execs per such call")
+    ap.add_argument("--scratch", help="where the world is made (default /tmp: CODEX_HOME is then "
+                    "in a writable root, which the server keeps read-only in each call's "
+                    "sandbox; /var/tmp: outside, as ~/.codex usually is)")
     args = ap.parse_args()
 
-    scratch, workdir, env, update = common.workspace("execgate-escbench-", RULES)
+    scratch, workdir, env, update = common.workspace("execgate-escbench-", RULES, args.scratch)
     servers = []
     if args.reference:
         ref_argv, ref_update = common.reference_server(args.reference, scratch, update)

@@ -222,14 +222,16 @@ def baseline_bash(n):
     return pct(lat, 0.5) * 1000
 
 
-def workspace(prefix, rules=None):
-    """A scratch benchmark world: a workdir, a CODEX_HOME whose rules/ holds
+def workspace(prefix, rules=None, parent=None):
+    """A scratch benchmark world, in parent (default: the temporary
+    directory, /tmp, which the sandbox may write: the server then keeps
+    CODEX_HOME read-only in every call's sandbox): a workdir, a CODEX_HOME whose rules/ holds
     bench.rules (when rules is given; the reference refuses to start
     without the directory), and an empty HOME for every server's shells: no
     ~/.bashrc or profile hooks (a pyenv hook in ~/.bashrc made every
     reference call 60 ms slower in one run).  Returns (scratch, workdir,
     env, update) with update a workspace-write codex/sandbox-state/update."""
-    scratch = tempfile.mkdtemp(prefix=prefix)
+    scratch = tempfile.mkdtemp(prefix=prefix, dir=parent)
     workdir = os.path.join(scratch, "work")
     os.mkdir(workdir)
     rules_dir = os.path.join(scratch, "codex-home", "rules")

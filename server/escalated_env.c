@@ -97,7 +97,9 @@ escalated_env_own_list(size_t *n)
 static bool
 name_is(const char *entry, size_t len, const char *name)
 {
-    return strncmp(entry, name, len) == 0 && name[len] == '\0';
+    /* the first byte settles most names: this runs for every entry of
+     * both environments against each table */
+    return entry[0] == name[0] && strncmp(entry, name, len) == 0 && name[len] == '\0';
 }
 
 bool
@@ -107,7 +109,7 @@ escalated_env_is_own(const char *entry)
     for (size_t i = 0; i < N_OWN; i++) {
         size_t n = strlen(own_env[i]);
         if (own_env[i][n - 1] == '*') {
-            if (len >= n - 1 && strncmp(entry, own_env[i], n - 1) == 0)
+            if (len >= n - 1 && entry[0] == own_env[i][0] && strncmp(entry, own_env[i], n - 1) == 0)
                 return true;
         } else if (name_is(entry, len, own_env[i])) {
             return true;
