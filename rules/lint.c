@@ -7,6 +7,7 @@
  * lint warnings and rules_lint_dangerous_use read the same entries.
  */
 #include "lint.h"
+#include "textbuf.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -851,7 +852,9 @@ rules_lint_dangerous_use(const char *const *argv, size_t argc)
         if (!entry_names(&table[i], name))
             continue;
         const struct lint_option *o = entry_use(&table[i], argv, argc);
-        if (o)
+        /* a program whose every use writes where it is told (cp, tee) was
+         * allowed for that very use: only a subcommand's counts */
+        if (o && (o->form != LINT_ANY || table[i].subs))
             return o->use;
     }
     return NULL;
@@ -859,89 +862,54 @@ rules_lint_dangerous_use(const char *const *argv, size_t argc)
 
 /* ---- the warnings about a policy ---- */
 
-/* A growable line; `failed` sticks after the first OOM. */
-struct lbuf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-};
-
-static void
-lb_put(struct lbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->failed = true;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-static void
-lb_puts(struct lbuf *b, const char *s)
-{
-    lb_put(b, s, strlen(s));
-}
-
 /* A word from a rule, kept on one line and inside the quotes around it:
  * '"' and '\' get a backslash, control characters become \n, \t, \xNN. */
 static void
-lb_word(struct lbuf *b, const char *w)
+lb_word(struct textbuf *b, const char *w)
 {
     static const char hex[] = "0123456789abcdef";
     for (const unsigned char *p = (const unsigned char *)w; *p; p++) {
         char esc[5] = {'\\', (char)*p, 0, 0, 0};
         if (*p == '"' || *p == '\\')
-            lb_put(b, esc, 2);
+            textbuf_put(b, esc, 2);
         else if (*p == '\n')
-            lb_put(b, "\\n", 2);
+            textbuf_put(b, "\\n", 2);
         else if (*p == '\t')
-            lb_put(b, "\\t", 2);
+            textbuf_put(b, "\\t", 2);
         else if (*p < 0x20 || *p == 0x7f) {
             esc[1] = 'x';
             esc[2] = hex[*p >> 4];
             esc[3] = hex[*p & 15];
-            lb_put(b, esc, 4);
+            textbuf_put(b, esc, 4);
         } else {
-            lb_put(b, (const char *)p, 1);
+            textbuf_put(b, (const char *)p, 1);
         }
     }
 }
 
 /* "FILE:LINE:COL: warning: " for the rule. */
 static void
-lb_position(struct lbuf *b, const struct rules_prefix_rule *r)
+lb_position(struct textbuf *b, const struct rules_prefix_rule *r)
 {
     if (r->origin.file) {
         char num[32];
         lb_word(b, r->origin.file);
         snprintf(num, sizeof num, ":%u:%u: ", (unsigned)r->origin.line, (unsigned)r->origin.col);
-        lb_puts(b, num);
+        textbuf_puts(b, num);
     }
-    lb_puts(b, "warning: ");
+    textbuf_puts(b, "warning: ");
 }
 
 /* The rule as words, alternatives joined by '|': git log|diff. */
 static void
-lb_rule(struct lbuf *b, const struct rules_prefix_rule *r)
+lb_rule(struct textbuf *b, const struct rules_prefix_rule *r)
 {
     lb_word(b, r->program);
     for (size_t i = 0; i < r->n_rest; i++) {
-        lb_put(b, " ", 1);
+        textbuf_put(b, " ", 1);
         for (size_t j = 0; j < r->rest[i].n_alts; j++) {
             if (j)
-                lb_put(b, "|", 1);
+                textbuf_put(b, "|", 1);
             lb_word(b, r->rest[i].alts[j]);
         }
     }
@@ -1018,7 +986,7 @@ struct lint_run {
 
 /* Gives b's line unless it was given before; takes care of b. */
 static void
-emit(struct lint_run *run, struct lbuf *b)
+emit(struct lint_run *run, struct textbuf *b)
 {
     int added = b->failed ? -1 : seen_add(&run->seen, b->data);
     if (added < 0) {
@@ -1028,7 +996,7 @@ emit(struct lint_run *run, struct lbuf *b)
         run->count++;
     }
     free(b->data);
-    *b = (struct lbuf){0};
+    *b = (struct textbuf){0};
 }
 
 /* Whether some alternative of token t is, by itself, one of e's options. */
@@ -1171,45 +1139,45 @@ warn_options(struct lint_run *run, const struct lint_entry *e, const struct rule
         }
     if (!any)
         return;
-    struct lbuf b = {0};
+    struct textbuf b = {0};
     lb_position(&b, r);
-    lb_puts(&b, "allow rule \"");
+    textbuf_puts(&b, "allow rule \"");
     lb_rule(&b, r);
-    lb_puts(&b, all_any ? "\" allows " : "\" also allows ");
+    textbuf_puts(&b, all_any ? "\" allows " : "\" also allows ");
     bool first = true;
     for (const struct lint_option *o = e->options; o->form; o++) {
         if (!option_open(o, &at))
             continue;
         if (!first)
-            lb_puts(&b, ", ");
+            textbuf_puts(&b, ", ");
         first = false;
-        lb_put(&b, "\"", 1);
+        textbuf_put(&b, "\"", 1);
         lb_word(&b, r->program);
         for (size_t i = 0; i < at.n_words; i++) {
-            lb_put(&b, " ", 1);
+            textbuf_put(&b, " ", 1);
             lb_word(&b, example_word(r, &at, i));
         }
         if (at.sub && at.sub_at == SIZE_MAX) {
-            lb_put(&b, " ", 1);
+            textbuf_put(&b, " ", 1);
             lb_word(&b, at.sub);
         } else if (at.n_words > 0 && at.n_words - 1 != at.sub_at &&
                    may_take_value(example_word(r, &at, at.n_words - 1),
                                   (e->flags & LINT_OLD_CLUSTER) && at.n_words == 1)) {
-            lb_puts(&b, " ..."); /* the rule's last word may take the next as its value */
+            textbuf_puts(&b, " ..."); /* the rule's last word may take the next as its value */
         }
-        lb_put(&b, " ", 1);
-        lb_puts(&b, o->shown);
-        lb_put(&b, "\"", 1);
+        textbuf_put(&b, " ", 1);
+        textbuf_puts(&b, o->shown);
+        textbuf_put(&b, "\"", 1);
         const struct lint_option *next = o + 1;
         while (next->form && !option_open(next, &at))
             next++;
         if (!next->form || strcmp(next->effect, o->effect) != 0) {
-            lb_puts(&b, " (");
-            lb_puts(&b, o->effect);
-            lb_put(&b, ")", 1);
+            textbuf_puts(&b, " (");
+            textbuf_puts(&b, o->effect);
+            textbuf_put(&b, ")", 1);
         }
     }
-    lb_puts(&b, PROMPT);
+    textbuf_puts(&b, PROMPT);
     emit(run, &b);
 }
 
@@ -1225,12 +1193,12 @@ lint_rule(void *arg, const struct rules_prefix_rule *r)
         if (!entry_names(e, name))
             continue;
         if (e->runs) {
-            struct lbuf b = {0};
+            struct textbuf b = {0};
             lb_position(&b, r);
-            lb_puts(&b, "allow rule for \"");
+            textbuf_puts(&b, "allow rule for \"");
             lb_word(&b, r->program);
-            lb_puts(&b, "\" ");
-            lb_puts(&b, e->runs);
+            textbuf_puts(&b, "\" ");
+            textbuf_puts(&b, e->runs);
             emit(run, &b);
         }
         if (e->options && !run->oom)

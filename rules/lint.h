@@ -59,8 +59,11 @@ int rules_lint_policy(const struct rules_policy *p, void (*warn)(void *arg, cons
  * after the subcommand (git's options before the subcommand, -c, -C,
  * --git-dir, ..., only there).  Options stop at a "--" that cannot be the
  * value of the option before it (after an operand, the subcommand, or a
- * "--name=value"); find's expression does not stop at "--".  Programs
- * that write where they are told (cp, mv, tee, dd, ...) count on any use.
+ * "--name=value"); find's expression does not stop at "--".  A
+ * subcommand whose every use writes or runs what it is told (git
+ * filter-branch) counts on any use; a whole program that does (cp, mv,
+ * tee, dd, ...) does not: an allow rule that names it allowed that use,
+ * and the lint warns about the rule instead.
  * In doubt it errs towards a description (a person is asked), never
  * towards NULL.  argc 0 or argv NULL is NULL; a NULL word ends the
  * command, as for exec.  Cannot fail (out of memory while reading a sed

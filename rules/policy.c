@@ -7,6 +7,7 @@
  * not grow with the size of the policy.
  */
 #include "policy.h"
+#include "textbuf.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -781,41 +782,6 @@ rules_result_free(struct rules_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* A growable output buffer; `failed` sticks after the first OOM. */
-struct jbuf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-};
-
-static void
-jb_put(struct jbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->failed = true;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-static void
-jb_puts(struct jbuf *b, const char *s)
-{
-    jb_put(b, s, strlen(s));
-}
-
 /* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when the
  * bytes there are not one (overlong forms, surrogates and values past
  * U+10FFFF included). */
@@ -860,10 +826,10 @@ rules_text_is_utf8(const char *s)
  * not UTF-8 (Codex refuses such input) become \ufffd so that the output
  * is always valid JSON. */
 static void
-jb_string(struct jbuf *b, const char *s)
+jb_string(struct textbuf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
-    jb_put(b, "\"", 1);
+    textbuf_put(b, "\"", 1);
     const char *run = s;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[7];
@@ -909,54 +875,54 @@ jb_string(struct jbuf *b, const char *s)
         }
         if (!e)
             continue;
-        jb_put(b, run, (size_t)((const char *)p - run));
-        jb_puts(b, e);
+        textbuf_put(b, run, (size_t)((const char *)p - run));
+        textbuf_puts(b, e);
         run = (const char *)p + 1;
     }
-    jb_puts(b, run);
-    jb_put(b, "\"", 1);
+    textbuf_puts(b, run);
+    textbuf_put(b, "\"", 1);
 }
 
 /* Newline plus indentation in pretty mode (two spaces a level, as
  * serde_json's pretty printer), nothing in compact mode. */
 static void
-jb_nl(struct jbuf *b, bool pretty, int level)
+jb_nl(struct textbuf *b, bool pretty, int level)
 {
     if (!pretty)
         return;
-    jb_put(b, "\n", 1);
+    textbuf_put(b, "\n", 1);
     for (int i = 0; i < level; i++)
-        jb_put(b, "  ", 2);
+        textbuf_put(b, "  ", 2);
 }
 
 static void
-jb_key(struct jbuf *b, bool pretty, int level, const char *key, bool first)
+jb_key(struct textbuf *b, bool pretty, int level, const char *key, bool first)
 {
     if (!first)
-        jb_put(b, ",", 1);
+        textbuf_put(b, ",", 1);
     jb_nl(b, pretty, level);
     jb_string(b, key);
-    jb_puts(b, pretty ? ": " : ":");
+    textbuf_puts(b, pretty ? ": " : ":");
 }
 
 static void
-jb_match(struct jbuf *b, const struct rules_match *m, bool pretty, int level)
+jb_match(struct textbuf *b, const struct rules_match *m, bool pretty, int level)
 {
-    jb_put(b, "{", 1);
+    textbuf_put(b, "{", 1);
     jb_key(b, pretty, level + 1, "prefixRuleMatch", true);
-    jb_put(b, "{", 1);
+    textbuf_put(b, "{", 1);
     int in = level + 2;
     jb_key(b, pretty, in, "matchedPrefix", true);
-    jb_put(b, "[", 1);
+    textbuf_put(b, "[", 1);
     for (size_t i = 0; i < m->n_prefix; i++) {
         if (i)
-            jb_put(b, ",", 1);
+            textbuf_put(b, ",", 1);
         jb_nl(b, pretty, in + 1);
         jb_string(b, m->matched_prefix[i]);
     }
     if (m->n_prefix)
         jb_nl(b, pretty, in);
-    jb_put(b, "]", 1);
+    textbuf_put(b, "]", 1);
     jb_key(b, pretty, in, "decision", false);
     jb_string(b, rules_decision_name(m->decision));
     if (m->resolved_program) {
@@ -968,33 +934,33 @@ jb_match(struct jbuf *b, const struct rules_match *m, bool pretty, int level)
         jb_string(b, m->justification);
     }
     jb_nl(b, pretty, level + 1);
-    jb_put(b, "}", 1);
+    textbuf_put(b, "}", 1);
     jb_nl(b, pretty, level);
-    jb_put(b, "}", 1);
+    textbuf_put(b, "}", 1);
 }
 
 char *
 rules_result_to_json(const struct rules_result *r, bool pretty)
 {
-    struct jbuf b = {0};
-    jb_put(&b, "{", 1);
+    struct textbuf b = {0};
+    textbuf_put(&b, "{", 1);
     jb_key(&b, pretty, 1, "matchedRules", true);
-    jb_put(&b, "[", 1);
+    textbuf_put(&b, "[", 1);
     for (size_t i = 0; i < r->n_matches; i++) {
         if (i)
-            jb_put(&b, ",", 1);
+            textbuf_put(&b, ",", 1);
         jb_nl(&b, pretty, 2);
         jb_match(&b, &r->matches[i], pretty, 2);
     }
     if (r->n_matches)
         jb_nl(&b, pretty, 1);
-    jb_put(&b, "]", 1);
+    textbuf_put(&b, "]", 1);
     if (r->decision != RULES_DECISION_NONE) {
         jb_key(&b, pretty, 1, "decision", false);
         jb_string(&b, rules_decision_name(r->decision));
     }
     jb_nl(&b, pretty, 0);
-    jb_put(&b, "}", 1);
+    textbuf_put(&b, "}", 1);
     if (b.failed) {
         free(b.data);
         return NULL;

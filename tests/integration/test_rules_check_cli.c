@@ -164,6 +164,55 @@ test_amend_then_check(void **state)
     free(dir);
 }
 
+/* `execgate-rules lint FILE`: its exit status and what it printed. */
+static int
+lint(const char *file, struct proc_result *res)
+{
+    const char *argv[] = {rules_bin, "lint", file, NULL};
+    struct proc_options opts = {0};
+    assert_int_equal(proc_run(argv, &opts, res), 0);
+    return proc_exit_code(res);
+}
+
+/* 0 without warnings, 1 with warnings on stdout (file:line:col), 2 for a
+ * file that does not load (its error on stderr, nothing on stdout). */
+static void
+test_lint_exit_statuses(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("lint-cli");
+    char *quiet = tmpdir_path(dir, "quiet.rules");
+    char *loud = tmpdir_path(dir, "loud.rules");
+    char *bad = tmpdir_path(dir, "bad.rules");
+    tmpdir_write_file(quiet, "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", 0644);
+    tmpdir_write_file(loud,
+                      "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n"
+                      "prefix_rule(pattern=[\"make\"], decision=\"allow\")\n",
+                      0644);
+    tmpdir_write_file(bad, "prefix_rule(pattern=[], decision=\"allow\")\n", 0644);
+    struct proc_result r;
+    assert_int_equal(lint(quiet, &r), 0);
+    assert_int_equal(r.out_len, 0);
+    proc_result_free(&r);
+    assert_int_equal(lint(loud, &r), 1);
+    char *want = NULL;
+    assert_true(asprintf(&want, "%s:2:1: warning: allow rule for \"make\"", loud) > 0);
+    if (!strstr(r.out, want))
+        fail_msg("no [%s] in [%s]", want, r.out);
+    assert_int_equal(r.err_len, 0);
+    proc_result_free(&r);
+    assert_int_equal(lint(bad, &r), 2);
+    assert_int_equal(r.out_len, 0);
+    assert_non_null(strstr(r.err, "bad.rules:1:"));
+    proc_result_free(&r);
+    free(want);
+    free(quiet);
+    free(loud);
+    free(bad);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
 int
 main(void)
 {
@@ -177,6 +226,7 @@ main(void)
         cmocka_unit_test(test_missing_default_dir_is_empty_policy),
         cmocka_unit_test(test_exit_statuses),
         cmocka_unit_test(test_amend_then_check),
+        cmocka_unit_test(test_lint_exit_statuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
