@@ -11,20 +11,32 @@
 #include <unistd.h>
 
 char *
-tmpdir_new(const char *tag)
+tmpdir_new_in(const char *base, const char *tag)
 {
-    const char *base = getenv("TMPDIR");
     char *path;
-
-    if (base == NULL || *base == '\0')
-        base = "/tmp";
     if (asprintf(&path, "%s/execgate-%s-XXXXXX", base, tag) < 0)
         abort();
     if (mkdtemp(path) == NULL) {
         perror("mkdtemp");
         abort();
     }
-    return path;
+    /* canonical: tests compare it with what realpath(3) gives */
+    char *real = realpath(path, NULL);
+    if (real == NULL) {
+        perror("realpath");
+        abort();
+    }
+    free(path);
+    return real;
+}
+
+char *
+tmpdir_new(const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    if (base == NULL || *base == '\0')
+        base = "/tmp";
+    return tmpdir_new_in(base, tag);
 }
 
 static int

@@ -7,8 +7,12 @@
 
 #include <stddef.h>
 
-/* Creates a fresh directory under $TMPDIR (or /tmp); caller frees the path. */
+/* Creates a fresh directory under $TMPDIR (or /tmp); caller frees the
+ * path, which is canonical (no links). */
 char *tmpdir_new(const char *tag);
+
+/* The same under base. */
+char *tmpdir_new_in(const char *base, const char *tag);
 
 /* Removes path and everything below it; a missing path is fine. */
 void tmpdir_remove(const char *path);

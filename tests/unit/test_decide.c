@@ -32,30 +32,10 @@ static char *O;
 #define ARGV(...)                                                                                  \
     (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
 
-static char *
-scratch_dir(const char *base, const char *tag)
-{
-    char *tmpl = NULL;
-    assert_true(asprintf(&tmpl, "%s/execgate-decide-%s-XXXXXX", base, tag) >= 0);
-    assert_non_null(mkdtemp(tmpl));
-    char *real = realpath(tmpl, NULL);
-    assert_non_null(real);
-    free(tmpl);
-    return real;
-}
-
-static char *
-in(const char *dir, const char *rel)
-{
-    char *p = NULL;
-    assert_true(asprintf(&p, "%s/%s", dir, rel) >= 0);
-    return p;
-}
-
 static void
 make_dir(const char *dir, const char *rel)
 {
-    char *p = in(dir, rel);
+    char *p = tmpdir_path(dir, rel);
     assert_int_equal(mkdir(p, 0755), 0);
     free(p);
 }
@@ -63,7 +43,7 @@ make_dir(const char *dir, const char *rel)
 static void
 make_link(const char *target, const char *dir, const char *rel)
 {
-    char *p = in(dir, rel);
+    char *p = tmpdir_path(dir, rel);
     assert_int_equal(symlink(target, p), 0);
     free(p);
 }
@@ -71,7 +51,7 @@ make_link(const char *target, const char *dir, const char *rel)
 static void
 write_in(const char *dir, const char *rel, const char *data, int mode)
 {
-    char *p = in(dir, rel);
+    char *p = tmpdir_path(dir, rel);
     tmpdir_write_file(p, data, mode);
     free(p);
 }
@@ -89,9 +69,9 @@ real(const char *path)
 static int
 setup(void **state)
 {
-    W = scratch_dir("/tmp", "w");
-    R = scratch_dir("/tmp", "r");
-    O = scratch_dir("/var/tmp", "o");
+    W = tmpdir_new_in("/tmp", "decide-w");
+    R = tmpdir_new_in("/tmp", "decide-r");
+    O = tmpdir_new_in("/var/tmp", "decide-o");
     /* the escalatable cases need system programs that exist */
     assert_int_equal(access("/bin/cat", X_OK), 0);
     assert_int_equal(access("/bin/sh", X_OK), 0);
@@ -106,7 +86,7 @@ setup(void **state)
     make_dir(W, "sub/.git");
     make_dir(W, "gd");
     make_dir(W, "sub2");
-    char *gd = in(W, "gd");
+    char *gd = tmpdir_path(W, "gd");
     char *text = NULL;
     assert_true(asprintf(&text, "gitdir: %s\n", gd) >= 0);
     write_in(W, "sub2/.git", text, 0644);
@@ -145,7 +125,7 @@ teardown(void **state)
 static struct decide_server *
 server_with(const char *rules)
 {
-    char *path = in(R, "test.rules");
+    char *path = tmpdir_path(R, "test.rules");
     tmpdir_write_file(path, rules, 0644);
     const char *paths[] = {path};
     struct decide_config cfg = {.rules_paths = paths, .n_rules_paths = 1};
@@ -261,7 +241,7 @@ test_server(void **state)
     decide_server_free(NULL);
 
     /* a bad file refuses the whole set, with the file named */
-    char *path = in(R, "bad.rules");
+    char *path = tmpdir_path(R, "bad.rules");
     tmpdir_write_file(path, "prefix_rule(pattern=[\"cat\"], decison=\"allow\")\n", 0644);
     const char *paths[] = {path};
     struct decide_config cfg = {.rules_paths = paths, .n_rules_paths = 1};
@@ -288,7 +268,7 @@ test_server(void **state)
 
     /* a directory: its *.rules, nothing else */
     make_dir(R, "dir");
-    char *dir = in(R, "dir");
+    char *dir = tmpdir_path(R, "dir");
     write_in(dir, "a.rules", "prefix_rule(pattern=[\"ls\"])\n", 0644);
     write_in(dir, "b.txt", "this is not read\n", 0644);
     write_in(dir, ".hidden.rules", "this is not read either\n", 0644);
@@ -370,7 +350,7 @@ test_allow_escalates(void **state)
     decide_result_release(&r);
 
     /* what does not resolve runs in place (and fails there) */
-    char *missing = in(O, "cat");
+    char *missing = tmpdir_path(O, "cat");
     decide(dc, DECIDE_FROM_WRAPPER, missing, W, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_string_equal(r.program, missing);
@@ -395,7 +375,7 @@ test_link_in_sandbox(void **state)
     assert_reason_has(&r, "sandbox can write");
     char *sh = real("/bin/sh");
     assert_string_equal(r.program, sh);
-    char *file = in(W, "./cat");
+    char *file = tmpdir_path(W, "./cat");
     assert_string_equal(r.file, file);
     assert_int_equal(r.fd, -1);
     decide_result_release(&r);
@@ -409,7 +389,7 @@ test_link_in_sandbox(void **state)
 
     /* a file the sandbox can write, named cat only by argv[0] */
     write_in(W, "mycat", "#!/bin/sh\n", 0755);
-    char *mycat = in(W, "mycat");
+    char *mycat = tmpdir_path(W, "mycat");
     decide(dc, DECIDE_FROM_WRAPPER, mycat, "/", ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     decide_result_release(&r);
@@ -539,18 +519,18 @@ test_repositories(void **state)
     struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
     struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
     struct decide_result r;
-    char *cwd = in(W, "plain");
+    char *cwd = tmpdir_path(W, "plain");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_ESCALATE);
     decide_result_release(&r);
     free(cwd);
 
     /* W/sub/.git, a directory the sandbox can write */
-    cwd = in(W, "sub");
+    cwd = tmpdir_path(W, "sub");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
-    char *dotgit = in(W, "sub/.git");
+    char *dotgit = tmpdir_path(W, "sub/.git");
     assert_reason_has(&r, dotgit);
     free(dotgit);
     decide_result_release(&r);
@@ -558,7 +538,7 @@ test_repositories(void **state)
 
     /* deeper in it too */
     make_dir(W, "sub/deep");
-    cwd = in(W, "sub/deep");
+    cwd = tmpdir_path(W, "sub/deep");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
@@ -566,7 +546,7 @@ test_repositories(void **state)
     free(cwd);
 
     /* W/sub2/.git, a "gitdir: " file */
-    cwd = in(W, "sub2");
+    cwd = tmpdir_path(W, "sub2");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
@@ -574,21 +554,21 @@ test_repositories(void **state)
     free(cwd);
 
     /* W/sub3/.git, a file git would not read: still the sandbox's */
-    cwd = in(W, "sub3");
+    cwd = tmpdir_path(W, "sub3");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     decide_result_release(&r);
     free(cwd);
 
     /* O/repo/.git, out of the sandbox's reach: escalates */
-    cwd = in(O, "repo");
+    cwd = tmpdir_path(O, "repo");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_ESCALATE);
     decide_result_release(&r);
     free(cwd);
 
     /* O/repo2/.git, out of reach, names a gitdir in W: the gitdir counts */
-    cwd = in(O, "repo2");
+    cwd = tmpdir_path(O, "repo2");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
@@ -596,7 +576,7 @@ test_repositories(void **state)
     free(cwd);
 
     /* a workdir that does not exist: the cautious answer */
-    cwd = in(O, "gone");
+    cwd = tmpdir_path(O, "gone");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     decide_result_release(&r);
@@ -747,7 +727,7 @@ test_keys(void **state)
 
     /* a file replaced at the same path: another (dev, ino), another key */
     write_in(O, "prog", "#!/bin/sh\necho one\n", 0755);
-    char *prog = in(O, "prog");
+    char *prog = tmpdir_path(O, "prog");
     struct stat st1, st2;
     assert_int_equal(stat(prog, &st1), 0);
     decide(dc, DECIDE_FROM_WRAPPER, prog, W, ARGV("prog", "a"), 0, &a);
@@ -755,7 +735,7 @@ test_keys(void **state)
     assert_true(a.script);
     assert_fd_is(a.fd, prog);
     write_in(O, "prog.new", "#!/bin/sh\necho two\n", 0755);
-    char *next = in(O, "prog.new");
+    char *next = tmpdir_path(O, "prog.new");
     assert_int_equal(rename(next, prog), 0);
     assert_int_equal(stat(prog, &st2), 0);
     assert_true(st1.st_ino != st2.st_ino);
@@ -896,7 +876,7 @@ test_interpreters(void **state)
 
     /* a script out of reach whose interpreter is too: escalates */
     write_in(O, "prog", "#!/bin/sh\necho\n", 0755);
-    char *prog = in(O, "prog");
+    char *prog = tmpdir_path(O, "prog");
     decide(dc, DECIDE_FROM_WRAPPER, prog, W, ARGV("prog"), 0, &r);
     assert_verdict(&r, DECIDE_ESCALATE);
     assert_true(r.script);
@@ -921,7 +901,7 @@ test_interpreters(void **state)
 
     /* two deep: prog -> #!O/mid, mid -> #!/bin/rm */
     write_in(O, "mid", "#!/bin/rm\n", 0755);
-    char *mid = in(O, "mid");
+    char *mid = tmpdir_path(O, "mid");
     assert_true(asprintf(&text, "#!%s\n", mid) >= 0);
     write_in(O, "prog", text, 0755);
     free(text);
@@ -991,12 +971,12 @@ test_dangerous_option(void **state)
 static void
 test_audit(void **state)
 {
-    char *rules = in(R, "audit.rules");
+    char *rules = tmpdir_path(R, "audit.rules");
     tmpdir_write_file(rules,
                       "prefix_rule(pattern=[\"cat\"], decision=\"allow\", "
                       "justification=\"reads\")\n",
                       0644);
-    char *log = in(R, "audit.log");
+    char *log = tmpdir_path(R, "audit.log");
     const char *paths[] = {rules};
     struct decide_config cfg = {.rules_paths = paths, .n_rules_paths = 1, .audit_path = log};
     char *err = NULL;

@@ -24,30 +24,10 @@ static char *scratch;
 static char *tmpdir_root;
 static char *saved_tmpdir;
 
-static char *
-scratch_dir(const char *tag)
-{
-    char *tmpl = NULL;
-    assert_true(asprintf(&tmpl, "/var/tmp/execgate-wv-%s-XXXXXX", tag) >= 0);
-    assert_non_null(mkdtemp(tmpl));
-    char *real = realpath(tmpl, NULL);
-    assert_non_null(real);
-    free(tmpl);
-    return real;
-}
-
-static char *
-in(const char *dir, const char *rel)
-{
-    char *p = NULL;
-    assert_true(asprintf(&p, "%s/%s", dir, rel) >= 0);
-    return p;
-}
-
 static void
 make_dir(const char *dir, const char *rel)
 {
-    char *p = in(dir, rel);
+    char *p = tmpdir_path(dir, rel);
     assert_int_equal(mkdir(p, 0755), 0);
     free(p);
 }
@@ -57,15 +37,15 @@ setup(void **state)
 {
     const char *t = getenv("TMPDIR");
     saved_tmpdir = t ? strdup(t) : NULL;
-    scratch = scratch_dir("s");
-    tmpdir_root = scratch_dir("t");
+    scratch = tmpdir_new_in("/var/tmp", "wv-s");
+    tmpdir_root = tmpdir_new_in("/var/tmp", "wv-t");
     make_dir(scratch, "w");
     make_dir(scratch, "ab");
     make_dir(scratch, "abc");
     make_dir(scratch, "real");
     make_dir(scratch, "other");
-    char *real = in(scratch, "real");
-    char *link = in(scratch, "link");
+    char *real = tmpdir_path(scratch, "real");
+    char *link = tmpdir_path(scratch, "link");
     assert_int_equal(symlink(real, link), 0);
     free(real);
     free(link);
@@ -156,8 +136,8 @@ assert_contains(const struct writable_view *v, const char *path, bool want)
 static void
 test_workspace_write(void **state)
 {
-    char *w = in(scratch, "w");
-    char *other = in(scratch, "other");
+    char *w = tmpdir_path(scratch, "w");
+    char *other = tmpdir_path(scratch, "other");
     char *roots = NULL;
     assert_true(asprintf(&roots, "[\"%s\"]", other) >= 0);
     char *text = workspace(roots, false, false);
@@ -175,20 +155,20 @@ test_workspace_write(void **state)
     assert_root(&v, dev, true);
     assert_int_equal(v.n, 5);
 
-    char *file = in(w, "x/y");
+    char *file = tmpdir_path(w, "x/y");
     assert_contains(&v, file, true);
     free(file);
-    file = in(other, "prog");
+    file = tmpdir_path(other, "prog");
     assert_contains(&v, file, true);
     free(file);
-    file = in(tmpdir_root, "f");
+    file = tmpdir_path(tmpdir_root, "f");
     assert_contains(&v, file, true);
     free(file);
     assert_contains(&v, "/tmp/anything", true);
     assert_contains(&v, "/dev/null", true);
     assert_contains(&v, "/usr/bin/cat", false);
     assert_contains(&v, scratch, false);
-    file = in(scratch, "ab/x");
+    file = tmpdir_path(scratch, "ab/x");
     assert_contains(&v, file, false);
     free(file);
 
@@ -210,7 +190,7 @@ test_workspace_write(void **state)
     assert_root(&v, w, true);
     assert_root(&v, other, true);
     assert_contains(&v, "/tmp/anything", false);
-    file = in(tmpdir_root, "f");
+    file = tmpdir_path(tmpdir_root, "f");
     assert_contains(&v, file, false);
     free(file);
     assert_contains(&v, "/dev/null", true);
@@ -244,7 +224,7 @@ test_workspace_write(void **state)
 static void
 test_tmpdir_env(void **state)
 {
-    char *w = in(scratch, "w");
+    char *w = tmpdir_path(scratch, "w");
     char *text = workspace(NULL, true, false);
     struct writable_view v;
 
@@ -255,7 +235,7 @@ test_tmpdir_env(void **state)
     assert_contains(&v, w, true); /* under the sandbox cwd anyway */
     writable_view_release(&v);
     view_of(&v, text, w);
-    char *ab = in(scratch, "ab");
+    char *ab = tmpdir_path(scratch, "ab");
     assert_contains(&v, ab, false);
     writable_view_release(&v);
 
@@ -266,8 +246,8 @@ test_tmpdir_env(void **state)
     writable_view_release(&v);
 
     /* through a link: canonical */
-    char *link = in(scratch, "link");
-    char *real = in(scratch, "real");
+    char *link = tmpdir_path(scratch, "link");
+    char *real = tmpdir_path(scratch, "real");
     assert_int_equal(setenv("TMPDIR", link, 1), 0);
     view_of(&v, text, w);
     assert_root(&v, real, true);
@@ -275,7 +255,7 @@ test_tmpdir_env(void **state)
     writable_view_release(&v);
 
     /* missing: nothing */
-    char *missing = in(scratch, "missing");
+    char *missing = tmpdir_path(scratch, "missing");
     assert_int_equal(setenv("TMPDIR", missing, 1), 0);
     view_of(&v, text, w);
     assert_int_equal(v.n, 2);
@@ -294,7 +274,7 @@ test_tmpdir_env(void **state)
 static void
 test_read_only(void **state)
 {
-    char *w = in(scratch, "w");
+    char *w = tmpdir_path(scratch, "w");
     struct writable_view v;
     view_of(&v, "{\"type\":\"read-only\"}", w);
     assert_int_equal(v.kind, WRITABLE_VIEW_SOME);
@@ -306,7 +286,7 @@ test_read_only(void **state)
     assert_contains(&v, "/dev/null", true);
     assert_contains(&v, w, false);
     assert_contains(&v, "/tmp/x", false);
-    char *file = in(tmpdir_root, "x");
+    char *file = tmpdir_path(tmpdir_root, "x");
     assert_contains(&v, file, false);
     free(file);
     assert_contains(&v, "/device", false);
@@ -334,7 +314,7 @@ writable_by_access(const char *path)
 static void
 test_full_access(void **state)
 {
-    char *w = in(scratch, "w");
+    char *w = tmpdir_path(scratch, "w");
     struct writable_view v;
     const char *kinds[] = {"{\"type\":\"danger-full-access\"}", "{\"type\":\"external-sandbox\"}"};
     for (size_t k = 0; k < 2; k++) {
@@ -343,7 +323,7 @@ test_full_access(void **state)
         assert_int_equal(v.n_repo_roots, 0);
         /* ours: writable */
         assert_contains(&v, w, true);
-        char *f = in(w, "new-file");
+        char *f = tmpdir_path(w, "new-file");
         assert_contains(&v, f, true); /* its directory is */
         free(f);
         /* nothing there at all: not */
@@ -354,9 +334,9 @@ test_full_access(void **state)
         for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
             assert_contains(&v, paths[i], writable_by_access(paths[i]));
         /* a file in a directory nobody may write (without privilege) */
-        char *ro = in(scratch, "ro");
+        char *ro = tmpdir_path(scratch, "ro");
         assert_int_equal(mkdir(ro, 0555), 0);
-        char *rof = in(ro, "f");
+        char *rof = tmpdir_path(ro, "f");
         assert_contains(&v, rof, writable_by_access(rof));
         if (geteuid() != 0)
             assert_contains(&v, rof, false);
@@ -372,10 +352,10 @@ test_full_access(void **state)
 static void
 test_roots_canonical(void **state)
 {
-    char *w = in(scratch, "w");
-    char *link = in(scratch, "link");
-    char *real = in(scratch, "real");
-    char *missing = in(scratch, "missing");
+    char *w = tmpdir_path(scratch, "w");
+    char *link = tmpdir_path(scratch, "link");
+    char *real = tmpdir_path(scratch, "real");
+    char *missing = tmpdir_path(scratch, "missing");
     char *roots = NULL;
     assert_true(asprintf(&roots, "[\"%s\",\"%s\"]", link, missing) >= 0);
     char *text = workspace(roots, true, true);
@@ -385,18 +365,18 @@ test_roots_canonical(void **state)
     assert_root(&v, real, true);
     assert_root(&v, link, false);
     assert_true(has(v.repo_roots, v.n_repo_roots, real));
-    char *f = in(real, "f");
+    char *f = tmpdir_path(real, "f");
     assert_contains(&v, f, true);
     free(f);
     /* paths are compared as given: callers pass canonical ones */
-    f = in(link, "f");
+    f = tmpdir_path(link, "f");
     assert_contains(&v, f, false);
     free(f);
     /* a root that does not exist grants nothing, nor its repo root */
     assert_root(&v, missing, false);
     assert_false(has(v.repo_roots, v.n_repo_roots, missing));
     assert_contains(&v, missing, false);
-    f = in(missing, "f");
+    f = tmpdir_path(missing, "f");
     assert_contains(&v, f, false);
     free(f);
     assert_int_equal(v.n, 3); /* /dev, w, real */
@@ -428,24 +408,24 @@ test_roots_canonical(void **state)
 static void
 test_boundaries(void **state)
 {
-    char *w = in(scratch, "w");
-    char *ab = in(scratch, "ab");
+    char *w = tmpdir_path(scratch, "w");
+    char *ab = tmpdir_path(scratch, "ab");
     char *roots = NULL;
     assert_true(asprintf(&roots, "[\"%s\"]", ab) >= 0);
     char *text = workspace(roots, true, true);
     struct writable_view v;
     view_of(&v, text, w);
     assert_contains(&v, ab, true);
-    char *p = in(scratch, "ab/x");
+    char *p = tmpdir_path(scratch, "ab/x");
     assert_contains(&v, p, true);
     free(p);
-    p = in(scratch, "abc");
+    p = tmpdir_path(scratch, "abc");
     assert_contains(&v, p, false); /* /a/bc is not under /a/b */
     free(p);
-    p = in(scratch, "abc/x");
+    p = tmpdir_path(scratch, "abc/x");
     assert_contains(&v, p, false);
     free(p);
-    p = in(scratch, "a");
+    p = tmpdir_path(scratch, "a");
     assert_contains(&v, p, false);
     free(p);
     assert_contains(&v, scratch, false);
