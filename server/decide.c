@@ -46,6 +46,10 @@ struct seen_repo {
 };
 
 struct decide_server {
+    /* the rules' sources, kept for decide_server_reload */
+    char **rules_paths;
+    size_t n_rules_paths;
+    char *default_rules_dir;
     struct rules_policy *rules;
     bool preserve_program_paths;
     struct approvals *approvals;
@@ -54,6 +58,7 @@ struct decide_server {
     bool client_elicitation;
     unsigned calls;   /* decide_calls alive */
     char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL */
+    unsigned reloads; /* successful decide_server_reload calls */
     struct seen_repo *repos;
     size_t n_repos;
 };
@@ -241,12 +246,42 @@ log_lint(void *arg, const char *line)
     log_warn("rules: %s", line);
 }
 
+/* The rules' sources, copied into ds.  Returns -1 when out of memory. */
+static int
+keep_sources(struct decide_server *ds, const struct decide_config *cfg)
+{
+    ds->rules_paths = calloc(cfg->n_rules_paths + 1, sizeof(char *));
+    if (!ds->rules_paths)
+        return -1;
+    for (size_t i = 0; i < cfg->n_rules_paths; i++) {
+        if (!(ds->rules_paths[i] = strdup(cfg->rules_paths[i])))
+            return -1;
+        ds->n_rules_paths++;
+    }
+    if (cfg->default_rules_dir && !(ds->default_rules_dir = strdup(cfg->default_rules_dir)))
+        return -1;
+    return 0;
+}
+
+/* The configuration the rules were loaded from (borrowing ds's copies). */
+static struct decide_config
+sources(const struct decide_server *ds)
+{
+    return (struct decide_config){
+        .rules_paths = (const char *const *)ds->rules_paths,
+        .n_rules_paths = ds->n_rules_paths,
+        .default_rules_dir = ds->default_rules_dir,
+        .preserve_program_paths = ds->preserve_program_paths,
+    };
+}
+
 struct decide_server *
 decide_server_new(const struct decide_config *cfg, char **err)
 {
     *err = NULL;
     struct decide_server *ds = calloc(1, sizeof(*ds));
-    if (!ds) {
+    if (!ds || keep_sources(ds, cfg) < 0) {
+        decide_server_free(ds);
         *err = strdup("out of memory");
         return NULL;
     }
@@ -274,11 +309,53 @@ decide_server_new(const struct decide_config *cfg, char **err)
     return ds;
 }
 
+int
+decide_server_reload(struct decide_server *ds, char **err)
+{
+    *err = NULL;
+    struct decide_config cfg = sources(ds);
+    struct rules_policy *rules = load_rules(&cfg, err);
+    if (!rules)
+        return -1;
+    /* the hint lists what the new rules name: computed before the swap so
+     * that a failure leaves the old pair in force */
+    char *wrap_names = NULL;
+    if (!ds->audit && !(wrap_names = build_wrap_names(rules)))
+        log_warn("rules: the reloaded rules cannot be given as a wrapper hint: every exec of "
+                 "the shell goes to the wrapper");
+    if (rules_lint_policy(rules, log_lint, NULL) < 0)
+        log_warn("rules: out of memory while linting the rules");
+    /* decisions are made synchronously: none holds the old policy now */
+    rules_policy_free(ds->rules);
+    free(ds->wrap_names);
+    ds->rules = rules;
+    ds->wrap_names = wrap_names;
+    ds->reloads++;
+    return 0;
+}
+
+const char *const *
+decide_server_rules_paths(const struct decide_server *ds, size_t *n)
+{
+    *n = ds->n_rules_paths;
+    return (const char *const *)ds->rules_paths;
+}
+
+unsigned
+decide_server_reloads(const struct decide_server *ds)
+{
+    return ds->reloads;
+}
+
 void
 decide_server_free(struct decide_server *ds)
 {
     if (!ds)
         return;
+    for (size_t i = 0; ds->rules_paths && i < ds->n_rules_paths; i++)
+        free(ds->rules_paths[i]);
+    free(ds->rules_paths);
+    free(ds->default_rules_dir);
     rules_policy_free(ds->rules);
     approvals_free(ds->approvals);
     audit_close(ds->audit);

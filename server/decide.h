@@ -54,6 +54,24 @@ struct decide_call;
  */
 struct decide_server *decide_server_new(const struct decide_config *cfg, char **err);
 
+/*
+ * Loads the rules again from the same files and directories and, when
+ * every file loads, puts them in force for every exec decided from now on
+ * (the wrapper hint too, for calls that start from now on); what was
+ * decided before keeps its decision, and session approvals stay (a command
+ * the new rules forbid is denied before any approval is looked at).  On
+ * any error the old rules stay in force: returns -1 with *err a malloc'd
+ * "FILE:LINE:COL: message" line (caller frees).  Returns 0 on success.
+ */
+int decide_server_reload(struct decide_server *ds, char **err);
+
+/* How many reloads succeeded (for logs and tests).  Cannot fail. */
+unsigned decide_server_reloads(const struct decide_server *ds);
+
+/* The rules files and directories the rules come from (borrowed, as long
+ * as ds lives); *n gets the count. */
+const char *const *decide_server_rules_paths(const struct decide_server *ds, size_t *n);
+
 /* Frees ds once no decide_call is left.  NULL is a no-op. */
 void decide_server_free(struct decide_server *ds);
 

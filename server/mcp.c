@@ -3,6 +3,7 @@
 #include "escalation.h"
 #include "decide.h"
 #include "exec_watch.h"
+#include "rules_watch.h"
 #include "state_paths.h"
 #include "execgate-config.h"
 #include "jsonrpc.h"
@@ -65,10 +66,11 @@ struct mcp_server {
     char *policy_cwd;
 
     struct call_list waiting, running;
-    struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
-    bool tree;                    /* tree enforcement in force */
-    char *instructions;           /* initialize's, saying which enforcement */
-    char **protect;               /* the server's own files: read-only in every sandbox */
+    struct decide_server *decide;    /* rules, approvals, audit: every exec's decision */
+    bool tree;                       /* tree enforcement in force */
+    char *instructions;              /* initialize's, saying which enforcement */
+    char **protect;                  /* the server's own files: read-only in every sandbox */
+    struct rules_watch *rules_watch; /* reloads the rules when they change */
     size_t n_protect;
     struct reaper *reaper;
 
@@ -817,6 +819,22 @@ on_signal(uv_signal_t *h, int signum)
     mcp_server_shutdown(s, signum == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
+/* The rules changed on disk, or SIGHUP: a valid new set is in force for
+ * every exec decided from now on; an invalid one leaves the old. */
+static void
+on_rules_changed(void *data)
+{
+    struct mcp_server *s = data;
+    char *err = NULL;
+    if (decide_server_reload(s->decide, &err) == 0)
+        log_info("rules: reloaded: %zu prefix rule(s) in force",
+                 decide_server_rule_count(s->decide));
+    else
+        log_error("rules: not reloaded, the rules loaded before stay in force: %s",
+                  err ? err : "out of memory");
+    free(err);
+}
+
 int
 mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
 {
@@ -837,6 +855,13 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
             log_warn("not a child subreaper: %s: orphans of commands go to init",
                      err ? err : "out of memory");
         free(err);
+    }
+    if (rc == 0) {
+        size_t n = 0;
+        const char *const *paths = decide_server_rules_paths(s->decide, &n);
+        s->rules_watch = rules_watch_new(s->loop, paths, n, on_rules_changed, s);
+        if (!s->rules_watch)
+            log_warn("rules: out of memory: they are not reloaded when they change");
     }
     if (rc == 0)
         rc = jsonrpc_start(s->rpc, in_fd, out_fd);
@@ -919,6 +944,8 @@ maybe_finish(struct mcp_server *s)
         uv_close((uv_handle_t *)&s->sigint, on_server_handle_closed);
         reaper_close(s->reaper);
         s->reaper = NULL;
+        rules_watch_close(s->rules_watch);
+        s->rules_watch = NULL;
         uv_timer_stop(&s->grace);
         uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
     }

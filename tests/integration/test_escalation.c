@@ -17,6 +17,7 @@
 #include "proc.h"
 #include "tmpdir.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +634,59 @@ test_loader_env_dropped(void **state)
     }
 }
 
+/* ---- rules that change while the server runs ---- */
+
+/* Runs `rm victim` until its output says whether it was denied or
+ * want_denied is reached, at most tries times (the server reloads a
+ * settling moment after the write); returns whether the last was denied. */
+static bool
+rm_denied(struct mcp_world *w, bool want_denied, int tries)
+{
+    char *victim = tmpdir_path(w->wd, "victim");
+    bool denied = false;
+    for (int i = 0; i < tries; i++) {
+        tmpdir_write_file(victim, "x", 0644);
+        json_t *a = run(w, "rm victim; echo \"status=$?\"", NULL);
+        denied = strstr(mcp_world_output(a), "Execution denied") != NULL;
+        assert_true(denied == mcp_world_exists(w->wd, "victim"));
+        json_decref(a);
+        if (denied == want_denied)
+            break;
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    free(victim);
+    return denied;
+}
+
+/* A forbidden rule written while the server runs is in force for the next
+ * execs; a broken file leaves the rules in force as they were (even the
+ * valid change written with it waits); SIGHUP reloads and does not end
+ * the server. */
+static void
+test_rules_reload_while_serving(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
+    assert_false(rm_denied(&w, false, 1));
+    mcp_world_rules(&w, "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n");
+    assert_true(rm_denied(&w, true, 50));
+    /* a broken second file with a valid change to the first: nothing of it */
+    char *broken = tmpdir_path(w.rules, "broken.rules");
+    tmpdir_write_file(broken, "prefix_rule(pattern=[], decision=\"allow\")\n", 0644);
+    mcp_world_rules(&w, "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n");
+    for (int i = 0; i < 5; i++)
+        assert_true(rm_denied(&w, true, 1));
+    /* the broken file goes: the valid change is in force */
+    assert_int_equal(unlink(broken), 0);
+    assert_false(rm_denied(&w, false, 50));
+    /* SIGHUP reloads (the same rules) and the server goes on */
+    assert_int_equal(kill(mcp_client_pid(w.c), SIGHUP), 0);
+    assert_false(rm_denied(&w, false, 1));
+    free(broken);
+    mcp_world_end(&w);
+}
+
 /* Raw clients on the call's socket (fd 4, inherited by everything in the
  * sandbox): garbage datagrams, a HELLO with a pipe, an oversized frame, fds
  * on a REQUEST, a bad workdir, a client that dies mid-handshake; REQUEST
@@ -769,6 +823,7 @@ main(void)
         cmocka_unit_test(test_escalated_program_gets_only_forwarded_fds),
         cmocka_unit_test(test_loader_env_dropped),
         cmocka_unit_test(test_raw_clients_leave_server_serving),
+        cmocka_unit_test(test_rules_reload_while_serving),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
