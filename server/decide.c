@@ -2,6 +2,7 @@
 
 #include "approvals.h"
 #include "audit.h"
+#include "client_log.h"
 #include "esc_proto.h"
 #include "exec_checks.h"
 #include "exec_path.h"
@@ -56,9 +57,10 @@ struct decide_server {
     struct audit *audit;
     struct jsonrpc *rpc;
     bool client_elicitation;
-    unsigned calls;   /* decide_calls alive */
-    char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL */
-    unsigned reloads; /* successful decide_server_reload calls */
+    unsigned calls;                /* decide_calls alive */
+    char *wrap_names;              /* EXECGATE_WRAP_NAMES's value, or NULL */
+    unsigned reloads;              /* successful decide_server_reload calls */
+    struct client_log *client_log; /* borrowed; NULL: none */
     struct seen_repo *repos;
     size_t n_repos;
 };
@@ -371,6 +373,12 @@ decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool eli
 {
     ds->rpc = rpc;
     ds->client_elicitation = elicitation;
+}
+
+void
+decide_server_set_log(struct decide_server *ds, struct client_log *log)
+{
+    ds->client_log = log;
 }
 
 size_t
@@ -834,7 +842,9 @@ rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
     for (size_t i = 1; i < e->argc; i++)
         cmd[i] = e->argv[i];
     size_t argc = e->argc > 0 ? e->argc : 1;
-    v->matched = ds->audit ? json_array() : NULL;
+    /* the matches go to the records only: built only when one is kept */
+    v->matched =
+        ds->audit || client_log_wants(ds->client_log, CLIENT_LOG_EMERGENCY) ? json_array() : NULL;
     for (size_t i = 0; i < ns.n && !v->oom; i++)
         check_name(ds, ns.items[i], ns.restricting[i], cmd, argc, v);
     free(cmd);
@@ -1438,13 +1448,25 @@ decide_question_cancel(struct decide_question *q)
 
 /* ---- the audit record ---- */
 
-void
-decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r,
-             const char *decision, const char *reason, const char *answered_by, int exit_kind,
-             int exit_value)
+/* The client's level for a record: refusals are warnings, what ran
+ * outside and what a person answered is information, the rest detail. */
+static enum client_log_level
+record_level(const char *decision, const char *answered_by)
 {
-    if (!dc->ds->audit)
-        return;
+    if (strcmp(decision, "deny") == 0 || strcmp(decision, "refuse") == 0)
+        return CLIENT_LOG_WARNING;
+    if (strcmp(decision, "escalate") == 0 ||
+        (answered_by &&
+         (strcmp(answered_by, "user") == 0 || strcmp(answered_by, "session-approval") == 0)))
+        return CLIENT_LOG_INFO;
+    return CLIENT_LOG_DEBUG;
+}
+
+static json_t *
+exec_record(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r,
+            const char *decision, const char *reason, const char *answered_by, int exit_kind,
+            int exit_value)
+{
     json_t *argv = json_array();
     for (size_t i = 0; argv && i < e->argc; i++)
         json_array_append_new(argv, text_json(e->argv[i]));
@@ -1457,10 +1479,50 @@ decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct d
         json_object_set_new(rec, "source", json_string("tree"));
         json_object_set_new(rec, "pid", json_integer(e->pid));
     }
-    if (rec && r->matched && e->source == DECIDE_FROM_WRAPPER)
+    if (rec && r->matched)
         json_object_set(rec, "matched_rules", r->matched);
     if (rec && exit_kind >= 0)
         json_object_set_new(rec, exit_kind == ESC_EXIT_CODE ? "exit_code" : "exit_signal",
                             json_integer(exit_value));
+    return rec;
+}
+
+/* The record for the client: the call's request id as the client sent it. */
+static void
+send_to_client(struct decide_call *dc, enum client_log_level level, json_t *rec)
+{
+    json_t *id = json_loads(dc->label, JSON_DECODE_ANY, NULL);
+    if (rec && id)
+        json_object_set_new(rec, "requestId", id);
+    else
+        json_decref(id);
+    if (rec)
+        json_object_set_new(rec, "event", json_string("exec"));
+    client_log_send(dc->ds->client_log, level, rec);
+}
+
+void
+decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r,
+             const char *decision, const char *reason, const char *answered_by, int exit_kind,
+             int exit_value)
+{
+    enum client_log_level level = record_level(decision, answered_by);
+    bool to_client = client_log_wants(dc->ds->client_log, level);
+    if (!dc->ds->audit && !to_client)
+        return;
+    json_t *rec = exec_record(dc, e, r, decision, reason, answered_by, exit_kind, exit_value);
+    if (to_client)
+        send_to_client(dc, level, rec ? json_deep_copy(rec) : NULL);
+    if (rec && e->source == DECIDE_FROM_TREE)
+        json_object_del(rec, "matched_rules"); /* as the audit log has always had it */
     audit_write(dc->ds->audit, rec);
+}
+
+void
+decide_trace(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r,
+             const char *decision)
+{
+    if (client_log_wants(dc->ds->client_log, CLIENT_LOG_DEBUG))
+        send_to_client(dc, CLIENT_LOG_DEBUG,
+                       exec_record(dc, e, r, decision, r->reason, r->answered_by, -1, 0));
 }

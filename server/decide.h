@@ -79,6 +79,11 @@ void decide_server_free(struct decide_server *ds);
  * and whether the client declared the elicitation capability. */
 void decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool elicitation);
 
+/* The client's log (borrowed; NULL: none): decisions go there too, with
+ * the call's request id (client_log.h). */
+struct client_log;
+void decide_server_set_log(struct decide_server *ds, struct client_log *log);
+
 /* Number of prefix rules loaded (for the startup log). */
 size_t decide_server_rule_count(const struct decide_server *ds);
 
@@ -218,7 +223,10 @@ enum decide_ask decide_ask(struct decide_call *dc, const struct decide_exec *e,
 void decide_question_cancel(struct decide_question *q);
 
 /*
- * One audit record for e as r decided it, if there is an audit log:
+ * One record for e as r decided it, to the audit log when there is one
+ * and to the client's log when it wants the record's level (a refusal is
+ * a warning, an escalation or a person's answer information, the rest
+ * debug):
  * decision is "run", "deny" or "escalate" (wrapper), "continue" or
  * "refuse" (tree); reason and answered_by may be NULL; exit_kind < 0
  * means no exit yet, else an ESC_EXIT_* kind with its value.  Cannot fail.
@@ -226,6 +234,11 @@ void decide_question_cancel(struct decide_question *q);
 void decide_audit(struct decide_call *dc, const struct decide_exec *e,
                   const struct decide_result *r, const char *decision, const char *reason,
                   const char *answered_by, int exit_kind, int exit_value);
+
+/* As decide_audit, for the client's log only, at debug: an exec the tree
+ * continued with no question (the audit log leaves those out). */
+void decide_trace(struct decide_call *dc, const struct decide_exec *e,
+                  const struct decide_result *r, const char *decision);
 
 /* The question's text for program, args and workdir (for tests and the
  * fuzz target): malloc'd, NULL when out of memory. */

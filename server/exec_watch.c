@@ -360,9 +360,12 @@ decide_tree(struct listener *l, const struct exec_notify_request *req,
     case DECIDE_RUN:
     case DECIDE_ESCALATE: /* never for the tree: runs in place */
         out->verdict = EXEC_NOTIFY_CONTINUE;
-        /* only what was not a plain "continue" is written */
+        /* only what was not a plain "continue" is written; the client
+         * may ask for every decision at debug */
         if (strcmp(r.answered_by, "rules") != 0)
             decide_audit(w->dc, &e, &r, "continue", r.reason, r.answered_by, -1, 0);
+        else
+            decide_trace(w->dc, &e, &r, "continue");
         break;
     }
     decide_result_release(&r);

@@ -1,6 +1,7 @@
 #include "mcp.h"
 
 #include "escalation.h"
+#include "client_log.h"
 #include "decide.h"
 #include "exec_watch.h"
 #include "rules_watch.h"
@@ -71,6 +72,7 @@ struct mcp_server {
     char *instructions;              /* initialize's, saying which enforcement */
     char **protect;                  /* the server's own files: read-only in every sandbox */
     struct rules_watch *rules_watch; /* reloads the rules when they change */
+    struct client_log *client_log;   /* notifications/message for the client */
     size_t n_protect;
     struct reaper *reaper;
 
@@ -219,11 +221,13 @@ handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
     const json_t *caps = json_object_get(params, "capabilities");
     s->client_elicitation = json_object_get(caps, "elicitation") != NULL;
     decide_server_set_client(s->decide, s->rpc, s->client_elicitation);
-    json_t *result =
-        json_pack("{s:s, s:{s:{s:{s:s}}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
-                  "capabilities", "experimental", "codex/sandbox-state", "version", "1.0.0",
-                  "tools", "serverInfo", "name", EXECGATE_NAME, "version", EXECGATE_VERSION,
-                  "instructions", s->instructions ? s->instructions : INSTRUCTIONS);
+    /* records go out from now on: a client hears nothing before initialize */
+    client_log_set_rpc(s->client_log, s->rpc);
+    json_t *result = json_pack("{s:s, s:{s:{s:{s:s}}, s:{}, s:{}}, s:{s:s, s:s}, s:s}",
+                               "protocolVersion", version, "capabilities", "experimental",
+                               "codex/sandbox-state", "version", "1.0.0", "tools", "logging",
+                               "serverInfo", "name", EXECGATE_NAME, "version", EXECGATE_VERSION,
+                               "instructions", s->instructions ? s->instructions : INSTRUCTIONS);
     if (!result) {
         jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
@@ -643,6 +647,21 @@ handle_cancelled(struct mcp_server *s, const json_t *params)
     }
 }
 
+/* logging/setLevel {level}: the least severe record the client is sent. */
+static void
+handle_set_level(struct mcp_server *s, const json_t *id, const json_t *params)
+{
+    const char *level = json_string_value(json_object_get(params, "level"));
+    if (client_log_set_level(s->client_log, level) < 0) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                            "level: must be one of debug, info, notice, warning, error, critical, "
+                            "alert, emergency");
+        return;
+    }
+    log_debug("client log level: %s", level);
+    jsonrpc_reply(s->rpc, id, json_object());
+}
+
 /* ---- dispatch ---- */
 
 static void
@@ -659,7 +678,8 @@ on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json
         return;
     }
     bool known = strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0 ||
-                 strcmp(method, "codex/sandbox-state/update") == 0;
+                 strcmp(method, "codex/sandbox-state/update") == 0 ||
+                 strcmp(method, "logging/setLevel") == 0;
     if (!known) {
         reply_error_fmt(s, id, JSONRPC_METHOD_NOT_FOUND, "method not found: %s", method);
         return;
@@ -674,6 +694,8 @@ on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json
         jsonrpc_reply(rpc, id, tool ? json_pack("{s:[o]}", "tools", tool) : NULL);
     } else if (strcmp(method, "tools/call") == 0) {
         handle_call(s, id, params);
+    } else if (strcmp(method, "logging/setLevel") == 0) {
+        handle_set_level(s, id, params);
     } else {
         handle_update(s, id, params);
     }
@@ -788,12 +810,18 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     if (rc == 0)
         rc = choose_enforcement(s);
     if (rc == 0) {
+        s->client_log = client_log_new();
+        rc = s->client_log ? 0 : -1;
+    }
+    if (rc == 0) {
+        decide_server_set_log(s->decide, s->client_log);
         s->rpc = jsonrpc_new(loop, &rpc_handler, s, o->max_message_bytes);
         rc = s->rpc ? 0 : -1;
     }
     if (rc < 0) {
         if (!*err)
             *err = strdup("out of memory");
+        client_log_free(s->client_log);
         decide_server_free(s->decide);
         json_decref(s->policy);
         free(s->policy_cwd);
@@ -826,12 +854,20 @@ on_rules_changed(void *data)
 {
     struct mcp_server *s = data;
     char *err = NULL;
-    if (decide_server_reload(s->decide, &err) == 0)
-        log_info("rules: reloaded: %zu prefix rule(s) in force",
-                 decide_server_rule_count(s->decide));
-    else
-        log_error("rules: not reloaded, the rules loaded before stay in force: %s",
-                  err ? err : "out of memory");
+    if (decide_server_reload(s->decide, &err) == 0) {
+        size_t n = decide_server_rule_count(s->decide);
+        log_info("rules: reloaded: %zu prefix rule(s) in force", n);
+        client_log_send(s->client_log, CLIENT_LOG_INFO,
+                        json_pack("{s:s, s:I}", "event", "rules-reloaded", "rules", (json_int_t)n));
+    } else {
+        const char *why = err ? err : "out of memory";
+        log_error("rules: not reloaded, the rules loaded before stay in force: %s", why);
+        client_log_send(s->client_log, CLIENT_LOG_ERROR,
+                        json_pack("{s:s, s:s, s:s}", "event", "rules-reload-failed", "error", why,
+                                  "message",
+                                  "the rules were not reloaded; the rules loaded before stay in "
+                                  "force"));
+    }
     free(err);
 }
 
@@ -929,6 +965,7 @@ on_rpc_closed(void *data)
     s->rpc_closed = true;
     s->rpc = NULL;
     decide_server_set_client(s->decide, NULL, false);
+    client_log_set_rpc(s->client_log, NULL);
     if (s->started && !uv_is_closing((uv_handle_t *)&s->grace))
         uv_close((uv_handle_t *)&s->grace, on_server_handle_closed);
 }
@@ -962,5 +999,6 @@ mcp_server_free(struct mcp_server *s)
     free(s->instructions);
     state_paths_free(s->protect);
     decide_server_free(s->decide);
+    client_log_free(s->client_log);
     free(s);
 }

@@ -687,6 +687,72 @@ test_rules_reload_while_serving(void **state)
     mcp_world_end(&w);
 }
 
+/* ---- what the client is told (logging) ---- */
+
+/* The first record in logs at level whose data.event is event, or NULL. */
+static const json_t *
+find_log(const json_t *logs, const char *level, const char *event)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(logs, i, p)
+    {
+        const json_t *data = json_object_get(p, "data");
+        if (strcmp(json_string_value(json_object_get(p, "level")), level) == 0 &&
+            strcmp(json_string_value(json_object_get(data, "event")), event) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* logging/setLevel info, then a forbidden exec: one warning record with
+ * the call's request id, the program and the matched rule; an escalation
+ * is an info record; a broken rules file an error record naming it. */
+static void
+test_client_log_records(void **state)
+{
+    struct mcp_world w;
+    world_start(&w,
+                "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n"
+                "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n",
+                false);
+    json_t *r = mcp_client_call(w.c, "logging/setLevel", json_pack("{s:s}", "level", "info"));
+    assert_non_null(json_object_get(r, "result"));
+    json_decref(r);
+    r = mcp_client_call(w.c, "logging/setLevel", json_pack("{s:s}", "level", "loud"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")),
+                     -32602);
+    json_decref(r);
+    struct mcp_answers ans = {.logs = json_array()};
+    char *cmd = mcp_world_fmt("rm nothing; touch %s/t", w.outside);
+    json_t *a = run(&w, cmd, &ans);
+    const json_t *deny = find_log(ans.logs, "warning", "exec");
+    assert_non_null(deny);
+    const json_t *data = json_object_get(deny, "data");
+    assert_true(json_equal(json_object_get(data, "requestId"), json_object_get(a, "id")));
+    json_decref(a);
+    mcp_world_assert_contains(json_string_value(json_object_get(data, "program")), "/rm");
+    assert_string_equal(json_string_value(json_object_get(data, "decision")), "deny");
+    assert_true(json_array_size(json_object_get(data, "matched_rules")) >= 1);
+    assert_non_null(find_log(ans.logs, "info", "exec")); /* the escalated touch */
+    assert_null(find_log(ans.logs, "debug", "exec"));    /* below the level asked for */
+    /* a broken rules file: an error record naming it, whatever the level */
+    char *broken = tmpdir_path(w.rules, "broken.rules");
+    tmpdir_write_file(broken, "prefix_rule(pattern=[], decision=\"allow\")\n", 0644);
+    json_t *note = mcp_client_notification(w.c, "notifications/message", MCP_CLIENT_WAIT_MS);
+    assert_non_null(note);
+    const json_t *params = json_object_get(note, "params");
+    assert_string_equal(json_string_value(json_object_get(params, "level")), "error");
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(json_object_get(params, "data"), "error")),
+        "broken.rules:1:1:");
+    json_decref(note);
+    json_decref(ans.logs);
+    free(broken);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
 /* Raw clients on the call's socket (fd 4, inherited by everything in the
  * sandbox): garbage datagrams, a HELLO with a pipe, an oversized frame, fds
  * on a REQUEST, a bad workdir, a client that dies mid-handshake; REQUEST
@@ -824,6 +890,7 @@ main(void)
         cmocka_unit_test(test_loader_env_dropped),
         cmocka_unit_test(test_raw_clients_leave_server_serving),
         cmocka_unit_test(test_rules_reload_while_serving),
+        cmocka_unit_test(test_client_log_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,7 @@ test_initialize(void **state)
         json_string_value(json_object_get(json_object_get(r, "serverInfo"), "version")));
     const json_t *caps = json_object_get(r, "capabilities");
     assert_true(json_is_object(json_object_get(caps, "tools")));
+    assert_true(json_is_object(json_object_get(caps, "logging")));
     assert_string_equal(
         json_string_value(json_object_get(
             json_object_get(json_object_get(caps, "experimental"), "codex/sandbox-state"),

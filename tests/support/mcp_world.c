@@ -189,6 +189,8 @@ mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a, i
         }
         if (!method && json_is_integer(mid) && json_integer_value(mid) == id)
             return m;
+        if (method && strcmp(method, "notifications/message") == 0 && a && a->logs)
+            json_array_append(a->logs, json_object_get(m, "params"));
         json_decref(m); /* progress, logs */
     }
 }

@@ -50,6 +50,7 @@ struct mcp_answers {
     int asked;            /* questions received */
     int delay_ms;         /* wait this long before answering */
     char *last_message;   /* the newest question's text; the caller frees */
+    json_t *logs;         /* when an array: each notifications/message's params */
 };
 
 /* Starts the server with rules in test.rules and initializes it.  Without
