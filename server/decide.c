@@ -1507,10 +1507,19 @@ decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct d
              int exit_value)
 {
     enum client_log_level level = record_level(decision, answered_by);
+    enum log_level log_level = level >= CLIENT_LOG_WARNING ? LOG_LEVEL_WARN
+                               : level == CLIENT_LOG_INFO  ? LOG_LEVEL_INFO
+                                                           : LOG_LEVEL_DEBUG;
     bool to_client = client_log_wants(dc->ds->client_log, level);
-    if (!dc->ds->audit && !to_client)
+    bool to_log = log_record_wanted(log_level);
+    if (!dc->ds->audit && !to_client && !to_log)
         return;
     json_t *rec = exec_record(dc, e, r, decision, reason, answered_by, exit_kind, exit_value);
+    if (to_log && rec) {
+        json_object_set_new(rec, "event", json_string("exec"));
+        log_record(log_level, rec);
+        json_object_del(rec, "event");
+    }
     if (to_client)
         send_to_client(dc, level, rec ? json_deep_copy(rec) : NULL);
     if (rec && e->source == DECIDE_FROM_TREE)

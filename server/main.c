@@ -32,6 +32,7 @@ main(int argc, char **argv)
         break;
     }
     log_set_level(o.log_level);
+    log_set_format(o.log_format);
     /* A client that goes away must not kill the server mid-answer; libuv
      * resets dispositions in the children it spawns. */
     signal(SIGPIPE, SIG_IGN);

@@ -26,6 +26,7 @@ enum {
     OPT_MAX_MESSAGE,
     OPT_KILL_GRACE,
     OPT_LOG_LEVEL,
+    OPT_LOG_FORMAT,
     OPT_PRESERVE,
     OPT_AUDIT_LOG, /* escalation */
     OPT_EXEC_ENFORCEMENT,
@@ -48,6 +49,7 @@ static const struct option long_options[] = {
     {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
     {"kill-grace-ms", required_argument, NULL, OPT_KILL_GRACE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
     {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
@@ -80,6 +82,8 @@ usage(FILE *out)
             "  --max-message-bytes N     largest JSON-RPC message accepted (16777216)\n"
             "  --kill-grace-ms N         SIGTERM-to-SIGKILL grace at shutdown (2000)\n"
             "  --log-level LEVEL         error, warn, info or debug (info); logs go to stderr\n"
+            "  --log-format FORMAT       text (a time, the level, the message) or json (one\n"
+            "                            object a line, the exec records as the client's)\n"
             "  --audit-log PATH          append one JSON line per exec decision to PATH\n"
             "  --exec-enforcement MODE   tree: rules decide every exec of the command's\n"
             "                            process tree (seccomp user notification; the\n"
@@ -323,6 +327,11 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         if (log_level_parse(arg, &o->log_level) == 0)
             return 0;
         *err = fmt_err("--log-level: expected error, warn, info or debug, got '%s'", arg);
+        return -1;
+    case OPT_LOG_FORMAT:
+        if (log_format_parse(arg, &o->log_format) == 0)
+            return 0;
+        *err = fmt_err("--log-format: expected text or json, got '%s'", arg);
         return -1;
     case OPT_DEFAULT_TIMEOUT:
         if (parse_u64(arg, 1, UINT64_MAX / 2, &o->default_timeout_ms) == 0)

@@ -44,6 +44,7 @@ struct server_options {
     size_t max_message_bytes;
     uint64_t kill_grace_ms;
     enum log_level log_level;
+    enum log_format log_format;
     enum options_exec_enforcement exec_enforcement;
     bool exec_strict; /* tree: exec_notify_set_refuse_shared_memory */
     /* --pass-env: names an escalated program takes from the request's

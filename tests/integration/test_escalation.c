@@ -405,6 +405,30 @@ test_bad_rules_refuse_start(void **state)
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 2);
     mcp_client_free(c);
+    /* the error a machine can read: --log-format json, one object a line */
+    const char *argv_json[] = {server_path, "--log-format", "json", "--rules", dir, NULL};
+    struct proc_result res;
+    struct proc_options opts = {0};
+    assert_int_equal(proc_run(argv_json, &opts, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 2);
+    json_error_t jerr;
+    json_t *line = json_loadb(res.err, strcspn(res.err, "\n"), 0, &jerr);
+    if (!line)
+        fail_msg("not a JSON line: [%s]", res.err);
+    assert_string_equal(json_string_value(json_object_get(line, "level")), "error");
+    assert_string_equal(json_string_value(json_object_get(line, "logger")), "execgate");
+    assert_non_null(json_string_value(json_object_get(line, "time")));
+    mcp_world_assert_contains(json_string_value(json_object_get(line, "message")),
+                              "bad.rules:1:1:");
+    json_decref(line);
+    proc_result_free(&res);
+    /* and as text, with the time first */
+    const char *argv_text[] = {server_path, "--rules", dir, NULL};
+    assert_int_equal(proc_run(argv_text, &opts, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 2);
+    assert_int_equal(strspn(res.err, "0123456789-T:.Z"), 24);
+    mcp_world_assert_contains(res.err, "Z execgate: error: ");
+    proc_result_free(&res);
     /* and a missing --rules path */
     const char *argv2[] = {server_path, "--rules", "/nonexistent/x.rules", NULL};
     c = mcp_client_start(argv2, NULL);
