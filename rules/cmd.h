@@ -15,4 +15,8 @@ int rules_cmd_lint(int argc, char **argv);
 /* execgate-rules eval FILE: runs a Starlark file with the language's built-ins. */
 int rules_cmd_eval(int argc, char **argv);
 
+/* execgate-rules amend --allow [--rules-dir DIR] -- PREFIX...: appends an
+ * allow rule to DIR/default.rules as an "always allow" answer does. */
+int rules_cmd_amend(int argc, char **argv);
+
 #endif

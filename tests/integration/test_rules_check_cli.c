@@ -213,6 +213,41 @@ test_lint_exit_statuses(void **state)
     free(dir);
 }
 
+/* `execgate-rules amend --allow`: the line Codex writes, once however
+ * often asked, in a file that loads; usage errors are 2. */
+static void
+test_amend_command(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("amend-cli");
+    const char *argv[] = {rules_bin, "amend", "--allow", "--rules-dir", dir,
+                          "--",      "npm",   "run",     "build",       NULL};
+    struct proc_result r;
+    struct proc_options opts = {0};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(proc_run(argv, &opts, &r), 0);
+        assert_int_equal(proc_exit_code(&r), 0);
+        proc_result_free(&r);
+    }
+    char *file = tmpdir_path(dir, "default.rules");
+    char *text = tmpdir_read_file(file, NULL);
+    assert_string_equal(text,
+                        "prefix_rule(pattern=[\"npm\", \"run\", \"build\"], decision=\"allow\")\n");
+    const char *check[] = {rules_bin, "check", "--rules", file, "--", "npm", "run", "build", NULL};
+    assert_int_equal(proc_run(check, &opts, &r), 0);
+    assert_int_equal(proc_exit_code(&r), 0);
+    assert_non_null(strstr(r.out, "\"decision\":\"allow\""));
+    proc_result_free(&r);
+    const char *bad[] = {rules_bin, "amend", "--rules-dir", dir, "--", "x", NULL};
+    assert_int_equal(proc_run(bad, &opts, &r), 0);
+    assert_int_equal(proc_exit_code(&r), 2);
+    proc_result_free(&r);
+    free(text);
+    free(file);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
 int
 main(void)
 {
@@ -227,6 +262,7 @@ main(void)
         cmocka_unit_test(test_exit_statuses),
         cmocka_unit_test(test_amend_then_check),
         cmocka_unit_test(test_lint_exit_statuses),
+        cmocka_unit_test(test_amend_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
