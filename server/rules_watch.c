@@ -106,9 +106,12 @@ watch_one(struct rules_watch *w, const char *path)
         w->n_dirs++;
         rc = uv_fs_event_start(&d->event, on_event, dir, 0);
     }
+    /* no such directory is the usual case of a user without rules: said,
+     * not warned about */
     if (rc < 0)
-        log_warn("rules: cannot watch %s for changes (%s): send SIGHUP to reload", dir,
-                 uv_strerror(rc));
+        log_msg(rc == UV_ENOENT ? LOG_LEVEL_INFO : LOG_LEVEL_WARN,
+                "rules: cannot watch %s for changes (%s): send SIGHUP to reload", dir,
+                uv_strerror(rc));
     free(dir);
 }
 
