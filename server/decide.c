@@ -1242,7 +1242,8 @@ invisible_at(const unsigned char *s, size_t *len, unsigned *cp)
 }
 
 /* text with every byte that could forge the question's layout escaped:
- * control characters as \n, \t, \r or \xNN, backticks as \x60, invisible
+ * control characters as \n, \t, \r or \xNN, a backslash as \\, backticks
+ * as \x60, invisible
  * code points as \u{XXXX}; bytes that are not UTF-8 become U+FFFD. */
 static char *
 escape_shown(const char *text)
@@ -1259,9 +1260,10 @@ escape_shown(const char *text)
         unsigned char c = (unsigned char)u[i];
         size_t n = 1;
         unsigned cp = 0;
-        if (c == '\n' || c == '\t' || c == '\r') {
+        if (c == '\n' || c == '\t' || c == '\r' || c == '\\') {
+            /* a backslash doubled: what reads as an escape is one */
             out[o++] = '\\';
-            out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+            out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '\\';
         } else if (c < 0x20 || c == 0x7f || c == '`') {
             /* a backslash does not escape a backtick in a code span: the
              * question's own four stay the only ones */

@@ -839,6 +839,9 @@ test_question_text(void **state)
                     "/w",
                     "Allow agent to run `/bin/echo 'a\\nb' 'c\\td' 'e\\x01' '\\x60id\\x60' "
                     "'x\\u{202E}y' '\xef\xbf\xbd'` in `/w`?");
+    /* a backslash doubled: a literal "\n" does not read as an escaped newline */
+    assert_question("/bin/echo", ARGV("a\\nb"), "/w",
+                    "Allow agent to run `/bin/echo 'a\\\\nb'` in `/w`?");
     /* in the program and the workdir too */
     assert_question("/tmp/a\nb`c", ARGV("x"), "/w\r`\x7f\xe2\x80\x8b",
                     "Allow agent to run `/tmp/a\\nb\\x60c x` in `/w\\r\\x60\\x7f\\u{200B}`?");
