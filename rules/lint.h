@@ -23,7 +23,8 @@
  * one line (no newline; valid during the call only):
  *
  *   FILE:LINE:COL: warning: allow rule for "make" runs code from the
- *   working tree when escalated (Makefile); use decision="prompt"
+ *   working tree when escalated (the Makefile's recipes and $(shell ...));
+ *   use decision="prompt"
  *
  * FILE:LINE:COL is where the rule's prefix_rule call starts; a rule added
  * without an origin gives a line that starts at "warning: ".  A rule whose
@@ -35,9 +36,10 @@
  *    given, whatever the rest of the command;
  *  - the rule's prefix leaves open an option that writes any file or runs
  *    any command (a prefix rule matches every command that starts with
- *    it): `allow rule "git log" also allows "git log --output=FILE", which
- *    writes any file`.  A prefix that fixes another subcommand, or that
- *    ends the options with "--", closes the options it no longer covers.
+ *    it): `allow rule "git log" also allows "git log --output=FILE"
+ *    (writes any file), ...; use decision="prompt"`.  A prefix that fixes
+ *    another subcommand, or that ends the options with "--", closes the
+ *    options it no longer covers.
  * Returns the number of warnings given, or -1 when out of memory (warn
  * may have been called for some).  p NULL is no rules.
  */
@@ -48,7 +50,7 @@ int rules_lint_policy(const struct rules_policy *p, void (*warn)(void *arg, cons
  * Whether the command argv[0..argc) uses one of the table's dangerous
  * options, for a command about to run outside the sandbox: a static,
  * one-line description of the first such use, for the person asked
- * ("git log --output=FILE writes any file"), or NULL when none is used.
+ * ("git --output=FILE (writes any file)"), or NULL when none is used.
  *
  * argv[0] is the program by name or path (its last component counts).
  * An option counts in every form the program accepts: "--output FILE",

@@ -213,6 +213,92 @@ test_lint_exit_statuses(void **state)
     free(dir);
 }
 
+/* `execgate-rules lint` with several files, "--", the default directory,
+ * a usage error, and a bad file's error exactly as `check` words it. */
+static void
+test_lint_files_and_usage(void **state)
+{
+    (void)state;
+    char *home = tmpdir_new("lint-cli-home");
+    char *rules = tmpdir_path(home, "rules");
+    assert_int_equal(mkdir(rules, 0755), 0);
+    char *a = tmpdir_path(rules, "a.rules");
+    char *b = tmpdir_path(rules, "b.rules");
+    char *bad = tmpdir_path(home, "-bad.rules");
+    tmpdir_write_file(a, "prefix_rule(pattern = [\"npm\", \"test\"], decision = \"prompt\")\n",
+                      0644);
+    tmpdir_write_file(b, "\nprefix_rule(pattern = [\"sort\"])\n", 0644);
+    tmpdir_write_file(bad, "prefix_rule(pattern = [\"ls\"], decision = \"maybe\")\n", 0644);
+    char *env_home = NULL;
+    assert_true(asprintf(&env_home, "CODEX_HOME=%s", home) > 0);
+    const char *env[] = {env_home, NULL};
+    struct proc_result r;
+
+    /* Two files: one warning, from the second file. */
+    const char *two[] = {rules_bin, "lint", a, b, NULL};
+    assert_int_equal(proc_run(two, &(struct proc_options){0}, &r), 0);
+    assert_int_equal(proc_exit_code(&r), 1);
+    char *want = NULL;
+    assert_true(asprintf(&want,
+                         "%s:2:1: warning: allow rule \"sort\" also allows \"sort -o FILE\", "
+                         "\"sort --output=FILE\" (writes any file), \"sort "
+                         "--compress-program=COMMAND\" (runs any command); use "
+                         "decision=\"prompt\"\n",
+                         b) > 0);
+    assert_string_equal(r.out, want);
+    assert_int_equal(r.err_len, 0);
+    proc_result_free(&r);
+    free(want);
+
+    /* No file: the default directory, named in the lines. */
+    const char *none[] = {rules_bin, "lint", NULL};
+    assert_int_equal(proc_run(none, &(struct proc_options){.envp = env}, &r), 0);
+    assert_int_equal(proc_exit_code(&r), 1);
+    assert_true(asprintf(&want, "%s/b.rules:2:1: warning: allow rule \"sort\"", rules) > 0);
+    if (strncmp(r.out, want, strlen(want)) != 0)
+        fail_msg("got [%s], want [%s...]", r.out, want);
+    proc_result_free(&r);
+    free(want);
+
+    /* A file whose name starts with "-" after "--": it does not load, and
+     * the error is the one `check` prints, with lint's name. */
+    const char *dash[] = {rules_bin, "lint", "--", bad, NULL};
+    assert_int_equal(proc_run(dash, &(struct proc_options){0}, &r), 0);
+    assert_int_equal(proc_exit_code(&r), 2);
+    assert_int_equal(r.out_len, 0);
+    assert_true(asprintf(&want,
+                         "execgate-rules lint: %s:1:1: invalid decision: maybe (want allow, "
+                         "prompt or forbidden)\n",
+                         bad) > 0);
+    assert_string_equal(r.err, want);
+    proc_result_free(&r);
+    free(want);
+    assert_int_equal(run(NULL, &r, ARGS("--rules", bad, "--", "ls")), 1);
+    assert_true(asprintf(&want,
+                         "execgate-rules check: %s:1:1: invalid decision: maybe (want allow, "
+                         "prompt or forbidden)\n",
+                         bad) > 0);
+    assert_string_equal(r.err, want);
+    proc_result_free(&r);
+    free(want);
+
+    /* An unknown option is a usage error. */
+    const char *usage[] = {rules_bin, "lint", "--strict", a, NULL};
+    assert_int_equal(proc_run(usage, &(struct proc_options){0}, &r), 0);
+    assert_int_equal(proc_exit_code(&r), 2);
+    assert_int_equal(r.out_len, 0);
+    assert_non_null(strstr(r.err, "usage: execgate-rules lint"));
+    proc_result_free(&r);
+
+    free(env_home);
+    free(a);
+    free(b);
+    free(bad);
+    free(rules);
+    tmpdir_remove(home);
+    free(home);
+}
+
 /* `execgate-rules amend --allow`: the line Codex writes, once however
  * often asked, in a file that loads; usage errors are 2. */
 static void
@@ -262,6 +348,7 @@ main(void)
         cmocka_unit_test(test_exit_statuses),
         cmocka_unit_test(test_amend_then_check),
         cmocka_unit_test(test_lint_exit_statuses),
+        cmocka_unit_test(test_lint_files_and_usage),
         cmocka_unit_test(test_amend_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
