@@ -274,24 +274,26 @@ start_process(const struct spawn_options *o, pid_t *pid)
     return rc;
 }
 
-/* ---- the start with the exec filter ----
+/* ---- the start with the exec filter, or from a checked file ----
  *
  * posix_spawn cannot install a seccomp filter between its file actions and
- * the exec, and the helper (execgate-sandbox --exec-notify-fd) costs a
- * second exec.  So this child is started with clone(CLONE_VM) on a stack
- * of its own: it shares the server's memory (nothing is copied, as with
- * posix_spawn) but not its fd table or signal handlers, sets itself up,
- * loads the filter, sends the listener and execs.  It calls nothing that
- * allocates: the server's allocator is shared with it.
+ * the exec, nor exec a file by its fd (execveat), and the helper
+ * (execgate-sandbox --exec-notify-fd) costs a second exec.  So this child
+ * is started with clone(CLONE_VM) on a stack of its own: it shares the
+ * server's memory (nothing is copied, as with posix_spawn) but not its fd
+ * table or signal handlers, sets itself up, loads the filter and sends the
+ * listener (when asked), and execs.  It calls nothing that allocates: the
+ * server's allocator is shared with it.
  *
- * The first exec is notified to the listener the child just sent, so the
- * server cannot wait for it the vfork way (CLONE_VFORK would hold the
- * server until that exec is done, and the exec waits for the server).  It
- * waits on the socket instead: the listener arrives, the server continues
- * the exec it knows (only this child runs under the new filter, and it runs
- * the server's code), then the socket's EOF (the child's end is
- * close-on-exec) says the exec is done and the shared memory is no longer
- * used; an errno on the socket says where the child failed. */
+ * With the filter, the first exec is notified to the listener the child
+ * just sent, so the server cannot wait for it the vfork way (CLONE_VFORK
+ * would hold the server until that exec is done, and the exec waits for
+ * the server).  It waits on the socket instead: the listener arrives, the
+ * server continues the exec it knows (only this child runs under the new
+ * filter, and it runs the server's code), then the socket's EOF (the
+ * child's end is close-on-exec) says the exec is done and the shared
+ * memory is no longer used; an errno on the socket says where the child
+ * failed. */
 
 #define FILTERED_STACK (256 * 1024)
 
