@@ -876,16 +876,15 @@ forces_rm(const struct decide_exec *e, const struct exec_path *walk)
 /* How deep #! lines are followed (the kernel stops at 4 too). */
 #define MAX_INTERPRETERS 4
 
-/* The interpreter the "#!" line of the regular file at path names, as
- * written, or NULL (not a script, unreadable); *script says whether the
- * file starts with "#!" at all.  Never blocks: a FIFO or a device is not
- * opened for reading. */
+/* The interpreter the "#!" line of the file at path names, as written, or
+ * NULL (not a script, unreadable); st is the file's, as the walk saw it;
+ * *script says whether it starts with "#!" at all.  Never blocks: only a
+ * regular file is opened for reading, not a FIFO or a device. */
 static char *
-shebang_of(const char *path, bool *script)
+shebang_of(const char *path, const struct stat *st, bool *script)
 {
     *script = false;
-    struct stat st;
-    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+    if (!S_ISREG(st->st_mode))
         return NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
@@ -914,10 +913,10 @@ struct interpreters {
 static int
 read_interpreters(const struct exec_path *walk, const char *cwd, struct interpreters *in)
 {
-    const char *file = walk->canonical;
-    for (in->n = 0; file && in->n < MAX_INTERPRETERS; in->n++) {
+    const struct exec_path *file = walk;
+    for (in->n = 0; file->canonical && in->n < MAX_INTERPRETERS; in->n++) {
         bool script = false;
-        char *interp = shebang_of(file, &script);
+        char *interp = shebang_of(file->canonical, &file->st, &script);
         if (in->n == 0)
             in->script = script;
         if (!interp)
@@ -928,7 +927,7 @@ read_interpreters(const struct exec_path *walk, const char *cwd, struct interpre
         if (rc < 0)
             return rc;
         in->names[in->n] = w->canonical ? w->canonical : w->absolute;
-        file = w->canonical;
+        file = w;
     }
     return 0;
 }

@@ -11,9 +11,9 @@
  * "/" at the start), `rest` what is still to walk. */
 struct walk {
     char *done;
-    size_t done_len;
     char *rest;
     struct exec_path *out;
+    bool st_done; /* out->st is done's (the last step entered it) */
 };
 
 static char *
@@ -58,7 +58,6 @@ pop_component(struct walk *w)
         w->done[1] = '\0';
     else
         *slash = '\0';
-    w->done_len = strlen(w->done);
 }
 
 static int
@@ -99,7 +98,7 @@ follow_link(struct walk *w, char *candidate)
     if (target[0] == '/') {
         w->done[0] = '/';
         w->done[1] = '\0';
-        w->done_len = 1;
+        w->st_done = false;
     }
     return 0;
 }
@@ -112,6 +111,7 @@ step(struct walk *w, const char *comp)
         return 0;
     if (strcmp(comp, "..") == 0) {
         pop_component(w);
+        w->st_done = false;
         return 0;
     }
     char *candidate = join(w->done, comp);
@@ -139,7 +139,8 @@ step(struct walk *w, const char *comp)
     }
     free(w->done);
     w->done = candidate;
-    w->done_len = strlen(candidate);
+    w->out->st = st;
+    w->st_done = true;
     return 0;
 }
 
@@ -148,7 +149,7 @@ exec_path_walk(const char *path, const char *cwd, struct exec_path *out)
 {
     memset(out, 0, sizeof(*out));
     out->absolute = path[0] == '/' ? strdup(path) : join(cwd, path);
-    struct walk w = {.done = strdup("/"), .done_len = 1, .out = out};
+    struct walk w = {.done = strdup("/"), .out = out};
     w.rest = out->absolute ? strdup(out->absolute) : NULL;
     int rc = w.done && w.rest ? 0 : -ENOMEM;
     /* execve("") names nothing, whatever the cwd */
@@ -162,8 +163,9 @@ exec_path_walk(const char *path, const char *cwd, struct exec_path *out)
         rc = step(&w, comp);
         free(comp);
     }
-    /* ".." may have left the last file looked at: the result's own */
-    if (rc == 0 && out->error == 0 && lstat(w.done, &out->st) < 0)
+    /* after "..", a path of "/" alone or an absolute link's target, the
+     * last file looked at is not the result: its own */
+    if (rc == 0 && out->error == 0 && !w.st_done && lstat(w.done, &out->st) < 0)
         out->error = errno;
     if (rc == 0 && out->error == 0) {
         out->canonical = w.done;
