@@ -830,44 +830,47 @@ collect_names(const struct decide_server *ds, const struct decide_exec *e,
         add_name(ns, base_name(e->argv[0]), true);
 }
 
+/* The command as the checks read it: argv[1..] after a first word each
+ * check sets to the name it tries (cmd->words[0]).  One per decision. */
+struct command {
+    const char **words;
+    size_t n; /* at least 1 */
+};
+
+static int
+command_init(struct command *cmd, const struct decide_exec *e)
+{
+    cmd->n = e->argc > 0 ? e->argc : 1;
+    cmd->words = calloc(cmd->n + 1, sizeof(*cmd->words));
+    for (size_t i = 1; cmd->words && i < e->argc; i++)
+        cmd->words[i] = e->argv[i];
+    return cmd->words ? 0 : -1;
+}
+
 static int
 rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
-              const struct exec_path *walk, struct verdict *v)
+              const struct exec_path *walk, struct command *cmd, struct verdict *v)
 {
     struct names ns = {.n = 0};
     collect_names(ds, e, walk, &ns);
-    const char **cmd = calloc(e->argc + 1, sizeof(*cmd));
-    if (!cmd)
-        return -1;
-    for (size_t i = 1; i < e->argc; i++)
-        cmd[i] = e->argv[i];
-    size_t argc = e->argc > 0 ? e->argc : 1;
     /* the matches go to the records only: built only when one is kept */
     v->matched =
         ds->audit || client_log_wants(ds->client_log, CLIENT_LOG_EMERGENCY) ? json_array() : NULL;
     for (size_t i = 0; i < ns.n && !v->oom; i++)
-        check_name(ds, ns.items[i], ns.restricting[i], cmd, argc, v);
-    free(cmd);
+        check_name(ds, ns.items[i], ns.restricting[i], cmd->words, cmd->n, v);
     return v->oom ? -1 : 0;
 }
 
 /* The forced-rm heuristic, under the program's own names. */
 static bool
-forces_rm(const struct decide_exec *e, const struct exec_path *walk)
+forces_rm(const struct exec_path *walk, struct command *cmd)
 {
-    const char **cmd = calloc(e->argc + 1, sizeof(*cmd));
-    if (!cmd)
-        return true; /* the cautious answer */
-    for (size_t i = 1; i < e->argc; i++)
-        cmd[i] = e->argv[i];
-    size_t argc = e->argc > 0 ? e->argc : 1;
     bool forced = false;
     const char *names[] = {walk->absolute, walk->canonical};
     for (size_t i = 0; i < 2 && !forced; i++) {
-        cmd[0] = names[i];
-        forced = names[i] && exec_checks_forces_rm(cmd, argc);
+        cmd->words[0] = names[i];
+        forced = names[i] && exec_checks_forces_rm(cmd->words, cmd->n);
     }
-    free(cmd);
     return forced;
 }
 
@@ -1086,31 +1089,25 @@ answered_before(struct decide_call *dc, const struct decide_exec *e, struct deci
  * (rules_lint's table), which an allow rule's prefix cannot have meant to
  * let out of the sandbox unseen: a static description, or NULL. */
 static const char *
-dangerous_use(const struct decide_exec *e, const struct decide_result *out)
+dangerous_use(const struct decide_result *out, struct command *cmd)
 {
-    const char **cmd = calloc(e->argc + 1, sizeof(*cmd));
-    if (!cmd)
-        return "out of memory while reading the command";
-    cmd[0] = out->program;
-    for (size_t i = 1; i < e->argc; i++)
-        cmd[i] = e->argv[i];
-    const char *d = rules_lint_dangerous_use(cmd, e->argc > 0 ? e->argc : 1);
-    free(cmd);
-    return d;
+    cmd->words[0] = out->program;
+    return rules_lint_dangerous_use(cmd->words, cmd->n);
 }
 
 /* allow, or prompt, from the wrapper: outside if the file may go there;
  * an allowed command that uses a dangerous option is asked about. */
 static void
 decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-               const struct interpreters *in, bool ask, struct decide_result *out)
+               const struct interpreters *in, struct command *cmd, bool ask,
+               struct decide_result *out)
 {
     const char *why = NULL;
     char *why_owned = NULL;
     bool outside = escalatable(dc, e, walk, in, out, &why, &why_owned);
     if (!outside)
         log_info("decide %s: %s runs in the sandbox: %s", dc->label, out->program, why);
-    const char *caution = outside && !ask ? dangerous_use(e, out) : NULL;
+    const char *caution = outside && !ask ? dangerous_use(out, cmd) : NULL;
     if (caution)
         log_info("decide %s: %s: %s: a person is asked", dc->label, out->program, caution);
     if (ask || caution) {
@@ -1135,7 +1132,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     struct exec_path walk;
     struct interpreters in = {.n = 0};
     struct verdict v = {RULES_DECISION_NONE, NULL, NULL, false};
-    bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0;
+    struct command cmd = {NULL, 0};
+    bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0 && command_init(&cmd, e) == 0;
     /* the wrapper's scripts: their interpreters are names the exec goes by */
     struct decide_exec with_interps = *e;
     if (ok && e->source == DECIDE_FROM_WRAPPER) {
@@ -1147,7 +1145,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     const char *program = e->canonical ? e->canonical : walk.canonical;
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
-    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
+    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &cmd, &v) == 0;
     out->matched = v.matched;
     if (!ok) {
         set_deny(out, "out of memory", NULL);
@@ -1159,13 +1157,13 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     } else if (answered_before(dc, e, out)) {
         /* the call has its answer */
     } else if (v.decision == RULES_DECISION_PROMPT && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, true, out);
+        decide_outside(dc, e, &walk, &in, &cmd, true, out);
     } else if (v.decision == RULES_DECISION_PROMPT) {
         out->verdict = DECIDE_ASK;
     } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, false, out);
+        decide_outside(dc, e, &walk, &in, &cmd, false, out);
     } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
-               forces_rm(e, &walk)) {
+               forces_rm(&walk, &cmd)) {
         /* the reference's heuristic: asked, and an approval runs inside */
         out->verdict = DECIDE_ASK;
         out->reason = strdup("a forced rm");
@@ -1174,6 +1172,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->reason = strdup(v.decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
     }
     free(v.justification);
+    free(cmd.words);
     interpreters_release(&in);
     exec_path_release(&walk);
 }
