@@ -270,20 +270,29 @@ ask_free(struct ask *a)
     free(a);
 }
 
-/* A question kept for the exec req while a person answers: copies of what
- * the audit record needs, and the decision (taken from r). */
+/* A question for the exec req, on w's list; what it keeps comes with
+ * ask_keep once the person is really asked.  NULL when out of memory. */
 static struct ask *
-ask_new(struct listener *l, const struct exec_notify_request *req, struct decide_result *r)
+ask_new(struct listener *l, const struct exec_notify_request *req)
 {
     struct ask *a = calloc(1, sizeof(*a));
-    if (!a) {
-        decide_result_release(r);
+    if (!a)
         return NULL;
-    }
     a->l = l;
     a->id = req->id;
+    a->decision.fd = -1;
+    a->next = l->w->asks;
+    l->w->asks = a;
+    return a;
+}
+
+/* Keeps in a what the answer's audit record needs once req is gone:
+ * copies of its strings, and the decision (taken from r, also on
+ * failure).  Returns 0, or -1 when out of memory. */
+static int
+ask_keep(struct ask *a, const struct exec_notify_request *req, struct decide_result *r)
+{
     a->decision = *r;
-    r->fd = -1;
     memset(r, 0, sizeof(*r));
     r->fd = -1;
     a->exec = exec_of(req);
@@ -298,44 +307,44 @@ ask_new(struct listener *l, const struct exec_notify_request *req, struct decide
     a->exec.argc = 0;
     for (size_t i = 0; ok && i < req->argc; i++, a->exec.argc++)
         ok = (argv[i] = strdup(req->argv[i])) != NULL;
-    a->next = l->w->asks;
-    l->w->asks = a;
-    if (!ok) {
-        ask_free(a);
-        return NULL;
-    }
-    return a;
+    return ok ? 0 : -1;
 }
 
-/* A person is to answer (r taken): a session approval answers at once. */
+/* A person is to answer (r taken): a session approval, or a client that
+ * cannot be asked, answers at once, without copying the request. */
 static void
 decide_ask_tree(struct listener *l, const struct exec_notify_request *req, struct decide_result *r,
                 struct exec_notify_decision *out)
 {
     struct exec_watch *w = l->w;
-    struct ask *a = !w->released ? ask_new(l, req, r) : NULL;
+    struct ask *a = !w->released ? ask_new(l, req) : NULL;
     if (!a) {
         decide_result_release(r);
         refuse(out, w->released ? REASON_NO_ANSWER : "out of memory");
         return;
     }
+    struct decide_exec e = exec_of(req);
     const char *reason = NULL, *by = NULL;
-    switch (decide_ask(w->dc, &a->exec, &a->decision, on_answer, a, &a->q, &reason, &by)) {
+    switch (decide_ask(w->dc, &e, r, on_answer, a, &a->q, &reason, &by)) {
     case DECIDE_ASK_APPROVED:
         out->verdict = EXEC_NOTIFY_CONTINUE;
-        decide_audit(w->dc, &a->exec, &a->decision, "continue", NULL, by, -1, 0);
-        ask_free(a);
-        return;
+        decide_audit(w->dc, &e, r, "continue", NULL, by, -1, 0);
+        break;
     case DECIDE_ASK_DENIED:
         refuse(out, reason);
-        decide_audit(w->dc, &a->exec, &a->decision, "refuse", reason, by, -1, 0);
-        ask_free(a);
-        return;
+        decide_audit(w->dc, &e, r, "refuse", reason, by, -1, 0);
+        break;
     case DECIDE_ASK_PENDING:
+        if (ask_keep(a, req, r) < 0) {
+            refuse(out, "out of memory");
+            break; /* ask_free withdraws the question */
+        }
         log_info("exec watch %s: asking about %s (pid %d)", w->label, req->resolved, req->pid);
         out->verdict = EXEC_NOTIFY_ASK;
         return;
     }
+    ask_free(a);
+    decide_result_release(r);
 }
 
 /* Every exec of the tree but the shell's hand-over to the wrapper. */
