@@ -71,9 +71,9 @@ struct mcp_server {
     bool tree;                       /* tree enforcement in force */
     char *instructions;              /* initialize's, saying which enforcement */
     char **protect;                  /* the server's own files: read-only in every sandbox */
+    size_t n_protect;
     struct rules_watch *rules_watch; /* reloads the rules when they change */
     struct client_log *client_log;   /* notifications/message for the client */
-    size_t n_protect;
     struct reaper *reaper;
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
