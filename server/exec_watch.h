@@ -1,15 +1,16 @@
 /*
  * exec_watch: tree enforcement for one `shell` call (--exec-enforcement=tree,
- * docs/enforcement.md).  Each process the call starts through
- * execgate-sandbox --exec-notify-fd (the sandboxed shell, and every program
- * escalated outside the sandbox) hands the server a seccomp listener; the
- * watch serves them all on the loop and decides every execve/execveat of
- * their process trees with the rules the escalation path uses: forbidden
- * is refused (EACCES and a line on the process's stderr), prompt asks the
- * person through escalation_call_ask, allow and no rule continue in place.
+ * docs/enforcement.md).  The sandboxed shell's helper (execgate-sandbox
+ * --exec-notify-fd) and every program escalated outside the sandbox (the
+ * server's filtered start) hand the server a seccomp listener; the watch
+ * serves them all on the loop and has every execve/execveat of their
+ * process trees decided by the call's decide_call, as the escalation path
+ * has the shell's hand-overs decided: a refusal fails the exec (EACCES and
+ * a line on the process's stderr), a question keeps it waiting for the
+ * person's answer, anything else continues it in place.
  *
- * A watch belongs to its call's escalation_call (escalation_call_set_exec_watch)
- * and ends with it.
+ * A watch ends with its call (exec_watch_attach), or by exec_watch_release
+ * for a call that never started.
  */
 #ifndef EXECGATE_SERVER_EXEC_WATCH_H
 #define EXECGATE_SERVER_EXEC_WATCH_H

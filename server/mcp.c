@@ -67,10 +67,10 @@ struct mcp_server {
     char *policy_cwd;
 
     struct call_list waiting, running;
-    struct decide_server *decide;    /* rules, approvals, audit: every exec's decision */
-    bool tree;                       /* tree enforcement in force */
-    char *instructions;              /* initialize's, saying which enforcement */
-    char **protect;                  /* the server's own files: read-only in every sandbox */
+    struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
+    bool tree;                    /* tree enforcement in force */
+    char *instructions;           /* initialize's, saying which enforcement */
+    char **protect;               /* the server's own files: read-only in every sandbox */
     size_t n_protect;
     struct rules_watch *rules_watch; /* reloads the rules when they change */
     struct client_log *client_log;   /* notifications/message for the client */
