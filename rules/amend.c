@@ -368,3 +368,29 @@ out:
     free(line);
     return rc;
 }
+
+/* A subcommand or an option, as rules_amend_plain_words keeps them. */
+static bool
+is_plain_word(const char *w)
+{
+    size_t dashes = w[0] == '-' ? (w[1] == '-' ? 2 : 1) : 0;
+    const char *p = w + dashes;
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) || strlen(w) > 40)
+        return false;
+    for (; *p; p++) {
+        bool alnum =
+            (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        if (!alnum && *p != '_' && *p != '-')
+            return false;
+    }
+    return true;
+}
+
+size_t
+rules_amend_plain_words(const char *const *args, size_t nargs)
+{
+    size_t n = 0;
+    while (n < nargs && args[n] && is_plain_word(args[n]))
+        n++;
+    return n;
+}

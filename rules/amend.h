@@ -33,4 +33,17 @@ char *rules_amend_rule_line(const char *const *prefix, size_t n);
  */
 int rules_amend_allow_prefix(const char *path, const char *const *prefix, size_t n, char **err);
 
+/*
+ * How many of a command's arguments (args[0..nargs), the words after the
+ * program) the prefix "always allow" proposes keeps: those before the
+ * first that looks like a path, a URL or data rather than a subcommand or
+ * an option.  A word is kept when it is "-" or "--" at most, then a
+ * letter, then letters, digits, '_' and '-' only, 40 bytes at most
+ * ("push", "-rf", "--force", "run-tests"); "--" alone, "a/b", "x.py",
+ * "--out=f", "https://..." and "hello world" end the prefix.  The
+ * proposal is the program's last component followed by those words.
+ * Cannot fail.
+ */
+size_t rules_amend_plain_words(const char *const *args, size_t nargs);
+
 #endif

@@ -59,6 +59,9 @@ enum {
     LINT_NO_DASHDASH = 0x4u,
     /* the first word is a cluster of options even without "-" (tar xf) */
     LINT_OLD_CLUSTER = 0x8u,
+    /* runs any code or program it is given, whatever else the command
+     * says: no prefix of it is narrow enough to allow for good */
+    LINT_RUNS_GIVEN = 0x10u,
 };
 
 struct lint_entry {
@@ -234,7 +237,7 @@ static const struct lint_entry table[] = {
 
     /* Interpreters. */
     {.programs = WORDS("python"),
-     .flags = LINT_VERSIONED,
+     .flags = LINT_VERSIONED | LINT_RUNS_GIVEN,
      .runs = TREE " (the scripts it is given, and modules of the current directory, which are "
                   "imported before installed ones)" PROMPT},
     {.programs = WORDS("pytest", "py.test"),
@@ -245,19 +248,23 @@ static const struct lint_entry table[] = {
     {.programs = WORDS("uv", "uvx", "poetry", "pdm", "hatch", "tox", "nox"),
      .runs = TREE " (pyproject.toml build backends and scripts, tox.ini, noxfile.py)" PROMPT},
     {.programs = WORDS("node", "deno", "bun"),
+     .flags = LINT_RUNS_GIVEN,
      .runs = TREE " (the scripts it is given, node_modules, package.json scripts)" PROMPT},
     {.programs = WORDS("perl", "ruby", "php"),
-     .flags = LINT_VERSIONED,
+     .flags = LINT_VERSIONED | LINT_RUNS_GIVEN,
      .runs = TREE " (the scripts it is given)" PROMPT},
 
     /* Programs that run whatever they are given. */
     {.programs = WORDS("sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "csh", "tcsh"),
+     .flags = LINT_RUNS_GIVEN,
      .runs = "runs any command it is given when escalated (a script, or a -c string)" PROMPT},
     {.programs = WORDS("env", "xargs", "nice", "nohup", "timeout", "stdbuf", "ionice", "chrt",
                        "taskset", "setsid", "time", "watch", "flock", "unbuffer", "busybox"),
+     .flags = LINT_RUNS_GIVEN,
      .runs = "runs any program named in its arguments when escalated" PROMPT
              " or write rules for the programs it would run"},
     {.programs = WORDS("sudo", "doas", "pkexec", "su"),
+     .flags = LINT_RUNS_GIVEN,
      .runs = "runs any program as another user, root by default, when escalated" PROMPT},
 
     /* Options that write files or run commands. */
@@ -858,6 +865,21 @@ rules_lint_dangerous_use(const char *const *argv, size_t argc)
             return o->use;
     }
     return NULL;
+}
+
+bool
+rules_lint_too_broad(const char *const *prefix, size_t n)
+{
+    if (!prefix || n == 0 || !prefix[0])
+        return true;
+    const char *name = base_name(prefix[0]);
+    for (size_t i = 0; i < TABLE_LEN; i++) {
+        if (!entry_names(&table[i], name))
+            continue;
+        if ((table[i].flags & LINT_RUNS_GIVEN) || (n == 1 && table[i].runs))
+            return true;
+    }
+    return false;
 }
 
 /* ---- the warnings about a policy ---- */

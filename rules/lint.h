@@ -14,6 +14,7 @@
 #ifndef EXECGATE_RULES_LINT_H
 #define EXECGATE_RULES_LINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "policy.h"
@@ -72,5 +73,16 @@ int rules_lint_policy(const struct rules_policy *p, void (*warn)(void *arg, cons
  * script counts as a dangerous use); thread-safe.
  */
 const char *rules_lint_dangerous_use(const char *const *argv, size_t argc);
+
+/*
+ * Whether an allow rule for the prefix prefix[0..n) would let one answer
+ * allow any code at all outside the sandbox, so that "always allow" is
+ * not offered for it: the program (by its last component) runs any code
+ * or program it is given, whatever follows (a shell, an interpreter, env,
+ * xargs, sudo, ...), or the prefix is a program alone that the table says
+ * runs code from the working tree (a bare "git" or "make").  n 0 or a
+ * NULL first word is too broad.  Cannot fail.
+ */
+bool rules_lint_too_broad(const char *const *prefix, size_t n);
 
 #endif

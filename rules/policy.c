@@ -675,6 +675,7 @@ match_fill(struct rules_match *m, const struct prefix_rule *r, const char *progr
     m->decision = r->decision;
     m->justification = NULL;
     m->resolved_program = NULL;
+    m->origin = r->origin;
     if (r->justification) {
         size_t len = strlen(r->justification) + 1;
         memcpy(s, r->justification, len);
@@ -780,6 +781,46 @@ rules_result_free(struct rules_result *r)
         free(r->matches[i].matched_prefix);
     free(r->matches);
     memset(r, 0, sizeof *r);
+}
+
+int
+rules_result_append(struct rules_result *dst, struct rules_result *src)
+{
+    if (src->n_matches == 0)
+        return 0;
+    struct rules_match *ms = realloc(dst->matches, (dst->n_matches + src->n_matches) * sizeof(*ms));
+    if (!ms)
+        return -1;
+    memcpy(ms + dst->n_matches, src->matches, src->n_matches * sizeof(*ms));
+    dst->matches = ms;
+    dst->n_matches += src->n_matches;
+    if (src->decision > dst->decision)
+        dst->decision = src->decision;
+    free(src->matches);
+    memset(src, 0, sizeof(*src));
+    return 0;
+}
+
+const struct rules_match *
+rules_result_settle(struct rules_result *r, const char *answers_file)
+{
+    if (!answers_file || r->decision != RULES_DECISION_PROMPT)
+        return NULL;
+    size_t longest_prompt = 0;
+    for (size_t i = 0; i < r->n_matches; i++) {
+        if (r->matches[i].decision == RULES_DECISION_PROMPT &&
+            r->matches[i].n_prefix > longest_prompt)
+            longest_prompt = r->matches[i].n_prefix;
+    }
+    for (size_t i = 0; i < r->n_matches; i++) {
+        const struct rules_match *m = &r->matches[i];
+        if (m->decision == RULES_DECISION_ALLOW && m->origin.file &&
+            strcmp(m->origin.file, answers_file) == 0 && m->n_prefix >= longest_prompt) {
+            r->decision = RULES_DECISION_ALLOW;
+            return m;
+        }
+    }
+    return NULL;
 }
 
 /* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when the

@@ -133,8 +133,9 @@ struct rules_match {
     char **matched_prefix; /* the command tokens the rule's pattern covered */
     size_t n_prefix;
     enum rules_decision decision;
-    char *justification;    /* NULL when the rule has none */
-    char *resolved_program; /* set only when matched through basename fallback */
+    char *justification;        /* NULL when the rule has none */
+    char *resolved_program;     /* set only when matched through basename fallback */
+    struct rules_origin origin; /* the policy's (valid while it lives); .file NULL: not known */
 };
 
 struct rules_result {
@@ -159,6 +160,24 @@ int rules_policy_check(const struct rules_policy *p, const char *const *argv, si
 
 /* Frees what rules_policy_check stored; the struct is the caller's. */
 void rules_result_free(struct rules_result *r);
+
+/*
+ * Moves src's matches after dst's (src is left empty) and makes dst's
+ * decision the stricter of the two: the result of one check over both
+ * policies.  Returns 0, or -1 when out of memory (both unchanged).
+ */
+int rules_result_append(struct rules_result *dst, struct rules_result *src);
+
+/*
+ * The person's standing answers: when r's decision is prompt, an allow
+ * rule written in answers_file (compared as the rules were named to the
+ * loader) whose prefix is at least as long as that of every prompt rule
+ * that matched settles the question, and r's decision becomes allow.  A
+ * forbidden rule is never settled, and an allow rule shorter than a
+ * prompt rule (more general) does not settle it.  Returns the settling
+ * match, or NULL (r unchanged).  answers_file NULL: none.  Cannot fail.
+ */
+const struct rules_match *rules_result_settle(struct rules_result *r, const char *answers_file);
 
 /* True when s is well-formed UTF-8 (as Codex requires of commands and
  * files).  Cannot fail. */

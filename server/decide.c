@@ -12,6 +12,7 @@
 #include "utf8.h"
 #include "writable_view.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
+#include "../rules/amend.h"
 #include "../rules/lint.h"
 #include "../rules/load.h"
 #include "../rules/policy.h"
@@ -52,6 +53,7 @@ struct decide_server {
     size_t n_rules_paths;
     char *default_rules_dir;
     struct rules_policy *rules;
+    char *answers_file; /* where "always allow" writes, or NULL */
     bool preserve_program_paths;
     struct approvals *approvals;
     struct audit *audit;
@@ -265,6 +267,28 @@ keep_sources(struct decide_server *ds, const struct decide_config *cfg)
     return 0;
 }
 
+/* default.rules in the first rules directory (the default one counts
+ * while it does not exist yet: amending creates it), named as the loader
+ * names the files it reads there, so that its rules' origins compare
+ * equal; NULL when every rules path is a file. */
+static char *
+answers_file_of(const struct decide_server *ds)
+{
+    for (size_t i = 0; i < ds->n_rules_paths; i++) {
+        const char *path = ds->rules_paths[i];
+        struct stat st;
+        bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        bool missing_default =
+            !is_dir && ds->default_rules_dir && strcmp(path, ds->default_rules_dir) == 0;
+        char *file = NULL;
+        if ((is_dir || missing_default) && asprintf(&file, "%s/default.rules", path) < 0)
+            return NULL;
+        if (file)
+            return file;
+    }
+    return NULL;
+}
+
 /* The configuration the rules were loaded from (borrowing ds's copies). */
 static struct decide_config
 sources(const struct decide_server *ds)
@@ -288,6 +312,7 @@ decide_server_new(const struct decide_config *cfg, char **err)
         return NULL;
     }
     ds->preserve_program_paths = cfg->preserve_program_paths;
+    ds->answers_file = answers_file_of(ds);
     ds->rules = load_rules(cfg, err);
     /* what runs outside the sandbox under an allow rule is the rules
      * author's to weigh: say at start what deserves a second look */
@@ -358,6 +383,7 @@ decide_server_free(struct decide_server *ds)
         free(ds->rules_paths[i]);
     free(ds->rules_paths);
     free(ds->default_rules_dir);
+    free(ds->answers_file);
     rules_policy_free(ds->rules);
     approvals_free(ds->approvals);
     audit_close(ds->audit);
@@ -379,6 +405,12 @@ void
 decide_server_set_log(struct decide_server *ds, struct client_log *log)
 {
     ds->client_log = log;
+}
+
+const char *
+decide_server_answers_file(const struct decide_server *ds)
+{
+    return ds->answers_file;
 }
 
 size_t
@@ -721,8 +753,16 @@ match_json(const struct rules_match *m)
     json_t *prefix = json_array();
     for (size_t j = 0; prefix && j < m->n_prefix; j++)
         json_array_append_new(prefix, text_json(m->matched_prefix[j]));
-    return json_pack("{s:o, s:s, s:s*}", "prefix", prefix ? prefix : json_array(), "decision",
-                     rules_decision_name(m->decision), "justification", m->justification);
+    json_t *j = json_pack("{s:o, s:s, s:s*}", "prefix", prefix ? prefix : json_array(), "decision",
+                          rules_decision_name(m->decision), "justification", m->justification);
+    char *origin = NULL;
+    if (j && m->origin.file && m->origin.line > 0 &&
+        asprintf(&origin, "%s:%" PRIu32 ":%" PRIu32, m->origin.file, m->origin.line,
+                 m->origin.col) >= 0) {
+        json_object_set_new(j, "origin", text_json(origin));
+        free(origin);
+    }
+    return j;
 }
 
 /* Adds r's matches at its decision to v->matched, each once. */
@@ -750,19 +790,29 @@ note_matches(struct verdict *v, const struct rules_result *r)
  * host_executable's list can vouch for a program.
  */
 static void
-check_name(const struct decide_server *ds, const char *name, bool restricting, const char **cmd,
-           size_t argc, struct verdict *v)
+check_name(const struct decide_server *ds, const struct rules_policy *candidate, const char *name,
+           bool restricting, const char **cmd, size_t argc, struct verdict *v)
 {
     if (!name || !name[0])
         return;
     cmd[0] = name;
     unsigned flags =
         name[0] == '/' && !ds->preserve_program_paths ? RULES_CHECK_RESOLVE_HOST_EXECUTABLES : 0;
-    struct rules_result r = {0};
-    if (rules_policy_check(ds->rules, cmd, argc, flags, &r) != 0) {
+    struct rules_result r = {0}, more = {0};
+    int rc = rules_policy_check(ds->rules, cmd, argc, flags, &r);
+    if (rc == 0 && candidate)
+        rc = rules_policy_check(candidate, cmd, argc, flags, &more) == 0 &&
+                     rules_result_append(&r, &more) == 0
+                 ? 0
+                 : -1;
+    rules_result_free(&more);
+    if (rc != 0) {
+        rules_result_free(&r);
         v->oom = true;
         return;
     }
+    /* a question an allow rule of the standing answers settles is none */
+    rules_result_settle(&r, ds->answers_file);
     enum rules_decision d = r.decision;
     if (restricting && d == RULES_DECISION_ALLOW)
         d = RULES_DECISION_NONE;
@@ -847,9 +897,12 @@ command_init(struct command *cmd, const struct decide_exec *e)
     return cmd->words ? 0 : -1;
 }
 
+/* The rules' verdict over every name e goes by; with candidate, as if
+ * its rules were in the standing answers' file too. */
 static int
-rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
-              const struct exec_path *walk, struct command *cmd, struct verdict *v)
+rules_verdict(const struct decide_server *ds, const struct rules_policy *candidate,
+              const struct decide_exec *e, const struct exec_path *walk, struct command *cmd,
+              struct verdict *v)
 {
     struct names ns = {.n = 0};
     collect_names(ds, e, walk, &ns);
@@ -857,7 +910,7 @@ rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
     v->matched =
         ds->audit || client_log_wants(ds->client_log, CLIENT_LOG_EMERGENCY) ? json_array() : NULL;
     for (size_t i = 0; i < ns.n && !v->oom; i++)
-        check_name(ds, ns.items[i], ns.restricting[i], cmd->words, cmd->n, v);
+        check_name(ds, candidate, ns.items[i], ns.restricting[i], cmd->words, cmd->n, v);
     return v->oom ? -1 : 0;
 }
 
@@ -1123,6 +1176,92 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
         free(why_owned);
 }
 
+/* ---- "always allow" ---- */
+
+static void
+words_free(char **words)
+{
+    for (size_t i = 0; words && words[i]; i++)
+        free(words[i]);
+    free(words);
+}
+
+/* The prefix proposed for e: the program's last component, then the
+ * arguments up to the first that looks like a path, a URL or data
+ * (rules_amend_plain_words).  NULL-terminated; NULL when out of memory. */
+static char **
+proposed_prefix(const struct decide_exec *e, const struct exec_path *walk, size_t *n)
+{
+    size_t nargs = e->argc > 1 ? e->argc - 1 : 0;
+    size_t kept = rules_amend_plain_words(e->argv + (nargs ? 1 : 0), nargs);
+    char **words = calloc(kept + 2, sizeof(*words));
+    bool ok = words && (words[0] = strdup(base_name(walk->absolute))) != NULL;
+    for (size_t i = 0; ok && i < kept; i++)
+        ok = (words[i + 1] = strdup(e->argv[i + 1])) != NULL;
+    if (!ok) {
+        words_free(words);
+        return NULL;
+    }
+    *n = kept + 1;
+    return words;
+}
+
+/* A policy of the one rule `allow words`, written (as it would be) in the
+ * standing answers' file, with the host executables of the rules in
+ * force; NULL when out of memory. */
+static struct rules_policy *
+candidate_policy(const struct decide_server *ds, char *const *words, size_t n)
+{
+    struct rules_token *pattern = calloc(n, sizeof(*pattern));
+    struct rules_policy *p = pattern ? rules_policy_new() : NULL;
+    for (size_t i = 0; pattern && i < n; i++)
+        pattern[i] = (struct rules_token){(const char *const *)&words[i], 1};
+    struct rules_origin origin = {ds->answers_file, 0, 0};
+    if (p &&
+        (rules_policy_copy_host_executables(p, ds->rules) < 0 ||
+         rules_policy_add_prefix_rule_at(p, pattern, n, RULES_DECISION_ALLOW, NULL, &origin) < 0)) {
+        rules_policy_free(p);
+        p = NULL;
+    }
+    free(pattern);
+    return p;
+}
+
+/*
+ * A question a prompt rule asks gets "always allow" when an allow rule in
+ * the standing answers' file would settle it for good: the prefix is not
+ * one that allows any code (rules_lint_too_broad), every name the exec
+ * goes by would come out allowed with that rule there, and an escalation
+ * would not be asked about again for a dangerous option.  Sets
+ * out->amendment then; anything else (out of memory included) offers none.
+ */
+static void
+propose_amendment(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
+                  struct command *cmd, struct decide_result *out)
+{
+    const struct decide_server *ds = dc->ds;
+    size_t n = 0;
+    char **words = ds->answers_file ? proposed_prefix(e, walk, &n) : NULL;
+    if (!words || rules_lint_too_broad((const char *const *)words, n) ||
+        (e->source == DECIDE_FROM_WRAPPER && dangerous_use(out, cmd))) {
+        words_free(words);
+        return;
+    }
+    struct rules_policy *candidate = candidate_policy(ds, words, n);
+    struct verdict v = {RULES_DECISION_NONE, NULL, NULL, false};
+    bool settles = candidate && rules_verdict(ds, candidate, e, walk, cmd, &v) == 0 &&
+                   v.decision == RULES_DECISION_ALLOW;
+    free(v.justification);
+    json_decref(v.matched);
+    rules_policy_free(candidate);
+    if (!settles) {
+        words_free(words);
+        return;
+    }
+    out->amendment = words;
+    out->n_amendment = n;
+}
+
 void
 decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_result *out)
 {
@@ -1145,7 +1284,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     const char *program = e->canonical ? e->canonical : walk.canonical;
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
-    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &cmd, &v) == 0;
+    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, NULL, e, &walk, &cmd, &v) == 0;
     out->matched = v.matched;
     if (!ok) {
         set_deny(out, "out of memory", NULL);
@@ -1171,6 +1310,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->verdict = DECIDE_RUN;
         out->reason = strdup(v.decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
     }
+    if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT)
+        propose_amendment(dc, e, &walk, &cmd, out);
     free(v.justification);
     free(cmd.words);
     interpreters_release(&in);
@@ -1184,6 +1325,7 @@ decide_result_release(struct decide_result *r)
     free(r->file);
     free(r->program);
     free(r->key);
+    words_free(r->amendment);
     json_decref(r->matched);
     if (r->fd >= 0)
         close(r->fd);
@@ -1299,17 +1441,11 @@ decide_question_text(const char *program, const char *const *args, size_t nargs,
     return text;
 }
 
-static json_t *
-question_params(const char *text)
-{
-    return json_pack(
-        "{s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:[s,s,s,s], s:s}}}}", "message", text,
-        "requestedSchema", "type", "object", "properties", "reason", "type", "string",
-        "description", "Optional reason for allowing or denying execution", "decision", "type",
-        "string", "enum", "approved", "approved_for_session", "denied", "abort", "description",
-        "Optional: approved (this once), approved_for_session (this command for the rest of the "
-        "session), denied, or abort (stop the whole tool call)");
-}
+/* The most times a question is asked again after an answer whose
+ * "always allow" cannot be taken (then it counts as declined). */
+#define MAX_ASKS_AGAIN 2
+
+#define ALWAYS_DECISION "approved_execpolicy_amendment"
 
 /* A question that is out: what its answer is remembered by. */
 struct decide_question {
@@ -1320,6 +1456,12 @@ struct decide_question {
     bool remember_decline; /* from the tree: a PATH search's retries are not asked again */
     decide_answer_fn done;
     void *data;
+    char *text;       /* the question as first asked */
+    char **amendment; /* "always allow" offers this prefix; NULL: not offered */
+    size_t n_amendment;
+    char **args; /* the command's arguments, which a named prefix must follow */
+    size_t nargs;
+    unsigned asks_left; /* MAX_ASKS_AGAIN, counting down */
 };
 
 static void
@@ -1327,17 +1469,200 @@ question_free(struct decide_question *q)
 {
     decide_call_unref(q->dc);
     free(q->key);
+    free(q->text);
+    words_free(q->amendment);
+    words_free(q->args);
     free(q);
 }
 
-/* The reason for a refusing answer, or NULL for an approval (an
- * approval for the session is remembered, an abort stops the call). */
-static const char *
-answer_reason(struct decide_question *q, const json_t *result, const json_t *error, char **buf)
+/* NULL-terminated copies of words[0..n); NULL when out of memory. */
+static char **
+words_copy(const char *const *words, size_t n)
 {
+    char **copy = calloc(n + 1, sizeof(*copy));
+    for (size_t i = 0; copy && i < n; i++) {
+        if (!(copy[i] = strdup(words[i]))) {
+            words_free(copy);
+            return NULL;
+        }
+    }
+    return copy;
+}
+
+/* The sentence that says what "always" adds, or NULL when out of memory. */
+static char *
+always_sentence(const struct decide_question *q)
+{
+    char *joined = shlex_join((const char *const *)q->amendment, q->n_amendment);
+    char *prefix = joined ? escape_shown(joined) : NULL;
+    char *file = escape_shown(q->dc->ds->answers_file);
+    char *sentence = NULL;
+    if (prefix && file &&
+        asprintf(&sentence,
+                 "Answering " ALWAYS_DECISION " allows every command that starts with `%s` from "
+                 "now on, without asking: the allow rule is added to %s",
+                 prefix, file) < 0)
+        sentence = NULL;
+    free(joined);
+    free(prefix);
+    free(file);
+    return sentence;
+}
+
+/* The message: why it is asked again (note, or NULL), the question, and
+ * what "always" adds when it is offered. */
+static char *
+question_message(const struct decide_question *q, const char *note)
+{
+    char *always = q->amendment ? always_sentence(q) : NULL;
+    char *msg = NULL;
+    if ((!q->amendment || always) &&
+        asprintf(&msg, "%s%s%s%s%s%s", note ? "Asked again: " : "", note ? note : "",
+                 note ? ". " : "", q->text, always ? " " : "", always ? always : "") < 0)
+        msg = NULL;
+    free(always);
+    return msg;
+}
+
+static json_t *
+question_params(const struct decide_question *q, const char *note)
+{
+    char *msg = question_message(q, note);
+    json_t *decisions = json_pack("[s,s]", "approved", "approved_for_session");
+    if (decisions && q->amendment)
+        json_array_append_new(decisions, json_string(ALWAYS_DECISION));
+    if (decisions) {
+        json_array_append_new(decisions, json_string("denied"));
+        json_array_append_new(decisions, json_string("abort"));
+    }
+    const char *described =
+        q->amendment
+            ? "Optional: approved (this once), approved_for_session (this command for the rest "
+              "of the session), " ALWAYS_DECISION " (every command that starts with "
+              "proposed_execpolicy_amendment, from now on), denied, or abort (stop the whole "
+              "tool call)"
+            : "Optional: approved (this once), approved_for_session (this command for the rest "
+              "of the session), denied, or abort (stop the whole tool call)";
+    json_t *params =
+        msg && decisions
+            ? json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:O, s:s}}}}", "message", msg,
+                        "requestedSchema", "type", "object", "properties", "reason", "type",
+                        "string", "description",
+                        "Optional reason for allowing or denying execution", "decision", "type",
+                        "string", "enum", decisions, "description", described)
+            : NULL;
+    json_t *prefix = params && q->amendment ? json_array() : NULL;
+    for (size_t i = 0; prefix && i < q->n_amendment; i++)
+        json_array_append_new(prefix, text_json(q->amendment[i]));
+    if (prefix)
+        json_object_set_new(params, "proposed_execpolicy_amendment", prefix);
+    json_decref(decisions);
+    free(msg);
+    return params;
+}
+
+/* Whether the decision an answer carries is "always allow": the plain
+ * string, or Codex's {"approved_execpolicy_amendment": {...}}. */
+static bool
+is_always(const json_t *decision)
+{
+    const char *name = json_string_value(decision);
+    return (name && strcmp(name, ALWAYS_DECISION) == 0) ||
+           json_object_get(decision, ALWAYS_DECISION) != NULL;
+}
+
+/*
+ * The prefix an "always" answer approves: the one proposed, or the one the
+ * answer names (Codex's form), which must start as the proposal does,
+ * follow the command's arguments, and be no shorter than the proposal (no
+ * broader than what the person was shown).  NULL with *problem set when
+ * it cannot be taken; else a NULL-terminated array (caller frees the
+ * array, not the words it borrows from q and decision) and *n.
+ */
+static const char **
+always_prefix(const struct decide_question *q, const json_t *decision, size_t *n,
+              const char **problem)
+{
+    *problem = NULL;
+    if (!q->amendment) {
+        *problem = "always allowing is not offered for this command (a rule asks about it, and "
+                   "an allow rule cannot settle that)";
+        return NULL;
+    }
+    const json_t *named = json_object_get(json_object_get(decision, ALWAYS_DECISION),
+                                          "proposed_execpolicy_amendment");
+    if (json_is_object(decision) && !json_is_array(named)) {
+        *problem = "the answer's approved_execpolicy_amendment names no prefix";
+        return NULL;
+    }
+    size_t len = named ? json_array_size(named) : q->n_amendment;
+    if (len < q->n_amendment || len > q->nargs + 1) {
+        *problem = len < q->n_amendment ? "the prefix the answer names is broader than the one "
+                                          "proposed"
+                                        : "the prefix the answer names is longer than the command";
+        return NULL;
+    }
+    const char **words = calloc(len + 1, sizeof(*words));
+    for (size_t i = 0; words && i < len; i++) {
+        const char *want = i == 0 ? q->amendment[0] : q->args[i - 1];
+        words[i] = named ? json_string_value(json_array_get(named, i)) : q->amendment[i];
+        if (!words[i] || strcmp(words[i], want) != 0) {
+            *problem = "the prefix the answer names is not a prefix of the command being approved";
+            free(words);
+            return NULL;
+        }
+    }
+    if (!words)
+        *problem = "out of memory";
+    *n = len;
+    return words;
+}
+
+/* Appends `allow words` to the standing answers and reloads the rules;
+ * a failure is logged (the answer then stands for this exec alone). */
+static void
+write_always(struct decide_question *q, const char *const *words, size_t n)
+{
+    struct decide_server *ds = q->dc->ds;
+    char *err = NULL;
+    char *line = rules_amend_rule_line(words, n);
+    int rc = rules_amend_allow_prefix(ds->answers_file, words, n, &err);
+    if (rc == 0 && decide_server_reload(ds, &err) < 0)
+        rc = -1;
+    const char *why = err ? err : "out of memory";
+    if (rc == 0)
+        log_info("decide %s: always allowed: %s added to %s", q->dc->label, line ? line : "a rule",
+                 ds->answers_file);
+    else
+        log_error("decide %s: always allowing failed, the approval is for this exec only: %s",
+                  q->dc->label, why);
+    json_t *rec = rc == 0 ? json_pack("{s:s, s:s, s:s?}", "event", "rules-amended", "file",
+                                      ds->answers_file, "rule", line)
+                          : json_pack("{s:s, s:s, s:s}", "event", "rules-amend-failed", "file",
+                                      ds->answers_file, "error", why);
+    json_t *id = json_loads(q->dc->label, JSON_DECODE_ANY, NULL);
+    if (rec && id)
+        json_object_set_new(rec, "requestId", id);
+    else
+        json_decref(id);
+    client_log_send(ds->client_log, rc == 0 ? CLIENT_LOG_INFO : CLIENT_LOG_ERROR, rec);
+    free(line);
+    free(err);
+}
+
+/* The reason for a refusing answer, or NULL for an approval (an
+ * approval for the session is remembered, "always" is written, an abort
+ * stops the call).  *again is set instead when an "always" answer cannot
+ * be taken: the question is to be asked again, saying why. */
+static const char *
+answer_reason(struct decide_question *q, const json_t *result, const json_t *error, char **buf,
+              const char **again)
+{
+    *again = NULL;
     const char *action = json_string_value(json_object_get(result, "action"));
     const json_t *content = json_object_get(result, "content");
-    const char *decision = json_string_value(json_object_get(content, "decision"));
+    const json_t *decision_json = json_object_get(content, "decision");
+    const char *decision = json_string_value(decision_json);
     if (error) {
         const char *msg = json_string_value(json_object_get(error, "message"));
         if (asprintf(buf, "The MCP client could not be asked for approval: %s",
@@ -1361,7 +1686,34 @@ answer_reason(struct decide_question *q, const json_t *result, const json_t *err
     if (decision && strcmp(decision, "approved_for_session") == 0 &&
         approvals_add(q->dc->ds->approvals, q->key, q->keylen) < 0)
         log_warn("decide: out of memory remembering an approval");
+    if (is_always(decision_json)) {
+        size_t n = 0;
+        const char **words = always_prefix(q, decision_json, &n, again);
+        if (!words)
+            return REASON_DECLINED;
+        write_always(q, words, n);
+        free(words);
+    }
     return NULL;
+}
+
+static void on_question_answer(const json_t *result, const json_t *error, void *data);
+
+/* Sends q's question (again, saying why: note, or NULL).  Returns 0, or -1
+ * when it could not be sent. */
+static int
+send_question(struct decide_question *q, const char *note)
+{
+    struct decide_server *ds = q->dc->ds;
+    json_t *params = ds->rpc ? question_params(q, note) : NULL;
+    /* jsonrpc_request takes params, also on failure */
+    long long id =
+        params ? jsonrpc_request(ds->rpc, "elicitation/create", params, on_question_answer, q) : -1;
+    if (id < 0)
+        return -1;
+    q->id = id;
+    call_pause(q->dc, true);
+    return 0;
 }
 
 static void
@@ -1370,7 +1722,22 @@ on_question_answer(const json_t *result, const json_t *error, void *data)
     struct decide_question *q = data;
     call_pause(q->dc, false);
     char *buf = NULL;
-    const char *reason = answer_reason(q, result, error, &buf);
+    const char *again = NULL;
+    const char *reason = answer_reason(q, result, error, &buf, &again);
+    if (again) {
+        log_info("decide %s: an answer could not be taken: %s", q->dc->label, again);
+        if (q->asks_left > 0 && !q->dc->aborted) {
+            q->asks_left--;
+            if (send_question(q, again) == 0) {
+                free(buf);
+                return;
+            }
+        }
+        free(buf);
+        if (asprintf(&buf, "The answer could not be taken: %s", again) < 0)
+            buf = NULL;
+        reason = buf ? buf : REASON_DECLINED;
+    }
     if (reason && q->remember_decline)
         memo_add(&q->dc->declined, 0, q->key, q->keylen, reason);
     decide_answer_fn done = q->done;
@@ -1378,6 +1745,41 @@ on_question_answer(const json_t *result, const json_t *error, void *data)
     question_free(q);
     done(d, reason == NULL, reason);
     free(buf);
+}
+
+/* The question for r (an ASK for e), not yet sent; NULL when out of memory. */
+static struct decide_question *
+question_new(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r)
+{
+    struct decide_question *q = calloc(1, sizeof(*q));
+    if (!q)
+        return NULL;
+    q->dc = decide_call_ref(dc);
+    q->remember_decline = e->source == DECIDE_FROM_TREE;
+    q->asks_left = MAX_ASKS_AGAIN;
+    q->keylen = r->keylen;
+    q->nargs = e->argc > 1 ? e->argc - 1 : 0;
+    bool ok = (q->key = malloc(r->keylen)) != NULL;
+    if (ok)
+        memcpy(q->key, r->key, r->keylen);
+    ok = ok && (q->text = decide_question_text(r->program, q->nargs ? e->argv + 1 : NULL, q->nargs,
+                                               e->cwd)) != NULL;
+    char *cautioned = NULL;
+    if (ok && r->caution &&
+        asprintf(&cautioned, "%s (An allow rule matched, but %s.)", q->text, r->caution) >= 0) {
+        free(q->text);
+        q->text = cautioned;
+    }
+    if (ok && r->amendment) {
+        ok = (q->amendment = words_copy((const char *const *)r->amendment, r->n_amendment)) &&
+             (q->args = words_copy(q->nargs ? e->argv + 1 : NULL, q->nargs));
+        q->n_amendment = r->n_amendment;
+    }
+    if (!ok) {
+        question_free(q);
+        return NULL;
+    }
+    return q;
 }
 
 enum decide_ask
@@ -1398,39 +1800,17 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
         return DECIDE_ASK_DENIED;
     }
     *answered_by = "user";
-    struct decide_question *nq = r->key ? calloc(1, sizeof(*nq)) : NULL;
+    struct decide_question *nq = r->key ? question_new(dc, e, r) : NULL;
     if (nq) {
-        nq->dc = decide_call_ref(dc);
-        nq->remember_decline = e->source == DECIDE_FROM_TREE;
         nq->done = done;
         nq->data = data;
-        nq->keylen = r->keylen;
-        if ((nq->key = malloc(r->keylen)) != NULL)
-            memcpy(nq->key, r->key, r->keylen);
     }
-    char *text = nq && nq->key ? decide_question_text(r->program, e->argc > 1 ? e->argv + 1 : NULL,
-                                                      e->argc > 1 ? e->argc - 1 : 0, e->cwd)
-                               : NULL;
-    char *cautioned = NULL;
-    if (text && r->caution &&
-        asprintf(&cautioned, "%s (An allow rule matched, but %s.)", text, r->caution) >= 0) {
-        free(text);
-        text = cautioned;
-    }
-    json_t *params = text ? question_params(text) : NULL;
-    free(text);
-    /* jsonrpc_request takes params, also on failure */
-    long long id =
-        params ? jsonrpc_request(ds->rpc, "elicitation/create", params, on_question_answer, nq)
-               : -1;
-    if (id < 0) {
+    if (!nq || send_question(nq, NULL) < 0) {
         if (nq)
             question_free(nq);
         *reason = "The MCP client could not be asked for approval";
         return DECIDE_ASK_DENIED;
     }
-    nq->id = id;
-    call_pause(dc, true);
     *q = nq;
     return DECIDE_ASK_PENDING;
 }

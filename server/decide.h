@@ -84,6 +84,11 @@ void decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, boo
 struct client_log;
 void decide_server_set_log(struct decide_server *ds, struct client_log *log);
 
+/* The file "always allow" appends its rules to: default.rules in the
+ * first rules directory (borrowed), or NULL when the rules come from
+ * files alone. */
+const char *decide_server_answers_file(const struct decide_server *ds);
+
 /* Number of prefix rules loaded (for the startup log). */
 size_t decide_server_rule_count(const struct decide_server *ds);
 
@@ -172,6 +177,11 @@ struct decide_result {
     /* ASK for an allowed command that uses an option writing any file or
      * running any command (rules_lint_dangerous_use): static, or NULL */
     const char *caution;
+    /* ASK because a rule prompts, when an allow rule for this prefix in
+     * the standing answers' file would settle the question: "always
+     * allow" is offered for it (NULL-terminated, n_amendment words) */
+    char **amendment;
+    size_t n_amendment;
     json_t *matched; /* the matching rules, with an audit log; else NULL */
     char *key;       /* approvals and memos: program, its (dev, ino), argv[1..] */
     size_t keylen;

@@ -171,8 +171,12 @@ test_prompt_accept_git_init(void **state)
     if (w.audit) { /* EXECGATE_TEST_NO_AUDIT: none */
         char *log = tmpdir_read_file(w.audit, NULL);
         mcp_world_assert_contains(log, "\"answered_by\":\"user\"");
-        mcp_world_assert_contains(
-            log, "\"matched_rules\":[{\"prefix\":[\"git\",\"init\"],\"decision\":\"prompt\"}]");
+        /* the rule, and where it was written */
+        char *rule = mcp_world_fmt("\"matched_rules\":[{\"prefix\":[\"git\",\"init\"],"
+                                   "\"decision\":\"prompt\",\"origin\":\"%s/test.rules:1:1\"}]",
+                                   w.rules);
+        mcp_world_assert_contains(log, rule);
+        free(rule);
         free(log);
     }
     json_decref(a);
@@ -925,6 +929,163 @@ test_raw_clients_leave_server_serving(void **state)
     mcp_world_end(&w);
 }
 
+/* ---- always allow ---- */
+
+#define GIT_INIT_PROMPT "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\")\n"
+/* what Codex writes for an accepted ["git", "init"] */
+#define GIT_INIT_ALLOW "prefix_rule(pattern=[\"git\", \"init\"], decision=\"allow\")\n"
+
+/* The rules directory's default.rules, or NULL when there is none. */
+static char *
+answers_file(const struct mcp_world *w)
+{
+    char *path = tmpdir_path(w->rules, "default.rules");
+    char *text = access(path, F_OK) == 0 ? tmpdir_read_file(path, NULL) : NULL;
+    free(path);
+    return text;
+}
+
+/* Runs `git init OUTSIDE/name` (escalated, it can write there; in the
+ * sandbox it cannot) and says whether the repository was made. */
+static bool
+git_init_outside(struct mcp_world *w, const char *name, struct mcp_answers *ans)
+{
+    char *cmd = mcp_world_fmt("git init %s/%s >/dev/null; echo \"status=$?\"", w->outside, name);
+    json_t *a = run(w, cmd, ans);
+    char *head = mcp_world_fmt("%s/.git/HEAD", name);
+    bool made = mcp_world_exists(w->outside, head);
+    if (made)
+        mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
+    json_decref(a);
+    free(cmd);
+    free(head);
+    return made;
+}
+
+/* Accepting "always": the exec runs escalated, default.rules gets the line
+ * Codex writes, and neither this server nor a new one reading the same
+ * rules asks about that prefix again. */
+static void
+test_always_allow_writes_the_rule_and_is_not_asked_again(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, GIT_INIT_PROMPT, true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_execpolicy_amendment"};
+    assert_true(git_init_outside(&w, "r1", &ans));
+    assert_int_equal(ans.asked, 1);
+    assert_int_equal(ans.offered_always, 1);
+    /* the prefix stops at the first argument that is a path */
+    assert_string_equal(ans.proposed, "[\"git\",\"init\"]");
+    char *sentence = mcp_world_fmt("Answering approved_execpolicy_amendment allows every command "
+                                   "that starts with `git init` from now on, without asking: the "
+                                   "allow rule is added to %s/default.rules",
+                                   w.rules);
+    assert_string_equal(ans.last_always, sentence);
+    char *text = answers_file(&w);
+    assert_non_null(text);
+    assert_string_equal(text, GIT_INIT_ALLOW);
+    free(text);
+    /* the same prefix again, other arguments: no question (NULL answers) */
+    assert_true(git_init_outside(&w, "r2", NULL));
+    assert_true(git_init_outside(&w, "r3", NULL));
+    mcp_world_end(&w);
+    free(ans.last_message);
+
+    /* a new server reading the same rules does not ask either */
+    const struct mcp_world_options o = {.server = server_path,
+                                        .client_name = "escalation-tests",
+                                        .elicitation = true,
+                                        .default_rules = GIT_INIT_ALLOW};
+    mcp_world_start(&w, GIT_INIT_PROMPT, &o);
+    assert_true(git_init_outside(&w, "r4", NULL));
+    mcp_world_end(&w);
+    free(sentence);
+}
+
+/* Codex's own serialised answer is taken; a prefix that does not fit the
+ * command, or is broader than the one proposed, is asked again (and
+ * nothing is written for it). */
+static void
+test_always_allow_codex_answer_and_unfit_prefixes(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, GIT_INIT_PROMPT, true);
+    /* not a prefix of the command: asked again, then approved this once */
+    struct mcp_answers ans = {.action = "accept",
+                              .decision = "approved",
+                              .first_decision_json =
+                                  "{\"approved_execpolicy_amendment\": "
+                                  "{\"proposed_execpolicy_amendment\": [\"git\", \"clone\"]}}"};
+    assert_true(git_init_outside(&w, "r1", &ans));
+    assert_int_equal(ans.asked, 2);
+    mcp_world_assert_contains(ans.last_message, "Asked again: the prefix the answer names is not "
+                                                "a prefix of the command being approved. Allow");
+    assert_null(answers_file(&w));
+    free(ans.last_message);
+    /* broader than proposed: asked again */
+    struct mcp_answers broad = {.action = "accept",
+                                .decision = "denied",
+                                .first_decision_json =
+                                    "{\"approved_execpolicy_amendment\": "
+                                    "{\"proposed_execpolicy_amendment\": [\"git\"]}}"};
+    assert_false(git_init_outside(&w, "r2", &broad));
+    assert_int_equal(broad.asked, 2);
+    mcp_world_assert_contains(broad.last_message, "is broader than the one proposed");
+    assert_null(answers_file(&w));
+    free(broad.last_message);
+    /* Codex's form with the proposed prefix: written as Codex writes it */
+    struct mcp_answers codex = {.action = "accept",
+                                .first_decision_json =
+                                    "{\"approved_execpolicy_amendment\": "
+                                    "{\"proposed_execpolicy_amendment\": [\"git\", \"init\"]}}"};
+    assert_true(git_init_outside(&w, "r4", &codex));
+    assert_int_equal(codex.asked, 1);
+    char *text = answers_file(&w);
+    assert_non_null(text);
+    assert_string_equal(text, GIT_INIT_ALLOW);
+    free(text);
+    free(codex.last_message);
+    mcp_world_end(&w);
+}
+
+/* "Always" is offered only where an allow rule can settle the question
+ * for good: not for a prefix that allows any code (sh -c), not when a
+ * longer prompt rule would still ask; an "always" answer there is asked
+ * again, and after three unfit answers the exec is declined. */
+static void
+test_always_allow_not_offered_where_it_cannot_settle(void **state)
+{
+    struct mcp_world w;
+    world_start(&w,
+                "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"prompt\")\n"
+                "prefix_rule(pattern=[\"git\", \"init\", \"-q\", \"sub/r\"], "
+                "decision=\"prompt\")\n",
+                true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_execpolicy_amendment"};
+    char *cmd = mcp_world_fmt("sh -c 'touch %s/s'; echo \"status=$?\"", w.outside);
+    json_t *a = run(&w, cmd, &ans);
+    /* asked, then asked again twice (always is not offered), then declined */
+    assert_int_equal(ans.asked, 3);
+    assert_int_equal(ans.offered_always, 0);
+    mcp_world_assert_contains(ans.last_message, "Asked again: always allowing is not offered");
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "Execution denied: The answer could not be taken: always allowing "
+                              "is not offered for this command");
+    assert_false(mcp_world_exists(w.outside, "s"));
+    assert_null(answers_file(&w));
+    json_decref(a);
+    free(cmd);
+    free(ans.last_message);
+    /* the rule is longer than the proposal (which stops at the path) */
+    struct mcp_answers once = {.action = "accept", .decision = "approved"};
+    a = run(&w, "git init -q sub/r; echo \"status=$?\"", &once);
+    assert_int_equal(once.asked, 1);
+    assert_int_equal(once.offered_always, 0);
+    json_decref(a);
+    free(once.last_message);
+    mcp_world_end(&w);
+}
+
 int
 main(void)
 {
@@ -960,6 +1121,9 @@ main(void)
         cmocka_unit_test(test_rules_reload_while_serving),
         cmocka_unit_test(test_client_log_records),
         cmocka_unit_test(test_reloads_during_calls),
+        cmocka_unit_test(test_always_allow_writes_the_rule_and_is_not_asked_again),
+        cmocka_unit_test(test_always_allow_codex_answer_and_unfit_prefixes),
+        cmocka_unit_test(test_always_allow_not_offered_where_it_cannot_settle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,6 +68,11 @@ mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_o
     if (!o->no_audit && !(no_audit && strcmp(no_audit, "1") == 0))
         w->audit = tmpdir_path(w->rules, "audit.jsonl");
     mcp_world_rules(w, rules);
+    if (o->default_rules) {
+        char *answers = tmpdir_path(w->rules, "default.rules");
+        tmpdir_write_file(answers, o->default_rules, 0644);
+        free(answers);
+    }
     if (o->chown) {
         char *test_rules = tmpdir_path(w->rules, "test.rules");
         const char *mine[] = {w->wd, w->rules, test_rules, w->outside};
@@ -155,17 +160,43 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
     const json_t *params = json_object_get(m, "params");
     free(a->last_message);
     a->last_message = strdup(json_string_value(json_object_get(params, "message")));
-    /* the schema offers the review decisions */
+    assert_non_null(a->last_message);
+    /* the schema offers the review decisions, "always" exactly when a
+     * prefix is proposed */
+    const json_t *proposed = json_object_get(params, "proposed_execpolicy_amendment");
     const json_t *decision = json_object_get(
         json_object_get(json_object_get(params, "requestedSchema"), "properties"), "decision");
-    assert_int_equal(json_array_size(json_object_get(decision, "enum")), 4);
+    const json_t *choices = json_object_get(decision, "enum");
+    assert_int_equal(json_array_size(choices), proposed ? 5 : 4);
+    static const char *const always = " Answering approved_execpolicy_amendment ";
+    char *sentence = NULL;
+    for (char *p = strstr(a->last_message, always); p; p = strstr(p + 1, always))
+        sentence = p;
+    assert_int_equal(sentence != NULL, proposed != NULL);
+    a->proposed[0] = a->last_always[0] = '\0';
+    if (proposed) {
+        a->offered_always++;
+        assert_string_equal(json_string_value(json_array_get(choices, 2)),
+                            "approved_execpolicy_amendment");
+        char *text = json_dumps(proposed, JSON_COMPACT);
+        assert_non_null(text);
+        snprintf(a->proposed, sizeof(a->proposed), "%s", text);
+        free(text);
+        snprintf(a->last_always, sizeof(a->last_always), "%s", sentence + 1);
+        *sentence = '\0';
+    }
     if (a->delay_ms > 0) {
         struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
     json_t *result = json_pack("{s:s}", "action", a->action);
-    if (a->decision)
+    if (a->first_decision_json && a->asked == 1) {
+        json_t *d = json_loads(a->first_decision_json, JSON_DECODE_ANY, NULL);
+        assert_non_null(d);
+        json_object_set_new(result, "content", json_pack("{s:o}", "decision", d));
+    } else if (a->decision) {
         json_object_set_new(result, "content", json_pack("{s:s}", "decision", a->decision));
+    }
     mcp_client_send(w->c,
                     json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", mid, "result", result));
 }

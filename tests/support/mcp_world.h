@@ -25,14 +25,15 @@ struct mcp_world {
 };
 
 struct mcp_world_options {
-    const char *server;      /* the server binary */
-    const char *client_name; /* clientInfo.name */
-    const char *policy;      /* sandboxPolicy type; NULL: workspace-write */
-    bool elicitation;        /* the client declares the capability */
-    const char *extra;       /* one more server argument, or NULL */
-    const char *env;         /* one more NAME=value for the server, or NULL */
-    bool no_audit;           /* no --audit-log (also with EXECGATE_TEST_NO_AUDIT=1) */
-    bool no_rules;           /* no --rules: the server reads its default rules */
+    const char *server;        /* the server binary */
+    const char *client_name;   /* clientInfo.name */
+    const char *policy;        /* sandboxPolicy type; NULL: workspace-write */
+    bool elicitation;          /* the client declares the capability */
+    const char *extra;         /* one more server argument, or NULL */
+    const char *env;           /* one more NAME=value for the server, or NULL */
+    bool no_audit;             /* no --audit-log (also with EXECGATE_TEST_NO_AUDIT=1) */
+    bool no_rules;             /* no --rules: the server reads its default rules */
+    const char *default_rules; /* the rules directory's default.rules, or NULL: none */
     /* argv put before the server's (e.g. setpriv ... --; prefix[0] a
      * path), NULL-terminated; NULL: the server is started directly */
     const char *const *prefix;
@@ -49,8 +50,17 @@ struct mcp_answers {
     const char *decision; /* content.decision, or NULL */
     int asked;            /* questions received */
     int delay_ms;         /* wait this long before answering */
-    char *last_message;   /* the newest question's text; the caller frees */
+    char *last_message;   /* the newest question's text, without the sentence
+                           * about always allowing; the caller frees */
     json_t *logs;         /* when an array: each notifications/message's params */
+    /* content.decision as JSON text for the first question (Codex's
+     * object form, say), or NULL: decision then too */
+    const char *first_decision_json;
+    int offered_always; /* questions that offered approved_execpolicy_amendment */
+    /* the newest question's proposed_execpolicy_amendment as compact JSON
+     * and its sentence about it ("" when none was offered) */
+    char proposed[512];
+    char last_always[1024];
 };
 
 /* Starts the server with rules in test.rules and initializes it.  Without

@@ -59,6 +59,33 @@ test_rule_line(void **state)
 }
 
 static void
+test_plain_words(void **state)
+{
+    (void)state;
+    /* subcommands and options are kept; a path, a URL or data ends it */
+    assert_int_equal(rules_amend_plain_words(ARGV("push", "origin", "main"), 3), 3);
+    assert_int_equal(rules_amend_plain_words(ARGV("init", "."), 2), 1);
+    assert_int_equal(rules_amend_plain_words(ARGV("-rf", "--force", "run-tests", "a_b", "/x"), 5),
+                     4);
+    assert_int_equal(rules_amend_plain_words(ARGV("commit", "-m", "fix the bug"), 3), 2);
+    assert_int_equal(rules_amend_plain_words(ARGV("fetch", "https://example.org/x"), 2), 1);
+    assert_int_equal(rules_amend_plain_words(ARGV("log", "--output=out.txt"), 2), 1);
+    assert_int_equal(rules_amend_plain_words(ARGV("run", "x.py"), 2), 1);
+    assert_int_equal(rules_amend_plain_words(ARGV("--", "push"), 2), 0);
+    assert_int_equal(rules_amend_plain_words(ARGV("-", "push"), 2), 0);
+    assert_int_equal(rules_amend_plain_words(ARGV("~x", "push"), 2), 0);
+    assert_int_equal(rules_amend_plain_words(ARGV("5", "push"), 2), 0);
+    assert_int_equal(rules_amend_plain_words(ARGV("caf\xc3\xa9"), 1), 0);
+    assert_int_equal(rules_amend_plain_words(ARGV("push", NULL, "x"), 3), 1);
+    /* a word of 41 bytes is data */
+    assert_int_equal(rules_amend_plain_words(ARGV("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), 1),
+                     1);
+    assert_int_equal(rules_amend_plain_words(ARGV("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), 1),
+                     0);
+    assert_int_equal(rules_amend_plain_words(NULL, 0), 0);
+}
+
+static void
 test_creates_dirs_and_file(void **state)
 {
     (void)state;
@@ -322,6 +349,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_line),
+        cmocka_unit_test(test_plain_words),
         cmocka_unit_test(test_creates_dirs_and_file),
         cmocka_unit_test(test_keeps_existing_bytes),
         cmocka_unit_test(test_follows_symlink),

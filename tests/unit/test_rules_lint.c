@@ -513,6 +513,32 @@ test_use_sed_scripts(void **state)
     EXPECT_SAFE("sed", "--sandbox", "-f", "script.sed", "f");
 }
 
+#define ARGV(...) ((const char *const[]){__VA_ARGS__})
+
+static void
+test_too_broad_to_always_allow(void **state)
+{
+    (void)state;
+    /* runs any code it is given, whatever follows */
+    assert_true(rules_lint_too_broad(ARGV("sh", "-c"), 2));
+    assert_true(rules_lint_too_broad(ARGV("/usr/bin/bash", "-lc"), 2));
+    assert_true(rules_lint_too_broad(ARGV("python3.11", "-m", "pip"), 3));
+    assert_true(rules_lint_too_broad(ARGV("node", "-e"), 2));
+    assert_true(rules_lint_too_broad(ARGV("env", "FOO"), 2));
+    assert_true(rules_lint_too_broad(ARGV("xargs", "-n", "rm"), 3));
+    assert_true(rules_lint_too_broad(ARGV("sudo", "ls"), 2));
+    /* a working-tree program alone, but not with a subcommand */
+    assert_true(rules_lint_too_broad(ARGV("git"), 1));
+    assert_true(rules_lint_too_broad(ARGV("make"), 1));
+    assert_false(rules_lint_too_broad(ARGV("git", "push"), 2));
+    assert_false(rules_lint_too_broad(ARGV("cargo", "test"), 2));
+    /* anything else */
+    assert_false(rules_lint_too_broad(ARGV("ls"), 1));
+    assert_false(rules_lint_too_broad(ARGV("rm", "-rf"), 2));
+    assert_true(rules_lint_too_broad(NULL, 0));
+    assert_true(rules_lint_too_broad(ARGV("git"), 0));
+}
+
 int
 main(void)
 {
@@ -533,6 +559,7 @@ main(void)
         cmocka_unit_test(test_use_options),
         cmocka_unit_test(test_use_dashdash),
         cmocka_unit_test(test_use_sed_scripts),
+        cmocka_unit_test(test_too_broad_to_always_allow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

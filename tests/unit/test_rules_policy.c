@@ -599,6 +599,89 @@ test_index_equals_scan(void **state)
     }
 }
 
+/* The standing answers: an allow rule in the answers file settles a
+ * question no longer prompt rule asks; forbidden is never settled. */
+static void
+test_settle_by_standing_answer(void **state)
+{
+    (void)state;
+    struct rules_policy *p = rules_policy_new();
+    struct rules_origin team = {"team.rules", 1, 1}, mine = {"rules/default.rules", 2, 1};
+    assert_int_equal(rules_policy_add_prefix_rule_at(p, PATTERN(TOK("git")), 1,
+                                                     RULES_DECISION_PROMPT, NULL, &team),
+                     0);
+    assert_int_equal(rules_policy_add_prefix_rule_at(p, PATTERN(TOK("git"), TOK("push")), 2,
+                                                     RULES_DECISION_ALLOW, NULL, &mine),
+                     0);
+    assert_int_equal(rules_policy_add_prefix_rule_at(p, PATTERN(TOK("git"), TOK("status")), 2,
+                                                     RULES_DECISION_ALLOW, NULL, &team),
+                     0);
+    struct rules_result r;
+    /* git push: settled by the longer standing answer */
+    assert_int_equal(rules_policy_check(p, ARGV("git", "push", "origin"), 3, 0, &r), 0);
+    assert_int_equal(r.decision, RULES_DECISION_PROMPT);
+    const struct rules_match *m = rules_result_settle(&r, "rules/default.rules");
+    assert_non_null(m);
+    assert_int_equal(r.decision, RULES_DECISION_ALLOW);
+    assert_string_equal(m->origin.file, "rules/default.rules");
+    assert_int_equal(m->origin.line, 2);
+    rules_result_free(&r);
+    /* not settled: no answers file, or an allow rule in another file */
+    assert_int_equal(rules_policy_check(p, ARGV("git", "push"), 2, 0, &r), 0);
+    assert_null(rules_result_settle(&r, NULL));
+    assert_null(rules_result_settle(&r, "team.rules/default.rules"));
+    assert_int_equal(r.decision, RULES_DECISION_PROMPT);
+    rules_result_free(&r);
+    assert_int_equal(rules_policy_check(p, ARGV("git", "status"), 2, 0, &r), 0);
+    assert_null(rules_result_settle(&r, "rules/default.rules"));
+    assert_int_equal(r.decision, RULES_DECISION_PROMPT);
+    rules_result_free(&r);
+    /* a longer prompt rule is not settled by a shorter answer */
+    struct rules_origin more = {"team.rules", 3, 1};
+    assert_int_equal(
+        rules_policy_add_prefix_rule_at(p, PATTERN(TOK("git"), TOK("push"), TOK("--force")), 3,
+                                        RULES_DECISION_PROMPT, NULL, &more),
+        0);
+    assert_int_equal(rules_policy_check(p, ARGV("git", "push", "--force"), 3, 0, &r), 0);
+    assert_null(rules_result_settle(&r, "rules/default.rules"));
+    assert_int_equal(r.decision, RULES_DECISION_PROMPT);
+    rules_result_free(&r);
+    /* forbidden stays forbidden */
+    assert_int_equal(rules_policy_add_prefix_rule_at(p, PATTERN(TOK("git"), TOK("push")), 2,
+                                                     RULES_DECISION_FORBIDDEN, NULL, &team),
+                     0);
+    assert_int_equal(rules_policy_check(p, ARGV("git", "push"), 2, 0, &r), 0);
+    assert_null(rules_result_settle(&r, "rules/default.rules"));
+    assert_int_equal(r.decision, RULES_DECISION_FORBIDDEN);
+    rules_result_free(&r);
+    rules_policy_free(p);
+}
+
+/* Two checks' results as one: matches in order, the stricter decision. */
+static void
+test_result_append(void **state)
+{
+    (void)state;
+    struct rules_policy *a = rules_policy_new(), *b = rules_policy_new();
+    ADD(a, RULES_DECISION_ALLOW, NULL, TOK("ls"));
+    ADD(b, RULES_DECISION_PROMPT, NULL, TOK("ls"), TOK("-l"));
+    struct rules_result ra, rb;
+    assert_int_equal(rules_policy_check(a, ARGV("ls", "-l"), 2, 0, &ra), 0);
+    assert_int_equal(rules_policy_check(b, ARGV("ls", "-l"), 2, 0, &rb), 0);
+    assert_int_equal(rules_result_append(&ra, &rb), 0);
+    assert_int_equal(ra.n_matches, 2);
+    assert_int_equal(ra.decision, RULES_DECISION_PROMPT);
+    assert_int_equal(ra.matches[1].n_prefix, 2);
+    assert_int_equal(rb.n_matches, 0);
+    assert_null(rb.matches);
+    /* an empty source changes nothing */
+    assert_int_equal(rules_result_append(&ra, &rb), 0);
+    assert_int_equal(ra.n_matches, 2);
+    rules_result_free(&ra);
+    rules_policy_free(a);
+    rules_policy_free(b);
+}
+
 int
 main(void)
 {
@@ -619,6 +702,8 @@ main(void)
         cmocka_unit_test(test_network_rules),
         cmocka_unit_test(test_many_rules),
         cmocka_unit_test(test_index_equals_scan),
+        cmocka_unit_test(test_settle_by_standing_answer),
+        cmocka_unit_test(test_result_append),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
