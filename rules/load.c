@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "eval.h"
 #include "rule_builtins.h"
@@ -63,11 +64,13 @@ cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A rules file's name: NAME.rules, not hidden (an editor's or another
+ * tool's scratch file). */
 static bool
 is_rules_name(const char *name)
 {
     size_t n = strlen(name);
-    return n > 6 && strcmp(name + n - 6, ".rules") == 0;
+    return name[0] != '.' && n > 6 && strcmp(name + n - 6, ".rules") == 0;
 }
 
 /* The sorted *.rules names of dir (missing dir: none).  Returns 0 or -1. */
@@ -159,6 +162,35 @@ rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err
         rc = load_dir(p, dir, err);
     for (size_t i = 0; rc == 0 && i < n_extra; i++)
         rc = load_file(p, extra[i], err);
+    if (rc != 0) {
+        rules_policy_free(p);
+        if (*err == NULL)
+            *err = strdup("rules: out of memory");
+        return NULL;
+    }
+    return p;
+}
+
+struct rules_policy *
+rules_load_paths(const char *const *paths, size_t n, const char *missing_ok, char **err)
+{
+    *err = NULL;
+    struct rules_policy *p = rules_policy_new();
+    if (p == NULL) {
+        *err = strdup("rules: out of memory");
+        return NULL;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct stat st;
+        int found = stat(paths[i], &st);
+        if (found == 0 && S_ISDIR(st.st_mode))
+            rc = load_dir(p, paths[i], err);
+        else if (found < 0 && errno == ENOENT && missing_ok && strcmp(paths[i], missing_ok) == 0)
+            continue;
+        else
+            rc = load_file(p, paths[i], err);
+    }
     if (rc != 0) {
         rules_policy_free(p);
         if (*err == NULL)

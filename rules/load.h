@@ -24,4 +24,16 @@ char *rules_default_dir(void);
 struct rules_policy *rules_load(const char *dir, const char *const *extra, size_t n_extra,
                                 char **err);
 
+/*
+ * Loads each of paths[0..n) in order into one new policy: a file as it
+ * is, a directory as its `*.rules` files (sorted by name; names starting
+ * with "." and subdirectories left out), each named "DIR/NAME" (so a
+ * rule's origin names it so).  A missing path is an error, except the one
+ * equal to missing_ok (the default directory, which may not exist yet:
+ * no rules).  Any error in any file rejects the whole policy: NULL with
+ * *err a malloc'd "FILE:LINE:COL: message" line (caller frees).
+ */
+struct rules_policy *rules_load_paths(const char *const *paths, size_t n, const char *missing_ok,
+                                      char **err);
+
 #endif

@@ -18,7 +18,6 @@
 #include "../rules/policy.h"
 #include "../rules/shlex.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -107,76 +106,10 @@ struct decide_call {
 
 /* ---- rules loading ---- */
 
-static int
-is_rules_name(const struct dirent *d)
-{
-    size_t n = strlen(d->d_name);
-    return d->d_name[0] != '.' && n > 6 && strcmp(d->d_name + n - 6, ".rules") == 0;
-}
-
-/* Appends path's rules files to *files (directories: their *.rules, sorted). */
-static int
-collect_rules(const char *path, bool missing_ok, char ***files, size_t *n, char **err)
-{
-    struct stat st;
-    if (stat(path, &st) < 0) {
-        if (errno == ENOENT && missing_ok)
-            return 0;
-        if (asprintf(err, "rules: %s: %s", path, strerror(errno)) < 0)
-            *err = NULL;
-        return -1;
-    }
-    struct dirent **list = NULL;
-    int count = 1;
-    if (S_ISDIR(st.st_mode)) {
-        count = scandir(path, &list, is_rules_name, alphasort);
-        if (count < 0) {
-            if (asprintf(err, "rules: %s: %s", path, strerror(errno)) < 0)
-                *err = NULL;
-            return -1;
-        }
-    }
-    char **grown = realloc(*files, (*n + (size_t)count + 1) * sizeof(char *));
-    int rc = grown ? 0 : -1;
-    if (grown)
-        *files = grown;
-    for (int i = 0; i < count; i++) {
-        char *f = NULL;
-        if (rc == 0 && list && asprintf(&f, "%s/%s", path, list[i]->d_name) < 0)
-            f = NULL;
-        else if (rc == 0 && !list)
-            f = strdup(path);
-        if (rc == 0 && !f)
-            rc = -1;
-        if (f)
-            (*files)[(*n)++] = f;
-        if (list)
-            free(list[i]);
-    }
-    free(list);
-    if (rc < 0)
-        *err = strdup("out of memory");
-    return rc;
-}
-
 static struct rules_policy *
 load_rules(const struct decide_config *cfg, char **err)
 {
-    char **files = NULL;
-    size_t n = 0;
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < cfg->n_rules_paths; i++) {
-        bool is_default =
-            cfg->default_rules_dir && strcmp(cfg->rules_paths[i], cfg->default_rules_dir) == 0;
-        rc = collect_rules(cfg->rules_paths[i], is_default, &files, &n, err);
-    }
-    struct rules_policy *p = NULL;
-    if (rc == 0)
-        p = rules_load(NULL, (const char *const *)files, n, err);
-    for (size_t i = 0; i < n; i++)
-        free(files[i]);
-    free(files);
-    return p;
+    return rules_load_paths(cfg->rules_paths, cfg->n_rules_paths, cfg->default_rules_dir, err);
 }
 
 /* ---- the wrapper hint ---- */
