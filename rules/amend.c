@@ -394,3 +394,19 @@ rules_amend_plain_words(const char *const *args, size_t nargs)
         n++;
     return n;
 }
+
+char *
+rules_amend_answers_file(const char *const *paths, size_t n, const char *default_dir)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        bool is_dir = stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode);
+        bool missing_default = !is_dir && default_dir && strcmp(paths[i], default_dir) == 0;
+        char *file = NULL;
+        if ((is_dir || missing_default) && asprintf(&file, "%s/default.rules", paths[i]) < 0)
+            return NULL;
+        if (file)
+            return file;
+    }
+    return NULL;
+}

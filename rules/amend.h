@@ -34,6 +34,16 @@ char *rules_amend_rule_line(const char *const *prefix, size_t n);
 int rules_amend_allow_prefix(const char *path, const char *const *prefix, size_t n, char **err);
 
 /*
+ * The file "always allow" writes for rules read from paths[0..n):
+ * default.rules in the first that is a directory (default_dir counts
+ * while it does not exist yet: amending creates it), named "DIR/NAME" as
+ * the loader names the files it reads there (rules_load_paths), so that
+ * its rules' origins compare equal.  NULL when every path is a file, or
+ * when out of memory.  Caller frees.
+ */
+char *rules_amend_answers_file(const char *const *paths, size_t n, const char *default_dir);
+
+/*
  * How many of a command's arguments (args[0..nargs), the words after the
  * program) the prefix "always allow" proposes keeps: those before the
  * first that looks like a path, a URL or data rather than a subcommand or

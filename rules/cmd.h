@@ -19,4 +19,8 @@ int rules_cmd_eval(int argc, char **argv);
  * allow rule to DIR/default.rules as an "always allow" answer does. */
 int rules_cmd_amend(int argc, char **argv);
 
+/* execgate-rules explain [--rules PATH]... [--preserve-program-paths] -- CMD...:
+ * what the server would decide for one exec of CMD, step by step. */
+int rules_cmd_explain(int argc, char **argv);
+
 #endif

@@ -15,6 +15,7 @@ usage(FILE *out)
             "usage: execgate-rules check [--rules FILE]... [--resolve-host-executables] [--pretty] "
             "-- CMD...\n"
             "       execgate-rules lint [--] [FILE]...\n"
+            "       execgate-rules explain [--rules PATH]... [--preserve-program-paths] -- CMD...\n"
             "       execgate-rules amend --allow [--rules-dir DIR] -- PREFIX...\n"
             "       execgate-rules eval FILE\n"
             "       execgate-rules --help | --version\n");
@@ -27,6 +28,8 @@ main(int argc, char **argv)
         return rules_cmd_check(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "lint") == 0)
         return rules_cmd_lint(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "explain") == 0)
+        return rules_cmd_explain(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "amend") == 0)
         return rules_cmd_amend(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)

@@ -4,8 +4,8 @@
 #include "audit.h"
 #include "client_log.h"
 #include "esc_proto.h"
-#include "exec_checks.h"
-#include "exec_path.h"
+#include "../rules/heuristic.h"
+#include "../rules/exec_path.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "shell_call.h"
@@ -17,6 +17,7 @@
 #include "../rules/load.h"
 #include "../rules/policy.h"
 #include "../rules/shlex.h"
+#include "../rules/verdict.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,7 +166,7 @@ build_wrap_names(const struct rules_policy *rules)
 {
     struct wrap_names w = {0};
     int rc = rules_policy_each_program(rules, wrap_names_add_rule, &w);
-    const char *const *heuristic = exec_checks_heuristic_programs();
+    const char *const *heuristic = heuristic_programs_list();
     for (size_t i = 0; rc == 0 && heuristic[i]; i++)
         rc = wrap_names_add(&w, heuristic[i], strlen(heuristic[i]));
     if (rc != 0) {
@@ -200,28 +201,6 @@ keep_sources(struct decide_server *ds, const struct decide_config *cfg)
     return 0;
 }
 
-/* default.rules in the first rules directory (the default one counts
- * while it does not exist yet: amending creates it), named as the loader
- * names the files it reads there, so that its rules' origins compare
- * equal; NULL when every rules path is a file. */
-static char *
-answers_file_of(const struct decide_server *ds)
-{
-    for (size_t i = 0; i < ds->n_rules_paths; i++) {
-        const char *path = ds->rules_paths[i];
-        struct stat st;
-        bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-        bool missing_default =
-            !is_dir && ds->default_rules_dir && strcmp(path, ds->default_rules_dir) == 0;
-        char *file = NULL;
-        if ((is_dir || missing_default) && asprintf(&file, "%s/default.rules", path) < 0)
-            return NULL;
-        if (file)
-            return file;
-    }
-    return NULL;
-}
-
 /* The configuration the rules were loaded from (borrowing ds's copies). */
 static struct decide_config
 sources(const struct decide_server *ds)
@@ -245,7 +224,8 @@ decide_server_new(const struct decide_config *cfg, char **err)
         return NULL;
     }
     ds->preserve_program_paths = cfg->preserve_program_paths;
-    ds->answers_file = answers_file_of(ds);
+    ds->answers_file = rules_amend_answers_file((const char *const *)ds->rules_paths,
+                                                ds->n_rules_paths, ds->default_rules_dir);
     ds->rules = load_rules(cfg, err);
     /* what runs outside the sandbox under an allow rule is the rules
      * author's to weigh: say at start what deserves a second look */
@@ -655,21 +635,6 @@ decide_call_expect(struct decide_call *dc, pid_t pid, const struct decide_result
 
 /* ---- the rules over every name ---- */
 
-/* The strictest answer so far, and the rules that gave it. */
-struct verdict {
-    enum rules_decision decision;
-    char *justification;
-    json_t *matched; /* NULL unless auditing */
-    bool oom;
-};
-
-static const char *
-base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s && s[1] ? s + 1 : path;
-}
-
 static json_t *
 text_json(const char *t)
 {
@@ -698,119 +663,35 @@ match_json(const struct rules_match *m)
     return j;
 }
 
-/* Adds r's matches at its decision to v->matched, each once. */
+/* Adds m to matched unless it is there. */
 static void
-note_matches(struct verdict *v, const struct rules_result *r)
+add_match(json_t *matched, const struct rules_match *m)
 {
-    for (size_t i = 0; v->matched && i < r->n_matches; i++) {
-        if (r->matches[i].decision != r->decision)
-            continue;
-        json_t *m = match_json(&r->matches[i]);
-        bool seen = false;
-        for (size_t k = 0; m && !seen && k < json_array_size(v->matched); k++)
-            seen = json_equal(json_array_get(v->matched, k), m);
-        if (m && !seen)
-            json_array_append(v->matched, m);
-        json_decref(m);
-    }
+    json_t *j = match_json(m);
+    bool seen = false;
+    for (size_t k = 0; j && !seen && k < json_array_size(matched); k++)
+        seen = json_equal(json_array_get(matched, k), j);
+    if (j && !seen)
+        json_array_append(matched, j);
+    json_decref(j);
 }
 
-/*
- * Checks cmd under one more name (cmd[0]).  A restricting name (argv[0],
- * an interpreter, a bare last component) may make the answer stricter
- * but never grants: `allow` comes only from a program's own path, so
- * that neither exec -a nor a #! line nor a basename outside a
- * host_executable's list can vouch for a program.
- */
-static void
-check_name(const struct decide_server *ds, const struct rules_policy *candidate, const char *name,
-           bool restricting, const char **cmd, size_t argc, struct verdict *v)
+/* The rules that gave v its decision, each once, for the records; NULL
+ * when no record is kept (no audit log, no client log). */
+static json_t *
+matched_rules(const struct decide_server *ds, const struct verdict *v)
 {
-    if (!name || !name[0])
-        return;
-    cmd[0] = name;
-    unsigned flags =
-        name[0] == '/' && !ds->preserve_program_paths ? RULES_CHECK_RESOLVE_HOST_EXECUTABLES : 0;
-    struct rules_result r = {0}, more = {0};
-    int rc = rules_policy_check(ds->rules, cmd, argc, flags, &r);
-    if (rc == 0 && candidate)
-        rc = rules_policy_check(candidate, cmd, argc, flags, &more) == 0 &&
-                     rules_result_append(&r, &more) == 0
-                 ? 0
-                 : -1;
-    rules_result_free(&more);
-    if (rc != 0) {
-        rules_result_free(&r);
-        v->oom = true;
-        return;
-    }
-    /* a question an allow rule of the standing answers settles is none */
-    rules_result_settle(&r, ds->answers_file);
-    enum rules_decision d = r.decision;
-    if (restricting && d == RULES_DECISION_ALLOW)
-        d = RULES_DECISION_NONE;
-    if (d != RULES_DECISION_NONE && d >= v->decision) {
-        if (d > v->decision) {
-            free(v->justification);
-            v->justification = NULL;
-            if (v->matched)
-                json_array_clear(v->matched);
-        }
-        v->decision = d;
-        for (size_t i = 0; !v->justification && i < r.n_matches; i++) {
-            if (r.matches[i].decision == r.decision && r.matches[i].justification)
-                v->justification = strdup(r.matches[i].justification);
-        }
-        note_matches(v, &r);
-    }
-    rules_result_free(&r);
-}
-
-/* The names an exec goes by, each once: program paths (which may grant)
- * first, then the restricting ones. */
-struct names {
-    const char *items[8 + 2 * EXEC_PATH_MAX_LINKS + 2 * 4];
-    bool restricting[8 + 2 * EXEC_PATH_MAX_LINKS + 2 * 4];
-    size_t n;
-};
-
-static void
-add_name(struct names *ns, const char *name, bool restricting)
-{
-    if (!name || !name[0] || ns->n == sizeof(ns->items) / sizeof(ns->items[0]))
-        return;
-    for (size_t i = 0; i < ns->n; i++) {
-        if (strcmp(ns->items[i], name) == 0) {
-            ns->restricting[i] = ns->restricting[i] && restricting;
-            return;
+    if (!ds->audit && !client_log_wants(ds->client_log, CLIENT_LOG_EMERGENCY))
+        return NULL;
+    json_t *matched = json_array();
+    for (size_t i = 0; matched && v->decision != RULES_DECISION_NONE && i < v->n_names; i++) {
+        const struct verdict_name *n = &v->names[i];
+        for (size_t k = 0; n->decision == v->decision && k < n->result.n_matches; k++) {
+            if (n->result.matches[k].decision == n->result.decision)
+                add_match(matched, &n->result.matches[k]);
         }
     }
-    ns->items[ns->n] = name;
-    ns->restricting[ns->n++] = restricting;
-}
-
-static void
-collect_names(const struct decide_server *ds, const struct decide_exec *e,
-              const struct exec_path *walk, struct names *ns)
-{
-    bool paths_only = ds->preserve_program_paths;
-    const char *paths[3 + EXEC_PATH_MAX_LINKS] = {walk->absolute, walk->canonical, e->canonical};
-    size_t np = 3;
-    for (size_t i = 0; i < walk->n_links; i++) {
-        if (walk->links[i].program)
-            paths[np++] = walk->links[i].path;
-    }
-    for (size_t i = 0; i < np; i++)
-        add_name(ns, paths[i], false);
-    for (size_t i = 0; !paths_only && i < np; i++)
-        add_name(ns, paths[i] ? base_name(paths[i]) : NULL, true);
-    for (size_t i = 0; i < e->n_interpreters && i < 4; i++) {
-        add_name(ns, e->interpreters[i], true);
-        if (!paths_only)
-            add_name(ns, base_name(e->interpreters[i]), true);
-    }
-    if (!paths_only && e->argc > 0)
-        add_name(ns, base_name(e->argv[0]), true);
+    return matched;
 }
 
 /* The command as the checks read it: argv[1..] after a first word each
@@ -830,21 +711,24 @@ command_init(struct command *cmd, const struct decide_exec *e)
     return cmd->words ? 0 : -1;
 }
 
-/* The rules' verdict over every name e goes by; with candidate, as if
- * its rules were in the standing answers' file too. */
-static int
-rules_verdict(const struct decide_server *ds, const struct rules_policy *candidate,
-              const struct decide_exec *e, const struct exec_path *walk, struct command *cmd,
-              struct verdict *v)
+/* The rules' verdict over every name e goes by (rules/verdict.h).
+ * Returns 0, or -1 when out of memory (v released by the caller). */
+static void
+verdict_inputs(const struct decide_server *ds, const struct decide_exec *e,
+               struct verdict_rules *vr, struct verdict_exec *ve)
 {
-    struct names ns = {.n = 0};
-    collect_names(ds, e, walk, &ns);
-    /* the matches go to the records only: built only when one is kept */
-    v->matched =
-        ds->audit || client_log_wants(ds->client_log, CLIENT_LOG_EMERGENCY) ? json_array() : NULL;
-    for (size_t i = 0; i < ns.n && !v->oom; i++)
-        check_name(ds, candidate, ns.items[i], ns.restricting[i], cmd->words, cmd->n, v);
-    return v->oom ? -1 : 0;
+    *vr = (struct verdict_rules){ds->rules, NULL, ds->answers_file, ds->preserve_program_paths};
+    *ve = (struct verdict_exec){e->argv, e->argc, e->canonical, e->interpreters, e->n_interpreters};
+}
+
+static int
+rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
+              const struct exec_path *walk, struct verdict *v)
+{
+    struct verdict_rules vr;
+    struct verdict_exec ve;
+    verdict_inputs(ds, e, &vr, &ve);
+    return verdict_decide(&vr, &ve, walk, v);
 }
 
 /* The forced-rm heuristic, under the program's own names. */
@@ -855,78 +739,9 @@ forces_rm(const struct exec_path *walk, struct command *cmd)
     const char *names[] = {walk->absolute, walk->canonical};
     for (size_t i = 0; i < 2 && !forced; i++) {
         cmd->words[0] = names[i];
-        forced = names[i] && exec_checks_forces_rm(cmd->words, cmd->n);
+        forced = names[i] && heuristic_forces_rm(cmd->words, cmd->n);
     }
     return forced;
-}
-
-/* ---- #! interpreters ---- */
-
-/* How deep #! lines are followed (the kernel stops at 4 too). */
-#define MAX_INTERPRETERS 4
-
-/* The interpreter the "#!" line of the file at path names, as written, or
- * NULL (not a script, unreadable); st is the file's, as the walk saw it;
- * *script says whether it starts with "#!" at all.  Never blocks: only a
- * regular file is opened for reading, not a FIFO or a device. */
-static char *
-shebang_of(const char *path, const struct stat *st, bool *script)
-{
-    *script = false;
-    if (!S_ISREG(st->st_mode))
-        return NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return NULL;
-    char buf[257];
-    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-    close(fd);
-    if (n < 2 || buf[0] != '#' || buf[1] != '!')
-        return NULL;
-    *script = true;
-    buf[n] = '\0';
-    char *p = buf + 2 + strspn(buf + 2, " \t");
-    size_t len = strcspn(p, " \t\n");
-    return len > 0 ? strndup(p, len) : NULL;
-}
-
-/* The interpreters of a script the wrapper hands over, walked as the
- * program is (the tree watch has the kernel's view of them already). */
-struct interpreters {
-    struct exec_path walks[MAX_INTERPRETERS];
-    const char *names[MAX_INTERPRETERS];
-    size_t n;
-    bool script; /* the program itself starts with "#!" */
-};
-
-static int
-read_interpreters(const struct exec_path *walk, const char *cwd, struct interpreters *in)
-{
-    const struct exec_path *file = walk;
-    for (in->n = 0; file->canonical && in->n < MAX_INTERPRETERS; in->n++) {
-        bool script = false;
-        char *interp = shebang_of(file->canonical, &file->st, &script);
-        if (in->n == 0)
-            in->script = script;
-        if (!interp)
-            break;
-        struct exec_path *w = &in->walks[in->n];
-        int rc = exec_path_walk(interp, cwd, w);
-        free(interp);
-        if (rc < 0)
-            return rc;
-        in->names[in->n] = w->canonical ? w->canonical : w->absolute;
-        file = w;
-    }
-    return 0;
-}
-
-static void
-interpreters_release(struct interpreters *in)
-{
-    for (size_t i = 0; i < in->n; i++)
-        exec_path_release(&in->walks[i]);
-    in->n = 0;
 }
 
 /* ---- may it run outside? ---- */
@@ -956,7 +771,7 @@ walk_writable(const struct decide_call *dc, const struct exec_path *walk)
  */
 static bool
 escalatable(const struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-            const struct interpreters *in, struct decide_result *out, const char **why,
+            const struct exec_interpreters *in, struct decide_result *out, const char **why,
             char **why_owned)
 {
     *why = NULL;
@@ -1085,7 +900,7 @@ dangerous_use(const struct decide_result *out, struct command *cmd)
  * an allowed command that uses a dangerous option is asked about. */
 static void
 decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-               const struct interpreters *in, struct command *cmd, bool ask,
+               const struct exec_interpreters *in, struct command *cmd, bool ask,
                struct decide_result *out)
 {
     const char *why = NULL;
@@ -1111,88 +926,23 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
 
 /* ---- "always allow" ---- */
 
-static void
-words_free(char **words)
-{
-    for (size_t i = 0; words && words[i]; i++)
-        free(words[i]);
-    free(words);
-}
-
-/* The prefix proposed for e: the program's last component, then the
- * arguments up to the first that looks like a path, a URL or data
- * (rules_amend_plain_words).  NULL-terminated; NULL when out of memory. */
-static char **
-proposed_prefix(const struct decide_exec *e, const struct exec_path *walk, size_t *n)
-{
-    size_t nargs = e->argc > 1 ? e->argc - 1 : 0;
-    size_t kept = rules_amend_plain_words(e->argv + (nargs ? 1 : 0), nargs);
-    char **words = calloc(kept + 2, sizeof(*words));
-    bool ok = words && (words[0] = strdup(base_name(walk->absolute))) != NULL;
-    for (size_t i = 0; ok && i < kept; i++)
-        ok = (words[i + 1] = strdup(e->argv[i + 1])) != NULL;
-    if (!ok) {
-        words_free(words);
-        return NULL;
-    }
-    *n = kept + 1;
-    return words;
-}
-
-/* A policy of the one rule `allow words`, written (as it would be) in the
- * standing answers' file, with the host executables of the rules in
- * force; NULL when out of memory. */
-static struct rules_policy *
-candidate_policy(const struct decide_server *ds, char *const *words, size_t n)
-{
-    struct rules_token *pattern = calloc(n, sizeof(*pattern));
-    struct rules_policy *p = pattern ? rules_policy_new() : NULL;
-    for (size_t i = 0; pattern && i < n; i++)
-        pattern[i] = (struct rules_token){(const char *const *)&words[i], 1};
-    struct rules_origin origin = {ds->answers_file, 0, 0};
-    if (p &&
-        (rules_policy_copy_host_executables(p, ds->rules) < 0 ||
-         rules_policy_add_prefix_rule_at(p, pattern, n, RULES_DECISION_ALLOW, NULL, &origin) < 0)) {
-        rules_policy_free(p);
-        p = NULL;
-    }
-    free(pattern);
-    return p;
-}
-
 /*
  * A question a prompt rule asks gets "always allow" when an allow rule in
- * the standing answers' file would settle it for good: the prefix is not
- * one that allows any code (rules_lint_too_broad), every name the exec
- * goes by would come out allowed with that rule there, and an escalation
- * would not be asked about again for a dangerous option.  Sets
- * out->amendment then; anything else (out of memory included) offers none.
+ * the standing answers' file would settle it for good
+ * (verdict_always_prefix), and when an escalation would not be asked about
+ * again for a dangerous option.  Sets out->amendment then; anything else
+ * (out of memory included) offers none.
  */
 static void
 propose_amendment(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
                   struct command *cmd, struct decide_result *out)
 {
-    const struct decide_server *ds = dc->ds;
-    size_t n = 0;
-    char **words = ds->answers_file ? proposed_prefix(e, walk, &n) : NULL;
-    if (!words || rules_lint_too_broad((const char *const *)words, n) ||
-        (e->source == DECIDE_FROM_WRAPPER && dangerous_use(out, cmd))) {
-        words_free(words);
+    if (e->source == DECIDE_FROM_WRAPPER && dangerous_use(out, cmd))
         return;
-    }
-    struct rules_policy *candidate = candidate_policy(ds, words, n);
-    struct verdict v = {RULES_DECISION_NONE, NULL, NULL, false};
-    bool settles = candidate && rules_verdict(ds, candidate, e, walk, cmd, &v) == 0 &&
-                   v.decision == RULES_DECISION_ALLOW;
-    free(v.justification);
-    json_decref(v.matched);
-    rules_policy_free(candidate);
-    if (!settles) {
-        words_free(words);
-        return;
-    }
-    out->amendment = words;
-    out->n_amendment = n;
+    struct verdict_rules vr;
+    struct verdict_exec ve;
+    verdict_inputs(dc->ds, e, &vr, &ve);
+    out->amendment = verdict_always_prefix(&vr, &ve, walk, &out->n_amendment);
 }
 
 void
@@ -1202,14 +952,14 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     out->fd = -1;
     out->answered_by = "rules";
     struct exec_path walk;
-    struct interpreters in = {.n = 0};
-    struct verdict v = {RULES_DECISION_NONE, NULL, NULL, false};
+    struct exec_interpreters in = {.n = 0};
+    struct verdict v = {.decision = RULES_DECISION_NONE};
     struct command cmd = {NULL, 0};
     bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0 && command_init(&cmd, e) == 0;
     /* the wrapper's scripts: their interpreters are names the exec goes by */
     struct decide_exec with_interps = *e;
     if (ok && e->source == DECIDE_FROM_WRAPPER) {
-        ok = read_interpreters(&walk, e->cwd, &in) == 0;
+        ok = exec_path_interpreters(&walk, e->cwd, &in) == 0;
         with_interps.interpreters = in.names;
         with_interps.n_interpreters = in.n;
     }
@@ -1217,8 +967,9 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     const char *program = e->canonical ? e->canonical : walk.canonical;
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
-    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, NULL, e, &walk, &cmd, &v) == 0;
-    out->matched = v.matched;
+    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
+    if (ok)
+        out->matched = matched_rules(dc->ds, &v);
     if (!ok) {
         set_deny(out, "out of memory", NULL);
     } else if (v.decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {
@@ -1245,9 +996,9 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     }
     if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT)
         propose_amendment(dc, e, &walk, &cmd, out);
-    free(v.justification);
+    verdict_release(&v);
     free(cmd.words);
-    interpreters_release(&in);
+    exec_interpreters_release(&in);
     exec_path_release(&walk);
 }
 
@@ -1258,7 +1009,7 @@ decide_result_release(struct decide_result *r)
     free(r->file);
     free(r->program);
     free(r->key);
-    words_free(r->amendment);
+    verdict_words_free(r->amendment);
     json_decref(r->matched);
     if (r->fd >= 0)
         close(r->fd);
@@ -1403,8 +1154,8 @@ question_free(struct decide_question *q)
     decide_call_unref(q->dc);
     free(q->key);
     free(q->text);
-    words_free(q->amendment);
-    words_free(q->args);
+    verdict_words_free(q->amendment);
+    verdict_words_free(q->args);
     free(q);
 }
 
@@ -1415,7 +1166,7 @@ words_copy(const char *const *words, size_t n)
     char **copy = calloc(n + 1, sizeof(*copy));
     for (size_t i = 0; copy && i < n; i++) {
         if (!(copy[i] = strdup(words[i]))) {
-            words_free(copy);
+            verdict_words_free(copy);
             return NULL;
         }
     }

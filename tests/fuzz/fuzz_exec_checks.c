@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the server's checks on an exec request's argv and
- * env (exec_checks): the input is split at NUL bytes into words, as a
+ * env (exec_checks, rules/heuristic): the input is split at NUL bytes into words, as a
  * REQUEST's argv arrives from an untrusted wrapper; the forced-rm
  * heuristic (which splits `sh -c` scripts) and the env filter must neither
  * crash nor leak, and must answer the same twice.
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec_checks.h"
+#include "heuristic.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,8 +36,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (i == 0 || copy[i - 1] == '\0')
             argv[k++] = copy + i;
     }
-    bool first = exec_checks_forces_rm(argv, k);
-    if (exec_checks_forces_rm(argv, k) != first)
+    bool first = heuristic_forces_rm(argv, k);
+    if (heuristic_forces_rm(argv, k) != first)
         abort();
     for (size_t i = 0; i < k; i++)
         (void)exec_checks_env_dropped(argv[i]);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -334,6 +335,135 @@ test_amend_command(void **state)
     free(dir);
 }
 
+/* Runs `execgate-rules explain --rules DIR [EXTRA] -- CMD...` and returns
+ * its exit code; *res must be freed. */
+static int
+explain(const char *dir, const char *extra, struct proc_result *res, const char *const *cmd)
+{
+    const char *argv[32] = {rules_bin, "explain", "--rules", dir};
+    size_t n = 4;
+    if (extra)
+        argv[n++] = extra;
+    argv[n++] = "--";
+    for (size_t i = 0; cmd[i] && n < 31; i++)
+        argv[n++] = cmd[i];
+    struct proc_options opts = {0};
+    assert_int_equal(proc_run(argv, &opts, res), 0);
+    return proc_exit_code(res);
+}
+
+static void
+assert_has(const char *hay, const char *needle)
+{
+    if (!strstr(hay, needle))
+        fprintf(stderr, "expected [%s] in [%s]\n", needle, hay);
+    assert_non_null(strstr(hay, needle));
+}
+
+/* `execgate-rules explain`: every name tried, the rule behind the
+ * decision with its file and line, standing answers, what "always allow"
+ * would add, the forced-rm heuristic, and its exit statuses. */
+static void
+test_explain(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("explain");
+    char *team = tmpdir_path(dir, "team.rules");
+    char *answers = tmpdir_path(dir, "default.rules");
+    tmpdir_write_file(team,
+                      "prefix_rule(pattern=[\"sort\"], decision=\"prompt\")\n"
+                      "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", "
+                      "justification=\"use the trash\")\n"
+                      "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n",
+                      0644);
+    tmpdir_write_file(answers, "prefix_rule(pattern=[\"sort\", \"-n\"], decision=\"allow\")\n",
+                      0644);
+    struct proc_result r;
+    char *want = NULL;
+
+    /* a standing answer settles the prompt rule */
+    assert_int_equal(explain(dir, NULL, &r, ARGS("sort", "-n", "f")), 0);
+    assert_has(r.out, "decision: allow: it runs outside the sandbox\n");
+    assert_true(asprintf(&want, "allow %s:1:1: sort -n (matched ", answers) > 0);
+    assert_has(r.out, want);
+    assert_has(r.out, "(a standing answer: it settles the prompt rules)");
+    free(want);
+    proc_result_free(&r);
+
+    /* asked, with what "always" would add */
+    assert_int_equal(explain(dir, NULL, &r, ARGS("sort", "-r", "f")), 0);
+    assert_has(r.out, "decision: prompt: a person is asked first");
+    assert_true(asprintf(&want, "prompt %s:1:1: sort", team) > 0);
+    assert_has(r.out, want);
+    free(want);
+    assert_true(asprintf(&want,
+                         "always allow: offered; answering it adds prefix_rule(pattern=[\"sort\", "
+                         "\"-r\", \"f\"], decision=\"allow\") to %s\n",
+                         answers) > 0);
+    assert_has(r.out, want);
+    free(want);
+    proc_result_free(&r);
+
+    /* forbidden, with its justification; an allow */
+    assert_int_equal(explain(dir, NULL, &r, ARGS("rm", "-f", "x")), 0);
+    assert_has(r.out,
+               "decision: forbidden: refused (\"Execution forbidden by policy: use the trash\")");
+    proc_result_free(&r);
+    assert_int_equal(explain(dir, NULL, &r, ARGS("ls", "-l")), 0);
+    assert_has(r.out, "decision: allow: it runs outside the sandbox\n");
+    assert_has(r.out, "  ls (may only make the answer stricter): no rule\n");
+    proc_result_free(&r);
+
+    /* a link is one more name; argv[0]'s last component may only restrict */
+    char *bin = tmpdir_path(dir, "bin");
+    assert_int_equal(mkdir(bin, 0755), 0);
+    char *link = tmpdir_path(bin, "lister");
+    assert_int_equal(symlink("/usr/bin/ls", link), 0);
+    assert_int_equal(explain(dir, NULL, &r, ARGS(link, "-l")), 0);
+    assert_true(asprintf(&want, "  %s (a path of the program): no rule\n", link) > 0);
+    assert_has(r.out, want);
+    free(want);
+    assert_has(r.out, "  /usr/bin/ls (a path of the program): allow\n");
+    assert_has(r.out, "  lister (may only make the answer stricter): no rule\n");
+    proc_result_free(&r);
+
+    /* program paths only: no last components, no resolution */
+    assert_int_equal(explain(dir, "--preserve-program-paths", &r, ARGS("ls", "-l")), 0);
+    assert_has(r.out, "decision: no rule: it runs in the sandbox\n");
+    assert_null(strstr(r.out, "may only make the answer stricter"));
+    proc_result_free(&r);
+
+    /* no rule, and the forced-rm heuristic */
+    assert_int_equal(explain(link, NULL, &r, ARGS("rm", "-rf", "x")), 2); /* not rules */
+    proc_result_free(&r);
+    char *none = tmpdir_path(dir, "none.rules");
+    tmpdir_write_file(none, "", 0644);
+    assert_int_equal(explain(none, NULL, &r, ARGS("rm", "-rf", "x")), 0);
+    assert_has(r.out, "decision: no rule, but a forced rm: a person is asked first");
+    proc_result_free(&r);
+    assert_int_equal(explain(none, NULL, &r, ARGS("cat", "x")), 0);
+    assert_has(r.out, "decision: no rule: it runs in the sandbox\n");
+    proc_result_free(&r);
+
+    /* a program not on PATH is 1; a usage error 2 */
+    assert_int_equal(explain(dir, NULL, &r, ARGS("no-such-program-here")), 1);
+    assert_has(r.err, "no-such-program-here: not found on PATH");
+    assert_string_equal(r.out, "");
+    proc_result_free(&r);
+    const char *usage[] = {rules_bin, "explain", "--rules", dir, NULL};
+    assert_int_equal(proc_run(usage, &(struct proc_options){0}, &r), 0);
+    assert_int_equal(proc_exit_code(&r), 2);
+    proc_result_free(&r);
+
+    free(none);
+    free(link);
+    free(bin);
+    free(team);
+    free(answers);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
 int
 main(void)
 {
@@ -350,6 +480,7 @@ main(void)
         cmocka_unit_test(test_lint_exit_statuses),
         cmocka_unit_test(test_lint_files_and_usage),
         cmocka_unit_test(test_amend_command),
+        cmocka_unit_test(test_explain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,13 +9,14 @@
 
 #include "approvals.h"
 #include "exec_checks.h"
+#include "heuristic.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define FORCES(...)                                                                                \
-    exec_checks_forces_rm((const char *const[]){__VA_ARGS__},                                      \
-                          sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+    heuristic_forces_rm((const char *const[]){__VA_ARGS__},                                        \
+                        sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
 
 static void
 test_env_drop(void **state)
@@ -75,13 +76,13 @@ test_forced_rm(void **state)
     assert_false(FORCES("sudo"));
     assert_false(FORCES("sh", "-c", ""));
     assert_false(FORCES("sh", "-c", ";;&&|"));
-    assert_false(exec_checks_forces_rm(NULL, 0));
+    assert_false(heuristic_forces_rm(NULL, 0));
 }
 
 static void
 test_forced_rm_depth_is_bounded(void **state)
 {
-    /* five nested shells: deeper than EXEC_CHECKS_MAX_DEPTH is not looked into */
+    /* five nested shells: deeper than HEURISTIC_MAX_DEPTH is not looked into */
     assert_true(FORCES("sh", "-c", "sh -c \"sh -c 'rm -f a'\""));
     assert_false(FORCES("sh", "-c", "sh -c \"sh -c 'sh -c \\\"sh -c rm\\\\ -f\\\\ a\\\"'\""));
 }

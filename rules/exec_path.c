@@ -1,6 +1,9 @@
 #include "exec_path.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,4 +188,60 @@ exec_path_release(struct exec_path *p)
     free(p->links);
     free(p->canonical);
     memset(p, 0, sizeof(*p));
+}
+
+/* The interpreter the "#!" line of the file at path names, as written, or
+ * NULL (not a script, unreadable); st is the file's, as the walk saw it;
+ * *script says whether it starts with "#!" at all. */
+static char *
+shebang_of(const char *path, const struct stat *st, bool *script)
+{
+    *script = false;
+    if (!S_ISREG(st->st_mode))
+        return NULL;
+    /* a FIFO swapped in since the walk must not block the caller */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    char buf[257];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    if (n < 2 || buf[0] != '#' || buf[1] != '!')
+        return NULL;
+    *script = true;
+    buf[n] = '\0';
+    char *p = buf + 2 + strspn(buf + 2, " \t");
+    size_t len = strcspn(p, " \t\n");
+    return len > 0 ? strndup(p, len) : NULL;
+}
+
+int
+exec_path_interpreters(const struct exec_path *walk, const char *cwd, struct exec_interpreters *in)
+{
+    memset(in, 0, sizeof(*in));
+    const struct exec_path *file = walk;
+    while (file->canonical && in->n < EXEC_PATH_MAX_INTERPRETERS) {
+        bool script = false;
+        char *interp = shebang_of(file->canonical, &file->st, &script);
+        if (in->n == 0 && file == walk)
+            in->script = script;
+        if (!interp)
+            break;
+        struct exec_path *w = &in->walks[in->n];
+        int rc = exec_path_walk(interp, cwd, w);
+        free(interp);
+        in->names[in->n++] = w->canonical ? w->canonical : w->absolute;
+        if (rc < 0)
+            return rc;
+        file = w;
+    }
+    return 0;
+}
+
+void
+exec_interpreters_release(struct exec_interpreters *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        exec_path_release(&in->walks[i]);
+    memset(in, 0, sizeof(*in));
 }

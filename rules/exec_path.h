@@ -9,8 +9,8 @@
  * made or repointed must never vouch for what runs outside it.  realpath(3)
  * answers only the last question and forgets the links.
  */
-#ifndef EXECGATE_SERVER_EXEC_PATH_H
-#define EXECGATE_SERVER_EXEC_PATH_H
+#ifndef EXECGATE_RULES_EXEC_PATH_H
+#define EXECGATE_RULES_EXEC_PATH_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,5 +44,30 @@ int exec_path_walk(const char *path, const char *cwd, struct exec_path *out);
 
 /* Frees what exec_path_walk stored; safe on a zeroed struct. */
 void exec_path_release(struct exec_path *p);
+
+/* How deep #! lines are followed (the kernel stops at 4 too). */
+#define EXEC_PATH_MAX_INTERPRETERS 4
+
+/* The #! interpreters of a script: the names it also goes by. */
+struct exec_interpreters {
+    struct exec_path walks[EXEC_PATH_MAX_INTERPRETERS]; /* each walked as the program is */
+    const char *names[EXEC_PATH_MAX_INTERPRETERS];      /* canonical, else absolute (walks') */
+    size_t n;
+    bool script; /* the program itself starts with "#!" */
+};
+
+/*
+ * Reads the "#!" line of the file walk resolved to, then of its
+ * interpreter, and so on (EXEC_PATH_MAX_INTERPRETERS deep), walking each
+ * interpreter's path from cwd into *in (release it with
+ * exec_interpreters_release whatever the result).  Never blocks: only a
+ * regular file is opened, never a FIFO or a device.  Returns 0 (an
+ * unreadable file just ends the chain), or -ENOMEM.
+ */
+int exec_path_interpreters(const struct exec_path *walk, const char *cwd,
+                           struct exec_interpreters *in);
+
+/* Frees what exec_path_interpreters stored; safe on a zeroed struct. */
+void exec_interpreters_release(struct exec_interpreters *in);
 
 #endif

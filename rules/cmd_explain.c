@@ -1,0 +1,270 @@
+/*
+ * execgate-rules explain [--rules PATH]... [--preserve-program-paths] --
+ * CMD...: what the server would decide for one exec of CMD, and why.
+ *
+ * `check` answers as `codex execpolicy check` does, byte for byte; the
+ * server decides more: it finds the program on PATH as the shell would,
+ * checks the rules under every name the program goes by (rules/verdict.h),
+ * takes the person's standing answers into account, and applies the
+ * forced-rm heuristic.  This prints each of those steps.  Exit 0 when it
+ * could tell, 1 when the program cannot be found or read, 2 when the
+ * rules do not load or on a usage error.
+ */
+#include "cmd.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "amend.h"
+#include "exec_path.h"
+#include "heuristic.h"
+#include "lint.h"
+#include "load.h"
+#include "shlex.h"
+#include "verdict.h"
+
+#define EXPLAIN_USAGE                                                                              \
+    "usage: execgate-rules explain [--rules PATH]... [--preserve-program-paths] -- CMD...\n"
+
+struct explain_args {
+    const char **rules; /* the --rules paths, or the default directory */
+    size_t n_rules;
+    char *default_dir; /* when no --rules was given */
+    bool program_paths_only;
+    const char *const *cmd;
+    size_t n_cmd;
+};
+
+static int
+usage_error(const char *what)
+{
+    fprintf(stderr, "execgate-rules explain: %s\n" EXPLAIN_USAGE, what);
+    return 2;
+}
+
+static int
+parse_args(int argc, char **argv, struct explain_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->rules = calloc((size_t)argc + 1, sizeof(*a->rules));
+    if (!a->rules)
+        return usage_error("out of memory");
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--rules") == 0 && i + 1 < argc)
+            a->rules[a->n_rules++] = argv[++i];
+        else if (strcmp(argv[i], "--preserve-program-paths") == 0)
+            a->program_paths_only = true;
+        else
+            return usage_error("unknown option or missing value");
+    }
+    if (i >= argc - 1)
+        return usage_error("no command after --");
+    a->cmd = (const char *const *)argv + i + 1;
+    a->n_cmd = (size_t)(argc - i - 1);
+    if (a->n_rules == 0) {
+        if (!(a->default_dir = rules_default_dir())) {
+            fprintf(stderr, "execgate-rules explain: no rules directory: set CODEX_HOME or HOME, "
+                            "or give --rules\n");
+            return 2;
+        }
+        a->rules[a->n_rules++] = a->default_dir;
+    }
+    return 0;
+}
+
+/* The file a shell would run for name: itself when it has a '/', else the
+ * first regular, executable file of that name on PATH (an empty entry is
+ * the current directory).  Malloc'd, or NULL when there is none. */
+static char *
+find_program(const char *name)
+{
+    if (strchr(name, '/'))
+        return strdup(name);
+    const char *path = getenv("PATH");
+    const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    for (;;) {
+        size_t len = strcspn(p, ":");
+        char *file = NULL;
+        if (asprintf(&file, "%.*s%s%s", (int)len, p, len ? "/" : "", name) < 0)
+            return NULL;
+        struct stat st;
+        if (stat(file, &st) == 0 && S_ISREG(st.st_mode) && access(file, X_OK) == 0)
+            return file;
+        free(file);
+        if (p[len] == '\0')
+            return NULL;
+        p += len + 1;
+    }
+}
+
+static void
+print_match(const struct rules_match *m, const struct rules_match *settled_by)
+{
+    char *prefix = shlex_join((const char *const *)m->matched_prefix, m->n_prefix);
+    printf("      %s", rules_decision_name(m->decision));
+    if (m->origin.file)
+        printf(" %s:%u:%u", m->origin.file, (unsigned)m->origin.line, (unsigned)m->origin.col);
+    printf(": %s", prefix ? prefix : "?");
+    if (m->resolved_program)
+        printf(" (matched %s by its last component)", m->resolved_program);
+    if (m == settled_by)
+        printf(" (a standing answer: it settles the prompt rules)");
+    if (m->justification)
+        printf(" (%s)", m->justification);
+    printf("\n");
+    free(prefix);
+}
+
+static void
+print_names(const struct verdict *v)
+{
+    printf("names:\n");
+    for (size_t i = 0; i < v->n_names; i++) {
+        const struct verdict_name *n = &v->names[i];
+        const char *d = rules_decision_name(n->decision);
+        printf("  %s (%s): %s\n", n->name,
+               n->restricting ? "may only make the answer stricter" : "a path of the program",
+               d ? d : "no rule");
+        for (size_t k = 0; k < n->result.n_matches; k++)
+            print_match(&n->result.matches[k], n->settled_by);
+    }
+}
+
+/* What the server does with the verdict. */
+static void
+print_outcome(const struct verdict *v, const struct verdict_rules *vr, const struct verdict_exec *e,
+              const struct exec_path *walk)
+{
+    const char *const *argv = e->argv;
+    /* the server reads the options under the program's own name */
+    const char *caution = NULL;
+    const char **words = calloc(e->argc + 1, sizeof(*words));
+    if (words && v->decision == RULES_DECISION_ALLOW) {
+        memcpy(words, argv, e->argc * sizeof(*words));
+        words[0] = walk->canonical ? walk->canonical : walk->absolute;
+        caution = rules_lint_dangerous_use(words, e->argc);
+    } else if (!words) {
+        caution = "an option this could not check (out of memory)";
+    }
+    free(words);
+    printf("decision: ");
+    switch (v->decision) {
+    case RULES_DECISION_FORBIDDEN:
+        printf("forbidden: refused (\"Execution forbidden by policy%s%s\")\n",
+               v->justification ? ": " : "", v->justification ? v->justification : "");
+        return;
+    case RULES_DECISION_PROMPT:
+        printf("prompt: a person is asked first; approved, it runs outside the sandbox\n");
+        break;
+    case RULES_DECISION_ALLOW:
+        if (caution)
+            printf("allow, but it uses %s: a person is asked first; approved, it runs outside "
+                   "the sandbox\n",
+                   caution);
+        else
+            printf("allow: it runs outside the sandbox\n");
+        break;
+    default:
+        if (heuristic_forces_rm(argv, e->argc))
+            printf("no rule, but a forced rm: a person is asked first; approved, it runs in the "
+                   "sandbox\n");
+        else
+            printf("no rule: it runs in the sandbox\n");
+        return;
+    }
+    printf("  (outside only when neither the program, a link on its path nor an interpreter "
+           "lies where the call's sandbox can write, and the workdir is not in a repository "
+           "the sandbox could have written; an exec the tree watch sees runs in place)\n");
+    if (v->decision != RULES_DECISION_PROMPT)
+        return;
+    size_t n = 0;
+    char **always = verdict_always_prefix(vr, e, walk, &n);
+    char *line = always ? rules_amend_rule_line((const char *const *)always, n) : NULL;
+    if (line)
+        printf("always allow: offered; answering it adds %s to %s\n", line, vr->answers_file);
+    else
+        printf("always allow: not offered (%s)\n",
+               vr->answers_file ? "no allow rule could settle this question for good"
+                                : "every rules path is a file: there is no rules directory to "
+                                  "write to");
+    free(line);
+    verdict_words_free(always);
+}
+
+static int
+explain(const struct explain_args *a, const struct rules_policy *rules, const char *answers)
+{
+    char *file = find_program(a->cmd[0]);
+    if (!file) {
+        fprintf(stderr,
+                "execgate-rules explain: %s: not found on PATH (the shell would say: "
+                "command not found)\n",
+                a->cmd[0]);
+        return 1;
+    }
+    char cwd[PATH_MAX];
+    struct exec_path walk;
+    memset(&walk, 0, sizeof(walk));
+    struct exec_interpreters in;
+    memset(&in, 0, sizeof(in));
+    struct verdict v;
+    memset(&v, 0, sizeof(v));
+    int rc = getcwd(cwd, sizeof(cwd)) && exec_path_walk(file, cwd, &walk) == 0 ? 0 : -1;
+    rc = rc == 0 && exec_path_interpreters(&walk, cwd, &in) == 0 ? 0 : -1;
+    const struct verdict_rules vr = {rules, NULL, answers, a->program_paths_only};
+    const struct verdict_exec e = {a->cmd, a->n_cmd, NULL, in.names, in.n};
+    rc = rc == 0 && verdict_decide(&vr, &e, &walk, &v) == 0 ? 0 : -1;
+    if (rc == 0) {
+        char *shown = shlex_join(a->cmd, a->n_cmd);
+        printf("command: %s\n", shown ? shown : a->cmd[0]);
+        printf("program: %s", walk.canonical ? walk.canonical : walk.absolute);
+        if (!strchr(a->cmd[0], '/'))
+            printf(" (%s found on PATH as %s)", a->cmd[0], file);
+        printf("\n");
+        for (size_t i = 0; i < in.n; i++)
+            printf("interpreter: %s\n", in.names[i]);
+        print_names(&v);
+        print_outcome(&v, &vr, &e, &walk);
+        free(shown);
+    } else {
+        fprintf(stderr, "execgate-rules explain: %s: cannot be looked at\n", file);
+    }
+    verdict_release(&v);
+    exec_interpreters_release(&in);
+    exec_path_release(&walk);
+    free(file);
+    return rc == 0 ? 0 : 1;
+}
+
+int
+rules_cmd_explain(int argc, char **argv)
+{
+    struct explain_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0) {
+        free(a.rules);
+        free(a.default_dir);
+        return rc;
+    }
+    char *err = NULL;
+    struct rules_policy *rules = rules_load_paths(a.rules, a.n_rules, a.default_dir, &err);
+    char *answers = rules ? rules_amend_answers_file(a.rules, a.n_rules, a.default_dir) : NULL;
+    if (!rules) {
+        fprintf(stderr, "execgate-rules explain: %s\n", err ? err : "out of memory");
+        rc = 2;
+    } else {
+        rc = explain(&a, rules, answers);
+    }
+    free(err);
+    free(answers);
+    rules_policy_free(rules);
+    free(a.rules);
+    free(a.default_dir);
+    return rc;
+}
