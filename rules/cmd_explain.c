@@ -78,31 +78,6 @@ parse_args(int argc, char **argv, struct explain_args *a)
     return 0;
 }
 
-/* The file a shell would run for name: itself when it has a '/', else the
- * first regular, executable file of that name on PATH (an empty entry is
- * the current directory).  Malloc'd, or NULL when there is none. */
-static char *
-find_program(const char *name)
-{
-    if (strchr(name, '/'))
-        return strdup(name);
-    const char *path = getenv("PATH");
-    const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin";
-    for (;;) {
-        size_t len = strcspn(p, ":");
-        char *file = NULL;
-        if (asprintf(&file, "%.*s%s%s", (int)len, p, len ? "/" : "", name) < 0)
-            return NULL;
-        struct stat st;
-        if (stat(file, &st) == 0 && S_ISREG(st.st_mode) && access(file, X_OK) == 0)
-            return file;
-        free(file);
-        if (p[len] == '\0')
-            return NULL;
-        p += len + 1;
-    }
-}
-
 static void
 print_match(const struct rules_match *m, const struct rules_match *settled_by)
 {
@@ -200,7 +175,7 @@ print_outcome(const struct verdict *v, const struct verdict_rules *vr, const str
 static int
 explain(const struct explain_args *a, const struct rules_policy *rules, const char *answers)
 {
-    char *file = find_program(a->cmd[0]);
+    char *file = strchr(a->cmd[0], '/') ? strdup(a->cmd[0]) : exec_path_search(a->cmd[0]);
     if (!file) {
         fprintf(stderr,
                 "execgate-rules explain: %s: not found on PATH (the shell would say: "

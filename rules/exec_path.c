@@ -245,3 +245,23 @@ exec_interpreters_release(struct exec_interpreters *in)
         exec_path_release(&in->walks[i]);
     memset(in, 0, sizeof(*in));
 }
+
+char *
+exec_path_search(const char *name)
+{
+    const char *path = getenv("PATH");
+    const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    for (;;) {
+        size_t len = strcspn(p, ":");
+        char *file = NULL;
+        if (asprintf(&file, "%.*s%s%s", (int)len, p, len ? "/" : "", name) < 0)
+            return NULL;
+        struct stat st;
+        if (stat(file, &st) == 0 && S_ISREG(st.st_mode) && access(file, X_OK) == 0)
+            return file;
+        free(file);
+        if (p[len] == '\0')
+            return NULL;
+        p += len + 1;
+    }
+}

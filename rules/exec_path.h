@@ -45,6 +45,15 @@ int exec_path_walk(const char *path, const char *cwd, struct exec_path *out);
 /* Frees what exec_path_walk stored; safe on a zeroed struct. */
 void exec_path_release(struct exec_path *p);
 
+/*
+ * The file a shell finds for a command name without a '/': the first
+ * regular, executable file of that name in the directories of $PATH (an
+ * empty entry is the current directory; unset PATH is
+ * /usr/local/bin:/usr/bin:/bin), as posix_spawnp and Bash do.  Malloc'd,
+ * or NULL when there is none (or out of memory).
+ */
+char *exec_path_search(const char *name);
+
 /* How deep #! lines are followed (the kernel stops at 4 too). */
 #define EXEC_PATH_MAX_INTERPRETERS 4
 

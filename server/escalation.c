@@ -376,6 +376,7 @@ session_spawn(struct session *s, const int *targets, size_t count)
         .n_fds = count,
         /* its own session and group: a signal for the call reaches its tree */
         .new_session = true,
+        .die_with_server = true,
     };
     /* tree enforcement: the program starts under the exec filter (no other
      * confinement: it is escalated), so every exec of its tree is decided

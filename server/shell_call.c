@@ -606,6 +606,7 @@ shell_call_start(struct shell_call *c)
             .fds = fds,
             .n_fds = n,
             .new_session = true,
+            .die_with_server = true,
         };
         rc = spawn_start(c->loop, &opts, on_child_exit, c, &c->proc);
         close(wfd);

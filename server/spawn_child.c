@@ -3,6 +3,7 @@
 #include "exec_filter.h"
 #include "exec_notify.h"
 #include "log.h"
+#include "../rules/exec_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -317,11 +318,12 @@ get_filtered_stack(void)
 
 struct filtered {
     const struct spawn_options *o;
-    bool filter; /* load the exec filter (o->exec_listener) */
-    int exec_at; /* where *o->exec_fd is moved in the child (an entry of o->fds), or -1 */
-    int sock;    /* the child's end of the socket pair */
-    int max_at;  /* the highest target (at least 2) */
-    int high;    /* above every target, source and sock */
+    bool filter;  /* load the exec filter (o->exec_listener) */
+    int exec_at;  /* where *o->exec_fd is moved in the child (an entry of o->fds), or -1 */
+    int sock;     /* the child's end of the socket pair */
+    int max_at;   /* the highest target (at least 2) */
+    int high;     /* above every target, source and sock */
+    pid_t server; /* the server's pid, which o->die_with_server ties the child to */
 };
 
 /* Reports the child's errno to the server and ends it. */
@@ -396,6 +398,15 @@ filtered_child(void *arg)
 {
     const struct filtered *f = arg;
     const struct spawn_options *o = f->o;
+    for (size_t i = 0; i < o->n_join_fds; i++) {
+        if (write(o->join_fds[i], "0", 1) != 1)
+            filtered_fail(f->sock, errno);
+    }
+    if (o->die_with_server && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        filtered_fail(f->sock, errno);
+    /* the server died before the signal was asked for: it never comes */
+    if (o->die_with_server && getppid() != f->server)
+        filtered_fail(f->sock, ESRCH);
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int s = 1; s < NSIG; s++) {
         /* EINVAL for the numbers libc reserves: nothing to reset */
@@ -565,18 +576,30 @@ start_filtered(const struct spawn_options *given, pid_t *pid, int *listener)
     struct spawn_options o_copy;
     struct spawn_fd *extended = NULL;
     int exec_at = -1;
-    /* no PATH search: the child could not allocate for one */
-    if (!strchr(given->file, '/'))
+    /* the PATH search is the server's: the child could not allocate for
+     * one (the filter's and a file fd's programs are named by path) */
+    char *found = NULL;
+    if (!strchr(given->file, '/') && (given->exec_listener || given->exec_fd))
         return -EINVAL;
+    if (!strchr(given->file, '/') && !(found = exec_path_search(given->file)))
+        return -ENOENT;
     int rc = with_exec_fd(given, &o_copy, &extended, &exec_at);
-    if (rc < 0)
+    if (rc < 0) {
+        free(found);
         return rc;
+    }
+    if (found)
+        o_copy.file = found;
     const struct spawn_options *o = &o_copy;
-    struct filtered f = {
-        .o = o, .filter = o->exec_listener != NULL, .exec_at = exec_at, .max_at = 2};
+    struct filtered f = {.o = o,
+                         .filter = o->exec_listener != NULL,
+                         .exec_at = exec_at,
+                         .max_at = 2,
+                         .server = getpid()};
     for (size_t i = 0; i < o->n_fds; i++) {
         if (o->fds[i].fd < 0 || o->fds[i].at < 0) {
             free(extended);
+            free(found);
             return -EBADF;
         }
         f.max_at = o->fds[i].at > f.max_at ? o->fds[i].at : f.max_at;
@@ -584,8 +607,10 @@ start_filtered(const struct spawn_options *given, pid_t *pid, int *listener)
     }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        int e = errno;
         free(extended);
-        return -errno;
+        free(found);
+        return -e;
     }
     f.sock = sv[1];
     f.high = (f.high > sv[1] ? f.high : sv[1]);
@@ -596,6 +621,7 @@ start_filtered(const struct spawn_options *given, pid_t *pid, int *listener)
         close(sv[0]);
         close(sv[1]);
         free(extended);
+        free(found);
         return -e;
     }
     /* No handler of the server's may run in the child before it resets
@@ -620,6 +646,7 @@ start_filtered(const struct spawn_options *given, pid_t *pid, int *listener)
     /* the child has exec'd or is gone: its stack is free for the next */
     UNPOISON(stack, FILTERED_STACK);
     free(extended);
+    free(found);
     *pid = child;
     return rc;
 }
@@ -635,7 +662,7 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     pid_t pid = -1;
     int listener = -1;
     int rc;
-    if (o->exec_listener || o->exec_fd) {
+    if (o->exec_listener || o->exec_fd || o->die_with_server || o->n_join_fds > 0) {
         if (o->exec_listener)
             *o->exec_listener = -1;
         rc = start_filtered(o, &pid, &listener);

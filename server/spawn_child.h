@@ -61,6 +61,13 @@ struct spawn_options {
      * a '/' (no PATH search: -EINVAL).  Costs no exec besides the program's.
      */
     int *exec_listener;
+    /* killed (SIGKILL) when the server dies, however it dies: a host may
+     * kill the server hard, and nothing it started may outlive it */
+    bool die_with_server;
+    /* cgroup.procs files (O_WRONLY, borrowed) the child moves itself into
+     * before it does anything else, so nothing it starts is ever outside */
+    const int *join_fds;
+    size_t n_join_fds;
 };
 
 /* The child ended: exit_status when it exited, else term_signal the signal
@@ -70,8 +77,9 @@ typedef void (*spawn_exit_cb)(struct spawn_child *c, int64_t exit_status, int te
 typedef void (*spawn_close_cb)(struct spawn_child *c);
 
 /*
- * Starts o->file (with exec_fd or exec_listener, from a clone(CLONE_VM)
- * child of the server's own; otherwise with posix_spawn).  The child gets
+ * Starts o->file (with exec_fd, exec_listener, die_with_server or
+ * join_fds, from a clone(CLONE_VM) child of the server's own; otherwise
+ * with posix_spawn).  The child gets
  * each of o->fds at its number, /dev/null
  * as whichever of 0, 1 and 2 is not among them, no other fd, an empty
  * signal mask and every signal's default disposition (with exec_listener:
