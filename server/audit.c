@@ -17,6 +17,7 @@ struct audit {
     int fd;
     char *path;
     bool failed; /* a write failed: said once */
+    bool torn;   /* a part record could not be taken back: start on a fresh line */
 };
 
 /* Why the opened log cannot be trusted with the records, or NULL. */
@@ -76,6 +77,30 @@ now_text(void)
     return text;
 }
 
+/* O_APPEND and one write per record: records never interleave. */
+static ssize_t
+write_record(struct audit *a, const char *buf, size_t len)
+{
+    ssize_t n;
+    do {
+        n = write(a->fd, buf, len);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/* A record written only in part (a full disk, a file size limit) is cut
+ * off again, so that the log holds whole lines only; if it cannot be, the
+ * next record starts on a line of its own. */
+static void
+take_back(struct audit *a, size_t written)
+{
+    struct stat st;
+    if (fstat(a->fd, &st) == 0 && (size_t)st.st_size >= written &&
+        ftruncate(a->fd, st.st_size - (off_t)written) == 0)
+        return;
+    a->torn = true;
+}
+
 void
 audit_write(struct audit *a, json_t *record)
 {
@@ -95,15 +120,15 @@ audit_write(struct audit *a, json_t *record)
     }
     size_t len = strlen(line);
     line[len] = '\n'; /* the NUL becomes the newline; written by length */
-    /* O_APPEND and one write per record: records never interleave */
-    ssize_t n;
-    do {
-        n = write(a->fd, line, len + 1);
-    } while (n < 0 && errno == EINTR);
+    if (a->torn && write_record(a, "\n", 1) == 1)
+        a->torn = false;
+    ssize_t n = a->torn ? -1 : write_record(a, line, len + 1);
+    if (n > 0 && (size_t)n < len + 1)
+        take_back(a, (size_t)n);
     if (n != (ssize_t)(len + 1) && !a->failed) {
         a->failed = true;
         log_error("audit: %s: %s: records are being lost", a->path,
-                  n < 0 ? strerror(errno) : "short write");
+                  n < 0 ? strerror(errno) : "short write (disk full?)");
     }
     free(line);
 }

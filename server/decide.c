@@ -1504,8 +1504,14 @@ decide_question_cancel(struct decide_question *q)
 {
     if (!q)
         return;
-    if (q->dc->ds->rpc)
-        jsonrpc_forget_request(q->dc->ds->rpc, q->id);
+    struct jsonrpc *rpc = q->dc->ds->rpc;
+    if (rpc) {
+        jsonrpc_forget_request(rpc, q->id);
+        /* the client may still show the question: tell it to close it */
+        jsonrpc_notify(rpc, "notifications/cancelled",
+                       json_pack("{s:I, s:s}", "requestId", (json_int_t)q->id, "reason",
+                                 "the exec it asked about is no longer waiting for an answer"));
+    }
     call_pause(q->dc, false);
     question_free(q);
 }

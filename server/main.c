@@ -36,6 +36,8 @@ main(int argc, char **argv)
     /* A client that goes away must not kill the server mid-answer; libuv
      * resets dispositions in the children it spawns. */
     signal(SIGPIPE, SIG_IGN);
+    /* a file size limit makes a write short (EFBIG), not the server die */
+    signal(SIGXFSZ, SIG_IGN);
     /* escalation hook: fds the server inherited beyond stdio reach none of
      * its children (an escalated program gets exactly the fds its wrapper
      * forwarded; a sandboxed command only what the call gives it) */

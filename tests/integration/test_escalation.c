@@ -1086,6 +1086,42 @@ test_always_allow_not_offered_where_it_cannot_settle(void **state)
     mcp_world_end(&w);
 }
 
+/* A call cancelled while its question is open: the client is told to
+ * close the question (notifications/cancelled naming the elicitation). */
+static void
+test_cancel_closes_the_question(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, GIT_INIT_PROMPT, true);
+    long long id =
+        mcp_client_send_request(w.c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", "git init .", "workdir", w.wd, "login", 0));
+    json_t *question = NULL;
+    while (!question) {
+        json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(m);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        if (method && strcmp(method, "elicitation/create") == 0)
+            question = m;
+        else
+            json_decref(m);
+    }
+    json_int_t asked = json_integer_value(json_object_get(question, "id"));
+    json_decref(question);
+    mcp_client_send(w.c,
+                    json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                              "notifications/cancelled", "params", "requestId", (json_int_t)id));
+    json_t *closed = mcp_client_notification(w.c, "notifications/cancelled", MCP_CLIENT_WAIT_MS);
+    assert_non_null(closed);
+    const json_t *params = json_object_get(closed, "params");
+    assert_int_equal(json_integer_value(json_object_get(params, "requestId")), asked);
+    assert_non_null(json_string_value(json_object_get(params, "reason")));
+    json_decref(closed);
+    assert_false(mcp_world_exists(w.wd, ".git/HEAD"));
+    mcp_world_end(&w);
+}
+
 int
 main(void)
 {
@@ -1124,6 +1160,7 @@ main(void)
         cmocka_unit_test(test_always_allow_writes_the_rule_and_is_not_asked_again),
         cmocka_unit_test(test_always_allow_codex_answer_and_unfit_prefixes),
         cmocka_unit_test(test_always_allow_not_offered_where_it_cannot_settle),
+        cmocka_unit_test(test_cancel_closes_the_question),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
