@@ -103,6 +103,9 @@ struct decide_call {
     bool aborted;
     unsigned paused;
     struct memo_list expected, declined;
+    /* one question out at a time; the others wait in order */
+    struct decide_question *asking;
+    struct decide_question *waiting, **waiting_tail;
 };
 
 /* ---- rules loading ---- */
@@ -529,6 +532,7 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
     }
     dc->ds = ds;
     dc->refs = 1;
+    dc->waiting_tail = &dc->waiting;
     dc->on_abort = on_abort;
     dc->abort_data = data;
     ds->calls++;
@@ -1145,7 +1149,8 @@ struct decide_question {
     size_t n_amendment;
     char **args; /* the command's arguments, which a named prefix must follow */
     size_t nargs;
-    unsigned asks_left; /* MAX_ASKS_AGAIN, counting down */
+    unsigned asks_left;           /* MAX_ASKS_AGAIN, counting down */
+    struct decide_question *next; /* in the call's waiting line */
 };
 
 static void
@@ -1400,6 +1405,33 @@ send_question(struct decide_question *q, const char *note)
     return 0;
 }
 
+/*
+ * The next waiting question goes out once none is: a person sees one
+ * question of a call at a time, in the order they came, and the client
+ * holds one per call at most.  One whose command was approved for the
+ * session meanwhile is answered without asking.
+ */
+static void
+ask_next(struct decide_call *dc)
+{
+    while (!dc->asking && dc->waiting) {
+        struct decide_question *q = dc->waiting;
+        dc->waiting = q->next;
+        if (!dc->waiting)
+            dc->waiting_tail = &dc->waiting;
+        q->next = NULL;
+        bool approved = approvals_contains(dc->ds->approvals, q->key, q->keylen);
+        if (!approved && send_question(q, NULL) == 0) {
+            dc->asking = q;
+            continue;
+        }
+        decide_answer_fn done = q->done;
+        void *d = q->data;
+        question_free(q);
+        done(d, approved, approved ? NULL : "The MCP client could not be asked for approval");
+    }
+}
+
 static void
 on_question_answer(const json_t *result, const json_t *error, void *data)
 {
@@ -1424,11 +1456,15 @@ on_question_answer(const json_t *result, const json_t *error, void *data)
     }
     if (reason && q->remember_decline)
         memo_add(&q->dc->declined, 0, q->key, q->keylen, reason);
+    struct decide_call *dc = decide_call_ref(q->dc);
+    dc->asking = NULL;
     decide_answer_fn done = q->done;
     void *d = q->data;
     question_free(q);
     done(d, reason == NULL, reason);
     free(buf);
+    ask_next(dc);
+    decide_call_unref(dc);
 }
 
 /* The question for r (an ASK for e), not yet sent; NULL when out of memory. */
@@ -1489,12 +1525,22 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
         nq->done = done;
         nq->data = data;
     }
+    if (nq && (dc->asking || dc->waiting)) {
+        /* after the ones before it */
+        if (!dc->waiting)
+            dc->waiting_tail = &dc->waiting;
+        *dc->waiting_tail = nq;
+        dc->waiting_tail = &nq->next;
+        *q = nq;
+        return DECIDE_ASK_PENDING;
+    }
     if (!nq || send_question(nq, NULL) < 0) {
         if (nq)
             question_free(nq);
         *reason = "The MCP client could not be asked for approval";
         return DECIDE_ASK_DENIED;
     }
+    dc->asking = nq;
     *q = nq;
     return DECIDE_ASK_PENDING;
 }
@@ -1504,7 +1550,21 @@ decide_question_cancel(struct decide_question *q)
 {
     if (!q)
         return;
-    struct jsonrpc *rpc = q->dc->ds->rpc;
+    struct decide_call *dc = decide_call_ref(q->dc);
+    if (q != dc->asking) {
+        /* not sent yet: out of the line, and nobody is told */
+        struct decide_question **p = &dc->waiting;
+        while (*p && *p != q)
+            p = &(*p)->next;
+        if (*p)
+            *p = q->next;
+        if (dc->waiting_tail == &q->next)
+            dc->waiting_tail = p;
+        question_free(q);
+        decide_call_unref(dc);
+        return;
+    }
+    struct jsonrpc *rpc = dc->ds->rpc;
     if (rpc) {
         jsonrpc_forget_request(rpc, q->id);
         /* the client may still show the question: tell it to close it */
@@ -1512,8 +1572,11 @@ decide_question_cancel(struct decide_question *q)
                        json_pack("{s:I, s:s}", "requestId", (json_int_t)q->id, "reason",
                                  "the exec it asked about is no longer waiting for an answer"));
     }
-    call_pause(q->dc, false);
+    dc->asking = NULL;
+    call_pause(dc, false);
     question_free(q);
+    ask_next(dc);
+    decide_call_unref(dc);
 }
 
 /* ---- the audit record ---- */

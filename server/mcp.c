@@ -569,6 +569,7 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
         .argv = argv,
         .env = env,
         .timeout_ms = timeout,
+        .max_pause_ms = s->o->max_ask_ms,
         .max_output = s->o->max_output_bytes,
         .progress = token != NULL,
         .report = true,

@@ -21,6 +21,7 @@
 #define OPTIONS_DEFAULT_MAX_CALLS     64u
 #define OPTIONS_DEFAULT_MAX_MESSAGE   (16u * 1024 * 1024)
 #define OPTIONS_DEFAULT_KILL_GRACE_MS 2000u
+#define OPTIONS_DEFAULT_MAX_ASK_MS    600000u
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -43,6 +44,7 @@ struct server_options {
     unsigned max_calls;
     size_t max_message_bytes;
     uint64_t kill_grace_ms;
+    uint64_t max_ask_ms; /* a call's timeout stops at most this long while a person is asked */
     enum log_level log_level;
     enum log_format log_format;
     enum options_exec_enforcement exec_enforcement;

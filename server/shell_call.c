@@ -64,6 +64,8 @@ struct shell_call {
     int notify_at;   /* ... at this number in the child */
     /* escalation hook: the timeout clock stopped while someone is asked */
     unsigned timeout_paused;
+    uint64_t paused_ms;   /* the clock's stops so far, in all */
+    uint64_t pause_began; /* uv_now when the current stop began */
     uint64_t timeout_left_ms;
 };
 
@@ -141,7 +143,13 @@ shell_call_pause_timeout(struct shell_call *c)
     if (c->timeout_paused++ > 0 || !c->started || c->exited || c->timed_out)
         return;
     c->timeout_left_ms = uv_timer_get_due_in(&c->timeout);
+    c->pause_began = uv_now(c->loop);
     uv_timer_stop(&c->timeout);
+    /* what is left of the allowance, then the time that was left */
+    uint64_t max = c->spec.max_pause_ms;
+    if (max > 0)
+        uv_timer_start(&c->timeout, on_timeout,
+                       (max > c->paused_ms ? max - c->paused_ms : 0) + c->timeout_left_ms, 0);
 }
 
 void
@@ -151,6 +159,7 @@ shell_call_resume_timeout(struct shell_call *c)
         return;
     if (!c->started || c->exited || c->timed_out || uv_is_closing((uv_handle_t *)&c->timeout))
         return;
+    c->paused_ms += uv_now(c->loop) - c->pause_began;
     uv_timer_start(&c->timeout, on_timeout, c->timeout_left_ms ? c->timeout_left_ms : 1, 0);
 }
 

@@ -54,12 +54,13 @@ struct shell_call_events {
 };
 
 struct shell_call_spec {
-    char **argv;         /* taken: the full command line (argv[0] a path) */
-    char **env;          /* taken, may be NULL: inherit the server's */
-    uint64_t timeout_ms; /* > 0 */
-    size_t max_output;   /* > 0: bytes kept, half head, half tail */
-    bool progress;       /* report on_progress */
-    bool report;         /* argv passes --report-fd SHELL_CALL_REPORT_FD to the helper */
+    char **argv;           /* taken: the full command line (argv[0] a path) */
+    char **env;            /* taken, may be NULL: inherit the server's */
+    uint64_t timeout_ms;   /* > 0 */
+    uint64_t max_pause_ms; /* the timeout stops this long at most, in all (0: no limit) */
+    size_t max_output;     /* > 0: bytes kept, half head, half tail */
+    bool progress;         /* report on_progress */
+    bool report;           /* argv passes --report-fd SHELL_CALL_REPORT_FD to the helper */
 };
 
 /* escalation hook: the number at which the helper (and the sandboxed Bash
@@ -132,7 +133,9 @@ void shell_call_set_exec_notify_fd(struct shell_call *c, int at, int fd);
 /*
  * escalation hook: stops the call's timeout clock while a person is asked
  * (elicitation), and restarts it with the time that was left.  Pauses nest:
- * the clock runs again after as many resumes as pauses.  Cannot fail.
+ * the clock runs again after as many resumes as pauses.  Stopped for
+ * spec.max_pause_ms in all, the clock runs again, pause or not: a question
+ * nobody answers cannot hold a call forever.  Cannot fail.
  */
 void shell_call_pause_timeout(struct shell_call *c);
 void shell_call_resume_timeout(struct shell_call *c);

@@ -290,6 +290,28 @@ test_waiting_for_a_person_does_not_count_toward_the_timeout(void **state)
     mcp_world_end(&w);
 }
 
+/* A question nobody answers holds the call --max-ask-ms at most: then the
+ * timeout runs again, and the call times out with the question open. */
+static void
+test_unanswered_question_stops_the_clock_for_a_while_only(void **state)
+{
+    struct mcp_world w;
+    world_start_with(&w, "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\")\n", true,
+                     "--max-ask-ms=300");
+    struct mcp_answers ans = {.action = "accept", .delay_ms = 3000};
+    json_t *a = mcp_world_run(&w, "git init . >/dev/null; echo done", &ans, 500);
+    assert_int_equal(ans.asked, 1);
+    const json_t *st = mcp_world_structured(a);
+    assert_true(json_is_true(json_object_get(st, "timed_out")));
+    /* timed out at about 500 + 300 ms, long before the answer came */
+    json_int_t secs = json_integer_value(json_object_get(json_object_get(st, "duration"), "secs"));
+    assert_true(secs < 3);
+    assert_false(mcp_world_exists(w.wd, ".git/HEAD"));
+    json_decref(a);
+    free(ans.last_message);
+    mcp_world_end(&w);
+}
+
 static void
 test_forced_rm_without_rule_prompts_then_runs_inside(void **state)
 {
@@ -1122,6 +1144,52 @@ test_cancel_closes_the_question(void **state)
     mcp_world_end(&w);
 }
 
+/* Many execs asking at once: the client holds one question of the call
+ * at a time; the next comes only once it is answered. */
+static void
+test_one_question_at_a_time(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"true\"], decision=\"prompt\")\n", true);
+    long long id = mcp_client_send_request(
+        w.c, "tools/call",
+        json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments", "command",
+                  "for i in $(seq 20); do /bin/true $i & done; wait; echo done", "workdir", w.wd,
+                  "login", 0));
+    int asked = 0;
+    json_t *answer = NULL;
+    while (!answer) {
+        json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(m);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        const json_t *mid = json_object_get(m, "id");
+        if (!method && json_integer_value(mid) == id) {
+            answer = m;
+            continue;
+        }
+        if (!method || strcmp(method, "elicitation/create") != 0) {
+            json_decref(m);
+            continue;
+        }
+        asked++;
+        /* nothing else is asked while this one is open */
+        json_t *more = mcp_client_next(w.c, 200);
+        if (more) {
+            const char *other = json_string_value(json_object_get(more, "method"));
+            assert_false(other && strcmp(other, "elicitation/create") == 0);
+            json_decref(more);
+        }
+        mcp_client_send(w.c,
+                        json_pack("{s:s, s:O, s:{s:s, s:{s:s}}}", "jsonrpc", "2.0", "id", mid,
+                                  "result", "action", "accept", "content", "decision", "denied"));
+        json_decref(m);
+    }
+    mcp_world_assert_contains(mcp_world_output(answer), "done\n");
+    assert_int_equal(asked, 20);
+    json_decref(answer);
+    mcp_world_end(&w);
+}
+
 int
 main(void)
 {
@@ -1161,6 +1229,8 @@ main(void)
         cmocka_unit_test(test_always_allow_codex_answer_and_unfit_prefixes),
         cmocka_unit_test(test_always_allow_not_offered_where_it_cannot_settle),
         cmocka_unit_test(test_cancel_closes_the_question),
+        cmocka_unit_test(test_one_question_at_a_time),
+        cmocka_unit_test(test_unanswered_question_stops_the_clock_for_a_while_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
