@@ -71,11 +71,15 @@ struct escalation_call {
     int handles_open;
     struct session *sessions;
     unsigned n_sessions;
+    size_t buffered; /* received and not yet decoded, all sessions together */
     /* process groups of escalated programs that have exited: what they
      * left running is killed with the call (reaper_signal_group) */
     pid_t *groups;
     size_t n_groups;
 };
+
+/* Exec sessions open in the whole server. */
+static unsigned server_sessions;
 
 /* One first datagram at a time: the loop runs on one thread. */
 static char dgram_buf[ESC_MAX_DGRAM + 1];
@@ -277,6 +281,8 @@ session_free(struct session *s)
     if (s->next)
         s->next->prev = s->prev;
     ec->n_sessions--;
+    server_sessions--;
+    ec->buffered -= s->in.len;
     if (s->fd >= 0)
         close(s->fd);
     esc_buf_free(&s->in);
@@ -465,6 +471,14 @@ on_session_readable(uv_poll_t *h, int status, int events)
             return;
         }
         s->in.len += (size_t)n;
+        s->ec->buffered += (size_t)n;
+        if (s->ec->buffered > ESCALATION_MAX_BUFFERED) {
+            log_warn("escalation %s: its exec sessions sent more than %u bytes not yet decoded: "
+                     "session ended",
+                     s->ec->label, ESCALATION_MAX_BUFFERED);
+            session_end(s);
+            return;
+        }
         if (s->fds.count > 0 && s->state != SESSION_FDS) {
             log_warn("escalation %s: fds outside FDS: session ended", s->ec->label);
             session_end(s);
@@ -484,6 +498,7 @@ on_session_readable(uv_poll_t *h, int status, int events)
                 return;
             }
             esc_buf_consume(&s->in, used);
+            s->ec->buffered -= used;
             if (session_message(s, &m) < 0)
                 return;
             if (s->state == SESSION_ASKING) {
@@ -567,6 +582,7 @@ session_start(struct escalation_call *ec, int fd, struct esc_msg *first)
         ec->sessions->prev = s;
     ec->sessions = s;
     ec->n_sessions++;
+    server_sessions++;
     if (first->type == ESC_MSG_REQUEST) {
         s->req = first->u.request;
         s->have_req = true;
@@ -599,9 +615,11 @@ on_hello_readable(uv_poll_t *h, int status, int events)
             log_warn("escalation %s: bad first datagram: %s", ec->label, why ? why : strerror(-rc));
             continue;
         }
-        if (ec->n_sessions >= ESCALATION_MAX_SESSIONS) {
-            log_warn("escalation %s: more than %d exec sessions at once: refused", ec->label,
-                     ESCALATION_MAX_SESSIONS);
+        if (ec->n_sessions >= ESCALATION_MAX_SESSIONS ||
+            server_sessions >= ESCALATION_MAX_SERVER_SESSIONS) {
+            log_warn("escalation %s: more than %d exec sessions at once (%d in the server): "
+                     "refused",
+                     ec->label, ESCALATION_MAX_SESSIONS, ESCALATION_MAX_SERVER_SESSIONS);
             close(fd);
             esc_msg_free(&first);
             continue;

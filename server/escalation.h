@@ -23,6 +23,12 @@
 /* Exec sessions open at once per call; a HELLO beyond this is refused
  * (its fd closed: the wrapper fails closed with 126). */
 #define ESCALATION_MAX_SESSIONS 256
+/* Exec sessions open at once in the whole server (all calls together). */
+#define ESCALATION_MAX_SERVER_SESSIONS 1024
+/* Bytes a call's exec sessions may have received and not yet decoded, in
+ * all: a frame may declare up to ESC_MAX_BODY, but not every session at
+ * once. */
+#define ESCALATION_MAX_BUFFERED (16u * 1024 * 1024)
 /* Bytes read from a session per recvmsg. */
 #define ESCALATION_READ_CHUNK 65536
 

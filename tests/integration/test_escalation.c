@@ -951,6 +951,93 @@ test_raw_clients_leave_server_serving(void **state)
     mcp_world_end(&w);
 }
 
+/* A sandboxed command that opens 200 exec sessions, each declaring a
+ * frame of almost ESC_MAX_BODY and sending 3 MiB of it, then waits. */
+static const char flood_py[] =
+    "import os, socket, struct, array, time\n"
+    "s = socket.socket(fileno=int(os.environ['CODEX_ESCALATE_SOCKET']))\n"
+    "def hello():\n"
+    "    a, b = socket.socketpair()\n"
+    "    s.sendmsg([struct.pack('<IHH', 0, 2, 1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, "
+    "array.array('i', [b.fileno()]))])\n"
+    "    b.close(); return a\n"
+    "held, cut = [], 0\n"
+    "for i in range(200):\n"
+    "    a = hello(); a.settimeout(5)\n"
+    "    try: a.sendall(struct.pack('<IHH', 4 * 1024 * 1024 - 1, 2, 2) + b'x' * (3 << 20))\n"
+    "    except OSError: cut += 1\n"
+    "    held.append(a)\n"
+    "open('flooded', 'w').write(str(cut))\n"
+    "while not os.path.exists('done'): time.sleep(0.05)\n"
+    "print('cut', cut)\n";
+
+/* The server's resident memory, in KiB. */
+static long
+rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long kib = -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+/* What a call's exec sessions may make the server buffer is bounded
+ * (ESCALATION_MAX_BUFFERED), however many it opens: sessions past it are
+ * ended, and the server's memory does not grow with them. */
+static void
+test_session_flood_is_bounded(void **state)
+{
+    struct mcp_world w;
+    /* freed buffers must leave the resident set: no AddressSanitizer
+     * quarantine for this server (leaks are still reported) */
+    const struct mcp_world_options o = {
+        .server = server_path,
+        .client_name = "escalation-tests",
+        .env = "ASAN_OPTIONS=quarantine_size_mb=0:halt_on_error=1:abort_on_error=1"};
+    mcp_world_start(&w, "prefix_rule(pattern=[\"true\"], decision=\"allow\")\n", &o);
+    char *py = tmpdir_path(w.wd, "flood.py");
+    tmpdir_write_file(py, flood_py, 0644);
+    long before = rss_kib(mcp_client_pid(w.c));
+    long long id = mcp_client_send_request(
+        w.c, "tools/call",
+        json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command",
+                  "/usr/bin/python3 flood.py", "workdir", w.wd, "login", 0, "timeout_ms", 120000));
+    bool flooded = false;
+    for (int i = 0; i < 6000 && !flooded; i++) {
+        flooded = mcp_world_exists(w.wd, "flooded");
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        if (!flooded)
+            nanosleep(&ts, NULL);
+    }
+    assert_true(flooded);
+    long after = rss_kib(mcp_client_pid(w.c));
+    char *done = tmpdir_path(w.wd, "done");
+    tmpdir_write_file(done, "", 0644);
+    json_t *idj = json_integer(id);
+    json_t *a = mcp_client_response(w.c, idj, MCP_CLIENT_WAIT_MS);
+    assert_non_null(a);
+    const char *out = mcp_world_output(a);
+    int cut = 0;
+    const char *at = strstr(out, "cut ");
+    assert_non_null(at);
+    cut = atoi(at + 4);
+    fprintf(stderr, "rss %ld -> %ld KiB, %d of 200 sessions cut\n", before, after, cut);
+    /* 200 x 3 MiB would be 600 MiB: at most the cap (and its slack) stays */
+    assert_true(after - before < 96 * 1024);
+    assert_true(cut >= 150);
+    json_decref(a);
+    json_decref(idj);
+    free(done);
+    free(py);
+    mcp_world_end(&w);
+}
+
 /* ---- always allow ---- */
 
 #define GIT_INIT_PROMPT "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\")\n"
@@ -1222,6 +1309,7 @@ main(void)
         cmocka_unit_test(test_escalated_program_gets_only_forwarded_fds),
         cmocka_unit_test(test_loader_env_dropped),
         cmocka_unit_test(test_raw_clients_leave_server_serving),
+        cmocka_unit_test(test_session_flood_is_bounded),
         cmocka_unit_test(test_rules_reload_while_serving),
         cmocka_unit_test(test_client_log_records),
         cmocka_unit_test(test_reloads_during_calls),
