@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Compiled in here, not linked from librules.a, so that libFuzzer's
- * coverage instrumentation (fuzz_args) reaches the code under test. */
-#include "../../rules/shlex.c"
+#include "shlex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Writes the binary seed inputs of the fuzz targets.
+
+tests/fuzz/seeds/<target>/ holds each target's seeds; the ones made of
+escalation frames, hand-over datagrams or NUL-separated argv are written
+here, from the layouts in docs/escalation-protocol.md and
+docs/enforcement.md, so that they can be read and changed as code.  Run it
+from anywhere after changing the protocol; it rewrites only its own files.
+"""
+import os
+import struct
+import sys
+
+VERSION = 2
+HELLO, REQUEST, RUN, ESCALATE, DENY, FDS, SIGNAL, EXIT = range(1, 9)
+
+
+def frame(kind, body=b"", version=VERSION):
+    return struct.pack("<IHH", len(body), version, kind) + body
+
+
+def u32(n):
+    return struct.pack("<I", n)
+
+
+def string(s):
+    b = s.encode() if isinstance(s, str) else s
+    return u32(len(b)) + b
+
+
+def request(file, argv, workdir="/", env=()):
+    body = string(file) + u32(len(argv)) + b"".join(string(a) for a in argv)
+    body += string(workdir) + u32(len(env)) + b"".join(string(e) for e in env)
+    return frame(REQUEST, body)
+
+
+ENV = ("PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/me", "LANG=C.UTF-8")
+
+# fuzz_esc_msg: a stream of frames from an untrusted peer.
+esc_msg = {
+    "hello": frame(HELLO),
+    "request-ls": request("/bin/ls", ["ls"], "/", ["A=b"]),
+    "request-git": request("/usr/bin/git", ["git", "status", "--short"], "/home/me/src", ENV),
+    "request-no-env": request("/bin/true", ["true"]),
+    "run": frame(RUN),
+    "escalate": frame(ESCALATE),
+    "deny": frame(DENY, string("rm -rf is forbidden by a rule")),
+    "deny-utf8": frame(DENY, string("refus\u00e9 \u2713 \U0001f600")),
+    "fds": frame(FDS, u32(3) + u32(0) + u32(1) + u32(2)),
+    "fds-none": frame(FDS, u32(0)),
+    "signal": frame(SIGNAL, u32(15)),
+    "exit-code": frame(EXIT, u32(0) + u32(1)),
+    "exit-signal": frame(EXIT, u32(1) + u32(9)),
+    "session": frame(HELLO)
+    + request("/bin/cat", ["cat", "-n", "a b"], "/tmp", ENV)
+    + frame(FDS, u32(2) + u32(1) + u32(2))
+    + frame(SIGNAL, u32(2)),
+    "answers": frame(ESCALATE) + frame(EXIT, u32(0) + u32(0)),
+    "old-version": frame(REQUEST, string("/bin/ls"), version=1),
+    "cut-request": request("/bin/ls", ["ls", "-l"], "/", ENV)[:30],
+}
+
+# fuzz_escalation_session: an even first byte opens with a HELLO and the
+# rest is the session's stream; an odd one makes the rest the first
+# datagram.  The target's rules forbid rm, prompt for git, allow true.
+true_req = request("/bin/true", ["true"], "/", ENV)
+escalation_session = {
+    "stream-true": b"\0" + true_req,
+    "stream-true-fds": b"\0" + true_req + frame(FDS, u32(0)),
+    "stream-true-signal": b"\0" + true_req + frame(FDS, u32(0)) + frame(SIGNAL, u32(15)),
+    "stream-rm": b"\0" + request("/bin/rm", ["rm", "-rf", "/tmp/x"], "/tmp", ENV),
+    "stream-git": b"\0" + request("/usr/bin/git", ["git", "push"], "/", ENV),
+    "stream-ls": b"\0" + request("/bin/ls", ["ls", "-l"], "/", ENV),
+    "stream-sh-rm": b"\0" + request("/bin/sh", ["sh", "-c", "rm -f a"], "/", ENV),
+    "stream-env": b"\0"
+    + request("/bin/true", ["true"], "/", ENV + ("LD_PRELOAD=/x.so", "BASH_ENV=/x")),
+    "stream-hello": b"\0" + frame(HELLO),
+    "stream-fds-first": b"\0" + frame(FDS, u32(0)),
+    "stream-two-requests": b"\0" + true_req + true_req,
+    "dgram-true": b"\1" + true_req,
+    "dgram-rm": b"\1" + request("/usr/bin/rm", ["rm", "-f", "a"], "/", ENV),
+    "dgram-ls": b"\1" + request("/bin/ls", ["ls"], "/tmp"),
+    "dgram-hello": b"\1" + frame(HELLO),
+    "dgram-run": b"\1" + frame(RUN),
+}
+
+# fuzz_exec_notify: the first byte is the number of fds sent along (mod 3),
+# the rest the helper's datagram: "EGX1", L (listener) or D (degraded), path.
+exec_notify = {
+    "listener": b"\1EGX1L/usr/libexec/execgate/bash",
+    "degraded": b"\0EGX1D/bin/bash",
+    "listener-no-fd": b"\0EGX1L/bin/sh",
+    "degraded-with-fd": b"\1EGX1D/bin/sh",
+    "two-fds": b"\2EGX1L/bin/sh",
+    "nul-in-path": b"\1EGX1L/bin\0sh",
+    "bad-magic": b"\1EGX0L/bin/sh",
+    "short": b"\0EGX1",
+    "empty-path": b"\1EGX1L",
+    "long-path": b"\1EGX1L/" + b"a" * 4200,
+}
+
+
+def words(*argv):
+    return b"\0".join(a.encode() for a in argv)
+
+
+# fuzz_exec_checks: argv words separated by NUL bytes; each word is also
+# checked as an environment entry.
+exec_checks = {
+    "rm-f": words("rm", "-f", "a"),
+    "rm-rf-path": words("/bin/rm", "-rf", "a"),
+    "rm-split": words("rm", "-r", "-f", "a"),
+    "rm-force": words("rm", "--force", "a"),
+    "rm-dashdash": words("rm", "--", "-f"),
+    "sudo-rm": words("sudo", "-n", "/usr/bin/rm", "-Rf", "a"),
+    "sh-c": words("sh", "-c", "rm -f a"),
+    "bash-lc": words("bash", "-lc", "echo x; rm -rf /tmp/y"),
+    "bash-and": words("bash", "-c", "true && sudo rm --force z"),
+    "nested": words("sh", "-c", "sh -c \"sh -c 'rm -f a'\""),
+    "pipes": words("sh", "-c", "ls|rm -f a;ls&&rm -f b"),
+    "unclosed": words("sh", "-c", "rm 'unclosed -f"),
+    "python": words("python3", "-c", "rm -f a"),
+    "env": words(
+        "env",
+        "LD_PRELOAD=/x.so",
+        "BASH_ENV=/x",
+        "BASH_FUNC_ls%%=() { :; }",
+        "GIT_CONFIG_COUNT=1",
+        "CODEX_ESCALATE_SOCKET=4",
+        "ENV",
+        "HOME=/root",
+    ),
+}
+
+
+def write(root, target, seeds):
+    d = os.path.join(root, target)
+    os.makedirs(d, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
+def main():
+    root = os.path.dirname(os.path.abspath(sys.argv[0]))
+    write(root, "esc_msg", esc_msg)
+    write(root, "escalation_session", escalation_session)
+    write(root, "exec_notify", exec_notify)
+    write(root, "exec_checks", exec_checks)
+
+
+if __name__ == "__main__":
+    main()
