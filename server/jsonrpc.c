@@ -3,6 +3,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,11 @@ struct jsonrpc {
     bool in_open, out_open;
     bool in_file; /* input is a regular file (epoll cannot watch it) */
     int in_fd;
+    int in_stream_fd; /* the input pipe or socket, for the hang-up watch; -1: none */
+    /* while input is paused: a copy of in_stream_fd polled for the hang-up */
+    uv_poll_t hup;
+    int hup_fd;
+    bool hup_open;
     int out_file_fd; /* >= 0: output is a regular file, written directly */
     bool reading, paused, input_done, eof_reported, out_failed;
     int open_handles;
@@ -77,6 +83,8 @@ jsonrpc_new(uv_loop_t *loop, const struct jsonrpc_handler *h, void *data, size_t
     rpc->next_id = 1;
     rpc->out_file_fd = -1;
     rpc->in_fd = -1;
+    rpc->in_stream_fd = -1;
+    rpc->hup_fd = -1;
     return rpc;
 }
 
@@ -97,6 +105,8 @@ open_stream(struct jsonrpc *rpc, union stream *s, int fd)
                 rpc->open_handles++;
                 return rc;
             }
+            if (s == &rpc->in)
+                rpc->in_stream_fd = fd;
         }
     } else if (type == UV_FILE && s == &rpc->in) {
         /* epoll cannot watch a regular file, and reading one does not
@@ -118,6 +128,7 @@ open_stream(struct jsonrpc *rpc, union stream *s, int fd)
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void watch_hangup(struct jsonrpc *rpc, bool on);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void on_file_turn(uv_idle_t *h);
@@ -187,6 +198,8 @@ on_written(uv_write_t *req, int status)
     maybe_resume(rpc);
     if (rpc->closing && rpc->writes_in_flight == 0)
         finish_close(rpc);
+    else if (!rpc->closing && rpc->handler.on_written)
+        rpc->handler.on_written(rpc, rpc->data);
 }
 
 /* Output to a regular file: written at once (takes text). */
@@ -255,6 +268,7 @@ send_msg(struct jsonrpc *rpc, json_t *msg)
         stop_input(rpc);
         rpc->reading = false;
         rpc->paused = true;
+        watch_hangup(rpc, true);
         log_debug("client reads slowly: input paused with %zu bytes queued", rpc->out_bytes);
     }
     return 0;
@@ -266,6 +280,7 @@ maybe_resume(struct jsonrpc *rpc)
     if (!rpc->paused || rpc->input_done || rpc->out_bytes > JSONRPC_WRITE_HIGH_WATER / 2)
         return;
     rpc->paused = false;
+    watch_hangup(rpc, false);
     if (start_input(rpc) == 0)
         rpc->reading = true;
 }
@@ -584,10 +599,54 @@ on_file_turn(uv_idle_t *h)
     on_read((uv_stream_t *)h, n < 0 ? uv_translate_sys_error(errno) : n == 0 ? UV_EOF : n, &buf);
 }
 
+/* The client closed its end while its input was paused. */
+static void
+on_hangup(uv_poll_t *h, int status, int events)
+{
+    struct jsonrpc *rpc = h->data;
+    uv_poll_stop(h);
+    if (rpc->input_done)
+        return;
+    log_info("stdin: the client closed its end while answers wait for it: input ends");
+    jsonrpc_stop_reading(rpc);
+    report_eof(rpc);
+}
+
+/*
+ * While input is paused for a slow reader the stream is not read, so its
+ * end would go unnoticed until the client reads again, which a client that
+ * left never does.  A copy of the fd is polled for the hang-up alone
+ * (requests waiting in it do not wake the loop).
+ */
+static void
+watch_hangup(struct jsonrpc *rpc, bool on)
+{
+    if (!on || rpc->in_stream_fd < 0) {
+        if (rpc->hup_open)
+            uv_poll_stop(&rpc->hup);
+        return;
+    }
+    if (!rpc->hup_open) {
+        int fd = fcntl(rpc->in_stream_fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0 || uv_poll_init(rpc->loop, &rpc->hup, fd) < 0) {
+            log_warn("stdin: cannot watch for the client's hang-up while input is paused");
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+        rpc->hup.data = rpc;
+        rpc->hup_fd = fd;
+        rpc->hup_open = true;
+        rpc->open_handles++;
+    }
+    uv_poll_start(&rpc->hup, UV_DISCONNECT, on_hangup);
+}
+
 void
 jsonrpc_stop_reading(struct jsonrpc *rpc)
 {
     rpc->input_done = true;
+    watch_hangup(rpc, false);
     if (rpc->reading)
         stop_input(rpc);
     rpc->reading = false;
@@ -629,11 +688,24 @@ on_closed(uv_handle_t *h)
 }
 
 static void
+on_hup_closed(uv_handle_t *h)
+{
+    struct jsonrpc *rpc = h->data;
+    close(rpc->hup_fd);
+    rpc->hup_fd = -1;
+    on_closed(h);
+}
+
+static void
 finish_close(struct jsonrpc *rpc)
 {
     if (rpc->open_handles == 0) {
         free_rpc(rpc);
         return;
+    }
+    if (rpc->hup_open && !uv_is_closing((uv_handle_t *)&rpc->hup)) {
+        rpc->hup_open = false;
+        uv_close((uv_handle_t *)&rpc->hup, on_hup_closed);
     }
     int handles = rpc->open_handles;
     bool out_handle = rpc->out_open && rpc->out_file_fd < 0;

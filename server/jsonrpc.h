@@ -5,7 +5,8 @@
  * answers malformed input itself (-32700, -32600) and hands well-formed
  * requests and notifications to a handler.  Writes are queued through libuv;
  * while more than JSONRPC_WRITE_HIGH_WATER bytes wait for a slow client, the
- * input is not read, which bounds the memory of answers.  Requests that the
+ * input is not read, which bounds the memory of answers; the client's
+ * hang-up is still noticed then.  Requests that the
  * server sends get their own integer ids and wait in a table for the
  * client's answer.
  */
@@ -37,8 +38,11 @@ struct jsonrpc_handler {
     /* A notification; params as for on_request. */
     void (*on_notification)(struct jsonrpc *rpc, const char *method, const json_t *params,
                             void *data);
-    /* The input ended (EOF or read error).  Called once. */
+    /* The input ended (EOF or read error), or the client closed its end
+     * while input was paused for a slow reader.  Called once. */
     void (*on_eof)(struct jsonrpc *rpc, void *data);
+    /* Some queued output was written (may be NULL). */
+    void (*on_written)(struct jsonrpc *rpc, void *data);
 };
 
 /*

@@ -594,10 +594,17 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
     start_waiting(s);
 }
 
+/*
+ * Starts waiting calls while there is room: fewer than --max-calls run,
+ * and the answers waiting for the client to read them stay under
+ * --max-pending-output (a client that stops reading stops the calls, not
+ * the server's memory: each running call's answer is at most its own).
+ */
 static void
 start_waiting(struct mcp_server *s)
 {
-    while (!s->shutting_down && s->waiting.head && s->running.count < s->o->max_calls) {
+    while (!s->shutting_down && s->waiting.head && s->running.count < s->o->max_calls &&
+           jsonrpc_pending_output(s->rpc) < s->o->max_pending_output) {
         struct mcp_call *c = s->waiting.head;
         list_remove(&s->waiting, c);
         list_push(&s->running, c);
@@ -720,10 +727,18 @@ on_eof(struct jsonrpc *rpc, void *data)
     mcp_server_shutdown(data, "end of input");
 }
 
+/* Output was written: calls held back by --max-pending-output may start. */
+static void
+on_output_written(struct jsonrpc *rpc, void *data)
+{
+    start_waiting(data);
+}
+
 static const struct jsonrpc_handler rpc_handler = {
     .on_request = on_request,
     .on_notification = on_notification,
     .on_eof = on_eof,
+    .on_written = on_output_written,
 };
 
 /* ---- life ---- */

@@ -24,6 +24,7 @@ enum {
     OPT_MAX_OUTPUT,
     OPT_MAX_CALLS,
     OPT_MAX_ASK,
+    OPT_MAX_PENDING,
     OPT_MAX_MESSAGE,
     OPT_KILL_GRACE,
     OPT_LOG_LEVEL,
@@ -48,6 +49,7 @@ static const struct option long_options[] = {
     {"max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-ask-ms", required_argument, NULL, OPT_MAX_ASK},
+    {"max-pending-output", required_argument, NULL, OPT_MAX_PENDING},
     {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
     {"kill-grace-ms", required_argument, NULL, OPT_KILL_GRACE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -81,6 +83,8 @@ usage(FILE *out)
             "  --default-timeout-ms N    timeout of a call without timeout_ms (10000)\n"
             "  --max-output-bytes N      output kept per call, head and tail (1048576)\n"
             "  --max-calls N             calls running at once; more wait in order (64)\n"
+            "  --max-pending-output N    no waiting call starts while this many bytes of\n"
+            "                            answers wait for the client to read (67108864)\n"
             "  --max-ask-ms MS           a call's timeout stops at most this long in all\n"
             "                            while a person is asked (600000)\n"
             "  --max-message-bytes N     largest JSON-RPC message accepted (16777216)\n"
@@ -357,6 +361,12 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
             return 0;
         }
         break;
+    case OPT_MAX_PENDING:
+        if (parse_u64(arg, 1024, SIZE_MAX / 4, &n) == 0) {
+            o->max_pending_output = n;
+            return 0;
+        }
+        break;
     case OPT_MAX_ASK:
         if (parse_u64(arg, 0, UINT64_C(1) << 53, &o->max_ask_ms) == 0)
             return 0;
@@ -385,6 +395,7 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->max_message_bytes = OPTIONS_DEFAULT_MAX_MESSAGE;
     o->kill_grace_ms = OPTIONS_DEFAULT_KILL_GRACE_MS;
     o->max_ask_ms = OPTIONS_DEFAULT_MAX_ASK_MS;
+    o->max_pending_output = OPTIONS_DEFAULT_MAX_PENDING;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */
     o->rules = calloc((size_t)argc + 2, sizeof(char *));

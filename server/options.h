@@ -22,6 +22,7 @@
 #define OPTIONS_DEFAULT_MAX_MESSAGE   (16u * 1024 * 1024)
 #define OPTIONS_DEFAULT_KILL_GRACE_MS 2000u
 #define OPTIONS_DEFAULT_MAX_ASK_MS    600000u
+#define OPTIONS_DEFAULT_MAX_PENDING   (64u * 1024 * 1024)
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -42,6 +43,7 @@ struct server_options {
     uint64_t default_timeout_ms;
     size_t max_output_bytes;
     unsigned max_calls;
+    size_t max_pending_output; /* no waiting call starts while this much output waits */
     size_t max_message_bytes;
     uint64_t kill_grace_ms;
     uint64_t max_ask_ms; /* a call's timeout stops at most this long while a person is asked */

@@ -138,6 +138,122 @@ test_killed_server_read_only(void **state)
     killed_server_takes_its_calls("read-only");
 }
 
+/* The server's resident memory, in KiB. */
+static long
+rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long kib = -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+#define MIB_OUTPUT "head -c 1000000 /dev/zero | tr '\\0' a"
+
+/* The server as a client that may stop reading sees it: no sanitizer
+ * quarantine (freed answers must leave the resident set). */
+static struct mcp_client *
+start_plain(const char *max_calls)
+{
+    const char *argv[] = {server_path, "--max-calls", max_calls, NULL};
+    const char *env[] = {"ASAN_OPTIONS=quarantine_size_mb=0:halt_on_error=1:abort_on_error=1",
+                         NULL};
+    struct mcp_client *c = mcp_client_start(argv, env);
+    json_decref(mcp_client_initialize(c));
+    return c;
+}
+
+/* 300 calls printing 1 MB each, and a client that reads nothing for 10 s:
+ * the answers waiting for it stay near --max-pending-output (64 MiB) plus
+ * one answer per running call; read again, every answer arrives whole. */
+static void
+test_stuck_client_bounds_memory(void **state)
+{
+    enum { CALLS = 300 };
+    char *wd = mcp_world_fmt("/tmp");
+    struct mcp_client *c = start_plain("8");
+    pid_t pid = mcp_client_pid(c);
+    long before = rss_kib(pid);
+    long long ids[CALLS];
+    for (int i = 0; i < CALLS; i++)
+        ids[i] = mcp_client_send_request(c, "tools/call",
+                                         json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell",
+                                                   "arguments", "command", MIB_OUTPUT, "workdir",
+                                                   wd, "login", 0));
+    long most = before;
+    for (int i = 0; i < 20; i++) {
+        struct timespec half = {0, 500 * 1000 * 1000};
+        nanosleep(&half, NULL);
+        long now = rss_kib(pid);
+        most = now > most ? now : most;
+    }
+    fprintf(stderr, "stuck client: rss %ld -> at most %ld KiB\n", before, most);
+    /* 64 MiB of waiting answers, 8 running calls' answers (2 MB each: the
+     * text and the structured copy), and slack for the allocator; without
+     * the bound it grew by 507 MiB here */
+    assert_true(most - before < 160 * 1024);
+    for (int i = 0; i < CALLS; i++) {
+        json_t *id = json_integer(ids[i]);
+        json_t *a = mcp_client_response(c, id, 60000);
+        assert_non_null(a);
+        const char *out = json_string_value(json_object_get(
+            json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
+        assert_non_null(out);
+        assert_int_equal(strlen(out), 1000000);
+        assert_int_equal(strspn(out, "a"), 1000000);
+        json_decref(a);
+        json_decref(id);
+    }
+    mcp_client_close_stdin(c);
+    int status = mcp_client_wait_exit(c, 30000);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    mcp_client_free(c);
+    free(wd);
+}
+
+/* A client that closes its end without reading what waits for it: the
+ * server notices although its input is paused, and exits within its kill
+ * grace (2 s) and the time its running calls take. */
+static void
+test_client_gone_while_output_waits(void **state)
+{
+    char *wd = mcp_world_fmt("/tmp");
+    struct mcp_client *c = start_plain("4");
+    for (int i = 0; i < 50; i++)
+        mcp_client_send_request(c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", MIB_OUTPUT, "workdir", wd, "login", 0));
+    /* enough answers wait that the input is paused (8 MiB) */
+    struct timespec pause = {3, 0};
+    nanosleep(&pause, NULL);
+    mcp_client_close_stdin(c);
+    /* its output is not read meanwhile: the process is watched, not its pipe */
+    pid_t pid = mcp_client_pid(c);
+    bool exited = false;
+    for (long end = now_ms() + 10000; !exited && now_ms() < end;) {
+        char path[64], st[256];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        char *paren = f && fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+        exited = !paren || paren[2] == 'Z';
+        if (f)
+            fclose(f);
+        struct timespec tick = {0, 20 * 1000 * 1000};
+        if (!exited)
+            nanosleep(&tick, NULL);
+    }
+    assert_true(exited);
+    assert_int_not_equal(mcp_client_wait_exit(c, 10000), -1);
+    mcp_client_free(c);
+    free(wd);
+}
+
 int
 main(void)
 {
@@ -149,6 +265,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_server_workspace_write),
         cmocka_unit_test(test_killed_server_read_only),
+        cmocka_unit_test(test_stuck_client_bounds_memory),
+        cmocka_unit_test(test_client_gone_while_output_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,7 @@ on_eof(struct jsonrpc *rpc, void *data)
     f->eofs++;
 }
 
-static const struct jsonrpc_handler handler = {on_request, on_notification, on_eof};
+static const struct jsonrpc_handler handler = {on_request, on_notification, on_eof, NULL};
 
 static int
 setup(void **state)
