@@ -71,7 +71,9 @@ struct escalation_call {
     int handles_open;
     struct session *sessions;
     unsigned n_sessions;
-    size_t buffered; /* received and not yet decoded, all sessions together */
+    size_t buffered;     /* received and not yet decoded, all sessions together */
+    const int *join_fds; /* the call's cgroup.procs files, or NULL */
+    size_t n_join_fds;
     /* process groups of escalated programs that have exited: what they
      * left running is killed with the call (reaper_signal_group) */
     pid_t *groups;
@@ -383,6 +385,9 @@ session_spawn(struct session *s, const int *targets, size_t count)
         /* its own session and group: a signal for the call reaches its tree */
         .new_session = true,
         .die_with_server = true,
+        /* in the call's cgroup: limited and killed with the call's */
+        .join_fds = s->ec->join_fds,
+        .n_join_fds = s->ec->n_join_fds,
     };
     /* tree enforcement: the program starts under the exec filter (no other
      * confinement: it is escalated), so every exec of its tree is decided
@@ -841,4 +846,13 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
         return NULL;
     }
     return env;
+}
+
+void
+escalation_call_set_join_fds(struct escalation_call *ec, const int *fds, size_t n)
+{
+    if (!ec)
+        return;
+    ec->join_fds = fds;
+    ec->n_join_fds = n;
 }

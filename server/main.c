@@ -5,6 +5,7 @@
  * away or a signal asks it to stop; exits 0 after a clean shutdown.
  */
 #include "log.h"
+#include "call_cgroup.h"
 #include "mcp.h"
 #include "options.h"
 
@@ -33,6 +34,15 @@ main(int argc, char **argv)
     }
     log_set_level(o.log_level);
     log_set_format(o.log_format);
+    if (o.doctor) {
+        /* what a server started here would use (it is not serving: stdout
+         * is the person's) */
+        struct call_cgroup_probe *p = call_cgroup_probe();
+        printf("%s\n", p ? call_cgroup_describe(p) : "cgroups: out of memory");
+        call_cgroup_probe_free(p);
+        options_release(&o);
+        return p ? 0 : 1;
+    }
     /* A client that goes away must not kill the server mid-answer; libuv
      * resets dispositions in the children it spawns. */
     signal(SIGPIPE, SIG_IGN);

@@ -1,5 +1,6 @@
 #include "mcp.h"
 
+#include "call_cgroup.h"
 #include "escalation.h"
 #include "client_log.h"
 #include "decide.h"
@@ -45,6 +46,7 @@ struct mcp_call {
     struct exec_watch *watch;   /* tree enforcement; NULL once attached to sc */
     struct decide_call *dc;     /* the call's decisions; NULL once attached to sc */
     char *aborted;              /* escalation hook: why a person aborted the call */
+    struct call_cgroup *cg;     /* every process of the call, once it runs; or NULL */
     bool running;
     struct mcp_call *prev, *next;
 };
@@ -72,8 +74,9 @@ struct mcp_server {
     char *instructions;           /* initialize's, saying which enforcement */
     char **protect;               /* the server's own files: read-only in every sandbox */
     size_t n_protect;
-    struct rules_watch *rules_watch; /* reloads the rules when they change */
-    struct client_log *client_log;   /* notifications/message for the client */
+    struct rules_watch *rules_watch;   /* reloads the rules when they change */
+    struct client_log *client_log;     /* notifications/message for the client */
+    struct call_cgroup_probe *cgroups; /* what the machine offers for per-call cgroups */
     struct reaper *reaper;
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
@@ -122,9 +125,24 @@ list_find(const struct call_list *l, const json_t *id)
     return NULL;
 }
 
+/* Kills whatever the call left in its cgroup and removes the cgroup: at
+ * its end, cancel, timeout and shutdown alike. */
+static void
+end_cgroup(struct mcp_call *c)
+{
+    if (!c->cg)
+        return;
+    int rc = call_cgroup_kill(c->cg);
+    if (rc < 0)
+        log_warn("call: cannot kill what is left in its cgroup: %s", strerror(-rc));
+    call_cgroup_free(c->cg);
+    c->cg = NULL;
+}
+
 static void
 call_free(struct mcp_call *c)
 {
+    end_cgroup(c);
     json_decref(c->id);
     json_decref(c->progress_token);
     escalation_call_discard(c->ec);
@@ -360,6 +378,8 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
     struct mcp_call *c = data;
     struct mcp_server *s = c->s;
     list_remove(&s->running, c);
+    /* nothing the call started outlives its answer */
+    end_cgroup(c);
     if (r->cancelled) {
         log_info("call: cancelled after %llu ms; no answer is sent",
                  (unsigned long long)(r->duration_ns / 1000000));
@@ -600,6 +620,31 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
  * --max-pending-output (a client that stops reading stops the calls, not
  * the server's memory: each running call's answer is at most its own).
  */
+/* The call's own cgroup, which the helper and every escalated program
+ * join before they run anything: a call that cannot have one runs
+ * without, and says so. */
+static void
+start_cgroup(struct mcp_server *s, struct mcp_call *c, struct escalation_call *ec)
+{
+    if (!s->cgroups || call_cgroup_mode(s->cgroups) == CALL_CGROUP_NONE)
+        return;
+    char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *err = NULL;
+    c->cg = call_cgroup_new(s->cgroups, label ? label : "call", s->o->max_processes,
+                            s->o->max_memory, &err);
+    if (!c->cg) {
+        log_warn("call %s: runs without a cgroup of its own: %s", label ? label : "?",
+                 err ? err : "out of memory");
+    } else {
+        size_t n = 0;
+        const int *fds = call_cgroup_join_fds(c->cg, &n);
+        shell_call_set_join_fds(c->sc, fds, n);
+        escalation_call_set_join_fds(ec, fds, n);
+    }
+    free(err);
+    free(label);
+}
+
 static void
 start_waiting(struct mcp_server *s)
 {
@@ -626,6 +671,7 @@ start_waiting(struct mcp_server *s)
             log_error("cannot make the exec watch's socket: %s: the call will fail",
                       strerror(-notify_fd));
         shell_call_set_exec_notify_fd(c->sc, EXEC_WATCH_SHELL_FD, notify_fd);
+        start_cgroup(s, c, ec);
         shell_call_start(c->sc);
         escalation_call_spawned(ec);
         if (c->watch)
@@ -891,6 +937,9 @@ int
 mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
 {
     s->started = true;
+    s->cgroups = call_cgroup_probe();
+    if (s->cgroups)
+        log_info("%s", call_cgroup_describe(s->cgroups));
     uv_signal_init(s->loop, &s->sigterm);
     uv_signal_init(s->loop, &s->sigint);
     uv_timer_init(s->loop, &s->grace);
@@ -1016,5 +1065,6 @@ mcp_server_free(struct mcp_server *s)
     state_paths_free(s->protect);
     decide_server_free(s->decide);
     client_log_free(s->client_log);
+    call_cgroup_probe_free(s->cgroups);
     free(s);
 }

@@ -25,6 +25,9 @@ enum {
     OPT_MAX_CALLS,
     OPT_MAX_ASK,
     OPT_MAX_PENDING,
+    OPT_MAX_PROCESSES,
+    OPT_MAX_MEMORY,
+    OPT_DOCTOR,
     OPT_MAX_MESSAGE,
     OPT_KILL_GRACE,
     OPT_LOG_LEVEL,
@@ -50,6 +53,9 @@ static const struct option long_options[] = {
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-ask-ms", required_argument, NULL, OPT_MAX_ASK},
     {"max-pending-output", required_argument, NULL, OPT_MAX_PENDING},
+    {"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
+    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"doctor", no_argument, NULL, OPT_DOCTOR},
     {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
     {"kill-grace-ms", required_argument, NULL, OPT_KILL_GRACE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -83,6 +89,10 @@ usage(FILE *out)
             "  --default-timeout-ms N    timeout of a call without timeout_ms (10000)\n"
             "  --max-output-bytes N      output kept per call, head and tail (1048576)\n"
             "  --max-calls N             calls running at once; more wait in order (64)\n"
+            "  --max-processes N         processes of one call at once, where a cgroup\n"
+            "                            per call can be made (1024; 0: no limit)\n"
+            "  --max-memory BYTES        memory of one call, likewise (2147483648; 0: none)\n"
+            "  --doctor                  say what this machine offers (cgroups), and exit\n"
             "  --max-pending-output N    no waiting call starts while this many bytes of\n"
             "                            answers wait for the client to read (67108864)\n"
             "  --max-ask-ms MS           a call's timeout stops at most this long in all\n"
@@ -361,6 +371,17 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
             return 0;
         }
         break;
+    case OPT_MAX_PROCESSES:
+        if (parse_u64(arg, 0, UINT64_C(1) << 22, &o->max_processes) == 0)
+            return 0;
+        break;
+    case OPT_MAX_MEMORY:
+        if (parse_u64(arg, 0, UINT64_C(1) << 53, &o->max_memory) == 0)
+            return 0;
+        break;
+    case OPT_DOCTOR:
+        o->doctor = true;
+        return 0;
     case OPT_MAX_PENDING:
         if (parse_u64(arg, 1024, SIZE_MAX / 4, &n) == 0) {
             o->max_pending_output = n;
@@ -396,6 +417,8 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->kill_grace_ms = OPTIONS_DEFAULT_KILL_GRACE_MS;
     o->max_ask_ms = OPTIONS_DEFAULT_MAX_ASK_MS;
     o->max_pending_output = OPTIONS_DEFAULT_MAX_PENDING;
+    o->max_processes = OPTIONS_DEFAULT_MAX_PROCESSES;
+    o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */
     o->rules = calloc((size_t)argc + 2, sizeof(char *));

@@ -23,6 +23,8 @@
 #define OPTIONS_DEFAULT_KILL_GRACE_MS 2000u
 #define OPTIONS_DEFAULT_MAX_ASK_MS    600000u
 #define OPTIONS_DEFAULT_MAX_PENDING   (64u * 1024 * 1024)
+#define OPTIONS_DEFAULT_MAX_PROCESSES 1024u
+#define OPTIONS_DEFAULT_MAX_MEMORY    (UINT64_C(2) * 1024 * 1024 * 1024)
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -44,6 +46,9 @@ struct server_options {
     size_t max_output_bytes;
     unsigned max_calls;
     size_t max_pending_output; /* no waiting call starts while this much output waits */
+    uint64_t max_processes;    /* per call, in its cgroup (0: no limit) */
+    uint64_t max_memory;       /* per call, bytes, in its cgroup (0: no limit) */
+    bool doctor;               /* --doctor: say what this machine offers, and exit */
     size_t max_message_bytes;
     uint64_t kill_grace_ms;
     uint64_t max_ask_ms; /* a call's timeout stops at most this long while a person is asked */

@@ -64,6 +64,8 @@ struct shell_call {
     int notify_at;   /* ... at this number in the child */
     /* escalation hook: the timeout clock stopped while someone is asked */
     unsigned timeout_paused;
+    const int *join_fds; /* the call's cgroup.procs files, or NULL */
+    size_t n_join_fds;
     uint64_t paused_ms;   /* the clock's stops so far, in all */
     uint64_t pause_began; /* uv_now when the current stop began */
     uint64_t timeout_left_ms;
@@ -135,6 +137,13 @@ shell_call_set_exec_notify_fd(struct shell_call *c, int at, int fd)
 {
     c->notify_fd = fd;
     c->notify_at = at;
+}
+
+void
+shell_call_set_join_fds(struct shell_call *c, const int *fds, size_t n)
+{
+    c->join_fds = fds;
+    c->n_join_fds = n;
 }
 
 void
@@ -616,6 +625,8 @@ shell_call_start(struct shell_call *c)
             .n_fds = n,
             .new_session = true,
             .die_with_server = true,
+            .join_fds = c->join_fds,
+            .n_join_fds = c->n_join_fds,
         };
         rc = spawn_start(c->loop, &opts, on_child_exit, c, &c->proc);
         close(wfd);

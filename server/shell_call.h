@@ -130,6 +130,12 @@ void shell_call_set_escalate_fd(struct shell_call *c, int fd);
  */
 void shell_call_set_exec_notify_fd(struct shell_call *c, int at, int fd);
 
+/* The call's cgroup: the helper moves itself into it through these
+ * cgroup.procs fds (borrowed; they must outlive the spawn) before it does
+ * anything else (spawn_options.join_fds).  Set before shell_call_start.
+ * Cannot fail. */
+void shell_call_set_join_fds(struct shell_call *c, const int *fds, size_t n);
+
 /*
  * escalation hook: stops the call's timeout clock while a person is asked
  * (elicitation), and restarts it with the time that was left.  Pauses nest:

@@ -254,6 +254,104 @@ test_client_gone_while_output_waits(void **state)
     free(wd);
 }
 
+/* Whether the server can give each call a cgroup here (--doctor). */
+static bool
+cgroups_available(void)
+{
+    char *cmd = mcp_world_fmt("%s --doctor", server_path);
+    FILE *p = popen(cmd, "r");
+    char line[512] = "";
+    if (p) {
+        if (!fgets(line, sizeof(line), p))
+            line[0] = '\0';
+        pclose(p);
+    }
+    free(cmd);
+    return strncmp(line, "cgroups: unavailable", 20) != 0 && strncmp(line, "cgroups: ", 9) == 0;
+}
+
+/* Under danger-full-access nothing confines the command's processes but
+ * the call's cgroup: a setsid child of the command, and one of an
+ * escalated program, are gone when the call ends. */
+static void
+test_setsid_children_end_with_the_call(void **state)
+{
+    if (!cgroups_available())
+        skip();
+    char inside[32], outside[32];
+    snprintf(inside, sizeof(inside), "%d.%03d", 3000 + getpid() % 1000, 11);
+    snprintf(outside, sizeof(outside), "%d.%03d", 3000 + getpid() % 1000, 13);
+    struct mcp_world w;
+    const struct mcp_world_options o = {
+        .server = server_path, .client_name = "lifetime-tests", .policy = "danger-full-access"};
+    mcp_world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", &o);
+    char *cmd = mcp_world_fmt("setsid sleep %s & sh -c 'setsid sleep %s &'; sleep 0.2; echo ok",
+                              inside, outside);
+    json_t *a = mcp_world_run(&w, cmd, NULL, 30000);
+    mcp_world_assert_contains(mcp_world_output(a), "ok\n");
+    json_decref(a);
+    int left_inside = wait_sleeps(inside, false, 0, 2000);
+    int left_outside = wait_sleeps(outside, false, 0, 2000);
+    if (left_inside || left_outside) {
+        char *pkill = mcp_world_fmt("pkill -KILL -f '^sleep (%s|%s)$'", inside, outside);
+        int ignored = system(pkill);
+        (void)ignored;
+        free(pkill);
+    }
+    assert_int_equal(left_inside, 0);
+    assert_int_equal(left_outside, 0);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+/* A command that tries to start 300 processes under --max-processes 50:
+ * at most 50 of the call's exist at once, the rest fail to start, and the
+ * call ends normally. */
+static const char fork_py[] = "import subprocess, sys\n"
+                              "kids, failed = [], 0\n"
+                              "for i in range(300):\n"
+                              "    try: kids.append(subprocess.Popen(['sleep', sys.argv[1]]))\n"
+                              "    except OSError: failed += 1\n"
+                              "print('started', len(kids), 'failed', failed)\n";
+
+static void
+test_max_processes_per_call(void **state)
+{
+    if (!cgroups_available())
+        skip();
+    char marker[32];
+    snprintf(marker, sizeof(marker), "%d.%03d", 3000 + getpid() % 1000, 17);
+    struct mcp_world w;
+    const struct mcp_world_options o = {.server = server_path,
+                                        .client_name = "lifetime-tests",
+                                        .policy = "danger-full-access",
+                                        .extra = "--max-processes=50"};
+    mcp_world_start(&w, "", &o);
+    char *py = mcp_world_fmt("%s/fork.py", w.wd);
+    FILE *f = fopen(py, "w");
+    assert_non_null(f);
+    fputs(fork_py, f);
+    fclose(f);
+    char *cmd = mcp_world_fmt("/usr/bin/python3 fork.py %s", marker);
+    json_t *a = mcp_world_run(&w, cmd, NULL, 60000);
+    const char *out = mcp_world_output(a);
+    int started = -1, failed = -1;
+    const char *at = strstr(out, "started ");
+    assert_non_null(at);
+    assert_int_equal(sscanf(at, "started %d failed %d", &started, &failed), 2);
+    fprintf(stderr, "max processes: %d started, %d failed\n", started, failed);
+    /* the shell, python and the sleeps share the 50 */
+    assert_true(started <= 50 && started >= 40);
+    assert_int_equal(started + failed, 300);
+    assert_int_equal(mcp_world_exit(a), 0);
+    /* and they went with the call */
+    assert_int_equal(wait_sleeps(marker, false, 0, 2000), 0);
+    json_decref(a);
+    free(cmd);
+    free(py);
+    mcp_world_end(&w);
+}
+
 int
 main(void)
 {
@@ -267,6 +365,8 @@ main(void)
         cmocka_unit_test(test_killed_server_read_only),
         cmocka_unit_test(test_stuck_client_bounds_memory),
         cmocka_unit_test(test_client_gone_while_output_waits),
+        cmocka_unit_test(test_setsid_children_end_with_the_call),
+        cmocka_unit_test(test_max_processes_per_call),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

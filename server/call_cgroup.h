@@ -1,0 +1,158 @@
+/*
+ * call_cgroup: a cgroup of its own for each `shell` call, so that all the
+ * processes a call starts are counted, bounded (number of processes,
+ * memory) and killed as one set, whatever sessions, process groups or
+ * parents they give themselves.
+ *
+ * call_cgroup_probe, once at start, finds what the machine offers:
+ *   UNIFIED  cgroup v2 alone: one directory per call under the server's own
+ *            v2 cgroup, with pids.max, memory.max and memory.swap.max 0
+ *            (when there is a memory limit).  The v2 rule that a
+ *            cgroup with processes cannot enable controllers for its
+ *            children is met without touching anyone else's processes:
+ *            the controllers are enabled in the server's cgroup where the
+ *            kernel allows it (the root cgroup, or a cgroup that already
+ *            has them); where the server's cgroup holds the server and
+ *            nothing else, the server first moves itself into a leaf
+ *            child, <own>/execgate-PID-server (the usual answer to that
+ *            rule in a delegated cgroup); anything else is NONE.
+ *   HYBRID   the v1 pids and memory hierarchies, each with a directory per
+ *            call under the server's own v1 cgroup (pids.max,
+ *            memory.limit_in_bytes, and memory.memsw.limit_in_bytes where
+ *            swap is accounted), plus a directory under the server's v2
+ *            cgroup when the v2 hierarchy is mounted and writable, used
+ *            only for cgroup.kill (or cgroup.freeze) and cgroup.events.
+ *            Without v2 (v1 alone) a v1 freezer directory takes its place
+ *            for killing, when there is a freezer hierarchy.
+ *   NONE     nothing usable (not root and nothing delegated, read-only
+ *            mounts, a controller missing, or EXECGATE_TEST_NO_CGROUP=1).
+ *
+ * A call's directories are named execgate-PID-N (the server's pid, a
+ * counter), the same name in each hierarchy.  Killing uses cgroup.kill
+ * where the kernel has it; else the set is frozen (v2 cgroup.freeze, else
+ * the v1 freezer) and each listed process is sent SIGKILL, a pass at a
+ * time.  For tests, EXECGATE_TEST_CGROUP_KILL=cgroup.kill, cgroup.freeze,
+ * freezer or signal forces one of those ways (the probe fails when the
+ * machine lacks it).
+ *
+ * Lifetime: probe, then for each call new, join (its first process, before
+ * that process execs or forks), kill, wait for empty, free; probe_free
+ * last.  Nothing here blocks for long: kill returns after one pass, and
+ * free waits at most a few tens of milliseconds (then leaves the
+ * directories and says so).  Messages go to stderr through log.h.
+ */
+#ifndef EXECGATE_SERVER_CALL_CGROUP_H
+#define EXECGATE_SERVER_CALL_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum call_cgroup_mode {
+    CALL_CGROUP_NONE,
+    CALL_CGROUP_UNIFIED,
+    CALL_CGROUP_HYBRID,
+};
+
+struct call_cgroup_probe;
+struct call_cgroup;
+
+/*
+ * Finds what this machine allows, from /proc/self/cgroup and
+ * /proc/self/mountinfo, by trying it (a directory is made and removed in
+ * each hierarchy).  May move the server into a leaf cgroup (UNIFIED, see
+ * above); that is never undone.  Every failure is a probe of mode NONE
+ * whose description says why; returns NULL only when out of memory.
+ */
+struct call_cgroup_probe *call_cgroup_probe(void);
+
+/* The same, reading proc_cgroup and mountinfo in place of /proc/self's
+ * (tests describe other machines' layouts with them). */
+struct call_cgroup_probe *call_cgroup_probe_at(const char *proc_cgroup, const char *mountinfo);
+
+enum call_cgroup_mode call_cgroup_mode(const struct call_cgroup_probe *p);
+
+/*
+ * One line for the start-up log and --doctor (borrowed, lives as long as
+ * p), e.g. "cgroups: hybrid (v2 /sys/fs/cgroup/unified for kill, v1 pids
+ * and memory)" or "cgroups: unavailable: WHY; calls are bounded by the PID
+ * namespace and RLIMIT_NPROC only".
+ */
+const char *call_cgroup_describe(const struct call_cgroup_probe *p);
+
+/* Frees p; every call cgroup made from it must be freed first.  NULL is a
+ * no-op. */
+void call_cgroup_probe_free(struct call_cgroup_probe *p);
+
+/*
+ * Makes the directories of a new call cgroup with at most max_processes
+ * processes (threads count: it is pids.max) and max_memory_bytes of
+ * memory (swap included where the kernel accounts it); 0 means no limit.
+ * name is what messages call it (e.g. the request id); the directories'
+ * own names never come from it.  p is borrowed and must outlive the
+ * result.  Returns NULL with *err (malloc'd, or NULL when out of memory)
+ * when p is of mode NONE or a directory or limit cannot be made; nothing
+ * is left behind then.
+ */
+struct call_cgroup *call_cgroup_new(const struct call_cgroup_probe *p, const char *name,
+                                    uint64_t max_processes, uint64_t max_memory_bytes, char **err);
+
+/*
+ * The cgroup.procs file of each of cg's directories, open O_WRONLY and
+ * close-on-exec (borrowed: valid until call_cgroup_free), *n of them.  A
+ * child started by fork or clone writes "0" to each with write(2), which
+ * is async-signal-safe, before anything else: that moves the writer
+ * itself, so it is inside before it can start anything.  A failed write
+ * must end the child.
+ */
+const int *call_cgroup_join_fds(const struct call_cgroup *cg, size_t *n);
+
+/*
+ * Moves process pid (all its threads) into every directory of cg, for
+ * processes started without the fds above.  Returns 0 or a negative errno
+ * (then pid may be in some and not others: kill it).
+ */
+int call_cgroup_add(const struct call_cgroup *cg, pid_t pid);
+
+/*
+ * Kills every process in cg and returns without waiting for them to die.
+ * With cgroup.kill one call is enough, processes forked meanwhile
+ * included; with the other ways, one call is one pass (freeze, SIGKILL each
+ * listed process that is verifiably in cg, thaw for v1), so call it again
+ * while call_cgroup_empty says 0.  Returns 0 or a negative errno.
+ */
+int call_cgroup_kill(struct call_cgroup *cg);
+
+/*
+ * 1 when no process is left in cg (exited processes not yet reaped do not
+ * count), 0 when some are, a negative errno when that cannot be read.
+ */
+int call_cgroup_empty(const struct call_cgroup *cg);
+
+/*
+ * The v2 directory's cgroup.events, open and close-on-exec (borrowed), or
+ * -1 when cg has no v2 directory.  It polls POLLPRI (uv_poll with
+ * UV_PRIORITIZED) each time its content changes, e.g. when the last
+ * process leaves; call_cgroup_empty reads it again, which re-arms it.
+ * Without it, poll call_cgroup_empty on a timer.
+ */
+int call_cgroup_events_fd(const struct call_cgroup *cg);
+
+/* pids.current and pids.peak (the most processes at once) of cg, or a
+ * negative errno (-ENOENT where the kernel has no pids.peak). */
+int64_t call_cgroup_pids_current(const struct call_cgroup *cg);
+int64_t call_cgroup_pids_peak(const struct call_cgroup *cg);
+
+/* The absolute paths of cg's directories (borrowed: valid until
+ * call_cgroup_free), *n of them, for logs and tests. */
+const char *const *call_cgroup_dirs(const struct call_cgroup *cg, size_t *n);
+
+/*
+ * Removes cg's directories and frees cg.  A directory that still holds
+ * processes is killed and tried again a bounded number of times (at most
+ * about 50 ms in all, so call it once call_cgroup_empty says 1), then left
+ * in place with one warning in the log.  NULL is a no-op.
+ */
+void call_cgroup_free(struct call_cgroup *cg);
+
+#endif
