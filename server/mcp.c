@@ -37,6 +37,9 @@ static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "202
                                                 MCP_LATEST_PROTOCOL};
 
 /* One tools/call request, waiting or running. */
+/* Emptied call cgroups kept for reuse (each holds a few fds). */
+#define CGROUP_POOL 16
+
 struct mcp_call {
     struct mcp_server *s;
     json_t *id;
@@ -77,6 +80,9 @@ struct mcp_server {
     struct rules_watch *rules_watch;   /* reloads the rules when they change */
     struct client_log *client_log;     /* notifications/message for the client */
     struct call_cgroup_probe *cgroups; /* what the machine offers for per-call cgroups */
+    /* emptied cgroups of ended calls, kept for the next calls */
+    struct call_cgroup *cgroup_pool[CGROUP_POOL];
+    size_t n_cgroup_pool;
     struct reaper *reaper;
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
@@ -125,17 +131,26 @@ list_find(const struct call_list *l, const json_t *id)
     return NULL;
 }
 
-/* Kills whatever the call left in its cgroup and removes the cgroup: at
- * its end, cancel, timeout and shutdown alike. */
+/*
+ * Kills whatever the call left in its cgroup: at its end, cancel, timeout
+ * and shutdown alike.  A cgroup that is empty at once is kept for a later
+ * call (making and removing the directories and setting the limits cost
+ * the loop more than the rest of an `echo hi` call); any other is removed.
+ */
 static void
 end_cgroup(struct mcp_call *c)
 {
     if (!c->cg)
         return;
+    struct mcp_server *s = c->s;
     int rc = call_cgroup_kill(c->cg);
     if (rc < 0)
         log_warn("call: cannot kill what is left in its cgroup: %s", strerror(-rc));
-    call_cgroup_free(c->cg);
+    if (rc == 0 && call_cgroup_empty(c->cg) == 1 && s->n_cgroup_pool < CGROUP_POOL &&
+        !s->shutting_down)
+        s->cgroup_pool[s->n_cgroup_pool++] = c->cg;
+    else
+        call_cgroup_free(c->cg);
     c->cg = NULL;
 }
 
@@ -630,8 +645,11 @@ start_cgroup(struct mcp_server *s, struct mcp_call *c, struct escalation_call *e
         return;
     char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
     char *err = NULL;
-    c->cg = call_cgroup_new(s->cgroups, label ? label : "call", s->o->max_processes,
-                            s->o->max_memory, &err);
+    if (s->n_cgroup_pool > 0)
+        c->cg = s->cgroup_pool[--s->n_cgroup_pool];
+    else
+        c->cg = call_cgroup_new(s->cgroups, label ? label : "call", s->o->max_processes,
+                                s->o->max_memory, &err);
     if (!c->cg) {
         log_warn("call %s: runs without a cgroup of its own: %s", label ? label : "?",
                  err ? err : "out of memory");
@@ -1065,6 +1083,8 @@ mcp_server_free(struct mcp_server *s)
     state_paths_free(s->protect);
     decide_server_free(s->decide);
     client_log_free(s->client_log);
+    while (s->n_cgroup_pool > 0)
+        call_cgroup_free(s->cgroup_pool[--s->n_cgroup_pool]);
     call_cgroup_probe_free(s->cgroups);
     free(s);
 }
