@@ -2,6 +2,7 @@
 
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1394,4 +1395,113 @@ call_cgroup_free(struct call_cgroup *cg)
         break;
     }
     release(cg);
+}
+
+/* ---- what a server that died left ---- */
+
+const char *const *
+call_cgroup_probe_bases(const struct call_cgroup_probe *p, size_t *n)
+{
+    static const char *bases[MAX_HIERS];
+    *n = 0;
+    for (size_t i = 0; p && p->mode != CALL_CGROUP_NONE && i < p->n; i++)
+        bases[(*n)++] = p->h[i].base;
+    return bases;
+}
+
+/* Whether name is "execgate-SERVER-N" with N all digits. */
+static bool
+left_by(const char *name, pid_t server)
+{
+    char prefix[40];
+    int len = snprintf(prefix, sizeof(prefix), "execgate-%d-", (int)server);
+    if (strncmp(name, prefix, (size_t)len) != 0 || name[len] == '\0')
+        return false;
+    return strspn(name + len, "0123456789") == strlen(name + len);
+}
+
+/* SIGKILL to each process of dir/cgroup.procs that /proc still shows in a
+ * cgroup named leaf once it is pinned by a pidfd (a pid reused meanwhile
+ * is not hit).  Returns how many were signalled. */
+static int
+kill_left_listed(const char *dir, const char *leaf)
+{
+    char *procs = NULL;
+    if (read_at(dir, "cgroup.procs", &procs) < 0)
+        return 0;
+    int killed = 0;
+    char *text = procs, *line;
+    while ((line = next_line(&text))) {
+        pid_t pid = (pid_t)atoi(line);
+        int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+        if (pidfd < 0)
+            continue;
+        char proc[40];
+        snprintf(proc, sizeof(proc), "/proc/%d/cgroup", (int)pid);
+        char *where = NULL;
+        if (read_path(proc, &where) == 0 && strstr(where, leaf) &&
+            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+            killed++;
+        free(where);
+        close(pidfd);
+    }
+    free(procs);
+    return killed;
+}
+
+/* Kills and removes one leftover call cgroup, leaf, in every base. */
+static void
+reap_leftover(const char *const *bases, size_t n, const char *leaf)
+{
+    for (int attempt = 0; attempt < 50; attempt++) {
+        size_t left = 0;
+        for (size_t i = 0; i < n; i++) {
+            char *dir = path_join(bases[i], leaf);
+            if (!dir)
+                continue;
+            /* v2: one write takes the whole set; else a pass of signals */
+            if (!exists_at(dir, "cgroup.kill") || write_at(dir, "cgroup.kill", "1") < 0)
+                kill_left_listed(dir, leaf);
+            if (rmdir(dir) < 0 && errno != ENOENT)
+                left++;
+            free(dir);
+        }
+        if (left == 0)
+            return;
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    log_warn("cgroups: %s still holds processes after 50 kills; left in place", leaf);
+}
+
+int
+call_cgroup_reap_left(const char *const *bases, size_t n, pid_t server)
+{
+    if (n == 0)
+        return 0;
+    DIR *d = opendir(bases[0]);
+    if (!d)
+        return -errno;
+    /* the names first: the directory shrinks while they are removed */
+    char **leaves = NULL;
+    size_t count = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!left_by(de->d_name, server))
+            continue;
+        char **grown = realloc(leaves, (count + 1) * sizeof(*leaves));
+        char *copy = grown ? strdup(de->d_name) : NULL;
+        if (grown)
+            leaves = grown;
+        if (!copy)
+            break;
+        leaves[count++] = copy;
+    }
+    closedir(d);
+    for (size_t i = 0; i < count; i++) {
+        reap_leftover(bases, n, leaves[i]);
+        free(leaves[i]);
+    }
+    free(leaves);
+    return (int)count;
 }

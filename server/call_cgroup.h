@@ -155,4 +155,19 @@ const char *const *call_cgroup_dirs(const struct call_cgroup *cg, size_t *n);
  */
 void call_cgroup_free(struct call_cgroup *cg);
 
+/* The directories the calls' cgroups are made in, one per hierarchy
+ * (borrowed: valid until p is freed; none for mode NONE). */
+const char *const *call_cgroup_probe_bases(const struct call_cgroup_probe *p, size_t *n);
+
+/*
+ * For a server that died without ending its calls: kills every process in
+ * each call cgroup it made (execgate-SERVER-N under each of bases) and
+ * removes them, waiting a bounded time (about 0.5 s per cgroup at most).
+ * cgroup.kill where the directory has it; else SIGKILL to each listed
+ * process, pinned by a pidfd and checked to be still inside.  Returns how
+ * many call cgroups were found, or a negative errno when bases[0] cannot
+ * be read.  Blocks: for the guard process, not the server's loop.
+ */
+int call_cgroup_reap_left(const char *const *bases, size_t n, pid_t server);
+
 #endif

@@ -10,16 +10,51 @@
 #include "options.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <uv.h>
+
+/*
+ * execgate --cgroup-guard SERVER BASE...: started by the server (never by
+ * a person) when calls get cgroups.  Waits for the server, its parent, to
+ * end, then kills and removes the call cgroups it left under each BASE.
+ * Terminal and shutdown signals are ignored: only the server's end ends it.
+ */
+static int
+guard_main(int argc, char **argv)
+{
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    pid_t server = (pid_t)atoi(argv[2]);
+    int pidfd = (int)syscall(SYS_pidfd_open, server, 0);
+    /* pinned first, then checked: a parent that is no longer the server
+     * has died already */
+    if (pidfd >= 0 && getppid() == server) {
+        struct pollfd p = {pidfd, POLLIN, 0};
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+            ;
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    int n = call_cgroup_reap_left((const char *const *)argv + 3, (size_t)(argc - 3), server);
+    if (n > 0)
+        log_info("cgroup guard: the server %d ended with %d call cgroup(s) left: killed and "
+                 "removed",
+                 (int)server, n);
+    return 0;
+}
 
 int
 main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "--cgroup-guard") == 0)
+        return guard_main(argc, argv);
     struct server_options o;
     char *err = NULL;
     switch (options_parse(argc, argv, &o, &err)) {

@@ -2,6 +2,7 @@
 
 #include "call_cgroup.h"
 #include "escalation.h"
+#include "spawn_child.h"
 #include "client_log.h"
 #include "decide.h"
 #include "exec_watch.h"
@@ -80,6 +81,7 @@ struct mcp_server {
     struct rules_watch *rules_watch;   /* reloads the rules when they change */
     struct client_log *client_log;     /* notifications/message for the client */
     struct call_cgroup_probe *cgroups; /* what the machine offers for per-call cgroups */
+    struct spawn_child *guard;         /* kills what calls left if the server dies; or NULL */
     /* emptied cgroups of ended calls, kept for the next calls */
     struct call_cgroup *cgroup_pool[CGROUP_POOL];
     size_t n_cgroup_pool;
@@ -951,6 +953,53 @@ on_rules_changed(void *data)
     free(err);
 }
 
+static void
+on_guard_exit(struct spawn_child *c, int64_t exit_status, int term_signal)
+{
+    struct mcp_server *s = spawn_data(c);
+    log_warn("the cgroup guard ended (status %lld, signal %d): what calls leave if the server "
+             "is killed is no longer cleaned up",
+             (long long)exit_status, term_signal);
+    spawn_close(c, NULL);
+    s->guard = NULL;
+}
+
+/*
+ * The guard: this program again (`execgate --cgroup-guard PID BASE...`),
+ * in a session of its own, with nothing of the server's but stderr.  It
+ * waits for the server to end, however it ends (kill -9 included), then
+ * kills and removes every call cgroup the server left: what escaped both
+ * PR_SET_PDEATHSIG and the PID namespace (a setsid child of an escalated
+ * program or of a danger-full-access command) goes with it.
+ */
+static void
+start_guard(struct mcp_server *s)
+{
+    size_t n = 0;
+    const char *const *bases = call_cgroup_probe_bases(s->cgroups, &n);
+    if (n == 0)
+        return;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char pid[24];
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    char *argv[4 + 8] = {self, (char *)"--cgroup-guard", pid};
+    for (size_t i = 0; i < n && i < 8; i++)
+        argv[3 + i] = (char *)bases[i];
+    const struct spawn_fd fds[] = {{STDERR_FILENO, STDERR_FILENO}};
+    struct spawn_options o = {
+        .file = self, .argv = argv, .fds = fds, .n_fds = 1, .new_session = true};
+    int rc = len > 0 ? 0 : -errno;
+    if (rc == 0) {
+        self[len] = '\0';
+        rc = spawn_start(s->loop, &o, on_guard_exit, s, &s->guard);
+    }
+    if (rc < 0)
+        log_warn("cannot start the cgroup guard (%s): if the server is killed, what its calls "
+                 "left in their cgroups stays",
+                 strerror(-rc));
+}
+
 int
 mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
 {
@@ -958,6 +1007,7 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
     s->cgroups = call_cgroup_probe();
     if (s->cgroups)
         log_info("%s", call_cgroup_describe(s->cgroups));
+    start_guard(s);
     uv_signal_init(s->loop, &s->sigterm);
     uv_signal_init(s->loop, &s->sigint);
     uv_timer_init(s->loop, &s->grace);
@@ -1064,6 +1114,10 @@ maybe_finish(struct mcp_server *s)
         uv_close((uv_handle_t *)&s->sigint, on_server_handle_closed);
         reaper_close(s->reaper);
         s->reaper = NULL;
+        /* it outlives the server, and ends by itself when the server has */
+        if (s->guard)
+            spawn_close(s->guard, NULL);
+        s->guard = NULL;
         rules_watch_close(s->rules_watch);
         s->rules_watch = NULL;
         uv_timer_stop(&s->grace);

@@ -27,6 +27,8 @@
 
 static const char *server_path;
 
+static bool cgroups_available(void);
+
 /* How many processes run `sleep ARG` (their whole command line). */
 static int
 count_sleeps(const char *arg)
@@ -352,6 +354,16 @@ test_max_processes_per_call(void **state)
     mcp_world_end(&w);
 }
 
+/* Outside any PID namespace only the call's cgroup holds the background,
+ * nohup and setsid children: the guard kills it when the server dies. */
+static void
+test_killed_server_danger_full_access(void **state)
+{
+    if (!cgroups_available())
+        skip();
+    killed_server_takes_its_calls("danger-full-access");
+}
+
 int
 main(void)
 {
@@ -363,6 +375,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_server_workspace_write),
         cmocka_unit_test(test_killed_server_read_only),
+        cmocka_unit_test(test_killed_server_danger_full_access),
         cmocka_unit_test(test_stuck_client_bounds_memory),
         cmocka_unit_test(test_client_gone_while_output_waits),
         cmocka_unit_test(test_setsid_children_end_with_the_call),
