@@ -971,22 +971,6 @@ static const char flood_py[] =
     "while not os.path.exists('done'): time.sleep(0.05)\n"
     "print('cut', cut)\n";
 
-/* The server's resident memory, in KiB. */
-static long
-rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    long kib = -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 /* What a call's exec sessions may make the server buffer is bounded
  * (ESCALATION_MAX_BUFFERED), however many it opens: sessions past it are
  * ended, and the server's memory does not grow with them. */
@@ -1003,7 +987,7 @@ test_session_flood_is_bounded(void **state)
     mcp_world_start(&w, "prefix_rule(pattern=[\"true\"], decision=\"allow\")\n", &o);
     char *py = tmpdir_path(w.wd, "flood.py");
     tmpdir_write_file(py, flood_py, 0644);
-    long before = rss_kib(mcp_client_pid(w.c));
+    long before = proc_rss_kib(mcp_client_pid(w.c));
     long long id = mcp_client_send_request(
         w.c, "tools/call",
         json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command",
@@ -1016,7 +1000,7 @@ test_session_flood_is_bounded(void **state)
             nanosleep(&ts, NULL);
     }
     assert_true(flooded);
-    long after = rss_kib(mcp_client_pid(w.c));
+    long after = proc_rss_kib(mcp_client_pid(w.c));
     char *done = tmpdir_path(w.wd, "done");
     tmpdir_write_file(done, "", 0644);
     json_t *idj = json_integer(id);

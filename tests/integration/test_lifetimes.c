@@ -14,6 +14,7 @@
 
 #include "mcp_client.h"
 #include "mcp_world.h"
+#include "proc.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -140,22 +141,6 @@ test_killed_server_read_only(void **state)
     killed_server_takes_its_calls("read-only");
 }
 
-/* The server's resident memory, in KiB. */
-static long
-rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    long kib = -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 #define MIB_OUTPUT "head -c 1000000 /dev/zero | tr '\\0' a"
 
 /* The server as a client that may stop reading sees it: no sanitizer
@@ -181,7 +166,7 @@ test_stuck_client_bounds_memory(void **state)
     char *wd = mcp_world_fmt("/tmp");
     struct mcp_client *c = start_plain("8");
     pid_t pid = mcp_client_pid(c);
-    long before = rss_kib(pid);
+    long before = proc_rss_kib(pid);
     long long ids[CALLS];
     for (int i = 0; i < CALLS; i++)
         ids[i] = mcp_client_send_request(c, "tools/call",
@@ -192,7 +177,7 @@ test_stuck_client_bounds_memory(void **state)
     for (int i = 0; i < 20; i++) {
         struct timespec half = {0, 500 * 1000 * 1000};
         nanosleep(&half, NULL);
-        long now = rss_kib(pid);
+        long now = proc_rss_kib(pid);
         most = now > most ? now : most;
     }
     fprintf(stderr, "stuck client: rss %ld -> at most %ld KiB\n", before, most);

@@ -229,3 +229,18 @@ proc_gone(const char *marker, int ms)
     }
     return !proc_with_marker(marker);
 }
+
+long
+proc_rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct proc_result {
     int status; /* raw wait status, as from waitpid() */
@@ -46,5 +47,8 @@ bool proc_with_marker(const char *marker);
  * contains marker: killing a process tree completes asynchronously.
  * Returns whether they are gone. */
 bool proc_gone(const char *marker, int ms);
+
+/* Process pid's resident memory (VmRSS), in KiB, or -1. */
+long proc_rss_kib(pid_t pid);
 
 #endif
