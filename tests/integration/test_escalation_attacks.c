@@ -31,6 +31,7 @@
 #include "mcp_client.h"
 #include "mcp_world.h"
 #include "proc.h"
+#include "test_user.h"
 #include "tmpdir.h"
 
 #include <errno.h>
@@ -44,16 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TEST_USER "execgate-sbx" /* shared with test_sandbox_attacks.c */
-
 static struct {
     const char *server;
     const char *extra; /* one more server argument, or NULL */
     bool unprivileged;
-    uid_t uid;
-    gid_t gid;
-    char *prefix_uid, *prefix_gid;
-    const char *prefix[6];
+    struct test_user user;
     /* the running test's world and scratch directories, for the teardown
      * after a failed assertion */
     struct mcp_world *world;
@@ -76,17 +72,17 @@ world_start_opts(const char *rules, bool elicitation, bool no_rules, const char 
                                         .extra = g.extra,
                                         .env = env,
                                         .no_rules = no_rules,
-                                        .prefix = g.unprivileged ? g.prefix : NULL,
+                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
                                         .chown = g.unprivileged,
-                                        .owner_uid = g.uid,
-                                        .owner_gid = g.gid};
+                                        .owner_uid = g.user.uid,
+                                        .owner_gid = g.user.gid};
     mcp_world_start(w, rules, &o);
     g.world = w;
     if (g.unprivileged) { /* the server (setpriv exec'd it) runs as the test user */
         char *status = mcp_world_fmt("/proc/%d/status", (int)mcp_client_pid(w->c));
         char *text = tmpdir_read_file(status, NULL);
         assert_non_null(text);
-        char *want = mcp_world_fmt("\nUid:\t%u\t%u\t", (unsigned)g.uid, (unsigned)g.uid);
+        char *want = mcp_world_fmt("\nUid:\t%u\t%u\t", (unsigned)g.user.uid, (unsigned)g.user.uid);
         mcp_world_assert_contains(text, want);
         free(want);
         free(text);
@@ -152,8 +148,8 @@ outside_ok(const char *const *argv, const char *cwd)
 {
     const char *full[24];
     size_t n = 0;
-    for (size_t i = 0; g.unprivileged && g.prefix[i]; i++)
-        full[n++] = g.prefix[i];
+    for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
+        full[n++] = g.user.prefix[i];
     for (size_t i = 0; argv[i]; i++) {
         assert_true(n < sizeof(full) / sizeof(full[0]) - 1);
         full[n++] = argv[i];
@@ -173,7 +169,7 @@ own(const char *path)
 {
     if (!g.unprivileged)
         return;
-    char *owner = mcp_world_fmt("%u:%u", (unsigned)g.uid, (unsigned)g.gid);
+    char *owner = mcp_world_fmt("%u:%u", (unsigned)g.user.uid, (unsigned)g.user.gid);
     const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
     struct proc_result res;
     assert_int_equal(proc_run(argv, NULL, &res), 0);
@@ -778,7 +774,7 @@ test_script_with_writable_interpreter(void **state)
     char *text = mcp_world_fmt("#!%s/interp\n", w->wd);
     tmpdir_write_file(tool, text, 0755);
     if (g.unprivileged)
-        assert_int_equal(chown(tool, g.uid, g.gid), 0);
+        assert_int_equal(chown(tool, g.user.uid, g.user.gid), 0);
     char *cmd = mcp_world_fmt("printf '#!/bin/sh\\ntouch %s/pwn\\n' > interp; chmod +x interp; "
                               "%s; echo \"status=$?\"",
                               w->outside, tool);
@@ -825,111 +821,6 @@ test_escalated_env_is_the_servers(void **state)
 
 /* ---- setup ---- */
 
-static void
-create_test_user(void)
-{
-    struct passwd *pw = NULL;
-    /* test_sandbox_attacks may be creating the same user right now */
-    for (int i = 0; i < 50 && !(pw = getpwnam(TEST_USER)); i++) {
-        const char *argv[] = {
-            "/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-            TEST_USER,           NULL};
-        struct proc_result res;
-        if (proc_run(argv, NULL, &res) == 0) {
-            if (proc_exit_code(&res) != 0)
-                fprintf(stderr, "useradd: %s", res.err);
-            proc_result_free(&res);
-        }
-        if (!(pw = getpwnam(TEST_USER))) {
-            struct timespec ts = {0, 100 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (!pw) {
-        fprintf(stderr, "cannot create the user " TEST_USER "\n");
-        exit(1);
-    }
-    g.uid = pw->pw_uid;
-    g.gid = pw->pw_gid;
-    if (asprintf(&g.prefix_uid, "--reuid=%u", (unsigned)g.uid) < 0 ||
-        asprintf(&g.prefix_gid, "--regid=%u", (unsigned)g.gid) < 0)
-        exit(1);
-    const char *prefix[] = {"/usr/bin/setpriv", g.prefix_uid, g.prefix_gid,
-                            "--clear-groups",   "--",         NULL};
-    memcpy(g.prefix, prefix, sizeof prefix);
-}
-
-/* Runs argv as the test user; returns its exit code, output in *res. */
-static int
-as_user(const char *const *argv, struct proc_result *res)
-{
-    const char *full[16];
-    size_t n = 0;
-    for (size_t i = 0; g.prefix[i]; i++)
-        full[n++] = g.prefix[i];
-    for (size_t i = 0; argv[i] && n < 15; i++)
-        full[n++] = argv[i];
-    full[n] = NULL;
-    if (proc_run(full, NULL, res) != 0) {
-        fprintf(stderr, "cannot run %s\n", full[0]);
-        exit(1);
-    }
-    return proc_exit_code(res);
-}
-
-/* The programs the server runs, readable and executable by the test user;
- * and a sandbox the helper can make for it.  Returns 77 (skip) or 0. */
-static int
-check_user_can_serve(void)
-{
-    const char *names[] = {"EXECGATE_TEST_SANDBOX", "EXECGATE_TEST_WRAPPER", "EXECGATE_TEST_BASH"};
-    const char *argv[] = {
-        "/bin/sh",
-        "-c",
-        "for f; do [ -r \"$f\" ] && [ -x \"$f\" ] || { echo \"$f\"; exit 1; }; done",
-        "sh",
-        g.server,
-        getenv(names[0]),
-        getenv(names[1]),
-        getenv(names[2]),
-        NULL};
-    for (size_t i = 0; i < 3; i++) {
-        if (!getenv(names[i])) {
-            fprintf(stderr, "%s is not set\n", names[i]);
-            exit(1);
-        }
-    }
-    struct proc_result res;
-    if (as_user(argv, &res) != 0) {
-        printf("the build tree is not readable by " TEST_USER " (%s): no unprivileged run\n",
-               res.out);
-        proc_result_free(&res);
-        return 77;
-    }
-    proc_result_free(&res);
-    const char *probe[] = {getenv("EXECGATE_TEST_SANDBOX"),
-                           "--policy",
-                           "{\"type\":\"read-only\",\"sandboxCwd\":\"/\"}",
-                           "--cwd",
-                           "/",
-                           "--",
-                           "/bin/true",
-                           NULL};
-    int code = as_user(probe, &res);
-    if (code == 125 && strstr(res.err, "namespace")) {
-        printf("unprivileged user namespaces are refused here (%s): no unprivileged run\n",
-               res.err);
-        proc_result_free(&res);
-        return 77;
-    }
-    if (code != 0) {
-        fprintf(stderr, "probe: the sandbox helper as " TEST_USER " exits %d: %s\n", code, res.err);
-        exit(1);
-    }
-    proc_result_free(&res);
-    return 0;
-}
-
 int
 main(void)
 {
@@ -948,8 +839,8 @@ main(void)
             return 77; /* meson: skipped */
         }
         g.unprivileged = true;
-        create_test_user();
-        if (check_user_can_serve() == 77)
+        test_user_create(&g.user);
+        if (test_user_can_serve(&g.user, g.server) == 77)
             return 77;
     }
     const struct CMUnitTest tests[] = {
@@ -979,8 +870,7 @@ main(void)
         cmocka_unit_test_teardown(test_escalated_env_is_the_servers, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    free(g.prefix_uid);
-    free(g.prefix_gid);
+    test_user_release(&g.user);
     if (failed) {
         /* a failed assertion skipped its test's frees: leave without the
          * leak report, which would bury the failures */

@@ -14,6 +14,7 @@
 
 #include "mcp_client.h"
 #include "mcp_world.h"
+#include "test_user.h"
 #include "proc.h"
 
 #include <dirent.h>
@@ -27,6 +28,10 @@
 #include <unistd.h>
 
 static const char *server_path;
+/* EXECGATE_TEST_UNPRIVILEGED=1 (started as root): the server runs as the
+ * test user, so what holds without root is what is tested */
+static bool unprivileged;
+static struct test_user user;
 
 static bool cgroups_available(void);
 
@@ -92,8 +97,13 @@ killed_server_takes_its_calls(const char *policy)
     char *rules =
         mcp_world_fmt("prefix_rule(pattern=[\"sleep\", \"%s\"], decision=\"allow\")\n", outside);
     struct mcp_world w;
-    const struct mcp_world_options o = {
-        .server = server_path, .client_name = "lifetime-tests", .policy = policy};
+    const struct mcp_world_options o = {.prefix = unprivileged ? user.prefix : NULL,
+                                        .chown = unprivileged,
+                                        .owner_uid = user.uid,
+                                        .owner_gid = user.gid,
+                                        .server = server_path,
+                                        .client_name = "lifetime-tests",
+                                        .policy = policy};
     mcp_world_start(&w, rules, &o);
     char *cmd = mcp_world_fmt("sleep %s & nohup sleep %s >/dev/null 2>&1 & setsid sleep %s & "
                               "sleep %s",
@@ -148,7 +158,15 @@ test_killed_server_read_only(void **state)
 static struct mcp_client *
 start_plain(const char *max_calls)
 {
-    const char *argv[] = {server_path, "--max-calls", max_calls, NULL};
+    /* no rules: the default directory may be unreadable for the test user */
+    const char *plain[] = {server_path, "--max-calls", max_calls, "--rules", "/dev/null", NULL};
+    const char *argv[12];
+    size_t n = 0;
+    for (size_t i = 0; unprivileged && user.prefix[i]; i++)
+        argv[n++] = user.prefix[i];
+    for (size_t i = 0; plain[i]; i++)
+        argv[n++] = plain[i];
+    argv[n] = NULL;
     const char *env[] = {"ASAN_OPTIONS=quarantine_size_mb=0:halt_on_error=1:abort_on_error=1",
                          NULL};
     struct mcp_client *c = mcp_client_start(argv, env);
@@ -245,16 +263,18 @@ test_client_gone_while_output_waits(void **state)
 static bool
 cgroups_available(void)
 {
-    char *cmd = mcp_world_fmt("%s --doctor", server_path);
-    FILE *p = popen(cmd, "r");
-    char line[512] = "";
-    if (p) {
-        if (!fgets(line, sizeof(line), p))
-            line[0] = '\0';
-        pclose(p);
-    }
-    free(cmd);
-    return strncmp(line, "cgroups: unavailable", 20) != 0 && strncmp(line, "cgroups: ", 9) == 0;
+    const char *argv[] = {server_path, "--doctor", NULL};
+    struct proc_result res;
+    int code = -1;
+    if (unprivileged)
+        code = test_user_run(&user, argv, &res);
+    else if (proc_run(argv, NULL, &res) == 0)
+        code = proc_exit_code(&res);
+    bool yes = code == 0 && strncmp(res.out, "cgroups: ", 9) == 0 &&
+               strncmp(res.out, "cgroups: unavailable", 20) != 0;
+    if (code >= 0)
+        proc_result_free(&res);
+    return yes;
 }
 
 /* Under danger-full-access nothing confines the command's processes but
@@ -269,8 +289,13 @@ test_setsid_children_end_with_the_call(void **state)
     snprintf(inside, sizeof(inside), "%d.%03d", 3000 + getpid() % 1000, 11);
     snprintf(outside, sizeof(outside), "%d.%03d", 3000 + getpid() % 1000, 13);
     struct mcp_world w;
-    const struct mcp_world_options o = {
-        .server = server_path, .client_name = "lifetime-tests", .policy = "danger-full-access"};
+    const struct mcp_world_options o = {.prefix = unprivileged ? user.prefix : NULL,
+                                        .chown = unprivileged,
+                                        .owner_uid = user.uid,
+                                        .owner_gid = user.gid,
+                                        .server = server_path,
+                                        .client_name = "lifetime-tests",
+                                        .policy = "danger-full-access"};
     mcp_world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", &o);
     char *cmd = mcp_world_fmt("setsid sleep %s & sh -c 'setsid sleep %s &'; sleep 0.2; echo ok",
                               inside, outside);
@@ -309,7 +334,11 @@ test_max_processes_per_call(void **state)
     char marker[32];
     snprintf(marker, sizeof(marker), "%d.%03d", 3000 + getpid() % 1000, 17);
     struct mcp_world w;
-    const struct mcp_world_options o = {.server = server_path,
+    const struct mcp_world_options o = {.prefix = unprivileged ? user.prefix : NULL,
+                                        .chown = unprivileged,
+                                        .owner_uid = user.uid,
+                                        .owner_gid = user.gid,
+                                        .server = server_path,
                                         .client_name = "lifetime-tests",
                                         .policy = "danger-full-access",
                                         .extra = "--max-processes=50"};
@@ -357,6 +386,17 @@ main(void)
         fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
         return 2;
     }
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77;
+        }
+        unprivileged = true;
+        test_user_create(&user);
+        if (test_user_can_serve(&user, server_path) == 77)
+            return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_server_workspace_write),
         cmocka_unit_test(test_killed_server_read_only),
@@ -366,5 +406,7 @@ main(void)
         cmocka_unit_test(test_setsid_children_end_with_the_call),
         cmocka_unit_test(test_max_processes_per_call),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    test_user_release(&user);
+    return failed;
 }
