@@ -438,6 +438,23 @@ check_files(const struct hier *h, const char *dir, char **why)
     return 0;
 }
 
+/* Makes (or finds) the cgroup parent/execgate-PID-what of this process;
+ * its malloc'd path, or NULL with *why set (NULL: out of memory). */
+static char *
+make_own(const char *parent, const char *what, char **why)
+{
+    char *name = msg("execgate-%d-%s", (int)getpid(), what);
+    char *dir = name ? path_join(parent, name) : NULL;
+    free(name);
+    *why = NULL;
+    if (dir && mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        *why = msg("cannot make a cgroup in %s: %s", parent, strerror(errno));
+        free(dir);
+        dir = NULL;
+    }
+    return dir;
+}
+
 /*
  * Makes and removes a directory under h->base, which shows whether calls
  * can have one there better than permission bits can (read-only mounts,
@@ -447,18 +464,9 @@ check_files(const struct hier *h, const char *dir, char **why)
 static int
 try_hier(const struct hier *h, bool *has_kill, bool *has_freeze, char **why)
 {
-    char *name = msg("execgate-%d-probe", (int)getpid());
-    char *dir = name ? path_join(h->base, name) : NULL;
-    free(name);
-    if (!dir) {
-        *why = NULL;
+    char *dir = make_own(h->base, "probe", why);
+    if (!dir)
         return -1;
-    }
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        *why = msg("cannot make a cgroup in %s: %s", h->base, strerror(errno));
-        free(dir);
-        return -1;
-    }
     int rc = check_files(h, dir, why);
     *has_kill = exists_at(dir, "cgroup.kill");
     *has_freeze = exists_at(dir, "cgroup.freeze");
@@ -520,18 +528,9 @@ move_server_and_enable(struct call_cgroup_probe *p, const char *dir, const char 
         return -1;
     }
     free(procs);
-    char *name = msg("execgate-%d-server", (int)getpid());
-    char *leaf = name ? path_join(dir, name) : NULL;
-    free(name);
-    if (!leaf) {
-        *why = NULL;
+    char *leaf = make_own(dir, "server", why);
+    if (!leaf)
         return -1;
-    }
-    if (mkdir(leaf, 0755) < 0 && errno != EEXIST) {
-        *why = msg("cannot make a cgroup in %s: %s", dir, strerror(errno));
-        free(leaf);
-        return -1;
-    }
     rc = write_at(leaf, "cgroup.procs", "0");
     if (rc == 0)
         rc = write_at(dir, "cgroup.subtree_control", want);

@@ -35,6 +35,20 @@ static struct test_user user;
 
 static bool cgroups_available(void);
 
+/* A world's options: the server as the test user when unprivileged. */
+static struct mcp_world_options
+lifetime_options(const char *policy, const char *extra)
+{
+    return (struct mcp_world_options){.server = server_path,
+                                      .client_name = "lifetime-tests",
+                                      .policy = policy,
+                                      .extra = extra,
+                                      .prefix = unprivileged ? user.prefix : NULL,
+                                      .chown = unprivileged,
+                                      .owner_uid = user.uid,
+                                      .owner_gid = user.gid};
+}
+
 /* How many processes run `sleep ARG` (their whole command line). */
 static int
 count_sleeps(const char *arg)
@@ -97,13 +111,7 @@ killed_server_takes_its_calls(const char *policy)
     char *rules =
         mcp_world_fmt("prefix_rule(pattern=[\"sleep\", \"%s\"], decision=\"allow\")\n", outside);
     struct mcp_world w;
-    const struct mcp_world_options o = {.prefix = unprivileged ? user.prefix : NULL,
-                                        .chown = unprivileged,
-                                        .owner_uid = user.uid,
-                                        .owner_gid = user.gid,
-                                        .server = server_path,
-                                        .client_name = "lifetime-tests",
-                                        .policy = policy};
+    const struct mcp_world_options o = lifetime_options(policy, NULL);
     mcp_world_start(&w, rules, &o);
     char *cmd = mcp_world_fmt("sleep %s & nohup sleep %s >/dev/null 2>&1 & setsid sleep %s & "
                               "sleep %s",
@@ -289,13 +297,7 @@ test_setsid_children_end_with_the_call(void **state)
     snprintf(inside, sizeof(inside), "%d.%03d", 3000 + getpid() % 1000, 11);
     snprintf(outside, sizeof(outside), "%d.%03d", 3000 + getpid() % 1000, 13);
     struct mcp_world w;
-    const struct mcp_world_options o = {.prefix = unprivileged ? user.prefix : NULL,
-                                        .chown = unprivileged,
-                                        .owner_uid = user.uid,
-                                        .owner_gid = user.gid,
-                                        .server = server_path,
-                                        .client_name = "lifetime-tests",
-                                        .policy = "danger-full-access"};
+    const struct mcp_world_options o = lifetime_options("danger-full-access", NULL);
     mcp_world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", &o);
     char *cmd = mcp_world_fmt("setsid sleep %s & sh -c 'setsid sleep %s &'; sleep 0.2; echo ok",
                               inside, outside);
@@ -334,14 +336,7 @@ test_max_processes_per_call(void **state)
     char marker[32];
     snprintf(marker, sizeof(marker), "%d.%03d", 3000 + getpid() % 1000, 17);
     struct mcp_world w;
-    const struct mcp_world_options o = {.prefix = unprivileged ? user.prefix : NULL,
-                                        .chown = unprivileged,
-                                        .owner_uid = user.uid,
-                                        .owner_gid = user.gid,
-                                        .server = server_path,
-                                        .client_name = "lifetime-tests",
-                                        .policy = "danger-full-access",
-                                        .extra = "--max-processes=50"};
+    const struct mcp_world_options o = lifetime_options("danger-full-access", "--max-processes=50");
     mcp_world_start(&w, "", &o);
     char *py = mcp_world_fmt("%s/fork.py", w.wd);
     FILE *f = fopen(py, "w");
