@@ -1,5 +1,7 @@
 #include "escalated_env.h"
 
+#include "esc_env.h"
+
 #include "exec_checks.h"
 
 #include <stdint.h>
@@ -63,8 +65,7 @@ static const struct escalated_env_forced forced_env[] = {
 /* execgate's own variables (the shell's escalation socket, wrapper and
  * hint): an escalated program has no escalation socket. */
 static const char *const own_env[] = {
-    "EXEC_WRAPPER",
-    "CODEX_ESCALATE_SOCKET",
+    ESC_ENV_ALL,
     "EXECGATE_*",
 };
 #define N_OWN (sizeof(own_env) / sizeof(own_env[0]))

@@ -1,5 +1,7 @@
 #include "escalation.h"
 
+#include "esc_env.h"
+
 #include "decide.h"
 #include "esc_io.h"
 #include "esc_proto.h"
@@ -805,6 +807,19 @@ env_entry(const char *name, const char *value)
     return e;
 }
 
+/* Whether the entry "NAME=value" sets one of the protocol's variables. */
+static bool
+is_protocol_env(const char *entry)
+{
+    static const char *const names[] = {ESC_ENV_ALL};
+    size_t len = strcspn(entry, "=");
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strlen(names[i]) == len && strncmp(entry, names[i], len) == 0)
+            return true;
+    }
+    return false;
+}
+
 char **
 escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_names)
 {
@@ -817,28 +832,24 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
     size_t k = 0;
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {
-        if (strncmp(environ[i], "EXEC_WRAPPER=", 13) == 0 ||
-            strncmp(environ[i], "EXECGATE_WRAP_NAMES=", 20) == 0 ||
-            strncmp(environ[i], "EXECGATE_WRAP_IN_SHELL=", 23) == 0 ||
-            strncmp(environ[i], "CODEX_ESCALATE_SOCKET=", 22) == 0 ||
-            strncmp(environ[i], "EXECGATE_BASH=", 14) == 0)
+        if (is_protocol_env(environ[i]))
             continue;
         ok = (env[k++] = strdup(environ[i])) != NULL;
     }
     char fdnum[16];
     snprintf(fdnum, sizeof(fdnum), "%d", SHELL_CALL_ESCALATE_FD);
     if (ok)
-        ok = (env[k++] = env_entry("EXEC_WRAPPER", wrapper)) != NULL;
+        ok = (env[k++] = env_entry(ESC_ENV_WRAPPER, wrapper)) != NULL;
     /* the patched Bash asks in its own process (esc_client) instead of
      * exec'ing the wrapper: the same session, one exec fewer */
     if (ok)
-        ok = (env[k++] = strdup("EXECGATE_WRAP_IN_SHELL=1")) != NULL;
+        ok = (env[k++] = env_entry(ESC_ENV_WRAP_IN_SHELL, "1")) != NULL;
     if (ok && wrap_names)
-        ok = (env[k++] = env_entry("EXECGATE_WRAP_NAMES", wrap_names)) != NULL;
+        ok = (env[k++] = env_entry(ESC_ENV_WRAP_NAMES, wrap_names)) != NULL;
     if (ok)
-        ok = (env[k++] = env_entry("CODEX_ESCALATE_SOCKET", fdnum)) != NULL;
+        ok = (env[k++] = env_entry(ESC_ENV_SOCKET, fdnum)) != NULL;
     if (ok)
-        ok = (env[k++] = env_entry("EXECGATE_BASH", bash)) != NULL;
+        ok = (env[k++] = env_entry(ESC_ENV_BASH, bash)) != NULL;
     if (!ok) {
         for (size_t i = 0; i < k; i++)
             free(env[i]);

@@ -1,5 +1,7 @@
 #include "exec_checks.h"
 
+#include "esc_env.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +46,7 @@ static const char *const dropped_env[] = {
     "GIT_ASKPASS",
     "GIT_EXTERNAL_DIFF",
     "GIT_PAGER",
-    "EXEC_WRAPPER",
-    "EXECGATE_WRAP_NAMES",
-    "CODEX_ESCALATE_SOCKET",
-    "EXECGATE_BASH",
+    ESC_ENV_ALL,
 };
 
 const char *const *

@@ -7,6 +7,7 @@
  * with nothing of its own left open.
  */
 #include "esc_client.h"
+#include "esc_env.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,28 +59,27 @@ env_value(char *const *env, const char *name)
 static int
 escalate_socket(const char *file, char *const *env)
 {
-    const char *s = env_value(env, "CODEX_ESCALATE_SOCKET");
+    const char *s = env_value(env, ESC_ENV_SOCKET);
     if (s == NULL || *s == '\0')
         esc_client_die(ESC_CLIENT_EXIT_FAILED, 0,
-                       "CODEX_ESCALATE_SOCKET is not set: refusing to run %s without the "
-                       "server's decision",
+                       ESC_ENV_SOCKET " is not set: refusing to run %s without the "
+                                      "server's decision",
                        file);
     char *end;
     errno = 0;
     long fd = strtol(s, &end, 10);
     if (errno != 0 || *end != '\0' || end == s || fd < 0 || fd > INT_MAX)
-        esc_client_die(ESC_CLIENT_EXIT_FAILED, 0, "CODEX_ESCALATE_SOCKET=%s is not an fd number",
-                       s);
+        esc_client_die(ESC_CLIENT_EXIT_FAILED, 0, ESC_ENV_SOCKET "=%s is not an fd number", s);
     int type = 0;
     socklen_t len = sizeof type;
     if (getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
         esc_client_die(ESC_CLIENT_EXIT_FAILED, errno,
-                       "cannot reach the execgate server (CODEX_ESCALATE_SOCKET=%ld): refusing "
+                       "cannot reach the execgate server (" ESC_ENV_SOCKET "=%ld): refusing "
                        "to run %s",
                        fd, file);
     if (type != SOCK_DGRAM)
         esc_client_die(ESC_CLIENT_EXIT_FAILED, 0,
-                       "CODEX_ESCALATE_SOCKET=%ld is not a datagram socket: refusing to run %s", fd,
+                       ESC_ENV_SOCKET "=%ld is not a datagram socket: refusing to run %s", fd,
                        file);
     return (int)fd;
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "esc_client.h"
+#include "esc_env.h"
 
 #define PROG ESC_CLIENT_PROG
 
@@ -68,7 +69,7 @@ looks_binary(const char *file)
 static noreturn void
 run_script(const char *file, char **args, int nargs)
 {
-    const char *sh = getenv("EXECGATE_BASH");
+    const char *sh = getenv(ESC_ENV_BASH);
     if (sh == NULL || sh[0] != '/')
         sh = FALLBACK_SCRIPT_SHELL;
     char **v = calloc((size_t)nargs + 2, sizeof *v);

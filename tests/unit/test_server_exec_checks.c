@@ -25,6 +25,12 @@ test_env_drop(void **state)
     assert_true(exec_checks_env_dropped("LD_LIBRARY_PATH=/x"));
     assert_true(exec_checks_env_dropped("LD_=x"));
     assert_true(exec_checks_env_dropped("BASH_ENV=/x"));
+    /* every variable of the escalation protocol (esc_env.h) */
+    assert_true(exec_checks_env_dropped("EXECGATE_WRAP_IN_SHELL=1"));
+    assert_true(exec_checks_env_dropped("EXECGATE_WRAP_NAMES=git"));
+    assert_true(exec_checks_env_dropped("CODEX_ESCALATE_SOCKET=4"));
+    assert_true(exec_checks_env_dropped("EXEC_WRAPPER=/x"));
+    assert_true(exec_checks_env_dropped("EXECGATE_BASH=/x"));
     assert_true(exec_checks_env_dropped("ENV=/x"));
     assert_true(exec_checks_env_dropped("SHELLOPTS=xtrace"));
     assert_true(exec_checks_env_dropped("BASHOPTS=x"));
