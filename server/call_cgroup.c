@@ -1128,6 +1128,25 @@ call_cgroup_new(const struct call_cgroup_probe *p, const char *name, uint64_t ma
     return NULL;
 }
 
+void
+call_cgroup_park(struct call_cgroup *cg)
+{
+    close_fds(cg);
+}
+
+int
+call_cgroup_unpark(struct call_cgroup *cg, char **err)
+{
+    char *why = NULL;
+    *err = NULL;
+    if (open_fds(cg, &why) == 0)
+        return 0;
+    *err = msg("cgroup for %s: %s", cg->name, why ? why : "out of memory");
+    free(why);
+    close_fds(cg);
+    return -1;
+}
+
 const int *
 call_cgroup_join_fds(const struct call_cgroup *cg, size_t *n)
 {

@@ -148,6 +148,14 @@ int64_t call_cgroup_pids_peak(const struct call_cgroup *cg);
 const char *const *call_cgroup_dirs(const struct call_cgroup *cg, size_t *n);
 
 /*
+ * An empty cgroup kept for a later call holds no fds: park closes its
+ * cgroup.procs and cgroup.events fds, unpark opens them again (0, or -1
+ * with *err malloc'd: then free it).
+ */
+void call_cgroup_park(struct call_cgroup *cg);
+int call_cgroup_unpark(struct call_cgroup *cg, char **err);
+
+/*
  * Removes cg's directories and frees cg.  A directory that still holds
  * processes is killed and tried again a bounded number of times (at most
  * about 50 ms in all, so call it once call_cgroup_empty says 1), then left

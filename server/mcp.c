@@ -149,10 +149,12 @@ end_cgroup(struct mcp_call *c)
     if (rc < 0)
         log_warn("call: cannot kill what is left in its cgroup: %s", strerror(-rc));
     if (rc == 0 && call_cgroup_empty(c->cg) == 1 && s->n_cgroup_pool < CGROUP_POOL &&
-        !s->shutting_down)
+        !s->shutting_down) {
+        call_cgroup_park(c->cg);
         s->cgroup_pool[s->n_cgroup_pool++] = c->cg;
-    else
+    } else {
         call_cgroup_free(c->cg);
+    }
     c->cg = NULL;
 }
 
@@ -647,11 +649,16 @@ start_cgroup(struct mcp_server *s, struct mcp_call *c, struct escalation_call *e
         return;
     char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
     char *err = NULL;
-    if (s->n_cgroup_pool > 0)
+    if (s->n_cgroup_pool > 0) {
         c->cg = s->cgroup_pool[--s->n_cgroup_pool];
-    else
+        if (call_cgroup_unpark(c->cg, &err) < 0) {
+            call_cgroup_free(c->cg);
+            c->cg = NULL;
+        }
+    } else {
         c->cg = call_cgroup_new(s->cgroups, label ? label : "call", s->o->max_processes,
                                 s->o->max_memory, &err);
+    }
     if (!c->cg) {
         log_warn("call %s: runs without a cgroup of its own: %s", label ? label : "?",
                  err ? err : "out of memory");
