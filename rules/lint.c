@@ -944,22 +944,11 @@ struct seen {
     size_t n_slots, n_used;
 };
 
-static uint64_t
-hash_line(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static char **
 seen_slot(char **slots, size_t n_slots, const char *line)
 {
     size_t mask = n_slots - 1;
-    for (size_t i = hash_line(line) & mask;; i = (i + 1) & mask)
+    for (size_t i = rules_str_hash(line) & mask;; i = (i + 1) & mask)
         if (!slots[i] || strcmp(slots[i], line) == 0)
             return &slots[i];
 }

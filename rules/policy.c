@@ -81,8 +81,8 @@ rules_decision_parse(const char *name, enum rules_decision *out)
 }
 
 /* FNV-1a: short keys, no adversary gains anything by colliding them. */
-static uint64_t
-hash_str(const char *s)
+uint64_t
+rules_str_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -97,7 +97,7 @@ strmap_find(const struct strmap *m, const char *key)
 {
     if (m->n_slots == 0)
         return NULL;
-    uint64_t h = hash_str(key);
+    uint64_t h = rules_str_hash(key);
     size_t mask = m->n_slots - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         struct bucket *b = &m->slots[i];
@@ -142,7 +142,7 @@ strmap_get_or_add(struct strmap *m, const char *key)
     char *k = strdup(key);
     if (!k)
         return NULL;
-    uint64_t h = hash_str(key);
+    uint64_t h = rules_str_hash(key);
     size_t mask = m->n_slots - 1;
     size_t i = h & mask;
     while (m->slots[i].key)

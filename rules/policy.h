@@ -179,6 +179,11 @@ int rules_result_append(struct rules_result *dst, struct rules_result *src);
  */
 const struct rules_match *rules_result_settle(struct rules_result *r, const char *answers_file);
 
+/* The hash of a NUL-terminated string the policy's index uses (FNV-1a:
+ * short keys, nothing gained by colliding them), for other sets of
+ * strings too.  Cannot fail. */
+uint64_t rules_str_hash(const char *s);
+
 /* True when s is well-formed UTF-8 (as Codex requires of commands and
  * files).  Cannot fail. */
 bool rules_text_is_utf8(const char *s);
