@@ -11,7 +11,9 @@
 # The CLIENT_FILEs are execgate's wrapper client, which the patched Bash
 # links (the patch calls esc_client_decide): its .c files are compiled, and
 # every file, headers included, is part of the cache key.  They are one
-# folder's (wrapper/), which is also the include path.
+# folder's (wrapper/), which is also the include path.  That folder's
+# esc_env.h, the protocol's variable names, is one of them: the patch reads
+# the names from it, so it is copied into Bash's tree and keys the tree.
 #
 # CACHE_DIR holds the downloaded source package, Bash's compiled tree and
 # finished binaries, keyed by the source version, the patch, this script and
@@ -35,6 +37,7 @@ cache=$3
 libc=$4
 shift 4
 client_dir=$(cd "$(dirname "$1")" && pwd)
+esc_env="$client_dir/esc_env.h"
 client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
 
 die() {
@@ -44,6 +47,8 @@ die() {
 
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
+
+[ -f "$esc_env" ] || die "$esc_env is missing: the patch takes the variables' names from it"
 
 dsc=$(debian_source_dsc bash "$cache") ||
 	die "apt-get source bash failed (see $cache/apt-source-bash.log); run scripts/setup, which adds a deb-src entry"
@@ -65,7 +70,7 @@ esac
 # libc (tree-KEY), and linked with execgate's client (the wrapper's asking
 # side, the CLIENT_FILEs) into built-KEY2/bash, so a change to the client
 # relinks Bash instead of compiling it again.
-tree_key=$({ cat "$dsc" "$patch" "$0"; echo "$libc"; } | sha256sum | cut -c1-16)
+tree_key=$({ cat "$dsc" "$patch" "$0" "$esc_env"; echo "$libc"; } | sha256sum | cut -c1-16)
 key=$({ echo "$tree_key"; cat "$@"; } | sha256sum | cut -c1-16)
 built="$cache/built-$key/bash"
 if [ ! -x "$built" ]; then
@@ -83,6 +88,7 @@ if [ ! -x "$built" ]; then
 			die "dpkg-source could not unpack $dsc (see $log)"
 		(cd "$tree" && patch -p1 --forward <"$patch") >>"$log" 2>&1 ||
 			die "the exec-wrapper patch does not apply to $(basename "$dsc") (see $log)"
+		cp "$esc_env" "$tree/execgate_esc_env.h"
 		# Linked statically: every call starts a Bash, and its start-up is on
 		# the path of every call (docs/building.md has the figures).
 		# shellcheck disable=SC2086 # configure_env is a list of assignments

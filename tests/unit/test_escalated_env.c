@@ -333,9 +333,9 @@ test_server_drop_list_still_applies(void **state)
 static void
 test_own_variables_never_appear(void **state)
 {
-    char *const *own =
-        ENV("EXEC_WRAPPER=/w", "EXECGATE_WRAP_NAMES=git:rm", "EXECGATE_WRAP_IN_SHELL=1",
-            "CODEX_ESCALATE_SOCKET=4", "EXECGATE_BASH=/b", "EXECGATE_FUTURE=1");
+    char *const *own = ENV("EXEC_WRAPPER=/w", "BASH_EXEC_WRAPPER=/w", "EXECGATE_WRAP_NAMES=git:rm",
+                           "EXECGATE_WRAP_IN_SHELL=1", "CODEX_ESCALATE_SOCKET=4",
+                           "EXECGATE_BASH=/b", "EXECGATE_FUTURE=1");
     char **env = build(own, own, NULL, 0, "/work");
     for (size_t i = 0; env[i]; i++) {
         assert_false(escalated_env_is_own(env[i]));
@@ -345,6 +345,7 @@ test_own_variables_never_appear(void **state)
     escalated_env_free(env);
     assert_true(escalated_env_is_own("EXECGATE_WRAP_IN_SHELL=1"));
     assert_true(escalated_env_is_own("CODEX_ESCALATE_SOCKET"));
+    assert_true(escalated_env_is_own("BASH_EXEC_WRAPPER=/w"));
     assert_false(escalated_env_is_own("EXEC_WRAPPERX=1"));
     assert_false(escalated_env_is_own("CODEX_HOME=/h"));
 }
