@@ -1369,7 +1369,7 @@ star_args_bind(struct star_vm *vm, const char *fname, struct star_args *args,
 static void
 run_module(struct star_vm *vm, const char *src, size_t len)
 {
-    struct ast_module *m = star_parse(vm, src, len);
+    struct ast_module *m = star_parse(vm, &vm->universe_index, src, len);
     struct star_frame fr = {.prev = vm->frames};
     fr.globals = star_alloc(vm, (m->nglobals ? m->nglobals : 1) * sizeof *fr.globals);
     frame_slots(vm, &fr, m->nlocals);
