@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "eval.h"
+#include "vm.h"
 
 struct parser {
     struct star_vm *vm;

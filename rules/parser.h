@@ -10,6 +10,7 @@
 #include "lexer.h"
 
 struct star_vm;
+struct star_namemap;
 
 /*
  * Parses and resolves a whole file.  Names not bound in the file are looked
