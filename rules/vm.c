@@ -49,17 +49,33 @@ star_vm_begin(struct star_vm *vm, const char *name)
 static _Noreturn void fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt,
                              va_list ap) __attribute__((format(printf, 4, 0)));
 
+static char *error_line(const char *file, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+/*
+ * "FILE:LINE:COL: message" in a malloc'd string as long as the message
+ * needs: a message quotes the file's own text (names, strings, values),
+ * which no fixed size bounds.  The heap, not the arena: the error may be
+ * that the arena is full.  NULL when out of memory.
+ */
+static char *
+error_line(const char *file, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+    char *msg;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        return NULL;
+    char *s;
+    if (asprintf(&s, "%s:%u:%u: %s", file, line, col, msg) < 0)
+        s = NULL;
+    free(msg);
+    return s;
+}
+
 static _Noreturn void
 fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, va_list ap)
 {
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
     free(vm->err);
-    const char *file = vm->file ? vm->file : "<input>";
-    size_t n = strlen(file) + strlen(msg) + 32;
-    vm->err = malloc(n);
-    if (vm->err != NULL)
-        snprintf(vm->err, n, "%s:%u:%u: %s", file, line, col, msg);
+    vm->err = error_line(vm->file ? vm->file : "<input>", line, col, fmt, ap);
     if (vm->on_unwind != NULL)
         vm->on_unwind(vm);
     longjmp(*vm->on_error, 1);
