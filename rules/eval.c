@@ -1,6 +1,6 @@
 #include "eval.h"
 
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,51 +24,34 @@ struct star_frame {
 
 enum flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN };
 
-/* ---- errors ---- */
+/* The machine star_vm_new hands out (as &in->vm): the shared vm plus what
+ * only evaluation uses. */
+struct interp {
+    struct star_vm vm;
+    struct star_namemap universe_index; /* name -> index into universe */
+    struct star_value *universe;
+    size_t n_universe, cap_universe;
+    struct star_frame *frames; /* innermost call first; freed on error */
+};
 
+static struct interp *
+interp_of(struct star_vm *vm)
+{
+    return (struct interp *)((char *)vm - offsetof(struct interp, vm));
+}
+
+/* Frees the slots of large frames, which live outside the arena, before an
+ * error unwinds the C frames that would have freed them. */
 static void
 release_frames(struct star_vm *vm)
 {
-    for (struct star_frame *f = vm->frames; f != NULL; f = f->prev)
+    struct interp *in = interp_of(vm);
+    for (struct star_frame *f = in->frames; f != NULL; f = f->prev)
         if (f->heap) {
             free(f->slots);
             f->heap = false;
         }
-    vm->frames = NULL;
-}
-
-static _Noreturn void fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt,
-                             va_list ap) __attribute__((format(printf, 4, 0)));
-
-static _Noreturn void
-fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, va_list ap)
-{
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    free(vm->err);
-    const char *file = vm->file ? vm->file : "<input>";
-    size_t n = strlen(file) + strlen(msg) + 32;
-    vm->err = malloc(n);
-    if (vm->err != NULL)
-        snprintf(vm->err, n, "%s:%u:%u: %s", file, line, col, msg);
-    release_frames(vm);
-    longjmp(*vm->on_error, 1);
-}
-
-_Noreturn void
-star_fail(struct star_vm *vm, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fail_v(vm, vm->line, vm->col, fmt, ap);
-}
-
-_Noreturn void
-star_fail_at(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fail_v(vm, line, col, fmt, ap);
+    in->frames = NULL;
 }
 
 /* ---- machine ---- */
@@ -90,17 +73,16 @@ install(struct star_vm *vm)
 struct star_vm *
 star_vm_new(void)
 {
-    struct star_vm *vm = calloc(1, sizeof *vm);
-    if (vm == NULL)
+    struct interp *in = calloc(1, sizeof *in);
+    if (in == NULL)
         return NULL;
-    vm->mem_limit = STAR_MAX_MEMORY;
-    vm->max_steps = STAR_MAX_STEPS;
-    vm->print_to = stderr;
-    if (install(vm) != 0) {
-        star_vm_free(vm);
+    star_vm_init(&in->vm);
+    in->vm.on_unwind = release_frames;
+    if (install(&in->vm) != 0) {
+        star_vm_free(&in->vm);
         return NULL;
     }
-    return vm;
+    return &in->vm;
 }
 
 void
@@ -108,29 +90,29 @@ star_vm_free(struct star_vm *vm)
 {
     if (vm == NULL)
         return;
-    star_arena_release(vm);
-    free(vm->err);
-    free(vm);
+    star_vm_fini(vm);
+    free(interp_of(vm));
 }
 
 static void
 define(struct star_vm *vm, const char *name, struct star_value v)
 {
+    struct interp *in = interp_of(vm);
     struct star_str *key = star_intern(vm, name, strlen(name));
-    int idx = star_namemap_get(&vm->universe_index, key);
+    int idx = star_namemap_get(&in->universe_index, key);
     if (idx < 0) {
-        if (vm->n_universe == vm->cap_universe) {
-            size_t cap = vm->cap_universe ? vm->cap_universe * 2 : 64;
+        if (in->n_universe == in->cap_universe) {
+            size_t cap = in->cap_universe ? in->cap_universe * 2 : 64;
             struct star_value *u = star_alloc(vm, cap * sizeof *u);
-            if (vm->n_universe > 0)
-                memcpy(u, vm->universe, vm->n_universe * sizeof *u);
-            vm->universe = u;
-            vm->cap_universe = cap;
+            if (in->n_universe > 0)
+                memcpy(u, in->universe, in->n_universe * sizeof *u);
+            in->universe = u;
+            in->cap_universe = cap;
         }
-        idx = (int)vm->n_universe++;
-        star_namemap_put(vm, &vm->universe_index, key, idx);
+        idx = (int)in->n_universe++;
+        star_namemap_put(vm, &in->universe_index, key, idx);
     }
-    vm->universe[idx] = v;
+    in->universe[idx] = v;
 }
 
 int
@@ -165,12 +147,6 @@ star_vm_define_builtin(struct star_vm *vm, const char *name, star_builtin_fn fn,
     define(vm, name, v);
     vm->on_error = saved;
     return 0;
-}
-
-const char *
-star_vm_error(const struct star_vm *vm)
-{
-    return vm->err;
 }
 
 const char *
@@ -216,7 +192,7 @@ load_ident(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
                          e->u.ident.name->data);
         return v;
     default:
-        return vm->universe[e->u.ident.index];
+        return interp_of(vm)->universe[e->u.ident.index];
     }
 }
 
@@ -848,9 +824,10 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
         star_fail(vm, "too many nested calls (the limit is %d)", STAR_MAX_CALL_DEPTH);
     star_step(vm);
 
-    struct star_frame fr = {.prev = vm->frames, .captured = fn->captured, .globals = fn->globals};
+    struct interp *in = interp_of(vm);
+    struct star_frame fr = {.prev = in->frames, .captured = fn->captured, .globals = fn->globals};
     frame_slots(vm, &fr, d->nlocals);
-    vm->frames = &fr;
+    in->frames = &fr;
     bind_params(vm, fn, args, fr.slots);
 
     d->active = true;
@@ -863,7 +840,7 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
     }
     vm->call_depth--;
     d->active = false;
-    vm->frames = fr.prev;
+    in->frames = fr.prev;
     if (fr.heap)
         free(fr.slots);
     return result;
@@ -1369,13 +1346,14 @@ star_args_bind(struct star_vm *vm, const char *fname, struct star_args *args,
 static void
 run_module(struct star_vm *vm, const char *src, size_t len)
 {
-    struct ast_module *m = star_parse(vm, src, len);
-    struct star_frame fr = {.prev = vm->frames};
+    struct interp *in = interp_of(vm);
+    struct ast_module *m = star_parse(vm, &in->universe_index, src, len);
+    struct star_frame fr = {.prev = in->frames};
     fr.globals = star_alloc(vm, (m->nglobals ? m->nglobals : 1) * sizeof *fr.globals);
     frame_slots(vm, &fr, m->nlocals);
-    vm->frames = &fr;
+    in->frames = &fr;
     exec_block(vm, &fr, &m->body);
-    vm->frames = fr.prev;
+    in->frames = fr.prev;
     if (fr.heap)
         free(fr.slots);
     /* Globals are frozen once the file has run. */
@@ -1387,16 +1365,8 @@ int
 star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t len)
 {
     jmp_buf jb;
-    vm->file = name;
-    vm->line = 1;
-    vm->col = 1;
-    vm->steps = 0;
-    vm->call_depth = 0;
-    vm->value_depth = 0;
-    vm->eval_depth = 0;
-    vm->frames = NULL;
-    free(vm->err);
-    vm->err = NULL;
+    star_vm_begin(vm, name);
+    interp_of(vm)->frames = NULL;
     vm->on_error = &jb;
     if (setjmp(jb) != 0) {
         vm->on_error = NULL;

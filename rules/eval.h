@@ -1,27 +1,17 @@
 /*
- * star eval: the virtual machine that runs one Starlark file.  It owns the
- * arena, the predeclared names, the resource limits and the error of a run.
- * Errors unwind with longjmp to star_vm_exec_file, which turns them into one
- * "FILE:LINE:COL: message" line.
+ * star eval: the evaluator that runs one Starlark file on a machine (vm.h).
+ * A machine made by star_vm_new also holds the predeclared names (the
+ * language's built-ins and the embedder's) and the call frames of a run.
+ * Errors unwind with longjmp to star_vm_exec_file, which turns them into
+ * one "FILE:LINE:COL: message" line (star_vm_error).
  */
 #ifndef EXECGATE_RULES_EVAL_H
 #define EXECGATE_RULES_EVAL_H
 
-#include <setjmp.h>
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 
 #include "value.h"
-
-/* Resource limits of one file (documented in docs/rules-interpreter.md). */
-#define STAR_MAX_FILE_BYTES (8u << 20)   /* source size */
-#define STAR_MAX_MEMORY     (256u << 20) /* arena bytes: values, AST, tokens */
-#define STAR_MAX_STEPS      20000000ull  /* statements, loop iterations, calls */
-#define STAR_MAX_CALL_DEPTH 100          /* nested function calls */
-#define STAR_MAX_NESTING    100          /* brackets, nested blocks and expressions */
-#define STAR_MAX_EVAL_DEPTH 2000         /* expressions evaluated at once, across calls */
+#include "vm.h"
 
 struct star_args {
     struct star_value *pos;
@@ -42,9 +32,6 @@ struct star_builtin {
     void *data;             /* the embedder's state for this built-in */
 };
 
-struct star_block;
-struct star_frame;
-struct ast_node;
 struct ast_func;
 
 /* A function defined by def or lambda. */
@@ -58,33 +45,8 @@ struct star_function {
 /* The name a function was defined with ("lambda" for lambdas). */
 const char *star_function_name(const struct star_function *f);
 
-struct star_vm {
-    const char *file; /* name used in messages (borrowed) */
-    jmp_buf *on_error;
-    char *err; /* malloc'd error line after a failed run */
-    uint32_t line, col;
-
-    struct star_block *blocks; /* arena */
-    size_t mem_used, mem_limit;
-
-    uint64_t steps, max_steps;
-    unsigned call_depth;
-    unsigned value_depth; /* nesting of the value being compared, hashed or printed */
-    unsigned eval_depth;  /* nesting of expressions being evaluated, across calls */
-
-    struct star_str **intern; /* open addressing on content hash */
-    size_t intern_cap, intern_len;
-
-    struct star_namemap universe_index; /* name -> index into universe */
-    struct star_value *universe;
-    size_t n_universe, cap_universe;
-
-    struct star_frame *frames; /* innermost call first; freed on error */
-
-    FILE *print_to; /* where print() writes; stderr by default */
-};
-
-/* A new machine with the language's built-ins predeclared, or NULL on OOM. */
+/* A new machine with the language's built-ins predeclared, or NULL on OOM.
+ * Every function of this header takes a machine made here. */
 struct star_vm *star_vm_new(void);
 
 /* Frees the machine and everything its runs allocated; NULL is a no-op. */
@@ -103,33 +65,6 @@ int star_vm_define(struct star_vm *vm, const char *name, struct star_value v);
  * the end.  The vm may run further files afterwards.
  */
 int star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t len);
-
-/* The last error line ("FILE:LINE:COL: message"), or NULL; owned by vm. */
-const char *star_vm_error(const struct star_vm *vm);
-
-/* Sets the position reported by the next error of the current run. */
-static inline void
-star_vm_at(struct star_vm *vm, uint32_t line, uint32_t col)
-{
-    vm->line = line;
-    vm->col = col;
-}
-
-/* Fails the current run with a message at the current position (longjmp). */
-_Noreturn void star_fail(struct star_vm *vm, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Same, at an explicit position. */
-_Noreturn void star_fail_at(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Counts one step of work; fails the run past STAR_MAX_STEPS. */
-static inline void
-star_step(struct star_vm *vm)
-{
-    if (++vm->steps > vm->max_steps)
-        star_fail(vm, "too many steps (limit %llu): is there an endless loop?",
-                  (unsigned long long)vm->max_steps);
-}
 
 /* Calls a function or built-in value with args.  Built-ins must not keep
  * pointers into args after they return. */

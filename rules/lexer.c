@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "eval.h"
+#include "vm.h"
 
 struct indent {
     const char *ws; /* the line's leading whitespace */

@@ -94,9 +94,6 @@ struct star_token {
     struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded) */
 };
 
-/* Deepest bracket nesting the lexer accepts. */
-#define STAR_MAX_BRACKETS 100
-
 /*
  * Tokenises src[0..len) (starting at line/col, for f-string bodies).  Returns
  * the arena-owned token array ending in T_EOF and sets *n.  Fails the load

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "eval.h"
+#include "vm.h"
 
 struct parser {
     struct star_vm *vm;
@@ -963,6 +963,7 @@ struct scope {
 
 struct resolver {
     struct star_vm *vm;
+    const struct star_namemap *predeclared;
     struct ast_module *mod;
     struct star_namemap globals;
     struct vec global_names;
@@ -1063,7 +1064,7 @@ lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *ind
         *index = (uint32_t)v;
         return SCOPE_GLOBAL;
     }
-    v = star_namemap_get(&r->vm->universe_index, name);
+    v = star_namemap_get(r->predeclared, name);
     if (v >= 0) {
         *index = (uint32_t)v;
         return SCOPE_UNIVERSE;
@@ -1231,7 +1232,7 @@ resolve_block(struct resolver *r, struct scope *s, struct ast_list *body)
 }
 
 struct ast_module *
-star_parse(struct star_vm *vm, const char *src, size_t len)
+star_parse(struct star_vm *vm, const struct star_namemap *predeclared, const char *src, size_t len)
 {
     size_t ntok;
     struct star_token *toks = star_lex(vm, src, len, 1, 1, &ntok);
@@ -1245,7 +1246,7 @@ star_parse(struct star_vm *vm, const char *src, size_t len)
     struct ast_module *m = star_alloc(vm, sizeof *m);
     m->body = vec_list(&body);
 
-    struct resolver r = {.vm = vm, .mod = m};
+    struct resolver r = {.vm = vm, .predeclared = predeclared, .mod = m};
     struct scope top = {.nlocals = &m->nlocals};
     collect_block(&r, &top, &m->body);
     resolve_block(&r, &top, &m->body);

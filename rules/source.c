@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "eval.h"
+#include "vm.h"
 
 char *
 star_source_read(const char *path, size_t *len, char **err)

@@ -8,81 +8,7 @@
 #include "ast.h"
 #include "eval.h"
 #include "lexer.h"
-
-/* ---- arena ---- */
-
-struct star_block {
-    struct star_block *next;
-    size_t used, size;
-    _Alignas(16) char data[];
-};
-
-#define BLOCK_SIZE  (64u * 1024u)
-#define BIG_REQUEST (BLOCK_SIZE / 4)
-
-static struct star_block *
-block_new(struct star_vm *vm, size_t size)
-{
-    if (size > vm->mem_limit || vm->mem_used > vm->mem_limit - size)
-        star_fail(vm, "out of memory: the file needs more than %zu MiB", vm->mem_limit >> 20);
-    struct star_block *b = calloc(1, sizeof *b + size);
-    if (b == NULL)
-        star_fail(vm, "out of memory");
-    vm->mem_used += size;
-    b->size = size;
-    return b;
-}
-
-void *
-star_alloc(struct star_vm *vm, size_t n)
-{
-    n = (n + 15u) & ~(size_t)15u;
-    if (n == 0)
-        n = 16;
-    struct star_block *cur = vm->blocks;
-    if (n >= BIG_REQUEST) {
-        struct star_block *b = block_new(vm, n);
-        b->used = n;
-        /* Keep the current block first so small requests continue in it. */
-        if (cur != NULL) {
-            b->next = cur->next;
-            cur->next = b;
-        } else {
-            vm->blocks = b;
-        }
-        return b->data;
-    }
-    if (cur == NULL || cur->size - cur->used < n) {
-        cur = block_new(vm, BLOCK_SIZE);
-        cur->next = vm->blocks;
-        vm->blocks = cur;
-    }
-    void *p = cur->data + cur->used;
-    cur->used += n;
-    return p;
-}
-
-void
-star_arena_release(struct star_vm *vm)
-{
-    struct star_block *b = vm->blocks;
-    while (b != NULL) {
-        struct star_block *next = b->next;
-        free(b);
-        b = next;
-    }
-    vm->blocks = NULL;
-    vm->mem_used = 0;
-}
-
-/* Allocates count elements of size, failing on overflow. */
-static void *
-alloc_array(struct star_vm *vm, size_t count, size_t size)
-{
-    if (size != 0 && count > SIZE_MAX / 2 / size)
-        star_fail(vm, "out of memory: %zu elements are too many", count);
-    return star_alloc(vm, count * size);
-}
+#include "vm.h"
 
 /* ---- constructors ---- */
 
@@ -138,7 +64,7 @@ star_list_new(struct star_vm *vm, size_t cap)
 {
     struct star_list *l = star_alloc(vm, sizeof *l);
     if (cap > 0)
-        l->items = alloc_array(vm, cap, sizeof *l->items);
+        l->items = star_alloc_array(vm, cap, sizeof *l->items);
     l->cap = cap;
     struct star_value v = {.type = STAR_LIST, .u.l = l};
     return v;
@@ -166,7 +92,7 @@ star_list_append(struct star_vm *vm, struct star_value list, struct star_value v
         star_fail(vm, "cannot append to a list during iteration");
     if (l->len == l->cap) {
         size_t cap = l->cap < 4 ? 4 : l->cap * 2;
-        struct star_value *items = alloc_array(vm, cap, sizeof *items);
+        struct star_value *items = star_alloc_array(vm, cap, sizeof *items);
         if (l->len > 0)
             memcpy(items, l->items, l->len * sizeof *items);
         l->items = items;
@@ -267,7 +193,7 @@ dict_rebuild(struct star_vm *vm, struct star_dict *d, size_t want)
     d->n_entries = j;
     size_t ecap = want < 8 ? 8 : want;
     if (ecap > d->cap_entries) {
-        struct star_dict_entry *ne = alloc_array(vm, ecap, sizeof *ne);
+        struct star_dict_entry *ne = star_alloc_array(vm, ecap, sizeof *ne);
         if (d->n_entries > 0)
             memcpy(ne, d->entries, d->n_entries * sizeof *ne);
         d->entries = ne;
@@ -276,7 +202,7 @@ dict_rebuild(struct star_vm *vm, struct star_dict *d, size_t want)
     size_t icap = 16;
     while (icap < d->cap_entries * 2)
         icap *= 2;
-    d->index = alloc_array(vm, icap, sizeof *d->index);
+    d->index = star_alloc_array(vm, icap, sizeof *d->index);
     memset(d->index, 0xff, icap * sizeof *d->index);
     d->index_cap = icap;
     for (size_t i = 0; i < d->n_entries; i++) {
@@ -443,25 +369,6 @@ star_truth(struct star_value v)
     }
 }
 
-static uint32_t
-hash_bytes(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h == 0 ? 1 : h;
-}
-
-static uint32_t
-str_hash(struct star_str *s)
-{
-    if (s->hash == 0)
-        s->hash = hash_bytes(s->data, s->len);
-    return s->hash;
-}
-
 static void
 depth_enter(struct star_vm *vm)
 {
@@ -493,7 +400,7 @@ star_hash(struct star_vm *vm, struct star_value v)
         return (uint32_t)(x >> 32) ^ (uint32_t)x;
     }
     case STAR_STRING:
-        return str_hash(v.u.s);
+        return star_str_hash(v.u.s);
     case STAR_TUPLE:
         return tuple_hash(vm, v);
     case STAR_FUNCTION:
@@ -627,7 +534,7 @@ work_push(struct star_vm *vm, struct worklist *w, struct star_value v)
         return;
     if (w->n == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 64;
-        struct star_value *t = alloc_array(vm, cap, sizeof *t);
+        struct star_value *t = star_alloc_array(vm, cap, sizeof *t);
         if (w->n > 0)
             memcpy(t, w->items, w->n * sizeof *t);
         w->items = t;
@@ -858,97 +765,4 @@ struct star_value
 star_buf_string(struct star_vm *vm, struct star_buf *b)
 {
     return star_string(vm, b->data ? b->data : "", b->len);
-}
-
-/* ---- interning ---- */
-
-static void
-intern_grow(struct star_vm *vm)
-{
-    size_t cap = vm->intern_cap ? vm->intern_cap * 2 : 256;
-    struct star_str **t = alloc_array(vm, cap, sizeof *t);
-    for (size_t i = 0; i < vm->intern_cap; i++) {
-        struct star_str *s = vm->intern[i];
-        if (s == NULL)
-            continue;
-        size_t j = s->hash & (cap - 1);
-        while (t[j] != NULL)
-            j = (j + 1) & (cap - 1);
-        t[j] = s;
-    }
-    vm->intern = t;
-    vm->intern_cap = cap;
-}
-
-struct star_str *
-star_intern(struct star_vm *vm, const char *s, size_t len)
-{
-    if (vm->intern_len * 2 >= vm->intern_cap)
-        intern_grow(vm);
-    uint32_t h = hash_bytes(s, len);
-    size_t mask = vm->intern_cap - 1, i = h & mask;
-    for (;;) {
-        struct star_str *e = vm->intern[i];
-        if (e == NULL)
-            break;
-        if (e->hash == h && e->len == len && memcmp(e->data, s, len) == 0)
-            return e;
-        i = (i + 1) & mask;
-    }
-    struct star_str *n = star_str_new(vm, s, len);
-    n->hash = h;
-    vm->intern[i] = n;
-    vm->intern_len++;
-    return n;
-}
-
-/* ---- name maps ---- */
-
-static size_t
-ptr_slot(const struct star_str *k, size_t cap)
-{
-    return ((uintptr_t)k >> 4) * 0x9e3779b1u & (cap - 1);
-}
-
-int
-star_namemap_get(const struct star_namemap *m, const struct star_str *key)
-{
-    if (m->cap == 0)
-        return -1;
-    size_t i = ptr_slot(key, m->cap);
-    while (m->keys[i] != NULL) {
-        if (m->keys[i] == key)
-            return m->vals[i];
-        i = (i + 1) & (m->cap - 1);
-    }
-    return -1;
-}
-
-void
-star_namemap_put(struct star_vm *vm, struct star_namemap *m, struct star_str *key, int val)
-{
-    if ((m->len + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 16;
-        struct star_str **keys = alloc_array(vm, cap, sizeof *keys);
-        int *vals = alloc_array(vm, cap, sizeof *vals);
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->keys[i] == NULL)
-                continue;
-            size_t j = ptr_slot(m->keys[i], cap);
-            while (keys[j] != NULL)
-                j = (j + 1) & (cap - 1);
-            keys[j] = m->keys[i];
-            vals[j] = m->vals[i];
-        }
-        m->keys = keys;
-        m->vals = vals;
-        m->cap = cap;
-    }
-    size_t i = ptr_slot(key, m->cap);
-    while (m->keys[i] != NULL && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == NULL)
-        m->len++;
-    m->keys[i] = key;
-    m->vals[i] = val;
 }

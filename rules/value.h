@@ -1,8 +1,8 @@
 /*
- * star value: the values of the Starlark interpreter and the per-load arena
- * that owns them.  Every value, string and AST node of one load lives in one
- * arena and dies with it, so nothing is reference-counted and an error can
- * unwind (longjmp) from anywhere without leaking.
+ * star value: the values of the Starlark interpreter.  Every value, string
+ * and AST node of one load lives in the machine's arena (vm.h) and dies
+ * with it, so nothing is reference-counted and an error can unwind
+ * (longjmp) from anywhere without leaking.
  */
 #ifndef EXECGATE_RULES_VALUE_H
 #define EXECGATE_RULES_VALUE_H
@@ -64,15 +64,6 @@ struct star_value {
     } u;
 };
 
-/* ---- arena ---- */
-
-/* Allocates n bytes (zeroed) from vm's arena; fails the load (longjmp) with
- * a memory-limit error when the load's budget is exhausted. */
-void *star_alloc(struct star_vm *vm, size_t n);
-
-/* Frees every block of the arena; the arena stays usable. */
-void star_arena_release(struct star_vm *vm);
-
 /* ---- constructors (arena-owned results; never NULL) ---- */
 struct star_value star_none(void);
 struct star_value star_bool(bool b);
@@ -111,7 +102,7 @@ bool star_dict_frozen(const struct star_dict *d);
 /* "string", "list", "NoneType", ... as Starlark's type() returns. */
 const char *star_type_name(struct star_value v);
 bool star_truth(struct star_value v);
-/* Hash (fails the load for unhashable values). */
+/* Hash (fails the load for unhashable values); a string's is star_str_hash. */
 uint32_t star_hash(struct star_vm *vm, struct star_value v);
 bool star_equal(struct star_vm *vm, struct star_value a, struct star_value b);
 /* <0, 0, >0; fails the load when the values are not ordered. */
@@ -119,9 +110,6 @@ int star_compare(struct star_vm *vm, struct star_value a, struct star_value b);
 /* Freezes v and everything reachable from it (iteratively: depth cannot
  * exhaust the C stack). */
 void star_freeze(struct star_vm *vm, struct star_value v);
-
-/* Values nest at most this deep for comparison, hashing and printing. */
-#define STAR_MAX_VALUE_DEPTH 1000
 
 /* Growable byte buffer in the arena, for repr/str/format. */
 struct star_buf {
@@ -140,18 +128,5 @@ void star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v,
                     bool quote_strings);
 void star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
 struct star_value star_buf_string(struct star_vm *vm, struct star_buf *b);
-
-/* ---- string interning (names: identical names share one star_str) ---- */
-struct star_str *star_intern(struct star_vm *vm, const char *s, size_t len);
-
-/* Pointer-keyed map from interned names to ints (scopes, universe). */
-struct star_namemap {
-    struct star_str **keys;
-    int *vals;
-    size_t cap, len;
-};
-/* Returns the value for key, or -1 when absent. */
-int star_namemap_get(const struct star_namemap *m, const struct star_str *key);
-void star_namemap_put(struct star_vm *vm, struct star_namemap *m, struct star_str *key, int val);
 
 #endif

@@ -133,6 +133,57 @@ test_exit_statuses(void **state)
     free(dir);
 }
 
+/* A malloc'd string: n copies of c between before and after. */
+static char *
+around(const char *before, char c, size_t n, const char *after)
+{
+    size_t b = strlen(before), a = strlen(after);
+    char *s = malloc(b + n + a + 1);
+    assert_non_null(s);
+    memcpy(s, before, b);
+    memset(s + b, c, n);
+    memcpy(s + b + n, after, a + 1);
+    return s;
+}
+
+/* Checks `ls` against a file of src_before + n c's + src_after, which must
+ * fail with stderr "execgate-rules check: FILE" + err_before + the same
+ * c's + err_after + "\n", exactly. */
+static void
+expect_long_error(const char *src_before, const char *src_after, char c, size_t n,
+                  const char *err_before, const char *err_after)
+{
+    char *dir = tmpdir_new("rules-cli");
+    char *file = tmpdir_path(dir, "long.rules");
+    char *src = around(src_before, c, n, src_after);
+    tmpdir_write_file(file, src, 0644);
+    char *head = NULL;
+    assert_true(asprintf(&head, "execgate-rules check: %s%s", file, err_before) > 0);
+    char *want = around(head, c, n, err_after);
+    struct proc_result res;
+    assert_int_equal(run(NULL, &res, ARGS("--rules", file, "--", "ls")), 1);
+    assert_int_equal(res.out_len, 0);
+    assert_string_equal(res.err, want);
+    proc_result_free(&res);
+    free(want);
+    free(head);
+    free(src);
+    free(file);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
+/* An error quoting a long name or string reaches the user whole. */
+static void
+test_long_errors_whole(void **state)
+{
+    (void)state;
+    expect_long_error("prefix_rule(pattern = [", "])\n", 'N', 1000,
+                      ":1:24: undefined: ", " is not defined\n");
+    expect_long_error("prefix_rule(pattern = ['ls'], decision = '", "')\n", 'd', 2000,
+                      ":1:1: invalid decision: ", " (want allow, prompt or forbidden)\n");
+}
+
 /* "Always allow": the amended file loads and the command is now allowed,
  * the rules already there still apply. */
 static void
@@ -476,6 +527,7 @@ main(void)
         cmocka_unit_test(test_default_dir_from_codex_home),
         cmocka_unit_test(test_missing_default_dir_is_empty_policy),
         cmocka_unit_test(test_exit_statuses),
+        cmocka_unit_test(test_long_errors_whole),
         cmocka_unit_test(test_amend_then_check),
         cmocka_unit_test(test_lint_exit_statuses),
         cmocka_unit_test(test_lint_files_and_usage),

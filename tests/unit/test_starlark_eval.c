@@ -469,6 +469,43 @@ test_hostile_limits(void **state)
     free(huge);
 }
 
+/* A malloc'd string: n copies of c between before and after. */
+static char *
+around(const char *before, char c, size_t n, const char *after)
+{
+    size_t b = strlen(before), a = strlen(after);
+    char *s = malloc(b + n + a + 1);
+    assert_non_null(s);
+    memcpy(s, before, b);
+    memset(s + b, c, n);
+    memcpy(s + b + n, after, a + 1);
+    return s;
+}
+
+/* Runs src_before + n copies of c + src_after and expects the error line
+ * want_before + the same copies + want_after. */
+static void
+expect_long_err(const char *src_before, const char *src_after, char c, size_t n,
+                const char *want_before, const char *want_after)
+{
+    char *src = around(src_before, c, n, src_after);
+    char *want = around(want_before, c, n, want_after);
+    expect_err(src, want);
+    free(src);
+    free(want);
+}
+
+static void
+test_long_errors(void **state)
+{
+    (void)state;
+    /* An error line is as long as its message needs: a long name, string
+     * or value in it arrives whole, from the parser and at run time. */
+    expect_long_err("", "\n", 'n', 1000, "t.star:1:1: undefined: ", " is not defined");
+    expect_long_err("fail('", "')\n", 'y', 100000, "t.star:1:1: fail: ", "");
+    expect_long_err("d = {}\nx = d['", "']\n", 'k', 600, "t.star:2:6: key \"", "\" not in dict");
+}
+
 int
 main(void)
 {
@@ -480,6 +517,7 @@ main(void)
         cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
         cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
         cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
+        cmocka_unit_test(test_long_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

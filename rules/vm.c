@@ -1,0 +1,291 @@
+#include "vm.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "value.h"
+
+/* ---- the machine ---- */
+
+static void arena_release(struct star_vm *vm);
+
+void
+star_vm_init(struct star_vm *vm)
+{
+    *vm = (struct star_vm){
+        .mem_limit = STAR_MAX_MEMORY,
+        .max_steps = STAR_MAX_STEPS,
+        .print_to = stderr,
+    };
+}
+
+void
+star_vm_fini(struct star_vm *vm)
+{
+    if (vm == NULL)
+        return;
+    arena_release(vm);
+    free(vm->err);
+    vm->err = NULL;
+}
+
+void
+star_vm_begin(struct star_vm *vm, const char *name)
+{
+    vm->file = name;
+    vm->line = 1;
+    vm->col = 1;
+    vm->steps = 0;
+    vm->call_depth = 0;
+    vm->value_depth = 0;
+    vm->eval_depth = 0;
+    free(vm->err);
+    vm->err = NULL;
+}
+
+/* ---- errors ---- */
+
+static _Noreturn void fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt,
+                             va_list ap) __attribute__((format(printf, 4, 0)));
+
+static char *error_line(const char *file, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+/*
+ * "FILE:LINE:COL: message" in a malloc'd string as long as the message
+ * needs: a message quotes the file's own text (names, strings, values),
+ * which no fixed size bounds.  The heap, not the arena: the error may be
+ * that the arena is full.  NULL when out of memory.
+ */
+static char *
+error_line(const char *file, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+    char *msg;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        return NULL;
+    char *s;
+    if (asprintf(&s, "%s:%u:%u: %s", file, line, col, msg) < 0)
+        s = NULL;
+    free(msg);
+    return s;
+}
+
+static _Noreturn void
+fail_v(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+    free(vm->err);
+    vm->err = error_line(vm->file ? vm->file : "<input>", line, col, fmt, ap);
+    if (vm->on_unwind != NULL)
+        vm->on_unwind(vm);
+    longjmp(*vm->on_error, 1);
+}
+
+_Noreturn void
+star_fail(struct star_vm *vm, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(vm, vm->line, vm->col, fmt, ap);
+}
+
+_Noreturn void
+star_fail_at(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(vm, line, col, fmt, ap);
+}
+
+const char *
+star_vm_error(const struct star_vm *vm)
+{
+    return vm->err;
+}
+
+/* ---- arena ---- */
+
+struct star_block {
+    struct star_block *next;
+    size_t used, size;
+    _Alignas(16) char data[];
+};
+
+#define BLOCK_SIZE  (64u * 1024u)
+#define BIG_REQUEST (BLOCK_SIZE / 4)
+
+static struct star_block *
+block_new(struct star_vm *vm, size_t size)
+{
+    if (size > vm->mem_limit || vm->mem_used > vm->mem_limit - size)
+        star_fail(vm, "out of memory: the file needs more than %zu MiB", vm->mem_limit >> 20);
+    struct star_block *b = calloc(1, sizeof *b + size);
+    if (b == NULL)
+        star_fail(vm, "out of memory");
+    vm->mem_used += size;
+    b->size = size;
+    return b;
+}
+
+void *
+star_alloc(struct star_vm *vm, size_t n)
+{
+    n = (n + 15u) & ~(size_t)15u;
+    if (n == 0)
+        n = 16;
+    struct star_block *cur = vm->blocks;
+    if (n >= BIG_REQUEST) {
+        struct star_block *b = block_new(vm, n);
+        b->used = n;
+        /* Keep the current block first so small requests continue in it. */
+        if (cur != NULL) {
+            b->next = cur->next;
+            cur->next = b;
+        } else {
+            vm->blocks = b;
+        }
+        return b->data;
+    }
+    if (cur == NULL || cur->size - cur->used < n) {
+        cur = block_new(vm, BLOCK_SIZE);
+        cur->next = vm->blocks;
+        vm->blocks = cur;
+    }
+    void *p = cur->data + cur->used;
+    cur->used += n;
+    return p;
+}
+
+void *
+star_alloc_array(struct star_vm *vm, size_t count, size_t size)
+{
+    if (size != 0 && count > SIZE_MAX / 2 / size)
+        star_fail(vm, "out of memory: %zu elements are too many", count);
+    return star_alloc(vm, count * size);
+}
+
+/* Frees every block of the arena; the arena stays usable. */
+static void
+arena_release(struct star_vm *vm)
+{
+    struct star_block *b = vm->blocks;
+    while (b != NULL) {
+        struct star_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    vm->blocks = NULL;
+    vm->mem_used = 0;
+}
+
+/* ---- interning ---- */
+
+static uint32_t
+hash_bytes(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h == 0 ? 1 : h;
+}
+
+uint32_t
+star_str_hash(struct star_str *s)
+{
+    if (s->hash == 0)
+        s->hash = hash_bytes(s->data, s->len);
+    return s->hash;
+}
+
+static void
+intern_grow(struct star_vm *vm)
+{
+    size_t cap = vm->intern_cap ? vm->intern_cap * 2 : 256;
+    struct star_str **t = star_alloc_array(vm, cap, sizeof *t);
+    for (size_t i = 0; i < vm->intern_cap; i++) {
+        struct star_str *s = vm->intern[i];
+        if (s == NULL)
+            continue;
+        size_t j = s->hash & (cap - 1);
+        while (t[j] != NULL)
+            j = (j + 1) & (cap - 1);
+        t[j] = s;
+    }
+    vm->intern = t;
+    vm->intern_cap = cap;
+}
+
+struct star_str *
+star_intern(struct star_vm *vm, const char *s, size_t len)
+{
+    if (vm->intern_len * 2 >= vm->intern_cap)
+        intern_grow(vm);
+    uint32_t h = hash_bytes(s, len);
+    size_t mask = vm->intern_cap - 1, i = h & mask;
+    for (;;) {
+        struct star_str *e = vm->intern[i];
+        if (e == NULL)
+            break;
+        if (e->hash == h && e->len == len && memcmp(e->data, s, len) == 0)
+            return e;
+        i = (i + 1) & mask;
+    }
+    struct star_str *n = star_str_new(vm, s, len);
+    n->hash = h;
+    vm->intern[i] = n;
+    vm->intern_len++;
+    return n;
+}
+
+/* ---- name maps ---- */
+
+static size_t
+ptr_slot(const struct star_str *k, size_t cap)
+{
+    return ((uintptr_t)k >> 4) * 0x9e3779b1u & (cap - 1);
+}
+
+int
+star_namemap_get(const struct star_namemap *m, const struct star_str *key)
+{
+    if (m->cap == 0)
+        return -1;
+    size_t i = ptr_slot(key, m->cap);
+    while (m->keys[i] != NULL) {
+        if (m->keys[i] == key)
+            return m->vals[i];
+        i = (i + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+void
+star_namemap_put(struct star_vm *vm, struct star_namemap *m, struct star_str *key, int val)
+{
+    if ((m->len + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        struct star_str **keys = star_alloc_array(vm, cap, sizeof *keys);
+        int *vals = star_alloc_array(vm, cap, sizeof *vals);
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->keys[i] == NULL)
+                continue;
+            size_t j = ptr_slot(m->keys[i], cap);
+            while (keys[j] != NULL)
+                j = (j + 1) & (cap - 1);
+            keys[j] = m->keys[i];
+            vals[j] = m->vals[i];
+        }
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = cap;
+    }
+    size_t i = ptr_slot(key, m->cap);
+    while (m->keys[i] != NULL && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == NULL)
+        m->len++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+}

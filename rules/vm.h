@@ -1,0 +1,139 @@
+/*
+ * star vm: the machinery every stage of the interpreter shares.  The lexer,
+ * the parser, the evaluator and the built-ins all work through one machine:
+ *
+ *   - the arena: every token, syntax node, value and string of a run is
+ *     allocated from it and freed with it, within a memory budget;
+ *   - interning: identical names share one star_str, so scopes compare
+ *     pointers (star_namemap);
+ *   - the error of a run: star_fail records "FILE:LINE:COL: message" and
+ *     unwinds (longjmp) to whoever armed on_error;
+ *   - the resource limits: the constants below, the budgets a run gets and
+ *     the counters that hold it to them.
+ *
+ * The evaluator (eval.h) embeds a machine and adds what only it needs:
+ * the predeclared names and the call frames.
+ */
+#ifndef EXECGATE_RULES_VM_H
+#define EXECGATE_RULES_VM_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Resource limits of one file (documented in docs/rules-interpreter.md). */
+#define STAR_MAX_FILE_BYTES  (8u << 20)   /* source size */
+#define STAR_MAX_MEMORY      (256u << 20) /* arena bytes: values, AST, tokens */
+#define STAR_MAX_STEPS       20000000ull  /* statements, loop iterations, calls */
+#define STAR_MAX_CALL_DEPTH  100          /* nested function calls */
+#define STAR_MAX_NESTING     100          /* brackets, nested blocks and expressions */
+#define STAR_MAX_BRACKETS    100          /* brackets open at once (the lexer) */
+#define STAR_MAX_EVAL_DEPTH  2000         /* expressions evaluated at once, across calls */
+#define STAR_MAX_VALUE_DEPTH 1000         /* nesting of values compared, hashed or printed */
+
+struct star_str;
+struct star_block;
+
+struct star_vm {
+    /* The current run and its error. */
+    const char *file; /* name used in messages (borrowed) */
+    jmp_buf *on_error;
+    char *err; /* malloc'd error line after a failed run */
+    uint32_t line, col;
+    /* Called by star_fail before it unwinds, to free what the C frames it
+     * abandons hold outside the arena; NULL when nothing does. */
+    void (*on_unwind)(struct star_vm *vm);
+
+    /* The arena. */
+    struct star_block *blocks;
+    size_t mem_used, mem_limit;
+
+    /* Limits: the budgets (star_vm_init sets the defaults; an embedder may
+     * lower them) and what the current run has used. */
+    uint64_t steps, max_steps;
+    unsigned call_depth;
+    unsigned value_depth; /* nesting of the value being compared, hashed or printed */
+    unsigned eval_depth;  /* nesting of expressions being evaluated, across calls */
+
+    /* Interned names: open addressing on content hash. */
+    struct star_str **intern;
+    size_t intern_cap, intern_len;
+
+    FILE *print_to; /* where the run's print() writes; stderr by default */
+};
+
+/* Sets up vm with the default limits, an empty arena, no error, and
+ * print() writing to stderr.  Cannot fail. */
+void star_vm_init(struct star_vm *vm);
+
+/* Frees everything vm holds (the arena, the error); vm itself stays the
+ * caller's.  NULL is a no-op. */
+void star_vm_fini(struct star_vm *vm);
+
+/* Starts a run of the file `name` (borrowed for the run): position 1:1,
+ * no steps or depth used, no error.  The caller arms on_error. */
+void star_vm_begin(struct star_vm *vm, const char *name);
+
+/* ---- errors ---- */
+
+/* The last error line ("FILE:LINE:COL: message"), or NULL; owned by vm. */
+const char *star_vm_error(const struct star_vm *vm);
+
+/* Sets the position reported by the next error of the current run. */
+static inline void
+star_vm_at(struct star_vm *vm, uint32_t line, uint32_t col)
+{
+    vm->line = line;
+    vm->col = col;
+}
+
+/* Fails the current run with a message at the current position (longjmp). */
+_Noreturn void star_fail(struct star_vm *vm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Same, at an explicit position. */
+_Noreturn void star_fail_at(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- limits ---- */
+
+/* Counts one step of work; fails the run past max_steps. */
+static inline void
+star_step(struct star_vm *vm)
+{
+    if (++vm->steps > vm->max_steps)
+        star_fail(vm, "too many steps (limit %llu): is there an endless loop?",
+                  (unsigned long long)vm->max_steps);
+}
+
+/* ---- arena ---- */
+
+/* Allocates n bytes (zeroed) from vm's arena; fails the run (longjmp) with
+ * a memory-limit error when the run's budget is exhausted.  Never NULL. */
+void *star_alloc(struct star_vm *vm, size_t n);
+
+/* Same for count elements of size, failing the run when the product
+ * overflows. */
+void *star_alloc_array(struct star_vm *vm, size_t count, size_t size);
+
+/* ---- interning ---- */
+
+/* The one star_str with these bytes (arena-owned, hash set). */
+struct star_str *star_intern(struct star_vm *vm, const char *s, size_t len);
+
+/* The hash of s's bytes, computed once and kept in s->hash.  Interned
+ * names carry the same hash, so a name and an equal string hash alike. */
+uint32_t star_str_hash(struct star_str *s);
+
+/* Pointer-keyed map from interned names to ints (scopes, predeclared
+ * names); zero-initialised it is empty, and its tables are arena-owned. */
+struct star_namemap {
+    struct star_str **keys;
+    int *vals;
+    size_t cap, len;
+};
+/* Returns the value for key, or -1 when absent. */
+int star_namemap_get(const struct star_namemap *m, const struct star_str *key);
+void star_namemap_put(struct star_vm *vm, struct star_namemap *m, struct star_str *key, int val);
+
+#endif
