@@ -22,7 +22,4 @@ struct star_namemap;
 struct ast_module *star_parse(struct star_vm *vm, const struct star_namemap *predeclared,
                               const char *src, size_t len);
 
-/* Parses one expression from tokens (f-string bodies); used by the lexer's
- * callers only through star_parse. */
-
 #endif
