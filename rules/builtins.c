@@ -70,18 +70,8 @@ bi_len(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         return star_int((int64_t)x.u.l->len);
     case STAR_DICT:
         return star_int((int64_t)star_dict_len(x.u.d));
-    case STAR_RANGE: {
-        size_t n;
-        const struct star_range *r = x.u.r;
-        (void)n;
-        int64_t len = 0;
-        if (r->step > 0 && r->start < r->stop)
-            len = (int64_t)(((uint64_t)r->stop - (uint64_t)r->start - 1) / (uint64_t)r->step + 1);
-        else if (r->step < 0 && r->start > r->stop)
-            len =
-                (int64_t)(((uint64_t)r->start - (uint64_t)r->stop - 1) / (uint64_t)(-r->step) + 1);
-        return star_int(len);
-    }
+    case STAR_RANGE:
+        return star_int((int64_t)star_range_len(x.u.r));
     default:
         star_fail(vm, "len: value of type %s has no len", star_type_name(x));
     }

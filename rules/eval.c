@@ -637,11 +637,7 @@ star_iterable_items(struct star_vm *vm, struct star_value v, size_t *n)
     }
     case STAR_RANGE: {
         const struct star_range *r = v.u.r;
-        uint64_t len = 0;
-        if (r->step > 0 && r->start < r->stop)
-            len = ((uint64_t)r->stop - (uint64_t)r->start - 1) / (uint64_t)r->step + 1;
-        else if (r->step < 0 && r->start > r->stop)
-            len = ((uint64_t)r->start - (uint64_t)r->stop - 1) / (uint64_t)(-r->step) + 1;
+        uint64_t len = star_range_len(r);
         if (len > vm->mem_limit / sizeof(struct star_value))
             star_fail(vm, "out of memory: range of %llu elements is too large",
                       (unsigned long long)len);
@@ -920,8 +916,7 @@ eval_args(struct star_vm *vm, struct star_frame *fr, struct ast_node *call, stru
             break;
         case ARG_STAR: {
             at(vm, a->value);
-            if (v.type != STAR_LIST && v.type != STAR_TUPLE && v.type != STAR_RANGE &&
-                v.type != STAR_DICT)
+            if (!star_is_iterable(v))
                 star_fail(vm, "argument after * must be iterable, not %s", star_type_name(v));
             size_t n;
             struct star_value *items = star_iterable_items(vm, v, &n);
@@ -1237,8 +1232,7 @@ exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         at(vm, st);
         if (st->op == T_PLUS && old.type == STAR_LIST) {
             /* list += iterable extends in place. */
-            if (rhs.type != STAR_LIST && rhs.type != STAR_TUPLE && rhs.type != STAR_DICT &&
-                rhs.type != STAR_RANGE)
+            if (!star_is_iterable(rhs))
                 star_fail(vm, "unknown binary op: list += %s", star_type_name(rhs));
             size_t n;
             struct star_value *items = star_iterable_items(vm, rhs, &n);

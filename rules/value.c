@@ -766,3 +766,22 @@ star_buf_string(struct star_vm *vm, struct star_buf *b)
 {
     return star_string(vm, b->data ? b->data : "", b->len);
 }
+
+uint64_t
+star_range_len(const struct star_range *r)
+{
+    /* Unsigned arithmetic: the distance between two int64_t values and
+     * the size of INT64_MIN both fit a uint64_t. */
+    if (r->step > 0 && r->start < r->stop)
+        return ((uint64_t)r->stop - (uint64_t)r->start - 1) / (uint64_t)r->step + 1;
+    if (r->step < 0 && r->start > r->stop)
+        return ((uint64_t)r->start - (uint64_t)r->stop - 1) / (0 - (uint64_t)r->step) + 1;
+    return 0;
+}
+
+bool
+star_is_iterable(struct star_value v)
+{
+    return v.type == STAR_LIST || v.type == STAR_TUPLE || v.type == STAR_DICT ||
+           v.type == STAR_RANGE;
+}

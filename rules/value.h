@@ -101,6 +101,13 @@ bool star_dict_frozen(const struct star_dict *d);
 
 /* "string", "list", "NoneType", ... as Starlark's type() returns. */
 const char *star_type_name(struct star_value v);
+
+/* How many integers a range yields (step is never 0). */
+uint64_t star_range_len(const struct star_range *r);
+
+/* Whether v is one of the iterables (list, tuple, dict, range) that
+ * star_iterable_items takes: strings are not iterable in Starlark. */
+bool star_is_iterable(struct star_value v);
 bool star_truth(struct star_value v);
 /* Hash (fails the load for unhashable values); a string's is star_str_hash. */
 uint32_t star_hash(struct star_vm *vm, struct star_value v);
