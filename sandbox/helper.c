@@ -251,6 +251,7 @@ struct run {
     struct sandbox_helper_options *o;
     const struct sandbox_policy *p;
     enum sandbox_kind kind;
+    struct sandbox_writable *w; /* where the command may write; never freed: we exec */
     bool restrict_net;
     json_t *report;
     json_t *degraded; /* borrowed from report */
@@ -307,15 +308,12 @@ set_no_new_privs(struct run *r)
     put(r->report, "no_new_privs", json_true());
 }
 
-/* The roots whose .git and .codex stay read-only: the sandbox cwd and the
- * explicit writable roots (not $TMPDIR and /tmp). */
+/* The .git and .codex of the writable set's repo roots, read-only. */
 static void
 protect_paths(struct run *r)
 {
-    size_t n = sandbox_policy_writable_root_count(r->p);
-    for (size_t i = 0; i <= n; i++) {
-        const char *root =
-            i == 0 ? sandbox_policy_cwd(r->p) : sandbox_policy_writable_root(r->p, i - 1);
+    for (size_t i = 0; i < r->w->n_repo_roots; i++) {
+        const char *root = r->w->repo_roots[i];
         char *err = NULL;
         if (access(root, F_OK) != 0)
             continue;
@@ -330,7 +328,7 @@ protect_paths(struct run *r)
 static struct sandbox_protect *
 protect_new(struct run *r)
 {
-    struct sandbox_protect *sp = sandbox_protect_new(r->p, getenv("TMPDIR"));
+    struct sandbox_protect *sp = sandbox_protect_new(r->w);
     if (sp == NULL)
         sandbox_helper_die(ENOMEM, "--protect");
     return sp;
@@ -650,23 +648,15 @@ allow_reads(struct run *r, struct sandbox_ll *ll)
         allow_path(r, ll, sandbox_policy_cwd(r->p), SANDBOX_LL_READ);
 }
 
+/* The writable set, as Landlock rules (a path that does not exist is
+ * skipped: allow_path). */
 static void
 allow_writes(struct run *r, struct sandbox_ll *ll)
 {
-    static const char *const devices[] = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
-                                          "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
-        allow_path(r, ll, devices[i], SANDBOX_LL_DEVICE);
-    if (r->kind != SANDBOX_WORKSPACE_WRITE)
-        return;
-    allow_path(r, ll, sandbox_policy_cwd(r->p), SANDBOX_LL_WRITE);
-    for (size_t i = 0; i < sandbox_policy_writable_root_count(r->p); i++)
-        allow_path(r, ll, sandbox_policy_writable_root(r->p, i), SANDBOX_LL_WRITE);
-    const char *tmpdir = getenv("TMPDIR");
-    if (sandbox_policy_tmpdir_writable(r->p) && tmpdir != NULL && tmpdir[0] == '/')
-        allow_path(r, ll, tmpdir, SANDBOX_LL_WRITE);
-    if (sandbox_policy_slash_tmp_writable(r->p))
-        allow_path(r, ll, "/tmp", SANDBOX_LL_WRITE);
+    for (size_t i = 0; i < r->w->n_devices; i++)
+        allow_path(r, ll, r->w->devices[i], SANDBOX_LL_DEVICE);
+    for (size_t i = 0; i < r->w->n_roots; i++)
+        allow_path(r, ll, r->w->roots[i], SANDBOX_LL_WRITE);
 }
 
 static void
@@ -780,6 +770,10 @@ run_init(struct run *r, struct sandbox_helper_options *o)
     r->o = o;
     r->p = o->policy;
     r->kind = sandbox_policy_kind(r->p);
+    /* $TMPDIR from the helper's own environment: the command's. */
+    r->w = sandbox_writable_new(r->p, getenv("TMPDIR"));
+    if (r->w == NULL)
+        sandbox_helper_die(ENOMEM, "the writable set");
     r->restrict_net = !sandbox_policy_network_allowed(r->p);
     r->report = report_new(r->p);
     r->degraded = new_array();

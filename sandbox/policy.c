@@ -343,6 +343,110 @@ sandbox_policy_readable_root(const struct sandbox_policy *p, size_t i)
     return i < p->readable.count ? p->readable.items[i] : NULL;
 }
 
+/* The device nodes every confined command may write: the ones programs
+ * open as a matter of course, and the terminals (/dev/pts) a command on a
+ * terminal writes to.  The rest of /dev (/dev/shm, /dev/mqueue, new files)
+ * is not writable. */
+static const char *const writable_devices[] = {
+    "/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+    "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts",
+};
+
+/* Appends a copy of path to *list (*n long); -1 when out of memory, with
+ * the list unchanged. */
+static int
+list_push(char ***list, size_t *n, const char *path)
+{
+    char *copy = strdup(path);
+    char **grown = copy ? realloc(*list, (*n + 1) * sizeof *grown) : NULL;
+    if (grown == NULL) {
+        free(copy);
+        return -1;
+    }
+    grown[(*n)++] = copy;
+    *list = grown;
+    return 0;
+}
+
+static void
+list_free(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+/* A root whose .git and .codex stay read-only: in both lists. */
+static int
+push_repo_root(struct sandbox_writable *w, const char *path)
+{
+    if (list_push(&w->roots, &w->n_roots, path) < 0)
+        return -1;
+    return list_push(&w->repo_roots, &w->n_repo_roots, path);
+}
+
+/* workspace-write's roots, in the order the helper adds its rules. */
+static int
+add_workspace_roots(struct sandbox_writable *w, const struct sandbox_policy *p, const char *tmpdir)
+{
+    int rc = p->cwd != NULL ? push_repo_root(w, p->cwd) : 0;
+    for (size_t i = 0; rc == 0 && i < p->writable.count; i++)
+        rc = push_repo_root(w, p->writable.items[i]);
+    if (rc == 0 && !p->exclude_tmpdir && tmpdir != NULL && tmpdir[0] == '/')
+        rc = list_push(&w->roots, &w->n_roots, tmpdir);
+    if (rc == 0 && !p->exclude_slash_tmp)
+        rc = list_push(&w->roots, &w->n_roots, "/tmp");
+    return rc;
+}
+
+static int
+add_devices(struct sandbox_writable *w)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof writable_devices / sizeof writable_devices[0]; i++)
+        rc = list_push(&w->devices, &w->n_devices, writable_devices[i]);
+    return rc;
+}
+
+struct sandbox_writable *
+sandbox_writable_new(const struct sandbox_policy *p, const char *tmpdir)
+{
+    struct sandbox_writable *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    int rc = 0;
+    switch (p->kind) {
+    case SANDBOX_DANGER_FULL_ACCESS:
+    case SANDBOX_EXTERNAL:
+        w->everything = true;
+        break;
+    case SANDBOX_READ_ONLY:
+        rc = add_devices(w);
+        break;
+    case SANDBOX_WORKSPACE_WRITE:
+        rc = add_devices(w);
+        if (rc == 0)
+            rc = add_workspace_roots(w, p, tmpdir);
+        break;
+    }
+    if (rc < 0) {
+        sandbox_writable_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void
+sandbox_writable_free(struct sandbox_writable *w)
+{
+    if (w == NULL)
+        return;
+    list_free(w->roots, w->n_roots);
+    list_free(w->devices, w->n_devices);
+    list_free(w->repo_roots, w->n_repo_roots);
+    free(w);
+}
+
 /* Adds key -> value to obj, taking value; returns -1 when anything failed. */
 static int
 put(json_t *obj, const char *key, json_t *value)

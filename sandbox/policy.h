@@ -117,6 +117,58 @@ bool sandbox_policy_platform_defaults(const struct sandbox_policy *p);
 size_t sandbox_policy_readable_root_count(const struct sandbox_policy *p);
 const char *sandbox_policy_readable_root(const struct sandbox_policy *p, size_t i);
 
+/*
+ * Where a command under a policy may write: the one statement of it.  The
+ * helper's Landlock rules and its --protect locations (helper.c,
+ * protect.c) and the server's view of what a call's sandbox could have
+ * changed (server/writable_view.c) are all made from it, so they cannot
+ * disagree.  Paths are as the policy and tmpdir give them, not resolved:
+ * Landlock follows symlinks when it adds a rule and grants nothing for a
+ * path that does not exist, so whoever compares paths resolves each with
+ * realpath and drops those that do not resolve.
+ *
+ *   danger-full-access,  everything: no filesystem confinement, whatever
+ *   external-sandbox     the user may write; the lists are empty
+ *   read-only            devices only
+ *   workspace-write      devices; roots: the sandbox cwd, each
+ *                        writable_roots entry, tmpdir unless
+ *                        exclude_tmpdir_env_var, /tmp unless
+ *                        exclude_slash_tmp; repo_roots: the sandbox cwd
+ *                        and the writable_roots entries
+ */
+struct sandbox_writable {
+    bool everything;
+    /* Beneath each: write, create, remove, rename, everything. */
+    char **roots;
+    size_t n_roots;
+    /* Device nodes (and /dev/pts, beneath it) that may be opened for
+     * reading and writing, truncated and ioctl'd; nothing can be created,
+     * removed or renamed there.  The rest of /dev is not writable (unless
+     * a root lies there). */
+    char **devices;
+    size_t n_devices;
+    /* Roots (also in roots) whose .git, the gitdir a .git file names, and
+     * .codex the helper keeps read-only (bound read-only in its mount
+     * namespace; without one it refuses to run, unless --allow-degraded).
+     * The --protect paths are kept read-only too, but come from the
+     * helper's command line, not from the policy. */
+    char **repo_roots;
+    size_t n_repo_roots;
+};
+
+/*
+ * The writable set of p.  tmpdir is $TMPDIR as the helper sees it (its
+ * own environment; NULL when unset): only an absolute one counts (the
+ * helper grants nothing for a relative one, which would name a different
+ * place from each working directory).
+ * Borrows its arguments and copies what it keeps.  Returns a new set to
+ * free with sandbox_writable_free, or NULL when out of memory.
+ */
+struct sandbox_writable *sandbox_writable_new(const struct sandbox_policy *p, const char *tmpdir);
+
+/* Frees w; NULL is a no-op. */
+void sandbox_writable_free(struct sandbox_writable *w);
+
 /* "danger-full-access", "read-only", "workspace-write" or "external-sandbox". */
 const char *sandbox_kind_name(enum sandbox_kind kind);
 

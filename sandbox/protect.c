@@ -98,18 +98,14 @@ add_location(struct sandbox_protect *sp, const char *path)
 }
 
 struct sandbox_protect *
-sandbox_protect_new(const struct sandbox_policy *p, const char *tmpdir)
+sandbox_protect_new(const struct sandbox_writable *w)
 {
     struct sandbox_protect *sp = calloc(1, sizeof *sp);
-    if (sp == NULL || sandbox_policy_kind(p) != SANDBOX_WORKSPACE_WRITE)
-        return sp;
-    int rc = add_location(sp, sandbox_policy_cwd(p));
-    for (size_t i = 0; rc == 0 && i < sandbox_policy_writable_root_count(p); i++)
-        rc = add_location(sp, sandbox_policy_writable_root(p, i));
-    if (rc == 0 && sandbox_policy_tmpdir_writable(p) && tmpdir != NULL && tmpdir[0] == '/')
-        rc = add_location(sp, tmpdir);
-    if (rc == 0 && sandbox_policy_slash_tmp_writable(p))
-        rc = add_location(sp, "/tmp");
+    if (sp == NULL)
+        return NULL;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < w->n_roots; i++)
+        rc = add_location(sp, w->roots[i]);
     if (rc < 0) {
         sandbox_protect_free(sp);
         return NULL;

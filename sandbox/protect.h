@@ -20,8 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct sandbox_policy;
 struct sandbox_protect;
+struct sandbox_writable;
 
 /*
  * Why path cannot be a --protect argument, or NULL when it can: it must be
@@ -31,14 +31,13 @@ struct sandbox_protect;
 const char *sandbox_protect_arg_error(const char *path);
 
 /*
- * The writable locations of p, canonical (realpath): for workspace-write
- * the sandbox cwd, the writable roots, tmpdir (when the policy makes
- * $TMPDIR writable and tmpdir is absolute; NULL for none) and /tmp (when
- * the policy makes it writable); for any other policy none.  Locations
- * that do not exist are left out, as Landlock leaves them out.  Returns a
- * new set to free with sandbox_protect_free, or NULL when out of memory.
+ * The writable locations of w (sandbox_writable_new), canonical
+ * (realpath): its roots, which only workspace-write has (its devices
+ * hold nothing a path could be created in).  Locations that do not exist
+ * are left out, as Landlock leaves them out.  Borrows w.  Returns a new
+ * set to free with sandbox_protect_free, or NULL when out of memory.
  */
-struct sandbox_protect *sandbox_protect_new(const struct sandbox_policy *p, const char *tmpdir);
+struct sandbox_protect *sandbox_protect_new(const struct sandbox_writable *w);
 
 /* Frees sp; NULL is a no-op. */
 void sandbox_protect_free(struct sandbox_protect *sp);

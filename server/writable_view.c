@@ -24,35 +24,27 @@ append_real(char ***list, size_t *n, const char *path)
     return 0;
 }
 
+/* Resolves each of the n paths into list; one that does not resolve is
+ * left out, as Landlock grants nothing there. */
 static int
-add_root(struct writable_view *v, const char *path)
+append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths)
 {
-    return append_real(&v->roots, &v->n, path);
-}
-
-/* A root whose .git and .codex stay read-only (sandbox/helper.c
- * protect_paths): writable, and remembered as such. */
-static int
-add_repo_root(struct writable_view *v, const char *path)
-{
-    int rc = add_root(v, path);
-    return rc == 0 ? append_real(&v->repo_roots, &v->n_repo_roots, path) : rc;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_paths; i++)
+        rc = append_real(list, n, paths[i]);
+    return rc;
 }
 
 static int
-add_workspace_roots(struct writable_view *v, const struct sandbox_policy *p)
+fill(struct writable_view *v, const struct sandbox_writable *w)
 {
-    int rc = add_root(v, "/dev");
-    if (rc == 0 && sandbox_policy_cwd(p))
-        rc = add_repo_root(v, sandbox_policy_cwd(p));
-    for (size_t i = 0; rc == 0 && i < sandbox_policy_writable_root_count(p); i++)
-        rc = add_repo_root(v, sandbox_policy_writable_root(p, i));
-    if (rc == 0 && sandbox_policy_slash_tmp_writable(p))
-        rc = add_root(v, "/tmp");
-    const char *tmpdir = getenv("TMPDIR");
-    /* a relative $TMPDIR names nothing the helper makes writable */
-    if (rc == 0 && sandbox_policy_tmpdir_writable(p) && tmpdir && tmpdir[0] == '/')
-        rc = add_root(v, tmpdir);
+    v->kind = w->everything ? WRITABLE_VIEW_ALL : WRITABLE_VIEW_SOME;
+    int rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots);
+    if (rc == 0)
+        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices);
+    /* a repo root that does not resolve is no root: the helper skips it */
+    if (rc == 0)
+        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots);
     return rc;
 }
 
@@ -64,19 +56,12 @@ writable_view_init(struct writable_view *v, const json_t *policy, const char *sa
     struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
     if (!p)
         return -1;
-    int rc = 0;
-    switch (sandbox_policy_kind(p)) {
-    case SANDBOX_DANGER_FULL_ACCESS:
-    case SANDBOX_EXTERNAL:
-        v->kind = WRITABLE_VIEW_ALL;
-        break;
-    case SANDBOX_READ_ONLY:
-        rc = add_root(v, "/dev");
-        break;
-    case SANDBOX_WORKSPACE_WRITE:
-        rc = add_workspace_roots(v, p);
-        break;
-    }
+    /* The helper reads $TMPDIR from its environment, which is the server's
+     * (escalation_shell_env copies it, setting only the protocol's
+     * variables). */
+    struct sandbox_writable *w = sandbox_writable_new(p, getenv("TMPDIR"));
+    int rc = w ? fill(v, w) : -1;
+    sandbox_writable_free(w);
     sandbox_policy_free(p);
     if (rc < 0) {
         writable_view_release(v);
@@ -91,6 +76,9 @@ writable_view_release(struct writable_view *v)
     for (size_t i = 0; i < v->n; i++)
         free(v->roots[i]);
     free(v->roots);
+    for (size_t i = 0; i < v->n_devices; i++)
+        free(v->devices[i]);
+    free(v->devices);
     for (size_t i = 0; i < v->n_repo_roots; i++)
         free(v->repo_roots[i]);
     free(v->repo_roots);
@@ -120,6 +108,11 @@ writable_view_contains(const struct writable_view *v, const char *path)
     }
     for (size_t i = 0; i < v->n; i++) {
         if (path_under(path, v->roots[i]))
+            return true;
+    }
+    /* beneath: /dev/pts is a directory of terminals */
+    for (size_t i = 0; i < v->n_devices; i++) {
+        if (path_under(path, v->devices[i]))
             return true;
     }
     return false;

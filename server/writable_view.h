@@ -1,9 +1,9 @@
 /*
- * writable_view: where a call's sandbox can write, as the server sees it
- * from the call's policy (the helper applies the same policy,
- * docs/sandbox.md).  Anything there is the sandboxed command's to make,
- * replace or repoint, so nothing found there may vouch for what runs
- * outside the sandbox.
+ * writable_view: where a call's sandbox can write, as the server sees it:
+ * the writable set the helper applies (sandbox_writable_new,
+ * sandbox/policy.h), each path resolved.  Anything there is the sandboxed
+ * command's to make, replace or repoint, so nothing found there may vouch
+ * for what runs outside the sandbox.
  */
 #ifndef EXECGATE_SERVER_WRITABLE_VIEW_H
 #define EXECGATE_SERVER_WRITABLE_VIEW_H
@@ -16,6 +16,8 @@ struct writable_view {
     enum { WRITABLE_VIEW_SOME, WRITABLE_VIEW_ALL } kind;
     char **roots; /* SOME: the writable roots, canonical */
     size_t n;
+    char **devices; /* SOME: the device nodes (and /dev/pts) it may write, canonical */
+    size_t n_devices;
     /* the roots whose .git and .codex the helper keeps read-only (the
      * sandbox cwd and the explicit writable roots; canonical) */
     char **repo_roots;
@@ -23,13 +25,13 @@ struct writable_view {
 };
 
 /*
- * The view of policy (a sandboxPolicy object) with sandbox_cwd (absolute).
- * workspace-write: the sandbox cwd, each writable root, /tmp and $TMPDIR
- * unless excluded, and /dev; read-only: /dev; danger-full-access and
- * external-sandbox: everything the server's user may write (ALL).  A root
- * that does not exist grants nothing.  Returns 0, or -1 with *err a
- * malloc'd message (the policy's error, or out of memory); *v is then
- * empty.  Release with writable_view_release.
+ * The view of policy (a sandboxPolicy object) with sandbox_cwd (absolute)
+ * and the server's $TMPDIR, which is the helper's (the call's environment
+ * is the server's own): sandbox_writable_new's set (sandbox/policy.h says
+ * what each kind of policy yields), each path resolved, those that do not
+ * resolve left out (they grant nothing); ALL when it is everything.
+ * Returns 0, or -1 with *err a malloc'd message (the policy's error, or
+ * out of memory); *v is then empty.  Release with writable_view_release.
  */
 int writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
                        char **err);
@@ -40,8 +42,9 @@ void writable_view_release(struct writable_view *v);
 /*
  * Whether the sandbox could have written, replaced or repointed path
  * (absolute; compared as given, so pass canonical paths where links may
- * lie before it).  With ALL: whether the server's user may write it or
- * its directory.  Cannot fail (out of memory answers yes).
+ * lie before it): whether it is, or lies beneath, a root or a device.
+ * With ALL: whether the server's user may write it or its directory.
+ * Cannot fail (out of memory answers yes).
  */
 bool writable_view_contains(const struct writable_view *v, const char *path);
 

@@ -617,6 +617,47 @@ test_host_executable(void **state)
     (void)state;
 }
 
+/* In /dev the sandbox can write only the helper's device nodes
+ * (sandbox_writable_new): a program put in /dev/shm from outside is one
+ * it could not have made, and escalates like any other; under a policy
+ * that makes /dev/shm a writable root it runs in the sandbox. */
+static void
+test_dev_programs(void **state)
+{
+    if (access("/dev/shm", W_OK) != 0)
+        skip();
+    char *prog = NULL;
+    assert_true(asprintf(&prog, "/dev/shm/execgate-decide-%ld", (long)getpid()) > 0);
+    tmpdir_write_file(prog, "#!/bin/sh\n", 0755);
+    char *real_prog = real(prog);
+    char *rules = NULL;
+    assert_true(asprintf(&rules, "prefix_rule(pattern=[\"%s\"], decision=\"allow\")\n", prog) > 0);
+    struct decide_server *ds = server_with(rules);
+    const char *outside[] = {WORKSPACE, WORKSPACE_NO_TMP, "{\"type\":\"read-only\"}"};
+    struct decide_result r;
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+        struct decide_call *dc = call_with(ds, outside[i]);
+        decide(dc, DECIDE_FROM_WRAPPER, prog, "/", ARGV("prog"), 0, &r);
+        assert_verdict(&r, DECIDE_ESCALATE);
+        assert_fd_is(r.fd, real_prog);
+        decide_result_release(&r);
+        decide_call_unref(dc);
+    }
+    struct decide_call *dc =
+        call_with(ds, "{\"type\":\"workspace-write\",\"writable_roots\":[\"/dev/shm\"]}");
+    decide(dc, DECIDE_FROM_WRAPPER, prog, "/", ARGV("prog"), 0, &r);
+    assert_verdict(&r, DECIDE_RUN);
+    assert_reason_has(&r, "sandbox can write");
+    decide_result_release(&r);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    assert_int_equal(unlink(prog), 0);
+    free(rules);
+    free(real_prog);
+    free(prog);
+    (void)state;
+}
+
 static void
 test_forced_rm(void **state)
 {
@@ -1076,6 +1117,7 @@ main(void)
         cmocka_unit_test(test_prompt),
         cmocka_unit_test(test_repositories),
         cmocka_unit_test(test_host_executable),
+        cmocka_unit_test(test_dev_programs),
         cmocka_unit_test(test_forced_rm),
         cmocka_unit_test(test_tree),
         cmocka_unit_test(test_keys),

@@ -366,6 +366,165 @@ test_helper_argv_protect(void **state)
     sandbox_policy_free(p);
 }
 
+/* --- the writable set ------------------------------------------------------
+ * What sandbox_writable_new yields for each policy: the helper's Landlock
+ * rules and the server's writable view are both made from it. */
+
+/* The device nodes the confining policies make writable, in order: never
+ * /dev itself, so /dev/shm, /dev/mqueue and new files in /dev stay out. */
+static const char *const devices[] = {"/dev/null",   "/dev/zero",    "/dev/full",
+                                      "/dev/random", "/dev/urandom", "/dev/tty",
+                                      "/dev/ptmx",   "/dev/pts",     NULL};
+
+/* Asserts that the n items of list are exactly want (NULL-terminated). */
+static void
+assert_list(char *const *list, size_t n, const char *const *want, const char *what)
+{
+    size_t k = 0;
+    while (want[k] != NULL)
+        k++;
+    if (n != k)
+        fail_msg("%s: %zu paths, wanted %zu", what, n, k);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(list[i], want[i]) != 0)
+            fail_msg("%s[%zu]: \"%s\", wanted \"%s\"", what, i, list[i], want[i]);
+    }
+}
+
+/* The writable set of text (with sandbox cwd cwd) and tmpdir. */
+static struct sandbox_writable *
+writable_of(const char *text, const char *cwd, const char *tmpdir)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = parse_with(text, cwd, &err);
+    if (p == NULL)
+        fail_msg("%s: %s", text, err);
+    struct sandbox_writable *w = sandbox_writable_new(p, tmpdir);
+    assert_non_null(w);
+    sandbox_policy_free(p); /* the set holds copies */
+    return w;
+}
+
+/* Asserts the set of text/cwd/tmpdir: roots, repo roots, and the devices
+ * (any confining policy) or everything (none). */
+static void
+assert_writable(const char *text, const char *cwd, const char *tmpdir, bool everything,
+                const char *const *roots, const char *const *repo_roots)
+{
+    static const char *const none[] = {NULL};
+    struct sandbox_writable *w = writable_of(text, cwd, tmpdir);
+    assert_int_equal(w->everything, everything);
+    assert_list(w->roots, w->n_roots, roots ? roots : none, "roots");
+    assert_list(w->repo_roots, w->n_repo_roots, repo_roots ? repo_roots : none, "repo_roots");
+    assert_list(w->devices, w->n_devices, everything ? none : devices, "devices");
+    sandbox_writable_free(w);
+}
+
+/* No filesystem confinement: everything the user may write, no lists. */
+static void
+test_writable_unconfined(void **state)
+{
+    assert_writable("{\"type\":\"danger-full-access\"}", NULL, "/t", true, NULL, NULL);
+    assert_writable("{\"type\":\"danger-full-access\"}", "/w", "/t", true, NULL, NULL);
+    assert_writable("{\"type\":\"external-sandbox\"}", "/w", "/t", true, NULL, NULL);
+    assert_writable("{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}", "/w", "/t",
+                    true, NULL, NULL);
+    sandbox_writable_free(NULL);
+}
+
+/* read-only: the devices alone, whatever else the policy says. */
+static void
+test_writable_read_only(void **state)
+{
+    assert_writable("{\"type\":\"read-only\"}", "/w", "/t", false, NULL, NULL);
+    assert_writable("{\"type\":\"read-only\"}", NULL, NULL, false, NULL, NULL);
+    assert_writable("{\"type\":\"read-only\",\"network_access\":true,\"access\":"
+                    "{\"type\":\"restricted\",\"readable_roots\":[\"/r\"]}}",
+                    "/w", "/t", false, NULL, NULL);
+    /* fields of workspace-write mean nothing here */
+    assert_writable("{\"type\":\"read-only\",\"writable_roots\":[\"/a\"]}", "/w", "/t", false, NULL,
+                    NULL);
+}
+
+/* workspace-write: the cwd and the writable roots (repo roots too), then
+ * $TMPDIR and /tmp unless excluded; the network changes nothing. */
+static void
+test_writable_workspace(void **state)
+{
+    const char *all[] = {"/w", "/a", "/b c", "/t", "/tmp", NULL};
+    const char *repos[] = {"/w", "/a", "/b c", NULL};
+    const char *ws = "{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\",\"/b c\"]}";
+    assert_writable(ws, "/w", "/t", false, all, repos);
+    assert_writable("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\",\"/b c\"],"
+                    "\"network_access\":true}",
+                    "/w", "/t", false, all, repos);
+    assert_writable("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\",\"/b c\"],"
+                    "\"network_access\":false,\"exclude_tmpdir_env_var\":false,"
+                    "\"exclude_slash_tmp\":false}",
+                    "/w", "/t", false, all, repos);
+    const char *only_cwd[] = {"/w", "/t", "/tmp", NULL};
+    const char *cwd_repo[] = {"/w", NULL};
+    assert_writable("{\"type\":\"workspace-write\"}", "/w", "/t", false, only_cwd, cwd_repo);
+    assert_writable("{\"type\":\"workspace-write\",\"writable_roots\":[]}", "/w", "/t", false,
+                    only_cwd, cwd_repo);
+}
+
+static void
+test_writable_excluded(void **state)
+{
+    const char *no_tmpdir[] = {"/w", "/a", "/tmp", NULL};
+    const char *no_tmp[] = {"/w", "/a", "/t", NULL};
+    const char *neither[] = {"/w", "/a", NULL};
+    const char *repos[] = {"/w", "/a", NULL};
+    assert_writable("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\"],"
+                    "\"exclude_tmpdir_env_var\":true}",
+                    "/w", "/t", false, no_tmpdir, repos);
+    assert_writable("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\"],"
+                    "\"exclude_slash_tmp\":true}",
+                    "/w", "/t", false, no_tmp, repos);
+    assert_writable("{\"type\":\"workspace-write\",\"writable_roots\":[\"/a\"],"
+                    "\"exclude_tmpdir_env_var\":true,\"exclude_slash_tmp\":true}",
+                    "/w", "/t", false, neither, repos);
+}
+
+/* Only an absolute $TMPDIR counts: unset, empty and relative ones add
+ * nothing (a relative one is not resolved against anything). */
+static void
+test_writable_tmpdir(void **state)
+{
+    const char *ws = "{\"type\":\"workspace-write\"}";
+    const char *without[] = {"/w", "/tmp", NULL};
+    const char *repos[] = {"/w", NULL};
+    const char *ignored[] = {NULL, "", "tmp", "./tmp", "../t", "w", "~/tmp"};
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
+        assert_writable(ws, "/w", ignored[i], false, without, repos);
+    /* absolute ones as given: resolving them is for whoever compares */
+    const char *dotted[] = {"/w", "/w/../t/", "/tmp", NULL};
+    assert_writable(ws, "/w", "/w/../t/", false, dotted, repos);
+    const char *root[] = {"/w", "/", "/tmp", NULL};
+    assert_writable(ws, "/w", "/", false, root, repos);
+}
+
+/* Paths are the policy's, as given: one that does not exist is yielded
+ * all the same (Landlock, and the server's realpath, skip it), and
+ * nothing is looked up on the filesystem. */
+static void
+test_writable_missing_root(void **state)
+{
+    const char *missing = "/nonexistent-execgate/root";
+    char *text;
+    assert_true(asprintf(&text,
+                         "{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\",\"/l/./x/\"],"
+                         "\"exclude_slash_tmp\":true}",
+                         missing) > 0);
+    const char *roots[] = {"/nonexistent-execgate/cwd", missing, "/l/./x/",
+                           "/nonexistent-execgate/t", NULL};
+    const char *repos[] = {"/nonexistent-execgate/cwd", missing, "/l/./x/", NULL};
+    assert_writable(text, "/nonexistent-execgate/cwd", "/nonexistent-execgate/t", false, roots,
+                    repos);
+    free(text);
+}
+
 /* --- allocation-failure sweep ---------------------------------------------
  * The test links with -Wl,--wrap for the allocators policy.c calls; jansson
  * allocates through json_set_alloc_funcs.  When armed, the N-th allocation
@@ -466,7 +625,9 @@ policy_round(const char *text)
     const char *protect[] = {"/p/rules", "/p/audit.log"};
     char **pargv = sandbox_helper_argv_protect(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED,
                                                protect, 2, prog);
-    ok = canon != NULL && desc != NULL && argv != NULL && pargv != NULL;
+    struct sandbox_writable *w = sandbox_writable_new(p, "/t");
+    ok = canon != NULL && desc != NULL && argv != NULL && pargv != NULL && w != NULL;
+    sandbox_writable_free(w);
     sandbox_argv_free(pargv);
     sandbox_argv_free(argv);
     free(desc);
@@ -483,6 +644,7 @@ test_allocation_failures(void **state)
         "\"read_only_access\":{\"type\":\"restricted\",\"readable_roots\":[\"/r\"]}}",
         "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":[\"rel\"]}",
         "{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}",
+        "{\"type\":\"read-only\",\"sandboxCwd\":\"/w\"}",
     };
     json_set_alloc_funcs(json_alloc, free);
     for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
@@ -517,6 +679,12 @@ main(void)
         cmocka_unit_test(test_parse_text_errors),
         cmocka_unit_test(test_helper_argv),
         cmocka_unit_test(test_helper_argv_protect),
+        cmocka_unit_test(test_writable_unconfined),
+        cmocka_unit_test(test_writable_read_only),
+        cmocka_unit_test(test_writable_workspace),
+        cmocka_unit_test(test_writable_excluded),
+        cmocka_unit_test(test_writable_tmpdir),
+        cmocka_unit_test(test_writable_missing_root),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,17 @@ canonical_tmpdir(const char *tag)
     return canon;
 }
 
+/* The --protect set of p's writable set with $TMPDIR tmpdir. */
+static struct sandbox_protect *
+protect_of(const struct sandbox_policy *p, const char *tmpdir)
+{
+    struct sandbox_writable *w = sandbox_writable_new(p, tmpdir);
+    assert_non_null(w);
+    struct sandbox_protect *sp = sandbox_protect_new(w);
+    sandbox_writable_free(w);
+    return sp;
+}
+
 static int
 setup(void **state)
 {
@@ -82,7 +93,7 @@ setup(void **state)
     f->policy = sandbox_policy_parse(text, &err);
     assert_non_null(f->policy);
     free(text);
-    f->sp = sandbox_protect_new(f->policy, NULL);
+    f->sp = protect_of(f->policy, NULL);
     assert_non_null(f->sp);
     *state = f;
     return 0;
@@ -148,12 +159,12 @@ test_locations(void **state)
     char *err = NULL;
     struct sandbox_policy *p = sandbox_policy_parse(text, &err);
     assert_non_null(p);
-    struct sandbox_protect *sp = sandbox_protect_new(p, "relative/tmp");
+    struct sandbox_protect *sp = protect_of(p, "relative/tmp");
     assert_int_equal(sandbox_protect_location_count(sp), 2);
     assert_string_equal(sandbox_protect_location(sp, 0), f->ws); /* the link resolved */
     assert_string_equal(sandbox_protect_location(sp, 1), f->out);
     sandbox_protect_free(sp);
-    sp = sandbox_protect_new(p, f->out); /* $TMPDIR, absolute */
+    sp = protect_of(p, f->out); /* $TMPDIR, absolute */
     assert_int_equal(sandbox_protect_location_count(sp), 3);
     sandbox_protect_free(sp);
     sandbox_protect_free(NULL);
@@ -162,7 +173,7 @@ test_locations(void **state)
 
     p = sandbox_policy_parse("{\"type\":\"read-only\",\"sandboxCwd\":\"/\"}", &err);
     assert_non_null(p);
-    sp = sandbox_protect_new(p, "/tmp");
+    sp = protect_of(p, "/tmp");
     assert_int_equal(sandbox_protect_location_count(sp), 0);
     char *resolved = NULL;
     size_t missing;

@@ -1,5 +1,6 @@
 /* writable_view: where a call's sandbox can write, as the server sees it
- * from the call's sandboxPolicy object. */
+ * from the call's sandboxPolicy object: the helper's writable set
+ * (sandbox_writable_new), resolved. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,8 @@
 #include <cmocka.h>
 
 #include "writable_view.h"
+/* rules/ and sandbox/ both have a policy.h: named by its directory */
+#include "../../sandbox/policy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -152,8 +155,9 @@ test_workspace_write(void **state)
     assert_root(&v, other, true);
     assert_root(&v, tmp, true);
     assert_root(&v, tmpdir_root, true);
-    assert_root(&v, dev, true);
-    assert_int_equal(v.n, 5);
+    /* /dev is no root: the helper makes only its device nodes writable */
+    assert_root(&v, dev, false);
+    assert_int_equal(v.n, 4);
 
     char *file = tmpdir_path(w, "x/y");
     assert_contains(&v, file, true);
@@ -166,6 +170,7 @@ test_workspace_write(void **state)
     free(file);
     assert_contains(&v, "/tmp/anything", true);
     assert_contains(&v, "/dev/null", true);
+    assert_contains(&v, "/dev/shm/prog", false);
     assert_contains(&v, "/usr/bin/cat", false);
     assert_contains(&v, scratch, false);
     file = tmpdir_path(scratch, "ab/x");
@@ -231,7 +236,7 @@ test_tmpdir_env(void **state)
     /* a relative $TMPDIR grants nothing (not even relative to anything) */
     assert_int_equal(setenv("TMPDIR", "w", 1), 0);
     view_of(&v, text, scratch);
-    assert_int_equal(v.n, 2);     /* /dev and the sandbox cwd */
+    assert_int_equal(v.n, 1);     /* the sandbox cwd */
     assert_contains(&v, w, true); /* under the sandbox cwd anyway */
     writable_view_release(&v);
     view_of(&v, text, w);
@@ -242,7 +247,7 @@ test_tmpdir_env(void **state)
     /* unset: nothing */
     assert_int_equal(unsetenv("TMPDIR"), 0);
     view_of(&v, text, w);
-    assert_int_equal(v.n, 2);
+    assert_int_equal(v.n, 1);
     writable_view_release(&v);
 
     /* through a link: canonical */
@@ -258,7 +263,7 @@ test_tmpdir_env(void **state)
     char *missing = tmpdir_path(scratch, "missing");
     assert_int_equal(setenv("TMPDIR", missing, 1), 0);
     view_of(&v, text, w);
-    assert_int_equal(v.n, 2);
+    assert_int_equal(v.n, 1);
     assert_contains(&v, missing, false);
     writable_view_release(&v);
 
@@ -278,12 +283,12 @@ test_read_only(void **state)
     struct writable_view v;
     view_of(&v, "{\"type\":\"read-only\"}", w);
     assert_int_equal(v.kind, WRITABLE_VIEW_SOME);
-    assert_int_equal(v.n, 1);
-    char *dev = realpath("/dev", NULL);
-    assert_root(&v, dev, true);
-    free(dev);
+    /* no root, /dev included: only the helper's device nodes */
+    assert_int_equal(v.n, 0);
     assert_int_equal(v.n_repo_roots, 0);
     assert_contains(&v, "/dev/null", true);
+    assert_contains(&v, "/dev/shm/prog", false);
+    assert_contains(&v, "/dev/prog", false);
     assert_contains(&v, w, false);
     assert_contains(&v, "/tmp/x", false);
     char *file = tmpdir_path(tmpdir_root, "x");
@@ -379,7 +384,7 @@ test_roots_canonical(void **state)
     f = tmpdir_path(missing, "f");
     assert_contains(&v, f, false);
     free(f);
-    assert_int_equal(v.n, 3); /* /dev, w, real */
+    assert_int_equal(v.n, 2); /* w, real */
     assert_int_equal(v.n_repo_roots, 2);
     writable_view_release(&v);
     free(text);
@@ -391,7 +396,7 @@ test_roots_canonical(void **state)
     assert_true(has(v.repo_roots, v.n_repo_roots, real));
     writable_view_release(&v);
     view_of(&v, text, missing);
-    assert_int_equal(v.n, 1);
+    assert_int_equal(v.n, 0);
     assert_int_equal(v.n_repo_roots, 0);
     assert_contains(&v, missing, false);
     writable_view_release(&v);
@@ -429,10 +434,19 @@ test_boundaries(void **state)
     assert_contains(&v, p, false);
     free(p);
     assert_contains(&v, scratch, false);
-    /* "/dev" is a root: "/device" and "/de" are not under it */
+    /* "/dev/null" is a device: "/dev/nullx" is not under it, and /dev
+     * itself is not writable */
+    char *null = realpath("/dev/null", NULL);
+    assert_non_null(null);
+    assert_contains(&v, null, true);
+    char *nullx = NULL;
+    assert_true(asprintf(&nullx, "%sx", null) >= 0);
+    assert_contains(&v, nullx, false);
+    free(nullx);
+    free(null);
     assert_contains(&v, "/device", false);
     assert_contains(&v, "/de", false);
-    assert_contains(&v, "/dev", true);
+    assert_contains(&v, "/dev", false);
     writable_view_release(&v);
     free(text);
     free(roots);
@@ -445,6 +459,142 @@ test_boundaries(void **state)
     writable_view_release(&v);
     free(text);
     free(ab);
+    free(w);
+    (void)state;
+}
+
+/* Asserts that list (n long) is exactly the paths of want that resolve,
+ * resolved, in order. */
+static void
+assert_resolved(char *const *list, size_t n, char *const *want, size_t n_want, const char *what)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n_want; i++) {
+        char *real = realpath(want[i], NULL);
+        if (!real)
+            continue;
+        if (k >= n || strcmp(list[k], real) != 0)
+            fail_msg("%s[%zu]: %s, wanted %s (from %s)", what, k, k < n ? list[k] : "(none)", real,
+                     want[i]);
+        free(real);
+        k++;
+    }
+    if (k != n)
+        fail_msg("%s: %zu paths, wanted %zu", what, n, k);
+}
+
+/* The view is the helper's writable set (sandbox_writable_new, with the
+ * same $TMPDIR), each path resolved and those that do not resolve left
+ * out: for every kind of policy. */
+static void
+test_follows_writable_set(void **state)
+{
+    char *w = tmpdir_path(scratch, "w");
+    char *link = tmpdir_path(scratch, "link");
+    char *missing = tmpdir_path(scratch, "missing");
+    char *roots = NULL;
+    assert_true(asprintf(&roots, "[\"%s\",\"%s\"]", link, missing) >= 0);
+    char *texts[] = {
+        strdup("{\"type\":\"danger-full-access\"}"),
+        strdup("{\"type\":\"external-sandbox\",\"network_access\":\"restricted\"}"),
+        strdup("{\"type\":\"read-only\"}"),
+        strdup("{\"type\":\"read-only\",\"network_access\":true}"),
+        workspace(NULL, false, false),
+        workspace(roots, false, false),
+        workspace(roots, true, false),
+        workspace(roots, false, true),
+        workspace(roots, true, true),
+    };
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++)
+        assert_non_null(texts[t]);
+    const char *tmpdirs[] = {tmpdir_root, link, "relative", NULL};
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        for (size_t d = 0; d < sizeof tmpdirs / sizeof tmpdirs[0]; d++) {
+            if (tmpdirs[d])
+                assert_int_equal(setenv("TMPDIR", tmpdirs[d], 1), 0);
+            else
+                assert_int_equal(unsetenv("TMPDIR"), 0);
+            char *err = NULL;
+            json_t *j = json_loads(texts[t], 0, NULL);
+            assert_non_null(j);
+            struct sandbox_policy *p = sandbox_policy_from_json(j, w, &err);
+            assert_non_null(p);
+            struct sandbox_writable *set = sandbox_writable_new(p, tmpdirs[d]);
+            assert_non_null(set);
+            struct writable_view v;
+            view_of(&v, texts[t], w);
+            assert_int_equal(v.kind == WRITABLE_VIEW_ALL, set->everything);
+            assert_resolved(v.roots, v.n, set->roots, set->n_roots, "roots");
+            assert_resolved(v.devices, v.n_devices, set->devices, set->n_devices, "devices");
+            assert_resolved(v.repo_roots, v.n_repo_roots, set->repo_roots, set->n_repo_roots,
+                            "repo_roots");
+            writable_view_release(&v);
+            sandbox_writable_free(set);
+            sandbox_policy_free(p);
+            json_decref(j);
+        }
+    }
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++)
+        free(texts[t]);
+    free(roots);
+    free(missing);
+    free(link);
+    free(w);
+    (void)state;
+}
+
+/* In /dev only the helper's device nodes are writable: a program placed
+ * anywhere else there (/dev/shm, /dev/mqueue, /dev itself) was put there
+ * by someone the sandbox is not, unless a writable root lies there. */
+static void
+test_devices(void **state)
+{
+    char *w = tmpdir_path(scratch, "w");
+    char *text = workspace(NULL, true, true);
+    const char *policies[] = {"{\"type\":\"read-only\"}", text};
+    for (size_t k = 0; k < 2; k++) {
+        struct writable_view v;
+        view_of(&v, policies[k], w);
+        assert_true(v.n_devices > 0);
+        char *null = realpath("/dev/null", NULL);
+        assert_non_null(null);
+        assert_contains(&v, null, true);
+        free(null);
+        struct stat st;
+        if (stat("/dev/pts", &st) == 0) {
+            char *pts = realpath("/dev/pts", NULL);
+            char *pty = NULL;
+            assert_true(asprintf(&pty, "%s/0", pts) >= 0);
+            assert_contains(&v, pty, true);
+            free(pty);
+            free(pts);
+        }
+        const char *
+            not [] = {"/dev",      "/dev/shm",   "/dev/shm/prog", "/dev/mqueue/prog",   "/dev/prog",
+                      "/dev/fd/3", "/dev/stdin", "/dev/nullx",    "/dev/hugepages/prog"};
+        for (size_t i = 0; i < sizeof not / sizeof not [0]; i++)
+            assert_contains(&v, not [i], false);
+        writable_view_release(&v);
+    }
+    free(text);
+
+    /* a writable root in /dev is writable like any root */
+    char *shm = realpath("/dev/shm", NULL);
+    if (shm) {
+        char *roots = NULL;
+        assert_true(asprintf(&roots, "[\"%s\"]", shm) >= 0);
+        text = workspace(roots, true, true);
+        struct writable_view v;
+        view_of(&v, text, w);
+        char *prog = tmpdir_path(shm, "prog");
+        assert_contains(&v, prog, true);
+        assert_contains(&v, "/dev/mqueue/prog", false);
+        free(prog);
+        writable_view_release(&v);
+        free(text);
+        free(roots);
+        free(shm);
+    }
     free(w);
     (void)state;
 }
@@ -483,6 +633,8 @@ main(void)
         cmocka_unit_test_setup(test_full_access, with_tmpdir),
         cmocka_unit_test_setup(test_roots_canonical, with_tmpdir),
         cmocka_unit_test_setup(test_boundaries, with_tmpdir),
+        cmocka_unit_test_setup(test_follows_writable_set, with_tmpdir),
+        cmocka_unit_test_setup(test_devices, with_tmpdir),
         cmocka_unit_test_setup(test_refused_and_release, with_tmpdir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
