@@ -27,9 +27,7 @@ static char *root;
 static char *
 at(const char *rel)
 {
-    char *p = NULL;
-    assert_true(asprintf(&p, "%s/%s", root, rel) >= 0);
-    return p;
+    return tmpdir_path(root, rel);
 }
 
 static void
@@ -43,18 +41,14 @@ make_file(const char *rel)
 static void
 make_dir(const char *rel)
 {
-    char *p = at(rel);
-    assert_int_equal(mkdir(p, 0755), 0);
-    free(p);
+    tmpdir_make_dir(root, rel);
 }
 
 /* A link at rel to target (taken as is: relative targets stay relative). */
 static void
 make_link(const char *target, const char *rel)
 {
-    char *p = at(rel);
-    assert_int_equal(symlink(target, p), 0);
-    free(p);
+    tmpdir_make_link(target, root, rel);
 }
 
 /* A link at rel to root/target_rel (an absolute target). */

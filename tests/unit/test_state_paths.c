@@ -29,45 +29,24 @@ static char *root;
 static char *
 at(const char *rel)
 {
-    char *p = NULL;
-    assert_true(asprintf(&p, "%s/%s", root, rel) >= 0);
-    return p;
-}
-
-static void
-make_dir(const char *rel)
-{
-    char *p = at(rel);
-    assert_int_equal(mkdir(p, 0755), 0);
-    free(p);
-}
-
-static void
-make_link(const char *target, const char *rel)
-{
-    char *p = at(rel);
-    assert_int_equal(symlink(target, p), 0);
-    free(p);
+    return tmpdir_path(root, rel);
 }
 
 static int
 setup(void **state)
 {
-    char *made = tmpdir_new("state-paths");
-    root = realpath(made, NULL);
-    free(made);
-    assert_non_null(root);
-    make_dir("real");
-    make_dir("real/sub");
+    root = tmpdir_new("state-paths"); /* canonical */
+    tmpdir_make_dir(root, "real");
+    tmpdir_make_dir(root, "real/sub");
     char *file = at("real/file");
     tmpdir_write_file(file, "", 0644);
     free(file);
-    make_link("real", "rel-link");
+    tmpdir_make_link("real", root, "rel-link");
     char *abs_target = at("real/sub");
-    make_link(abs_target, "abs-link");
+    tmpdir_make_link(abs_target, root, "abs-link");
     free(abs_target);
-    make_link("loop-b", "loop-a");
-    make_link("loop-a", "loop-b");
+    tmpdir_make_link("loop-b", root, "loop-a");
+    tmpdir_make_link("loop-a", root, "loop-b");
     (void)state;
     return 0;
 }
