@@ -125,6 +125,15 @@ tmpdir_write_file(const char *path, const char *data, int mode)
         abort();
 }
 
+int
+tmpdir_teardown(void **state)
+{
+    tmpdir_remove(*state);
+    free(*state);
+    *state = NULL;
+    return 0;
+}
+
 void
 tmpdir_make_dir(const char *dir, const char *rel)
 {

@@ -98,17 +98,7 @@ setup(void **state)
             snprintf(target, sizeof(target), "n%d", i - 1);
         make_link(target, name);
     }
-    (void)state;
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    tmpdir_remove(root);
-    free(root);
-    root = NULL;
-    (void)state;
+    *state = root; /* removed by tmpdir_teardown */
     return 0;
 }
 
@@ -728,5 +718,5 @@ main(void)
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_interpreters),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

@@ -47,17 +47,7 @@ setup(void **state)
     free(abs_target);
     tmpdir_make_link("loop-b", root, "loop-a");
     tmpdir_make_link("loop-a", root, "loop-b");
-    (void)state;
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    tmpdir_remove(root);
-    free(root);
-    root = NULL;
-    (void)state;
+    *state = root; /* removed by tmpdir_teardown */
     return 0;
 }
 
@@ -238,5 +228,5 @@ main(void)
         cmocka_unit_test(test_root),
         cmocka_unit_test(test_new),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }
