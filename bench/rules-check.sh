@@ -11,10 +11,8 @@ secs=${1:-1}
 if [ ! -d build-bench ]; then
     meson setup build-bench --buildtype=release -Dtests=false >/dev/null
 fi
-ninja -C build-bench rules/librules.a >/dev/null
-cc -O2 -std=c17 -D_GNU_SOURCE -Irules -Ibuild-bench bench/rules-check.c \
-    build-bench/rules/librules.a $(pkg-config --libs jansson) -o build-bench/bench-rules-check
-taskset -c 0 build-bench/bench-rules-check "$secs"
+ninja -C build-bench bench/bench-rules-check >/dev/null
+taskset -c 0 build-bench/bench/bench-rules-check "$secs"
 
 # Process level: one process per check, as a user or script would run it.
 # CPU time (perf stat task-clock) is reported: on a shared machine the

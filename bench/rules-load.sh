@@ -11,12 +11,10 @@ runs=${2:-15}
 if [ ! -d build-bench ]; then
     meson setup build-bench --buildtype=release -Dtests=false >/dev/null
 fi
-ninja -C build-bench rules/librules.a rules/execgate-rules >/dev/null
-cc -O2 -std=c17 -D_GNU_SOURCE -Irules -Ibuild-bench bench/rules-load.c \
-    build-bench/rules/librules.a $(pkg-config --libs jansson) -o build-bench/bench-rules-load
+ninja -C build-bench bench/bench-rules-load rules/execgate-rules >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-taskset -c 0 build-bench/bench-rules-load "$n" "$runs" "$tmp/bench.rules"
+taskset -c 0 build-bench/bench/bench-rules-load "$n" "$runs" "$tmp/bench.rules"
 
 # Process level: load the file and check one command, 10 times each.
 run() {

@@ -6,8 +6,10 @@
  * best and median; the in-run baseline is the first load at start.  No
  * assertion: bench/rules-reload prints, a person reads.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "timing.h"
 
@@ -40,6 +42,10 @@ main(int argc, char **argv)
     char *file = NULL;
     if (runs < 1 || runs > 1000 || asprintf(&file, "%s/bench.rules", argv[3]) < 0)
         return 2;
+    if (mkdir(argv[3], 0700) < 0 && errno != EEXIST) { /* made when missing */
+        perror(argv[3]);
+        return 1;
+    }
     generate(file, n);
     log_set_level(LOG_LEVEL_ERROR); /* the lint's warnings are not the point */
     const char *paths[] = {argv[3]};

@@ -3,6 +3,7 @@
  *
  *   sandbox-spawn HELPER WORKSPACE N [REFERENCE_HELPER|-] [PREVIOUS [PREVIOUS2]]
  *
+ * WORKSPACE, with .git and .codex in it, is made when missing.
  * PREVIOUS (and PREVIOUS2), other builds of execgate-sandbox (an older commit),
  * add their workspace-write runs, so that a change is measured before and
  * after in the same run.
@@ -11,12 +12,14 @@
  * them alike; prints the median wall time per spawn (fork to reaped exit),
  * the difference to /bin/true alone and the ratio, all from this one run.
  */
-#define _GNU_SOURCE
-#include <spawn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,13 +30,13 @@ extern char **environ;
 
 struct variant {
     const char *name;
-    char *argv[16];
+    const char *argv[16];
     double *samples;
-    char **envp; /* NULL: this process's environment */
+    const char *const *envp; /* NULL: this process's environment */
 };
 
 static double
-spawn_once(char **argv, char **envp)
+spawn_once(const char *const *argv, const char *const *envp)
 {
     double t0 = now_ms();
     pid_t pid;
@@ -43,7 +46,8 @@ spawn_once(char **argv, char **envp)
     posix_spawn_file_actions_init(&fa);
     if (envp != NULL)
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv,
+                         envp ? (char *const *)envp : environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         perror(argv[0]);
@@ -57,11 +61,17 @@ spawn_once(char **argv, char **envp)
     return now_ms() - t0;
 }
 
+static char *policy(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static char *
-policy(const char *fmt, const char *ws)
+policy(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     char *p;
-    if (asprintf(&p, fmt, ws) < 0)
+    int rc = vasprintf(&p, fmt, ap);
+    va_end(ap);
+    if (rc < 0)
         exit(1);
     return p;
 }
@@ -79,31 +89,47 @@ main(int argc, char **argv)
     char *prev = argc > 5 ? argv[5] : NULL;
     char *prev2 = argc > 6 ? argv[6] : NULL;
     int n = atoi(argv[3]);
+    /* The workspace as a project has it: made here when missing. */
+    const char *sub[] = {"", "/.git", "/.codex"};
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+        char *path;
+        if (asprintf(&path, "%s%s", ws, sub[i]) < 0)
+            return 1;
+        if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+            perror(path);
+            return 1;
+        }
+        free(path);
+    }
     char *ww = policy("{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"}", ws);
     char *ro = policy("{\"type\":\"read-only\",\"sandboxCwd\":\"%s\"}", ws);
-    char *da = policy("{\"type\":\"danger-full-access\"}", ws);
-    static char *no_ns_env[] = {"EXECGATE_SANDBOX_NO_NAMESPACES=1", "PATH=/usr/bin:/bin", NULL};
+    const char *da = "{\"type\":\"danger-full-access\"}";
+    char *refp = policy("{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\"],"
+                        "\"network_access\":false,\"exclude_tmpdir_env_var\":false,"
+                        "\"exclude_slash_tmp\":false}",
+                        ws);
+    static const char *const no_ns_env[] = {"EXECGATE_SANDBOX_NO_NAMESPACES=1",
+                                            "PATH=/usr/bin:/bin", NULL};
     struct variant v[9] = {
-        {"/bin/true alone", {"/bin/true", NULL}, NULL},
-        {"previous workspace-write", {prev, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
-        {"previous #2 workspace-write",
-         {prev2, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
-        {"danger-full-access", {helper, "--policy", da, "--cwd", ws, "--", "/bin/true", NULL}},
-        {"read-only", {helper, "--policy", ro, "--cwd", ws, "--", "/bin/true", NULL}},
-        {"workspace-write", {helper, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
+        {.name = "/bin/true alone", .argv = {"/bin/true", NULL}},
+        {.name = "previous workspace-write",
+         .argv = {prev, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
+        {.name = "previous #2 workspace-write",
+         .argv = {prev2, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
+        {.name = "danger-full-access",
+         .argv = {helper, "--policy", da, "--cwd", ws, "--", "/bin/true", NULL}},
+        {.name = "read-only",
+         .argv = {helper, "--policy", ro, "--cwd", ws, "--", "/bin/true", NULL}},
+        {.name = "workspace-write",
+         .argv = {helper, "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL}},
         /* The same without namespaces: what Landlock, seccomp and the
          * helper's own exec cost, apart from the namespaces. */
-        {"ws-write, no namespaces",
-         {helper, "--allow-degraded", "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL},
-         NULL,
-         no_ns_env},
-        {"reference workspace-write",
-         {ref, "--sandbox-policy-cwd", ws, "--sandbox-policy",
-          policy("{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\"],"
-                 "\"network_access\":false,\"exclude_tmpdir_env_var\":false,"
-                 "\"exclude_slash_tmp\":false}",
-                 ws),
-          "--", "/bin/true", NULL}},
+        {.name = "ws-write, no namespaces",
+         .argv = {helper, "--allow-degraded", "--policy", ww, "--cwd", ws, "--", "/bin/true", NULL},
+         .envp = no_ns_env},
+        {.name = "reference workspace-write",
+         .argv = {ref, "--sandbox-policy-cwd", ws, "--sandbox-policy", refp, "--", "/bin/true",
+                  NULL}},
     };
     int nv = 8;
     /* Drop the variants not asked for, keeping the order. */
@@ -124,7 +150,7 @@ main(int argc, char **argv)
      * above all), so that less of it is charged to the next variant; the
      * machine stays as busy as without it (a sleep would let the CPUs idle
      * and measure wake-up latency instead). */
-    char *absorb[] = {"/bin/true", NULL};
+    const char *absorb[] = {"/bin/true", NULL};
     for (int i = 0; i < n; i++)
         for (int k = 0; k < nv; k++) {
             v[k].samples[i] = spawn_once(v[k].argv, v[k].envp);
@@ -138,5 +164,10 @@ main(int argc, char **argv)
         printf("%-28s %10.3f %12.3f %8.2f %8.3f\n", v[k].name, m, m - base, m / base,
                v[k].samples[n * 9 / 10]);
     }
+    for (int k = 0; k < nv; k++)
+        free(v[k].samples);
+    free(refp);
+    free(ro);
+    free(ww);
     return 0;
 }

@@ -173,5 +173,8 @@ main(int argc, char **argv)
         double m = median(samples[s], n);
         printf("%-64s %7.1f us  %.2fx the chain\n", set_names[s], m * 1000, m / base);
     }
+    for (int s = 0; s < NSETS; s++)
+        free(samples[s]);
+    free(chain.filter);
     return 0;
 }

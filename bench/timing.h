@@ -1,6 +1,6 @@
 /*
- * timing: the clock and the median the C benchmarks share (header only:
- * each benchmark is one cc command, see the scripts beside it).
+ * timing: the clock and the median the C benchmarks share (header only;
+ * bench/meson.build builds each benchmark as one program).
  */
 #ifndef EXECGATE_BENCH_TIMING_H
 #define EXECGATE_BENCH_TIMING_H

@@ -61,7 +61,7 @@ fork_wait(void)
 }
 
 static double
-spawn_wait(char *const argv[], char *const envp[])
+spawn_wait(const char *const argv[], const char *const envp[])
 {
     static posix_spawn_file_actions_t quiet;
     static int quiet_ready;
@@ -72,7 +72,7 @@ spawn_wait(char *const argv[], char *const envp[])
     }
     double t0 = now_ms();
     pid_t pid;
-    if (posix_spawn(&pid, argv[0], &quiet, NULL, argv, envp) != 0) {
+    if (posix_spawn(&pid, argv[0], &quiet, NULL, (char *const *)argv, (char *const *)envp) != 0) {
         perror(argv[0]);
         exit(1);
     }
@@ -97,7 +97,7 @@ main(int argc, char **argv)
         return 2;
     }
     int n = argc > 2 ? atoi(argv[2]) : 500;
-    char *program = argc > 3 ? argv[3] : "/bin/true";
+    const char *program = argc > 3 ? argv[3] : "/bin/true";
     if (n < 1)
         n = 1;
     int client = -1;
@@ -110,10 +110,10 @@ main(int argc, char **argv)
         return 1;
     char sock_env[64];
     snprintf(sock_env, sizeof sock_env, "CODEX_ESCALATE_SOCKET=%d", client);
-    char *envp[] = {"PATH=/usr/bin:/bin", sock_env, NULL};
-    char *direct[] = {program, "true", NULL};
-    char *wrapped[] = {argv[1], program, "true", NULL};
-    char *alone[] = {argv[1], "--version", NULL};
+    const char *envp[] = {"PATH=/usr/bin:/bin", sock_env, NULL};
+    const char *direct[] = {program, "true", NULL};
+    const char *wrapped[] = {argv[1], program, "true", NULL};
+    const char *alone[] = {argv[1], "--version", NULL};
 
     double *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b);
     double *f = calloc((size_t)n, sizeof *f), *w = calloc((size_t)n, sizeof *w);

@@ -1,9 +1,13 @@
 #!/bin/sh
 # Build one static program with musl-gcc: the sandbox helper, whose start-up
 # is paid on every sandboxed spawn (glibc's own start-up is most of that
-# under a hypervisor; docs/sandbox.md has the figures).
+# under a hypervisor; docs/sandbox.md has the figures), and the wrapper.
 #
-#   build-musl.sh OUTPUT CACHE_DIR MUSL_GCC [--jansson] -- CFLAGS... -- SOURCES...
+#   build-musl.sh OUTPUT DEPFILE CACHE_DIR MUSL_GCC [--jansson] -- CFLAGS... -- SOURCES...
+#
+# Each source is compiled on its own (objects in OUTPUT.o/), then linked.
+# DEPFILE is written for ninja: OUTPUT depends on the sources and on every
+# header they include (meson's custom_target depfile).
 #
 # --jansson links a jansson built for musl from Debian's jansson source
 # package (fetched with apt-get source into CACHE_DIR, like Bash's, and
@@ -14,19 +18,22 @@ set -eu
 
 me=build-musl
 . "$(dirname "$0")/../scripts/debian-source.sh"
+. "$(dirname "$0")/../scripts/depfile.sh"
 die() {
 	echo "$me: $*" >&2
 	exit 1
 }
-[ $# -ge 5 ] || die "usage: $me OUTPUT CACHE_DIR MUSL_GCC [--jansson] -- CFLAGS... -- SOURCES..."
+[ $# -ge 6 ] || die "usage: $me OUTPUT DEPFILE CACHE_DIR MUSL_GCC [--jansson] -- CFLAGS... -- SOURCES..."
 
 abspath() {
 	printf '%s/%s\n' "$(cd "$(dirname "$1")" && pwd)" "$(basename "$1")"
 }
+target=$1
 output=$(abspath "$1")
-cache=$2
-cc=$3
-shift 3
+depfile=$2
+cache=$3
+cc=$4
+shift 4
 with_jansson=
 if [ "$1" = --jansson ]; then
 	with_jansson=1
@@ -120,7 +127,19 @@ if [ -n "$with_jansson" ]; then
 	libs="$jdir/libjansson.a"
 fi
 
-# shellcheck disable=SC2086 # cflags and libs are lists of words
-"$cc" $cflags -isystem "$kinc" "$@" $libs -static -o "$output.tmp" ||
-	die "musl-gcc could not build $(basename "$output")"
+objs="$output.o"
+rm -rf "$objs"
+mkdir -p "$objs"
+i=0
+for src in "$@"; do
+	i=$((i + 1))
+	obj="$objs/$i-$(basename "$src" .c).o"
+	# shellcheck disable=SC2086 # cflags is a list of words
+	"$cc" $cflags -isystem "$kinc" -MD -MF "$obj.d" -MT "$target" -c "$src" -o "$obj" ||
+		die "musl-gcc could not compile $src for $(basename "$output")"
+done
+# shellcheck disable=SC2086 # libs is a list of words
+"$cc" "$objs"/*.o $libs -static -o "$output.tmp" ||
+	die "musl-gcc could not link $(basename "$output")"
+depfile_merge "$target" "$depfile" "$objs"/*.o.d || die "cannot write $depfile"
 mv "$output.tmp" "$output"

@@ -46,11 +46,20 @@ canonical_from(char *abs, int depth)
         joined = parent;
         parent = NULL;
     } else if (strcmp(last, "..") == 0) {
-        /* the parent exists, so its own ".." is what realpath says */
+        /* Where the parent exists its ".." is what realpath says; where it
+         * does not, its name stands as written (above), so its ".." is the
+         * directory it would be made in. */
         char *up = NULL;
-        if (asprintf(&up, "%s/..", parent) >= 0)
+        int err = ENOMEM;
+        if (asprintf(&up, "%s/..", parent) >= 0) {
             joined = realpath(up, NULL);
+            err = joined ? 0 : errno;
+        }
         free(up);
+        if (!joined && err == ENOENT) {
+            char *cut = strrchr(parent, '/');
+            joined = strndup(parent, cut && cut != parent ? (size_t)(cut - parent) : 1);
+        }
     } else if (asprintf(&joined, "%s%s%s", parent, strcmp(parent, "/") == 0 ? "" : "/", last) < 0) {
         joined = NULL;
     }

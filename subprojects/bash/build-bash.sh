@@ -2,18 +2,20 @@
 # Build Bash from Debian's bash source package with execgate's exec-wrapper
 # patch, and copy the binary to OUTPUT.
 #
-#   build-bash.sh OUTPUT PATCH CACHE_DIR LIBC CLIENT_FILE...
+#   build-bash.sh OUTPUT DEPFILE PATCH CACHE_DIR LIBC CLIENT_SOURCE...
 #
 # LIBC is "musl" (compiled with musl-gcc, linked static) or "glibc" (the
 # system compiler, linked static-pie); docs/building.md says why and what
 # differs.
 #
-# The CLIENT_FILEs are execgate's wrapper client, which the patched Bash
-# links (the patch calls esc_client_decide): its .c files are compiled, and
-# every file, headers included, is part of the cache key.  They are one
-# folder's (wrapper/), which is also the include path.  That folder's
-# esc_env.h, the protocol's variable names, is one of them: the patch reads
-# the names from it, so it is copied into Bash's tree and keys the tree.
+# The CLIENT_SOURCEs are execgate's wrapper client, which the patched Bash
+# links (the patch calls esc_client_decide): .c files of one folder
+# (wrapper/), which is also the include path.  They are compiled, and what
+# the compiler sees of them, headers included, is part of the cache key.
+# DEPFILE is written on every run, for ninja: OUTPUT depends on the sources
+# and every header they include (meson's custom_target depfile).
+# That folder's esc_env.h, the protocol's variable names, is also read by
+# the patch: it is copied into Bash's tree and keys the tree.
 #
 # CACHE_DIR holds the downloaded source package, Bash's compiled tree and
 # finished binaries, keyed by the source version, the patch, this script and
@@ -25,17 +27,20 @@ set -eu
 
 me=build-bash
 . "$(dirname "$0")/../../scripts/debian-source.sh"
-[ $# -ge 5 ] || { echo "usage: $me OUTPUT PATCH CACHE_DIR musl|glibc CLIENT_FILE..." >&2; exit 2; }
+. "$(dirname "$0")/../../scripts/depfile.sh"
+[ $# -ge 6 ] || { echo "usage: $me OUTPUT DEPFILE PATCH CACHE_DIR musl|glibc CLIENT_SOURCE..." >&2; exit 2; }
 
 # Absolute paths: the build below changes directory.
 abspath() {
 	printf '%s/%s\n' "$(cd "$(dirname "$1")" && pwd)" "$(basename "$1")"
 }
+target=$1
 output=$(abspath "$1")
-patch=$(abspath "$2")
-cache=$3
-libc=$4
-shift 4
+depfile=$2
+patch=$(abspath "$3")
+cache=$4
+libc=$5
+shift 5
 client_dir=$(cd "$(dirname "$1")" && pwd)
 esc_env="$client_dir/esc_env.h"
 client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
@@ -66,12 +71,28 @@ glibc)
 	die "LIBC must be musl or glibc, not \"$libc\"" ;;
 esac
 
+# The client's dependencies, for ninja, and what the compiler sees of it
+# (preprocessed, without line markers: the same sources in another
+# checkout give the same key).
+deps="$output.deps"
+rm -rf "$deps"
+mkdir -p "$deps"
+i=0
+for f in "$@"; do
+	i=$((i + 1))
+	# shellcheck disable=SC2086 # client_cc and client_cflags are lists
+	$client_cc $client_cflags -I"$client_dir" -E -P -MD -MF "$deps/$i.d" -MT "$target" \
+		"$f" >"$deps/$i.i" || die "cannot preprocess $f"
+done
+depfile_merge "$target" "$depfile" "$deps"/*.d || die "cannot write $depfile"
+
 # Two levels: Bash's own objects are kept per source, patch, script and
 # libc (tree-KEY), and linked with execgate's client (the wrapper's asking
-# side, the CLIENT_FILEs) into built-KEY2/bash, so a change to the client
+# side, the CLIENT_SOURCEs) into built-KEY2/bash, so a change to the client
 # relinks Bash instead of compiling it again.
 tree_key=$({ cat "$dsc" "$patch" "$0" "$esc_env"; echo "$libc"; } | sha256sum | cut -c1-16)
-key=$({ echo "$tree_key"; cat "$@"; } | sha256sum | cut -c1-16)
+key=$({ echo "$tree_key"; cat "$deps"/*.i; } | sha256sum | cut -c1-16)
+rm -rf "$deps"
 built="$cache/built-$key/bash"
 if [ ! -x "$built" ]; then
 	tree="$cache/tree-$tree_key"

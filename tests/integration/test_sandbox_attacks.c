@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "sandbox_harness.h"
 #include "proc.h"
 #include "tmpdir.h"
 

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "sandbox_harness.h"
 #include "policy.h"
 #include "proc.h"
 #include "tmpdir.h"

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "sandbox_harness.h"
 #include "tmpdir.h"
 #include "writable_view.h"
 

@@ -124,3 +124,34 @@ tmpdir_write_file(const char *path, const char *data, int mode)
     if (fchmod(fd, (mode_t)mode) < 0 || close(fd) < 0)
         abort();
 }
+
+int
+tmpdir_teardown(void **state)
+{
+    tmpdir_remove(*state);
+    free(*state);
+    *state = NULL;
+    return 0;
+}
+
+void
+tmpdir_make_dir(const char *dir, const char *rel)
+{
+    char *path = tmpdir_path(dir, rel);
+    if (mkdir(path, 0755) < 0) {
+        perror(path);
+        abort();
+    }
+    free(path);
+}
+
+void
+tmpdir_make_link(const char *target, const char *dir, const char *rel)
+{
+    char *path = tmpdir_path(dir, rel);
+    if (symlink(target, path) < 0) {
+        perror(path);
+        abort();
+    }
+    free(path);
+}

@@ -27,4 +27,16 @@ char *tmpdir_read_file(const char *path, size_t *len);
 /* Writes data to path (created with mode), replacing it. Aborts on error. */
 void tmpdir_write_file(const char *path, const char *data, int mode);
 
+/* A cmocka group teardown for a scratch tree: removes the directory
+ * *state names (set by the group setup, a path from tmpdir_new) and frees
+ * the path. Returns 0. */
+int tmpdir_teardown(void **state);
+
+/* Makes the directory dir/rel (mode 0755). Aborts on error. */
+void tmpdir_make_dir(const char *dir, const char *rel);
+
+/* Makes dir/rel a symbolic link to target, taken as is (a relative target
+ * stays relative). Aborts on error. */
+void tmpdir_make_link(const char *target, const char *dir, const char *rel);
+
 #endif

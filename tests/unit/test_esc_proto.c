@@ -1,6 +1,8 @@
 /*
- * esc_proto: the escalation codec. Round trips, exact byte layout, and every
- * way a frame can be malformed, truncated, oversized or from another version.
+ * esc_proto: the escalation codec. Round trips, exact byte layout, every
+ * way a frame can be malformed, truncated, oversized or from another
+ * version, and every allocation the codec makes failed in turn: the call
+ * must report -ENOMEM, store nothing and leak nothing (alloc_fail.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_fail.h"
 #include "esc_proto.h"
 
 /* Test messages are built from string literals; the codec never writes
@@ -721,6 +724,92 @@ test_names(void **state)
     esc_buf_free(NULL);
 }
 
+/* ---- allocation failure ---- */
+
+struct decode_round {
+    const struct esc_buf *frame;
+    int want_type;
+};
+
+/* Decodes the frame; with an allocation failing, it must say so. */
+static void
+decode_round(void *arg)
+{
+    const struct decode_round *d = arg;
+    struct esc_msg m;
+    size_t used = 0;
+    const char *why = NULL;
+    int rc = esc_msg_decode(d->frame->data, d->frame->len, &m, &used, &why);
+    if (alloc_fail_injected()) {
+        assert_int_equal(rc, -ENOMEM);
+        assert_string_equal(why, "out of memory");
+        return;
+    }
+    assert_int_equal(rc, 1);
+    assert_int_equal(m.type, d->want_type);
+    assert_int_equal(used, d->frame->len);
+    esc_msg_free(&m);
+}
+
+/* Encodes m into a fresh frame, then sweeps its decoding. */
+static void
+sweep_decode(const struct esc_msg *m)
+{
+    struct esc_buf frame = {0};
+    assert_int_equal(esc_msg_encode(m, &frame, NULL), 0);
+    struct decode_round d = {&frame, m->type};
+    assert_true(alloc_fail_sweep(decode_round, &d) > 0); /* it allocates */
+    esc_buf_free(&frame);
+}
+
+static void
+test_decode_allocation_failures(void **state)
+{
+    char *argv[] = {"git", "commit", "-m", "msg"};
+    char *env[] = {"A=1", "B=2", "C=3"};
+    struct esc_msg req = {.type = ESC_MSG_REQUEST};
+    req.u.request = (struct esc_request){
+        .file = "/usr/bin/git", .argv = argv, .argc = 4, .workdir = "/tmp", .env = env, .envc = 3};
+    sweep_decode(&req);
+
+    struct esc_msg deny = {.type = ESC_MSG_DENY, .u.deny_reason = "User declined execution"};
+    sweep_decode(&deny);
+
+    int targets[] = {0, 1, 2, 63};
+    struct esc_msg fds = {.type = ESC_MSG_FDS, .u.fds = {targets, 4}};
+    sweep_decode(&fds);
+}
+
+/* A failed encode leaves the buffer as it was, contents included. */
+static void
+test_encode_allocation_failure(void **state)
+{
+    struct esc_buf b = {0};
+    struct esc_msg run = {.type = ESC_MSG_RUN};
+    const char *why = NULL;
+    alloc_fail_arm(0);
+    assert_int_equal(esc_msg_encode(&run, &b, &why), -ENOMEM);
+    alloc_fail_disarm();
+    assert_null(b.data);
+    assert_int_equal(b.len, 0);
+
+    assert_int_equal(esc_msg_encode(&run, &b, NULL), 0);
+    size_t len = b.len;
+    char big[4000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char *argv[] = {big};
+    struct esc_msg req = {.type = ESC_MSG_REQUEST};
+    req.u.request = (struct esc_request){.file = "/bin/x", .argv = argv, .argc = 1, .workdir = "/"};
+    alloc_fail_arm(0);
+    assert_int_equal(esc_msg_encode(&req, &b, &why), -ENOMEM);
+    alloc_fail_disarm();
+    assert_int_equal(b.len, len);
+    const unsigned char run_bytes[] = {0, 0, 0, 0, 2, 0, 3, 0};
+    assert_memory_equal(b.data, run_bytes, sizeof run_bytes);
+    esc_buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -745,6 +834,8 @@ main(void)
         cmocka_unit_test(test_encode_refuses),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_decode_allocation_failures),
+        cmocka_unit_test(test_encode_allocation_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,7 @@
 /* exec_path: an exec's path walked one component at a time, every link
- * met written down, on a scratch tree built under a fresh directory. */
+ * met written down; a command name searched through $PATH; a script's #!
+ * interpreters followed; all on a scratch tree built under a fresh
+ * directory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,9 +27,7 @@ static char *root;
 static char *
 at(const char *rel)
 {
-    char *p = NULL;
-    assert_true(asprintf(&p, "%s/%s", root, rel) >= 0);
-    return p;
+    return tmpdir_path(root, rel);
 }
 
 static void
@@ -41,18 +41,14 @@ make_file(const char *rel)
 static void
 make_dir(const char *rel)
 {
-    char *p = at(rel);
-    assert_int_equal(mkdir(p, 0755), 0);
-    free(p);
+    tmpdir_make_dir(root, rel);
 }
 
 /* A link at rel to target (taken as is: relative targets stay relative). */
 static void
 make_link(const char *target, const char *rel)
 {
-    char *p = at(rel);
-    assert_int_equal(symlink(target, p), 0);
-    free(p);
+    tmpdir_make_link(target, root, rel);
 }
 
 /* A link at rel to root/target_rel (an absolute target). */
@@ -102,17 +98,7 @@ setup(void **state)
             snprintf(target, sizeof(target), "n%d", i - 1);
         make_link(target, name);
     }
-    (void)state;
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    tmpdir_remove(root);
-    free(root);
-    root = NULL;
-    (void)state;
+    *state = root; /* removed by tmpdir_teardown */
     return 0;
 }
 
@@ -491,6 +477,227 @@ test_release_zeroed(void **state)
     (void)state;
 }
 
+/* ---- exec_path_search: a command name through $PATH ---- */
+
+/* A file at rel with mode, whatever it holds. */
+static void
+make_file_mode(const char *rel, int mode)
+{
+    char *p = at(rel);
+    tmpdir_write_file(p, "#!/bin/sh\n", mode);
+    free(p);
+}
+
+static void
+set_path(const char *value)
+{
+    assert_int_equal(setenv("PATH", value, 1), 0);
+}
+
+static void
+assert_search(const char *name, const char *want)
+{
+    char *got = exec_path_search(name);
+    if (want == NULL) {
+        if (got != NULL)
+            fail_msg("search(%s): %s, expected none", name, got);
+        return;
+    }
+    if (got == NULL || strcmp(got, want) != 0)
+        fail_msg("search(%s): %s, expected %s", name, got ? got : "NULL", want);
+    free(got);
+}
+
+static void
+test_search(void **state)
+{
+    make_dir("p1");
+    make_dir("p2");
+    make_dir("p3");
+    make_file_mode("p1/tool", 0644); /* not executable: passed over */
+    make_file_mode("p2/tool", 0755);
+    make_file_mode("p3/tool", 0755);
+    make_dir("p1/dirtool"); /* a directory of that name: passed over */
+    make_file_mode("p3/dirtool", 0755);
+    char *p1 = at("p1"), *p2 = at("p2"), *p3 = at("p3");
+    char *path = NULL;
+    assert_true(asprintf(&path, "%s:%s:%s", p1, p2, p3) >= 0);
+    char *saved = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+
+    set_path(path);
+    char *want = at("p2/tool");
+    assert_search("tool", want); /* the first executable one, in order */
+    free(want);
+    want = at("p3/dirtool");
+    assert_search("dirtool", want);
+    free(want);
+    assert_search("no-such-tool", NULL);
+
+    /* A directory written with a trailing slash. */
+    free(path);
+    assert_true(asprintf(&path, "%s/", p3) >= 0);
+    set_path(path);
+    want = at("p3//tool");
+    assert_search("tool", want);
+    free(want);
+
+    /* An empty entry (leading, inside, trailing) is the current
+     * directory, and names the file relative to it, as a shell does. */
+    char *old = getcwd(NULL, 0);
+    assert_non_null(old);
+    assert_int_equal(chdir(p3), 0);
+    const char *const empties[] = {"", ":", "/nonexistent:", ":/nonexistent",
+                                   "/nonexistent::/nonexistent"};
+    for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
+        set_path(empties[i]);
+        assert_search("tool", "tool");
+    }
+    set_path("/nonexistent");
+    assert_search("tool", NULL);
+    assert_int_equal(chdir(old), 0);
+    free(old);
+
+    /* PATH unset: /usr/local/bin:/usr/bin:/bin. */
+    assert_int_equal(unsetenv("PATH"), 0);
+    assert_search("tool", NULL);
+    char *sh = exec_path_search("sh");
+    assert_non_null(sh);
+    assert_true(strcmp(sh, "/usr/local/bin/sh") == 0 || strcmp(sh, "/usr/bin/sh") == 0 ||
+                strcmp(sh, "/bin/sh") == 0);
+    free(sh);
+
+    if (saved)
+        set_path(saved);
+    free(saved);
+    free(path);
+    free(p3);
+    free(p2);
+    free(p1);
+    (void)state;
+}
+
+/* ---- exec_path_interpreters: the names a script also goes by ---- */
+
+static void
+write_at(const char *rel, const char *text, int mode)
+{
+    char *p = at(rel);
+    tmpdir_write_file(p, text, mode);
+    free(p);
+}
+
+/* Walks rel from root and reads its interpreters into *in. */
+static void
+interpreters(const char *rel, struct exec_path *w, struct exec_interpreters *in)
+{
+    char *p = at(rel);
+    walk(p, root, w);
+    free(p);
+    assert_int_equal(exec_path_interpreters(w, root, in), 0);
+}
+
+static void
+test_interpreters(void **state)
+{
+    char *sh = realpath("/bin/sh", NULL);
+    assert_non_null(sh);
+    make_dir("i");
+    write_at("i/plain", "echo not a script\n", 0755);
+    write_at("i/bare", "#!\n", 0755);
+    write_at("i/sh", "#!/bin/sh\n", 0755);
+    write_at("i/args", "#!  \t/bin/sh -e -u\n", 0755);
+    char *text = NULL;
+    assert_true(asprintf(&text, "#!%s/i/sh\n", root) >= 0);
+    write_at("i/chain", text, 0755); /* chain -> i/sh -> /bin/sh */
+    free(text);
+    write_at("i/rel", "#!x/bin/prog\n", 0755); /* from cwd: through the x/bin link */
+    write_at("i/missing", "#!/nonexistent/interp\n", 0755);
+    assert_true(asprintf(&text, "#!%s/i/loop2\n", root) >= 0);
+    write_at("i/loop1", text, 0755);
+    free(text);
+    assert_true(asprintf(&text, "#!%s/i/loop1\n", root) >= 0);
+    write_at("i/loop2", text, 0755);
+    free(text);
+
+    struct exec_path w;
+    struct exec_interpreters in;
+
+    interpreters("i/plain", &w, &in);
+    assert_false(in.script);
+    assert_int_equal(in.n, 0);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    interpreters("i/bare", &w, &in); /* a script naming no interpreter */
+    assert_true(in.script);
+    assert_int_equal(in.n, 0);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    interpreters("i/sh", &w, &in);
+    assert_true(in.script);
+    assert_int_equal(in.n, 1);
+    assert_string_equal(in.names[0], sh);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    interpreters("i/args", &w, &in); /* blanks before, arguments after */
+    assert_int_equal(in.n, 1);
+    assert_string_equal(in.names[0], sh);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    interpreters("i/chain", &w, &in);
+    assert_int_equal(in.n, 2);
+    char *want = at("i/sh");
+    assert_string_equal(in.names[0], want);
+    free(want);
+    assert_string_equal(in.names[1], sh);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    interpreters("i/rel", &w, &in); /* x/real/prog is a /bin/sh script */
+    assert_int_equal(in.n, 2);
+    want = at("x/real/prog");
+    assert_string_equal(in.names[0], want); /* canonical: the link resolved */
+    free(want);
+    assert_int_equal(in.walks[0].n_links, 1);
+    assert_string_equal(in.names[1], sh);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    interpreters("i/missing", &w, &in); /* named as written, absolute */
+    assert_int_equal(in.n, 1);
+    assert_string_equal(in.names[0], "/nonexistent/interp");
+    assert_null(in.walks[0].canonical);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    interpreters("i/loop1", &w, &in); /* followed as deep as the kernel */
+    assert_int_equal(in.n, EXEC_PATH_MAX_INTERPRETERS);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    /* A FIFO is never opened: reading its #! line would block. */
+    char *fifo = at("i/fifo");
+    assert_int_equal(mkfifo(fifo, 0755), 0);
+    free(fifo);
+    interpreters("i/fifo", &w, &in);
+    assert_false(in.script);
+    assert_int_equal(in.n, 0);
+    exec_interpreters_release(&in);
+    exec_path_release(&w);
+
+    /* A walk that did not resolve has no interpreters. */
+    interpreters("dang", &w, &in);
+    assert_int_equal(in.n, 0);
+    exec_interpreters_release(&in);
+    exec_interpreters_release(&in); /* released twice: zeroed */
+    exec_path_release(&w);
+    free(sh);
+    (void)state;
+}
+
 int
 main(void)
 {
@@ -508,6 +715,8 @@ main(void)
         cmocka_unit_test(test_empty_path),
         cmocka_unit_test(test_stat),
         cmocka_unit_test(test_release_zeroed),
+        cmocka_unit_test(test_search),
+        cmocka_unit_test(test_interpreters),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

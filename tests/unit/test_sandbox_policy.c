@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_fail.h"
 #include "policy.h"
 
 /* Parses text as JSON and then as a policy with cwd; returns the policy or
@@ -526,98 +527,24 @@ test_writable_missing_root(void **state)
 }
 
 /* --- allocation-failure sweep ---------------------------------------------
- * The test links with -Wl,--wrap for the allocators policy.c calls; jansson
- * allocates through json_set_alloc_funcs.  When armed, the N-th allocation
- * fails; the sweep raises N until a whole round succeeds, and every round
- * must fail cleanly (NULL, no crash; LeakSanitizer checks for leaks). */
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-int __real_vasprintf(char **out, const char *fmt, va_list ap);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-int __wrap_vasprintf(char **out, const char *fmt, va_list ap);
-int __wrap_asprintf(char **out, const char *fmt, ...);
+ * alloc_fail.h fails the N-th allocation of policy.c (and of jansson, given
+ * the wrapped allocator below) for every N; every round must fail cleanly
+ * (NULL, no crash) and free what it allocated. */
 
-static bool armed;
-static long countdown; /* allocations left before the failing one */
-static bool injected;
-
-static bool
-should_fail(void)
+/* One round of everything the server does with a policy; with no
+ * allocation failing, all of it succeeds (or the parser says why not). */
+static void
+policy_round(void *arg)
 {
-    if (!armed)
-        return false;
-    if (countdown-- == 0) {
-        injected = true;
-        return true;
-    }
-    return false;
-}
-
-void *
-__wrap_malloc(size_t n)
-{
-    return should_fail() ? NULL : __real_malloc(n);
-}
-
-void *
-__wrap_calloc(size_t n, size_t size)
-{
-    return should_fail() ? NULL : __real_calloc(n, size);
-}
-
-void *
-__wrap_realloc(void *p, size_t n)
-{
-    return should_fail() ? NULL : __real_realloc(p, n);
-}
-
-char *
-__wrap_strdup(const char *s)
-{
-    return should_fail() ? NULL : __real_strdup(s);
-}
-
-int
-__wrap_vasprintf(char **out, const char *fmt, va_list ap)
-{
-    if (should_fail())
-        return -1;
-    return __real_vasprintf(out, fmt, ap);
-}
-
-int
-__wrap_asprintf(char **out, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = __wrap_vasprintf(out, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static void *
-json_alloc(size_t n)
-{
-    return __wrap_malloc(n);
-}
-
-/* One round of everything the server does with a policy; returns whether
- * it all succeeded. */
-static bool
-policy_round(const char *text)
-{
+    const char *text = arg;
     char *err = NULL;
     struct sandbox_policy *p = sandbox_policy_parse(text, &err);
     if (p == NULL) {
+        /* Out of memory, or a policy the parser refuses with a reason. */
+        assert_true(alloc_fail_injected() || err != NULL);
         free(err);
-        return false;
+        return;
     }
-    bool ok = true;
     char *canon = sandbox_policy_to_json(p);
     char *desc = sandbox_policy_describe(p);
     const char *prog[] = {"/bin/sh", "-c", "true", NULL};
@@ -626,14 +553,19 @@ policy_round(const char *text)
     char **pargv = sandbox_helper_argv_protect(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED,
                                                protect, 2, prog);
     struct sandbox_writable *w = sandbox_writable_new(p, "/t");
-    ok = canon != NULL && desc != NULL && argv != NULL && pargv != NULL && w != NULL;
+    if (!alloc_fail_injected()) {
+        assert_non_null(canon);
+        assert_non_null(desc);
+        assert_non_null(argv);
+        assert_non_null(pargv);
+        assert_non_null(w);
+    }
     sandbox_writable_free(w);
     sandbox_argv_free(pargv);
     sandbox_argv_free(argv);
     free(desc);
     free(canon);
     sandbox_policy_free(p);
-    return ok;
 }
 
 static void
@@ -646,22 +578,13 @@ test_allocation_failures(void **state)
         "{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}",
         "{\"type\":\"read-only\",\"sandboxCwd\":\"/w\"}",
     };
-    json_set_alloc_funcs(json_alloc, free);
-    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
-        long n = 0;
-        for (;; n++) {
-            armed = true;
-            injected = false;
-            countdown = n;
-            bool ok = policy_round(texts[t]);
-            armed = false;
-            if (!injected)
-                break; /* a full round without a failure: swept them all */
-            (void)ok;
-        }
-        assert_true(n > 3); /* the sweep really went through allocations */
-    }
+    /* The linker wraps these references too: jansson allocates through
+     * alloc_fail from here on. */
     json_set_alloc_funcs(malloc, free);
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        /* The sweep really went through allocations. */
+        assert_true(alloc_fail_sweep(policy_round, (void *)texts[t]) > 3);
+    }
 }
 
 int

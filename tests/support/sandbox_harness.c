@@ -1,5 +1,5 @@
 /*
- * harness: runs execgate-sandbox and captures what it reports.
+ * sandbox_harness: runs execgate-sandbox and captures what it reports.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "sandbox_harness.h"
 
 #include <fcntl.h>
 #include <stdio.h>

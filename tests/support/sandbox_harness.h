@@ -1,6 +1,6 @@
 /*
- * harness: runs execgate-sandbox for the sandbox integration tests and
- * collects its exit code, output and report line.
+ * sandbox_harness: runs execgate-sandbox for the sandbox integration
+ * tests and collects its exit code, output and report line.
  */
 #ifndef EXECGATE_TESTS_SANDBOX_HARNESS_H
 #define EXECGATE_TESTS_SANDBOX_HARNESS_H
