@@ -2,6 +2,7 @@
 
 #include "exec_filter.h"
 #include "exec_notify.h"
+#include "fd_pass.h"
 #include "log.h"
 #include "../rules/exec_path.h"
 
@@ -484,20 +485,78 @@ continue_first_exec(int listener, pid_t pid)
     return rc;
 }
 
-/* The child's errno, 0 at EOF (its exec is done), or -errno of the recv. */
+/* The child's errno, 0 at EOF (its exec is done), or -errno of the
+ * receive. */
 static int
 child_errno(int sock)
 {
     int err = 0;
-    ssize_t n;
-    do
-        n = recv(sock, &err, sizeof err, 0);
-    while (n < 0 && errno == EINTR);
+    size_t nfds = 0;
+    ssize_t n = fd_pass_recv(sock, &err, sizeof err, NULL, 0, &nfds, NULL);
     if (n < 0)
-        return -errno;
+        return (int)n;
     if (n == 0)
         return 0;
     return n == sizeof err && err > 0 ? err : EPROTO;
+}
+
+/* The child's errno from the len bytes of msg (an int alone: it failed
+ * before its hand-over), or -EPROTO (EOF first, or an errno that is none). */
+static int
+failure_in(const char *msg, size_t len)
+{
+    int err = 0;
+    if (len != sizeof err)
+        return -EPROTO;
+    memcpy(&err, msg, sizeof err);
+    return err > 0 ? -err : -EPROTO;
+}
+
+/* The hand-over in the len bytes of msg, with fd (taken, or -1): 0 with
+ * *listener when it hands over a listener for file, else -errno. */
+static int
+handover_for(const char *msg, size_t len, int flags, int fd, const char *file, int *listener)
+{
+    if (flags & MSG_TRUNC) {
+        if (fd >= 0)
+            close(fd);
+        return -EPROTO;
+    }
+    char *path = NULL;
+    int rc = exec_notify_parse_listener(msg, len, fd, listener, &path);
+    if (rc == 0 && strcmp(path, file) != 0) {
+        close(*listener);
+        *listener = -1;
+        rc = -EPROTO;
+    }
+    free(path);
+    return rc;
+}
+
+/* What the child sent first when it was to load the filter: its errno,
+ * or the hand-over of its listener for file.  Returns 0 with *listener,
+ * or -errno (every fd that came closed). */
+static int
+receive_listener(int sock, const char *file, int *listener)
+{
+    *listener = -1;
+    char *buf = malloc(EXEC_NOTIFY_HANDOVER_MAX + 1);
+    if (buf == NULL)
+        return -ENOMEM;
+    int fd = -1;
+    size_t nfds = 0;
+    int flags = 0;
+    /* one byte over the longest hand-over, so a longer one is MSG_TRUNC */
+    ssize_t n = fd_pass_recv(sock, buf, EXEC_NOTIFY_HANDOVER_MAX + 1, &fd, 1, &nfds, &flags);
+    int rc;
+    if (n < 0)
+        rc = n == -EBADMSG || n == -EMSGSIZE ? -EPROTO : (int)n;
+    else if (nfds == 0 && (size_t)n <= sizeof(int))
+        rc = failure_in(buf, (size_t)n);
+    else
+        rc = handover_for(buf, (size_t)n, flags, nfds > 0 ? fd : -1, file, listener);
+    free(buf);
+    return rc;
 }
 
 /* The listener and the first exec, once the child runs.  Returns 0 with
@@ -510,23 +569,8 @@ follow_filtered(int sock, pid_t pid, const char *file, bool filter, int *listene
         int err = child_errno(sock);
         return err > 0 ? -err : err;
     }
-    char peek[8];
-    ssize_t n;
-    do
-        n = recv(sock, peek, sizeof peek, MSG_PEEK);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    if (n <= (ssize_t)sizeof(int)) {
-        int err = child_errno(sock);
-        return err > 0 ? -err : -EPROTO;
-    }
     int listener = -1;
-    char *path = NULL;
-    int rc = exec_notify_receive_listener(sock, &listener, &path);
-    if (rc == 0 && strcmp(path, file) != 0)
-        rc = -EPROTO;
-    free(path);
+    int rc = receive_listener(sock, file, &listener);
     if (rc == 0)
         rc = continue_first_exec(listener, pid);
     if (rc == 0) {
