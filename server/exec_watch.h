@@ -24,10 +24,6 @@ struct decide_call;
 struct exec_watch;
 struct shell_call;
 
-/* The number at which the sandboxed shell's helper finds its hand-over
- * socket (next to SHELL_CALL_REPORT_FD and SHELL_CALL_ESCALATE_FD). */
-#define EXEC_WATCH_SHELL_FD 5
-
 /*
  * Whether this kernel can intercept execs by seccomp user notification,
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE included: a forked child installs a

@@ -1,6 +1,7 @@
 #include "mcp.h"
 
 #include "call_cgroup.h"
+#include "call_fds.h"
 #include "escalation.h"
 #include "spawn_child.h"
 #include "client_log.h"
@@ -507,7 +508,7 @@ call_argv(struct mcp_server *s, const char *command, const char *workdir, bool l
         return NULL;
     const char *const program[] = {s->o->bash_path, login ? "-lc" : "-c", command, NULL};
     char **argv =
-        sandbox_helper_argv_protect(p, s->o->sandbox_helper, workdir, SHELL_CALL_REPORT_FD, 0,
+        sandbox_helper_argv_protect(p, s->o->sandbox_helper, workdir, CALL_FD_REPORT, 0,
                                     (const char *const *)s->protect, s->n_protect, program);
     sandbox_policy_free(p);
     if (!argv)
@@ -569,11 +570,11 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
             : NULL;
     free(label);
     /* tree enforcement: the helper hands over the listener on
-     * EXEC_WATCH_SHELL_FD, and escalated programs' listeners go to the
+     * CALL_FD_EXEC_NOTIFY, and escalated programs' listeners go to the
      * same watch */
     struct exec_watch *watch = NULL;
     if (dc && s->tree) {
-        argv = exec_watch_helper_argv(argv, EXEC_WATCH_SHELL_FD, NULL);
+        argv = exec_watch_helper_argv(argv, CALL_FD_EXEC_NOTIFY, NULL);
         watch = argv ? exec_watch_new(s->loop, dc, s->o->execve_wrapper, s->o->bash_path) : NULL;
         if (watch)
             exec_watch_set_strict(watch, s->o->exec_strict);
@@ -697,7 +698,7 @@ start_waiting(struct mcp_server *s)
         if (c->watch && notify_fd < 0)
             log_error("cannot make the exec watch's socket: %s: the call will fail",
                       strerror(-notify_fd));
-        shell_call_set_exec_notify_fd(c->sc, EXEC_WATCH_SHELL_FD, notify_fd);
+        shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
         start_cgroup(s, c, ec);
         shell_call_start(c->sc);
         escalation_call_spawned(ec);
