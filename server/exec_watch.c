@@ -656,38 +656,6 @@ exec_watch_adopt(struct exec_watch *w, int listener)
     return rc;
 }
 
-char **
-exec_watch_helper_argv(char **argv, int fd, const char *argv0)
-{
-    size_t n = 0;
-    while (argv[n])
-        n++;
-    char **out = calloc(n + 5, sizeof(char *));
-    char num[16];
-    snprintf(num, sizeof(num), "%d", fd);
-    bool ok = out != NULL;
-    size_t k = 0;
-    if (ok) {
-        out[k++] = argv[0];
-        ok = (out[k++] = strdup("--exec-notify-fd")) && (out[k++] = strdup(num));
-    }
-    if (ok && argv0)
-        ok = (out[k++] = strdup("--argv0")) && (out[k++] = strdup(argv0));
-    if (!ok) {
-        for (size_t i = 1; out && i < k; i++)
-            free(out[i]);
-        free(out);
-        for (size_t i = 0; i < n; i++)
-            free(argv[i]);
-        free(argv);
-        return NULL;
-    }
-    for (size_t i = 1; i < n; i++)
-        out[k++] = argv[i];
-    free(argv);
-    return out;
-}
-
 /* ---- life ---- */
 
 /* The server's wrapper and Bash are fixed by its options, but a call used

@@ -71,15 +71,6 @@ void exec_watch_spawned(struct exec_watch *w, int child_fd);
 int exec_watch_adopt(struct exec_watch *w, int listener);
 
 /*
- * argv (a helper command line: argv[0] the helper, options, "--", the
- * program) with "--exec-notify-fd FD" and, when argv0 is not NULL,
- * "--argv0 ARGV0" inserted after argv[0].  Takes argv (freed, also on
- * failure); returns a new malloc'd array of malloc'd strings, or NULL when
- * out of memory.
- */
-char **exec_watch_helper_argv(char **argv, int fd, const char *argv0);
-
-/*
  * Ends the watch with its call: withdraws open questions, closes every
  * listener (execs still waiting fail) and socket; frees once its handles
  * have closed.  NULL is a no-op.
