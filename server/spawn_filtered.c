@@ -1,15 +1,21 @@
 /*
  * spawn_filtered: the server's own clone(CLONE_VM) start.
  *
- * An exception to the house rule (rule 8 of execgate's C conventions)
- * that the daemon never hand-rolls a fork and runs none of its code
- * between fork and exec, all such work being left to a helper binary
- * that a plain spawn execs.  It is needed because posix_spawn cannot install a seccomp
- * filter between its file actions and the exec, nor exec a file by its fd
- * (execveat), nor set PR_SET_PDEATHSIG and check the parent after it, nor
- * write to cgroup.procs first; and the helper that could (execgate-sandbox
- * --exec-notify-fd) costs a second exec on every escalated program.  What
- * keeps it within the rule's intent:
+ * Every call's sandbox helper and every escalated program start here
+ * (spawn_start sends them: they die with the server and join the call's
+ * cgroup; escalated programs also run by their checked fd and, in tree
+ * mode, under the exec filter).  This is an exception to the house rule
+ * (rule 8 of execgate's C conventions) that the daemon never hand-rolls a
+ * fork and runs none of its code between fork and exec, all such work
+ * being left to a helper binary that a plain spawn execs.  It is needed
+ * because posix_spawn has no step for any of these: it cannot write to
+ * cgroup.procs before the exec, set PR_SET_PDEATHSIG and check the parent
+ * after it, exec a file by its fd (execveat), or install a seccomp filter
+ * between its file actions and the exec.  An escalated program is any
+ * program, which cannot be asked to do them itself, and passing it
+ * through a helper that does (execgate-sandbox --exec-notify-fd) costs a
+ * second exec each time; the call's helper gets the same steps from the
+ * same place.  What keeps it within the rule's intent:
  *
  * - The child is started with clone(CLONE_VM) on a stack of its own: it
  *   shares the server's memory (nothing is copied, as with posix_spawn)

@@ -3,11 +3,12 @@
  *
  * Used by spawn_start (spawn_child.h) when the options ask for the exec
  * filter (exec_listener), a checked file run by its fd (exec_fd), death
- * with the server (die_with_server) or cgroups to join (join_fds).  The
- * child is a clone(CLONE_VM) of the server that runs the server's own
- * code between the clone and the exec: the one exception to the house
- * rule that the server's children run no code of the server's before
- * their exec (spawn_filtered.c says why, and what keeps it safe).
+ * with the server (die_with_server) or cgroups to join (join_fds): every
+ * call's sandbox helper and every escalated program.  The child is a
+ * clone(CLONE_VM) of the server that runs the server's own code between
+ * the clone and the exec: the one exception to the house rule that the
+ * server's children run no code of the server's before their exec
+ * (spawn_filtered.c says why, and what keeps it safe).
  */
 #ifndef EXECGATE_SERVER_SPAWN_FILTERED_H
 #define EXECGATE_SERVER_SPAWN_FILTERED_H
