@@ -11,6 +11,8 @@
  */
 #include "exec_filter.h"
 
+#include "fd_pass.h"
+
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -18,7 +20,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -53,6 +54,9 @@ static const struct sock_filter program[] = {
     RET(SECCOMP_RET_ALLOW),
 };
 
+/* One datagram: magic, kind, path, and the listener when fd >= 0.  No
+ * allocation (fd_pass_send neither): the server's clone(CLONE_VM) child
+ * sends with this. */
 static int
 send_message(int sock, char kind, const char *exec_path, int fd)
 {
@@ -60,28 +64,10 @@ send_message(int sock, char kind, const char *exec_path, int fd)
     char head[5];
     memcpy(head, SANDBOX_EXEC_NOTIFY_MAGIC, 4);
     head[4] = kind;
-    struct iovec iov[2] = {{head, sizeof head}, {(void *)exec_path, plen}};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
-    if (fd >= 0) {
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = sizeof ctl.buf;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    ssize_t n;
-    do
-        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
+    const struct iovec iov[2] = {{head, sizeof head}, {(void *)exec_path, plen}};
+    ssize_t n = fd_pass_send(sock, iov, 2, &fd, fd >= 0 ? 1 : 0);
     if (n < 0)
-        return -errno;
+        return (int)n;
     return (size_t)n == sizeof head + plen ? 0 : -EMSGSIZE;
 }
 

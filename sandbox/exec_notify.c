@@ -9,6 +9,7 @@
  */
 #include "exec_notify.h"
 #include "exec_filter.h"
+#include "fd_pass.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,20 +54,34 @@ struct exec_notify {
 
 /* ---- receiving the listener ---- */
 
-/* Closes every fd an SCM_RIGHTS message brought in. */
-static void
-close_passed_fds(struct msghdr *msg)
+/* Whether msg is a hand-over: the magic, a kind that says whether an fd
+ * came along, and a path without NUL. */
+static bool
+handover_ok(const char *msg, size_t len, int fd)
 {
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < k; i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+    if (len < 5 || len > EXEC_NOTIFY_HANDOVER_MAX || memcmp(msg, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0)
+        return false;
+    bool kind_ok = (msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER && fd >= 0) ||
+                   (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0);
+    return kind_ok && memchr(msg + 5, '\0', len - 5) == NULL;
+}
+
+int
+exec_notify_parse_listener(const void *msg, size_t len, int fd, int *listener, char **exec_path)
+{
+    *listener = -1;
+    *exec_path = NULL;
+    const char *m = msg;
+    bool ok = handover_ok(m, len, fd);
+    char *path = ok ? strndup(m + 5, len - 5) : NULL;
+    if (path == NULL) {
+        if (fd >= 0)
             close(fd);
-        }
+        return ok ? -ENOMEM : -EPROTO;
     }
+    *exec_path = path;
+    *listener = fd;
+    return m[4] == SANDBOX_EXEC_NOTIFY_LISTENER ? 0 : -EOPNOTSUPP;
 }
 
 int
@@ -74,83 +89,33 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
 {
     *listener = -1;
     *exec_path = NULL;
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    /* The helper's path is at most PATH_MAX-ish but comes from its caller:
-     * size the buffer from the datagram itself. */
-    char probe;
-    struct iovec piov = {&probe, 1};
-    struct msghdr peek = {.msg_iov = &piov, .msg_iovlen = 1};
-    ssize_t size;
-    do
-        size = recvmsg(sock, &peek, MSG_PEEK | MSG_TRUNC);
-    while (size < 0 && errno == EINTR);
-    if (size < 0)
-        return -errno;
-    if (size == 0)
-        return -EPIPE;
-    if (size < 5 || size > 5 + EXEC_NOTIFY_MAX_PATH) {
-        /* Take the bad datagram off the queue, and any fd with it. */
-        struct msghdr drop = {.msg_iov = &piov,
-                              .msg_iovlen = 1,
-                              .msg_control = ctl.buf,
-                              .msg_controllen = sizeof ctl.buf};
-        if (recvmsg(sock, &drop, MSG_CMSG_CLOEXEC) >= 0)
-            close_passed_fds(&drop);
-        return -EPROTO;
-    }
-    char *buf = malloc((size_t)size + 1);
+    /* The path comes from the helper's caller: one byte more than the
+     * longest message, so a longer one shows as MSG_TRUNC. */
+    char *buf = malloc(EXEC_NOTIFY_HANDOVER_MAX + 1);
     if (buf == NULL)
         return -ENOMEM;
-    struct iovec iov = {buf, (size_t)size};
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
-    ssize_t n;
-    do
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
     int fd = -1;
-    bool extra = false;
-    for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-            c->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
-            memcpy(&fd, CMSG_DATA(c), sizeof fd);
-        else
-            extra = true;
-    }
-    if (extra) { /* more than one fd: close them all, refuse */
-        close_passed_fds(&msg);
-        fd = -1;
-        n = -1;
-        errno = EPROTO;
-    }
-    int rc = n < 0 ? -errno : 0;
-    if (rc == 0 && (n != size || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-                    memcmp(buf, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0))
-        rc = -EPROTO;
-    char kind = rc == 0 ? buf[4] : 0;
-    if (rc == 0 && !((kind == SANDBOX_EXEC_NOTIFY_LISTENER && fd >= 0) ||
-                     (kind == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0)))
-        rc = -EPROTO;
-    if (rc != 0) {
-        if (fd >= 0)
-            close(fd);
+    size_t nfds = 0;
+    int flags = 0;
+    /* one fd at most: more, or control data of another kind, and every
+     * fd that came is closed and the message refused */
+    ssize_t n = fd_pass_recv(sock, buf, EXEC_NOTIFY_HANDOVER_MAX + 1, &fd, 1, &nfds, &flags);
+    if (n < 0) {
         free(buf);
-        return rc;
+        return n == -EBADMSG || n == -EMSGSIZE ? -EPROTO : (int)n;
     }
-    buf[size] = '\0';
-    memmove(buf, buf + 5, (size_t)size - 4);
-    if (strlen(buf) != (size_t)size - 5) { /* a NUL inside the path */
-        if (fd >= 0)
-            close(fd);
-        free(buf);
-        return -EPROTO;
+    int rc;
+    int taken = nfds > 0 ? fd : -1;
+    if (n == 0 || (flags & MSG_TRUNC)) {
+        if (taken >= 0)
+            close(taken);
+        /* nothing sent: the helper closed the socket (it failed) */
+        rc = n == 0 ? -EPIPE : -EPROTO;
+    } else {
+        rc = exec_notify_parse_listener(buf, (size_t)n, taken, listener, exec_path);
     }
-    *exec_path = buf;
-    *listener = fd;
-    return kind == SANDBOX_EXEC_NOTIFY_LISTENER ? 0 : -EOPNOTSUPP;
+    free(buf);
+    return rc;
 }
 
 /* ---- lifetime ---- */

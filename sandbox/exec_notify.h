@@ -59,15 +59,31 @@ typedef void (*exec_notify_decide_fn)(void *arg, const struct exec_notify_reques
 /* Told of each ASK as it is kept pending (the request is borrowed). */
 typedef void (*exec_notify_ask_fn)(void *arg, const struct exec_notify_request *req);
 
+/* The longest hand-over message (exec_filter.h): magic, kind and a path
+ * of EXEC_NOTIFY_MAX_PATH bytes. */
+#define EXEC_NOTIFY_HANDOVER_MAX (5 + EXEC_NOTIFY_MAX_PATH)
+
 /*
- * Receives the helper's message from sock (blocking).  On success returns 0
+ * Receives the helper's message from sock (one fd_pass_recv: on a
+ * non-blocking socket -EAGAIN when none is waiting).  On success returns 0
  * with *listener (close-on-exec, taken) and *exec_path (malloc'd, the path
  * of the helper's own execve).  Returns -EOPNOTSUPP with *exec_path set and
  * *listener -1 when the helper runs degraded without interception;
  * -EPIPE when the helper closed the socket without sending (it failed);
- * -EPROTO for a malformed message; other -errno.
+ * -EPROTO for a malformed message (every fd that came with it closed);
+ * other -errno.
  */
 int exec_notify_receive_listener(int sock, int *listener, char **exec_path);
+
+/*
+ * The same for a message already received: the len bytes of msg and fd,
+ * the one fd that came with it (taken, closed on error) or -1.  Same
+ * results; -ENOMEM when out of memory.  For a receiver that also expects
+ * messages of its own on the socket (spawn_filtered's child reports its
+ * errno there).
+ */
+int exec_notify_parse_listener(const void *msg, size_t len, int fd, int *listener,
+                               char **exec_path);
 
 struct exec_notify;
 

@@ -9,6 +9,7 @@
  * PROGRAM not found is 127, found but not runnable 126, otherwise PROGRAM's
  * own status (128+signal when it was killed and the helper had to wait).
  */
+#include "cmdline.h"
 #include "execgate-config.h"
 #include "helper.h"
 #include "policy.h"
@@ -66,29 +67,29 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             break;
         }
         bool has_value = i + 1 < argc;
-        if (strcmp(a, "--policy") == 0 && has_value) {
+        if (strcmp(a, SANDBOX_OPT_POLICY) == 0 && has_value) {
             o->policy_text = argv[++i];
-        } else if (strcmp(a, "--cwd") == 0 && has_value) {
+        } else if (strcmp(a, SANDBOX_OPT_CWD) == 0 && has_value) {
             o->cwd = argv[++i];
-        } else if (strcmp(a, "--report-fd") == 0 && has_value) {
+        } else if (strcmp(a, SANDBOX_OPT_REPORT_FD) == 0 && has_value) {
             o->report_fd = parse_fd(argv[++i]);
             if (o->report_fd < 0)
                 sandbox_helper_die(0, "--report-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
-        } else if (strcmp(a, "--exec-notify-fd") == 0 && has_value) {
+        } else if (strcmp(a, SANDBOX_OPT_EXEC_NOTIFY_FD) == 0 && has_value) {
             o->exec_notify_fd = parse_fd(argv[++i]);
             if (o->exec_notify_fd < 0)
                 sandbox_helper_die(0, "--exec-notify-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
-        } else if (strcmp(a, "--argv0") == 0 && has_value) {
+        } else if (strcmp(a, SANDBOX_OPT_ARGV0) == 0 && has_value) {
             o->argv0 = argv[++i];
-        } else if (strcmp(a, "--protect") == 0 && has_value) {
+        } else if (strcmp(a, SANDBOX_OPT_PROTECT) == 0 && has_value) {
             const char *path = argv[++i];
             const char *why = sandbox_protect_arg_error(path);
             if (why != NULL)
                 sandbox_helper_die(0, "--protect \"%s\": %s", path, why);
             o->protect[o->n_protect++] = path;
-        } else if (strcmp(a, "--allow-degraded") == 0) {
+        } else if (strcmp(a, SANDBOX_OPT_ALLOW_DEGRADED) == 0) {
             o->allow_degraded = true;
         } else {
             sandbox_helper_die(0, "unknown or incomplete option \"%s\" (see --help)", a);

@@ -4,6 +4,8 @@
  */
 #include "policy.h"
 
+#include "cmdline.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -659,45 +661,18 @@ sandbox_helper_argv_protect(const struct sandbox_policy *p, const char *helper_p
                             const char *const *protect, size_t n_protect,
                             const char *const *program_argv)
 {
-    size_t nprog = 0;
-    while (program_argv[nprog] != NULL)
-        nprog++;
-    /* 9 fixed slots at most, two per protect path, the program, NULL
-     * (calloc checks the multiplication). */
-    if (n_protect > (SIZE_MAX - 10 - nprog) / 2) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    size_t n = 10 + 2 * n_protect + nprog;
-    char **argv = calloc(n, sizeof *argv);
-    if (argv == NULL)
-        return NULL;
-    size_t i = 0;
-    bool ok = (argv[i++] = strdup(helper_path)) != NULL;
-    if (ok && (flags & SANDBOX_ARGV_ALLOW_DEGRADED))
-        ok = (argv[i++] = strdup("--allow-degraded")) != NULL;
-    for (size_t k = 0; ok && k < n_protect; k++) {
-        ok = (argv[i++] = strdup("--protect")) != NULL;
-        ok = ok && (argv[i++] = strdup(protect[k])) != NULL;
-    }
-    ok = ok && (argv[i++] = strdup("--policy")) != NULL;
-    ok = ok && (argv[i++] = sandbox_policy_to_json(p)) != NULL;
-    ok = ok && (argv[i++] = strdup("--cwd")) != NULL;
-    ok = ok && (argv[i++] = strdup(cwd)) != NULL;
-    if (ok && report_fd >= 0) {
-        ok = (argv[i++] = strdup("--report-fd")) != NULL;
-        ok = ok && asprintf(&argv[i++], "%d", report_fd) >= 0;
-        if (!ok)
-            argv[i - 1] = NULL;
-    }
-    ok = ok && (argv[i++] = strdup("--")) != NULL;
-    for (size_t k = 0; ok && k < nprog; k++)
-        ok = (argv[i++] = strdup(program_argv[k])) != NULL;
-    if (!ok) {
-        sandbox_argv_free(argv);
-        return NULL;
-    }
-    return argv;
+    const struct sandbox_cmdline c = {
+        .helper = helper_path,
+        .policy = p,
+        .cwd = cwd,
+        .report_fd = report_fd,
+        .exec_notify_fd = -1,
+        .allow_degraded = (flags & SANDBOX_ARGV_ALLOW_DEGRADED) != 0,
+        .protect = protect,
+        .n_protect = n_protect,
+        .program = program_argv,
+    };
+    return sandbox_cmdline_argv(&c);
 }
 
 void

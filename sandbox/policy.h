@@ -55,7 +55,9 @@ char *sandbox_policy_to_json(const struct sandbox_policy *p);
 char *sandbox_policy_describe(const struct sandbox_policy *p);
 
 /*
- * The argv that runs program_argv under p:
+ * The argv that runs program_argv under p (sandbox_cmdline_argv,
+ * cmdline.h, with these fields; the server fills a struct sandbox_cmdline
+ * itself):
  *   HELPER --policy JSON --cwd CWD [--report-fd N] -- PROGRAM ARGS...
  * report_fd < 0 leaves out --report-fd.  Returns a NULL-terminated array
  * that the caller frees with sandbox_argv_free, or NULL when out of memory.

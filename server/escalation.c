@@ -2,6 +2,7 @@
 
 #include "esc_env.h"
 
+#include "call_fds.h"
 #include "decide.h"
 #include "esc_io.h"
 #include "esc_proto.h"
@@ -772,7 +773,7 @@ escalation_call_attach(struct escalation_call *ec, struct shell_call *sc)
     ec->att.release = att_release;
     shell_call_attach(sc, &ec->att);
     if (start_serving(ec) == 0)
-        shell_call_set_escalate_fd(sc, ec->child_fd);
+        shell_call_set_fd(sc, CALL_FD_ESCALATE, ec->child_fd);
 }
 
 int
@@ -837,7 +838,7 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
         ok = (env[k++] = strdup(environ[i])) != NULL;
     }
     char fdnum[16];
-    snprintf(fdnum, sizeof(fdnum), "%d", SHELL_CALL_ESCALATE_FD);
+    snprintf(fdnum, sizeof(fdnum), "%d", CALL_FD_ESCALATE);
     if (ok)
         ok = (env[k++] = env_entry(ESC_ENV_WRAPPER, wrapper)) != NULL;
     /* the patched Bash asks in its own process (esc_client) instead of

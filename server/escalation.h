@@ -60,7 +60,7 @@ void escalation_call_discard(struct escalation_call *ec);
 /*
  * Attaches ec to sc (ec is then released with sc, and freed after that),
  * makes the call's socket pair, serves the server's end on the loop and
- * hands the other end to sc (shell_call_set_escalate_fd).  Call right
+ * hands the other end to sc (shell_call_set_fd, CALL_FD_ESCALATE).  Call right
  * before shell_call_start; after it, escalation_call_spawned drops the
  * server's copy of the child's end.  When the socket cannot be made the
  * call runs without one (every exec then fails closed in the wrapper) and
@@ -82,7 +82,7 @@ void escalation_call_end_detached(struct escalation_call *ec);
 /*
  * The environment of a call's sandboxed shell: the server's own, with
  * EXEC_WRAPPER=wrapper, EXECGATE_WRAP_IN_SHELL=1 (the patched Bash asks
- * itself), CODEX_ESCALATE_SOCKET=SHELL_CALL_ESCALATE_FD,
+ * itself), CODEX_ESCALATE_SOCKET=CALL_FD_ESCALATE (call_fds.h),
  * EXECGATE_BASH=bash and, when wrap_names is not NULL,
  * EXECGATE_WRAP_NAMES=wrap_names in place of any earlier values.  A
  * NULL-terminated array of malloc'd strings (caller frees each and the

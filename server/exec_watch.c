@@ -1,7 +1,7 @@
 #include "exec_watch.h"
 
 #include "decide.h"
-#include "esc_io.h"
+#include "fd_pass.h"
 #include "log.h"
 #include "shell_call.h"
 #include "../sandbox/exec_notify.h"
@@ -80,7 +80,9 @@ probe_child(int sock)
     if (fd < 0)
         return 3;
     int ifd = (int)fd;
-    if (esc_io_send_all(sock, "L", 1, &ifd, 1) != 0)
+    char l = 'L';
+    const struct iovec iov = {.iov_base = &l, .iov_len = 1};
+    if (fd_pass_send(sock, &iov, 1, &ifd, 1) != 1)
         return 4;
     close(ifd);
     /* continued by the parent: the real getppid runs */
@@ -91,13 +93,15 @@ static int
 probe_answer(int sock)
 {
     char b;
-    struct esc_fdlist fds = {.count = 0};
+    int fd = -1;
+    size_t nfds = 0;
     struct pollfd p = {sock, POLLIN, 0};
-    if (poll(&p, 1, 5000) != 1 || esc_io_recvmsg(sock, &b, 1, &fds) != 1 || fds.count != 1) {
-        esc_fdlist_close(&fds);
+    if (poll(&p, 1, 5000) != 1 || fd_pass_recv(sock, &b, 1, &fd, 1, &nfds, NULL) != 1 ||
+        nfds != 1) {
+        if (nfds > 0)
+            close(fd);
         return -1;
     }
-    int fd = fds.fds[0];
     struct seccomp_notif req;
     struct seccomp_notif_resp resp;
     memset(&req, 0, sizeof(req));
@@ -650,38 +654,6 @@ exec_watch_adopt(struct exec_watch *w, int listener)
         listener_close(l);
     }
     return rc;
-}
-
-char **
-exec_watch_helper_argv(char **argv, int fd, const char *argv0)
-{
-    size_t n = 0;
-    while (argv[n])
-        n++;
-    char **out = calloc(n + 5, sizeof(char *));
-    char num[16];
-    snprintf(num, sizeof(num), "%d", fd);
-    bool ok = out != NULL;
-    size_t k = 0;
-    if (ok) {
-        out[k++] = argv[0];
-        ok = (out[k++] = strdup("--exec-notify-fd")) && (out[k++] = strdup(num));
-    }
-    if (ok && argv0)
-        ok = (out[k++] = strdup("--argv0")) && (out[k++] = strdup(argv0));
-    if (!ok) {
-        for (size_t i = 1; out && i < k; i++)
-            free(out[i]);
-        free(out);
-        for (size_t i = 0; i < n; i++)
-            free(argv[i]);
-        free(argv);
-        return NULL;
-    }
-    for (size_t i = 1; i < n; i++)
-        out[k++] = argv[i];
-    free(argv);
-    return out;
 }
 
 /* ---- life ---- */

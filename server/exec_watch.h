@@ -24,10 +24,6 @@ struct decide_call;
 struct exec_watch;
 struct shell_call;
 
-/* The number at which the sandboxed shell's helper finds its hand-over
- * socket (next to SHELL_CALL_REPORT_FD and SHELL_CALL_ESCALATE_FD). */
-#define EXEC_WATCH_SHELL_FD 5
-
 /*
  * Whether this kernel can intercept execs by seccomp user notification,
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE included: a forked child installs a
@@ -73,15 +69,6 @@ void exec_watch_spawned(struct exec_watch *w, int child_fd);
  * is then closed: the program's execs fail with ENOSYS).
  */
 int exec_watch_adopt(struct exec_watch *w, int listener);
-
-/*
- * argv (a helper command line: argv[0] the helper, options, "--", the
- * program) with "--exec-notify-fd FD" and, when argv0 is not NULL,
- * "--argv0 ARGV0" inserted after argv[0].  Takes argv (freed, also on
- * failure); returns a new malloc'd array of malloc'd strings, or NULL when
- * out of memory.
- */
-char **exec_watch_helper_argv(char **argv, int fd, const char *argv0);
 
 /*
  * Ends the watch with its call: withdraws open questions, closes every

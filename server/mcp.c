@@ -1,6 +1,8 @@
 #include "mcp.h"
 
 #include "call_cgroup.h"
+#include "call_fds.h"
+#include "cmdline.h"
 #include "escalation.h"
 #include "spawn_child.h"
 #include "client_log.h"
@@ -430,10 +432,18 @@ static const struct shell_call_events call_events = {
     .on_done = on_call_done,
 };
 
-/* Validates the arguments; on error answers -32602 and returns -1. */
+/* A tools/call's arguments, checked; borrowed from the request. */
+struct call_request {
+    const char *command;
+    const char *workdir; /* absolute, a directory when checked */
+    uint64_t timeout_ms;
+    bool login;
+    const json_t *progress_token; /* NULL: no progress was asked */
+};
+
+/* Validates the arguments into *r; on error answers -32602 and returns -1. */
 static int
-check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, uint64_t *timeout,
-                bool *login)
+check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, struct call_request *r)
 {
     const json_t *command = json_object_get(args, "command");
     const json_t *workdir = json_object_get(args, "workdir");
@@ -465,7 +475,9 @@ check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, uint
         reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "workdir: %s: not a directory", wd);
         return -1;
     }
-    *timeout = s->o->default_timeout_ms;
+    r->command = json_string_value(command);
+    r->workdir = wd;
+    r->timeout_ms = s->o->default_timeout_ms;
     if (t && !json_is_null(t)) {
         double v = json_number_value(t);
         /* compared before the cast: a double beyond uint64_t is UB to cast */
@@ -476,16 +488,49 @@ check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, uint
         }
         /* 0 means no timeout of the caller's choosing: the default applies */
         if (v > 0)
-            *timeout = (uint64_t)v;
+            r->timeout_ms = (uint64_t)v;
     }
-    *login = true;
+    r->login = true;
     if (l && !json_is_null(l)) {
         if (!json_is_boolean(l)) {
             jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS, "login: must be a boolean");
             return -1;
         }
-        *login = json_is_true(l);
+        r->login = json_is_true(l);
     }
+    return 0;
+}
+
+/* The tool, its arguments and the id: into *r, or on error answers and
+ * returns -1. */
+static int
+parse_call(struct mcp_server *s, const json_t *id, const json_t *params, struct call_request *r)
+{
+    const json_t *name = json_object_get(params, "name");
+    const json_t *args = json_object_get(params, "arguments");
+    if (!json_is_string(name)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS, "name: required (the tool)");
+        return -1;
+    }
+    if (strcmp(json_string_value(name), "shell") != 0) {
+        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "unknown tool '%s' (this server has shell)",
+                        json_string_value(name));
+        return -1;
+    }
+    if (!json_is_object(args)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+                            args ? "arguments: must be an object" : "arguments: required");
+        return -1;
+    }
+    if (list_find(&s->running, id) || list_find(&s->waiting, id)) {
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_REQUEST,
+                            "a call with this id is still running");
+        return -1;
+    }
+    if (check_arguments(s, id, args, r) < 0)
+        return -1;
+    const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    r->progress_token = json_is_string(token) || json_is_integer(token) ? token : NULL;
     return 0;
 }
 
@@ -497,138 +542,143 @@ adopt_listener(void *watch, int listener)
     return exec_watch_adopt(watch, listener);
 }
 
-/* The helper's command line under the policy in force now. */
-static char **
-call_argv(struct mcp_server *s, const char *command, const char *workdir, bool login, char **err)
+/* Where the call's sandbox is rooted: the policy's sandboxCwd, else the
+ * call's workdir. */
+static const char *
+sandbox_cwd(const struct mcp_server *s, const struct call_request *r)
 {
-    struct sandbox_policy *p =
-        sandbox_policy_from_json(s->policy, s->policy_cwd ? s->policy_cwd : workdir, err);
+    return s->policy_cwd ? s->policy_cwd : r->workdir;
+}
+
+/* The helper's command line under the policy in force now: the patched
+ * Bash runs the command in the workdir, the helper reports on
+ * CALL_FD_REPORT and, with tree enforcement, hands over its listener on
+ * CALL_FD_EXEC_NOTIFY.  NULL with *err (malloc'd) on failure. */
+static char **
+call_argv(struct mcp_server *s, const struct call_request *r, char **err)
+{
+    struct sandbox_policy *p = sandbox_policy_from_json(s->policy, sandbox_cwd(s, r), err);
     if (!p)
         return NULL;
-    const char *const program[] = {s->o->bash_path, login ? "-lc" : "-c", command, NULL};
-    char **argv =
-        sandbox_helper_argv_protect(p, s->o->sandbox_helper, workdir, SHELL_CALL_REPORT_FD, 0,
-                                    (const char *const *)s->protect, s->n_protect, program);
+    const char *const program[] = {s->o->bash_path, r->login ? "-lc" : "-c", r->command, NULL};
+    const struct sandbox_cmdline cmd = {
+        .helper = s->o->sandbox_helper,
+        .policy = p,
+        .cwd = r->workdir,
+        .report_fd = CALL_FD_REPORT,
+        .exec_notify_fd = s->tree ? CALL_FD_EXEC_NOTIFY : -1,
+        .protect = (const char *const *)s->protect,
+        .n_protect = s->n_protect,
+        .program = program,
+    };
+    char **argv = sandbox_cmdline_argv(&cmd);
     sandbox_policy_free(p);
     if (!argv)
         *err = strdup("out of memory");
     return argv;
 }
 
-static void
-handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
+/* The call's front ends, on c: its decisions, tree enforcement's watch
+ * (every exec of the shell's tree, and the listeners of escalated
+ * programs) and its escalation state (its socket is made when it starts).
+ * Returns 0, or -1 with *err (malloc'd; NULL: out of memory). */
+static int
+call_front_ends(struct mcp_server *s, struct mcp_call *c, const struct call_request *r, char **err)
 {
-    const json_t *name = json_object_get(params, "name");
-    const json_t *args = json_object_get(params, "arguments");
-    if (!json_is_string(name)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS, "name: required (the tool)");
-        return;
+    char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
+    c->dc = label ? decide_call_new(s->decide, s->policy, sandbox_cwd(s, r), label, on_call_abort,
+                                    c, err)
+                  : NULL;
+    free(label);
+    if (!c->dc)
+        return -1;
+    if (s->tree) {
+        c->watch = exec_watch_new(s->loop, c->dc, s->o->execve_wrapper, s->o->bash_path);
+        if (!c->watch)
+            return -1;
+        exec_watch_set_strict(c->watch, s->o->exec_strict);
     }
-    if (strcmp(json_string_value(name), "shell") != 0) {
-        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "unknown tool '%s' (this server has shell)",
-                        json_string_value(name));
-        return;
-    }
-    if (!json_is_object(args)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
-                            args ? "arguments: must be an object" : "arguments: required");
-        return;
-    }
-    if (list_find(&s->running, id) || list_find(&s->waiting, id)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_REQUEST,
-                            "a call with this id is still running");
-        return;
-    }
-    uint64_t timeout = 0;
-    bool login = true;
-    if (check_arguments(s, id, args, &timeout, &login) < 0)
-        return;
-    const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
-    if (token && !json_is_string(token) && !json_is_integer(token))
-        token = NULL;
+    c->ec = escalation_call_new(s->loop, c->dc, c->watch ? adopt_listener : NULL, c->watch,
+                                (const char *const *)s->o->pass_env, s->o->pass_env_count);
+    return c->ec ? 0 : -1;
+}
+
+/* The shell's environment, naming the wrapper and the escalation socket.
+ * With tree enforcement the shell hands the wrapper only what the rules
+ * may escalate: the tree watch judges its other execs. */
+static char **
+call_env(struct mcp_server *s)
+{
+    const char *wrap_names = s->tree ? decide_server_wrap_names(s->decide) : NULL;
+    return escalation_shell_env(s->o->execve_wrapper, s->o->bash_path, wrap_names);
+}
+
+static void
+free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* A call for r, not started: its command line, front ends and
+ * shell_call.  On failure answers the request and returns NULL. */
+static struct mcp_call *
+build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
+{
     char *err = NULL;
-    char **argv = call_argv(s, json_string_value(json_object_get(args, "command")),
-                            json_string_value(json_object_get(args, "workdir")), login, &err);
+    char **argv = call_argv(s, r, &err);
     if (!argv) {
         reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "sandbox policy: %s",
                         err ? err : "out of memory");
         free(err);
-        return;
+        return NULL;
     }
     struct mcp_call *c = calloc(1, sizeof(*c));
-    /* the call's decisions, and its escalation state (its socket is made
-     * when it starts), and the shell's environment naming the wrapper and
-     * the socket */
-    char *label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
-    struct decide_call *dc =
-        c && label
-            ? decide_call_new(s->decide, s->policy,
-                              s->policy_cwd ? s->policy_cwd
-                                            : json_string_value(json_object_get(args, "workdir")),
-                              label, on_call_abort, c, &err)
-            : NULL;
-    free(label);
-    /* tree enforcement: the helper hands over the listener on
-     * EXEC_WATCH_SHELL_FD, and escalated programs' listeners go to the
-     * same watch */
-    struct exec_watch *watch = NULL;
-    if (dc && s->tree) {
-        argv = exec_watch_helper_argv(argv, EXEC_WATCH_SHELL_FD, NULL);
-        watch = argv ? exec_watch_new(s->loop, dc, s->o->execve_wrapper, s->o->bash_path) : NULL;
-        if (watch)
-            exec_watch_set_strict(watch, s->o->exec_strict);
+    char **env = NULL;
+    if (c) {
+        c->s = s;
+        c->id = json_deep_copy(id);
     }
-    struct escalation_call *ec =
-        dc && (!s->tree || watch)
-            ? escalation_call_new(s->loop, dc, watch ? adopt_listener : NULL, watch,
-                                  (const char *const *)s->o->pass_env, s->o->pass_env_count)
-            : NULL;
-    /* with tree enforcement the shell hands the wrapper only what the rules
-     * may escalate: the tree watch judges its other execs */
-    const char *wrap_names = s->tree ? decide_server_wrap_names(s->decide) : NULL;
-    char **env =
-        ec ? escalation_shell_env(s->o->execve_wrapper, s->o->bash_path, wrap_names) : NULL;
-    if (!ec || !env) {
-        for (size_t i = 0; env && env[i]; i++)
-            free(env[i]);
-        free(env);
-        for (size_t i = 0; argv && argv[i]; i++)
-            free(argv[i]);
-        free(argv);
-        escalation_call_discard(ec);
-        exec_watch_release(watch);
-        decide_call_unref(dc);
-        free(c);
+    if (!c || !c->id || call_front_ends(s, c, r, &err) < 0 || !(env = call_env(s))) {
+        free_strv(argv);
+        if (c)
+            call_free(c);
         reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "escalation: %s",
                         err ? err : "out of memory");
         free(err);
-        return;
+        return NULL;
     }
     struct shell_call_spec spec = {
         .argv = argv,
         .env = env,
-        .timeout_ms = timeout,
+        .timeout_ms = r->timeout_ms,
         .max_pause_ms = s->o->max_ask_ms,
         .max_output = s->o->max_output_bytes,
-        .progress = token != NULL,
+        .progress = r->progress_token != NULL,
         .report = true,
     };
-    c->ec = ec;
-    c->watch = watch;
-    c->dc = dc;
-    struct shell_call *sc = shell_call_new(s->loop, &spec, &call_events, c);
-    if (!sc) {
-        escalation_call_discard(ec);
-        exec_watch_release(watch);
-        decide_call_unref(dc);
-        free(c);
+    c->sc = shell_call_new(s->loop, &spec, &call_events, c); /* takes argv and env */
+    if (!c->sc) {
+        call_free(c);
         jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
-        return;
+        return NULL;
     }
-    c->s = s;
-    c->sc = sc;
-    c->id = json_deep_copy(id);
-    c->progress_token = token ? json_deep_copy(token) : NULL;
+    c->progress_token = r->progress_token ? json_deep_copy(r->progress_token) : NULL;
+    return c;
+}
+
+/* tools/call: parse, build the call, queue it (it starts when there is
+ * room). */
+static void
+handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
+{
+    struct call_request r;
+    if (parse_call(s, id, params, &r) < 0)
+        return;
+    struct mcp_call *c = build_call(s, id, &r);
+    if (!c)
+        return;
     list_push(&s->waiting, c);
     start_waiting(s);
 }
@@ -697,7 +747,7 @@ start_waiting(struct mcp_server *s)
         if (c->watch && notify_fd < 0)
             log_error("cannot make the exec watch's socket: %s: the call will fail",
                       strerror(-notify_fd));
-        shell_call_set_exec_notify_fd(c->sc, EXEC_WATCH_SHELL_FD, notify_fd);
+        shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
         start_cgroup(s, c, ec);
         shell_call_start(c->sc);
         escalation_call_spawned(ec);

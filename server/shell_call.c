@@ -59,9 +59,10 @@ struct shell_call {
 
     struct shell_call_attachment *attached;
 
-    int escalate_fd; /* escalation hook: -1, or the socket end for the child */
-    int notify_fd;   /* tree enforcement hook: -1, or the hand-over socket's end */
-    int notify_at;   /* ... at this number in the child */
+    /* the hooks' fds for the child (escalation socket, tree enforcement's
+     * hand-over), at their numbers; the output and report pipes join them
+     * at the start */
+    struct call_fds inherit;
     /* escalation hook: the timeout clock stopped while someone is asked */
     unsigned timeout_paused;
     const int *join_fds; /* the call's cgroup.procs files, or NULL */
@@ -90,8 +91,7 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
         return NULL;
     }
     c->loop = loop;
-    c->escalate_fd = -1; /* escalation hook */
-    c->notify_fd = -1;   /* tree enforcement hook */
+    call_fds_init(&c->inherit);
     c->spec = *spec;
     c->ev = *ev;
     c->data = data;
@@ -127,16 +127,11 @@ shell_call_attach(struct shell_call *c, struct shell_call_attachment *a)
 static void on_timeout(uv_timer_t *t);
 
 void
-shell_call_set_escalate_fd(struct shell_call *c, int fd)
+shell_call_set_fd(struct shell_call *c, enum call_fd at, int fd)
 {
-    c->escalate_fd = fd;
-}
-
-void
-shell_call_set_exec_notify_fd(struct shell_call *c, int at, int fd)
-{
-    c->notify_fd = fd;
-    c->notify_at = at;
+    /* the numbers below are the call's own pipes, set at the start */
+    if (at >= CALL_FD_ESCALATE && at < CALL_FD_COUNT)
+        c->inherit.fd[at] = fd;
 }
 
 void
@@ -603,20 +598,16 @@ shell_call_start(struct shell_call *c)
     int wfd = -1, report_wfd = -1;
     int rc = init_handles(c, &wfd, &report_wfd);
     if (rc == 0) {
-        /* The inherited fds, all here: the output pipe's write end becomes
-         * the child's stdout and stderr, the report pipe's its fd 3; stdin
-         * is /dev/null (spawn_child.c). */
-        struct spawn_fd fds[5] = {{wfd, 1}, {wfd, 2}};
-        size_t n = 2;
-        if (c->spec.report) {
-            fds[n++] = (struct spawn_fd){report_wfd, SHELL_CALL_REPORT_FD};
-            /* escalation hook: the call's escalation socket end */
-            if (c->escalate_fd >= 0)
-                fds[n++] = (struct spawn_fd){c->escalate_fd, SHELL_CALL_ESCALATE_FD};
-            /* tree enforcement hook: the hand-over socket, at its number */
-            if (c->notify_fd >= 0 && c->notify_at > SHELL_CALL_ESCALATE_FD)
-                fds[n++] = (struct spawn_fd){c->notify_fd, c->notify_at};
-        }
+        /* The inherited fds, all here (call_fds.h): the output pipe's write
+         * end becomes the child's stdout and stderr, the report pipe's its
+         * CALL_FD_REPORT, the hooks' fds theirs; stdin is /dev/null
+         * (spawn_child.c). */
+        struct call_fds inherit = c->inherit;
+        inherit.fd[CALL_FD_STDOUT] = wfd;
+        inherit.fd[CALL_FD_STDERR] = wfd;
+        inherit.fd[CALL_FD_REPORT] = report_wfd;
+        struct spawn_fd fds[CALL_FD_COUNT];
+        size_t n = call_fds_spawn_list(&inherit, fds);
         struct spawn_options opts = {
             .file = c->spec.argv[0],
             .argv = c->spec.argv,

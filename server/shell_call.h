@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "call_fds.h"
+
 /* Exit code reported for a call that hit its timeout (as timeout(1)). */
 #define SHELL_CALL_TIMEOUT_EXIT 124
 /* How long the pipe may stay open after the command's group was killed
@@ -60,17 +62,12 @@ struct shell_call_spec {
     uint64_t max_pause_ms; /* the timeout stops this long at most, in all (0: no limit) */
     size_t max_output;     /* > 0: bytes kept, half head, half tail */
     bool progress;         /* report on_progress */
-    bool report;           /* argv passes --report-fd SHELL_CALL_REPORT_FD to the helper */
+    bool report;           /* argv passes --report-fd CALL_FD_REPORT to the helper */
 };
 
-/* escalation hook: the number at which the helper (and the sandboxed Bash
- * after it) finds the call's escalation socket. */
-#define SHELL_CALL_ESCALATE_FD 4
-
-/* The fd on which the sandbox helper reports that the sandbox is in place
- * (one line, right before it runs the program). */
-#define SHELL_CALL_REPORT_FD 3
-/* Longest report accepted; more is a broken helper and is ignored. */
+/* Longest report the sandbox helper may make on CALL_FD_REPORT (one line,
+ * right before it runs the program, saying the sandbox is in place); more
+ * is a broken helper and is ignored. */
 #define SHELL_CALL_REPORT_MAX 4096
 
 /*
@@ -116,19 +113,13 @@ struct shell_call_attachment {
 void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
 
 /*
- * escalation hook: fd (borrowed, close-on-exec) is inherited by the child
- * as SHELL_CALL_ESCALATE_FD; set before shell_call_start, on a call whose
- * spec has report set (the stdio array is contiguous).  Cannot fail.
+ * The hooks' fds: fd (borrowed, close-on-exec; -1: none) is inherited by
+ * the child as number at, CALL_FD_ESCALATE (escalation: the call's
+ * socket) or CALL_FD_EXEC_NOTIFY (tree enforcement: the sandbox helper's
+ * --exec-notify-fd); the lower numbers are the call's own pipes and are
+ * not changed here.  Set before shell_call_start.  Cannot fail.
  */
-void shell_call_set_escalate_fd(struct shell_call *c, int fd);
-
-/*
- * tree enforcement hook: fd (borrowed, close-on-exec) is inherited by the
- * child as number `at` (> SHELL_CALL_ESCALATE_FD), the sandbox helper's
- * --exec-notify-fd; set before shell_call_start on a call whose spec has
- * report set.  Cannot fail.
- */
-void shell_call_set_exec_notify_fd(struct shell_call *c, int at, int fd);
+void shell_call_set_fd(struct shell_call *c, enum call_fd at, int fd);
 
 /* The call's cgroup: the helper moves itself into it through these
  * cgroup.procs fds (borrowed; they must outlive the spawn) before it does

@@ -70,6 +70,9 @@ struct spawn_options {
     size_t n_join_fds;
 };
 
+/* Whether o gives the child an fd at number at (one of o->fds). */
+bool spawn_options_fd_given(const struct spawn_options *o, int at);
+
 /* The child ended: exit_status when it exited, else term_signal the signal
  * that killed it.  Called once, from the loop (or from spawn_reap). */
 typedef void (*spawn_exit_cb)(struct spawn_child *c, int64_t exit_status, int term_signal);
@@ -78,8 +81,8 @@ typedef void (*spawn_close_cb)(struct spawn_child *c);
 
 /*
  * Starts o->file (with exec_fd, exec_listener, die_with_server or
- * join_fds, from a clone(CLONE_VM) child of the server's own; otherwise
- * with posix_spawn).  The child gets
+ * join_fds, from a clone(CLONE_VM) child of the server's own:
+ * spawn_filtered.h; otherwise with posix_spawn).  The child gets
  * each of o->fds at its number, /dev/null
  * as whichever of 0, 1 and 2 is not among them, no other fd, an empty
  * signal mask and every signal's default disposition (with exec_listener:

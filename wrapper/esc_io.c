@@ -1,19 +1,17 @@
 /*
- * esc_io: sendmsg/recvmsg with SCM_RIGHTS for escalation sessions.
+ * esc_io: escalation frames and their fds on Unix sockets, on top of
+ * fd_pass (which sends, receives, and adopts or closes every fd).
  */
 #include "esc_io.h"
 
+#include "fd_pass.h"
+
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-/* Room for the largest SCM_RIGHTS the protocol accepts in one call. */
-union esc_cmsg_space {
-    struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int) * ESC_MAX_FDS)];
-};
 
 /* Closes an fd the protocol received, keeping errno as it was. */
 static void
@@ -34,61 +32,18 @@ esc_fdlist_close(struct esc_fdlist *list)
     list->count = 0;
 }
 
-/* Walks every control message of one recvmsg: SCM_RIGHTS fds are adopted
- * into list, and if anything is wrong all fds of this call are closed. */
-static int
-adopt_fds(struct msghdr *mh, struct esc_fdlist *list)
-{
-    size_t start = list->count;
-    int rc = (mh->msg_flags & MSG_CTRUNC) ? -EBADMSG : 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-            rc = -EBADMSG;
-            continue;
-        }
-        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        const unsigned char *data = CMSG_DATA(c);
-        for (size_t i = 0; i < n; i++) {
-            int fd;
-            memcpy(&fd, data + i * sizeof fd, sizeof fd);
-            if (list->count < ESC_MAX_FDS) {
-                list->fds[list->count++] = fd;
-            } else {
-                close_keep_errno(fd);
-                rc = rc ? rc : -EMSGSIZE;
-            }
-        }
-    }
-    if (rc < 0) {
-        for (size_t i = start; i < list->count; i++)
-            close_keep_errno(list->fds[i]);
-        list->count = start;
-    }
-    return rc;
-}
-
-/* One recvmsg; *flags gets the kernel's msg_flags (MSG_TRUNC for a
+/* One receive whose fds go to the end of list, as many as it has room
+ * for (more is -EMSGSIZE: fd_pass closes this call's fds on any error,
+ * earlier ones stay).  *flags gets the kernel's msg_flags (MSG_TRUNC for a
  * datagram longer than len). */
 static ssize_t
-recv_flags(int sock, void *buf, size_t len, struct esc_fdlist *fds, int *flags)
+recv_flags(int sock, void *buf, size_t len, struct esc_fdlist *list, int *flags)
 {
-    union esc_cmsg_space cbuf;
-    struct iovec iov = {.iov_base = buf, .iov_len = len};
-    struct msghdr mh = {
-        .msg_iov = &iov,
-        .msg_iovlen = 1,
-        .msg_control = cbuf.buf,
-        .msg_controllen = sizeof cbuf.buf,
-    };
-    ssize_t n;
-    do {
-        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    *flags = mh.msg_flags;
-    int rc = adopt_fds(&mh, fds);
-    return rc < 0 ? rc : n;
+    size_t got = 0;
+    ssize_t n = fd_pass_recv(sock, buf, len, list->fds + list->count, ESC_MAX_FDS - list->count,
+                             &got, flags);
+    list->count += got;
+    return n;
 }
 
 ssize_t
@@ -101,30 +56,17 @@ esc_io_recvmsg(int sock, void *buf, size_t len, struct esc_fdlist *fds)
 int
 esc_io_send_all(int sock, const void *data, size_t len, const int *fds, size_t nfds)
 {
-    union esc_cmsg_space cbuf;
     if (nfds > ESC_MAX_FDS)
         return -EMSGSIZE;
     const char *p = data;
     size_t sent = 0;
     do {
         struct iovec iov = {.iov_base = (void *)(p + sent), .iov_len = len - sent};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-        if (sent == 0 && nfds > 0) {
-            memset(cbuf.buf, 0, sizeof cbuf.buf);
-            mh.msg_control = cbuf.buf;
-            mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-            memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-        }
-        ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
+        /* the fds ride with the first byte only */
+        bool first = sent == 0;
+        ssize_t n = fd_pass_send(sock, &iov, 1, first ? fds : NULL, first ? nfds : 0);
+        if (n < 0)
+            return (int)n;
         sent += (size_t)n;
     } while (sent < len);
     return 0;

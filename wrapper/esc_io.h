@@ -1,12 +1,12 @@
 /*
  * esc_io: escalation frames and fds on Unix sockets.
  *
- * Small helpers around sendmsg/recvmsg for both sides: the wrapper calls
- * them on blocking sockets, the server on non-blocking ones from its loop
- * (they then return -EAGAIN). Received fds are always close-on-exec
- * (MSG_CMSG_CLOEXEC) and every one is either handed to the caller in a
- * struct esc_fdlist or closed before returning; any control message other
- * than SCM_RIGHTS is refused.
+ * Small helpers for both sides, on top of fd_pass (fd_pass.h): the
+ * wrapper calls them on blocking sockets, the server on non-blocking ones
+ * from its loop (they then return -EAGAIN). Received fds are always
+ * close-on-exec (MSG_CMSG_CLOEXEC) and every one is either handed to the
+ * caller in a struct esc_fdlist or closed before returning; any control
+ * message other than SCM_RIGHTS is refused.
  */
 #ifndef EXECGATE_ESC_IO_H
 #define EXECGATE_ESC_IO_H

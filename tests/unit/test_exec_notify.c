@@ -152,6 +152,36 @@ test_peer_closed(void **state)
     assert_null(path);
 }
 
+/* A message read by the caller itself: parsed alike, and the fd given
+ * with it is taken on every path (kept on success, closed otherwise). */
+static void
+test_parse_listener(void **state)
+{
+    int before = lowest_free_fd();
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    int listener = -1;
+    char *path = NULL;
+    assert_int_equal(exec_notify_parse_listener("EGX1L/bin/sh", 12, fd, &listener, &path), 0);
+    assert_int_equal(listener, fd);
+    assert_string_equal(path, "/bin/sh");
+    close(listener);
+    free(path);
+
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_int_equal(exec_notify_parse_listener("EGX1D/bin/sh", 12, fd, &listener, &path), -EPROTO);
+    assert_int_equal(listener, -1);
+    assert_null(path);
+    assert_int_equal(lowest_free_fd(), before); /* the fd of a refused message is closed */
+
+    assert_int_equal(exec_notify_parse_listener("EGX1Dsh", 7, -1, &listener, &path), -EOPNOTSUPP);
+    assert_int_equal(listener, -1);
+    assert_string_equal(path, "sh");
+    free(path);
+    assert_int_equal(exec_notify_parse_listener("EGX1L", 4, -1, &listener, &path), -EPROTO);
+    assert_int_equal(lowest_free_fd(), before);
+}
+
 /* ---- decisions from the rules ---- */
 
 struct rules_fixture {
@@ -279,6 +309,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_degraded_received, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_malformed_messages, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_peer_closed, pair_setup, pair_teardown),
+        cmocka_unit_test(test_parse_listener),
         cmocka_unit_test_setup_teardown(test_rules_names, rules_setup, rules_teardown),
         cmocka_unit_test_setup_teardown(test_rules_args_and_prompt, rules_setup, rules_teardown),
     };

@@ -1,0 +1,104 @@
+/*
+ * cmdline: struct sandbox_cmdline to argv.
+ */
+#include "cmdline.h"
+
+#include "policy.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Slots besides the protect paths and the program: the helper, three
+ * flags with values and one without, --policy, --cwd, --report-fd, "--"
+ * and the terminating NULL. */
+#define FIXED_SLOTS 14
+
+/* An argv being filled; the first failure sticks and later adds do
+ * nothing, so the builder checks once at the end. */
+struct argv_builder {
+    char **v;
+    size_t n;
+    bool ok;
+};
+
+/* Appends s, which the builder owns from now on (NULL: out of memory). */
+static void
+add_take(struct argv_builder *b, char *s)
+{
+    if (!b->ok || s == NULL) {
+        free(s);
+        b->ok = false;
+        return;
+    }
+    b->v[b->n++] = s;
+}
+
+static void
+add_copy(struct argv_builder *b, const char *s)
+{
+    add_take(b, b->ok ? strdup(s) : NULL);
+}
+
+/* Appends option and its fd number. */
+static void
+add_fd_option(struct argv_builder *b, const char *option, int fd)
+{
+    char *num = NULL;
+    add_copy(b, option);
+    if (b->ok && asprintf(&num, "%d", fd) < 0)
+        num = NULL;
+    add_take(b, num);
+}
+
+/* The options before --policy: the server's additions, then the flags
+ * and the protected paths (the order sandbox_helper_argv* always had). */
+static void
+add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
+{
+    if (c->exec_notify_fd >= 0)
+        add_fd_option(b, SANDBOX_OPT_EXEC_NOTIFY_FD, c->exec_notify_fd);
+    if (c->argv0 != NULL) {
+        add_copy(b, SANDBOX_OPT_ARGV0);
+        add_copy(b, c->argv0);
+    }
+    if (c->allow_degraded)
+        add_copy(b, SANDBOX_OPT_ALLOW_DEGRADED);
+    for (size_t k = 0; k < c->n_protect; k++) {
+        add_copy(b, SANDBOX_OPT_PROTECT);
+        add_copy(b, c->protect[k]);
+    }
+}
+
+char **
+sandbox_cmdline_argv(const struct sandbox_cmdline *c)
+{
+    size_t nprog = 0;
+    while (c->program[nprog] != NULL)
+        nprog++;
+    /* two slots per protect path (calloc checks the multiplication) */
+    if (c->n_protect > (SIZE_MAX - FIXED_SLOTS - nprog) / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct argv_builder b = {.v = calloc(FIXED_SLOTS + 2 * c->n_protect + nprog, sizeof(char *))};
+    b.ok = b.v != NULL;
+    add_copy(&b, c->helper);
+    add_leading_options(&b, c);
+    add_copy(&b, SANDBOX_OPT_POLICY);
+    add_take(&b, b.ok ? sandbox_policy_to_json(c->policy) : NULL);
+    add_copy(&b, SANDBOX_OPT_CWD);
+    add_copy(&b, c->cwd);
+    if (c->report_fd >= 0)
+        add_fd_option(&b, SANDBOX_OPT_REPORT_FD, c->report_fd);
+    add_copy(&b, "--");
+    for (size_t k = 0; k < nprog; k++)
+        add_copy(&b, c->program[k]);
+    if (!b.ok) {
+        sandbox_argv_free(b.v); /* NULL-terminated: calloc'd, filled in order */
+        return NULL;
+    }
+    return b.v;
+}

@@ -1,0 +1,57 @@
+/*
+ * cmdline: execgate-sandbox's command line as data.
+ *
+ * A caller fills a struct sandbox_cmdline (every option a field) and
+ * sandbox_cmdline_argv turns it into argv, the one place that does; the
+ * helper's own parser (main.c) reads the same option names.  An option
+ * added to the helper becomes a field here and a few lines in the
+ * builder, never a splice into an argv built elsewhere.  Knows nothing of
+ * MCP or libuv.
+ */
+#ifndef EXECGATE_SANDBOX_CMDLINE_H
+#define EXECGATE_SANDBOX_CMDLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct sandbox_policy;
+
+/* The helper's options, as the builder writes them and main.c reads them. */
+#define SANDBOX_OPT_POLICY         "--policy"
+#define SANDBOX_OPT_CWD            "--cwd"
+#define SANDBOX_OPT_REPORT_FD      "--report-fd"
+#define SANDBOX_OPT_EXEC_NOTIFY_FD "--exec-notify-fd"
+#define SANDBOX_OPT_ARGV0          "--argv0"
+#define SANDBOX_OPT_ALLOW_DEGRADED "--allow-degraded"
+#define SANDBOX_OPT_PROTECT        "--protect"
+
+/* One run of the helper.  Everything is borrowed. */
+struct sandbox_cmdline {
+    const char *helper; /* argv[0]: the helper's path */
+    /* --policy: written as its canonical JSON, which carries the sandbox
+     * cwd and whether the network is reachable (sandbox_policy_to_json) */
+    const struct sandbox_policy *policy;
+    const char *cwd;     /* --cwd: where the program starts */
+    int report_fd;       /* --report-fd N ("sandbox in place"), or -1 */
+    int exec_notify_fd;  /* --exec-notify-fd N (tree enforcement's hand-over), or -1 */
+    const char *argv0;   /* --argv0 NAME for the program, or NULL */
+    bool allow_degraded; /* --allow-degraded */
+    /* --protect PATH for each, in order (docs/sandbox.md); may be NULL
+     * when n_protect is 0 */
+    const char *const *protect;
+    size_t n_protect;
+    const char *const *program; /* after --: NULL-terminated, at least one */
+};
+
+/*
+ * The argv for c:
+ *   HELPER [--exec-notify-fd N] [--argv0 NAME] [--allow-degraded]
+ *          [--protect PATH]... --policy JSON --cwd CWD [--report-fd N]
+ *          -- PROGRAM ARGS...
+ * Returns a NULL-terminated array of malloc'd strings that the caller
+ * frees with sandbox_argv_free (policy.h), or NULL when out of memory
+ * (n_protect too large for any array included).
+ */
+char **sandbox_cmdline_argv(const struct sandbox_cmdline *c);
+
+#endif

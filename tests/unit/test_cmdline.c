@@ -1,0 +1,170 @@
+/*
+ * sandbox cmdline: the helper's argv from a struct, every option in its
+ * place; the same argv as the sandbox_helper_argv* wrappers for what
+ * they can say.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdline.h"
+#include "policy.h"
+
+static struct sandbox_policy *
+workspace_write(void)
+{
+    char *err = NULL;
+    struct sandbox_policy *p =
+        sandbox_policy_parse("{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\"}", &err);
+    assert_non_null(p);
+    return p;
+}
+
+static void
+assert_argv(char **argv, const char *const *want, size_t n)
+{
+    assert_non_null(argv);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(argv[i], want[i]);
+    assert_null(argv[n]);
+}
+
+/* Every option at once, in the documented order. */
+static void
+test_every_option(void **state)
+{
+    struct sandbox_policy *p = workspace_write();
+    char *canon = sandbox_policy_to_json(p);
+    const char *prog[] = {"/bin/bash", "-c", "echo hi", NULL};
+    const char *protect[] = {"/home/u/.codex", "/var/log/a b"};
+    const struct sandbox_cmdline c = {
+        .helper = "/x/execgate-sandbox",
+        .policy = p,
+        .cwd = "/w/sub",
+        .report_fd = 3,
+        .exec_notify_fd = 5,
+        .argv0 = "-bash",
+        .allow_degraded = true,
+        .protect = protect,
+        .n_protect = 2,
+        .program = prog,
+    };
+    char **argv = sandbox_cmdline_argv(&c);
+    const char *want[] = {"/x/execgate-sandbox",
+                          "--exec-notify-fd",
+                          "5",
+                          "--argv0",
+                          "-bash",
+                          "--allow-degraded",
+                          "--protect",
+                          "/home/u/.codex",
+                          "--protect",
+                          "/var/log/a b",
+                          "--policy",
+                          canon,
+                          "--cwd",
+                          "/w/sub",
+                          "--report-fd",
+                          "3",
+                          "--",
+                          "/bin/bash",
+                          "-c",
+                          "echo hi"};
+    assert_argv(argv, want, sizeof want / sizeof want[0]);
+    sandbox_argv_free(argv);
+    free(canon);
+    sandbox_policy_free(p);
+}
+
+/* No optional field: the helper, the policy, the cwd, the program. */
+static void
+test_no_option(void **state)
+{
+    struct sandbox_policy *p = workspace_write();
+    char *canon = sandbox_policy_to_json(p);
+    const char *prog[] = {"/bin/true", NULL};
+    const struct sandbox_cmdline c = {
+        .helper = "h",
+        .policy = p,
+        .cwd = "/w",
+        .report_fd = -1,
+        .exec_notify_fd = -1,
+        .program = prog,
+    };
+    char **argv = sandbox_cmdline_argv(&c);
+    const char *want[] = {"h", "--policy", canon, "--cwd", "/w", "--", "/bin/true"};
+    assert_argv(argv, want, sizeof want / sizeof want[0]);
+    sandbox_argv_free(argv);
+    free(canon);
+    sandbox_policy_free(p);
+}
+
+/* The wrappers of policy.h are this builder with their fields. */
+static void
+test_same_as_wrappers(void **state)
+{
+    struct sandbox_policy *p = workspace_write();
+    const char *prog[] = {"/bin/echo", "a", NULL};
+    const char *protect[] = {"/p"};
+    const struct sandbox_cmdline c = {
+        .helper = "/h",
+        .policy = p,
+        .cwd = "/w",
+        .report_fd = 4,
+        .exec_notify_fd = -1,
+        .allow_degraded = true,
+        .protect = protect,
+        .n_protect = 1,
+        .program = prog,
+    };
+    char **built = sandbox_cmdline_argv(&c);
+    char **wrapped = sandbox_helper_argv_protect(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED,
+                                                 protect, 1, prog);
+    assert_non_null(built);
+    assert_non_null(wrapped);
+    size_t k = 0;
+    for (; wrapped[k] != NULL; k++)
+        assert_string_equal(built[k], wrapped[k]);
+    assert_null(built[k]);
+    sandbox_argv_free(built);
+    sandbox_argv_free(wrapped);
+    sandbox_policy_free(p);
+}
+
+/* A protect count no argv can hold is refused, not overflowed. */
+static void
+test_too_many_protect(void **state)
+{
+    struct sandbox_policy *p = workspace_write();
+    const char *prog[] = {"/bin/true", NULL};
+    const char *protect[] = {"/p"};
+    const struct sandbox_cmdline c = {
+        .helper = "h",
+        .policy = p,
+        .cwd = "/w",
+        .report_fd = -1,
+        .exec_notify_fd = -1,
+        .protect = protect,
+        .n_protect = SIZE_MAX / 2,
+        .program = prog,
+    };
+    assert_null(sandbox_cmdline_argv(&c));
+    sandbox_policy_free(p);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_option),
+        cmocka_unit_test(test_no_option),
+        cmocka_unit_test(test_same_as_wrappers),
+        cmocka_unit_test(test_too_many_protect),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
