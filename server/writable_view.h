@@ -39,6 +39,14 @@ int writable_view_init(struct writable_view *v, const json_t *policy, const char
 /* Frees what v holds; safe on a zeroed view. */
 void writable_view_release(struct writable_view *v);
 
+/* Makes *dst a copy of src (all its lists).  Returns 0, or -1 when out of
+ * memory (*dst is then empty). */
+int writable_view_copy(struct writable_view *dst, const struct writable_view *src);
+
+/* Whether a and b are the same set: same kind and the same roots, devices
+ * and repo roots, in the same order.  Cannot fail. */
+bool writable_view_equal(const struct writable_view *a, const struct writable_view *b);
+
 /*
  * Whether the sandbox could have written, replaced or repointed path
  * (absolute; compared as given, so pass canonical paths where links may

@@ -623,6 +623,58 @@ test_refused_and_release(void **state)
     (void)state;
 }
 
+/* A copy is equal to its original and owns its lists; a view that
+ * differs in any list, in order or in kind is not equal. */
+static void
+test_copy_and_equal(void **state)
+{
+    json_t *policy =
+        json_pack("{s:s, s:[s], s:b, s:b}", "type", "workspace-write", "writable_roots",
+                  tmpdir_root, "exclude_slash_tmp", 1, "exclude_tmpdir_env_var", 1);
+    assert_non_null(policy);
+    char *w = tmpdir_path(scratch, "w");
+    struct writable_view v, c;
+    char *err = NULL;
+    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    assert_int_equal(v.n, 2);
+    assert_int_equal(v.n_repo_roots, 2);
+    assert_true(v.n_devices > 0);
+    assert_int_equal(writable_view_copy(&c, &v), 0);
+    assert_true(writable_view_equal(&c, &v));
+    assert_true(c.roots[0] != v.roots[0]);
+    assert_string_equal(c.roots[0], v.roots[0]);
+
+    /* the order of the roots counts */
+    char *first = c.roots[0];
+    c.roots[0] = c.roots[1];
+    c.roots[1] = first;
+    assert_false(writable_view_equal(&c, &v));
+    c.roots[1] = c.roots[0];
+    c.roots[0] = first;
+    assert_true(writable_view_equal(&c, &v));
+    /* so do the repo roots, the devices and the kind */
+    c.n_repo_roots--;
+    assert_false(writable_view_equal(&c, &v));
+    c.n_repo_roots++;
+    c.n_devices--;
+    assert_false(writable_view_equal(&c, &v));
+    c.n_devices++;
+    c.kind = WRITABLE_VIEW_ALL;
+    assert_false(writable_view_equal(&c, &v));
+    writable_view_release(&c);
+    writable_view_release(&v);
+
+    /* an empty view copies to an empty view */
+    memset(&v, 0, sizeof(v));
+    assert_int_equal(writable_view_copy(&c, &v), 0);
+    assert_true(writable_view_equal(&c, &v));
+    assert_null(c.roots);
+    writable_view_release(&c);
+    json_decref(policy);
+    free(w);
+    (void)state;
+}
+
 int
 main(void)
 {
@@ -636,6 +688,7 @@ main(void)
         cmocka_unit_test_setup(test_follows_writable_set, with_tmpdir),
         cmocka_unit_test_setup(test_devices, with_tmpdir),
         cmocka_unit_test_setup(test_refused_and_release, with_tmpdir),
+        cmocka_unit_test_setup(test_copy_and_equal, with_tmpdir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
