@@ -660,6 +660,12 @@ decide_call_label(const struct decide_call *dc)
     return dc->label;
 }
 
+const struct writable_view *
+decide_call_view(const struct decide_call *dc)
+{
+    return &dc->view;
+}
+
 /* ---- memos ---- */
 
 static void

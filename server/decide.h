@@ -136,6 +136,12 @@ void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
 
 const char *decide_call_label(const struct decide_call *dc);
 
+/* Where the call's sandbox can write, as the server resolved it when the
+ * call arrived (borrowed, as long as dc lives): what its helper is to
+ * grant (writable_view_pin). */
+struct writable_view;
+const struct writable_view *decide_call_view(const struct decide_call *dc);
+
 enum decide_source {
     DECIDE_FROM_WRAPPER, /* the patched Bash's hand-over: may run outside */
     DECIDE_FROM_TREE,    /* the exec watch: runs in place or not at all */

@@ -15,6 +15,7 @@
 #include "reaper.h"
 #include "shell_call.h"
 #include "utf8.h"
+#include "writable_view.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -497,12 +498,18 @@ adopt_listener(void *watch, int listener)
     return exec_watch_adopt(watch, listener);
 }
 
-/* The helper's command line under the policy in force now. */
+/* The helper's command line under the policy in force now, its writable
+ * roots those of view (the call's, resolved as it arrived). */
 static char **
-call_argv(struct mcp_server *s, const char *command, const char *workdir, bool login, char **err)
+call_argv(struct mcp_server *s, const struct writable_view *view, const char *command,
+          const char *workdir, bool login, char **err)
 {
     struct sandbox_policy *p =
         sandbox_policy_from_json(s->policy, s->policy_cwd ? s->policy_cwd : workdir, err);
+    if (p && writable_view_pin(view, p, err) < 0) {
+        sandbox_policy_free(p);
+        p = NULL;
+    }
     if (!p)
         return NULL;
     const char *const program[] = {s->o->bash_path, login ? "-lc" : "-c", command, NULL};
@@ -547,14 +554,6 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
     if (token && !json_is_string(token) && !json_is_integer(token))
         token = NULL;
     char *err = NULL;
-    char **argv = call_argv(s, json_string_value(json_object_get(args, "command")),
-                            json_string_value(json_object_get(args, "workdir")), login, &err);
-    if (!argv) {
-        reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "sandbox policy: %s",
-                        err ? err : "out of memory");
-        free(err);
-        return;
-    }
     struct mcp_call *c = calloc(1, sizeof(*c));
     /* the call's decisions, and its escalation state (its socket is made
      * when it starts), and the shell's environment naming the wrapper and
@@ -568,6 +567,20 @@ handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
                               label, on_call_abort, c, &err)
             : NULL;
     free(label);
+    /* the helper grants what the call's view resolved now, however long
+     * the call waits for a slot */
+    char **argv =
+        dc ? call_argv(s, decide_call_view(dc), json_string_value(json_object_get(args, "command")),
+                       json_string_value(json_object_get(args, "workdir")), login, &err)
+           : NULL;
+    if (!argv) {
+        decide_call_unref(dc);
+        free(c);
+        reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "sandbox policy: %s",
+                        err ? err : "out of memory");
+        free(err);
+        return;
+    }
     /* tree enforcement: the helper hands over the listener on
      * EXEC_WATCH_SHELL_FD, and escalated programs' listeners go to the
      * same watch */

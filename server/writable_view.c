@@ -70,6 +70,17 @@ writable_view_init(struct writable_view *v, const json_t *policy, const char *sa
     return rc;
 }
 
+int
+writable_view_pin(const struct writable_view *v, struct sandbox_policy *p, char **err)
+{
+    *err = NULL;
+    if (sandbox_policy_kind(p) != SANDBOX_WORKSPACE_WRITE)
+        return 0;
+    return sandbox_policy_set_canonical_roots(p, (const char *const *)v->roots, v->n,
+                                              (const char *const *)v->repo_roots, v->n_repo_roots,
+                                              err);
+}
+
 void
 writable_view_release(struct writable_view *v)
 {

@@ -675,6 +675,67 @@ test_copy_and_equal(void **state)
     (void)state;
 }
 
+/* Pinned, a workspace-write policy's writable set is the view's roots,
+ * resolved, whatever its links name later, and without a root that did
+ * not exist when the view was made; other kinds are left alone. */
+static void
+test_pin(void **state)
+{
+    char *link = tmpdir_path(scratch, "link");
+    char *real = tmpdir_path(scratch, "real");
+    char *other = tmpdir_path(scratch, "other");
+    char *w = tmpdir_path(scratch, "w");
+    char *later = tmpdir_path(scratch, "later");
+    json_t *policy = json_pack("{s:s, s:[s, s], s:b}", "type", "workspace-write", "writable_roots",
+                               link, later, "exclude_slash_tmp", 1);
+    assert_non_null(policy);
+    struct writable_view v;
+    char *err = NULL;
+    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, w, &err);
+    assert_non_null(p);
+    assert_int_equal(writable_view_pin(&v, p, &err), 0);
+    /* the link now names another directory, and the missing root is
+     * there: the pinned set follows neither */
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(other, link), 0);
+    assert_int_equal(mkdir(later, 0755), 0);
+    struct sandbox_writable *set = sandbox_writable_new(p, "/elsewhere");
+    assert_non_null(set);
+    assert_true(set->canonical);
+    assert_int_equal(set->n_roots, 3);
+    assert_string_equal(set->roots[0], w);
+    assert_string_equal(set->roots[1], real);
+    assert_string_equal(set->roots[2], tmpdir_root); /* $TMPDIR, resolved by the view */
+    assert_int_equal(set->n_repo_roots, 2);
+    assert_string_equal(set->repo_roots[1], real);
+    sandbox_writable_free(set);
+    sandbox_policy_free(p);
+    writable_view_release(&v);
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(real, link), 0);
+    assert_int_equal(rmdir(later), 0);
+    free(later);
+    json_decref(policy);
+
+    policy = json_pack("{s:s}", "type", "read-only");
+    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    p = sandbox_policy_from_json(policy, w, &err);
+    assert_int_equal(writable_view_pin(&v, p, &err), 0);
+    set = sandbox_writable_new(p, NULL);
+    assert_false(set->canonical);
+    assert_int_equal(set->n_roots, 0);
+    sandbox_writable_free(set);
+    sandbox_policy_free(p);
+    writable_view_release(&v);
+    json_decref(policy);
+    free(w);
+    free(other);
+    free(real);
+    free(link);
+    (void)state;
+}
+
 int
 main(void)
 {
@@ -689,6 +750,7 @@ main(void)
         cmocka_unit_test_setup(test_devices, with_tmpdir),
         cmocka_unit_test_setup(test_refused_and_release, with_tmpdir),
         cmocka_unit_test_setup(test_copy_and_equal, with_tmpdir),
+        cmocka_unit_test_setup(test_pin, with_tmpdir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
