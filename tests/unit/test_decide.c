@@ -807,7 +807,8 @@ test_other_calls_repositories(void **state)
 static void
 test_other_calls_cap(void **state)
 {
-    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n"
+                                           "prefix_rule(pattern=[\"ls\"], decision=\"prompt\")\n");
     make_dir(O, "cap");
     struct decide_result r;
     for (int i = 0; i <= 512; i++) {
@@ -832,11 +833,16 @@ test_other_calls_cap(void **state)
         free(dir);
         free(rel);
     }
-    /* for good, whatever the policy */
+    /* for good, whatever the policy; a prompted program is still asked,
+     * and an approval runs it in the sandbox */
     struct decide_call *dc = call_with(ds, "{\"type\":\"read-only\"}");
     decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", "/usr", ARGV("cat"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "sandbox can write");
+    decide_result_release(&r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/ls", "/usr", ARGV("ls"), 0, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_false(r.escalate_if_approved);
     decide_result_release(&r);
     decide_call_unref(dc);
     decide_server_free(ds);
