@@ -252,6 +252,11 @@ struct run {
     const struct sandbox_policy *p;
     enum sandbox_kind kind;
     struct sandbox_writable *w; /* where the command may write; never freed: we exec */
+    /* w's roots, opened once (open_roots; -1: nothing there to grant):
+     * the .git/.codex binds and the Landlock rules act on these very
+     * directories, whatever their paths name later */
+    int *root_fds;
+    bool roots_open;
     bool restrict_net;
     json_t *report;
     json_t *degraded; /* borrowed from report */
@@ -308,21 +313,134 @@ set_no_new_privs(struct run *r)
     put(r->report, "no_new_privs", json_true());
 }
 
-/* The .git and .codex of the writable set's repo roots, read-only. */
+/* Opens path one component at a time, refusing a symbolic link
+ * anywhere (O_PATH).  Returns the fd or -errno (-ELOOP: a link). */
+static int
+open_without_links(const char *path)
+{
+    int dir = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
+    if (dir < 0)
+        return -errno;
+    for (const char *c = path; *c != '\0';) {
+        size_t n = strcspn(c, "/");
+        if (n == 0) {
+            c++;
+            continue;
+        }
+        char *name = strndup(c, n);
+        if (name == NULL)
+            sandbox_helper_die(ENOMEM, "%s", path);
+        int next = openat(dir, name, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+        int e = errno;
+        free(name);
+        close(dir);
+        if (next < 0)
+            return -e;
+        struct stat st;
+        e = fstat(next, &st) != 0 ? errno : S_ISLNK(st.st_mode) ? ELOOP : 0;
+        if (e != 0) {
+            close(next);
+            return -e;
+        }
+        dir = next;
+        c += n;
+    }
+    return dir;
+}
+
+/*
+ * Opens each writable root once, after the namespaces are made (the binds
+ * through these fds must be in the helper's own mount namespace).  A root
+ * that is not there grants nothing, as Landlock grants nothing there.
+ * Canonical roots (the server's, resolved when the call arrived) are
+ * reached without following any link: one on the way now means a
+ * directory was replaced since the server looked, and the command would be
+ * let write a place the server never saw, so the helper refuses to run it.
+ */
+static void
+open_roots(struct run *r)
+{
+    if (r->roots_open)
+        return;
+    r->roots_open = true;
+    r->root_fds = calloc(r->w->n_roots ? r->w->n_roots : 1, sizeof *r->root_fds);
+    if (r->root_fds == NULL)
+        sandbox_helper_die(ENOMEM, "the writable roots");
+    for (size_t i = 0; i < r->w->n_roots; i++) {
+        const char *root = r->w->roots[i];
+        int fd = r->w->canonical ? open_without_links(root) : open(root, O_PATH | O_CLOEXEC);
+        if (fd < 0 && !r->w->canonical)
+            fd = -errno;
+        if (fd == -ELOOP && r->w->canonical)
+            sandbox_helper_die(0,
+                               "writable root %s: a symbolic link lies on its path now, though "
+                               "the server resolved it to this path, without one, when the call "
+                               "arrived (a directory on the way was replaced since); refusing to "
+                               "run the command rather than let it write where the server never "
+                               "looked",
+                               root);
+        if (fd < 0 && fd != -ENOENT && fd != -ENOTDIR)
+            sandbox_helper_die(-fd, "opening the writable root %s", root);
+        r->root_fds[i] = fd;
+    }
+}
+
+/* The fd of the root named root (a repo root is one of the roots), or -1. */
+static int
+root_fd(const struct run *r, const char *root)
+{
+    for (size_t i = 0; i < r->w->n_roots; i++) {
+        if (strcmp(r->w->roots[i], root) == 0)
+            return r->root_fds[i];
+    }
+    return -1;
+}
+
+/* The paths sandbox_ns_protect appended to ro from index from on, named
+ * relative to the root ("./.git"), named from the root's path instead. */
+static void
+name_from_root(json_t *ro, size_t from, const char *root)
+{
+    for (size_t i = from; i < json_array_size(ro); i++) {
+        const char *path = json_string_value(json_array_get(ro, i));
+        if (path == NULL || strncmp(path, "./", 2) != 0)
+            continue;
+        char *named = NULL;
+        if (asprintf(&named, "%s%s%s", root, strcmp(root, "/") == 0 ? "" : "/", path + 2) < 0 ||
+            json_array_set_new(ro, i, json_string(named)) != 0)
+            sandbox_helper_die(ENOMEM, "building the report");
+        free(named);
+    }
+}
+
+/* The .git and .codex of the writable set's repo roots, read-only: found
+ * from the root's fd (the helper's working directory for the while), so
+ * that they are those of the directory the rules are for. */
 static void
 protect_paths(struct run *r)
 {
+    int here = open(".", O_PATH | O_CLOEXEC | O_DIRECTORY);
+    if (here < 0)
+        sandbox_helper_die(errno, "opening the working directory");
     for (size_t i = 0; i < r->w->n_repo_roots; i++) {
         const char *root = r->w->repo_roots[i];
+        int fd = root_fd(r, root);
         char *err = NULL;
-        if (access(root, F_OK) != 0)
+        if (fd < 0)
             continue;
-        int rc = sandbox_ns_protect(root, true, r->read_only, &err);
+        if (fchdir(fd) != 0)
+            sandbox_helper_die(errno, "keeping .git and .codex read-only in %s", root);
+        size_t from = json_array_size(r->read_only);
+        int rc = sandbox_ns_protect(".", true, r->read_only, &err);
         if (rc < 0)
             sandbox_helper_die(-rc, "keeping .git and .codex read-only in %s: %s", root,
                                err ? err : "out of memory");
         free(err);
+        name_from_root(r->read_only, from, root);
     }
+    if (fchdir(here) != 0)
+        sandbox_helper_die(errno, "returning to the working directory");
+    close(here);
 }
 
 static struct sandbox_protect *
@@ -407,6 +525,7 @@ enter_namespaces(struct run *r)
                 "cannot create a PID namespace, so the command would see every process");
         return;
     }
+    open_roots(r);
     if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
         protect_extra(r);
@@ -649,14 +768,21 @@ allow_reads(struct run *r, struct sandbox_ll *ll)
 }
 
 /* The writable set, as Landlock rules (a path that does not exist is
- * skipped: allow_path). */
+ * skipped: allow_path; a root, from the fd open_roots opened). */
 static void
 allow_writes(struct run *r, struct sandbox_ll *ll)
 {
     for (size_t i = 0; i < r->w->n_devices; i++)
         allow_path(r, ll, r->w->devices[i], SANDBOX_LL_DEVICE);
-    for (size_t i = 0; i < r->w->n_roots; i++)
-        allow_path(r, ll, r->w->roots[i], SANDBOX_LL_WRITE);
+    open_roots(r);
+    for (size_t i = 0; i < r->w->n_roots; i++) {
+        if (r->root_fds[i] < 0)
+            continue;
+        int rc = sandbox_ll_allow_fd(ll, r->root_fds[i], SANDBOX_LL_WRITE);
+        if (rc < 0)
+            sandbox_helper_die(-rc, "landlock: adding a rule for %s", r->w->roots[i]);
+        append(r->writable, r->w->roots[i]);
+    }
 }
 
 static void

@@ -165,6 +165,23 @@ rights_for(enum sandbox_ll_access access)
 }
 
 int
+sandbox_ll_allow_fd(struct sandbox_ll *ll, int fd, enum sandbox_ll_access access)
+{
+    if (ll->fs == 0)
+        return 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    uint64_t allowed = rights_for(access) & ll->fs;
+    if (!S_ISDIR(st.st_mode))
+        allowed &= FS_FILE_RIGHTS;
+    struct ll_path_beneath_attr pb = {.allowed_access = allowed, .parent_fd = fd};
+    if (allowed != 0 && syscall(SYS_landlock_add_rule, ll->fd, LL_RULE_PATH_BENEATH, &pb, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+int
 sandbox_ll_allow(struct sandbox_ll *ll, const char *path, enum sandbox_ll_access access)
 {
     if (ll->fs == 0)
@@ -172,19 +189,7 @@ sandbox_ll_allow(struct sandbox_ll *ll, const char *path, enum sandbox_ll_access
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    uint64_t allowed = rights_for(access) & ll->fs;
-    if (!S_ISDIR(st.st_mode))
-        allowed &= FS_FILE_RIGHTS;
-    struct ll_path_beneath_attr pb = {.allowed_access = allowed, .parent_fd = fd};
-    int rc = 0;
-    if (allowed != 0 && syscall(SYS_landlock_add_rule, ll->fd, LL_RULE_PATH_BENEATH, &pb, 0) != 0)
-        rc = -errno;
+    int rc = sandbox_ll_allow_fd(ll, fd, access);
     close(fd);
     return rc;
 }

@@ -42,6 +42,11 @@ struct sandbox_ll *sandbox_ll_new(int abi, bool fs, bool tcp, bool scope);
  */
 int sandbox_ll_allow(struct sandbox_ll *ll, const char *path, enum sandbox_ll_access access);
 
+/* As sandbox_ll_allow, for the file fd is open on (O_PATH will do; fd
+ * stays the caller's): the rule is for that very file, whatever its path
+ * names by now.  Returns 0 or -errno. */
+int sandbox_ll_allow_fd(struct sandbox_ll *ll, int fd, enum sandbox_ll_access access);
+
 /*
  * Enforces the ruleset on the calling thread (no_new_privs must be set) and
  * adds a "landlock" object to report describing what is in force.  Returns

@@ -30,6 +30,8 @@ usage(FILE *out)
             "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
             "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
             "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n"
+            "With \"canonical_roots\" in JSON the writable roots are exactly those, each\n"
+            "reached without following a symbolic link (one on the way: exit 125).\n"
             "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
             "descendants to a supervisor; the seccomp listener is sent over the\n"
             "SOCK_SEQPACKET socket N (see docs/enforcement.md).\n"

@@ -28,6 +28,11 @@ struct sandbox_policy {
     bool reads_restricted;
     bool platform_defaults;
     struct path_list readable;
+    /* workspace-write: the writable roots as the server resolved them,
+     * in place of the ones the fields above give (canonical_roots) */
+    bool canonical;
+    struct path_list canonical_roots;
+    struct path_list canonical_repo_roots;
 };
 
 static const char *const kind_names[] = {
@@ -95,10 +100,13 @@ get_path(const json_t *v, const char *field, char **out, char **err)
     return 0;
 }
 
+/* The array of absolute paths at obj.key into out; messages name it
+ * field. */
 static int
-get_path_list(const json_t *obj, const char *field, struct path_list *out, char **err)
+get_path_list_named(const json_t *obj, const char *key, const char *field, struct path_list *out,
+                    char **err)
 {
-    const json_t *arr = json_object_get(obj, field);
+    const json_t *arr = json_object_get(obj, key);
     if (arr == NULL || json_is_null(arr))
         return 0;
     if (!json_is_array(arr))
@@ -117,6 +125,73 @@ get_path_list(const json_t *obj, const char *field, struct path_list *out, char 
         out->count++;
     }
     return 0;
+}
+
+static int
+get_path_list(const json_t *obj, const char *field, struct path_list *out, char **err)
+{
+    return get_path_list_named(obj, field, field, out, err);
+}
+
+/* Whether path is absolute and canonical in form: no empty, "." or ".."
+ * component and no trailing '/' (but "/" itself). */
+static bool
+canonical_form(const char *path)
+{
+    if (path[0] != '/')
+        return false;
+    if (path[1] == '\0')
+        return true;
+    for (const char *c = path + 1;;) {
+        size_t n = strcspn(c, "/");
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return false;
+        if (c[n] == '\0')
+            return true;
+        c += n + 1;
+    }
+}
+
+/* The canonical roots are canonical in form, and each repo root is one of
+ * the roots. */
+static int
+check_canonical(const struct path_list *roots, const struct path_list *repo, char **err)
+{
+    for (size_t i = 0; i < roots->count; i++) {
+        if (!canonical_form(roots->items[i]))
+            return fail(
+                err, "sandbox policy: canonical_roots.roots[%zu]: \"%s\" is not a canonical path",
+                i, roots->items[i]);
+    }
+    for (size_t i = 0; i < repo->count; i++) {
+        bool found = false;
+        for (size_t k = 0; !found && k < roots->count; k++)
+            found = strcmp(repo->items[i], roots->items[k]) == 0;
+        if (!found)
+            return fail(err,
+                        "sandbox policy: canonical_roots.repo_roots[%zu]: \"%s\" is not one of the "
+                        "roots",
+                        i, repo->items[i]);
+    }
+    return 0;
+}
+
+/* workspace-write's optional canonical_roots object: {"roots": [...],
+ * "repo_roots": [...]}. */
+static int
+parse_canonical(struct sandbox_policy *p, const json_t *obj, char **err)
+{
+    const json_t *c = json_object_get(obj, "canonical_roots");
+    if (c == NULL || json_is_null(c))
+        return 0;
+    if (!json_is_object(c))
+        return fail(err, "sandbox policy: canonical_roots must be an object");
+    p->canonical = true;
+    if (get_path_list_named(c, "roots", "canonical_roots.roots", &p->canonical_roots, err) < 0 ||
+        get_path_list_named(c, "repo_roots", "canonical_roots.repo_roots", &p->canonical_repo_roots,
+                            err) < 0)
+        return -1;
+    return check_canonical(&p->canonical_roots, &p->canonical_repo_roots, err);
 }
 
 /* Optional boolean field; absent or null keeps *out. */
@@ -264,6 +339,12 @@ sandbox_policy_parse(const char *text, char **err)
         fail(err, "sandbox policy: sandboxCwd: path contains a NUL byte");
     else
         p = sandbox_policy_from_json(root, json_string_value(cwd), err);
+    /* the server's own field: in the text it hands the helper, never taken
+     * from a client's sandboxPolicy */
+    if (p != NULL && p->kind == SANDBOX_WORKSPACE_WRITE && parse_canonical(p, root, err) < 0) {
+        sandbox_policy_free(p);
+        p = NULL;
+    }
     json_decref(root);
     return p;
 }
@@ -276,7 +357,50 @@ sandbox_policy_free(struct sandbox_policy *p)
     free(p->cwd);
     path_list_clear(&p->writable);
     path_list_clear(&p->readable);
+    path_list_clear(&p->canonical_roots);
+    path_list_clear(&p->canonical_repo_roots);
     free(p);
+}
+
+/* Copies the n paths into out (empty first).  -1 when out of memory. */
+static int
+path_list_copy(struct path_list *out, const char *const *paths, size_t n)
+{
+    out->items = n ? calloc(n, sizeof *out->items) : NULL;
+    out->count = 0;
+    if (n && out->items == NULL)
+        return -1;
+    for (; out->count < n; out->count++) {
+        if ((out->items[out->count] = strdup(paths[out->count])) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+int
+sandbox_policy_set_canonical_roots(struct sandbox_policy *p, const char *const *roots,
+                                   size_t n_roots, const char *const *repo_roots,
+                                   size_t n_repo_roots, char **err)
+{
+    *err = NULL;
+    if (p->kind != SANDBOX_WORKSPACE_WRITE)
+        return fail(err, "sandbox policy: only workspace-write has writable roots to resolve");
+    struct path_list r = {0}, repo = {0};
+    int rc = path_list_copy(&r, roots, n_roots) < 0 ||
+                     path_list_copy(&repo, repo_roots, n_repo_roots) < 0
+                 ? fail(err, "sandbox policy: out of memory")
+                 : check_canonical(&r, &repo, err);
+    if (rc < 0) {
+        path_list_clear(&r);
+        path_list_clear(&repo);
+        return -1;
+    }
+    path_list_clear(&p->canonical_roots);
+    path_list_clear(&p->canonical_repo_roots);
+    p->canonical_roots = r;
+    p->canonical_repo_roots = repo;
+    p->canonical = true;
+    return 0;
 }
 
 enum sandbox_kind
@@ -401,6 +525,19 @@ add_workspace_roots(struct sandbox_writable *w, const struct sandbox_policy *p, 
     return rc;
 }
 
+/* A server's resolved roots, given in place of the policy's own. */
+static int
+add_canonical_roots(struct sandbox_writable *w, const struct sandbox_policy *p)
+{
+    w->canonical = true;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < p->canonical_roots.count; i++)
+        rc = list_push(&w->roots, &w->n_roots, p->canonical_roots.items[i]);
+    for (size_t i = 0; rc == 0 && i < p->canonical_repo_roots.count; i++)
+        rc = list_push(&w->repo_roots, &w->n_repo_roots, p->canonical_repo_roots.items[i]);
+    return rc;
+}
+
 static int
 add_devices(struct sandbox_writable *w)
 {
@@ -427,7 +564,9 @@ sandbox_writable_new(const struct sandbox_policy *p, const char *tmpdir)
         break;
     case SANDBOX_WORKSPACE_WRITE:
         rc = add_devices(w);
-        if (rc == 0)
+        if (rc == 0 && p->canonical)
+            rc = add_canonical_roots(w, p);
+        else if (rc == 0)
             rc = add_workspace_roots(w, p, tmpdir);
         break;
     }
@@ -490,6 +629,20 @@ read_access_json(const struct sandbox_policy *p)
     return a;
 }
 
+static json_t *
+canonical_json(const struct sandbox_policy *p)
+{
+    json_t *c = json_object();
+    if (c == NULL)
+        return NULL;
+    if (put(c, "roots", path_array(&p->canonical_roots)) != 0 ||
+        put(c, "repo_roots", path_array(&p->canonical_repo_roots)) != 0) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
 static int
 fill_canonical(const struct sandbox_policy *p, json_t *o)
 {
@@ -512,6 +665,8 @@ fill_canonical(const struct sandbox_policy *p, json_t *o)
         rc |= put(o, "exclude_tmpdir_env_var", json_boolean(p->exclude_tmpdir));
         rc |= put(o, "exclude_slash_tmp", json_boolean(p->exclude_slash_tmp));
         rc |= put(o, "read_only_access", read_access_json(p));
+        if (p->canonical)
+            rc |= put(o, "canonical_roots", canonical_json(p));
         break;
     }
     return rc;

@@ -37,11 +37,31 @@ struct sandbox_policy *sandbox_policy_from_json(const json_t *policy, const char
                                                 char **err);
 
 /* As sandbox_policy_from_json, from the canonical text made by
- * sandbox_policy_to_json (which carries the sandbox cwd inside it). */
+ * sandbox_policy_to_json (which carries the sandbox cwd inside it), and
+ * with the canonical roots that text may carry
+ * (sandbox_policy_set_canonical_roots), which sandbox_policy_from_json
+ * ignores: they are the server's, never a client's. */
 struct sandbox_policy *sandbox_policy_parse(const char *text, char **err);
 
 /* Frees p; NULL is a no-op. */
 void sandbox_policy_free(struct sandbox_policy *p);
+
+/*
+ * Gives workspace-write policy p the writable roots (and, among them, the
+ * repo roots) as a server resolved them, in place of those its sandbox
+ * cwd, writable_roots, $TMPDIR and /tmp name: its writable set
+ * (sandbox_writable_new) is then exactly these, and its canonical text
+ * carries them as "canonical_roots": {"roots": [...], "repo_roots":
+ * [...]}, which the helper reaches without following any symbolic link
+ * (docs/sandbox.md, "Roots resolved once").  Each path must be absolute
+ * with no empty, "." or ".." component; each repo root must be a root.
+ * Copies what it keeps.  Returns 0, or -1 with *err a malloc'd message
+ * (another kind of policy, a bad path, out of memory); p is then
+ * unchanged.
+ */
+int sandbox_policy_set_canonical_roots(struct sandbox_policy *p, const char *const *roots,
+                                       size_t n_roots, const char *const *repo_roots,
+                                       size_t n_repo_roots, char **err);
 
 enum sandbox_kind sandbox_policy_kind(const struct sandbox_policy *p);
 bool sandbox_policy_network_allowed(const struct sandbox_policy *p);
@@ -136,10 +156,15 @@ const char *sandbox_policy_readable_root(const struct sandbox_policy *p, size_t 
  *                        writable_roots entry, tmpdir unless
  *                        exclude_tmpdir_env_var, /tmp unless
  *                        exclude_slash_tmp; repo_roots: the sandbox cwd
- *                        and the writable_roots entries
+ *                        and the writable_roots entries; or, with
+ *                        canonical roots, devices and those roots
  */
 struct sandbox_writable {
     bool everything;
+    /* The roots are canonical_roots, as the server resolved them: the
+     * helper grants each only as reached without a symbolic link, and
+     * refuses to run when a link lies on the way. */
+    bool canonical;
     /* Beneath each: write, create, remove, rename, everything. */
     char **roots;
     size_t n_roots;

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "shell_call.h"
 #include "utf8.h"
+#include "writable_history.h"
 #include "writable_view.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
 #include "../rules/amend.h"
@@ -65,6 +66,8 @@ struct decide_server {
     struct client_log *client_log; /* borrowed; NULL: none */
     struct seen_repo *repos;
     size_t n_repos;
+    /* what every sandbox of this server could write (writable_history.h) */
+    struct writable_history *written;
 };
 
 /* A command remembered for the call (see DECIDE_MAX_REMEMBERED). */
@@ -234,7 +237,7 @@ decide_server_new(const struct decide_config *cfg, char **err)
      * author's to weigh: say at start what deserves a second look */
     if (ds->rules && rules_lint_policy(ds->rules, log_lint, NULL) < 0)
         log_warn("rules: out of memory while linting the rules");
-    if (ds->rules)
+    if (ds->rules && (ds->written = writable_history_new()) != NULL)
         ds->approvals = approvals_new();
     if (ds->rules && !ds->approvals)
         *err = strdup("out of memory");
@@ -307,6 +310,7 @@ decide_server_free(struct decide_server *ds)
     for (size_t i = 0; i < ds->n_repos; i++)
         free(ds->repos[i].root);
     free(ds->repos);
+    writable_history_free(ds->written);
     free(ds);
 }
 
@@ -386,15 +390,26 @@ gitdir_of(const char *dotgit, bool *unreadable)
     return real;
 }
 
-/* The server's first sight of the repository at root (added now if this
- * is it).  NULL when out of memory. */
+/* The server's first sight of the repository at root, or NULL when it
+ * has not looked there yet. */
 static const struct seen_repo *
-first_sight(struct decide_server *ds, const char *root, const struct stat *now, bool present)
+seen_repo_find(const struct decide_server *ds, const char *root)
 {
     for (size_t i = 0; i < ds->n_repos; i++) {
         if (strcmp(ds->repos[i].root, root) == 0)
             return &ds->repos[i];
     }
+    return NULL;
+}
+
+/* The server's first sight of the repository at root (added now if this
+ * is it).  NULL when out of memory. */
+static const struct seen_repo *
+first_sight(struct decide_server *ds, const char *root, const struct stat *now, bool present)
+{
+    const struct seen_repo *seen = seen_repo_find(ds, root);
+    if (seen)
+        return seen;
     struct seen_repo *grown = realloc(ds->repos, (ds->n_repos + 1) * sizeof(*grown));
     char *copy = grown ? strdup(root) : NULL;
     if (grown)
@@ -456,12 +471,59 @@ is_kept(const struct decide_call *dc, const char *dotgit, const char *gitdir)
 }
 
 /*
- * Whether cwd lies in a git repository whose .git the sandbox could have
+ * Whether the sandboxes of view v kept the repository at dotgit (whose
+ * gitdir is gitdir) read-only: dotgit is the .git at the top of one of
+ * v's repo roots, which the helper binds read-only with its gitdir, and
+ * the gitdir is the one this server saw there before it ran any command
+ * in that root (one made since was made by a command).
+ */
+static bool
+view_keeps(const struct decide_server *ds, const struct writable_view *v, const char *dotgit,
+           const char *gitdir)
+{
+    struct stat st;
+    if (!gitdir || stat(gitdir, &st) < 0)
+        return false;
+    for (size_t i = 0; i < v->n_repo_roots; i++) {
+        const char *root = v->repo_roots[i];
+        size_t n = strlen(root);
+        if (n == 1 && root[0] == '/')
+            n = 0; /* "/.git" */
+        if (strncmp(dotgit, root, n) != 0 || strcmp(dotgit + n, "/.git") != 0)
+            continue;
+        const struct seen_repo *seen = seen_repo_find(ds, root);
+        return seen && seen->present && seen->dev == st.st_dev && seen->ino == st.st_ino;
+    }
+    return false;
+}
+
+/* Whether a sandbox of any call could have written the repository at
+ * dotgit (gitdir: its gitdir, or NULL): some remembered view contains
+ * either and did not keep it read-only. */
+static bool
+history_repo_writable(const struct decide_server *ds, const char *dotgit, const char *gitdir)
+{
+    if (writable_history_everything(ds->written))
+        return true;
+    size_t n = 0;
+    const struct writable_view *views = writable_history_views(ds->written, &n);
+    for (size_t i = 0; i < n; i++) {
+        bool reaches = writable_view_contains(&views[i], dotgit) ||
+                       (gitdir && writable_view_contains(&views[i], gitdir));
+        if (reaches && !view_keeps(ds, &views[i], dotgit, gitdir))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Whether cwd lies in a git repository whose .git a sandbox could have
  * written (hooks, fsmonitor, filters, aliases: code that an escalated
  * program would run outside): any .git entry from cwd up to "/" that is
- * in the writable view, or names a gitdir there, and is not one the
- * sandbox keeps read-only.  *which gets the entry (malloc'd) when so, NULL
- * when cwd cannot be resolved (which also answers yes).
+ * in the call's writable view, or names a gitdir there, and is not one
+ * its sandbox keeps read-only; or that any call's sandbox could have
+ * written so (history_repo_writable).  *which gets the entry (malloc'd)
+ * when so, NULL when cwd cannot be resolved (which also answers yes).
  */
 static bool
 in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
@@ -483,7 +545,8 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
             char *gitdir = gitdir_of(dotgit, &unreadable);
             bool writable = writable_view_contains(&dc->view, dotgit) ||
                             (gitdir && writable_view_contains(&dc->view, gitdir));
-            found = writable && !is_kept(dc, dotgit, gitdir);
+            found = (writable && !is_kept(dc, dotgit, gitdir)) ||
+                    history_repo_writable(dc->ds, dotgit, gitdir);
             free(gitdir);
         }
         if (found) {
@@ -530,6 +593,13 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
         free(dc);
         return NULL;
     }
+    /* from now on its sandbox may run: what it can write counts for every
+     * call's decisions, for the rest of the server's life */
+    if (writable_history_add(ds->written, &dc->view))
+        log_warn("decide %s: the sandboxes of this server's calls could write more than %d "
+                 "places in all (or memory ran out): from now on nothing runs outside the "
+                 "sandbox",
+                 label, WRITABLE_HISTORY_MAX_ROOTS);
     dc->ds = ds;
     dc->refs = 1;
     dc->waiting_tail = &dc->waiting;
@@ -588,6 +658,12 @@ const char *
 decide_call_label(const struct decide_call *dc)
 {
     return dc->label;
+}
+
+const struct writable_view *
+decide_call_view(const struct decide_call *dc)
+{
+    return &dc->view;
 }
 
 /* ---- memos ---- */
@@ -750,16 +826,25 @@ forces_rm(const struct exec_path *walk, struct command *cmd)
 
 /* ---- may it run outside? ---- */
 
-/* Whether the sandbox could have made or repointed anything walk went
+/* Whether the call's sandbox, or any other this server started, could
+ * have written, replaced or repointed path. */
+static bool
+sandbox_could_write(const struct decide_call *dc, const char *path)
+{
+    return writable_view_contains(&dc->view, path) ||
+           writable_history_contains(dc->ds->written, path);
+}
+
+/* Whether a sandbox could have made or repointed anything walk went
  * through: the path as given, each link, the file. */
 static bool
 walk_writable(const struct decide_call *dc, const struct exec_path *walk)
 {
-    if (!walk->canonical || writable_view_contains(&dc->view, walk->absolute) ||
-        writable_view_contains(&dc->view, walk->canonical))
+    if (!walk->canonical || sandbox_could_write(dc, walk->absolute) ||
+        sandbox_could_write(dc, walk->canonical))
         return true;
     for (size_t i = 0; i < walk->n_links; i++) {
-        if (writable_view_contains(&dc->view, walk->links[i].path))
+        if (sandbox_could_write(dc, walk->links[i].path))
             return true;
     }
     return false;
@@ -768,10 +853,11 @@ walk_writable(const struct decide_call *dc, const struct exec_path *walk)
 /*
  * Whether the exec walk describes may run outside the sandbox, and if so
  * the file opened (out->fd, out->script).  Not when the path as given, any
- * link on the way or the file itself lies where the sandbox can write (it
- * could have made or repointed it), when the file is not a regular one,
- * or when the working directory is in a repository the sandbox could
- * have written.  *why (static or malloc'd into *why_owned) says why not.
+ * link on the way or the file itself lies where this call's sandbox or any
+ * other of the server's can write (it could have made or repointed it),
+ * when the file is not a regular one, or when the working directory is in
+ * a repository a sandbox could have written.  *why (static or malloc'd
+ * into *why_owned) says why not.
  */
 static bool
 escalatable(const struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,

@@ -9,8 +9,9 @@
  * so they agree by construction on: the names the program goes by (every
  * link on the way, exec_path), the rules' verdict over all of them, the
  * forced-rm heuristic, whether the file may run outside (nothing the
- * sandbox could have written or repointed, and no repository it could have
- * planted code in), the approvals for the session and the call's memos,
+ * sandbox of this call, or of any call this server accepted, could have
+ * written or repointed, and no repository it could have planted code in),
+ * the approvals for the session and the call's memos,
  * the question a person is asked, and the audit record.
  * docs/escalation.md says what is decided and why.
  *
@@ -108,7 +109,8 @@ bool decide_server_auditing(const struct decide_server *ds);
 
 /*
  * A call's decision state.  policy (a sandboxPolicy object) and
- * sandbox_cwd (absolute) give what its sandbox can write; label names the
+ * sandbox_cwd (absolute) give what its sandbox can write, which from now
+ * on counts against every call of ds (writable_history.h); label names the
  * call in logs and the audit log (copied).  on_abort(data, why) runs at
  * most once, when a person answers `abort`: the caller's result should
  * say why (why is borrowed for the callback); the call's process group is
@@ -133,6 +135,12 @@ void decide_call_unref(struct decide_call *dc);
 void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
 
 const char *decide_call_label(const struct decide_call *dc);
+
+/* Where the call's sandbox can write, as the server resolved it when the
+ * call arrived (borrowed, as long as dc lives): what its helper is to
+ * grant (writable_view_pin). */
+struct writable_view;
+const struct writable_view *decide_call_view(const struct decide_call *dc);
 
 enum decide_source {
     DECIDE_FROM_WRAPPER, /* the patched Bash's hand-over: may run outside */

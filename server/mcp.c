@@ -17,6 +17,7 @@
 #include "reaper.h"
 #include "shell_call.h"
 #include "utf8.h"
+#include "writable_view.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -553,11 +554,18 @@ sandbox_cwd(const struct mcp_server *s, const struct call_request *r)
 /* The helper's command line under the policy in force now: the patched
  * Bash runs the command in the workdir, the helper reports on
  * CALL_FD_REPORT and, with tree enforcement, hands over its listener on
- * CALL_FD_EXEC_NOTIFY.  NULL with *err (malloc'd) on failure. */
+ * CALL_FD_EXEC_NOTIFY.  Its writable roots are those of view (the call's,
+ * resolved as it arrived), however long the call then waits for a slot.
+ * NULL with *err (malloc'd) on failure. */
 static char **
-call_argv(struct mcp_server *s, const struct call_request *r, char **err)
+call_argv(struct mcp_server *s, const struct writable_view *view, const struct call_request *r,
+          char **err)
 {
     struct sandbox_policy *p = sandbox_policy_from_json(s->policy, sandbox_cwd(s, r), err);
+    if (p && writable_view_pin(view, p, err) < 0) {
+        sandbox_policy_free(p);
+        p = NULL;
+    }
     if (!p)
         return NULL;
     const char *const program[] = {s->o->bash_path, r->login ? "-lc" : "-c", r->command, NULL};
@@ -578,20 +586,27 @@ call_argv(struct mcp_server *s, const struct call_request *r, char **err)
     return argv;
 }
 
-/* The call's front ends, on c: its decisions, tree enforcement's watch
- * (every exec of the shell's tree, and the listeners of escalated
- * programs) and its escalation state (its socket is made when it starts).
- * Returns 0, or -1 with *err (malloc'd; NULL: out of memory). */
+/* The call's decisions, on c: made before its command line, whose
+ * writable roots are the decisions' view.  Returns 0, or -1 with *err
+ * (malloc'd; NULL: out of memory). */
 static int
-call_front_ends(struct mcp_server *s, struct mcp_call *c, const struct call_request *r, char **err)
+call_decisions(struct mcp_server *s, struct mcp_call *c, const struct call_request *r, char **err)
 {
     char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
     c->dc = label ? decide_call_new(s->decide, s->policy, sandbox_cwd(s, r), label, on_call_abort,
                                     c, err)
                   : NULL;
     free(label);
-    if (!c->dc)
-        return -1;
+    return c->dc ? 0 : -1;
+}
+
+/* The call's other front ends, on c: tree enforcement's watch (every exec
+ * of the shell's tree, and the listeners of escalated programs) and its
+ * escalation state (its socket is made when it starts).  Returns 0, or -1
+ * when out of memory. */
+static int
+call_front_ends(struct mcp_server *s, struct mcp_call *c)
+{
     if (s->tree) {
         c->watch = exec_watch_new(s->loop, c->dc, s->o->execve_wrapper, s->o->bash_path);
         if (!c->watch)
@@ -627,26 +642,26 @@ static struct mcp_call *
 build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
 {
     char *err = NULL;
-    char **argv = call_argv(s, r, &err);
-    if (!argv) {
+    struct mcp_call *c = calloc(1, sizeof(*c));
+    if (c) {
+        c->s = s;
+        c->id = json_deep_copy(id);
+    }
+    char **argv = NULL;
+    if (!c || !c->id || call_decisions(s, c, r, &err) < 0 ||
+        !(argv = call_argv(s, decide_call_view(c->dc), r, &err))) {
+        if (c)
+            call_free(c);
         reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "sandbox policy: %s",
                         err ? err : "out of memory");
         free(err);
         return NULL;
     }
-    struct mcp_call *c = calloc(1, sizeof(*c));
     char **env = NULL;
-    if (c) {
-        c->s = s;
-        c->id = json_deep_copy(id);
-    }
-    if (!c || !c->id || call_front_ends(s, c, r, &err) < 0 || !(env = call_env(s))) {
+    if (call_front_ends(s, c) < 0 || !(env = call_env(s))) {
         free_strv(argv);
-        if (c)
-            call_free(c);
-        reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "escalation: %s",
-                        err ? err : "out of memory");
-        free(err);
+        call_free(c);
+        jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "escalation: out of memory");
         return NULL;
     }
     struct shell_call_spec spec = {

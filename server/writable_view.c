@@ -70,6 +70,17 @@ writable_view_init(struct writable_view *v, const json_t *policy, const char *sa
     return rc;
 }
 
+int
+writable_view_pin(const struct writable_view *v, struct sandbox_policy *p, char **err)
+{
+    *err = NULL;
+    if (sandbox_policy_kind(p) != SANDBOX_WORKSPACE_WRITE)
+        return 0;
+    return sandbox_policy_set_canonical_roots(p, (const char *const *)v->roots, v->n,
+                                              (const char *const *)v->repo_roots, v->n_repo_roots,
+                                              err);
+}
+
 void
 writable_view_release(struct writable_view *v)
 {
@@ -83,6 +94,55 @@ writable_view_release(struct writable_view *v)
         free(v->repo_roots[i]);
     free(v->repo_roots);
     memset(v, 0, sizeof(*v));
+}
+
+/* Copies the n strings of from into *to.  Returns -1 when out of memory
+ * (what was copied stays in *to, counted in *n_to, for the caller to free). */
+static int
+copy_list(char ***to, size_t *n_to, char *const *from, size_t n)
+{
+    *to = n ? calloc(n, sizeof(char *)) : NULL;
+    if (n && !*to)
+        return -1;
+    for (*n_to = 0; *n_to < n; (*n_to)++) {
+        if (!((*to)[*n_to] = strdup(from[*n_to])))
+            return -1;
+    }
+    return 0;
+}
+
+int
+writable_view_copy(struct writable_view *dst, const struct writable_view *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->kind = src->kind;
+    if (copy_list(&dst->roots, &dst->n, src->roots, src->n) < 0 ||
+        copy_list(&dst->devices, &dst->n_devices, src->devices, src->n_devices) < 0 ||
+        copy_list(&dst->repo_roots, &dst->n_repo_roots, src->repo_roots, src->n_repo_roots) < 0) {
+        writable_view_release(dst);
+        return -1;
+    }
+    return 0;
+}
+
+static bool
+same_list(char *const *a, size_t n_a, char *const *b, size_t n_b)
+{
+    if (n_a != n_b)
+        return false;
+    for (size_t i = 0; i < n_a; i++) {
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    }
+    return true;
+}
+
+bool
+writable_view_equal(const struct writable_view *a, const struct writable_view *b)
+{
+    return a->kind == b->kind && same_list(a->roots, a->n, b->roots, b->n) &&
+           same_list(a->devices, a->n_devices, b->devices, b->n_devices) &&
+           same_list(a->repo_roots, a->n_repo_roots, b->repo_roots, b->n_repo_roots);
 }
 
 static bool

@@ -39,6 +39,27 @@ int writable_view_init(struct writable_view *v, const json_t *policy, const char
 /* Frees what v holds; safe on a zeroed view. */
 void writable_view_release(struct writable_view *v);
 
+struct sandbox_policy;
+
+/*
+ * Gives p, the policy v was made from (workspace-write; any other kind is
+ * left as it is), v's roots as its canonical roots
+ * (sandbox_policy_set_canonical_roots): the helper then grants exactly
+ * the directories v names, reached without a symbolic link, rather than
+ * resolving the policy's paths again when the call starts, by which time
+ * a link on the way may name another place.  Returns 0, or -1 with *err a
+ * malloc'd message.
+ */
+int writable_view_pin(const struct writable_view *v, struct sandbox_policy *p, char **err);
+
+/* Makes *dst a copy of src (all its lists).  Returns 0, or -1 when out of
+ * memory (*dst is then empty). */
+int writable_view_copy(struct writable_view *dst, const struct writable_view *src);
+
+/* Whether a and b are the same set: same kind and the same roots, devices
+ * and repo roots, in the same order.  Cannot fail. */
+bool writable_view_equal(const struct writable_view *a, const struct writable_view *b);
+
 /*
  * Whether the sandbox could have written, replaced or repointed path
  * (absolute; compared as given, so pass canonical paths where links may

@@ -104,18 +104,25 @@ world_end(struct mcp_world *w)
     g.world = NULL;
 }
 
-/* A scratch directory removed by the teardown. */
+/* A scratch directory under base (NULL: $TMPDIR or /tmp) removed by the
+ * teardown. */
 static char *
-scratch_new(const char *tag)
+scratch_new_in(const char *base, const char *tag)
 {
     for (size_t i = 0; i < sizeof(g.scratch) / sizeof(g.scratch[0]); i++) {
         if (!g.scratch[i]) {
-            g.scratch[i] = tmpdir_new(tag);
+            g.scratch[i] = base ? tmpdir_new_in(base, tag) : tmpdir_new(tag);
             return g.scratch[i];
         }
     }
     fail_msg("too many scratch directories");
     return NULL;
+}
+
+static char *
+scratch_new(const char *tag)
+{
+    return scratch_new_in(NULL, tag);
 }
 
 static int
@@ -496,6 +503,103 @@ test_top_level_repository_made_in_earlier_call(void **state)
     world_end(w);
 }
 
+/* ---- what another call's sandbox wrote ---- */
+
+/* codex/sandbox-state/update: policy (a sandboxPolicy object's JSON text)
+ * with sandboxCwd cwd, for the calls that arrive from now on. */
+static void
+set_sandbox(struct mcp_world *w, const char *policy, const char *cwd)
+{
+    json_t *p = json_loads(policy, 0, NULL);
+    assert_non_null(p);
+    json_t *a = mcp_client_call(w->c, "codex/sandbox-state/update",
+                                json_pack("{s:o, s:s}", "sandboxPolicy", p, "sandboxCwd", cwd));
+    assert_non_null(a);
+    if (!json_is_object(json_object_get(a, "result"))) {
+        char *text = json_dumps(a, 0);
+        fail_msg("codex/sandbox-state/update %s %s: %s", policy, cwd, text ? text : "?");
+    }
+    json_decref(a);
+}
+
+/* `tool` is allowed, and A/tool (A outside every root of the calls'
+ * policies but one) escalates: the test wrote it.  Then a call whose
+ * sandbox may write A (its sandbox cwd) replaces A/tool, and the next
+ * call, back under a policy that cannot write A, runs A/tool: what that
+ * other sandbox wrote must not run outside. */
+static void
+test_program_written_by_another_calls_sandbox(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"tool\"], decision=\"allow\")\n", false);
+    const char *ws = "{\"type\":\"workspace-write\",\"network_access\":false,"
+                     "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true}";
+    char *a_dir = scratch_new_in("/var/tmp", "cross-call");
+    char *tool = tmpdir_path(a_dir, "tool");
+    char *text = mcp_world_fmt("#!/bin/sh\ntouch %s/before\n", w->outside);
+    tmpdir_write_file(tool, text, 0755);
+    own(a_dir);
+    /* not written by any sandbox: escalated */
+    set_sandbox(w, ws, w->wd);
+    char *cmd = mcp_world_fmt("%s; echo \"status=$?\"", tool);
+    json_t *a = run(w, cmd, NULL);
+    if (!mcp_world_exists(w->outside, "before"))
+        fail_msg("%s did not escalate before any sandbox could write it: [%s]", tool,
+                 mcp_world_output(a));
+    json_decref(a);
+    /* a call whose sandbox cwd is A replaces the program */
+    set_sandbox(w, ws, a_dir);
+    char *replace = mcp_world_fmt("printf '#!/bin/sh\\ntouch %s/cross\\n' > %s.new && "
+                                  "chmod +x %s.new && mv %s.new %s; echo \"status=$?\"",
+                                  w->outside, tool, tool, tool, tool);
+    a = run(w, replace, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
+    json_decref(a);
+    /* the next call cannot write A, and runs it */
+    set_sandbox(w, ws, w->wd);
+    a = run(w, cmd, NULL);
+    assert_not_outside(w, "cross", a);
+    json_decref(a);
+    free(replace);
+    free(cmd);
+    free(text);
+    free(tool);
+    world_end(w);
+}
+
+/* A call whose sandbox cwd is P makes a repository P/sub with a command in
+ * its config; the next call's sandbox cwd is P/sub, whose .git the server
+ * sees there at its first command in P/sub and its helper keeps
+ * read-only: but P's sandbox made it, and git status must not run it
+ * outside. */
+static void
+test_repository_made_by_another_calls_sandbox(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    const char *ws = "{\"type\":\"workspace-write\",\"network_access\":false,"
+                     "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true}";
+    char *p_dir = scratch_new_in("/var/tmp", "cross-repo");
+    own(p_dir);
+    set_sandbox(w, ws, p_dir);
+    char *make = mcp_world_fmt("git init -q %s/sub && git -C %s/sub config core.fsmonitor "
+                               "'touch %s/fsm; false'; echo \"status=$?\"",
+                               p_dir, p_dir, w->outside);
+    json_t *a = run(w, make, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
+    json_decref(a);
+    char *sub = tmpdir_path(p_dir, "sub");
+    set_sandbox(w, ws, sub);
+    char *status = mcp_world_fmt("cd %s && git status; echo \"status=$?\"", sub);
+    a = run(w, status, NULL);
+    assert_not_outside(w, "fsm", a);
+    json_decref(a);
+    free(status);
+    free(sub);
+    free(make);
+    world_end(w);
+}
+
 /* An allowed prefix with an option that writes any file: a person is
  * asked, told why; declined, nothing is written. */
 static void
@@ -706,6 +810,12 @@ test_works_allowed_git_in_protected_repo(void **state)
     mcp_world_assert_contains(mcp_world_output(a), "A  f\n");
     assert_int_equal(mcp_world_exit(a), 0);
     json_decref(a);
+    /* and in the next call, which the first call's sandbox (the same)
+     * could not have prepared either */
+    a = run(w, "echo y > g && git add g && git status --short", NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "A  g\n");
+    assert_int_equal(mcp_world_exit(a), 0);
+    json_decref(a);
     world_end(w);
 }
 
@@ -857,6 +967,8 @@ main(void)
         cmocka_unit_test_teardown(test_git_trace, teardown),
         cmocka_unit_test_teardown(test_git_log_output_option, teardown),
         cmocka_unit_test_teardown(test_top_level_repository_made_in_earlier_call, teardown),
+        cmocka_unit_test_teardown(test_program_written_by_another_calls_sandbox, teardown),
+        cmocka_unit_test_teardown(test_repository_made_by_another_calls_sandbox, teardown),
         cmocka_unit_test_teardown(test_dangerous_option_is_asked, teardown),
         cmocka_unit_test_teardown(test_prompt_workdir_spoof, teardown),
         cmocka_unit_test_teardown(test_prompt_argument_newline, teardown),

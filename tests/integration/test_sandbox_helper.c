@@ -425,6 +425,124 @@ assert_file_is(const char *path, const char *want)
     free(text);
 }
 
+/* --- canonical roots: the server's resolution, reached without links --- */
+
+static char *
+made_dir(const char *dir, const char *name)
+{
+    char *p = tmpdir_path(dir, name);
+    assert_int_equal(mkdir(p, 0755), 0);
+    return p;
+}
+
+/* workspace-write with sandbox cwd cwd whose writable roots are the
+ * canonical roots (JSON array texts). */
+static char *
+canonical_policy(const char *cwd, const char *roots, const char *repo_roots)
+{
+    char *p;
+    assert_true(asprintf(&p,
+                         "{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\","
+                         "\"canonical_roots\":{\"roots\":%s,\"repo_roots\":%s}}",
+                         cwd, roots, repo_roots) > 0);
+    return p;
+}
+
+/* With canonical roots the command may write exactly those (not the
+ * sandbox cwd, $TMPDIR or /tmp the policy would name), the .git and .codex
+ * of the repo roots among them stay read-only, and a root that is not
+ * there grants nothing. */
+static void
+test_canonical_roots_are_the_roots(void **state)
+{
+    struct fixture *f = *state;
+    char *c = made_dir(f->dir, "c");
+    char *r = made_dir(f->dir, "r");
+    char *git = made_dir(r, ".git");
+    char *missing = tmpdir_path(f->dir, "missing");
+    char *roots = NULL;
+    assert_true(asprintf(&roots, "[\"%s\",\"%s\"]", r, missing) > 0);
+    char *repo = NULL;
+    assert_true(asprintf(&repo, "[\"%s\"]", r) > 0);
+    char *policy = canonical_policy(c, roots, repo);
+    char *script = NULL;
+    assert_true(asprintf(&script,
+                         "for p in %s/x %s/x %s/.git/x /tmp/execgate-canonical-%ld; do "
+                         "if (: > \"$p\") 2>/dev/null; then echo yes; else echo no; fi; done",
+                         c, r, r, (long)getpid()) > 0);
+    struct sbx_result res;
+    run_env(policy, f->dir, NULL, "TMPDIR=/tmp", script, &res);
+    sbx_assert_code(&res, 0);
+    assert_string_equal(res.res.out, "no\nyes\nno\nno\n");
+    json_t *writable = json_object_get(res.report, "writable");
+    assert_int_equal(json_array_size(writable), 1);
+    assert_string_equal(json_string_value(json_array_get(writable, 0)), r);
+    /* named by the root's path, though found from its fd */
+    char *codex = tmpdir_path(r, ".codex");
+    assert_true(read_only_has(&res, git));
+    assert_true(read_only_has(&res, codex));
+    sbx_result_free(&res);
+    free(codex);
+    free(script);
+    free(policy);
+    free(repo);
+    free(roots);
+    free(missing);
+    free(git);
+    free(r);
+    free(c);
+}
+
+/* A canonical root with a symbolic link on its path (the root itself, or
+ * a directory above it) is refused: 125, the reason, nothing run. */
+static void
+test_canonical_root_through_link_refused(void **state)
+{
+    struct fixture *f = *state;
+    char *real = made_dir(f->dir, "real");
+    char *sub = made_dir(real, "sub");
+    char *link = tmpdir_path(f->dir, "link");
+    assert_int_equal(symlink(real, link), 0);
+    char *via_parent = tmpdir_path(link, "sub");
+    char *ran = tmpdir_path(f->dir, "ran");
+    char *script = NULL;
+    assert_true(asprintf(&script, "touch %s", ran) > 0);
+    const char *const roots[] = {link, via_parent};
+    for (size_t i = 0; i < 2; i++) {
+        char *list = NULL;
+        assert_true(asprintf(&list, "[\"%s\"]", roots[i]) > 0);
+        char *policy = canonical_policy(f->dir, list, "[]");
+        struct sbx_result res;
+        run_env(policy, f->dir, NULL, NULL, script, &res);
+        sbx_assert_code(&res, 125);
+        if (!strstr(res.res.err, "a symbolic link lies on its path") ||
+            !strstr(res.res.err, roots[i]))
+            fail_msg("%s: no clear reason: [%s]", roots[i], res.res.err);
+        assert_int_not_equal(access(ran, F_OK), 0);
+        sbx_result_free(&res);
+        free(policy);
+        free(list);
+    }
+    /* not canonical in form: refused as a policy error */
+    const char *bad[] = {"[\"relative\"]", "[\"/a/../b\"]", "[\"/a/./b\"]", "[\"/a//b\"]",
+                         "[\"/a/\"]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *policy = canonical_policy(f->dir, bad[i], "[]");
+        struct sbx_result res;
+        run_env(policy, f->dir, NULL, NULL, script, &res);
+        sbx_assert_code(&res, 125);
+        assert_non_null(strstr(res.res.err, "canonical_roots.roots[0]"));
+        sbx_result_free(&res);
+        free(policy);
+    }
+    free(script);
+    free(ran);
+    free(via_parent);
+    free(link);
+    free(sub);
+    free(real);
+}
+
 /* A protected file in the workspace (an audit log): readable, but it
  * cannot be appended to, truncated, replaced, renamed or deleted. */
 static void
@@ -1200,6 +1318,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_external_sandbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_status_propagates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_created_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_canonical_roots_are_the_roots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_canonical_root_through_link_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_protect_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_protect_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_protect_missing_created, setup, teardown),

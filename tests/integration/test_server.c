@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -907,6 +908,112 @@ test_sandbox_setup_failure_is_reported(void **state)
     free(wd);
 }
 
+/* codex/sandbox-state/update to workspace-write (no /tmp, no $TMPDIR)
+ * with sandbox cwd cwd; asserts success. */
+static void
+workspace_at(struct mcp_client *c, const char *cwd)
+{
+    json_t *a = mcp_client_call(c, "codex/sandbox-state/update",
+                                json_pack("{s:{s:s, s:b, s:b}, s:s}", "sandboxPolicy", "type",
+                                          "workspace-write", "exclude_slash_tmp", 1,
+                                          "exclude_tmpdir_env_var", 1, "sandboxCwd", cwd));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+}
+
+static char *
+dir_in(const char *base, const char *name)
+{
+    char *p = tmpdir_path(base, name);
+    assert_int_equal(mkdir(p, 0755), 0);
+    return p;
+}
+
+/*
+ * A call that waits for a slot (--max-calls 1) starts with the writable
+ * roots the server resolved when it arrived.  Its sandbox cwd L is a link
+ * to D1 then; while it waits, L is pointed at D2 (as a sandbox that could
+ * write L's directory could do): it may write D1, what the server saw,
+ * and not D2.  A second waiting call's sandbox cwd D3 is a directory when
+ * it arrives and a link to D4 when it starts: it fails with the helper's
+ * error, and D4 is not written.
+ */
+static void
+test_waiting_call_keeps_the_roots_it_arrived_with(void **state)
+{
+    char *base = tmpdir_new_in("/var/tmp", "server-roots");
+    char *d1 = dir_in(base, "d1"), *d2 = dir_in(base, "d2"), *d3 = dir_in(base, "d3");
+    char *d4 = dir_in(base, "d4");
+    char *link = tmpdir_path(base, "l");
+    char *go = tmpdir_path(base, "go");
+    char *d3_moved = tmpdir_path(base, "d3-moved");
+    assert_int_equal(symlink(d1, link), 0);
+    struct mcp_client *c = start_initialized("--max-calls", "1", NULL);
+    /* read-only (the default) holds the slot until go appears */
+    char *wait = NULL;
+    assert_true(asprintf(&wait, "while [ ! -e %s ]; do sleep 0.02; done; echo released", go) > 0);
+    long long first = mcp_client_send_request(c, "tools/call", shell_args(wait, base));
+    workspace_at(c, link);
+    char *probe = NULL;
+    assert_true(asprintf(&probe,
+                         "for d in %s %s; do if (: > \"$d/probe\") 2>/dev/null; then echo "
+                         "\"$d yes\"; else echo \"$d no\"; fi; done",
+                         d1, d2) > 0);
+    long long second = mcp_client_send_request(c, "tools/call", shell_args(probe, base));
+    workspace_at(c, d3);
+    char *write_d3 = NULL;
+    assert_true(asprintf(&write_d3, "echo x > %s/probe; echo wrote", d3) > 0);
+    long long third = mcp_client_send_request(c, "tools/call", shell_args(write_d3, base));
+    json_t *a = mcp_client_call(c, "ping", NULL); /* the three have arrived */
+    json_decref(a);
+
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(d2, link), 0);
+    assert_int_equal(rename(d3, d3_moved), 0);
+    assert_int_equal(symlink(d4, d3), 0);
+    tmpdir_write_file(go, "", 0644);
+
+    long long ids[] = {first, second, third};
+    json_t *answers[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *id = json_integer(ids[i]);
+        answers[i] = mcp_client_response(c, id, MCP_CLIENT_WAIT_MS);
+        json_decref(id);
+        assert_non_null(answers[i]);
+    }
+    assert_string_equal(result_output(answers[0]), "released\n");
+    char *want = NULL;
+    assert_true(asprintf(&want, "%s yes\n%s no\n", d1, d2) > 0);
+    if (strcmp(result_output(answers[1]), want) != 0)
+        fail_msg("the waiting call could write [%s], wanted [%s]", result_output(answers[1]), want);
+    const json_t *result = json_object_get(answers[2], "result");
+    assert_true(json_is_true(json_object_get(result, "isError")));
+    const json_t *r = shell_result(answers[2]);
+    assert_non_null(json_object_get(r, "sandbox_error"));
+    const char *out = json_string_value(json_object_get(r, "output"));
+    if (!strstr(out, "a symbolic link lies on its path") || !strstr(out, d3))
+        fail_msg("the helper's error does not say why: [%s]", out);
+    char *d4_probe = tmpdir_path(d4, "probe");
+    assert_int_not_equal(access(d4_probe, F_OK), 0);
+    for (int i = 0; i < 3; i++)
+        json_decref(answers[i]);
+    finish(c);
+    free(d4_probe);
+    free(want);
+    free(write_d3);
+    free(probe);
+    free(wait);
+    free(d3_moved);
+    free(go);
+    free(link);
+    free(d1);
+    free(d2);
+    free(d3);
+    free(d4);
+    tmpdir_remove(base);
+    free(base);
+}
+
 static void
 test_missing_helper_is_a_failed_call(void **state)
 {
@@ -1093,6 +1200,7 @@ main(void)
         cmocka_unit_test(test_workspace_write_update),
         cmocka_unit_test(test_sandbox_setup_failure_is_reported),
         cmocka_unit_test(test_missing_helper_is_a_failed_call),
+        cmocka_unit_test(test_waiting_call_keeps_the_roots_it_arrived_with),
         cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_long_session_flat_fds),
     };

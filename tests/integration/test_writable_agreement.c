@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* rules/ and sandbox/ both have a policy.h: named by its directory */
+#include "../../sandbox/policy.h"
 #include "sandbox_harness.h"
 #include "tmpdir.h"
 #include "writable_view.h"
@@ -179,8 +181,34 @@ sandbox_writes(const char *policy, const char *tmpdir, struct probes *pr)
     return out;
 }
 
+/* The sandbox's writes (sandbox_writes) of helper_policy against the
+ * view v, probe by probe. */
+static void
+compare(const char *what, const char *helper_policy, const char *tmpdir, bool confining,
+        const struct writable_view *v)
+{
+    struct probes pr = {.n = 0};
+    common_probes(&pr);
+    if (confining)
+        dev_probes(&pr);
+    char *wrote = sandbox_writes(helper_policy, tmpdir, &pr);
+    assert_int_equal(strlen(wrote), pr.n);
+    for (size_t i = 0; i < pr.n; i++) {
+        bool sandbox = wrote[i] == '1';
+        bool server = writable_view_contains(v, pr.path[i]);
+        if (sandbox != server)
+            fail_msg("%s, TMPDIR=%s: %s: the sandbox %s write it, the server's view says %s", what,
+                     tmpdir ? tmpdir : "(unset)", pr.path[i], sandbox ? "could" : "could not",
+                     server ? "writable" : "read-only");
+    }
+    clean(&pr);
+    free(wrote);
+}
+
 /* Runs policy (a sandboxPolicy object, sandbox cwd C) with $TMPDIR
- * tmpdir (NULL: unset) in both places, and compares probe by probe. */
+ * tmpdir (NULL: unset) in both places, and compares probe by probe; then
+ * the same with the policy as the server hands it to the helper, its
+ * roots those of the view (writable_view_pin). */
 static void
 check_agreement(const char *policy_text, const char *tmpdir, bool confining)
 {
@@ -197,23 +225,19 @@ check_agreement(const char *policy_text, const char *tmpdir, bool confining)
     assert_int_equal(json_object_set_new(policy, "sandboxCwd", json_string(g.c)), 0);
     char *helper_policy = json_dumps(policy, JSON_COMPACT);
     assert_non_null(helper_policy);
+    compare(policy_text, helper_policy, tmpdir, confining, &v);
 
-    struct probes pr = {.n = 0};
-    common_probes(&pr);
-    if (confining)
-        dev_probes(&pr);
-    char *wrote = sandbox_writes(helper_policy, tmpdir, &pr);
-    assert_int_equal(strlen(wrote), pr.n);
-    for (size_t i = 0; i < pr.n; i++) {
-        bool sandbox = wrote[i] == '1';
-        bool server = writable_view_contains(&v, pr.path[i]);
-        if (sandbox != server)
-            fail_msg("%s, TMPDIR=%s: %s: the sandbox %s write it, the server's view says %s",
-                     policy_text, tmpdir ? tmpdir : "(unset)", pr.path[i],
-                     sandbox ? "could" : "could not", server ? "writable" : "read-only");
-    }
-    clean(&pr);
-    free(wrote);
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, g.c, &err);
+    assert_non_null(p);
+    assert_int_equal(writable_view_pin(&v, p, &err), 0);
+    char *pinned = sandbox_policy_to_json(p);
+    assert_non_null(pinned);
+    char *what = NULL;
+    assert_true(asprintf(&what, "%s as the server pins it", policy_text) > 0);
+    compare(what, pinned, tmpdir, confining, &v);
+    free(what);
+    free(pinned);
+    sandbox_policy_free(p);
     free(helper_policy);
     json_decref(policy);
     writable_view_release(&v);

@@ -142,18 +142,26 @@ server_with(const char *rules)
 #define WORKSPACE_NO_TMP                                                                           \
     "{\"type\":\"workspace-write\",\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true}"
 
+/* A call under policy_text with sandbox cwd cwd. */
 static struct decide_call *
-call_with(struct decide_server *ds, const char *policy_text)
+call_at(struct decide_server *ds, const char *policy_text, const char *cwd)
 {
     json_t *policy = json_loads(policy_text, 0, NULL);
     assert_non_null(policy);
     char *err = NULL;
-    struct decide_call *dc = decide_call_new(ds, policy, W, "test-call", NULL, NULL, &err);
+    struct decide_call *dc = decide_call_new(ds, policy, cwd, "test-call", NULL, NULL, &err);
     if (!dc)
         fail_msg("decide_call_new: %s", err ? err : "(no message)");
     assert_null(err);
     json_decref(policy);
     return dc;
+}
+
+/* A call under policy_text with W as its sandbox cwd. */
+static struct decide_call *
+call_with(struct decide_server *ds, const char *policy_text)
+{
+    return call_at(ds, policy_text, W);
 }
 
 static void
@@ -658,6 +666,192 @@ test_dev_programs(void **state)
     (void)state;
 }
 
+/* ---- what the sandboxes of other calls could write ---- */
+
+/* O/x holds an allowed program and a link to one, made by the test: a
+ * call that cannot write O/x escalates them until a call whose sandbox
+ * can write O/x arrives; from then on they run in the sandbox, for that
+ * call while it runs, for the calls before it and for every later one,
+ * whatever their policy. */
+static void
+test_other_calls_sandbox(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"tool\"], decision=\"allow\")\n"
+                                           "prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    make_dir(O, "x");
+    write_in(O, "x/tool", "#!/bin/sh\n", 0755);
+    make_link("/bin/cat", O, "x/cat");
+    char *x = tmpdir_path(O, "x");
+    char *tool = tmpdir_path(O, "x/tool");
+    char *cat = tmpdir_path(O, "x/cat");
+    struct decide_result r;
+    struct decide_call *before = call_with(ds, WORKSPACE_NO_TMP);
+    decide(before, DECIDE_FROM_WRAPPER, tool, W, ARGV("tool"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    decide(before, DECIDE_FROM_WRAPPER, cat, W, ARGV("cat"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+
+    struct decide_call *writer = call_at(ds, WORKSPACE_NO_TMP, x);
+    const char *const paths[] = {tool, cat};
+    for (size_t i = 0; i < 2; i++) {
+        decide(before, DECIDE_FROM_WRAPPER, paths[i], W, ARGV("tool"), 0, &r);
+        assert_verdict(&r, DECIDE_RUN);
+        assert_reason_has(&r, "sandbox can write");
+        assert_int_equal(r.fd, -1);
+        decide_result_release(&r);
+    }
+    decide_call_unref(writer);
+    decide_call_unref(before);
+
+    /* after it ended, under policies that cannot write O/x */
+    const char *later[] = {WORKSPACE, WORKSPACE_NO_TMP, "{\"type\":\"read-only\"}"};
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++) {
+        struct decide_call *dc = call_with(ds, later[i]);
+        for (size_t j = 0; j < 2; j++) {
+            decide(dc, DECIDE_FROM_WRAPPER, paths[j], W, ARGV("tool"), 0, &r);
+            assert_verdict(&r, DECIDE_RUN);
+            assert_reason_has(&r, "sandbox can write");
+            decide_result_release(&r);
+        }
+        /* what no sandbox could write still escalates */
+        decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("cat"), 0, &r);
+        assert_verdict(&r, DECIDE_ESCALATE);
+        decide_result_release(&r);
+        decide_call_unref(dc);
+    }
+    decide_server_free(ds);
+
+    /* another server has seen no sandbox write O/x */
+    ds = server_with("prefix_rule(pattern=[\"tool\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    decide(dc, DECIDE_FROM_WRAPPER, tool, W, ARGV("tool"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    assert_int_equal(unlink(tool), 0);
+    assert_int_equal(unlink(cat), 0);
+    assert_int_equal(rmdir(x), 0);
+    free(cat);
+    free(tool);
+    free(x);
+    (void)state;
+}
+
+/* A call with no sandbox (danger-full-access) or another's
+ * (external-sandbox) ran with the rights an escalated program has: what
+ * it could write is not held against later calls. */
+static void
+test_full_access_call_does_not_taint(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"tool\"], decision=\"allow\")\n");
+    make_dir(O, "fa");
+    write_in(O, "fa/tool", "#!/bin/sh\n", 0755);
+    char *fa = tmpdir_path(O, "fa");
+    char *tool = tmpdir_path(O, "fa/tool");
+    const char *full[] = {"{\"type\":\"danger-full-access\"}",
+                          "{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}"};
+    struct decide_result r;
+    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) {
+        struct decide_call *dc = call_at(ds, full[i], fa);
+        decide_call_unref(dc);
+    }
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    decide(dc, DECIDE_FROM_WRAPPER, tool, W, ARGV("tool"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    assert_int_equal(unlink(tool), 0);
+    assert_int_equal(rmdir(fa), 0);
+    free(tool);
+    free(fa);
+    (void)state;
+}
+
+/* O/repo/.git is out of this call's reach, but not of a call whose
+ * sandbox cwd is O: no escalation in it from then on. */
+static void
+test_other_calls_repositories(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    char *repo = tmpdir_path(O, "repo");
+    struct decide_result r;
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", repo, ARGV("cat"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    decide_call_unref(call_at(ds, WORKSPACE_NO_TMP, O));
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", repo, ARGV("cat"), 0, &r);
+    assert_verdict(&r, DECIDE_RUN);
+    assert_reason_has(&r, "git repository");
+    char *dotgit = tmpdir_path(O, "repo/.git");
+    assert_reason_has(&r, dotgit);
+    free(dotgit);
+    decide_result_release(&r);
+    /* outside any repository still escalates */
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", "/usr", ARGV("cat"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    free(repo);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* The places remembered are capped (WRITABLE_HISTORY_MAX_ROOTS, 1024):
+ * 512 distinct sandboxes of two roots each (W and one of O/cap/N) fill
+ * it, and escalation goes on; one more, and nothing escalates any more. */
+static void
+test_other_calls_cap(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n"
+                                           "prefix_rule(pattern=[\"ls\"], decision=\"prompt\")\n");
+    make_dir(O, "cap");
+    struct decide_result r;
+    for (int i = 0; i <= 512; i++) {
+        char *rel = NULL;
+        assert_true(asprintf(&rel, "cap/%d", i) > 0);
+        make_dir(O, rel);
+        char *dir = tmpdir_path(O, rel);
+        char *policy = NULL;
+        assert_true(asprintf(&policy,
+                             "{\"type\":\"workspace-write\",\"exclude_slash_tmp\":true,"
+                             "\"exclude_tmpdir_env_var\":true,\"writable_roots\":[\"%s\"]}",
+                             dir) > 0);
+        struct decide_call *dc = call_with(ds, policy);
+        decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", "/usr", ARGV("cat"), 0, &r);
+        if (i < 512)
+            assert_verdict(&r, DECIDE_ESCALATE);
+        else
+            assert_verdict(&r, DECIDE_RUN);
+        decide_result_release(&r);
+        decide_call_unref(dc);
+        free(policy);
+        free(dir);
+        free(rel);
+    }
+    /* for good, whatever the policy; a prompted program is still asked,
+     * and an approval runs it in the sandbox */
+    struct decide_call *dc = call_with(ds, "{\"type\":\"read-only\"}");
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", "/usr", ARGV("cat"), 0, &r);
+    assert_verdict(&r, DECIDE_RUN);
+    assert_reason_has(&r, "sandbox can write");
+    decide_result_release(&r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/ls", "/usr", ARGV("ls"), 0, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_false(r.escalate_if_approved);
+    decide_result_release(&r);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    char *cap = tmpdir_path(O, "cap");
+    tmpdir_remove(cap);
+    free(cap);
+    (void)state;
+}
+
 static void
 test_forced_rm(void **state)
 {
@@ -1118,6 +1312,10 @@ main(void)
         cmocka_unit_test(test_repositories),
         cmocka_unit_test(test_host_executable),
         cmocka_unit_test(test_dev_programs),
+        cmocka_unit_test(test_other_calls_sandbox),
+        cmocka_unit_test(test_full_access_call_does_not_taint),
+        cmocka_unit_test(test_other_calls_repositories),
+        cmocka_unit_test(test_other_calls_cap),
         cmocka_unit_test(test_forced_rm),
         cmocka_unit_test(test_tree),
         cmocka_unit_test(test_keys),

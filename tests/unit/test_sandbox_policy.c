@@ -526,6 +526,140 @@ test_writable_missing_root(void **state)
     free(text);
 }
 
+/* The writable set of the canonical text text (sandbox_policy_parse). */
+static struct sandbox_writable *
+writable_of_text(const char *text, const char *tmpdir)
+{
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_parse(text, &err);
+    if (p == NULL)
+        fail_msg("%s: %s", text, err);
+    struct sandbox_writable *w = sandbox_writable_new(p, tmpdir);
+    assert_non_null(w);
+    sandbox_policy_free(p);
+    return w;
+}
+
+/* Asserts that the canonical text text is refused with exactly want. */
+static void
+assert_text_refused(const char *text, const char *want)
+{
+    char *err = NULL;
+    assert_null(sandbox_policy_parse(text, &err));
+    assert_non_null(err);
+    assert_string_equal(err, want);
+    free(err);
+}
+
+#define WS_TEXT "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\","
+
+/* Canonical roots (a server's resolution) are the writable set, whatever
+ * the sandbox cwd, writable_roots, $TMPDIR and /tmp; they survive the
+ * canonical text; bad ones are refused with the field named; a client's
+ * sandboxPolicy cannot bring them. */
+static void
+test_canonical_roots(void **state)
+{
+    const char *text = WS_TEXT "\"writable_roots\":[\"/l\"],"
+                               "\"canonical_roots\":{\"roots\":[\"/real/w\",\"/r\",\"/t\"],"
+                               "\"repo_roots\":[\"/real/w\",\"/r\"]}}";
+    const char *roots[] = {"/real/w", "/r", "/t", NULL};
+    const char *repos[] = {"/real/w", "/r", NULL};
+    struct sandbox_writable *w = writable_of_text(text, "/tmpdir");
+    assert_true(w->canonical);
+    assert_false(w->everything);
+    assert_list(w->roots, w->n_roots, roots, "roots");
+    assert_list(w->repo_roots, w->n_repo_roots, repos, "repo_roots");
+    assert_list(w->devices, w->n_devices, devices, "devices");
+    sandbox_writable_free(w);
+    /* from a client's sandboxPolicy: an unknown field, ignored */
+    const char *own[] = {"/w", "/l", "/tmpdir", "/tmp", NULL};
+    const char *own_repos[] = {"/w", "/l", NULL};
+    assert_writable(text, "/w", "/tmpdir", false, own, own_repos);
+    w = writable_of(text, "/w", NULL);
+    assert_false(w->canonical);
+    sandbox_writable_free(w);
+    /* no roots at all is fine: devices only */
+    w = writable_of_text(WS_TEXT "\"canonical_roots\":{}}", "/t");
+    assert_true(w->canonical);
+    assert_int_equal(w->n_roots, 0);
+    assert_int_equal(w->n_devices, 8);
+    sandbox_writable_free(w);
+
+    /* the canonical text carries them, and parses back to the same */
+    char *err = NULL;
+    struct sandbox_policy *p = sandbox_policy_parse(text, &err);
+    assert_non_null(p);
+    char *canon = sandbox_policy_to_json(p);
+    assert_non_null(strstr(canon, "\"canonical_roots\":{\"roots\":[\"/real/w\",\"/r\",\"/t\"],"
+                                  "\"repo_roots\":[\"/real/w\",\"/r\"]}"));
+    struct sandbox_policy *q = sandbox_policy_parse(canon, &err);
+    assert_non_null(q);
+    char *again = sandbox_policy_to_json(q);
+    assert_string_equal(canon, again);
+    free(again);
+    sandbox_policy_free(q);
+    free(canon);
+
+    /* the setter replaces them */
+    const char *const set[] = {"/x", "/y"};
+    assert_int_equal(sandbox_policy_set_canonical_roots(p, set, 2, set + 1, 1, &err), 0);
+    assert_null(err);
+    w = sandbox_writable_new(p, "/t");
+    const char *want[] = {"/x", "/y", NULL};
+    const char *want_repo[] = {"/y", NULL};
+    assert_list(w->roots, w->n_roots, want, "roots");
+    assert_list(w->repo_roots, w->n_repo_roots, want_repo, "repo_roots");
+    sandbox_writable_free(w);
+    /* a bad one leaves the policy as it was */
+    const char *const dotted[] = {"/x/../y"};
+    assert_int_equal(sandbox_policy_set_canonical_roots(p, dotted, 1, NULL, 0, &err), -1);
+    assert_string_equal(err, "sandbox policy: canonical_roots.roots[0]: \"/x/../y\" is not a "
+                             "canonical path");
+    free(err);
+    const char *const other[] = {"/z"};
+    assert_int_equal(sandbox_policy_set_canonical_roots(p, set, 2, other, 1, &err), -1);
+    assert_string_equal(err, "sandbox policy: canonical_roots.repo_roots[0]: \"/z\" is not one "
+                             "of the roots");
+    free(err);
+    w = sandbox_writable_new(p, "/t");
+    assert_list(w->roots, w->n_roots, want, "roots");
+    sandbox_writable_free(w);
+    sandbox_policy_free(p);
+
+    /* only workspace-write has roots to resolve */
+    p = parse_with("{\"type\":\"read-only\"}", "/w", &err);
+    assert_int_equal(sandbox_policy_set_canonical_roots(p, set, 2, NULL, 0, &err), -1);
+    assert_non_null(strstr(err, "only workspace-write"));
+    free(err);
+    sandbox_policy_free(p);
+
+    assert_text_refused(WS_TEXT "\"canonical_roots\":[\"/a\"]}",
+                        "sandbox policy: canonical_roots must be an object");
+    assert_text_refused(WS_TEXT "\"canonical_roots\":{\"roots\":\"/a\"}}",
+                        "sandbox policy: canonical_roots.roots must be an array of absolute paths");
+    assert_text_refused(WS_TEXT "\"canonical_roots\":{\"roots\":[\"a\"]}}",
+                        "sandbox policy: canonical_roots.roots[0]: \"a\" is not an absolute path");
+    const char *not_canonical[] = {"/a/", "/a//b", "/./a", "/a/..", "//"};
+    for (size_t i = 0; i < sizeof not_canonical / sizeof not_canonical[0]; i++) {
+        char *t = NULL, *want_err = NULL;
+        assert_true(asprintf(&t, WS_TEXT "\"canonical_roots\":{\"roots\":[\"/\",\"%s\"]}}",
+                             not_canonical[i]) > 0);
+        assert_true(asprintf(&want_err,
+                             "sandbox policy: canonical_roots.roots[1]: \"%s\" is not a "
+                             "canonical path",
+                             not_canonical[i]) > 0);
+        assert_text_refused(t, want_err);
+        free(want_err);
+        free(t);
+    }
+    assert_text_refused(WS_TEXT "\"canonical_roots\":{\"roots\":[\"/a\"],"
+                                "\"repo_roots\":[\"/b\"]}}",
+                        "sandbox policy: canonical_roots.repo_roots[0]: \"/b\" is not one of the "
+                        "roots");
+    (void)state;
+}
+
 /* --- allocation-failure sweep ---------------------------------------------
  * alloc_fail.h fails the N-th allocation of policy.c (and of jansson, given
  * the wrapped allocator below) for every N; every round must fail cleanly
@@ -560,6 +694,12 @@ policy_round(void *arg)
         assert_non_null(pargv);
         assert_non_null(w);
     }
+    const char *const roots[] = {"/w", "/a"};
+    if (sandbox_policy_kind(p) == SANDBOX_WORKSPACE_WRITE &&
+        sandbox_policy_set_canonical_roots(p, roots, 2, roots, 1, &err) < 0) {
+        assert_true(alloc_fail_injected());
+        free(err);
+    }
     sandbox_writable_free(w);
     sandbox_argv_free(pargv);
     sandbox_argv_free(argv);
@@ -577,6 +717,8 @@ test_allocation_failures(void **state)
         "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"writable_roots\":[\"rel\"]}",
         "{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}",
         "{\"type\":\"read-only\",\"sandboxCwd\":\"/w\"}",
+        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"canonical_roots\":{\"roots\":"
+        "[\"/w\",\"/t\"],\"repo_roots\":[\"/w\"]}}",
     };
     /* The linker wraps these references too: jansson allocates through
      * alloc_fail from here on. */
@@ -608,6 +750,7 @@ main(void)
         cmocka_unit_test(test_writable_excluded),
         cmocka_unit_test(test_writable_tmpdir),
         cmocka_unit_test(test_writable_missing_root),
+        cmocka_unit_test(test_canonical_roots),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

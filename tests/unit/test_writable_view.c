@@ -623,6 +623,119 @@ test_refused_and_release(void **state)
     (void)state;
 }
 
+/* A copy is equal to its original and owns its lists; a view that
+ * differs in any list, in order or in kind is not equal. */
+static void
+test_copy_and_equal(void **state)
+{
+    json_t *policy =
+        json_pack("{s:s, s:[s], s:b, s:b}", "type", "workspace-write", "writable_roots",
+                  tmpdir_root, "exclude_slash_tmp", 1, "exclude_tmpdir_env_var", 1);
+    assert_non_null(policy);
+    char *w = tmpdir_path(scratch, "w");
+    struct writable_view v, c;
+    char *err = NULL;
+    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    assert_int_equal(v.n, 2);
+    assert_int_equal(v.n_repo_roots, 2);
+    assert_true(v.n_devices > 0);
+    assert_int_equal(writable_view_copy(&c, &v), 0);
+    assert_true(writable_view_equal(&c, &v));
+    assert_true(c.roots[0] != v.roots[0]);
+    assert_string_equal(c.roots[0], v.roots[0]);
+
+    /* the order of the roots counts */
+    char *first = c.roots[0];
+    c.roots[0] = c.roots[1];
+    c.roots[1] = first;
+    assert_false(writable_view_equal(&c, &v));
+    c.roots[1] = c.roots[0];
+    c.roots[0] = first;
+    assert_true(writable_view_equal(&c, &v));
+    /* so do the repo roots, the devices and the kind */
+    c.n_repo_roots--;
+    assert_false(writable_view_equal(&c, &v));
+    c.n_repo_roots++;
+    c.n_devices--;
+    assert_false(writable_view_equal(&c, &v));
+    c.n_devices++;
+    c.kind = WRITABLE_VIEW_ALL;
+    assert_false(writable_view_equal(&c, &v));
+    writable_view_release(&c);
+    writable_view_release(&v);
+
+    /* an empty view copies to an empty view */
+    memset(&v, 0, sizeof(v));
+    assert_int_equal(writable_view_copy(&c, &v), 0);
+    assert_true(writable_view_equal(&c, &v));
+    assert_null(c.roots);
+    writable_view_release(&c);
+    json_decref(policy);
+    free(w);
+    (void)state;
+}
+
+/* Pinned, a workspace-write policy's writable set is the view's roots,
+ * resolved, whatever its links name later, and without a root that did
+ * not exist when the view was made; other kinds are left alone. */
+static void
+test_pin(void **state)
+{
+    char *link = tmpdir_path(scratch, "link");
+    char *real = tmpdir_path(scratch, "real");
+    char *other = tmpdir_path(scratch, "other");
+    char *w = tmpdir_path(scratch, "w");
+    char *later = tmpdir_path(scratch, "later");
+    json_t *policy = json_pack("{s:s, s:[s, s], s:b}", "type", "workspace-write", "writable_roots",
+                               link, later, "exclude_slash_tmp", 1);
+    assert_non_null(policy);
+    struct writable_view v;
+    char *err = NULL;
+    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, w, &err);
+    assert_non_null(p);
+    assert_int_equal(writable_view_pin(&v, p, &err), 0);
+    /* the link now names another directory, and the missing root is
+     * there: the pinned set follows neither */
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(other, link), 0);
+    assert_int_equal(mkdir(later, 0755), 0);
+    struct sandbox_writable *set = sandbox_writable_new(p, "/elsewhere");
+    assert_non_null(set);
+    assert_true(set->canonical);
+    assert_int_equal(set->n_roots, 3);
+    assert_string_equal(set->roots[0], w);
+    assert_string_equal(set->roots[1], real);
+    assert_string_equal(set->roots[2], tmpdir_root); /* $TMPDIR, resolved by the view */
+    assert_int_equal(set->n_repo_roots, 2);
+    assert_string_equal(set->repo_roots[1], real);
+    sandbox_writable_free(set);
+    sandbox_policy_free(p);
+    writable_view_release(&v);
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(real, link), 0);
+    assert_int_equal(rmdir(later), 0);
+    free(later);
+    json_decref(policy);
+
+    policy = json_pack("{s:s}", "type", "read-only");
+    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    p = sandbox_policy_from_json(policy, w, &err);
+    assert_int_equal(writable_view_pin(&v, p, &err), 0);
+    set = sandbox_writable_new(p, NULL);
+    assert_false(set->canonical);
+    assert_int_equal(set->n_roots, 0);
+    sandbox_writable_free(set);
+    sandbox_policy_free(p);
+    writable_view_release(&v);
+    json_decref(policy);
+    free(w);
+    free(other);
+    free(real);
+    free(link);
+    (void)state;
+}
+
 int
 main(void)
 {
@@ -636,6 +749,8 @@ main(void)
         cmocka_unit_test_setup(test_follows_writable_set, with_tmpdir),
         cmocka_unit_test_setup(test_devices, with_tmpdir),
         cmocka_unit_test_setup(test_refused_and_release, with_tmpdir),
+        cmocka_unit_test_setup(test_copy_and_equal, with_tmpdir),
+        cmocka_unit_test_setup(test_pin, with_tmpdir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
