@@ -1,6 +1,7 @@
 #include "shell_call.h"
 
 #include "log.h"
+#include "output_ring.h"
 #include "spawn_child.h"
 
 #include <errno.h>
@@ -44,12 +45,8 @@ struct shell_call {
 
     /* Output: everything until max_output, then a fixed head and a ring of
      * the newest bytes. */
-    char *head;
-    size_t head_len, head_cap;
-    char *ring;
-    size_t ring_cap, ring_start, ring_len;
-    uint64_t total;
-    uint64_t omitted;
+    struct output_ring kept;
+    bool kept_short; /* out of memory for some output (said once) */
 
     /* Newest line for progress messages. */
     char preview[SHELL_CALL_PREVIEW_MAX];
@@ -96,6 +93,7 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
     c->ev = *ev;
     c->data = data;
     c->line_done = true;
+    output_ring_init(&c->kept, spec->max_output);
     return c;
 }
 
@@ -105,8 +103,7 @@ free_call(struct shell_call *c)
     free_strv(c->spec.argv);
     free_strv(c->spec.env);
     free(c->spawn_error);
-    free(c->head);
-    free(c->ring);
+    output_ring_release(&c->kept);
     free(c);
 }
 
@@ -226,104 +223,16 @@ keep_preview(struct shell_call *c, const char *buf, size_t n)
     c->line_done = ends_line;
 }
 
-static int
-append_head(struct shell_call *c, const char *buf, size_t n)
-{
-    if (c->head_len + n > c->head_cap) {
-        size_t cap = c->head_cap ? c->head_cap : 4096;
-        while (cap < c->head_len + n)
-            cap *= 2;
-        if (cap > c->spec.max_output)
-            cap = c->spec.max_output;
-        char *grown = realloc(c->head, cap);
-        if (!grown)
-            return -1;
-        c->head = grown;
-        c->head_cap = cap;
-    }
-    memcpy(c->head + c->head_len, buf, n);
-    c->head_len += n;
-    return 0;
-}
-
-/* Past the cap: the head keeps its first half, the ring the newest bytes. */
-static int
-start_ring(struct shell_call *c)
-{
-    size_t head_keep = c->spec.max_output / 2;
-    c->ring_cap = c->spec.max_output - head_keep;
-    c->ring = malloc(c->ring_cap);
-    if (!c->ring)
-        return -1;
-    size_t move = c->head_len - head_keep;
-    if (move > c->ring_cap) {
-        c->omitted += move - c->ring_cap;
-        memcpy(c->ring, c->head + c->head_len - c->ring_cap, c->ring_cap);
-        c->ring_len = c->ring_cap;
-    } else {
-        memcpy(c->ring, c->head + head_keep, move);
-        c->ring_len = move;
-    }
-    c->head_len = head_keep;
-    return 0;
-}
-
-static void
-append_ring(struct shell_call *c, const char *buf, size_t n)
-{
-    if (n >= c->ring_cap) {
-        c->omitted += c->ring_len + (n - c->ring_cap);
-        memcpy(c->ring, buf + n - c->ring_cap, c->ring_cap);
-        c->ring_start = 0;
-        c->ring_len = c->ring_cap;
-        return;
-    }
-    /* Contiguous runs: where the ring is full, the write position is the
-     * oldest byte, so writing there drops the oldest bytes in order. */
-    while (n > 0) {
-        size_t pos = (c->ring_start + c->ring_len) % c->ring_cap;
-        size_t run = c->ring_cap - pos;
-        if (run > n)
-            run = n;
-        memcpy(c->ring + pos, buf, run);
-        size_t room = c->ring_cap - c->ring_len;
-        if (run <= room) {
-            c->ring_len += run;
-        } else {
-            size_t over = run - room;
-            c->ring_len = c->ring_cap;
-            c->ring_start = (c->ring_start + over) % c->ring_cap;
-            c->omitted += over;
-        }
-        buf += run;
-        n -= run;
-    }
-}
-
 static void
 keep_output(struct shell_call *c, const char *buf, size_t n)
 {
-    c->total += n;
     if (c->spec.progress)
         keep_preview(c, buf, n);
-    if (!c->ring) {
-        size_t room = c->spec.max_output - c->head_len;
-        size_t now = n < room ? n : room;
-        if (append_head(c, buf, now) < 0) {
-            c->omitted += n;
-            return;
-        }
-        if (now == n)
-            return;
-        /* one byte over the cap: from here on, head and tail */
-        if (start_ring(c) < 0) {
-            c->omitted += n - now;
-            return;
-        }
-        buf += now;
-        n -= now;
+    if (output_ring_append(&c->kept, buf, n) < 0 && !c->kept_short) {
+        /* counted as omitted: the answer is short, not wrong */
+        log_warn("call pid %d: out of memory for its output; some is left out", c->pid);
+        c->kept_short = true;
     }
-    append_ring(c, buf, n);
 }
 
 /* ---- the end ---- */
@@ -380,31 +289,6 @@ maybe_end(struct shell_call *c)
         end_call(c);
 }
 
-static char *
-assemble_output(struct shell_call *c, size_t *len)
-{
-    if (!c->ring) {
-        *len = c->head_len;
-        return NULL;
-    }
-    char marker[128];
-    int m = snprintf(marker, sizeof(marker), "\n[execgate: %llu bytes of output omitted]\n",
-                     (unsigned long long)c->omitted);
-    size_t need = c->head_len + (size_t)m + c->ring_len;
-    char *all = malloc(need);
-    if (!all)
-        return NULL;
-    memcpy(all, c->head, c->head_len);
-    memcpy(all + c->head_len, marker, (size_t)m);
-    size_t first = c->ring_cap - c->ring_start;
-    if (first > c->ring_len)
-        first = c->ring_len;
-    memcpy(all + c->head_len + m, c->ring + c->ring_start, first);
-    memcpy(all + c->head_len + m + first, c->ring, c->ring_len - first);
-    *len = need;
-    return all;
-}
-
 static void
 report_and_free(struct shell_call *c)
 {
@@ -428,23 +312,9 @@ report_and_free(struct shell_call *c)
         r.exit_code = 128 + c->term_signal;
     else
         r.exit_code = (int)c->exit_status;
-    size_t len = 0;
-    char *assembled = assemble_output(c, &len);
-    if (c->ring && !assembled) {
-        /* out of memory for the joined text: the head alone, said so */
-        r.output = c->head;
-        r.output_len = c->head_len;
-        r.omitted = c->total - c->head_len;
-    } else {
-        r.output = assembled ? assembled : c->head;
-        r.output_len = len;
-        r.omitted = c->omitted;
-    }
-    if (!r.output)
-        r.output = "";
+    output_ring_text(&c->kept, &r.output);
     r.duration_ns = c->ended_ns > c->started_ns ? c->ended_ns - c->started_ns : 0;
     c->ev.on_done(c, &r, c->data);
-    free(assembled);
     free_call(c);
 }
 
@@ -545,7 +415,7 @@ on_tick(uv_timer_t *t)
     if (!c->preview_new || c->exited)
         return;
     c->preview_new = false;
-    c->ev.on_progress(c, c->preview, c->preview_len, c->total, c->data);
+    c->ev.on_progress(c, c->preview, c->preview_len, c->kept.total, c->data);
 }
 
 /* ---- start ---- */
