@@ -59,15 +59,25 @@ class Client:
         return i
 
     def read_one(self):
-        while b"\n" not in self.buf:
+        # Each chunk is searched once and the line joined once: appending
+        # to one bytes object and searching it all after every read took
+        # time quadratic in the answer's size.
+        parts, before = [self.buf], 0
+        nl = self.buf.find(b"\n")
+        while nl < 0:
             r, _, _ = select.select([self.p.stdout], [], [], 60)
             if not r:
                 raise TimeoutError("server silent for 60 s")
             chunk = os.read(self.p.stdout.fileno(), 1 << 20)
             if not chunk:
                 raise EOFError("server closed stdout")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
+            before += len(parts[-1])
+            parts.append(chunk)
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                nl += before
+        buf = b"".join(parts)
+        line, self.buf = buf[:nl], buf[nl + 1:]
         return json.loads(line)
 
     def wait(self, i):
