@@ -88,6 +88,23 @@ output_ring_append(struct output_ring *r, const char *p, size_t n)
     return 0;
 }
 
+char *
+output_ring_space(struct output_ring *r, size_t *n)
+{
+    if (!r->cut)
+        return NULL;
+    *n = r->max - r->head_len - r->ring_oldest;
+    return r->buf + r->head_len + r->ring_oldest;
+}
+
+void
+output_ring_wrote(struct output_ring *r, size_t n)
+{
+    r->total += n;
+    r->omitted += n;
+    r->ring_oldest = (r->ring_oldest + n) % (r->max - r->head_len);
+}
+
 static void
 reverse(char *p, size_t n)
 {

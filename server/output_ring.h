@@ -55,6 +55,18 @@ void output_ring_init(struct output_ring *r, size_t max);
 int output_ring_append(struct output_ring *r, const char *p, size_t n);
 
 /*
+ * Once the ring started: where the next read may put its bytes directly
+ * (over the ring's oldest bytes, which they replace), and in *n how many
+ * fit there in one run.  NULL before: append a copy then.  Saves a copy of
+ * all output past max.  Cannot fail.
+ */
+char *output_ring_space(struct output_ring *r, size_t *n);
+
+/* n bytes (at most what output_ring_space gave) were written where it said:
+ * keeps them as output_ring_append would have.  Cannot fail. */
+void output_ring_wrote(struct output_ring *r, size_t n);
+
+/*
  * The kept text in *t, borrowed from r until the next change to r.  The
  * ring is first turned in place so that the tail is one run of bytes.
  * Cannot fail.

@@ -254,6 +254,57 @@ test_utf8_cut_at_the_ring_boundaries(void **state)
     output_ring_release(&r);
 }
 
+/* all[0, n) as a reader would put it: appended until the ring starts, then
+ * read straight into the space it offers, at most step bytes at a time. */
+static void
+read_in_steps(struct output_ring *r, const char *all, size_t n, size_t step)
+{
+    size_t at = 0;
+    while (at < n) {
+        size_t room = 0, now = n - at < step ? n - at : step;
+        char *space = output_ring_space(r, &room);
+        if (!space) {
+            assert_int_equal(output_ring_append(r, all + at, now), 0);
+        } else {
+            assert_true(room > 0);
+            if (now > room)
+                now = room;
+            memcpy(space, all + at, now);
+            output_ring_wrote(r, now);
+        }
+        at += now;
+    }
+}
+
+static void
+test_reads_into_the_ring(void **state)
+{
+    char *all = numbered(300000);
+    static const size_t maxes[] = {1, 2, 64, 65, 1000, 4097};
+    static const size_t steps[] = {1, 3, 64, 4096, 65536};
+    for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+        for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+            struct output_ring r;
+            output_ring_init(&r, maxes[m]);
+            read_in_steps(&r, all, 300000, steps[k]);
+            expect_kept(&r, all, 300000, maxes[m]);
+            output_ring_release(&r);
+        }
+    }
+    /* no space is offered before the ring starts */
+    struct output_ring r;
+    output_ring_init(&r, 64);
+    size_t room = 7;
+    assert_null(output_ring_space(&r, &room));
+    assert_int_equal(output_ring_append(&r, all, 64), 0);
+    assert_null(output_ring_space(&r, &room));
+    assert_int_equal(output_ring_append(&r, all + 64, 1), 0);
+    assert_non_null(output_ring_space(&r, &room));
+    assert_int_equal(room, 31); /* the ring's oldest byte was replaced */
+    output_ring_release(&r);
+    free(all);
+}
+
 static void
 test_text_twice_and_appending_after(void **state)
 {
@@ -318,6 +369,7 @@ main(void)
         cmocka_unit_test(test_many_tiny_writes),
         cmocka_unit_test(test_nul_bytes_are_kept),
         cmocka_unit_test(test_utf8_cut_at_the_ring_boundaries),
+        cmocka_unit_test(test_reads_into_the_ring),
         cmocka_unit_test(test_text_twice_and_appending_after),
         cmocka_unit_test(test_out_of_memory_counts_as_omitted),
     };
