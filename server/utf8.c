@@ -174,19 +174,46 @@ ascii8(const unsigned char *s)
     return (w & HIGH_BITS) == 0;
 }
 
-/* Whether one of the 8 ASCII bytes at s needs an escape (below 0x20, '"' or
- * '\\'): the "has a byte less than" tests of bit-twiddling lore, exact for
- * bytes below 0x80. */
-static int
-special8(const unsigned char *s)
+#define ONES 0x0101010101010101u
+
+/*
+ * Of the 8 ASCII bytes at s, those that need an escape (below 0x20, '"',
+ * '\\'): the high bit of each such byte.  Exact byte by byte: every sum
+ * stays below 0x100 in each byte, so nothing carries into the next.
+ */
+static uint64_t
+specials(const unsigned char *s)
 {
-    const uint64_t ones = 0x0101010101010101u;
     uint64_t w, q, b;
     memcpy(&w, s, sizeof(w));
-    q = w ^ (ones * '"');
-    b = w ^ (ones * '\\');
-    uint64_t hit = ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b);
-    return (hit & HIGH_BITS) != 0;
+    q = w ^ (ONES * '"');
+    b = w ^ (ONES * '\\');
+    /* w + 0x60 reaches 0x80 from 0x20 up; q + 0x7F from 1 up */
+    return ~((w + ONES * 0x60) & (q + ONES * 0x7F) & (b + ONES * 0x7F)) & HIGH_BITS;
+}
+
+/* The index of the first byte whose bit is in mask (specials' order: the
+ * byte at the lowest address is the lowest in w on a little-endian
+ * machine). */
+static size_t
+first_byte(uint64_t mask)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return (size_t)__builtin_ctzll(mask) / 8;
+#else
+    return (size_t)__builtin_clzll(mask) / 8;
+#endif
+}
+
+/* Clears the bit of the first byte in mask. */
+static uint64_t
+next_byte(uint64_t mask)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return mask & (mask - 1);
+#else
+    return mask & ~(0x8000000000000000u >> (8 * first_byte(mask)));
+#endif
 }
 
 /* The UTF-8 sequence at s, or its replacement: its length, and in *text
@@ -206,13 +233,10 @@ escaped_len(const unsigned char *s, size_t n, const struct escapes *e)
     size_t len = 0, i = 0, used;
     const char *text;
     while (i < n) {
-        if (n - i >= 8 && ascii8(s + i) && !special8(s + i)) {
+        if (n - i >= 8 && ascii8(s + i)) {
             len += 8;
-            i += 8;
-        } else if (n - i >= 8 && ascii8(s + i)) {
-            const unsigned char *p = s + i;
-            len += (size_t)e->len[p[0]] + e->len[p[1]] + e->len[p[2]] + e->len[p[3]] +
-                   e->len[p[4]] + e->len[p[5]] + e->len[p[6]] + e->len[p[7]];
+            for (uint64_t m = specials(s + i); m; m = next_byte(m))
+                len += e->len[s[i + first_byte(m)]] - 1u;
             i += 8;
         } else if (s[i] < 0x80) {
             len += e->len[s[i++]];
@@ -224,17 +248,26 @@ escaped_len(const unsigned char *s, size_t n, const struct escapes *e)
     return len;
 }
 
-/* Each of the 8 ASCII bytes at s, escaped.  Writes 8 bytes for each, of
- * which only its length counts: the caller makes sure they fit. */
+/*
+ * The 8 ASCII bytes at s, escaped where mask (specials) says.  Copies 8
+ * bytes at a time, of which only those up to the next byte to escape count:
+ * it writes up to 8 bytes past its own output and reads up to 8 past the
+ * 8 at s, so the caller leaves room for both.
+ */
 static size_t
-escape8(char *out, const unsigned char *s, const struct escapes *e)
+escape8(char *out, const unsigned char *s, uint64_t mask, const struct escapes *e)
 {
-    size_t o = 0;
-    for (int k = 0; k < 8; k++) {
+    size_t o = 0, i = 0;
+    for (; mask; mask = next_byte(mask)) {
+        size_t k = first_byte(mask);
+        memcpy(out + o, s + i, 8);
+        o += k - i;
         memcpy(out + o, e->text[s[k]], 8);
         o += e->len[s[k]];
+        i = k + 1;
     }
-    return o;
+    memcpy(out + o, s + i, 8);
+    return o + 8 - i;
 }
 
 static size_t
@@ -244,15 +277,9 @@ escape(char *out, const unsigned char *s, size_t n, const struct escapes *e)
     const char *text;
     while (i < n) {
         /* Every input byte makes at least one output byte, so with 16
-         * input bytes left the 8 bytes escape8 writes for each of the next
-         * 8 fit. */
+         * input bytes left escape8 has the room it needs on both sides. */
         if (n - i >= 16 && ascii8(s + i)) {
-            if (special8(s + i)) {
-                o += escape8(out + o, s + i, e);
-            } else {
-                memcpy(out + o, s + i, 8);
-                o += 8;
-            }
+            o += escape8(out + o, s + i, specials(s + i), e);
             i += 8;
         } else if (s[i] < 0x80) {
             memcpy(out + o, e->text[s[i]], e->len[s[i]]);

@@ -126,6 +126,9 @@ test_escape_like_jansson(void **state)
     CHECK_ESCAPE("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF");
     CHECK_ESCAPE("bad \xFF\xFE\xC0\xAF\xED\xA0\x80\xF4\x90\x80\x80\xE2\x82 end");
     CHECK_ESCAPE("\xE2\x82"); /* cut at the very end */
+    /* words of 8 bytes that all need an escape */
+    CHECK_ESCAPE("\n\n\n\n\n\n\n\n\"\"\"\"\"\"\"\"\\\\\\\\\\\\\\\\\x01\x02\x03\x04\x05\x06\x07\x08"
+                 "\x1f\x1e\x1d\x1c\x1b\x1a\x19\x18 and a plain end");
     /* every byte value, alone and between plain runs */
     for (unsigned c = 0; c < 256; c++) {
         char one[20];
