@@ -28,7 +28,7 @@ static char read_chunk[READ_CHUNK];
 #define PACE_MS        1
 /* Calls whose pipe is grown at once, server-wide: a grown pipe counts
  * against its user's pipe-user-pages-soft (64 MiB by default), past which
- * the kernel gives every new pipe of that user a single page. */
+ * the kernel makes that user's new pipes as small as it can (pipe(7)). */
 #define BULK_PIPES 16
 
 static unsigned bulk_pipes; /* calls whose pipe is grown now */
