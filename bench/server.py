@@ -2,16 +2,21 @@
 """bench/server.py: execgate beside the reference MCP server, same client, same run.
 
     bench/server.py --execgate build-bench/server/execgate \
-        [--reference /tmp/execgate-ref] [--calls 10000] [--seq 300] \
-        [--variant 'LABEL=EXTRA ARGS'...] [--previous OLD/server/execgate]
+        [--reference /tmp/execgate-ref] [--calls 10000] [--seq 300] [--big 20] \
+        [--only-big] [--variant 'LABEL=EXTRA ARGS'...] [--previous OLD/server/execgate]
 
 For each server: spawn-to-initialize time (median of 20), `echo hi` one call
 at a time (p50/p99), 16 calls in flight (calls/s, p99), and the server's
 peak RSS (VmHWM) after --calls calls.  The servers run side by side and
 every measurement alternates between them (spawn by spawn, call by call,
-block of calls by block), so load from elsewhere on the machine hits both.  --previous adds an older execgate build as one more row (before/after in
-the same run).  The baseline `bash -c 'echo hi'`
-(fork+exec+wait from this client, no server) is measured in the same run.
+block of calls by block), so load from elsewhere on the machine hits both.
+--big adds calls that print 20 MB (`seq 1 3000000`), one at a time, to a
+fresh server of each kind: p50/p99 and the server's peak RSS (VmHWM, reset
+through /proc/PID/clear_refs before each call) during such a call;
+--only-big runs just those.  --previous adds an older execgate build as
+one more row (before/after in the same run).  The baselines `bash -c 'echo
+hi'` and `bash -c 'seq 1 3000000'` (fork+exec+wait from this client, no
+server) are measured in the same run.
 Both servers get the same `codex/sandbox-state/update` (workspace-write on
 a scratch dir, network off) before any call; calls use login=false.
 
@@ -54,15 +59,25 @@ class Client:
         return i
 
     def read_one(self):
-        while b"\n" not in self.buf:
+        # Each chunk is searched once and the line joined once: appending
+        # to one bytes object and searching it all after every read took
+        # time quadratic in the answer's size.
+        parts, before = [self.buf], 0
+        nl = self.buf.find(b"\n")
+        while nl < 0:
             r, _, _ = select.select([self.p.stdout], [], [], 60)
             if not r:
                 raise TimeoutError("server silent for 60 s")
             chunk = os.read(self.p.stdout.fileno(), 1 << 20)
             if not chunk:
                 raise EOFError("server closed stdout")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
+            before += len(parts[-1])
+            parts.append(chunk)
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                nl += before
+        buf = b"".join(parts)
+        line, self.buf = buf[:nl], buf[nl + 1:]
         return json.loads(line)
 
     def wait(self, i):
@@ -213,6 +228,76 @@ def bench_all(servers, workdir, seq, total):
     return out
 
 
+BIG_COMMAND = "seq 1 3000000"
+
+
+def check_big(answer):
+    """The answer to BIG_COMMAND: exit 0 and its first lines (the reference
+    keeps the first 1.2 MB and no tail, execgate head and tail)."""
+    r = answer.get("result")
+    if not r or r.get("isError"):
+        raise RuntimeError(f"big call failed: {json.dumps(answer)[:400]}")
+    text = r["content"][0]["text"]
+    if not text.startswith('{"exit_code":0,"output":"1\\n2\\n3\\n'):
+        raise RuntimeError(f"unexpected big output: {text[:200]} ... {text[-200:]}")
+
+
+def reset_peak_rss(c):
+    # "5" resets VmHWM to the current RSS (proc(5), clear_refs)
+    with open(f"/proc/{c.p.pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
+def bench_big(servers, workdir, n):
+    """n calls of BIG_COMMAND per server, one at a time, alternating
+    between fresh servers; each call's peak RSS is the server's VmHWM after
+    the answer, reset before the call."""
+    clients = {name: start(argv, env, update, name) for name, argv, env, update in servers}
+    lat = {name: [] for name in clients}
+    rss = {name: [] for name in clients}
+    params = {"name": "shell", "arguments": {"command": BIG_COMMAND, "workdir": workdir,
+                                             "login": False}}
+    for i in range(n + 2):  # the first two are a warm-up
+        for name, c in clients.items():
+            reset_peak_rss(c)
+            t = time.perf_counter()
+            check_big(c.wait(c.request("tools/call", params)))
+            if i >= 2:
+                lat[name].append(time.perf_counter() - t)
+                rss[name].append(c.rss_peak_kb())
+    out = []
+    for name, c in clients.items():
+        out.append({"name": name, "p50_ms": pct(lat[name], 0.5) * 1000,
+                    "p99_ms": pct(lat[name], 0.99) * 1000,
+                    "rss_peak_kb": max(rss[name])})
+        c.close()
+    return out
+
+
+def baseline_big(n):
+    """BIG_COMMAND from this client with no server: its output read whole."""
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(["bash", "-c", BIG_COMMAND], stdout=subprocess.PIPE, check=True)
+        lat.append(time.perf_counter() - t)
+    return pct(lat, 0.5) * 1000
+
+
+def report_big(results, base, reference):
+    print(f"{'big output':18} {'p50 ms':>8} {'p99 ms':>8} {'peak RSS MB':>12}")
+    for r in results:
+        print(f"{r['name']:18} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
+              f"{r['rss_peak_kb'] / 1024:12.2f}")
+    if reference:
+        ref = results[0]
+        for me in results[1:]:
+            print(f"big ratios {me['name']}/reference: p50 {me['p50_ms'] / ref['p50_ms']:.2f}, "
+                  f"peak RSS {me['rss_peak_kb'] / ref['rss_peak_kb']:.2f}")
+    me = results[-1]
+    print(f"big: execgate vs the bare command: p50 {me['p50_ms'] / base:.2f}x")
+
+
 def baseline_bash(n):
     lat = []
     for _ in range(n):
@@ -271,6 +356,9 @@ def main():
     ap.add_argument("--reference")
     ap.add_argument("--calls", type=int, default=10000)
     ap.add_argument("--seq", type=int, default=300)
+    ap.add_argument("--big", type=int, default=20,
+                    help="calls printing 20 MB per server (0: none)")
+    ap.add_argument("--only-big", action="store_true", help="only the 20 MB calls")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=ARGS",
                     help="another execgate row, with extra arguments (shell words), "
                          "e.g. 'dynamic bash=--bash build/subprojects/bash/bash'")
@@ -278,8 +366,6 @@ def main():
     args = ap.parse_args()
 
     scratch, workdir, env, update = workspace("execgate-bench-")
-    base = baseline_bash(200)
-    print(f"baseline bash -c 'echo hi' (no server): p50 {base:.2f} ms", flush=True)
 
     servers = []
     if args.reference:
@@ -291,6 +377,14 @@ def main():
         label, _, extra = v.partition("=")
         servers.append((label, [args.execgate] + shlex.split(extra), env, update))
     servers.append(("execgate", [args.execgate], env, update))
+    if args.big > 0:
+        base = baseline_big(10)
+        print(f"baseline bash -c '{BIG_COMMAND}' (no server): p50 {base:.2f} ms", flush=True)
+        report_big(bench_big(servers, workdir, args.big), base, args.reference)
+        if args.only_big:
+            return
+    base = baseline_bash(200)
+    print(f"baseline bash -c 'echo hi' (no server): p50 {base:.2f} ms", flush=True)
     results = bench_all(servers, workdir, args.seq, args.calls)
     base2 = baseline_bash(200)
     print(f"baseline again after the servers: p50 {base2:.2f} ms", flush=True)

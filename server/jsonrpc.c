@@ -31,8 +31,8 @@ struct pending {
 struct out_write {
     uv_write_t req;
     struct jsonrpc *rpc;
-    char *text;
-    size_t len;
+    char *owned[2]; /* the message's buffers to free once written (or NULL) */
+    size_t len;     /* the message's bytes, its newline included */
 };
 
 struct jsonrpc {
@@ -187,9 +187,10 @@ on_written(uv_write_t *req, int status)
 {
     struct out_write *w = (struct out_write *)req;
     struct jsonrpc *rpc = w->rpc;
-    rpc->out_bytes -= w->len + 1;
+    rpc->out_bytes -= w->len;
     rpc->writes_in_flight--;
-    free(w->text);
+    free(w->owned[0]);
+    free(w->owned[1]);
     free(w);
     if (status < 0 && status != UV_ECANCELED && !rpc->out_failed) {
         log_warn("stdout: %s; further output is dropped", uv_strerror(status));
@@ -202,29 +203,81 @@ on_written(uv_write_t *req, int status)
         rpc->handler.on_written(rpc, rpc->data);
 }
 
-/* Output to a regular file: written at once (takes text). */
+/* Output to a regular file: written at once. */
 static int
-write_file(struct jsonrpc *rpc, char *text)
+write_file(struct jsonrpc *rpc, const uv_buf_t *bufs, unsigned n)
 {
-    size_t len = strlen(text);
-    text[len] = '\n'; /* json_dumps left room: the NUL becomes the newline */
-    const char *p = text;
-    size_t left = len + 1;
-    while (left > 0) {
-        ssize_t n = write(rpc->out_file_fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            log_warn("stdout: %s; further output is dropped", strerror(errno));
-            rpc->out_failed = true;
-            free(text);
-            return -1;
+    for (unsigned i = 0; i < n; i++) {
+        const char *p = bufs[i].base;
+        size_t left = bufs[i].len;
+        while (left > 0) {
+            ssize_t done = write(rpc->out_file_fd, p, left);
+            if (done < 0 && errno == EINTR)
+                continue;
+            if (done <= 0) {
+                log_warn("stdout: %s; further output is dropped", strerror(errno));
+                rpc->out_failed = true;
+                return -1;
+            }
+            p += done;
+            left -= (size_t)done;
         }
-        p += n;
-        left -= (size_t)n;
     }
-    free(text);
     return 0;
+}
+
+/* Starts writing bufs[0..n) to the output stream; w then owns the buffers
+ * in w->owned until on_written. */
+static int
+start_write(struct jsonrpc *rpc, struct out_write *w, const uv_buf_t *bufs, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        w->len += bufs[i].len;
+    int rc = uv_write(&w->req, &rpc->out.stream, bufs, n, on_written);
+    if (rc < 0) {
+        log_warn("stdout: %s; further output is dropped", uv_strerror(rc));
+        rpc->out_failed = true;
+        return -1;
+    }
+    rpc->writes_in_flight++;
+    rpc->out_bytes += w->len;
+    if (rpc->reading && rpc->out_bytes > JSONRPC_WRITE_HIGH_WATER) {
+        stop_input(rpc);
+        rpc->reading = false;
+        rpc->paused = true;
+        watch_hangup(rpc, true);
+        log_debug("client reads slowly: input paused with %zu bytes queued", rpc->out_bytes);
+    }
+    return 0;
+}
+
+/*
+ * Queues one message: bufs[0..n), the last ending in its newline.  Takes
+ * own0 and own1 (malloc'd or NULL: what bufs point into), also on failure;
+ * they are freed once the message is written.
+ */
+static int
+queue_msg(struct jsonrpc *rpc, const uv_buf_t *bufs, unsigned n, char *own0, char *own1)
+{
+    int rc = -1;
+    if (!rpc->out_open) {
+        rc = 0; /* no output (the fuzz target): dropped */
+    } else if (rpc->out_failed || rpc->closing) {
+        rc = -1;
+    } else if (rpc->out_file_fd >= 0) {
+        rc = write_file(rpc, bufs, n);
+    } else {
+        struct out_write *w = malloc(sizeof(*w));
+        if (w) {
+            *w = (struct out_write){.rpc = rpc, .owned = {own0, own1}};
+            if (start_write(rpc, w, bufs, n) == 0)
+                return 0;
+            free(w);
+        }
+    }
+    free(own0);
+    free(own1);
+    return rc;
 }
 
 /* Serialises msg (taken) and queues it with its newline. */
@@ -239,39 +292,8 @@ send_msg(struct jsonrpc *rpc, json_t *msg)
         log_error("could not serialise an outgoing message (out of memory)");
         return -1;
     }
-    if (!rpc->out_open || rpc->out_failed || rpc->closing) {
-        free(text);
-        return rpc->out_open ? -1 : 0;
-    }
-    if (rpc->out_file_fd >= 0)
-        return write_file(rpc, text);
-    struct out_write *w = malloc(sizeof(*w));
-    if (!w) {
-        free(text);
-        return -1;
-    }
-    w->rpc = rpc;
-    w->text = text;
-    w->len = strlen(text);
-    uv_buf_t bufs[2] = {uv_buf_init(text, (unsigned)w->len), uv_buf_init((char *)"\n", 1)};
-    int rc = uv_write(&w->req, &rpc->out.stream, bufs, 2, on_written);
-    if (rc < 0) {
-        log_warn("stdout: %s; further output is dropped", uv_strerror(rc));
-        rpc->out_failed = true;
-        free(text);
-        free(w);
-        return -1;
-    }
-    rpc->writes_in_flight++;
-    rpc->out_bytes += w->len + 1;
-    if (rpc->reading && rpc->out_bytes > JSONRPC_WRITE_HIGH_WATER) {
-        stop_input(rpc);
-        rpc->reading = false;
-        rpc->paused = true;
-        watch_hangup(rpc, true);
-        log_debug("client reads slowly: input paused with %zu bytes queued", rpc->out_bytes);
-    }
-    return 0;
+    uv_buf_t bufs[2] = {uv_buf_init(text, (unsigned)strlen(text)), uv_buf_init((char *)"\n", 1)};
+    return queue_msg(rpc, bufs, 2, text, NULL);
 }
 
 static void
@@ -314,6 +336,27 @@ jsonrpc_reply(struct jsonrpc *rpc, const json_t *id, json_t *result)
         return -1;
     }
     return send_msg(rpc, msg);
+}
+
+int
+jsonrpc_reply_text(struct jsonrpc *rpc, const json_t *id, char *result, size_t len)
+{
+    char *id_text = id ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    char *head = NULL;
+    if ((id && !id_text) ||
+        asprintf(&head, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":", id ? id_text : "null") < 0)
+        head = NULL;
+    free(id_text);
+    if (!head) {
+        free(result);
+        jsonrpc_reply_error(rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
+    /* the envelope's text around result's, as send_msg would write it */
+    uv_buf_t bufs[3] = {uv_buf_init(head, (unsigned)strlen(head)),
+                        {.base = result, .len = len}, /* uv_buf_init takes an unsigned */
+                        uv_buf_init((char *)"}\n", 2)};
+    return queue_msg(rpc, bufs, 3, head, result);
 }
 
 int

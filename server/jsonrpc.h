@@ -80,6 +80,12 @@ void jsonrpc_feed(struct jsonrpc *rpc, const char *buf, size_t len);
  * result could not be sent or the output is gone. */
 int jsonrpc_reply(struct jsonrpc *rpc, const json_t *id, json_t *result);
 
+/* Sends {"result": result} for id, result being the text of one JSON value
+ * (len bytes, taken, also on failure; the caller vouches for it): a large
+ * result is written as it is, without being parsed or serialised again.
+ * Returns as jsonrpc_reply. */
+int jsonrpc_reply_text(struct jsonrpc *rpc, const json_t *id, char *result, size_t len);
+
 /* Sends an error answer for id (NULL means null); message is copied. Returns
  * as jsonrpc_reply. */
 int jsonrpc_reply_error(struct jsonrpc *rpc, const json_t *id, int code, const char *message);

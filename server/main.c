@@ -10,6 +10,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +51,25 @@ guard_main(int argc, char **argv)
     return 0;
 }
 
+/*
+ * A call that prints much leaves big buffers behind when it ends: its
+ * output ring (up to --max-output-bytes) and its answer (a few MB).  glibc
+ * raises its mmap threshold to the size of the largest mmapped block
+ * freed, after which such buffers come from the heap and stay resident
+ * (VmRSS after three calls printing 20 MB each: 6.0 MB, against 2.7 MB
+ * with the threshold fixed).  A threshold set once stays where it is: big
+ * buffers are mmapped, and given back when freed.
+ */
+static void
+keep_mmap_threshold(void)
+{
+#ifdef M_MMAP_THRESHOLD
+    if (mallopt(M_MMAP_THRESHOLD, 128 * 1024) != 1)
+        log_debug("malloc's mmap threshold could not be fixed: memory freed after a call that "
+                  "printed much may stay resident");
+#endif
+}
+
 int
 main(int argc, char **argv)
 {
@@ -88,6 +108,7 @@ main(int argc, char **argv)
      * forwarded; a sandboxed command only what the call gives it) */
     if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
         log_warn("cannot mark inherited fds close-on-exec: %s", strerror(errno));
+    keep_mmap_threshold();
 
     uv_loop_t loop;
     int rc = uv_loop_init(&loop);

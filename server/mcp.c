@@ -2,6 +2,7 @@
 
 #include "call_cgroup.h"
 #include "call_fds.h"
+#include "call_result.h"
 #include "cmdline.h"
 #include "escalation.h"
 #include "spawn_child.h"
@@ -314,60 +315,10 @@ handle_update(struct mcp_server *s, const json_t *id, const json_t *params)
 static void start_waiting(struct mcp_server *s);
 static void maybe_finish(struct mcp_server *s);
 
-#define SETUP_FAILED_TEXT                                                                          \
-    "execgate-sandbox could not set up the sandbox (exit 125); the command did not run: see "      \
-    "output"
-
-static json_t *
-result_json(const struct shell_call_result *r)
-{
-    size_t len = 0;
-    char *text = utf8_lossy(r->output, r->output_len, &len);
-    if (!text)
-        return NULL;
-    json_t *obj =
-        json_pack("{s:i, s:s%, s:{s:I, s:I}, s:b}", "exit_code", r->exit_code, "output", text, len,
-                  "duration", "secs", (json_int_t)(r->duration_ns / 1000000000u), "nanos",
-                  (json_int_t)(r->duration_ns % 1000000000u), "timed_out", r->timed_out);
-    free(text);
-    if (obj && r->setup_failed &&
-        json_object_set_new(obj, "sandbox_error", json_string(SETUP_FAILED_TEXT)) < 0) {
-        json_decref(obj);
-        obj = NULL;
-    }
-    if (!obj)
-        return NULL;
-    char *dumped = json_dumps(obj, JSON_COMPACT);
-    /* isError: the tool itself failed when the sandbox could not be set up
-     * (nothing ran); a command that ran is never an error, whatever it did */
-    json_t *result =
-        dumped ? json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", dumped,
-                           "structuredContent", obj, "isError", r->setup_failed)
-               : NULL;
-    free(dumped);
-    json_decref(obj);
-    return result;
-}
-
 static json_t *
 failure_json(const char *why)
 {
     return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", why, "isError", 1);
-}
-
-/* escalation hook: a person answered `abort` to an approval in this call;
- * the result says so and is an error of the tool call. */
-static void
-mark_aborted(json_t *result, const char *why)
-{
-    json_t *obj = json_object_get(result, "structuredContent");
-    json_object_set_new(obj, "aborted", json_string(why));
-    char *dumped = json_dumps(obj, JSON_COMPACT);
-    json_t *item = json_array_get(json_object_get(result, "content"), 0);
-    if (dumped)
-        json_object_set_new(item, "text", json_string(dumped));
-    free(dumped);
-    json_object_set_new(result, "isError", json_true());
 }
 
 static void
@@ -410,15 +361,24 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
         jsonrpc_reply(s->rpc, c->id, failure_json(r->error ? r->error : "cannot start"));
     } else {
         log_debug("call: exit %d after %llu ms, %zu bytes of output%s", r->exit_code,
-                  (unsigned long long)(r->duration_ns / 1000000), r->output_len,
-                  r->timed_out ? ", timed out" : "");
+                  (unsigned long long)(r->duration_ns / 1000000),
+                  r->output.head_len + r->output.tail_len, r->timed_out ? ", timed out" : "");
         if (r->setup_failed)
             log_warn("call: the sandbox could not be set up; its reason is in the output");
-        json_t *result = result_json(r);
-        if (result && c->aborted)
-            mark_aborted(result, c->aborted);
+        /* escalation hook: a person answered `abort` to an approval in this
+         * call; the result says so and is an error of the tool call */
+        struct call_result cr = {
+            .exit_code = r->exit_code,
+            .output = &r->output,
+            .duration_ns = r->duration_ns,
+            .timed_out = r->timed_out,
+            .setup_failed = r->setup_failed,
+            .aborted = c->aborted,
+        };
+        size_t len = 0;
+        char *result = call_result_json(&cr, &len);
         if (result)
-            jsonrpc_reply(s->rpc, c->id, result);
+            jsonrpc_reply_text(s->rpc, c->id, result, len);
         else
             jsonrpc_reply_error(s->rpc, c->id, JSONRPC_INTERNAL_ERROR,
                                 "out of memory building the result");

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "call_fds.h"
+#include "output_ring.h"
 
 /* Exit code reported for a call that hit its timeout (as timeout(1)). */
 #define SHELL_CALL_TIMEOUT_EXIT 124
@@ -32,16 +33,16 @@
 struct shell_call;
 
 struct shell_call_result {
-    bool spawned;       /* false: the helper could not be started (see error) */
-    const char *error;  /* why not spawned; NULL otherwise */
-    int exit_code;      /* exit status, 128+signal, or SHELL_CALL_TIMEOUT_EXIT */
-    int term_signal;    /* the signal that ended it, or 0 */
-    bool timed_out;     /* the timeout killed it */
-    bool cancelled;     /* shell_call_cancel killed it */
-    bool setup_failed;  /* the sandbox helper exited 125 before running anything */
-    const char *output; /* head + marker + tail; not NUL-terminated, raw bytes */
-    size_t output_len;
-    uint64_t omitted; /* bytes left out between head and tail */
+    bool spawned;      /* false: the helper could not be started (see error) */
+    const char *error; /* why not spawned; NULL otherwise */
+    int exit_code;     /* exit status, 128+signal, or SHELL_CALL_TIMEOUT_EXIT */
+    int term_signal;   /* the signal that ended it, or 0 */
+    bool timed_out;    /* the timeout killed it */
+    bool cancelled;    /* shell_call_cancel killed it */
+    bool setup_failed; /* the sandbox helper exited 125 before running anything */
+    /* what was kept of the output: head, and when cut the marker and tail
+     * (output_ring.h); raw bytes */
+    struct output_ring_text output;
     uint64_t duration_ns;
 };
 

@@ -15,4 +15,14 @@
  */
 char *utf8_lossy(const char *in, size_t n, size_t *out_len);
 
+/*
+ * The n bytes at in as the inside of a JSON string (no quotes): repaired as
+ * utf8_lossy repairs them, then escaped as jansson's json_dumps escapes
+ * (\" \\ \b \f \n \r \t, the other bytes below 0x20 as \u00XX, nothing
+ * else), depth (1 or 2) times over: depth 2 is that string's text put in a
+ * JSON string again.  Writes to out unless it is NULL, and returns the
+ * length either way: call with NULL first to size out.  Cannot fail.
+ */
+size_t utf8_json_escape(char *out, const char *in, size_t n, unsigned depth);
+
 #endif

@@ -746,6 +746,58 @@ test_output_cap(void **state)
     finish(c);
 }
 
+/* What was kept of total bytes whose first and last half bytes are given:
+ * both, and the marker with the count between. */
+static void
+expect_head_and_tail(const char *out, const char *head, const char *tail, size_t half, size_t total)
+{
+    char *marker = NULL;
+    assert_true(asprintf(&marker, "\n[execgate: %zu bytes of output omitted]\n", total - 2 * half) >
+                0);
+    assert_memory_equal(out, head, half);
+    assert_memory_equal(out + half, marker, strlen(marker));
+    assert_int_equal(strlen(out + half + strlen(marker)), half);
+    assert_memory_equal(out + half + strlen(marker), tail, half);
+    free(marker);
+}
+
+static void
+test_big_output(void **state)
+{
+    /* past the cap (1 MiB by default) the server reads in bulk, straight
+     * into the ring: still exactly the first and the newest 512 KiB */
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    const size_t half = 512 * 1024;
+    char *all = NULL;
+    size_t all_len = 0;
+    FILE *mem = open_memstream(&all, &all_len);
+    assert_non_null(mem);
+    for (int i = 1; i <= 3000000; i++)
+        fprintf(mem, "%d\n", i);
+    fclose(mem);
+    json_t *a = call_shell(c, "seq 1 3000000", "/");
+    assert_int_equal(result_exit(a), 0);
+    expect_head_and_tail(result_output(a), all, all + all_len - half, half, all_len);
+    json_decref(a);
+    free(all);
+    /* a writer faster than the server reads, then stderr after stdout */
+    a = call_shell(c, "yes | head -c 50000000; echo done >&2", "/");
+    assert_int_equal(result_exit(a), 0);
+    size_t total = 50000000 + 5;
+    char *head = malloc(half), *tail = malloc(half);
+    assert_true(head && tail);
+    for (size_t i = 0; i < half; i++) {
+        head[i] = i % 2 ? '\n' : 'y';
+        tail[i] = (total - half + i) % 2 ? '\n' : 'y';
+    }
+    memcpy(tail + half - 5, "done\n", 5);
+    expect_head_and_tail(result_output(a), head, tail, half, total);
+    free(head);
+    free(tail);
+    json_decref(a);
+    finish(c);
+}
+
 static void
 test_close_stdin_mid_call(void **state)
 {
@@ -1194,6 +1246,7 @@ main(void)
         cmocka_unit_test(test_cancel_waiting_call),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_output_cap),
+        cmocka_unit_test(test_big_output),
         cmocka_unit_test(test_close_stdin_mid_call),
         cmocka_unit_test(test_sigterm_mid_call),
         cmocka_unit_test(test_default_policy_is_read_only),

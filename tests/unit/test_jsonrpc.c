@@ -293,6 +293,116 @@ test_slow_reader_pauses_input(void **state)
                         "later");
 }
 
+/* The next line the server writes, without its newline (caller frees). */
+static char *
+raw_line(struct fixture *f)
+{
+    char *nl;
+    while (!(nl = memchr(f->rx, '\n', f->rx_len))) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        ssize_t r = read(f->from_server, f->rx + f->rx_len, sizeof(f->rx) - f->rx_len);
+        if (r > 0)
+            f->rx_len += (size_t)r;
+        else
+            poll(&(struct pollfd){.fd = f->from_server, .events = POLLIN}, 1, 10);
+    }
+    size_t len = (size_t)(nl - f->rx);
+    char *line = strndup(f->rx, len);
+    assert_non_null(line);
+    memmove(f->rx, nl + 1, f->rx_len - len - 1);
+    f->rx_len -= len + 1;
+    return line;
+}
+
+/* A result given as text is sent as jsonrpc_reply sends it as a value. */
+static void
+check_reply_text(struct fixture *f, json_t *id, const char *result)
+{
+    json_t *value = json_loads(result, 0, NULL);
+    assert_non_null(value);
+    assert_int_equal(jsonrpc_reply(f->rpc, id, value), 0);
+    char *text = strdup(result);
+    assert_non_null(text);
+    assert_int_equal(jsonrpc_reply_text(f->rpc, id, text, strlen(text)), 0);
+    char *want = raw_line(f);
+    char *got = raw_line(f);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    json_decref(id);
+}
+
+static void
+test_reply_text(void **state)
+{
+    struct fixture *f = *state;
+    const char *result = "{\"content\":[{\"type\":\"text\",\"text\":\"a\\\"b\\n\\u0001\"}],"
+                         "\"isError\":false,\"n\":-12}";
+    check_reply_text(f, json_integer(7), result);
+    check_reply_text(f, json_string("id \"quoted\"\n"), result);
+    check_reply_text(f, NULL, "[]");
+    /* a large one goes out whole */
+    size_t big = 3 * sizeof(f->rx);
+    char *blob = malloc(big + 3);
+    assert_non_null(blob);
+    blob[0] = '"';
+    memset(blob + 1, 'y', big);
+    memcpy(blob + 1 + big, "\"", 2);
+    json_t *id = json_integer(8);
+    assert_int_equal(jsonrpc_reply_text(f->rpc, id, blob, big + 2), 0);
+    json_decref(id);
+    size_t seen = 0;
+    bool ended = false;
+    while (!ended) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        char chunk[4096];
+        ssize_t r = read(f->from_server, chunk, sizeof(chunk));
+        if (r <= 0) {
+            poll(&(struct pollfd){.fd = f->from_server, .events = POLLIN}, 1, 10);
+            continue;
+        }
+        seen += (size_t)r;
+        ended = chunk[r - 1] == '\n';
+    }
+    assert_int_equal(seen, strlen("{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":") + big + 2 + 2);
+    assert_int_equal(jsonrpc_pending_output(f->rpc), 0);
+}
+
+static void
+test_reply_text_to_a_file(void **state)
+{
+    /* output to a regular file is written at once, in the same form */
+    char path[] = "/tmp/execgate-jsonrpc-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    int in[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in), 0);
+    struct fixture f = {0};
+    assert_int_equal(uv_loop_init(&f.loop), 0);
+    f.rpc = jsonrpc_new(&f.loop, &handler, &f, 4096);
+    assert_non_null(f.rpc);
+    assert_int_equal(jsonrpc_start(f.rpc, in[0], fd), 0);
+    json_t *id = json_integer(3);
+    assert_int_equal(jsonrpc_reply(f.rpc, id, json_pack("{s:i}", "x", 1)), 0);
+    char *text = strdup("{\"x\":1}");
+    assert_non_null(text);
+    assert_int_equal(jsonrpc_reply_text(f.rpc, id, text, strlen(text)), 0);
+    json_decref(id);
+    char got[256];
+    ssize_t n = pread(fd, got, sizeof(got) - 1, 0);
+    assert_true(n > 0);
+    got[n] = '\0';
+    assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"x\":1}}\n"
+                             "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"x\":1}}\n");
+    jsonrpc_close(f.rpc, 1, on_closed, &f);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    assert_true(f.closed);
+    assert_int_equal(uv_loop_close(&f.loop), 0);
+    close(in[1]);
+    close(fd);
+}
+
 int
 main(void)
 {
@@ -303,6 +413,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_outgoing_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eof_and_last_line_without_newline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_reader_pauses_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reply_text, setup, teardown),
+        cmocka_unit_test(test_reply_text_to_a_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
