@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "decide.h"
-#include "escalation.h"
+#include "server/decide.h"
+#include "server/escalation.h"
 
 int bench_real_server_start(void);
 

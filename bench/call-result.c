@@ -8,11 +8,11 @@
  *
  *   bench/call-result.sh [RUNS]
  */
-#include "call_result.h"
-#include "output_ring.h"
-#include "utf8.h"
+#include "server/call_result.h"
+#include "server/output_ring.h"
+#include "server/utf8.h"
 
-#include "timing.h"
+#include "bench/timing.h"
 
 #include <jansson.h>
 #include <stdio.h>

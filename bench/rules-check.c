@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "policy.h"
+#include "rules/policy.h"
 
 enum { N_COMMANDS = 64 };
 

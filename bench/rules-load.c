@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "timing.h"
+#include "bench/timing.h"
 
-#include "load.h"
-#include "source.h"
+#include "rules/load.h"
+#include "rules/source.h"
 
 static void
 generate(const char *path, int n)

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "timing.h"
+#include "bench/timing.h"
 
-#include "decide.h"
-#include "log.h"
+#include "server/decide.h"
+#include "server/log.h"
 
 static void
 generate(const char *path, int n)

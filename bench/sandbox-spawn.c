@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "timing.h"
+#include "bench/timing.h"
 
 extern char **environ;
 

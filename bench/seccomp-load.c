@@ -16,10 +16,10 @@
  *     the helper did with exec-notify);
  *   - the embedded one with execs notified (one load, as it does now).
  */
-#include "exec_filter.h"
-#include "filter-rules.h"
-#include "filter.h"
-#include "timing.h"
+#include "sandbox/exec_filter.h"
+#include "sandbox/filter-rules.h"
+#include "sandbox/filter.h"
+#include "bench/timing.h"
 
 #include <linux/seccomp.h>
 #include <stdbool.h>

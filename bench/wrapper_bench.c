@@ -33,9 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "timing.h"
+#include "bench/timing.h"
 
-#include "fake_escalation_server.h"
+#include "tests/support/fake_escalation_server.h"
 
 /* bench_real_server.c, or NULL when only the fake server is built in:
  * starts execgate's session code on a loop thread and returns the

@@ -2,7 +2,7 @@
  * rules amend: read the old file under a directory lock, write old bytes +
  * new line to a temporary sibling, fsync, rename, fsync the directory.
  */
-#include "amend.h"
+#include "rules/amend.h"
 
 #include <errno.h>
 #include <fcntl.h>

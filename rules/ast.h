@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "value.h"
+#include "rules/value.h"
 
 enum ast_kind {
     /* expressions */

@@ -1,4 +1,4 @@
-#include "builtins.h"
+#include "rules/builtins.h"
 
 #include <ctype.h>
 #include <stdlib.h>

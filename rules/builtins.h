@@ -5,8 +5,8 @@
 #ifndef EXECGATE_RULES_BUILTINS_H
 #define EXECGATE_RULES_BUILTINS_H
 
-#include "eval.h"
-#include "value.h"
+#include "rules/eval.h"
+#include "rules/value.h"
 
 /* Predeclares None, True, False and every language built-in in vm.  Fails
  * the current run (longjmp) on OOM; star_vm_new calls it. */

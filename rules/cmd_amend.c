@@ -6,15 +6,15 @@
  * running server reloads it by itself.  Prints the line; exit 0, 1 when it
  * could not be written, 2 on a usage error.
  */
-#include "cmd.h"
+#include "rules/cmd.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "amend.h"
-#include "load.h"
+#include "rules/amend.h"
+#include "rules/load.h"
 
 #define AMEND_USAGE "usage: execgate-rules amend --allow [--rules-dir DIR] -- PREFIX...\n"
 

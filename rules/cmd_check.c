@@ -4,7 +4,7 @@
  * or not), 1 when the policy cannot be loaded or output fails, 2 on a
  * usage error.
  */
-#include "cmd.h"
+#include "rules/cmd.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "load.h"
-#include "policy.h"
+#include "rules/load.h"
+#include "rules/policy.h"
 
 struct check_args {
     const char **rules; /* --rules FILE, in order */

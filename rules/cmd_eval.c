@@ -3,14 +3,14 @@
  * built-ins only.  Exit 0 when it completes, 1 with one error line on
  * stderr when it fails, 2 on a usage error.
  */
-#include "cmd.h"
+#include "rules/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
-#include "source.h"
+#include "rules/eval.h"
+#include "rules/source.h"
 
 int
 rules_cmd_eval(int argc, char **argv)

@@ -10,7 +10,7 @@
  * could tell, 1 when the program cannot be found or read, 2 when the
  * rules do not load or on a usage error.
  */
-#include "cmd.h"
+#include "rules/cmd.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -20,13 +20,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "amend.h"
-#include "exec_path.h"
-#include "heuristic.h"
-#include "lint.h"
-#include "load.h"
-#include "shlex.h"
-#include "verdict.h"
+#include "rules/amend.h"
+#include "rules/exec_path.h"
+#include "rules/heuristic.h"
+#include "rules/lint.h"
+#include "rules/load.h"
+#include "rules/shlex.h"
+#include "rules/verdict.h"
 
 #define EXPLAIN_USAGE                                                                              \
     "usage: execgate-rules explain [--rules PATH]... [--preserve-program-paths] -- CMD...\n"

@@ -6,7 +6,7 @@
  * warn about, 1 when warnings were printed, 2 when a file does not load
  * (its positioned error on stderr, nothing on stdout) or on a usage error.
  */
-#include "cmd.h"
+#include "rules/cmd.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lint.h"
-#include "load.h"
-#include "policy.h"
+#include "rules/lint.h"
+#include "rules/load.h"
+#include "rules/policy.h"
 
 #define LINT_USAGE "usage: execgate-rules lint [--] [FILE]...\n"
 

@@ -1,4 +1,4 @@
-#include "errmsg.h"
+#include "rules/errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>

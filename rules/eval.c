@@ -1,13 +1,13 @@
-#include "eval.h"
+#include "rules/eval.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ast.h"
-#include "builtins.h"
-#include "lexer.h"
-#include "parser.h"
+#include "rules/ast.h"
+#include "rules/builtins.h"
+#include "rules/lexer.h"
+#include "rules/parser.h"
 
 #define INLINE_SLOTS 8
 #define INLINE_ARGS  8

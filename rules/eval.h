@@ -10,8 +10,8 @@
 
 #include <stddef.h>
 
-#include "value.h"
-#include "vm.h"
+#include "rules/value.h"
+#include "rules/vm.h"
 
 struct star_args {
     struct star_value *pos;

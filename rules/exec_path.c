@@ -1,4 +1,4 @@
-#include "exec_path.h"
+#include "rules/exec_path.h"
 
 #include <errno.h>
 #include <stdbool.h>

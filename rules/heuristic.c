@@ -3,9 +3,9 @@
  * for a command no rule covers: `rm -f` (and its spellings, behind sudo or
  * inside a shell's -c script) is asked about before it runs.  No I/O.
  */
-#include "heuristic.h"
+#include "rules/heuristic.h"
 
-#include "shlex.h"
+#include "rules/shlex.h"
 
 #include <errno.h>
 #include <stdlib.h>

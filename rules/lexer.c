@@ -1,9 +1,9 @@
-#include "lexer.h"
+#include "rules/lexer.h"
 
 #include <stdbool.h>
 #include <string.h>
 
-#include "vm.h"
+#include "rules/vm.h"
 
 struct indent {
     const char *ws; /* the line's leading whitespace */

@@ -6,8 +6,8 @@
  * Everything execgate knows about a program is in `table` below: the
  * lint warnings and rules_lint_dangerous_use read the same entries.
  */
-#include "lint.h"
-#include "textbuf.h"
+#include "rules/lint.h"
+#include "rules/textbuf.h"
 
 #include <limits.h>
 #include <stdbool.h>

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "policy.h"
+#include "rules/policy.h"
 
 /*
  * Calls warn once per warning about p's allow rules, in rule order, with

@@ -1,5 +1,5 @@
-#include "load.h"
-#include "errmsg.h"
+#include "rules/load.h"
+#include "rules/errmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "eval.h"
-#include "rule_builtins.h"
-#include "source.h"
+#include "rules/eval.h"
+#include "rules/rule_builtins.h"
+#include "rules/source.h"
 
 char *
 rules_default_dir(void)

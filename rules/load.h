@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "policy.h"
+#include "rules/policy.h"
 
 /*
  * The user's rules directory: $CODEX_HOME/rules, else $HOME/.codex/rules.

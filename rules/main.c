@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "rules/cmd.h"
 
 static void
 usage(FILE *out)

@@ -1,8 +1,8 @@
-#include "parser.h"
+#include "rules/parser.h"
 
 #include <string.h>
 
-#include "vm.h"
+#include "rules/vm.h"
 
 struct parser {
     struct star_vm *vm;

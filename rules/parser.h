@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "ast.h"
-#include "lexer.h"
+#include "rules/ast.h"
+#include "rules/lexer.h"
 
 struct star_vm;
 struct star_namemap;

@@ -6,8 +6,8 @@
  * the rules that can possibly match its argv[0]: the cost of a check does
  * not grow with the size of the policy.
  */
-#include "policy.h"
-#include "textbuf.h"
+#include "rules/policy.h"
+#include "rules/textbuf.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-#include "rule_builtins.h"
-#include "errmsg.h"
+#include "rules/rule_builtins.h"
+#include "rules/errmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shlex.h"
+#include "rules/shlex.h"
 
 /* A prefix_rule call whose examples are checked when the file is done. */
 struct pending {

@@ -6,8 +6,8 @@
 #ifndef EXECGATE_RULES_RULE_BUILTINS_H
 #define EXECGATE_RULES_RULE_BUILTINS_H
 
-#include "eval.h"
-#include "policy.h"
+#include "rules/eval.h"
+#include "rules/policy.h"
 
 struct rules_builder;
 

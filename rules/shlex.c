@@ -2,7 +2,7 @@
  * shlex: a small state machine over bytes.  Multi-byte UTF-8 passes
  * through untouched because every special character is ASCII.
  */
-#include "shlex.h"
+#include "rules/shlex.h"
 
 #include <errno.h>
 #include <stdbool.h>

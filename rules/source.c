@@ -1,5 +1,5 @@
-#include "source.h"
-#include "errmsg.h"
+#include "rules/source.h"
+#include "rules/errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vm.h"
+#include "rules/vm.h"
 
 char *
 star_source_read(const char *path, size_t *len, char **err)

@@ -1,4 +1,4 @@
-#include "textbuf.h"
+#include "rules/textbuf.h"
 
 #include <stdlib.h>
 #include <string.h>

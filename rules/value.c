@@ -1,14 +1,14 @@
-#include "value.h"
+#include "rules/value.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ast.h"
-#include "eval.h"
-#include "lexer.h"
-#include "vm.h"
+#include "rules/ast.h"
+#include "rules/eval.h"
+#include "rules/lexer.h"
+#include "rules/vm.h"
 
 /* ---- constructors ---- */
 

@@ -2,10 +2,10 @@
  * verdict: collect the names, check the rules under each, keep the
  * strictest.
  */
-#include "verdict.h"
+#include "rules/verdict.h"
 
-#include "amend.h"
-#include "lint.h"
+#include "rules/amend.h"
+#include "rules/lint.h"
 
 #include <stdlib.h>
 #include <string.h>

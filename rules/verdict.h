@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "exec_path.h"
-#include "policy.h"
+#include "rules/exec_path.h"
+#include "rules/policy.h"
 
 /* One exec, as the verdict reads it.  All borrowed. */
 struct verdict_exec {

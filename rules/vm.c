@@ -1,10 +1,10 @@
-#include "vm.h"
+#include "rules/vm.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "value.h"
+#include "rules/value.h"
 
 /* ---- the machine ---- */
 

@@ -1,9 +1,9 @@
 /*
  * cmdline: struct sandbox_cmdline to argv.
  */
-#include "cmdline.h"
+#include "sandbox/cmdline.h"
 
-#include "policy.h"
+#include "sandbox/policy.h"
 
 #include <errno.h>
 #include <stdint.h>

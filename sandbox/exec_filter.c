@@ -9,9 +9,9 @@
  * notified instead, so that only one program is loaded.  Like those, it
  * costs no filter compilation per spawn.
  */
-#include "exec_filter.h"
+#include "sandbox/exec_filter.h"
 
-#include "fd_pass.h"
+#include "wrapper/fd_pass.h"
 
 #include <errno.h>
 #include <linux/audit.h>

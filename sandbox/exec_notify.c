@@ -7,9 +7,9 @@
  * check validity again before answering: what was read belonged to the
  * process that is still stopped in that execve.
  */
-#include "exec_notify.h"
-#include "exec_filter.h"
-#include "fd_pass.h"
+#include "sandbox/exec_notify.h"
+#include "sandbox/exec_filter.h"
+#include "wrapper/fd_pass.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
  * them with seccomp(2) and never links libseccomp.  Native builds only: the
  * program is for the architecture this runs on.
  */
-#include "filter-rules.h"
+#include "sandbox/filter-rules.h"
 
 #include <errno.h>
 #include <linux/filter.h>

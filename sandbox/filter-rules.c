@@ -1,7 +1,7 @@
 /*
  * filter-rules: the sandbox's seccomp rules, built with libseccomp.
  */
-#include "filter-rules.h"
+#include "sandbox/filter-rules.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /*
  * filter: loads the BPF program the build generated from filter-rules.c.
  */
-#include "filter.h"
-#include "filter-bpf.h"
+#include "sandbox/filter.h"
+#include "sandbox/filter-bpf.h"
 
 #include <errno.h>
 #include <linux/seccomp.h>

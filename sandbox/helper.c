@@ -6,13 +6,13 @@
  * the seccomp filter as the very last step before execve, so that nothing
  * the helper itself does runs under the filter.
  */
-#include "helper.h"
-#include "exec_filter.h"
-#include "filter.h"
-#include "landlock.h"
-#include "ns.h"
-#include "policy.h"
-#include "protect.h"
+#include "sandbox/helper.h"
+#include "sandbox/exec_filter.h"
+#include "sandbox/filter.h"
+#include "sandbox/landlock.h"
+#include "sandbox/ns.h"
+#include "sandbox/policy.h"
+#include "sandbox/protect.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * predate the running kernel, so the ABI constants this module needs are
  * defined here (values fixed by the kernel's UAPI).
  */
-#include "landlock.h"
+#include "sandbox/landlock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,11 +9,11 @@
  * PROGRAM not found is 127, found but not runnable 126, otherwise PROGRAM's
  * own status (128+signal when it was killed and the helper had to wait).
  */
-#include "cmdline.h"
+#include "sandbox/cmdline.h"
 #include "execgate-config.h"
-#include "helper.h"
-#include "policy.h"
-#include "protect.h"
+#include "sandbox/helper.h"
+#include "sandbox/policy.h"
+#include "sandbox/protect.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * ns: unshare, identity maps, read-only binds and /proc.
  */
-#include "ns.h"
+#include "sandbox/ns.h"
 
 #include <errno.h>
 #include <fcntl.h>

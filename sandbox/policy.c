@@ -2,9 +2,9 @@
  * sandbox policy: the sandboxPolicy JSON of Codex clients, parsed into a
  * small immutable struct, and turned back into one canonical text.
  */
-#include "policy.h"
+#include "sandbox/policy.h"
 
-#include "cmdline.h"
+#include "sandbox/cmdline.h"
 
 #include <errno.h>
 #include <stdarg.h>

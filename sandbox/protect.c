@@ -1,9 +1,9 @@
 /*
  * protect: resolving, creating, pinning and binding the --protect paths.
  */
-#include "protect.h"
-#include "ns.h"
-#include "policy.h"
+#include "sandbox/protect.h"
+#include "sandbox/ns.h"
+#include "sandbox/policy.h"
 
 #include <errno.h>
 #include <fcntl.h>

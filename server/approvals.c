@@ -1,4 +1,4 @@
-#include "approvals.h"
+#include "server/approvals.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-#include "audit.h"
+#include "server/audit.h"
 
-#include "log.h"
+#include "server/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

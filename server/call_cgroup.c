@@ -1,6 +1,6 @@
-#include "call_cgroup.h"
+#include "server/call_cgroup.h"
 
-#include "log.h"
+#include "server/log.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-#include "call_result.h"
+#include "server/call_result.h"
 
-#include "utf8.h"
+#include "server/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #ifndef EXECGATE_SERVER_CALL_RESULT_H
 #define EXECGATE_SERVER_CALL_RESULT_H
 
-#include "output_ring.h"
+#include "server/output_ring.h"
 
 #include <stdbool.h>
 #include <stddef.h>

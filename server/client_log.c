@@ -1,6 +1,6 @@
-#include "client_log.h"
+#include "server/client_log.h"
 
-#include "jsonrpc.h"
+#include "server/jsonrpc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
-#include "escalated_env.h"
+#include "server/escalated_env.h"
 
-#include "esc_env.h"
+#include "wrapper/esc_env.h"
 
-#include "exec_checks.h"
+#include "server/exec_checks.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,15 +1,15 @@
-#include "escalation.h"
+#include "server/escalation.h"
 
-#include "esc_env.h"
+#include "wrapper/esc_env.h"
 
-#include "call_fds.h"
-#include "decide.h"
-#include "esc_io.h"
-#include "esc_proto.h"
-#include "escalated_env.h"
-#include "log.h"
-#include "reaper.h"
-#include "spawn_child.h"
+#include "server/call_fds.h"
+#include "server/decide.h"
+#include "wrapper/esc_io.h"
+#include "wrapper/esc_proto.h"
+#include "server/escalated_env.h"
+#include "server/log.h"
+#include "server/reaper.h"
+#include "server/spawn_child.h"
 
 #include <errno.h>
 #include <fcntl.h>

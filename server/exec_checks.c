@@ -1,6 +1,6 @@
-#include "exec_checks.h"
+#include "server/exec_checks.h"
 
-#include "esc_env.h"
+#include "wrapper/esc_env.h"
 
 #include <errno.h>
 #include <stdlib.h>

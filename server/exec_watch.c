@@ -1,10 +1,10 @@
-#include "exec_watch.h"
+#include "server/exec_watch.h"
 
-#include "decide.h"
-#include "fd_pass.h"
-#include "log.h"
-#include "shell_call.h"
-#include "../sandbox/exec_notify.h"
+#include "server/decide.h"
+#include "wrapper/fd_pass.h"
+#include "server/log.h"
+#include "server/shell_call.h"
+#include "sandbox/exec_notify.h"
 
 #include <errno.h>
 #include <linux/filter.h>

@@ -1,6 +1,6 @@
-#include "jsonrpc.h"
+#include "server/jsonrpc.h"
 
-#include "log.h"
+#include "server/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "server/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,10 +4,10 @@
  * Parses the command line, then runs one libuv loop until the client goes
  * away or a signal asks it to stop; exits 0 after a clean shutdown.
  */
-#include "log.h"
-#include "call_cgroup.h"
-#include "mcp.h"
-#include "options.h"
+#include "server/log.h"
+#include "server/call_cgroup.h"
+#include "server/mcp.h"
+#include "server/options.h"
 
 #include <errno.h>
 #include <malloc.h>

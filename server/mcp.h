@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "options.h"
+#include "server/options.h"
 
 /* Newest protocol version this server speaks. */
 #define MCP_LATEST_PROTOCOL "2025-11-25"

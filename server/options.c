@@ -1,6 +1,6 @@
-#include "options.h"
+#include "server/options.h"
 
-#include "escalated_env.h"
+#include "server/escalated_env.h"
 #include "execgate-config.h"
 
 #include <errno.h>

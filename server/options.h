@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "log.h"
+#include "server/log.h"
 
 #define OPTIONS_DEFAULT_TIMEOUT_MS    10000u
 #define OPTIONS_DEFAULT_MAX_OUTPUT    (1024u * 1024)

@@ -1,4 +1,4 @@
-#include "output_ring.h"
+#include "server/output_ring.h"
 
 #include <stdio.h>
 #include <stdlib.h>

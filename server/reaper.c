@@ -1,7 +1,7 @@
-#include "reaper.h"
+#include "server/reaper.h"
 
-#include "log.h"
-#include "spawn_child.h"
+#include "server/log.h"
+#include "server/spawn_child.h"
 
 #include <stdbool.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-#include "rules_watch.h"
+#include "server/rules_watch.h"
 
-#include "log.h"
+#include "server/log.h"
 
 #include <errno.h>
 #include <signal.h>

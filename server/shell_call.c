@@ -1,8 +1,8 @@
-#include "shell_call.h"
+#include "server/shell_call.h"
 
-#include "log.h"
-#include "output_ring.h"
-#include "spawn_child.h"
+#include "server/log.h"
+#include "server/output_ring.h"
+#include "server/spawn_child.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "call_fds.h"
-#include "output_ring.h"
+#include "server/call_fds.h"
+#include "server/output_ring.h"
 
 /* Exit code reported for a call that hit its timeout (as timeout(1)). */
 #define SHELL_CALL_TIMEOUT_EXIT 124

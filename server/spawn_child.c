@@ -3,10 +3,10 @@
  * pidfd.  Starts that need more than posix_spawn offers are
  * spawn_filtered.c's.
  */
-#include "spawn_child.h"
+#include "server/spawn_child.h"
 
-#include "log.h"
-#include "spawn_filtered.h"
+#include "server/log.h"
+#include "server/spawn_filtered.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -35,12 +35,12 @@
  *   where the child failed.  Like posix_spawn's, this blocks the loop
  *   until the child's exec, and no longer.
  */
-#include "spawn_filtered.h"
+#include "server/spawn_filtered.h"
 
-#include "exec_filter.h"
-#include "exec_notify.h"
-#include "fd_pass.h"
-#include "../rules/exec_path.h"
+#include "sandbox/exec_filter.h"
+#include "sandbox/exec_notify.h"
+#include "wrapper/fd_pass.h"
+#include "rules/exec_path.h"
 
 #include <errno.h>
 #include <fcntl.h>

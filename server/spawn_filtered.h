@@ -15,7 +15,7 @@
 
 #include <sys/types.h>
 
-#include "spawn_child.h"
+#include "server/spawn_child.h"
 
 /*
  * Starts o->file as spawn_start describes (the same fds, signals and

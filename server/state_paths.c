@@ -1,6 +1,6 @@
-#include "state_paths.h"
+#include "server/state_paths.h"
 
-#include "options.h"
+#include "server/options.h"
 
 #include <errno.h>
 #include <limits.h>

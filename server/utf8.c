@@ -1,4 +1,4 @@
-#include "utf8.h"
+#include "server/utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "writable_history.h"
+#include "server/writable_history.h"
 
 #include <stdlib.h>
 

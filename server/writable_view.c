@@ -1,7 +1,6 @@
-#include "writable_view.h"
+#include "server/writable_view.h"
 
-/* rules/ and sandbox/ both have a policy.h: named by its directory */
-#include "../sandbox/policy.h"
+#include "sandbox/policy.h"
 
 #include <errno.h>
 #include <stdlib.h>

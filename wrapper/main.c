@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "esc_client.h"
-#include "esc_env.h"
+#include "wrapper/esc_client.h"
+#include "wrapper/esc_env.h"
 
 #define PROG ESC_CLIENT_PROG
 

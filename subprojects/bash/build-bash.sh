@@ -42,6 +42,8 @@ cache=$4
 libc=$5
 shift 5
 client_dir=$(cd "$(dirname "$1")" && pwd)
+# The project's top: includes are rooted there ("wrapper/esc_io.h").
+src_root=$(dirname "$client_dir")
 esc_env="$client_dir/esc_env.h"
 client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
 
@@ -81,7 +83,7 @@ i=0
 for f in "$@"; do
 	i=$((i + 1))
 	# shellcheck disable=SC2086 # client_cc and client_cflags are lists
-	$client_cc $client_cflags -I"$client_dir" -E -P -MD -MF "$deps/$i.d" -MT "$target" \
+	$client_cc $client_cflags -I"$src_root" -E -P -MD -MF "$deps/$i.d" -MT "$target" \
 		"$f" >"$deps/$i.i" || die "cannot preprocess $f"
 done
 depfile_merge "$target" "$depfile" "$deps"/*.d || die "cannot write $depfile"
@@ -128,7 +130,7 @@ if [ ! -x "$built" ]; then
 		*.c)
 			o=$(basename "$f" .c).o
 			# shellcheck disable=SC2086 # client_cc and client_cflags are lists
-			$client_cc $client_cflags -I"$client_dir" -c "$f" -o "$client/$o" >>"$log" 2>&1 ||
+			$client_cc $client_cflags -I"$src_root" -c "$f" -o "$client/$o" >>"$log" 2>&1 ||
 				die "compiling $f for Bash failed (see $log)" ;;
 		esac
 	done

@@ -22,10 +22,10 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "decide.h"
-#include "esc_io.h"
-#include "escalation.h"
-#include "log.h"
+#include "server/decide.h"
+#include "wrapper/esc_io.h"
+#include "server/escalation.h"
+#include "server/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec_checks.h"
-#include "heuristic.h"
+#include "server/exec_checks.h"
+#include "rules/heuristic.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

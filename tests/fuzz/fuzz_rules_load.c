@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
-#include "policy.h"
-#include "rule_builtins.h"
+#include "rules/eval.h"
+#include "rules/policy.h"
+#include "rules/rule_builtins.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

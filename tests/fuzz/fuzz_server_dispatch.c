@@ -7,9 +7,9 @@
  * serialised and dropped, and every input ends with a full shutdown, so a
  * leak or a use-after-free on any path is found.
  */
-#include "mcp.h"
-#include "log.h"
-#include "options.h"
+#include "server/mcp.h"
+#include "server/log.h"
+#include "server/options.h"
 
 #include <stddef.h>
 #include <stdint.h>

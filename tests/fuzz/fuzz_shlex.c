@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shlex.h"
+#include "rules/shlex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

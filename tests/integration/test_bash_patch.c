@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "tmpdir.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 static const char *patched_bash;
 static const char *recorder;

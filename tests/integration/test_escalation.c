@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "mcp_client.h"
-#include "mcp_world.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 #include <signal.h>
 #include <stdio.h>

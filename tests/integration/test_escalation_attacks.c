@@ -28,11 +28,11 @@
 
 #include <cmocka.h>
 
-#include "mcp_client.h"
-#include "mcp_world.h"
-#include "proc.h"
-#include "test_user.h"
-#include "tmpdir.h"
+#include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
+#include "tests/support/proc.h"
+#include "tests/support/test_user.h"
+#include "tests/support/tmpdir.h"
 
 #include <errno.h>
 #include <limits.h>

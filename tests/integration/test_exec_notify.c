@@ -27,9 +27,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec_notify.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "sandbox/exec_notify.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 #define RULES                                                                                      \
     "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"rm is off limits\")\n"  \

@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "mcp_client.h"
-#include "mcp_world.h"
-#include "test_user.h"
-#include "proc.h"
+#include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
+#include "tests/support/test_user.h"
+#include "tests/support/proc.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "proc.h"
-#include "shlex.h"
-#include "tmpdir.h"
+#include "tests/support/proc.h"
+#include "rules/shlex.h"
+#include "tests/support/tmpdir.h"
 
 static const char *rules_bin;
 static const char *cases_dir;

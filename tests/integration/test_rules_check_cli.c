@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "amend.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "rules/amend.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 static const char *rules_bin;
 

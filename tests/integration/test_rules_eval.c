@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "proc.h"
-#include "tmpdir.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 static const char *rules_bin;
 static char *dir;

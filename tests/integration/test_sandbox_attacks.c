@@ -29,9 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox_harness.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "tests/support/sandbox_harness.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 #define TEST_USER "execgate-sbx"
 

@@ -20,10 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox_harness.h"
-#include "policy.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "tests/support/sandbox_harness.h"
+#include "sandbox/policy.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 #define DANGER "{\"type\":\"danger-full-access\"}"
 

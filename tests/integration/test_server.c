@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "mcp_client.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "tests/support/mcp_client.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -29,10 +29,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "esc_proto.h"
-#include "fake_escalation_server.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "wrapper/esc_proto.h"
+#include "tests/support/fake_escalation_server.h"
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
 
 static const char *patched_bash;
 static const char *wrapper;

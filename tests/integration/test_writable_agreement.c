@@ -26,11 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* rules/ and sandbox/ both have a policy.h: named by its directory */
-#include "../../sandbox/policy.h"
-#include "sandbox_harness.h"
-#include "tmpdir.h"
-#include "writable_view.h"
+#include "sandbox/policy.h"
+#include "tests/support/sandbox_harness.h"
+#include "tests/support/tmpdir.h"
+#include "server/writable_view.h"
 
 /* Scratch space under /var/tmp (outside /tmp, which most policies make
  * writable), canonical: S holds C (the sandbox cwd), R (a writable root),

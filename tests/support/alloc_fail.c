@@ -1,4 +1,4 @@
-#include "alloc_fail.h"
+#include "tests/support/alloc_fail.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

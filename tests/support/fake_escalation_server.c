@@ -2,7 +2,7 @@
  * fake_escalation_server: see the header. Blocking code on threads; the real
  * server does the same on its libuv loop.
  */
-#include "fake_escalation_server.h"
+#include "tests/support/fake_escalation_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "esc_io.h"
-#include "esc_proto.h"
+#include "wrapper/esc_io.h"
+#include "wrapper/esc_proto.h"
 
 struct fake_esc_server {
     const struct fake_esc_rule *rules;

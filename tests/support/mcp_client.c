@@ -1,4 +1,4 @@
-#include "mcp_client.h"
+#include "tests/support/mcp_client.h"
 
 #include <dirent.h>
 #include <errno.h>

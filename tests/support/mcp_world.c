@@ -1,4 +1,4 @@
-#include "mcp_world.h"
+#include "tests/support/mcp_world.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 char *
 mcp_world_fmt(const char *f, ...)

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "mcp_client.h"
+#include "tests/support/mcp_client.h"
 
 struct mcp_world {
     char *wd;           /* the calls' workdir and the sandbox's writable root */

@@ -1,4 +1,4 @@
-#include "proc.h"
+#include "tests/support/proc.h"
 
 #include <dirent.h>
 #include <errno.h>

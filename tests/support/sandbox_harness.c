@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "sandbox_harness.h"
+#include "tests/support/sandbox_harness.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "proc.h"
+#include "tests/support/proc.h"
 
 struct sbx_result {
     struct proc_result res;

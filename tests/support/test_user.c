@@ -1,4 +1,4 @@
-#include "test_user.h"
+#include "tests/support/test_user.h"
 
 #include <pwd.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "proc.h"
+#include "tests/support/proc.h"
 
 #define TEST_USER "execgate-sbx"
 

@@ -1,5 +1,5 @@
 #define _XOPEN_SOURCE 700
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 #include <errno.h>
 #include <fcntl.h>

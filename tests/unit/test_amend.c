@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "amend.h"
-#include "load.h"
-#include "policy.h"
-#include "tmpdir.h"
+#include "rules/amend.h"
+#include "rules/load.h"
+#include "rules/policy.h"
+#include "tests/support/tmpdir.h"
 
 #define ARGV(...)  ((const char *const[]){__VA_ARGS__})
 #define NARGV(...) (sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))

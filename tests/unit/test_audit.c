@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "tmpdir.h"
+#include "server/audit.h"
+#include "tests/support/tmpdir.h"
 
 /* Writes records of about 200 bytes under a file size limit of 1000
  * bytes, in a child (the limit is per process); returns the log's text. */

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "call_cgroup.h"
-#include "spawn_child.h"
+#include "server/call_cgroup.h"
+#include "server/spawn_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 #define TAIL "; calls are bounded by the PID namespace and RLIMIT_NPROC only"
 

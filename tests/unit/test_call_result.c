@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "call_result.h"
-#include "output_ring.h"
-#include "utf8.h"
+#include "server/call_result.h"
+#include "server/output_ring.h"
+#include "server/utf8.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmdline.h"
-#include "policy.h"
+#include "sandbox/cmdline.h"
+#include "sandbox/policy.h"
 
 static struct sandbox_policy *
 workspace_write(void)

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "decide.h"
+#include "server/decide.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 /* W: the sandbox cwd (under /tmp); R: the rules and audit files; O: a
  * directory outside every writable root of the policies that exclude /tmp

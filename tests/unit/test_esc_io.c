@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "esc_io.h"
-#include "esc_proto.h"
+#include "wrapper/esc_io.h"
+#include "wrapper/esc_proto.h"
 
 /* Test messages are built from string literals; the codec never writes
  * through an encoder input. */

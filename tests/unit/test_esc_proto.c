@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_fail.h"
-#include "esc_proto.h"
+#include "tests/support/alloc_fail.h"
+#include "wrapper/esc_proto.h"
 
 /* Test messages are built from string literals; the codec never writes
  * through an encoder input. */

@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "escalated_env.h"
-#include "exec_checks.h"
+#include "server/escalated_env.h"
+#include "server/exec_checks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

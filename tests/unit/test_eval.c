@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "eval.h"
+#include "rules/eval.h"
 
 /* Runs src as "t.star"; returns NULL on success, else a malloc'd error. */
 static char *

@@ -7,9 +7,9 @@
 
 #include <cmocka.h>
 
-#include "approvals.h"
-#include "exec_checks.h"
-#include "heuristic.h"
+#include "server/approvals.h"
+#include "server/exec_checks.h"
+#include "rules/heuristic.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -19,11 +19,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "esc_io.h"
-#include "exec_notify.h"
-#include "exec_notify_rules.h"
-#include "load.h"
-#include "tmpdir.h"
+#include "wrapper/esc_io.h"
+#include "sandbox/exec_notify.h"
+#include "sandbox/exec_notify_rules.h"
+#include "rules/load.h"
+#include "tests/support/tmpdir.h"
 
 /* ---- the hand-over message ---- */
 

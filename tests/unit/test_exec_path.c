@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "exec_path.h"
+#include "rules/exec_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 /* The scratch tree's root, canonical (the tests compare canonical paths). */
 static char *root;

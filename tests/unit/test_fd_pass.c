@@ -28,7 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fd_pass.h"
+#include "wrapper/fd_pass.h"
 
 static int
 open_fd_count(void)

@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "filter-rules.h"
-#include "filter.h"
+#include "sandbox/filter-rules.h"
+#include "sandbox/filter.h"
 
 struct names {
     char *list[64];

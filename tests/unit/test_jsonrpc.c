@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "jsonrpc.h"
+#include "server/jsonrpc.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "landlock.h"
-#include "tmpdir.h"
+#include "sandbox/landlock.h"
+#include "tests/support/tmpdir.h"
 
 static int
 need_landlock(void **state)

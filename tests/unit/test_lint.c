@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lint.h"
-#include "load.h"
-#include "policy.h"
-#include "tmpdir.h"
+#include "rules/lint.h"
+#include "rules/load.h"
+#include "rules/policy.h"
+#include "tests/support/tmpdir.h"
 
 /* The warnings, each line followed by '\n', for a rules file holding text
  * (named "t.rules" in the lines); *count gets rules_lint_policy's result. */

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "options.h"
+#include "server/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>

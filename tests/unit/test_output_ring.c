@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "output_ring.h"
-#include "alloc_fail.h"
-#include "utf8.h"
+#include "server/output_ring.h"
+#include "tests/support/alloc_fail.h"
+#include "server/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

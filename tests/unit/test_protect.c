@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "policy.h"
-#include "protect.h"
-#include "tmpdir.h"
+#include "sandbox/policy.h"
+#include "sandbox/protect.h"
+#include "tests/support/tmpdir.h"
 
 static void
 test_arg_error(void **state)

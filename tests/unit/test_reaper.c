@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "reaper.h"
-#include "spawn_child.h"
+#include "server/reaper.h"
+#include "server/spawn_child.h"
 
 #include <errno.h>
 #include <signal.h>

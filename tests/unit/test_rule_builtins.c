@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "load.h"
-#include "policy.h"
-#include "tmpdir.h"
+#include "rules/load.h"
+#include "rules/policy.h"
+#include "tests/support/tmpdir.h"
 
 static char *dir;
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "rules/policy.h"
 
 #define ALTS(...)    ((const char *const[]){__VA_ARGS__})
 #define NALTS(...)   (sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_fail.h"
-#include "policy.h"
+#include "tests/support/alloc_fail.h"
+#include "sandbox/policy.h"
 
 /* Parses text as JSON and then as a policy with cwd; returns the policy or
  * NULL with *err set. */

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "shlex.h"
+#include "rules/shlex.h"
 
 /* Splits s and compares with the NULL-terminated expected words. */
 static void

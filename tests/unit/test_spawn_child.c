@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "exec_notify.h"
-#include "spawn_child.h"
+#include "sandbox/exec_notify.h"
+#include "server/spawn_child.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "options.h"
-#include "state_paths.h"
+#include "server/options.h"
+#include "server/state_paths.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 /* The scratch tree's root, canonical. */
 static char *root;

@@ -8,9 +8,8 @@
 
 #include <cmocka.h>
 
-#include "writable_view.h"
-/* rules/ and sandbox/ both have a policy.h: named by its directory */
-#include "../../sandbox/policy.h"
+#include "server/writable_view.h"
+#include "sandbox/policy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 /* Scratch directories, canonical: S under /var/tmp (outside /tmp, so
  * that only what a test grants covers it), T another one for $TMPDIR. */

@@ -13,9 +13,9 @@
  * helper's status once no process is left under the filter.
  * EXEC_NOTIFY_STRICT=1 turns on exec_notify_set_refuse_shared_memory.
  */
-#include "exec_notify.h"
-#include "exec_notify_rules.h"
-#include "load.h"
+#include "sandbox/exec_notify.h"
+#include "sandbox/exec_notify_rules.h"
+#include "rules/load.h"
 
 #include <errno.h>
 #include <fcntl.h>
