@@ -1,6 +1,7 @@
 #include "server/call_cgroup.h"
 
 #include "server/log.h"
+#include "server/strfmt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -84,22 +84,6 @@ static atomic_ulong call_counter;
 
 /* ---- small helpers ---- */
 
-/* A malloc'd message, or NULL when out of memory (callers read NULL as
- * "out of memory"). */
-static char *msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-msg(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* dir/name, or dir itself when name is empty; NULL when out of memory. */
 static char *
 path_join(const char *dir, const char *name)
@@ -108,8 +92,8 @@ path_join(const char *dir, const char *name)
         return strdup(dir);
     size_t n = strlen(dir);
     bool slash = n > 0 && dir[n - 1] == '/';
-    return msg("%s%s%s", dir, slash || name[0] == '/' ? "" : "/",
-               slash && name[0] == '/' ? name + 1 : name);
+    return strfmt("%s%s%s", dir, slash || name[0] == '/' ? "" : "/",
+                  slash && name[0] == '/' ? name + 1 : name);
 }
 
 /* Reads fd from offset 0 to its end into *out (NUL-terminated).  Control
@@ -380,7 +364,7 @@ read_layout(struct layout *l, const char *proc_cgroup, const char *mountinfo, ch
         char *text = NULL;
         int rc = read_path(files[i], &text);
         if (rc < 0) {
-            *why = msg("%s: %s", files[i], strerror(-rc));
+            *why = strfmt("%s: %s", files[i], strerror(-rc));
             return -1;
         }
         rc = i == 0 ? parse_proc_cgroup(l, text) : parse_mountinfo(l, text);
@@ -404,7 +388,8 @@ own_dir(const char *mnt, const char *root, const char *own, char **why)
 {
     size_t n = strcmp(root, "/") == 0 ? 0 : strlen(root);
     if (strncmp(own, root, n) != 0 || (own[n] != '/' && own[n] != '\0')) {
-        *why = msg("the server's cgroup %s is outside the part (%s) mounted at %s", own, root, mnt);
+        *why =
+            strfmt("the server's cgroup %s is outside the part (%s) mounted at %s", own, root, mnt);
         return NULL;
     }
     const char *below = strcmp(own + n, "/") == 0 ? "" : own + n;
@@ -431,7 +416,7 @@ check_files(const struct hier *h, const char *dir, char **why)
         need[n++] = "freezer.state";
     for (size_t i = 0; i < n; i++) {
         if (!exists_at(dir, need[i])) {
-            *why = msg("a cgroup made in %s has no %s", h->base, need[i]);
+            *why = strfmt("a cgroup made in %s has no %s", h->base, need[i]);
             return -1;
         }
     }
@@ -443,12 +428,12 @@ check_files(const struct hier *h, const char *dir, char **why)
 static char *
 make_own(const char *parent, const char *what, char **why)
 {
-    char *name = msg("execgate-%d-%s", (int)getpid(), what);
+    char *name = strfmt("execgate-%d-%s", (int)getpid(), what);
     char *dir = name ? path_join(parent, name) : NULL;
     free(name);
     *why = NULL;
     if (dir && mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        *why = msg("cannot make a cgroup in %s: %s", parent, strerror(errno));
+        *why = strfmt("cannot make a cgroup in %s: %s", parent, strerror(errno));
         free(dir);
         dir = NULL;
     }
@@ -521,10 +506,10 @@ move_server_and_enable(struct call_cgroup_probe *p, const char *dir, const char 
     int rc = read_at(dir, "cgroup.procs", &procs);
     if (rc < 0 || !only_server(procs)) {
         free(procs);
-        *why = rc < 0 ? msg("%s/cgroup.procs: %s", dir, strerror(-rc))
-                      : msg("%s holds processes besides the server, and cgroup v2 enables "
-                            "controllers for child cgroups only in a cgroup without processes",
-                            dir);
+        *why = rc < 0 ? strfmt("%s/cgroup.procs: %s", dir, strerror(-rc))
+                      : strfmt("%s holds processes besides the server, and cgroup v2 enables "
+                               "controllers for child cgroups only in a cgroup without processes",
+                               dir);
         return -1;
     }
     free(procs);
@@ -541,8 +526,8 @@ move_server_and_enable(struct call_cgroup_probe *p, const char *dir, const char 
         p->moved_to = leaf;
         return 0;
     }
-    *why = msg("cannot enable %s for the children of %s, even with the server moved to %s: %s",
-               want, dir, leaf, strerror(-rc));
+    *why = strfmt("cannot enable %s for the children of %s, even with the server moved to %s: %s",
+                  want, dir, leaf, strerror(-rc));
     int back = write_at(dir, "cgroup.procs", "0");
     if (back < 0)
         log_warn("cgroups: moving the server back to %s: %s", dir, strerror(-back));
@@ -560,7 +545,7 @@ enable_v2(struct call_cgroup_probe *p, const char *dir, bool pids, bool memory, 
     char *have = NULL;
     int rc = read_at(dir, "cgroup.subtree_control", &have);
     if (rc < 0) {
-        *why = msg("%s/cgroup.subtree_control: %s", dir, strerror(-rc));
+        *why = strfmt("%s/cgroup.subtree_control: %s", dir, strerror(-rc));
         return -1;
     }
     bool need_pids = pids && !listed(have, "pids", " \n");
@@ -573,7 +558,7 @@ enable_v2(struct call_cgroup_probe *p, const char *dir, bool pids, bool memory, 
     if (rc == 0)
         return 0;
     if (rc != -EBUSY) {
-        *why = msg("cannot enable %s for the children of %s: %s", want, dir, strerror(-rc));
+        *why = strfmt("cannot enable %s for the children of %s: %s", want, dir, strerror(-rc));
         return -1;
     }
     return move_server_and_enable(p, dir, want, why);
@@ -599,7 +584,7 @@ static struct hier *
 add_v1(struct call_cgroup_probe *p, const struct layout *l, enum ctl c, char **why)
 {
     if (l->ro_v1[c]) {
-        *why = msg("the v1 %s hierarchy at %s is mounted read-only", ctl_name[c], l->mnt_v1[c]);
+        *why = strfmt("the v1 %s hierarchy at %s is mounted read-only", ctl_name[c], l->mnt_v1[c]);
         return NULL;
     }
     char *base = own_dir(l->mnt_v1[c], l->root_v1[c], l->own_v1[c], why);
@@ -642,15 +627,15 @@ place_controllers(const struct layout *l, const char *v2, const char *v2_why, bo
         }
         const char *name = ctl_name[c];
         if (!l->mnt_v1[c] && !l->mnt_v2)
-            *why = msg("no cgroup hierarchy with the %s controller is mounted", name);
+            *why = strfmt("no cgroup hierarchy with the %s controller is mounted", name);
         else if (!v2)
-            *why = msg("no %s controller: no v1 %s hierarchy for the server, and cgroup v2 is "
-                       "not usable: %s",
-                       name, name, v2_why ? v2_why : "the server has no v2 cgroup");
+            *why = strfmt("no %s controller: no v1 %s hierarchy for the server, and cgroup v2 is "
+                          "not usable: %s",
+                          name, name, v2_why ? v2_why : "the server has no v2 cgroup");
         else
-            *why = msg("no %s controller: no v1 %s hierarchy for the server, and %s is not in "
-                       "%s/cgroup.controllers",
-                       name, name, name, v2);
+            *why = strfmt("no %s controller: no v1 %s hierarchy for the server, and %s is not in "
+                          "%s/cgroup.controllers",
+                          name, name, name, v2);
         return -1;
     }
     return 0;
@@ -668,7 +653,7 @@ add_v2(struct call_cgroup_probe *p, const struct layout *l, char *dir, const boo
     bool carries = from_v2[CTL_PIDS] || from_v2[CTL_MEMORY];
     *has_kill = *has_freeze = false;
     if (l->ro_v2) {
-        *why = carries ? msg("cgroup v2 at %s is mounted read-only", l->mnt_v2) : NULL;
+        *why = carries ? strfmt("cgroup v2 at %s is mounted read-only", l->mnt_v2) : NULL;
         free(dir);
         return carries ? -1 : 0;
     }
@@ -742,14 +727,14 @@ force_kill(struct call_cgroup_probe *p, const struct layout *l, const char *forc
         if (strcmp(forced, kill_name[k]) != 0)
             continue;
         if (!avail[k]) {
-            *why = msg("EXECGATE_TEST_CGROUP_KILL=%s: not available here", forced);
+            *why = strfmt("EXECGATE_TEST_CGROUP_KILL=%s: not available here", forced);
             return -1;
         }
         p->kill = (enum kill_how)k;
         return p->kill == KILL_V1_FREEZER ? add_freezer(p, l, why) : 0;
     }
-    *why = msg("EXECGATE_TEST_CGROUP_KILL=%s: not cgroup.kill, cgroup.freeze, freezer or signal",
-               forced);
+    *why = strfmt("EXECGATE_TEST_CGROUP_KILL=%s: not cgroup.kill, cgroup.freeze, freezer or signal",
+                  forced);
     return -1;
 }
 
@@ -825,10 +810,11 @@ static char *
 describe_unified(const struct call_cgroup_probe *p)
 {
     if (p->moved_to)
-        return msg("cgroups: v2 (%s: pids and memory, kill by %s; the server moved itself "
-                   "into %s)",
-                   p->h[0].base, kill_words(p->kill), p->moved_to);
-    return msg("cgroups: v2 (%s: pids and memory, kill by %s)", p->h[0].base, kill_words(p->kill));
+        return strfmt("cgroups: v2 (%s: pids and memory, kill by %s; the server moved itself "
+                      "into %s)",
+                      p->h[0].base, kill_words(p->kill), p->moved_to);
+    return strfmt("cgroups: v2 (%s: pids and memory, kill by %s)", p->h[0].base,
+                  kill_words(p->kill));
 }
 
 static char *
@@ -839,10 +825,10 @@ describe_hybrid(const struct call_cgroup_probe *p)
                         : v2->pids                        ? "v2 pids, v1 memory"
                                                           : "v1 pids, v2 memory";
     if (v2 && p->kill == KILL_CGROUP_KILL)
-        return msg("cgroups: hybrid (v2 %s for kill, %s)", v2->base, ctrls);
+        return strfmt("cgroups: hybrid (v2 %s for kill, %s)", v2->base, ctrls);
     if (v2 && p->kill == KILL_V2_FREEZE)
-        return msg("cgroups: hybrid (v2 %s for freeze and kill, %s)", v2->base, ctrls);
-    return msg("cgroups: hybrid (%s, kill by %s)", ctrls, kill_words(p->kill));
+        return strfmt("cgroups: hybrid (v2 %s for freeze and kill, %s)", v2->base, ctrls);
+    return strfmt("cgroups: hybrid (%s, kill by %s)", ctrls, kill_words(p->kill));
 }
 
 /* ---- the probe ---- */
@@ -885,7 +871,7 @@ call_cgroup_probe_at(const char *proc_cgroup, const char *mountinfo)
         clear_hiers(p);
         p->mode = CALL_CGROUP_NONE;
         p->description =
-            msg("cgroups: unavailable: %s" UNAVAILABLE_TAIL, why ? why : "out of memory");
+            strfmt("cgroups: unavailable: %s" UNAVAILABLE_TAIL, why ? why : "out of memory");
     } else {
         p->description = p->mode == CALL_CGROUP_UNIFIED ? describe_unified(p) : describe_hybrid(p);
     }
@@ -959,7 +945,7 @@ make_dirs_named(struct call_cgroup *cg, const char *leaf, char **why)
         if (!cg->dirs[i] || mkdir(cg->dirs[i], 0755) < 0) {
             int e = cg->dirs[i] ? errno : ENOMEM;
             if (e != EEXIST && e != ENOMEM)
-                *why = msg("mkdir %s: %s", cg->dirs[i], strerror(e));
+                *why = strfmt("mkdir %s: %s", cg->dirs[i], strerror(e));
             free(cg->dirs[i]);
             cg->dirs[i] = NULL;
             remove_dirs(cg, false);
@@ -974,7 +960,7 @@ make_dirs(struct call_cgroup *cg, char **why)
 {
     for (int t = 0; t < NAME_TRIES; t++) {
         unsigned long n = atomic_fetch_add(&call_counter, 1) + 1;
-        cg->leaf = msg("execgate-%d-%lu", (int)getpid(), n);
+        cg->leaf = strfmt("execgate-%d-%lu", (int)getpid(), n);
         if (!cg->leaf)
             return -1;
         int rc = make_dirs_named(cg, cg->leaf, why);
@@ -983,7 +969,7 @@ make_dirs(struct call_cgroup *cg, char **why)
         free(cg->leaf);
         cg->leaf = NULL;
     }
-    *why = msg("%d names in a row are taken in %s", NAME_TRIES, cg->probe->h[0].base);
+    *why = strfmt("%d names in a row are taken in %s", NAME_TRIES, cg->probe->h[0].base);
     return -1;
 }
 
@@ -995,7 +981,7 @@ set_limit(const char *dir, const char *file, uint64_t value, const char *none, c
         snprintf(text, sizeof(text), "%" PRIu64, value);
     int rc = write_at(dir, file, value ? text : none);
     if (rc < 0)
-        *why = msg("%s/%s: %s", dir, file, strerror(-rc));
+        *why = strfmt("%s/%s: %s", dir, file, strerror(-rc));
     return rc;
 }
 
@@ -1040,7 +1026,7 @@ open_at(const char *dir, const char *file, int flags, char **why)
         return -1;
     int fd = open(path, flags | O_CLOEXEC);
     if (fd < 0)
-        *why = msg("%s: %s", path, strerror(errno));
+        *why = strfmt("%s: %s", path, strerror(errno));
     free(path);
     return fd;
 }
@@ -1110,7 +1096,7 @@ call_cgroup_new(const struct call_cgroup_probe *p, const char *name, uint64_t ma
 {
     *err = NULL;
     if (p->mode == CALL_CGROUP_NONE) {
-        *err = msg("cgroup for %s: %s", name, p->description);
+        *err = strfmt("cgroup for %s: %s", name, p->description);
         return NULL;
     }
     struct call_cgroup *cg = alloc_cg(p, name);
@@ -1120,7 +1106,7 @@ call_cgroup_new(const struct call_cgroup_probe *p, const char *name, uint64_t ma
     if (make_dirs(cg, &why) == 0 && set_limits(cg, max_processes, max_memory_bytes, &why) == 0 &&
         open_fds(cg, &why) == 0)
         return cg;
-    *err = msg("cgroup for %s: %s", name, why ? why : "out of memory");
+    *err = strfmt("cgroup for %s: %s", name, why ? why : "out of memory");
     free(why);
     close_fds(cg);
     remove_dirs(cg, false);
@@ -1141,7 +1127,7 @@ call_cgroup_unpark(struct call_cgroup *cg, char **err)
     *err = NULL;
     if (open_fds(cg, &why) == 0)
         return 0;
-    *err = msg("cgroup for %s: %s", cg->name, why ? why : "out of memory");
+    *err = strfmt("cgroup for %s: %s", cg->name, why ? why : "out of memory");
     free(why);
     close_fds(cg);
     return -1;

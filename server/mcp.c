@@ -17,6 +17,7 @@
 #include "sandbox/policy.h"
 #include "server/reaper.h"
 #include "server/shell_call.h"
+#include "server/strfmt.h"
 #include "server/utf8.h"
 #include "server/writable_view.h"
 
@@ -238,9 +239,7 @@ reply_error_fmt(struct mcp_server *s, const json_t *id, int code, const char *fm
 {
     va_list ap;
     va_start(ap, fmt);
-    char *text = NULL;
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
+    char *text = vstrfmt(fmt, ap);
     va_end(ap);
     jsonrpc_reply_error(s->rpc, id, code, text ? text : "out of memory");
     free(text);

@@ -1,12 +1,12 @@
 #include "server/options.h"
 
 #include "server/escalated_env.h"
+#include "server/strfmt.h"
 #include "execgate-config.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,20 +116,6 @@ usage(FILE *out)
             "  -V, --version             print the version and exit\n");
 }
 
-static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-fmt_err(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 static int
 parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -176,7 +162,7 @@ find_next_to(const char *dir, const char *const *rels)
     if (!dir)
         return NULL;
     for (size_t i = 0; rels[i]; i++) {
-        char *path = fmt_err("%s/%s", dir, rels[i]);
+        char *path = strfmt("%s/%s", dir, rels[i]);
         if (!path)
             return NULL;
         char *real = realpath(path, NULL);
@@ -208,12 +194,12 @@ resolve_helpers(struct server_options *o, char **err)
         o->execve_wrapper = find_next_to(dir, wrapper_rels);
     free(dir);
     if (!o->bash_path) {
-        *err = fmt_err("cannot find the patched Bash next to the server: use --bash or "
-                       "CODEX_BASH_PATH");
+        *err = strfmt("cannot find the patched Bash next to the server: use --bash or "
+                      "CODEX_BASH_PATH");
         return -1;
     }
     if (!o->sandbox_helper) {
-        *err = fmt_err("cannot find execgate-sandbox next to the server: use --sandbox-helper");
+        *err = strfmt("cannot find execgate-sandbox next to the server: use --sandbox-helper");
         return -1;
     }
     /* The wrapper is only needed once escalation is on; a missing one is
@@ -227,12 +213,12 @@ default_rules(struct server_options *o)
     const char *home = getenv("CODEX_HOME");
     char *path = NULL;
     if (home && *home) {
-        path = fmt_err("%s/rules", home);
+        path = strfmt("%s/rules", home);
     } else {
         const char *user_home = getenv("HOME");
         if (!user_home || !*user_home)
             return 0;
-        path = fmt_err("%s/.codex/rules", user_home);
+        path = strfmt("%s/.codex/rules", user_home);
     }
     if (!path)
         return -1;
@@ -248,7 +234,7 @@ parse_sandbox(struct server_options *o, const char *text, char **err)
     json_error_t jerr;
     json_t *v = json_loads(text, 0, &jerr);
     if (!v || !json_is_object(v)) {
-        *err = fmt_err("--sandbox: not a JSON object%s%s", v ? "" : ": ", v ? "" : jerr.text);
+        *err = strfmt("--sandbox: not a JSON object%s%s", v ? "" : ": ", v ? "" : jerr.text);
         json_decref(v);
         return -1;
     }
@@ -260,7 +246,7 @@ parse_sandbox(struct server_options *o, const char *text, char **err)
     }
     json_t *cwd = json_object_get(v, "sandboxCwd");
     if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
-        *err = fmt_err("--sandbox: sandboxCwd must be an absolute path");
+        *err = strfmt("--sandbox: sandboxCwd must be an absolute path");
         json_decref(v);
         return -1;
     }
@@ -278,7 +264,7 @@ add_pass_env(struct server_options *o, const char *name, char **err)
 {
     const char *problem = escalated_env_pass_name_problem(name);
     if (problem) {
-        *err = fmt_err("--pass-env: '%s' %s", name, problem);
+        *err = strfmt("--pass-env: '%s' %s", name, problem);
         return -1;
     }
     for (size_t i = 0; i < o->pass_env_count; i++) {
@@ -339,17 +325,17 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
                                                            : OPTIONS_EXEC_ENFORCEMENT_SHELL;
             return 0;
         }
-        *err = fmt_err("--exec-enforcement: expected tree or shell, got '%s'", arg);
+        *err = strfmt("--exec-enforcement: expected tree or shell, got '%s'", arg);
         return -1;
     case OPT_LOG_LEVEL:
         if (log_level_parse(arg, &o->log_level) == 0)
             return 0;
-        *err = fmt_err("--log-level: expected error, warn, info or debug, got '%s'", arg);
+        *err = strfmt("--log-level: expected error, warn, info or debug, got '%s'", arg);
         return -1;
     case OPT_LOG_FORMAT:
         if (log_format_parse(arg, &o->log_format) == 0)
             return 0;
-        *err = fmt_err("--log-format: expected text or json, got '%s'", arg);
+        *err = strfmt("--log-format: expected text or json, got '%s'", arg);
         return -1;
     case OPT_DEFAULT_TIMEOUT:
         if (parse_u64(arg, 1, UINT64_MAX / 2, &o->default_timeout_ms) == 0)
@@ -399,10 +385,10 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         }
         break;
     default:
-        *err = fmt_err("unknown option (try --help)");
+        *err = strfmt("unknown option (try --help)");
         return -1;
     }
-    *err = fmt_err("invalid number '%s' for an option (see --help for the range)", arg);
+    *err = strfmt("invalid number '%s' for an option (see --help for the range)", arg);
     return -1;
 }
 
@@ -425,7 +411,7 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->pass_env = calloc((size_t)argc + 1, sizeof(char *));
     if (!o->rules || !o->pass_env) {
         options_release(o);
-        *err = fmt_err("out of memory");
+        *err = strfmt("out of memory");
         return OPTIONS_ERROR;
     }
     *err = NULL;
@@ -437,15 +423,15 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
         if (c == '?' || c == ':') {
             const char *what = optopt ? "" : argv[optind - 1];
             *err = c == ':' || (optopt && strchr("be", optopt))
-                       ? fmt_err("option %s needs an argument", argv[optind - 1])
-                       : fmt_err("unknown option %s (try --help)", *what ? what : argv[optind - 1]);
+                       ? strfmt("option %s needs an argument", argv[optind - 1])
+                       : strfmt("unknown option %s (try --help)", *what ? what : argv[optind - 1]);
             rc = -1;
             break;
         }
         rc = apply_option(o, c, optarg, err);
     }
     if (rc == 0 && optind < argc) {
-        *err = fmt_err("unexpected argument '%s' (try --help)", argv[optind]);
+        *err = strfmt("unexpected argument '%s' (try --help)", argv[optind]);
         rc = -1;
     }
     if (rc == 0 && o->rules_count == 0 && default_rules(o) < 0)
@@ -455,7 +441,7 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     if (rc != 0) {
         options_release(o);
         if (rc < 0 && !*err)
-            *err = fmt_err("out of memory");
+            *err = strfmt("out of memory");
         return rc > 0 ? OPTIONS_EXIT : OPTIONS_ERROR;
     }
     return OPTIONS_RUN;
