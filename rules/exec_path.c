@@ -19,12 +19,12 @@ struct walk {
     bool st_done; /* out->st is done's (the last step entered it) */
 };
 
-static char *
-join(const char *a, const char *b)
+char *
+exec_path_join(const char *dir, const char *name)
 {
     char *s = NULL;
-    size_t n = strlen(a);
-    if (asprintf(&s, "%s%s%s", a, n > 0 && a[n - 1] == '/' ? "" : "/", b) < 0)
+    size_t n = strlen(dir);
+    if (asprintf(&s, "%s%s%s", dir, n > 0 && dir[n - 1] == '/' ? "" : "/", name) < 0)
         return NULL;
     return s;
 }
@@ -117,7 +117,7 @@ step(struct walk *w, const char *comp)
         w->st_done = false;
         return 0;
     }
-    char *candidate = join(w->done, comp);
+    char *candidate = exec_path_join(w->done, comp);
     if (candidate == NULL)
         return -ENOMEM;
     struct stat st;
@@ -151,7 +151,7 @@ int
 exec_path_walk(const char *path, const char *cwd, struct exec_path *out)
 {
     memset(out, 0, sizeof(*out));
-    out->absolute = path[0] == '/' ? strdup(path) : join(cwd, path);
+    out->absolute = path[0] == '/' ? strdup(path) : exec_path_join(cwd, path);
     struct walk w = {.done = strdup("/"), .out = out};
     w.rest = out->absolute ? strdup(out->absolute) : NULL;
     int rc = w.done && w.rest ? 0 : -ENOMEM;

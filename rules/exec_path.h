@@ -42,6 +42,10 @@ struct exec_path {
  */
 int exec_path_walk(const char *path, const char *cwd, struct exec_path *out);
 
+/* dir and name joined with one '/' (none added when dir ends in one), as
+ * a new string; NULL when out of memory. */
+char *exec_path_join(const char *dir, const char *name);
+
 /* Frees what exec_path_walk stored; safe on a zeroed struct. */
 void exec_path_release(struct exec_path *p);
 

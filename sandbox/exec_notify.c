@@ -9,6 +9,7 @@
  */
 #include "sandbox/exec_notify.h"
 #include "sandbox/exec_filter.h"
+#include "rules/exec_path.h"
 #include "wrapper/fd_pass.h"
 
 #include <errno.h>
@@ -84,6 +85,22 @@ exec_notify_parse_listener(const void *msg, size_t len, int fd, int *listener, c
     return m[4] == SANDBOX_EXEC_NOTIFY_LISTENER ? 0 : -EOPNOTSUPP;
 }
 
+ssize_t
+exec_notify_recv_handover(int sock, char *buf, int *fd, int *flags)
+{
+    size_t nfds = 0;
+    *fd = -1;
+    *flags = 0;
+    /* one fd at most: more, or control data of another kind, and every
+     * fd that came is closed and the message refused */
+    ssize_t n = fd_pass_recv(sock, buf, EXEC_NOTIFY_HANDOVER_MAX + 1, fd, 1, &nfds, flags);
+    if (n < 0)
+        return n == -EBADMSG || n == -EMSGSIZE ? -EPROTO : n;
+    if (nfds == 0)
+        *fd = -1;
+    return n;
+}
+
 int
 exec_notify_receive_listener(int sock, int *listener, char **exec_path)
 {
@@ -94,18 +111,14 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
     char *buf = malloc(EXEC_NOTIFY_HANDOVER_MAX + 1);
     if (buf == NULL)
         return -ENOMEM;
-    int fd = -1;
-    size_t nfds = 0;
+    int taken = -1;
     int flags = 0;
-    /* one fd at most: more, or control data of another kind, and every
-     * fd that came is closed and the message refused */
-    ssize_t n = fd_pass_recv(sock, buf, EXEC_NOTIFY_HANDOVER_MAX + 1, &fd, 1, &nfds, &flags);
+    ssize_t n = exec_notify_recv_handover(sock, buf, &taken, &flags);
     if (n < 0) {
         free(buf);
-        return n == -EBADMSG || n == -EMSGSIZE ? -EPROTO : (int)n;
+        return (int)n;
     }
     int rc;
-    int taken = nfds > 0 ? fd : -1;
     if (n == 0 || (flags & MSG_TRUNC)) {
         if (taken >= 0)
             close(taken);
@@ -369,16 +382,6 @@ proc_link(pid_t pid, const char *what)
     return readlink_alloc(name);
 }
 
-static char *
-join(const char *a, const char *b)
-{
-    char *s = NULL;
-    size_t la = strlen(a);
-    if (asprintf(&s, "%s%s%s", a, la > 0 && a[la - 1] == '/' ? "" : "/", b) < 0)
-        return NULL;
-    return s;
-}
-
 /* Everything read for one notification. */
 struct target {
     struct exec_notify_request req;
@@ -577,7 +580,7 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
             base = strdup(t->cwd);
         }
         if (base != NULL)
-            t->resolved = t->path[0] == '\0' ? base : join(base, t->path);
+            t->resolved = t->path[0] == '\0' ? base : exec_path_join(base, t->path);
         if (base != NULL && t->path[0] != '\0')
             free(base);
     }

@@ -76,6 +76,16 @@ typedef void (*exec_notify_ask_fn)(void *arg, const struct exec_notify_request *
 int exec_notify_receive_listener(int sock, int *listener, char **exec_path);
 
 /*
+ * One receive of a message of at most EXEC_NOTIFY_HANDOVER_MAX bytes into
+ * buf (room for one byte more, so a longer message shows as MSG_TRUNC in
+ * *flags): returns its length, with *fd the one fd that came with it (the
+ * caller's) or -1.  More fds or control data of another kind: -EPROTO,
+ * every fd that came closed; other failures -errno.  For the receivers of
+ * a hand-over that read the socket themselves.
+ */
+ssize_t exec_notify_recv_handover(int sock, char *buf, int *fd, int *flags);
+
+/*
  * The same for a message already received: the len bytes of msg and fd,
  * the one fd that came with it (taken, closed on error) or -1.  Same
  * results; -ENOMEM when out of memory.  For a receiver that also expects

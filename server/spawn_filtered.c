@@ -315,17 +315,15 @@ receive_listener(int sock, const char *file, int *listener)
     if (buf == NULL)
         return -ENOMEM;
     int fd = -1;
-    size_t nfds = 0;
     int flags = 0;
-    /* one byte over the longest hand-over, so a longer one is MSG_TRUNC */
-    ssize_t n = fd_pass_recv(sock, buf, EXEC_NOTIFY_HANDOVER_MAX + 1, &fd, 1, &nfds, &flags);
+    ssize_t n = exec_notify_recv_handover(sock, buf, &fd, &flags);
     int rc;
     if (n < 0)
-        rc = n == -EBADMSG || n == -EMSGSIZE ? -EPROTO : (int)n;
-    else if (nfds == 0 && (size_t)n <= sizeof(int))
+        rc = (int)n;
+    else if (fd < 0 && (size_t)n <= sizeof(int))
         rc = failure_in(buf, (size_t)n);
     else
-        rc = handover_for(buf, (size_t)n, flags, nfds > 0 ? fd : -1, file, listener);
+        rc = handover_for(buf, (size_t)n, flags, fd, file, listener);
     free(buf);
     return rc;
 }
