@@ -18,11 +18,7 @@
 static void
 generate(const char *path, int n)
 {
-    FILE *f = fopen(path, "we");
-    if (f == NULL) {
-        perror(path);
-        exit(1);
-    }
+    FILE *f = bench_create(path);
     fprintf(f,
             "# generated: %d rules\n"
             "def deny(*tokens, why = \"generated\"):\n"

@@ -19,11 +19,7 @@
 static void
 generate(const char *path, int n)
 {
-    FILE *f = fopen(path, "we");
-    if (f == NULL) {
-        perror(path);
-        exit(1);
-    }
+    FILE *f = bench_create(path);
     static const char *const decisions[] = {"allow", "prompt", "forbidden"};
     for (int i = 0; i < n; i++)
         fprintf(f, "prefix_rule(pattern=[\"prog%d\", \"sub%d\"], decision=\"%s\")\n", i, i % 7,

@@ -1,10 +1,12 @@
 /*
- * timing: the clock and the median the C benchmarks share (header only;
- * bench/meson.build builds each benchmark as one program).
+ * timing: the clock, the median and the scratch files the C benchmarks
+ * share (header only; bench/meson.build builds each benchmark as one
+ * program).
  */
 #ifndef EXECGATE_BENCH_TIMING_H
 #define EXECGATE_BENCH_TIMING_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -36,6 +38,19 @@ median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, timing_cmp);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* path, created (or emptied) for writing; exits the benchmark when it
+ * cannot be. */
+static inline FILE *
+bench_create(const char *path)
+{
+    FILE *f = fopen(path, "we");
+    if (f == NULL) {
+        perror(path);
+        exit(1);
+    }
+    return f;
 }
 
 #endif
