@@ -5,6 +5,7 @@
 #include "sandbox/policy.h"
 
 #include "sandbox/cmdline.h"
+#include "sandbox/path_list.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -478,37 +479,13 @@ static const char *const writable_devices[] = {
     "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts",
 };
 
-/* Appends a copy of path to *list (*n long); -1 when out of memory, with
- * the list unchanged. */
-static int
-list_push(char ***list, size_t *n, const char *path)
-{
-    char *copy = strdup(path);
-    char **grown = copy ? realloc(*list, (*n + 1) * sizeof *grown) : NULL;
-    if (grown == NULL) {
-        free(copy);
-        return -1;
-    }
-    grown[(*n)++] = copy;
-    *list = grown;
-    return 0;
-}
-
-static void
-list_free(char **list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
-}
-
 /* A root whose .git and .codex stay read-only: in both lists. */
 static int
 push_repo_root(struct sandbox_writable *w, const char *path)
 {
-    if (list_push(&w->roots, &w->n_roots, path) < 0)
+    if (path_list_add(&w->roots, &w->n_roots, path) < 0)
         return -1;
-    return list_push(&w->repo_roots, &w->n_repo_roots, path);
+    return path_list_add(&w->repo_roots, &w->n_repo_roots, path);
 }
 
 /* workspace-write's roots, in the order the helper adds its rules. */
@@ -519,9 +496,9 @@ add_workspace_roots(struct sandbox_writable *w, const struct sandbox_policy *p, 
     for (size_t i = 0; rc == 0 && i < p->writable.count; i++)
         rc = push_repo_root(w, p->writable.items[i]);
     if (rc == 0 && !p->exclude_tmpdir && tmpdir != NULL && tmpdir[0] == '/')
-        rc = list_push(&w->roots, &w->n_roots, tmpdir);
+        rc = path_list_add(&w->roots, &w->n_roots, tmpdir);
     if (rc == 0 && !p->exclude_slash_tmp)
-        rc = list_push(&w->roots, &w->n_roots, "/tmp");
+        rc = path_list_add(&w->roots, &w->n_roots, "/tmp");
     return rc;
 }
 
@@ -532,9 +509,9 @@ add_canonical_roots(struct sandbox_writable *w, const struct sandbox_policy *p)
     w->canonical = true;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < p->canonical_roots.count; i++)
-        rc = list_push(&w->roots, &w->n_roots, p->canonical_roots.items[i]);
+        rc = path_list_add(&w->roots, &w->n_roots, p->canonical_roots.items[i]);
     for (size_t i = 0; rc == 0 && i < p->canonical_repo_roots.count; i++)
-        rc = list_push(&w->repo_roots, &w->n_repo_roots, p->canonical_repo_roots.items[i]);
+        rc = path_list_add(&w->repo_roots, &w->n_repo_roots, p->canonical_repo_roots.items[i]);
     return rc;
 }
 
@@ -543,7 +520,7 @@ add_devices(struct sandbox_writable *w)
 {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof writable_devices / sizeof writable_devices[0]; i++)
-        rc = list_push(&w->devices, &w->n_devices, writable_devices[i]);
+        rc = path_list_add(&w->devices, &w->n_devices, writable_devices[i]);
     return rc;
 }
 
@@ -582,9 +559,9 @@ sandbox_writable_free(struct sandbox_writable *w)
 {
     if (w == NULL)
         return;
-    list_free(w->roots, w->n_roots);
-    list_free(w->devices, w->n_devices);
-    list_free(w->repo_roots, w->n_repo_roots);
+    path_list_free(w->roots, w->n_roots);
+    path_list_free(w->devices, w->n_devices);
+    path_list_free(w->repo_roots, w->n_repo_roots);
     free(w);
 }
 

@@ -3,6 +3,7 @@
  */
 #include "sandbox/protect.h"
 #include "sandbox/ns.h"
+#include "sandbox/path_list.h"
 #include "sandbox/policy.h"
 
 #include <errno.h>
@@ -48,38 +49,6 @@ sandbox_path_within(const char *path, const char *root)
     return strncmp(path, root, len) == 0 && (path[len] == '\0' || path[len] == '/');
 }
 
-/* Appends a copy of path to *list; -ENOMEM when out of memory. */
-static int
-list_add(char ***list, size_t *n, const char *path)
-{
-    char *copy = strdup(path);
-    char **grown = copy ? realloc(*list, (*n + 1) * sizeof *grown) : NULL;
-    if (grown == NULL) {
-        free(copy);
-        return -ENOMEM;
-    }
-    grown[(*n)++] = copy;
-    *list = grown;
-    return 0;
-}
-
-static void
-list_free(char **list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
-}
-
-static bool
-list_has(char *const *list, size_t n, const char *path)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(list[i], path) == 0)
-            return true;
-    return false;
-}
-
 /* Adds the canonical form of path to sp's locations.  A location that
  * does not exist is left out (Landlock grants nothing there); one that
  * cannot be resolved otherwise is kept as given (Landlock then refuses
@@ -92,7 +61,7 @@ add_location(struct sandbox_protect *sp, const char *path)
         return -ENOMEM;
     if (canon == NULL && (errno == ENOENT || errno == ENOTDIR))
         return 0;
-    int rc = list_add(&sp->loc, &sp->n_loc, canon ? canon : path);
+    int rc = path_list_add(&sp->loc, &sp->n_loc, canon ? canon : path);
     free(canon);
     return rc;
 }
@@ -118,9 +87,9 @@ sandbox_protect_free(struct sandbox_protect *sp)
 {
     if (sp == NULL)
         return;
-    list_free(sp->loc, sp->n_loc);
-    list_free(sp->bound, sp->n_bound);
-    list_free(sp->pinned, sp->n_pinned);
+    path_list_free(sp->loc, sp->n_loc);
+    path_list_free(sp->bound, sp->n_bound);
+    path_list_free(sp->pinned, sp->n_pinned);
     free(sp);
 }
 
@@ -340,13 +309,13 @@ pin_ancestors(struct sandbox_protect *sp, const char *path, size_t missing, char
         exist[i] = '\0';
         /* Already a mount point (pinned, or bound read-only): nothing to
          * add. */
-        if (within_any(sp, exist, true) && !list_has(sp->pinned, sp->n_pinned, exist) &&
-            !list_has(sp->bound, sp->n_bound, exist)) {
+        if (within_any(sp, exist, true) && !path_list_has(sp->pinned, sp->n_pinned, exist) &&
+            !path_list_has(sp->bound, sp->n_bound, exist)) {
             rc = sandbox_ns_pin(exist);
             if (rc < 0)
                 failf(err, rc, "pinning", exist);
             else
-                rc = list_add(&sp->pinned, &sp->n_pinned, exist);
+                rc = path_list_add(&sp->pinned, &sp->n_pinned, exist);
         }
         exist[i] = saved;
     }
@@ -380,12 +349,12 @@ sandbox_protect_apply(struct sandbox_protect *sp, const char *path, json_t *ro, 
         rc = pin_ancestors(sp, resolved, missing, err);
     /* Pinned before as another path's ancestor: bound read-only now all
      * the same (over the pin). */
-    if (rc == 0 && missing == 0 && !list_has(sp->bound, sp->n_bound, resolved)) {
+    if (rc == 0 && missing == 0 && !path_list_has(sp->bound, sp->n_bound, resolved)) {
         rc = sandbox_ns_bind_ro(resolved, ro);
         if (rc < 0)
             failf(err, rc, "binding read-only", resolved);
         else
-            rc = list_add(&sp->bound, &sp->n_bound, resolved);
+            rc = path_list_add(&sp->bound, &sp->n_bound, resolved);
     }
     free(resolved);
     return rc < 0 ? rc : 1;

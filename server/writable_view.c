@@ -1,5 +1,6 @@
 #include "server/writable_view.h"
 
+#include "sandbox/path_list.h"
 #include "sandbox/policy.h"
 
 #include <errno.h>
@@ -13,14 +14,7 @@ append_real(char ***list, size_t *n, const char *path)
     char *real = realpath(path, NULL);
     if (!real)
         return errno == ENOMEM ? -1 : 0; /* a root that does not exist grants nothing */
-    char **grown = realloc(*list, (*n + 1) * sizeof(char *));
-    if (!grown) {
-        free(real);
-        return -1;
-    }
-    *list = grown;
-    (*list)[(*n)++] = real;
-    return 0;
+    return path_list_take(list, n, real);
 }
 
 /* Resolves each of the n paths into list; one that does not resolve is
@@ -83,15 +77,9 @@ writable_view_pin(const struct writable_view *v, struct sandbox_policy *p, char 
 void
 writable_view_release(struct writable_view *v)
 {
-    for (size_t i = 0; i < v->n; i++)
-        free(v->roots[i]);
-    free(v->roots);
-    for (size_t i = 0; i < v->n_devices; i++)
-        free(v->devices[i]);
-    free(v->devices);
-    for (size_t i = 0; i < v->n_repo_roots; i++)
-        free(v->repo_roots[i]);
-    free(v->repo_roots);
+    path_list_free(v->roots, v->n);
+    path_list_free(v->devices, v->n_devices);
+    path_list_free(v->repo_roots, v->n_repo_roots);
     memset(v, 0, sizeof(*v));
 }
 
@@ -100,14 +88,10 @@ writable_view_release(struct writable_view *v)
 static int
 copy_list(char ***to, size_t *n_to, char *const *from, size_t n)
 {
-    *to = n ? calloc(n, sizeof(char *)) : NULL;
-    if (n && !*to)
-        return -1;
-    for (*n_to = 0; *n_to < n; (*n_to)++) {
-        if (!((*to)[*n_to] = strdup(from[*n_to])))
-            return -1;
-    }
-    return 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = path_list_add(to, n_to, from[i]);
+    return rc;
 }
 
 int
