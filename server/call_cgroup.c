@@ -133,26 +133,41 @@ read_fd(int fd, char **out)
     return 0;
 }
 
+/* dir/file opened with flags, close-on-exec: the fd, or -errno. */
 static int
-read_path(const char *path, char **out)
+open_at(const char *dir, const char *file, int flags)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *path = path_join(dir, file);
+    if (!path)
+        return -ENOMEM;
+    int fd = open(path, flags | O_CLOEXEC);
+    int e = errno;
+    free(path);
+    return fd < 0 ? -e : fd;
+}
+
+/* Reads the whole file at fd into *out and closes fd.  0 or -errno. */
+static int
+read_closing(int fd, char **out)
+{
     if (fd < 0)
-        return -errno;
+        return fd;
     int rc = read_fd(fd, out);
     close(fd);
     return rc;
 }
 
 static int
+read_path(const char *path, char **out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return read_closing(fd < 0 ? -errno : fd, out);
+}
+
+static int
 read_at(const char *dir, const char *file, char **out)
 {
-    char *path = path_join(dir, file);
-    if (!path)
-        return -ENOMEM;
-    int rc = read_path(path, out);
-    free(path);
-    return rc;
+    return read_closing(open_at(dir, file, O_RDONLY), out);
 }
 
 /* One write(2) of text: a cgroup control file takes each write as one
@@ -170,14 +185,9 @@ write_text(int fd, const char *text)
 static int
 write_at(const char *dir, const char *file, const char *text)
 {
-    char *path = path_join(dir, file);
-    if (!path)
-        return -ENOMEM;
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    int e = errno;
-    free(path);
+    int fd = open_at(dir, file, O_WRONLY);
     if (fd < 0)
-        return -e;
+        return fd;
     int rc = write_text(fd, text);
     close(fd);
     return rc;
@@ -1018,29 +1028,29 @@ set_limits(struct call_cgroup *cg, uint64_t max_processes, uint64_t max_memory, 
     return 0;
 }
 
+/* open_at, saying why not: -1 with *why (left NULL when out of memory). */
 static int
-open_at(const char *dir, const char *file, int flags, char **why)
+open_why(const char *dir, const char *file, int flags, char **why)
 {
+    int fd = open_at(dir, file, flags);
+    if (fd >= 0 || fd == -ENOMEM)
+        return fd < 0 ? -1 : fd;
     char *path = path_join(dir, file);
-    if (!path)
-        return -1;
-    int fd = open(path, flags | O_CLOEXEC);
-    if (fd < 0)
-        *why = strfmt("%s: %s", path, strerror(errno));
+    *why = path ? strfmt("%s: %s", path, strerror(-fd)) : NULL;
     free(path);
-    return fd;
+    return -1;
 }
 
 static int
 open_fds(struct call_cgroup *cg, char **why)
 {
     for (size_t i = 0; i < cg->n; i++) {
-        cg->join[i] = open_at(cg->dirs[i], "cgroup.procs", O_WRONLY, why);
+        cg->join[i] = open_why(cg->dirs[i], "cgroup.procs", O_WRONLY, why);
         if (cg->join[i] < 0)
             return -1;
     }
     if (cg->probe->h[0].v2) {
-        cg->events = open_at(cg->dirs[0], "cgroup.events", O_RDONLY, why);
+        cg->events = open_why(cg->dirs[0], "cgroup.events", O_RDONLY, why);
         if (cg->events < 0)
             return -1;
     }
