@@ -119,7 +119,12 @@ main(int argc, char **argv)
     }
     struct mcp_server *s = mcp_server_new(&loop, &o, &err);
     if (!s) {
-        log_error("%s", err ? err : "out of memory");
+        /* the configuration refused (a rules file, the audit log): said as
+         * the option errors are, or as a record with --log-format json */
+        if (o.log_format == LOG_FORMAT_JSON)
+            log_error("%s", err ? err : "out of memory");
+        else
+            fprintf(stderr, "execgate: %s\n", err ? err : "out of memory");
         free(err);
         uv_loop_close(&loop);
         options_release(&o);

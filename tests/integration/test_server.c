@@ -255,29 +255,149 @@ test_command_line(void **state)
     run_cli("--version", NULL, 0, "execgate ", NULL);
     run_cli("--help", NULL, 0, "--sandbox-helper", NULL);
     run_cli("-h", NULL, 0, "--max-output-bytes", NULL);
-    run_cli("--no-such-flag", NULL, 2, NULL, "--no-such-flag");
-    run_cli("--max-calls", "0", 2, NULL, "'0'");
-    run_cli("--max-calls", "many", 2, NULL, "'many'");
-    run_cli("--log-level", "loud", 2, NULL, "loud");
-    run_cli("--sandbox", "{\"type\":\"no-such\"}", 2, NULL, "no-such");
-    run_cli("--sandbox", "not json", 2, NULL, "--sandbox");
-    run_cli("stray", NULL, 2, NULL, "stray");
+}
+
+/* argv (after the server's path; NULL-terminated) refused at start: exit
+ * 2, nothing on stdout, and exactly the line want_err on stderr. */
+static void
+golden(const char *const *args, const char *const *env, const char *want_err)
+{
+    const char *argv[16] = {server_path};
+    size_t n = 1;
+    while (args[n - 1] && n < 15) {
+        argv[n] = args[n - 1];
+        n++;
+    }
+    argv[n] = NULL;
+    struct proc_options opts = {.envp = env};
+    struct proc_result r;
+    assert_int_equal(proc_run(argv, &opts, &r), 0);
+    if (proc_exit_code(&r) != 2 || strcmp(r.err, want_err) != 0 || r.out_len != 0)
+        fail_msg("%s ...: exit %d, stderr '%s', want exit 2, stderr '%s'", argv[1],
+                 proc_exit_code(&r), r.err, want_err);
+    proc_result_free(&r);
+}
+
+#define GOLDEN(want, ...) golden((const char *const[]){__VA_ARGS__, NULL}, NULL, want)
+
+/* Every message the server prints about its options, as printed. */
+static void
+test_option_errors(void **state)
+{
+    GOLDEN("execgate: --rules: needs an argument\n", "--rules");
+    GOLDEN("execgate: --bash: needs an argument\n", "--bash");
+    GOLDEN("execgate: -b: needs an argument\n", "-b");
+    GOLDEN("execgate: -e: needs an argument\n", "--log-level", "warn", "-e");
+    GOLDEN("execgate: --no-such-flag: unknown option (see --help)\n", "--no-such-flag");
+    GOLDEN("execgate: --no-such-flag: unknown option (see --help)\n", "--no-such-flag=1");
+    GOLDEN("execgate: -x: unknown option (see --help)\n", "-x");
+    GOLDEN("execgate: --help: takes no argument\n", "--help=me");
+    GOLDEN("execgate: --doctor: takes no argument\n", "--doctor=now");
+    GOLDEN("execgate: --max-m: ambiguous: --max-memory, --max-message-bytes (see --help)\n",
+           "--max-m", "1");
+    GOLDEN("execgate: stray: unexpected argument: execgate takes options only (see --help)\n",
+           "stray");
+    GOLDEN("execgate: --max-calls: '0' is not a number from 1 to 4096\n", "--max-calls", "0");
+    GOLDEN("execgate: --max-calls: 'many' is not a number from 1 to 4096\n", "--max-calls", "many");
+    GOLDEN("execgate: --default-timeout-ms: '-5' is not a number from 1 to "
+           "9223372036854775807\n",
+           "--default-timeout-ms", "-5");
+    GOLDEN("execgate: --max-output-bytes: '10' is not a number from 64 to "
+           "4611686018427387903\n",
+           "--max-output-bytes", "10");
+    GOLDEN("execgate: --max-message-bytes: '1k' is not a number from 1024 to "
+           "4611686018427387903\n",
+           "--max-message-bytes", "1k");
+    GOLDEN("execgate: --max-pending-output: '1' is not a number from 1024 to "
+           "4611686018427387903\n",
+           "--max-pending-output", "1");
+    GOLDEN("execgate: --max-processes: 'x' is not a number from 0 to 4194304\n", "--max-processes",
+           "x");
+    GOLDEN("execgate: --max-memory: '2G' is not a number from 0 to 9007199254740992\n",
+           "--max-memory", "2G");
+    GOLDEN("execgate: --max-ask-ms: '1.5' is not a number from 0 to 9007199254740992\n",
+           "--max-ask-ms", "1.5");
+    GOLDEN("execgate: --kill-grace-ms: '3600001' is not a number from 0 to 3600000\n",
+           "--kill-grace-ms", "3600001");
+    GOLDEN("execgate: --log-level: expected error, warn, info or debug, got 'loud'\n",
+           "--log-level", "loud");
+    GOLDEN("execgate: --log-format: expected text or json, got 'xml'\n", "--log-format", "xml");
+    GOLDEN("execgate: --exec-enforcement: expected tree or shell, got 'all'\n",
+           "--exec-enforcement", "all");
+    GOLDEN("execgate: --pass-env: 'LD_PRELOAD' is on the drop list of loader, shell and "
+           "interpreter hooks (docs/escalation.md)\n",
+           "--pass-env", "LD_PRELOAD");
+    GOLDEN("execgate: --sandbox: not a JSON object: '[' or '{' expected near 'not'\n", "--sandbox",
+           "not json");
+    GOLDEN("execgate: --sandbox: sandboxCwd must be an absolute path\n", "--sandbox",
+           "{\"sandboxPolicy\":{\"type\":\"read-only\"},\"sandboxCwd\":\"rel\"}");
+    /* refused once the options are read, as the server starts: the same form */
+    GOLDEN("execgate: --sandbox: sandbox policy: unknown type \"no-such\" (expected "
+           "danger-full-access, read-only, workspace-write or external-sandbox)\n",
+           "--sandbox", "{\"type\":\"no-such\"}");
+    GOLDEN("execgate: --audit-log: /nonexistent/audit.log: No such file or directory\n",
+           "--audit-log", "/nonexistent/audit.log");
+    GOLDEN("execgate: /nonexistent/x.rules:1:1: cannot open: No such file or directory\n",
+           "--rules", "/nonexistent/x.rules");
+    /* the programs it runs */
+    GOLDEN("execgate: --bash: /nonexistent/bash: No such file or directory\n", "--bash",
+           "/nonexistent/bash");
+    GOLDEN("execgate: --bash: /: is a directory, not a program\n", "--bash", "/");
+    GOLDEN("execgate: --sandbox-helper: /etc/passwd: is not executable\n", "--sandbox-helper",
+           "/etc/passwd");
+    GOLDEN("execgate: --execve: /dev/null: is not a regular file\n", "--execve", "/dev/null");
+    const char *env[] = {"CODEX_BASH_PATH=/nonexistent/patched-bash", NULL};
+    golden((const char *const[]){NULL}, env,
+           "execgate: CODEX_BASH_PATH: /nonexistent/patched-bash: No such file or directory\n");
+}
+
+/* A copy of the server alone in a directory finds nothing next to it. */
+static void
+test_programs_not_found(void **state)
+{
+    char *dir = tmpdir_new("alone");
+    char *copy = tmpdir_path(dir, "execgate");
+    FILE *in = fopen(server_path, "rb");
+    FILE *out = fopen(copy, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    assert_int_equal(chmod(copy, 0755), 0);
+    const char *saved = server_path;
+    server_path = copy;
+    const char *env[] = {NULL};
+    golden((const char *const[]){NULL}, env,
+           "execgate: cannot find the patched Bash next to the server: name it with --bash or "
+           "CODEX_BASH_PATH\n");
+    golden((const char *const[]){"--bash", "/bin/sh", NULL}, env,
+           "execgate: cannot find execgate-sandbox next to the server: name it with "
+           "--sandbox-helper\n");
+    golden((const char *const[]){"--bash", "/bin/sh", "--sandbox-helper", "/bin/sh", NULL}, env,
+           "execgate: cannot find execgate-wrapper next to the server: name it with --execve\n");
+    server_path = saved;
+    tmpdir_remove(dir);
+    free(copy);
+    free(dir);
 }
 
 static void
 test_codex_bash_path(void **state)
 {
+    /* CODEX_BASH_PATH names the Bash (a missing one: test_option_errors);
+     * --bash wins over it */
+    const char *env[] = {"CODEX_BASH_PATH=/bin/sh", NULL};
     const char *argv[] = {server_path, "--sandbox", FULL_ACCESS, NULL};
-    const char *env[] = {"CODEX_BASH_PATH=/nonexistent/patched-bash", NULL};
     struct mcp_client *c = mcp_client_start(argv, env);
     json_decref(mcp_client_initialize(c));
-    json_t *a = call_shell(c, "echo never", "/");
-    /* the helper could not find that Bash: the command's not-found status */
-    assert_int_equal(result_exit(a), 127);
-    assert_non_null(strstr(result_output(a), "/nonexistent/patched-bash"));
+    json_t *a = call_shell(c, "echo \"${BASH_VERSION:-not bash}\"", "/");
+    assert_string_equal(result_output(a), "not bash\n");
     json_decref(a);
     finish(c);
-    /* --bash wins over the environment */
     const char *argv2[] = {server_path, "--sandbox", FULL_ACCESS, "--bash", "/bin/bash", NULL};
     c = mcp_client_start(argv2, env);
     json_decref(mcp_client_initialize(c));
@@ -1066,18 +1186,26 @@ test_waiting_call_keeps_the_roots_it_arrived_with(void **state)
     free(base);
 }
 
+/* A helper that is gone by the time of a call (one missing at start stops
+ * the start: test_option_errors). */
 static void
 test_missing_helper_is_a_failed_call(void **state)
 {
-    struct mcp_client *c =
-        start_initialized("--sandbox-helper", "/nonexistent/execgate-sandbox", NULL);
+    char *dir = tmpdir_new("gone");
+    char *helper = tmpdir_path(dir, "execgate-sandbox");
+    tmpdir_write_file(helper, "#!/bin/sh\nexit 0\n", 0755);
+    struct mcp_client *c = start_initialized("--sandbox-helper", helper, NULL);
+    assert_int_equal(unlink(helper), 0);
     json_t *a = call_shell(c, "echo never", "/");
     const json_t *result = json_object_get(a, "result");
     assert_true(json_is_true(json_object_get(result, "isError")));
     const char *text = json_string_value(
         json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-    assert_non_null(strstr(text, "/nonexistent/execgate-sandbox"));
+    assert_non_null(strstr(text, helper));
     json_decref(a);
+    tmpdir_remove(dir);
+    free(helper);
+    free(dir);
     /* and the server carries on */
     a = mcp_client_call(c, "ping", NULL);
     assert_non_null(json_object_get(a, "result"));
@@ -1232,6 +1360,8 @@ main(void)
         cmocka_unit_test(test_version_negotiation),
         cmocka_unit_test(test_tools_list),
         cmocka_unit_test(test_command_line),
+        cmocka_unit_test(test_option_errors),
+        cmocka_unit_test(test_programs_not_found),
         cmocka_unit_test(test_codex_bash_path),
         cmocka_unit_test(test_protocol_errors),
         cmocka_unit_test(test_invalid_params),
