@@ -215,18 +215,57 @@ test_tools_list(void **state)
     assert_string_equal(json_string_value(json_object_get(t, "description")),
                         "Runs a shell command and returns its output. You MUST provide the "
                         "workdir as an absolute path.");
-    const json_t *in = json_object_get(t, "inputSchema");
-    const json_t *props = json_object_get(in, "properties");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(props, "timeout_ms"), "type")),
-        "integer");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(props, "login"), "type")),
-                        "boolean");
-    json_t *required = json_pack("[s,s]", "command", "workdir");
-    assert_true(json_equal(json_object_get(in, "required"), required));
-    json_decref(required);
+    /* the reference's input schema (codex-exec-mcp-server 0.97.0's tools/list
+     * without "$schema" and its type's name "title"), no more and no less */
+    json_t *want = json_loads(
+        "{\"type\":\"object\",\"properties\":{"
+        "\"command\":{\"description\":\"The bash string to execute.\",\"type\":\"string\"},"
+        "\"workdir\":{\"description\":\"The working directory to execute the command in. Must "
+        "be an absolute path.\",\"type\":\"string\"},"
+        "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
+        "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
+        "\"login\":{\"description\":\"Launch Bash with -lc instead of -c: defaults to true.\","
+        "\"type\":\"boolean\",\"nullable\":true}},"
+        "\"required\":[\"command\",\"workdir\"]}",
+        0, NULL);
+    assert_non_null(want);
+    if (!json_equal(json_object_get(t, "inputSchema"), want)) {
+        char *got = json_dumps(json_object_get(t, "inputSchema"), JSON_COMPACT);
+        fail_msg("inputSchema %s", got);
+    }
+    json_decref(want);
+    /* a title and annotations: a command may change anything it can
+     * reach, twice the same is not the same, and it talks to the world */
+    assert_string_equal(json_string_value(json_object_get(t, "title")), "Shell command");
+    want = json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", "Shell command", "readOnlyHint", 0,
+                     "destructiveHint", 1, "idempotentHint", 0, "openWorldHint", 1);
+    assert_true(json_equal(json_object_get(t, "annotations"), want));
+    json_decref(want);
     const json_t *out = json_object_get(t, "outputSchema");
     assert_non_null(json_object_get(json_object_get(out, "properties"), "timed_out"));
+    json_decref(a);
+    finish(c);
+}
+
+/* As the schema says: null timeout_ms and login are the defaults, and an
+ * argument the schema does not name is ignored (as the reference does). */
+static void
+test_arguments_null_and_unknown(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    json_t *args =
+        json_pack("{s:s, s:s, s:n, s:n, s:s, s:b}", "command",
+                  "echo \"$0\"; shopt -q login_shell && echo login", "workdir", "/", "timeout_ms",
+                  "login", "justification", "because", "with_escalated_permissions", 1);
+    json_t *a = mcp_client_call(c, "tools/call",
+                                json_pack("{s:s, s:o}", "name", "shell", "arguments", args));
+    const json_t *result = json_object_get(a, "result");
+    if (!result)
+        fail_msg("not a result: %s", json_dumps(a, JSON_COMPACT));
+    assert_true(json_is_false(json_object_get(result, "isError")));
+    const char *out =
+        json_string_value(json_object_get(json_object_get(result, "structuredContent"), "output"));
+    assert_non_null(strstr(out, "login\n")); /* login: null is true */
     json_decref(a);
     finish(c);
 }
@@ -1359,6 +1398,7 @@ main(void)
         cmocka_unit_test(test_initialize),
         cmocka_unit_test(test_version_negotiation),
         cmocka_unit_test(test_tools_list),
+        cmocka_unit_test(test_arguments_null_and_unknown),
         cmocka_unit_test(test_command_line),
         cmocka_unit_test(test_option_errors),
         cmocka_unit_test(test_programs_not_found),
