@@ -233,7 +233,8 @@ static const char tool_json[] =
     "\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"
     "\"duration\":{\"type\":\"object\",\"properties\":{\"secs\":{\"type\":\"integer\"},"
     "\"nanos\":{\"type\":\"integer\"}},\"required\":[\"secs\",\"nanos\"]},"
-    "\"timed_out\":{\"type\":\"boolean\"},\"sandbox_error\":{\"type\":\"string\"}},"
+    "\"timed_out\":{\"type\":\"boolean\"},\"sandbox_error\":{\"type\":\"string\"},"
+    "\"shell_error\":{\"type\":\"string\"}},"
     "\"required\":[\"exit_code\",\"output\",\"duration\",\"timed_out\"]},"
     "\"annotations\":{\"title\":\"Shell command\",\"readOnlyHint\":false,"
     "\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}";
@@ -377,6 +378,9 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
                   r->output.head_len + r->output.tail_len, r->timed_out ? ", timed out" : "");
         if (r->setup_failed)
             log_warn("call: the sandbox could not be set up; its reason is in the output");
+        if (r->not_started)
+            log_warn("call: the shell %s could not be started; the reason is in the output",
+                     s->o->bash_path);
         /* escalation hook: a person answered `abort` to an approval in this
          * call; the result says so and is an error of the tool call */
         struct call_result cr = {
@@ -385,6 +389,7 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
             .duration_ns = r->duration_ns,
             .timed_out = r->timed_out,
             .setup_failed = r->setup_failed,
+            .not_started = r->not_started,
             .aborted = c->aborted,
         };
         size_t len = 0;

@@ -1140,6 +1140,78 @@ dir_in(const char *base, const char *name)
     return p;
 }
 
+/* The shell gone by the time of a call (one missing at start stops the
+ * start): the helper cannot start it, nothing ran, and the call is an
+ * error saying so; a command of the shell's that is not found, or that
+ * exits 126 or 127 itself, is not. */
+static void
+test_shell_not_started_is_an_error(void **state)
+{
+    char *wd = tmpdir_new("server-noshell");
+    char *bash = tmpdir_path(wd, "bash");
+    tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+    const char *modes[] = {"--exec-enforcement=tree", "--exec-enforcement=shell"};
+    for (size_t m = 0; m < 2; m++) {
+        for (size_t p = 0; p < 2; p++) {
+            char *policy = NULL;
+            assert_true(asprintf(&policy,
+                                 p == 0 ? FULL_ACCESS
+                                        : "{\"sandboxPolicy\":{\"type\":\"workspace-write\"},"
+                                          "\"sandboxCwd\":\"%s\"}",
+                                 wd) > 0);
+            tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+            struct mcp_client *c =
+                start_initialized("--bash", bash, "--sandbox", policy, modes[m], NULL);
+            json_t *a = call_shell(c, "no-such-command-here; echo $?; exit 126", wd);
+            const json_t *r = shell_result(a);
+            assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 126);
+            assert_non_null(strstr(json_string_value(json_object_get(r, "output")), "127\n"));
+            assert_null(json_object_get(r, "shell_error"));
+            assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+            json_decref(a);
+            assert_int_equal(unlink(bash), 0);
+            a = call_shell(c, "echo never", wd);
+            r = shell_result(a);
+            assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
+            assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 127);
+            assert_string_equal(json_string_value(json_object_get(r, "shell_error")),
+                                "execgate-sandbox could not start the shell; the command did not "
+                                "run: see output");
+            char *line = NULL;
+            assert_true(asprintf(&line, "execgate-sandbox: %s: No such file or directory\n", bash) >
+                        0);
+            assert_string_equal(json_string_value(json_object_get(r, "output")), line);
+            free(line);
+            json_decref(a);
+            finish(c);
+            free(policy);
+        }
+    }
+    /* a policy under which the shell cannot be read: Landlock refuses its
+     * execve (readable roots: the platform's and the sandbox cwd, not wd) */
+    tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+    char *inner = dir_in(wd, "inner");
+    char *policy = NULL;
+    assert_true(asprintf(&policy,
+                         "{\"sandboxPolicy\":{\"type\":\"read-only\",\"access\":{\"type\":"
+                         "\"restricted\",\"readable_roots\":[]}},\"sandboxCwd\":\"%s\"}",
+                         inner) > 0);
+    struct mcp_client *c = start_initialized("--bash", bash, "--sandbox", policy, NULL);
+    json_t *a = call_shell(c, "echo never", inner);
+    const json_t *r = shell_result(a);
+    assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 126);
+    assert_non_null(json_object_get(r, "shell_error"));
+    assert_non_null(strstr(json_string_value(json_object_get(r, "output")), "Permission denied"));
+    json_decref(a);
+    finish(c);
+    free(policy);
+    free(inner);
+    free(bash);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
 /*
  * A call that waits for a slot (--max-calls 1) starts with the writable
  * roots the server resolved when it arrived.  Its sandbox cwd L is a link
@@ -1423,6 +1495,7 @@ main(void)
         cmocka_unit_test(test_workspace_write_update),
         cmocka_unit_test(test_sandbox_setup_failure_is_reported),
         cmocka_unit_test(test_missing_helper_is_a_failed_call),
+        cmocka_unit_test(test_shell_not_started_is_an_error),
         cmocka_unit_test(test_waiting_call_keeps_the_roots_it_arrived_with),
         cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_long_session_flat_fds),
