@@ -26,6 +26,8 @@
 
 #define FULL_ACCESS "{\"type\":\"danger-full-access\"}"
 
+extern char **environ;
+
 static const char *server_path;
 
 /* Starts the server with extra arguments (NULL-terminated list). */
@@ -388,6 +390,175 @@ test_option_errors(void **state)
     const char *env[] = {"CODEX_BASH_PATH=/nonexistent/patched-bash", NULL};
     golden((const char *const[]){NULL}, env,
            "execgate: CODEX_BASH_PATH: /nonexistent/patched-bash: No such file or directory\n");
+}
+
+/* execgate --doctor ARGS... with the environment plus extra (NULL or one
+ * NAME=VALUE) and HOME an empty directory; returns its stdout (caller
+ * frees) and its exit code in *code.  Nothing goes to stderr. */
+static char *
+doctor(const char *extra, int *code, const char *const *args)
+{
+    char *home = tmpdir_new("doctor-home");
+    char *home_env = NULL;
+    assert_true(asprintf(&home_env, "HOME=%s", home) > 0);
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    const char **env = calloc(n + 3, sizeof(char *));
+    assert_non_null(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "HOME=", 5) != 0 && strncmp(environ[i], "CODEX_HOME=", 11) != 0)
+            env[k++] = environ[i];
+    }
+    env[k++] = home_env;
+    if (extra)
+        env[k++] = extra;
+    const char *argv[16] = {server_path, "--doctor"};
+    size_t a = 2;
+    for (size_t i = 0; args && args[i] && a < 15; i++)
+        argv[a++] = args[i];
+    struct proc_options opts = {.envp = env};
+    struct proc_result r;
+    assert_int_equal(proc_run(argv, &opts, &r), 0);
+    *code = proc_exit_code(&r);
+    if (r.err_len)
+        fail_msg("--doctor wrote to stderr: %s", r.err);
+    char *out = strdup(r.out);
+    proc_result_free(&r);
+    free(env);
+    free(home_env);
+    tmpdir_remove(home);
+    free(home);
+    return out;
+}
+
+static void
+assert_says(const char *out, const char *want)
+{
+    if (!strstr(out, want))
+        fail_msg("--doctor does not say '%s':\n%s", want, out);
+}
+
+/* execgate --doctor: exit 0 only when nothing is missing, and each missing
+ * part named (forced with the knobs the helper and the probes honour). */
+static void
+test_doctor(void **state)
+{
+    int code = -1;
+    char *out = doctor(NULL, &code, NULL);
+    /* this machine: everything there (or each missing part named) */
+    assert_int_equal(code, strstr(out, "MISSING") ? 1 : 0);
+    assert_says(out, "  ok       sandbox helper: ");
+    assert_says(out, "  ok       exec wrapper: ");
+    assert_says(out, "  ok       shell (the patched Bash): ");
+    assert_says(out, "no rules (");
+    if (!strstr(out, "MISSING  Landlock:"))
+        assert_says(out, "  ok       Landlock ABI ");
+    if (code == 0)
+        assert_says(out, "everything is in place");
+    free(out);
+
+    out = doctor("EXECGATE_SANDBOX_MAX_ABI=0", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  Landlock: the kernel has none, or it is disabled: read-only and "
+                     "workspace-write commands are refused");
+    assert_says(out, "  MISSING  starting policy (read-only network=off): the sandbox cannot be "
+                     "set up: every call under it is an error: execgate-sandbox: landlock: ");
+    free(out);
+
+    out = doctor("EXECGATE_SANDBOX_MAX_ABI=5", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  Landlock ABI 6 (scoping)");
+    free(out);
+
+    out = doctor("EXECGATE_SANDBOX_NO_NAMESPACES=1", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  mount namespace: workspace-write commands are refused");
+    assert_says(out, "  MISSING  PID namespace: read-only and workspace-write commands are "
+                     "refused");
+    free(out);
+
+    out = doctor("EXECGATE_TEST_NO_USER_NOTIF=1", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  seccomp user notification (EXECGATE_TEST_NO_USER_NOTIF=1 "
+                     "(test)): the server falls back to --exec-enforcement=shell");
+    free(out);
+    out = doctor("EXECGATE_TEST_NO_USER_NOTIF=1", &code,
+                 (const char *const[]){"--exec-enforcement=shell", NULL});
+    assert_says(out, "not used: --exec-enforcement=shell");
+    free(out);
+
+    out = doctor("EXECGATE_TEST_NO_CGROUP=1", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  cgroups: unavailable: EXECGATE_TEST_NO_CGROUP=1");
+    free(out);
+
+    /* the rules, file by file; a bad one is what would stop the start */
+    char *dir = tmpdir_new("doctor-rules");
+    char *a = tmpdir_path(dir, "a.rules");
+    char *b = tmpdir_path(dir, "b.rules");
+    tmpdir_write_file(a,
+                      "prefix_rule(pattern=[\"git\", \"push\"], decision=\"prompt\")\n"
+                      "prefix_rule(pattern=[[\"ls\", \"cat\"]], decision=\"allow\")\n",
+                      0644);
+    tmpdir_write_file(b, "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n", 0644);
+    out = doctor(NULL, &code, (const char *const[]){"--rules", dir, NULL});
+    char *want = NULL;
+    assert_true(asprintf(&want,
+                         "  ok       4 prefix rule(s) from 2 file(s):\n             %s (3)\n"
+                         "             %s (1)\n",
+                         a, b) > 0);
+    assert_says(out, want);
+    free(want);
+    free(out);
+    tmpdir_write_file(b, "prefix_rule(pattern=[\"rm\"], decision=\"maybe\")\n", 0644);
+    out = doctor(NULL, &code, (const char *const[]){"--rules", dir, NULL});
+    assert_int_equal(code, 1);
+    assert_true(asprintf(&want,
+                         "  MISSING  %s:1:1: invalid decision: maybe (want allow, prompt or "
+                         "forbidden): the server would not start (exit 2)\n",
+                         b) > 0);
+    assert_says(out, want);
+    free(want);
+    free(out);
+
+    /* a Bash that cannot run stops a server's start, not the doctor */
+    out = doctor(NULL, &code, (const char *const[]){"--bash", "/nonexistent/bash", NULL});
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  shell (the patched Bash): /nonexistent/bash: No such file or "
+                     "directory\n");
+    assert_says(out, "execgate-sandbox ran `true`");
+    assert_says(out, "  ok       seccomp filter\n");
+    free(out);
+    /* nor one the starting policy cannot read */
+    char *bash = tmpdir_path(dir, "bash");
+    tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+    char *inner = tmpdir_path(dir, "inner");
+    tmpdir_make_dir(dir, "inner");
+    char *policy = NULL;
+    assert_true(asprintf(&policy,
+                         "{\"sandboxPolicy\":{\"type\":\"read-only\",\"access\":{\"type\":"
+                         "\"restricted\",\"readable_roots\":[]}},\"sandboxCwd\":\"%s\"}",
+                         inner) > 0);
+    out = doctor(NULL, &code, (const char *const[]){"--bash", bash, "--sandbox", policy, NULL});
+    assert_int_equal(code, 1);
+    assert_true(asprintf(&want,
+                         ": the shell cannot be started: every call under it is an error: "
+                         "execgate-sandbox: %s: Permission denied\n",
+                         bash) > 0);
+    assert_says(out, want);
+    assert_says(out, "  ok       workspace-write, network off (as Codex sends it): the shell "
+                     "starts\n");
+    free(want);
+    free(out);
+    free(policy);
+    free(inner);
+    free(bash);
+    free(a);
+    free(b);
+    tmpdir_remove(dir);
+    free(dir);
 }
 
 /* A copy of the server alone in a directory finds nothing next to it. */
@@ -1474,6 +1645,7 @@ main(void)
         cmocka_unit_test(test_command_line),
         cmocka_unit_test(test_option_errors),
         cmocka_unit_test(test_programs_not_found),
+        cmocka_unit_test(test_doctor),
         cmocka_unit_test(test_codex_bash_path),
         cmocka_unit_test(test_protocol_errors),
         cmocka_unit_test(test_invalid_params),
