@@ -153,7 +153,7 @@ struct trial {
     size_t report_len;
     char *messages; /* its stdout and stderr */
     size_t messages_len;
-    int status; /* exit status, 128+signal, or -1: not run */
+    int status; /* exit status, 128+signal; -1: not run, -2: killed (too slow) */
 };
 
 /* Appends what fd has now to *buf (kept to DOCTOR_TRIAL_MAX); 0 at EOF. */
