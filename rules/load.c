@@ -171,6 +171,53 @@ rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err
     return p;
 }
 
+int
+rules_each_file(const char *const *paths, size_t n, const char *missing_ok,
+                int (*fn)(void *arg, const char *file), void *arg, char **err)
+{
+    *err = NULL;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct stat st;
+        int found = stat(paths[i], &st);
+        if (found < 0 && errno == ENOENT && missing_ok && strcmp(paths[i], missing_ok) == 0)
+            continue;
+        if (found < 0 || !S_ISDIR(st.st_mode)) {
+            rc = fn(arg, paths[i]); /* a missing file: fn finds out */
+            continue;
+        }
+        char **names;
+        size_t n_names;
+        if (list_dir(paths[i], &names, &n_names, err) != 0)
+            return -1;
+        for (size_t k = 0; rc == 0 && k < n_names; k++) {
+            char *path = NULL;
+            if (asprintf(&path, "%s/%s", paths[i], names[k]) < 0) {
+                *err = rules_errf("%s:1:1: out of memory", paths[i]);
+                rc = -1;
+                break;
+            }
+            rc = fn(arg, path);
+            free(path);
+        }
+        free_names(names, n_names);
+    }
+    return rc;
+}
+
+/* rules_each_file's step for rules_load_paths: one file into the policy. */
+struct load_ctx {
+    struct rules_policy *p;
+    char **err;
+};
+
+static int
+load_one(void *arg, const char *file)
+{
+    struct load_ctx *ctx = arg;
+    return load_file(ctx->p, file, ctx->err);
+}
+
 struct rules_policy *
 rules_load_paths(const char *const *paths, size_t n, const char *missing_ok, char **err)
 {
@@ -180,18 +227,8 @@ rules_load_paths(const char *const *paths, size_t n, const char *missing_ok, cha
         *err = strdup("rules: out of memory");
         return NULL;
     }
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        struct stat st;
-        int found = stat(paths[i], &st);
-        if (found == 0 && S_ISDIR(st.st_mode))
-            rc = load_dir(p, paths[i], err);
-        else if (found < 0 && errno == ENOENT && missing_ok && strcmp(paths[i], missing_ok) == 0)
-            continue;
-        else
-            rc = load_file(p, paths[i], err);
-    }
-    if (rc != 0) {
+    struct load_ctx ctx = {p, err};
+    if (rules_each_file(paths, n, missing_ok, load_one, &ctx, err) != 0) {
         rules_policy_free(p);
         if (*err == NULL)
             *err = strdup("rules: out of memory");

@@ -36,4 +36,17 @@ struct rules_policy *rules_load(const char *dir, const char *const *extra, size_
 struct rules_policy *rules_load_paths(const char *const *paths, size_t n, const char *missing_ok,
                                       char **err);
 
+/*
+ * Calls fn(arg, file) for each file rules_load_paths(paths, n, missing_ok)
+ * loads, in the order it loads them: a path that is not a directory as it
+ * is (a missing one too, except missing_ok, which is skipped), a directory
+ * as its `*.rules` files named "DIR/NAME" (sorted by name; hidden names
+ * and subdirectories left out).  Stops at the first non-zero return of fn
+ * and returns it; returns 0 when all were called, or -1 with *err a
+ * malloc'd "DIR:1:1: message" line when a directory cannot be read (*err
+ * is NULL unless set here or by fn).
+ */
+int rules_each_file(const char *const *paths, size_t n, const char *missing_ok,
+                    int (*fn)(void *arg, const char *file), void *arg, char **err);
+
 #endif

@@ -25,6 +25,11 @@ struct sandbox_policy;
 #define SANDBOX_OPT_ALLOW_DEGRADED "--allow-degraded"
 #define SANDBOX_OPT_PROTECT        "--protect"
 
+/* How a line on --report-fd begins when PROGRAM could not be started (the
+ * rest of the line is the errno and "}"): the helper's 126 or 127 then
+ * means the program never ran, not that it exited so (docs/sandbox.md). */
+#define SANDBOX_REPORT_EXEC_ERROR "{\"exec_error\":"
+
 /* One run of the helper.  Everything is borrowed. */
 struct sandbox_cmdline {
     const char *helper; /* argv[0]: the helper's path */

@@ -7,6 +7,7 @@
  * the helper itself does runs under the filter.
  */
 #include "sandbox/helper.h"
+#include "sandbox/cmdline.h"
 #include "sandbox/exec_filter.h"
 #include "sandbox/filter.h"
 #include "sandbox/landlock.h"
@@ -147,7 +148,26 @@ send_report(int fd, json_t *report)
     free(text);
 }
 
-static noreturn void exec_program(const char *file, char **argv);
+static noreturn void exec_program(const char *file, char **argv, int report_fd);
+
+/* PROGRAM could not be started (errno e).  While the report fd is open
+ * (it is close-on-exec, so only until an execve succeeds) one more line
+ * goes there, SANDBOX_REPORT_EXEC_ERROR and e, by which a reader tells this
+ * 126 or 127 from PROGRAM's own; then the message, and 127 (not found) or
+ * 126. */
+static noreturn void
+die_not_started(int report_fd, int e, const char *file)
+{
+    if (report_fd >= 0) {
+        char line[64];
+        int n = snprintf(line, sizeof line, SANDBOX_REPORT_EXEC_ERROR "%d}\n", e);
+        /* a reader that went away: the status still says it */
+        signal(SIGPIPE, SIG_IGN);
+        if (n > 0 && write(report_fd, line, (size_t)n) < 0)
+            sandbox_helper_warn("writing the report to fd %d: %s", report_fd, strerror(errno));
+    }
+    sandbox_helper_die_status(e == ENOENT || e == ENOTDIR ? 127 : 126, e, "%s", file);
+}
 
 /* exec-notify (docs/enforcement.md): the socket must be open, a
  * message-preserving one (the listener message is one datagram), and must
@@ -174,9 +194,10 @@ check_exec_notify_fd(const struct sandbox_helper_options *o)
 
 /* exec-notify: the path execvp would run, found before the filter is in
  * place, so that the helper's own execve is one call with a path the
- * supervisor was told in advance.  Dies 127 when nothing is found. */
+ * supervisor was told in advance.  Dies 127 when nothing is found
+ * (die_not_started). */
 static char *
-resolve_program(const char *name)
+resolve_program(const char *name, int report_fd)
 {
     if (strchr(name, '/') != NULL) {
         char *copy = strdup(name);
@@ -205,7 +226,7 @@ resolve_program(const char *name)
             break;
         p = end;
     }
-    sandbox_helper_die_status(first_err == ENOENT ? 127 : 126, first_err, "%s", name);
+    die_not_started(report_fd, first_err, name);
 }
 
 /* --argv0 replaces argv[0] only now: the file to run is the original
@@ -218,20 +239,16 @@ exec_program_at(struct sandbox_helper_options *o, char *path)
     if (o->argv0 != NULL)
         argv[0] = (char *)o->argv0;
     if (path == NULL)
-        exec_program(file, argv);
+        exec_program(file, argv, o->report_fd);
     execv(path, argv);
-    int e = errno;
-    sandbox_helper_die_status(e == ENOENT || e == ENOTDIR ? 127 : 126, e, "%s", file);
+    die_not_started(o->report_fd, errno, file);
 }
 
 static noreturn void
-exec_program(const char *file, char **argv)
+exec_program(const char *file, char **argv, int report_fd)
 {
     execvp(file, argv);
-    int e = errno;
-    if (e == ENOENT || e == ENOTDIR)
-        sandbox_helper_die_status(127, e, "%s", file);
-    sandbox_helper_die_status(126, e, "%s", file);
+    die_not_started(report_fd, errno, file);
 }
 
 static json_t *
@@ -859,7 +876,7 @@ apply_exec_notify(struct run *r)
 {
     struct sandbox_helper_options *o = r->o;
     bool merged = has_filter(r);
-    char *path = resolve_program(o->program_argv[0]);
+    char *path = resolve_program(o->program_argv[0], o->report_fd);
     int listener = merged ? sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL,
                                                         r->restrict_net, r->report)
                           : sandbox_exec_filter_load();

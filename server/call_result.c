@@ -79,6 +79,10 @@ add_object(struct text *t, const struct call_result *r, unsigned depth)
         add_str(t, ",\"sandbox_error\":", depth);
         add_value(t, CALL_RESULT_SETUP_FAILED, strlen(CALL_RESULT_SETUP_FAILED), depth);
     }
+    if (r->not_started) {
+        add_str(t, ",\"shell_error\":", depth);
+        add_value(t, CALL_RESULT_NOT_STARTED, strlen(CALL_RESULT_NOT_STARTED), depth);
+    }
     if (r->aborted) {
         add_str(t, ",\"aborted\":", depth);
         add_value(t, r->aborted, strlen(r->aborted), depth);
@@ -90,14 +94,14 @@ static void
 add_result(struct text *t, const struct call_result *r)
 {
     /* isError: the tool itself failed when the sandbox could not be set up
-     * (nothing ran) or a person aborted the call; a command that ran is
-     * never an error, whatever it did */
+     * or the shell could not be started (nothing ran), or a person aborted
+     * the call; a command that ran is never an error, whatever it did */
     add_str(t, "{\"content\":[{\"type\":\"text\",\"text\":\"", 0);
     add_object(t, r, 1);
     add_str(t, "\"}],\"structuredContent\":", 0);
     add_object(t, r, 0);
     add_str(t, ",\"isError\":", 0);
-    add_str(t, r->setup_failed || r->aborted ? "true" : "false", 0);
+    add_str(t, r->setup_failed || r->not_started || r->aborted ? "true" : "false", 0);
     add_str(t, "}", 0);
 }
 

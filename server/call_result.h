@@ -24,21 +24,26 @@
     "execgate-sandbox could not set up the sandbox (exit 125); the command did not run: see "      \
     "output"
 
+/* The shell_error of a call whose shell the helper could not start. */
+#define CALL_RESULT_NOT_STARTED                                                                    \
+    "execgate-sandbox could not start the shell; the command did not run: see output"
+
 struct call_result {
     int exit_code;
     const struct output_ring_text *output; /* raw bytes, repaired as UTF-8 here */
     uint64_t duration_ns;
     bool timed_out;
     bool setup_failed;   /* adds sandbox_error; the tool call is an error */
+    bool not_started;    /* adds shell_error; the tool call is an error */
     const char *aborted; /* NULL, or why a person aborted the call: adds aborted; an error */
 };
 
 /*
  * {"content":[{"type":"text","text":OBJ as a string}],
- *  "structuredContent":OBJ,"isError":setup_failed or aborted}, with OBJ =
- * {"exit_code","output","duration":{"secs","nanos"},"timed_out"} and then
- * "sandbox_error" and "aborted" when set.  Returns the text (NUL-terminated,
- * *len bytes without the NUL; caller frees), or NULL when out of memory.
+ *  "structuredContent":OBJ,"isError":setup_failed, not_started or aborted},
+ * with OBJ = {"exit_code","output","duration":{"secs","nanos"},"timed_out"}
+ * and then "sandbox_error", "shell_error" and "aborted" when set.  Returns the text
+ * (NUL-terminated, *len bytes without the NUL; caller frees), or NULL when out of memory.
  */
 char *call_result_json(const struct call_result *r, size_t *len);
 

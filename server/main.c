@@ -6,6 +6,7 @@
  */
 #include "server/log.h"
 #include "server/call_cgroup.h"
+#include "server/doctor.h"
 #include "server/mcp.h"
 #include "server/options.h"
 
@@ -92,11 +93,9 @@ main(int argc, char **argv)
     if (o.doctor) {
         /* what a server started here would use (it is not serving: stdout
          * is the person's) */
-        struct call_cgroup_probe *p = call_cgroup_probe();
-        printf("%s\n", p ? call_cgroup_describe(p) : "cgroups: out of memory");
-        call_cgroup_probe_free(p);
+        int status = doctor_run(&o, stdout);
         options_release(&o);
-        return p ? 0 : 1;
+        return status;
     }
     /* A client that goes away must not kill the server mid-answer; libuv
      * resets dispositions in the children it spawns. */
@@ -119,7 +118,12 @@ main(int argc, char **argv)
     }
     struct mcp_server *s = mcp_server_new(&loop, &o, &err);
     if (!s) {
-        log_error("%s", err ? err : "out of memory");
+        /* the configuration refused (a rules file, the audit log): said as
+         * the option errors are, or as a record with --log-format json */
+        if (o.log_format == LOG_FORMAT_JSON)
+            log_error("%s", err ? err : "out of memory");
+        else
+            fprintf(stderr, "execgate: %s\n", err ? err : "out of memory");
         free(err);
         uv_loop_close(&loop);
         options_release(&o);

@@ -207,28 +207,42 @@ set_policy(struct mcp_server *s, const json_t *policy, const char *cwd, char **e
 
 /* ---- answers ---- */
 
+/*
+ * The shell tool as tools/list shows it.  The input schema is the
+ * reference's, property by property (timeout_ms and login "nullable", as it
+ * sends them: null is the default); like the reference, arguments it does
+ * not name are ignored, so it does not say additionalProperties false.  The
+ * title and annotations (MCP 2025-03-26 and later) tell a client that a
+ * command may change anything the sandbox lets it reach and talk to the
+ * world outside.
+ */
+static const char tool_json[] =
+    "{\"name\":\"shell\",\"title\":\"Shell command\","
+    "\"description\":\"Runs a shell command and returns its output. You MUST provide the "
+    "workdir as an absolute path.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"command\":{\"description\":\"The bash string to execute.\",\"type\":\"string\"},"
+    "\"workdir\":{\"description\":\"The working directory to execute the command in. Must be an "
+    "absolute path.\",\"type\":\"string\"},"
+    "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
+    "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
+    "\"login\":{\"description\":\"Launch Bash with -lc instead of -c: defaults to true.\","
+    "\"type\":\"boolean\",\"nullable\":true}},"
+    "\"required\":[\"command\",\"workdir\"]},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"
+    "\"duration\":{\"type\":\"object\",\"properties\":{\"secs\":{\"type\":\"integer\"},"
+    "\"nanos\":{\"type\":\"integer\"}},\"required\":[\"secs\",\"nanos\"]},"
+    "\"timed_out\":{\"type\":\"boolean\"},\"sandbox_error\":{\"type\":\"string\"},"
+    "\"shell_error\":{\"type\":\"string\"}},"
+    "\"required\":[\"exit_code\",\"output\",\"duration\",\"timed_out\"]},"
+    "\"annotations\":{\"title\":\"Shell command\",\"readOnlyHint\":false,"
+    "\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}";
+
 static json_t *
 tool_definition(void)
 {
-    return json_pack(
-        "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}},"
-        " s:[s,s], s:b},"
-        " s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s]}, s:{s:s}, s:{s:s}},"
-        " s:[s,s,s,s]}}",
-        "name", "shell", "description",
-        "Runs a shell command and returns its output. You MUST provide the workdir as an "
-        "absolute path.",
-        "inputSchema", "type", "object", "properties", "command", "type", "string", "description",
-        "The bash string to execute.", "workdir", "type", "string", "description",
-        "The working directory to execute the command in. Must be an absolute path.", "timeout_ms",
-        "type", "integer", "minimum", 0, "description",
-        "The timeout for the command in milliseconds.", "login", "type", "boolean", "description",
-        "Launch Bash with -lc instead of -c: defaults to true.", "required", "command", "workdir",
-        "additionalProperties", 0, "outputSchema", "type", "object", "properties", "exit_code",
-        "type", "integer", "output", "type", "string", "duration", "type", "object", "properties",
-        "secs", "type", "integer", "nanos", "type", "integer", "required", "secs", "nanos",
-        "timed_out", "type", "boolean", "sandbox_error", "type", "string", "required", "exit_code",
-        "output", "duration", "timed_out");
+    return json_loads(tool_json, 0, NULL);
 }
 
 static void reply_error_fmt(struct mcp_server *s, const json_t *id, int code, const char *fmt, ...)
@@ -364,6 +378,9 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
                   r->output.head_len + r->output.tail_len, r->timed_out ? ", timed out" : "");
         if (r->setup_failed)
             log_warn("call: the sandbox could not be set up; its reason is in the output");
+        if (r->not_started)
+            log_warn("call: the shell %s could not be started; the reason is in the output",
+                     s->o->bash_path);
         /* escalation hook: a person answered `abort` to an approval in this
          * call; the result says so and is an error of the tool call */
         struct call_result cr = {
@@ -372,6 +389,7 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
             .duration_ns = r->duration_ns,
             .timed_out = r->timed_out,
             .setup_failed = r->setup_failed,
+            .not_started = r->not_started,
             .aborted = c->aborted,
         };
         size_t len = 0;

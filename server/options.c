@@ -2,6 +2,7 @@
 
 #include "server/escalated_env.h"
 #include "server/strfmt.h"
+#include "sandbox/policy.h"
 #include "execgate-config.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef EXECGATE_LIBEXEC_REL
@@ -92,7 +94,9 @@ usage(FILE *out)
             "  --max-processes N         processes of one call at once, where a cgroup\n"
             "                            per call can be made (1024; 0: no limit)\n"
             "  --max-memory BYTES        memory of one call, likewise (2147483648; 0: none)\n"
-            "  --doctor                  say what this machine offers (cgroups), and exit\n"
+            "  --doctor                  check the programs, the rules and what this\n"
+            "                            machine offers the sandbox, say what is missing\n"
+            "                            and what that costs, and exit (0: nothing missing)\n"
             "  --max-pending-output N    no waiting call starts while this many bytes of\n"
             "                            answers wait for the client to read (67108864)\n"
             "  --max-ask-ms MS           a call's timeout stops at most this long in all\n"
@@ -155,7 +159,23 @@ self_dir(void)
     return NULL;
 }
 
-/* The first executable of dir/rel[i], or NULL. Caller frees. */
+const char *
+options_program_problem(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return strerror(errno);
+    if (S_ISDIR(st.st_mode))
+        return "is a directory, not a program";
+    if (!S_ISREG(st.st_mode))
+        return "is not a regular file";
+    if (access(path, X_OK) < 0)
+        return errno == EACCES ? "is not executable" : strerror(errno);
+    return NULL;
+}
+
+/* The first program (options_program_problem says none) of dir/rel[i], or
+ * NULL. Caller frees. */
 static char *
 find_next_to(const char *dir, const char *const *rels)
 {
@@ -167,44 +187,80 @@ find_next_to(const char *dir, const char *const *rels)
             return NULL;
         char *real = realpath(path, NULL);
         free(path);
-        if (real && access(real, X_OK) == 0)
+        if (real && !options_program_problem(real))
             return real;
         free(real);
     }
     return NULL;
 }
 
+/* A program named by flag (an option or a variable); -1 with *err when it
+ * cannot be run. */
+static int
+check_named(const char *flag, const char *path, char **err)
+{
+    const char *problem = options_program_problem(path);
+    if (!problem)
+        return 0;
+    *err = strfmt("%s: %s: %s", flag, path, problem);
+    return -1;
+}
+
+/*
+ * Fills in the programs no option named, from CODEX_BASH_PATH and next to
+ * the server, and checks that each can be run: -1 with *err when one
+ * cannot (unless for --doctor, which says so itself).
+ */
 static int
 resolve_helpers(struct server_options *o, char **err)
 {
-    char *dir = self_dir();
     static const char *const sandbox_rels[] = {"../sandbox/execgate-sandbox", "execgate-sandbox",
                                                EXECGATE_LIBEXEC_REL "/execgate-sandbox", NULL};
     static const char *const wrapper_rels[] = {"../wrapper/execgate-wrapper", "execgate-wrapper",
                                                EXECGATE_LIBEXEC_REL "/execgate-wrapper", NULL};
     static const char *const bash_rels[] = {"../subprojects/bash/bash",
                                             EXECGATE_LIBEXEC_REL "/bash", NULL};
-    if (!o->bash_path) {
+    int rc = 0;
+    if (o->bash_path) {
+        rc = check_named("--bash", o->bash_path, err);
+    } else {
         const char *env = getenv("CODEX_BASH_PATH");
-        o->bash_path = env && *env ? strdup(env) : find_next_to(dir, bash_rels);
+        if (env && *env) {
+            o->bash_path = strdup(env);
+            if (!o->bash_path)
+                return -1; /* options_parse says "out of memory" */
+            rc = check_named("CODEX_BASH_PATH", o->bash_path, err);
+        }
     }
+    if (rc == 0 && o->execve_wrapper)
+        rc = check_named("--execve", o->execve_wrapper, err);
+    if (rc == 0 && o->sandbox_helper)
+        rc = check_named("--sandbox-helper", o->sandbox_helper, err);
+    if (rc < 0 && !o->doctor)
+        return -1;
+    free(*err);
+    *err = NULL;
+    char *dir = self_dir();
+    if (!o->bash_path)
+        o->bash_path = find_next_to(dir, bash_rels);
     if (!o->sandbox_helper)
         o->sandbox_helper = find_next_to(dir, sandbox_rels);
     if (!o->execve_wrapper)
         o->execve_wrapper = find_next_to(dir, wrapper_rels);
     free(dir);
-    if (!o->bash_path) {
-        *err = strfmt("cannot find the patched Bash next to the server: use --bash or "
-                      "CODEX_BASH_PATH");
-        return -1;
-    }
-    if (!o->sandbox_helper) {
-        *err = strfmt("cannot find execgate-sandbox next to the server: use --sandbox-helper");
-        return -1;
-    }
-    /* The wrapper is only needed once escalation is on; a missing one is
-     * not an error yet. */
-    return 0;
+    if (o->doctor)
+        return 0;
+    if (!o->bash_path)
+        *err = strfmt("cannot find the patched Bash next to the server: name it with --bash "
+                      "or CODEX_BASH_PATH");
+    else if (!o->sandbox_helper)
+        *err = strfmt("cannot find execgate-sandbox next to the server: name it with "
+                      "--sandbox-helper");
+    else if (!o->execve_wrapper)
+        *err = strfmt("cannot find execgate-wrapper next to the server: name it with --execve");
+    else
+        return 0;
+    return -1;
 }
 
 static int
@@ -239,19 +295,26 @@ parse_sandbox(struct server_options *o, const char *text, char **err)
         return -1;
     }
     json_t *policy = json_object_get(v, "sandboxPolicy");
-    if (!policy) {
-        json_decref(o->sandbox);
-        o->sandbox = v;
-        return 0;
-    }
-    json_t *cwd = json_object_get(v, "sandboxCwd");
+    json_t *cwd = policy ? json_object_get(v, "sandboxCwd") : NULL;
     if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
         *err = strfmt("--sandbox: sandboxCwd must be an absolute path");
         json_decref(v);
         return -1;
     }
+    /* checked here, by the library the server applies it with, so that a
+     * bad policy is refused as every other bad option is */
+    char *why = NULL;
+    struct sandbox_policy *p =
+        sandbox_policy_from_json(policy ? policy : v, json_string_value(cwd), &why);
+    sandbox_policy_free(p);
+    if (!p) {
+        *err = strfmt("--sandbox: %s", why ? why : "out of memory");
+        free(why);
+        json_decref(v);
+        return -1;
+    }
     json_decref(o->sandbox);
-    o->sandbox = json_incref(policy);
+    o->sandbox = json_incref(policy ? policy : v);
     free(o->sandbox_cwd);
     o->sandbox_cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
     json_decref(v);
@@ -278,11 +341,78 @@ add_pass_env(struct server_options *o, const char *name, char **err)
     return 0;
 }
 
+/* The options that take a number, and the numbers each accepts. */
+static const struct {
+    int id;
+    const char *name;
+    uint64_t min, max;
+} number_options[] = {
+    {OPT_DEFAULT_TIMEOUT, "--default-timeout-ms", 1, UINT64_MAX / 2},
+    {OPT_KILL_GRACE, "--kill-grace-ms", 0, 3600000},
+    {OPT_MAX_OUTPUT, "--max-output-bytes", 64, SIZE_MAX / 4},
+    {OPT_MAX_MESSAGE, "--max-message-bytes", 1024, SIZE_MAX / 4},
+    {OPT_MAX_PROCESSES, "--max-processes", 0, UINT64_C(1) << 22},
+    {OPT_MAX_MEMORY, "--max-memory", 0, UINT64_C(1) << 53},
+    {OPT_MAX_PENDING, "--max-pending-output", 1024, SIZE_MAX / 4},
+    {OPT_MAX_ASK, "--max-ask-ms", 0, UINT64_C(1) << 53},
+    {OPT_MAX_CALLS, "--max-calls", 1, 4096},
+};
+
+/* An option of number_options; 0, or -1 with *err naming the option and
+ * the numbers it takes. */
+static int
+apply_number(struct server_options *o, int c, const char *arg, char **err)
+{
+    size_t i = 0;
+    while (i < sizeof(number_options) / sizeof(number_options[0]) && number_options[i].id != c)
+        i++;
+    if (i == sizeof(number_options) / sizeof(number_options[0])) {
+        *err = strfmt("option %d is not handled (a bug)", c);
+        return -1;
+    }
+    uint64_t n = 0;
+    if (parse_u64(arg, number_options[i].min, number_options[i].max, &n) < 0) {
+        *err = strfmt("%s: '%s' is not a number from %llu to %llu", number_options[i].name, arg,
+                      (unsigned long long)number_options[i].min,
+                      (unsigned long long)number_options[i].max);
+        return -1;
+    }
+    switch (c) {
+    case OPT_DEFAULT_TIMEOUT:
+        o->default_timeout_ms = n;
+        break;
+    case OPT_KILL_GRACE:
+        o->kill_grace_ms = n;
+        break;
+    case OPT_MAX_OUTPUT:
+        o->max_output_bytes = n;
+        break;
+    case OPT_MAX_MESSAGE:
+        o->max_message_bytes = n;
+        break;
+    case OPT_MAX_PROCESSES:
+        o->max_processes = n;
+        break;
+    case OPT_MAX_MEMORY:
+        o->max_memory = n;
+        break;
+    case OPT_MAX_PENDING:
+        o->max_pending_output = n;
+        break;
+    case OPT_MAX_ASK:
+        o->max_ask_ms = n;
+        break;
+    default: /* OPT_MAX_CALLS: at most 4096 */
+        o->max_calls = (unsigned)n;
+        break;
+    }
+    return 0;
+}
+
 /* One option; returns 0, 1 to exit after help/version, or -1 with *err. */
 static int
 apply_option(struct server_options *o, int c, const char *arg, char **err)
 {
-    uint64_t n = 0;
     switch (c) {
     case 'h':
         usage(stdout);
@@ -337,59 +467,57 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
             return 0;
         *err = strfmt("--log-format: expected text or json, got '%s'", arg);
         return -1;
-    case OPT_DEFAULT_TIMEOUT:
-        if (parse_u64(arg, 1, UINT64_MAX / 2, &o->default_timeout_ms) == 0)
-            return 0;
-        break;
-    case OPT_KILL_GRACE:
-        if (parse_u64(arg, 0, 3600000, &o->kill_grace_ms) == 0)
-            return 0;
-        break;
-    case OPT_MAX_OUTPUT:
-        if (parse_u64(arg, 64, SIZE_MAX / 4, &n) == 0) {
-            o->max_output_bytes = n;
-            return 0;
-        }
-        break;
-    case OPT_MAX_MESSAGE:
-        if (parse_u64(arg, 1024, SIZE_MAX / 4, &n) == 0) {
-            o->max_message_bytes = n;
-            return 0;
-        }
-        break;
-    case OPT_MAX_PROCESSES:
-        if (parse_u64(arg, 0, UINT64_C(1) << 22, &o->max_processes) == 0)
-            return 0;
-        break;
-    case OPT_MAX_MEMORY:
-        if (parse_u64(arg, 0, UINT64_C(1) << 53, &o->max_memory) == 0)
-            return 0;
-        break;
     case OPT_DOCTOR:
         o->doctor = true;
         return 0;
-    case OPT_MAX_PENDING:
-        if (parse_u64(arg, 1024, SIZE_MAX / 4, &n) == 0) {
-            o->max_pending_output = n;
-            return 0;
-        }
-        break;
-    case OPT_MAX_ASK:
-        if (parse_u64(arg, 0, UINT64_C(1) << 53, &o->max_ask_ms) == 0)
-            return 0;
-        break;
-    case OPT_MAX_CALLS:
-        if (parse_u64(arg, 1, 4096, &n) == 0) {
-            o->max_calls = (unsigned)n;
-            return 0;
-        }
-        break;
     default:
-        *err = strfmt("unknown option (try --help)");
-        return -1;
+        return apply_number(o, c, arg, err);
     }
-    *err = strfmt("invalid number '%s' for an option (see --help for the range)", arg);
-    return -1;
+}
+
+/* The short options, as getopt_long reports them in optopt. */
+#define SHORT_OPTIONS "hVbe"
+
+/*
+ * What getopt_long's '?' or ':' (c) means, naming the option as it was
+ * written: an argument missing, one given to an option that takes none, an
+ * unknown option, or an abbreviation that fits several.  Caller frees.
+ */
+static char *
+getopt_error(int c, int argc, char **argv)
+{
+    /* A long option always advances optind; a short one may be inside a
+     * cluster (-Vx), so its name comes from optopt. */
+    const char *word = optind > 1 && optind - 1 < argc ? argv[optind - 1] : "";
+    bool is_long = strncmp(word, "--", 2) == 0 &&
+                   (optopt == 0 || optopt > UCHAR_MAX || strchr(SHORT_OPTIONS, optopt));
+    if (!is_long) {
+        if (c == ':')
+            return strfmt("-%c: needs an argument", optopt);
+        return strfmt("-%c: unknown option (see --help)", optopt);
+    }
+    size_t len = strcspn(word, "=");
+    if (c == ':')
+        return strfmt("%.*s: needs an argument", (int)len, word);
+    if (optopt != 0)
+        return strfmt("%.*s: takes no argument", (int)len, word);
+    /* glibc's abbreviations: a prefix of several options is ambiguous */
+    char *matches = NULL;
+    size_t n = 0;
+    for (const struct option *opt = long_options; opt->name; opt++) {
+        if (strncmp(opt->name, word + 2, len - 2) != 0)
+            continue;
+        char *more = strfmt("%s%s--%s", matches ? matches : "", matches ? ", " : "", opt->name);
+        free(matches);
+        matches = more;
+        if (!matches)
+            return NULL;
+        n++;
+    }
+    char *msg = n > 1 ? strfmt("%.*s: ambiguous: %s (see --help)", (int)len, word, matches)
+                      : strfmt("%.*s: unknown option (see --help)", (int)len, word);
+    free(matches);
+    return msg;
 }
 
 enum options_outcome
@@ -419,19 +547,17 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     opterr = 0;
     int c;
     int rc = 0;
-    while (rc == 0 && (c = getopt_long(argc, argv, "hVb:e:", long_options, NULL)) != -1) {
+    while (rc == 0 && (c = getopt_long(argc, argv, ":hVb:e:", long_options, NULL)) != -1) {
         if (c == '?' || c == ':') {
-            const char *what = optopt ? "" : argv[optind - 1];
-            *err = c == ':' || (optopt && strchr("be", optopt))
-                       ? strfmt("option %s needs an argument", argv[optind - 1])
-                       : strfmt("unknown option %s (try --help)", *what ? what : argv[optind - 1]);
+            *err = getopt_error(c, argc, argv);
             rc = -1;
             break;
         }
         rc = apply_option(o, c, optarg, err);
     }
     if (rc == 0 && optind < argc) {
-        *err = strfmt("unexpected argument '%s' (try --help)", argv[optind]);
+        *err = strfmt("%s: unexpected argument: execgate takes options only (see --help)",
+                      argv[optind]);
         rc = -1;
     }
     if (rc == 0 && o->rules_count == 0 && default_rules(o) < 0)

@@ -71,10 +71,21 @@ enum options_outcome {
 /*
  * Parses argv (and the environment) into *o, which the caller then releases
  * with options_release.  On OPTIONS_ERROR, *err is a malloc'd one-line
- * message (caller frees) and *o holds nothing to release.  Helpers that
- * cannot be found are an error naming the flag that would name them.
+ * message that starts with what it is about (an option, a variable, an
+ * argument) and carries no program name (caller frees; main prints it
+ * after "execgate: "), and *o holds nothing to release.  The patched Bash,
+ * the sandbox helper and the wrapper must each be a program that can be
+ * run: one that cannot be found is an error naming the flag that would
+ * name it, one named that cannot run an error naming its flag, path and
+ * reason.  With --doctor neither is an error (a NULL path: not found);
+ * the doctor says so itself.
  */
 enum options_outcome options_parse(int argc, char **argv, struct server_options *o, char **err);
+
+/* Why path cannot be run as a program ("No such file or directory", "is a
+ * directory, not a program", "is not executable"...: a static string), or
+ * NULL when it can (an executable regular file, symlinks followed). */
+const char *options_program_problem(const char *path);
 
 /* Frees what options_parse stored in o. Cannot fail. */
 void options_release(struct server_options *o);

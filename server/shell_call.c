@@ -3,6 +3,7 @@
 #include "server/log.h"
 #include "server/output_ring.h"
 #include "server/spawn_child.h"
+#include "sandbox/cmdline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +51,11 @@ struct shell_call {
     bool started, exited, eof, ending, reading;
     bool report_eof, report_reading;
     size_t report_len; /* bytes the helper reported */
+    /* the report line being read: how far, and whether it begins as the
+     * helper's "could not start the program" line does */
+    size_t report_line_pos;
+    bool report_line_exec_error;
+    bool exec_error; /* such a line came: the program never ran */
     bool timed_out, cancelled;
     char *spawn_error;
     int pid;
@@ -425,8 +431,11 @@ report_and_free(struct shell_call *c)
     r.timed_out = c->timed_out;
     r.cancelled = c->cancelled;
     r.term_signal = c->term_signal;
-    r.setup_failed = c->spec.report && r.spawned && !c->timed_out && !c->cancelled &&
-                     !c->term_signal && c->exit_status == 125 && c->report_len == 0;
+    bool helper_ended =
+        c->spec.report && r.spawned && !c->timed_out && !c->cancelled && !c->term_signal;
+    r.setup_failed = helper_ended && c->exit_status == 125 && c->report_len == 0;
+    r.not_started =
+        helper_ended && (c->exit_status == 126 || c->exit_status == 127) && c->exec_error;
     if (c->timed_out)
         r.exit_code = SHELL_CALL_TIMEOUT_EXIT;
     else if (c->term_signal)
@@ -481,11 +490,34 @@ on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     maybe_end(c);
 }
 
+/* Looks for the line the helper writes when it could not start the
+ * program (SANDBOX_REPORT_EXEC_ERROR...), across reads. */
+static void
+scan_report(struct shell_call *c, const char *p, size_t n)
+{
+    static const char marker[] = SANDBOX_REPORT_EXEC_ERROR;
+    for (size_t i = 0; i < n; i++) {
+        if (c->report_line_pos == 0)
+            c->report_line_exec_error = true;
+        if (p[i] == '\n') {
+            if (c->report_line_exec_error && c->report_line_pos >= sizeof(marker) - 1)
+                c->exec_error = true;
+            c->report_line_pos = 0;
+            continue;
+        }
+        if (c->report_line_pos < sizeof(marker) - 1 && p[i] != marker[c->report_line_pos])
+            c->report_line_exec_error = false;
+        c->report_line_pos++;
+    }
+}
+
 static void
 on_report_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct shell_call *c = s->data;
     if (n > 0) {
+        if (c->report_len <= SHELL_CALL_REPORT_MAX)
+            scan_report(c, buf->base, (size_t)n);
         c->report_len += (size_t)n;
         if (c->report_len > SHELL_CALL_REPORT_MAX)
             log_warn("call pid %d: the sandbox helper reports too much; ignored", c->pid);

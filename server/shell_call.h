@@ -40,6 +40,9 @@ struct shell_call_result {
     bool timed_out;    /* the timeout killed it */
     bool cancelled;    /* shell_call_cancel killed it */
     bool setup_failed; /* the sandbox helper exited 125 before running anything */
+    /* the helper set up the sandbox but could not start the program (the
+     * shell): it said so on the report fd and exited 126 or 127 */
+    bool not_started;
     /* what was kept of the output: head, and when cut the marker and tail
      * (output_ring.h); raw bytes */
     struct output_ring_text output;
@@ -67,8 +70,9 @@ struct shell_call_spec {
 };
 
 /* Longest report the sandbox helper may make on CALL_FD_REPORT (one line,
- * right before it runs the program, saying the sandbox is in place); more
- * is a broken helper and is ignored. */
+ * right before it runs the program, saying the sandbox is in place, and
+ * one more when the program could not be started); more is a broken
+ * helper and is ignored. */
 #define SHELL_CALL_REPORT_MAX 4096
 
 /*

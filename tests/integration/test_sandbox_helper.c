@@ -92,11 +92,22 @@ test_not_found_is_127(void **state)
     sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
     sbx_assert_code(&r, 127);
     assert_non_null(strstr(r.res.err, "execgate-sandbox: /nonexistent/prog: No such file"));
+    /* the report fd says the program never ran: the sandbox was in place
+     * (the report), then {"exec_error":ENOENT} */
+    assert_non_null(r.report);
+    assert_int_equal(r.exec_error, ENOENT);
     sbx_result_free(&r);
 
     const char *argv2[] = {"no-such-program-anywhere", NULL};
     sbx_run(DANGER, f->dir, NULL, argv2, NULL, &r);
     sbx_assert_code(&r, 127);
+    assert_int_equal(r.exec_error, ENOENT);
+    sbx_result_free(&r);
+
+    /* a program that ran and exited 127 itself is no such failure */
+    sbx_sh(DANGER, f->dir, "exit 127", &r);
+    sbx_assert_code(&r, 127);
+    assert_int_equal(r.exec_error, 0);
     sbx_result_free(&r);
 }
 
@@ -111,10 +122,12 @@ test_not_executable_is_126(void **state)
     sbx_run(DANGER, f->dir, NULL, argv, NULL, &r);
     sbx_assert_code(&r, 126);
     assert_non_null(strstr(r.res.err, "Permission denied"));
+    assert_int_equal(r.exec_error, EACCES);
     sbx_result_free(&r);
     const char *argv2[] = {f->dir, NULL}; /* a directory */
     sbx_run(DANGER, f->dir, NULL, argv2, NULL, &r);
     sbx_assert_code(&r, 126);
+    assert_int_equal(r.exec_error, EACCES);
     sbx_result_free(&r);
     free(file);
 }

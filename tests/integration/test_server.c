@@ -26,6 +26,8 @@
 
 #define FULL_ACCESS "{\"type\":\"danger-full-access\"}"
 
+extern char **environ;
+
 static const char *server_path;
 
 /* Starts the server with extra arguments (NULL-terminated list). */
@@ -215,18 +217,57 @@ test_tools_list(void **state)
     assert_string_equal(json_string_value(json_object_get(t, "description")),
                         "Runs a shell command and returns its output. You MUST provide the "
                         "workdir as an absolute path.");
-    const json_t *in = json_object_get(t, "inputSchema");
-    const json_t *props = json_object_get(in, "properties");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(props, "timeout_ms"), "type")),
-        "integer");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(props, "login"), "type")),
-                        "boolean");
-    json_t *required = json_pack("[s,s]", "command", "workdir");
-    assert_true(json_equal(json_object_get(in, "required"), required));
-    json_decref(required);
+    /* the reference's input schema (codex-exec-mcp-server 0.97.0's tools/list
+     * without "$schema" and its type's name "title"), no more and no less */
+    json_t *want = json_loads(
+        "{\"type\":\"object\",\"properties\":{"
+        "\"command\":{\"description\":\"The bash string to execute.\",\"type\":\"string\"},"
+        "\"workdir\":{\"description\":\"The working directory to execute the command in. Must "
+        "be an absolute path.\",\"type\":\"string\"},"
+        "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
+        "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
+        "\"login\":{\"description\":\"Launch Bash with -lc instead of -c: defaults to true.\","
+        "\"type\":\"boolean\",\"nullable\":true}},"
+        "\"required\":[\"command\",\"workdir\"]}",
+        0, NULL);
+    assert_non_null(want);
+    if (!json_equal(json_object_get(t, "inputSchema"), want)) {
+        char *got = json_dumps(json_object_get(t, "inputSchema"), JSON_COMPACT);
+        fail_msg("inputSchema %s", got);
+    }
+    json_decref(want);
+    /* a title and annotations: a command may change anything it can
+     * reach, twice the same is not the same, and it talks to the world */
+    assert_string_equal(json_string_value(json_object_get(t, "title")), "Shell command");
+    want = json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", "Shell command", "readOnlyHint", 0,
+                     "destructiveHint", 1, "idempotentHint", 0, "openWorldHint", 1);
+    assert_true(json_equal(json_object_get(t, "annotations"), want));
+    json_decref(want);
     const json_t *out = json_object_get(t, "outputSchema");
     assert_non_null(json_object_get(json_object_get(out, "properties"), "timed_out"));
+    json_decref(a);
+    finish(c);
+}
+
+/* As the schema says: null timeout_ms and login are the defaults, and an
+ * argument the schema does not name is ignored (as the reference does). */
+static void
+test_arguments_null_and_unknown(void **state)
+{
+    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    json_t *args =
+        json_pack("{s:s, s:s, s:n, s:n, s:s, s:b}", "command",
+                  "echo \"$0\"; shopt -q login_shell && echo login", "workdir", "/", "timeout_ms",
+                  "login", "justification", "because", "with_escalated_permissions", 1);
+    json_t *a = mcp_client_call(c, "tools/call",
+                                json_pack("{s:s, s:o}", "name", "shell", "arguments", args));
+    const json_t *result = json_object_get(a, "result");
+    if (!result)
+        fail_msg("not a result: %s", json_dumps(a, JSON_COMPACT));
+    assert_true(json_is_false(json_object_get(result, "isError")));
+    const char *out =
+        json_string_value(json_object_get(json_object_get(result, "structuredContent"), "output"));
+    assert_non_null(strstr(out, "login\n")); /* login: null is true */
     json_decref(a);
     finish(c);
 }
@@ -255,29 +296,318 @@ test_command_line(void **state)
     run_cli("--version", NULL, 0, "execgate ", NULL);
     run_cli("--help", NULL, 0, "--sandbox-helper", NULL);
     run_cli("-h", NULL, 0, "--max-output-bytes", NULL);
-    run_cli("--no-such-flag", NULL, 2, NULL, "--no-such-flag");
-    run_cli("--max-calls", "0", 2, NULL, "'0'");
-    run_cli("--max-calls", "many", 2, NULL, "'many'");
-    run_cli("--log-level", "loud", 2, NULL, "loud");
-    run_cli("--sandbox", "{\"type\":\"no-such\"}", 2, NULL, "no-such");
-    run_cli("--sandbox", "not json", 2, NULL, "--sandbox");
-    run_cli("stray", NULL, 2, NULL, "stray");
+}
+
+/* argv (after the server's path; NULL-terminated) refused at start: exit
+ * 2, nothing on stdout, and exactly the line want_err on stderr. */
+static void
+golden(const char *const *args, const char *const *env, const char *want_err)
+{
+    const char *argv[16] = {server_path};
+    size_t n = 1;
+    while (args[n - 1] && n < 15) {
+        argv[n] = args[n - 1];
+        n++;
+    }
+    argv[n] = NULL;
+    struct proc_options opts = {.envp = env};
+    struct proc_result r;
+    assert_int_equal(proc_run(argv, &opts, &r), 0);
+    if (proc_exit_code(&r) != 2 || strcmp(r.err, want_err) != 0 || r.out_len != 0)
+        fail_msg("%s ...: exit %d, stderr '%s', want exit 2, stderr '%s'", argv[1],
+                 proc_exit_code(&r), r.err, want_err);
+    proc_result_free(&r);
+}
+
+#define GOLDEN(want, ...) golden((const char *const[]){__VA_ARGS__, NULL}, NULL, want)
+
+/* Every message the server prints about its options, as printed. */
+static void
+test_option_errors(void **state)
+{
+    GOLDEN("execgate: --rules: needs an argument\n", "--rules");
+    GOLDEN("execgate: --bash: needs an argument\n", "--bash");
+    GOLDEN("execgate: -b: needs an argument\n", "-b");
+    GOLDEN("execgate: -e: needs an argument\n", "--log-level", "warn", "-e");
+    GOLDEN("execgate: --no-such-flag: unknown option (see --help)\n", "--no-such-flag");
+    GOLDEN("execgate: --no-such-flag: unknown option (see --help)\n", "--no-such-flag=1");
+    GOLDEN("execgate: -x: unknown option (see --help)\n", "-x");
+    GOLDEN("execgate: --help: takes no argument\n", "--help=me");
+    GOLDEN("execgate: --doctor: takes no argument\n", "--doctor=now");
+    GOLDEN("execgate: --max-m: ambiguous: --max-memory, --max-message-bytes (see --help)\n",
+           "--max-m", "1");
+    GOLDEN("execgate: stray: unexpected argument: execgate takes options only (see --help)\n",
+           "stray");
+    GOLDEN("execgate: --max-calls: '0' is not a number from 1 to 4096\n", "--max-calls", "0");
+    GOLDEN("execgate: --max-calls: 'many' is not a number from 1 to 4096\n", "--max-calls", "many");
+    GOLDEN("execgate: --default-timeout-ms: '-5' is not a number from 1 to "
+           "9223372036854775807\n",
+           "--default-timeout-ms", "-5");
+    GOLDEN("execgate: --max-output-bytes: '10' is not a number from 64 to "
+           "4611686018427387903\n",
+           "--max-output-bytes", "10");
+    GOLDEN("execgate: --max-message-bytes: '1k' is not a number from 1024 to "
+           "4611686018427387903\n",
+           "--max-message-bytes", "1k");
+    GOLDEN("execgate: --max-pending-output: '1' is not a number from 1024 to "
+           "4611686018427387903\n",
+           "--max-pending-output", "1");
+    GOLDEN("execgate: --max-processes: 'x' is not a number from 0 to 4194304\n", "--max-processes",
+           "x");
+    GOLDEN("execgate: --max-memory: '2G' is not a number from 0 to 9007199254740992\n",
+           "--max-memory", "2G");
+    GOLDEN("execgate: --max-ask-ms: '1.5' is not a number from 0 to 9007199254740992\n",
+           "--max-ask-ms", "1.5");
+    GOLDEN("execgate: --kill-grace-ms: '3600001' is not a number from 0 to 3600000\n",
+           "--kill-grace-ms", "3600001");
+    GOLDEN("execgate: --log-level: expected error, warn, info or debug, got 'loud'\n",
+           "--log-level", "loud");
+    GOLDEN("execgate: --log-format: expected text or json, got 'xml'\n", "--log-format", "xml");
+    GOLDEN("execgate: --exec-enforcement: expected tree or shell, got 'all'\n",
+           "--exec-enforcement", "all");
+    GOLDEN("execgate: --pass-env: 'LD_PRELOAD' is on the drop list of loader, shell and "
+           "interpreter hooks (docs/escalation.md)\n",
+           "--pass-env", "LD_PRELOAD");
+    GOLDEN("execgate: --sandbox: not a JSON object: '[' or '{' expected near 'not'\n", "--sandbox",
+           "not json");
+    GOLDEN("execgate: --sandbox: sandboxCwd must be an absolute path\n", "--sandbox",
+           "{\"sandboxPolicy\":{\"type\":\"read-only\"},\"sandboxCwd\":\"rel\"}");
+    /* refused once the options are read, as the server starts: the same form */
+    GOLDEN("execgate: --sandbox: sandbox policy: unknown type \"no-such\" (expected "
+           "danger-full-access, read-only, workspace-write or external-sandbox)\n",
+           "--sandbox", "{\"type\":\"no-such\"}");
+    GOLDEN("execgate: --audit-log: /nonexistent/audit.log: No such file or directory\n",
+           "--audit-log", "/nonexistent/audit.log");
+    GOLDEN("execgate: /nonexistent/x.rules:1:1: cannot open: No such file or directory\n",
+           "--rules", "/nonexistent/x.rules");
+    /* the programs it runs */
+    GOLDEN("execgate: --bash: /nonexistent/bash: No such file or directory\n", "--bash",
+           "/nonexistent/bash");
+    GOLDEN("execgate: --bash: /: is a directory, not a program\n", "--bash", "/");
+    GOLDEN("execgate: --sandbox-helper: /etc/passwd: is not executable\n", "--sandbox-helper",
+           "/etc/passwd");
+    GOLDEN("execgate: --execve: /dev/null: is not a regular file\n", "--execve", "/dev/null");
+    const char *env[] = {"CODEX_BASH_PATH=/nonexistent/patched-bash", NULL};
+    golden((const char *const[]){NULL}, env,
+           "execgate: CODEX_BASH_PATH: /nonexistent/patched-bash: No such file or directory\n");
+}
+
+/* execgate --doctor ARGS... with the environment plus extra (NULL or one
+ * NAME=VALUE) and HOME an empty directory; returns its stdout (caller
+ * frees) and its exit code in *code.  Nothing goes to stderr. */
+static char *
+doctor(const char *extra, int *code, const char *const *args)
+{
+    char *home = tmpdir_new("doctor-home");
+    char *home_env = NULL;
+    assert_true(asprintf(&home_env, "HOME=%s", home) > 0);
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    const char **env = calloc(n + 3, sizeof(char *));
+    assert_non_null(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "HOME=", 5) != 0 && strncmp(environ[i], "CODEX_HOME=", 11) != 0)
+            env[k++] = environ[i];
+    }
+    env[k++] = home_env;
+    if (extra)
+        env[k++] = extra;
+    const char *argv[16] = {server_path, "--doctor"};
+    size_t a = 2;
+    for (size_t i = 0; args && args[i] && a < 15; i++)
+        argv[a++] = args[i];
+    struct proc_options opts = {.envp = env};
+    struct proc_result r;
+    assert_int_equal(proc_run(argv, &opts, &r), 0);
+    *code = proc_exit_code(&r);
+    if (r.err_len)
+        fail_msg("--doctor wrote to stderr: %s", r.err);
+    char *out = strdup(r.out);
+    proc_result_free(&r);
+    free(env);
+    free(home_env);
+    tmpdir_remove(home);
+    free(home);
+    return out;
+}
+
+static void
+assert_says(const char *out, const char *want)
+{
+    if (!strstr(out, want))
+        fail_msg("--doctor does not say '%s':\n%s", want, out);
+}
+
+/* execgate --doctor: exit 0 only when nothing is missing, and each missing
+ * part named (forced with the knobs the helper and the probes honour). */
+static void
+test_doctor(void **state)
+{
+    int code = -1;
+    char *out = doctor(NULL, &code, NULL);
+    /* this machine: everything there (or each missing part named) */
+    assert_int_equal(code, strstr(out, "MISSING") ? 1 : 0);
+    assert_says(out, "  ok       sandbox helper: ");
+    assert_says(out, "  ok       exec wrapper: ");
+    assert_says(out, "  ok       shell (the patched Bash): ");
+    assert_says(out, "no rules (");
+    if (!strstr(out, "MISSING  Landlock:"))
+        assert_says(out, "  ok       Landlock ABI ");
+    if (code == 0)
+        assert_says(out, "everything is in place");
+    free(out);
+
+    out = doctor("EXECGATE_SANDBOX_MAX_ABI=0", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  Landlock: the kernel has none, or it is disabled: read-only and "
+                     "workspace-write commands are refused");
+    assert_says(out, "  MISSING  starting policy (read-only network=off): the sandbox cannot be "
+                     "set up: every call under it is an error: execgate-sandbox: landlock: ");
+    free(out);
+
+    out = doctor("EXECGATE_SANDBOX_MAX_ABI=5", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  Landlock ABI 6 (scoping)");
+    free(out);
+
+    out = doctor("EXECGATE_SANDBOX_NO_NAMESPACES=1", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  mount namespace: workspace-write commands are refused");
+    assert_says(out, "  MISSING  PID namespace: read-only and workspace-write commands are "
+                     "refused");
+    free(out);
+
+    out = doctor("EXECGATE_TEST_NO_USER_NOTIF=1", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  seccomp user notification (EXECGATE_TEST_NO_USER_NOTIF=1 "
+                     "(test)): the server falls back to --exec-enforcement=shell");
+    free(out);
+    out = doctor("EXECGATE_TEST_NO_USER_NOTIF=1", &code,
+                 (const char *const[]){"--exec-enforcement=shell", NULL});
+    assert_says(out, "not used: --exec-enforcement=shell");
+    free(out);
+
+    out = doctor("EXECGATE_TEST_NO_CGROUP=1", &code, NULL);
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  cgroups: unavailable: EXECGATE_TEST_NO_CGROUP=1");
+    free(out);
+
+    /* the rules, file by file; a bad one is what would stop the start */
+    char *dir = tmpdir_new("doctor-rules");
+    char *a = tmpdir_path(dir, "a.rules");
+    char *b = tmpdir_path(dir, "b.rules");
+    tmpdir_write_file(a,
+                      "prefix_rule(pattern=[\"git\", \"push\"], decision=\"prompt\")\n"
+                      "prefix_rule(pattern=[[\"ls\", \"cat\"]], decision=\"allow\")\n",
+                      0644);
+    tmpdir_write_file(b, "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n", 0644);
+    out = doctor(NULL, &code, (const char *const[]){"--rules", dir, NULL});
+    char *want = NULL;
+    assert_true(asprintf(&want,
+                         "  ok       4 prefix rule(s) from 2 file(s):\n             %s (3)\n"
+                         "             %s (1)\n",
+                         a, b) > 0);
+    assert_says(out, want);
+    free(want);
+    free(out);
+    tmpdir_write_file(b, "prefix_rule(pattern=[\"rm\"], decision=\"maybe\")\n", 0644);
+    out = doctor(NULL, &code, (const char *const[]){"--rules", dir, NULL});
+    assert_int_equal(code, 1);
+    assert_true(asprintf(&want,
+                         "  MISSING  %s:1:1: invalid decision: maybe (want allow, prompt or "
+                         "forbidden): the server would not start (exit 2)\n",
+                         b) > 0);
+    assert_says(out, want);
+    free(want);
+    free(out);
+
+    /* a Bash that cannot run stops a server's start, not the doctor */
+    out = doctor(NULL, &code, (const char *const[]){"--bash", "/nonexistent/bash", NULL});
+    assert_int_equal(code, 1);
+    assert_says(out, "  MISSING  shell (the patched Bash): /nonexistent/bash: No such file or "
+                     "directory\n");
+    assert_says(out, "execgate-sandbox ran `true`");
+    assert_says(out, "  ok       seccomp filter\n");
+    free(out);
+    /* nor one the starting policy cannot read */
+    char *bash = tmpdir_path(dir, "bash");
+    tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+    char *inner = tmpdir_path(dir, "inner");
+    tmpdir_make_dir(dir, "inner");
+    char *policy = NULL;
+    assert_true(asprintf(&policy,
+                         "{\"sandboxPolicy\":{\"type\":\"read-only\",\"access\":{\"type\":"
+                         "\"restricted\",\"readable_roots\":[]}},\"sandboxCwd\":\"%s\"}",
+                         inner) > 0);
+    out = doctor(NULL, &code, (const char *const[]){"--bash", bash, "--sandbox", policy, NULL});
+    assert_int_equal(code, 1);
+    assert_true(asprintf(&want,
+                         ": the shell cannot be started: every call under it is an error: "
+                         "execgate-sandbox: %s: Permission denied\n",
+                         bash) > 0);
+    assert_says(out, want);
+    assert_says(out, "  ok       workspace-write, network off (as Codex sends it): the shell "
+                     "starts\n");
+    free(want);
+    free(out);
+    free(policy);
+    free(inner);
+    free(bash);
+    free(a);
+    free(b);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
+/* A copy of the server alone in a directory finds nothing next to it. */
+static void
+test_programs_not_found(void **state)
+{
+    char *dir = tmpdir_new("alone");
+    char *copy = tmpdir_path(dir, "execgate");
+    FILE *in = fopen(server_path, "rb");
+    FILE *out = fopen(copy, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    assert_int_equal(chmod(copy, 0755), 0);
+    const char *saved = server_path;
+    server_path = copy;
+    const char *env[] = {NULL};
+    golden((const char *const[]){NULL}, env,
+           "execgate: cannot find the patched Bash next to the server: name it with --bash or "
+           "CODEX_BASH_PATH\n");
+    golden((const char *const[]){"--bash", "/bin/sh", NULL}, env,
+           "execgate: cannot find execgate-sandbox next to the server: name it with "
+           "--sandbox-helper\n");
+    golden((const char *const[]){"--bash", "/bin/sh", "--sandbox-helper", "/bin/sh", NULL}, env,
+           "execgate: cannot find execgate-wrapper next to the server: name it with --execve\n");
+    server_path = saved;
+    tmpdir_remove(dir);
+    free(copy);
+    free(dir);
 }
 
 static void
 test_codex_bash_path(void **state)
 {
+    /* CODEX_BASH_PATH names the Bash (a missing one: test_option_errors);
+     * --bash wins over it */
+    const char *env[] = {"CODEX_BASH_PATH=/bin/sh", NULL};
     const char *argv[] = {server_path, "--sandbox", FULL_ACCESS, NULL};
-    const char *env[] = {"CODEX_BASH_PATH=/nonexistent/patched-bash", NULL};
     struct mcp_client *c = mcp_client_start(argv, env);
     json_decref(mcp_client_initialize(c));
-    json_t *a = call_shell(c, "echo never", "/");
-    /* the helper could not find that Bash: the command's not-found status */
-    assert_int_equal(result_exit(a), 127);
-    assert_non_null(strstr(result_output(a), "/nonexistent/patched-bash"));
+    json_t *a = call_shell(c, "echo \"${BASH_VERSION:-not bash}\"", "/");
+    assert_string_equal(result_output(a), "not bash\n");
     json_decref(a);
     finish(c);
-    /* --bash wins over the environment */
     const char *argv2[] = {server_path, "--sandbox", FULL_ACCESS, "--bash", "/bin/bash", NULL};
     c = mcp_client_start(argv2, env);
     json_decref(mcp_client_initialize(c));
@@ -981,6 +1311,78 @@ dir_in(const char *base, const char *name)
     return p;
 }
 
+/* The shell gone by the time of a call (one missing at start stops the
+ * start): the helper cannot start it, nothing ran, and the call is an
+ * error saying so; a command of the shell's that is not found, or that
+ * exits 126 or 127 itself, is not. */
+static void
+test_shell_not_started_is_an_error(void **state)
+{
+    char *wd = tmpdir_new("server-noshell");
+    char *bash = tmpdir_path(wd, "bash");
+    tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+    const char *modes[] = {"--exec-enforcement=tree", "--exec-enforcement=shell"};
+    for (size_t m = 0; m < 2; m++) {
+        for (size_t p = 0; p < 2; p++) {
+            char *policy = NULL;
+            assert_true(asprintf(&policy,
+                                 p == 0 ? FULL_ACCESS
+                                        : "{\"sandboxPolicy\":{\"type\":\"workspace-write\"},"
+                                          "\"sandboxCwd\":\"%s\"}",
+                                 wd) > 0);
+            tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+            struct mcp_client *c =
+                start_initialized("--bash", bash, "--sandbox", policy, modes[m], NULL);
+            json_t *a = call_shell(c, "no-such-command-here; echo $?; exit 126", wd);
+            const json_t *r = shell_result(a);
+            assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 126);
+            assert_non_null(strstr(json_string_value(json_object_get(r, "output")), "127\n"));
+            assert_null(json_object_get(r, "shell_error"));
+            assert_true(json_is_false(json_object_get(json_object_get(a, "result"), "isError")));
+            json_decref(a);
+            assert_int_equal(unlink(bash), 0);
+            a = call_shell(c, "echo never", wd);
+            r = shell_result(a);
+            assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
+            assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 127);
+            assert_string_equal(json_string_value(json_object_get(r, "shell_error")),
+                                "execgate-sandbox could not start the shell; the command did not "
+                                "run: see output");
+            char *line = NULL;
+            assert_true(asprintf(&line, "execgate-sandbox: %s: No such file or directory\n", bash) >
+                        0);
+            assert_string_equal(json_string_value(json_object_get(r, "output")), line);
+            free(line);
+            json_decref(a);
+            finish(c);
+            free(policy);
+        }
+    }
+    /* a policy under which the shell cannot be read: Landlock refuses its
+     * execve (readable roots: the platform's and the sandbox cwd, not wd) */
+    tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
+    char *inner = dir_in(wd, "inner");
+    char *policy = NULL;
+    assert_true(asprintf(&policy,
+                         "{\"sandboxPolicy\":{\"type\":\"read-only\",\"access\":{\"type\":"
+                         "\"restricted\",\"readable_roots\":[]}},\"sandboxCwd\":\"%s\"}",
+                         inner) > 0);
+    struct mcp_client *c = start_initialized("--bash", bash, "--sandbox", policy, NULL);
+    json_t *a = call_shell(c, "echo never", inner);
+    const json_t *r = shell_result(a);
+    assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 126);
+    assert_non_null(json_object_get(r, "shell_error"));
+    assert_non_null(strstr(json_string_value(json_object_get(r, "output")), "Permission denied"));
+    json_decref(a);
+    finish(c);
+    free(policy);
+    free(inner);
+    free(bash);
+    tmpdir_remove(wd);
+    free(wd);
+}
+
 /*
  * A call that waits for a slot (--max-calls 1) starts with the writable
  * roots the server resolved when it arrived.  Its sandbox cwd L is a link
@@ -1066,18 +1468,26 @@ test_waiting_call_keeps_the_roots_it_arrived_with(void **state)
     free(base);
 }
 
+/* A helper that is gone by the time of a call (one missing at start stops
+ * the start: test_option_errors). */
 static void
 test_missing_helper_is_a_failed_call(void **state)
 {
-    struct mcp_client *c =
-        start_initialized("--sandbox-helper", "/nonexistent/execgate-sandbox", NULL);
+    char *dir = tmpdir_new("gone");
+    char *helper = tmpdir_path(dir, "execgate-sandbox");
+    tmpdir_write_file(helper, "#!/bin/sh\nexit 0\n", 0755);
+    struct mcp_client *c = start_initialized("--sandbox-helper", helper, NULL);
+    assert_int_equal(unlink(helper), 0);
     json_t *a = call_shell(c, "echo never", "/");
     const json_t *result = json_object_get(a, "result");
     assert_true(json_is_true(json_object_get(result, "isError")));
     const char *text = json_string_value(
         json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-    assert_non_null(strstr(text, "/nonexistent/execgate-sandbox"));
+    assert_non_null(strstr(text, helper));
     json_decref(a);
+    tmpdir_remove(dir);
+    free(helper);
+    free(dir);
     /* and the server carries on */
     a = mcp_client_call(c, "ping", NULL);
     assert_non_null(json_object_get(a, "result"));
@@ -1231,7 +1641,11 @@ main(void)
         cmocka_unit_test(test_initialize),
         cmocka_unit_test(test_version_negotiation),
         cmocka_unit_test(test_tools_list),
+        cmocka_unit_test(test_arguments_null_and_unknown),
         cmocka_unit_test(test_command_line),
+        cmocka_unit_test(test_option_errors),
+        cmocka_unit_test(test_programs_not_found),
+        cmocka_unit_test(test_doctor),
         cmocka_unit_test(test_codex_bash_path),
         cmocka_unit_test(test_protocol_errors),
         cmocka_unit_test(test_invalid_params),
@@ -1253,6 +1667,7 @@ main(void)
         cmocka_unit_test(test_workspace_write_update),
         cmocka_unit_test(test_sandbox_setup_failure_is_reported),
         cmocka_unit_test(test_missing_helper_is_a_failed_call),
+        cmocka_unit_test(test_shell_not_started_is_an_error),
         cmocka_unit_test(test_waiting_call_keeps_the_roots_it_arrived_with),
         cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_long_session_flat_fds),

@@ -43,24 +43,36 @@ count(const char *const *v)
     return n;
 }
 
-static json_t *
-read_report(int fd)
+/* The report fd's lines: at most one report line (JSON) and, when the
+ * program could not be started, a last line {"exec_error":ERRNO}. */
+static void
+read_report(int fd, struct sbx_result *r)
 {
     char buf[8192];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     assert_true(n >= 0);
-    if (n == 0)
-        return NULL;
     buf[n] = '\0';
-    /* Exactly one line. */
-    char *nl = strchr(buf, '\n');
-    assert_non_null(nl);
-    assert_int_equal(nl[1], '\0');
-    json_error_t jerr;
-    json_t *j = json_loads(buf, 0, &jerr);
-    if (j == NULL)
-        fail_msg("report is not JSON: %s (%s)", buf, jerr.text);
-    return j;
+    for (char *line = buf; *line;) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl); /* every line ends */
+        *nl = '\0';
+        json_error_t jerr;
+        json_t *j = json_loads(line, 0, &jerr);
+        if (j == NULL)
+            fail_msg("report is not JSON: %s (%s)", line, jerr.text);
+        json_t *e = json_object_get(j, "exec_error");
+        if (e) {
+            assert_int_equal(r->exec_error, 0); /* once */
+            assert_int_equal(nl[1], '\0');      /* last */
+            assert_true(json_integer_value(e) > 0);
+            r->exec_error = (int)json_integer_value(e);
+            json_decref(j);
+        } else {
+            assert_null(r->report); /* one report line, first */
+            r->report = j;
+        }
+        line = nl + 1;
+    }
 }
 
 void
@@ -101,7 +113,7 @@ sbx_run(const char *policy, const char *cwd, const char *const *extra, const cha
     assert_int_equal(proc_run(full, &opts, &r->res), 0);
     free(full);
     r->code = proc_exit_code(&r->res);
-    r->report = read_report(fd);
+    read_report(fd, r);
     r->report_fd = fd;
     close(fd);
 }

@@ -14,6 +14,7 @@ struct sbx_result {
     struct proc_result res;
     int code;       /* exit code, 128+signal when killed */
     json_t *report; /* the report line, NULL when none was written */
+    int exec_error; /* the errno of the helper's exec_error line, 0 when none */
     int report_fd;  /* the --report-fd number the helper was given (closed) */
 };
 

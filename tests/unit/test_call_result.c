@@ -50,13 +50,15 @@ with_jansson(const struct call_result *r)
     assert_non_null(obj);
     if (r->setup_failed)
         json_object_set_new(obj, "sandbox_error", json_string(CALL_RESULT_SETUP_FAILED));
+    if (r->not_started)
+        json_object_set_new(obj, "shell_error", json_string(CALL_RESULT_NOT_STARTED));
     if (r->aborted)
         json_object_set_new(obj, "aborted", json_string(r->aborted));
     char *dumped = json_dumps(obj, JSON_COMPACT);
     assert_non_null(dumped);
-    json_t *result =
-        json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", dumped,
-                  "structuredContent", obj, "isError", r->setup_failed || r->aborted);
+    json_t *result = json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
+                               dumped, "structuredContent", obj, "isError",
+                               r->setup_failed || r->not_started || r->aborted);
     assert_non_null(result);
     char *out = json_dumps(result, JSON_COMPACT);
     assert_non_null(out);
@@ -148,6 +150,8 @@ test_sandbox_error_and_abort(void **state)
     check_output(OUT("partial output\n"), 4096, &r);
     r.setup_failed = false;
     check_output(OUT("partial output\n"), 4096, &r);
+    r = (struct call_result){.exit_code = 127, .duration_ns = 7, .not_started = true};
+    check_output(OUT("execgate-sandbox: /opt/bash: No such file or directory\n"), 4096, &r);
 }
 
 int

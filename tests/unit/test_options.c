@@ -1,5 +1,7 @@
-/* options: the server's command line; here --pass-env (the helpers are
- * named on every command line, so nothing is looked for next to the test). */
+/* options: the server's command line: --pass-env, the numbers, and the
+ * programs it runs (named on every command line as /bin/sh, so nothing is
+ * looked for next to the test).  The exact message of every bad invocation
+ * is checked through the binary, in tests/integration/test_server.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,19 +15,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parses execgate --bash /b --sandbox-helper /s ARGS...; *err is freed by
- * the caller. */
+/* Parses execgate --bash /bin/sh --sandbox-helper /bin/sh --execve /bin/sh
+ * ARGS...; *err is freed by the caller. */
 static enum options_outcome
 parse(struct server_options *o, char **err, const char *const *args, size_t n)
 {
-    char **argv = calloc(n + 6, sizeof(char *));
+    char **argv = calloc(n + 8, sizeof(char *));
     assert_non_null(argv);
     size_t k = 0;
     argv[k++] = (char *)"execgate";
     argv[k++] = (char *)"--bash";
-    argv[k++] = (char *)"/b";
+    argv[k++] = (char *)"/bin/sh";
     argv[k++] = (char *)"--sandbox-helper";
-    argv[k++] = (char *)"/s";
+    argv[k++] = (char *)"/bin/sh";
+    argv[k++] = (char *)"--execve";
+    argv[k++] = (char *)"/bin/sh";
     for (size_t i = 0; i < n; i++)
         argv[k++] = (char *)args[i];
     enum options_outcome r = options_parse((int)k, argv, o, err);
@@ -138,6 +142,66 @@ test_help_mentions_pass_env(void **state)
     free(text);
 }
 
+static void
+test_numbers(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--max-calls", "4096", "--max-memory", "0",
+                           "--default-timeout-ms=1", "--kill-grace-ms", "3600000"),
+                     OPTIONS_RUN);
+    assert_null(err);
+    assert_int_equal(o.max_calls, 4096);
+    assert_int_equal(o.max_memory, 0);
+    assert_int_equal(o.default_timeout_ms, 1);
+    assert_int_equal(o.kill_grace_ms, 3600000);
+    options_release(&o);
+    /* one past either end, and what is no number at all, name the option */
+    const char *bad[][3] = {
+        {"--max-calls", "4097", "--max-calls: '4097' is not a number from 1 to 4096"},
+        {"--max-calls", "0", "--max-calls: '0' is not a number from 1 to 4096"},
+        {"--kill-grace-ms", "3600001",
+         "--kill-grace-ms: '3600001' is not a number from 0 to "
+         "3600000"},
+        {"--max-output-bytes", "63", "--max-output-bytes: '63' is not a number from 64 to "},
+        {"--max-processes", "+1", "--max-processes: '+1' is not a number from 0 to 4194304"},
+        {"--max-ask-ms", "1e3",
+         "--max-ask-ms: '1e3' is not a number from 0 to "
+         "9007199254740992"},
+        {"--default-timeout-ms", "", "--default-timeout-ms: '' is not a number from 1 to "},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(PARSE(&o, &err, bad[i][0], bad[i][1]), OPTIONS_ERROR);
+        if (strncmp(err, bad[i][2], strlen(bad[i][2])) != 0)
+            fail_msg("%s '%s': '%s' is not '%s...'", bad[i][0], bad[i][1], err, bad[i][2]);
+        free(err);
+    }
+}
+
+/* A program that cannot run stops the start; --doctor keeps it to say so. */
+static void
+test_programs_checked(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--bash", "/nonexistent/bash"), OPTIONS_ERROR);
+    assert_string_equal(err, "--bash: /nonexistent/bash: No such file or directory");
+    free(err);
+    assert_int_equal(PARSE(&o, &err, "--sandbox-helper", "/"), OPTIONS_ERROR);
+    assert_string_equal(err, "--sandbox-helper: /: is a directory, not a program");
+    free(err);
+    assert_int_equal(PARSE(&o, &err, "--execve", "/dev/null"), OPTIONS_ERROR);
+    assert_string_equal(err, "--execve: /dev/null: is not a regular file");
+    free(err);
+    assert_int_equal(PARSE(&o, &err, "--doctor", "--bash", "/nonexistent/bash"), OPTIONS_RUN);
+    assert_null(err);
+    assert_true(o.doctor);
+    assert_string_equal(o.bash_path, "/nonexistent/bash");
+    assert_string_equal(options_program_problem(o.bash_path), "No such file or directory");
+    assert_null(options_program_problem(o.sandbox_helper));
+    options_release(&o);
+}
+
 int
 main(void)
 {
@@ -147,6 +211,8 @@ main(void)
         cmocka_unit_test(test_pass_env_refused),
         cmocka_unit_test(test_pass_env_needs_argument),
         cmocka_unit_test(test_help_mentions_pass_env),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_programs_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
