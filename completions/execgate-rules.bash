@@ -21,25 +21,25 @@ _execgate_rules_value_end()
 _execgate_rules_command()
 {
     if (($1 == COMP_CWORD)); then
-        COMPREPLY=($(compgen -c -- "${COMP_WORDS[COMP_CWORD]}"))
+        mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
     elif declare -F _command_offset >/dev/null; then
         # bash-completion: complete the command as if it were typed alone
         _command_offset "$1"
     else
         compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
+        mapfile -t COMPREPLY < <(compgen -f -- "${COMP_WORDS[COMP_CWORD]}")
     fi
 }
 
 _execgate_rules_files()
 {
     compopt -o filenames 2>/dev/null
-    COMPREPLY=($(compgen -d -- "$1") $(compgen -f -X '!*.rules' -- "$1"))
+    mapfile -t COMPREPLY < <(compgen -d -- "$1"; compgen -f -X '!*.rules' -- "$1")
 }
 
 _execgate_rules()
 {
-    local cur=${COMP_WORDS[COMP_CWORD]} prev= i w start=0
+    local cur=${COMP_WORDS[COMP_CWORD]} prev='' i w start=0
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
     if [[ $cur == = ]]; then
         cur=
@@ -48,7 +48,7 @@ _execgate_rules()
     fi
 
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W 'check lint explain amend eval --help --version' -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W 'check lint explain amend eval --help --version' -- "$cur")
         return
     fi
 
@@ -60,7 +60,7 @@ _execgate_rules()
     lint)
         # lint [--] [FILE]...
         if [[ $cur == -* && ${COMP_WORDS[2]} != -- ]] && ((COMP_CWORD == 2)); then
-            COMPREPLY=($(compgen -W '--' -- "$cur"))
+            mapfile -t COMPREPLY < <(compgen -W '--' -- "$cur")
         else
             _execgate_rules_files "$cur"
         fi
@@ -69,7 +69,7 @@ _execgate_rules()
     eval)
         if ((COMP_CWORD == 2)); then
             compopt -o filenames 2>/dev/null
-            COMPREPLY=($(compgen -f -- "$cur"))
+            mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         fi
         return
         ;;
@@ -115,7 +115,7 @@ _execgate_rules()
         ;;
     --rules-dir)
         compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -d -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -d -- "$cur")
         return
         ;;
     esac
@@ -125,6 +125,6 @@ _execgate_rules()
         _execgate_rules_command "$COMP_CWORD"
         return
     fi
-    COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
 }
 complete -F _execgate_rules execgate-rules

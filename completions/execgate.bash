@@ -5,7 +5,7 @@
 
 _execgate()
 {
-    local cur=${COMP_WORDS[COMP_CWORD]} prev= eq=
+    local cur=${COMP_WORDS[COMP_CWORD]} prev='' eq=''
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
     # --opt=value: with "=" in COMP_WORDBREAKS (the default) bash makes
     # "--opt", "=" and "value" three words; without it, one.
@@ -22,29 +22,29 @@ _execgate()
     case $prev in
     --bash | --execve | --sandbox-helper | --audit-log)
         compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -f -P "$eq" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -f -P "$eq" -- "$cur")
         return
         ;;
     --rules)
         # a .rules file, or a directory of them
         compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -d -P "$eq" -- "$cur") $(compgen -f -X '!*.rules' -P "$eq" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -d -P "$eq" -- "$cur"; compgen -f -X '!*.rules' -P "$eq" -- "$cur")
         return
         ;;
     --log-level)
-        COMPREPLY=($(compgen -W 'error warn info debug' -P "$eq" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W 'error warn info debug' -P "$eq" -- "$cur")
         return
         ;;
     --log-format)
-        COMPREPLY=($(compgen -W 'text json' -P "$eq" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W 'text json' -P "$eq" -- "$cur")
         return
         ;;
     --exec-enforcement)
-        COMPREPLY=($(compgen -W 'tree shell' -P "$eq" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W 'tree shell' -P "$eq" -- "$cur")
         return
         ;;
     --pass-env)
-        COMPREPLY=($(compgen -e -P "$eq" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -e -P "$eq" -- "$cur")
         return
         ;;
     --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
@@ -56,11 +56,11 @@ _execgate()
         ;;
     esac
 
-    COMPREPLY=($(compgen -W '--bash --execve --preserve-program-paths
+    mapfile -t COMPREPLY < <(compgen -W '--bash --execve --preserve-program-paths
         --sandbox-helper --rules --sandbox --default-timeout-ms
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
-        --pass-env --help --version' -- "$cur"))
+        --pass-env --help --version' -- "$cur")
 }
 complete -F _execgate execgate

@@ -43,6 +43,9 @@ complete_line() {
     ((${#COMPREPLY[@]} == 0)) || printf '%s\n' "${COMPREPLY[@]}"
 }
 
+# the candidates, one a line, as one line of quoted words
+quoted() { sed "s/.*/'&'/" | tr '\n' ' '; }
+
 # expect LINE WORD...: the candidates are exactly WORD... (in any order)
 expect() {
     local line=$1
@@ -50,7 +53,7 @@ expect() {
     local got want
     got=$(complete_line "$line" | sort)
     want=$(printf '%s\n' "$@" | sort)
-    [ "$got" = "$want" ] || fail "'$line': offered [$(echo $got)], expected [$(echo $want)]"
+    [ "$got" = "$want" ] || fail "'$line': offered [$(quoted <<<"$got")], expected [$(quoted <<<"$want")]"
 }
 
 # offers LINE WORD...: each WORD is among the candidates
@@ -59,7 +62,7 @@ offers() {
     shift
     got=$(complete_line "$line")
     for w in "$@"; do
-        grep -qxF -- "$w" <<<"$got" || fail "'$line': '$w' not offered (offered: $(echo $got))"
+        grep -qxF -- "$w" <<<"$got" || fail "'$line': '$w' not offered (offered: $(quoted <<<"$got"))"
     done
 }
 
@@ -79,8 +82,9 @@ expect 'execgate --max-calls ' # a number: nothing
 tmp=$(mktemp -d /tmp/execgate-completions-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/sub"
-touch "$tmp/a.rules" "$tmp/notes.txt"
-expect "execgate --rules $tmp/" "$tmp/a.rules" "$tmp/sub"
+touch "$tmp/a.rules" "$tmp/notes.txt" "$tmp/my rules.rules"
+expect "execgate --rules $tmp/" "$tmp/a.rules" "$tmp/my rules.rules" "$tmp/sub"
+expect "execgate --rules $tmp/m" "$tmp/my rules.rules"
 expect "execgate --rules=$tmp/a" "$tmp/a.rules"
 expect "execgate --audit-log $tmp/n" "$tmp/notes.txt"
 offers 'execgate --pass-env PAT' PATH
@@ -104,7 +108,7 @@ for cmd in check lint explain amend eval; do
     [ -z "$opts" ] || offers "execgate-rules $cmd --" $opts
 done
 expect 'execgate-rules check --re' --resolve-host-executables
-expect "execgate-rules check --rules $tmp/" "$tmp/a.rules" "$tmp/sub"
+expect "execgate-rules check --rules $tmp/" "$tmp/a.rules" "$tmp/my rules.rules" "$tmp/sub"
 expect "execgate-rules check -r $tmp/a" "$tmp/a.rules"
 expect "execgate-rules check --rules=$tmp/a" "$tmp/a.rules"
 offers "execgate-rules check --rules $tmp/a.rules -- ech" echo
@@ -114,7 +118,7 @@ expect "execgate-rules explain --pre" --preserve-program-paths
 offers "execgate-rules explain --rules $tmp/sub -- ech" echo
 expect "execgate-rules amend --al" --allow
 expect "execgate-rules amend --allow --rules-dir $tmp/" "$tmp/sub"
-expect "execgate-rules lint $tmp/" "$tmp/a.rules" "$tmp/sub"
+expect "execgate-rules lint $tmp/" "$tmp/a.rules" "$tmp/my rules.rules" "$tmp/sub"
 expect "execgate-rules lint -" --
 expect "execgate-rules eval $tmp/no" "$tmp/notes.txt"
 
