@@ -1,0 +1,66 @@
+# Bash completion for execgate, the MCP server.            -*- shell-script -*-
+#
+# Installed as share/bash-completion/completions/execgate, where
+# bash-completion finds it; or source it from ~/.bashrc.
+
+_execgate()
+{
+    local cur=${COMP_WORDS[COMP_CWORD]} prev='' eq=''
+    ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+    # --opt=value: with "=" in COMP_WORDBREAKS (the default) bash makes
+    # "--opt", "=" and "value" three words; without it, one.
+    if [[ $cur == = ]]; then
+        cur=
+    elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+        prev=${COMP_WORDS[COMP_CWORD - 2]}
+    elif [[ $cur == --*=* ]]; then
+        prev=${cur%%=*}
+        eq=$prev=
+        cur=${cur#*=}
+    fi
+
+    case $prev in
+    --bash | --execve | --sandbox-helper | --audit-log)
+        compopt -o filenames 2>/dev/null
+        mapfile -t COMPREPLY < <(compgen -f -P "$eq" -- "$cur")
+        return
+        ;;
+    --rules)
+        # a .rules file, or a directory of them
+        compopt -o filenames 2>/dev/null
+        mapfile -t COMPREPLY < <(compgen -d -P "$eq" -- "$cur"; compgen -f -X '!*.rules' -P "$eq" -- "$cur")
+        return
+        ;;
+    --log-level)
+        mapfile -t COMPREPLY < <(compgen -W 'error warn info debug' -P "$eq" -- "$cur")
+        return
+        ;;
+    --log-format)
+        mapfile -t COMPREPLY < <(compgen -W 'text json' -P "$eq" -- "$cur")
+        return
+        ;;
+    --exec-enforcement)
+        mapfile -t COMPREPLY < <(compgen -W 'tree shell' -P "$eq" -- "$cur")
+        return
+        ;;
+    --pass-env)
+        mapfile -t COMPREPLY < <(compgen -e -P "$eq" -- "$cur")
+        return
+        ;;
+    --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
+        --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
+        --max-message-bytes | --kill-grace-ms)
+        # JSON or a number: nothing to offer
+        COMPREPLY=()
+        return
+        ;;
+    esac
+
+    mapfile -t COMPREPLY < <(compgen -W '--bash --execve --preserve-program-paths
+        --sandbox-helper --rules --sandbox --default-timeout-ms
+        --max-output-bytes --max-calls --max-processes --max-memory --doctor
+        --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
+        --log-level --log-format --audit-log --exec-enforcement --exec-strict
+        --pass-env --help --version' -- "$cur")
+}
+complete -F _execgate execgate
