@@ -24,7 +24,7 @@ deps_tests=(
 )
 # scripts/package, beyond building: git for the clean copy, the Debian
 # package tools, and npm (Debian's, unless an npm is already installed).
-deps_package=(git debhelper fakeroot lintian)
+deps_package=(git debhelper lintian)
 command -v npm >/dev/null 2>&1 || deps_package+=(npm)
 
 # deps_missing PACKAGE...: prints the packages that are not installed.
