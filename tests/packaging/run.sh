@@ -68,7 +68,7 @@ fi
 # alone is taken for a command to run).
 call_cwd="$dist/.." call npx-relative "$npm_config_cache/_npx" -- \
     npx -y "./$(basename "$dist")/$(basename "$tgz")"
-call npx-absolute "$npm_config_cache/_npx" -- npx -y "file:$tgz"
+call_cwd="$scratch" call npx-absolute "$npm_config_cache/_npx" -- npx -y "file:$tgz"
 
 # The .deb, unpacked.
 root="$scratch/deb-root"
