@@ -1,9 +1,11 @@
+# shellcheck shell=bash disable=SC2034 # the lists are read where this is sourced
 # Sourced by scripts/setup, scripts/test and scripts/package (bash): the
 # Debian packages each of them needs, installing the missing ones, apt's
 # deb-src entry, and fetching Debian's source packages into the cache.
 # Every function writes its messages to stderr, prefixed with the name its
 # caller gives (ME), and returns non-zero on failure.
 
+# shellcheck source=scripts/debian-source.sh
 . "$(dirname "${BASH_SOURCE[0]}")/debian-source.sh"
 
 # Building: compiler, meson and ninja, the libraries, what Bash's build
@@ -27,13 +29,15 @@ deps_tests=(
 deps_package=(git debhelper lintian)
 command -v npm >/dev/null 2>&1 || deps_package+=(npm)
 
-# deps_missing PACKAGE...: prints the packages that are not installed.
+# deps_missing PACKAGE...: prints the packages that are not installed, on
+# one line.
 deps_missing() {
-    local p
+    local p missing=()
     for p in "$@"; do
         dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
-            echo "$p"
+            missing+=("$p")
     done
+    echo "${missing[*]}"
 }
 
 deps_apt_updated=
@@ -50,16 +54,15 @@ deps_install() {
     shift
     missing=$(deps_missing "$@")
     [ -z "$missing" ] && return 0
-    # shellcheck disable=SC2086 # one package a word
     if [ "$(id -u)" -ne 0 ]; then
-        echo "$me: these Debian packages are missing: $(echo $missing)
-    Install them as root:  apt-get install $(echo $missing)
+        echo "$me: these Debian packages are missing: $missing
+    Install them as root:  apt-get install $missing
     or run scripts/$me as root, which installs them itself." >&2
         return 1
     fi
-    echo "$me: installing $(echo $missing)" >&2
+    echo "$me: installing $missing" >&2
     deps_apt_update || { echo "$me: apt-get update failed" >&2; return 1; }
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # one package a word
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing \
         >/dev/null || { echo "$me: apt-get install failed" >&2; return 1; }
 }
@@ -166,7 +169,7 @@ deps_add_deb_src() {
     then run scripts/$me again." >&2
         return 1
     fi
-    echo "$me: added deb-src entries next to apt's binary entries: $(echo $written)" >&2
+    echo "$me: added deb-src entries next to apt's binary entries: ${written//$'\n'/ }" >&2
     deps_apt_updated=
     deps_apt_update || { echo "$me: apt-get update failed" >&2; return 1; }
 }
