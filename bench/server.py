@@ -38,10 +38,10 @@ import time
 
 
 class Client:
-    def __init__(self, argv, env=None):
+    def __init__(self, argv, env=None, stderr=subprocess.DEVNULL):
         self.t0 = time.perf_counter()
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env, bufsize=0)
+                                  stderr=stderr, env=env, bufsize=0)
         self.buf = b""
         self.next_id = 1
         self.kept = {}

@@ -138,8 +138,10 @@ for src in "$@"; do
 	"$cc" $cflags -isystem "$kinc" -MD -MF "$obj.d" -MT "$target" -c "$src" -o "$obj" ||
 		die "musl-gcc could not compile $src for $(basename "$output")"
 done
+# A build ID, as Debian's gcc gives every program (musl-gcc's link does
+# not): debhelper keeps the debug information apart by it.
 # shellcheck disable=SC2086 # libs is a list of words
-"$cc" "$objs"/*.o $libs -static -o "$output.tmp" ||
+"$cc" "$objs"/*.o $libs -static -Wl,--build-id -o "$output.tmp" ||
 	die "musl-gcc could not link $(basename "$output")"
 depfile_merge "$target" "$depfile" "$objs"/*.o.d || die "cannot write $depfile"
 mv "$output.tmp" "$output"

@@ -61,17 +61,28 @@ dsc=$(debian_source_dsc bash "$cache") ||
 	die "apt-get source bash failed (see $cache/apt-source-bash.log); run scripts/setup, which adds a deb-src entry"
 
 case $libc in
-musl)
-	# Bash 5.2's configure adds its own strtoimax when it finds a usable
-	# one (the test is inverted); musl's libc.a then defines it twice.
-	configure_env="CC=musl-gcc LDFLAGS=-static bash_cv_func_strtoimax=no"
-	client_cc=musl-gcc ;;
-glibc)
-	configure_env="LDFLAGS=-static-pie"
-	client_cc="${CC:-cc} -fPIE" ;;
-*)
-	die "LIBC must be musl or glibc, not \"$libc\"" ;;
+musl) client_cc=musl-gcc ;;
+glibc) client_cc="${CC:-cc} -fPIE" ;;
+*) die "LIBC must be musl or glibc, not \"$libc\"" ;;
 esac
+
+# configure_bash: Bash's configure, in its tree, for $libc.  Linked
+# statically: every call starts a Bash, and its start-up is on the path of
+# every call (docs/building.md has the figures).  musl-gcc's link adds no
+# build ID of its own, as Debian's gcc does: asked for, so that debhelper
+# can keep the debug information apart (docs/packaging.md).
+configure_bash() {
+	case $libc in
+	musl)
+		# Bash 5.2's configure adds its own strtoimax when it finds a
+		# usable one (the test is inverted); musl's libc.a then defines
+		# it twice.
+		./configure --without-bash-malloc --disable-nls CC=musl-gcc \
+			"LDFLAGS=-static -Wl,--build-id" bash_cv_func_strtoimax=no ;;
+	glibc)
+		./configure --without-bash-malloc --disable-nls LDFLAGS=-static-pie ;;
+	esac
+}
 
 # The client's dependencies, for ninja, and what the compiler sees of it
 # (preprocessed, without line markers: the same sources in another
@@ -112,11 +123,7 @@ if [ ! -x "$built" ]; then
 		(cd "$tree" && patch -p1 --forward <"$patch") >>"$log" 2>&1 ||
 			die "the exec-wrapper patch does not apply to $(basename "$dsc") (see $log)"
 		cp "$esc_env" "$tree/execgate_esc_env.h"
-		# Linked statically: every call starts a Bash, and its start-up is on
-		# the path of every call (docs/building.md has the figures).
-		# shellcheck disable=SC2086 # configure_env is a list of assignments
-		(cd "$tree" && ./configure --without-bash-malloc --disable-nls \
-			$configure_env >>"$log" 2>&1) ||
+		(cd "$tree" && configure_bash >>"$log" 2>&1) ||
 			die "configure failed (see $log)"
 		touch "$tree/.configured"
 	else
