@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -363,24 +364,64 @@ test_exit_status_propagates(void **state)
     free(policy);
 }
 
+/* A missing .codex: inside, an empty directory nothing can be put into
+ * (reported read-only); afterwards gone, with nothing else made (no .git
+ * either), also when the root is named twice (the sandbox cwd and a
+ * writable root). */
 static void
-test_codex_created_read_only(void **state)
+test_codex_placeholder_read_only_and_removed(void **state)
+{
+    struct fixture *f = *state;
+    char *twice = NULL;
+    assert_true(asprintf(&twice, ",\"writable_roots\":[\"%s\"]", f->dir) > 0);
+    const char *extras[] = {"", twice};
+    char *codex = tmpdir_path(f->dir, ".codex");
+    for (size_t i = 0; i < 2; i++) {
+        char *policy = ws_policy(f->dir, extras[i]);
+        assert_int_equal(access(codex, F_OK), -1);
+        struct sbx_result r;
+        run_env(policy, f->dir, NULL, NULL,
+                "test -d .codex && ls -A .codex && echo listed; "
+                "touch .codex/x 2>/dev/null || echo refused",
+                &r);
+        sbx_assert_code(&r, 0);
+        assert_string_equal(r.res.out, "listed\nrefused\n");
+        json_t *ro = json_object_get(r.report, "read_only");
+        assert_int_equal(json_array_size(ro), i + 1);
+        assert_string_equal(json_string_value(json_array_get(ro, 0)), codex);
+        sbx_result_free(&r);
+        free(policy);
+        DIR *d = opendir(f->dir);
+        assert_non_null(d);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                fail_msg("left in the workspace: %s", e->d_name);
+        }
+        closedir(d);
+    }
+    free(codex);
+    free(twice);
+}
+
+/* A .codex of the user's, even an empty directory, is bound read-only
+ * and kept. */
+static void
+test_codex_of_the_user_kept(void **state)
 {
     struct fixture *f = *state;
     char *policy = ws_policy(f->dir, "");
     char *codex = tmpdir_path(f->dir, ".codex");
-    assert_int_equal(access(codex, F_OK), -1);
+    assert_int_equal(mkdir(codex, 0755), 0);
     struct sbx_result r;
     run_env(policy, f->dir, NULL, NULL, "touch .codex/x 2>/dev/null || echo refused", &r);
     sbx_assert_code(&r, 0);
     assert_string_equal(r.res.out, "refused\n");
-    json_t *ro = json_object_get(r.report, "read_only");
-    assert_int_equal(json_array_size(ro), 1);
-    assert_string_equal(json_string_value(json_array_get(ro, 0)), codex);
-    struct stat st;
-    assert_int_equal(stat(codex, &st), 0);
-    assert_true(S_ISDIR(st.st_mode));
     sbx_result_free(&r);
+    struct stat st;
+    assert_int_equal(lstat(codex, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0755);
     free(codex);
     free(policy);
 }
@@ -1317,7 +1358,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_namespaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_external_sandbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_status_propagates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_codex_created_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_placeholder_read_only_and_removed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_codex_of_the_user_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_canonical_roots_are_the_roots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_canonical_root_through_link_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_protect_file, setup, teardown),
