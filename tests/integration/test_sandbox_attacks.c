@@ -1009,6 +1009,27 @@ test_works_git_python_pipes(void **state)
     }
 }
 
+/* In a root without .git, `git init` works (nothing is made or kept
+ * read-only for a missing .git), and what remains after the call is the
+ * repository it made, and no .codex. */
+static void
+test_works_git_init_without_git(void **state)
+{
+    char *ws = codex_workspace();
+    char *policy = codex_policy(ws);
+    struct sbx_result r;
+    sbx_sh(policy, ws, "git init -q . && test -d .git/hooks && echo made", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "made\n");
+    sbx_result_free(&r);
+    char *after = listing(ws);
+    assert_string_equal(after, ".git 4\nd 4\nf 8\n");
+    free(after);
+    free(policy);
+    tmpdir_remove(ws);
+    free(ws);
+}
+
 static void
 test_works_unix_sockets_inside(void **state)
 {
@@ -1188,6 +1209,7 @@ main(void)
         cmocka_unit_test(test_outside_process_without_pid_namespace),
         cmocka_unit_test(test_works_compiler),
         cmocka_unit_test(test_works_git_python_pipes),
+        cmocka_unit_test(test_works_git_init_without_git),
         cmocka_unit_test(test_works_unix_sockets_inside),
         cmocka_unit_test(test_tmp_writes),
         cmocka_unit_test(test_sees_only_its_processes),
