@@ -218,6 +218,11 @@ protect_codex(const char *root, struct sandbox_placeholder *ph, json_t *ro, char
         /* Refused for lack of rights or a read-only tree: the command,
          * with the same ids and less access, cannot create it either. */
         rc = 0;
+    } else if (rc == -EBUSY) {
+        failf(err, rc,
+              "another user's call holds a placeholder there, which this call could neither "
+              "hold nor keep (it goes when their last call ends):",
+              codex);
     } else if (rc < 0) {
         /* Any other failure might pass, so it stops the helper. */
         failf(err, rc, "making a placeholder at", codex);

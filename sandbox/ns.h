@@ -39,7 +39,8 @@ int sandbox_ns_unshare(struct sandbox_ns_state *st);
  * sandbox_ns_unbind and sandbox_placeholder_release once the command has
  * ended.  Without codex, or when the placeholder cannot be made for lack
  * of rights or on a read-only tree (the command cannot make .codex
- * either), a missing .codex is left out.  Appends each path made
+ * either), a missing .codex is left out; another user's placeholder there
+ * is a failure (-EBUSY).  Appends each path made
  * read-only to ro (a JSON array).  Returns 0, or -errno with *err set to a
  * malloc'd message and nothing held.
  */

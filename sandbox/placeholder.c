@@ -11,13 +11,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Whether st is a placeholder's: a directory of the caller's with the
+/* Whether st is a placeholder's, of any owner: a directory with the
  * placeholder's permission bits. */
+static bool
+marked_any(const struct stat *st)
+{
+    return S_ISDIR(st->st_mode) && (st->st_mode & 01777) == SANDBOX_PLACEHOLDER_MODE;
+}
+
+/* Whether st is a placeholder of the caller's. */
 static bool
 marked(const struct stat *st)
 {
-    return S_ISDIR(st->st_mode) && (st->st_mode & 01777) == SANDBOX_PLACEHOLDER_MODE &&
-           st->st_uid == geteuid();
+    return marked_any(st) && st->st_uid == geteuid();
 }
 
 static bool
@@ -48,6 +54,8 @@ look(int dirfd, const char *name, int *fd)
 {
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (marked_any(&st) && !marked(&st))
+            return -EBUSY;
         if (!marked(&st))
             return 0;
     } else if (errno != ENOENT) {

@@ -54,8 +54,10 @@ struct sandbox_placeholder {
  * it is), also a directory this call made on a file system that keeps no
  * sticky bit (it cannot be marked, so it is left as the user's); or -errno
  * with nothing held: the mkdir's own error (-EACCES, -EPERM, -EROFS: the
- * name cannot be made here) or another failure, -EAGAIN when the name
- * kept changing.
+ * name cannot be made here), -EBUSY when the name is another user's
+ * placeholder (which the caller can neither open to hold nor trust to stay:
+ * that user's last call removes it), -EAGAIN when the name kept changing,
+ * or another failure.
  */
 int sandbox_placeholder_hold(int dirfd, const char *name, struct sandbox_placeholder *ph);
 

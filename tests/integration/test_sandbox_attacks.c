@@ -816,6 +816,42 @@ test_codex_made_by_user_kept(void **state)
     free(ws);
 }
 
+/* A placeholder of another user's running call cannot be held (its last
+ * call removes it, whatever this one does): a call of root's in that
+ * workspace refuses to run, and the other call's end still leaves
+ * nothing.  Two users: the unprivileged run only. */
+static void
+test_codex_placeholder_of_another_user(void **state)
+{
+    if (!g.unprivileged)
+        skip();
+    char *ws = codex_workspace();
+    must(chmod(ws, 0755) == 0, "chmod"); /* root's helper has no rights over it inside */
+    char *before = listing(ws);
+    char *policy = codex_policy(ws);
+    char *script = codex_script();
+    struct sbx_call a;
+    start_codex_call(policy, ws, script, &a);
+    sbx_set_prefix(NULL);
+    struct sbx_result r;
+    sbx_sh(policy, ws, "echo RAN", &r);
+    sbx_set_prefix(g.prefix);
+    sbx_assert_code(&r, 125);
+    if (strstr(r.res.err, "another user's call holds a placeholder") == NULL)
+        fail_msg("stderr: %s", r.res.err);
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+    finish_codex_call(&a);
+    char *after = listing(ws);
+    assert_string_equal(after, before);
+    free(after);
+    free(script);
+    free(policy);
+    free(before);
+    tmpdir_remove(ws);
+    free(ws);
+}
+
 static void
 test_mount_chroot_hostname(void **state)
 {
@@ -1197,6 +1233,7 @@ main(void)
         cmocka_unit_test(test_codex_missing_concurrent_calls),
         cmocka_unit_test(test_codex_missing_helper_killed),
         cmocka_unit_test(test_codex_made_by_user_kept),
+        cmocka_unit_test(test_codex_placeholder_of_another_user),
         cmocka_unit_test(test_protect_server_state),
         cmocka_unit_test(test_protect_in_unwritable_owned_dir),
         cmocka_unit_test(test_mount_chroot_hostname),

@@ -207,6 +207,23 @@ test_setgid_parent(void **state)
     assert_int_equal(codex_mode(f), -1);
 }
 
+/* Another user's placeholder cannot be held (its user's last call
+ * removes it whatever this one does): refused, left as it is. */
+static void
+test_another_users_refused(void **state)
+{
+    struct fixture *f = *state;
+    if (geteuid() != 0)
+        skip(); /* making a directory of another user's takes root */
+    assert_int_equal(mkdirat(f->dirfd, ".codex", SANDBOX_PLACEHOLDER_MODE), 0);
+    assert_int_equal(fchmodat(f->dirfd, ".codex", SANDBOX_PLACEHOLDER_MODE, 0), 0);
+    assert_int_equal(fchownat(f->dirfd, ".codex", 65534, 65534, AT_SYMLINK_NOFOLLOW), 0);
+    struct sandbox_placeholder ph;
+    assert_int_equal(sandbox_placeholder_hold(f->dirfd, ".codex", &ph), -EBUSY);
+    assert_int_equal(ph.fd, -1);
+    assert_int_equal(codex_mode(f), S_IFDIR | SANDBOX_PLACEHOLDER_MODE);
+}
+
 /* A failure on the way is the caller's, with nothing held. */
 static void
 test_errors(void **state)
@@ -233,6 +250,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_content_makes_it_the_users, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_while_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setgid_parent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_another_users_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
