@@ -134,6 +134,10 @@ sandbox_placeholder_release(int dirfd, const char *name, struct sandbox_placehol
     if (rc == 0)
         rc = still_there(dirfd, name, fd);
     if (rc == 1) {
+        /* The check above and this rmdir are two steps: an empty directory
+         * someone outside put in its place in between (the command cannot)
+         * would go instead; the rmdir itself removes nothing that is not
+         * empty. */
         if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
             rc = 1;
         else if (errno == ENOTEMPTY || errno == EEXIST)
