@@ -247,6 +247,14 @@ report_new(const struct sandbox_policy *p)
     return r;
 }
 
+/* A placeholder .codex held for the call, and its root's path as this
+ * process sees it (getcwd there; NULL: unknown), below which the binds
+ * over it are taken off at the end. */
+struct codex_hold {
+    struct sandbox_placeholder ph;
+    char *root_path;
+};
+
 /* Everything the helper learns on the way, for the report line. */
 struct run {
     struct sandbox_helper_options *o;
@@ -261,7 +269,7 @@ struct run {
     /* One per repo root: the placeholder .codex held there (fd -1: none),
      * released by the process outside the PID namespace when the command
      * has ended */
-    struct sandbox_placeholder *codex;
+    struct codex_hold *codex;
     bool restrict_net;
     json_t *report;
     json_t *degraded; /* borrowed from report */
@@ -431,7 +439,7 @@ protect_paths(struct run *r)
     if (r->codex == NULL)
         sandbox_helper_die(ENOMEM, "the repo roots");
     for (size_t i = 0; i < r->w->n_repo_roots; i++)
-        r->codex[i].fd = -1;
+        r->codex[i].ph.fd = -1;
     for (size_t i = 0; i < r->w->n_repo_roots; i++) {
         const char *root = r->w->repo_roots[i];
         int fd = root_fd(r, root);
@@ -441,10 +449,12 @@ protect_paths(struct run *r)
         if (fchdir(fd) != 0)
             sandbox_helper_die(errno, "keeping .git and .codex read-only in %s", root);
         size_t from = json_array_size(r->read_only);
-        int rc = sandbox_ns_protect(".", &r->codex[i], r->read_only, &err);
+        int rc = sandbox_ns_protect(".", &r->codex[i].ph, r->read_only, &err);
         if (rc < 0)
             sandbox_helper_die(-rc, "keeping .git and .codex read-only in %s: %s", root,
                                err ? err : "out of memory");
+        if (r->codex[i].ph.fd >= 0)
+            r->codex[i].root_path = getcwd(NULL, 0);
         free(err);
         name_from_root(r->read_only, from, root);
     }
@@ -640,8 +650,8 @@ static void
 close_placeholder_copies(const struct run *r)
 {
     for (size_t i = 0; r->codex != NULL && i < r->w->n_repo_roots; i++) {
-        if (r->codex[i].fd >= 0)
-            close(r->codex[i].fd);
+        if (r->codex[i].ph.fd >= 0)
+            close(r->codex[i].ph.fd);
     }
 }
 
@@ -649,19 +659,31 @@ close_placeholder_copies(const struct run *r)
  * Once the command has ended (the init is reaped, and with it everything
  * in the PID namespace, so this process is alone in the mount namespace):
  * each placeholder this call held is unbound here and released, and
- * removed by the last sandbox that held it (sandbox/placeholder.h).  A
- * failure is reported and leaves the command's status as it is.
+ * removed by the last sandbox that held it (sandbox/placeholder.h).  Its
+ * bind may also have been copied by a recursive bind made after it over a
+ * directory above it (a pin for --protect, a read-only gitdir): what is
+ * mounted above it comes off first, and whatever is left on it through the
+ * root's fd.  A failure is reported and leaves the command's status as it
+ * is.
  */
 static void
 release_placeholders(struct run *r)
 {
     for (size_t i = 0; r->codex != NULL && i < r->w->n_repo_roots; i++) {
-        if (r->codex[i].fd < 0)
+        struct codex_hold *h = &r->codex[i];
+        if (h->ph.fd < 0)
             continue;
         const char *root = r->w->repo_roots[i];
         int fd = root_fd(r, root);
-        int rc = fchdir(fd) == 0 ? sandbox_ns_unbind(".codex") : -errno;
-        int released = sandbox_placeholder_release(fd, ".codex", &r->codex[i]);
+        char *codex = NULL;
+        const char *dir = h->root_path ? h->root_path : root;
+        int rc = asprintf(&codex, "%s/.codex", strcmp(dir, "/") == 0 ? "" : dir) < 0
+                     ? -ENOMEM
+                     : sandbox_ns_unbind_above(codex);
+        free(codex);
+        if (rc >= 0)
+            rc = fchdir(fd) == 0 ? sandbox_ns_unbind(".codex") : -errno;
+        int released = sandbox_placeholder_release(fd, ".codex", &h->ph);
         if (rc >= 0)
             rc = released;
         if (rc < 0)

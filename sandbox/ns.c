@@ -265,6 +265,36 @@ sandbox_ns_unbind(const char *path)
     return errno == EINVAL ? n : -errno;
 }
 
+/* Unmounts what comes off the directory dir, topmost first, at most
+ * SANDBOX_NS_UNBIND_MAX; returns how many came off. */
+static int
+unbind_here(const char *dir)
+{
+    int n = 0;
+    while (n < SANDBOX_NS_UNBIND_MAX && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        n++;
+    return n;
+}
+
+int
+sandbox_ns_unbind_above(const char *path)
+{
+    char *p = strdup(path);
+    if (p == NULL)
+        return -ENOMEM;
+    int n = unbind_here("/");
+    for (size_t i = 1; p[i - 1] != '\0'; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char saved = p[i];
+        p[i] = '\0';
+        n += unbind_here(p);
+        p[i] = saved;
+    }
+    free(p);
+    return n;
+}
+
 int
 sandbox_ns_mount_proc(void)
 {

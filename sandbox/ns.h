@@ -71,6 +71,21 @@ int sandbox_ns_pin(const char *dir);
  */
 int sandbox_ns_unbind(const char *path);
 
+/* The most mounts sandbox_ns_unbind_above takes off one directory. */
+#define SANDBOX_NS_UNBIND_MAX 64
+
+/*
+ * Unmounts, in the caller's mount namespace, what is mounted on the
+ * absolute path and on each directory above it, outermost first ("/",
+ * "/a", "/a/b", ...), each until nothing more comes off there (what the
+ * kernel keeps, such as the mounts a user namespace inherited locked,
+ * stays): a recursive bind of a directory above path made after path's
+ * own bind holds a copy of that bind, which goes with it.  For the end of
+ * a call, when nothing else runs in the namespace.  Returns how many were
+ * unmounted, or -ENOMEM.
+ */
+int sandbox_ns_unbind_above(const char *path);
+
 /* Mounts a fresh /proc; call in the first process of the new PID
  * namespace.  Returns 0 or -errno. */
 int sandbox_ns_mount_proc(void);
