@@ -35,14 +35,15 @@ int sandbox_ns_unshare(struct sandbox_ns_state *st);
  * and root/.codex read-only by binding them read-only over themselves.
  * With codex non-NULL a missing .codex is a placeholder
  * (sandbox_placeholder_hold), bound read-only like the rest; *codex then
- * holds it (fd -1 when nothing is held), for the caller to release with
- * sandbox_ns_unbind and sandbox_placeholder_release once the command has
- * ended.  Without codex, or when the placeholder cannot be made for lack
- * of rights or on a read-only tree (the command cannot make .codex
- * either), a missing .codex is left out; another user's placeholder there
- * is a failure (-EBUSY).  Appends each path made
- * read-only to ro (a JSON array).  Returns 0, or -errno with *err set to a
- * malloc'd message and nothing held.
+ * holds it (fd -1 when nothing is held), for the caller to release once
+ * the command has ended: its binds taken off (sandbox_ns_unbind_above,
+ * sandbox_ns_unbind), then sandbox_placeholder_release.  Without codex,
+ * or when the placeholder cannot be made for lack of rights or on a
+ * read-only tree (the command cannot make .codex either), a missing
+ * .codex is left out; another user's placeholder there is a failure
+ * (-EBUSY).  Appends each path made read-only to ro (a JSON array).
+ * Returns 0, or -errno with *err set to a malloc'd message and nothing
+ * held.
  */
 int sandbox_ns_protect(const char *root, struct sandbox_placeholder *codex, json_t *ro, char **err);
 

@@ -48,7 +48,8 @@ struct sandbox_placeholder {
  * placeholder; when a placeholder is there (of another sandbox, running or
  * killed), joins it.  Either way holds it (ph->fd) from before it is
  * checked to be still at name until sandbox_placeholder_release.  Blocks
- * while another sandbox is removing it (an instant).
+ * while another sandbox is removing it (an instant), or while any process
+ * holds an exclusive lock on it.
  * Returns 1 with ph holding the placeholder now at name; 0 with nothing
  * held (ph->fd -1) when something else is at name (the user's: bind it as
  * it is), also a directory this call made on a file system that keeps no
