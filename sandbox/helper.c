@@ -12,6 +12,7 @@
 #include "sandbox/filter.h"
 #include "sandbox/landlock.h"
 #include "sandbox/ns.h"
+#include "sandbox/placeholder.h"
 #include "sandbox/policy.h"
 #include "sandbox/protect.h"
 
@@ -263,6 +264,14 @@ report_new(const struct sandbox_policy *p)
     return r;
 }
 
+/* A placeholder .codex held for the call, and its root's path as this
+ * process sees it (getcwd there; NULL: unknown), below which the binds
+ * over it are taken off at the end. */
+struct codex_hold {
+    struct sandbox_placeholder ph;
+    char *root_path;
+};
+
 /* Everything the helper learns on the way, for the report line. */
 struct run {
     struct sandbox_helper_options *o;
@@ -274,6 +283,10 @@ struct run {
      * directories, whatever their paths name later */
     int *root_fds;
     bool roots_open;
+    /* One per repo root: the placeholder .codex held there (fd -1: none),
+     * released by the process outside the PID namespace when the command
+     * has ended */
+    struct codex_hold *codex;
     bool restrict_net;
     json_t *report;
     json_t *degraded; /* borrowed from report */
@@ -439,6 +452,11 @@ protect_paths(struct run *r)
     int here = open(".", O_PATH | O_CLOEXEC | O_DIRECTORY);
     if (here < 0)
         sandbox_helper_die(errno, "opening the working directory");
+    r->codex = calloc(r->w->n_repo_roots ? r->w->n_repo_roots : 1, sizeof *r->codex);
+    if (r->codex == NULL)
+        sandbox_helper_die(ENOMEM, "the repo roots");
+    for (size_t i = 0; i < r->w->n_repo_roots; i++)
+        r->codex[i].ph.fd = -1;
     for (size_t i = 0; i < r->w->n_repo_roots; i++) {
         const char *root = r->w->repo_roots[i];
         int fd = root_fd(r, root);
@@ -448,10 +466,12 @@ protect_paths(struct run *r)
         if (fchdir(fd) != 0)
             sandbox_helper_die(errno, "keeping .git and .codex read-only in %s", root);
         size_t from = json_array_size(r->read_only);
-        int rc = sandbox_ns_protect(".", true, r->read_only, &err);
+        int rc = sandbox_ns_protect(".", &r->codex[i].ph, r->read_only, &err);
         if (rc < 0)
             sandbox_helper_die(-rc, "keeping .git and .codex read-only in %s: %s", root,
                                err ? err : "out of memory");
+        if (r->codex[i].ph.fd >= 0)
+            r->codex[i].root_path = getcwd(NULL, 0);
         free(err);
         name_from_root(r->read_only, from, root);
     }
@@ -609,9 +629,9 @@ install_forwarding(volatile sig_atomic_t *slot, void (*handler)(int), pid_t chil
 }
 
 /* Waits for child (reaping any other child on the way, as a PID
- * namespace's init must) and ends with its status, shell-style. */
-static noreturn void
-wait_and_propagate(pid_t child)
+ * namespace's init must) and returns its status, shell-style. */
+static int
+wait_for(pid_t child)
 {
     for (;;) {
         int st;
@@ -623,9 +643,68 @@ wait_and_propagate(pid_t child)
         if (w != child)
             continue;
         if (WIFEXITED(st))
-            _exit(WEXITSTATUS(st));
+            return WEXITSTATUS(st);
         if (WIFSIGNALED(st))
-            _exit(128 + WTERMSIG(st));
+            return 128 + WTERMSIG(st);
+    }
+}
+
+/* Waits for child as wait_for does and ends with its status. */
+static noreturn void
+wait_and_propagate(pid_t child)
+{
+    _exit(wait_for(child));
+}
+
+/*
+ * The init's copies of the placeholder fds, closed (the fds only; the
+ * memory it shares with the process outside stays as it is): that process
+ * alone holds the placeholders, so that when it is killed its holds end
+ * with it, not only when the init follows it, and the command's process,
+ * started from the init, has no copies either.
+ */
+static void
+close_placeholder_copies(const struct run *r)
+{
+    for (size_t i = 0; r->codex != NULL && i < r->w->n_repo_roots; i++) {
+        if (r->codex[i].ph.fd >= 0)
+            close(r->codex[i].ph.fd);
+    }
+}
+
+/*
+ * Once the command has ended (the init is reaped, and with it everything
+ * in the PID namespace, so this process is alone in the mount namespace):
+ * each placeholder this call held is unbound here and released, and
+ * removed by the last sandbox that held it (sandbox/placeholder.h).  Its
+ * bind may also have been copied by a recursive bind made after it over a
+ * directory above it (a pin for --protect, a read-only gitdir): what is
+ * mounted above it comes off first, and whatever is left on it through the
+ * root's fd.  A failure is reported and leaves the command's status as it
+ * is.
+ */
+static void
+release_placeholders(struct run *r)
+{
+    for (size_t i = 0; r->codex != NULL && i < r->w->n_repo_roots; i++) {
+        struct codex_hold *h = &r->codex[i];
+        if (h->ph.fd < 0)
+            continue;
+        const char *root = r->w->repo_roots[i];
+        int fd = root_fd(r, root);
+        char *codex = NULL;
+        const char *dir = h->root_path ? h->root_path : root;
+        int rc = asprintf(&codex, "%s/.codex", strcmp(dir, "/") == 0 ? "" : dir) < 0
+                     ? -ENOMEM
+                     : sandbox_ns_unbind_above(codex);
+        free(codex);
+        if (rc >= 0)
+            rc = fchdir(fd) == 0 ? sandbox_ns_unbind(".codex") : -errno;
+        int released = sandbox_placeholder_release(fd, ".codex", &h->ph);
+        if (rc >= 0)
+            rc = released;
+        if (rc < 0)
+            sandbox_helper_warn("removing the placeholder %s/.codex: %s", root, strerror(-rc));
     }
 }
 
@@ -697,6 +776,7 @@ run_as_init(struct run *r)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
         sandbox_helper_die(errno, "PR_SET_PDEATHSIG");
+    close_placeholder_copies(r);
     int rc = sandbox_ns_mount_proc();
     if (rc < 0)
         require(r, "pid-namespace-proc", "cannot mount a /proc for the PID namespace");
@@ -728,7 +808,8 @@ init_main(void *arg)
  * its copies of two fds (whose numbers nothing changes after the options
  * are read), installs its own signal handler (its own table: no
  * CLONE_SIGHAND) with its own variable, and waits; on an error it writes
- * to stderr and _exits, as the init would.
+ * to stderr and _exits, as the init would.  Only once the init is reaped
+ * does it release the placeholders (release_placeholders).
  * Killing the helper's process group kills the init, and with it
  * everything inside.  Does not return.
  */
@@ -742,7 +823,11 @@ run_in_pid_namespace(struct run *r)
         sandbox_helper_die(errno, "starting the PID namespace's init");
     close_report_copy(r);
     install_forwarding(&forward_to_init, forward_signal_to_init, init);
-    wait_and_propagate(init);
+    int status = wait_for(init);
+    /* The init is reaped: its pid may be anyone's now. */
+    block_forwarded(true);
+    release_placeholders(r);
+    _exit(status);
 }
 
 static void

@@ -2,6 +2,7 @@
  * ns: unshare, identity maps, read-only binds and /proc.
  */
 #include "sandbox/ns.h"
+#include "sandbox/placeholder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -191,43 +192,107 @@ protect_git(const char *root, json_t *ro, char **err)
     return rc;
 }
 
+/* Whether the read-only bind at path sits on the directory fd holds (the
+ * placeholder, not something put in its place between its check and the
+ * bind). */
 static int
-protect_codex(const char *root, bool create, json_t *ro, char **err)
+check_bound(const char *path, int fd, char **err)
+{
+    struct stat bound, held;
+    if (stat(path, &bound) != 0 || fstat(fd, &held) != 0)
+        return failf(err, -errno, "examining", path);
+    if (bound.st_dev != held.st_dev || bound.st_ino != held.st_ino)
+        return failf(err, -EAGAIN, "changed while being bound:", path);
+    return 0;
+}
+
+static int
+protect_codex(const char *root, struct sandbox_placeholder *ph, json_t *ro, char **err)
 {
     char *codex;
     if (asprintf(&codex, "%s/.codex", root) < 0)
         return -ENOMEM;
-    int rc = 0;
+    int rc = ph != NULL ? sandbox_placeholder_hold(AT_FDCWD, codex, ph) : 0;
     struct stat st;
-    if (lstat(codex, &st) != 0 && errno == ENOENT) {
-        /* Without something to bind over, creating it would be free; an
-         * empty directory left behind is the price (see docs/sandbox.md). */
-        if (!create || (mkdir(codex, 0755) != 0 && errno != EEXIST)) {
-            /* Refused for lack of rights or a read-only tree: the command,
-             * with the same ids and less access, cannot create it either.
-             * Any other failure might pass, so it stops the helper. */
-            int e = create ? errno : 0;
-            free(codex);
-            if (e == 0 || e == EACCES || e == EPERM || e == EROFS)
-                return 0;
-            return failf(err, -e, "creating .codex in", root);
-        }
+    if (rc == -EACCES || rc == -EPERM || rc == -EROFS) {
+        /* Refused for lack of rights or a read-only tree: the command,
+         * with the same ids and less access, cannot create it either. */
+        rc = 0;
+    } else if (rc == -EBUSY) {
+        failf(err, rc,
+              "another user's call holds a placeholder there, which this call could neither "
+              "hold nor keep (it goes when their last call ends):",
+              codex);
+    } else if (rc < 0) {
+        /* Any other failure might pass, so it stops the helper. */
+        failf(err, rc, "making a placeholder at", codex);
+    } else if (rc == 1 || lstat(codex, &st) == 0) {
+        rc = sandbox_ns_bind_ro(codex, ro);
+        if (rc < 0)
+            failf(err, rc, "binding read-only", codex);
+        else if (ph != NULL && ph->fd >= 0)
+            rc = check_bound(codex, ph->fd, err);
+    } else if (errno != ENOENT) {
+        rc = failf(err, -errno, "examining", codex);
     }
-    rc = sandbox_ns_bind_ro(codex, ro);
-    if (rc < 0)
-        failf(err, rc, "binding read-only", codex);
+    if (rc < 0 && ph != NULL && ph->fd >= 0) {
+        /* Nothing held on failure, and nothing left behind. */
+        (void)sandbox_ns_unbind(codex);
+        (void)sandbox_placeholder_release(AT_FDCWD, codex, ph);
+    }
     free(codex);
     return rc;
 }
 
 int
-sandbox_ns_protect(const char *root, bool create_codex, json_t *ro, char **err)
+sandbox_ns_protect(const char *root, struct sandbox_placeholder *codex, json_t *ro, char **err)
 {
     *err = NULL;
+    if (codex != NULL)
+        codex->fd = -1;
     int rc = protect_git(root, ro, err);
     if (rc == 0)
-        rc = protect_codex(root, create_codex, ro, err);
+        rc = protect_codex(root, codex, ro, err);
     return rc;
+}
+
+int
+sandbox_ns_unbind(const char *path)
+{
+    int n = 0;
+    while (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        n++;
+    return errno == EINVAL ? n : -errno;
+}
+
+/* Unmounts what comes off the directory dir, topmost first, at most
+ * SANDBOX_NS_UNBIND_MAX; returns how many came off. */
+static int
+unbind_here(const char *dir)
+{
+    int n = 0;
+    while (n < SANDBOX_NS_UNBIND_MAX && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        n++;
+    return n;
+}
+
+int
+sandbox_ns_unbind_above(const char *path)
+{
+    char *p = strdup(path);
+    if (p == NULL)
+        return -ENOMEM;
+    int n = unbind_here("/");
+    for (size_t i = 1; p[i - 1] != '\0'; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char saved = p[i];
+        p[i] = '\0';
+        n += unbind_here(p);
+        p[i] = saved;
+    }
+    free(p);
+    return n;
 }
 
 int

@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+struct sandbox_placeholder;
+
 struct sandbox_ns_state {
     bool user;  /* a new user namespace (uid/gid mapped to themselves) */
     bool mount; /* a new mount namespace, propagation from it cut */
@@ -30,12 +32,20 @@ int sandbox_ns_unshare(struct sandbox_ns_state *st);
 
 /*
  * Keeps root/.git (the directory, or a .git file and the gitdir it names)
- * and root/.codex read-only by binding them read-only over themselves; a
- * missing .codex is created empty first when create_codex is true (and
- * left in place).  Appends each path made read-only to ro (a JSON array).
- * Returns 0, or -errno with *err set to a malloc'd message.
+ * and root/.codex read-only by binding them read-only over themselves.
+ * With codex non-NULL a missing .codex is a placeholder
+ * (sandbox_placeholder_hold), bound read-only like the rest; *codex then
+ * holds it (fd -1 when nothing is held), for the caller to release once
+ * the command has ended: its binds taken off (sandbox_ns_unbind_above,
+ * sandbox_ns_unbind), then sandbox_placeholder_release.  Without codex,
+ * or when the placeholder cannot be made for lack of rights or on a
+ * read-only tree (the command cannot make .codex either), a missing
+ * .codex is left out; another user's placeholder there is a failure
+ * (-EBUSY).  Appends each path made read-only to ro (a JSON array).
+ * Returns 0, or -errno with *err set to a malloc'd message and nothing
+ * held.
  */
-int sandbox_ns_protect(const char *root, bool create_codex, json_t *ro, char **err);
+int sandbox_ns_protect(const char *root, struct sandbox_placeholder *codex, json_t *ro, char **err);
 
 /*
  * Binds path (a directory or any other file; symlinks followed) read-only
@@ -54,6 +64,28 @@ int sandbox_ns_bind_ro(const char *path, json_t *ro);
  * links across its edge fail with EXDEV.  Returns 0 or -errno.
  */
 int sandbox_ns_pin(const char *dir);
+
+/*
+ * Unmounts everything mounted at path (a final symlink not followed) in
+ * the caller's mount namespace, topmost first: the binds made over it.
+ * Returns how many were unmounted, or -errno.
+ */
+int sandbox_ns_unbind(const char *path);
+
+/* The most mounts sandbox_ns_unbind_above takes off one directory. */
+#define SANDBOX_NS_UNBIND_MAX 64
+
+/*
+ * Unmounts, in the caller's mount namespace, what is mounted on the
+ * absolute path and on each directory above it, outermost first ("/",
+ * "/a", "/a/b", ...), each until nothing more comes off there (what the
+ * kernel keeps, such as the mounts a user namespace inherited locked,
+ * stays): a recursive bind of a directory above path made after path's
+ * own bind holds a copy of that bind, which goes with it.  For the end of
+ * a call, when nothing else runs in the namespace.  Returns how many were
+ * unmounted, or -ENOMEM.
+ */
+int sandbox_ns_unbind_above(const char *path);
 
 /* Mounts a fresh /proc; call in the first process of the new PID
  * namespace.  Returns 0 or -errno. */

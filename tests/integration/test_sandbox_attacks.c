@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -553,6 +554,304 @@ test_protect_in_unwritable_owned_dir(void **state)
     free(inner);
 }
 
+/* --- A workspace without .codex: kept so while calls run, left as it was --- */
+
+/* The attacks a command could make for a .codex of its own in its
+ * workspace (its cwd; d an empty directory there), one line each. */
+#define CODEX_ATTEMPTS 6
+
+/* `sh -c` text: the attempts, "ready", a wait for stdin's end, the
+ * attempts again, "done" (malloc'd). */
+static char *
+codex_script(void)
+{
+    char *s;
+    must(asprintf(&s,
+                  "t() { for a in 'mkdir .codex' 'mkdir .codex/rules' 'write .codex/config.toml' "
+                  "'rename d .codex' 'symlink /tmp .codex' 'rmdir .codex'; do '%s' $a; done; }; "
+                  "t; echo ready; read x; t; echo done",
+                  g.attack) > 0,
+         "asprintf");
+    return s;
+}
+
+/* A fresh workspace (the test user's when unprivileged) with a file f
+ * and an empty directory d, and no .codex. */
+static char *
+codex_workspace(void)
+{
+    char *ws = tmpdir_new("sbxcodex");
+    char *f = in(ws, "f");
+    tmpdir_write_file(f, "file\n", 0644);
+    free(f);
+    tmpdir_make_dir(ws, "d");
+    give_to_user(ws);
+    return ws;
+}
+
+static int
+compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* dir's entries, one "NAME TYPE" line each (the d_type number), sorted
+ * (malloc'd). */
+static char *
+listing(const char *dir)
+{
+    DIR *d = opendir(dir);
+    must(d != NULL, "opendir");
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        names = realloc(names, (n + 1) * sizeof *names);
+        must(names != NULL, "realloc");
+        must(asprintf(&names[n++], "%s %d\n", e->d_name, (int)e->d_type) > 0, "asprintf");
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, compare_names);
+    char *all = strdup("");
+    for (size_t i = 0; i < n; i++) {
+        char *longer;
+        must(asprintf(&longer, "%s%s", all, names[i]) > 0, "asprintf");
+        free(all);
+        free(names[i]);
+        all = longer;
+    }
+    free(names);
+    return all;
+}
+
+/* out is CODEX_ATTEMPTS refusals by the system, then `end` ("" for
+ * none). */
+static void
+assert_codex_refused(const char *out, const char *end)
+{
+    const char *l = out;
+    for (int i = 0; i < CODEX_ATTEMPTS; i++) {
+        if (strncmp(l, "denied: ", 8) != 0)
+            fail_msg("attempt %d on .codex not refused: %s", i + 1, out);
+        l = strchr(l, '\n');
+        must(l != NULL, "a line");
+        l++;
+    }
+    assert_string_equal(l, end);
+}
+
+/* Starts a call running codex_script in ws and waits until its first
+ * attempts are refused. */
+static void
+start_codex_call(const char *policy, const char *ws, const char *script, struct sbx_call *c)
+{
+    sbx_start_sh(policy, ws, script, c);
+    char *out = sbx_read_until(c, "ready");
+    assert_codex_refused(out, "");
+    free(out);
+}
+
+/* Lets c try again (after what happened since it started) and end. */
+static void
+finish_codex_call(struct sbx_call *c)
+{
+    struct sbx_result r;
+    sbx_finish(c, &r);
+    sbx_assert_code(&r, 0);
+    assert_codex_refused(r.res.out, "done\n");
+    sbx_result_free(&r);
+}
+
+static char *
+codex_policy(const char *ws)
+{
+    char *p;
+    must(asprintf(&p,
+                  "{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\","
+                  "\"exclude_tmpdir_env_var\":true,\"exclude_slash_tmp\":true}",
+                  ws) > 0,
+         "asprintf");
+    return p;
+}
+
+/* Whether ws/.codex is a directory now. */
+static bool
+codex_dir_there(const char *ws)
+{
+    char *codex = in(ws, ".codex");
+    struct stat st;
+    bool there = lstat(codex, &st) == 0 && S_ISDIR(st.st_mode);
+    free(codex);
+    return there;
+}
+
+/* Three calls overlap in a workspace without .codex, each started while
+ * the ones before run.  Each one's command can neither make .codex nor
+ * put anything into it, nor replace it, at its start and again after the
+ * calls that ended before it (among them the one that made the
+ * placeholder, in the first round; it ends last in the second).  After
+ * the last, the workspace lists what it listed before. */
+static void
+test_codex_missing_concurrent_calls(void **state)
+{
+    char *ws = codex_workspace();
+    char *before = listing(ws);
+    char *policy = codex_policy(ws);
+    char *script = codex_script();
+    for (int round = 0; round < 2; round++) {
+        struct sbx_call c[3];
+        for (int i = 0; i < 3; i++)
+            start_codex_call(policy, ws, script, &c[i]);
+        assert_true(codex_dir_there(ws)); /* the placeholder, while they run */
+        for (int k = 0; k < 3; k++)
+            finish_codex_call(&c[round == 0 ? k : 2 - k]);
+        char *after = listing(ws);
+        assert_string_equal(after, before);
+        free(after);
+    }
+    free(script);
+    free(policy);
+    free(before);
+    tmpdir_remove(ws);
+    free(ws);
+}
+
+/* A helper killed with SIGKILL mid-call releases nothing: a call that
+ * overlapped it stays protected to its end, and after that nothing is
+ * left; a placeholder a killed helper leaves is removed at the end of the
+ * next call in that workspace, which is protected as any other. */
+static void
+test_codex_missing_helper_killed(void **state)
+{
+    char *ws = codex_workspace();
+    char *before = listing(ws);
+    char *policy = codex_policy(ws);
+    char *script = codex_script();
+    struct sbx_call a, b;
+    start_codex_call(policy, ws, script, &a);
+    start_codex_call(policy, ws, script, &b);
+    assert_int_equal(kill(a.pid, SIGKILL), 0);
+    struct sbx_result r;
+    sbx_finish(&a, &r);
+    sbx_assert_code(&r, 128 + SIGKILL);
+    sbx_result_free(&r);
+    finish_codex_call(&b);
+    char *after = listing(ws);
+    assert_string_equal(after, before);
+    free(after);
+
+    start_codex_call(policy, ws, script, &a);
+    assert_int_equal(kill(a.pid, SIGKILL), 0);
+    sbx_finish(&a, &r);
+    sbx_assert_code(&r, 128 + SIGKILL);
+    sbx_result_free(&r);
+    assert_true(codex_dir_there(ws)); /* left by the killed helper */
+    start_codex_call(policy, ws, script, &b);
+    finish_codex_call(&b);
+    after = listing(ws);
+    assert_string_equal(after, before);
+    free(after);
+    free(script);
+    free(policy);
+    free(before);
+    tmpdir_remove(ws);
+    free(ws);
+}
+
+/* What the user puts into .codex from outside while calls run is kept:
+ * content written into the placeholder (which then is the user's: no
+ * longer removed, even once emptied), and a .codex of the user's own made
+ * in its place. */
+static void
+test_codex_made_by_user_kept(void **state)
+{
+    char *ws = codex_workspace();
+    char *policy = codex_policy(ws);
+    char *script = codex_script();
+    char *config = in(ws, ".codex/config.toml");
+    struct sbx_call a, b;
+    start_codex_call(policy, ws, script, &a);
+    start_codex_call(policy, ws, script, &b);
+    tmpdir_write_file(config, "user\n", 0644);
+    finish_codex_call(&a);
+    finish_codex_call(&b);
+    char *text = tmpdir_read_file(config, NULL);
+    assert_non_null(text);
+    assert_string_equal(text, "user\n");
+    free(text);
+    char *codex = in(ws, ".codex");
+    struct stat st;
+    assert_int_equal(lstat(codex, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & S_ISVTX, 0); /* unmarked: the user's */
+    must(unlink(config) == 0, "unlink");
+    start_codex_call(policy, ws, script, &a);
+    finish_codex_call(&a);
+    assert_true(codex_dir_there(ws)); /* emptied, still the user's */
+    must(rmdir(codex) == 0, "rmdir");
+
+    /* The placeholder replaced by a directory of the user's own. */
+    char *wait = strdup("echo ready; read x; exit 0");
+    must(wait != NULL, "strdup");
+    sbx_start_sh(policy, ws, wait, &a);
+    free(sbx_read_until(&a, "ready"));
+    assert_true(codex_dir_there(ws));
+    must(rmdir(codex) == 0 && mkdir(codex, 0755) == 0, "replacing .codex");
+    struct stat mine;
+    assert_int_equal(lstat(codex, &mine), 0);
+    struct sbx_result r;
+    sbx_finish(&a, &r);
+    sbx_assert_code(&r, 0);
+    sbx_result_free(&r);
+    assert_int_equal(lstat(codex, &st), 0);
+    assert_true(st.st_ino == mine.st_ino && st.st_dev == mine.st_dev);
+    free(wait);
+    free(codex);
+    free(config);
+    free(script);
+    free(policy);
+    tmpdir_remove(ws);
+    free(ws);
+}
+
+/* A placeholder of another user's running call cannot be held (its last
+ * call removes it, whatever this one does): a call of root's in that
+ * workspace refuses to run, and the other call's end still leaves
+ * nothing.  Two users: the unprivileged run only. */
+static void
+test_codex_placeholder_of_another_user(void **state)
+{
+    if (!g.unprivileged)
+        skip();
+    char *ws = codex_workspace();
+    must(chmod(ws, 0755) == 0, "chmod"); /* root's helper has no rights over it inside */
+    char *before = listing(ws);
+    char *policy = codex_policy(ws);
+    char *script = codex_script();
+    struct sbx_call a;
+    start_codex_call(policy, ws, script, &a);
+    sbx_set_prefix(NULL);
+    struct sbx_result r;
+    sbx_sh(policy, ws, "echo RAN", &r);
+    sbx_set_prefix(g.prefix);
+    sbx_assert_code(&r, 125);
+    if (strstr(r.res.err, "another user's call holds a placeholder") == NULL)
+        fail_msg("stderr: %s", r.res.err);
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+    finish_codex_call(&a);
+    char *after = listing(ws);
+    assert_string_equal(after, before);
+    free(after);
+    free(script);
+    free(policy);
+    free(before);
+    tmpdir_remove(ws);
+    free(ws);
+}
+
 static void
 test_mount_chroot_hostname(void **state)
 {
@@ -746,6 +1045,27 @@ test_works_git_python_pipes(void **state)
     }
 }
 
+/* In a root without .git, `git init` works (nothing is made or kept
+ * read-only for a missing .git), and what remains after the call is the
+ * repository it made, and no .codex. */
+static void
+test_works_git_init_without_git(void **state)
+{
+    char *ws = codex_workspace();
+    char *policy = codex_policy(ws);
+    struct sbx_result r;
+    sbx_sh(policy, ws, "git init -q . && test -d .git/hooks && echo made", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "made\n");
+    sbx_result_free(&r);
+    char *after = listing(ws);
+    assert_string_equal(after, ".git 4\nd 4\nf 8\n");
+    free(after);
+    free(policy);
+    tmpdir_remove(ws);
+    free(ws);
+}
+
 static void
 test_works_unix_sockets_inside(void **state)
 {
@@ -910,6 +1230,10 @@ main(void)
         cmocka_unit_test(test_git_protected),
         cmocka_unit_test(test_codex_protected),
         cmocka_unit_test(test_gitdir_file_protected),
+        cmocka_unit_test(test_codex_missing_concurrent_calls),
+        cmocka_unit_test(test_codex_missing_helper_killed),
+        cmocka_unit_test(test_codex_made_by_user_kept),
+        cmocka_unit_test(test_codex_placeholder_of_another_user),
         cmocka_unit_test(test_protect_server_state),
         cmocka_unit_test(test_protect_in_unwritable_owned_dir),
         cmocka_unit_test(test_mount_chroot_hostname),
@@ -922,6 +1246,7 @@ main(void)
         cmocka_unit_test(test_outside_process_without_pid_namespace),
         cmocka_unit_test(test_works_compiler),
         cmocka_unit_test(test_works_git_python_pipes),
+        cmocka_unit_test(test_works_git_init_without_git),
         cmocka_unit_test(test_works_unix_sockets_inside),
         cmocka_unit_test(test_tmp_writes),
         cmocka_unit_test(test_sees_only_its_processes),

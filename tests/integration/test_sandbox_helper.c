@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -376,24 +377,64 @@ test_exit_status_propagates(void **state)
     free(policy);
 }
 
+/* A missing .codex: inside, an empty directory nothing can be put into
+ * (reported read-only); afterwards gone, with nothing else made (no .git
+ * either), also when the root is named twice (the sandbox cwd and a
+ * writable root). */
 static void
-test_codex_created_read_only(void **state)
+test_codex_placeholder_read_only_and_removed(void **state)
+{
+    struct fixture *f = *state;
+    char *twice = NULL;
+    assert_true(asprintf(&twice, ",\"writable_roots\":[\"%s\"]", f->dir) > 0);
+    const char *extras[] = {"", twice};
+    char *codex = tmpdir_path(f->dir, ".codex");
+    for (size_t i = 0; i < 2; i++) {
+        char *policy = ws_policy(f->dir, extras[i]);
+        assert_int_equal(access(codex, F_OK), -1);
+        struct sbx_result r;
+        run_env(policy, f->dir, NULL, NULL,
+                "test -d .codex && ls -A .codex && echo listed; "
+                "touch .codex/x 2>/dev/null || echo refused",
+                &r);
+        sbx_assert_code(&r, 0);
+        assert_string_equal(r.res.out, "listed\nrefused\n");
+        json_t *ro = json_object_get(r.report, "read_only");
+        assert_int_equal(json_array_size(ro), i + 1);
+        assert_string_equal(json_string_value(json_array_get(ro, 0)), codex);
+        sbx_result_free(&r);
+        free(policy);
+        DIR *d = opendir(f->dir);
+        assert_non_null(d);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                fail_msg("left in the workspace: %s", e->d_name);
+        }
+        closedir(d);
+    }
+    free(codex);
+    free(twice);
+}
+
+/* A .codex of the user's, even an empty directory, is bound read-only
+ * and kept. */
+static void
+test_codex_of_the_user_kept(void **state)
 {
     struct fixture *f = *state;
     char *policy = ws_policy(f->dir, "");
     char *codex = tmpdir_path(f->dir, ".codex");
-    assert_int_equal(access(codex, F_OK), -1);
+    assert_int_equal(mkdir(codex, 0755), 0);
     struct sbx_result r;
     run_env(policy, f->dir, NULL, NULL, "touch .codex/x 2>/dev/null || echo refused", &r);
     sbx_assert_code(&r, 0);
     assert_string_equal(r.res.out, "refused\n");
-    json_t *ro = json_object_get(r.report, "read_only");
-    assert_int_equal(json_array_size(ro), 1);
-    assert_string_equal(json_string_value(json_array_get(ro, 0)), codex);
-    struct stat st;
-    assert_int_equal(stat(codex, &st), 0);
-    assert_true(S_ISDIR(st.st_mode));
     sbx_result_free(&r);
+    struct stat st;
+    assert_int_equal(lstat(codex, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0755);
     free(codex);
     free(policy);
 }
@@ -459,6 +500,97 @@ canonical_policy(const char *cwd, const char *roots, const char *repo_roots)
                          "\"canonical_roots\":{\"roots\":%s,\"repo_roots\":%s}}",
                          cwd, roots, repo_roots) > 0);
     return p;
+}
+
+static int
+compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* dir holds exactly the names of want (space-separated, sorted). */
+static void
+assert_lists(const char *dir, const char *want)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char *names[16];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        assert_true(n < sizeof names / sizeof names[0]);
+        names[n] = strdup(e->d_name);
+        assert_non_null(names[n++]);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, compare_names);
+    char got[512] = "";
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            strcat(got, " ");
+        assert_true(strlen(got) + strlen(names[i]) + 2 < sizeof got);
+        strcat(got, names[i]);
+        free(names[i]);
+    }
+    if (strcmp(got, want) != 0)
+        fail_msg("%s holds \"%s\", wanted \"%s\"", dir, got, want);
+}
+
+/* A placeholder's bind copied by a later recursive bind of a directory
+ * above it (a pin of an ancestor for --protect, a read-only gitdir) is
+ * removed all the same: nothing is left, and nothing is said. */
+static void
+test_codex_placeholder_removed_under_later_binds(void **state)
+{
+    struct fixture *f = *state;
+    /* p, a writable root in /tmp (a location itself), holds the sandbox
+     * cwd ws, and --protect ws/state pins ws and p. */
+    char *p = made_dir(f->dir, "p");
+    char *ws = made_dir(p, "ws");
+    char *st = made_dir(ws, "state");
+    char *roots = NULL;
+    assert_true(asprintf(&roots, ",\"writable_roots\":[\"%s\"]", p) > 0);
+    char *policy = ws_policy(ws, roots);
+    const char *extra[] = {"--protect", st, NULL};
+    struct sbx_result r;
+    run_env(policy, ws, extra, NULL, "touch .codex/x 2>/dev/null || echo refused", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "refused\n");
+    assert_string_equal(r.res.err, "");
+    sbx_result_free(&r);
+    assert_lists(p, "ws");
+    assert_lists(ws, "state");
+    free(policy);
+    free(roots);
+
+    /* The sandbox cwd w, and a writable root w/sub whose .git file names
+     * w: w is bound read-only (recursively) after w's placeholder. */
+    char *w = made_dir(f->dir, "w");
+    char *sub = made_dir(w, "sub");
+    char *gitfile = tmpdir_path(sub, ".git");
+    char *text = NULL;
+    assert_true(asprintf(&text, "gitdir: %s\n", w) > 0);
+    tmpdir_write_file(gitfile, text, 0644);
+    assert_true(asprintf(&roots, ",\"writable_roots\":[\"%s\"]", sub) > 0);
+    policy = ws_policy(w, roots);
+    run_env(policy, w, NULL, NULL, "touch .codex/x 2>/dev/null || echo refused", &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "refused\n");
+    assert_string_equal(r.res.err, "");
+    sbx_result_free(&r);
+    assert_lists(w, "sub");
+    assert_lists(sub, ".git");
+    free(text);
+    free(gitfile);
+    free(sub);
+    free(w);
+    free(policy);
+    free(roots);
+    free(st);
+    free(ws);
+    free(p);
 }
 
 /* With canonical roots the command may write exactly those (not the
@@ -1330,7 +1462,11 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_namespaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_external_sandbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_status_propagates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_codex_created_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_placeholder_read_only_and_removed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_codex_of_the_user_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_placeholder_removed_under_later_binds, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_canonical_roots_are_the_roots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_canonical_root_through_link_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_protect_file, setup, teardown),

@@ -7,6 +7,8 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 #include "tests/support/proc.h"
 
@@ -37,6 +39,41 @@ void sbx_run(const char *policy, const char *cwd, const char *const *extra, cons
 void sbx_sh(const char *policy, const char *cwd, const char *script, struct sbx_result *r);
 
 void sbx_result_free(struct sbx_result *r);
+
+/* A helper run still going (sbx_start), its stdin and stdout pipes held
+ * here, until sbx_finish. */
+struct sbx_call {
+    pid_t pid;  /* the helper (through the prefix, which execs it) */
+    int in;     /* writes to the command's stdin; -1 once closed */
+    int out;    /* reads the command's stdout */
+    int err;    /* a file that collects its stderr */
+    int report; /* the report fd's file */
+    char *buf;  /* stdout read but not yet returned */
+    size_t len;
+};
+
+/*
+ * As sbx_run, but returns as soon as the helper is started, with the
+ * command's stdin and stdout pipes in c: the test talks to it while it
+ * runs (several at once, for runs that must overlap).  Nothing of c is
+ * inherited by helpers started later.  Aborts the test when the helper
+ * cannot be started.
+ */
+void sbx_start(const char *policy, const char *cwd, const char *const *extra,
+               const char *const *argv, const char *const *envp, struct sbx_call *c);
+
+/* As sbx_start, running `/bin/sh -c script` inside. */
+void sbx_start_sh(const char *policy, const char *cwd, const char *script, struct sbx_call *c);
+
+/* What the command printed before its next line that is exactly line
+ * (read up to it, and it consumed; malloc'd).  Fails the test when stdout
+ * ends first. */
+char *sbx_read_until(struct sbx_call *c, const char *line);
+
+/* Closes the command's stdin (a `read` in it returns), reads the rest of
+ * its stdout, waits for the helper and fills r as sbx_run would (res.out:
+ * what sbx_read_until has not returned).  c is done with. */
+void sbx_finish(struct sbx_call *c, struct sbx_result *r);
 
 /* Asserts r exited with want, printing its stderr when it did not. */
 void sbx_assert_code(const struct sbx_result *r, int want);

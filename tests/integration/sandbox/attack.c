@@ -80,6 +80,14 @@ do_link(const char *from, const char *to)
 }
 
 static int
+do_symlink(const char *target, const char *path)
+{
+    if (symlink(target, path) != 0)
+        return denied("symlink");
+    return escaped(path);
+}
+
+static int
 do_unlink(const char *path)
 {
     if (unlink(path) != 0)
@@ -295,6 +303,8 @@ main(int argc, char **argv)
         return do_rename(x, y);
     if (strcmp(a, "link") == 0)
         return do_link(x, y);
+    if (strcmp(a, "symlink") == 0)
+        return do_symlink(x, y);
     if (strcmp(a, "unlink") == 0)
         return do_unlink(x);
     if (strcmp(a, "rmdir") == 0)
