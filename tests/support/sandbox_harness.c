@@ -258,7 +258,7 @@ sbx_finish(struct sbx_call *c, struct sbx_result *r)
     r->res.err_len = (size_t)size;
     close(c->err);
     r->code = proc_exit_code(&r->res);
-    r->report = read_report(c->report);
+    read_report(c->report, r);
     r->report_fd = c->report;
     close(c->report);
     c->buf = NULL;
