@@ -139,9 +139,12 @@ list_find(const struct call_list *l, const json_t *id)
 
 /*
  * Kills whatever the call left in its cgroup: at its end, cancel, timeout
- * and shutdown alike.  A cgroup that is empty at once is kept for a later
+ * and shutdown alike.  A cgroup the call left empty is kept for a later
  * call (making and removing the directories and setting the limits cost
- * the loop more than the rest of an `echo hi` call); any other is removed.
+ * the loop more than the rest of an `echo hi` call); one that had to be
+ * killed is removed, because a kill leaves marks a later call must not
+ * meet: killed by cgroup.freeze the cgroup stays frozen, and so would the
+ * next call's processes.
  */
 static void
 end_cgroup(struct mcp_call *c)
@@ -149,16 +152,16 @@ end_cgroup(struct mcp_call *c)
     if (!c->cg)
         return;
     struct mcp_server *s = c->s;
+    if (call_cgroup_empty(c->cg) == 1 && s->n_cgroup_pool < CGROUP_POOL && !s->shutting_down) {
+        call_cgroup_park(c->cg);
+        s->cgroup_pool[s->n_cgroup_pool++] = c->cg;
+        c->cg = NULL;
+        return;
+    }
     int rc = call_cgroup_kill(c->cg);
     if (rc < 0)
         log_warn("call: cannot kill what is left in its cgroup: %s", strerror(-rc));
-    if (rc == 0 && call_cgroup_empty(c->cg) == 1 && s->n_cgroup_pool < CGROUP_POOL &&
-        !s->shutting_down) {
-        call_cgroup_park(c->cg);
-        s->cgroup_pool[s->n_cgroup_pool++] = c->cg;
-    } else {
-        call_cgroup_free(c->cg);
-    }
+    call_cgroup_free(c->cg);
     c->cg = NULL;
 }
 
