@@ -449,11 +449,17 @@ calls_in_turn(const char *kill)
     struct mcp_world_options o = lifetime_options("danger-full-access", NULL);
     o.env = env;
     mcp_world_start(&w, "", &o);
-    char *leaving = mcp_world_fmt("setsid sleep %s & cat /proc/self/cgroup", marker);
+    /* the sleep is in a session of its own when the command ends */
+    char *leaving = mcp_world_fmt("setsid sleep %s & sleep 0.2; "
+                                  "[ \"$(ps -o sid= -p $!)\" -eq $! ] && echo left; "
+                                  "cat /proc/self/cgroup",
+                                  marker);
     long previous = -1;
     for (int i = 0; i < 4; i++) {
         json_t *a = mcp_world_run(&w, i % 2 ? leaving : "cat /proc/self/cgroup", NULL, 30000);
         assert_int_equal(mcp_world_exit(a), 0);
+        if (i % 2)
+            mcp_world_assert_contains(mcp_world_output(a), "left\n");
         long n = assert_in_call_cgroup(doctor, mcp_world_output(a), mcp_client_pid(w.c));
         fprintf(stderr, "%s: call %d in execgate-PID-%ld\n", kill ? kill : "best kill", i, n);
         if (i == 1 || i == 3)
