@@ -691,10 +691,9 @@ start_cgroup(struct mcp_server *s, struct mcp_call *c, struct escalation_call *e
         log_warn("call %s: runs without a cgroup of its own: %s", label ? label : "?",
                  err ? err : "out of memory");
     } else {
-        size_t n = 0;
-        const int *fds = call_cgroup_join_fds(c->cg, &n);
-        shell_call_set_join_fds(c->sc, fds, n);
-        escalation_call_set_join_fds(ec, fds, n);
+        const struct call_cgroup_join *j = call_cgroup_join(c->cg);
+        shell_call_set_join(c->sc, j);
+        escalation_call_set_join(ec, j);
     }
     free(err);
     free(label);
@@ -1042,6 +1041,11 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
     s->cgroups = call_cgroup_probe();
     if (s->cgroups)
         log_info("%s", call_cgroup_describe(s->cgroups));
+    const char *refused = s->cgroups ? call_cgroup_probe_into_refused(s->cgroups) : NULL;
+    if (refused)
+        log_info("cgroups: a call's first process joins its v2 cgroup by writing cgroup.procs, "
+                 "which can wait for the kernel's cgroup lock (%s)",
+                 refused);
     start_guard(s);
     uv_signal_init(s->loop, &s->sigterm);
     uv_signal_init(s->loop, &s->sigint);
