@@ -6,6 +6,7 @@
  */
 #include "log.h"
 #include "call_cgroup.h"
+#include "doctor.h"
 #include "mcp.h"
 #include "options.h"
 
@@ -92,11 +93,9 @@ main(int argc, char **argv)
     if (o.doctor) {
         /* what a server started here would use (it is not serving: stdout
          * is the person's) */
-        struct call_cgroup_probe *p = call_cgroup_probe();
-        printf("%s\n", p ? call_cgroup_describe(p) : "cgroups: out of memory");
-        call_cgroup_probe_free(p);
+        int rc = doctor_print(stdout);
         options_release(&o);
-        return p ? 0 : 1;
+        return rc;
     }
     /* A client that goes away must not kill the server mid-answer; libuv
      * resets dispositions in the children it spawns. */

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 static const char *server_path;
 /* EXECGATE_TEST_UNPRIVILEGED=1 (started as root): the server runs as the
  * test user, so what holds without root is what is tested */
@@ -495,6 +497,55 @@ test_calls_in_turn_without_clone3(void **state)
     calls_in_turn("EXECGATE_TEST_NO_CLONE3=1");
 }
 
+/* --doctor's lines, with env (NAME=value) added to its environment. */
+static char *
+doctor_with(const char *env)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    const char **envp = calloc(n + 2, sizeof(*envp));
+    assert_non_null(envp);
+    for (size_t i = 0; i < n; i++)
+        envp[i] = environ[i];
+    envp[n] = env;
+    const char *argv[] = {server_path, "--doctor", NULL};
+    struct proc_options po = {.envp = envp};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, &po, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 0);
+    char *out = strdup(res.out);
+    assert_non_null(out);
+    proc_result_free(&res);
+    free(envp);
+    return out;
+}
+
+/* --doctor says how a call's first process gets into its cgroup, and
+ * where that is a write to cgroup.procs, what favordynmods would do. */
+static void
+test_doctor_says_how_calls_join(void **state)
+{
+    if (unprivileged || !cgroups_available())
+        skip();
+    char *out = doctor_with("EXECGATE_TEST_NO_CLONE3=0");
+    fprintf(stderr, "%s", out);
+    bool v2 = strstr(out, "cgroups: v2 (") || strstr(out, "hybrid (v2 ");
+    mcp_world_assert_contains(out,
+                              v2 ? "is created in its v2 cgroup (clone3 with CLONE_INTO_CGROUP)"
+                                 : "moves its one thread into each cgroup of its call");
+    mcp_world_assert_contains(out, "ms after 200 ms of quiet\n");
+    free(out);
+    if (!v2)
+        return;
+    out = doctor_with("EXECGATE_TEST_NO_CLONE3=1");
+    fprintf(stderr, "%s", out);
+    mcp_world_assert_contains(out, "joins its v2 cgroup by writing cgroup.procs "
+                                   "(EXECGATE_TEST_NO_CLONE3=1): it started in ");
+    mcp_world_assert_contains(out, "favordynmods");
+    free(out);
+}
+
 /* Outside any PID namespace only the call's cgroup holds the background,
  * nohup and setsid children: the guard kills it when the server dies. */
 static void
@@ -535,6 +586,7 @@ main(void)
         cmocka_unit_test(test_calls_in_turn),
         cmocka_unit_test(test_calls_in_turn_frozen_kill),
         cmocka_unit_test(test_calls_in_turn_without_clone3),
+        cmocka_unit_test(test_doctor_says_how_calls_join),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&user);
