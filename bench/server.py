@@ -3,7 +3,8 @@
 
     bench/server.py --execgate build-bench/server/execgate \
         [--reference /tmp/execgate-ref] [--calls 10000] [--seq 300] [--big 20] \
-        [--only-big] [--variant 'LABEL=EXTRA ARGS'...] [--previous OLD/server/execgate]
+        [--only-big] [--variant 'LABEL=[NAME=VALUE...] EXTRA ARGS'...] \
+        [--previous OLD/server/execgate] [--spaced MS [--spaced-calls 60]]
 
 For each server: spawn-to-initialize time (median of 20), `echo hi` one call
 at a time (p50/p99), 16 calls in flight (calls/s, p99), and the server's
@@ -14,9 +15,16 @@ block of calls by block), so load from elsewhere on the machine hits both.
 fresh server of each kind: p50/p99 and the server's peak RSS (VmHWM, reset
 through /proc/PID/clear_refs before each call) during such a call;
 --only-big runs just those.  --previous adds an older execgate build as
-one more row (before/after in the same run).  The baselines `bash -c 'echo
-hi'` and `bash -c 'seq 1 3000000'` (fork+exec+wait from this client, no
-server) are measured in the same run.
+one more row (before/after in the same run); --variant adds the same
+execgate with extra arguments, and with NAME=VALUE words before them in its
+environment (`'no cgroups=EXECGATE_TEST_NO_CGROUP=1'`).
+--spaced MS measures only calls that come after a pause, as an agent's do:
+`echo hi` one call at a time, with MS ms in which the client sends nothing
+before each call (the servers take turns, so each one's calls are further
+apart still), --spaced-calls per server after 3 warm-up: p50/p99, and
+`bash -c 'echo hi'` after the same pause as the baseline.
+The baselines `bash -c 'echo hi'` and `bash -c 'seq 1 3000000'`
+(fork+exec+wait from this client, no server) are measured in the same run.
 Both servers get the same `codex/sandbox-state/update` (workspace-write on
 a scratch dir, network off) before any call; calls use login=false.
 
@@ -28,6 +36,7 @@ codex-linux-sandbox to the Codex binary is made in a scratch dir.
 import argparse
 import json
 import os
+import re
 import shlex
 import select
 import statistics
@@ -298,6 +307,65 @@ def report_big(results, base, reference):
     print(f"big: execgate vs the bare command: p50 {me['p50_ms'] / base:.2f}x")
 
 
+def bench_spaced(servers, workdir, pause_ms, n):
+    """n calls per server, one at a time, each after pause_ms of quiet
+    (no request in flight anywhere); the servers take turns."""
+    clients = {name: start(argv, env, update, name) for name, argv, env, update in servers}
+    lat = {name: [] for name in clients}
+    for i in range(n + 3):  # the first three are a warm-up
+        for name, c in clients.items():
+            time.sleep(pause_ms / 1000)
+            t = one_call(c, workdir)
+            if i >= 3:
+                lat[name].append(t)
+    out = []
+    for name, c in clients.items():
+        out.append({"name": name, "p50_ms": pct(lat[name], 0.5) * 1000,
+                    "p99_ms": pct(lat[name], 0.99) * 1000})
+        c.close()
+    return out
+
+
+def baseline_bash_spaced(n, pause_ms):
+    lat = []
+    for _ in range(n):
+        time.sleep(pause_ms / 1000)
+        t = time.perf_counter()
+        subprocess.run(["bash", "-c", "echo hi"], stdout=subprocess.DEVNULL)
+        lat.append(time.perf_counter() - t)
+    return pct(lat, 0.5) * 1000
+
+
+def report_spaced(results, base, pause_ms, reference, variants):
+    print(f"{'spaced (' + str(pause_ms) + ' ms)':18} {'p50 ms':>8} {'p99 ms':>8}")
+    for r in results:
+        print(f"{r['name']:18} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}")
+    by_name = {r["name"]: r for r in results}
+    me = results[-1]
+    if reference:
+        ref = results[0]
+        for r in results[1:]:
+            print(f"spaced ratios {r['name']}/reference: p50 {r['p50_ms'] / ref['p50_ms']:.2f}, "
+                  f"p99 {r['p99_ms'] / ref['p99_ms']:.2f}")
+    for label in variants + (["execgate previous"] if "execgate previous" in by_name else []):
+        v = by_name[label]
+        print(f"spaced ratios execgate/{label}: p50 {me['p50_ms'] / v['p50_ms']:.2f}, "
+              f"p99 {me['p99_ms'] / v['p99_ms']:.2f}")
+    print(f"spaced: execgate vs the bare command after the same pause: "
+          f"p50 {me['p50_ms'] / base:.2f}x")
+
+
+def variant_server(execgate, spec, env, update):
+    """(label, argv, env, update) of --variant 'LABEL=[NAME=VALUE...] ARGS'."""
+    label, _, rest = spec.partition("=")
+    words = shlex.split(rest)
+    venv = dict(env)
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        venv[name] = value
+    return label, [execgate] + words, venv, update
+
+
 def baseline_bash(n):
     lat = []
     for _ in range(n):
@@ -360,9 +428,14 @@ def main():
                     help="calls printing 20 MB per server (0: none)")
     ap.add_argument("--only-big", action="store_true", help="only the 20 MB calls")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=ARGS",
-                    help="another execgate row, with extra arguments (shell words), "
-                         "e.g. 'dynamic bash=--bash build/subprojects/bash/bash'")
+                    help="another execgate row, with extra arguments (shell words; "
+                         "NAME=VALUE words first go to its environment), e.g. "
+                         "'dynamic bash=--bash build/subprojects/bash/bash' or "
+                         "'no cgroups=EXECGATE_TEST_NO_CGROUP=1'")
     ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
+    ap.add_argument("--spaced", type=int, metavar="MS",
+                    help="only calls after MS ms of quiet each (an agent's pace)")
+    ap.add_argument("--spaced-calls", type=int, default=60, help="spaced calls per server")
     args = ap.parse_args()
 
     scratch, workdir, env, update = workspace("execgate-bench-")
@@ -374,9 +447,17 @@ def main():
     if args.previous:
         servers.append(("execgate previous", [args.previous], env, update))
     for v in args.variant:
-        label, _, extra = v.partition("=")
-        servers.append((label, [args.execgate] + shlex.split(extra), env, update))
+        servers.append(variant_server(args.execgate, v, env, update))
     servers.append(("execgate", [args.execgate], env, update))
+    if args.spaced is not None:
+        base = baseline_bash_spaced(20, args.spaced)
+        print(f"baseline bash -c 'echo hi' after {args.spaced} ms (no server): p50 {base:.2f} ms",
+              flush=True)
+        report_spaced(bench_spaced(servers, workdir, args.spaced, args.spaced_calls), base,
+                      args.spaced, args.reference, [s[0] for s in servers[:-1]
+                                                    if s[0] not in (REFERENCE,
+                                                                    "execgate previous")])
+        return
     if args.big > 0:
         base = baseline_big(10)
         print(f"baseline bash -c '{BIG_COMMAND}' (no server): p50 {base:.2f} ms", flush=True)

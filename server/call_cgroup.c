@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +58,8 @@ struct call_cgroup_probe {
     enum kill_how kill;
     char *description;
     char *moved_to;           /* the leaf the server moved itself into, or NULL */
+    char *into_refused;       /* why no process is created in a v2 cgroup, or NULL */
+    bool favordynmods;        /* some cgroup hierarchy is mounted with it */
     struct hier h[MAX_HIERS]; /* the v2 one first, when there is one */
     size_t n;
 };
@@ -65,8 +69,11 @@ struct call_cgroup {
     char *name;            /* for messages */
     char *leaf;            /* execgate-PID-N */
     char *dirs[MAX_HIERS]; /* one per probe->h, in its order */
-    int join[MAX_HIERS];   /* each dirs[i]/cgroup.procs, O_WRONLY */
+    int tasks[MAX_HIERS];  /* each v1 dirs[i]/tasks, O_WRONLY, in that order */
     int events;            /* dirs[0]/cgroup.events when v2, else -1 */
+    /* join.into and join.procs: dirs[0] and its cgroup.procs when v2, else
+     * -1; join.tasks is tasks */
+    struct call_cgroup_join join;
     size_t n;
 };
 
@@ -78,6 +85,7 @@ struct layout {
     bool ro_v2;
     char *mnt_v1[N_CTL], *root_v1[N_CTL];
     bool ro_v1[N_CTL];
+    bool favordynmods; /* in the options of any cgroup mount */
 };
 
 static atomic_ulong call_counter;
@@ -330,6 +338,8 @@ parse_mount(struct layout *l, char *line)
     unescape(field[3]);
     unescape(field[4]);
     bool ro = listed(field[5], "ro", ",") || listed(super, "ro", ",");
+    if (strcmp(type, "cgroup2") == 0 || strcmp(type, "cgroup") == 0)
+        l->favordynmods |= listed(super, "favordynmods", ",");
     if (strcmp(type, "cgroup2") == 0)
         return take_mount(&l->mnt_v2, &l->root_v2, &l->ro_v2, field[4], field[3], ro);
     if (strcmp(type, "cgroup") != 0)
@@ -415,9 +425,11 @@ own_dir(const char *mnt, const char *root, const char *own, char **why)
 static int
 check_files(const struct hier *h, const char *dir, char **why)
 {
-    const char *need[4];
+    const char *need[5];
     size_t n = 0;
     need[n++] = "cgroup.procs";
+    if (!h->v2)
+        need[n++] = "tasks";
     if (h->pids)
         need[n++] = "pids.max";
     if (h->memory)
@@ -572,6 +584,83 @@ enable_v2(struct call_cgroup_probe *p, const char *dir, bool pids, bool memory, 
         return -1;
     }
     return move_server_and_enable(p, dir, want, why);
+}
+
+/* ---- creating a call's first process in its cgroup ---- */
+
+/*
+ * A child created by clone3 with CLONE_INTO_CGROUP in the cgroup dir
+ * names, which exits at once with 0 (a fork-like clone3: the child goes
+ * on in a copy of this process, on its own copy of this stack).  Returns
+ * 0 when it did, else -1 with *why: clone3 refused (ENOSYS before Linux
+ * 5.3 and under some containers' seccomp filters, E2BIG or EINVAL before
+ * 5.7), or the child died otherwise (killed at birth: the kernel's
+ * cgroup.kill count of the server's cgroup differs from the new
+ * cgroup's, which some kernels take for a kill of the new process).
+ */
+static int
+clone_into_trial(const char *dir, char **why)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        *why = strfmt("%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct clone_args args = {
+        .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)fd};
+    long pid = syscall(SYS_clone3, &args, sizeof(args));
+    if (pid == 0)
+        _exit(0);
+    int e = errno;
+    close(fd);
+    if (pid < 0) {
+        *why = strfmt("clone3 with CLONE_INTO_CGROUP: %s", strerror(e));
+        return -1;
+    }
+    int st = 0;
+    while (waitpid((pid_t)pid, &st, __WALL) < 0) {
+        if (errno != EINTR) {
+            *why = strfmt("waitpid: %s", strerror(errno));
+            return -1;
+        }
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    if (WIFSIGNALED(st))
+        *why = strfmt("a process created in a cgroup by clone3 was killed at birth (signal %d)",
+                      WTERMSIG(st));
+    else
+        *why = strfmt("a process created in a cgroup by clone3 ended at birth (status %d)",
+                      WEXITSTATUS(st));
+    return -1;
+}
+
+/*
+ * Whether calls' first processes can be created in their v2 directories
+ * (h, the v2 hierarchy), found by trying it in a directory made and
+ * removed for the purpose.  NULL when they can, else why not (malloc'd;
+ * NULL with *oom set when out of memory).
+ */
+static char *
+try_into(const struct hier *h, bool *oom)
+{
+    *oom = false;
+    const char *forced = getenv("EXECGATE_TEST_NO_CLONE3");
+    char *why = NULL;
+    if (forced && strcmp(forced, "1") == 0) {
+        why = strdup("EXECGATE_TEST_NO_CLONE3=1");
+        *oom = !why;
+        return why;
+    }
+    char *dir = make_own(h->base, "probe", &why);
+    if (dir && clone_into_trial(dir, &why) == 0)
+        why = NULL;
+    else if (!why)
+        *oom = true;
+    if (dir && rmdir(dir) < 0)
+        log_warn("cgroups: rmdir %s: %s", dir, strerror(errno));
+    free(dir);
+    return why;
 }
 
 /* ---- choosing ---- */
@@ -794,6 +883,12 @@ choose(struct call_cgroup_probe *p, const struct layout *l, char **why)
         return -1;
     if (choose_kill(p, l, has_kill, has_freeze, why) < 0)
         return -1;
+    bool oom = false;
+    if (p->h[0].v2 && (p->into_refused = try_into(&p->h[0], &oom)) == NULL && oom) {
+        *why = NULL;
+        return -1;
+    }
+    p->favordynmods = l->favordynmods;
     p->mode = from_v2[CTL_PIDS] && from_v2[CTL_MEMORY] ? CALL_CGROUP_UNIFIED : CALL_CGROUP_HYBRID;
     return 0;
 }
@@ -879,6 +974,8 @@ call_cgroup_probe_at(const char *proc_cgroup, const char *mountinfo)
     char *why = NULL;
     if (probe(p, proc_cgroup, mountinfo, &why) < 0) {
         clear_hiers(p);
+        free(p->into_refused);
+        p->into_refused = NULL;
         p->mode = CALL_CGROUP_NONE;
         p->description =
             strfmt("cgroups: unavailable: %s" UNAVAILABLE_TAIL, why ? why : "out of memory");
@@ -906,6 +1003,18 @@ call_cgroup_mode(const struct call_cgroup_probe *p)
 }
 
 const char *
+call_cgroup_probe_into_refused(const struct call_cgroup_probe *p)
+{
+    return p->mode != CALL_CGROUP_NONE && p->h[0].v2 ? p->into_refused : NULL;
+}
+
+bool
+call_cgroup_probe_favordynmods(const struct call_cgroup_probe *p)
+{
+    return p->favordynmods;
+}
+
+const char *
 call_cgroup_describe(const struct call_cgroup_probe *p)
 {
     return p->description;
@@ -919,6 +1028,7 @@ call_cgroup_probe_free(struct call_cgroup_probe *p)
     clear_hiers(p);
     free(p->description);
     free(p->moved_to);
+    free(p->into_refused);
     free(p);
 }
 
@@ -1041,16 +1151,37 @@ open_why(const char *dir, const char *file, int flags, char **why)
     return -1;
 }
 
+/* The v2 directory itself, for clone3's CLONE_INTO_CGROUP. */
+static int
+open_dir(const char *dir, char **why)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        *why = strfmt("%s: %s", dir, strerror(errno));
+    return fd;
+}
+
 static int
 open_fds(struct call_cgroup *cg, char **why)
 {
+    cg->join.n_tasks = 0;
     for (size_t i = 0; i < cg->n; i++) {
-        cg->join[i] = open_why(cg->dirs[i], "cgroup.procs", O_WRONLY, why);
-        if (cg->join[i] < 0)
+        if (!cg->probe->h[i].v2) {
+            int fd = open_why(cg->dirs[i], "tasks", O_WRONLY, why);
+            if (fd < 0)
+                return -1;
+            cg->tasks[cg->join.n_tasks++] = fd;
+            continue;
+        }
+        if (!cg->probe->into_refused) {
+            cg->join.into = open_dir(cg->dirs[i], why);
+            if (cg->join.into < 0)
+                return -1;
+        }
+        cg->join.procs = open_why(cg->dirs[i], "cgroup.procs", O_WRONLY, why);
+        if (cg->join.procs < 0)
             return -1;
-    }
-    if (cg->probe->h[0].v2) {
-        cg->events = open_why(cg->dirs[0], "cgroup.events", O_RDONLY, why);
+        cg->events = open_why(cg->dirs[i], "cgroup.events", O_RDONLY, why);
         if (cg->events < 0)
             return -1;
     }
@@ -1058,16 +1189,22 @@ open_fds(struct call_cgroup *cg, char **why)
 }
 
 static void
+close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void
 close_fds(struct call_cgroup *cg)
 {
-    for (size_t i = 0; i < cg->n; i++) {
-        if (cg->join[i] >= 0)
-            close(cg->join[i]);
-        cg->join[i] = -1;
-    }
-    if (cg->events >= 0)
-        close(cg->events);
-    cg->events = -1;
+    for (size_t i = 0; i < MAX_HIERS; i++)
+        close_fd(&cg->tasks[i]);
+    cg->join.n_tasks = 0;
+    close_fd(&cg->join.into);
+    close_fd(&cg->join.procs);
+    close_fd(&cg->events);
 }
 
 static void
@@ -1091,7 +1228,8 @@ alloc_cg(const struct call_cgroup_probe *p, const char *name)
     cg->n = p->n;
     cg->events = -1;
     for (size_t i = 0; i < MAX_HIERS; i++)
-        cg->join[i] = -1;
+        cg->tasks[i] = -1;
+    cg->join = (struct call_cgroup_join){.into = -1, .procs = -1, .tasks = cg->tasks};
     cg->name = strdup(name);
     if (!cg->name) {
         free(cg);
@@ -1143,11 +1281,10 @@ call_cgroup_unpark(struct call_cgroup *cg, char **err)
     return -1;
 }
 
-const int *
-call_cgroup_join_fds(const struct call_cgroup *cg, size_t *n)
+const struct call_cgroup_join *
+call_cgroup_join(const struct call_cgroup *cg)
 {
-    *n = cg->n;
-    return cg->join;
+    return &cg->join;
 }
 
 int
@@ -1156,7 +1293,7 @@ call_cgroup_add(const struct call_cgroup *cg, pid_t pid)
     char text[24];
     snprintf(text, sizeof(text), "%d", (int)pid);
     for (size_t i = 0; i < cg->n; i++) {
-        int rc = write_text(cg->join[i], text);
+        int rc = write_at(cg->dirs[i], "cgroup.procs", text);
         if (rc < 0)
             return rc;
     }

@@ -35,15 +35,17 @@
  * freezer or signal forces one of those ways (the probe fails when the
  * machine lacks it).
  *
- * Lifetime: probe, then for each call new, join (its first process, before
- * that process execs or forks), kill, wait for empty, free; probe_free
- * last.  Nothing here blocks for long: kill returns after one pass, and
- * free waits at most a few tens of milliseconds (then leaves the
- * directories and says so).  Messages go to stderr through log.h.
+ * Lifetime: probe, then for each call new, join (its first process, as it
+ * is created or before it execs or forks: struct call_cgroup_join), kill,
+ * wait for empty, free; probe_free last.  Nothing here blocks for long:
+ * kill returns after one pass, and free waits at most a few tens of
+ * milliseconds (then leaves the directories and says so).  Messages go to
+ * stderr through log.h.
  */
 #ifndef EXECGATE_SERVER_CALL_CGROUP_H
 #define EXECGATE_SERVER_CALL_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -80,6 +82,21 @@ enum call_cgroup_mode call_cgroup_mode(const struct call_cgroup_probe *p);
  */
 const char *call_cgroup_describe(const struct call_cgroup_probe *p);
 
+/*
+ * Why the first process of a call cannot be created in its v2 cgroup
+ * (borrowed, lives as long as p), or NULL when it can or p has no v2
+ * hierarchy.  The probe finds it by trying: a child created by clone3
+ * with CLONE_INTO_CGROUP in a trial directory must exit normally.  It is
+ * "EXECGATE_TEST_NO_CLONE3=1" when that variable is in the environment,
+ * for tests of the other way.
+ */
+const char *call_cgroup_probe_into_refused(const struct call_cgroup_probe *p);
+
+/* Whether some cgroup hierarchy is mounted with the favordynmods option
+ * (/proc/self/mountinfo): then no write to cgroup.procs waits for an RCU
+ * grace period (struct call_cgroup_join says when one would). */
+bool call_cgroup_probe_favordynmods(const struct call_cgroup_probe *p);
+
 /* Frees p; every call cgroup made from it must be freed first.  NULL is a
  * no-op. */
 void call_cgroup_probe_free(struct call_cgroup_probe *p);
@@ -98,19 +115,46 @@ struct call_cgroup *call_cgroup_new(const struct call_cgroup_probe *p, const cha
                                     uint64_t max_processes, uint64_t max_memory_bytes, char **err);
 
 /*
- * The cgroup.procs file of each of cg's directories, open O_WRONLY and
- * close-on-exec (borrowed: valid until call_cgroup_free), *n of them.  A
- * child started by fork or clone writes "0" to each with write(2), which
- * is async-signal-safe, before anything else: that moves the writer
- * itself, so it is inside before it can start anything.  A failed write
- * must end the child.
+ * How a child gets into every directory of a call cgroup before it can
+ * start anything.  Each fd is close-on-exec, or -1 where cg has no such
+ * file:
+ *
+ *   into   the v2 directory (O_RDONLY | O_DIRECTORY): the child is created
+ *          in it, by clone3 with CLONE_INTO_CGROUP (Linux 5.7); -1 also
+ *          where the probe found that refused
+ *          (call_cgroup_probe_into_refused);
+ *   procs  that directory's cgroup.procs (O_WRONLY): a child not created
+ *          in into writes "0" to it first instead;
+ *   tasks  the tasks file (O_WRONLY) of each v1 directory, n_tasks of
+ *          them: the child writes "0" to each, first thing.
+ *
+ * A write is one write(2), async-signal-safe; a failed one must end the
+ * child.  "0" in a v1 tasks file moves the writing thread only, so the
+ * child must be one thread when it writes (a fork, or a clone without
+ * CLONE_THREAD, before it starts threads): then the thread is the process.
+ * Why not "0" to every cgroup.procs: that moves a thread group, which the
+ * kernel does under its global cgroup_threadgroup_rwsem taken for
+ * writing, and the first writer after a quiet moment waits for an RCU
+ * grace period (4-28 ms measured on a 2-core machine at HZ 250); a
+ * process created in place or one thread moved does not take that lock
+ * for writing.
  */
-const int *call_cgroup_join_fds(const struct call_cgroup *cg, size_t *n);
+struct call_cgroup_join {
+    int into;
+    int procs;
+    const int *tasks;
+    size_t n_tasks;
+};
+
+/* cg's join (borrowed, and so are its fds: valid until call_cgroup_park
+ * or call_cgroup_free). */
+const struct call_cgroup_join *call_cgroup_join(const struct call_cgroup *cg);
 
 /*
  * Moves process pid (all its threads) into every directory of cg, for
- * processes started without the fds above.  Returns 0 or a negative errno
- * (then pid may be in some and not others: kill it).
+ * processes started otherwise.  It writes each directory's cgroup.procs,
+ * so it may wait as described above.  Returns 0 or a negative errno (then
+ * pid may be in some and not others: kill it).
  */
 int call_cgroup_add(const struct call_cgroup *cg, pid_t pid);
 

@@ -74,9 +74,8 @@ struct escalation_call {
     int handles_open;
     struct session *sessions;
     unsigned n_sessions;
-    size_t buffered;     /* received and not yet decoded, all sessions together */
-    const int *join_fds; /* the call's cgroup.procs files, or NULL */
-    size_t n_join_fds;
+    size_t buffered;                     /* received and not yet decoded, all sessions together */
+    const struct call_cgroup_join *join; /* the call's cgroup, or NULL */
     /* process groups of escalated programs that have exited: what they
      * left running is killed with the call (reaper_signal_group) */
     pid_t *groups;
@@ -389,8 +388,7 @@ session_spawn(struct session *s, const int *targets, size_t count)
         .new_session = true,
         .die_with_server = true,
         /* in the call's cgroup: limited and killed with the call's */
-        .join_fds = s->ec->join_fds,
-        .n_join_fds = s->ec->n_join_fds,
+        .join = s->ec->join,
     };
     /* tree enforcement: the program starts under the exec filter (no other
      * confinement: it is escalated), so every exec of its tree is decided
@@ -861,10 +859,8 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
 }
 
 void
-escalation_call_set_join_fds(struct escalation_call *ec, const int *fds, size_t n)
+escalation_call_set_join(struct escalation_call *ec, const struct call_cgroup_join *j)
 {
-    if (!ec)
-        return;
-    ec->join_fds = fds;
-    ec->n_join_fds = n;
+    if (ec)
+        ec->join = j;
 }

@@ -90,9 +90,9 @@ void escalation_call_end_detached(struct escalation_call *ec);
  */
 char **escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_names);
 
-/* The call's cgroup: escalated programs join it through these
- * cgroup.procs fds (borrowed; they must outlive the call's escalations).
- * NULL ec is a no-op.  Cannot fail. */
-void escalation_call_set_join_fds(struct escalation_call *ec, const int *fds, size_t n);
+/* The call's cgroup: escalated programs are in it before they run
+ * anything (j is borrowed and must outlive the call's escalations).  NULL
+ * ec is a no-op.  Cannot fail. */
+void escalation_call_set_join(struct escalation_call *ec, const struct call_cgroup_join *j);
 
 #endif

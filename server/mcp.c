@@ -140,9 +140,12 @@ list_find(const struct call_list *l, const json_t *id)
 
 /*
  * Kills whatever the call left in its cgroup: at its end, cancel, timeout
- * and shutdown alike.  A cgroup that is empty at once is kept for a later
+ * and shutdown alike.  A cgroup the call left empty is kept for a later
  * call (making and removing the directories and setting the limits cost
- * the loop more than the rest of an `echo hi` call); any other is removed.
+ * the loop more than the rest of an `echo hi` call); one that had to be
+ * killed is removed, because a kill leaves marks a later call must not
+ * meet: killed by cgroup.freeze the cgroup stays frozen, and so would the
+ * next call's processes.
  */
 static void
 end_cgroup(struct mcp_call *c)
@@ -150,16 +153,16 @@ end_cgroup(struct mcp_call *c)
     if (!c->cg)
         return;
     struct mcp_server *s = c->s;
+    if (call_cgroup_empty(c->cg) == 1 && s->n_cgroup_pool < CGROUP_POOL && !s->shutting_down) {
+        call_cgroup_park(c->cg);
+        s->cgroup_pool[s->n_cgroup_pool++] = c->cg;
+        c->cg = NULL;
+        return;
+    }
     int rc = call_cgroup_kill(c->cg);
     if (rc < 0)
         log_warn("call: cannot kill what is left in its cgroup: %s", strerror(-rc));
-    if (rc == 0 && call_cgroup_empty(c->cg) == 1 && s->n_cgroup_pool < CGROUP_POOL &&
-        !s->shutting_down) {
-        call_cgroup_park(c->cg);
-        s->cgroup_pool[s->n_cgroup_pool++] = c->cg;
-    } else {
-        call_cgroup_free(c->cg);
-    }
+    call_cgroup_free(c->cg);
     c->cg = NULL;
 }
 
@@ -705,10 +708,9 @@ start_cgroup(struct mcp_server *s, struct mcp_call *c, struct escalation_call *e
         log_warn("call %s: runs without a cgroup of its own: %s", label ? label : "?",
                  err ? err : "out of memory");
     } else {
-        size_t n = 0;
-        const int *fds = call_cgroup_join_fds(c->cg, &n);
-        shell_call_set_join_fds(c->sc, fds, n);
-        escalation_call_set_join_fds(ec, fds, n);
+        const struct call_cgroup_join *j = call_cgroup_join(c->cg);
+        shell_call_set_join(c->sc, j);
+        escalation_call_set_join(ec, j);
     }
     free(err);
     free(label);
@@ -1056,6 +1058,11 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
     s->cgroups = call_cgroup_probe();
     if (s->cgroups)
         log_info("%s", call_cgroup_describe(s->cgroups));
+    const char *refused = s->cgroups ? call_cgroup_probe_into_refused(s->cgroups) : NULL;
+    if (refused)
+        log_info("cgroups: a call's first process joins its v2 cgroup by writing cgroup.procs, "
+                 "which can wait for the kernel's cgroup lock (%s)",
+                 refused);
     start_guard(s);
     uv_signal_init(s->loop, &s->sigterm);
     uv_signal_init(s->loop, &s->sigint);

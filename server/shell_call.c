@@ -86,10 +86,9 @@ struct shell_call {
     struct call_fds inherit;
     /* escalation hook: the timeout clock stopped while someone is asked */
     unsigned timeout_paused;
-    const int *join_fds; /* the call's cgroup.procs files, or NULL */
-    size_t n_join_fds;
-    uint64_t paused_ms;   /* the clock's stops so far, in all */
-    uint64_t pause_began; /* uv_now when the current stop began */
+    const struct call_cgroup_join *join; /* the call's cgroup, or NULL */
+    uint64_t paused_ms;                  /* the clock's stops so far, in all */
+    uint64_t pause_began;                /* uv_now when the current stop began */
     uint64_t timeout_left_ms;
 };
 
@@ -156,10 +155,9 @@ shell_call_set_fd(struct shell_call *c, enum call_fd at, int fd)
 }
 
 void
-shell_call_set_join_fds(struct shell_call *c, const int *fds, size_t n)
+shell_call_set_join(struct shell_call *c, const struct call_cgroup_join *j)
 {
-    c->join_fds = fds;
-    c->n_join_fds = n;
+    c->join = j;
 }
 
 void
@@ -663,8 +661,7 @@ shell_call_start(struct shell_call *c)
             .n_fds = n,
             .new_session = true,
             .die_with_server = true,
-            .join_fds = c->join_fds,
-            .n_join_fds = c->n_join_fds,
+            .join = c->join,
         };
         rc = spawn_start(c->loop, &opts, on_child_exit, c, &c->proc);
         close(wfd);

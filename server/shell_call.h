@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "server/call_cgroup.h"
 #include "server/call_fds.h"
 #include "server/output_ring.h"
 
@@ -126,11 +127,10 @@ void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
  */
 void shell_call_set_fd(struct shell_call *c, enum call_fd at, int fd);
 
-/* The call's cgroup: the helper moves itself into it through these
- * cgroup.procs fds (borrowed; they must outlive the spawn) before it does
- * anything else (spawn_options.join_fds).  Set before shell_call_start.
- * Cannot fail. */
-void shell_call_set_join_fds(struct shell_call *c, const int *fds, size_t n);
+/* The call's cgroup: the helper is in it before it does anything else
+ * (spawn_options.join; j is borrowed and must outlive the spawn).  Set
+ * before shell_call_start.  Cannot fail. */
+void shell_call_set_join(struct shell_call *c, const struct call_cgroup_join *j);
 
 /*
  * escalation hook: stops the call's timeout clock while a person is asked

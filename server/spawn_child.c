@@ -274,7 +274,7 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     pid_t pid = -1;
     int listener = -1;
     int rc;
-    if (o->exec_listener || o->exec_fd || o->die_with_server || o->n_join_fds > 0) {
+    if (o->exec_listener || o->exec_fd || o->die_with_server || o->join) {
         if (o->exec_listener)
             *o->exec_listener = -1;
         rc = spawn_filtered_start(o, &pid, &listener);

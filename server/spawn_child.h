@@ -24,6 +24,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "server/call_cgroup.h"
+
 struct spawn_child;
 
 /* One inherited fd: the parent's fd (borrowed; close-on-exec or not) becomes
@@ -64,10 +66,10 @@ struct spawn_options {
     /* killed (SIGKILL) when the server dies, however it dies: a host may
      * kill the server hard, and nothing it started may outlive it */
     bool die_with_server;
-    /* cgroup.procs files (O_WRONLY, borrowed) the child moves itself into
-     * before it does anything else, so nothing it starts is ever outside */
-    const int *join_fds;
-    size_t n_join_fds;
+    /* non-NULL: the call cgroup the child is in before it does anything
+     * else, so nothing it starts is ever outside (borrowed; how it gets
+     * in: call_cgroup.h) */
+    const struct call_cgroup_join *join;
 };
 
 /* Whether o gives the child an fd at number at (one of o->fds). */
@@ -81,7 +83,7 @@ typedef void (*spawn_close_cb)(struct spawn_child *c);
 
 /*
  * Starts o->file (with exec_fd, exec_listener, die_with_server or
- * join_fds, from a clone(CLONE_VM) child of the server's own:
+ * join, from a clone(CLONE_VM) child of the server's own:
  * spawn_filtered.h; otherwise with posix_spawn).  The child gets
  * each of o->fds at its number, /dev/null
  * as whichever of 0, 1 and 2 is not among them, no other fd, an empty

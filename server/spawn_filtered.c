@@ -17,12 +17,14 @@
  * second exec each time; the call's helper gets the same steps from the
  * same place.  What keeps it within the rule's intent:
  *
- * - The child is started with clone(CLONE_VM) on a stack of its own: it
- *   shares the server's memory (nothing is copied, as with posix_spawn)
- *   but not its fd table or signal handlers.  It calls nothing that
- *   allocates (the server's allocator is shared with it), resets every
- *   signal's disposition before anything can be delivered, arranges its
- *   fds from an explicit list, and execs or _exits.
+ * - The child is started with clone(CLONE_VM) on a stack of its own (with
+ *   clone3 and CLONE_INTO_CGROUP when it has a call cgroup to be in, so
+ *   that it is created there): it shares the server's memory (nothing is
+ *   copied, as with posix_spawn) but not its fd table or signal handlers.
+ *   It calls nothing that allocates (the server's allocator is shared with
+ *   it), resets every signal's disposition before anything can be
+ *   delivered, arranges its fds from an explicit list, and execs or
+ *   _exits.
  * - The server blocks every signal until the child has exec'd (the child
  *   shares its errno), and waits for the exec on a socket rather than the
  *   vfork way: with the filter, the first exec is notified to the listener
@@ -44,11 +46,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -90,12 +94,13 @@ get_filtered_stack(void)
 
 struct filtered {
     const struct spawn_options *o;
-    bool filter;  /* load the exec filter (o->exec_listener) */
-    int exec_at;  /* where *o->exec_fd is moved in the child (an entry of o->fds), or -1 */
-    int sock;     /* the child's end of the socket pair */
-    int max_at;   /* the highest target (at least 2) */
-    int high;     /* above every target, source and sock */
-    pid_t server; /* the server's pid, which o->die_with_server ties the child to */
+    int join_procs; /* o->join->procs unless created in o->join->into; or -1 */
+    bool filter;    /* load the exec filter (o->exec_listener) */
+    int exec_at;    /* where *o->exec_fd is moved in the child (an entry of o->fds), or -1 */
+    int sock;       /* the child's end of the socket pair */
+    int max_at;     /* the highest target (at least 2) */
+    int high;       /* above every target, source and sock */
+    pid_t server;   /* the server's pid, which o->die_with_server ties the child to */
 };
 
 /* Reports the child's errno to the server and ends it. */
@@ -170,8 +175,11 @@ filtered_child(void *arg)
 {
     const struct filtered *f = arg;
     const struct spawn_options *o = f->o;
-    for (size_t i = 0; i < o->n_join_fds; i++) {
-        if (write(o->join_fds[i], "0", 1) != 1)
+    /* one thread (no CLONE_THREAD), so "0" in a tasks file moves it all */
+    if (f->join_procs >= 0 && write(f->join_procs, "0", 1) != 1)
+        filtered_fail(f->sock, errno);
+    for (size_t i = 0; o->join && i < o->join->n_tasks; i++) {
+        if (write(o->join->tasks[i], "0", 1) != 1)
             filtered_fail(f->sock, errno);
     }
     if (o->die_with_server && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -353,6 +361,88 @@ follow_filtered(int sock, pid_t pid, const char *file, bool filter, int *listene
     return rc;
 }
 
+/* ---- a child created in its cgroup ---- */
+
+#if defined(__x86_64__)
+/*
+ * clone3 for a child that runs fn(arg) on the stack args give it, then
+ * exits with fn's value (filtered_child never returns).  glibc has no
+ * clone3 wrapper, and a C caller cannot go on in the child of the raw
+ * system call: the child returns on its fresh stack, where none of the
+ * caller's frames are.  So the child's first steps are here: the system
+ * call keeps every register but rax, rcx and r11, and the child starts
+ * with the parent's registers and its stack pointer at the top of the
+ * given stack (16-byte aligned: FILTERED_STACK from a page boundary, as
+ * the call below needs).  Returns the child's pid, or -errno.
+ */
+static long
+clone3_run(struct clone_args *args, int (*fn)(void *), void *arg)
+{
+    long ret;
+    __asm__ volatile("syscall\n\t"
+                     "testq %%rax, %%rax\n\t"
+                     "jnz 1f\n\t"
+                     /* the child: no frame to return to */
+                     "xorl %%ebp, %%ebp\n\t"
+                     "movq %[arg], %%rdi\n\t"
+                     "callq *%[fn]\n\t"
+                     "movl %%eax, %%edi\n\t"
+                     "movl %[exit_nr], %%eax\n\t"
+                     "syscall\n\t"
+                     "ud2\n"
+                     "1:"
+                     : "=a"(ret)
+                     : "0"((long)SYS_clone3), "D"(args),
+                       "S"(sizeof(*args)), [fn] "r"(fn), [arg] "r"(arg), [exit_nr] "i"(SYS_exit)
+                     : "rcx", "r11", "memory", "cc");
+    return ret;
+}
+#define HAVE_CLONE3_RUN 1
+#else
+#define HAVE_CLONE3_RUN 0
+#endif
+
+bool
+spawn_filtered_creates_in_cgroup(void)
+{
+    return HAVE_CLONE3_RUN;
+}
+
+/*
+ * Starts filtered_child.  With o->join's v2 directory (into) the child is
+ * created in it by clone3 with CLONE_INTO_CGROUP, so that none of its
+ * writes moves a whole process, and none waits for the kernel's
+ * cgroup_threadgroup_rwsem (call_cgroup.h).  Without, or on an
+ * architecture this file has no clone3_run for, a clone child that writes
+ * "0" to o->join's cgroup.procs (procs) first.  Returns the pid or -1 with
+ * errno.
+ */
+static pid_t
+start_child(struct filtered *f, void *stack)
+{
+    const struct call_cgroup_join *j = f->o->join;
+    f->join_procs = j ? j->procs : -1;
+#if HAVE_CLONE3_RUN
+    if (j && j->into >= 0) {
+        struct clone_args args = {
+            .flags = CLONE_VM | CLONE_INTO_CGROUP,
+            .exit_signal = SIGCHLD,
+            .stack = (uint64_t)(uintptr_t)stack,
+            .stack_size = FILTERED_STACK,
+            .cgroup = (uint64_t)j->into,
+        };
+        f->join_procs = -1;
+        long pid = clone3_run(&args, filtered_child, f);
+        if (pid < 0) {
+            errno = (int)-pid;
+            return -1;
+        }
+        return (pid_t)pid;
+    }
+#endif
+    return clone(filtered_child, (char *)stack + FILTERED_STACK, CLONE_VM | SIGCHLD, f);
+}
+
 /* The options with *o->exec_fd added as one more inherited fd, above
  * every target: the child execs it from there.  *extended is the caller's
  * to free. */
@@ -443,7 +533,7 @@ spawn_filtered_start(const struct spawn_options *given, pid_t *pid, int *listene
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
-    pid_t child = clone(filtered_child, (char *)stack + FILTERED_STACK, CLONE_VM | SIGCHLD, &f);
+    pid_t child = start_child(&f, stack);
     int e = errno;
     close(sv[1]);
     rc = child < 0 ? -e : follow_filtered(sv[0], child, o->file, f.filter, listener);

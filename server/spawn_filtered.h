@@ -3,7 +3,7 @@
  *
  * Used by spawn_start (spawn_child.h) when the options ask for the exec
  * filter (exec_listener), a checked file run by its fd (exec_fd), death
- * with the server (die_with_server) or cgroups to join (join_fds): every
+ * with the server (die_with_server) or a call cgroup to be in (join): every
  * call's sandbox helper and every escalated program.  The child is a
  * clone(CLONE_VM) of the server that runs the server's own code between
  * the clone and the exec: the one exception to the house rule that the
@@ -13,6 +13,7 @@
 #ifndef EXECGATE_SERVER_SPAWN_FILTERED_H
 #define EXECGATE_SERVER_SPAWN_FILTERED_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "server/spawn_child.h"
@@ -27,5 +28,12 @@
  * left running: a child that failed was killed and reaped.
  */
 int spawn_filtered_start(const struct spawn_options *o, pid_t *pid, int *listener);
+
+/*
+ * Whether a child with a join whose into is a directory is created in it
+ * (clone3 with CLONE_INTO_CGROUP, on x86_64), rather than moved there by
+ * its own write to procs (elsewhere).
+ */
+bool spawn_filtered_creates_in_cgroup(void);
 
 #endif

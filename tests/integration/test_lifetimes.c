@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 static const char *server_path;
 /* EXECGATE_TEST_UNPRIVILEGED=1 (started as root): the server runs as the
  * test user, so what holds without root is what is tested */
@@ -267,9 +269,10 @@ test_client_gone_while_output_waits(void **state)
     free(wd);
 }
 
-/* Whether the server can give each call a cgroup here (--doctor). */
-static bool
-cgroups_available(void)
+/* The server's --doctor finding about cgroups, from "cgroups: " on
+ * (malloc'd), when it can give each call a cgroup here, else NULL. */
+static char *
+cgroups_doctor(void)
 {
     const char *argv[] = {server_path, "--doctor", NULL};
     struct proc_result res;
@@ -278,11 +281,21 @@ cgroups_available(void)
         code = test_user_run(&user, argv, &res);
     else if (proc_run(argv, NULL, &res) == 0)
         code = proc_exit_code(&res);
-    bool yes = code == 0 && strncmp(res.out, "cgroups: ", 9) == 0 &&
-               strncmp(res.out, "cgroups: unavailable", 20) != 0;
+    /* the finding "  ok       cgroups: MODE" (the exit status also counts
+     * the doctor's other findings, which do not matter here) */
+    const char *found = code >= 0 ? strstr(res.out, "\n  ok       cgroups: ") : NULL;
+    char *line = found ? strndup(found + 12, strcspn(found + 12, "\n")) : NULL;
     if (code >= 0)
         proc_result_free(&res);
-    return yes;
+    return line;
+}
+
+static bool
+cgroups_available(void)
+{
+    char *line = cgroups_doctor();
+    free(line);
+    return line != NULL;
 }
 
 /* Under danger-full-access nothing confines the command's processes but
@@ -363,6 +376,177 @@ test_max_processes_per_call(void **state)
     mcp_world_end(&w);
 }
 
+/* Whether word is one of the comma-separated items of list. */
+static bool
+listed(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *at = list; *at; at += strcspn(at, ",") + (at[strcspn(at, ",")] == ',')) {
+        if (strncmp(at, word, n) == 0 && (at[n] == ',' || at[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Asserts that text, a call's /proc/self/cgroup, puts it in a cgroup
+ * named execgate-SERVER-N in every hierarchy the server gives calls a
+ * directory in (as its --doctor line names them), the same N in each;
+ * returns N.
+ */
+static long
+assert_in_call_cgroup(const char *doctor, const char *text, pid_t server)
+{
+    bool v2 = strstr(doctor, "v2 ") != NULL;
+    bool v1_pids = strstr(doctor, "v1 pids") != NULL;
+    bool v1_memory = strstr(doctor, "v1 pids and memory") || strstr(doctor, "v1 memory");
+    char prefix[48];
+    snprintf(prefix, sizeof(prefix), "/execgate-%d-", (int)server);
+    char *copy = strdup(text);
+    assert_non_null(copy);
+    long n = -1;
+    int seen = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c1 = *c2 = '\0';
+        const char *ctrls = c1 + 1, *path = c2 + 1;
+        bool used = (v2 && strcmp(line, "0") == 0 && !*ctrls) ||
+                    (v1_pids && listed(ctrls, "pids")) || (v1_memory && listed(ctrls, "memory"));
+        if (!used)
+            continue;
+        const char *leaf = strstr(path, prefix);
+        if (!leaf)
+            fail_msg("the call ran outside a call cgroup (%s:%s: %s):\n%s", line, ctrls, path,
+                     text);
+        long k = atol(leaf + strlen(prefix));
+        assert_true(n < 0 || k == n);
+        n = k;
+        seen++;
+    }
+    assert_int_equal(seen, (int)v2 + (int)v1_pids + (int)v1_memory);
+    free(copy);
+    return n;
+}
+
+/*
+ * Calls one after another, every second one leaving a setsid sleep that
+ * the end of the call kills, with env (NAME=value) in the server's
+ * environment: each call runs in a call cgroup, a clean call's is kept and
+ * used again by the next, and a killed one is not (killed by
+ * cgroup.freeze it stays frozen; and a process created in a cgroup by
+ * clone3 is killed at birth, on this machine's Linux 6.18, when that
+ * cgroup's cgroup.kill was written before).
+ */
+static void
+calls_in_turn(const char *env)
+{
+    char *doctor = cgroups_doctor();
+    if (!doctor)
+        skip();
+    char marker[32];
+    snprintf(marker, sizeof(marker), "%d.%03d", 3000 + getpid() % 1000, 19);
+    struct mcp_world w;
+    struct mcp_world_options o = lifetime_options("danger-full-access", NULL);
+    o.env = env;
+    mcp_world_start(&w, "", &o);
+    /* the sleep is in a session of its own when the command ends */
+    char *leaving = mcp_world_fmt("setsid sleep %s & sleep 0.2; "
+                                  "[ \"$(ps -o sid= -p $!)\" -eq $! ] && echo left; "
+                                  "cat /proc/self/cgroup",
+                                  marker);
+    long previous = -1;
+    for (int i = 0; i < 4; i++) {
+        json_t *a = mcp_world_run(&w, i % 2 ? leaving : "cat /proc/self/cgroup", NULL, 30000);
+        assert_int_equal(mcp_world_exit(a), 0);
+        if (i % 2)
+            mcp_world_assert_contains(mcp_world_output(a), "left\n");
+        long n = assert_in_call_cgroup(doctor, mcp_world_output(a), mcp_client_pid(w.c));
+        fprintf(stderr, "%s: call %d in execgate-PID-%ld\n", env ? env : "defaults", i, n);
+        if (i == 1 || i == 3)
+            assert_true(n == previous); /* kept after the clean call before */
+        if (i == 2)
+            assert_true(n != previous); /* not the one killed */
+        assert_int_equal(wait_sleeps(marker, false, 0, 2000), 0);
+        previous = n;
+        json_decref(a);
+    }
+    free(leaving);
+    mcp_world_end(&w);
+    free(doctor);
+}
+
+static void
+test_calls_in_turn(void **state)
+{
+    calls_in_turn(NULL);
+}
+
+static void
+test_calls_in_turn_frozen_kill(void **state)
+{
+    calls_in_turn("EXECGATE_TEST_CGROUP_KILL=cgroup.freeze");
+}
+
+/* Each call's first process moved into its cgroup by its own writes. */
+static void
+test_calls_in_turn_without_clone3(void **state)
+{
+    calls_in_turn("EXECGATE_TEST_NO_CLONE3=1");
+}
+
+/* --doctor's lines, with env (NAME=value) added to its environment. */
+static char *
+doctor_with(const char *env)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    const char **envp = calloc(n + 2, sizeof(*envp));
+    assert_non_null(envp);
+    for (size_t i = 0; i < n; i++)
+        envp[i] = environ[i];
+    envp[n] = env;
+    const char *argv[] = {server_path, "--doctor", NULL};
+    struct proc_options po = {.envp = envp};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, &po, &res), 0);
+    assert_int_equal(proc_exit_code(&res), 0);
+    char *out = strdup(res.out);
+    assert_non_null(out);
+    proc_result_free(&res);
+    free(envp);
+    return out;
+}
+
+/* --doctor says how a call's first process gets into its cgroup, and
+ * where that is a write to cgroup.procs, what favordynmods would do. */
+static void
+test_doctor_says_how_calls_join(void **state)
+{
+    if (unprivileged || !cgroups_available())
+        skip();
+    char *out = doctor_with("EXECGATE_TEST_NO_CLONE3=0");
+    fprintf(stderr, "%s", out);
+    bool v2 = strstr(out, "cgroups: v2 (") || strstr(out, "hybrid (v2 ");
+    mcp_world_assert_contains(out,
+                              v2 ? "is created in its v2 cgroup (clone3 with CLONE_INTO_CGROUP)"
+                                 : "moves its one thread into each cgroup of its call");
+    mcp_world_assert_contains(out, "ms after 200 ms of quiet\n");
+    free(out);
+    if (!v2)
+        return;
+    out = doctor_with("EXECGATE_TEST_NO_CLONE3=1");
+    fprintf(stderr, "%s", out);
+    mcp_world_assert_contains(out, "joins its v2 cgroup by writing cgroup.procs "
+                                   "(EXECGATE_TEST_NO_CLONE3=1): it started in ");
+    mcp_world_assert_contains(out, "favordynmods");
+    free(out);
+}
+
 /* Outside any PID namespace only the call's cgroup holds the background,
  * nohup and setsid children: the guard kills it when the server dies. */
 static void
@@ -400,6 +584,10 @@ main(void)
         cmocka_unit_test(test_client_gone_while_output_waits),
         cmocka_unit_test(test_setsid_children_end_with_the_call),
         cmocka_unit_test(test_max_processes_per_call),
+        cmocka_unit_test(test_calls_in_turn),
+        cmocka_unit_test(test_calls_in_turn_frozen_kill),
+        cmocka_unit_test(test_calls_in_turn_without_clone3),
+        cmocka_unit_test(test_doctor_says_how_calls_join),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&user);

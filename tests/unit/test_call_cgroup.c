@@ -16,6 +16,7 @@
 
 #include "server/call_cgroup.h"
 #include "server/spawn_child.h"
+#include "server/spawn_filtered.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -164,15 +166,25 @@ some_dir_reads(const struct call_cgroup *cg, const char *file, const char *want)
     return false;
 }
 
-/* In a child: moves itself into cg through the join fds, as the spawn
- * path does, or ends with 100. */
+/* In a forked child (one thread): moves itself into a call cgroup
+ * through its join, as the spawn path does where clone3 is refused, or
+ * ends with 100. */
 static void
-join_or_die(const int *fds, size_t n)
+join_or_die(const struct call_cgroup_join *j)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (write(fds[i], "0", 1) != 1)
+    if (j->procs >= 0 && write(j->procs, "0", 1) != 1)
+        _exit(100);
+    for (size_t i = 0; i < j->n_tasks; i++) {
+        if (write(j->tasks[i], "0", 1) != 1)
             _exit(100);
     }
+}
+
+/* Whether fd is -1 or close-on-exec. */
+static bool
+none_or_cloexec(int fd)
+{
+    return fd == -1 || (fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC));
 }
 
 /*
@@ -413,9 +425,17 @@ test_new_and_free(void **state)
         assert_non_null(strstr(dirs[i], want));
         assert_int_equal(access(dirs[i], F_OK), 0);
     }
-    const int *fds = call_cgroup_join_fds(cg, &n);
-    for (size_t i = 0; i < n; i++)
-        assert_true(fcntl(fds[i], F_GETFD) & FD_CLOEXEC);
+    /* one fd per v1 directory; the v2 one and its cgroup.procs where v2 */
+    const struct call_cgroup_join *j = call_cgroup_join(cg);
+    char *events = tmpdir_path(dirs[0], "cgroup.events"); /* v2 alone has it */
+    bool v2 = access(events, F_OK) == 0;
+    free(events);
+    assert_int_equal(j->into >= 0, v2);
+    assert_int_equal(j->procs >= 0, v2);
+    assert_int_equal(j->n_tasks, n - (v2 ? 1 : 0));
+    assert_true(none_or_cloexec(j->into) && none_or_cloexec(j->procs));
+    for (size_t i = 0; i < j->n_tasks; i++)
+        assert_true(none_or_cloexec(j->tasks[i]) && j->tasks[i] >= 0);
     assert_true(some_dir_reads(cg, "pids.max", "20\n"));
     assert_int_equal(call_cgroup_empty(cg), 1);
     assert_int_equal(call_cgroup_pids_current(cg), 0);
@@ -467,9 +487,9 @@ struct bomb_report {
  * tries BOMB_FORKS children, each in a session of its own, running
  * `sleep 30`.
  */
-static void __attribute__((noreturn)) bomb(const int *fds, size_t n, int out)
+static void __attribute__((noreturn)) bomb(const struct call_cgroup_join *j, int out)
 {
-    join_or_die(fds, n);
+    join_or_die(j);
     if (setsid() < 0)
         _exit(101);
     struct bomb_report r;
@@ -531,12 +551,11 @@ run_bomb(struct call_cgroup_probe *p, bool kill_again)
     struct call_cgroup *cg = new_cgroup(p, "bomb", BOMB_MAX_PIDS, 256 * MiB);
     int report[2];
     assert_int_equal(pipe2(report, O_CLOEXEC), 0);
-    size_t n;
-    const int *fds = call_cgroup_join_fds(cg, &n);
+    const struct call_cgroup_join *j = call_cgroup_join(cg);
     pid_t first = fork();
     assert_true(first >= 0);
     if (first == 0)
-        bomb(fds, n, report[1]);
+        bomb(j, report[1]);
     close(report[1]);
     struct bomb_report r;
     read_report(report[0], &r);
@@ -650,14 +669,13 @@ test_bomb_signal_only(void **state)
 static pid_t
 start_joined(const struct call_cgroup *cg)
 {
-    size_t n;
-    const int *fds = call_cgroup_join_fds(cg, &n);
+    const struct call_cgroup_join *j = call_cgroup_join(cg);
     int ready[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
     pid_t child = fork();
     assert_true(child >= 0);
     if (child == 0) {
-        join_or_die(fds, n);
+        join_or_die(j);
         if (write(ready[1], "j", 1) != 1)
             _exit(102);
         for (;;)
@@ -777,37 +795,76 @@ on_spawned_exit(struct spawn_child *c, int64_t status, int sig)
     spawn_close(c, NULL);
 }
 
-/* Whether /proc/pid/cgroup names dir's last component. */
-static bool
-proc_in(pid_t pid, const char *dir)
+/* How many lines of /proc/pid/cgroup put it in a cgroup named leaf (one
+ * per hierarchy it is in). */
+static size_t
+proc_in(pid_t pid, const char *leaf)
 {
     char path[40];
     snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
     char *text = tmpdir_read_file(path, NULL);
-    bool yes = text && strstr(text, strrchr(dir, '/'));
+    assert_non_null(text);
+    size_t count = 0, n = strlen(leaf);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        size_t len = strlen(line);
+        count += len > n && line[len - n - 1] == '/' && strcmp(line + len - n, leaf) == 0;
+    }
     free(text);
-    return yes;
+    return count;
 }
 
-/* The fds as spawn_child's join_fds: the child of its clone(CLONE_VM) is
- * inside before it execs, and the cgroup's kill ends the whole tree. */
-static void
-test_spawn_child_joins(void **state)
+/* Whether the probe found clone3 into a cgroup refused for a reason
+ * other than the kernel's lacking it, forbidding it, or killing what it
+ * creates: with Linux 5.7 or later, an EINVAL or E2BIG would be a bad
+ * call of ours. */
+static bool
+refused_for_no_good_reason(const char *refused)
 {
-    struct call_cgroup_probe *p = root_probe(NULL);
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (!refused || uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+        return false;
+    bool has = major > 5 || (major == 5 && minor >= 7);
+    return has && !strstr(refused, strerror(ENOSYS)) && !strstr(refused, strerror(EPERM)) &&
+           !strstr(refused, "killed at birth");
+}
+
+/*
+ * spawn_start with a call cgroup of p as its join: the child is in every
+ * directory of it when it runs (created in the v2 one by clone3 where
+ * there is one, or, where p was probed with EXECGATE_TEST_NO_CLONE3=1,
+ * moved there by its own write), and the cgroup's kill ends the whole
+ * tree.
+ */
+static void
+spawn_joined(struct call_cgroup_probe *p, bool clone3)
+{
     struct call_cgroup *cg = new_cgroup(p, "spawn", BOMB_MAX_PIDS, 64 * MiB);
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     static char sh[] = "/bin/sh", c[] = "-c", script[] = "sleep 30 & sleep 30 & wait";
     char *args[] = {sh, c, script, NULL};
-    struct spawn_options o = {.file = sh, .argv = args, .new_session = true};
-    o.join_fds = call_cgroup_join_fds(cg, &o.n_join_fds);
+    struct spawn_options o = {
+        .file = sh, .argv = args, .new_session = true, .join = call_cgroup_join(cg)};
     struct ended e = {0};
     struct spawn_child *child = NULL;
     assert_int_equal(spawn_start(&loop, &o, on_spawned_exit, &e, &child), 0);
+    const char *refused = call_cgroup_probe_into_refused(p);
+    bool in_place = o.join->into >= 0 && spawn_filtered_creates_in_cgroup();
+    print_message("%s: %s\n", call_cgroup_describe(p),
+                  in_place             ? "created in its v2 cgroup by clone3"
+                  : refused            ? refused
+                  : o.join->procs >= 0 ? "no clone3 here: joined by its writes"
+                                       : "no v2 directory: joined by its writes");
+    if (clone3)
+        assert_false(refused_for_no_good_reason(refused));
+    else
+        assert_string_equal(refused, "EXECGATE_TEST_NO_CLONE3=1");
+    assert_int_equal(o.join->into >= 0, o.join->procs >= 0 && !refused);
     size_t n;
     const char *const *dirs = call_cgroup_dirs(cg, &n);
-    assert_true(proc_in(spawn_pid(child), dirs[0]));
+    assert_int_equal(proc_in(spawn_pid(child), strrchr(dirs[0], '/') + 1), n);
     assert_int_equal(call_cgroup_empty(cg), 0);
     assert_int_equal(call_cgroup_kill(cg), 0);
     wait_empty(cg, true);
@@ -822,6 +879,45 @@ test_spawn_child_joins(void **state)
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&loop), 0);
     free_and_check_removed(cg);
+}
+
+static void
+test_spawn_child_joins(void **state)
+{
+    struct call_cgroup_probe *p = root_probe(NULL);
+    spawn_joined(p, true);
+    call_cgroup_probe_free(p);
+    (void)state;
+}
+
+static void
+test_spawn_child_joins_without_clone3(void **state)
+{
+    assert_int_equal(setenv("EXECGATE_TEST_NO_CLONE3", "1", 1), 0);
+    struct call_cgroup_probe *p = root_probe(NULL);
+    unsetenv("EXECGATE_TEST_NO_CLONE3");
+    spawn_joined(p, false);
+    call_cgroup_probe_free(p);
+    (void)state;
+}
+
+/* This machine seen as v1 alone (see test_bomb_v1_only): no v2 directory
+ * to be created in, the tasks files alone. */
+static void
+test_spawn_child_joins_v1_only(void **state)
+{
+    call_cgroup_probe_free(root_probe(NULL)); /* skips unless root with cgroups */
+    char *cgroup = copy_without("/proc/self/cgroup", "cgroup-v1", "0::");
+    char *mountinfo = copy_without("/proc/self/mountinfo", "mountinfo-v1", " - cgroup2 ");
+    struct call_cgroup_probe *p = call_cgroup_probe_at(cgroup, mountinfo);
+    free(cgroup);
+    free(mountinfo);
+    if (call_cgroup_mode(p) == CALL_CGROUP_NONE) {
+        print_message("%s: skipped\n", call_cgroup_describe(p));
+        call_cgroup_probe_free(p);
+        skip();
+    }
+    spawn_joined(p, true);
     call_cgroup_probe_free(p);
     (void)state;
 }
@@ -832,12 +928,11 @@ test_memory_limit(void **state)
 {
     struct call_cgroup_probe *p = root_probe(NULL);
     struct call_cgroup *cg = new_cgroup(p, "memory", BOMB_MAX_PIDS, 64 * MiB);
-    size_t n;
-    const int *fds = call_cgroup_join_fds(cg, &n);
+    const struct call_cgroup_join *j = call_cgroup_join(cg);
     pid_t child = fork();
     assert_true(child >= 0);
     if (child == 0) {
-        join_or_die(fds, n);
+        join_or_die(j);
         size_t size = 200 * MiB;
         volatile char *mem =
             mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -888,6 +983,8 @@ main(void)
         cmocka_unit_test(test_free_kills_what_is_left),
         cmocka_unit_test(test_free_gives_up),
         cmocka_unit_test(test_spawn_child_joins),
+        cmocka_unit_test(test_spawn_child_joins_without_clone3),
+        cmocka_unit_test(test_spawn_child_joins_v1_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
