@@ -19,6 +19,7 @@
 #include "rules/amend.h"
 #include "rules/load.h"
 #include "rules/policy.h"
+#include "tests/support/fds.h"
 #include "tests/support/tmpdir.h"
 
 #define ARGV(...)  ((const char *const[]){__VA_ARGS__})
@@ -179,20 +180,11 @@ expect_error(const char *path, const char *const *prefix, size_t n, int want_rc,
     free(err);
 }
 
-static int
-count_fds(void)
-{
-    int n = 0;
-    for (int fd = 0; fd < 1024; fd++)
-        n += fcntl(fd, F_GETFD) != -1;
-    return n;
-}
-
 static void
 test_errors(void **state)
 {
     (void)state;
-    int fds_before = count_fds();
+    int fds_before = fds_open_count();
     char *dir = tmpdir_new("amend");
     char *file = tmpdir_path(dir, "plain");
     tmpdir_write_file(file, "data", 0644);
@@ -210,7 +202,7 @@ test_errors(void **state)
     expect_error(dangling, ARGV("ls"), 1, -ENOENT, "cannot resolve");
     /* The plain file was never touched by any of it, and no fd leaked. */
     expect_file(file, "data");
-    assert_int_equal(count_fds(), fds_before);
+    assert_int_equal(fds_open_count(), fds_before);
     free(dangling);
     free(sub);
     free(under_file);

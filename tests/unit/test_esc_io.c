@@ -21,37 +21,16 @@
 
 #include "wrapper/esc_io.h"
 #include "wrapper/esc_proto.h"
+#include "tests/support/fds.h"
 
 /* Test messages are built from string literals; the codec never writes
  * through an encoder input. */
 #pragma GCC diagnostic ignored "-Wdiscarded-qualifiers"
 
-static int
-open_fd_count(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own fd */
-}
-
 static void
 pair(int type, int sv[2])
 {
     assert_int_equal(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
-}
-
-static void
-same_file(int a, int b)
-{
-    struct stat sa, sb;
-    assert_int_equal(fstat(a, &sa), 0);
-    assert_int_equal(fstat(b, &sb), 0);
-    assert_int_equal(sa.st_dev, sb.st_dev);
-    assert_int_equal(sa.st_ino, sb.st_ino);
 }
 
 /* Sends raw bytes with an arbitrary set of fds, bypassing the encoder. */
@@ -96,7 +75,7 @@ test_frame_with_fds(void **state)
     assert_int_equal(out.u.fds.targets[1], 63);
     assert_int_equal(got.count, 2);
     for (size_t i = 0; i < 2; i++) {
-        same_file(got.fds[i], fds[i]);
+        assert_true(fds_same_file(got.fds[i], fds[i]));
         assert_true(fcntl(got.fds[i], F_GETFD) & FD_CLOEXEC);
     }
     /* The fds really work: write through the received write end. */
@@ -211,7 +190,7 @@ test_hello_ok(void **state)
     assert_int_equal(esc_io_recv_hello(dg[1], dgram_buf, sizeof dgram_buf, &stream, &first, NULL),
                      1);
     assert_int_equal(first.type, ESC_MSG_HELLO);
-    same_file(stream, st[1]);
+    assert_true(fds_same_file(stream, st[1]));
     assert_true(fcntl(stream, F_GETFD) & FD_CLOEXEC);
     close(stream);
     /* Nothing more waiting on a non-blocking socket. */
@@ -252,7 +231,7 @@ test_request_datagram_ok(void **state)
         assert_int_equal(again.len, req.len);
         assert_memory_equal(again.data, req.data, req.len);
         esc_buf_free(&again);
-        same_file(stream, st[1]);
+        assert_true(fds_same_file(stream, st[1]));
         close(stream);
         esc_msg_free(&first);
         esc_buf_free(&req);
@@ -313,7 +292,7 @@ test_hello_attacks(void **state)
         {big.data, big.len, {st[1]}, 1, -EMSGSIZE, "ESC_MAX_DGRAM"},
         {two.data, two.len, {st[1]}, 1, -EBADMSG, "exactly a HELLO or a REQUEST"},
     };
-    int before = open_fd_count();
+    int before = fds_open_count();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         raw_send(dg[0], cases[i].data, cases[i].len, cases[i].fds, cases[i].nfds);
         int stream = -1;
@@ -326,7 +305,7 @@ test_hello_attacks(void **state)
         assert_int_equal(first.type, 0); /* nothing to free */
         if (strstr(why, cases[i].why) == NULL)
             fail_msg("case %zu: reason \"%s\" lacks \"%s\"", i, why, cases[i].why);
-        assert_int_equal(open_fd_count(), before);
+        assert_int_equal(fds_open_count(), before);
     }
     esc_buf_free(&hello);
     esc_buf_free(&run);
@@ -350,14 +329,14 @@ test_too_many_fds(void **state)
     int *fds = malloc(n * sizeof *fds);
     for (size_t i = 0; i < n; i++)
         fds[i] = p[0];
-    int before = open_fd_count();
+    int before = fds_open_count();
     raw_send(sv[0], "x", 1, fds, n);
     struct esc_fdlist got = {.count = 0};
     char c;
     ssize_t rc = esc_io_recvmsg(sv[1], &c, 1, &got);
     assert_true(rc == -EMSGSIZE || rc == -EBADMSG);
     assert_int_equal(got.count, 0);
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
 
     /* A previously adopted fd stays when a later call fails. */
     raw_send(sv[0], "y", 1, fds, 1);
@@ -367,9 +346,9 @@ test_too_many_fds(void **state)
     rc = esc_io_recvmsg(sv[1], &c, 1, &got);
     assert_true(rc < 0);
     assert_int_equal(got.count, 1);
-    assert_int_equal(open_fd_count(), before + 1);
+    assert_int_equal(fds_open_count(), before + 1);
     esc_fdlist_close(&got);
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
 
     /* Filling the list exactly is fine; one more is refused. */
     for (size_t i = 0; i < ESC_MAX_FDS; i++)
@@ -381,7 +360,7 @@ test_too_many_fds(void **state)
     assert_int_equal(esc_io_recvmsg(sv[1], &c, 1, &got), -EMSGSIZE);
     assert_int_equal(got.count, ESC_MAX_FDS);
     esc_fdlist_close(&got);
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
 
     free(fds);
     close(p[0]);
@@ -401,13 +380,13 @@ test_other_control_message(void **state)
     assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof on), 0);
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-    int before = open_fd_count();
+    int before = fds_open_count();
     raw_send(sv[0], "x", 1, &p[0], 1);
     struct esc_fdlist got = {.count = 0};
     char c;
     assert_int_equal(esc_io_recvmsg(sv[1], &c, 1, &got), -EBADMSG);
     assert_int_equal(got.count, 0);
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
     close(p[0]);
     close(p[1]);
     close(sv[0]);

@@ -29,18 +29,7 @@
 #include <unistd.h>
 
 #include "wrapper/fd_pass.h"
-
-static int
-open_fd_count(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own fd */
-}
+#include "tests/support/fds.h"
 
 static bool
 fd_open(int fd)
@@ -63,16 +52,6 @@ static void
 pair(int type, int sv[2])
 {
     assert_int_equal(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
-}
-
-static void
-same_file(int a, int b)
-{
-    struct stat sa, sb;
-    assert_int_equal(fstat(a, &sa), 0);
-    assert_int_equal(fstat(b, &sb), 0);
-    assert_int_equal(sa.st_dev, sb.st_dev);
-    assert_int_equal(sa.st_ino, sb.st_ino);
 }
 
 static ssize_t
@@ -128,7 +107,7 @@ test_one_fd(void **state)
     assert_memory_equal(buf, "one", 3);
     assert_int_equal(n, 1);
     assert_int_equal(flags & (MSG_TRUNC | MSG_CTRUNC), 0);
-    same_file(got[0], f->fd[0]);
+    assert_true(fds_same_file(got[0], f->fd[0]));
     assert_int_equal(got[1], -1); /* nothing past *nfds is written */
     close(got[0]);
     close(sv[0]);
@@ -154,7 +133,7 @@ test_several_fds(void **state)
     assert_memory_equal(buf, "abcde", 5);
     assert_int_equal(n, 4);
     for (size_t i = 0; i < 4; i++) {
-        same_file(got[i], sent[i]);
+        assert_true(fds_same_file(got[i], sent[i]));
         close(got[i]);
     }
     close(sv[0]);
@@ -196,7 +175,7 @@ test_more_fds_than_accepted(void **state)
     struct files *f = *state;
     int sv[2];
     pair(SOCK_SEQPACKET, sv);
-    int before = open_fd_count();
+    int before = fds_open_count();
     int would_be[3];
     lowest_free(would_be, 3);
     assert_int_equal(send_buf(sv[0], "xyz", 3, f->fd, 3), 3);
@@ -207,14 +186,14 @@ test_more_fds_than_accepted(void **state)
     assert_int_equal(n, 0);
     for (size_t i = 0; i < 3; i++)
         assert_false(fd_open(would_be[i]));
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
 
     /* None accepted, one sent: the same. */
     assert_int_equal(send_buf(sv[0], "w", 1, f->fd, 1), 1);
     assert_int_equal(fd_pass_recv(sv[1], buf, sizeof buf, NULL, 0, &n, NULL), -EMSGSIZE);
     assert_int_equal(n, 0);
     assert_false(fd_open(would_be[0]));
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
 
     /* The socket still works: the message after arrives whole. */
     assert_int_equal(send_buf(sv[0], "ok", 2, f->fd, 2), 2);
@@ -238,22 +217,22 @@ test_most_fds(void **state)
     for (size_t i = 0; i <= FD_PASS_MAX_FDS; i++)
         sent[i] = f->fd[i % 3];
     assert_int_equal(send_buf(sv[0], "m", 1, sent, FD_PASS_MAX_FDS + 1), -EINVAL);
-    int before = open_fd_count();
+    int before = fds_open_count();
     assert_int_equal(send_buf(sv[0], "m", 1, sent, FD_PASS_MAX_FDS), 1);
     char c;
     int got[FD_PASS_MAX_FDS];
     size_t n = 0;
     /* one fewer than arrive: all closed, and none missed */
     assert_int_equal(fd_pass_recv(sv[1], &c, 1, got, FD_PASS_MAX_FDS - 1, &n, NULL), -EMSGSIZE);
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
     assert_int_equal(send_buf(sv[0], "m", 1, sent, FD_PASS_MAX_FDS), 1);
     assert_int_equal(fd_pass_recv(sv[1], &c, 1, got, FD_PASS_MAX_FDS, &n, NULL), 1);
     assert_int_equal(n, FD_PASS_MAX_FDS);
     for (size_t i = 0; i < n; i++) {
-        same_file(got[i], sent[i]);
+        assert_true(fds_same_file(got[i], sent[i]));
         close(got[i]);
     }
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
     close(sv[0]);
     close(sv[1]);
 }
@@ -273,7 +252,7 @@ test_truncated_control_data(void **state)
     assert_int_equal(send_buf(sv[0], "t", 1, sent, 5), 1);
     int would_be[2];
     lowest_free(would_be, 2);
-    int before = open_fd_count();
+    int before = fds_open_count();
     struct rlimit old, low;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
     low = old;
@@ -290,7 +269,7 @@ test_truncated_control_data(void **state)
     assert_int_equal(n, 0);
     assert_false(fd_open(would_be[0]));
     assert_false(fd_open(would_be[1]));
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
     close(sv[0]);
     close(sv[1]);
 }
@@ -307,7 +286,7 @@ test_foreign_control_message(void **state)
     assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof on), 0);
     int would_be[2];
     lowest_free(would_be, 2);
-    int before = open_fd_count();
+    int before = fds_open_count();
     assert_int_equal(send_buf(sv[0], "c", 1, f->fd, 2), 1);
     char c;
     int got[2];
@@ -316,7 +295,7 @@ test_foreign_control_message(void **state)
     assert_int_equal(n, 0);
     assert_false(fd_open(would_be[0]));
     assert_false(fd_open(would_be[1]));
-    assert_int_equal(open_fd_count(), before);
+    assert_int_equal(fds_open_count(), before);
     /* and when no fd came, the same refusal */
     assert_int_equal(send_buf(sv[0], "d", 1, NULL, 0), 1);
     assert_int_equal(fd_pass_recv(sv[1], &c, 1, got, 2, &n, NULL), -EBADMSG);
@@ -384,7 +363,7 @@ test_datagram_truncated(void **state)
     assert_int_equal(fd_pass_recv(sv[1], buf, sizeof buf, &got, 1, &n, &flags), 2);
     assert_true(flags & MSG_TRUNC);
     assert_int_equal(n, 1);
-    same_file(got, f->fd[0]);
+    assert_true(fds_same_file(got, f->fd[0]));
     close(got);
     close(sv[0]);
     close(sv[1]);

@@ -17,6 +17,7 @@
 
 #include "sandbox/exec_notify.h"
 #include "server/spawn_child.h"
+#include "tests/support/fds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -450,22 +451,10 @@ test_reap_hands_over(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-static int
-count_fds(void)
-{
-    int n = 0;
-    char path[64];
-    for (int fd = 0; fd < 1024; fd++) {
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        n += access(path, F_OK) == 0;
-    }
-    return n;
-}
-
 static void
 test_no_fd_left(void **state)
 {
-    int before = count_fds();
+    int before = fds_open_count();
     char *argv[] = {(char *)"/bin/true", NULL};
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
@@ -475,7 +464,7 @@ test_no_fd_left(void **state)
         assert_int_equal(run(&o).status, 0);
     close(p[0]);
     close(p[1]);
-    assert_int_equal(count_fds(), before);
+    assert_int_equal(fds_open_count(), before);
 }
 
 /* With the filter: every exec of the child's tree is notified (its own
