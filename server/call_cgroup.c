@@ -1151,16 +1151,6 @@ open_why(const char *dir, const char *file, int flags, char **why)
     return -1;
 }
 
-/* The v2 directory itself, for clone3's CLONE_INTO_CGROUP. */
-static int
-open_dir(const char *dir, char **why)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        *why = strfmt("%s: %s", dir, strerror(errno));
-    return fd;
-}
-
 static int
 open_fds(struct call_cgroup *cg, char **why)
 {
@@ -1174,7 +1164,8 @@ open_fds(struct call_cgroup *cg, char **why)
             continue;
         }
         if (!cg->probe->into_refused) {
-            cg->join.into = open_dir(cg->dirs[i], why);
+            /* the v2 directory itself, for clone3's CLONE_INTO_CGROUP */
+            cg->join.into = open_why(cg->dirs[i], "", O_RDONLY | O_DIRECTORY, why);
             if (cg->join.into < 0)
                 return -1;
         }
