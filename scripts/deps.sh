@@ -14,7 +14,7 @@
 # when the tests are built.
 deps_build=(
     gcc make patch pkg-config meson ninja-build python3
-    libuv1-dev libseccomp-dev libjansson-dev
+    libuv1-dev libseccomp-dev libjansson-dev libhttp-parser-dev
     dpkg-dev bison musl-tools
 )
 # The test suite, beyond building: cmocka, clang and its sanitizer
