@@ -4,7 +4,7 @@
     bench/server.py --execgate build-bench/server/execgate \
         [--reference /tmp/execgate-ref] [--calls 10000] [--seq 300] [--big 20] \
         [--only-big] [--variant 'LABEL=[NAME=VALUE...] EXTRA ARGS'...] \
-        [--previous OLD/server/execgate] [--spaced MS [--spaced-calls 60]]
+        [--previous OLD/server/execgate] [--spaced MS [--spaced-calls 60]] [--script N]
 
 For each server: spawn-to-initialize time (median of 20), `echo hi` one call
 at a time (p50/p99), 16 calls in flight (calls/s, p99), and the server's
@@ -23,6 +23,9 @@ environment (`'no cgroups=EXECGATE_TEST_NO_CGROUP=1'`).
 before each call (the servers take turns, so each one's calls are further
 apart still), --spaced-calls per server after 3 warm-up: p50/p99, and
 `bash -c 'echo hi'` after the same pause as the baseline.
+--script N measures only N calls per server of SCRIPT_COMMAND, a CPU-bound
+shell loop (the shell's own speed), one at a time: p50/p99, with Debian's
+/bin/bash running it without a server as the baseline.
 The baselines `bash -c 'echo hi'` and `bash -c 'seq 1 3000000'`
 (fork+exec+wait from this client, no server) are measured in the same run.
 Both servers get the same `codex/sandbox-state/update` (workspace-write on
@@ -293,6 +296,62 @@ def baseline_big(n):
     return pct(lat, 0.5) * 1000
 
 
+# Shell code that runs no program but seq: the shell's own speed (its
+# allocator, its string handling), which profiles and build scripts lean on.
+SCRIPT_COMMAND = ('i=0; while [ $i -lt 25000 ]; do i=$((i+1)); done; '
+                  's=; for k in $(seq 3000); do s="$s$k"; done; echo ${#s}')
+
+
+def check_script(answer):
+    r = answer.get("result")
+    if not r or r.get("isError"):
+        raise RuntimeError(f"script call failed: {json.dumps(answer)[:400]}")
+    text = r["content"][0]["text"]
+    if json.loads(text)["output"] != "10893\n":
+        raise RuntimeError(f"unexpected script output: {text[:400]}")
+
+
+def bench_script(servers, workdir, n):
+    """n calls of SCRIPT_COMMAND per server, one at a time, the servers
+    taking turns: p50/p99."""
+    clients = {name: start(argv, env, update, name) for name, argv, env, update in servers}
+    lat = {name: [] for name in clients}
+    params = {"name": "shell", "arguments": {"command": SCRIPT_COMMAND, "workdir": workdir,
+                                             "login": False}}
+    for i in range(n + 2):  # the first two are a warm-up
+        for name, c in clients.items():
+            t = time.perf_counter()
+            check_script(c.wait(c.request("tools/call", params)))
+            if i >= 2:
+                lat[name].append(time.perf_counter() - t)
+    out = [{"name": name, "p50_ms": pct(lat[name], 0.5) * 1000,
+            "p99_ms": pct(lat[name], 0.99) * 1000} for name in clients]
+    for c in clients.values():
+        c.close()
+    return out
+
+
+def baseline_script(n, bash):
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run([bash, "-c", SCRIPT_COMMAND], stdout=subprocess.DEVNULL, check=True)
+        lat.append(time.perf_counter() - t)
+    return pct(lat, 0.5) * 1000
+
+
+def report_script(results, base, reference):
+    print(f"{'script':18} {'p50 ms':>8} {'p99 ms':>8}")
+    for r in results:
+        print(f"{r['name']:18} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}")
+    if reference:
+        ref = results[0]
+        for r in results[1:]:
+            print(f"script ratios {r['name']}/reference: p50 {r['p50_ms'] / ref['p50_ms']:.2f}")
+    print(f"script: execgate vs the bare command with Debian's /bin/bash: "
+          f"p50 {results[-1]['p50_ms'] / base:.2f}x")
+
+
 def report_big(results, base, reference):
     print(f"{'big output':18} {'p50 ms':>8} {'p99 ms':>8} {'peak RSS MB':>12}")
     for r in results:
@@ -436,6 +495,8 @@ def main():
     ap.add_argument("--spaced", type=int, metavar="MS",
                     help="only calls after MS ms of quiet each (an agent's pace)")
     ap.add_argument("--spaced-calls", type=int, default=60, help="spaced calls per server")
+    ap.add_argument("--script", type=int, metavar="N",
+                    help="only N calls per server of a CPU-bound shell script")
     args = ap.parse_args()
 
     scratch, workdir, env, update = workspace("execgate-bench-")
@@ -457,6 +518,11 @@ def main():
                       args.spaced, args.reference, [s[0] for s in servers[:-1]
                                                     if s[0] not in (REFERENCE,
                                                                     "execgate previous")])
+        return
+    if args.script is not None:
+        base = baseline_script(10, "/bin/bash")
+        print(f"baseline /bin/bash -c SCRIPT (no server): p50 {base:.2f} ms", flush=True)
+        report_script(bench_script(servers, workdir, args.script), base, args.reference)
         return
     if args.big > 0:
         base = baseline_big(10)

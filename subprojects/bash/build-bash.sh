@@ -10,7 +10,9 @@
 #
 # The CLIENT_SOURCEs are execgate's wrapper client, which the patched Bash
 # links (the patch calls esc_client_decide): .c files of one folder
-# (wrapper/), which is also the include path.  They are compiled, and what
+# (wrapper/), whose parent is the include path; with musl, also
+# musl-sbrk.c, the heap of Bash's own allocator, and musl-string.c, faster
+# string functions.  They are compiled, and what
 # the compiler sees of them, headers included, is part of the cache key.
 # DEPFILE is written on every run, for ninja: OUTPUT depends on the sources
 # and every header they include (meson's custom_target depfile).
@@ -61,7 +63,8 @@ dsc=$(debian_source_dsc bash "$cache") ||
 	die "apt-get source bash failed (see $cache/apt-source-bash.log); run scripts/setup, which adds a deb-src entry"
 
 case $libc in
-musl) client_cc=musl-gcc ;;
+# musl-string.c replaces musl's string functions only when asked.
+musl) client_cc=musl-gcc client_cflags="$client_cflags -DEXECGATE_REPLACE_LIBC" ;;
 glibc) client_cc="${CC:-cc} -fPIE" ;;
 *) die "LIBC must be musl or glibc, not \"$libc\"" ;;
 esac
@@ -74,10 +77,15 @@ esac
 configure_bash() {
 	case $libc in
 	musl)
-		# Bash 5.2's configure adds its own strtoimax when it finds a
-		# usable one (the test is inverted); musl's libc.a then defines
-		# it twice.
-		./configure --without-bash-malloc --disable-nls CC=musl-gcc \
+		# Bash's own allocator, not musl's: shell code allocates and
+		# frees strings of every size all the time, and musl's allocator
+		# maps and unmaps pages for each medium-sized one (2.1 times
+		# slower on a string-building loop; docs/building.md).  It
+		# takes its memory from musl-sbrk.c, one of the CLIENT_SOURCEs.
+		# Scrambling freed memory is a debugging aid: off.  Bash 5.2's
+		# configure adds its own strtoimax when it finds a usable one
+		# (the test is inverted); musl's libc.a then defines it twice.
+		./configure --with-bash-malloc --disable-mem-scramble --disable-nls CC=musl-gcc \
 			"LDFLAGS=-static -Wl,--build-id" bash_cv_func_strtoimax=no ;;
 	glibc)
 		./configure --without-bash-malloc --disable-nls LDFLAGS=-static-pie ;;

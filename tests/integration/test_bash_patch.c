@@ -414,6 +414,46 @@ test_unrunnable_wrapper_fails_closed(void **state)
 }
 
 /* Without the variable the patched Bash must behave exactly as Debian's. */
+/*
+ * Shell code that allocates, measures and copies strings heavily gives what
+ * Debian's Bash gives: the musl build runs on Bash's own allocator with a
+ * heap of execgate's, and on execgate's string functions.  Under a
+ * `ulimit -v` far below the address space the heap first asks for, a new
+ * shell still gets one.
+ */
+static void
+test_heavy_strings_and_memory_as_stock_bash(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const scripts[] = {
+        "s=; for k in $(seq 3000); do s=\"$s$k\"; done; echo ${#s} ${s:100:20} ${s: -7}",
+        "a=(); for i in $(seq 50000); do a+=(\"item$i\"); done; echo ${#a[@]} ${a[49999]};"
+        " unset a; b=(); for i in $(seq 50000); do b+=($i); done; echo ${#b[@]}",
+        "s=$(head -c 3000000 /dev/zero | tr '\\0' x); t=\"$s$s\"; echo ${#s} ${#t} ${t:5999995};"
+        " unset s t; u=$(seq 200000); echo ${#u}",
+        "x='a:b:c:dd'; echo ${x%%:*} ${x#*:} ${x//:/-} ${x##*:};"
+        " case abcdef in *cd*) echo match;; esac; [[ abc == *b* ]] && echo yes",
+        "for n in 0 1 15 16 17 63 64 65 100; do s=$(printf '%*s' $n ''); echo -n ${#s},; done; "
+        "echo",
+        "ulimit -v 400000; \"$BASH\" -c 'a=(); for i in $(seq 20000); do a+=($i); done;"
+        " s=$(seq 100000); echo ${#a[@]} ${#s}'",
+    };
+
+    if (access("/bin/bash", X_OK) != 0)
+        skip();
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+        struct proc_result ours, stock;
+        run_bash(f, patched_bash, scripts[i], NULL, &ours);
+        run_bash(f, "/bin/bash", scripts[i], NULL, &stock);
+        if (strcmp(ours.out, stock.out) != 0 || strcmp(ours.err, stock.err) != 0 ||
+            ours.status != stock.status || stock.status != 0 || ours.out[0] == '\0')
+            fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", scripts[i],
+                     ours.out, ours.err, ours.status, stock.out, stock.err, stock.status);
+        proc_result_free(&ours);
+        proc_result_free(&stock);
+    }
+}
+
 static void
 test_unset_behaves_as_stock_bash(void **state)
 {
@@ -476,6 +516,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_in_shell_asks_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_bash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heavy_strings_and_memory_as_stock_bash, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests_name("bash_patch", tests, NULL, NULL);
 }
