@@ -272,6 +272,14 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
     case '\n':
         newline(lx, lx->p);
         return;
+    case '\r':
+        /* A backslash before CRLF continues the line, as before LF. */
+        if (lx->p >= lx->end || *lx->p != '\n') {
+            lx->p = bs;
+            lex_fail(lx, bs, "invalid escape sequence: a backslash before a lone carriage return");
+        }
+        newline(lx, ++lx->p);
+        return;
     case 'n':
         star_buf_addc(vm, b, '\n');
         return;
@@ -310,13 +318,8 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
                                   : "truncated \\u or \\U escape");
             v = v * 16 + (uint32_t)digit_value(*lx->p++);
         }
-        if (c == 'x') {
-            if (v > 0x7f)
-                lex_fail(lx, bs, "non-ASCII \\x escape: use \\u for Unicode");
-            star_buf_addc(vm, b, (char)v);
-        } else {
-            add_utf8(lx, b, v, bs);
-        }
+        /* Like Codex, \x names a code point (\x80 is U+0080), not a byte. */
+        add_utf8(lx, b, v, bs);
         return;
     }
     default:
@@ -324,13 +327,13 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
             uint32_t v = (uint32_t)(c - '0');
             for (int i = 0; i < 2 && lx->p < lx->end && *lx->p >= '0' && *lx->p <= '7'; i++)
                 v = v * 8 + (uint32_t)(*lx->p++ - '0');
-            if (v > 0x7f)
-                lex_fail(lx, bs, "non-ASCII octal escape: use \\u for Unicode");
-            star_buf_addc(vm, b, (char)v);
+            add_utf8(lx, b, v, bs); /* \777 is U+01FF, as in Codex */
             return;
         }
-        lx->p = bs;
-        lex_fail(lx, bs, "invalid escape sequence: write \\\\ for a backslash");
+        /* Codex keeps an unknown escape as written, backslash included. */
+        star_buf_addc(vm, b, '\\');
+        star_buf_addc(vm, b, c);
+        return;
     }
 }
 
@@ -355,8 +358,10 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
         if (c == '\\' && lx->p + 1 < lx->end) {
             const char *bs = lx->p++;
             if (raw) {
-                /* A raw string keeps the backslash, but it still protects a quote. */
-                star_buf_addc(lx->vm, &b, '\\');
+                /* A raw string keeps the backslash, except before a quote
+                 * (either kind): Codex reads r"a\"b" as a"b. */
+                if (*lx->p != '"' && *lx->p != '\'')
+                    star_buf_addc(lx->vm, &b, '\\');
                 if (*lx->p == '\n')
                     newline(lx, lx->p + 1);
                 star_buf_addc(lx->vm, &b, *lx->p++);
@@ -371,9 +376,14 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
             lx->p++;
             continue;
         }
+        if (c == '\r') {
+            /* Codex drops carriage returns inside strings (CRLF files). */
+            lx->p++;
+            continue;
+        }
         /* Copy a run of ordinary characters at once. */
         const char *run = lx->p++; /* at least one: a lone quote inside a triple-quoted string */
-        while (lx->p < lx->end && *lx->p != q && *lx->p != '\\' && *lx->p != '\n')
+        while (lx->p < lx->end && *lx->p != q && *lx->p != '\\' && *lx->p != '\n' && *lx->p != '\r')
             lx->p++;
         star_buf_add(lx->vm, &b, run, (size_t)(lx->p - run));
     }
