@@ -1712,26 +1712,16 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
             star_buf_addc(vm, &b, '%');
             continue;
         }
-        struct star_value v;
-        if (c == '(') {
-            const char *close = memchr(fmt->data + i, ')', fmt->len - i);
-            if (close == NULL)
-                star_fail(vm, "incomplete format key");
-            if (args.type != STAR_DICT)
-                star_fail(vm, "format requires a mapping");
-            const char *key = fmt->data + i + 1;
-            struct star_value k = star_string(vm, key, (size_t)(close - key));
-            if (!star_dict_get(vm, args.u.d, k, &v))
-                star_fail(vm, "key \"%s\" not found", k.u.s->data);
-            i = (size_t)(close - fmt->data) + 1;
-            if (i >= fmt->len)
-                star_fail(vm, "incomplete format");
-            c = fmt->data[i];
-        } else {
-            if (argi >= nargs)
-                star_fail(vm, "not enough arguments for format string");
-            v = argv[argi++];
+        /* Codex's conversions only: no %(key)s, no %i. */
+        if (!strchr("srdxXo", c) || c == '\0') {
+            size_t w = 1;
+            while (i + w < fmt->len && ((unsigned char)fmt->data[i + w] & 0xc0) == 0x80)
+                w++;
+            star_fail(vm, "Unsupported format character: '%.*s'", (int)w, fmt->data + i);
         }
+        if (argi >= nargs)
+            star_fail(vm, "not enough arguments for format string");
+        struct star_value v = argv[argi++];
         switch (c) {
         case 's':
             star_buf_value(vm, &b, v, false);
@@ -1740,7 +1730,6 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
             star_buf_value(vm, &b, v, true);
             break;
         case 'd':
-        case 'i':
         case 'x':
         case 'X':
         case 'o': {
@@ -1765,7 +1754,7 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
             star_fail(vm, "unknown conversion %%%c", c);
         }
     }
-    if (args.type != STAR_DICT && argi < nargs)
+    if (argi < nargs)
         star_fail(vm, "too many arguments for format string");
     return star_buf_string(vm, &b);
 }
@@ -1776,20 +1765,19 @@ static const struct {
     const char *name;
     star_builtin_fn fn;
 } universe[] = {
-    {"abs", bi_abs},         {"all", bi_all},
-    {"any", bi_any},         {"bool", bi_bool},
-    {"chr", bi_chr},         {"dict", bi_dict},
-    {"dir", bi_dir},         {"enumerate", bi_enumerate},
-    {"fail", bi_fail},       {"getattr", bi_getattr},
-    {"hasattr", bi_hasattr}, {"hash", bi_hash},
-    {"int", bi_int},         {"len", bi_len},
-    {"list", bi_list},       {"max", bi_max},
-    {"min", bi_min},         {"ord", bi_ord},
-    {"print", bi_print},     {"range", bi_range},
-    {"repr", bi_repr},       {"reversed", bi_reversed},
-    {"sorted", bi_sorted},   {"str", bi_str},
-    {"tuple", bi_tuple},     {"type", bi_type},
-    {"zip", bi_zip},
+    {"abs", bi_abs},           {"all", bi_all},
+    {"any", bi_any},           {"bool", bi_bool},
+    {"chr", bi_chr},           {"dict", bi_dict},
+    {"dir", bi_dir},           {"enumerate", bi_enumerate},
+    {"fail", bi_fail},         {"getattr", bi_getattr},
+    {"hasattr", bi_hasattr},   {"hash", bi_hash},
+    {"int", bi_int},           {"len", bi_len},
+    {"list", bi_list},         {"max", bi_max},
+    {"min", bi_min},           {"ord", bi_ord},
+    {"range", bi_range},       {"repr", bi_repr},
+    {"reversed", bi_reversed}, {"sorted", bi_sorted},
+    {"str", bi_str},           {"tuple", bi_tuple},
+    {"type", bi_type},         {"zip", bi_zip},
 };
 
 void
@@ -1802,4 +1790,10 @@ star_builtins_install(struct star_vm *vm)
     for (size_t i = 0; i < NPARAMS(universe); i++)
         if (star_vm_define_builtin(vm, universe[i].name, universe[i].fn, NULL) != 0)
             star_fail(vm, "out of memory");
+}
+
+int
+star_builtins_install_print(struct star_vm *vm)
+{
+    return star_vm_define_builtin(vm, "print", bi_print, NULL);
 }

@@ -402,18 +402,9 @@ parse_unary(struct parser *ps)
         ps->depth--;
         return n;
     }
-    struct ast_node *base = parse_primary(ps);
-    if (peek_kind(ps) != T_STARSTAR)
-        return base;
-    /* x ** y binds tighter than unary minus on its left, and to the right. */
-    struct star_token *op = advance(ps);
-    enter(ps, op);
-    struct ast_node *n = node(ps, A_BINARY, op);
-    n->op = T_STARSTAR;
-    n->u.x.a = base;
-    n->u.x.b = parse_unary(ps);
-    ps->depth--;
-    return n;
+    /* No x ** y: Codex's Starlark has no power operator, so `**` after an
+     * operand is a syntax error there and here. */
+    return parse_primary(ps);
 }
 
 /* Binary precedence levels, loosest first (comparisons handled apart). */
