@@ -73,7 +73,7 @@ test_literals(void **state)
                  "eq(\"\"\"a\"b\"\"\", 'a\"b')\n"
                  "eq(r'a\\nb', 'a' + '\\\\' + 'nb')\n"
                  "eq('\\t\\x41\\101\\u00e9\\U0001F600', '\\tAA\xc3\xa9\xf0\x9f\x98\x80')\n"
-                 "eq(len('\\u00e9'), 2)\n"
+                 "eq(len('\\u00e9'), 1)\n"
                  "eq(0x1f + 0o17 + 0b11, 49)\n"
                  "eq(None, None)\n"
                  "eq(True and not False, True)\n"
@@ -288,6 +288,35 @@ test_builtins(void **state)
     expect_err("len(1)\n", "t.star:1:1: len: value of type int has no len");
     expect_err("int('x1')\n", "t.star:1:1: int: invalid literal with base 10: \"x1\"");
     expect_err("sorted([1, 'a'])\n", "t.star:1:1: string < int not implemented");
+}
+
+/* Strings count, index, split, strip and case-map by code point, with
+ * Rust's Unicode rules, as Codex's interpreter does (each expected value
+ * is what Codex 0.169 gives). */
+static void
+test_unicode_strings(void **state)
+{
+    (void)state;
+    expect_ok(EQ
+              "eq(len('\u65e5\u672c'), 2)\n"
+              "eq('\u65e5\u672c'[1], '\u672c')\n"
+              "eq('\u65e5\u672c\u8a9e'[::-1], '\u8a9e\u672c\u65e5')\n"
+              "eq('\u65e5\u672c\u8a9e'[1:], '\u672c\u8a9e')\n"
+              "eq('ls \u00a0'.split(), ['ls'])\n"
+              "eq('\u3000x\u3000'.strip(), 'x')\n"
+              "eq('\u00df'.upper(), 'SS')\n"
+              "eq('\u00e9'.upper(), '\u00c9')\n"
+              "eq('\u0130'.lower(), 'i\u0307')\n"
+              "eq('\ufb01'.upper(), 'FI')\n"
+              "eq('\u0391\u03a3 \u0391\u03a3\u0391'.lower(), '\u03b1\u03c2 \u03b1\u03c3\u03b1')\n"
+              "eq('abc\u65e5\u672c'.find('\u672c'), 4)\n"
+              "eq('x\u65e5'.codepoints(), [120, 26085])\n"
+              "eq('\u65e5\u672c'.elems(), ['\u65e5', '\u672c'])\n"
+              "eq(ord('\u672c'), 26412)\n"
+              "eq('\u0663'.isdigit() and '\u00e9'.isalpha() and '\u3000'.isspace(), True)\n"
+              "eq('a,b'.split(''), ['', 'a', ',', 'b', ''])\n"
+              "eq(' a b  '.split(None, 1), ['a', 'b  '])\n"
+              "eq(' a b  '.rsplit(None, 1), [' a', 'b'])\n");
 }
 
 static void
@@ -516,14 +545,14 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),         cmocka_unit_test(test_fstrings),
-        cmocka_unit_test(test_operators),        cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),   cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control), cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
-        cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
-        cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
-        cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),          cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),         cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_string_methods),
+        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
+        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
