@@ -31,7 +31,8 @@ struct lexer {
     size_t n_indents, cap_indents;
     struct bracket brackets[STAR_MAX_BRACKETS];
     size_t depth;
-    bool bol; /* at the beginning of a line whose indentation is not yet measured */
+    bool bol;      /* at the beginning of a line whose indentation is not yet measured */
+    size_t window; /* > 0: stop at a top-level statement once this many tokens are out */
 };
 
 static uint32_t
@@ -551,8 +552,14 @@ lex_all(struct lexer *lx)
                 break;
             c = *lx->p;
             /* Blank and comment-only lines do not count, nor do continuation lines. */
-            if (c != '\n' && c != '#' && c != '\r' && at_line_start(lx))
+            if (c != '\n' && c != '#' && c != '\r' && at_line_start(lx)) {
                 lex_indent(lx, ws, (size_t)(lx->p - ws));
+                /* A window ends where a top-level statement starts (not an
+                 * else/elif, which the statement before still needs). */
+                if (lx->window > 0 && lx->n >= lx->window && lx->n_indents == 1 &&
+                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l'))
+                    return;
+            }
         }
         if (c == '#') {
             while (lx->p < lx->end && *lx->p != '\n')
@@ -629,21 +636,59 @@ lex_all(struct lexer *lx)
     push(lx, T_EOF, lx->p, lx->p);
 }
 
+/* A lexer over src[0..len), its UTF-8 checked, with room for cap tokens. */
+static struct lexer *
+lexer_new(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32_t col, size_t cap)
+{
+    struct lexer *lx = star_alloc(vm, sizeof *lx);
+    memset(lx, 0, sizeof *lx);
+    lx->vm = vm;
+    lx->p = src;
+    lx->end = src + len;
+    lx->line = line;
+    lx->line_start = src;
+    lx->first_col = col;
+    check_utf8(lx);
+    lx->line = line;
+    lx->line_start = src;
+    lx->first_col = col;
+    lx->col_p = NULL;
+    lx->cap = cap;
+    lx->toks = star_alloc_array(vm, lx->cap, sizeof *lx->toks);
+    push_indent(lx, src, 0);
+    lx->bol = true;
+    return lx;
+}
+
 struct star_token *
 star_lex(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32_t col, size_t *n)
 {
-    struct lexer lx = {.vm = vm, .p = src, .end = src + len, .line = line, .line_start = src};
-    lx.first_col = col;
-    check_utf8(&lx);
-    lx.line = line;
-    lx.line_start = src;
-    lx.first_col = col;
-    lx.col_p = NULL;
-    push_indent(&lx, src, 0);
-    lx.bol = true;
-    lex_all(&lx);
-    *n = lx.n;
-    return lx.toks;
+    /* Room for the tokens a typical text has (about one per 4 bytes). */
+    struct lexer *lx = lexer_new(vm, src, len, line, col, len / 4 + 64);
+    lex_all(lx);
+    *n = lx->n;
+    return lx->toks;
+}
+
+struct star_lexer *
+star_lex_begin(struct star_vm *vm, const char *src, size_t len)
+{
+    struct lexer *lx = lexer_new(vm, src, len, 1, 1, 2 * STAR_LEX_WINDOW);
+    lx->window = STAR_LEX_WINDOW;
+    return (struct star_lexer *)lx;
+}
+
+struct star_token *
+star_lex_next(struct star_lexer *l, size_t *n)
+{
+    struct lexer *lx = (struct lexer *)l;
+    lx->n = 0; /* the caller is done with the last window: reuse its memory */
+    lex_all(lx);
+    /* One more token past the end, so a look past the window's last
+     * statement sees a newline, never stale memory. */
+    push(lx, T_NEWLINE, lx->p, lx->p);
+    *n = --lx->n;
+    return lx->toks;
 }
 
 const char *

@@ -1226,10 +1226,18 @@ struct ast_module *
 star_parse(struct star_vm *vm, const struct star_namemap *predeclared, const char *src, size_t len)
 {
     size_t ntok;
-    struct star_token *toks = star_lex(vm, src, len, 1, 1, &ntok);
+    struct star_lexer *lx = star_lex_begin(vm, src, len);
+    struct star_token *toks = star_lex_next(lx, &ntok);
     struct parser ps = {.vm = vm, .toks = toks, .n = ntok};
     struct vec body = {0};
-    while (peek_kind(&ps) != T_EOF) {
+    for (;;) {
+        /* Between top-level statements nothing points into the window. */
+        if (ps.i >= ps.n) {
+            ps.toks = star_lex_next(lx, &ps.n);
+            ps.i = 0;
+        }
+        if (peek_kind(&ps) == T_EOF)
+            break;
         if (accept(&ps, T_NEWLINE))
             continue;
         parse_stmt(&ps, &body);

@@ -319,6 +319,53 @@ test_unicode_strings(void **state)
               "eq(' a b  '.rsplit(None, 1), [' a', 'b'])\n");
 }
 
+/* A file far longer than one lexer window (STAR_LEX_WINDOW tokens): top-
+ * level if/else, def and for statements land at every window boundary,
+ * and an error in a late window keeps its line. */
+static void
+test_long_files(void **state)
+{
+    (void)state;
+    size_t cap = 1 << 20, len = 0;
+    char *src = malloc(cap);
+    assert_non_null(src);
+    len += (size_t)snprintf(src + len, cap - len, "%s", EQ "n = 0\n");
+    for (int i = 0; i < 3000; i++) {
+        switch (i % 4) {
+        case 0:
+            len += (size_t)snprintf(src + len, cap - len, "v%d = [%d, 'x']\nn += 1\n", i, i);
+            break;
+        case 1:
+            len += (size_t)snprintf(src + len, cap - len,
+                                    "if n > %d:\n    n += 100\nelif n < 0:\n    n = 0\nelse:\n"
+                                    "    n += 1\n",
+                                    i * 1000);
+            break;
+        case 2:
+            len += (size_t)snprintf(src + len, cap - len,
+                                    "def f%d(a):\n    # comment\n\n    return a + 1\nn = f%d(n)\n",
+                                    i, i);
+            break;
+        default:
+            len += (size_t)snprintf(src + len, cap - len,
+                                    "for j in [1]:\n    n += j\nx = (1,\n     2)\n");
+        }
+    }
+    len += (size_t)snprintf(src + len, cap - len, "eq(n, 3000)\n");
+    expect_ok(src);
+    len += (size_t)snprintf(src + len, cap - len, "x = y\n");
+    char *err = run(src, len);
+    char want[64];
+    int lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += src[i] == '\n';
+    snprintf(want, sizeof want, "t.star:%d:5: undefined: y is not defined", lines);
+    assert_non_null(err);
+    assert_string_equal(err, want);
+    free(err);
+    free(src);
+}
+
 static void
 test_string_methods(void **state)
 {
@@ -545,14 +592,15 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),          cmocka_unit_test(test_fstrings),
-        cmocka_unit_test(test_operators),         cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_string_methods),
-        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
-        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
-        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),         cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),        cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),   cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control), cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_unicode_strings),  cmocka_unit_test(test_long_files),
+        cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
+        cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
+        cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
+        cmocka_unit_test(test_long_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
