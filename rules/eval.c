@@ -836,15 +836,20 @@ frame_slots(struct star_vm *vm, struct star_frame *fr, size_t n)
     fr->heap = true;
 }
 
+static void
+call_depth_check(struct star_vm *vm)
+{
+    if (vm->call_depth >= STAR_MAX_CALL_DEPTH)
+        star_fail(vm, "Starlark call stack overflow: more than %d nested calls",
+                  STAR_MAX_CALL_DEPTH);
+}
+
 static struct star_value
 call_function(struct star_vm *vm, struct star_function *fn, struct star_args *args)
 {
     struct ast_func *d = fn->def;
-    if (d->active)
-        star_fail(vm, "function %s called recursively: Starlark does not allow recursion",
-                  d->name->data);
-    if (vm->call_depth >= STAR_MAX_CALL_DEPTH)
-        star_fail(vm, "too many nested calls (the limit is %d)", STAR_MAX_CALL_DEPTH);
+    /* Recursion is allowed, as in Codex; the depth of calls is not. */
+    call_depth_check(vm);
     star_step(vm);
 
     struct interp *in = interp_of(vm);
@@ -853,7 +858,6 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
     in->frames = &fr;
     bind_params(vm, fn, args, fr.slots);
 
-    d->active = true;
     vm->call_depth++;
     struct star_value result = star_none();
     if (d->expr != NULL) {
@@ -862,7 +866,6 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
         result = fr.ret;
     }
     vm->call_depth--;
-    d->active = false;
     in->frames = fr.prev;
     if (fr.heap)
         free(fr.slots);
@@ -873,8 +876,13 @@ struct star_value
 star_call(struct star_vm *vm, struct star_value fn, struct star_args *args)
 {
     if (fn.type == STAR_BUILTIN) {
+        /* A built-in's call counts toward the depth, as in Codex. */
+        call_depth_check(vm);
         star_step(vm);
-        return fn.u.bi->fn(vm, fn.u.bi, args);
+        vm->call_depth++;
+        struct star_value v = fn.u.bi->fn(vm, fn.u.bi, args);
+        vm->call_depth--;
+        return v;
     }
     if (fn.type == STAR_FUNCTION)
         return call_function(vm, fn.u.f, args);

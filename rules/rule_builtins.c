@@ -92,6 +92,12 @@ justification_arg(struct star_vm *vm, const char *fname, struct star_value v)
     return j;
 }
 
+static bool
+has_nul(struct star_value v)
+{
+    return memchr(v.u.s->data, '\0', v.u.s->len) != NULL;
+}
+
 static struct rules_token *
 parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
 {
@@ -105,24 +111,31 @@ parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
         struct star_value e = l->items[i];
         if (e.type == STAR_STRING) {
             const char **alt = star_alloc(vm, sizeof *alt);
-            alt[0] = c_string(vm, e, "a pattern token");
             toks[i].alts = alt;
-            toks[i].n_alts = 1;
+            /* Codex accepts a NUL in a token; such a token can never equal
+             * a command's word (a C string), so it is left out: a token
+             * with no alternative left never matches. */
+            if (!has_nul(e)) {
+                alt[0] = c_string(vm, e, "a pattern token");
+                toks[i].n_alts = 1;
+            }
         } else if (e.type == STAR_LIST) {
             struct star_list *al = e.u.l;
             const char **alts = star_alloc(vm, (al->len ? al->len : 1) * sizeof *alts);
+            size_t k = 0;
             for (size_t j = 0; j < al->len; j++) {
                 if (al->items[j].type != STAR_STRING)
                     star_fail(vm,
                               "invalid pattern element: pattern alternative must be a string "
                               "(got %s)",
                               star_type_name(al->items[j]));
-                alts[j] = c_string(vm, al->items[j], "a pattern alternative");
+                if (!has_nul(al->items[j]))
+                    alts[k++] = c_string(vm, al->items[j], "a pattern alternative");
             }
             if (al->len == 0)
                 star_fail(vm, "invalid pattern element: pattern alternatives cannot be empty");
             toks[i].alts = alts;
-            toks[i].n_alts = al->len;
+            toks[i].n_alts = k;
         } else {
             star_fail(vm,
                       "invalid pattern element: pattern element must be a string or list of "
@@ -235,8 +248,10 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
 
     struct rules_builder *b = builder_of(self);
     const struct rules_origin origin = {.file = vm->file, .line = line, .col = col};
-    if (rules_policy_add_prefix_rule_at(b->policy, pattern, n, decision, justification, &origin) !=
-        0)
+    /* A rule whose program token cannot match (see parse_pattern) is
+     * checked but never kept. */
+    if (pattern[0].n_alts > 0 && rules_policy_add_prefix_rule_at(b->policy, pattern, n, decision,
+                                                                 justification, &origin) != 0)
         star_fail(vm, "out of memory");
     if (p->n_matches + p->n_not_matches > 0) {
         p->line = line;
@@ -515,7 +530,9 @@ check_one(struct rules_builder *b, struct star_vm *vm, const struct pending *pd,
 {
     struct rules_policy *p = rules_policy_new();
     if (p == NULL ||
-        rules_policy_add_prefix_rule(p, pd->pattern, pd->n, pd->decision, pd->justification) != 0 ||
+        (pd->pattern[0].n_alts > 0 &&
+         rules_policy_add_prefix_rule(p, pd->pattern, pd->n, pd->decision, pd->justification) !=
+             0) ||
         rules_policy_copy_host_executables(p, b->policy) != 0) {
         rules_policy_free(p);
         *err = rules_errf("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);

@@ -214,8 +214,14 @@ test_functions(void **state)
     expect_err("def f(a):\n    return a\nf(b = 1)\n",
                "t.star:3:1: function f got an unexpected keyword argument b");
     expect_err("def f(a):\n    return a\nf()\n", "t.star:3:1: function f missing 1 argument (a)");
-    expect_err("def f(n):\n    return f(n)\nf(1)\n",
-               "t.star:2:12: function f called recursively: Starlark does not allow recursion");
+    /* Recursion works, as in Codex, up to 49 nested calls (built-ins
+     * included): f(48) runs, f(49) overflows. */
+    expect_ok(EQ "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\neq(f(47), 47)\n");
+    expect_ok("def f(n):\n    return 0 if n == 0 else f(n - 1)\nf(48)\n");
+    expect_err("def f(n):\n    return 0 if n == 0 else f(n - 1)\nf(49)\n",
+               "t.star:2:29: Starlark call stack overflow: more than 49 nested calls");
+    expect_err("def f(n):\n    return str(0) if n == 0 else f(n - 1)\nf(48)\n",
+               "t.star:2:12: Starlark call stack overflow: more than 49 nested calls");
     expect_err("def f():\n    x = y\n    y = 1\nf()\n",
                "t.star:2:9: local variable y referenced before assignment");
     expect_err("return 1\n", "t.star:1:1: 'return' outside a function");
