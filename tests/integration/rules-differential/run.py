@@ -132,6 +132,7 @@ def rule(r):
         args.append("justification = " + r.choice(
             [text_expr(r), q("\u3000"), q(" \t"), q("why: ") + " + " + text_expr(r),
              '"%s and %d" % (' + text_expr(r) + ", 2)", '"%(k)s" % {"k": 1}',
+             "str([%s, %s])" % (text_expr(r), text_expr(r)), "repr(%s)" % text_expr(r),
              q("a\u00a0b")]))
     if r.random() < 0.15:
         args.append("match = [" + example(r) + "]")
