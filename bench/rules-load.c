@@ -3,12 +3,17 @@
  * 10 000) shaped like real files (plain calls, alternatives, justifications,
  * a helper function, a comprehension, some match examples), loaded several
  * times; prints the best and median wall-clock and CPU times.  Baseline in
- * the same run: reading the same file into memory.  No assertion.
+ * the same run: reading the same file into memory.  Then the same N rules
+ * written two ways, N literal prefix_rule lines and a for loop of N
+ * iterations, each loaded the same number of times: the loop is the
+ * baseline for the literal file.  No assertion.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench/timing.h"
 
@@ -49,6 +54,49 @@ generate(const char *path, int n)
         }
     }
     fclose(f);
+}
+
+/* N literal lines, or one loop that makes the same N rules. */
+static void
+generate_plain(const char *path, int n, bool loop)
+{
+    FILE *f = bench_create(path);
+    if (loop)
+        fprintf(f,
+                "for i in range(%d):\n"
+                "    prefix_rule(pattern = [\"tool\" + str(i), \"sub\"], decision = \"allow\")\n",
+                n);
+    else
+        for (int i = 0; i < n; i++)
+            fprintf(f, "prefix_rule(pattern = [\"tool%d\", \"sub\"], decision = \"allow\")\n", i);
+    fclose(f);
+}
+
+/* The median wall-clock milliseconds of loading path, runs times. */
+static double
+median_load_ms(const char *path, int runs)
+{
+    double *wall = calloc((size_t)runs, sizeof *wall);
+    if (wall == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (int r = 0; r < runs; r++) {
+        double w0 = clock_ms(CLOCK_MONOTONIC);
+        char *err = NULL;
+        const char *extra[] = {path};
+        struct rules_policy *p = rules_load(NULL, extra, 1, &err);
+        wall[r] = clock_ms(CLOCK_MONOTONIC) - w0;
+        if (p == NULL) {
+            fprintf(stderr, "load failed: %s\n", err);
+            exit(1);
+        }
+        rules_policy_free(p);
+    }
+    qsort(wall, (size_t)runs, sizeof *wall, timing_cmp);
+    double m = wall[runs / 2];
+    free(wall);
+    return m;
 }
 
 int
@@ -94,5 +142,26 @@ main(int argc, char **argv)
     free(wall);
     free(cpu);
     free(base);
+
+    /* Literal lines against the loop that builds the same rules. */
+    size_t plen = strlen(path);
+    char *lit = malloc(plen + 10), *loop = malloc(plen + 10);
+    if (lit == NULL || loop == NULL) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    snprintf(lit, plen + 10, "%s.literal", path);
+    snprintf(loop, plen + 10, "%s.loop", path);
+    generate_plain(lit, n, false);
+    generate_plain(loop, n, true);
+    double lit_ms = median_load_ms(lit, runs), loop_ms = median_load_ms(loop, runs);
+    printf("%d literal prefix_rule lines: median %.2f ms; the same rules from a %d-iteration "
+           "loop (baseline): median %.2f ms; literal = %.2fx loop\n",
+           n, lit_ms, n, loop_ms, lit_ms / (loop_ms > 0 ? loop_ms : 1e-9));
+    printf("  target 25 ms for the literal file: median is %.1f%% of it\n", 100.0 * lit_ms / 25.0);
+    unlink(lit);
+    unlink(loop);
+    free(lit);
+    free(loop);
     return 0;
 }

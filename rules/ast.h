@@ -94,7 +94,6 @@ struct ast_func {
     uint32_t nlocals;
     struct ast_capture *captures;
     size_t ncaptures;
-    bool active; /* running: a second call is recursion */
 };
 
 struct ast_clause {

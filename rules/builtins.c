@@ -1,4 +1,5 @@
 #include "rules/builtins.h"
+#include "rules/unicode.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -63,8 +64,8 @@ bi_len(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     BIND("len", 1, "x");
     struct star_value x = a[0];
     switch (x.type) {
-    case STAR_STRING:
-        return star_int((int64_t)x.u.s->len);
+    case STAR_STRING: /* code points, as in Codex */
+        return star_int((int64_t)unicode_count(x.u.s->data, x.u.s->len));
     case STAR_LIST:
     case STAR_TUPLE:
         return star_int((int64_t)x.u.l->len);
@@ -565,23 +566,11 @@ bi_ord(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
     BIND("ord", 1, "s");
     struct star_str *s = want_str(vm, "ord", a[0], "s");
-    const unsigned char *p = (const unsigned char *)s->data;
-    size_t n = s->len, need = 0;
-    uint32_t cp = 0;
-    if (n > 0) {
-        if (p[0] < 0x80)
-            need = 1, cp = p[0];
-        else if ((p[0] & 0xe0) == 0xc0)
-            need = 2, cp = p[0] & 0x1f;
-        else if ((p[0] & 0xf0) == 0xe0)
-            need = 3, cp = p[0] & 0x0f;
-        else
-            need = 4, cp = p[0] & 0x07;
-    }
-    if (n == 0 || n != need)
-        star_fail(vm, "ord: string encodes %zu bytes, want exactly one character", n);
-    for (size_t i = 1; i < n; i++)
-        cp = (cp << 6) | (p[i] & 0x3fu);
+    size_t i = 0;
+    uint32_t cp = s->len > 0 ? unicode_next(s->data, s->len, &i) : 0;
+    if (s->len == 0 || i != s->len)
+        star_fail(vm, "ord: string has %zu characters, want exactly one",
+                  unicode_count(s->data, s->len));
     return star_int(cp);
 }
 
@@ -589,10 +578,88 @@ bi_ord(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 
 #define RECV_STR (self->recv.u.s)
 
-static bool
-is_space(char c)
+/* One piece s[b..e) of a split, appended to out. */
+static void
+add_piece(struct star_vm *vm, struct star_value out, const char *d, size_t b, size_t e)
 {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+    star_list_append(vm, out, star_string(vm, d + b, e - b));
+}
+
+static void
+reverse_list(struct star_list *l)
+{
+    for (size_t i = 0; i < l->len / 2; i++) {
+        struct star_value t = l->items[i];
+        l->items[i] = l->items[l->len - 1 - i];
+        l->items[l->len - 1 - i] = t;
+    }
+}
+
+/*
+ * Whitespace split as Codex does it (Rust's char::is_whitespace): runs of
+ * whitespace separate words; with at most `pieces` pieces (> 0), the last
+ * piece is the rest of the string from its first non-space character on,
+ * trailing whitespace included.  From the right for rsplit.
+ */
+static struct star_value
+split_space(struct star_vm *vm, const char *d, size_t n, int64_t pieces, bool right)
+{
+    struct star_value out = star_list_new(vm, 0);
+    int64_t split = 1;
+    bool eat = true, have = false;
+    size_t cb = 0, ce = 0;
+    for (size_t i = right ? n : 0; right ? i > 0 : i < n;) {
+        size_t at = i;
+        uint32_t c = right ? unicode_prev(d, &i) : unicode_next(d, n, &i);
+        size_t lo = right ? i : at, hi = right ? at : i;
+        if (pieces > 0 && split >= pieces && !eat) {
+            if (right)
+                cb = lo;
+            else
+                ce = hi;
+        } else if (unicode_is_whitespace(c)) {
+            if (have) {
+                add_piece(vm, out, d, cb, ce);
+                have = false;
+                split++;
+                eat = true;
+            }
+        } else {
+            eat = false;
+            if (!have) {
+                cb = lo;
+                ce = hi;
+                have = true;
+            } else if (right) {
+                cb = lo;
+            } else {
+                ce = hi;
+            }
+        }
+    }
+    if (have)
+        add_piece(vm, out, d, cb, ce);
+    if (right)
+        reverse_list(out.u.l);
+    return out;
+}
+
+/* The byte length of the code point at d[i] (i < n). */
+static size_t
+cp_width_at(const char *d, size_t n, size_t i)
+{
+    size_t j = i;
+    unicode_next(d, n, &j);
+    return j - i;
+}
+
+/* The byte length of the code point that ends at d[i - 1] (i > 0). */
+static size_t
+cp_width_before(const char *d, size_t i)
+{
+    size_t j = i;
+    unicode_prev(d, &j);
+    return i - j;
 }
 
 static struct star_value
@@ -603,101 +670,65 @@ split_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args
     struct star_str *s = RECV_STR;
     int64_t max =
         given(a[1]) && a[1].type != STAR_NONE ? want_int(vm, fname, a[1], "maxsplit") : -1;
-    struct star_value out = star_list_new(vm, 0);
+    /* Codex: a negative maxsplit means no limit; else maxsplit + 1 pieces. */
+    int64_t pieces = max < 0 ? 0 : max + 1;
     const char *d = s->data;
     size_t n = s->len;
-    if (!given(a[0]) || a[0].type == STAR_NONE) {
-        /* Whitespace split: runs of spaces separate, ends are trimmed. */
-        struct star_value parts = star_list_new(vm, 0);
-        if (!right) {
-            size_t i = 0;
-            while (i < n) {
-                while (i < n && is_space(d[i]))
-                    i++;
-                if (i == n)
-                    break;
-                if (max >= 0 && (int64_t)parts.u.l->len == max) {
-                    size_t e = n;
-                    while (e > i && is_space(d[e - 1]))
-                        e--;
-                    star_list_append(vm, parts, star_string(vm, d + i, e - i));
-                    break;
-                }
-                size_t j = i;
-                while (j < n && !is_space(d[j]))
-                    j++;
-                star_list_append(vm, parts, star_string(vm, d + i, j - i));
-                i = j;
-            }
-            return parts;
-        }
-        size_t e = n;
-        while (e > 0) {
-            while (e > 0 && is_space(d[e - 1]))
-                e--;
-            if (e == 0)
-                break;
-            if (max >= 0 && (int64_t)parts.u.l->len == max) {
-                size_t b = 0;
-                while (b < e && is_space(d[b]))
-                    b++;
-                star_list_append(vm, parts, star_string(vm, d + b, e - b));
-                break;
-            }
-            size_t b = e;
-            while (b > 0 && !is_space(d[b - 1]))
-                b--;
-            star_list_append(vm, parts, star_string(vm, d + b, e - b));
-            e = b;
-        }
-        struct star_list *l = parts.u.l;
-        for (size_t i = 0; i < l->len / 2; i++) {
-            struct star_value t = l->items[i];
-            l->items[i] = l->items[l->len - 1 - i];
-            l->items[l->len - 1 - i] = t;
-        }
-        return parts;
-    }
+    if (!given(a[0]) || a[0].type == STAR_NONE)
+        return split_space(vm, d, n, pieces, right);
     struct star_str *sep = want_str(vm, fname, a[0], "sep");
-    if (sep->len == 0)
-        star_fail(vm, "%s: empty separator", fname);
-    if (!right) {
-        size_t i = 0;
-        for (;;) {
-            const char *hit = (max < 0 || (int64_t)out.u.l->len < max)
-                                  ? memmem(d + i, n - i, sep->data, sep->len)
-                                  : NULL;
-            if (hit == NULL) {
-                star_list_append(vm, out, star_string(vm, d + i, n - i));
-                return out;
-            }
-            star_list_append(vm, out, star_string(vm, d + i, (size_t)(hit - (d + i))));
-            i = (size_t)(hit - d) + sep->len;
-        }
-    }
-    size_t e = n, count = 0;
-    struct star_value rev = star_list_new(vm, 0);
-    for (;;) {
-        const char *hit = NULL;
-        if (max < 0 || (int64_t)count < max) {
-            for (size_t k = e; k >= sep->len; k--) {
-                if (memcmp(d + k - sep->len, sep->data, sep->len) == 0) {
-                    hit = d + k - sep->len;
-                    break;
+    struct star_value out = star_list_new(vm, 0);
+    /*
+     * Rust's split/splitn/rsplit/rsplitn: pieces between matches, found
+     * left to right (or right to left); an empty sep matches at every
+     * character boundary, so "ab".split("") is ["", "a", "b", ""].
+     */
+    size_t edge = right ? n : 0; /* where the next piece starts (ends) */
+    size_t pos = edge;           /* where the next search starts (ends) */
+    bool done = false;           /* an empty sep has matched at the far end */
+    for (int64_t count = 1; pieces == 0 || count < pieces; count++) {
+        size_t at = 0;
+        if (done)
+            break;
+        if (sep->len == 0) {
+            at = pos;
+            if (right ? at == 0 : at == n)
+                done = true;
+            else
+                pos = right ? at - cp_width_before(d, at) : at + cp_width_at(d, n, at);
+        } else if (!right) {
+            const char *h =
+                pos + sep->len <= n ? memmem(d + pos, n - pos, sep->data, sep->len) : NULL;
+            if (!h)
+                break;
+            at = (size_t)(h - d);
+            pos = at + sep->len;
+        } else {
+            bool found = false;
+            for (size_t k = pos + 1; k > sep->len && !found; k--) {
+                if (memcmp(d + k - 1 - sep->len, sep->data, sep->len) == 0) {
+                    at = k - 1 - sep->len;
+                    found = true;
                 }
             }
+            if (!found)
+                break;
+            pos = at;
         }
-        if (hit == NULL) {
-            star_list_append(vm, rev, star_string(vm, d, e));
-            break;
+        if (right) {
+            add_piece(vm, out, d, at + sep->len, edge);
+            edge = at;
+        } else {
+            add_piece(vm, out, d, edge, at);
+            edge = at + sep->len;
         }
-        size_t b = (size_t)(hit - d) + sep->len;
-        star_list_append(vm, rev, star_string(vm, d + b, e - b));
-        e = (size_t)(hit - d);
-        count++;
     }
-    for (size_t i = rev.u.l->len; i > 0; i--)
-        star_list_append(vm, out, rev.u.l->items[i - 1]);
+    if (right) {
+        add_piece(vm, out, d, 0, edge);
+        reverse_list(out.u.l);
+    } else {
+        add_piece(vm, out, d, edge, n);
+    }
     return out;
 }
 
@@ -740,15 +771,24 @@ strip_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args
     struct star_str *chars = NULL;
     if (given(a[0]) && a[0].type != STAR_NONE)
         chars = want_str(vm, fname, a[0], "chars");
+    /* By code point: Unicode whitespace, or any character of chars. */
     size_t b = 0, e = s->len;
-#define STRIPPABLE(c) (chars ? memchr(chars->data, (c), chars->len) != NULL : is_space(c))
-    if (left)
-        while (b < e && STRIPPABLE(s->data[b]))
-            b++;
-    if (right)
-        while (e > b && STRIPPABLE(s->data[e - 1]))
-            e--;
-#undef STRIPPABLE
+    while (left && b < e) {
+        size_t i = b;
+        uint32_t c = unicode_next(s->data, e, &i);
+        if (chars ? memmem(chars->data, chars->len, s->data + b, i - b) == NULL
+                  : !unicode_is_whitespace(c))
+            break;
+        b = i;
+    }
+    while (right && e > b) {
+        size_t i = e;
+        uint32_t c = unicode_prev(s->data, &i);
+        if (chars ? memmem(chars->data, chars->len, s->data + i, e - i) == NULL
+                  : !unicode_is_whitespace(c))
+            break;
+        e = i;
+    }
     return star_string(vm, s->data + b, e - b);
 }
 
@@ -770,12 +810,14 @@ m_rstrip(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     return strip_impl(vm, self, args, "rstrip", false, true);
 }
 
-/* Resolves optional start/end arguments to a byte range of s. */
+/* Resolves optional start/end arguments, counted in code points, to a
+ * byte range of s. */
 static void
 str_range(struct star_vm *vm, const char *fname, struct star_str *s, struct star_value start,
           struct star_value end, size_t *b, size_t *e)
 {
-    int64_t n = (int64_t)s->len, lo = 0, hi = n;
+    bool ascii = unicode_is_ascii(s->data, s->len);
+    int64_t n = ascii ? (int64_t)s->len : (int64_t)unicode_count(s->data, s->len), lo = 0, hi = n;
     if (given(start) && start.type != STAR_NONE) {
         lo = want_int(vm, fname, start, "start");
         if (lo < 0)
@@ -792,8 +834,8 @@ str_range(struct star_vm *vm, const char *fname, struct star_str *s, struct star
         hi = n;
     if (hi < lo)
         hi = lo;
-    *b = (size_t)lo;
-    *e = (size_t)hi;
+    *b = ascii ? (size_t)lo : unicode_offset(s->data, s->len, (size_t)lo);
+    *e = ascii ? (size_t)hi : unicode_offset(s->data, s->len, (size_t)hi);
 }
 
 static bool
@@ -875,32 +917,81 @@ m_replace(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     return star_buf_string(vm, &b);
 }
 
+static void
+add_mapped(struct star_vm *vm, struct star_buf *b, uint32_t cp, bool upper)
+{
+    uint32_t to[UNICODE_MAX_MAPPING];
+    size_t n = upper ? unicode_to_upper(cp, to) : unicode_to_lower(cp, to);
+    for (size_t i = 0; i < n; i++)
+        star_buf_add_utf8(vm, b, to[i]);
+}
+
+/* Whether, skipping case-ignorable characters, the next character (or
+ * the previous one, backward) is cased: Rust's test for a final sigma. */
+static bool
+cased_beyond(const char *d, size_t n, size_t i, bool backward)
+{
+    while (backward ? i > 0 : i < n) {
+        uint32_t c = backward ? unicode_prev(d, &i) : unicode_next(d, n, &i);
+        if (!unicode_is_case_ignorable(c))
+            return unicode_is_cased(c);
+    }
+    return false;
+}
+
+#define CAPITAL_SIGMA 0x3a3
+#define SMALL_SIGMA   0x3c3
+#define FINAL_SIGMA   0x3c2
+
+/*
+ * Case mapping by code point, as Codex's interpreter does it: lower and
+ * upper as Rust's str::to_lowercase / to_uppercase (full mappings: "ß"
+ * becomes "SS", a capital sigma at the end of a word "ς"); capitalize and
+ * title with each character's own mapping.
+ */
 static struct star_value
 case_map(struct star_vm *vm, struct star_builtin *self, int mode)
 {
     struct star_str *s = RECV_STR;
-    struct star_value r = star_string(vm, s->data, s->len);
-    char *d = r.u.s->data;
+    const char *d = s->data;
+    size_t n = s->len;
+    struct star_buf b = {0};
+    star_buf_add(vm, &b, "", 0);
     bool word_start = true;
-    for (size_t i = 0; i < s->len; i++) {
-        unsigned char c = (unsigned char)d[i];
+    size_t k = 0;
+    for (size_t i = 0; i < n; k++) {
+        size_t at = i;
+        uint32_t c = unicode_next(d, n, &i);
         switch (mode) {
         case 0:
-            d[i] = (char)tolower(c);
+            if (c == CAPITAL_SIGMA)
+                star_buf_add_utf8(vm, &b,
+                                  cased_beyond(d, n, at, true) && !cased_beyond(d, n, i, false)
+                                      ? FINAL_SIGMA
+                                      : SMALL_SIGMA);
+            else
+                add_mapped(vm, &b, c, false);
             break;
         case 1:
-            d[i] = (char)toupper(c);
+            add_mapped(vm, &b, c, true);
             break;
         case 2:
-            d[i] = (char)(i == 0 ? toupper(c) : tolower(c));
+            add_mapped(vm, &b, c, k == 0);
             break;
         default:
-            d[i] = (char)(word_start ? toupper(c) : tolower(c));
-            word_start = !isalpha(c);
+            /* Upper case after anything not alphabetic, lower case after a
+             * letter; the rest lower case. */
+            if (!unicode_is_alphabetic(c)) {
+                add_mapped(vm, &b, c, false);
+                word_start = true;
+            } else {
+                add_mapped(vm, &b, c, word_start);
+                word_start = false;
+            }
             break;
         }
     }
-    return r;
+    return star_buf_string(vm, &b);
 }
 
 static struct star_value
@@ -931,59 +1022,58 @@ m_title(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     return case_map(vm, self, 3);
 }
 
+/* The is... methods, by code point with Rust's char properties, as
+ * Codex's interpreter has them. */
 static struct star_value
 predicate(struct star_vm *vm, struct star_builtin *self, struct star_args *args, int kind)
 {
     NO_ARGS(self->name);
     struct star_str *s = RECV_STR;
-    bool any_cased = false, upper = false, lower = false;
     if (kind < 4 && s->len == 0)
         return star_bool(false);
-    bool prev_cased = false, title_ok = true;
-    for (size_t i = 0; i < s->len; i++) {
-        unsigned char c = (unsigned char)s->data[i];
+    bool result = false, last_space = true;
+    for (size_t i = 0; i < s->len;) {
+        uint32_t c = unicode_next(s->data, s->len, &i);
         switch (kind) {
         case 0:
-            if (!isalnum(c))
+            if (!unicode_is_alphabetic(c) && !unicode_is_numeric(c))
                 return star_bool(false);
             break;
         case 1:
-            if (!isalpha(c))
+            if (!unicode_is_alphabetic(c))
                 return star_bool(false);
             break;
         case 2:
-            if (!isdigit(c))
+            if (!unicode_is_numeric(c))
                 return star_bool(false);
             break;
         case 3:
-            if (!is_space((char)c))
+            if (!unicode_is_whitespace(c))
                 return star_bool(false);
             break;
-        default:
-            if (isupper(c)) {
-                upper = true;
-                any_cased = true;
-                if (prev_cased)
-                    title_ok = false;
-                prev_cased = true;
-            } else if (islower(c)) {
-                lower = true;
-                any_cased = true;
-                if (!prev_cased)
-                    title_ok = false;
-                prev_cased = true;
-            } else {
-                prev_cased = false;
+        case 4: /* islower */
+            if (unicode_is_uppercase(c))
+                return star_bool(false);
+            result = result || unicode_is_lowercase(c);
+            break;
+        case 5: /* isupper */
+            if (unicode_is_lowercase(c))
+                return star_bool(false);
+            result = result || unicode_is_uppercase(c);
+            break;
+        default: /* istitle */
+            if (!unicode_is_alphabetic(c)) {
+                last_space = true;
+                break;
             }
+            if (last_space ? unicode_is_lowercase(c) : unicode_is_uppercase(c))
+                return star_bool(false);
+            result = true;
+            last_space = false;
+            break;
         }
     }
-    if (kind == 4)
-        return star_bool(any_cased && !upper);
-    if (kind == 5)
-        return star_bool(any_cased && !lower);
-    if (kind == 6)
-        return star_bool(any_cased && title_ok);
-    return star_bool(true);
+    return star_bool(kind < 4 ? true : result);
 }
 
 static struct star_value
@@ -1056,6 +1146,8 @@ find_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args,
     }
     if (found < 0 && must)
         star_fail(vm, "%s: substring not found", fname);
+    if (found > 0) /* a byte offset; the answer counts code points */
+        found = (int64_t)unicode_count(s->data, (size_t)found);
     return star_int(found);
 }
 
@@ -1092,7 +1184,7 @@ m_count(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     size_t b, e;
     str_range(vm, "count", s, a[1], a[2], &b, &e);
     if (sub->len == 0)
-        return star_int((int64_t)(e - b + 1));
+        return star_int((int64_t)unicode_count(s->data + b, e - b) + 1);
     int64_t n = 0;
     size_t i = b;
     while (i + sub->len <= e) {
@@ -1203,10 +1295,24 @@ m_elems(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
     NO_ARGS("elems");
     struct star_str *s = RECV_STR;
-    struct star_value out = star_list_new(vm, s->len);
-    for (size_t i = 0; i < s->len; i++)
-        out.u.l->items[i] = star_string(vm, s->data + i, 1);
-    out.u.l->len = s->len;
+    struct star_value out = star_list_new(vm, 0);
+    for (size_t i = 0; i < s->len;) {
+        size_t at = i;
+        unicode_next(s->data, s->len, &i);
+        star_list_append(vm, out, star_string(vm, s->data + at, i - at));
+    }
+    return out;
+}
+
+/* The code points as ints (a list; Codex gives an iterable). */
+static struct star_value
+m_codepoints(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
+{
+    NO_ARGS("codepoints");
+    struct star_str *s = RECV_STR;
+    struct star_value out = star_list_new(vm, 0);
+    for (size_t i = 0; i < s->len;)
+        star_list_append(vm, out, star_int(unicode_next(s->data, s->len, &i)));
     return out;
 }
 
@@ -1562,6 +1668,7 @@ static const struct method methods[] = {
     {STAR_LIST, "pop", m_pop},
     {STAR_LIST, "remove", m_remove},
     {STAR_STRING, "capitalize", m_capitalize},
+    {STAR_STRING, "codepoints", m_codepoints},
     {STAR_STRING, "count", m_count},
     {STAR_STRING, "elems", m_elems},
     {STAR_STRING, "endswith", m_endswith},
@@ -1712,26 +1819,16 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
             star_buf_addc(vm, &b, '%');
             continue;
         }
-        struct star_value v;
-        if (c == '(') {
-            const char *close = memchr(fmt->data + i, ')', fmt->len - i);
-            if (close == NULL)
-                star_fail(vm, "incomplete format key");
-            if (args.type != STAR_DICT)
-                star_fail(vm, "format requires a mapping");
-            const char *key = fmt->data + i + 1;
-            struct star_value k = star_string(vm, key, (size_t)(close - key));
-            if (!star_dict_get(vm, args.u.d, k, &v))
-                star_fail(vm, "key \"%s\" not found", k.u.s->data);
-            i = (size_t)(close - fmt->data) + 1;
-            if (i >= fmt->len)
-                star_fail(vm, "incomplete format");
-            c = fmt->data[i];
-        } else {
-            if (argi >= nargs)
-                star_fail(vm, "not enough arguments for format string");
-            v = argv[argi++];
+        /* Codex's conversions only: no %(key)s, no %i. */
+        if (!strchr("srdxXo", c) || c == '\0') {
+            size_t w = 1;
+            while (i + w < fmt->len && ((unsigned char)fmt->data[i + w] & 0xc0) == 0x80)
+                w++;
+            star_fail(vm, "Unsupported format character: '%.*s'", (int)w, fmt->data + i);
         }
+        if (argi >= nargs)
+            star_fail(vm, "not enough arguments for format string");
+        struct star_value v = argv[argi++];
         switch (c) {
         case 's':
             star_buf_value(vm, &b, v, false);
@@ -1740,7 +1837,6 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
             star_buf_value(vm, &b, v, true);
             break;
         case 'd':
-        case 'i':
         case 'x':
         case 'X':
         case 'o': {
@@ -1765,7 +1861,7 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
             star_fail(vm, "unknown conversion %%%c", c);
         }
     }
-    if (args.type != STAR_DICT && argi < nargs)
+    if (argi < nargs)
         star_fail(vm, "too many arguments for format string");
     return star_buf_string(vm, &b);
 }
@@ -1776,20 +1872,19 @@ static const struct {
     const char *name;
     star_builtin_fn fn;
 } universe[] = {
-    {"abs", bi_abs},         {"all", bi_all},
-    {"any", bi_any},         {"bool", bi_bool},
-    {"chr", bi_chr},         {"dict", bi_dict},
-    {"dir", bi_dir},         {"enumerate", bi_enumerate},
-    {"fail", bi_fail},       {"getattr", bi_getattr},
-    {"hasattr", bi_hasattr}, {"hash", bi_hash},
-    {"int", bi_int},         {"len", bi_len},
-    {"list", bi_list},       {"max", bi_max},
-    {"min", bi_min},         {"ord", bi_ord},
-    {"print", bi_print},     {"range", bi_range},
-    {"repr", bi_repr},       {"reversed", bi_reversed},
-    {"sorted", bi_sorted},   {"str", bi_str},
-    {"tuple", bi_tuple},     {"type", bi_type},
-    {"zip", bi_zip},
+    {"abs", bi_abs},           {"all", bi_all},
+    {"any", bi_any},           {"bool", bi_bool},
+    {"chr", bi_chr},           {"dict", bi_dict},
+    {"dir", bi_dir},           {"enumerate", bi_enumerate},
+    {"fail", bi_fail},         {"getattr", bi_getattr},
+    {"hasattr", bi_hasattr},   {"hash", bi_hash},
+    {"int", bi_int},           {"len", bi_len},
+    {"list", bi_list},         {"max", bi_max},
+    {"min", bi_min},           {"ord", bi_ord},
+    {"range", bi_range},       {"repr", bi_repr},
+    {"reversed", bi_reversed}, {"sorted", bi_sorted},
+    {"str", bi_str},           {"tuple", bi_tuple},
+    {"type", bi_type},         {"zip", bi_zip},
 };
 
 void
@@ -1802,4 +1897,10 @@ star_builtins_install(struct star_vm *vm)
     for (size_t i = 0; i < NPARAMS(universe); i++)
         if (star_vm_define_builtin(vm, universe[i].name, universe[i].fn, NULL) != 0)
             star_fail(vm, "out of memory");
+}
+
+int
+star_builtins_install_print(struct star_vm *vm)
+{
+    return star_vm_define_builtin(vm, "print", bi_print, NULL);
 }

@@ -11,6 +11,9 @@
 /* Predeclares None, True, False and every language built-in in vm.  Fails
  * the current run (longjmp) on OOM; star_vm_new calls it. */
 void star_builtins_install(struct star_vm *vm);
+/* Adds print() (to stderr), which Codex's rules files do not have: only
+ * `execgate-rules eval` offers it, for debugging.  0, or -1 out of memory. */
+int star_builtins_install_print(struct star_vm *vm);
 
 /* The built-in method `name` of recv's type, or NULL when it has none. */
 star_builtin_fn star_method(struct star_value recv, const struct star_str *name);

@@ -3,6 +3,7 @@
  * built-ins only.  Exit 0 when it completes, 1 with one error line on
  * stderr when it fails, 2 on a usage error.
  */
+#include "rules/builtins.h"
 #include "rules/cmd.h"
 
 #include <stdio.h>
@@ -29,6 +30,10 @@ rules_cmd_eval(int argc, char **argv)
         return 1;
     }
     struct star_vm *vm = star_vm_new();
+    if (vm != NULL && star_builtins_install_print(vm) != 0) {
+        star_vm_free(vm);
+        vm = NULL;
+    }
     if (vm == NULL) {
         free(src);
         fprintf(stderr, "execgate-rules: out of memory\n");

@@ -1,4 +1,5 @@
 #include "rules/eval.h"
+#include "rules/unicode.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -491,8 +492,8 @@ static int64_t
 seq_len(struct star_vm *vm, struct star_value v)
 {
     switch (v.type) {
-    case STAR_STRING:
-        return (int64_t)v.u.s->len;
+    case STAR_STRING: /* code points, as in Codex */
+        return (int64_t)unicode_count(v.u.s->data, v.u.s->len);
     case STAR_LIST:
     case STAR_TUPLE:
         return (int64_t)v.u.l->len;
@@ -539,8 +540,11 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
     if (k < 0 || k >= n)
         star_fail(vm, "index %lld out of range [%lld:%lld]", (long long)i.u.i, (long long)-n,
                   (long long)n - 1);
-    if (x.type == STAR_STRING)
-        return star_string(vm, x.u.s->data + k, 1);
+    if (x.type == STAR_STRING) { /* the code point at k */
+        size_t at = unicode_offset(x.u.s->data, x.u.s->len, (size_t)k), end = at;
+        unicode_next(x.u.s->data, x.u.s->len, &end);
+        return star_string(vm, x.u.s->data + at, end - at);
+    }
     return x.u.l->items[k];
 }
 
@@ -596,10 +600,33 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
         stop = slice_bound(vm, hi, -1, n, step, "end");
     }
     if (x.type == STAR_STRING) {
+        const char *d = x.u.s->data;
+        size_t len = x.u.s->len;
+        if (step == 1 && start >= stop)
+            return star_string(vm, "", 0);
+        if (step == 1 || unicode_is_ascii(d, len)) {
+            if (step == 1) { /* one run of code points */
+                size_t b = unicode_offset(d, len, (size_t)start);
+                size_t e = b + unicode_offset(d + b, len - b, (size_t)(stop - start));
+                return star_string(vm, d + b, e - b);
+            }
+            struct star_buf b = {0};
+            star_buf_add(vm, &b, "", 0);
+            for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+                star_buf_addc(vm, &b, d[i]);
+            return star_buf_string(vm, &b);
+        }
+        /* Other steps over non-ASCII text: the start of every code point. */
+        size_t *at = star_alloc(vm, ((size_t)n + 1) * sizeof *at);
+        for (size_t i = 0, k = 0; k <= (size_t)n; k++) {
+            at[k] = i;
+            if (i < len)
+                unicode_next(d, len, &i);
+        }
         struct star_buf b = {0};
         star_buf_add(vm, &b, "", 0);
         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-            star_buf_addc(vm, &b, x.u.s->data[i]);
+            star_buf_add(vm, &b, d + at[i], at[i + 1] - at[i]);
         return star_buf_string(vm, &b);
     }
     size_t cnt = 0;
@@ -809,15 +836,20 @@ frame_slots(struct star_vm *vm, struct star_frame *fr, size_t n)
     fr->heap = true;
 }
 
+static void
+call_depth_check(struct star_vm *vm)
+{
+    if (vm->call_depth >= STAR_MAX_CALL_DEPTH)
+        star_fail(vm, "Starlark call stack overflow: more than %d nested calls",
+                  STAR_MAX_CALL_DEPTH);
+}
+
 static struct star_value
 call_function(struct star_vm *vm, struct star_function *fn, struct star_args *args)
 {
     struct ast_func *d = fn->def;
-    if (d->active)
-        star_fail(vm, "function %s called recursively: Starlark does not allow recursion",
-                  d->name->data);
-    if (vm->call_depth >= STAR_MAX_CALL_DEPTH)
-        star_fail(vm, "too many nested calls (the limit is %d)", STAR_MAX_CALL_DEPTH);
+    /* Recursion is allowed, as in Codex; the depth of calls is not. */
+    call_depth_check(vm);
     star_step(vm);
 
     struct interp *in = interp_of(vm);
@@ -826,7 +858,6 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
     in->frames = &fr;
     bind_params(vm, fn, args, fr.slots);
 
-    d->active = true;
     vm->call_depth++;
     struct star_value result = star_none();
     if (d->expr != NULL) {
@@ -835,7 +866,6 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
         result = fr.ret;
     }
     vm->call_depth--;
-    d->active = false;
     in->frames = fr.prev;
     if (fr.heap)
         free(fr.slots);
@@ -846,8 +876,13 @@ struct star_value
 star_call(struct star_vm *vm, struct star_value fn, struct star_args *args)
 {
     if (fn.type == STAR_BUILTIN) {
+        /* A built-in's call counts toward the depth, as in Codex. */
+        call_depth_check(vm);
         star_step(vm);
-        return fn.u.bi->fn(vm, fn.u.bi, args);
+        vm->call_depth++;
+        struct star_value v = fn.u.bi->fn(vm, fn.u.bi, args);
+        vm->call_depth--;
+        return v;
     }
     if (fn.type == STAR_FUNCTION)
         return call_function(vm, fn.u.f, args);

@@ -31,7 +31,8 @@ struct lexer {
     size_t n_indents, cap_indents;
     struct bracket brackets[STAR_MAX_BRACKETS];
     size_t depth;
-    bool bol; /* at the beginning of a line whose indentation is not yet measured */
+    bool bol;      /* at the beginning of a line whose indentation is not yet measured */
+    size_t window; /* > 0: stop at a top-level statement once this many tokens are out */
 };
 
 static uint32_t
@@ -272,6 +273,14 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
     case '\n':
         newline(lx, lx->p);
         return;
+    case '\r':
+        /* A backslash before CRLF continues the line, as before LF. */
+        if (lx->p >= lx->end || *lx->p != '\n') {
+            lx->p = bs;
+            lex_fail(lx, bs, "invalid escape sequence: a backslash before a lone carriage return");
+        }
+        newline(lx, ++lx->p);
+        return;
     case 'n':
         star_buf_addc(vm, b, '\n');
         return;
@@ -310,13 +319,8 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
                                   : "truncated \\u or \\U escape");
             v = v * 16 + (uint32_t)digit_value(*lx->p++);
         }
-        if (c == 'x') {
-            if (v > 0x7f)
-                lex_fail(lx, bs, "non-ASCII \\x escape: use \\u for Unicode");
-            star_buf_addc(vm, b, (char)v);
-        } else {
-            add_utf8(lx, b, v, bs);
-        }
+        /* Like Codex, \x names a code point (\x80 is U+0080), not a byte. */
+        add_utf8(lx, b, v, bs);
         return;
     }
     default:
@@ -324,13 +328,13 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
             uint32_t v = (uint32_t)(c - '0');
             for (int i = 0; i < 2 && lx->p < lx->end && *lx->p >= '0' && *lx->p <= '7'; i++)
                 v = v * 8 + (uint32_t)(*lx->p++ - '0');
-            if (v > 0x7f)
-                lex_fail(lx, bs, "non-ASCII octal escape: use \\u for Unicode");
-            star_buf_addc(vm, b, (char)v);
+            add_utf8(lx, b, v, bs); /* \777 is U+01FF, as in Codex */
             return;
         }
-        lx->p = bs;
-        lex_fail(lx, bs, "invalid escape sequence: write \\\\ for a backslash");
+        /* Codex keeps an unknown escape as written, backslash included. */
+        star_buf_addc(vm, b, '\\');
+        star_buf_addc(vm, b, c);
+        return;
     }
 }
 
@@ -355,8 +359,10 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
         if (c == '\\' && lx->p + 1 < lx->end) {
             const char *bs = lx->p++;
             if (raw) {
-                /* A raw string keeps the backslash, but it still protects a quote. */
-                star_buf_addc(lx->vm, &b, '\\');
+                /* A raw string keeps the backslash, except before a quote
+                 * (either kind): Codex reads r"a\"b" as a"b. */
+                if (*lx->p != '"' && *lx->p != '\'')
+                    star_buf_addc(lx->vm, &b, '\\');
                 if (*lx->p == '\n')
                     newline(lx, lx->p + 1);
                 star_buf_addc(lx->vm, &b, *lx->p++);
@@ -371,9 +377,14 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
             lx->p++;
             continue;
         }
+        if (c == '\r') {
+            /* Codex drops carriage returns inside strings (CRLF files). */
+            lx->p++;
+            continue;
+        }
         /* Copy a run of ordinary characters at once. */
         const char *run = lx->p++; /* at least one: a lone quote inside a triple-quoted string */
-        while (lx->p < lx->end && *lx->p != q && *lx->p != '\\' && *lx->p != '\n')
+        while (lx->p < lx->end && *lx->p != q && *lx->p != '\\' && *lx->p != '\n' && *lx->p != '\r')
             lx->p++;
         star_buf_add(lx->vm, &b, run, (size_t)(lx->p - run));
     }
@@ -541,8 +552,14 @@ lex_all(struct lexer *lx)
                 break;
             c = *lx->p;
             /* Blank and comment-only lines do not count, nor do continuation lines. */
-            if (c != '\n' && c != '#' && c != '\r' && at_line_start(lx))
+            if (c != '\n' && c != '#' && c != '\r' && at_line_start(lx)) {
                 lex_indent(lx, ws, (size_t)(lx->p - ws));
+                /* A window ends where a top-level statement starts (not an
+                 * else/elif, which the statement before still needs). */
+                if (lx->window > 0 && lx->n >= lx->window && lx->n_indents == 1 &&
+                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l'))
+                    return;
+            }
         }
         if (c == '#') {
             while (lx->p < lx->end && *lx->p != '\n')
@@ -619,21 +636,59 @@ lex_all(struct lexer *lx)
     push(lx, T_EOF, lx->p, lx->p);
 }
 
+/* A lexer over src[0..len), its UTF-8 checked, with room for cap tokens. */
+static struct lexer *
+lexer_new(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32_t col, size_t cap)
+{
+    struct lexer *lx = star_alloc(vm, sizeof *lx);
+    memset(lx, 0, sizeof *lx);
+    lx->vm = vm;
+    lx->p = src;
+    lx->end = src + len;
+    lx->line = line;
+    lx->line_start = src;
+    lx->first_col = col;
+    check_utf8(lx);
+    lx->line = line;
+    lx->line_start = src;
+    lx->first_col = col;
+    lx->col_p = NULL;
+    lx->cap = cap;
+    lx->toks = star_alloc_array(vm, lx->cap, sizeof *lx->toks);
+    push_indent(lx, src, 0);
+    lx->bol = true;
+    return lx;
+}
+
 struct star_token *
 star_lex(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32_t col, size_t *n)
 {
-    struct lexer lx = {.vm = vm, .p = src, .end = src + len, .line = line, .line_start = src};
-    lx.first_col = col;
-    check_utf8(&lx);
-    lx.line = line;
-    lx.line_start = src;
-    lx.first_col = col;
-    lx.col_p = NULL;
-    push_indent(&lx, src, 0);
-    lx.bol = true;
-    lex_all(&lx);
-    *n = lx.n;
-    return lx.toks;
+    /* Room for the tokens a typical text has (about one per 4 bytes). */
+    struct lexer *lx = lexer_new(vm, src, len, line, col, len / 4 + 64);
+    lex_all(lx);
+    *n = lx->n;
+    return lx->toks;
+}
+
+struct star_lexer *
+star_lex_begin(struct star_vm *vm, const char *src, size_t len)
+{
+    struct lexer *lx = lexer_new(vm, src, len, 1, 1, 2 * STAR_LEX_WINDOW);
+    lx->window = STAR_LEX_WINDOW;
+    return (struct star_lexer *)lx;
+}
+
+struct star_token *
+star_lex_next(struct star_lexer *l, size_t *n)
+{
+    struct lexer *lx = (struct lexer *)l;
+    lx->n = 0; /* the caller is done with the last window: reuse its memory */
+    lex_all(lx);
+    /* One more token past the end, so a look past the window's last
+     * statement sees a newline, never stale memory. */
+    push(lx, T_NEWLINE, lx->p, lx->p);
+    *n = --lx->n;
+    return lx->toks;
 }
 
 const char *

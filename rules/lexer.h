@@ -102,6 +102,20 @@ struct star_token {
 struct star_token *star_lex(struct star_vm *vm, const char *src, size_t len, uint32_t line,
                             uint32_t col, size_t *n);
 
+/*
+ * Tokenising a file a window at a time, for the parser: the memory of one
+ * window is reused for the next, so a large file of many short statements
+ * is not held as tokens whole.  star_lex_begin checks the UTF-8 of
+ * src[0..len) (failing the load like star_lex); each star_lex_next returns
+ * the next window, at least STAR_LEX_WINDOW tokens (or up to T_EOF) ending
+ * where a top-level statement ends, and ends the previous window's life.
+ * A read one token past the window gives T_NEWLINE.
+ */
+#define STAR_LEX_WINDOW 1024
+struct star_lexer;
+struct star_lexer *star_lex_begin(struct star_vm *vm, const char *src, size_t len);
+struct star_token *star_lex_next(struct star_lexer *lx, size_t *n);
+
 /* A printable name for a token kind ("')'", "newline", "end of file"). */
 const char *star_tok_name(int kind);
 

@@ -402,18 +402,9 @@ parse_unary(struct parser *ps)
         ps->depth--;
         return n;
     }
-    struct ast_node *base = parse_primary(ps);
-    if (peek_kind(ps) != T_STARSTAR)
-        return base;
-    /* x ** y binds tighter than unary minus on its left, and to the right. */
-    struct star_token *op = advance(ps);
-    enter(ps, op);
-    struct ast_node *n = node(ps, A_BINARY, op);
-    n->op = T_STARSTAR;
-    n->u.x.a = base;
-    n->u.x.b = parse_unary(ps);
-    ps->depth--;
-    return n;
+    /* No x ** y: Codex's Starlark has no power operator, so `**` after an
+     * operand is a syntax error there and here. */
+    return parse_primary(ps);
 }
 
 /* Binary precedence levels, loosest first (comparisons handled apart). */
@@ -1235,10 +1226,18 @@ struct ast_module *
 star_parse(struct star_vm *vm, const struct star_namemap *predeclared, const char *src, size_t len)
 {
     size_t ntok;
-    struct star_token *toks = star_lex(vm, src, len, 1, 1, &ntok);
+    struct star_lexer *lx = star_lex_begin(vm, src, len);
+    struct star_token *toks = star_lex_next(lx, &ntok);
     struct parser ps = {.vm = vm, .toks = toks, .n = ntok};
     struct vec body = {0};
-    while (peek_kind(&ps) != T_EOF) {
+    for (;;) {
+        /* Between top-level statements nothing points into the window. */
+        if (ps.i >= ps.n) {
+            ps.toks = star_lex_next(lx, &ps.n);
+            ps.i = 0;
+        }
+        if (peek_kind(&ps) == T_EOF)
+            break;
         if (accept(&ps, T_NEWLINE))
             continue;
         parse_stmt(&ps, &body);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rules/shlex.h"
+#include "rules/unicode.h"
 
 /* A prefix_rule call whose examples are checked when the file is done. */
 struct pending {
@@ -66,11 +67,14 @@ given(struct star_value v)
     return v.type != STAR_UNBOUND;
 }
 
+/* Whether s is empty or only whitespace, by Rust's (Unicode's) measure,
+ * as Codex's "justification cannot be empty" check uses. */
 static bool
 blank(const char *s)
 {
-    for (; *s; s++)
-        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != '\v' && *s != '\f')
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;)
+        if (!unicode_is_whitespace(unicode_next(s, len, &i)))
             return false;
     return true;
 }
@@ -88,6 +92,12 @@ justification_arg(struct star_vm *vm, const char *fname, struct star_value v)
     return j;
 }
 
+static bool
+has_nul(struct star_value v)
+{
+    return memchr(v.u.s->data, '\0', v.u.s->len) != NULL;
+}
+
 static struct rules_token *
 parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
 {
@@ -101,24 +111,31 @@ parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
         struct star_value e = l->items[i];
         if (e.type == STAR_STRING) {
             const char **alt = star_alloc(vm, sizeof *alt);
-            alt[0] = c_string(vm, e, "a pattern token");
             toks[i].alts = alt;
-            toks[i].n_alts = 1;
+            /* Codex accepts a NUL in a token; such a token can never equal
+             * a command's word (a C string), so it is left out: a token
+             * with no alternative left never matches. */
+            if (!has_nul(e)) {
+                alt[0] = c_string(vm, e, "a pattern token");
+                toks[i].n_alts = 1;
+            }
         } else if (e.type == STAR_LIST) {
             struct star_list *al = e.u.l;
             const char **alts = star_alloc(vm, (al->len ? al->len : 1) * sizeof *alts);
+            size_t k = 0;
             for (size_t j = 0; j < al->len; j++) {
                 if (al->items[j].type != STAR_STRING)
                     star_fail(vm,
                               "invalid pattern element: pattern alternative must be a string "
                               "(got %s)",
                               star_type_name(al->items[j]));
-                alts[j] = c_string(vm, al->items[j], "a pattern alternative");
+                if (!has_nul(al->items[j]))
+                    alts[k++] = c_string(vm, al->items[j], "a pattern alternative");
             }
             if (al->len == 0)
                 star_fail(vm, "invalid pattern element: pattern alternatives cannot be empty");
             toks[i].alts = alts;
-            toks[i].n_alts = al->len;
+            toks[i].n_alts = k;
         } else {
             star_fail(vm,
                       "invalid pattern element: pattern element must be a string or list of "
@@ -231,8 +248,10 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
 
     struct rules_builder *b = builder_of(self);
     const struct rules_origin origin = {.file = vm->file, .line = line, .col = col};
-    if (rules_policy_add_prefix_rule_at(b->policy, pattern, n, decision, justification, &origin) !=
-        0)
+    /* A rule whose program token cannot match (see parse_pattern) is
+     * checked but never kept. */
+    if (pattern[0].n_alts > 0 && rules_policy_add_prefix_rule_at(b->policy, pattern, n, decision,
+                                                                 justification, &origin) != 0)
         star_fail(vm, "out of memory");
     if (p->n_matches + p->n_not_matches > 0) {
         p->line = line;
@@ -317,38 +336,88 @@ bi_host_executable(struct star_vm *vm, struct star_builtin *self, struct star_ar
     return star_none();
 }
 
-/* Codex's host checks: a hostname or IP literal, no scheme, path or wildcard. */
+/* s[*b..*e) without the Unicode whitespace at both ends (Rust's trim). */
+static void
+trim_space(const char *s, size_t *b, size_t *e)
+{
+    while (*b < *e) {
+        size_t i = *b;
+        if (!unicode_is_whitespace(unicode_next(s, *e, &i)))
+            break;
+        *b = i;
+    }
+    while (*e > *b) {
+        size_t i = *e;
+        if (!unicode_is_whitespace(unicode_prev(s, &i)))
+            break;
+        *e = i;
+    }
+}
+
+static bool
+all_digits(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return n > 0;
+}
+
+/*
+ * Codex's host checks and normalization, in its order: trimmed, a hostname
+ * or IP literal (no scheme, path or wildcard), an optional :PORT dropped
+ * ("[v6]:PORT" or "name:PORT"), trailing dots dropped, ASCII lower case,
+ * no whitespace (Unicode's) inside.
+ */
 static const char *
 network_host(struct star_vm *vm, const char *raw)
 {
-    const char *s = raw;
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-        s++;
-    size_t len = strlen(s);
-    while (len > 0 &&
-           (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' || s[len - 1] == '\r'))
-        len--;
-    if (len == 0)
+    size_t b = 0, e = strlen(raw);
+    trim_space(raw, &b, &e);
+    if (b == e)
         star_fail(vm, "invalid rule: network_rule host cannot be empty");
-    struct star_str *h = star_str_new(vm, s, len);
+    struct star_str *h = star_str_new(vm, raw + b, e - b);
     if (strstr(h->data, "://") || strpbrk(h->data, "/?#"))
         star_fail(vm, "invalid rule: network_rule host must be a hostname or IP literal (without "
                       "scheme or path)");
-    if (strchr(h->data, '*'))
+    const char *s = h->data;
+    size_t len = h->len;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close)
+            star_fail(vm, "invalid rule: network_rule host has an invalid bracketed IPv6 literal");
+        const char *rest = close + 1;
+        size_t rest_len = (size_t)(s + len - rest);
+        if (rest_len > 0 && !(rest[0] == ':' && all_digits(rest + 1, rest_len - 1)))
+            star_fail(vm, "invalid rule: network_rule host contains an unsupported suffix: %s",
+                      raw);
+        s++;
+        len = (size_t)(close - s);
+    } else {
+        const char *colon = strchr(s, ':');
+        if (colon && !strchr(colon + 1, ':') && colon > s &&
+            all_digits(colon + 1, (size_t)(s + len - colon - 1)))
+            len = (size_t)(colon - s);
+    }
+    while (len > 0 && s[len - 1] == '.')
+        len--;
+    b = 0;
+    e = len;
+    trim_space(s, &b, &e);
+    struct star_str *n = star_str_new(vm, s + b, e - b);
+    if (n->len == 0)
+        star_fail(vm, "invalid rule: network_rule host cannot be empty");
+    if (strchr(n->data, '*'))
         star_fail(vm, "invalid rule: network_rule host must be a specific host; wildcards are "
                       "not allowed");
-    for (size_t i = 0; i < h->len; i++) {
-        char c = h->data[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')
+    for (size_t i = 0; i < n->len;) {
+        if (unicode_is_whitespace(unicode_next(n->data, n->len, &i)))
             star_fail(vm, "invalid rule: network_rule host cannot contain whitespace");
-        if (c >= 'A' && c <= 'Z')
-            h->data[i] = (char)(c - 'A' + 'a');
     }
-    while (h->len > 0 && h->data[h->len - 1] == '.')
-        h->data[--h->len] = '\0';
-    if (h->len == 0)
-        star_fail(vm, "invalid rule: network_rule host cannot be empty");
-    return h->data;
+    for (size_t i = 0; i < n->len; i++)
+        if (n->data[i] >= 'A' && n->data[i] <= 'Z')
+            n->data[i] = (char)(n->data[i] - 'A' + 'a');
+    return n->data;
 }
 
 static struct star_value
@@ -461,7 +530,9 @@ check_one(struct rules_builder *b, struct star_vm *vm, const struct pending *pd,
 {
     struct rules_policy *p = rules_policy_new();
     if (p == NULL ||
-        rules_policy_add_prefix_rule(p, pd->pattern, pd->n, pd->decision, pd->justification) != 0 ||
+        (pd->pattern[0].n_alts > 0 &&
+         rules_policy_add_prefix_rule(p, pd->pattern, pd->n, pd->decision, pd->justification) !=
+             0) ||
         rules_policy_copy_host_executables(p, b->policy) != 0) {
         rules_policy_free(p);
         *err = rules_errf("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);

@@ -1,5 +1,6 @@
 /*
- * shlex: a small state machine over bytes.  Multi-byte UTF-8 passes
+ * shlex: a small state machine over bytes, splitting as Codex's splitter
+ * (the Rust shlex crate) does.  Multi-byte UTF-8 passes
  * through untouched because every special character is ASCII.
  */
 #include "rules/shlex.h"
@@ -57,13 +58,15 @@ wl_take(struct wordlist *wl, struct strbuf *b)
     return 0;
 }
 
+/* Word separators: Codex's splitter (the shlex crate) knows only these
+ * three, so a carriage return is part of a word. */
 static bool
 is_blank(char c)
 {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+    return c == ' ' || c == '\t' || c == '\n';
 }
 
-enum state { ST_BLANK, ST_WORD, ST_SQUOTE, ST_DQUOTE };
+enum state { ST_BLANK, ST_COMMENT, ST_WORD, ST_SQUOTE, ST_DQUOTE };
 
 int
 shlex_split(const char *s, size_t len, char ***words, size_t *n_words, const char **err)
@@ -80,6 +83,11 @@ shlex_split(const char *s, size_t len, char ***words, size_t *n_words, const cha
             rc = -EINVAL;
             goto fail;
         }
+        if (st == ST_COMMENT) {
+            if (c == '\n')
+                st = ST_BLANK;
+            continue;
+        }
         if (st == ST_SQUOTE) {
             if (c == '\'')
                 st = ST_WORD;
@@ -92,14 +100,22 @@ shlex_split(const char *s, size_t len, char ***words, size_t *n_words, const cha
                 st = ST_WORD;
                 continue;
             }
-            /* Inside double quotes a backslash escapes only `"` and `\`. */
-            if (c == '\\' && i + 1 == len) {
-                *err = "No escaped character";
-                rc = -EINVAL;
-                goto fail;
+            if (c == '\\') {
+                if (i + 1 == len) {
+                    *err = "No escaped character";
+                    rc = -EINVAL;
+                    goto fail;
+                }
+                char e = s[i + 1];
+                if (e == '\n') { /* a continuation: both go */
+                    i++;
+                    continue;
+                }
+                /* Only $ ` " \ are escaped; before anything else the
+                 * backslash stays. */
+                if (e == '$' || e == '`' || e == '"' || e == '\\')
+                    c = s[++i];
             }
-            if (c == '\\' && (s[i + 1] == '"' || s[i + 1] == '\\'))
-                c = s[++i];
             if (sb_putc(&cur, c) < 0)
                 goto fail;
             continue;
@@ -108,6 +124,11 @@ shlex_split(const char *s, size_t len, char ***words, size_t *n_words, const cha
             if (st == ST_WORD && wl_take(&wl, &cur) < 0)
                 goto fail;
             st = ST_BLANK;
+            continue;
+        }
+        if (st == ST_BLANK && c == '#') {
+            /* A # that starts a word starts a comment, to the line's end. */
+            st = ST_COMMENT;
             continue;
         }
         st = ST_WORD;
@@ -123,7 +144,9 @@ shlex_split(const char *s, size_t len, char ***words, size_t *n_words, const cha
             }
             if (s[i + 1] == '\0')
                 continue; /* reported as a NUL byte on the next turn */
-            if (sb_putc(&cur, s[++i]) < 0)
+            /* Backslash-newline continues the word; anything else is
+             * taken literally. */
+            if (s[++i] != '\n' && sb_putc(&cur, s[i]) < 0)
                 goto fail;
         } else if (sb_putc(&cur, c) < 0) {
             goto fail;

@@ -1,6 +1,7 @@
 /*
- * shlex: POSIX-shell word splitting and quoting, as Python's shlex.split
- * (POSIX mode, no comments) and shlex.join do.  Used for `match` examples
+ * shlex: POSIX-shell word splitting as Codex splits `match` examples (the
+ * Rust shlex crate: comments, continuations), and quoting as Python's
+ * shlex.join does.  Used for `match` examples
  * written as strings and for showing commands to a person.
  */
 #ifndef EXECGATE_RULES_SHLEX_H
@@ -9,10 +10,13 @@
 #include <stddef.h>
 
 /*
- * Splits s[0..len) into words: blanks (space, tab, CR, LF) separate them,
+ * Splits s[0..len) into words: blanks (space, tab, LF; not CR) separate
+ * them, a `#` where a word would start comments out the rest of the line,
  * single quotes keep everything literally, double quotes keep everything
- * but `\"` and `\\`, a backslash outside quotes takes the next byte
- * literally, and adjacent pieces join into one word ("" is an empty word).
+ * but `\$ \` \" \\` (one character) and backslash-newline (nothing), a
+ * backslash outside quotes drops before a newline and else takes the next
+ * byte literally, and adjacent pieces join into one word ("" is an empty
+ * word).
  * A NUL byte inside s is an error.
  * Returns 0 with *words (NULL-terminated, *n_words entries; free with
  * shlex_words_free), -EINVAL with *err set to a static message

@@ -1,4 +1,5 @@
 #include "rules/value.h"
+#include "rules/unicode.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -651,9 +652,13 @@ star_buf_addf(struct star_vm *vm, struct star_buf *b, const char *fmt, ...)
 void
 star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
 {
+    /* As Codex's repr: controls, DEL, quote and backslash escaped, the
+     * rest of Latin-1 as \xhh, and beyond it whatever is not a letter or
+     * digit as \uhhhh or \Uhhhhhhhh. */
     star_buf_addc(vm, b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+    for (size_t i = 0; i < n;) {
+        size_t at = i;
+        uint32_t c = unicode_next(s, n, &i);
         switch (c) {
         case '"':
             star_buf_add(vm, b, "\\\"", 2);
@@ -671,10 +676,14 @@ star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
             star_buf_add(vm, b, "\\r", 2);
             break;
         default:
-            if (c < 0x20 || c == 0x7f)
-                star_buf_addf(vm, b, "\\x%02x", c);
+            if (c < 0x20 || (c >= 0x7f && c <= 0xff))
+                star_buf_addf(vm, b, "\\x%02x", (unsigned)c);
+            else if (c < 0x7f || unicode_is_alphabetic(c) || unicode_is_numeric(c))
+                star_buf_add(vm, b, s + at, i - at);
+            else if (c < 0x10000)
+                star_buf_addf(vm, b, "\\u%04x", (unsigned)c);
             else
-                star_buf_addc(vm, b, (char)c);
+                star_buf_addf(vm, b, "\\U%08x", (unsigned)c);
         }
     }
     star_buf_addc(vm, b, '"');

@@ -26,7 +26,7 @@
 #define STAR_MAX_FILE_BYTES  (8u << 20)   /* source size */
 #define STAR_MAX_MEMORY      (256u << 20) /* arena bytes: values, AST, tokens */
 #define STAR_MAX_STEPS       20000000ull  /* statements, loop iterations, calls */
-#define STAR_MAX_CALL_DEPTH  100          /* nested function calls */
+#define STAR_MAX_CALL_DEPTH  49           /* nested calls (functions and built-ins), as Codex */
 #define STAR_MAX_NESTING     100          /* brackets, nested blocks and expressions */
 #define STAR_MAX_BRACKETS    100          /* brackets open at once (the lexer) */
 #define STAR_MAX_EVAL_DEPTH  2000         /* expressions evaluated at once, across calls */

@@ -49,7 +49,7 @@ test_plain_words(void **state)
 {
     (void)state;
     expect_split("git push origin", (const char *[]){"git", "push", "origin", NULL});
-    expect_split("  a \t b\n\r c  ", (const char *[]){"a", "b", "c", NULL});
+    expect_split("  a \t b\n\r c  ", (const char *[]){"a", "b", "\r", "c", NULL});
     expect_split("", (const char *[]){NULL});
     expect_split("   \t\n", (const char *[]){NULL});
 }
@@ -64,10 +64,18 @@ test_quotes(void **state)
     expect_split("'it'\"'\"'s'", (const char *[]){"it's", NULL});
     /* Single quotes keep backslashes; double quotes keep $ and `. */
     expect_split("'a\\b' \"$x `y`\"", (const char *[]){"a\\b", "$x `y`", NULL});
-    /* In double quotes only \" and \\ are escapes. */
+    /* In double quotes \" \\ \$ \` are escapes; before other bytes the
+     * backslash stays, and backslash-newline vanishes. */
     expect_split("\"a\\\"b\\\\c\\nd\"", (const char *[]){"a\"b\\c\\nd", NULL});
-    /* No comments: # is an ordinary character. */
-    expect_split("ls # not a comment", (const char *[]){"ls", "#", "not", "a", "comment", NULL});
+    expect_split("\"\\$x \\`y\\` \\q\"", (const char *[]){"$x `y` \\q", NULL});
+    expect_split("\"a\\\nb\"", (const char *[]){"ab", NULL});
+    /* A # that starts a word comments out the rest of the line, as in
+     * Codex; inside a word it is an ordinary character. */
+    expect_split("ls # a comment\nb", (const char *[]){"ls", "b", NULL});
+    expect_split("#ls", (const char *[]){NULL});
+    expect_split("a#b '#c' #d", (const char *[]){"a#b", "#c", NULL});
+    /* A carriage return is part of a word, not a separator. */
+    expect_split("a\r b", (const char *[]){"a\r", "b", NULL});
 }
 
 static void
@@ -86,8 +94,8 @@ test_escapes(void **state)
     expect_split("a\\ b c", (const char *[]){"a b", "c", NULL});
     expect_split("\\'x\\\"", (const char *[]){"'x\"", NULL});
     expect_split("\\\\", (const char *[]){"\\", NULL});
-    /* As Python: an escaped newline becomes part of the word. */
-    expect_split("a\\\nb", (const char *[]){"a\nb", NULL});
+    /* An escaped newline continues the word, as in Codex. */
+    expect_split("a\\\nb", (const char *[]){"ab", NULL});
     expect_split("caf\xc3\xa9 \xe2\x9c\x93", (const char *[]){"caf\xc3\xa9", "\xe2\x9c\x93", NULL});
 }
 

@@ -6,8 +6,10 @@ chunk runs on its own after a prelude that defines assert_eq, assert_ne and
 assert_ with fail().  A chunk with a `### text` comment must fail with an
 error containing `text` (case-insensitive, as a substring or a regular
 expression); any other chunk must succeed.  `### go:` / `### java:` /
-`### rust:` expectations follow the Go implementation's, whose string model
-(byte strings) this interpreter shares.  Chunks that use floating point are
+`### rust:` expectations follow the Go implementation's (only the wording of
+some errors differs from the Rust implementation's; strings here are
+sequences of code points, as in the Rust implementation Codex uses, and the
+upstream files keep their byte-string chunks commented out).  Chunks that use floating point are
 counted apart: the interpreter does not support floats yet.
 
 usage: run_conformance.py EXECGATE_RULES TESTDATA_DIR MIN_PASS_PERCENT [-v]

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Differential test: random rules files and commands, checked by both
+`execgate-rules check` and Codex's `codex execpolicy check`.
+
+usage: run.py EXECGATE_RULES [CASES [SEED]]
+
+Each case is a generated .rules file (literals, raw strings, escapes,
+non-ASCII text, string methods, loops, examples, network rules) and a few
+commands built from it.  For every command both programs must load the
+file or both refuse it, and when both load, print byte-identical JSON.
+The generator is seeded (default seed 1), so a failure names the seed and
+case that reproduce it; the failing file is kept beside the report.
+
+Codex is looked for in $EXECGATE_CODEX, then as `codex` on PATH; it must
+report version 0.169.0.  Without it the test is skipped (exit 77) with a
+message saying how to run it: nothing is installed from npm here.
+"""
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CODEX_VERSION = "0.169.0"
+SKIP = 77
+
+
+def find_codex():
+    cands = [os.environ.get("EXECGATE_CODEX"), shutil.which("codex")]
+    for c in cands:
+        if not c or not os.access(c, os.X_OK):
+            continue
+        try:
+            out = subprocess.run([c, "--version"], capture_output=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if CODEX_VERSION.encode() in out:
+            return c
+    return None
+
+
+# Words the generator draws from: ASCII, non-ASCII letters with unusual
+# case mappings, Unicode spaces, quotes and backslashes.
+WORDS = ["ls", "git", "push", "rm", "-rf", "--force", "a", "B", "x.y", "日本", "é", "ß", "İ",
+         "ﬁ", "ΑΣ", "Ǆa", "\u00a0", "\u3000", "ok\u2009", "#c", "a b", "q'", 'd"', "\\q", "$x"]
+ESCAPES = ["\\x80", "\\xe9", "\\777", "\\101", "\\q", "\\d", "\\u00df", "\\U0001F63F", "\\n",
+           "\\t", "\\\\", "\\'", '\\"', "\\0"]
+METHODS = [".upper()", ".lower()", ".strip()", ".lstrip()", ".rstrip()", ".capitalize()",
+           ".title()", "[0]", "[-1]", "[1:]", "[::-1]", "[:2]"]
+
+
+def q(s):
+    """s as a Starlark string literal (double quotes, escaped)."""
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def literal(r):
+    """A string expression and, when known, its value (None: unknown)."""
+    k = r.randrange(10)
+    w = r.choice(WORDS)
+    if k < 5:
+        return q(w), w
+    if k == 5:
+        body = r.choice(["a\\\"b", "c\\'d", "e\\\\f", "\\d+", "g\\qh"])
+        return "r" + r.choice(['"', "'"]) + body + ('"' if '"' in body[:0] else "") + "", None
+    if k == 6:
+        return '"' + "".join(r.choice(ESCAPES + ["a", "z"]) for _ in range(r.randint(1, 3))) + '"', None
+    if k == 7:
+        return q(w) + r.choice(METHODS), None
+    if k == 8:
+        return "str(len(%s))" % q(w), None
+    return '" ".join(%s.split())' % q(w + r.choice([" ", "\u3000", "\u00a0"]) + r.choice(WORDS)), None
+
+
+def raw_literal(r):
+    body = r.choice(["a\\\"b", "c\\'d", "e\\\\f", "\\d+", "g\\qh", "ij"])
+    quote = r.choice(['"', "'"])
+    if quote in body.replace("\\" + quote, ""):
+        quote = '"' if quote == "'" else "'"
+    return "r" + quote + body + quote
+
+
+def expr(r):
+    e, _ = literal(r)
+    if e.startswith("r"):
+        e = raw_literal(r)
+    return e
+
+
+def text_expr(r):
+    """expr(r) without a NUL: execgate refuses a NUL in a justification,
+    the one difference it keeps (docs/rules.md)."""
+    while True:
+        e = expr(r)
+        if "\\0" not in e:
+            return e
+
+
+def pattern(r):
+    toks = [q(r.choice(["ls", "git", "rm", "tool", "日本", "é"]))]
+    for _ in range(r.randint(0, 3)):
+        if r.random() < 0.2:
+            toks.append("[" + ", ".join(expr(r) for _ in range(r.randint(1, 3))) + "]")
+        else:
+            toks.append(expr(r))
+    return "[" + ", ".join(toks) + "]"
+
+
+def example(r):
+    parts = [r.choice(["ls", "git", "rm", "tool"])]
+    for _ in range(r.randint(0, 3)):
+        parts.append(r.choice(WORDS + ["# tail", "'x y'", '"a\\$b"', "c\\\nd", "\\#e"]))
+    return q(" ".join(parts))
+
+
+def rule(r):
+    args = ["pattern = " + pattern(r)]
+    if r.random() < 0.7:
+        args.append("decision = " + q(r.choice(["allow", "prompt", "forbidden"])))
+    if r.random() < 0.4:
+        args.append("justification = " + r.choice(
+            [text_expr(r), q("\u3000"), q(" \t"), q("why: ") + " + " + text_expr(r),
+             '"%s and %d" % (' + text_expr(r) + ", 2)", '"%(k)s" % {"k": 1}',
+             "str([%s, %s])" % (text_expr(r), text_expr(r)), "repr(%s)" % text_expr(r),
+             q("a\u00a0b")]))
+    if r.random() < 0.15:
+        args.append("match = [" + example(r) + "]")
+    if r.random() < 0.15:
+        args.append("not_match = [" + example(r) + "]")
+    r.shuffle(args)
+    return "prefix_rule(" + ", ".join(args) + ")"
+
+
+def statement(r):
+    k = r.randrange(20)
+    if k < 12:
+        return rule(r)
+    if k == 12:
+        return "for s in [%s, %s]:\n    prefix_rule(pattern = s.split(), decision = %s)" % (
+            expr(r), q("ls " + r.choice(WORDS)), q(r.choice(["prompt", "forbidden"])))
+    if k == 13:
+        host = r.choice(["example.com", "Example.COM.:443", "[::1]:80", "[::1]x", "[::1", "a b",
+                         "a\u00a0b", "\u3000h.io ", "*.x.org", "h:1:2", "x/y"])
+        return "network_rule(host = %s, protocol = %s, decision = %s)" % (
+            q(host), q(r.choice(["https", "http", "socks5_tcp"])), q("allow"))
+    if k == 14:
+        return r.choice(["x = 2 ** 3", "print(1)", "x = 1 << 3", "x = 7 // 2", "x = -7 % 3"])
+    if k == 15:
+        return "def helper(p, d = %s):\n    prefix_rule(pattern = p, decision = d)\nhelper([%s, %s])" % (
+            q("prompt"), q("git"), expr(r))
+    if k == 16:
+        return "v = [%s, %s]\nprefix_rule(pattern = [%s] + v, decision = %s)" % (
+            expr(r), expr(r), q("tool"), q("forbidden"))
+    if k == 17:
+        return "prefix_rule(pattern = [%s, str(%s)], decision = %s)" % (
+            q("len"), r.choice(['len("日本")', '"a,b".split("")', '" a b ".split(None, 1)',
+                               '"日本語".find("語")', '"ab".rsplit("", 1)', 'ord("本")']),
+            q("prompt"))
+    if k == 18:
+        return "prefix_rule(pattern = [%s], justification = %s)" % (q("ls"), text_expr(r))
+    return "# " + r.choice(WORDS)
+
+
+def commands(r, text):
+    """A few commands likely to hit the file's rules."""
+    pool = ["ls", "git", "rm", "tool", "len", "日本", "é"] + WORDS
+    cmds = []
+    for _ in range(3):
+        n = r.randint(1, 4)
+        cmds.append([r.choice(["ls", "git", "rm", "tool", "len", "日本", "é"])] +
+                    [r.choice(pool + ["SS", "É", "i\u0307", "FI", "2", "a\"b", "e\\\\f"])
+                     for _ in range(n - 1)])
+    return cmds
+
+
+def run(argv):
+    try:
+        p = subprocess.run(argv, capture_output=True, timeout=60,
+                           env=dict(os.environ, RUST_BACKTRACE="0"))
+    except subprocess.TimeoutExpired:
+        return -1, b"", b"timeout"
+    return p.returncode, p.stdout, p.stderr
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    rules_bin = sys.argv[1]
+    cases = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    codex = find_codex()
+    if codex is None:
+        print("SKIP: Codex %s not found: set EXECGATE_CODEX to its binary "
+              "(npm install @openai/codex@%s) to run this differential test"
+              % (CODEX_VERSION, CODEX_VERSION))
+        return SKIP
+    r = random.Random(seed)
+    tmp = tempfile.mkdtemp(prefix="execgate-diff-")
+    comparisons = differ = loads = 0
+    try:
+        for case in range(cases):
+            text = "\n".join(statement(r) for _ in range(r.randint(1, 6))) + "\n"
+            path = os.path.join(tmp, "case.rules")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            for cmd in commands(r, text):
+                ours = run([rules_bin, "check", "--rules", path, "--"] + cmd)
+                theirs = run([codex, "execpolicy", "check", "--rules", path, "--"] + cmd)
+                comparisons += 1
+                same = (ours[0] == 0) == (theirs[0] == 0) and (
+                    ours[0] != 0 or ours[1] == theirs[1])
+                loads += ours[0] == 0 and theirs[0] == 0
+                if not same:
+                    differ += 1
+                    keep = os.path.join(tmp, "differ-%d.rules" % case)
+                    shutil.copy(path, keep)
+                    print("DIFFER seed %d case %d: %s\n  command: %r\n  ours (%d): %s%s\n"
+                          "  codex (%d): %s%s\n--- file:\n%s" % (
+                              seed, case, keep, cmd, ours[0], ours[1].decode(errors="replace"),
+                              ours[2].decode(errors="replace")[:300], theirs[0],
+                              theirs[1].decode(errors="replace"),
+                              theirs[2].decode(errors="replace")[:600], text))
+                    break
+    finally:
+        if differ == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("differential: seed %d, %d files, %d comparisons (%d where both load), %d differ"
+          % (seed, cases, comparisons, loads, differ))
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
