@@ -196,7 +196,8 @@ scan_sources(struct strv *s, const char *text, size_t len, const char *home)
         while (a < len && (text[a] == ' ' || text[a] == '\t'))
             a++;
         size_t b = a;
-        while (b < len && !is_sep(text[b]) && text[b] != ')' && text[b] != '}')
+        /* the word: up to a blank or the end of the command ("${HOME}" is one word) */
+        while (b < len && !strchr(" \t\n;&|)", text[b]))
             b++;
         if (b == a)
             continue;
