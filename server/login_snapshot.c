@@ -709,6 +709,52 @@ login_snapshot_use(char ***argvp, char ***envp, const char *path)
 
 /* ---- bash ---- */
 
+extern char **environ;
+
+/* The server's environment, which every shell inherits, as the words of a
+ * bash associative array: " [A]='1' [B]='it'\\''s'", valid names only;
+ * NULL when out of memory. */
+static char *
+inherited_env(void)
+{
+    size_t len = 1;
+    for (char **e = environ; *e; e++)
+        len += 4 * strlen(*e) + 8; /* each ' becomes '\'' */
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (char **e = environ; *e; e++) {
+        size_t n = strcspn(*e, "=");
+        bool ok = n > 0 && (*e)[n] == '=' && !(**e >= '0' && **e <= '9');
+        for (size_t i = 0; ok && i < n; i++) {
+            char c = (*e)[i];
+            ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9');
+        }
+        if (!ok)
+            continue;
+        out[k++] = ' ';
+        out[k++] = '[';
+        memcpy(out + k, *e, n);
+        k += n;
+        out[k++] = ']';
+        out[k++] = '=';
+        out[k++] = '\'';
+        for (const char *v = *e + n + 1; *v; v++) {
+            if (*v == '\'') {
+                memcpy(out + k, "'\\''", 4);
+                k += 4;
+            } else {
+                out[k++] = *v;
+            }
+        }
+        out[k++] = '\'';
+    }
+    out[k] = '\0';
+    return out;
+}
+
 /* Variables not to carry: Bash's own (set anew by every shell, or
  * read-only), the prompts, and the ones the server sets for each call
  * (they must win over the profile's); BASH_ENV is restored at the end. */
@@ -728,10 +774,13 @@ static const char bash_skip[] =
  * functions of those names), aliases read and dropped first (they would
  * change the rest as it is parsed).  It prints the begin marker, then a
  * script that, sourced by `bash --noprofile -lc`, gives what the profile
- * gave: every variable (declare -p: attributes, arrays), the functions and
- * their attributes, the aliases, the umask, BASH_ENV as it was, and last
- * the options (set -e or -u from the profile must not stop the snapshot's
- * own lines); then the end marker.
+ * gave: every variable (plain and exported strings in one `declare` each,
+ * since every command costs the shell that sources it; the rest with
+ * declare -p: attributes, arrays), `unset` for the inherited ones the
+ * profile removed, the functions and their attributes, the aliases, the
+ * umask, BASH_ENV as it was, and last the options, in one command per
+ * kind (set -e or -u from the profile must not stop the snapshot's own
+ * lines); then the end marker.
  */
 static char *
 bash_capture(const char *nonce)
@@ -752,6 +801,11 @@ bash_capture(const char *nonce)
         if (!(skip = more))
             return NULL;
     }
+    char *inherited = inherited_env();
+    if (!inherited) {
+        free(skip);
+        return NULL;
+    }
     char *cmd = strfmt(
         "__execgate_snap_al=$(\\builtin alias -p)\n"
         "\\builtin unalias -a\n"
@@ -759,9 +813,31 @@ bash_capture(const char *nonce)
         "__execgate_snap_um=$(builtin umask -p)\n"
         "builtin set +eu -f +o pipefail\n"
         "builtin printf '\\n%%s\\n' '" MARK_BEGIN "%s'\n"
+        "__execgate_snap_x= __execgate_snap_p=\n"
+        "builtin declare -A __execgate_snap_env\n"
+        "__execgate_snap_env=(%s)\n"
         "for __execgate_snap_n in%s; do\n"
-        "  case $__execgate_snap_n in %s) ;; *) builtin declare -p \"$__execgate_snap_n\";; esac\n"
+        "  case $__execgate_snap_n in %s) continue;; esac\n"
+        "  __execgate_snap_a=${!__execgate_snap_n@a}\n"
+        "  if [[ $__execgate_snap_a == x && -n ${__execgate_snap_env[$__execgate_snap_n]+set} && "
+        "${__execgate_snap_env[$__execgate_snap_n]} == \"${!__execgate_snap_n}\" ]]; then\n"
+        "    continue\n"
+        "  fi\n"
+        "  if [[ -n ${!__execgate_snap_n+set} && ! -R $__execgate_snap_n && ( -z "
+        "$__execgate_snap_a || $__execgate_snap_a == x ) ]]; then\n"
+        "    if [[ -n $__execgate_snap_a ]]; then __execgate_snap_x+=\" "
+        "$__execgate_snap_n=${!__execgate_snap_n@Q}\"\n"
+        "    else __execgate_snap_p+=\" $__execgate_snap_n=${!__execgate_snap_n@Q}\"; fi\n"
+        "  else builtin declare -p \"$__execgate_snap_n\"; fi\n"
         "done\n"
+        "for __execgate_snap_n in \"${!__execgate_snap_env[@]}\"; do\n"
+        "  case $__execgate_snap_n in %s) continue;; esac\n"
+        "  [[ -v $__execgate_snap_n ]] || builtin printf 'unset %%s\\n' \"$__execgate_snap_n\"\n"
+        "done\n"
+        "[[ -z $__execgate_snap_x ]] || builtin printf 'declare -x%%s\\n' "
+        "\"$__execgate_snap_x\"\n"
+        "[[ -z $__execgate_snap_p ]] || builtin printf 'declare +x%%s\\n' "
+        "\"$__execgate_snap_p\"\n"
         "builtin declare -f\n"
         "IFS=$'\\n'\n"
         "for __execgate_snap_l in $(builtin declare -F); do\n"
@@ -771,13 +847,23 @@ bash_capture(const char *nonce)
         "builtin printf '%%s\\n' \"$__execgate_snap_al\" \"$__execgate_snap_um\"\n"
         "if [[ -v BASH_ENV ]]; then builtin declare -p BASH_ENV; else builtin printf "
         "'unset BASH_ENV\\n'; fi\n"
-        "builtin printf '%%s\\n' \"$__execgate_snap_so\"\n"
-        "for __execgate_snap_l in $__execgate_snap_sh; do\n"
-        "  case $__execgate_snap_l in *' login_shell'|*' restricted_shell') ;; *) builtin printf "
-        "'%%s\\n' \"$__execgate_snap_l\";; esac\n"
+        "__execgate_snap_o= __execgate_snap_s= __execgate_snap_u=\n"
+        "for __execgate_snap_l in $__execgate_snap_so; do\n"
+        "  __execgate_snap_o+=\" ${__execgate_snap_l#set }\"\n"
         "done\n"
+        "for __execgate_snap_l in $__execgate_snap_sh; do\n"
+        "  case $__execgate_snap_l in\n"
+        "    *' login_shell'|*' restricted_shell') ;;\n"
+        "    'shopt -s '*) __execgate_snap_s+=\" ${__execgate_snap_l#shopt -s }\";;\n"
+        "    *) __execgate_snap_u+=\" ${__execgate_snap_l#shopt -u }\";;\n"
+        "  esac\n"
+        "done\n"
+        "[[ -z $__execgate_snap_s ]] || builtin printf 'shopt -s%%s\\n' \"$__execgate_snap_s\"\n"
+        "[[ -z $__execgate_snap_u ]] || builtin printf 'shopt -u%%s\\n' \"$__execgate_snap_u\"\n"
+        "[[ -z $__execgate_snap_o ]] || builtin printf 'set%%s\\n' \"$__execgate_snap_o\"\n"
         "builtin printf '" MARK_END "%s\\n'\n",
-        nonce, names, skip, nonce);
+        nonce, inherited, names, skip, skip, nonce);
+    free(inherited);
     free(skip);
     return cmd;
 }

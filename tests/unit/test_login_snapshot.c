@@ -381,7 +381,8 @@ test_use(void **state)
 
 static const char *bash;
 
-/* Runs argv with HOME=home and env extra (may be NULL) in home; returns
+/* Runs argv with our environment, HOME=home and extra (NAME=value, may be
+ * NULL) in home; returns
  * stdout and stderr together; *status the exit status. */
 static char *
 run(const char *const *argv, const char *extra, int *status)
@@ -393,13 +394,10 @@ run(const char *const *argv, const char *extra, int *status)
     if (pid == 0) {
         dup2(p[1], 1);
         dup2(p[1], 2);
-        char *h = NULL;
-        if (asprintf(&h, "HOME=%s", home) < 0)
+        /* the environment the store's capture says was inherited: ours */
+        if (setenv("HOME", home, 1) < 0 || (extra && putenv((char *)extra) < 0) || chdir(home) < 0)
             _exit(127);
-        char *env[] = {h, (char *)"PATH=/usr/bin:/bin", (char *)"LANG=C", (char *)extra, NULL};
-        if (chdir(home) < 0)
-            _exit(127);
-        execve(argv[0], (char *const *)argv, env);
+        execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     close(p[1]);
@@ -427,26 +425,33 @@ run(const char *const *argv, const char *extra, int *status)
     "echo \"A=$A P=$PATH R=$RO N=$NOEXP ARR=${ARR[1]} AS=${AS[k]} I=$I\"; fn one; "                \
     "bash -c 'xfn two; echo child BASH_ENV=${BASH_ENV-unset}'; al; shopt -p extglob "              \
     "expand_aliases login_shell; echo \"$- $(umask) $0\"; set -o | grep -E 'noclobber|pipefail'; " \
-    "declare -p RO I 2>&1; echo \"[$(type -t al)]\"; exit 7"
+    "declare -p RO I 2>&1; echo \"[$(type -t al)]\"; echo \"G=${SNAP_GONE-unset} "                 \
+    "U=$SNAP_UNEXP REF=$REF E=[$E]\"; bash -c 'echo child U=${SNAP_UNEXP-unset}'; "                \
+    "declare -p REF E; echo \"K=$SNAP_KEPT\"; exit 7"
 
 static void
 test_capture_by_bash(void **state)
 {
     if (!bash || access(bash, X_OK) < 0)
         skip();
-    write_home(".bash_profile", "echo noise on stderr >&2\n"
-                                "export A='quoted \"one\" $x `y` \n two'\n"
-                                "PATH=/opt/snap/bin:$PATH\n"
-                                "readonly RO=fixed\n"
-                                "NOEXP=plain\n"
-                                "ARR=(a 'b c') ; declare -A AS=([k]=v)\n"
-                                "declare -i I=6*7\n"
-                                "fn() { echo \"fn $1 ${#A}\"; }\n"
-                                "xfn() { echo \"xfn $1\"; }; export -f xfn\n"
-                                "alias al='echo alias ran'\n"
-                                "shopt -s expand_aliases extglob\n"
-                                "set -o noclobber -o pipefail\n"
-                                "umask 027\n");
+    setenv("SNAP_GONE", "inherited", 1);
+    setenv("SNAP_UNEXP", "inherited-exported", 1);
+    setenv("SNAP_KEPT", "it's inherited, unchanged", 1);
+    write_home(".bash_profile",
+               "echo noise on stderr >&2\n"
+               "export A='quoted \"one\" $x `y` \n two'\n"
+               "PATH=/opt/snap/bin:$PATH\n"
+               "readonly RO=fixed\n"
+               "NOEXP=plain\n"
+               "ARR=(a 'b c') ; declare -A AS=([k]=v)\n"
+               "declare -i I=6*7\n"
+               "fn() { echo \"fn $1 ${#A}\"; }\n"
+               "xfn() { echo \"xfn $1\"; }; export -f xfn\n"
+               "alias al='echo alias ran'\n"
+               "shopt -s expand_aliases extglob\n"
+               "set -o noclobber -o pipefail\n"
+               "umask 027\n"
+               "unset SNAP_GONE; export -n SNAP_UNEXP; declare -n REF=NOEXP; E=\n");
     const char *real[] = {bash, "-lc", PROBE, NULL};
     int real_status = 0;
     char *want = run(real, NULL, &real_status);
@@ -466,6 +471,14 @@ test_capture_by_bash(void **state)
     assert_non_null(strstr(noise, "noise on stderr"));
     const char *path = NULL;
     assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    /* what the shell inherits unchanged is not set again: each line costs
+     * every login call */
+    size_t len = 0;
+    char *text = tmpdir_read_file(path, &len);
+    assert_non_null(text);
+    assert_null(strstr(text, "SNAP_KEPT"));
+    assert_non_null(strstr(text, "SNAP_UNEXP"));
+    free(text);
     char *env = NULL;
     assert_true(asprintf(&env, "BASH_ENV=%s", path) > 0);
     const char *use[] = {bash, "--noprofile", "-lc", PROBE, NULL};
