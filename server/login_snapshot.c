@@ -777,10 +777,13 @@ static const char bash_skip[] =
  * gave: every variable (plain and exported strings in one `declare` each,
  * since every command costs the shell that sources it; the rest with
  * declare -p: attributes, arrays), `unset` for the inherited ones the
- * profile removed, the functions and their attributes, the aliases, the
- * umask, BASH_ENV as it was, and last the options, in one command per
- * kind (set -e or -u from the profile must not stop the snapshot's own
- * lines); then the end marker.
+ * profile removed, the aliases, the umask, BASH_ENV as it was, the
+ * functions and their attributes (after the lines that run a builtin a
+ * function could shadow), and last the options, in one command per kind
+ * (set -e or -u from the profile must not stop the snapshot's own lines),
+ * each run only when $BASHOPTS or $SHELLOPTS say the shell's differ (a
+ * profile that sets none, as Debian's, costs no option command at all);
+ * then the end marker.
  */
 static char *
 bash_capture(const char *nonce)
@@ -810,7 +813,8 @@ bash_capture(const char *nonce)
         "__execgate_snap_al=$(\\builtin alias -p)\n"
         "\\builtin unalias -a\n"
         "__execgate_snap_so=$(builtin set +o) __execgate_snap_sh=$(builtin shopt -p) "
-        "__execgate_snap_um=$(builtin umask -p)\n"
+        "__execgate_snap_um=$(builtin umask -p) __execgate_snap_bo=$BASHOPTS "
+        "__execgate_snap_eo=$SHELLOPTS\n"
         "builtin set +eu -f +o pipefail\n"
         "builtin printf '\\n%%s\\n' '" MARK_BEGIN "%s'\n"
         "__execgate_snap_x= __execgate_snap_p=\n"
@@ -838,16 +842,16 @@ bash_capture(const char *nonce)
         "\"$__execgate_snap_x\"\n"
         "[[ -z $__execgate_snap_p ]] || builtin printf 'declare +x%%s\\n' "
         "\"$__execgate_snap_p\"\n"
-        "builtin declare -f\n"
-        "IFS=$'\\n'\n"
-        "for __execgate_snap_l in $(builtin declare -F); do\n"
-        "  case $__execgate_snap_l in 'declare -f '*) ;; *) builtin printf '%%s\\n' "
-        "\"$__execgate_snap_l\";; esac\n"
-        "done\n"
         "builtin printf '%%s\\n' \"$__execgate_snap_al\" \"$__execgate_snap_um\"\n"
         "if [[ -v BASH_ENV ]]; then builtin declare -p BASH_ENV; else builtin printf "
         "'unset BASH_ENV\\n'; fi\n"
-        "__execgate_snap_o= __execgate_snap_s= __execgate_snap_u=\n"
+        "builtin declare -f\n"
+        "IFS=$'\\n'\n"
+        "for __execgate_snap_l in $(builtin declare -F); do\n"
+        "  case $__execgate_snap_l in 'declare -f '*) ;; *) builtin printf 'builtin %%s\\n' "
+        "\"$__execgate_snap_l\";; esac\n"
+        "done\n"
+        "__execgate_snap_o= __execgate_snap_s= __execgate_snap_u= __execgate_snap_b=\n"
         "for __execgate_snap_l in $__execgate_snap_so; do\n"
         "  __execgate_snap_o+=\" ${__execgate_snap_l#set }\"\n"
         "done\n"
@@ -858,9 +862,15 @@ bash_capture(const char *nonce)
         "    *) __execgate_snap_u+=\" ${__execgate_snap_l#shopt -u }\";;\n"
         "  esac\n"
         "done\n"
-        "[[ -z $__execgate_snap_s ]] || builtin printf 'shopt -s%%s\\n' \"$__execgate_snap_s\"\n"
-        "[[ -z $__execgate_snap_u ]] || builtin printf 'shopt -u%%s\\n' \"$__execgate_snap_u\"\n"
-        "[[ -z $__execgate_snap_o ]] || builtin printf 'set%%s\\n' \"$__execgate_snap_o\"\n"
+        "[[ -z $__execgate_snap_s ]] || __execgate_snap_b+=\"builtin shopt -s$__execgate_snap_s; "
+        "\"\n"
+        "[[ -z $__execgate_snap_u ]] || __execgate_snap_b+=\"builtin shopt -u$__execgate_snap_u; "
+        "\"\n"
+        "[[ -z $__execgate_snap_b ]] || builtin printf '[[ $BASHOPTS == %%s ]] || { %%s}\\n' "
+        "\"${__execgate_snap_bo@Q}\" \"$__execgate_snap_b\"\n"
+        "[[ -z $__execgate_snap_o ]] || builtin printf '[[ $SHELLOPTS == %%s ]] || builtin "
+        "set%%s\\n' "
+        "\"${__execgate_snap_eo@Q}\" \"$__execgate_snap_o\"\n"
         "builtin printf '" MARK_END "%s\\n'\n",
         nonce, inherited, names, skip, skip, nonce);
     free(inherited);
