@@ -1,5 +1,6 @@
 #include "server/login_snapshot.h"
 
+#include "server/log.h"
 #include "server/strfmt.h"
 #include "wrapper/esc_env.h"
 
@@ -454,8 +455,7 @@ login_snapshot_free(struct login_snapshot *ls)
     for (size_t i = 0; i < LOGIN_SNAPSHOT_MAX_KEPT; i++)
         entry_clear(&ls->entries[i]);
     if (rmdir(ls->dir) < 0)
-        fprintf(stderr, "execgate: login snapshots: cannot remove %s: %s\n", ls->dir,
-                strerror(errno));
+        log_warn("login snapshots: cannot remove %s: %s", ls->dir, strerror(errno));
     free(ls->dir);
     free(ls);
 }

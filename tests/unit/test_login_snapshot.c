@@ -314,6 +314,48 @@ test_failures(void **state)
     login_snapshot_free(NULL);
 }
 
+/* LOGIN_SNAPSHOT_MAX_KEPT keys are kept; one more takes the place of the
+ * least recently used, whose file goes. */
+static void
+test_kept(void **state)
+{
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
+    struct login_snapshot *ls = new_store();
+    char *paths[LOGIN_SNAPSHOT_MAX_KEPT + 1];
+    const char *path = NULL;
+    char *noise = NULL, *why = NULL;
+    for (int i = 0; i <= LOGIN_SNAPSHOT_MAX_KEPT; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "key%d", i);
+        /* key0 is used last of all the kept ones but key1: key1 goes */
+        if (i == LOGIN_SNAPSHOT_MAX_KEPT)
+            assert_int_equal(login_snapshot_get(ls, k, "key0", home, 100 + i, &path),
+                             LOGIN_SNAPSHOT_READY);
+        char *cmd = login_snapshot_begin(ls, k, key, home, 100 + i);
+        assert_non_null(cmd);
+        char *out = capture_output(cmd, "", "true\n");
+        assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
+        free(out);
+        free(cmd);
+        assert_int_equal(login_snapshot_get(ls, k, key, home, 100 + i, &path),
+                         LOGIN_SNAPSHOT_READY);
+        paths[i] = strdup(path);
+    }
+    assert_true(access(paths[1], F_OK) < 0);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 200, &path), LOGIN_SNAPSHOT_CAPTURE);
+    for (int i = 0; i <= LOGIN_SNAPSHOT_MAX_KEPT; i++) {
+        if (i != 1) {
+            assert_int_equal(access(paths[i], F_OK), 0);
+            char key[16];
+            snprintf(key, sizeof(key), "key%d", i);
+            assert_int_equal(login_snapshot_get(ls, k, key, home, 200, &path),
+                             LOGIN_SNAPSHOT_READY);
+        }
+        free(paths[i]);
+    }
+    login_snapshot_free(ls);
+}
+
 static char **
 strv(const char *const *in)
 {
@@ -508,6 +550,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_startup_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kept, setup, teardown),
         cmocka_unit_test(test_use),
         cmocka_unit_test_setup_teardown(test_capture_by_bash, setup, teardown),
     };
