@@ -49,7 +49,7 @@ _execgate()
         ;;
     --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
         --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
-        --max-message-bytes | --kill-grace-ms)
+        --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms)
         # JSON or a number: nothing to offer
         COMPREPLY=()
         return
@@ -61,6 +61,7 @@ _execgate()
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
-        --pass-env --help --version' -- "$cur")
+        --pass-env --no-login-snapshot --login-snapshot-timeout-ms --help
+        --version' -- "$cur")
 }
 complete -F _execgate execgate

@@ -13,6 +13,7 @@
 #include "server/state_paths.h"
 #include "execgate-config.h"
 #include "server/jsonrpc.h"
+#include "server/login_snapshot.h"
 #include "server/log.h"
 #include "sandbox/policy.h"
 #include "server/reaper.h"
@@ -57,6 +58,10 @@ struct mcp_call {
     char *aborted;              /* escalation hook: why a person aborted the call */
     struct call_cgroup *cg;     /* every process of the call, once it runs; or NULL */
     bool running;
+    /* login snapshot hook: a login call that may source a snapshot, until
+     * it starts (its key and workdir); or the capture itself */
+    char *snap_key, *snap_workdir;
+    bool snap_capture;
     struct mcp_call *prev, *next;
 };
 
@@ -91,6 +96,9 @@ struct mcp_server {
     struct call_cgroup *cgroup_pool[CGROUP_POOL];
     size_t n_cgroup_pool;
     struct reaper *reaper;
+    /* login calls' snapshots of the login environment; NULL: off */
+    struct login_snapshot *snap;
+    const struct login_snapshot_kind *snap_kind;
 
     bool started, shutting_down, rpc_closing, rpc_closed, killed;
     uv_signal_t sigterm, sigint;
@@ -176,6 +184,8 @@ call_free(struct mcp_call *c)
     exec_watch_release(c->watch);
     decide_call_unref(c->dc);
     free(c->aborted);
+    free(c->snap_key);
+    free(c->snap_workdir);
     free(c);
 }
 
@@ -330,6 +340,7 @@ handle_update(struct mcp_server *s, const json_t *id, const json_t *params)
 
 static void start_waiting(struct mcp_server *s);
 static void maybe_finish(struct mcp_server *s);
+static void login_capture_done(struct mcp_server *s, const struct shell_call_result *r);
 
 static json_t *
 failure_json(const char *why)
@@ -369,7 +380,9 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
     list_remove(&s->running, c);
     /* nothing the call started outlives its answer */
     end_cgroup(c);
-    if (r->cancelled) {
+    if (c->snap_capture) {
+        login_capture_done(s, r);
+    } else if (r->cancelled) {
         log_info("call: cancelled after %llu ms; no answer is sent",
                  (unsigned long long)(r->duration_ns / 1000000));
     } else if (!r->spawned) {
@@ -420,6 +433,7 @@ struct call_request {
     uint64_t timeout_ms;
     bool login;
     const json_t *progress_token; /* NULL: no progress was asked */
+    size_t max_output;            /* 0: --max-output-bytes */
 };
 
 /* Validates the arguments into *r; on error answers -32602 and returns -1. */
@@ -617,11 +631,14 @@ free_strv(char **v)
 }
 
 /* A call for r, not started: its command line, front ends and
- * shell_call.  On failure answers the request and returns NULL. */
+ * shell_call.  On failure returns NULL with *code and *err (malloc'd;
+ * NULL: out of memory) for the answer. */
 static struct mcp_call *
-build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
+new_call(struct mcp_server *s, const json_t *id, const struct call_request *r, int *code,
+         char **errp)
 {
     char *err = NULL;
+    *code = JSONRPC_INTERNAL_ERROR;
     struct mcp_call *c = calloc(1, sizeof(*c));
     if (c) {
         c->s = s;
@@ -632,8 +649,7 @@ build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
         !(argv = call_argv(s, decide_call_view(c->dc), r, &err))) {
         if (c)
             call_free(c);
-        reply_error_fmt(s, id, JSONRPC_INTERNAL_ERROR, "sandbox policy: %s",
-                        err ? err : "out of memory");
+        *errp = strfmt("sandbox policy: %s", err ? err : "out of memory");
         free(err);
         return NULL;
     }
@@ -641,7 +657,7 @@ build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
     if (call_front_ends(s, c) < 0 || !(env = call_env(s))) {
         free_strv(argv);
         call_free(c);
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "escalation: out of memory");
+        *errp = strdup("escalation: out of memory");
         return NULL;
     }
     struct shell_call_spec spec = {
@@ -649,17 +665,56 @@ build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
         .env = env,
         .timeout_ms = r->timeout_ms,
         .max_pause_ms = s->o->max_ask_ms,
-        .max_output = s->o->max_output_bytes,
+        .max_output = r->max_output ? r->max_output : s->o->max_output_bytes,
         .progress = r->progress_token != NULL,
         .report = true,
     };
     c->sc = shell_call_new(s->loop, &spec, &call_events, c); /* takes argv and env */
     if (!c->sc) {
         call_free(c);
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        *errp = NULL;
         return NULL;
     }
     c->progress_token = r->progress_token ? json_deep_copy(r->progress_token) : NULL;
+    return c;
+}
+
+/* login snapshot hook: what a snapshot is valid for — the shell, the
+ * policy, where the sandbox is rooted and the workdir.  NULL when out of
+ * memory. */
+static char *
+login_key(struct mcp_server *s, const struct call_request *r)
+{
+    char *policy = json_dumps(s->policy, JSON_COMPACT | JSON_SORT_KEYS);
+    char *key =
+        policy ? strfmt("%s\n%s\n%s\n%s", s->o->bash_path, policy, sandbox_cwd(s, r), r->workdir)
+               : NULL;
+    free(policy);
+    return key;
+}
+
+/* new_call, answering the request on failure. */
+static struct mcp_call *
+build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
+{
+    int code = 0;
+    char *err = NULL;
+    struct mcp_call *c = new_call(s, id, r, &code, &err);
+    if (!c) {
+        jsonrpc_reply_error(s->rpc, id, code, err ? err : "out of memory");
+        free(err);
+        return NULL;
+    }
+    /* login snapshot hook: settled when the call starts */
+    if (r->login && s->snap) {
+        c->snap_key = login_key(s, r);
+        c->snap_workdir = strdup(r->workdir);
+        if (!c->snap_key || !c->snap_workdir) {
+            free(c->snap_key);
+            free(c->snap_workdir);
+            c->snap_key = c->snap_workdir = NULL;
+        }
+    }
     return c;
 }
 
@@ -668,7 +723,7 @@ build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
 static void
 handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
 {
-    struct call_request r;
+    struct call_request r = {0};
     if (parse_call(s, id, params, &r) < 0)
         return;
     struct mcp_call *c = build_call(s, id, &r);
@@ -716,38 +771,150 @@ start_cgroup(struct mcp_server *s, struct mcp_call *c, struct escalation_call *e
     free(label);
 }
 
+/* Starts c (running, on the running list). */
+static void
+start_call(struct mcp_server *s, struct mcp_call *c)
+{
+    list_push(&s->running, c);
+    c->running = true;
+    /* escalation hook: the socket is served from here on, and the
+     * server's copy of the shell's end goes once the shell has it */
+    struct escalation_call *ec = c->ec;
+    c->ec = NULL;
+    decide_call_attach(c->dc, c->sc);
+    decide_call_unref(c->dc); /* the attachment and the front ends hold it */
+    c->dc = NULL;
+    if (c->watch)
+        exec_watch_attach(c->watch, c->sc);
+    escalation_call_attach(ec, c->sc);
+    /* tree enforcement: without the socket the helper refuses to run
+     * the command (it fails closed on --exec-notify-fd) */
+    int notify_fd = c->watch ? exec_watch_open(c->watch) : -1;
+    if (c->watch && notify_fd < 0)
+        log_error("cannot make the exec watch's socket: %s: the call will fail",
+                  strerror(-notify_fd));
+    shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
+    start_cgroup(s, c, ec);
+    shell_call_start(c->sc);
+    escalation_call_spawned(ec);
+    if (c->watch)
+        exec_watch_spawned(c->watch, notify_fd);
+    c->watch = NULL;
+}
+
+/*
+ * login snapshot hook: the capture of the login environment for the
+ * waiting login call w, as a call of its own (the same sandbox, rules and
+ * cgroup as w's would have: the profile is code like any other) running
+ * `bash -lc CAPTURE` in w's workdir.  Returns 0 when it started (w waits
+ * for it), -1 when w runs a real login shell instead: the policy changed
+ * since w arrived, or out of memory.
+ */
+static int
+start_capture(struct mcp_server *s, struct mcp_call *w)
+{
+    struct call_request r = {
+        .workdir = w->snap_workdir,
+        .timeout_ms = s->o->login_snapshot_timeout_ms,
+        .login = true,
+        .max_output = LOGIN_SNAPSHOT_MAX_BYTES,
+    };
+    char *key = login_key(s, &r);
+    if (!key || strcmp(key, w->snap_key) != 0) {
+        free(key);
+        return -1;
+    }
+    char *command =
+        login_snapshot_begin(s->snap, s->snap_kind, key, getenv("HOME"), uv_now(s->loop));
+    free(key);
+    if (!command)
+        return -1;
+    r.command = command;
+    json_t *id = json_pack("{s:s}", "login-snapshot", login_snapshot_kind_name(s->snap_kind));
+    int code = 0;
+    char *err = NULL;
+    struct mcp_call *cap = id ? new_call(s, id, &r, &code, &err) : NULL;
+    json_decref(id);
+    free(command);
+    if (!cap) {
+        char *noise = NULL, *why = NULL;
+        login_snapshot_done(s->snap, false, "", 0, &noise, &why);
+        log_warn("login snapshot: cannot start its capture: %s; login calls run real login "
+                 "shells",
+                 err ? err : "out of memory");
+        free(noise);
+        free(why);
+        free(err);
+        return -1;
+    }
+    cap->snap_capture = true;
+    log_info("login snapshot: capturing what a login shell of %s sets up, in %s", s->o->bash_path,
+             w->snap_workdir);
+    start_call(s, cap);
+    return 0;
+}
+
+/* login snapshot hook: the capture's end; the calls that waited for it
+ * start next (start_waiting). */
+static void
+login_capture_done(struct mcp_server *s, const struct shell_call_result *r)
+{
+    bool ran = r->spawned && !r->timed_out && !r->cancelled && !r->term_signal &&
+               r->exit_code == 0 && !r->setup_failed && !r->not_started && !r->output.cut;
+    char *noise = NULL, *why = NULL;
+    int rc = login_snapshot_done(s->snap, ran, r->output.head, r->output.head_len, &noise, &why);
+    if (noise)
+        log_info("login snapshot: the login shell printed (not shown in calls): %s", noise);
+    if (rc < 0)
+        log_warn("login snapshot: not taken after %llu ms: %s (exit %d%s); login calls run real "
+                 "login shells until a startup file changes",
+                 (unsigned long long)(r->duration_ns / 1000000), why ? why : "out of memory",
+                 r->exit_code, r->timed_out ? ", timed out" : "");
+    else
+        log_info("login snapshot: taken in %llu ms",
+                 (unsigned long long)(r->duration_ns / 1000000));
+    free(noise);
+    free(why);
+}
+
+/*
+ * login snapshot hook: whether the waiting call c may start now.  A login
+ * call sources a good snapshot (login_snapshot_use), waits while one is
+ * captured (and so do the calls behind it: calls start in order), or runs
+ * a real login shell when there can be none.
+ */
+static bool
+login_ready(struct mcp_server *s, struct mcp_call *c)
+{
+    if (!c->snap_key)
+        return true;
+    const char *path = NULL;
+    enum login_snapshot_state st = login_snapshot_get(s->snap, s->snap_kind, c->snap_key,
+                                                      getenv("HOME"), uv_now(s->loop), &path);
+    if (st == LOGIN_SNAPSHOT_CAPTURE && start_capture(s, c) == 0)
+        return false;
+    if (st == LOGIN_SNAPSHOT_WAIT)
+        return false;
+    if (st == LOGIN_SNAPSHOT_READY) {
+        struct shell_call_spec *spec = shell_call_spec(c->sc);
+        if (login_snapshot_use(&spec->argv, &spec->env, path) < 0)
+            log_warn("login snapshot: out of memory: this call runs a real login shell");
+    }
+    free(c->snap_key);
+    c->snap_key = NULL;
+    return true;
+}
+
 static void
 start_waiting(struct mcp_server *s)
 {
     while (!s->shutting_down && s->waiting.head && s->running.count < s->o->max_calls &&
            jsonrpc_pending_output(s->rpc) < s->o->max_pending_output) {
         struct mcp_call *c = s->waiting.head;
+        if (!login_ready(s, c))
+            break;
         list_remove(&s->waiting, c);
-        list_push(&s->running, c);
-        c->running = true;
-        /* escalation hook: the socket is served from here on, and the
-         * server's copy of the shell's end goes once the shell has it */
-        struct escalation_call *ec = c->ec;
-        c->ec = NULL;
-        decide_call_attach(c->dc, c->sc);
-        decide_call_unref(c->dc); /* the attachment and the front ends hold it */
-        c->dc = NULL;
-        if (c->watch)
-            exec_watch_attach(c->watch, c->sc);
-        escalation_call_attach(ec, c->sc);
-        /* tree enforcement: without the socket the helper refuses to run
-         * the command (it fails closed on --exec-notify-fd) */
-        int notify_fd = c->watch ? exec_watch_open(c->watch) : -1;
-        if (c->watch && notify_fd < 0)
-            log_error("cannot make the exec watch's socket: %s: the call will fail",
-                      strerror(-notify_fd));
-        shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
-        start_cgroup(s, c, ec);
-        shell_call_start(c->sc);
-        escalation_call_spawned(ec);
-        if (c->watch)
-            exec_watch_spawned(c->watch, notify_fd);
-        c->watch = NULL;
+        start_call(s, c);
     }
 }
 
@@ -1051,6 +1218,40 @@ start_guard(struct mcp_server *s)
                  strerror(-rc));
 }
 
+/* login snapshot hook: the store, in a private directory of the server's
+ * ($XDG_RUNTIME_DIR, else $TMPDIR, else /tmp), which every call's sandbox
+ * binds read-only (--protect).  Without it login calls run real login
+ * shells, as with --no-login-snapshot. */
+static void
+start_login_snapshots(struct mcp_server *s)
+{
+    const char *parent = getenv("XDG_RUNTIME_DIR");
+    if (!parent || parent[0] != '/')
+        parent = getenv("TMPDIR");
+    if (!parent || parent[0] != '/')
+        parent = "/tmp";
+    char *err = NULL;
+    struct login_snapshot *ls = login_snapshot_new(parent, &err);
+    char *dir = ls ? state_paths_canonical(login_snapshot_dir(ls)) : NULL;
+    char **protect = dir ? realloc(s->protect, (s->n_protect + 2) * sizeof(char *)) : NULL;
+    if (!protect) {
+        log_warn("%s: login calls run real login shells",
+                 err ? err : "login snapshots: out of memory");
+        free(err);
+        free(dir);
+        login_snapshot_free(ls);
+        return;
+    }
+    s->protect = protect;
+    s->protect[s->n_protect++] = dir;
+    s->protect[s->n_protect] = NULL;
+    s->snap = ls;
+    s->snap_kind = login_snapshot_kind_find(s->o->bash_path);
+    if (!s->snap_kind) /* --bash names a Bash, whatever its file is called */
+        s->snap_kind = login_snapshot_kind_find("bash");
+    log_debug("login snapshots: in %s", login_snapshot_dir(ls));
+}
+
 int
 mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
 {
@@ -1064,6 +1265,8 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
                  "which can wait for the kernel's cgroup lock (%s)",
                  refused);
     start_guard(s);
+    if (s->o->login_snapshot)
+        start_login_snapshots(s);
     uv_signal_init(s->loop, &s->sigterm);
     uv_signal_init(s->loop, &s->sigint);
     uv_timer_init(s->loop, &s->grace);
@@ -1193,6 +1396,7 @@ mcp_server_free(struct mcp_server *s)
     state_paths_free(s->protect);
     decide_server_free(s->decide);
     client_log_free(s->client_log);
+    login_snapshot_free(s->snap);
     while (s->n_cgroup_pool > 0)
         call_cgroup_free(s->cgroup_pool[--s->n_cgroup_pool]);
     call_cgroup_probe_free(s->cgroups);

@@ -39,6 +39,8 @@ enum {
     OPT_EXEC_ENFORCEMENT,
     OPT_EXEC_STRICT,
     OPT_PASS_ENV,
+    OPT_NO_LOGIN_SNAPSHOT,
+    OPT_LOGIN_SNAPSHOT_TIMEOUT,
 };
 
 static const struct option long_options[] = {
@@ -66,6 +68,8 @@ static const struct option long_options[] = {
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
     {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
     {"pass-env", required_argument, NULL, OPT_PASS_ENV},
+    {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
+    {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -116,6 +120,11 @@ usage(FILE *out)
             "                            the command's environment (repeatable; their\n"
             "                            environment is otherwise the server's, see\n"
             "                            docs/escalation.md)\n"
+            "  --no-login-snapshot       login calls run the whole profile (bash -lc) each\n"
+            "                            time instead of a snapshot of what it sets up\n"
+            "  --login-snapshot-timeout-ms MS\n"
+            "                            a snapshot's capture taking longer is killed and\n"
+            "                            login calls run real login shells (10000)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -356,6 +365,7 @@ static const struct {
     {OPT_MAX_PENDING, "--max-pending-output", 1024, SIZE_MAX / 4},
     {OPT_MAX_ASK, "--max-ask-ms", 0, UINT64_C(1) << 53},
     {OPT_MAX_CALLS, "--max-calls", 1, 4096},
+    {OPT_LOGIN_SNAPSHOT_TIMEOUT, "--login-snapshot-timeout-ms", 1, UINT64_C(1) << 53},
 };
 
 /* An option of number_options; 0, or -1 with *err naming the option and
@@ -401,6 +411,9 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_MAX_ASK:
         o->max_ask_ms = n;
+        break;
+    case OPT_LOGIN_SNAPSHOT_TIMEOUT:
+        o->login_snapshot_timeout_ms = n;
         break;
     default: /* OPT_MAX_CALLS: at most 4096 */
         o->max_calls = (unsigned)n;
@@ -449,6 +462,9 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         return 0;
     case OPT_PASS_ENV:
         return add_pass_env(o, arg, err);
+    case OPT_NO_LOGIN_SNAPSHOT:
+        o->login_snapshot = false;
+        return 0;
     case OPT_EXEC_ENFORCEMENT:
         if (strcmp(arg, "tree") == 0 || strcmp(arg, "shell") == 0) {
             o->exec_enforcement = strcmp(arg, "tree") == 0 ? OPTIONS_EXEC_ENFORCEMENT_TREE
@@ -533,6 +549,8 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->max_pending_output = OPTIONS_DEFAULT_MAX_PENDING;
     o->max_processes = OPTIONS_DEFAULT_MAX_PROCESSES;
     o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
+    o->login_snapshot = true;
+    o->login_snapshot_timeout_ms = OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */
     o->rules = calloc((size_t)argc + 2, sizeof(char *));

@@ -25,6 +25,8 @@
 #define OPTIONS_DEFAULT_MAX_PENDING   (64u * 1024 * 1024)
 #define OPTIONS_DEFAULT_MAX_PROCESSES 1024u
 #define OPTIONS_DEFAULT_MAX_MEMORY    (UINT64_C(2) * 1024 * 1024 * 1024)
+/* a login snapshot's capture (login_snapshot.h) */
+#define OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS 10000u
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -60,6 +62,10 @@ struct server_options {
      * environment (escalated_env_build), each once, NULL-terminated */
     char **pass_env;
     size_t pass_env_count;
+    /* login calls source a snapshot of the login environment
+     * (login_snapshot.h); off: --no-login-snapshot */
+    bool login_snapshot;
+    uint64_t login_snapshot_timeout_ms; /* its capture is killed after this long */
 };
 
 enum options_outcome {

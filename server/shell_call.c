@@ -130,6 +130,12 @@ free_call(struct shell_call *c)
     free(c);
 }
 
+struct shell_call_spec *
+shell_call_spec(struct shell_call *c)
+{
+    return &c->spec;
+}
+
 void
 shell_call_discard(struct shell_call *c)
 {

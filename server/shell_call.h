@@ -89,6 +89,11 @@ struct shell_call *shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec,
  */
 void shell_call_start(struct shell_call *c);
 
+/* The call's spec (borrowed), to change before shell_call_start: a login
+ * call's command line and environment are settled only when it starts
+ * (login_snapshot.h).  Cannot fail. */
+struct shell_call_spec *shell_call_spec(struct shell_call *c);
+
 /* Frees a call that was never started. NULL is a no-op. */
 void shell_call_discard(struct shell_call *c);
 

@@ -54,6 +54,28 @@ test_no_pass_env(void **state)
     options_release(&o);
 }
 
+/* Login snapshots are on unless --no-login-snapshot; their capture's
+ * timeout is a number of milliseconds from 1. */
+static void
+test_login_snapshot(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--log-level", "warn"), OPTIONS_RUN);
+    assert_true(o.login_snapshot);
+    assert_int_equal(o.login_snapshot_timeout_ms, OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--no-login-snapshot", "--login-snapshot-timeout-ms=250"),
+                     OPTIONS_RUN);
+    assert_false(o.login_snapshot);
+    assert_int_equal(o.login_snapshot_timeout_ms, 250);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--login-snapshot-timeout-ms", "0"), OPTIONS_ERROR);
+    assert_string_equal(err, "--login-snapshot-timeout-ms: '0' is not a number from 1 to "
+                             "9007199254740992");
+    free(err);
+}
+
 static void
 test_pass_env_repeatable(void **state)
 {
@@ -212,6 +234,7 @@ main(void)
         cmocka_unit_test(test_pass_env_needs_argument),
         cmocka_unit_test(test_help_mentions_pass_env),
         cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_login_snapshot),
         cmocka_unit_test(test_programs_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,879 @@
+#include "server/login_snapshot.h"
+
+#include "server/log.h"
+#include "server/strfmt.h"
+#include "wrapper/esc_env.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- shell kinds ---- */
+
+struct login_snapshot_kind {
+    const char *name;
+    /* what a login shell reads: absolute, or "~/" for HOME; a directory
+     * ending in "/" stands for its *.sh scripts (and itself: its mtime
+     * says when one is added or removed) */
+    const char *const *startup;
+    /* the capture's command text for marker nonce; NULL: no capture */
+    char *(*capture)(const char *nonce);
+};
+
+static char *bash_capture(const char *nonce);
+
+/* Bash as a login shell (bash(1), INVOCATION): /etc/profile (Debian's
+ * sources the scripts in /etc/profile.d and, for bash, /etc/bash.bashrc), then the
+ * first of ~/.bash_profile, ~/.bash_login, ~/.profile; all are watched,
+ * since creating the first makes the others unread. */
+static const char *const bash_startup[] = {
+    "/etc/profile",  "/etc/profile.d/", "/etc/bash.bashrc", "~/.bash_profile",
+    "~/.bash_login", "~/.profile",      "~/.bashrc",        NULL,
+};
+
+static const char *const zsh_startup[] = {
+    "/etc/zsh/zshenv", "/etc/zsh/zprofile", "/etc/zsh/zshrc",
+    "/etc/zsh/zlogin", "~/.zshenv",         "~/.zprofile",
+    "~/.zshrc",        "~/.zlogin",         NULL,
+};
+
+static const struct login_snapshot_kind kinds[] = {
+    {"bash", bash_startup, bash_capture},
+    /* no capture yet: zsh login calls stay real `zsh -lc` */
+    {"zsh", zsh_startup, NULL},
+};
+
+const struct login_snapshot_kind *
+login_snapshot_kind_find(const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        if (strcmp(base, kinds[i].name) == 0)
+            return &kinds[i];
+    }
+    return NULL;
+}
+
+const char *
+login_snapshot_kind_name(const struct login_snapshot_kind *k)
+{
+    return k->name;
+}
+
+bool
+login_snapshot_kind_captures(const struct login_snapshot_kind *k)
+{
+    return k->capture != NULL;
+}
+
+/* ---- startup files ---- */
+
+struct strv {
+    char **v;
+    size_t n, cap;
+    bool oom;
+};
+
+static bool
+strv_has(const struct strv *s, const char *p)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->v[i], p) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Adds p (taken) unless it is there or the list is full. */
+static void
+strv_take(struct strv *s, char *p)
+{
+    if (!p) {
+        s->oom = true;
+        return;
+    }
+    if (s->n >= LOGIN_SNAPSHOT_MAX_FILES || strv_has(s, p)) {
+        free(p);
+        return;
+    }
+    if (s->n + 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        char **v = realloc(s->v, cap * sizeof(*v));
+        if (!v) {
+            free(p);
+            s->oom = true;
+            return;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = p;
+    s->v[s->n] = NULL;
+}
+
+void
+login_snapshot_strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The path a source command names, when it is literal enough to follow:
+ * quotes dropped, "~/", "$HOME/" and "${HOME}/" expanded; NULL (and
+ * *oom false) when it is not, or names a relative path. */
+static char *
+sourced_path(const char *w, size_t len, const char *home, bool *oom)
+{
+    char *word = strndup(w, len);
+    if (!word) {
+        *oom = true;
+        return NULL;
+    }
+    /* quotes anywhere are dropped: "$HOME"/.bashrc and "$HOME/.bashrc" alike */
+    size_t k = 0;
+    for (size_t i = 0; word[i]; i++) {
+        if (word[i] != '"' && word[i] != '\'')
+            word[k++] = word[i];
+    }
+    word[k] = '\0';
+    static const char *const home_forms[] = {"~/", "$HOME/", "${HOME}/"};
+    char *out = NULL;
+    for (size_t i = 0; i < 3 && !out; i++) {
+        size_t n = strlen(home_forms[i]);
+        if (strncmp(word, home_forms[i], n) == 0) {
+            if (!home) {
+                free(word);
+                return NULL;
+            }
+            out = strfmt("%s/%s", home, word + n);
+            if (!out)
+                *oom = true;
+        }
+    }
+    if (!out && word[0] == '/' && !*oom) {
+        out = strdup(word);
+        *oom = out == NULL;
+    }
+    free(word);
+    if (out && (strchr(out, '$') || strchr(out, '`') || strchr(out, '*'))) {
+        free(out);
+        out = NULL;
+    }
+    return out;
+}
+
+static bool
+is_sep(char c)
+{
+    return c == ' ' || c == '\t' || c == ';' || c == '&' || c == '|' || c == '(' || c == '{' ||
+           c == '\n';
+}
+
+/* The files text sources by a literal path: `. FILE` and `source FILE` at
+ * the start of a command (after a separator or `then`, `do`, `&&`...). */
+static void
+scan_sources(struct strv *s, const char *text, size_t len, const char *home)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (i > 0 && !is_sep(text[i - 1]))
+            continue;
+        size_t skip = 0;
+        if (text[i] == '.' && i + 1 < len && (text[i + 1] == ' ' || text[i + 1] == '\t'))
+            skip = 1;
+        else if (len - i > 7 && memcmp(text + i, "source", 6) == 0 &&
+                 (text[i + 6] == ' ' || text[i + 6] == '\t'))
+            skip = 6;
+        if (!skip)
+            continue;
+        size_t a = i + skip;
+        while (a < len && (text[a] == ' ' || text[a] == '\t'))
+            a++;
+        size_t b = a;
+        /* the word: up to a blank or the end of the command ("${HOME}" is one word) */
+        while (b < len && !strchr(" \t\n;&|)", text[b]))
+            b++;
+        if (b == a)
+            continue;
+        bool oom = false;
+        char *p = sourced_path(text + a, b - a, home, &oom);
+        if (oom)
+            s->oom = true;
+        else if (p)
+            strv_take(s, p);
+        i = b - 1;
+    }
+}
+
+/* Reads what of path scan_sources needs; NULL when it cannot be read. */
+static char *
+read_head(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        size_t want = (size_t)st.st_size < LOGIN_SNAPSHOT_SCAN_BYTES ? (size_t)st.st_size
+                                                                     : LOGIN_SNAPSHOT_SCAN_BYTES;
+        buf = malloc(want + 1);
+        size_t got = 0;
+        while (buf && got < want) {
+            ssize_t n = read(fd, buf + got, want - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        if (buf) {
+            buf[got] = '\0';
+            *len = got;
+        }
+    }
+    close(fd);
+    return buf;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* dir's *.sh scripts, sorted (as /etc/profile runs them). */
+static void
+add_dir_scripts(struct strv *s, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct strv found = {0};
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n > 3 && strcmp(e->d_name + n - 3, ".sh") == 0)
+            strv_take(&found, strfmt("%s%s", dir, e->d_name));
+    }
+    closedir(d);
+    if (found.n > 1)
+        qsort(found.v, found.n, sizeof(char *), cmp_str);
+    for (size_t i = 0; i < found.n; i++)
+        strv_take(s, found.v[i]);
+    free(found.v);
+    if (found.oom)
+        s->oom = true;
+}
+
+char **
+login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *home)
+{
+    struct strv s = {0};
+    for (size_t i = 0; k->startup[i]; i++) {
+        const char *f = k->startup[i];
+        if (strncmp(f, "~/", 2) == 0) {
+            if (home && home[0] == '/')
+                strv_take(&s, strfmt("%s/%s", home, f + 2));
+            continue;
+        }
+        size_t n = strlen(f);
+        if (f[n - 1] == '/') {
+            strv_take(&s, strndup(f, n - 1));
+            add_dir_scripts(&s, f);
+            continue;
+        }
+        strv_take(&s, strdup(f));
+    }
+    /* what they source, and what that sources: the list grows as it is read */
+    for (size_t i = 0; i < s.n && !s.oom; i++) {
+        size_t len = 0;
+        char *text = read_head(s.v[i], &len);
+        if (text)
+            scan_sources(&s, text, len, home);
+        free(text);
+    }
+    if (s.oom || !s.v) {
+        login_snapshot_strv_free(s.v);
+        if (s.oom)
+            return NULL;
+        return calloc(1, sizeof(char *));
+    }
+    return s.v;
+}
+
+/* ---- fingerprints ---- */
+
+/* What stat says of one startup file; all zero when it is missing. */
+struct file_mark {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+};
+
+struct fingerprint {
+    char **files;
+    struct file_mark *marks;
+    size_t n;
+};
+
+static void
+fingerprint_release(struct fingerprint *f)
+{
+    login_snapshot_strv_free(f->files);
+    free(f->marks);
+    memset(f, 0, sizeof(*f));
+}
+
+static void
+mark_file(const char *path, struct file_mark *m)
+{
+    struct stat st;
+    memset(m, 0, sizeof(*m));
+    if (stat(path, &st) < 0)
+        return;
+    m->dev = st.st_dev;
+    m->ino = st.st_ino;
+    m->size = st.st_size;
+    m->mtime = st.st_mtim;
+    m->ctime = st.st_ctim;
+}
+
+static int
+fingerprint_take(struct fingerprint *f, const struct login_snapshot_kind *k, const char *home)
+{
+    memset(f, 0, sizeof(*f));
+    f->files = login_snapshot_startup_files(k, home);
+    if (!f->files)
+        return -1;
+    while (f->files[f->n])
+        f->n++;
+    f->marks = calloc(f->n ? f->n : 1, sizeof(*f->marks));
+    if (!f->marks) {
+        fingerprint_release(f);
+        return -1;
+    }
+    for (size_t i = 0; i < f->n; i++)
+        mark_file(f->files[i], &f->marks[i]);
+    return 0;
+}
+
+static bool
+same_time(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* Whether every file f watched is as it was (a new source line changes
+ * its file, which is watched). */
+static bool
+fingerprint_holds(const struct fingerprint *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        struct file_mark m;
+        mark_file(f->files[i], &m);
+        const struct file_mark *o = &f->marks[i];
+        if (m.dev != o->dev || m.ino != o->ino || m.size != o->size ||
+            !same_time(m.mtime, o->mtime) || !same_time(m.ctime, o->ctime))
+            return false;
+    }
+    return true;
+}
+
+/* ---- the store ---- */
+
+enum entry_state { ENTRY_EMPTY, ENTRY_CAPTURING, ENTRY_READY, ENTRY_FAILED };
+
+struct entry {
+    enum entry_state state;
+    char *key;
+    const struct login_snapshot_kind *kind;
+    char *path; /* the file, once written */
+    struct fingerprint fp;
+    uint64_t taken_ms, used_ms;
+};
+
+struct login_snapshot {
+    char *dir;
+    struct entry entries[LOGIN_SNAPSHOT_MAX_KEPT];
+    struct entry *capturing; /* the one capture running, or NULL */
+    char nonce[33];
+    unsigned serial; /* file names: one per capture written */
+};
+
+struct login_snapshot *
+login_snapshot_new(const char *parent, char **err)
+{
+    struct login_snapshot *ls = calloc(1, sizeof(*ls));
+    char *tmpl = strfmt("%s/execgate-login-XXXXXX", parent);
+    if (!ls || !tmpl) {
+        free(ls);
+        free(tmpl);
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    if (!mkdtemp(tmpl)) {
+        *err =
+            strfmt("login snapshots: cannot make a directory in %s: %s", parent, strerror(errno));
+        free(tmpl);
+        free(ls);
+        return NULL;
+    }
+    ls->dir = tmpl;
+    return ls;
+}
+
+const char *
+login_snapshot_dir(const struct login_snapshot *ls)
+{
+    return ls->dir;
+}
+
+static void
+entry_clear(struct entry *e)
+{
+    if (e->path)
+        unlink(e->path);
+    free(e->path);
+    free(e->key);
+    fingerprint_release(&e->fp);
+    memset(e, 0, sizeof(*e));
+}
+
+void
+login_snapshot_free(struct login_snapshot *ls)
+{
+    if (!ls)
+        return;
+    for (size_t i = 0; i < LOGIN_SNAPSHOT_MAX_KEPT; i++)
+        entry_clear(&ls->entries[i]);
+    if (rmdir(ls->dir) < 0)
+        log_warn("login snapshots: cannot remove %s: %s", ls->dir, strerror(errno));
+    free(ls->dir);
+    free(ls);
+}
+
+static struct entry *
+find_entry(struct login_snapshot *ls, const struct login_snapshot_kind *k, const char *key)
+{
+    for (size_t i = 0; i < LOGIN_SNAPSHOT_MAX_KEPT; i++) {
+        struct entry *e = &ls->entries[i];
+        if (e->key && e->kind == k && strcmp(e->key, key) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+enum login_snapshot_state
+login_snapshot_get(struct login_snapshot *ls, const struct login_snapshot_kind *k, const char *key,
+                   const char *home, uint64_t now_ms, const char **path)
+{
+    *path = NULL;
+    if (!k->capture)
+        return LOGIN_SNAPSHOT_FALLBACK;
+    struct entry *e = find_entry(ls, k, key);
+    if (e && e->state == ENTRY_CAPTURING)
+        return LOGIN_SNAPSHOT_WAIT;
+    bool fresh = e && now_ms - e->taken_ms < LOGIN_SNAPSHOT_MAX_AGE_MS && fingerprint_holds(&e->fp);
+    if (fresh) {
+        e->used_ms = now_ms;
+        if (e->state == ENTRY_FAILED)
+            return LOGIN_SNAPSHOT_FALLBACK;
+        *path = e->path;
+        return LOGIN_SNAPSHOT_READY;
+    }
+    return ls->capturing ? LOGIN_SNAPSHOT_WAIT : LOGIN_SNAPSHOT_CAPTURE;
+}
+
+/* The entry for key: its own, else an empty one, else the least recently
+ * used (its file goes). */
+static struct entry *
+claim_entry(struct login_snapshot *ls, const struct login_snapshot_kind *k, const char *key)
+{
+    struct entry *e = find_entry(ls, k, key);
+    if (e)
+        return e;
+    struct entry *lru = NULL;
+    for (size_t i = 0; i < LOGIN_SNAPSHOT_MAX_KEPT; i++) {
+        struct entry *x = &ls->entries[i];
+        if (!x->key)
+            return x;
+        if (x != ls->capturing && (!lru || x->used_ms < lru->used_ms))
+            lru = x;
+    }
+    if (lru)
+        entry_clear(lru);
+    return lru;
+}
+
+static int
+make_nonce(char out[33])
+{
+    unsigned char raw[16];
+    size_t got = 0;
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
+
+char *
+login_snapshot_begin(struct login_snapshot *ls, const struct login_snapshot_kind *k,
+                     const char *key, const char *home, uint64_t now_ms)
+{
+    if (ls->capturing || !k->capture || make_nonce(ls->nonce) < 0)
+        return NULL;
+    struct entry *e = claim_entry(ls, k, key);
+    if (!e)
+        return NULL;
+    struct fingerprint fp;
+    char *command = k->capture(ls->nonce);
+    char *key_copy = e->key ? NULL : strdup(key);
+    if (!command || (!e->key && !key_copy) || fingerprint_take(&fp, k, home) < 0) {
+        free(command);
+        free(key_copy);
+        return NULL;
+    }
+    if (key_copy)
+        e->key = key_copy;
+    e->kind = k;
+    fingerprint_release(&e->fp);
+    e->fp = fp;
+    e->state = ENTRY_CAPTURING;
+    e->taken_ms = e->used_ms = now_ms;
+    ls->capturing = e;
+    return command;
+}
+
+/* ---- the capture's output ---- */
+
+#define MARK_BEGIN "EXECGATE-LOGIN-SNAPSHOT-BEGIN-"
+#define MARK_END   "EXECGATE-LOGIN-SNAPSHOT-END-"
+
+/* Finds the snapshot between the markers: the output must end with the
+ * end marker's line.  *body, *body_len: the snapshot; *noise_len: what
+ * came before the begin marker's line. */
+static int
+split_output(const char *out, size_t len, const char *nonce, const char **body, size_t *body_len,
+             size_t *noise_len)
+{
+    char *begin = strfmt("\n" MARK_BEGIN "%s\n", nonce);
+    char *end = strfmt("\n" MARK_END "%s\n", nonce);
+    int rc = -1;
+    if (begin && end) {
+        size_t bl = strlen(begin), el = strlen(end);
+        const char *b = memmem(out, len, begin, bl);
+        if (b && len >= el && memcmp(out + len - el, end, el) == 0 &&
+            (size_t)(b - out) + bl <= len - el + 1) {
+            *noise_len = (size_t)(b - out);
+            *body = b + bl;
+            size_t stop = len - el + 1; /* the body keeps its last newline */
+            *body_len = stop > (size_t)(*body - out) ? stop - (size_t)(*body - out) : 0;
+            rc = 0;
+        }
+    }
+    free(begin);
+    free(end);
+    return rc;
+}
+
+/* Writes body to a new file in the store's directory, 0600, by a rename:
+ * a call that reads the old name meanwhile reads one whole snapshot. */
+static char *
+write_file(struct login_snapshot *ls, const char *body, size_t len, char **why)
+{
+    char *tmp = strfmt("%s/.new", ls->dir);
+    char *path = strfmt("%s/%u.sh", ls->dir, ++ls->serial);
+    if (!tmp || !path) {
+        free(tmp);
+        free(path);
+        *why = NULL;
+        return NULL;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int err = fd < 0 ? errno : 0;
+    for (size_t done = 0; !err && done < len;) {
+        ssize_t n = write(fd, body + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            err = errno;
+        else
+            done += (size_t)n;
+    }
+    if (fd >= 0 && close(fd) < 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) < 0)
+        err = errno;
+    if (err) {
+        unlink(tmp);
+        *why = strfmt("cannot write %s: %s", path, strerror(err));
+        free(path);
+        path = NULL;
+    }
+    free(tmp);
+    return path;
+}
+
+int
+login_snapshot_done(struct login_snapshot *ls, bool ran, const char *out, size_t len, char **noise,
+                    char **why)
+{
+    *noise = NULL;
+    *why = NULL;
+    struct entry *e = ls->capturing;
+    if (!e)
+        return 0;
+    ls->capturing = NULL;
+    const char *body = NULL;
+    size_t body_len = 0, noise_len = len;
+    bool split = split_output(out, len, ls->nonce, &body, &body_len, &noise_len) == 0;
+    if (noise_len > 0) {
+        size_t n = noise_len < LOGIN_SNAPSHOT_LOG_BYTES ? noise_len : LOGIN_SNAPSHOT_LOG_BYTES;
+        *noise = strfmt("%.*s%s", (int)n, out, n < noise_len ? "[...]" : "");
+    }
+    char *path = NULL;
+    if (!ran)
+        *why = strdup("the login shell did not run to its end");
+    else if (!split)
+        *why = strdup("the login shell's output is not a snapshot (does the profile redirect "
+                      "or close its output?)");
+    else
+        path = write_file(ls, body, body_len, why);
+    if (!path) {
+        e->state = ENTRY_FAILED;
+        return -1;
+    }
+    if (e->path)
+        unlink(e->path);
+    free(e->path);
+    e->path = path;
+    e->state = ENTRY_READY;
+    return 0;
+}
+
+/* ---- using it ---- */
+
+int
+login_snapshot_use(char ***argvp, char ***envp, const char *path)
+{
+    char **argv = *argvp, **env = *envp;
+    size_t argc = 0, envc = 0;
+    while (argv[argc])
+        argc++;
+    while (env && env[envc])
+        envc++;
+    if (!env || argc < 3 || strcmp(argv[argc - 2], "-lc") != 0)
+        return -1;
+    char *flag = strdup("--noprofile");
+    char *var = strfmt("BASH_ENV=%s", path);
+    char **a = flag && var ? realloc(argv, (argc + 2) * sizeof(char *)) : NULL;
+    if (a)
+        *argvp = argv = a;
+    char **e = a ? realloc(env, (envc + 2) * sizeof(char *)) : NULL;
+    if (!e) {
+        free(flag);
+        free(var);
+        return -1;
+    }
+    *envp = env = e;
+    memmove(argv + argc - 1, argv + argc - 2, 3 * sizeof(char *));
+    argv[argc - 2] = flag;
+    size_t at = envc;
+    for (size_t i = 0; i < envc; i++) {
+        if (strncmp(env[i], "BASH_ENV=", 9) == 0) {
+            free(env[i]);
+            at = i;
+            break;
+        }
+    }
+    env[at] = var;
+    if (at == envc)
+        env[envc + 1] = NULL;
+    return 0;
+}
+
+/* ---- bash ---- */
+
+extern char **environ;
+
+/* The server's environment, which every shell inherits, as the words of a
+ * bash associative array: " [A]='1' [B]='it'\\''s'", valid names only;
+ * NULL when out of memory. */
+static char *
+inherited_env(void)
+{
+    size_t len = 1;
+    for (char **e = environ; *e; e++)
+        len += 4 * strlen(*e) + 8; /* each ' becomes '\'' */
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (char **e = environ; *e; e++) {
+        size_t n = strcspn(*e, "=");
+        bool ok = n > 0 && (*e)[n] == '=' && !(**e >= '0' && **e <= '9');
+        for (size_t i = 0; ok && i < n; i++) {
+            char c = (*e)[i];
+            ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9');
+        }
+        if (!ok)
+            continue;
+        out[k++] = ' ';
+        out[k++] = '[';
+        memcpy(out + k, *e, n);
+        k += n;
+        out[k++] = ']';
+        out[k++] = '=';
+        out[k++] = '\'';
+        for (const char *v = *e + n + 1; *v; v++) {
+            if (*v == '\'') {
+                memcpy(out + k, "'\\''", 4);
+                k += 4;
+            } else {
+                out[k++] = *v;
+            }
+        }
+        out[k++] = '\'';
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* Variables not to carry: Bash's own (set anew by every shell, or
+ * read-only), the prompts, and the ones the server sets for each call
+ * (they must win over the profile's); BASH_ENV is restored at the end. */
+static const char bash_skip[] =
+    "BASH|BASHOPTS|BASHPID|BASH_ALIASES|BASH_ARGC|BASH_ARGV|"
+    "BASH_ARGV0|BASH_CMDS|BASH_COMMAND|BASH_ENV|"
+    "BASH_EXECUTION_STRING|BASH_LINENO|BASH_REMATCH|BASH_SOURCE|"
+    "BASH_SUBSHELL|BASH_VERSINFO|BASH_VERSION|COLUMNS|"
+    "COMP_WORDBREAKS|DIRSTACK|EPOCHREALTIME|EPOCHSECONDS|EUID|"
+    "FUNCNAME|GROUPS|HISTCMD|HOSTNAME|HOSTTYPE|LINENO|LINES|MACHTYPE|"
+    "OLDPWD|OPTERR|OPTIND|OSTYPE|PIPESTATUS|PPID|PS0|PS1|PS2|PS3|PS4|"
+    "PWD|RANDOM|SECONDS|SHELLOPTS|SHLVL|SRANDOM|UID|_|__execgate_snap_*";
+
+/*
+ * The capture, run by `bash -lc` after the profile: builtins only (no
+ * program to decide on), each behind `builtin` (the profile may define
+ * functions of those names), aliases read and dropped first (they would
+ * change the rest as it is parsed).  It prints the begin marker, then a
+ * script that, sourced by `bash --noprofile -lc`, gives what the profile
+ * gave: every variable (plain and exported strings in one `declare` each,
+ * since every command costs the shell that sources it; the rest with
+ * declare -p: attributes, arrays), `unset` for the inherited ones the
+ * profile removed, the aliases, the umask, BASH_ENV as it was, the
+ * functions and their attributes (after the lines that run a builtin a
+ * function could shadow), and last the options, in one command per kind
+ * (set -e or -u from the profile must not stop the snapshot's own lines),
+ * each run only when $BASHOPTS or $SHELLOPTS say the shell's differ (a
+ * profile that sets none, as Debian's, costs no option command at all);
+ * then the end marker.
+ */
+static char *
+bash_capture(const char *nonce)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+    char names[sizeof(letters) * 8]; /* " ${!a*}" each */
+    size_t k = 0;
+    for (size_t i = 0; letters[i]; i++)
+        k += (size_t)snprintf(names + k, sizeof(names) - k, " ${!%c*}", letters[i]);
+    char *skip = strdup(bash_skip);
+    if (!skip)
+        return NULL;
+    /* the server's own variables join the list */
+    static const char *const own[] = {ESC_ENV_ALL};
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+        char *more = strfmt("%s|%s", skip, own[i]);
+        free(skip);
+        if (!(skip = more))
+            return NULL;
+    }
+    char *inherited = inherited_env();
+    if (!inherited) {
+        free(skip);
+        return NULL;
+    }
+    char *cmd = strfmt(
+        "__execgate_snap_al=$(\\builtin alias -p)\n"
+        "\\builtin unalias -a\n"
+        "__execgate_snap_so=$(builtin set +o) __execgate_snap_sh=$(builtin shopt -p) "
+        "__execgate_snap_um=$(builtin umask -p) __execgate_snap_bo=$BASHOPTS "
+        "__execgate_snap_eo=$SHELLOPTS\n"
+        "builtin set +eu -f +o pipefail\n"
+        "builtin printf '\\n%%s\\n' '" MARK_BEGIN "%s'\n"
+        "__execgate_snap_x= __execgate_snap_p=\n"
+        "builtin declare -A __execgate_snap_env\n"
+        "__execgate_snap_env=(%s)\n"
+        "for __execgate_snap_n in%s; do\n"
+        "  case $__execgate_snap_n in %s) continue;; esac\n"
+        "  __execgate_snap_a=${!__execgate_snap_n@a}\n"
+        "  if [[ $__execgate_snap_a == x && -n ${__execgate_snap_env[$__execgate_snap_n]+set} && "
+        "${__execgate_snap_env[$__execgate_snap_n]} == \"${!__execgate_snap_n}\" ]]; then\n"
+        "    continue\n"
+        "  fi\n"
+        "  if [[ -n ${!__execgate_snap_n+set} && ! -R $__execgate_snap_n && ( -z "
+        "$__execgate_snap_a || $__execgate_snap_a == x ) ]]; then\n"
+        "    if [[ -n $__execgate_snap_a ]]; then __execgate_snap_x+=\" "
+        "$__execgate_snap_n=${!__execgate_snap_n@Q}\"\n"
+        "    else __execgate_snap_p+=\" $__execgate_snap_n=${!__execgate_snap_n@Q}\"; fi\n"
+        "  else builtin declare -p \"$__execgate_snap_n\"; fi\n"
+        "done\n"
+        "for __execgate_snap_n in \"${!__execgate_snap_env[@]}\"; do\n"
+        "  case $__execgate_snap_n in %s) continue;; esac\n"
+        "  [[ -v $__execgate_snap_n ]] || builtin printf 'unset %%s\\n' \"$__execgate_snap_n\"\n"
+        "done\n"
+        "[[ -z $__execgate_snap_x ]] || builtin printf 'declare -x%%s\\n' "
+        "\"$__execgate_snap_x\"\n"
+        "[[ -z $__execgate_snap_p ]] || builtin printf 'declare +x%%s\\n' "
+        "\"$__execgate_snap_p\"\n"
+        "builtin printf '%%s\\n' \"$__execgate_snap_al\" \"$__execgate_snap_um\"\n"
+        "if [[ -v BASH_ENV ]]; then builtin declare -p BASH_ENV; else builtin printf "
+        "'unset BASH_ENV\\n'; fi\n"
+        "builtin declare -f\n"
+        "IFS=$'\\n'\n"
+        "for __execgate_snap_l in $(builtin declare -F); do\n"
+        "  case $__execgate_snap_l in 'declare -f '*) ;; *) builtin printf 'builtin %%s\\n' "
+        "\"$__execgate_snap_l\";; esac\n"
+        "done\n"
+        "__execgate_snap_o= __execgate_snap_s= __execgate_snap_u= __execgate_snap_b=\n"
+        "for __execgate_snap_l in $__execgate_snap_so; do\n"
+        "  __execgate_snap_o+=\" ${__execgate_snap_l#set }\"\n"
+        "done\n"
+        "for __execgate_snap_l in $__execgate_snap_sh; do\n"
+        "  case $__execgate_snap_l in\n"
+        "    *' login_shell'|*' restricted_shell') ;;\n"
+        "    'shopt -s '*) __execgate_snap_s+=\" ${__execgate_snap_l#shopt -s }\";;\n"
+        "    *) __execgate_snap_u+=\" ${__execgate_snap_l#shopt -u }\";;\n"
+        "  esac\n"
+        "done\n"
+        "[[ -z $__execgate_snap_s ]] || __execgate_snap_b+=\"builtin shopt -s$__execgate_snap_s; "
+        "\"\n"
+        "[[ -z $__execgate_snap_u ]] || __execgate_snap_b+=\"builtin shopt -u$__execgate_snap_u; "
+        "\"\n"
+        "[[ -z $__execgate_snap_b ]] || builtin printf '[[ $BASHOPTS == %%s ]] || { %%s}\\n' "
+        "\"${__execgate_snap_bo@Q}\" \"$__execgate_snap_b\"\n"
+        "[[ -z $__execgate_snap_o ]] || builtin printf '[[ $SHELLOPTS == %%s ]] || builtin "
+        "set%%s\\n' "
+        "\"${__execgate_snap_eo@Q}\" \"$__execgate_snap_o\"\n"
+        "builtin printf '" MARK_END "%s\\n'\n",
+        nonce, inherited, names, skip, skip, nonce);
+    free(inherited);
+    free(skip);
+    return cmd;
+}

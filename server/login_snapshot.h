@@ -1,0 +1,132 @@
+/*
+ * login_snapshot: what a login shell builds (its variables, functions,
+ * aliases, options and umask), captured once and sourced before each login
+ * call, so that `login: true` does not run the user's whole profile every
+ * time (docs/server.md, "Login snapshots").
+ *
+ * A store holds one snapshot per key (the caller's: the policy, the
+ * sandbox cwd, the workdir and the shell) in a private directory of the
+ * server's, mode 0700, each file mode 0600.  The caller runs the capture
+ * (login_snapshot_capture_command, as a login shell, in the sandbox like any
+ * call) and hands its output back; this module parses it, writes the file,
+ * and says for each later login call whether the file is still good: not
+ * when a startup file the shell reads has changed (stat: device, inode,
+ * size, mtime, ctime), nor after LOGIN_SNAPSHOT_MAX_AGE_MS.  One capture
+ * runs at a time, server-wide; a failed capture makes the calls for its key
+ * fall back to a real login shell until a startup file changes or the age
+ * limit passes.
+ *
+ * Per shell kind (struct login_snapshot_kind): which startup files it reads,
+ * how to capture, how a call then sources the capture.  Bash captures; zsh
+ * has no capture yet, and its login calls stay real login shells.
+ */
+#ifndef EXECGATE_SERVER_LOGIN_SNAPSHOT_H
+#define EXECGATE_SERVER_LOGIN_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A snapshot is retaken after this long even when no startup file changed
+ * (the profile may read what no stat can see: the time, the network). */
+#define LOGIN_SNAPSHOT_MAX_AGE_MS (30u * 60 * 1000)
+/* Bytes of a capture's output kept: a larger capture fails (the calls then
+ * run real login shells). */
+#define LOGIN_SNAPSHOT_MAX_BYTES (8u * 1024 * 1024)
+/* Snapshots kept at once (keys); the least recently used goes first. */
+#define LOGIN_SNAPSHOT_MAX_KEPT 8
+/* Startup files followed (the standard set, /etc/profile.d's scripts and
+ * the files they source by a literal path), and the bytes of each read to
+ * find what it sources. */
+#define LOGIN_SNAPSHOT_MAX_FILES  64
+#define LOGIN_SNAPSHOT_SCAN_BYTES (1024u * 1024)
+/* The profile's own output, logged at capture, is cut to this many bytes. */
+#define LOGIN_SNAPSHOT_LOG_BYTES 2000
+
+struct login_snapshot_kind;
+struct login_snapshot;
+
+/* The kind for a shell named name ("bash", "zsh": the basename of the
+ * shell's path is enough), or NULL when it has none. */
+const struct login_snapshot_kind *login_snapshot_kind_find(const char *name);
+
+/* The kind's name ("bash"). */
+const char *login_snapshot_kind_name(const struct login_snapshot_kind *k);
+
+/* Whether the kind can capture at all (zsh, for now, cannot). */
+bool login_snapshot_kind_captures(const struct login_snapshot_kind *k);
+
+/*
+ * The startup files a login shell of kind k reads with HOME home (NULL:
+ * none of the personal ones), and those they source by a literal path
+ * (`. ~/.bashrc`, `source "$HOME/.cargo/env"`), as far as they exist;
+ * at most LOGIN_SNAPSHOT_MAX_FILES.  A NULL-terminated array of malloc'd
+ * absolute paths (free with login_snapshot_strv_free), or NULL when out of
+ * memory.
+ */
+char **login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *home);
+void login_snapshot_strv_free(char **v);
+
+/*
+ * A store in a new private directory below parent (made there by mkdtemp,
+ * "execgate-login-XXXXXX").  NULL with *err (malloc'd) on failure.
+ */
+struct login_snapshot *login_snapshot_new(const char *parent, char **err);
+
+/* The store's directory (the sandbox must bind it read-only). */
+const char *login_snapshot_dir(const struct login_snapshot *ls);
+
+/* Removes the store's files and directory and frees it. NULL is a no-op. */
+void login_snapshot_free(struct login_snapshot *ls);
+
+enum login_snapshot_state {
+    LOGIN_SNAPSHOT_READY,    /* *path is the file to source */
+    LOGIN_SNAPSHOT_CAPTURE,  /* none good: the caller should capture now */
+    LOGIN_SNAPSHOT_WAIT,     /* a capture is running: wait for its end */
+    LOGIN_SNAPSHOT_FALLBACK, /* the last capture for key failed: a real login shell */
+};
+
+/*
+ * What a login call for key (the caller's, any text) and kind k, with HOME
+ * home, can do now (now_ms: a monotonic clock in milliseconds).  *path
+ * (borrowed until the next call into the store) is set for READY.  Cannot
+ * fail: out of memory is FALLBACK.
+ */
+enum login_snapshot_state login_snapshot_get(struct login_snapshot *ls,
+                                             const struct login_snapshot_kind *k, const char *key,
+                                             const char *home, uint64_t now_ms, const char **path);
+
+/*
+ * Begins the capture for key: the startup files are looked at now (a change
+ * during the capture makes the next call retake it).  Returns the command
+ * (malloc'd) the caller runs as a login shell of kind k; its whole output
+ * (stdout and stderr) goes to login_snapshot_done.  NULL when out of memory
+ * or when a capture already runs.
+ */
+char *login_snapshot_begin(struct login_snapshot *ls, const struct login_snapshot_kind *k,
+                           const char *key, const char *home, uint64_t now_ms);
+
+/*
+ * The capture's end: ran says whether it ran to its end (exit 0, not killed,
+ * nothing cut); out (len bytes) is its output.  Writes the snapshot file, or
+ * marks the key failed.  Returns 0, or -1 with *why (malloc'd, NULL: out of
+ * memory) saying what went wrong, for one warning.  *noise (malloc'd, may be
+ * NULL) is what the profile itself printed, cut to LOGIN_SNAPSHOT_LOG_BYTES,
+ * for the log.
+ */
+int login_snapshot_done(struct login_snapshot *ls, bool ran, const char *out, size_t len,
+                        char **noise, char **why);
+
+/*
+ * A login call's command line and environment, changed to source path
+ * (READY): argv runs the shell as `SHELL -lc COMMAND` (argv's "-lc" found
+ * from the end); it becomes `SHELL --noprofile -lc COMMAND`, still a login
+ * shell (shopt login_shell, ~/.bash_logout on exit), which reads no startup
+ * file but BASH_ENV, set to path in env (any earlier BASH_ENV replaced; the
+ * snapshot restores the login shell's own before the command runs).  Both
+ * arrays are NULL-terminated and malloc'd and may be reallocated.  Returns 0,
+ * or -1 when out of memory or argv has no "-lc" (both then unchanged).
+ */
+int login_snapshot_use(char ***argv, char ***env, const char *path);
+
+#endif

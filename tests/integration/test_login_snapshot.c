@@ -1,0 +1,434 @@
+/*
+ * Login snapshots through the real server, with a HOME of its own: a login
+ * call sees what the profile sets up (a variable, PATH, a function, an
+ * alias, an option) without its noise and without running it again; a
+ * changed ~/.bashrc is seen by the next call; a profile that exits or
+ * hangs still gives bash -lc's result; two policies get two snapshots; the
+ * profile stays in the sandbox (its marker outside is never written, and
+ * nothing lands in the workspace); the snapshot cannot be changed from the
+ * sandbox even when it lies in a writable root; --no-login-snapshot runs
+ * the profile each time.  The server runs under ASan/LSan: exit 0 means no
+ * leak, and its snapshot directory is gone when it has ended.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/support/mcp_client.h"
+#include "tests/support/tmpdir.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *server_path;
+
+/* One test's world: HOME, the workdir, a writable directory where the
+ * profile counts its runs, and the server's XDG_RUNTIME_DIR (where it
+ * keeps its snapshots). */
+struct world {
+    char *root, *home, *wd, *count, *run;
+    struct mcp_client *c;
+};
+
+static char *
+fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    assert_true(vasprintf(&s, f, ap) >= 0);
+    va_end(ap);
+    return s;
+}
+
+/* The world, with run (relative to root) as XDG_RUNTIME_DIR. */
+static void
+world_new(struct world *w, const char *run)
+{
+    w->root = tmpdir_new("login-snapshot");
+    tmpdir_make_dir(w->root, "home");
+    tmpdir_make_dir(w->root, "wd");
+    tmpdir_make_dir(w->root, "count");
+    tmpdir_make_dir(w->root, run);
+    w->home = tmpdir_path(w->root, "home");
+    w->wd = tmpdir_path(w->root, "wd");
+    w->count = tmpdir_path(w->root, "count");
+    w->run = tmpdir_path(w->root, run);
+    w->c = NULL;
+}
+
+static void
+write_home(struct world *w, const char *rel, const char *text)
+{
+    char *p = tmpdir_path(w->home, rel);
+    tmpdir_write_file(p, text, 0644);
+    free(p);
+}
+
+/* The policy: workspace-write with only the workdir and the count
+ * directory writable (no /tmp, no $TMPDIR: HOME lies in /tmp). */
+static char *
+workspace_policy(struct world *w)
+{
+    return fmt("{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\"],"
+               "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true,"
+               "\"network_access\":false}",
+               w->count);
+}
+
+static void
+set_policy(struct world *w, const char *policy_json)
+{
+    json_t *policy = json_loads(policy_json, 0, NULL);
+    assert_non_null(policy);
+    json_t *a =
+        mcp_client_call(w->c, "codex/sandbox-state/update",
+                        json_pack("{s:o, s:s}", "sandboxPolicy", policy, "sandboxCwd", w->wd));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+}
+
+/* Starts the server (extra: one more argument or NULL, and another) with
+ * HOME and XDG_RUNTIME_DIR of w, under the workspace policy. */
+static void
+world_start(struct world *w, const char *extra, const char *extra2)
+{
+    setenv("HOME", w->home, 1);
+    setenv("XDG_RUNTIME_DIR", w->run, 1);
+    const char *argv[] = {server_path, extra, extra2, NULL};
+    w->c = mcp_client_start(argv, NULL);
+    json_t *init = mcp_client_initialize(w->c);
+    assert_non_null(json_object_get(init, "result"));
+    json_decref(init);
+    char *p = workspace_policy(w);
+    set_policy(w, p);
+    free(p);
+}
+
+/* A shell call (login: the default), its answer's structured content. */
+static json_t *
+shell(struct world *w, const char *command)
+{
+    json_t *a = mcp_client_call(w->c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s}}", "name", "shell", "arguments",
+                                          "command", command, "workdir", w->wd));
+    json_t *sc = json_object_get(json_object_get(a, "result"), "structuredContent");
+    if (!sc)
+        fail_msg("not a result: %s", json_dumps(a, 0));
+    json_incref(sc);
+    json_decref(a);
+    return sc;
+}
+
+static const char *
+output(const json_t *sc)
+{
+    return json_string_value(json_object_get(sc, "output"));
+}
+
+static int
+exit_code(const json_t *sc)
+{
+    return (int)json_integer_value(json_object_get(sc, "exit_code"));
+}
+
+/* How often the profile ran (one line each in count/runs). */
+static int
+profile_runs(struct world *w)
+{
+    char *p = tmpdir_path(w->count, "runs");
+    size_t len = 0;
+    char *text = tmpdir_read_file(p, &len);
+    free(p);
+    int n = 0;
+    for (size_t i = 0; text && i < len; i++)
+        n += text[i] == '\n';
+    free(text);
+    return n;
+}
+
+/* Entries of dir, "." and ".." aside; with suffix only those ending so. */
+static int
+entries(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (suffix && (l < strlen(suffix) || strcmp(e->d_name + l - strlen(suffix), suffix) != 0))
+            continue;
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The server's snapshot directory (in run), or NULL. */
+static char *
+snapshot_dir(struct world *w)
+{
+    DIR *d = opendir(w->run);
+    assert_non_null(d);
+    char *found = NULL;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, "execgate-login-", 15) == 0)
+            found = tmpdir_path(w->run, e->d_name);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Ends the server (exit 0: no leak) and asserts its snapshots are gone. */
+static void
+world_end(struct world *w)
+{
+    mcp_client_close_stdin(w->c);
+    int status = mcp_client_wait_exit(w->c, MCP_CLIENT_WAIT_MS);
+    assert_int_not_equal(status, -1);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_client_free(w->c);
+    char *left = snapshot_dir(w);
+    if (left)
+        fail_msg("%s is left after the server ended", left);
+    tmpdir_remove(w->root);
+    free(w->root);
+    free(w->home);
+    free(w->wd);
+    free(w->count);
+    free(w->run);
+}
+
+/* The profile of the tests: ~/.profile sources ~/.bashrc, which sets
+ * things up, is noisy, takes about 100 ms, counts its runs and tries to
+ * write outside the sandbox. */
+static void
+write_profile(struct world *w, const char *value)
+{
+    write_home(w, ".profile", "if [ -f \"$HOME/.bashrc\" ]; then . \"$HOME/.bashrc\"; fi\n");
+    char *rc = fmt("echo run >> %s/runs\n"
+                   "export SNAP_VAR=%s\n"
+                   "PATH=\"$HOME/snapbin:$PATH\"\n"
+                   "snapfn() { echo \"fn:$1\"; }\n"
+                   "alias snapal='echo alias-ran'\n"
+                   "shopt -s expand_aliases\n"
+                   "set -o noclobber\n"
+                   "echo noise-on-stderr >&2\n"
+                   "echo noise-on-stdout\n"
+                   "sleep 0.1\n"
+                   "echo escaped > \"$HOME/marker\"\n",
+                   w->count, value);
+    write_home(w, ".bashrc", rc);
+    free(rc);
+}
+
+#define PROBE                                                                                      \
+    "echo \"$SNAP_VAR|${PATH%%:*}\"; snapfn a; snapal; case $- in *C*) echo noclobber;; esac"
+
+static void
+test_profile_once(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    write_profile(&w, "one");
+    world_start(&w, NULL, NULL);
+    char *want = fmt("one|%s/snapbin\nfn:a\nalias-ran\nnoclobber\n", w.home);
+    for (int i = 0; i < 3; i++) {
+        json_t *sc = shell(&w, PROBE);
+        assert_string_equal(output(sc), want);
+        assert_int_equal(exit_code(sc), 0);
+        json_decref(sc);
+    }
+    /* the profile ran once, at capture, in the sandbox */
+    assert_int_equal(profile_runs(&w), 1);
+    char *marker = tmpdir_path(w.home, "marker");
+    assert_true(access(marker, F_OK) < 0);
+    free(marker);
+    /* a login shell still: $0, login_shell, the exit status */
+    json_t *sc =
+        shell(&w, "shopt -q login_shell && echo login; echo \"$0\" | grep -c bash; exit 7");
+    assert_string_equal(output(sc), "login\n1\n");
+    assert_int_equal(exit_code(sc), 7);
+    json_decref(sc);
+    /* the capture left nothing in the workspace */
+    assert_int_equal(entries(w.wd, NULL), 0);
+    free(want);
+
+    /* ~/.bashrc changes: the next call sees it */
+    write_profile(&w, "two-and-longer");
+    sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "two-and-longer\n");
+    json_decref(sc);
+    assert_int_equal(profile_runs(&w), 2);
+    /* login false: no profile at all */
+    json_t *a =
+        mcp_client_call(w.c, "tools/call",
+                        json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                  "command", "echo \"[$SNAP_VAR]\"", "workdir", w.wd, "login", 0));
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(a, "result"), "structuredContent"), "output")),
+        "[]\n");
+    json_decref(a);
+    world_end(&w);
+}
+
+static void
+test_no_login_snapshot(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    write_profile(&w, "one");
+    world_start(&w, "--no-login-snapshot", NULL);
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo $SNAP_VAR");
+        /* bash -lc: the profile's noise (and its refused write) every time */
+        assert_non_null(strstr(output(sc), "noise-on-stderr\n"));
+        assert_non_null(strstr(output(sc), "noise-on-stdout\n"));
+        assert_non_null(strstr(output(sc), "one\n"));
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 2);
+    assert_null(snapshot_dir(&w));
+    world_end(&w);
+}
+
+/* A profile that exits: the call gives what bash -lc gives, each time;
+ * once the profile is fixed, snapshots again. */
+static void
+test_profile_exits(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    char *p = fmt("echo run >> %s/runs\necho before-exit\nexit 3\n", w.count);
+    write_home(&w, ".profile", p);
+    free(p);
+    world_start(&w, NULL, NULL);
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo hi");
+        assert_string_equal(output(sc), "before-exit\n");
+        assert_int_equal(exit_code(sc), 3);
+        json_decref(sc);
+    }
+    /* a capture and two real login shells: no capture again while the
+     * profile stays as it is */
+    assert_int_equal(profile_runs(&w), 3);
+    p = fmt("echo run >> %s/runs\nexport FIXED=yes\n", w.count);
+    write_home(&w, ".profile", p);
+    free(p);
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo $FIXED");
+        assert_string_equal(output(sc), "yes\n");
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 4);
+    world_end(&w);
+}
+
+/* A profile that hangs the first time: the capture is killed at its
+ * timeout and the call runs a real login shell (which does not hang). */
+static void
+test_profile_hangs(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    char *p = fmt("if mkdir %s/once 2>/dev/null; then sleep 600; fi\nexport AFTER=yes\n", w.count);
+    write_home(&w, ".profile", p);
+    free(p);
+    world_start(&w, "--login-snapshot-timeout-ms", "300");
+    json_t *sc = shell(&w, "echo $AFTER");
+    assert_string_equal(output(sc), "yes\n");
+    assert_int_equal(exit_code(sc), 0);
+    json_decref(sc);
+    world_end(&w);
+}
+
+/* Two policies, two snapshots, each under its own sandbox. */
+static void
+test_two_policies(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    write_profile(&w, "one");
+    world_start(&w, NULL, NULL);
+    json_t *sc = shell(&w, "echo $SNAP_VAR; echo x > in-workspace && echo wrote");
+    assert_string_equal(output(sc), "one\nwrote\n");
+    json_decref(sc);
+    set_policy(&w, "{\"type\":\"read-only\"}");
+    sc = shell(&w, "echo $SNAP_VAR; echo x > in-workspace-2 && echo wrote");
+    assert_non_null(strstr(output(sc), "one\n"));
+    assert_null(strstr(output(sc), "wrote"));
+    assert_null(strstr(output(sc), "noise"));
+    json_decref(sc);
+    /* read-only: the capture's own profile run could not count itself */
+    assert_int_equal(profile_runs(&w), 1);
+    char *dir = snapshot_dir(&w);
+    assert_non_null(dir);
+    assert_int_equal(entries(dir, ".sh"), 2);
+    free(dir);
+    world_end(&w);
+}
+
+/* The snapshot lies in the workspace (XDG_RUNTIME_DIR below the workdir):
+ * a command can neither change it nor put a file beside it, nor move
+ * the directory away and make another in its place. */
+static void
+test_snapshot_protected(void **state)
+{
+    struct world w;
+    world_new(&w, "wd/run");
+    write_profile(&w, "one");
+    world_start(&w, NULL, NULL);
+    json_t *sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "one\n");
+    json_decref(sc);
+    char *dir = snapshot_dir(&w);
+    assert_non_null(dir);
+    char *attack =
+        fmt("d=%s; for f in $d/*.sh; do echo 'export SNAP_VAR=forged' >> $f && echo APPENDED; "
+            "rm -f $f && echo REMOVED; done; echo 'export SNAP_VAR=forged' > $d/new.sh && echo "
+            "CREATED; mv $d $d.moved && echo MOVED; chmod 777 $d && echo CHMOD; true",
+            dir);
+    sc = shell(&w, attack);
+    assert_null(strstr(output(sc), "APPENDED"));
+    assert_null(strstr(output(sc), "REMOVED"));
+    assert_null(strstr(output(sc), "CREATED"));
+    assert_null(strstr(output(sc), "MOVED"));
+    assert_null(strstr(output(sc), "CHMOD"));
+    json_decref(sc);
+    sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "one\n");
+    json_decref(sc);
+    assert_int_equal(entries(dir, NULL), 1);
+    free(attack);
+    free(dir);
+    world_end(&w);
+}
+
+int
+main(void)
+{
+    server_path = getenv("EXECGATE_TEST_SERVER");
+    if (!server_path) {
+        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_once),  cmocka_unit_test(test_no_login_snapshot),
+        cmocka_unit_test(test_profile_exits), cmocka_unit_test(test_profile_hangs),
+        cmocka_unit_test(test_two_policies),  cmocka_unit_test(test_snapshot_protected),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

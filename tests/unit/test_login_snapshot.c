@@ -1,0 +1,558 @@
+/*
+ * login_snapshot: the shell kinds, the startup files a login shell reads
+ * (and those they source by a literal path), the store's states (capture,
+ * wait, ready, fallback; retaken when a startup file changes or the
+ * snapshot is too old), the capture's output taken apart (noise, markers,
+ * garbage), the file's mode, a call's command line and environment, and
+ * the capture run by a real Bash: what a login call sourcing the snapshot
+ * sees is what `bash -lc` sees.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "server/login_snapshot.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/support/tmpdir.h"
+
+static char *root; /* scratch, canonical */
+static char *home; /* root/home */
+
+static int
+setup(void **state)
+{
+    root = tmpdir_new("login-snapshot");
+    tmpdir_make_dir(root, "home");
+    tmpdir_make_dir(root, "store");
+    home = tmpdir_path(root, "home");
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    tmpdir_remove(root);
+    free(root);
+    free(home);
+    return 0;
+}
+
+static char *
+in_home(const char *rel)
+{
+    return tmpdir_path(home, rel);
+}
+
+static void
+write_home(const char *rel, const char *text)
+{
+    char *p = in_home(rel);
+    tmpdir_write_file(p, text, 0644);
+    free(p);
+}
+
+static bool
+has(char **v, const char *s)
+{
+    for (size_t i = 0; v[i]; i++) {
+        if (strcmp(v[i], s) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void
+test_kinds(void **state)
+{
+    const struct login_snapshot_kind *b = login_snapshot_kind_find("bash");
+    assert_non_null(b);
+    assert_ptr_equal(login_snapshot_kind_find("/usr/libexec/execgate/bash"), b);
+    assert_string_equal(login_snapshot_kind_name(b), "bash");
+    assert_true(login_snapshot_kind_captures(b));
+    const struct login_snapshot_kind *z = login_snapshot_kind_find("/bin/zsh");
+    assert_non_null(z);
+    assert_false(login_snapshot_kind_captures(z));
+    assert_null(login_snapshot_kind_find("fish"));
+    assert_null(login_snapshot_kind_find("bash5"));
+}
+
+static void
+test_startup_files(void **state)
+{
+    write_home(".profile", "# a comment . ~/not-this\n"
+                           "if [ -f \"$HOME/.bashrc\" ]; then . \"$HOME/.bashrc\"; fi\n"
+                           "[ -f ~/.more ] && source ~/.more\n"
+                           "for i in ~/.d/*.sh; do . $i; done\n"
+                           "echo foo. bar; . relative.sh\n");
+    write_home(".bashrc", "source \"$HOME\"/.cargo-env\n. ${HOME}/.third # and more\n");
+    write_home(".more", "true\n");
+    char **f = login_snapshot_startup_files(login_snapshot_kind_find("bash"), home);
+    assert_non_null(f);
+    assert_true(has(f, "/etc/profile"));
+    assert_true(has(f, "/etc/bash.bashrc"));
+    char *p;
+    const char *want[] = {".bash_profile", ".bash_login", ".profile", ".bashrc",
+                          ".more",         ".cargo-env",  ".third"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        p = in_home(want[i]);
+        if (!has(f, p))
+            fail_msg("%s is not among the startup files", p);
+        free(p);
+    }
+    p = in_home("not-this");
+    assert_true(has(f, p)); /* a comment is not parsed: one stat too many, not one too few */
+    free(p);
+    for (size_t i = 0; f[i]; i++) {
+        assert_true(f[i][0] == '/');
+        assert_null(strstr(f[i], "$"));
+        assert_null(strstr(f[i], "relative.sh"));
+        for (size_t j = i + 1; f[j]; j++)
+            assert_string_not_equal(f[i], f[j]);
+    }
+    login_snapshot_strv_free(f);
+    /* without HOME only the system's */
+    f = login_snapshot_startup_files(login_snapshot_kind_find("bash"), NULL);
+    assert_non_null(f);
+    assert_true(has(f, "/etc/profile"));
+    for (size_t i = 0; f[i]; i++)
+        assert_null(strstr(f[i], home));
+    login_snapshot_strv_free(f);
+}
+
+static struct login_snapshot *
+new_store(void)
+{
+    char *parent = tmpdir_path(root, "store");
+    char *err = NULL;
+    struct login_snapshot *ls = login_snapshot_new(parent, &err);
+    if (!ls)
+        fail_msg("login_snapshot_new: %s", err);
+    assert_non_null(strstr(login_snapshot_dir(ls), parent));
+    struct stat st;
+    assert_int_equal(stat(login_snapshot_dir(ls), &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    free(parent);
+    return ls;
+}
+
+/* The nonce of a capture command: what follows the begin marker's name. */
+static char *
+nonce_of(const char *cmd)
+{
+    const char *m = strstr(cmd, "EXECGATE-LOGIN-SNAPSHOT-BEGIN-");
+    assert_non_null(m);
+    m += strlen("EXECGATE-LOGIN-SNAPSHOT-BEGIN-");
+    return strndup(m, strspn(m, "0123456789abcdef"));
+}
+
+/* The output of a capture that printed noise, then body. */
+static char *
+capture_output(const char *cmd, const char *noise, const char *body)
+{
+    char *n = nonce_of(cmd);
+    char *out = NULL;
+    assert_true(asprintf(&out,
+                         "%s\nEXECGATE-LOGIN-SNAPSHOT-BEGIN-%s\n%sEXECGATE-LOGIN-SNAPSHOT-END-%s\n",
+                         noise, n, body, n) > 0);
+    free(n);
+    return out;
+}
+
+static void
+test_store_states(void **state)
+{
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
+    write_home(".profile", ". ~/.bashrc\n");
+    write_home(".bashrc", "export A=1\n");
+    struct login_snapshot *ls = new_store();
+    const char *path = NULL;
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 1000, &path), LOGIN_SNAPSHOT_CAPTURE);
+    char *cmd = login_snapshot_begin(ls, k, "key1", home, 1000);
+    assert_non_null(cmd);
+    /* one capture at a time, for any key */
+    assert_null(login_snapshot_begin(ls, k, "key2", home, 1000));
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 1001, &path), LOGIN_SNAPSHOT_WAIT);
+    assert_int_equal(login_snapshot_get(ls, k, "key2", home, 1001, &path), LOGIN_SNAPSHOT_WAIT);
+
+    char *out = capture_output(cmd, "profile says hi", "export A=1\n");
+    char *noise = NULL, *why = NULL;
+    assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
+    assert_null(why);
+    assert_string_equal(noise, "profile says hi");
+    free(noise);
+    free(out);
+    free(cmd);
+
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2000, &path), LOGIN_SNAPSHOT_READY);
+    assert_non_null(path);
+    size_t len = 0;
+    char *text = tmpdir_read_file(path, &len);
+    assert_string_equal(text, "export A=1\n");
+    free(text);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char *first = strdup(path);
+
+    /* another key (another policy): its own capture */
+    assert_int_equal(login_snapshot_get(ls, k, "key2", home, 2000, &path), LOGIN_SNAPSHOT_CAPTURE);
+
+    /* a sourced file changes: retaken */
+    write_home(".bashrc", "export A=22\n");
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2001, &path), LOGIN_SNAPSHOT_CAPTURE);
+    cmd = login_snapshot_begin(ls, k, "key1", home, 2001);
+    out = capture_output(cmd, "", "export A=22\n");
+    assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
+    assert_null(noise);
+    free(out);
+    free(cmd);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2002, &path), LOGIN_SNAPSHOT_READY);
+    text = tmpdir_read_file(path, &len);
+    assert_string_equal(text, "export A=22\n");
+    free(text);
+    assert_true(access(first, F_OK) < 0); /* the old file went */
+    free(first);
+
+    /* too old: retaken */
+    assert_int_equal(
+        login_snapshot_get(ls, k, "key1", home, 2001 + LOGIN_SNAPSHOT_MAX_AGE_MS - 1, &path),
+        LOGIN_SNAPSHOT_READY);
+    assert_int_equal(
+        login_snapshot_get(ls, k, "key1", home, 2001 + LOGIN_SNAPSHOT_MAX_AGE_MS, &path),
+        LOGIN_SNAPSHOT_CAPTURE);
+
+    /* a new startup file (~/.bash_profile now shadows ~/.profile): retaken */
+    uint64_t now = 2001 + LOGIN_SNAPSHOT_MAX_AGE_MS;
+    cmd = login_snapshot_begin(ls, k, "key1", home, now);
+    out = capture_output(cmd, "", "x\n");
+    assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
+    free(out);
+    free(cmd);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, now, &path), LOGIN_SNAPSHOT_READY);
+    write_home(".bash_profile", "true\n");
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, now, &path), LOGIN_SNAPSHOT_CAPTURE);
+    char *bp = in_home(".bash_profile");
+    unlink(bp);
+    free(bp);
+
+    char *dir = strdup(login_snapshot_dir(ls));
+    login_snapshot_free(ls);
+    assert_true(access(dir, F_OK) < 0); /* nothing left behind */
+    free(dir);
+}
+
+static void
+test_failures(void **state)
+{
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
+    write_home(".profile", "exit 3\n");
+    struct login_snapshot *ls = new_store();
+    const char *path = NULL;
+    char *noise = NULL, *why = NULL;
+
+    /* did not run to its end (exit 3, timed out, killed) */
+    char *cmd = login_snapshot_begin(ls, k, "k", home, 10);
+    assert_int_equal(login_snapshot_done(ls, false, "bye\n", 4, &noise, &why), -1);
+    assert_non_null(why);
+    assert_string_equal(noise, "bye\n");
+    free(noise);
+    free(why);
+    free(cmd);
+    /* until a startup file changes: a real login shell, no new capture */
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 20, &path), LOGIN_SNAPSHOT_FALLBACK);
+    assert_null(path);
+    write_home(".profile", "exit 4\n");
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 30, &path), LOGIN_SNAPSHOT_CAPTURE);
+
+    /* garbage: no markers, a wrong nonce, a missing end, something after the end */
+    for (int i = 0; i < 5; i++) {
+        cmd = login_snapshot_begin(ls, k, "k", home, 40);
+        assert_non_null(cmd);
+        char *out = capture_output(cmd, "noise", "A=1\n");
+        size_t len = strlen(out);
+        if (i == 0) {
+            len = 0;
+        } else if (i == 1) {
+            strcpy(out, "just text\n");
+            len = strlen(out);
+        } else if (i == 2) {
+            strstr(out, "BEGIN-")[6] ^= 1; /* another nonce */
+        } else if (i == 3) {
+            len -= 5;
+        } else {
+            out = realloc(out, len + 6);
+            strcpy(out + len, "more\n");
+            len += 5;
+        }
+        assert_int_equal(login_snapshot_done(ls, true, out, len, &noise, &why), -1);
+        assert_non_null(why);
+        free(noise);
+        free(why);
+        free(out);
+        free(cmd);
+        assert_int_equal(login_snapshot_get(ls, k, "k", home, 50, &path), LOGIN_SNAPSHOT_FALLBACK);
+        write_home(".profile", i % 2 ? "exit 5\n" : "exit 66\n");
+    }
+    /* done without a capture running: nothing happens */
+    assert_int_equal(login_snapshot_done(ls, true, "x", 1, &noise, &why), 0);
+    /* zsh: no capture, always a real login shell */
+    assert_int_equal(login_snapshot_get(ls, login_snapshot_kind_find("zsh"), "k", home, 60, &path),
+                     LOGIN_SNAPSHOT_FALLBACK);
+    assert_null(login_snapshot_begin(ls, login_snapshot_kind_find("zsh"), "k", home, 60));
+    login_snapshot_free(ls);
+    login_snapshot_free(NULL);
+}
+
+/* LOGIN_SNAPSHOT_MAX_KEPT keys are kept; one more takes the place of the
+ * least recently used, whose file goes. */
+static void
+test_kept(void **state)
+{
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
+    struct login_snapshot *ls = new_store();
+    char *paths[LOGIN_SNAPSHOT_MAX_KEPT + 1];
+    const char *path = NULL;
+    char *noise = NULL, *why = NULL;
+    for (int i = 0; i <= LOGIN_SNAPSHOT_MAX_KEPT; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "key%d", i);
+        /* key0 is used last of all the kept ones but key1: key1 goes */
+        if (i == LOGIN_SNAPSHOT_MAX_KEPT)
+            assert_int_equal(login_snapshot_get(ls, k, "key0", home, 100 + i, &path),
+                             LOGIN_SNAPSHOT_READY);
+        char *cmd = login_snapshot_begin(ls, k, key, home, 100 + i);
+        assert_non_null(cmd);
+        char *out = capture_output(cmd, "", "true\n");
+        assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
+        free(out);
+        free(cmd);
+        assert_int_equal(login_snapshot_get(ls, k, key, home, 100 + i, &path),
+                         LOGIN_SNAPSHOT_READY);
+        paths[i] = strdup(path);
+    }
+    assert_true(access(paths[1], F_OK) < 0);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 200, &path), LOGIN_SNAPSHOT_CAPTURE);
+    for (int i = 0; i <= LOGIN_SNAPSHOT_MAX_KEPT; i++) {
+        if (i != 1) {
+            assert_int_equal(access(paths[i], F_OK), 0);
+            char key[16];
+            snprintf(key, sizeof(key), "key%d", i);
+            assert_int_equal(login_snapshot_get(ls, k, key, home, 200, &path),
+                             LOGIN_SNAPSHOT_READY);
+        }
+        free(paths[i]);
+    }
+    login_snapshot_free(ls);
+}
+
+static char **
+strv(const char *const *in)
+{
+    size_t n = 0;
+    while (in[n])
+        n++;
+    char **v = calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        v[i] = strdup(in[i]);
+    return v;
+}
+
+static void
+test_use(void **state)
+{
+    const char *const a[] = {"/h/sandbox", "--cwd", "/w", "--", "/b/bash", "-lc", "echo hi", NULL};
+    const char *const e[] = {"HOME=/h", "BASH_ENV=/theirs", "X=1", NULL};
+    char **argv = strv(a), **env = strv(e);
+    assert_int_equal(login_snapshot_use(&argv, &env, "/s/1.sh"), 0);
+    const char *const want_a[] = {"/h/sandbox",  "--cwd", "/w",      "--", "/b/bash",
+                                  "--noprofile", "-lc",   "echo hi", NULL};
+    for (size_t i = 0; want_a[i]; i++)
+        assert_string_equal(argv[i], want_a[i]);
+    assert_null(argv[8]);
+    assert_string_equal(env[0], "HOME=/h");
+    assert_string_equal(env[1], "BASH_ENV=/s/1.sh");
+    assert_string_equal(env[2], "X=1");
+    assert_null(env[3]);
+    for (size_t i = 0; argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+
+    const char *const e2[] = {"HOME=/h", NULL};
+    argv = strv(a);
+    env = strv(e2);
+    assert_int_equal(login_snapshot_use(&argv, &env, "/s/2.sh"), 0);
+    assert_string_equal(env[1], "BASH_ENV=/s/2.sh");
+    assert_null(env[2]);
+    for (size_t i = 0; argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+
+    /* not a login command line: unchanged */
+    const char *const c[] = {"/b/bash", "-c", "echo hi", NULL};
+    argv = strv(c);
+    env = strv(e2);
+    assert_int_equal(login_snapshot_use(&argv, &env, "/s/2.sh"), -1);
+    assert_string_equal(argv[1], "-c");
+    assert_null(env[1]);
+    for (size_t i = 0; argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* ---- a real Bash ---- */
+
+static const char *bash;
+
+/* Runs argv with our environment, HOME=home and extra (NAME=value, may be
+ * NULL) in home; returns
+ * stdout and stderr together; *status the exit status. */
+static char *
+run(const char *const *argv, const char *extra, int *status)
+{
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        /* the environment the store's capture says was inherited: ours */
+        if (setenv("HOME", home, 1) < 0 || (extra && putenv((char *)extra) < 0) || chdir(home) < 0)
+            _exit(127);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(p[1]);
+    char *out = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = (len + 4096 + 1) * 2;
+            out = realloc(out, cap);
+        }
+        ssize_t n = read(p[0], out + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    out[len] = '\0';
+    close(p[0]);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    return out;
+}
+
+#define PROBE                                                                                      \
+    "echo \"A=$A P=$PATH R=$RO N=$NOEXP ARR=${ARR[1]} AS=${AS[k]} I=$I\"; fn one; "                \
+    "bash -c 'xfn two; echo child BASH_ENV=${BASH_ENV-unset}'; al; shopt -p extglob "              \
+    "expand_aliases login_shell; echo \"$- $(umask) $0\"; set -o | grep -E 'noclobber|pipefail'; " \
+    "declare -p RO I 2>&1; echo \"[$(type -t al)]\"; echo \"G=${SNAP_GONE-unset} "                 \
+    "U=$SNAP_UNEXP REF=$REF E=[$E]\"; bash -c 'echo child U=${SNAP_UNEXP-unset}'; "                \
+    "declare -p REF E; echo \"K=$SNAP_KEPT\"; exit 7"
+
+static void
+test_capture_by_bash(void **state)
+{
+    if (!bash || access(bash, X_OK) < 0)
+        skip();
+    setenv("SNAP_GONE", "inherited", 1);
+    setenv("SNAP_UNEXP", "inherited-exported", 1);
+    setenv("SNAP_KEPT", "it's inherited, unchanged", 1);
+    write_home(".bash_profile",
+               "echo noise on stderr >&2\n"
+               "export A='quoted \"one\" $x `y` \n two'\n"
+               "PATH=/opt/snap/bin:$PATH\n"
+               "readonly RO=fixed\n"
+               "NOEXP=plain\n"
+               "ARR=(a 'b c') ; declare -A AS=([k]=v)\n"
+               "declare -i I=6*7\n"
+               "fn() { echo \"fn $1 ${#A}\"; }\n"
+               "xfn() { echo \"xfn $1\"; }; export -f xfn\n"
+               "alias al='echo alias ran'\n"
+               "shopt -s expand_aliases extglob\n"
+               "set -o noclobber -o pipefail\n"
+               "umask 027\n"
+               "unset SNAP_GONE; export -n SNAP_UNEXP; declare -n REF=NOEXP; E=\n");
+    const char *real[] = {bash, "-lc", PROBE, NULL};
+    int real_status = 0;
+    char *want = run(real, NULL, &real_status);
+    assert_int_equal(real_status, 7);
+    assert_non_null(strstr(want, "noise on stderr"));
+
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
+    struct login_snapshot *ls = new_store();
+    char *cmd = login_snapshot_begin(ls, k, "k", home, 1);
+    const char *cap[] = {bash, "-lc", cmd, NULL};
+    int status = 0;
+    char *out = run(cap, NULL, &status);
+    assert_int_equal(status, 0);
+    char *noise = NULL, *why = NULL;
+    if (login_snapshot_done(ls, true, out, strlen(out), &noise, &why) < 0)
+        fail_msg("capture: %s\n%s", why, out);
+    assert_non_null(strstr(noise, "noise on stderr"));
+    const char *path = NULL;
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    /* what the shell inherits unchanged is not set again: each line costs
+     * every login call */
+    size_t len = 0;
+    char *text = tmpdir_read_file(path, &len);
+    assert_non_null(text);
+    assert_null(strstr(text, "SNAP_KEPT"));
+    assert_non_null(strstr(text, "SNAP_UNEXP"));
+    free(text);
+    char *env = NULL;
+    assert_true(asprintf(&env, "BASH_ENV=%s", path) > 0);
+    const char *use[] = {bash, "--noprofile", "-lc", PROBE, NULL};
+    char *got = run(use, env, &status);
+    /* the profile's noise is not in it; the rest is the same */
+    const char *w = strstr(want, "noise on stderr\n");
+    assert_non_null(w);
+    w += strlen("noise on stderr\n");
+    if (strcmp(got, w) != 0)
+        fail_msg("bash -lc gave\n%s\nthe snapshot gave\n%s", w, got);
+    assert_int_equal(status, 7);
+    free(env);
+    free(got);
+    free(noise);
+    free(out);
+    free(cmd);
+    free(want);
+    login_snapshot_free(ls);
+}
+
+int
+main(void)
+{
+    bash = getenv("EXECGATE_TEST_BASH");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kinds),
+        cmocka_unit_test_setup_teardown(test_startup_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_states, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kept, setup, teardown),
+        cmocka_unit_test(test_use),
+        cmocka_unit_test_setup_teardown(test_capture_by_bash, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
