@@ -27,6 +27,9 @@ with and without the wrapper).
 run as one more server, for before/after figures.
 --shell-mode: the same execgate with --exec-enforcement=shell as one more
 server, so that what tree enforcement costs is measured in the same run.
+--zsh: the same execgate with --shell zsh (the patched zsh runs the
+commands) as one more server, in the calls/s blocks only (the exec loops
+and the CPU split time the Bash's $EPOCHREALTIME).
 --scratch DIR: where the world (workdir, CODEX_HOME, HOME) is made; in /tmp
 (the default) CODEX_HOME lies in a writable root and every call's sandbox
 binds it read-only; /var/tmp is outside, as ~/.codex usually is.
@@ -46,6 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import server as common  # noqa: E402
 
 RULES = 'prefix_rule(pattern=["touch"], decision="allow")\n'
+ZSH = "execgate zsh"
 
 
 def params(workdir, command):
@@ -183,6 +187,8 @@ def main():
     ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     ap.add_argument("--shell-mode", action="store_true",
                     help="also this execgate with --exec-enforcement=shell")
+    ap.add_argument("--zsh", action="store_true",
+                    help="also the same execgate with --shell zsh, in the calls/s blocks")
     ap.add_argument("--calls", type=int, default=800)
     ap.add_argument("--rounds", type=int, default=15, help="calls per Run-exec variant")
     ap.add_argument("--loop", type=int, default=300, help="execs per such call")
@@ -201,6 +207,8 @@ def main():
     if args.shell_mode:
         servers.append(("execgate shell-mode", [args.execgate, "--exec-enforcement=shell"],
                         update))
+    if args.zsh:
+        servers.append((ZSH, [args.execgate, "--shell", "zsh"], update))
     servers.append(("execgate", [args.execgate], update))
     clients = {name: common.start(argv, env, upd, name) for name, argv, upd in servers}
     work = [("touch a; ls; echo x", "x\n"), ("echo x", "x\n")]
@@ -216,9 +224,10 @@ def main():
                 res[(name, cmd)][0] += t
                 res[(name, cmd)][1] += lat
     # Run execs, one call at a time: what the wrapper adds per exec
-    seq = run_exec_costs(clients, workdir, args.rounds, args.loop)
-    split = cpu_split({k: v for k, v in clients.items() if k.startswith("execgate")}, workdir,
-                      args.calls // 2)
+    bash_clients = {k: v for k, v in clients.items() if k != ZSH}
+    seq = run_exec_costs(bash_clients, workdir, args.rounds, args.loop)
+    split = cpu_split({k: v for k, v in bash_clients.items() if k.startswith("execgate")},
+                      workdir, args.calls // 2)
     for c in clients.values():
         c.close()
     bash = os.path.join(os.path.dirname(args.execgate), "..", "subprojects", "bash", "bash")
@@ -256,6 +265,10 @@ def main():
             ratios("previous/reference", "execgate previous", common.REFERENCE)
     if args.shell_mode:
         ratios("execgate tree/shell mode", "execgate", "execgate shell-mode")
+    if args.zsh:
+        ratios("execgate zsh/bash", ZSH, "execgate")
+        if args.reference:
+            ratios("execgate zsh/reference", ZSH, common.REFERENCE)
 
 
 if __name__ == "__main__":

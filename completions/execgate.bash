@@ -43,6 +43,12 @@ _execgate()
         mapfile -t COMPREPLY < <(compgen -W 'tree shell' -P "$eq" -- "$cur")
         return
         ;;
+    --shell)
+        # bash, zsh, or the path of a patched shell
+        compopt -o filenames 2>/dev/null
+        mapfile -t COMPREPLY < <(compgen -W 'bash zsh' -P "$eq" -- "$cur"; compgen -f -P "$eq" -- "$cur")
+        return
+        ;;
     --pass-env)
         mapfile -t COMPREPLY < <(compgen -e -P "$eq" -- "$cur")
         return
@@ -56,7 +62,7 @@ _execgate()
         ;;
     esac
 
-    mapfile -t COMPREPLY < <(compgen -W '--bash --execve --preserve-program-paths
+    mapfile -t COMPREPLY < <(compgen -W '--bash --shell --execve --preserve-program-paths
         --sandbox-helper --rules --sandbox --default-timeout-ms
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms

@@ -19,10 +19,10 @@ deps_build=(
 )
 # The test suite, beyond building: cmocka, clang and its sanitizer
 # runtimes for the fuzz targets, clang-format for the layout check, and the
-# tools the tests run.
+# tools the tests run (Debian's zsh: the patched one is compared with it).
 deps_tests=(
     libcmocka-dev clang libclang-rt-14-dev clang-format
-    valgrind procps iproute2 util-linux
+    valgrind procps iproute2 util-linux zsh
 )
 # scripts/package, beyond building: git for the clean copy, the Debian
 # package tools, and npm (Debian's, unless an npm is already installed).

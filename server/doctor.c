@@ -671,6 +671,9 @@ doctor_run(const struct server_options *o, FILE *out)
                 u.sysname, u.release, u.machine, (int)getuid());
     fprintf(out, "programs\n");
     bool shell_ok = check_program(&d, "shell (the patched Bash)", o->bash_path, "--bash");
+    if (o->shell == OPTIONS_SHELL_ZSH)
+        check_program(&d, "shell (the patched zsh, --shell)", o->shell_path,
+                      "--shell PATH or CODEX_ZSH_PATH");
     bool helper_ok = check_program(&d, "sandbox helper", o->sandbox_helper, "--sandbox-helper");
     check_program(&d, "exec wrapper", o->execve_wrapper, "--execve");
     fprintf(out, "rules\n");

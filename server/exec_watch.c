@@ -53,6 +53,7 @@ struct exec_watch {
     struct shell_call_attachment att;
     char *wrapper_real; /* NULL when the wrapper cannot be resolved */
     char *bash_real;    /* the patched Bash, likewise */
+    char *shell_real;   /* the shell that runs the command (--shell), likewise */
     char *label;
     struct listener *listeners;
     struct ask *asks;
@@ -384,9 +385,28 @@ decide_tree(struct listener *l, const struct exec_notify_request *req,
     decide_result_release(&r);
 }
 
+/* Whether /proc/PID/exe is the file real (a resolved path), or NULL. */
+static bool
+exe_is(pid_t pid, const char *real)
+{
+    if (!real)
+        return false;
+    char *link = NULL;
+    if (asprintf(&link, "/proc/%d/exe", (int)pid) < 0)
+        return false;
+    size_t cap = strlen(real) + 2;
+    char *buf = malloc(cap);
+    ssize_t n = buf ? readlink(link, buf, cap) : -1;
+    free(link);
+    bool same = n >= 0 && (size_t)n == cap - 2 && memcmp(buf, real, (size_t)n) == 0;
+    free(buf);
+    return same;
+}
+
 /*
- * Whether the process execing the wrapper is the patched Bash, the one
- * the server starts: its execs of the wrapper are the hand-over the
+ * Whether the process execing the wrapper is one of the server's patched
+ * shells, the one it starts (--shell) or the Bash the wrapper runs scripts
+ * with (EXECGATE_BASH): their execs of the wrapper are the hand-over the
  * escalation path decides (with Deny's own message), so they continue
  * without any check here.  The process is stopped in this exec (the
  * notification was still valid after it was read), so its pid is not
@@ -395,18 +415,9 @@ decide_tree(struct listener *l, const struct exec_notify_request *req,
 static bool
 from_shell(struct exec_watch *w, pid_t pid)
 {
-    if (!w->bash_real)
-        return false;
-    char *link = NULL;
-    if (asprintf(&link, "/proc/%d/exe", (int)pid) < 0)
-        return false;
-    size_t cap = strlen(w->bash_real) + 2;
-    char *buf = malloc(cap);
-    ssize_t n = buf ? readlink(link, buf, cap) : -1;
-    free(link);
-    bool same = n >= 0 && (size_t)n == cap - 2 && memcmp(buf, w->bash_real, (size_t)n) == 0;
-    free(buf);
-    return same;
+    return exe_is(pid, w->bash_real) ||
+           (w->shell_real && (!w->bash_real || strcmp(w->shell_real, w->bash_real) != 0) &&
+            exe_is(pid, w->shell_real));
 }
 
 /* The patched Bash's exec of the wrapper, known from the file and the
@@ -665,7 +676,7 @@ exec_watch_adopt(struct exec_watch *w, int listener)
 struct resolved {
     char *path, *real;
 };
-static struct resolved resolved_wrapper, resolved_bash;
+static struct resolved resolved_wrapper, resolved_bash, resolved_shell;
 
 /* realpath(path) as a new malloc'd string, or NULL. */
 static char *
@@ -693,7 +704,8 @@ att_release(struct shell_call_attachment *a)
 }
 
 struct exec_watch *
-exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper, const char *bash)
+exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper, const char *bash,
+               const char *shell)
 {
     struct exec_watch *w = calloc(1, sizeof(*w));
     if (!w || !(w->label = strdup(decide_call_label(dc)))) {
@@ -705,6 +717,7 @@ exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper, con
     /* NULL when it cannot be resolved: then nothing is treated as the wrapper */
     w->wrapper_real = wrapper ? resolve_cached(&resolved_wrapper, wrapper) : NULL;
     w->bash_real = bash ? resolve_cached(&resolved_bash, bash) : NULL;
+    w->shell_real = shell ? resolve_cached(&resolved_shell, shell) : NULL;
     return w;
 }
 
@@ -729,6 +742,7 @@ maybe_free(struct exec_watch *w)
     decide_call_unref(w->dc);
     free(w->wrapper_real);
     free(w->bash_real);
+    free(w->shell_real);
     free(w->label);
     free(w);
 }

@@ -36,13 +36,14 @@ int exec_watch_probe(char **why);
 
 /*
  * A watch for one call, decided by dc (a reference is taken).  wrapper is
- * execgate-wrapper's path and bash the patched Bash's: the Bash's execs of
- * the wrapper continue (the escalation path decides what the wrapper asks
- * about), anyone else's are judged on the program they name
- * (docs/enforcement.md).  Copied.  NULL when out of memory.
+ * execgate-wrapper's path, bash the patched Bash's and shell the path of
+ * the shell that runs the command (the Bash's again, or the patched zsh):
+ * these shells' execs of the wrapper continue (the escalation path decides
+ * what the wrapper asks about), anyone else's are judged on the program
+ * they name (docs/enforcement.md).  Copied.  NULL when out of memory.
  */
 struct exec_watch *exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper,
-                                  const char *bash);
+                                  const char *bash, const char *shell);
 
 /* The watch ends (exec_watch_release) when sc does.  Cannot fail. */
 void exec_watch_attach(struct exec_watch *w, struct shell_call *sc);

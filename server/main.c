@@ -137,7 +137,8 @@ main(int argc, char **argv)
         status = 1;
         mcp_server_shutdown(s, "startup failure");
     } else {
-        log_info("serving on stdio (bash %s, sandbox helper %s)", o.bash_path, o.sandbox_helper);
+        log_info("serving on stdio (%s %s, sandbox helper %s)", options_shell_name(o.shell),
+                 o.shell_path, o.sandbox_helper);
     }
     uv_run(&loop, UV_RUN_DEFAULT);
     mcp_server_free(s);

@@ -252,10 +252,28 @@ static const char tool_json[] =
     "\"annotations\":{\"title\":\"Shell command\",\"readOnlyHint\":false,"
     "\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}";
 
+/* The tool for the server's shell: with zsh, the texts that name the
+ * shell name zsh (with Bash they are the reference's, word for word). */
 static json_t *
-tool_definition(void)
+tool_definition(const struct server_options *o)
 {
-    return json_loads(tool_json, 0, NULL);
+    json_t *tool = json_loads(tool_json, 0, NULL);
+    if (!tool || o->shell != OPTIONS_SHELL_ZSH)
+        return tool;
+    json_t *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
+    int rc = json_object_set_new(tool, "description",
+                                 json_string("Runs a shell command with zsh and returns its "
+                                             "output. You MUST provide the workdir as an "
+                                             "absolute path."));
+    rc |= json_object_set_new(json_object_get(props, "command"), "description",
+                              json_string("The zsh string to execute."));
+    rc |= json_object_set_new(json_object_get(props, "login"), "description",
+                              json_string("Launch zsh with -lc instead of -c: defaults to true."));
+    if (rc != 0) {
+        json_decref(tool);
+        return NULL;
+    }
+    return tool;
 }
 
 static void reply_error_fmt(struct mcp_server *s, const json_t *id, int code, const char *fmt, ...)
@@ -396,7 +414,7 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
             log_warn("call: the sandbox could not be set up; its reason is in the output");
         if (r->not_started)
             log_warn("call: the shell %s could not be started; the reason is in the output",
-                     s->o->bash_path);
+                     s->o->shell_path);
         /* escalation hook: a person answered `abort` to an approval in this
          * call; the result says so and is an error of the tool call */
         struct call_result cr = {
@@ -562,7 +580,7 @@ call_argv(struct mcp_server *s, const struct writable_view *view, const struct c
     }
     if (!p)
         return NULL;
-    const char *const program[] = {s->o->bash_path, r->login ? "-lc" : "-c", r->command, NULL};
+    const char *const program[] = {s->o->shell_path, r->login ? "-lc" : "-c", r->command, NULL};
     const struct sandbox_cmdline cmd = {
         .helper = s->o->sandbox_helper,
         .policy = p,
@@ -602,7 +620,8 @@ static int
 call_front_ends(struct mcp_server *s, struct mcp_call *c)
 {
     if (s->tree) {
-        c->watch = exec_watch_new(s->loop, c->dc, s->o->execve_wrapper, s->o->bash_path);
+        c->watch =
+            exec_watch_new(s->loop, c->dc, s->o->execve_wrapper, s->o->bash_path, s->o->shell_path);
         if (!c->watch)
             return -1;
         exec_watch_set_strict(c->watch, s->o->exec_strict);
@@ -982,7 +1001,7 @@ on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json
         return;
     }
     if (strcmp(method, "tools/list") == 0) {
-        json_t *tool = tool_definition();
+        json_t *tool = tool_definition(s->o);
         jsonrpc_reply(rpc, id, tool ? json_pack("{s:[o]}", "tools", tool) : NULL);
     } else if (strcmp(method, "tools/call") == 0) {
         handle_call(s, id, params);

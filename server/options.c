@@ -41,6 +41,7 @@ enum {
     OPT_PASS_ENV,
     OPT_NO_LOGIN_SNAPSHOT,
     OPT_LOGIN_SNAPSHOT_TIMEOUT,
+    OPT_SHELL,
 };
 
 static const struct option long_options[] = {
@@ -70,6 +71,7 @@ static const struct option long_options[] = {
     {"pass-env", required_argument, NULL, OPT_PASS_ENV},
     {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
     {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
+    {"shell", required_argument, NULL, OPT_SHELL},
     {NULL, 0, NULL, 0},
 };
 
@@ -83,6 +85,10 @@ usage(FILE *out)
             "\n"
             "  --bash PATH               patched Bash (default: $CODEX_BASH_PATH, else the\n"
             "                            one installed with execgate)\n"
+            "  --shell SHELL             the shell that runs commands: bash (the default),\n"
+            "                            zsh (the patched zsh: $CODEX_ZSH_PATH, else the one\n"
+            "                            installed with execgate), or the PATH of a patched\n"
+            "                            shell (zsh when its name starts with \"zsh\")\n"
             "  --execve PATH             exec wrapper (default: execgate-wrapper next to\n"
             "                            the server)\n"
             "  --preserve-program-paths  match rules on full program paths\n"
@@ -215,6 +221,63 @@ check_named(const char *flag, const char *path, char **err)
     return -1;
 }
 
+const char *
+options_shell_name(enum options_shell shell)
+{
+    return shell == OPTIONS_SHELL_ZSH ? "zsh" : "Bash";
+}
+
+/*
+ * The shell that runs commands, from --shell (kept in o->shell_path until
+ * now: bash, zsh or a path) and, for zsh, CODEX_ZSH_PATH or next to the
+ * server: -1 with *err when --shell or the variable names a program that
+ * cannot be run (unless for --doctor), 0 otherwise, o->shell_path NULL when
+ * none was found (bash_path NULL, or no zsh next to the server).
+ */
+static int
+resolve_shell(struct server_options *o, char **err)
+{
+    static const char *const zsh_rels[] = {"../subprojects/zsh/zsh", EXECGATE_LIBEXEC_REL "/zsh",
+                                           NULL};
+    char *arg = o->shell_path;
+    int rc = 0;
+    o->shell_path = NULL;
+    if (!arg || strcmp(arg, "bash") == 0) {
+        o->shell = OPTIONS_SHELL_BASH;
+        if (o->bash_path && !(o->shell_path = strdup(o->bash_path)))
+            rc = -1; /* options_parse says "out of memory" */
+    } else if (strcmp(arg, "zsh") == 0) {
+        o->shell = OPTIONS_SHELL_ZSH;
+        const char *env = getenv("CODEX_ZSH_PATH");
+        if (env && *env) {
+            if (!(o->shell_path = strdup(env)))
+                rc = -1;
+            else if (check_named("CODEX_ZSH_PATH", o->shell_path, err) < 0 && !o->doctor)
+                rc = -1;
+        } else {
+            char *dir = self_dir();
+            o->shell_path = find_next_to(dir, zsh_rels);
+            free(dir);
+        }
+    } else if (strchr(arg, '/')) {
+        const char *base = strrchr(arg, '/') + 1;
+        o->shell = strncmp(base, "zsh", 3) == 0 ? OPTIONS_SHELL_ZSH : OPTIONS_SHELL_BASH;
+        o->shell_path = arg;
+        arg = NULL;
+        if (check_named("--shell", o->shell_path, err) < 0 && !o->doctor)
+            rc = -1;
+    } else {
+        *err = strfmt("--shell: must be bash, zsh or the path of a patched shell, not \"%s\"", arg);
+        rc = -1;
+    }
+    free(arg);
+    if (rc == 0 && o->doctor) {
+        free(*err);
+        *err = NULL;
+    }
+    return rc;
+}
+
 /*
  * Fills in the programs no option named, from CODEX_BASH_PATH and next to
  * the server, and checks that each can be run: -1 with *err when one
@@ -257,11 +320,16 @@ resolve_helpers(struct server_options *o, char **err)
     if (!o->execve_wrapper)
         o->execve_wrapper = find_next_to(dir, wrapper_rels);
     free(dir);
+    if (resolve_shell(o, err) < 0)
+        return -1;
     if (o->doctor)
         return 0;
     if (!o->bash_path)
         *err = strfmt("cannot find the patched Bash next to the server: name it with --bash "
                       "or CODEX_BASH_PATH");
+    else if (!o->shell_path)
+        *err = strfmt("cannot find the patched zsh next to the server: name it with --shell PATH "
+                      "or CODEX_ZSH_PATH");
     else if (!o->sandbox_helper)
         *err = strfmt("cannot find execgate-sandbox next to the server: name it with "
                       "--sandbox-helper");
@@ -437,6 +505,11 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         free(o->bash_path);
         o->bash_path = strdup(arg);
         return 0;
+    case OPT_SHELL:
+        /* bash, zsh or a path: resolve_shell makes it the shell's path */
+        free(o->shell_path);
+        o->shell_path = strdup(arg);
+        return 0;
     case 'e':
         free(o->execve_wrapper);
         o->execve_wrapper = strdup(arg);
@@ -595,6 +668,7 @@ void
 options_release(struct server_options *o)
 {
     free(o->bash_path);
+    free(o->shell_path);
     free(o->execve_wrapper);
     free(o->sandbox_helper);
     for (size_t i = 0; o->rules && i < o->rules_count; i++)

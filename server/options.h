@@ -2,9 +2,10 @@
  * options: the server's command line and environment.
  *
  * The reference's flags (--bash, --execve, --preserve-program-paths, -h, -V),
- * CODEX_BASH_PATH and CODEX_HOME, and execgate's own.  Helper programs and
- * the patched Bash are found next to the server binary, in the build tree
- * and in the installed layout, unless a flag names them.
+ * CODEX_BASH_PATH and CODEX_HOME, and execgate's own (--shell and
+ * CODEX_ZSH_PATH among them).  Helper programs and the patched shells are
+ * found next to the server binary, in the build tree and in the installed
+ * layout, unless a flag names them.
  */
 #ifndef EXECGATE_SERVER_OPTIONS_H
 #define EXECGATE_SERVER_OPTIONS_H
@@ -33,8 +34,17 @@ enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_SHELL,    /* the shell's own execs only */
 };
 
+/* The kind of shell that runs commands (--shell): its name in the tool's
+ * description. Both are started as SHELL -c or -lc COMMAND. */
+enum options_shell {
+    OPTIONS_SHELL_BASH = 0,
+    OPTIONS_SHELL_ZSH,
+};
+
 struct server_options {
-    char *bash_path;      /* the patched Bash */
+    char *bash_path;  /* the patched Bash */
+    char *shell_path; /* the shell that runs commands (--shell): the Bash's path or a zsh */
+    enum options_shell shell;
     char *execve_wrapper; /* execgate-wrapper (used by escalation) */
     char *sandbox_helper; /* execgate-sandbox */
     bool preserve_program_paths;
@@ -92,6 +102,9 @@ enum options_outcome options_parse(int argc, char **argv, struct server_options 
  * directory, not a program", "is not executable"...: a static string), or
  * NULL when it can (an executable regular file, symlinks followed). */
 const char *options_program_problem(const char *path);
+
+/* The shell's name as people read it: "Bash" or "zsh". */
+const char *options_shell_name(enum options_shell shell);
 
 /* Frees what options_parse stored in o. Cannot fail. */
 void options_release(struct server_options *o);

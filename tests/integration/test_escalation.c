@@ -134,6 +134,54 @@ test_forbidden_denies(void **state)
     mcp_world_end(&w);
 }
 
+/* Every way a shell has to start a program reaches the rules: the
+ * builtins that exec, a function, an alias, programs that exec others
+ * (the tree's part), and zsh's own forms. */
+static void
+test_forbidden_through_shell_constructs(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n", false);
+    const char *const common[] = {
+        "command rm -f keep",
+        "exec rm -f keep",
+        "zap() { rm -f \"$@\"; }; zap keep",
+        "env rm -f keep",
+        "echo keep | xargs rm -f",
+        "find . -name keep -exec rm {} +",
+        "python3 -c 'import os; os.execv(\"/bin/rm\", [\"rm\", \"-f\", \"keep\"])'",
+        NULL,
+    };
+    /* an alias takes effect in code read after it (eval); bash expands
+     * aliases in a -c string only when told to */
+    const char *const bash_only[] = {"shopt -s expand_aliases; alias zap='rm -f'; eval 'zap keep'",
+                                     NULL};
+    const char *const zsh_only[] = {
+        "alias zap='rm -f'; eval 'zap keep'",
+        "=rm -f keep",
+        "noglob rm -f keep",
+        "nocorrect rm -f keep",
+        "(){ rm -f keep }",
+        NULL,
+    };
+    const char *const *lists[] = {common, mcp_world_zsh() ? zsh_only : bash_only};
+    char *f = tmpdir_path(w.wd, "keep");
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; lists[l][i]; i++) {
+            tmpdir_write_file(f, "data", 0644);
+            json_t *a = run(&w, lists[l][i], NULL);
+            const char *out = mcp_world_output(a);
+            if (!mcp_world_exists(w.wd, "keep") ||
+                (!strstr(out, "Execution denied: Execution forbidden by policy") &&
+                 !strstr(out, "execgate: refused `")))
+                fail_msg("not refused: %s\noutput: %s", lists[l][i], out);
+            assert_int_not_equal(mcp_world_exit(a), 0);
+            json_decref(a);
+        }
+    free(f);
+    mcp_world_end(&w);
+}
+
 /* ---- prompt ---- */
 
 static char *
@@ -210,6 +258,48 @@ test_prompt_decline_and_cancel(void **state)
     mcp_world_assert_contains(mcp_world_output(a), "User declined execution");
     json_decref(a);
     free(ans.last_message);
+    mcp_world_end(&w);
+}
+
+/* A command whose second program is declined: the call says so and
+ * fails, although the first was accepted and ran. */
+static void
+test_subcommand_decline_marks_call_denied(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"true\"], decision=\"prompt\")\n", true);
+    static const char *const answers[] = {"accept", "decline", NULL};
+    struct mcp_answers ans = {.actions = answers};
+    json_t *a = run(&w, "/usr/bin/true && /usr/bin/true", &ans);
+    assert_int_equal(ans.asked, 2);
+    mcp_world_assert_contains(mcp_world_output(a), "Execution denied: User declined execution");
+    assert_int_not_equal(mcp_world_exit(a), 0);
+    json_decref(a);
+    free(ans.last_message);
+    mcp_world_end(&w);
+}
+
+/* The shell the server was started with runs the commands, and the tool
+ * says which. */
+static void
+test_the_chosen_shell_runs(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "", false);
+    json_t *a = run(&w, "echo \"zsh=${ZSH_VERSION:-} bash=${BASH_VERSION:-}\"", NULL);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              mcp_world_zsh() ? "zsh=5.9 bash=\n" : "zsh= bash=5.2");
+    json_decref(a);
+    json_t *list = mcp_client_call(w.c, "tools/list", json_object());
+    const json_t *tool =
+        json_array_get(json_object_get(json_object_get(list, "result"), "tools"), 0);
+    const char *desc = json_string_value(json_object_get(tool, "description"));
+    assert_non_null(desc);
+    if (mcp_world_zsh())
+        mcp_world_assert_contains(desc, "with zsh");
+    else
+        assert_null(strstr(desc, "zsh"));
+    json_decref(list);
     mcp_world_end(&w);
 }
 
@@ -582,8 +672,8 @@ test_pipeline_mixes_escalated_and_sandboxed(void **state)
     world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
     char *cmd = mcp_world_fmt(
         "sh -c 'echo one; echo two' | tr a-z A-Z | sh -c 'cat > %s/piped; cat %s/piped'"
-        " | cat; echo \"status=${PIPESTATUS[*]}\"",
-        w.outside, w.outside);
+        " | cat; echo \"status=${%s[*]}\"",
+        w.outside, w.outside, mcp_world_zsh() ? "pipestatus" : "PIPESTATUS");
     json_t *a = run(&w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "ONE\nTWO\nstatus=0 0 0 0\n");
     char *piped = tmpdir_path(w.outside, "piped");
@@ -615,7 +705,11 @@ test_extra_fds_reach_escalated_program(void **state)
     assert_true(mcp_world_exists(w.outside, "esc"));
     if (w.audit) { /* EXECGATE_TEST_NO_AUDIT: none */
         char *log = tmpdir_read_file(w.audit, NULL);
-        mcp_world_assert_contains(log, "\"argv\":[\"diff\",\"/dev/fd/63\",\"/dev/fd/62\"]");
+        /* each shell names the pipes its own way, both the fds the
+         * escalated diff was given */
+        mcp_world_assert_contains(log, mcp_world_zsh() ? "\"argv\":[\"diff\",\"/proc/self/fd/"
+                                                       : "\"argv\":[\"diff\",\"/dev/fd/63\","
+                                                         "\"/dev/fd/62\"]");
         free(log);
     }
     json_decref(a);
@@ -1277,6 +1371,9 @@ main(void)
         cmocka_unit_test(test_allow_escalates_with_output_and_status),
         cmocka_unit_test(test_in_shell_and_wrapper_exec_decide_alike),
         cmocka_unit_test(test_forbidden_denies),
+        cmocka_unit_test(test_forbidden_through_shell_constructs),
+        cmocka_unit_test(test_subcommand_decline_marks_call_denied),
+        cmocka_unit_test(test_the_chosen_shell_runs),
         cmocka_unit_test(test_prompt_accept_git_init),
         cmocka_unit_test(test_prompt_decline_and_cancel),
         cmocka_unit_test(test_prompt_without_elicitation_capability),

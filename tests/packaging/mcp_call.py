@@ -7,7 +7,8 @@ Starts SERVER_ARGV (an installed server, or a launcher of one), runs
 `initialize` and a `tools/call shell` of `echo hi`, and checks the answer;
 a second call prints $BASH, which must be the package's own patched Bash,
 DIR/.../libexec/execgate/bash, found by the server next to itself.  Then it closes stdin and
-expects exit status 0.  With --launcher, SERVER_ARGV starts the server as
+expects exit status 0.  The same again with --shell zsh: the call runs the
+package's patched zsh, DIR/.../libexec/execgate/zsh.  With --launcher, SERVER_ARGV starts the server as
 its child: a SIGTERM to the launcher must reach the server (which says so
 in its log and exits 0), and a server killed by SIGKILL must end the
 launcher by SIGKILL too.  The client is bench/server.py's.  Exits 1 on the
@@ -82,6 +83,15 @@ def check_calls(argv, scratch, under):
     status = c.p.wait(timeout=60)
     if status != 0:
         raise Failed(f"exit status {status} after stdin closed, not 0")
+    # The package's patched zsh, chosen with --shell zsh.
+    c = start(argv + ["--shell", "zsh"], scratch, "calls-zsh")
+    out = shell(c, 'printf "%s %s" "$ZSH_VERSION" "$(readlink /proc/$$/exe)"', scratch)
+    if not (out.startswith("5.9 " + under) and out.endswith("/libexec/execgate/zsh")):
+        raise Failed(f"--shell zsh: the call ran {out!r}, not the package's zsh in {under}")
+    c.p.stdin.close()
+    status = c.p.wait(timeout=60)
+    if status != 0:
+        raise Failed(f"--shell zsh: exit status {status} after stdin closed, not 0")
 
 
 def check_signals(argv, scratch):
@@ -112,7 +122,7 @@ def main():
             check_signals(a.argv, a.scratch)
     except (Failed, OSError, EOFError, TimeoutError) as e:
         print(f"FAIL: {' '.join(a.argv)}: {e}", file=sys.stderr)
-        for name in ("calls", "sigterm", "sigkill"):
+        for name in ("calls", "calls-zsh", "sigterm", "sigkill"):
             log = os.path.join(a.scratch, name + ".log")
             if os.path.exists(log):
                 with open(log, errors="replace") as f:

@@ -35,7 +35,7 @@ call() {
     shift 2
     mkdir -p "$work"
     if (cd "${call_cwd:-.}" && "$here/mcp_call.py" --under "$under" --scratch "$work" "$@"); then
-        echo "ok: $name: initialize, echo hi and the package's own Bash"
+        echo "ok: $name: initialize, echo hi and the package's own Bash and zsh"
     else
         fail "$name"
     fi

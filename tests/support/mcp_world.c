@@ -28,6 +28,13 @@ mcp_world_fmt(const char *f, ...)
     return s;
 }
 
+bool
+mcp_world_zsh(void)
+{
+    const char *shell = getenv("EXECGATE_TEST_SHELL");
+    return shell && strcmp(shell, "zsh") == 0;
+}
+
 void
 mcp_world_rules(struct mcp_world *w, const char *rules)
 {
@@ -87,7 +94,7 @@ mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_o
     size_t n_prefix = 0;
     while (o->prefix && o->prefix[n_prefix])
         n_prefix++;
-    const char **argv = calloc(n_prefix + 10, sizeof(char *));
+    const char **argv = calloc(n_prefix + 12, sizeof(char *));
     assert_non_null(argv);
     size_t n = 0;
     for (size_t i = 0; i < n_prefix; i++)
@@ -105,6 +112,12 @@ mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_o
     }
     if (o->extra)
         argv[n++] = o->extra;
+    /* The suites that run once per shell (tests/integration/meson.build) */
+    const char *shell = getenv("EXECGATE_TEST_SHELL");
+    if (shell && *shell) {
+        argv[n++] = "--shell";
+        argv[n++] = shell;
+    }
     argv[n] = NULL;
     const char *envv[] = {o->env, NULL};
     w->c = mcp_client_start(argv, o->env ? envv : NULL);
@@ -149,13 +162,19 @@ mcp_world_abandon(struct mcp_world *w)
 static void
 answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct mcp_answers *a)
 {
-    if (!a || !a->action) {
+    const char *action = a ? a->action : NULL;
+    for (int i = 0; a && a->actions && a->actions[i]; i++)
+        if (i == a->asked) {
+            action = a->actions[i];
+            break;
+        }
+    if (!action) {
         char *text = json_dumps(m, 0);
         fprintf(stderr, "unexpected question: %s\n", text ? text : "?");
         free(text);
     }
     assert_non_null(a);
-    assert_non_null(a->action);
+    assert_non_null(action);
     a->asked++;
     const json_t *params = json_object_get(m, "params");
     free(a->last_message);
@@ -189,7 +208,7 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
         struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    json_t *result = json_pack("{s:s}", "action", a->action);
+    json_t *result = json_pack("{s:s}", "action", action);
     if (a->first_decision_json && a->asked == 1) {
         json_t *d = json_loads(a->first_decision_json, JSON_DECODE_ANY, NULL);
         assert_non_null(d);

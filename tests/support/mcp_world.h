@@ -46,7 +46,10 @@ struct mcp_world_options {
 
 /* What the client answers to elicitation/create. */
 struct mcp_answers {
-    const char *action;   /* accept / decline / cancel; NULL: none expected */
+    const char *action; /* accept / decline / cancel; NULL: none expected */
+    /* per question, in order, while there are any (NULL-terminated):
+     * overrides action */
+    const char *const *actions;
     const char *decision; /* content.decision, or NULL */
     int asked;            /* questions received */
     int delay_ms;         /* wait this long before answering */
@@ -67,6 +70,11 @@ struct mcp_answers {
  * an audit log the server gives the shell the wrapper hint (tree mode), so
  * EXECGATE_TEST_NO_AUDIT=1 runs a whole suite that way. */
 void mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_options *o);
+
+/* Whether the suite runs its commands in zsh (EXECGATE_TEST_SHELL=zsh,
+ * which mcp_world_start passes on as --shell zsh): for the few commands
+ * and argv that differ between the shells. */
+bool mcp_world_zsh(void);
 
 /* Replaces test.rules (the server reads it at start only). */
 void mcp_world_rules(struct mcp_world *w, const char *rules);

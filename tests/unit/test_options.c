@@ -224,6 +224,58 @@ test_programs_checked(void **state)
     options_release(&o);
 }
 
+/* --shell: bash (the default) is the Bash; zsh is CODEX_ZSH_PATH here (the
+ * test has no zsh next to it); a path is that program, zsh by its name. */
+static void
+test_shell(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(unsetenv("CODEX_ZSH_PATH"), 0);
+    assert_int_equal(PARSE(&o, &err, "--log-level", "warn"), OPTIONS_RUN);
+    assert_int_equal(o.shell, OPTIONS_SHELL_BASH);
+    assert_string_equal(o.shell_path, "/bin/sh");
+    assert_string_equal(options_shell_name(o.shell), "Bash");
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--shell", "bash"), OPTIONS_RUN);
+    assert_int_equal(o.shell, OPTIONS_SHELL_BASH);
+    assert_string_equal(o.shell_path, "/bin/sh");
+    options_release(&o);
+
+    assert_int_equal(setenv("CODEX_ZSH_PATH", "/bin/true", 1), 0);
+    assert_int_equal(PARSE(&o, &err, "--shell", "zsh"), OPTIONS_RUN);
+    assert_int_equal(o.shell, OPTIONS_SHELL_ZSH);
+    assert_string_equal(o.shell_path, "/bin/true");
+    assert_string_equal(options_shell_name(o.shell), "zsh");
+    assert_string_equal(o.bash_path, "/bin/sh"); /* still the Bash for scripts */
+    options_release(&o);
+    assert_int_equal(setenv("CODEX_ZSH_PATH", "/nonexistent/zsh", 1), 0);
+    assert_int_equal(PARSE(&o, &err, "--shell", "zsh"), OPTIONS_ERROR);
+    assert_string_equal(err, "CODEX_ZSH_PATH: /nonexistent/zsh: No such file or directory");
+    free(err);
+    /* only --shell zsh reads it */
+    assert_int_equal(PARSE(&o, &err, "--log-level", "warn"), OPTIONS_RUN);
+    assert_string_equal(o.shell_path, "/bin/sh");
+    options_release(&o);
+    assert_int_equal(unsetenv("CODEX_ZSH_PATH"), 0);
+
+    assert_int_equal(PARSE(&o, &err, "--shell", "/bin/sh"), OPTIONS_RUN);
+    assert_int_equal(o.shell, OPTIONS_SHELL_BASH);
+    assert_string_equal(o.shell_path, "/bin/sh");
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--shell", "/nonexistent/zsh-5.9"), OPTIONS_ERROR);
+    assert_string_equal(err, "--shell: /nonexistent/zsh-5.9: No such file or directory");
+    free(err);
+    assert_int_equal(PARSE(&o, &err, "--doctor", "--shell", "/nonexistent/zsh-5.9"), OPTIONS_RUN);
+    assert_int_equal(o.shell, OPTIONS_SHELL_ZSH);
+    assert_string_equal(o.shell_path, "/nonexistent/zsh-5.9");
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--shell", "fish"), OPTIONS_ERROR);
+    assert_string_equal(err, "--shell: must be bash, zsh or the path of a patched shell, not "
+                             "\"fish\"");
+    free(err);
+}
+
 int
 main(void)
 {
@@ -236,6 +288,7 @@ main(void)
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_login_snapshot),
         cmocka_unit_test(test_programs_checked),
+        cmocka_unit_test(test_shell),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,11 +22,15 @@ const workdir = mkdtempSync(join(tmpdir(), "execgate-sdk-elicit-"));
 const outside = mkdtempSync("/var/tmp/execgate-sdk-outside-");
 const rules = join(workdir, ".rules-dir");
 mkdirSync(rules);
-writeFileSync(join(rules, "t.rules"), 'prefix_rule(pattern=["sh", "-c"], decision="prompt")\n');
+writeFileSync(join(rules, "t.rules"),
+  'prefix_rule(pattern=["sh", "-c"], decision="prompt")\n' +
+  'prefix_rule(pattern=["git", "init"], decision="prompt")\n');
+// EXECGATE_TEST_SHELL=zsh: the same through the patched zsh (--shell).
+const shell = process.env.EXECGATE_TEST_SHELL ? ["--shell", process.env.EXECGATE_TEST_SHELL] : [];
 const policy = { sandboxPolicy: { type: "workspace-write", network_access: false }, sandboxCwd: workdir };
 const transport = new StdioClientTransport({
   command: server,
-  args: ["--rules", rules, "--sandbox", JSON.stringify(policy)],
+  args: ["--rules", rules, "--sandbox", JSON.stringify(policy), ...shell],
   stderr: "inherit",
 });
 const client = new Client(
@@ -60,7 +64,28 @@ check(r.structuredContent.output === "Execution denied: User declined execution\
   `declined (got ${JSON.stringify(r.structuredContent)})`);
 check(!existsSync(join(outside, "y")), "declined program did not run");
 
+// git init under the prompt rule: accepted, the repository is made;
+// declined, denied and nothing is made.
+answer = { action: "accept", content: { decision: "approved" } };
+const repo = mkdtempSync(join(workdir, "repo-"));
+r = await client.callTool({
+  name: "shell",
+  arguments: { command: "git init --quiet .", workdir: repo, login: false },
+});
+check(r.structuredContent.exit_code === 0 && existsSync(join(repo, ".git")),
+  `git init accepted: .git made (got ${JSON.stringify(r.structuredContent)})`);
+answer = { action: "decline" };
+const repo2 = mkdtempSync(join(workdir, "repo-"));
+r = await client.callTool({
+  name: "shell",
+  arguments: { command: "git init --quiet .", workdir: repo2, login: false },
+});
+check(r.structuredContent.exit_code !== 0 &&
+  r.structuredContent.output.includes("Execution denied: User declined execution"),
+  `git init declined: denied (got ${JSON.stringify(r.structuredContent)})`);
+check(!existsSync(join(repo2, ".git")), "declined git init made nothing");
+
 await client.close();
 rmSync(workdir, { recursive: true, force: true });
 rmSync(outside, { recursive: true, force: true });
-console.log("ok: TypeScript SDK client answers elicitation: accept escalates, decline denies");
+console.log(`ok: TypeScript SDK client answers elicitation (${process.env.EXECGATE_TEST_SHELL || "bash"}): accept escalates, decline denies`);

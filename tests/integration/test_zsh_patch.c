@@ -1,0 +1,590 @@
+/*
+ * The patched zsh: with EXEC_WRAPPER in the environment it passes to a
+ * program, zsh runs WRAPPER FILE ARGV... instead, on every path of zsh's
+ * that reaches execve(2).
+ *
+ * These tests run the real patched binary with record-argv as the wrapper;
+ * record-argv logs each argv it receives and then runs the program, so both
+ * what was intercepted and what the command printed can be checked.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/support/proc.h"
+#include "tests/support/tmpdir.h"
+
+static const char *patched_zsh;
+static const char *recorder;
+
+struct fixture {
+    char *dir;
+    char *log;
+    char *wrapper_env;
+};
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->dir = tmpdir_new("zshpatch");
+    f->log = tmpdir_path(f->dir, "argv.log");
+    assert_true(asprintf(&f->wrapper_env, "EXEC_WRAPPER=%s", recorder) > 0);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    tmpdir_remove(f->dir);
+    free(f->dir);
+    free(f->log);
+    free(f->wrapper_env);
+    free(f);
+    return 0;
+}
+
+/* Runs `zsh -f -c script` (no start-up files: what is tested is the
+ * shell's own exec paths) with a small fixed environment plus `extra` (may
+ * be NULL) and PATH `path`, as $0 = "zsh" so messages do not depend on the
+ * binary's path. */
+static void
+run_zsh_path(struct fixture *f, const char *zsh, const char *path, const char *script,
+             const char *extra, struct proc_result *res)
+{
+    char *record_env, *path_env, *home_env;
+    assert_true(asprintf(&record_env, "RECORD_ARGV_FILE=%s", f->log) > 0);
+    assert_true(asprintf(&path_env, "PATH=%s", path) > 0);
+    assert_true(asprintf(&home_env, "HOME=%s", f->dir) > 0);
+    const char *envp[] = {path_env, "LC_ALL=C", home_env, record_env, extra, NULL};
+    const char *argv[] = {zsh, "-f", "-c", script, "zsh", NULL};
+    struct proc_options opts = {.envp = envp, .cwd = f->dir};
+
+    assert_int_equal(proc_run(argv, &opts, res), 0);
+    free(record_env);
+    free(path_env);
+    free(home_env);
+}
+
+static void
+run_zsh(struct fixture *f, const char *zsh, const char *script, const char *extra,
+        struct proc_result *res)
+{
+    run_zsh_path(f, zsh, "/usr/bin:/bin", script, extra, res);
+}
+
+/* Every argv the wrapper saw, as a JSON array of arrays (empty if none). */
+static json_t *
+records(struct fixture *f)
+{
+    json_t *all = json_array();
+    char *text = tmpdir_read_file(f->log, NULL);
+    if (text == NULL)
+        return all;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t err;
+        json_t *rec = json_loads(line, 0, &err);
+        if (rec == NULL)
+            fail_msg("unparsable record line: %s (%s)", line, err.text);
+        json_array_append_new(all, rec);
+    }
+    free(text);
+    return all;
+}
+
+/* Asserts that rec is [recorder, file, args...]. */
+static void
+assert_record(const json_t *rec, const char *file, const char *const *args)
+{
+    assert_true(json_is_array(rec));
+    assert_string_equal(json_string_value(json_array_get(rec, 0)), recorder);
+    assert_string_equal(json_string_value(json_array_get(rec, 1)), file);
+    size_t i = 0;
+    for (; args[i]; i++)
+        assert_string_equal(json_string_value(json_array_get(rec, i + 2)), args[i]);
+    assert_int_equal(json_array_size(rec), i + 2);
+}
+
+/* The record whose FILE is `file`, or fails the test. */
+static const json_t *
+record_for(const json_t *all, const char *file)
+{
+    size_t i;
+    const json_t *rec;
+    json_array_foreach(all, i, rec)
+    {
+        if (strcmp(json_string_value(json_array_get(rec, 1)), file) == 0)
+            return rec;
+    }
+    fail_msg("no exec of %s was wrapped", file);
+    return NULL;
+}
+
+/* Runs script with the recorder as wrapper; expects exit 0, output `out`
+ * and exactly one wrapped exec: FILE run as ARGS. */
+static void
+expect_one(struct fixture *f, const char *script, const char *out, const char *file,
+           const char *const *args)
+{
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh, script, f->wrapper_env, &res);
+    if (proc_exit_code(&res) != 0)
+        fail_msg("%s: exit %d, stderr: %s", script, proc_exit_code(&res), res.err);
+    assert_string_equal(res.out, out);
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), file, args);
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_plain_command(void **state)
+{
+    expect_one(*state, "/bin/echo hi there", "hi there\n", "/bin/echo",
+               (const char *[]){"/bin/echo", "hi", "there", NULL});
+}
+
+/* FILE is the path zsh resolved through PATH; argv[0] stays "uname". */
+static void
+test_path_lookup_passes_resolved_file(void **state)
+{
+    expect_one(*state, "uname -s", "Linux\n", "/usr/bin/uname",
+               (const char *[]){"uname", "-s", NULL});
+}
+
+/* zsh looks a program up by exec'ing it in each PATH directory in turn:
+ * only the one that is there goes to the wrapper, once. */
+static void
+test_path_search_skips_missing_directories(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *empty = tmpdir_path(f->dir, "empty");
+    tmpdir_make_dir(f->dir, "empty");
+    char *path;
+    assert_true(asprintf(&path, "/nonexistent:%s:/usr/bin:/bin", empty) > 0);
+
+    run_zsh_path(f, patched_zsh, path, "uname -s; nosuch-xyz; echo \"s=$?\"", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "Linux\ns=127\n");
+    assert_non_null(strstr(res.err, "command not found: nosuch-xyz"));
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+    free(path);
+    free(empty);
+}
+
+static void
+test_exec_builtin(void **state)
+{
+    expect_one(*state, "exec /bin/echo via exec", "via exec\n", "/bin/echo",
+               (const char *[]){"/bin/echo", "via", "exec", NULL});
+}
+
+static void
+test_exec_preserves_argv0(void **state)
+{
+    expect_one(*state, "exec -a custom-name /bin/sh -c 'echo $0'", "custom-name\n", "/bin/sh",
+               (const char *[]){"custom-name", "-c", "echo $0", NULL});
+}
+
+static void
+test_command_precommand(void **state)
+{
+    expect_one(*state, "command uname -s", "Linux\n", "/usr/bin/uname",
+               (const char *[]){"uname", "-s", NULL});
+}
+
+static void
+test_noglob_and_nocorrect(void **state)
+{
+    expect_one(*state, "noglob /bin/echo * ?; nocorrect true", "* ?\n", "/bin/echo",
+               (const char *[]){"/bin/echo", "*", "?", NULL});
+    struct fixture *f = *state;
+    unlink(f->log);
+    expect_one(*state, "nocorrect uname -s", "Linux\n", "/usr/bin/uname",
+               (const char *[]){"uname", "-s", NULL});
+}
+
+/* =cmd expands to the program's path before the command runs. */
+static void
+test_equals_expansion(void **state)
+{
+    expect_one(*state, "=uname -s", "Linux\n", "/usr/bin/uname",
+               (const char *[]){"/usr/bin/uname", "-s", NULL});
+}
+
+/* A hashed name runs the file it was hashed to. */
+static void
+test_hashed_command(void **state)
+{
+    expect_one(*state, "hash myname=/usr/bin/uname; myname -s", "Linux\n", "/usr/bin/uname",
+               (const char *[]){"myname", "-s", NULL});
+}
+
+static void
+test_pipeline_of_three(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "     1\txbc\n");
+
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 3);
+    assert_record(record_for(all, "/bin/echo"), "/bin/echo",
+                  (const char *[]){"/bin/echo", "abc", NULL});
+    assert_record(record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
+                  (const char *[]){"tr", "a", "x", NULL});
+    assert_record(record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
+                  (const char *[]){"cat", "-n", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_command_substitution(void **state)
+{
+    expect_one(*state, "v=$(uname -s); echo \"got $v\"", "got Linux\n", "/usr/bin/uname",
+               (const char *[]){"uname", "-s", NULL});
+}
+
+static void
+test_process_substitution(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh, "while read -r l; do echo \"<$l>\"; done < <(uname -s)", f->wrapper_env,
+            &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "<Linux>\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+/* A function autoloaded from $fpath runs programs like any other code. */
+static void
+test_autoloaded_function(void **state)
+{
+    struct fixture *f = *state;
+    tmpdir_make_dir(f->dir, "fn");
+    char *fn = tmpdir_path(f->dir, "fn/sysname");
+    tmpdir_write_file(fn, "uname -s\n", 0644);
+
+    expect_one(f, "fpath=($PWD/fn); autoload -U sysname; sysname", "Linux\n", "/usr/bin/uname",
+               (const char *[]){"uname", "-s", NULL});
+    free(fn);
+}
+
+/* zsh -c inside zsh: the inner zsh is wrapped, and gets the wrapper in
+ * its environment, so its own programs are wrapped too. */
+static void
+test_nested_zsh(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *script;
+
+    assert_true(asprintf(&script, "%s -f -c 'uname -s'", patched_zsh) > 0);
+    run_zsh(f, patched_zsh, script, f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "Linux\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 2);
+    assert_record(record_for(all, patched_zsh), patched_zsh,
+                  (const char *[]){patched_zsh, "-f", "-c", "uname -s", NULL});
+    assert_record(record_for(all, "/usr/bin/uname"), "/usr/bin/uname",
+                  (const char *[]){"uname", "-s", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+    free(script);
+}
+
+static void
+test_empty_wrapper_means_no_wrapper(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "direct\nLinux\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_builtins_functions_subshells_not_wrapped(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh,
+            "echo a; printf 'b\\n'; cd / && pwd; whence -w ls; f() { echo fn; }; f; (echo sub); "
+            "test -d / && echo dir; read -r x <<< 'y'; echo $x",
+            f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "a\nb\n/\nls: command\nfn\nsub\ndir\ny\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+static void
+test_prefix_assignment_wraps(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *script;
+
+    /* Only the environment the program receives counts: a prefix
+     * assignment puts the wrapper there, a plain shell parameter does not. */
+    assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
+                         recorder, recorder) > 0);
+    run_zsh(f, patched_zsh, script, NULL, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ntwo\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
+    json_decref(all);
+    free(script);
+    proc_result_free(&res);
+}
+
+/* EXECGATE_WRAP_NAMES narrows the wrapper to the programs it lists, by
+ * last component or by full path; a relative path is always wrapped. */
+static void
+test_wrap_names_narrow_the_wrapper(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *rel = tmpdir_path(f->dir, "rel");
+    tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
+
+    run_zsh(f, patched_zsh,
+            "export EXECGATE_WRAP_NAMES='ca:cat2:cat:/usr/bin/head:sor'; "
+            "/bin/echo one; echo two | /bin/cat; /usr/bin/head -n1 /dev/null; "
+            "/usr/bin/tail -n1 /dev/null; /bin/sort </dev/null; ./rel",
+            f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ntwo\nrel\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 3);
+    assert_record(record_for(all, "/bin/cat"), "/bin/cat", (const char *[]){"/bin/cat", NULL});
+    assert_record(record_for(all, "/usr/bin/head"), "/usr/bin/head",
+                  (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
+    assert_record(record_for(all, "./rel"), "./rel", (const char *[]){"./rel", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+    free(rel);
+}
+
+/* An empty list wraps no absolute path; without EXEC_WRAPPER the list
+ * wraps nothing at all. */
+static void
+test_wrap_names_empty_or_alone(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env,
+            &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ntwo\n");
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+
+    unlink(f->log);
+    run_zsh(f, patched_zsh, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "three\n");
+    all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+/* Relative paths: one that names a program is wrapped as it is written (in
+ * PATH too: "." in PATH); one that names nothing fails as in stock zsh,
+ * without the wrapper, and so does one that is not executable. */
+static void
+test_relative_paths(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+    char *rel = tmpdir_path(f->dir, "rel");
+    char *plain = tmpdir_path(f->dir, "plain");
+    tmpdir_write_file(rel, "#!/bin/sh\necho rel \"$@\"\n", 0755);
+    tmpdir_write_file(plain, "echo plain\n", 0644);
+
+    run_zsh_path(f, patched_zsh, ".:/usr/bin:/bin",
+                 "./rel a; rel b; ./missing; echo \"s=$?\"; ./plain; echo \"s=$?\"", f->wrapper_env,
+                 &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "rel a\nrel b\ns=127\ns=126\n");
+    assert_non_null(strstr(res.err, "no such file or directory: ./missing"));
+    assert_non_null(strstr(res.err, "permission denied: ./plain"));
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 2);
+    assert_record(json_array_get(all, 0), "./rel", (const char *[]){"./rel", "a", NULL});
+    assert_record(json_array_get(all, 1), "rel", (const char *[]){"rel", "b", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+    free(rel);
+    free(plain);
+}
+
+/* EXECGATE_WRAP_IN_SHELL=1, exactly, has zsh ask itself through the
+ * linked-in client instead of running the wrapper: here without a server
+ * (no CODEX_ESCALATE_SOCKET), so it refuses, and neither the wrapper nor
+ * the program runs. Any other value leaves the wrapper in charge. */
+static void
+test_in_shell_asks_itself(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh,
+            "EXECGATE_WRAP_IN_SHELL=yes /bin/echo one; EXECGATE_WRAP_IN_SHELL=1 /bin/echo two;"
+            " echo \"s=$?\"",
+            f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ns=126\n");
+    assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
+                                    "to run /bin/echo without the server's decision"));
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 1);
+    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+/* A wrapper that cannot run: the program does not run either, and the
+ * shell says why, 127 for a missing wrapper, 126 for one that cannot be
+ * executed. */
+static void
+test_unrunnable_wrapper_fails_closed(void **state)
+{
+    struct fixture *f = *state;
+    struct proc_result res;
+
+    run_zsh(f, patched_zsh, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
+    assert_int_equal(proc_exit_code(&res), 127);
+    assert_string_equal(res.out, "");
+    assert_non_null(strstr(res.err, "cannot execute exec wrapper /nonexistent/wrapper"));
+    proc_result_free(&res);
+
+    /* Through a PATH search, too: no other directory is tried. */
+    run_zsh(f, patched_zsh, "uname; echo after", "EXEC_WRAPPER=/etc/passwd", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "after\n");
+    assert_non_null(strstr(res.err, "/usr/bin/uname: cannot execute exec wrapper /etc/passwd: "
+                                    "permission denied"));
+    proc_result_free(&res);
+}
+
+/* Without the variable the patched zsh must behave exactly as Debian's. */
+static void
+test_unset_behaves_as_stock_zsh(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const scripts[] = {
+        "echo hi; ls /nonexistent-path; echo status $?",
+        "nosuchcommand-xyz; echo $?",
+        "/bin/sh -c 'exit 7'; echo $?",
+        "printf '%s\\n' b a c | sort -r | head -n 2",
+        "x=$(uname); echo \"$x\"",
+        "/etc/passwd; echo $?",
+        "./missing-script; echo $?",
+        "exec /nonexistent/prog",
+        "cd /tmp && pwd && exit 3",
+        "=uname; hash u=/usr/bin/uname; u; noglob echo *",
+        "echo $ZSH_VERSION",
+    };
+
+    if (access("/usr/bin/zsh", X_OK) != 0)
+        skip();
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+        struct proc_result ours, stock;
+        run_zsh(f, patched_zsh, scripts[i], NULL, &ours);
+        run_zsh(f, "/usr/bin/zsh", scripts[i], NULL, &stock);
+        if (strcmp(ours.out, stock.out) != 0 || strcmp(ours.err, stock.err) != 0 ||
+            ours.status != stock.status)
+            fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", scripts[i],
+                     ours.out, ours.err, ours.status, stock.out, stock.err, stock.status);
+        proc_result_free(&ours);
+        proc_result_free(&stock);
+    }
+    json_t *all = records(f);
+    assert_int_equal(json_array_size(all), 0);
+    json_decref(all);
+}
+
+int
+main(void)
+{
+    patched_zsh = getenv("EXECGATE_TEST_ZSH");
+    recorder = getenv("EXECGATE_TEST_RECORD_ARGV");
+    if (patched_zsh == NULL || recorder == NULL) {
+        fprintf(stderr, "set EXECGATE_TEST_ZSH and EXECGATE_TEST_RECORD_ARGV (meson test does)\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_plain_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path_lookup_passes_resolved_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path_search_skips_missing_directories, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_exec_builtin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_preserves_argv0, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_precommand, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noglob_and_nocorrect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_equals_expansion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hashed_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pipeline_of_three, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_substitution, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_process_substitution, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_autoloaded_function, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nested_zsh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_wrapper_means_no_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_builtins_functions_subshells_not_wrapped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_prefix_assignment_wraps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_names_narrow_the_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_names_empty_or_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relative_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_shell_asks_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_zsh, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("zsh_patch", tests, NULL, NULL);
+}
