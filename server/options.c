@@ -39,6 +39,7 @@ enum {
     OPT_EXEC_ENFORCEMENT,
     OPT_EXEC_STRICT,
     OPT_PASS_ENV,
+    OPT_NETWORK_PROXY,
 };
 
 static const struct option long_options[] = {
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
     {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
     {"pass-env", required_argument, NULL, OPT_PASS_ENV},
+    {"network-proxy", required_argument, NULL, OPT_NETWORK_PROXY},
     {NULL, 0, NULL, 0},
 };
 
@@ -116,6 +118,10 @@ usage(FILE *out)
             "                            the command's environment (repeatable; their\n"
             "                            environment is otherwise the server's, see\n"
             "                            docs/escalation.md)\n"
+            "  --network-proxy MODE      with network off in the policy, reach the network\n"
+            "                            through the proxy that network_rule decides: auto\n"
+            "                            (when the rules have one; the default), on, off\n"
+            "                            (docs/network.md)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -457,6 +463,18 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         }
         *err = strfmt("--exec-enforcement: expected tree or shell, got '%s'", arg);
         return -1;
+    case OPT_NETWORK_PROXY:
+        if (strcmp(arg, "auto") == 0)
+            o->network_proxy = OPTIONS_NETWORK_PROXY_AUTO;
+        else if (strcmp(arg, "on") == 0)
+            o->network_proxy = OPTIONS_NETWORK_PROXY_ON;
+        else if (strcmp(arg, "off") == 0)
+            o->network_proxy = OPTIONS_NETWORK_PROXY_OFF;
+        else {
+            *err = strfmt("--network-proxy: expected auto, on or off, got '%s'", arg);
+            return -1;
+        }
+        return 0;
     case OPT_LOG_LEVEL:
         if (log_level_parse(arg, &o->log_level) == 0)
             return 0;
