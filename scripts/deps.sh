@@ -22,7 +22,7 @@ deps_build=(
 # tools the tests run.
 deps_tests=(
     libcmocka-dev clang libclang-rt-14-dev clang-format
-    valgrind procps iproute2 util-linux
+    valgrind procps iproute2 util-linux curl
 )
 # scripts/package, beyond building: git for the clean copy, the Debian
 # package tools, and npm (Debian's, unless an npm is already installed).
