@@ -28,10 +28,10 @@ struct rules_policy;
 /* The most bytes of a request line and headers (a longer head is 431). */
 #define NETPROXY_HEAD_MAX (64 * 1024)
 /* The bytes read from one side at a time. */
-#define NETPROXY_READ_SIZE (64 * 1024)
+#define NETPROXY_READ_SIZE (256 * 1024)
 /* The most bytes queued towards one side before the other side's reading
  * pauses (and resumes once they are written). */
-#define NETPROXY_QUEUE_MAX (256 * 1024)
+#define NETPROXY_QUEUE_MAX (512 * 1024)
 /* The most connections open at once through one proxy; more are closed
  * as soon as accepted. */
 #define NETPROXY_CONN_MAX 4096
