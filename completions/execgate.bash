@@ -43,6 +43,10 @@ _execgate()
         mapfile -t COMPREPLY < <(compgen -W 'tree shell' -P "$eq" -- "$cur")
         return
         ;;
+    --network-proxy)
+        mapfile -t COMPREPLY < <(compgen -W 'auto on off' -P "$eq" -- "$cur")
+        return
+        ;;
     --pass-env)
         mapfile -t COMPREPLY < <(compgen -e -P "$eq" -- "$cur")
         return
@@ -61,6 +65,6 @@ _execgate()
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
-        --pass-env --help --version' -- "$cur")
+        --pass-env --network-proxy --help --version' -- "$cur")
 }
 complete -F _execgate execgate

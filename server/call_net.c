@@ -109,7 +109,7 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
 {
     struct call_net_server *ns = arg;
     if (!ns->rpc || !ns->elicitation) {
-        netproxy_ask_answer(ask, NETPROXY_DENIED);
+        netproxy_ask_answer(ask, NETPROXY_UNASKED);
         return;
     }
     const char *scheme = strcmp(what->protocol, "http") == 0    ? "http"
@@ -143,7 +143,7 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
     /* jsonrpc_request takes params, also on failure */
     if (jsonrpc_request(ns->rpc, "elicitation/create", params, on_answer, q) < 0) {
         free(q);
-        netproxy_ask_answer(ask, NETPROXY_DENIED);
+        netproxy_ask_answer(ask, NETPROXY_UNASKED);
     }
 }
 

@@ -585,6 +585,13 @@ netproxy_ask_answer(struct netproxy_ask *ask, enum netproxy_answer answer)
     if (!c)
         return;
     c->ask = NULL;
+    if (answer == NETPROXY_UNASKED) {
+        refuse_decided(c, 403, SOCKS_NOT_ALLOWED,
+                       "execgate: network access to %s:%u (%s) needs the person's approval, and "
+                       "the MCP client could not be asked",
+                       c->host, c->port, c->proto);
+        return;
+    }
     if (answer == NETPROXY_DENIED) {
         refuse_decided(c, 403, SOCKS_NOT_ALLOWED,
                        "execgate: network access to %s:%u (%s) was declined by the person", c->host,

@@ -54,6 +54,7 @@ struct netproxy_event {
 struct netproxy_ask;
 
 enum netproxy_answer {
+    NETPROXY_UNASKED, /* nobody could be asked (no client, or it cannot elicit) */
     NETPROXY_DENIED,
     NETPROXY_APPROVED,
     NETPROXY_APPROVED_FOR_SESSION,

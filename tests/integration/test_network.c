@@ -116,6 +116,12 @@ test_allowed_host_gets_the_page(void **state)
         mcp_world_assert_contains(log, "\"event\":\"network\"");
         mcp_world_assert_contains(log, "\"host\":\"localhost\"");
         mcp_world_assert_contains(log, "\"decision\":\"allow\"");
+        char *want = mcp_world_fmt("\"port\":%u,\"protocol\":\"http\",\"decision\":\"allow\","
+                                   "\"rule\":\"allow\",\"call\":\"1001\","
+                                   "\"command\":\"curl -sS http://localhost:%u/x\"",
+                                   http_port, http_port);
+        mcp_world_assert_contains(log, want);
+        free(want);
         free(log);
     }
     mcp_world_end(&w);
@@ -285,6 +291,20 @@ test_prompt_denied(void **state)
     mcp_world_end(&w);
 }
 
+/* A client that cannot be asked: a prompt rule refuses, saying why. */
+static void
+test_prompt_without_elicitation(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
+                false);
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
+    expect_output(&w, cmd, "the MCP client could not be asked");
+    free(cmd);
+    mcp_world_end(&w);
+}
+
 int
 main(void)
 {
@@ -301,6 +321,7 @@ main(void)
         cmocka_unit_test(test_socks5),
         cmocka_unit_test(test_prompt_once_per_session),
         cmocka_unit_test(test_prompt_denied),
+        cmocka_unit_test(test_prompt_without_elicitation),
     };
     return cmocka_run_group_tests(tests, servers_start, servers_stop);
 }
