@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -186,8 +187,21 @@ rss_kb(void)
     return kb;
 }
 
+/* This process's CPU time (user + system), ms. */
+static double
+cpu_ms(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
 struct state {
     int go;
+    double cpu0;
+    size_t megabytes;
+    int rounds;
     long before_kb;
     int tunnels;
     struct netproxy *proxy;
@@ -214,6 +228,8 @@ on_report(uv_poll_t *p, int status, int events)
         uv_stop(p->loop);
         return;
     }
+    printf("  proxy CPU per 100 MB   %8.1f ms (user+system, the tunnels' share)\n",
+           (cpu_ms() - st->cpu0) / ((double)st->megabytes * st->rounds / 100.0));
     long now = rss_kb();
     printf("%d tunnels open: %zu connections, RSS +%.2f MB (%ld kB -> %ld kB)\n", st->tunnels,
            netproxy_conn_count(st->proxy), (double)(now - st->before_kb) / 1024.0, st->before_kb,
@@ -260,8 +276,13 @@ main(int argc, char **argv)
         die("pipe");
     /* settle the allocator's first use before the baseline */
     uv_run(loop, UV_RUN_NOWAIT);
-    struct state st = {.go = go[1], .tunnels = tunnels, .proxy = proxy};
+    struct state st = {.go = go[1],
+                       .tunnels = tunnels,
+                       .proxy = proxy,
+                       .megabytes = bytes >> 20,
+                       .rounds = rounds};
     st.before_kb = rss_kb();
+    st.cpu0 = cpu_ms();
     pid_t cl = fork();
     if (cl == 0)
         client(proxy_port, send_port, hold_port, bytes, rounds, tunnels, report[1], go[0]);

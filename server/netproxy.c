@@ -9,7 +9,10 @@
  * then the destination is decided, looked up, connected, and the bytes
  * flow between the two sides with backpressure: a side's reading stops
  * while more than NETPROXY_QUEUE_MAX bytes wait to be written to the
- * other.  A plain HTTP request is rewritten to origin form with
+ * other.  A tunnel moves its bytes with splice(2) through a pipe per
+ * direction, so that they never come up to the server (struct splice_dir);
+ * where that cannot be set up (no fds left) it reads and writes them.
+ * A plain HTTP request is rewritten to origin form with
  * "Connection: close" and its body passed on as the parser delimits it,
  * so that one connection carries exactly one decided request.
  */
@@ -17,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <http_parser.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "rules/policy.h"
@@ -61,6 +66,15 @@ struct span {
     size_t off, len;
 };
 
+/* One direction of a spliced tunnel: src -> pipe -> dst. */
+struct splice_dir {
+    int pipe[2];
+    size_t in_pipe; /* bytes in the pipe */
+    size_t cap;     /* the pipe's size */
+    bool eof;       /* src ended */
+    bool shut;      /* dst shut down for writing (after eof, pipe empty) */
+};
+
 struct conn {
     struct netproxy *p;
     struct netproxy_listener *l; /* NULL once closing */
@@ -92,6 +106,11 @@ struct conn {
     uv_connect_t creq;
     bool local_ok;
     int last_error;
+    /* spliced tunnels: the sockets, taken from c and u, each polled */
+    bool spliced;
+    int fd_c, fd_u;
+    uv_poll_t poll_c, poll_u;
+    struct splice_dir up, down; /* client -> upstream, upstream -> client */
 };
 
 struct netproxy_listener {
@@ -113,6 +132,7 @@ struct netproxy {
     size_t n_listeners; /* including those whose close is under way */
     size_t n_conns;
     bool freeing;
+    bool no_splice; /* $EXECGATE_NETPROXY_NO_SPLICE=1: tunnels read and write (a test knob) */
     char **session; /* "protocol host" approved for the session */
     size_t n_session;
 };
@@ -252,9 +272,22 @@ conn_unref(struct conn *c)
     free(c->out_head);
     if (c->ai)
         uv_freeaddrinfo(c->ai);
+    const int pipes[] = {c->up.pipe[0], c->up.pipe[1], c->down.pipe[0], c->down.pipe[1]};
+    for (size_t i = 0; i < 4; i++)
+        if (pipes[i] >= 0)
+            close(pipes[i]);
     free(c);
     p->n_conns--;
     proxy_maybe_free(p);
+}
+
+/* A spliced socket's poll has closed: its fd goes now (libuv has let go). */
+static void
+poll_closed(uv_handle_t *h)
+{
+    struct conn *c = h->data;
+    close((uv_poll_t *)h == &c->poll_c ? c->fd_c : c->fd_u);
+    conn_unref(c);
 }
 
 static void
@@ -285,6 +318,10 @@ conn_close(struct conn *c)
     if (c->u.open) {
         c->u.open = false;
         uv_close((uv_handle_t *)&c->u.tcp, side_closed);
+    }
+    if (c->spliced) {
+        uv_close((uv_handle_t *)&c->poll_c, poll_closed);
+        uv_close((uv_handle_t *)&c->poll_u, poll_closed);
     }
 }
 
@@ -627,21 +664,191 @@ destination(struct conn *c, const char *host, size_t len, unsigned port, const c
 
 /* ---- connecting ---- */
 
+/* Writes what it can of data[0..*n) now; advances data and *n.  Returns
+ * false when something is left (or the write failed). */
+static bool
+write_now(struct side *s, const char **data, size_t *n)
+{
+    while (*n > 0) {
+        uv_buf_t b = uv_buf_init((char *)*data, (unsigned)*n);
+        int w = uv_try_write((uv_stream_t *)&s->tcp, &b, 1);
+        if (w <= 0)
+            return false;
+        *data += w;
+        *n -= (size_t)w;
+    }
+    return true;
+}
+
+#define SPLICE_PIPE_SIZE (256 * 1024) /* asked for each pipe; the kernel may give less */
+#define SPLICE_ROUNDS    16           /* splices per direction per wake-up: others' turn */
+
+static void splice_wake(uv_poll_t *p, int status, int events);
+
+/* Moves what it can in one direction.  Returns 0, or -1 on an error. */
+static int
+splice_pump(struct splice_dir *d, int src, int dst)
+{
+    for (int round = 0; round < SPLICE_ROUNDS; round++) {
+        bool progress = false;
+        if (d->in_pipe > 0) {
+            ssize_t n =
+                splice(d->pipe[0], NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                d->in_pipe -= (size_t)n;
+                progress = true;
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        }
+        if (!d->eof && d->in_pipe < d->cap) {
+            ssize_t n = splice(src, NULL, d->pipe[1], NULL, d->cap - d->in_pipe,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                d->in_pipe += (size_t)n;
+                progress = true;
+            } else if (n == 0) {
+                d->eof = true;
+            } else if (errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        }
+        if (d->eof && d->in_pipe == 0 && !d->shut) {
+            d->shut = true;
+            if (shutdown(dst, SHUT_WR) < 0 && errno != ENOTCONN)
+                return -1;
+        }
+        if (!progress)
+            break;
+    }
+    return 0;
+}
+
+/* What each socket waits for: to be read while its direction has room
+ * and no end, to be written while the other direction has bytes in its
+ * pipe (a pump that stopped after SPLICE_ROUNDS with a full pipe is woken
+ * so, as well as one that met EAGAIN). */
 static void
-connected(struct conn *c)
+splice_arm(struct conn *c)
+{
+    if (c->up.shut && c->down.shut) {
+        conn_close(c);
+        return;
+    }
+    int ev_c = (!c->up.eof && c->up.in_pipe < c->up.cap ? UV_READABLE : 0) |
+               (c->down.in_pipe > 0 ? UV_WRITABLE : 0);
+    int ev_u = (!c->down.eof && c->down.in_pipe < c->down.cap ? UV_READABLE : 0) |
+               (c->up.in_pipe > 0 ? UV_WRITABLE : 0);
+    int rc = ev_c ? uv_poll_start(&c->poll_c, ev_c, splice_wake) : uv_poll_stop(&c->poll_c);
+    if (rc == 0)
+        rc = ev_u ? uv_poll_start(&c->poll_u, ev_u, splice_wake) : uv_poll_stop(&c->poll_u);
+    if (rc < 0)
+        conn_close(c);
+}
+
+static void
+splice_wake(uv_poll_t *p, int status, int events)
+{
+    struct conn *c = p->data;
+    (void)events;
+    if (c->st == ST_CLOSING)
+        return;
+    if (status < 0 || splice_pump(&c->up, c->fd_c, c->fd_u) < 0 ||
+        splice_pump(&c->down, c->fd_u, c->fd_c) < 0) {
+        conn_close(c);
+        return;
+    }
+    splice_arm(c);
+}
+
+static int
+make_pipe(struct splice_dir *d)
+{
+    if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        d->pipe[0] = d->pipe[1] = -1;
+        return -1;
+    }
+    (void)fcntl(d->pipe[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE); /* less is fine */
+    int size = fcntl(d->pipe[1], F_GETPIPE_SZ);
+    d->cap = size > 0 ? (size_t)size : 4096;
+    return 0;
+}
+
+/* Moves the tunnel to splicing: the sockets leave their stream handles
+ * (nothing is queued on them) for polls.  Returns 0, or -1 with nothing
+ * changed (the streams carry on). */
+static int
+splice_start(struct conn *c)
+{
+    uv_os_fd_t oc, ou;
+    if (c->p->no_splice || uv_fileno((uv_handle_t *)&c->c.tcp, &oc) < 0 ||
+        uv_fileno((uv_handle_t *)&c->u.tcp, &ou) < 0)
+        return -1;
+    if (make_pipe(&c->up) < 0 || make_pipe(&c->down) < 0)
+        return -1; /* conn_unref closes a pipe made */
+    int fc = fcntl(oc, F_DUPFD_CLOEXEC, 3);
+    int fu = fc >= 0 ? fcntl(ou, F_DUPFD_CLOEXEC, 3) : -1;
+    if (fu < 0) {
+        if (fc >= 0)
+            close(fc);
+        return -1;
+    }
+    /* The stream handles close their own fds now (their epoll entries
+     * with them); the copies are the polls'. */
+    c->c.open = c->u.open = false;
+    uv_close((uv_handle_t *)&c->c.tcp, side_closed);
+    uv_close((uv_handle_t *)&c->u.tcp, side_closed);
+    c->fd_c = fc;
+    c->fd_u = fu;
+    if (uv_poll_init_socket(c->p->loop, &c->poll_c, fc) < 0) {
+        close(fc);
+        close(fu);
+        conn_close(c);
+        return 0;
+    }
+    if (uv_poll_init_socket(c->p->loop, &c->poll_u, fu) < 0) {
+        close(fu);
+        c->fd_u = -1;
+        c->poll_c.data = c;
+        c->refs++;
+        uv_close((uv_handle_t *)&c->poll_c, poll_closed);
+        conn_close(c);
+        return 0;
+    }
+    c->poll_c.data = c->poll_u.data = c;
+    c->refs += 2;
+    c->spliced = true;
+    c->st = ST_RELAY;
+    splice_arm(c);
+    return 0;
+}
+
+/* A tunnel's start: the answer to the client and what it sent early go
+ * now, then splicing; anything left over is queued on the streams. */
+static int
+tunnel_start(struct conn *c, const char *answer, size_t n_answer)
 {
     const char *rest = c->in + c->rest_off;
     size_t n_rest = c->n_in - c->rest_off;
-    if (c->kind == K_CONNECT) {
+    if (write_now(&c->c, &answer, &n_answer) && write_now(&c->u, &rest, &n_rest) &&
+        splice_start(c) == 0)
+        return 1;
+    if (send_copy(c, &c->c, answer, n_answer) < 0 || send_copy(c, &c->u, rest, n_rest) < 0)
+        return -1;
+    c->st = ST_RELAY;
+    return 0;
+}
+
+static void
+connected(struct conn *c)
+{
+    if (c->kind == K_CONNECT || c->kind == K_SOCKS) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-        if (send_copy(c, &c->c, ok, sizeof ok - 1) < 0 || send_copy(c, &c->u, rest, n_rest) < 0)
-            return;
-        c->st = ST_RELAY;
-    } else if (c->kind == K_SOCKS) {
-        socks_reply(c, SOCKS_OK);
-        if (c->st == ST_CLOSING || send_copy(c, &c->u, rest, n_rest) < 0)
-            return;
-        c->st = ST_RELAY;
+        static const char socks_ok[10] = {5, SOCKS_OK, 0, 1, 0, 0, 0, 0, 0, 0};
+        int rc = c->kind == K_CONNECT ? tunnel_start(c, ok, sizeof ok - 1)
+                                      : tunnel_start(c, socks_ok, sizeof socks_ok);
+        if (rc != 0)
+            return; /* spliced (or closing) */
     } else {
         char *head = c->out_head;
         c->out_head = NULL;
@@ -1183,6 +1390,8 @@ on_accept(uv_stream_t *server, int status)
     c->p = p;
     c->refs = 1;
     c->c.open = true;
+    c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
+    c->fd_c = c->fd_u = -1;
     c->c.tcp.data = c;
     c->st = ST_SNIFF;
     p->n_conns++;
@@ -1207,6 +1416,8 @@ netproxy_new(uv_loop_t *loop, const struct netproxy_hooks *hooks)
         return NULL;
     p->loop = loop;
     p->hooks = *hooks;
+    const char *knob = getenv("EXECGATE_NETPROXY_NO_SPLICE");
+    p->no_splice = knob && strcmp(knob, "1") == 0;
     return p;
 }
 

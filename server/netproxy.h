@@ -15,7 +15,9 @@
  * allow it.  The proxy resolves names itself; a name that resolves to a
  * local or private address is refused unless the rule names a local host
  * itself (an address literal or localhost).  Every decision is reported
- * through the hooks (audit and logs).  Limits below.
+ * through the hooks (audit and logs).  Tunnels move their bytes with
+ * splice(2) (reading and writing them where pipes cannot be had, or with
+ * $EXECGATE_NETPROXY_NO_SPLICE=1, a test knob).  Limits below.
  */
 #ifndef EXECGATE_SERVER_NETPROXY_H
 #define EXECGATE_SERVER_NETPROXY_H

@@ -658,6 +658,17 @@ test_many_tunnels(void **state)
     world_free(w);
 }
 
+/* The same tunnels through the streams, as where no pipe can be had. */
+static void
+test_tunnels_without_splice(void **state)
+{
+    setenv("EXECGATE_NETPROXY_NO_SPLICE", "1", 1);
+    test_connect_tunnel_both_ways(state);
+    test_socks5(state);
+    test_many_tunnels(state);
+    unsetenv("EXECGATE_NETPROXY_NO_SPLICE");
+}
+
 static void
 test_nethost(void **state)
 {
@@ -701,6 +712,7 @@ main(void)
         cmocka_unit_test(test_prompt_client_gone),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_many_tunnels),
+        cmocka_unit_test(test_tunnels_without_splice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
