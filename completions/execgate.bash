@@ -49,6 +49,10 @@ _execgate()
         mapfile -t COMPREPLY < <(compgen -W 'bash zsh' -P "$eq" -- "$cur"; compgen -f -P "$eq" -- "$cur")
         return
         ;;
+    --network-proxy)
+        mapfile -t COMPREPLY < <(compgen -W 'auto on off' -P "$eq" -- "$cur")
+        return
+        ;;
     --pass-env)
         mapfile -t COMPREPLY < <(compgen -e -P "$eq" -- "$cur")
         return
@@ -67,7 +71,7 @@ _execgate()
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
-        --pass-env --no-login-snapshot --login-snapshot-timeout-ms --help
-        --version' -- "$cur")
+        --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
+        --help --version' -- "$cur")
 }
 complete -F _execgate execgate

@@ -615,6 +615,21 @@ rules_policy_network_rule_count(const struct rules_policy *p)
     return p ? p->n_net : 0;
 }
 
+struct rules_network_result
+rules_policy_network_check(const struct rules_policy *p, const char *host, const char *protocol)
+{
+    struct rules_network_result r = {RULES_DECISION_NONE, NULL};
+    for (size_t i = 0; p && host && protocol && i < p->n_net; i++) {
+        const struct network_rule *n = &p->net[i];
+        if (strcmp(n->host, host) != 0 || strcmp(n->protocol, protocol) != 0 ||
+            n->decision <= r.decision)
+            continue;
+        r.decision = n->decision;
+        r.justification = n->justification;
+    }
+    return r;
+}
+
 bool
 rules_policy_host_executable_allows(const struct rules_policy *p, const char *name,
                                     const char *path, bool *known)

@@ -96,8 +96,9 @@ int rules_policy_each_rule(const struct rules_policy *p,
 int rules_policy_add_host_executable(struct rules_policy *p, const char *name,
                                      const char *const *paths, size_t n);
 
-/* Records a network rule (kept for completeness; exec decisions ignore it).
- * Returns 0, or -1 on OOM. */
+/* Records a network rule (exec decisions ignore it; the network proxy asks
+ * rules_policy_network_check).  host as network_rule stores it (lower case,
+ * no trailing dot).  Returns 0, or -1 on OOM. */
 int rules_policy_add_network_rule(struct rules_policy *p, const char *host, const char *protocol,
                                   enum rules_decision decision, const char *justification);
 
@@ -120,6 +121,21 @@ int rules_policy_copy_host_executables(struct rules_policy *dst, const struct ru
 
 /* Number of network rules recorded.  Cannot fail. */
 size_t rules_policy_network_rule_count(const struct rules_policy *p);
+
+/* The decision of the network rules for one destination. */
+struct rules_network_result {
+    enum rules_decision decision; /* strictest of the rules naming host and protocol; NONE: none */
+    const char *justification;    /* that rule's (the first of them), or NULL; the policy's */
+};
+
+/*
+ * The network rules whose host equals `host` (already lower case, without
+ * brackets or a trailing dot) and whose protocol equals `protocol` ("http",
+ * "https", "socks5_tcp", "socks5_udp"): the strictest of their decisions.
+ * Hosts compare exactly, as network_rule accepts no wildcards.  Cannot fail.
+ */
+struct rules_network_result rules_policy_network_check(const struct rules_policy *p,
+                                                       const char *host, const char *protocol);
 
 /*
  * Whether a host_executable(name=...) exists (*known) and lists `path`

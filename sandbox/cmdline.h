@@ -24,6 +24,7 @@ struct sandbox_policy;
 #define SANDBOX_OPT_ARGV0          "--argv0"
 #define SANDBOX_OPT_ALLOW_DEGRADED "--allow-degraded"
 #define SANDBOX_OPT_PROTECT        "--protect"
+#define SANDBOX_OPT_NET_PROXY_FD   "--net-proxy-fd"
 
 /* How a line on --report-fd begins when PROGRAM could not be started (the
  * rest of the line is the errno and "}"): the helper's 126 or 127 then
@@ -36,9 +37,13 @@ struct sandbox_cmdline {
     /* --policy: written as its canonical JSON, which carries the sandbox
      * cwd and whether the network is reachable (sandbox_policy_to_json) */
     const struct sandbox_policy *policy;
-    const char *cwd;     /* --cwd: where the program starts */
-    int report_fd;       /* --report-fd N ("sandbox in place"), or -1 */
-    int exec_notify_fd;  /* --exec-notify-fd N (tree enforcement's hand-over), or -1 */
+    const char *cwd;    /* --cwd: where the program starts */
+    int report_fd;      /* --report-fd N ("sandbox in place"), or -1 */
+    int exec_notify_fd; /* --exec-notify-fd N (tree enforcement's hand-over), or -1 */
+    /* --net-proxy-fd N (the network namespace's listener goes there), or
+     * 0 for none: 0 is stdin, never such a socket, and so callers that
+     * do not name the field ask for nothing */
+    int net_proxy_fd;
     const char *argv0;   /* --argv0 NAME for the program, or NULL */
     bool allow_degraded; /* --allow-degraded */
     /* --protect PATH for each, in order (docs/sandbox.md); may be NULL
@@ -50,7 +55,7 @@ struct sandbox_cmdline {
 
 /*
  * The argv for c:
- *   HELPER [--exec-notify-fd N] [--argv0 NAME] [--allow-degraded]
+ *   HELPER [--exec-notify-fd N] [--net-proxy-fd N] [--argv0 NAME] [--allow-degraded]
  *          [--protect PATH]... --policy JSON --cwd CWD [--report-fd N]
  *          -- PROGRAM ARGS...
  * Returns a NULL-terminated array of malloc'd strings that the caller

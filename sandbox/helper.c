@@ -11,6 +11,7 @@
 #include "sandbox/exec_filter.h"
 #include "sandbox/filter.h"
 #include "sandbox/landlock.h"
+#include "sandbox/netns.h"
 #include "sandbox/ns.h"
 #include "sandbox/placeholder.h"
 #include "sandbox/policy.h"
@@ -31,6 +32,8 @@
 #include <unistd.h>
 
 #include <jansson.h>
+
+#include "wrapper/fd_pass.h"
 
 __attribute__((format(printf, 2, 0))) static void
 vmessage(int errnum, const char *fmt, va_list ap)
@@ -191,6 +194,27 @@ check_exec_notify_fd(const struct sandbox_helper_options *o)
     int flags = fcntl(fd, F_GETFD);
     if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
         sandbox_helper_die(errno, "--exec-notify-fd %d: setting close-on-exec", fd);
+}
+
+static void
+check_net_proxy_fd(const struct sandbox_helper_options *o)
+{
+    int fd = o->net_proxy_fd;
+    if (fd < 0)
+        return;
+    if (fd <= 2 || fd == o->report_fd || fd == o->exec_notify_fd)
+        sandbox_helper_die(0, "--net-proxy-fd %d: must not be stdio, the report or exec-notify fd",
+                           fd);
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+        sandbox_helper_die(errno, "--net-proxy-fd %d", fd);
+    if (type != SOCK_SEQPACKET && type != SOCK_DGRAM)
+        sandbox_helper_die(0, "--net-proxy-fd %d: must be a SOCK_SEQPACKET or SOCK_DGRAM socket",
+                           fd);
+    int flags = fcntl(fd, F_GETFD);
+    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+        sandbox_helper_die(errno, "--net-proxy-fd %d: setting close-on-exec", fd);
 }
 
 /* exec-notify: the path execvp would run, found before the filter is in
@@ -719,6 +743,44 @@ close_report_copy(struct run *r)
         close(r->o->exec_notify_fd);
 }
 
+/*
+ * --net-proxy-fd: the command's network is a namespace of its own with
+ * only loopback, where the helper listens; the listener goes to the
+ * server (whose proxy serves it) and the proxy variables to the command.
+ * IP sockets are then allowed (the namespace is the limit).  Without the
+ * namespace the command has no network at all (seccomp), and the report
+ * says "network_proxy": false.
+ */
+static void
+enter_proxy_network(struct run *r)
+{
+    int sock = r->o->net_proxy_fd;
+    if (sock < 0)
+        return;
+    unsigned port = 0;
+    const char *what = "unshare";
+    int fd = sandbox_netns_enter(&port, &what);
+    if (fd < 0) {
+        sandbox_helper_warn("network proxy: %s: %s; the command has no network", what,
+                            strerror(-fd));
+        put(r->report, "network_proxy", json_false());
+        close(sock);
+        return;
+    }
+    char tag = 'L';
+    struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+    ssize_t sent = fd_pass_send(sock, &iov, 1, &fd, 1);
+    close(fd);
+    close(sock);
+    if (sent < 0)
+        sandbox_helper_die((int)-sent, "network proxy: sending the listener on fd %d", sock);
+    int rc = sandbox_netns_set_env(port);
+    if (rc < 0)
+        sandbox_helper_die(-rc, "network proxy: setting the proxy variables");
+    r->restrict_net = false;
+    put(r->report, "network_proxy", json_integer(port));
+}
+
 static void
 report_namespaces(struct run *r)
 {
@@ -1037,6 +1099,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     reset_signals();
     check_report_fd(o->report_fd);
     check_exec_notify_fd(o);
+    check_net_proxy_fd(o);
     run_init(&r, o);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
     bool notify = o->exec_notify_fd >= 0;
@@ -1056,8 +1119,13 @@ sandbox_helper_run(struct sandbox_helper_options *o)
 
     if (confine || r.restrict_net || notify)
         set_no_new_privs(&r);
+    if (!confine && o->net_proxy_fd >= 0) {
+        close(o->net_proxy_fd); /* no namespaces here: the policy's network stands */
+        o->net_proxy_fd = -1;
+    }
     if (confine) {
         enter_namespaces(&r);
+        enter_proxy_network(&r);
         if (r.ns.pid)
             run_in_pid_namespace(&r);
         report_namespaces(&r);

@@ -17,6 +17,7 @@ struct sandbox_helper_options {
     const char *cwd;
     int report_fd;        /* -1: no report */
     int exec_notify_fd;   /* -1: none; else a socket for the exec filter's listener */
+    int net_proxy_fd;     /* -1: none; else a socket for the network namespace's listener */
     bool allow_degraded;  /* run with less confinement than asked, and say so */
     char **program_argv;  /* NULL-terminated, at least one entry */
     const char *argv0;    /* NULL, or argv[0] for the program in place of program_argv[0] */

@@ -25,7 +25,8 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
-            "                        [--allow-degraded] [--argv0 NAME] [--protect PATH]...\n"
+            "                        [--net-proxy-fd N] [--allow-degraded] [--argv0 NAME] "
+            "[--protect PATH]...\n"
             "                        -- PROGRAM [ARGS...]\n"
             "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
             "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
@@ -35,6 +36,10 @@ usage(FILE *out)
             "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
             "descendants to a supervisor; the seccomp listener is sent over the\n"
             "SOCK_SEQPACKET socket N (see docs/enforcement.md).\n"
+            "--net-proxy-fd N: under read-only or workspace-write, PROGRAM gets a network\n"
+            "namespace with only loopback; the socket listening on 127.0.0.1 there is sent\n"
+            "over the SOCK_SEQPACKET socket N, and the proxy variables point at it (see\n"
+            "docs/network.md).\n"
             "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
             "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
             "(symlinks resolved) lies in a writable location, it is kept read-only\n"
@@ -58,6 +63,7 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
 {
     o->report_fd = -1;
     o->exec_notify_fd = -1;
+    o->net_proxy_fd = -1;
     o->protect = calloc((size_t)argc, sizeof *o->protect); /* at most one per argument */
     if (o->protect == NULL)
         sandbox_helper_die(ENOMEM, "reading the options");
@@ -82,6 +88,11 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             o->exec_notify_fd = parse_fd(argv[++i]);
             if (o->exec_notify_fd < 0)
                 sandbox_helper_die(0, "--exec-notify-fd: \"%s\" is not a file descriptor number",
+                                   argv[i]);
+        } else if (strcmp(a, SANDBOX_OPT_NET_PROXY_FD) == 0 && has_value) {
+            o->net_proxy_fd = parse_fd(argv[++i]);
+            if (o->net_proxy_fd < 0)
+                sandbox_helper_die(0, "--net-proxy-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
         } else if (strcmp(a, SANDBOX_OPT_ARGV0) == 0 && has_value) {
             o->argv0 = argv[++i];

@@ -22,7 +22,7 @@ deps_build=(
 # tools the tests run (Debian's zsh: the patched one is compared with it).
 deps_tests=(
     libcmocka-dev clang libclang-rt-14-dev clang-format
-    valgrind procps iproute2 util-linux zsh
+    valgrind procps iproute2 util-linux zsh curl
 )
 # scripts/package, beyond building: git for the clean copy, the Debian
 # package tools, and npm (Debian's, unless an npm is already installed).

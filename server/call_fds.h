@@ -22,7 +22,8 @@ enum call_fd {
     CALL_FD_REPORT = 3,      /* the helper's "sandbox in place" line (--report-fd) */
     CALL_FD_ESCALATE = 4,    /* the call's escalation socket (CODEX_ESCALATE_SOCKET) */
     CALL_FD_EXEC_NOTIFY = 5, /* tree enforcement's hand-over socket (--exec-notify-fd) */
-    CALL_FD_COUNT = 6        /* numbers in the table: 0 to 5 */
+    CALL_FD_NET_PROXY = 6,   /* the network namespace's hand-over socket (--net-proxy-fd) */
+    CALL_FD_COUNT = 7        /* numbers in the table: 0 to 6 */
 };
 
 /* For each number, the server's fd the child gets there (borrowed,

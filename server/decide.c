@@ -345,6 +345,18 @@ decide_server_wrap_names(const struct decide_server *ds)
     return ds->wrap_names;
 }
 
+const struct rules_policy *
+decide_server_rules(const struct decide_server *ds)
+{
+    return ds ? ds->rules : NULL;
+}
+
+struct audit *
+decide_server_audit(const struct decide_server *ds)
+{
+    return ds ? ds->audit : NULL;
+}
+
 bool
 decide_server_auditing(const struct decide_server *ds)
 {

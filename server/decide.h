@@ -104,6 +104,15 @@ size_t decide_server_rule_count(const struct decide_server *ds);
  */
 const char *decide_server_wrap_names(const struct decide_server *ds);
 
+/* The rules in force now (borrowed: valid until the next successful
+ * reload), for the network proxy's network_rule decisions. */
+const struct rules_policy *decide_server_rules(const struct decide_server *ds);
+
+/* The audit log (borrowed, as long as ds lives), or NULL without one:
+ * the network proxy's records go there too. */
+struct audit;
+struct audit *decide_server_audit(const struct decide_server *ds);
+
 /* Whether there is an audit log (records are built only then). */
 bool decide_server_auditing(const struct decide_server *ds);
 

@@ -2,6 +2,7 @@
 
 #include "server/call_cgroup.h"
 #include "server/call_fds.h"
+#include "server/call_net.h"
 #include "server/call_result.h"
 #include "sandbox/cmdline.h"
 #include "server/escalation.h"
@@ -15,6 +16,7 @@
 #include "server/jsonrpc.h"
 #include "server/login_snapshot.h"
 #include "server/log.h"
+#include "rules/policy.h"
 #include "sandbox/policy.h"
 #include "server/reaper.h"
 #include "server/shell_call.h"
@@ -57,6 +59,7 @@ struct mcp_call {
     struct decide_call *dc;     /* the call's decisions; NULL once attached to sc */
     char *aborted;              /* escalation hook: why a person aborted the call */
     struct call_cgroup *cg;     /* every process of the call, once it runs; or NULL */
+    struct call_net *net;       /* the network through the proxy; or NULL */
     bool running;
     /* login snapshot hook: a login call that may source a snapshot, until
      * it starts (its key and workdir); or the capture itself */
@@ -89,6 +92,7 @@ struct mcp_server {
     char **protect;               /* the server's own files: read-only in every sandbox */
     size_t n_protect;
     struct rules_watch *rules_watch;   /* reloads the rules when they change */
+    struct call_net_server *net;       /* the network proxy (--network-proxy); or NULL */
     struct client_log *client_log;     /* notifications/message for the client */
     struct call_cgroup_probe *cgroups; /* what the machine offers for per-call cgroups */
     struct spawn_child *guard;         /* kills what calls left if the server dies; or NULL */
@@ -178,6 +182,7 @@ static void
 call_free(struct mcp_call *c)
 {
     end_cgroup(c);
+    call_net_free(c->net);
     json_decref(c->id);
     json_decref(c->progress_token);
     escalation_call_discard(c->ec);
@@ -306,6 +311,7 @@ handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
     const json_t *caps = json_object_get(params, "capabilities");
     s->client_elicitation = json_object_get(caps, "elicitation") != NULL;
     decide_server_set_client(s->decide, s->rpc, s->client_elicitation);
+    call_net_server_set_client(s->net, s->rpc, s->client_elicitation);
     /* records go out from now on: a client hears nothing before initialize */
     client_log_set_rpc(s->client_log, s->rpc);
     json_t *result = json_pack("{s:s, s:{s:{s:{s:s}}, s:{}, s:{}}, s:{s:s, s:s}, s:s}",
@@ -569,9 +575,24 @@ sandbox_cwd(const struct mcp_server *s, const struct call_request *r)
  * CALL_FD_EXEC_NOTIFY.  Its writable roots are those of view (the call's,
  * resolved as it arrived), however long the call then waits for a slot.
  * NULL with *err (malloc'd) on failure. */
+/* Whether a call under p reaches the network through the proxy: the
+ * policy keeps the network off and confines the command (read-only or
+ * workspace-write: the helper makes namespaces there), and the proxy is
+ * on, or on by default and the rules hold a network_rule. */
+static bool
+uses_proxy(const struct mcp_server *s, const struct sandbox_policy *p)
+{
+    enum sandbox_kind kind = sandbox_policy_kind(p);
+    if (!s->net || sandbox_policy_network_allowed(p) ||
+        (kind != SANDBOX_READ_ONLY && kind != SANDBOX_WORKSPACE_WRITE))
+        return false;
+    return s->o->network_proxy == OPTIONS_NETWORK_PROXY_ON ||
+           rules_policy_network_rule_count(decide_server_rules(s->decide)) > 0;
+}
+
 static char **
 call_argv(struct mcp_server *s, const struct writable_view *view, const struct call_request *r,
-          char **err)
+          bool *net, char **err)
 {
     struct sandbox_policy *p = sandbox_policy_from_json(s->policy, sandbox_cwd(s, r), err);
     if (p && writable_view_pin(view, p, err) < 0) {
@@ -587,6 +608,7 @@ call_argv(struct mcp_server *s, const struct writable_view *view, const struct c
         .cwd = r->workdir,
         .report_fd = CALL_FD_REPORT,
         .exec_notify_fd = s->tree ? CALL_FD_EXEC_NOTIFY : -1,
+        .net_proxy_fd = (*net = uses_proxy(s, p)) ? CALL_FD_NET_PROXY : 0,
         .protect = (const char *const *)s->protect,
         .n_protect = s->n_protect,
         .program = program,
@@ -664,8 +686,9 @@ new_call(struct mcp_server *s, const json_t *id, const struct call_request *r, i
         c->id = json_deep_copy(id);
     }
     char **argv = NULL;
+    bool net = false;
     if (!c || !c->id || call_decisions(s, c, r, &err) < 0 ||
-        !(argv = call_argv(s, decide_call_view(c->dc), r, &err))) {
+        !(argv = call_argv(s, decide_call_view(c->dc), r, &net, &err))) {
         if (c)
             call_free(c);
         *errp = strfmt("sandbox policy: %s", err ? err : "out of memory");
@@ -673,6 +696,15 @@ new_call(struct mcp_server *s, const json_t *id, const struct call_request *r, i
         return NULL;
     }
     char **env = NULL;
+    char *label = net ? json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    if (net && !(label && (c->net = call_net_new(s->net, label, r->command)))) {
+        free(label);
+        free_strv(argv);
+        call_free(c);
+        *errp = strdup("network proxy: out of memory");
+        return NULL;
+    }
+    free(label);
     if (call_front_ends(s, c) < 0 || !(env = call_env(s))) {
         free_strv(argv);
         call_free(c);
@@ -813,8 +845,18 @@ start_call(struct mcp_server *s, struct mcp_call *c)
         log_error("cannot make the exec watch's socket: %s: the call will fail",
                   strerror(-notify_fd));
     shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
+    /* the network proxy: without the socket the helper refuses to run
+     * the command (--net-proxy-fd names no socket) */
+    int net_fd = c->net ? call_net_open(c->net) : -1;
+    if (c->net && net_fd < 0)
+        log_error("cannot make the network proxy's socket: %s: the call will fail",
+                  strerror(-net_fd));
+    if (c->net)
+        shell_call_set_fd(c->sc, CALL_FD_NET_PROXY, net_fd);
     start_cgroup(s, c, ec);
     shell_call_start(c->sc);
+    if (c->net)
+        call_net_spawned(c->net);
     escalation_call_spawned(ec);
     if (c->watch)
         exec_watch_spawned(c->watch, notify_fd);
@@ -1132,6 +1174,10 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         s->client_log = client_log_new();
         rc = s->client_log ? 0 : -1;
     }
+    if (rc == 0 && o->network_proxy != OPTIONS_NETWORK_PROXY_OFF) {
+        s->net = call_net_server_new(loop, s->decide, s->client_log);
+        rc = s->net ? 0 : -1;
+    }
     if (rc == 0) {
         decide_server_set_log(s->decide, s->client_log);
         s->rpc = jsonrpc_new(loop, &rpc_handler, s, o->max_message_bytes);
@@ -1140,6 +1186,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     if (rc < 0) {
         if (!*err)
             *err = strdup("out of memory");
+        call_net_server_free(s->net);
         client_log_free(s->client_log);
         decide_server_free(s->decide);
         json_decref(s->policy);
@@ -1376,6 +1423,7 @@ on_rpc_closed(void *data)
     s->rpc_closed = true;
     s->rpc = NULL;
     decide_server_set_client(s->decide, NULL, false);
+    call_net_server_set_client(s->net, NULL, false);
     client_log_set_rpc(s->client_log, NULL);
     if (s->started && !uv_is_closing((uv_handle_t *)&s->grace))
         uv_close((uv_handle_t *)&s->grace, on_server_handle_closed);
@@ -1398,6 +1446,8 @@ maybe_finish(struct mcp_server *s)
         s->guard = NULL;
         rules_watch_close(s->rules_watch);
         s->rules_watch = NULL;
+        call_net_server_free(s->net); /* no call is left to use it */
+        s->net = NULL;
         uv_timer_stop(&s->grace);
         uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
     }
@@ -1413,6 +1463,7 @@ mcp_server_free(struct mcp_server *s)
     free(s->policy_cwd);
     free(s->instructions);
     state_paths_free(s->protect);
+    call_net_server_free(s->net);
     decide_server_free(s->decide);
     client_log_free(s->client_log);
     login_snapshot_free(s->snap);

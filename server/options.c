@@ -42,6 +42,7 @@ enum {
     OPT_NO_LOGIN_SNAPSHOT,
     OPT_LOGIN_SNAPSHOT_TIMEOUT,
     OPT_SHELL,
+    OPT_NETWORK_PROXY,
 };
 
 static const struct option long_options[] = {
@@ -72,6 +73,7 @@ static const struct option long_options[] = {
     {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
     {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
     {"shell", required_argument, NULL, OPT_SHELL},
+    {"network-proxy", required_argument, NULL, OPT_NETWORK_PROXY},
     {NULL, 0, NULL, 0},
 };
 
@@ -131,6 +133,10 @@ usage(FILE *out)
             "  --login-snapshot-timeout-ms MS\n"
             "                            a snapshot's capture taking longer is killed and\n"
             "                            login calls run real login shells (10000)\n"
+            "  --network-proxy MODE      with network off in the policy, reach the network\n"
+            "                            through the proxy that network_rule decides: auto\n"
+            "                            (when the rules have one; the default), on, off\n"
+            "                            (docs/network.md)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -546,6 +552,18 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         }
         *err = strfmt("--exec-enforcement: expected tree or shell, got '%s'", arg);
         return -1;
+    case OPT_NETWORK_PROXY:
+        if (strcmp(arg, "auto") == 0)
+            o->network_proxy = OPTIONS_NETWORK_PROXY_AUTO;
+        else if (strcmp(arg, "on") == 0)
+            o->network_proxy = OPTIONS_NETWORK_PROXY_ON;
+        else if (strcmp(arg, "off") == 0)
+            o->network_proxy = OPTIONS_NETWORK_PROXY_OFF;
+        else {
+            *err = strfmt("--network-proxy: expected auto, on or off, got '%s'", arg);
+            return -1;
+        }
+        return 0;
     case OPT_LOG_LEVEL:
         if (log_level_parse(arg, &o->log_level) == 0)
             return 0;

@@ -41,6 +41,14 @@ enum options_shell {
     OPTIONS_SHELL_ZSH,
 };
 
+/* --network-proxy: when a call's sandbox reaches the network through the
+ * proxy (docs/network.md). */
+enum options_network_proxy {
+    OPTIONS_NETWORK_PROXY_AUTO = 0, /* when the rules hold a network_rule */
+    OPTIONS_NETWORK_PROXY_ON,       /* always (network off in the policy) */
+    OPTIONS_NETWORK_PROXY_OFF,      /* never: network off means none */
+};
+
 struct server_options {
     char *bash_path;  /* the patched Bash */
     char *shell_path; /* the shell that runs commands (--shell): the Bash's path or a zsh */
@@ -68,6 +76,7 @@ struct server_options {
     enum log_format log_format;
     enum options_exec_enforcement exec_enforcement;
     bool exec_strict; /* tree: exec_notify_set_refuse_shared_memory */
+    enum options_network_proxy network_proxy;
     /* --pass-env: names an escalated program takes from the request's
      * environment (escalated_env_build), each once, NULL-terminated */
     char **pass_env;

@@ -29,7 +29,8 @@ test_numbers(void **state)
     assert_int_equal(CALL_FD_REPORT, 3);
     assert_int_equal(CALL_FD_ESCALATE, 4);
     assert_int_equal(CALL_FD_EXEC_NOTIFY, 5);
-    assert_int_equal(CALL_FD_COUNT, CALL_FD_EXEC_NOTIFY + 1);
+    assert_int_equal(CALL_FD_NET_PROXY, 6);
+    assert_int_equal(CALL_FD_COUNT, CALL_FD_NET_PROXY + 1);
 }
 
 static void

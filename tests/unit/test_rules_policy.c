@@ -474,6 +474,37 @@ test_network_rules(void **state)
     rules_policy_free(p);
 }
 
+/* The network check: exact host and protocol, strictest decision wins,
+ * its justification comes along. */
+static void
+test_network_check(void **state)
+{
+    (void)state;
+    struct rules_policy *p = rules_policy_new();
+    assert_int_equal(rules_policy_add_network_rule(p, "github.com", "https", RULES_DECISION_ALLOW,
+                                                   "code hosting"),
+                     0);
+    assert_int_equal(
+        rules_policy_add_network_rule(p, "github.com", "https", RULES_DECISION_PROMPT, "ask first"),
+        0);
+    assert_int_equal(
+        rules_policy_add_network_rule(p, "x.test", "http", RULES_DECISION_FORBIDDEN, NULL), 0);
+    struct rules_network_result r = rules_policy_network_check(p, "github.com", "https");
+    assert_int_equal(r.decision, RULES_DECISION_PROMPT);
+    assert_string_equal(r.justification, "ask first");
+    r = rules_policy_network_check(p, "github.com", "http");
+    assert_int_equal(r.decision, RULES_DECISION_NONE);
+    assert_null(r.justification);
+    r = rules_policy_network_check(p, "api.github.com", "https");
+    assert_int_equal(r.decision, RULES_DECISION_NONE);
+    r = rules_policy_network_check(p, "x.test", "http");
+    assert_int_equal(r.decision, RULES_DECISION_FORBIDDEN);
+    assert_null(r.justification);
+    r = rules_policy_network_check(NULL, "x.test", "http");
+    assert_int_equal(r.decision, RULES_DECISION_NONE);
+    rules_policy_free(p);
+}
+
 /* Many programs, each with several rules: every lookup lands in the right
  * bucket however big the table grew. */
 static void
@@ -700,6 +731,7 @@ main(void)
         cmocka_unit_test(test_json_escaping_and_pretty),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_network_rules),
+        cmocka_unit_test(test_network_check),
         cmocka_unit_test(test_many_rules),
         cmocka_unit_test(test_index_equals_scan),
         cmocka_unit_test(test_settle_by_standing_answer),

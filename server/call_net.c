@@ -1,0 +1,314 @@
+/*
+ * call_net: the proxy's hooks (rules, questions, records) and each call's
+ * hand-over of its namespace's listener.
+ */
+#include "server/call_net.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/audit.h"
+#include "server/client_log.h"
+#include "server/decide.h"
+#include "server/jsonrpc.h"
+#include "server/log.h"
+#include "server/netproxy.h"
+#include "wrapper/fd_pass.h"
+
+struct call_net_server {
+    uv_loop_t *loop;
+    struct netproxy *proxy;
+    struct decide_server *ds;
+    struct client_log *log;
+    struct jsonrpc *rpc;
+    bool elicitation;
+};
+
+struct call_net {
+    struct call_net_server *ns;
+    char *call_id, *command;
+    int sv[2]; /* [0] the server's end, [1] the helper's until spawned */
+    uv_poll_t poll;
+    bool poll_open; /* poll initialised: it ends in its close callback */
+    struct netproxy_listener *listener;
+};
+
+/* ---- hooks ---- */
+
+static const struct rules_policy *
+hook_policy(void *arg)
+{
+    struct call_net_server *ns = arg;
+    return decide_server_rules(ns->ds);
+}
+
+/* A decision record: the audit log's line, the client's log and stderr's. */
+static void
+hook_event(void *arg, const struct netproxy_event *ev)
+{
+    struct call_net_server *ns = arg;
+    enum client_log_level level = ev->allowed ? CLIENT_LOG_INFO : CLIENT_LOG_WARNING;
+    enum log_level log_level = ev->allowed ? LOG_LEVEL_INFO : LOG_LEVEL_WARN;
+    json_t *rec = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s*, s:s*}", "event", "network",
+                            "host", ev->host, "port", (json_int_t)ev->port, "protocol",
+                            ev->protocol, "decision", ev->allowed ? "allow" : "deny", "rule",
+                            ev->decision, "justification", ev->rule, "reason", ev->message);
+    json_t *id = json_loads(ev->call_id, JSON_DECODE_ANY, NULL);
+    if (!rec) {
+        json_decref(id);
+        log_warn("network: out of memory recording a decision");
+        return;
+    }
+    json_object_set_new(rec, "call", json_string(ev->call_id));
+    json_object_set_new(rec, "command", json_string(ev->command));
+    if (log_record_wanted(log_level))
+        log_record(log_level, rec);
+    else
+        log_msg(log_level, "network: call %s: %s %s:%u (%s), rule: %s", ev->call_id,
+                ev->allowed ? "allowed" : "refused", ev->host, ev->port, ev->protocol,
+                ev->decision);
+    if (client_log_wants(ns->log, level)) {
+        json_t *copy = json_deep_copy(rec);
+        if (copy && id)
+            json_object_set(copy, "requestId", id);
+        client_log_send(ns->log, level, copy);
+    }
+    json_decref(id);
+    audit_write(decide_server_audit(ns->ds), rec);
+}
+
+struct question {
+    struct netproxy_ask *ask;
+};
+
+static void
+on_answer(const json_t *result, const json_t *error, void *data)
+{
+    struct question *q = data;
+    enum netproxy_answer a = NETPROXY_DENIED;
+    const char *action = json_string_value(json_object_get(result, "action"));
+    const char *decision =
+        json_string_value(json_object_get(json_object_get(result, "content"), "decision"));
+    if (!error && action && strcmp(action, "accept") == 0) {
+        if (!decision || strcmp(decision, "approved") == 0)
+            a = NETPROXY_APPROVED;
+        else if (strcmp(decision, "approved_for_session") == 0)
+            a = NETPROXY_APPROVED_FOR_SESSION;
+    }
+    netproxy_ask_answer(q->ask, a);
+    free(q);
+}
+
+static void
+hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
+{
+    struct call_net_server *ns = arg;
+    if (!ns->rpc || !ns->elicitation) {
+        netproxy_ask_answer(ask, NETPROXY_UNASKED);
+        return;
+    }
+    const char *scheme = strcmp(what->protocol, "http") == 0    ? "http"
+                         : strcmp(what->protocol, "https") == 0 ? "https"
+                                                                : "socks5";
+    char *msg = NULL;
+    if (asprintf(&msg, "Allow network access to `%s:%u` (%s) for `%s`?%s%s", what->host, what->port,
+                 scheme, what->command, what->rule ? " Rule: " : "",
+                 what->rule ? what->rule : "") < 0) {
+        netproxy_ask_answer(ask, NETPROXY_DENIED);
+        return;
+    }
+    json_t *decisions =
+        json_pack("[s,s,s,s]", "approved", "approved_for_session", "denied", "abort");
+    json_t *params =
+        decisions ? json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:o, s:s}}}}", "message", msg,
+                              "requestedSchema", "type", "object", "properties", "reason", "type",
+                              "string", "description", "Optional reason for allowing or denying",
+                              "decision", "type", "string", "enum", decisions, "description",
+                              "approved (this connection), approved_for_session (this host for the "
+                              "rest of the session), denied, or abort")
+                  : NULL;
+    free(msg);
+    struct question *q = params ? malloc(sizeof *q) : NULL;
+    if (!q) {
+        json_decref(params);
+        netproxy_ask_answer(ask, NETPROXY_DENIED);
+        return;
+    }
+    q->ask = ask;
+    /* jsonrpc_request takes params, also on failure */
+    if (jsonrpc_request(ns->rpc, "elicitation/create", params, on_answer, q) < 0) {
+        free(q);
+        netproxy_ask_answer(ask, NETPROXY_UNASKED);
+    }
+}
+
+/* ---- the server's proxy ---- */
+
+struct call_net_server *
+call_net_server_new(uv_loop_t *loop, struct decide_server *ds, struct client_log *log)
+{
+    struct call_net_server *ns = calloc(1, sizeof *ns);
+    if (!ns)
+        return NULL;
+    ns->loop = loop;
+    ns->ds = ds;
+    ns->log = log;
+    const struct netproxy_hooks hooks = {
+        .policy = hook_policy, .ask = hook_ask, .event = hook_event, .arg = ns};
+    ns->proxy = netproxy_new(loop, &hooks);
+    if (!ns->proxy) {
+        free(ns);
+        return NULL;
+    }
+    return ns;
+}
+
+void
+call_net_server_set_client(struct call_net_server *ns, struct jsonrpc *rpc, bool elicitation)
+{
+    if (!ns)
+        return;
+    ns->rpc = rpc;
+    ns->elicitation = elicitation;
+}
+
+void
+call_net_server_free(struct call_net_server *ns)
+{
+    if (!ns)
+        return;
+    netproxy_free(ns->proxy);
+    free(ns);
+}
+
+/* ---- a call's listener ---- */
+
+struct call_net *
+call_net_new(struct call_net_server *ns, const char *call_id, const char *command)
+{
+    struct call_net *cn = calloc(1, sizeof *cn);
+    if (!cn)
+        return NULL;
+    cn->ns = ns;
+    cn->sv[0] = cn->sv[1] = -1;
+    cn->call_id = strdup(call_id);
+    cn->command = strdup(command);
+    if (!cn->call_id || !cn->command) {
+        free(cn->call_id);
+        free(cn->command);
+        free(cn);
+        return NULL;
+    }
+    return cn;
+}
+
+int
+call_net_open(struct call_net *cn)
+{
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cn->sv) < 0) {
+        cn->sv[0] = cn->sv[1] = -1;
+        return -errno;
+    }
+    return cn->sv[1];
+}
+
+static void
+poll_closed(uv_handle_t *h)
+{
+    struct call_net *cn = h->data;
+    if (cn->sv[0] >= 0)
+        close(cn->sv[0]);
+    free(cn->call_id);
+    free(cn->command);
+    free(cn);
+}
+
+static void
+stop_polling(struct call_net *cn)
+{
+    if (cn->poll_open)
+        uv_poll_stop(&cn->poll);
+}
+
+/* The helper's message: one byte and the listener, or its end closing
+ * (no namespace could be made: the command has no network). */
+static void
+on_listener(uv_poll_t *p, int status, int events)
+{
+    struct call_net *cn = p->data;
+    (void)events;
+    if (status < 0) {
+        log_warn("network: call %s: waiting for the sandbox's listener: %s", cn->call_id,
+                 uv_strerror(status));
+        stop_polling(cn);
+        return;
+    }
+    char tag;
+    int fd = -1;
+    size_t nfds = 0;
+    ssize_t n = fd_pass_recv(cn->sv[0], &tag, 1, &fd, 1, &nfds, NULL);
+    if (n == -EAGAIN)
+        return;
+    stop_polling(cn);
+    if (n <= 0 || nfds != 1) {
+        if (n < 0)
+            log_warn("network: call %s: receiving the sandbox's listener: %s", cn->call_id,
+                     strerror((int)-n));
+        else
+            log_info("network: call %s: the sandbox has no network namespace, so no network",
+                     cn->call_id);
+        if (nfds == 1)
+            close(fd);
+        return;
+    }
+    char *why = NULL;
+    if (netproxy_listen_fd(cn->ns->proxy, fd, cn->call_id, cn->command, &cn->listener, &why) < 0) {
+        log_error("network: call %s: %s", cn->call_id, why ? why : "out of memory");
+        free(why);
+    }
+}
+
+void
+call_net_spawned(struct call_net *cn)
+{
+    if (cn->sv[1] >= 0) {
+        close(cn->sv[1]);
+        cn->sv[1] = -1;
+    }
+    if (cn->sv[0] < 0)
+        return;
+    int rc = uv_poll_init(cn->ns->loop, &cn->poll, cn->sv[0]);
+    if (rc == 0) {
+        cn->poll_open = true;
+        cn->poll.data = cn;
+        rc = uv_poll_start(&cn->poll, UV_READABLE | UV_DISCONNECT, on_listener);
+    }
+    if (rc < 0)
+        log_error("network: call %s: cannot wait for the sandbox's listener: %s: the command "
+                  "has no network",
+                  cn->call_id, uv_strerror(rc));
+}
+
+void
+call_net_free(struct call_net *cn)
+{
+    if (!cn)
+        return;
+    netproxy_listener_close(cn->listener);
+    if (cn->sv[1] >= 0)
+        close(cn->sv[1]);
+    if (cn->poll_open) {
+        uv_close((uv_handle_t *)&cn->poll, poll_closed);
+        return;
+    }
+    if (cn->sv[0] >= 0)
+        close(cn->sv[0]);
+    free(cn->call_id);
+    free(cn->command);
+    free(cn);
+}

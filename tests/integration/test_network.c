@@ -1,0 +1,327 @@
+/*
+ * The network proxy through the whole product: the real server, the real
+ * sandbox (workspace-write, network off) with its network namespace, curl
+ * and Python inside it, and test servers on the host's loopback
+ * (network/servers.py: a page server and an echo server).  Proves what a
+ * network_rule lets through, what it refuses and how, that a prompt rule
+ * asks once per session with approved_for_session, and that a program
+ * that ignores the proxy variables reaches nothing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
+#include "tests/support/tmpdir.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *server_path;
+
+/* The test servers: their ports, and the pipe whose end stops them. */
+static pid_t servers_pid;
+static int servers_stdin = -1;
+static unsigned http_port, echo_port;
+
+static int
+servers_start(void **state)
+{
+    (void)state;
+    const char *script = getenv("EXECGATE_TEST_NET_SERVERS");
+    int in[2], out[2];
+    if (!script || pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+        return -1;
+    servers_pid = fork();
+    if (servers_pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execlp("python3", "python3", script, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    servers_stdin = in[1];
+    FILE *f = fdopen(out[0], "r");
+    if (!f || fscanf(f, "%u %u", &http_port, &echo_port) != 2) {
+        fprintf(stderr, "the test servers did not start\n");
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+static int
+servers_stop(void **state)
+{
+    (void)state;
+    if (servers_stdin >= 0)
+        close(servers_stdin);
+    int status;
+    if (servers_pid > 0)
+        waitpid(servers_pid, &status, 0);
+    return 0;
+}
+
+static void
+world_start(struct mcp_world *w, const char *rules, bool elicitation)
+{
+    const struct mcp_world_options o = {
+        .server = server_path, .client_name = "network-tests", .elicitation = elicitation};
+    mcp_world_start(w, rules, &o);
+}
+
+static json_t *
+run(struct mcp_world *w, const char *command, struct mcp_answers *a)
+{
+    return mcp_world_run(w, command, a, 30000);
+}
+
+/* Runs command, asserting that its output holds want. */
+static void
+expect_output(struct mcp_world *w, const char *command, const char *want)
+{
+    json_t *a = run(w, command, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), want);
+    json_decref(a);
+}
+
+static void
+test_allowed_host_gets_the_page(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"allow\")\n",
+                false);
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/x", http_port);
+    expect_output(&w, cmd, "page x\n");
+    free(cmd);
+    /* Python's urllib takes the same variables. */
+    cmd = mcp_world_fmt("python3 -c 'import urllib.request as u; "
+                        "print(u.urlopen(\"http://localhost:%u/py\").read().decode())'",
+                        http_port);
+    expect_output(&w, cmd, "page py\n");
+    free(cmd);
+    if (w.audit) {
+        char *log = tmpdir_read_file(w.audit, NULL);
+        mcp_world_assert_contains(log, "\"event\":\"network\"");
+        mcp_world_assert_contains(log, "\"host\":\"localhost\"");
+        mcp_world_assert_contains(log, "\"decision\":\"allow\"");
+        char *want = mcp_world_fmt("\"port\":%u,\"protocol\":\"http\",\"decision\":\"allow\","
+                                   "\"rule\":\"allow\",\"call\":\"1001\","
+                                   "\"command\":\"curl -sS http://localhost:%u/x\"",
+                                   http_port, http_port);
+        mcp_world_assert_contains(log, want);
+        free(want);
+        free(log);
+    }
+    mcp_world_end(&w);
+}
+
+static void
+test_no_rule_is_refused_naming_the_host(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"example.com\", protocol=\"https\", decision=\"allow\")\n",
+                false);
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/x; echo \"rc=$?\"", http_port);
+    json_t *a = run(&w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    mcp_world_assert_contains(out, "no network_rule names localhost");
+    mcp_world_assert_contains(out, "network_rule(host=\"localhost\", protocol=\"http\"");
+    assert_null(strstr(out, "page x"));
+    json_decref(a);
+    free(cmd);
+    if (w.audit) {
+        char *log = tmpdir_read_file(w.audit, NULL);
+        mcp_world_assert_contains(log, "\"decision\":\"deny\"");
+        mcp_world_assert_contains(log, "\"rule\":\"none\"");
+        free(log);
+    }
+    mcp_world_end(&w);
+}
+
+/* What ignores the proxy reaches nothing: the namespace has only its own
+ * loopback, where nobody listens on the test server's port. */
+static void
+test_ignoring_the_proxy_reaches_nothing(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"allow\")\n",
+                false);
+    char *cmd =
+        mcp_world_fmt("curl -sS --noproxy '*' http://127.0.0.1:%u/x; echo \"rc=$?\"", http_port);
+    json_t *a = run(&w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "rc=7\n"); /* could not connect */
+    assert_null(strstr(mcp_world_output(a), "page x"));
+    json_decref(a);
+    free(cmd);
+    cmd = mcp_world_fmt(
+        "python3 -c 'import socket\n"
+        "for port in (%u, %u):\n"
+        "    try:\n"
+        "        socket.create_connection((\"127.0.0.1\", port), timeout=5); print(\"reached\")\n"
+        "    except OSError as e: print(\"refused\", e.errno)\n"
+        "try:\n"
+        "    socket.create_connection((\"1.1.1.1\", 80), timeout=5); print(\"reached\")\n"
+        "except OSError as e: print(\"unreachable\", e.errno)'",
+        http_port, echo_port);
+    a = run(&w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    assert_null(strstr(out, "reached"));
+    mcp_world_assert_contains(out, "refused 111\nrefused 111\nunreachable 101\n");
+    json_decref(a);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+/* A CONNECT tunnel (the proxy from HTTPS_PROXY) carries bytes both ways,
+ * and the half-close; to a host without a rule it is refused. */
+static void
+test_connect_tunnel(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w,
+                "network_rule(host=\"127.0.0.1\", protocol=\"https\", decision=\"allow\")\n"
+                "network_rule(host=\"localhost\", protocol=\"https\", decision=\"deny\", "
+                "justification=\"use the address\")\n",
+                false);
+    char *cmd = mcp_world_fmt(
+        "python3 -c 'import os, socket\n"
+        "port = int(os.environ[\"HTTPS_PROXY\"].rsplit(\":\", 1)[1])\n"
+        "for host in (\"127.0.0.1\", \"localhost\"):\n"
+        "    s = socket.create_connection((\"127.0.0.1\", port))\n"
+        "    s.sendall(b\"CONNECT %%s:%u HTTP/1.1\\r\\n\\r\\nping\" %% host.encode())\n"
+        "    s.shutdown(socket.SHUT_WR)\n"
+        "    got = b\"\"\n"
+        "    while True:\n"
+        "        b = s.recv(65536)\n"
+        "        if not b: break\n"
+        "        got += b\n"
+        "    print(host, repr(got))'",
+        echo_port);
+    json_t *a = run(&w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    mcp_world_assert_contains(out,
+                              "127.0.0.1 b'HTTP/1.1 200 Connection established\\r\\n\\r\\nping'");
+    mcp_world_assert_contains(out, "localhost b'HTTP/1.1 403 Forbidden");
+    mcp_world_assert_contains(out, "use the address");
+    json_decref(a);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+static void
+test_socks5(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w,
+                "network_rule(host=\"localhost\", protocol=\"socks5_tcp\", decision=\"allow\")\n",
+                false);
+    char *cmd = mcp_world_fmt("curl -sS --socks5-hostname \"${ALL_PROXY#socks5h://}\" "
+                              "http://localhost:%u/s; "
+                              "curl -sS --socks5-hostname \"${ALL_PROXY#socks5h://}\" "
+                              "http://127.0.0.1:%u/t; echo \"rc=$?\"",
+                              http_port, http_port);
+    json_t *a = run(&w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    mcp_world_assert_contains(out, "page s\n");
+    assert_null(strstr(out, "page t"));
+    mcp_world_assert_contains(out, "rc=97\n"); /* curl: the SOCKS proxy refused */
+    json_decref(a);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+/* A prompt rule asks; approved_for_session holds for that host for the
+ * rest of the session (later connections and later calls). */
+static void
+test_prompt_once_per_session(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
+                true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a; curl -sS http://localhost:%u/b",
+                              http_port, http_port);
+    json_t *a = run(&w, cmd, &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "page a\npage b\n");
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message, "Allow network access to `localhost:");
+    mcp_world_assert_contains(ans.last_message, "(http) for `curl");
+    json_decref(a);
+    a = run(&w, cmd, &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "page a\npage b\n");
+    assert_int_equal(ans.asked, 1);
+    json_decref(a);
+    free(ans.last_message);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+static void
+test_prompt_denied(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
+                true);
+    struct mcp_answers ans = {.action = "accept", .decision = "denied"};
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
+    json_t *a = run(&w, cmd, &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "was declined");
+    assert_int_equal(ans.asked, 1);
+    json_decref(a);
+    free(ans.last_message);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+/* A client that cannot be asked: a prompt rule refuses, saying why. */
+static void
+test_prompt_without_elicitation(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
+                false);
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
+    expect_output(&w, cmd, "the MCP client could not be asked");
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+int
+main(void)
+{
+    server_path = getenv("EXECGATE_TEST_SERVER");
+    if (!server_path) {
+        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allowed_host_gets_the_page),
+        cmocka_unit_test(test_no_rule_is_refused_naming_the_host),
+        cmocka_unit_test(test_ignoring_the_proxy_reaches_nothing),
+        cmocka_unit_test(test_connect_tunnel),
+        cmocka_unit_test(test_socks5),
+        cmocka_unit_test(test_prompt_once_per_session),
+        cmocka_unit_test(test_prompt_denied),
+        cmocka_unit_test(test_prompt_without_elicitation),
+    };
+    return cmocka_run_group_tests(tests, servers_start, servers_stop);
+}
