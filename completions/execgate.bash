@@ -47,9 +47,14 @@ _execgate()
         mapfile -t COMPREPLY < <(compgen -e -P "$eq" -- "$cur")
         return
         ;;
+    --token-file)
+        mapfile -t COMPREPLY < <(compgen -f -P "$eq" -- "$cur")
+        return
+        ;;
     --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
         --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
-        --max-message-bytes | --kill-grace-ms)
+        --max-message-bytes | --kill-grace-ms | --listen | --session-idle-ms | \
+        --max-sessions)
         # JSON or a number: nothing to offer
         COMPREPLY=()
         return
@@ -61,6 +66,7 @@ _execgate()
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
-        --pass-env --help --version' -- "$cur")
+        --pass-env --listen --token-file --session-idle-ms --max-sessions
+        --help --version' -- "$cur")
 }
 complete -F _execgate execgate

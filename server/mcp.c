@@ -975,6 +975,16 @@ choose_enforcement(struct mcp_server *s)
 
 /* ---- sessions ---- */
 
+bool
+mcp_protocol_supported(const char *version)
+{
+    for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++) {
+        if (strcmp(version, protocol_versions[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 static int
 session_sink(void *data, struct jsonrpc_out *m)
 {
@@ -1058,6 +1068,9 @@ on_session_rpc_closed(void *data)
     if (s->stdio == ss)
         s->stdio = NULL;
     s->n_sessions--;
+    /* a session the server's shutdown closed: its transport lets go */
+    if (ss->sink)
+        ss->sink(ss->sink_data, NULL);
     session_free(ss);
     if (s->finishing && s->n_sessions == 0 && s->started &&
         !uv_is_closing((uv_handle_t *)&s->grace))

@@ -12,6 +12,7 @@
 #ifndef EXECGATE_SERVER_MCP_H
 #define EXECGATE_SERVER_MCP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -22,6 +23,9 @@
 #define MCP_LATEST_PROTOCOL "2025-11-25"
 
 struct mcp_server;
+
+/* Whether this server speaks protocol version (MCP-Protocol-Version). */
+bool mcp_protocol_supported(const char *version);
 
 /*
  * A server on loop with options o (borrowed; must outlive the server).  The
@@ -60,7 +64,9 @@ void mcp_server_set_on_shutdown(struct mcp_server *s, void (*cb)(void *data), vo
 struct mcp_session;
 typedef jsonrpc_sink_fn mcp_session_sink_fn;
 
-/* A new session, or NULL when out of memory or shutting down. */
+/* A new session, or NULL when out of memory or shutting down.  When the
+ * server's shutdown closes the session, sink(data, NULL) runs once: no
+ * message follows. */
 struct mcp_session *mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, void *data);
 
 /* Client messages, newline-delimited (jsonrpc_feed).  Cannot fail. */

@@ -39,6 +39,10 @@ enum {
     OPT_EXEC_ENFORCEMENT,
     OPT_EXEC_STRICT,
     OPT_PASS_ENV,
+    OPT_LISTEN,
+    OPT_TOKEN_FILE,
+    OPT_SESSION_IDLE,
+    OPT_MAX_SESSIONS,
 };
 
 static const struct option long_options[] = {
@@ -66,6 +70,10 @@ static const struct option long_options[] = {
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
     {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
     {"pass-env", required_argument, NULL, OPT_PASS_ENV},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"session-idle-ms", required_argument, NULL, OPT_SESSION_IDLE},
+    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {NULL, 0, NULL, 0},
 };
 
@@ -74,8 +82,8 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate [OPTION]...\n"
-            "An MCP server (JSON-RPC on stdin/stdout) whose `shell` tool runs commands\n"
-            "in a sandboxed, patched Bash.\n"
+            "An MCP server (JSON-RPC on stdin/stdout, or Streamable HTTP with --listen)\n"
+            "whose `shell` tool runs commands in a sandboxed, patched Bash.\n"
             "\n"
             "  --bash PATH               patched Bash (default: $CODEX_BASH_PATH, else the\n"
             "                            one installed with execgate)\n"
@@ -116,6 +124,14 @@ usage(FILE *out)
             "                            the command's environment (repeatable; their\n"
             "                            environment is otherwise the server's, see\n"
             "                            docs/escalation.md)\n"
+            "  --listen ADDRESS          serve MCP Streamable HTTP sessions at\n"
+            "                            http://ADDRESS/mcp instead of stdio: unix:PATH\n"
+            "                            (a socket of mode 0600) or HOST:PORT on a\n"
+            "                            loopback address (port 0: any; repeatable)\n"
+            "  --token-file PATH         bearer token HTTP clients on TCP must send\n"
+            "                            (created, mode 0600, when missing)\n"
+            "  --session-idle-ms MS      an HTTP session unused this long ends (1800000)\n"
+            "  --max-sessions N          HTTP sessions at once (64)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -356,6 +372,8 @@ static const struct {
     {OPT_MAX_PENDING, "--max-pending-output", 1024, SIZE_MAX / 4},
     {OPT_MAX_ASK, "--max-ask-ms", 0, UINT64_C(1) << 53},
     {OPT_MAX_CALLS, "--max-calls", 1, 4096},
+    {OPT_SESSION_IDLE, "--session-idle-ms", 1, UINT64_C(1) << 53},
+    {OPT_MAX_SESSIONS, "--max-sessions", 1, 65536},
 };
 
 /* An option of number_options; 0, or -1 with *err naming the option and
@@ -401,6 +419,12 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_MAX_ASK:
         o->max_ask_ms = n;
+        break;
+    case OPT_SESSION_IDLE:
+        o->session_idle_ms = n;
+        break;
+    case OPT_MAX_SESSIONS:
+        o->max_sessions = (unsigned)n;
         break;
     default: /* OPT_MAX_CALLS: at most 4096 */
         o->max_calls = (unsigned)n;
@@ -449,6 +473,13 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         return 0;
     case OPT_PASS_ENV:
         return add_pass_env(o, arg, err);
+    case OPT_LISTEN:
+        o->listen[o->listen_count++] = strdup(arg);
+        return o->listen[o->listen_count - 1] ? 0 : -1;
+    case OPT_TOKEN_FILE:
+        free(o->token_file);
+        o->token_file = strdup(arg);
+        return o->token_file ? 0 : -1;
     case OPT_EXEC_ENFORCEMENT:
         if (strcmp(arg, "tree") == 0 || strcmp(arg, "shell") == 0) {
             o->exec_enforcement = strcmp(arg, "tree") == 0 ? OPTIONS_EXEC_ENFORCEMENT_TREE
@@ -533,11 +564,14 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->max_pending_output = OPTIONS_DEFAULT_MAX_PENDING;
     o->max_processes = OPTIONS_DEFAULT_MAX_PROCESSES;
     o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
+    o->session_idle_ms = OPTIONS_DEFAULT_SESSION_IDLE_MS;
+    o->max_sessions = OPTIONS_DEFAULT_MAX_SESSIONS;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */
     o->rules = calloc((size_t)argc + 2, sizeof(char *));
     o->pass_env = calloc((size_t)argc + 1, sizeof(char *));
-    if (!o->rules || !o->pass_env) {
+    o->listen = calloc((size_t)argc + 1, sizeof(char *));
+    if (!o->rules || !o->pass_env || !o->listen) {
         options_release(o);
         *err = strfmt("out of memory");
         return OPTIONS_ERROR;
@@ -585,6 +619,10 @@ options_release(struct server_options *o)
     for (size_t i = 0; o->pass_env && i < o->pass_env_count; i++)
         free(o->pass_env[i]);
     free(o->pass_env);
+    for (size_t i = 0; o->listen && i < o->listen_count; i++)
+        free(o->listen[i]);
+    free(o->listen);
+    free(o->token_file);
     free(o->audit_log);
     json_decref(o->sandbox);
     free(o->sandbox_cwd);

@@ -25,6 +25,9 @@
 #define OPTIONS_DEFAULT_MAX_PENDING   (64u * 1024 * 1024)
 #define OPTIONS_DEFAULT_MAX_PROCESSES 1024u
 #define OPTIONS_DEFAULT_MAX_MEMORY    (UINT64_C(2) * 1024 * 1024 * 1024)
+/* HTTP (--listen): an unused session ends after 30 minutes; 64 at once */
+#define OPTIONS_DEFAULT_SESSION_IDLE_MS (30u * 60 * 1000)
+#define OPTIONS_DEFAULT_MAX_SESSIONS    64u
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -60,6 +63,13 @@ struct server_options {
      * environment (escalated_env_build), each once, NULL-terminated */
     char **pass_env;
     size_t pass_env_count;
+    /* --listen: HTTP addresses (unix:PATH or HOST:PORT) as given,
+     * NULL-terminated; none: stdio */
+    char **listen;
+    size_t listen_count;
+    char *token_file; /* --token-file, or NULL */
+    uint64_t session_idle_ms;
+    unsigned max_sessions;
 };
 
 enum options_outcome {
