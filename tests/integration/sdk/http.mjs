@@ -16,6 +16,8 @@ import { join } from "node:path";
 
 const server = process.argv[2];
 let proc = null;
+// however the test ends (an exception too), the server does not outlive it
+process.on("exit", () => proc?.kill("SIGKILL"));
 function check(cond, what) {
   if (!cond) {
     console.error(`FAIL: ${what}`);
