@@ -268,7 +268,7 @@ main(int argc, char **argv)
     struct netproxy_listener *l;
     char *why = NULL;
     int pfd = listen_loopback(&proxy_port);
-    if (!proxy || netproxy_listen_fd(proxy, pfd, "bench", "bench", &l, &why) != 0)
+    if (!proxy || netproxy_listen_fd(proxy, pfd, "bench", "bench", NULL, NULL, &l, &why) != 0)
         die(why ? why : "proxy");
 
     int report[2], go[2];

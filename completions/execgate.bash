@@ -57,9 +57,14 @@ _execgate()
         mapfile -t COMPREPLY < <(compgen -e -P "$eq" -- "$cur")
         return
         ;;
+    --token-file)
+        mapfile -t COMPREPLY < <(compgen -f -P "$eq" -- "$cur")
+        return
+        ;;
     --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
         --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
-        --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms)
+        --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms | \
+        --listen | --session-idle-ms | --max-sessions)
         # JSON or a number: nothing to offer
         COMPREPLY=()
         return
@@ -72,6 +77,7 @@ _execgate()
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
+        --listen --token-file --session-idle-ms --max-sessions
         --help --version' -- "$cur")
 }
 complete -F _execgate execgate

@@ -24,13 +24,19 @@ struct call_net_server {
     uv_loop_t *loop;
     struct netproxy *proxy;
     struct decide_server *ds;
-    struct client_log *log;
-    struct jsonrpc *rpc;
+};
+
+struct call_net_client {
+    unsigned refs;
+    struct jsonrpc *rpc; /* borrowed; NULL: nobody to ask */
     bool elicitation;
+    struct client_log *log;            /* borrowed; NULL: none */
+    struct netproxy_session *approved; /* what its person approved for the session */
 };
 
 struct call_net {
     struct call_net_server *ns;
+    struct call_net_client *cl; /* a reference */
     char *call_id, *command;
     int sv[2]; /* [0] the server's end, [1] the helper's until spawned */
     uv_poll_t poll;
@@ -47,11 +53,14 @@ hook_policy(void *arg)
     return decide_server_rules(ns->ds);
 }
 
-/* A decision record: the audit log's line, the client's log and stderr's. */
+/* A decision record: the audit log's line, the log of the client whose
+ * call it is and stderr's. */
 static void
 hook_event(void *arg, const struct netproxy_event *ev)
 {
     struct call_net_server *ns = arg;
+    const struct call_net *cn = ev->owner;
+    struct client_log *client_log = cn->cl->log;
     enum client_log_level level = ev->allowed ? CLIENT_LOG_INFO : CLIENT_LOG_WARNING;
     enum log_level log_level = ev->allowed ? LOG_LEVEL_INFO : LOG_LEVEL_WARN;
     json_t *rec = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s*, s:s*}", "event", "network",
@@ -72,11 +81,11 @@ hook_event(void *arg, const struct netproxy_event *ev)
         log_msg(log_level, "network: call %s: %s %s:%u (%s), rule: %s", ev->call_id,
                 ev->allowed ? "allowed" : "refused", ev->host, ev->port, ev->protocol,
                 ev->decision);
-    if (client_log_wants(ns->log, level)) {
+    if (client_log_wants(client_log, level)) {
         json_t *copy = json_deep_copy(rec);
         if (copy && id)
             json_object_set(copy, "requestId", id);
-        client_log_send(ns->log, level, copy);
+        client_log_send(client_log, level, copy);
     }
     json_decref(id);
     audit_write(decide_server_audit(ns->ds), rec);
@@ -104,11 +113,15 @@ on_answer(const json_t *result, const json_t *error, void *data)
     free(q);
 }
 
+/* Asks the person of the client whose call it is (its session's answers
+ * "for the session" are the listener's: netproxy remembers them). */
 static void
 hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
 {
-    struct call_net_server *ns = arg;
-    if (!ns->rpc || !ns->elicitation) {
+    (void)arg;
+    const struct call_net *cn = what->owner;
+    struct call_net_client *cl = cn->cl;
+    if (!cl->rpc || !cl->elicitation) {
         netproxy_ask_answer(ask, NETPROXY_UNASKED);
         return;
     }
@@ -141,7 +154,7 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
     }
     q->ask = ask;
     /* jsonrpc_request takes params, also on failure */
-    if (jsonrpc_request(ns->rpc, "elicitation/create", params, on_answer, q) < 0) {
+    if (jsonrpc_request(cl->rpc, "elicitation/create", params, on_answer, q) < 0) {
         free(q);
         netproxy_ask_answer(ask, NETPROXY_UNASKED);
     }
@@ -150,14 +163,13 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
 /* ---- the server's proxy ---- */
 
 struct call_net_server *
-call_net_server_new(uv_loop_t *loop, struct decide_server *ds, struct client_log *log)
+call_net_server_new(uv_loop_t *loop, struct decide_server *ds)
 {
     struct call_net_server *ns = calloc(1, sizeof *ns);
     if (!ns)
         return NULL;
     ns->loop = loop;
     ns->ds = ds;
-    ns->log = log;
     const struct netproxy_hooks hooks = {
         .policy = hook_policy, .ask = hook_ask, .event = hook_event, .arg = ns};
     ns->proxy = netproxy_new(loop, &hooks);
@@ -168,13 +180,39 @@ call_net_server_new(uv_loop_t *loop, struct decide_server *ds, struct client_log
     return ns;
 }
 
-void
-call_net_server_set_client(struct call_net_server *ns, struct jsonrpc *rpc, bool elicitation)
+/* ---- a client ---- */
+
+struct call_net_client *
+call_net_client_new(void)
 {
-    if (!ns)
+    struct call_net_client *cl = calloc(1, sizeof *cl);
+    if (!cl)
+        return NULL;
+    cl->refs = 1;
+    cl->approved = netproxy_session_new();
+    if (!cl->approved) {
+        free(cl);
+        return NULL;
+    }
+    return cl;
+}
+
+void
+call_net_client_set(struct call_net_client *cl, struct jsonrpc *rpc, bool elicitation,
+                    struct client_log *log)
+{
+    cl->rpc = rpc;
+    cl->elicitation = elicitation;
+    cl->log = log;
+}
+
+void
+call_net_client_unref(struct call_net_client *cl)
+{
+    if (!cl || --cl->refs > 0)
         return;
-    ns->rpc = rpc;
-    ns->elicitation = elicitation;
+    netproxy_session_unref(cl->approved);
+    free(cl);
 }
 
 void
@@ -189,12 +227,14 @@ call_net_server_free(struct call_net_server *ns)
 /* ---- a call's listener ---- */
 
 struct call_net *
-call_net_new(struct call_net_server *ns, const char *call_id, const char *command)
+call_net_new(struct call_net_server *ns, struct call_net_client *cl, const char *call_id,
+             const char *command)
 {
     struct call_net *cn = calloc(1, sizeof *cn);
     if (!cn)
         return NULL;
     cn->ns = ns;
+    cn->cl = cl;
     cn->sv[0] = cn->sv[1] = -1;
     cn->call_id = strdup(call_id);
     cn->command = strdup(command);
@@ -204,6 +244,7 @@ call_net_new(struct call_net_server *ns, const char *call_id, const char *comman
         free(cn);
         return NULL;
     }
+    cl->refs++;
     return cn;
 }
 
@@ -223,6 +264,7 @@ poll_closed(uv_handle_t *h)
     struct call_net *cn = h->data;
     if (cn->sv[0] >= 0)
         close(cn->sv[0]);
+    call_net_client_unref(cn->cl);
     free(cn->call_id);
     free(cn->command);
     free(cn);
@@ -267,7 +309,8 @@ on_listener(uv_poll_t *p, int status, int events)
         return;
     }
     char *why = NULL;
-    if (netproxy_listen_fd(cn->ns->proxy, fd, cn->call_id, cn->command, &cn->listener, &why) < 0) {
+    if (netproxy_listen_fd(cn->ns->proxy, fd, cn->call_id, cn->command, cn->cl->approved, cn,
+                           &cn->listener, &why) < 0) {
         log_error("network: call %s: %s", cn->call_id, why ? why : "out of memory");
         free(why);
     }
@@ -308,6 +351,7 @@ call_net_free(struct call_net *cn)
     }
     if (cn->sv[0] >= 0)
         close(cn->sv[0]);
+    call_net_client_unref(cn->cl);
     free(cn->call_id);
     free(cn->command);
     free(cn);

@@ -56,14 +56,11 @@ struct decide_server {
     struct rules_policy *rules;
     char *answers_file; /* where "always allow" writes, or NULL */
     bool preserve_program_paths;
-    struct approvals *approvals;
+    struct decide_client *client; /* calls' client unless one is set (decide_call_set_client) */
     struct audit *audit;
-    struct jsonrpc *rpc;
-    bool client_elicitation;
-    unsigned calls;                /* decide_calls alive */
-    char *wrap_names;              /* EXECGATE_WRAP_NAMES's value, or NULL */
-    unsigned reloads;              /* successful decide_server_reload calls */
-    struct client_log *client_log; /* borrowed; NULL: none */
+    unsigned calls;   /* decide_calls alive */
+    char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL */
+    unsigned reloads; /* successful decide_server_reload calls */
     struct seen_repo *repos;
     size_t n_repos;
     /* what every sandbox of this server could write (writable_history.h) */
@@ -92,8 +89,21 @@ struct kept_repo {
     ino_t ino;
 };
 
+/* One MCP client: where questions go, what it approved for its session,
+ * its log.  Reference counted: the session that owns it and each of its
+ * calls' decide_calls hold one, since a call's front ends may release
+ * theirs after the session is gone. */
+struct decide_client {
+    unsigned refs;
+    struct jsonrpc *rpc; /* borrowed; NULL: nobody to ask */
+    bool elicitation;
+    struct approvals *approvals;
+    struct client_log *log; /* borrowed; NULL: none */
+};
+
 struct decide_call {
     struct decide_server *ds;
+    struct decide_client *cl; /* a reference */
     unsigned refs;
     char *label;
     struct writable_view view;
@@ -238,15 +248,15 @@ decide_server_new(const struct decide_config *cfg, char **err)
     if (ds->rules && rules_lint_policy(ds->rules, log_lint, NULL) < 0)
         log_warn("rules: out of memory while linting the rules");
     if (ds->rules && (ds->written = writable_history_new()) != NULL)
-        ds->approvals = approvals_new();
-    if (ds->rules && !ds->approvals)
+        ds->client = decide_client_new();
+    if (ds->rules && !ds->client)
         *err = strdup("out of memory");
-    if (ds->approvals && cfg->audit_path)
+    if (ds->client && cfg->audit_path)
         ds->audit = audit_open(cfg->audit_path, err);
     /* with an audit log every exec of the shell is to get its record */
-    if (ds->approvals && !cfg->audit_path)
+    if (ds->client && !cfg->audit_path)
         ds->wrap_names = build_wrap_names(ds->rules);
-    if (!ds->approvals || (cfg->audit_path && !ds->audit)) {
+    if (!ds->client || (cfg->audit_path && !ds->audit)) {
         if (!*err)
             *err = strdup("out of memory");
         decide_server_free(ds);
@@ -304,7 +314,7 @@ decide_server_free(struct decide_server *ds)
     free(ds->default_rules_dir);
     free(ds->answers_file);
     rules_policy_free(ds->rules);
-    approvals_free(ds->approvals);
+    decide_client_unref(ds->client);
     audit_close(ds->audit);
     free(ds->wrap_names);
     for (size_t i = 0; i < ds->n_repos; i++)
@@ -317,14 +327,52 @@ decide_server_free(struct decide_server *ds)
 void
 decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool elicitation)
 {
-    ds->rpc = rpc;
-    ds->client_elicitation = elicitation;
+    decide_client_set(ds->client, rpc, elicitation, ds->client->log);
 }
 
 void
 decide_server_set_log(struct decide_server *ds, struct client_log *log)
 {
-    ds->client_log = log;
+    ds->client->log = log;
+}
+
+struct decide_client *
+decide_client_new(void)
+{
+    struct decide_client *cl = calloc(1, sizeof(*cl));
+    if (cl && !(cl->approvals = approvals_new())) {
+        free(cl);
+        cl = NULL;
+    }
+    if (cl)
+        cl->refs = 1;
+    return cl;
+}
+
+void
+decide_client_set(struct decide_client *cl, struct jsonrpc *rpc, bool elicitation,
+                  struct client_log *log)
+{
+    cl->rpc = rpc;
+    cl->elicitation = elicitation;
+    cl->log = log;
+}
+
+void
+decide_client_unref(struct decide_client *cl)
+{
+    if (!cl || --cl->refs > 0)
+        return;
+    approvals_free(cl->approvals);
+    free(cl);
+}
+
+void
+decide_call_set_client(struct decide_call *dc, struct decide_client *cl)
+{
+    cl->refs++;
+    decide_client_unref(dc->cl);
+    dc->cl = cl;
 }
 
 const char *
@@ -613,6 +661,8 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
                  "sandbox",
                  label, WRITABLE_HISTORY_MAX_ROOTS);
     dc->ds = ds;
+    dc->cl = ds->client;
+    ds->client->refs++;
     dc->refs = 1;
     dc->waiting_tail = &dc->waiting;
     dc->on_abort = on_abort;
@@ -652,6 +702,7 @@ decide_call_unref(struct decide_call *dc)
     memo_clear(&dc->expected);
     memo_clear(&dc->declined);
     dc->ds->calls--;
+    decide_client_unref(dc->cl);
     free(dc->label);
     free(dc);
 }
@@ -771,9 +822,9 @@ add_match(json_t *matched, const struct rules_match *m)
 /* The rules that gave v its decision, each once, for the records; NULL
  * when no record is kept (no audit log, no client log). */
 static json_t *
-matched_rules(const struct decide_server *ds, const struct verdict *v)
+matched_rules(const struct decide_call *dc, const struct verdict *v)
 {
-    if (!ds->audit && !client_log_wants(ds->client_log, CLIENT_LOG_EMERGENCY))
+    if (!dc->ds->audit && !client_log_wants(dc->cl->log, CLIENT_LOG_EMERGENCY))
         return NULL;
     json_t *matched = json_array();
     for (size_t i = 0; matched && v->decision != RULES_DECISION_NONE && i < v->n_names; i++) {
@@ -1071,7 +1122,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
     ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
     if (ok)
-        out->matched = matched_rules(dc->ds, &v);
+        out->matched = matched_rules(dc, &v);
     if (!ok) {
         set_deny(out, "out of memory", NULL);
     } else if (v.decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {
@@ -1432,7 +1483,7 @@ write_always(struct decide_question *q, const char *const *words, size_t n)
         json_object_set_new(rec, "requestId", id);
     else
         json_decref(id);
-    client_log_send(ds->client_log, rc == 0 ? CLIENT_LOG_INFO : CLIENT_LOG_ERROR, rec);
+    client_log_send(q->dc->cl->log, rc == 0 ? CLIENT_LOG_INFO : CLIENT_LOG_ERROR, rec);
     free(line);
     free(err);
 }
@@ -1471,7 +1522,7 @@ answer_reason(struct decide_question *q, const json_t *result, const json_t *err
         return REASON_ABORTED;
     }
     if (decision && strcmp(decision, "approved_for_session") == 0 &&
-        approvals_add(q->dc->ds->approvals, q->key, q->keylen) < 0)
+        approvals_add(q->dc->cl->approvals, q->key, q->keylen) < 0)
         log_warn("decide: out of memory remembering an approval");
     if (is_always(decision_json)) {
         size_t n = 0;
@@ -1491,11 +1542,11 @@ static void on_question_answer(const json_t *result, const json_t *error, void *
 static int
 send_question(struct decide_question *q, const char *note)
 {
-    struct decide_server *ds = q->dc->ds;
-    json_t *params = ds->rpc ? question_params(q, note) : NULL;
+    struct decide_client *cl = q->dc->cl;
+    json_t *params = cl->rpc ? question_params(q, note) : NULL;
     /* jsonrpc_request takes params, also on failure */
     long long id =
-        params ? jsonrpc_request(ds->rpc, "elicitation/create", params, on_question_answer, q) : -1;
+        params ? jsonrpc_request(cl->rpc, "elicitation/create", params, on_question_answer, q) : -1;
     if (id < 0)
         return -1;
     q->id = id;
@@ -1518,7 +1569,7 @@ ask_next(struct decide_call *dc)
         if (!dc->waiting)
             dc->waiting_tail = &dc->waiting;
         q->next = NULL;
-        bool approved = approvals_contains(dc->ds->approvals, q->key, q->keylen);
+        bool approved = approvals_contains(dc->cl->approvals, q->key, q->keylen);
         if (!approved && send_question(q, NULL) == 0) {
             dc->asking = q;
             continue;
@@ -1605,14 +1656,13 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
            decide_answer_fn done, void *data, struct decide_question **q, const char **reason,
            const char **answered_by)
 {
-    struct decide_server *ds = dc->ds;
     *q = NULL;
     *reason = NULL;
-    if (r->key && approvals_contains(ds->approvals, r->key, r->keylen)) {
+    if (r->key && approvals_contains(dc->cl->approvals, r->key, r->keylen)) {
         *answered_by = "session-approval";
         return DECIDE_ASK_APPROVED;
     }
-    if (!ds->client_elicitation || !ds->rpc) {
+    if (!dc->cl->elicitation || !dc->cl->rpc) {
         *answered_by = "no-elicitation";
         *reason = REASON_NO_ELICITATION;
         return DECIDE_ASK_DENIED;
@@ -1662,7 +1712,7 @@ decide_question_cancel(struct decide_question *q)
         decide_call_unref(dc);
         return;
     }
-    struct jsonrpc *rpc = dc->ds->rpc;
+    struct jsonrpc *rpc = dc->cl->rpc;
     if (rpc) {
         jsonrpc_forget_request(rpc, q->id);
         /* the client may still show the question: tell it to close it */
@@ -1729,7 +1779,7 @@ send_to_client(struct decide_call *dc, enum client_log_level level, json_t *rec)
         json_decref(id);
     if (rec)
         json_object_set_new(rec, "event", json_string("exec"));
-    client_log_send(dc->ds->client_log, level, rec);
+    client_log_send(dc->cl->log, level, rec);
 }
 
 void
@@ -1741,7 +1791,7 @@ decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct d
     enum log_level log_level = level >= CLIENT_LOG_WARNING ? LOG_LEVEL_WARN
                                : level == CLIENT_LOG_INFO  ? LOG_LEVEL_INFO
                                                            : LOG_LEVEL_DEBUG;
-    bool to_client = client_log_wants(dc->ds->client_log, level);
+    bool to_client = client_log_wants(dc->cl->log, level);
     bool to_log = log_record_wanted(log_level);
     if (!dc->ds->audit && !to_client && !to_log)
         return;
@@ -1762,7 +1812,7 @@ void
 decide_trace(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r,
              const char *decision)
 {
-    if (client_log_wants(dc->ds->client_log, CLIENT_LOG_DEBUG))
+    if (client_log_wants(dc->cl->log, CLIENT_LOG_DEBUG))
         send_to_client(dc, CLIENT_LOG_DEBUG,
                        exec_record(dc, e, r, decision, r->reason, r->answered_by, -1, 0));
 }

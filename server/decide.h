@@ -85,6 +85,26 @@ void decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, boo
 struct client_log;
 void decide_server_set_log(struct decide_server *ds, struct client_log *log);
 
+/*
+ * A client of its own for some calls (one per MCP session of a server
+ * serving many): where their questions go, what it approved for its
+ * session (approvals.h), and its log.  Calls without one use the server's
+ * (decide_server_set_client, decide_server_set_log).  Reference counted:
+ * the creator holds one, each decide_call given it another.  NULL when
+ * out of memory.
+ */
+struct decide_client;
+struct decide_client *decide_client_new(void);
+
+/* Sets cl's transport (borrowed; NULL once it is closed: nobody is asked
+ * then), whether it offered elicitation, and its log (borrowed; NULL:
+ * none).  Cannot fail. */
+void decide_client_set(struct decide_client *cl, struct jsonrpc *rpc, bool elicitation,
+                       struct client_log *log);
+
+/* Releases a reference; NULL is a no-op. */
+void decide_client_unref(struct decide_client *cl);
+
 /* The file "always allow" appends its rules to: default.rules in the
  * first rules directory (borrowed), or NULL when the rules come from
  * files alone. */
@@ -144,6 +164,10 @@ void decide_call_unref(struct decide_call *dc);
 void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
 
 const char *decide_call_label(const struct decide_call *dc);
+
+/* dc's questions, approvals and records go to cl from now on (a
+ * reference is taken).  Called before the call runs.  Cannot fail. */
+void decide_call_set_client(struct decide_call *dc, struct decide_client *cl);
 
 /* Where the call's sandbox can write, as the server resolved it when the
  * call arrived (borrowed, as long as dc lives): what its helper is to

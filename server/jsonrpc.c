@@ -65,6 +65,9 @@ struct jsonrpc {
     struct pending *pending;
     long long next_id;
 
+    jsonrpc_sink_fn sink; /* output framed by someone else (jsonrpc_start_sink), or NULL */
+    void *sink_data;
+
     bool closing;
     void (*done)(void *data);
     void *done_data;
@@ -169,6 +172,13 @@ jsonrpc_start(struct jsonrpc *rpc, int in_fd, int out_fd)
     return 0;
 }
 
+void
+jsonrpc_start_sink(struct jsonrpc *rpc, jsonrpc_sink_fn sink, void *data)
+{
+    rpc->sink = sink;
+    rpc->sink_data = data;
+}
+
 static void
 on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -257,9 +267,21 @@ start_write(struct jsonrpc *rpc, struct out_write *w, const uv_buf_t *bufs, unsi
  * they are freed once the message is written.
  */
 static int
-queue_msg(struct jsonrpc *rpc, const uv_buf_t *bufs, unsigned n, char *own0, char *own1)
+queue_msg(struct jsonrpc *rpc, const uv_buf_t *bufs, unsigned n, char *own0, char *own1,
+          const json_t *answers, const json_t *msg)
 {
     int rc = -1;
+    if (rpc->sink && !rpc->closing) {
+        struct jsonrpc_out m = {
+            .bufs = bufs,
+            .n = n,
+            .own = {own0, own1},
+            .answers = answers,
+            .method = json_string_value(json_object_get(msg, "method")),
+            .params = json_object_get(msg, "params"),
+        };
+        return rpc->sink(rpc->sink_data, &m);
+    }
     if (!rpc->out_open) {
         rc = 0; /* no output (the fuzz target): dropped */
     } else if (rpc->out_failed || rpc->closing) {
@@ -287,13 +309,16 @@ send_msg(struct jsonrpc *rpc, json_t *msg)
     if (!msg)
         return -1;
     char *text = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
     if (!text) {
+        json_decref(msg);
         log_error("could not serialise an outgoing message (out of memory)");
         return -1;
     }
     uv_buf_t bufs[2] = {uv_buf_init(text, (unsigned)strlen(text)), uv_buf_init((char *)"\n", 1)};
-    return queue_msg(rpc, bufs, 2, text, NULL);
+    const json_t *answers = json_object_get(msg, "method") ? NULL : json_object_get(msg, "id");
+    int rc = queue_msg(rpc, bufs, 2, text, NULL, answers, msg);
+    json_decref(msg);
+    return rc;
 }
 
 static void
@@ -356,7 +381,7 @@ jsonrpc_reply_text(struct jsonrpc *rpc, const json_t *id, char *result, size_t l
     uv_buf_t bufs[3] = {uv_buf_init(head, (unsigned)strlen(head)),
                         {.base = result, .len = len}, /* uv_buf_init takes an unsigned */
                         uv_buf_init((char *)"}\n", 2)};
-    return queue_msg(rpc, bufs, 3, head, result);
+    return queue_msg(rpc, bufs, 3, head, result, id ? id : json_null(), NULL);
 }
 
 int
@@ -408,7 +433,8 @@ jsonrpc_request(struct jsonrpc *rpc, const char *method, json_t *params, jsonrpc
     if (!msg)
         return -1;
     struct pending *p = NULL;
-    if (!rpc->out_open || rpc->out_failed || rpc->closing || !(p = malloc(sizeof(*p)))) {
+    if ((!rpc->out_open && !rpc->sink) || rpc->out_failed || rpc->closing ||
+        !(p = malloc(sizeof(*p)))) {
         json_decref(msg);
         return -1;
     }

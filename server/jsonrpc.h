@@ -67,6 +67,32 @@ struct jsonrpc *jsonrpc_new(uv_loop_t *loop, const struct jsonrpc_handler *h, vo
  */
 int jsonrpc_start(struct jsonrpc *rpc, int in_fd, int out_fd);
 
+/* One outgoing message for a sink: bufs[0..n), the last ending in the
+ * message's newline.  The sink takes own[0] and own[1] (malloc'd or NULL:
+ * what bufs point into) and frees them once the bytes are written.
+ * answers is the id a response answers (borrowed; NULL for a request or a
+ * notification), method and params those of a request or notification
+ * (borrowed; NULL otherwise): what a transport routes the message by. */
+struct jsonrpc_out {
+    const uv_buf_t *bufs;
+    unsigned n;
+    char *own[2];
+    const json_t *answers;
+    const char *method;
+    const json_t *params;
+};
+
+/* Returns 0, or -1 when the message was dropped (own is then freed too). */
+typedef int (*jsonrpc_sink_fn)(void *data, struct jsonrpc_out *m);
+
+/*
+ * Output through sink(data, message) instead of a stream: for a transport
+ * that frames and routes messages itself (mcp_http: HTTP responses and SSE
+ * streams), which feeds input with jsonrpc_feed.  Until jsonrpc_close;
+ * cannot fail.  Instead of jsonrpc_start.
+ */
+void jsonrpc_start_sink(struct jsonrpc *rpc, jsonrpc_sink_fn sink, void *data);
+
 /*
  * Processes len bytes of input as if read: complete lines are dispatched,
  * the rest is kept for later.  jsonrpc_start calls this itself; it is public

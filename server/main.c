@@ -8,6 +8,7 @@
 #include "server/call_cgroup.h"
 #include "server/doctor.h"
 #include "server/mcp.h"
+#include "server/mcp_http.h"
 #include "server/options.h"
 
 #include <errno.h>
@@ -130,18 +131,34 @@ main(int argc, char **argv)
         return 2;
     }
     int status = 0;
-    rc = mcp_server_start(s, STDIN_FILENO, STDOUT_FILENO);
+    /* --listen: HTTP sessions instead of the stdio client */
+    struct mcp_http *http = NULL;
+    if (o.listen_count > 0 && !(http = mcp_http_new(&loop, s, &o, &err))) {
+        fprintf(stderr, "execgate: %s\n", err ? err : "out of memory");
+        free(err);
+        mcp_server_shutdown(s, "startup failure");
+        uv_run(&loop, UV_RUN_DEFAULT);
+        mcp_server_free(s);
+        uv_loop_close(&loop);
+        options_release(&o);
+        return 2;
+    }
+    rc = http ? mcp_server_start(s, -1, -1) : mcp_server_start(s, STDIN_FILENO, STDOUT_FILENO);
     if (rc < 0) {
         log_error("cannot serve on stdin/stdout: %s (they must be pipes, sockets or a terminal)",
                   uv_strerror(rc));
         status = 1;
         mcp_server_shutdown(s, "startup failure");
+    } else if (http) {
+        log_info("serving HTTP sessions (bash %s, sandbox helper %s)", o.bash_path,
+                 o.sandbox_helper);
     } else {
         log_info("serving on stdio (%s %s, sandbox helper %s)", options_shell_name(o.shell),
                  o.shell_path, o.sandbox_helper);
     }
     uv_run(&loop, UV_RUN_DEFAULT);
     mcp_server_free(s);
+    mcp_http_free(http);
     rc = uv_loop_close(&loop);
     if (rc < 0) {
         log_error("event loop closed with handles open: %s", uv_strerror(rc));

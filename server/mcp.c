@@ -51,6 +51,7 @@ static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "202
 
 struct mcp_call {
     struct mcp_server *s;
+    struct mcp_session *ss; /* the client's session it came from */
     json_t *id;
     json_t *progress_token; /* NULL: no progress was asked */
     struct shell_call *sc;
@@ -73,10 +74,15 @@ struct call_list {
     unsigned count;
 };
 
-struct mcp_server {
-    uv_loop_t *loop;
-    const struct server_options *o;
-    struct jsonrpc *rpc;
+/*
+ * One client: the stdio client, or one HTTP session (mcp_http.c).  What
+ * a client sets or is asked stays in its session: its sandbox policy, its
+ * calls, the questions about them and what it approved for the session,
+ * its log.  The rules, the cgroups and the limits are the server's.
+ */
+struct mcp_session {
+    struct mcp_server *s;
+    struct jsonrpc *rpc; /* NULL once closed */
     bool initialized;
     bool client_elicitation;
 
@@ -86,6 +92,27 @@ struct mcp_server {
     char *policy_cwd;
 
     struct call_list waiting, running;
+    struct client_log *client_log;      /* notifications/message for the client */
+    struct decide_client *client;       /* its questions and approvals */
+    struct call_net_client *net_client; /* its network questions and approvals */
+
+    /* HTTP: messages go to sink(sink_data, m) until the session ends */
+    mcp_session_sink_fn sink;
+    void *sink_data;
+    bool ending, rpc_closing;
+    struct mcp_session *prev, *next;
+};
+
+struct mcp_server {
+    uv_loop_t *loop;
+    const struct server_options *o;
+    struct mcp_session *stdio; /* the stdio client, or NULL when serving HTTP */
+    struct mcp_session *sessions;
+    unsigned n_sessions;
+    unsigned n_running; /* calls running in all sessions */
+    void (*on_shutdown)(void *data);
+    void *on_shutdown_data;
+
     struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
     bool tree;                    /* tree enforcement in force */
     char *instructions;           /* initialize's, saying which enforcement */
@@ -93,7 +120,6 @@ struct mcp_server {
     size_t n_protect;
     struct rules_watch *rules_watch;   /* reloads the rules when they change */
     struct call_net_server *net;       /* the network proxy (--network-proxy); or NULL */
-    struct client_log *client_log;     /* notifications/message for the client */
     struct call_cgroup_probe *cgroups; /* what the machine offers for per-call cgroups */
     struct spawn_child *guard;         /* kills what calls left if the server dies; or NULL */
     /* emptied cgroups of ended calls, kept for the next calls */
@@ -104,7 +130,7 @@ struct mcp_server {
     struct login_snapshot *snap;
     const struct login_snapshot_kind *snap_kind;
 
-    bool started, shutting_down, rpc_closing, rpc_closed, killed;
+    bool started, shutting_down, finishing, killed;
     uv_signal_t sigterm, sigint;
     uv_timer_t grace;
     int handles_open;
@@ -197,7 +223,7 @@ call_free(struct mcp_call *c)
 /* ---- policy ---- */
 
 static int
-set_policy(struct mcp_server *s, const json_t *policy, const char *cwd, char **err)
+set_policy(struct mcp_session *ss, const json_t *policy, const char *cwd, char **err)
 {
     struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, err);
     if (!p)
@@ -213,10 +239,10 @@ set_policy(struct mcp_server *s, const json_t *policy, const char *cwd, char **e
         *err = strdup("out of memory");
         return -1;
     }
-    json_decref(s->policy);
-    free(s->policy_cwd);
-    s->policy = copy;
-    s->policy_cwd = cwd_copy;
+    json_decref(ss->policy);
+    free(ss->policy_cwd);
+    ss->policy = copy;
+    ss->policy_cwd = cwd_copy;
     log_info("sandbox policy: %s%s%s", desc ? desc : "(?)",
              cwd ? "" : ", sandbox cwd = ", cwd ? "" : "each call's workdir");
     free(desc);
@@ -281,25 +307,26 @@ tool_definition(const struct server_options *o)
     return tool;
 }
 
-static void reply_error_fmt(struct mcp_server *s, const json_t *id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static void reply_error_fmt(struct mcp_session *ss, const json_t *id, int code, const char *fmt,
+                            ...) __attribute__((format(printf, 4, 5)));
 
 static void
-reply_error_fmt(struct mcp_server *s, const json_t *id, int code, const char *fmt, ...)
+reply_error_fmt(struct mcp_session *ss, const json_t *id, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     char *text = vstrfmt(fmt, ap);
     va_end(ap);
-    jsonrpc_reply_error(s->rpc, id, code, text ? text : "out of memory");
+    jsonrpc_reply_error(ss->rpc, id, code, text ? text : "out of memory");
     free(text);
 }
 
 static void
-handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
+handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
-    if (s->initialized) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_REQUEST, "already initialized");
+    struct mcp_server *s = ss->s;
+    if (ss->initialized) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_REQUEST, "already initialized");
         return;
     }
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
@@ -309,36 +336,36 @@ handle_initialize(struct mcp_server *s, const json_t *id, const json_t *params)
             version = protocol_versions[i];
     }
     const json_t *caps = json_object_get(params, "capabilities");
-    s->client_elicitation = json_object_get(caps, "elicitation") != NULL;
-    decide_server_set_client(s->decide, s->rpc, s->client_elicitation);
-    call_net_server_set_client(s->net, s->rpc, s->client_elicitation);
+    ss->client_elicitation = json_object_get(caps, "elicitation") != NULL;
+    decide_client_set(ss->client, ss->rpc, ss->client_elicitation, ss->client_log);
+    call_net_client_set(ss->net_client, ss->rpc, ss->client_elicitation, ss->client_log);
     /* records go out from now on: a client hears nothing before initialize */
-    client_log_set_rpc(s->client_log, s->rpc);
+    client_log_set_rpc(ss->client_log, ss->rpc);
     json_t *result = json_pack("{s:s, s:{s:{s:{s:s}}, s:{}, s:{}}, s:{s:s, s:s}, s:s}",
                                "protocolVersion", version, "capabilities", "experimental",
                                "codex/sandbox-state", "version", "1.0.0", "tools", "logging",
                                "serverInfo", "name", EXECGATE_NAME, "version", EXECGATE_VERSION,
                                "instructions", s->instructions ? s->instructions : INSTRUCTIONS);
     if (!result) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    s->initialized = true;
+    ss->initialized = true;
     const char *client =
         json_string_value(json_object_get(json_object_get(params, "clientInfo"), "name"));
     log_info("initialize: client %s, protocol %s (asked %s)%s", client ? client : "(unnamed)",
              version, asked ? asked : "(none)",
-             s->client_elicitation ? ", client offers elicitation" : "");
-    jsonrpc_reply(s->rpc, id, result);
+             ss->client_elicitation ? ", client offers elicitation" : "");
+    jsonrpc_reply(ss->rpc, id, result);
 }
 
 static void
-handle_update(struct mcp_server *s, const json_t *id, const json_t *params)
+handle_update(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
     const json_t *policy = json_object_get(params, "sandboxPolicy");
     const json_t *cwd = json_object_get(params, "sandboxCwd");
     if (!json_is_object(policy)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
                             policy ? "sandboxPolicy: must be an object"
                                    : "sandboxPolicy: required");
         return;
@@ -346,24 +373,25 @@ handle_update(struct mcp_server *s, const json_t *id, const json_t *params)
     if (cwd && json_is_null(cwd))
         cwd = NULL;
     if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
                             "sandboxCwd: must be an absolute path");
         return;
     }
     char *err = NULL;
-    if (set_policy(s, policy, json_string_value(cwd), &err) < 0) {
-        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "sandboxPolicy: %s",
+    if (set_policy(ss, policy, json_string_value(cwd), &err) < 0) {
+        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "sandboxPolicy: %s",
                         err ? err : "out of memory");
         free(err);
         return;
     }
-    jsonrpc_reply(s->rpc, id, json_object());
+    jsonrpc_reply(ss->rpc, id, json_object());
 }
 
 /* ---- tools/call ---- */
 
 static void start_waiting(struct mcp_server *s);
 static void maybe_finish(struct mcp_server *s);
+static void session_maybe_close(struct mcp_session *ss);
 static void login_capture_done(struct mcp_server *s, const struct shell_call_result *r);
 
 static json_t *
@@ -393,7 +421,7 @@ on_call_progress(struct shell_call *sc, const char *line, size_t len, uint64_t t
                                (json_int_t)total, "message", text, text_len);
     free(text);
     if (params)
-        jsonrpc_notify(c->s->rpc, "notifications/progress", params);
+        jsonrpc_notify(c->ss->rpc, "notifications/progress", params);
 }
 
 static void
@@ -401,7 +429,9 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
 {
     struct mcp_call *c = data;
     struct mcp_server *s = c->s;
-    list_remove(&s->running, c);
+    struct mcp_session *ss = c->ss;
+    list_remove(&ss->running, c);
+    s->n_running--;
     /* nothing the call started outlives its answer */
     end_cgroup(c);
     if (c->snap_capture) {
@@ -411,7 +441,7 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
                  (unsigned long long)(r->duration_ns / 1000000));
     } else if (!r->spawned) {
         log_error("call: %s", r->error ? r->error : "cannot start");
-        jsonrpc_reply(s->rpc, c->id, failure_json(r->error ? r->error : "cannot start"));
+        jsonrpc_reply(ss->rpc, c->id, failure_json(r->error ? r->error : "cannot start"));
     } else {
         log_debug("call: exit %d after %llu ms, %zu bytes of output%s", r->exit_code,
                   (unsigned long long)(r->duration_ns / 1000000),
@@ -435,13 +465,14 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
         size_t len = 0;
         char *result = call_result_json(&cr, &len);
         if (result)
-            jsonrpc_reply_text(s->rpc, c->id, result, len);
+            jsonrpc_reply_text(ss->rpc, c->id, result, len);
         else
-            jsonrpc_reply_error(s->rpc, c->id, JSONRPC_INTERNAL_ERROR,
+            jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR,
                                 "out of memory building the result");
     }
     call_free(c);
     start_waiting(s);
+    session_maybe_close(ss);
     maybe_finish(s);
 }
 
@@ -462,36 +493,38 @@ struct call_request {
 
 /* Validates the arguments into *r; on error answers -32602 and returns -1. */
 static int
-check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, struct call_request *r)
+check_arguments(struct mcp_session *ss, const json_t *id, const json_t *args,
+                struct call_request *r)
 {
+    struct mcp_server *s = ss->s;
     const json_t *command = json_object_get(args, "command");
     const json_t *workdir = json_object_get(args, "workdir");
     const json_t *t = json_object_get(args, "timeout_ms");
     const json_t *l = json_object_get(args, "login");
     if (!json_is_string(command)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
                             command ? "command: must be a string" : "command: required");
         return -1;
     }
     if (!json_is_string(workdir)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
                             workdir ? "workdir: must be a string (an absolute path)"
                                     : "workdir: required (an absolute path)");
         return -1;
     }
     const char *wd = json_string_value(workdir);
     if (wd[0] != '/') {
-        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS,
+        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS,
                         "workdir: must be an absolute path, got '%s'", wd);
         return -1;
     }
     struct stat st;
     if (stat(wd, &st) < 0) {
-        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "workdir: %s: %s", wd, strerror(errno));
+        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "workdir: %s: %s", wd, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "workdir: %s: not a directory", wd);
+        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "workdir: %s: not a directory", wd);
         return -1;
     }
     r->command = json_string_value(command);
@@ -501,7 +534,7 @@ check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, stru
         double v = json_number_value(t);
         /* compared before the cast: a double beyond uint64_t is UB to cast */
         if (!json_is_number(t) || v < 0 || v > MAX_TIMEOUT_MS || v != (double)(uint64_t)v) {
-            jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+            jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
                                 "timeout_ms: must be an integer from 0 to 2^53");
             return -1;
         }
@@ -512,7 +545,7 @@ check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, stru
     r->login = true;
     if (l && !json_is_null(l)) {
         if (!json_is_boolean(l)) {
-            jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS, "login: must be a boolean");
+            jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, "login: must be a boolean");
             return -1;
         }
         r->login = json_is_true(l);
@@ -523,30 +556,30 @@ check_arguments(struct mcp_server *s, const json_t *id, const json_t *args, stru
 /* The tool, its arguments and the id: into *r, or on error answers and
  * returns -1. */
 static int
-parse_call(struct mcp_server *s, const json_t *id, const json_t *params, struct call_request *r)
+parse_call(struct mcp_session *ss, const json_t *id, const json_t *params, struct call_request *r)
 {
     const json_t *name = json_object_get(params, "name");
     const json_t *args = json_object_get(params, "arguments");
     if (!json_is_string(name)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS, "name: required (the tool)");
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, "name: required (the tool)");
         return -1;
     }
     if (strcmp(json_string_value(name), "shell") != 0) {
-        reply_error_fmt(s, id, JSONRPC_INVALID_PARAMS, "unknown tool '%s' (this server has shell)",
+        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "unknown tool '%s' (this server has shell)",
                         json_string_value(name));
         return -1;
     }
     if (!json_is_object(args)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
                             args ? "arguments: must be an object" : "arguments: required");
         return -1;
     }
-    if (list_find(&s->running, id) || list_find(&s->waiting, id)) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_REQUEST,
+    if (list_find(&ss->running, id) || list_find(&ss->waiting, id)) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_REQUEST,
                             "a call with this id is still running");
         return -1;
     }
-    if (check_arguments(s, id, args, r) < 0)
+    if (check_arguments(ss, id, args, r) < 0)
         return -1;
     const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     r->progress_token = json_is_string(token) || json_is_integer(token) ? token : NULL;
@@ -564,17 +597,11 @@ adopt_listener(void *watch, int listener)
 /* Where the call's sandbox is rooted: the policy's sandboxCwd, else the
  * call's workdir. */
 static const char *
-sandbox_cwd(const struct mcp_server *s, const struct call_request *r)
+sandbox_cwd(const struct mcp_session *ss, const struct call_request *r)
 {
-    return s->policy_cwd ? s->policy_cwd : r->workdir;
+    return ss->policy_cwd ? ss->policy_cwd : r->workdir;
 }
 
-/* The helper's command line under the policy in force now: the patched
- * Bash runs the command in the workdir, the helper reports on
- * CALL_FD_REPORT and, with tree enforcement, hands over its listener on
- * CALL_FD_EXEC_NOTIFY.  Its writable roots are those of view (the call's,
- * resolved as it arrived), however long the call then waits for a slot.
- * NULL with *err (malloc'd) on failure. */
 /* Whether a call under p reaches the network through the proxy: the
  * policy keeps the network off and confines the command (read-only or
  * workspace-write: the helper makes namespaces there), and the proxy is
@@ -590,11 +617,19 @@ uses_proxy(const struct mcp_server *s, const struct sandbox_policy *p)
            rules_policy_network_rule_count(decide_server_rules(s->decide)) > 0;
 }
 
+/* The helper's command line under the session's policy in force now: the
+ * patched Bash runs the command in the workdir, the helper reports on
+ * CALL_FD_REPORT and, with tree enforcement, hands over its listener on
+ * CALL_FD_EXEC_NOTIFY (and, *net set, the network proxy's on
+ * CALL_FD_NET_PROXY).  Its writable roots are those of view (the call's,
+ * resolved as it arrived), however long the call then waits for a slot.
+ * NULL with *err (malloc'd) on failure. */
 static char **
-call_argv(struct mcp_server *s, const struct writable_view *view, const struct call_request *r,
+call_argv(struct mcp_session *ss, const struct writable_view *view, const struct call_request *r,
           bool *net, char **err)
 {
-    struct sandbox_policy *p = sandbox_policy_from_json(s->policy, sandbox_cwd(s, r), err);
+    struct mcp_server *s = ss->s;
+    struct sandbox_policy *p = sandbox_policy_from_json(ss->policy, sandbox_cwd(ss, r), err);
     if (p && writable_view_pin(view, p, err) < 0) {
         sandbox_policy_free(p);
         p = NULL;
@@ -624,13 +659,15 @@ call_argv(struct mcp_server *s, const struct writable_view *view, const struct c
  * writable roots are the decisions' view.  Returns 0, or -1 with *err
  * (malloc'd; NULL: out of memory). */
 static int
-call_decisions(struct mcp_server *s, struct mcp_call *c, const struct call_request *r, char **err)
+call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_request *r, char **err)
 {
     char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
-    c->dc = label ? decide_call_new(s->decide, s->policy, sandbox_cwd(s, r), label, on_call_abort,
-                                    c, err)
+    c->dc = label ? decide_call_new(ss->s->decide, ss->policy, sandbox_cwd(ss, r), label,
+                                    on_call_abort, c, err)
                   : NULL;
     free(label);
+    if (c->dc)
+        decide_call_set_client(c->dc, ss->client);
     return c->dc ? 0 : -1;
 }
 
@@ -675,20 +712,22 @@ free_strv(char **v)
  * shell_call.  On failure returns NULL with *code and *err (malloc'd;
  * NULL: out of memory) for the answer. */
 static struct mcp_call *
-new_call(struct mcp_server *s, const json_t *id, const struct call_request *r, int *code,
+new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r, int *code,
          char **errp)
 {
+    struct mcp_server *s = ss->s;
     char *err = NULL;
     *code = JSONRPC_INTERNAL_ERROR;
     struct mcp_call *c = calloc(1, sizeof(*c));
     if (c) {
         c->s = s;
+        c->ss = ss;
         c->id = json_deep_copy(id);
     }
     char **argv = NULL;
     bool net = false;
-    if (!c || !c->id || call_decisions(s, c, r, &err) < 0 ||
-        !(argv = call_argv(s, decide_call_view(c->dc), r, &net, &err))) {
+    if (!c || !c->id || call_decisions(ss, c, r, &err) < 0 ||
+        !(argv = call_argv(ss, decide_call_view(c->dc), r, &net, &err))) {
         if (c)
             call_free(c);
         *errp = strfmt("sandbox policy: %s", err ? err : "out of memory");
@@ -697,7 +736,7 @@ new_call(struct mcp_server *s, const json_t *id, const struct call_request *r, i
     }
     char **env = NULL;
     char *label = net ? json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    if (net && !(label && (c->net = call_net_new(s->net, label, r->command)))) {
+    if (net && !(label && (c->net = call_net_new(s->net, ss->net_client, label, r->command)))) {
         free(label);
         free_strv(argv);
         call_free(c);
@@ -734,31 +773,31 @@ new_call(struct mcp_server *s, const json_t *id, const struct call_request *r, i
  * policy, where the sandbox is rooted and the workdir.  NULL when out of
  * memory. */
 static char *
-login_key(struct mcp_server *s, const struct call_request *r)
+login_key(struct mcp_session *ss, const struct call_request *r)
 {
-    char *policy = json_dumps(s->policy, JSON_COMPACT | JSON_SORT_KEYS);
-    char *key =
-        policy ? strfmt("%s\n%s\n%s\n%s", s->o->bash_path, policy, sandbox_cwd(s, r), r->workdir)
-               : NULL;
+    char *policy = json_dumps(ss->policy, JSON_COMPACT | JSON_SORT_KEYS);
+    char *key = policy ? strfmt("%s\n%s\n%s\n%s", ss->s->o->bash_path, policy, sandbox_cwd(ss, r),
+                                r->workdir)
+                       : NULL;
     free(policy);
     return key;
 }
 
-/* new_call, answering the request on failure. */
+/* new_call for the client of ss, answering the request on failure. */
 static struct mcp_call *
-build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
+build_call(struct mcp_session *ss, const json_t *id, const struct call_request *r)
 {
     int code = 0;
     char *err = NULL;
-    struct mcp_call *c = new_call(s, id, r, &code, &err);
+    struct mcp_call *c = new_call(ss, id, r, &code, &err);
     if (!c) {
-        jsonrpc_reply_error(s->rpc, id, code, err ? err : "out of memory");
+        jsonrpc_reply_error(ss->rpc, id, code, err ? err : "out of memory");
         free(err);
         return NULL;
     }
     /* login snapshot hook: settled when the call starts */
-    if (r->login && s->snap) {
-        c->snap_key = login_key(s, r);
+    if (r->login && ss->s->snap) {
+        c->snap_key = login_key(ss, r);
         c->snap_workdir = strdup(r->workdir);
         if (!c->snap_key || !c->snap_workdir) {
             free(c->snap_key);
@@ -772,16 +811,16 @@ build_call(struct mcp_server *s, const json_t *id, const struct call_request *r)
 /* tools/call: parse, build the call, queue it (it starts when there is
  * room). */
 static void
-handle_call(struct mcp_server *s, const json_t *id, const json_t *params)
+handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
     struct call_request r = {0};
-    if (parse_call(s, id, params, &r) < 0)
+    if (parse_call(ss, id, params, &r) < 0)
         return;
-    struct mcp_call *c = build_call(s, id, &r);
+    struct mcp_call *c = build_call(ss, id, &r);
     if (!c)
         return;
-    list_push(&s->waiting, c);
-    start_waiting(s);
+    list_push(&ss->waiting, c);
+    start_waiting(ss->s);
 }
 
 /*
@@ -822,11 +861,13 @@ start_cgroup(struct mcp_server *s, struct mcp_call *c, struct escalation_call *e
     free(label);
 }
 
-/* Starts c (running, on the running list). */
+/* Starts c, its session's next call (running, on its running list). */
 static void
-start_call(struct mcp_server *s, struct mcp_call *c)
+start_call(struct mcp_call *c)
 {
-    list_push(&s->running, c);
+    struct mcp_server *s = c->s;
+    list_push(&c->ss->running, c);
+    s->n_running++;
     c->running = true;
     /* escalation hook: the socket is served from here on, and the
      * server's copy of the shell's end goes once the shell has it */
@@ -865,22 +906,27 @@ start_call(struct mcp_server *s, struct mcp_call *c)
 
 /*
  * login snapshot hook: the capture of the login environment for the
- * waiting login call w, as a call of its own (the same sandbox, rules and
- * cgroup as w's would have: the profile is code like any other) running
- * `bash -lc CAPTURE` in w's workdir.  Returns 0 when it started (w waits
- * for it), -1 when w runs a real login shell instead: the policy changed
- * since w arrived, or out of memory.
+ * waiting login call w, as a call of w's session (the same sandbox
+ * policy, rules, questions and cgroup as w's would have: the profile is
+ * code like any other; it counts against --max-calls and ends with the
+ * session) running `bash -lc CAPTURE` in w's workdir.  The snapshot is
+ * the server's: the login calls of every session with the same key use
+ * it.  Returns 0 when it started (w waits for it), -1 when w runs a real
+ * login shell instead: the session's policy changed since w arrived, or
+ * out of memory.
  */
 static int
-start_capture(struct mcp_server *s, struct mcp_call *w)
+start_capture(struct mcp_call *w)
 {
+    struct mcp_session *ss = w->ss;
+    struct mcp_server *s = ss->s;
     struct call_request r = {
         .workdir = w->snap_workdir,
         .timeout_ms = s->o->login_snapshot_timeout_ms,
         .login = true,
         .max_output = LOGIN_SNAPSHOT_MAX_BYTES,
     };
-    char *key = login_key(s, &r);
+    char *key = login_key(ss, &r);
     if (!key || strcmp(key, w->snap_key) != 0) {
         free(key);
         return -1;
@@ -894,7 +940,7 @@ start_capture(struct mcp_server *s, struct mcp_call *w)
     json_t *id = json_pack("{s:s}", "login-snapshot", login_snapshot_kind_name(s->snap_kind));
     int code = 0;
     char *err = NULL;
-    struct mcp_call *cap = id ? new_call(s, id, &r, &code, &err) : NULL;
+    struct mcp_call *cap = id ? new_call(ss, id, &r, &code, &err) : NULL;
     json_decref(id);
     free(command);
     if (!cap) {
@@ -911,12 +957,12 @@ start_capture(struct mcp_server *s, struct mcp_call *w)
     cap->snap_capture = true;
     log_info("login snapshot: capturing what a login shell of %s sets up, in %s", s->o->bash_path,
              w->snap_workdir);
-    start_call(s, cap);
+    start_call(cap);
     return 0;
 }
 
-/* login snapshot hook: the capture's end; the calls that waited for it
- * start next (start_waiting). */
+/* login snapshot hook: the capture's end; the calls that waited for it,
+ * in any session, start next (start_waiting). */
 static void
 login_capture_done(struct mcp_server *s, const struct shell_call_result *r)
 {
@@ -939,20 +985,22 @@ login_capture_done(struct mcp_server *s, const struct shell_call_result *r)
 }
 
 /*
- * login snapshot hook: whether the waiting call c may start now.  A login
- * call sources a good snapshot (login_snapshot_use), waits while one is
- * captured (and so do the calls behind it: calls start in order), or runs
- * a real login shell when there can be none.
+ * login snapshot hook: whether the waiting call c, the first of its
+ * session, may start now.  A login call sources a good snapshot
+ * (login_snapshot_use), waits while one is captured (and so do the calls
+ * of its session behind it: a session's calls start in order), or runs a
+ * real login shell when there can be none.
  */
 static bool
-login_ready(struct mcp_server *s, struct mcp_call *c)
+login_ready(struct mcp_call *c)
 {
+    struct mcp_server *s = c->s;
     if (!c->snap_key)
         return true;
     const char *path = NULL;
     enum login_snapshot_state st = login_snapshot_get(s->snap, s->snap_kind, c->snap_key,
                                                       getenv("HOME"), uv_now(s->loop), &path);
-    if (st == LOGIN_SNAPSHOT_CAPTURE && start_capture(s, c) == 0)
+    if (st == LOGIN_SNAPSHOT_CAPTURE && start_capture(c) == 0)
         return false;
     if (st == LOGIN_SNAPSHOT_WAIT)
         return false;
@@ -966,34 +1014,68 @@ login_ready(struct mcp_server *s, struct mcp_call *c)
     return true;
 }
 
+/* Whether a call of ss may start now. */
+static bool
+may_start(const struct mcp_server *s, const struct mcp_session *ss)
+{
+    return !s->shutting_down && !ss->ending && ss->waiting.head && s->n_running < s->o->max_calls &&
+           (!ss->rpc || jsonrpc_pending_output(ss->rpc) < s->o->max_pending_output);
+}
+
+/* The next call to start: sessions take turns (the one that started the
+ * last goes to the back of the line), so one busy client does not hold
+ * the others' calls back.  A session whose first call waits for a login
+ * snapshot's capture (login_ready, which may start the capture) waits
+ * with it; the others go on. */
+static struct mcp_call *
+next_waiting(struct mcp_server *s)
+{
+    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next) {
+        if (!may_start(s, ss) || !login_ready(ss->waiting.head))
+            continue;
+        if (ss->next) {
+            if (ss->prev)
+                ss->prev->next = ss->next;
+            else
+                s->sessions = ss->next;
+            ss->next->prev = ss->prev;
+            struct mcp_session *last = ss->next;
+            while (last->next)
+                last = last->next;
+            last->next = ss;
+            ss->prev = last;
+            ss->next = NULL;
+        }
+        return ss->waiting.head;
+    }
+    return NULL;
+}
+
 static void
 start_waiting(struct mcp_server *s)
 {
-    while (!s->shutting_down && s->waiting.head && s->running.count < s->o->max_calls &&
-           jsonrpc_pending_output(s->rpc) < s->o->max_pending_output) {
-        struct mcp_call *c = s->waiting.head;
-        if (!login_ready(s, c))
-            break;
-        list_remove(&s->waiting, c);
-        start_call(s, c);
+    struct mcp_call *c;
+    while ((c = next_waiting(s)) != NULL) {
+        list_remove(&c->ss->waiting, c);
+        start_call(c);
     }
 }
 
 static void
-handle_cancelled(struct mcp_server *s, const json_t *params)
+handle_cancelled(struct mcp_session *ss, const json_t *params)
 {
     const json_t *id = json_object_get(params, "requestId");
     if (!id)
         return;
-    struct mcp_call *c = list_find(&s->waiting, id);
+    struct mcp_call *c = list_find(&ss->waiting, id);
     if (c) {
-        list_remove(&s->waiting, c);
+        list_remove(&ss->waiting, c);
         shell_call_discard(c->sc);
         call_free(c);
         log_info("a waiting call was cancelled before it started");
         return;
     }
-    c = list_find(&s->running, id);
+    c = list_find(&ss->running, id);
     if (c) {
         log_info("cancelling a running call (pid %d)", shell_call_pgid(c->sc));
         shell_call_cancel(c->sc);
@@ -1002,17 +1084,17 @@ handle_cancelled(struct mcp_server *s, const json_t *params)
 
 /* logging/setLevel {level}: the least severe record the client is sent. */
 static void
-handle_set_level(struct mcp_server *s, const json_t *id, const json_t *params)
+handle_set_level(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
     const char *level = json_string_value(json_object_get(params, "level"));
-    if (client_log_set_level(s->client_log, level) < 0) {
-        jsonrpc_reply_error(s->rpc, id, JSONRPC_INVALID_PARAMS,
+    if (client_log_set_level(ss->client_log, level) < 0) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
                             "level: must be one of debug, info, notice, warning, error, critical, "
                             "alert, emergency");
         return;
     }
     log_debug("client log level: %s", level);
-    jsonrpc_reply(s->rpc, id, json_object());
+    jsonrpc_reply(ss->rpc, id, json_object());
 }
 
 /* ---- dispatch ---- */
@@ -1021,45 +1103,45 @@ static void
 on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json_t *params,
            void *data)
 {
-    struct mcp_server *s = data;
+    struct mcp_session *ss = data;
     if (strcmp(method, "ping") == 0) {
         jsonrpc_reply(rpc, id, json_object());
         return;
     }
     if (strcmp(method, "initialize") == 0) {
-        handle_initialize(s, id, params);
+        handle_initialize(ss, id, params);
         return;
     }
     bool known = strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0 ||
                  strcmp(method, "codex/sandbox-state/update") == 0 ||
                  strcmp(method, "logging/setLevel") == 0;
     if (!known) {
-        reply_error_fmt(s, id, JSONRPC_METHOD_NOT_FOUND, "method not found: %s", method);
+        reply_error_fmt(ss, id, JSONRPC_METHOD_NOT_FOUND, "method not found: %s", method);
         return;
     }
-    if (!s->initialized) {
-        reply_error_fmt(s, id, JSONRPC_INVALID_REQUEST,
+    if (!ss->initialized) {
+        reply_error_fmt(ss, id, JSONRPC_INVALID_REQUEST,
                         "not initialized: send initialize before %s", method);
         return;
     }
     if (strcmp(method, "tools/list") == 0) {
-        json_t *tool = tool_definition(s->o);
+        json_t *tool = tool_definition(ss->s->o);
         jsonrpc_reply(rpc, id, tool ? json_pack("{s:[o]}", "tools", tool) : NULL);
     } else if (strcmp(method, "tools/call") == 0) {
-        handle_call(s, id, params);
+        handle_call(ss, id, params);
     } else if (strcmp(method, "logging/setLevel") == 0) {
-        handle_set_level(s, id, params);
+        handle_set_level(ss, id, params);
     } else {
-        handle_update(s, id, params);
+        handle_update(ss, id, params);
     }
 }
 
 static void
 on_notification(struct jsonrpc *rpc, const char *method, const json_t *params, void *data)
 {
-    struct mcp_server *s = data;
+    struct mcp_session *ss = data;
     if (strcmp(method, "notifications/cancelled") == 0)
-        handle_cancelled(s, params);
+        handle_cancelled(ss, params);
     else if (strcmp(method, "notifications/initialized") == 0)
         log_debug("client initialized");
     else
@@ -1069,14 +1151,16 @@ on_notification(struct jsonrpc *rpc, const char *method, const json_t *params, v
 static void
 on_eof(struct jsonrpc *rpc, void *data)
 {
-    mcp_server_shutdown(data, "end of input");
+    struct mcp_session *ss = data;
+    mcp_server_shutdown(ss->s, "end of input");
 }
 
 /* Output was written: calls held back by --max-pending-output may start. */
 static void
 on_output_written(struct jsonrpc *rpc, void *data)
 {
-    start_waiting(data);
+    struct mcp_session *ss = data;
+    start_waiting(ss->s);
 }
 
 static const struct jsonrpc_handler rpc_handler = {
@@ -1126,6 +1210,192 @@ choose_enforcement(struct mcp_server *s)
     return s->instructions ? 0 : -1;
 }
 
+/* ---- sessions ---- */
+
+bool
+mcp_protocol_supported(const char *version)
+{
+    for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++) {
+        if (strcmp(version, protocol_versions[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int
+session_sink(void *data, struct jsonrpc_out *m)
+{
+    struct mcp_session *ss = data;
+    if (!ss->sink) {
+        /* the session ended: its client is no longer there to read it */
+        free(m->own[0]);
+        free(m->own[1]);
+        return -1;
+    }
+    return ss->sink(ss->sink_data, m);
+}
+
+static void
+session_free(struct mcp_session *ss)
+{
+    if (!ss)
+        return;
+    json_decref(ss->policy);
+    free(ss->policy_cwd);
+    client_log_free(ss->client_log);
+    decide_client_unref(ss->client);
+    call_net_client_unref(ss->net_client);
+    free(ss);
+}
+
+/*
+ * A session with the server's starting policy (--sandbox, else
+ * read-only), its own log and approvals, and a transport not started.
+ * Listed in s->sessions.  NULL with *err (malloc'd; NULL: out of memory)
+ * on failure.
+ */
+static struct mcp_session *
+session_new(struct mcp_server *s, char **err)
+{
+    struct mcp_session *ss = calloc(1, sizeof(*ss));
+    if (!ss)
+        return NULL;
+    ss->s = s;
+    int rc = 0;
+    if (s->o->sandbox) {
+        char *why = NULL;
+        rc = set_policy(ss, s->o->sandbox, s->o->sandbox_cwd, &why);
+        if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
+            *err = NULL;
+        free(why);
+    } else {
+        ss->policy = json_pack("{s:s}", "type", "read-only");
+        rc = ss->policy ? 0 : -1;
+    }
+    if (rc == 0 && (!(ss->client_log = client_log_new()) || !(ss->client = decide_client_new()) ||
+                    !(ss->net_client = call_net_client_new()) ||
+                    !(ss->rpc = jsonrpc_new(s->loop, &rpc_handler, ss, s->o->max_message_bytes))))
+        rc = -1;
+    if (rc < 0) {
+        session_free(ss);
+        return NULL;
+    }
+    ss->next = s->sessions;
+    if (s->sessions)
+        s->sessions->prev = ss;
+    s->sessions = ss;
+    s->n_sessions++;
+    return ss;
+}
+
+static void on_grace_closed(uv_handle_t *h);
+
+static void
+on_session_rpc_closed(void *data)
+{
+    struct mcp_session *ss = data;
+    struct mcp_server *s = ss->s;
+    ss->rpc = NULL;
+    decide_client_set(ss->client, NULL, false, NULL);
+    call_net_client_set(ss->net_client, NULL, false, NULL);
+    client_log_set_rpc(ss->client_log, NULL);
+    if (ss->prev)
+        ss->prev->next = ss->next;
+    else
+        s->sessions = ss->next;
+    if (ss->next)
+        ss->next->prev = ss->prev;
+    if (s->stdio == ss)
+        s->stdio = NULL;
+    s->n_sessions--;
+    /* a session the server's shutdown closed: its transport lets go */
+    if (ss->sink)
+        ss->sink(ss->sink_data, NULL);
+    session_free(ss);
+    if (s->finishing && s->n_sessions == 0 && s->started &&
+        !uv_is_closing((uv_handle_t *)&s->grace))
+        uv_close((uv_handle_t *)&s->grace, on_grace_closed);
+}
+
+/* Closes an ended session's transport once its calls are gone (the
+ * session is then freed, perhaps before this returns).  The stdio
+ * transport first writes what waits for the client, until the grace
+ * period ends. */
+static void
+session_maybe_close(struct mcp_session *ss)
+{
+    if (!(ss->ending || ss->s->finishing) || ss->running.count > 0 || ss->rpc_closing)
+        return;
+    ss->rpc_closing = true;
+    jsonrpc_close(ss->rpc, ss->sink != NULL || ss->ending, on_session_rpc_closed, ss);
+}
+
+/* Drops what waits, answering it with why when answer is set. */
+static void
+session_drop_waiting(struct mcp_session *ss, const char *answer)
+{
+    while (ss->waiting.head) {
+        struct mcp_call *c = ss->waiting.head;
+        list_remove(&ss->waiting, c);
+        if (answer)
+            jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR, answer);
+        shell_call_discard(c->sc);
+        call_free(c);
+    }
+}
+
+struct mcp_session *
+mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, void *data)
+{
+    if (s->shutting_down)
+        return NULL;
+    char *err = NULL;
+    struct mcp_session *ss = session_new(s, &err);
+    free(err); /* the policy was checked when the server started */
+    if (!ss)
+        return NULL;
+    ss->sink = sink;
+    ss->sink_data = data;
+    jsonrpc_start_sink(ss->rpc, session_sink, ss);
+    return ss;
+}
+
+void
+mcp_session_feed(struct mcp_session *ss, const char *buf, size_t len)
+{
+    if (!ss->ending)
+        jsonrpc_feed(ss->rpc, buf, len);
+}
+
+void
+mcp_session_end(struct mcp_session *ss, const char *why)
+{
+    if (ss->ending)
+        return;
+    ss->ending = true;
+    ss->sink = NULL;
+    log_info("session ends (%s): %u call(s) running are killed, %u waiting dropped", why,
+             ss->running.count, ss->waiting.count);
+    jsonrpc_stop_reading(ss->rpc);
+    session_drop_waiting(ss, NULL);
+    for (struct mcp_call *c = ss->running.head; c; c = c->next)
+        shell_call_cancel(c->sc);
+    session_maybe_close(ss);
+}
+
+unsigned
+mcp_server_session_count(const struct mcp_server *s)
+{
+    return s->n_sessions - (s->stdio ? 1 : 0);
+}
+
+void
+mcp_server_set_on_shutdown(struct mcp_server *s, void (*cb)(void *data), void *data)
+{
+    s->on_shutdown = cb;
+    s->on_shutdown_data = data;
+}
+
 struct mcp_server *
 mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
 {
@@ -1137,17 +1407,9 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     }
     s->loop = loop;
     s->o = o;
-    int rc = 0;
-    if (o->sandbox) {
-        char *why = NULL;
-        rc = set_policy(s, o->sandbox, o->sandbox_cwd, &why);
-        if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
-            *err = NULL;
-        free(why);
-    } else {
-        s->policy = json_pack("{s:s}", "type", "read-only");
-        rc = s->policy ? 0 : -1;
-    }
+    /* the stdio client's session; serving HTTP, mcp_server_start drops it */
+    s->stdio = session_new(s, err);
+    int rc = s->stdio ? 0 : -1;
     if (rc == 0) {
         /* escalation hook: the rules are loaded once, here; a bad rules file
          * refuses the start */
@@ -1170,33 +1432,44 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     }
     if (rc == 0)
         rc = choose_enforcement(s);
-    if (rc == 0) {
-        s->client_log = client_log_new();
-        rc = s->client_log ? 0 : -1;
-    }
     if (rc == 0 && o->network_proxy != OPTIONS_NETWORK_PROXY_OFF) {
-        s->net = call_net_server_new(loop, s->decide, s->client_log);
+        s->net = call_net_server_new(loop, s->decide);
         rc = s->net ? 0 : -1;
-    }
-    if (rc == 0) {
-        decide_server_set_log(s->decide, s->client_log);
-        s->rpc = jsonrpc_new(loop, &rpc_handler, s, o->max_message_bytes);
-        rc = s->rpc ? 0 : -1;
     }
     if (rc < 0) {
         if (!*err)
             *err = strdup("out of memory");
         call_net_server_free(s->net);
-        client_log_free(s->client_log);
+        if (s->stdio) {
+            jsonrpc_close(s->stdio->rpc, 1, NULL, NULL);
+            session_free(s->stdio);
+        }
         decide_server_free(s->decide);
-        json_decref(s->policy);
-        free(s->policy_cwd);
         free(s->instructions);
         state_paths_free(s->protect);
         free(s);
         return NULL;
     }
     return s;
+}
+
+/* Sends signo to every running call of every session. */
+static void
+signal_all(struct mcp_server *s, int signo)
+{
+    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next) {
+        for (struct mcp_call *c = ss->running.head; c; c = c->next)
+            shell_call_signal(c->sc, signo);
+    }
+}
+
+/* A record for every session's client (each at its own level). */
+static void
+log_all(struct mcp_server *s, enum client_log_level level, json_t *data)
+{
+    for (struct mcp_session *ss = s->sessions; ss && data; ss = ss->next)
+        client_log_send(ss->client_log, level, json_deep_copy(data));
+    json_decref(data);
 }
 
 static void
@@ -1206,8 +1479,7 @@ on_signal(uv_signal_t *h, int signum)
     if (s->shutting_down && !s->killed) {
         /* a second signal: no more grace */
         s->killed = true;
-        for (struct mcp_call *c = s->running.head; c; c = c->next)
-            shell_call_signal(c->sc, SIGKILL);
+        signal_all(s, SIGKILL);
         return;
     }
     mcp_server_shutdown(s, signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -1223,16 +1495,16 @@ on_rules_changed(void *data)
     if (decide_server_reload(s->decide, &err) == 0) {
         size_t n = decide_server_rule_count(s->decide);
         log_info("rules: reloaded: %zu prefix rule(s) in force", n);
-        client_log_send(s->client_log, CLIENT_LOG_INFO,
-                        json_pack("{s:s, s:I}", "event", "rules-reloaded", "rules", (json_int_t)n));
+        log_all(s, CLIENT_LOG_INFO,
+                json_pack("{s:s, s:I}", "event", "rules-reloaded", "rules", (json_int_t)n));
     } else {
         const char *why = err ? err : "out of memory";
         log_error("rules: not reloaded, the rules loaded before stay in force: %s", why);
-        client_log_send(s->client_log, CLIENT_LOG_ERROR,
-                        json_pack("{s:s, s:s, s:s}", "event", "rules-reload-failed", "error", why,
-                                  "message",
-                                  "the rules were not reloaded; the rules loaded before stay in "
-                                  "force"));
+        log_all(s, CLIENT_LOG_ERROR,
+                json_pack("{s:s, s:s, s:s}", "event", "rules-reload-failed", "error", why,
+                          "message",
+                          "the rules were not reloaded; the rules loaded before stay in "
+                          "force"));
     }
     free(err);
 }
@@ -1357,32 +1629,42 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
         if (!s->rules_watch)
             log_warn("rules: out of memory: they are not reloaded when they change");
     }
-    if (rc == 0)
-        rc = jsonrpc_start(s->rpc, in_fd, out_fd);
+    if (rc == 0 && in_fd >= 0) {
+        rc = jsonrpc_start(s->stdio->rpc, in_fd, out_fd);
+    } else if (rc == 0 && s->stdio) {
+        /* serving HTTP: no stdio client (its transport never started, so
+         * it closes at once) */
+        s->stdio->ending = true;
+        session_maybe_close(s->stdio);
+    }
     return rc;
 }
 
 void
 mcp_server_feed(struct mcp_server *s, const char *buf, size_t len)
 {
-    jsonrpc_feed(s->rpc, buf, len);
+    if (s->stdio)
+        jsonrpc_feed(s->stdio->rpc, buf, len);
 }
 
 static void
 on_grace_expired(uv_timer_t *t)
 {
     struct mcp_server *s = t->data;
-    if (s->rpc_closing) {
+    if (s->finishing) {
         /* the client does not read what is left: stop waiting for it */
         log_warn("output not flushed within %llu ms of shutdown; dropping it",
                  (unsigned long long)s->o->kill_grace_ms);
-        jsonrpc_close(s->rpc, 1, NULL, NULL);
+        for (struct mcp_session *ss = s->sessions, *next; ss; ss = next) {
+            next = ss->next;
+            if (ss->rpc)
+                jsonrpc_close(ss->rpc, 1, NULL, NULL);
+        }
         return;
     }
-    log_info("grace period over: killing %u call(s)", s->running.count);
+    log_info("grace period over: killing %u call(s)", s->n_running);
     s->killed = true;
-    for (struct mcp_call *c = s->running.head; c; c = c->next)
-        shell_call_signal(c->sc, SIGKILL);
+    signal_all(s, SIGKILL);
 }
 
 void
@@ -1391,20 +1673,19 @@ mcp_server_shutdown(struct mcp_server *s, const char *why)
     if (s->shutting_down)
         return;
     s->shutting_down = true;
-    log_info("shutting down (%s): %u call(s) running, %u waiting", why, s->running.count,
-             s->waiting.count);
-    jsonrpc_stop_reading(s->rpc);
-    while (s->waiting.head) {
-        struct mcp_call *c = s->waiting.head;
-        list_remove(&s->waiting, c);
-        jsonrpc_reply_error(s->rpc, c->id, JSONRPC_INTERNAL_ERROR,
-                            "execgate is shutting down: the call did not start");
-        shell_call_discard(c->sc);
-        call_free(c);
+    unsigned waiting = 0;
+    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next)
+        waiting += ss->waiting.count;
+    log_info("shutting down (%s): %u call(s) running, %u waiting", why, s->n_running, waiting);
+    /* no new clients (the HTTP transport closes its listeners) */
+    if (s->on_shutdown)
+        s->on_shutdown(s->on_shutdown_data);
+    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next) {
+        jsonrpc_stop_reading(ss->rpc);
+        session_drop_waiting(ss, "execgate is shutting down: the call did not start");
     }
-    for (struct mcp_call *c = s->running.head; c; c = c->next)
-        shell_call_signal(c->sc, SIGTERM);
-    if (s->running.count > 0 && s->started)
+    signal_all(s, SIGTERM);
+    if (s->n_running > 0 && s->started)
         uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
     maybe_finish(s);
 }
@@ -1417,24 +1698,17 @@ on_server_handle_closed(uv_handle_t *h)
 }
 
 static void
-on_rpc_closed(void *data)
+on_grace_closed(uv_handle_t *h)
 {
-    struct mcp_server *s = data;
-    s->rpc_closed = true;
-    s->rpc = NULL;
-    decide_server_set_client(s->decide, NULL, false);
-    call_net_server_set_client(s->net, NULL, false);
-    client_log_set_rpc(s->client_log, NULL);
-    if (s->started && !uv_is_closing((uv_handle_t *)&s->grace))
-        uv_close((uv_handle_t *)&s->grace, on_server_handle_closed);
+    on_server_handle_closed(h);
 }
 
 static void
 maybe_finish(struct mcp_server *s)
 {
-    if (!s->shutting_down || s->running.count > 0 || s->rpc_closing)
+    if (!s->shutting_down || s->n_running > 0 || s->finishing)
         return;
-    s->rpc_closing = true;
+    s->finishing = true;
     if (s->started) {
         uv_close((uv_handle_t *)&s->sigterm, on_server_handle_closed);
         uv_close((uv_handle_t *)&s->sigint, on_server_handle_closed);
@@ -1451,7 +1725,14 @@ maybe_finish(struct mcp_server *s)
         uv_timer_stop(&s->grace);
         uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
     }
-    jsonrpc_close(s->rpc, 0, on_rpc_closed, s);
+    if (s->n_sessions == 0 && s->started) {
+        uv_close((uv_handle_t *)&s->grace, on_grace_closed);
+        return;
+    }
+    for (struct mcp_session *ss = s->sessions, *next; ss; ss = next) {
+        next = ss->next;
+        session_maybe_close(ss);
+    }
 }
 
 void
@@ -1459,13 +1740,16 @@ mcp_server_free(struct mcp_server *s)
 {
     if (!s)
         return;
-    json_decref(s->policy);
-    free(s->policy_cwd);
+    while (s->sessions) {
+        /* none is left after a loop that ran dry; freed all the same */
+        struct mcp_session *ss = s->sessions;
+        s->sessions = ss->next;
+        session_free(ss);
+    }
     free(s->instructions);
     state_paths_free(s->protect);
     call_net_server_free(s->net);
     decide_server_free(s->decide);
-    client_log_free(s->client_log);
     login_snapshot_free(s->snap);
     while (s->n_cgroup_pool > 0)
         call_cgroup_free(s->cgroup_pool[--s->n_cgroup_pool]);

@@ -118,6 +118,8 @@ struct netproxy_listener {
     struct netproxy_listener *prev, *next;
     uv_tcp_t tcp;
     char *call_id, *command;
+    struct netproxy_session *session; /* a reference; NULL: nothing is remembered */
+    void *owner;                      /* the hooks': borrowed */
     struct conn *conns;
 };
 
@@ -133,8 +135,12 @@ struct netproxy {
     size_t n_conns;
     bool freeing;
     bool no_splice; /* $EXECGATE_NETPROXY_NO_SPLICE=1: tunnels read and write (a test knob) */
-    char **session; /* "protocol host" approved for the session */
-    size_t n_session;
+};
+
+struct netproxy_session {
+    unsigned refs;
+    char **keys; /* "protocol host" approved for the session */
+    size_t n_keys;
 };
 
 struct wreq {
@@ -157,9 +163,6 @@ proxy_maybe_free(struct netproxy *p)
 {
     if (!p->freeing || p->n_listeners || p->n_conns)
         return;
-    for (size_t i = 0; i < p->n_session; i++)
-        free(p->session[i]);
-    free(p->session);
     free(p);
 }
 
@@ -372,6 +375,7 @@ report(struct conn *c, bool allowed, const char *message)
     if (!c->p->hooks.event || !c->l)
         return;
     struct netproxy_event ev = {
+        .owner = c->l->owner,
         .call_id = c->l->call_id,
         .command = c->l->command,
         .host = c->host,
@@ -459,32 +463,60 @@ refuse_decided(struct conn *c, int http_status, int socks_code, const char *fmt,
 
 /* ---- deciding ---- */
 
-static bool
-session_has(const struct netproxy *p, const char *key)
+struct netproxy_session *
+netproxy_session_new(void)
 {
-    for (size_t i = 0; i < p->n_session; i++)
-        if (strcmp(p->session[i], key) == 0)
+    struct netproxy_session *ps = calloc(1, sizeof *ps);
+    if (ps)
+        ps->refs = 1;
+    return ps;
+}
+
+static struct netproxy_session *
+session_ref(struct netproxy_session *ps)
+{
+    if (ps)
+        ps->refs++;
+    return ps;
+}
+
+void
+netproxy_session_unref(struct netproxy_session *ps)
+{
+    if (!ps || --ps->refs > 0)
+        return;
+    for (size_t i = 0; i < ps->n_keys; i++)
+        free(ps->keys[i]);
+    free(ps->keys);
+    free(ps);
+}
+
+static bool
+session_has(const struct netproxy_session *ps, const char *key)
+{
+    for (size_t i = 0; ps && i < ps->n_keys; i++)
+        if (strcmp(ps->keys[i], key) == 0)
             return true;
     return false;
 }
 
 static void
-session_add(struct netproxy *p, const char *proto, const char *host)
+session_add(struct netproxy_session *ps, const char *proto, const char *host)
 {
     char *key = NULL;
-    if (asprintf(&key, "%s %s", proto, host) < 0)
+    if (!ps || asprintf(&key, "%s %s", proto, host) < 0)
         return; /* out of memory: the next connection asks again */
-    if (session_has(p, key)) {
+    if (session_has(ps, key)) {
         free(key);
         return;
     }
-    char **s = realloc(p->session, (p->n_session + 1) * sizeof *s);
-    if (!s) {
+    char **keys = realloc(ps->keys, (ps->n_keys + 1) * sizeof *keys);
+    if (!keys) {
         free(key);
         return;
     }
-    p->session = s;
-    p->session[p->n_session++] = key;
+    ps->keys = keys;
+    ps->keys[ps->n_keys++] = key;
 }
 
 static void
@@ -579,7 +611,7 @@ decide(struct conn *c)
         conn_close(c);
         return;
     }
-    bool approved = session_has(p, key);
+    bool approved = session_has(c->l->session, key);
     free(key);
     if (approved) {
         go_ahead(c);
@@ -601,6 +633,7 @@ decide(struct conn *c)
     c->ask = ask;
     c->st = ST_ASKING;
     struct netproxy_event what = {
+        .owner = c->l->owner,
         .call_id = c->l->call_id,
         .command = c->l->command,
         .host = c->host,
@@ -635,8 +668,8 @@ netproxy_ask_answer(struct netproxy_ask *ask, enum netproxy_answer answer)
                        c->port, c->proto);
         return;
     }
-    if (answer == NETPROXY_APPROVED_FOR_SESSION)
-        session_add(c->p, c->proto, c->host);
+    if (answer == NETPROXY_APPROVED_FOR_SESSION && c->l)
+        session_add(c->l->session, c->proto, c->host);
     go_ahead(c);
 }
 
@@ -1426,6 +1459,7 @@ listener_closed(uv_handle_t *h)
 {
     struct netproxy_listener *l = h->data;
     struct netproxy *p = l->p;
+    netproxy_session_unref(l->session);
     free(l->call_id);
     free(l->command);
     free(l);
@@ -1451,7 +1485,8 @@ netproxy_listener_close(struct netproxy_listener *l)
 
 int
 netproxy_listen_fd(struct netproxy *p, int fd, const char *call_id, const char *command,
-                   struct netproxy_listener **out, char **why)
+                   struct netproxy_session *session, void *owner, struct netproxy_listener **out,
+                   char **why)
 {
     *out = NULL;
     *why = NULL;
@@ -1467,6 +1502,7 @@ netproxy_listen_fd(struct netproxy *p, int fd, const char *call_id, const char *
         return -ENOMEM;
     }
     l->p = p;
+    l->owner = owner;
     int rc = uv_tcp_init(p->loop, &l->tcp);
     if (rc < 0) {
         free(l->call_id);
@@ -1478,6 +1514,7 @@ netproxy_listen_fd(struct netproxy *p, int fd, const char *call_id, const char *
         return rc;
     }
     l->tcp.data = l;
+    l->session = session_ref(session); /* from here on listener_closed lets it go */
     p->n_listeners++;
     l->next = p->listeners;
     if (p->listeners)

@@ -10,7 +10,8 @@
  * network_rules for its host and protocol (http for plain requests,
  * https for CONNECT, socks5_tcp for SOCKS5): allow connects, forbidden
  * refuses, prompt asks the person through the hooks (an answer "for the
- * session" holds for that host and protocol until the proxy is freed),
+ * session" holds for that host and protocol in the listener's session,
+ * struct netproxy_session: the listeners of one client's calls share one),
  * and a host without a rule is refused with a message saying how to
  * allow it.  The proxy resolves names itself; a name that resolves to a
  * local or private address is refused unless the rule names a local host
@@ -41,6 +42,7 @@ struct rules_policy;
 /* One decision, as the hooks see it.  Everything is borrowed for the
  * duration of the hook. */
 struct netproxy_event {
+    void *owner;          /* the listener's (netproxy_listen_fd) */
     const char *call_id;  /* the listener's */
     const char *command;  /* the listener's */
     const char *host;     /* the rule key (nethost_normalize) */
@@ -77,6 +79,16 @@ struct netproxy_hooks {
 struct netproxy;
 struct netproxy_listener;
 
+/* What a person approved "for the session" (a protocol and host): one per
+ * client session, shared by the listeners of its calls.  Reference
+ * counted: the creator holds one, each listener given it another.  NULL
+ * when out of memory. */
+struct netproxy_session;
+struct netproxy_session *netproxy_session_new(void);
+
+/* Releases a reference; NULL is a no-op. */
+void netproxy_session_unref(struct netproxy_session *ps);
+
 /* A new proxy on loop (hooks copied).  NULL when out of memory. */
 struct netproxy *netproxy_new(uv_loop_t *loop, const struct netproxy_hooks *hooks);
 
@@ -89,10 +101,14 @@ void netproxy_free(struct netproxy *p);
 
 /*
  * Serves the listening TCP socket fd (taken, closed by the proxy even on
- * failure) for the call call_id running command (both copied).  Returns 0
+ * failure) for the call call_id running command (both copied), of the
+ * client session `session` (a reference is taken; NULL: no answer "for the
+ * session" is remembered) and of owner (borrowed, must outlive the
+ * listener: the hooks' own, in each event of its connections).  Returns 0
  * with *out set, or a negative errno with *why a malloc'd message.
  */
 int netproxy_listen_fd(struct netproxy *p, int fd, const char *call_id, const char *command,
+                       struct netproxy_session *session, void *owner,
                        struct netproxy_listener **out, char **why);
 
 /* Stops listening and closes the listener's connections (its call ended).

@@ -43,6 +43,10 @@ enum {
     OPT_LOGIN_SNAPSHOT_TIMEOUT,
     OPT_SHELL,
     OPT_NETWORK_PROXY,
+    OPT_LISTEN,
+    OPT_TOKEN_FILE,
+    OPT_SESSION_IDLE,
+    OPT_MAX_SESSIONS,
 };
 
 static const struct option long_options[] = {
@@ -74,6 +78,10 @@ static const struct option long_options[] = {
     {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
     {"shell", required_argument, NULL, OPT_SHELL},
     {"network-proxy", required_argument, NULL, OPT_NETWORK_PROXY},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"session-idle-ms", required_argument, NULL, OPT_SESSION_IDLE},
+    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {NULL, 0, NULL, 0},
 };
 
@@ -82,8 +90,8 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate [OPTION]...\n"
-            "An MCP server (JSON-RPC on stdin/stdout) whose `shell` tool runs commands\n"
-            "in a sandboxed, patched Bash.\n"
+            "An MCP server (JSON-RPC on stdin/stdout, or Streamable HTTP with --listen)\n"
+            "whose `shell` tool runs commands in a sandboxed, patched Bash.\n"
             "\n"
             "  --bash PATH               patched Bash (default: $CODEX_BASH_PATH, else the\n"
             "                            one installed with execgate)\n"
@@ -137,6 +145,14 @@ usage(FILE *out)
             "                            through the proxy that network_rule decides: auto\n"
             "                            (when the rules have one; the default), on, off\n"
             "                            (docs/network.md)\n"
+            "  --listen ADDRESS          serve MCP Streamable HTTP sessions at\n"
+            "                            http://ADDRESS/mcp instead of stdio: unix:PATH\n"
+            "                            (a socket of mode 0600) or HOST:PORT on a\n"
+            "                            loopback address (port 0: any; repeatable)\n"
+            "  --token-file PATH         bearer token HTTP clients on TCP must send\n"
+            "                            (created, mode 0600, when missing)\n"
+            "  --session-idle-ms MS      an HTTP session unused this long ends (1800000)\n"
+            "  --max-sessions N          HTTP sessions at once (64)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -440,6 +456,8 @@ static const struct {
     {OPT_MAX_ASK, "--max-ask-ms", 0, UINT64_C(1) << 53},
     {OPT_MAX_CALLS, "--max-calls", 1, 4096},
     {OPT_LOGIN_SNAPSHOT_TIMEOUT, "--login-snapshot-timeout-ms", 1, UINT64_C(1) << 53},
+    {OPT_SESSION_IDLE, "--session-idle-ms", 1, UINT64_C(1) << 53},
+    {OPT_MAX_SESSIONS, "--max-sessions", 1, 65536},
 };
 
 /* An option of number_options; 0, or -1 with *err naming the option and
@@ -488,6 +506,12 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_LOGIN_SNAPSHOT_TIMEOUT:
         o->login_snapshot_timeout_ms = n;
+        break;
+    case OPT_SESSION_IDLE:
+        o->session_idle_ms = n;
+        break;
+    case OPT_MAX_SESSIONS:
+        o->max_sessions = (unsigned)n;
         break;
     default: /* OPT_MAX_CALLS: at most 4096 */
         o->max_calls = (unsigned)n;
@@ -544,6 +568,13 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
     case OPT_NO_LOGIN_SNAPSHOT:
         o->login_snapshot = false;
         return 0;
+    case OPT_LISTEN:
+        o->listen[o->listen_count++] = strdup(arg);
+        return o->listen[o->listen_count - 1] ? 0 : -1;
+    case OPT_TOKEN_FILE:
+        free(o->token_file);
+        o->token_file = strdup(arg);
+        return o->token_file ? 0 : -1;
     case OPT_EXEC_ENFORCEMENT:
         if (strcmp(arg, "tree") == 0 || strcmp(arg, "shell") == 0) {
             o->exec_enforcement = strcmp(arg, "tree") == 0 ? OPTIONS_EXEC_ENFORCEMENT_TREE
@@ -642,11 +673,14 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
     o->login_snapshot = true;
     o->login_snapshot_timeout_ms = OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS;
+    o->session_idle_ms = OPTIONS_DEFAULT_SESSION_IDLE_MS;
+    o->max_sessions = OPTIONS_DEFAULT_MAX_SESSIONS;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */
     o->rules = calloc((size_t)argc + 2, sizeof(char *));
     o->pass_env = calloc((size_t)argc + 1, sizeof(char *));
-    if (!o->rules || !o->pass_env) {
+    o->listen = calloc((size_t)argc + 1, sizeof(char *));
+    if (!o->rules || !o->pass_env || !o->listen) {
         options_release(o);
         *err = strfmt("out of memory");
         return OPTIONS_ERROR;
@@ -695,6 +729,10 @@ options_release(struct server_options *o)
     for (size_t i = 0; o->pass_env && i < o->pass_env_count; i++)
         free(o->pass_env[i]);
     free(o->pass_env);
+    for (size_t i = 0; o->listen && i < o->listen_count; i++)
+        free(o->listen[i]);
+    free(o->listen);
+    free(o->token_file);
     free(o->audit_log);
     json_decref(o->sandbox);
     free(o->sandbox_cwd);

@@ -28,6 +28,9 @@
 #define OPTIONS_DEFAULT_MAX_MEMORY    (UINT64_C(2) * 1024 * 1024 * 1024)
 /* a login snapshot's capture (login_snapshot.h) */
 #define OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS 10000u
+/* HTTP (--listen): an unused session ends after 30 minutes; 64 at once */
+#define OPTIONS_DEFAULT_SESSION_IDLE_MS (30u * 60 * 1000)
+#define OPTIONS_DEFAULT_MAX_SESSIONS    64u
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -85,6 +88,13 @@ struct server_options {
      * (login_snapshot.h); off: --no-login-snapshot */
     bool login_snapshot;
     uint64_t login_snapshot_timeout_ms; /* its capture is killed after this long */
+    /* --listen: HTTP addresses (unix:PATH or HOST:PORT) as given,
+     * NULL-terminated; none: stdio */
+    char **listen;
+    size_t listen_count;
+    char *token_file; /* --token-file, or NULL */
+    uint64_t session_idle_ms;
+    unsigned max_sessions;
 };
 
 enum options_outcome {

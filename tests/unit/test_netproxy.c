@@ -33,6 +33,7 @@ struct world {
     uv_loop_t loop;
     struct rules_policy *rules;
     struct netproxy *proxy;
+    struct netproxy_session *session; /* the listener's */
     struct netproxy_listener *listener;
     unsigned proxy_port;
     int n_events, n_allowed;
@@ -60,6 +61,7 @@ w_event(void *arg, const struct netproxy_event *ev)
     w->n_allowed += ev->allowed;
     snprintf(w->last_message, sizeof w->last_message, "%s", ev->message ? ev->message : "");
     snprintf(w->last_decision, sizeof w->last_decision, "%s", ev->decision);
+    assert_ptr_equal(ev->owner, w);
     assert_string_equal(ev->call_id, "call-7");
     assert_string_equal(ev->command, "curl x");
 }
@@ -70,6 +72,7 @@ w_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
     struct world *w = arg;
     w->n_asks++;
     assert_false(w->no_ask);
+    assert_ptr_equal(what->owner, w);
     assert_string_equal(what->decision, "prompt");
     if (w->answer_at_once)
         netproxy_ask_answer(ask, w->auto_answer);
@@ -86,6 +89,24 @@ port_of(uv_tcp_t *t)
     return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
+/* A listener of a call of session (on a new port: w->proxy_port). */
+static void
+world_listen(struct world *w, struct netproxy_session *session)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 512), 0);
+    socklen_t len = sizeof a;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    w->proxy_port = ntohs(a.sin_port);
+    char *why = NULL;
+    assert_int_equal(
+        netproxy_listen_fd(w->proxy, fd, "call-7", "curl x", session, w, &w->listener, &why), 0);
+    assert_null(why);
+}
+
 static struct world *
 world_new(void)
 {
@@ -96,17 +117,9 @@ world_new(void)
     struct netproxy_hooks hooks = {.policy = w_policy, .event = w_event, .ask = w_ask, .arg = w};
     w->proxy = netproxy_new(&w->loop, &hooks);
     assert_non_null(w->proxy);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(fd, 512), 0);
-    socklen_t len = sizeof a;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    w->proxy_port = ntohs(a.sin_port);
-    char *why = NULL;
-    assert_int_equal(netproxy_listen_fd(w->proxy, fd, "call-7", "curl x", &w->listener, &why), 0);
-    assert_null(why);
+    w->session = netproxy_session_new();
+    assert_non_null(w->session);
+    world_listen(w, w->session);
     return w;
 }
 
@@ -115,6 +128,7 @@ world_free(struct world *w)
 {
     assert_int_equal(netproxy_conn_count(w->proxy), 0);
     netproxy_free(w->proxy);
+    netproxy_session_unref(w->session);
     rules_policy_free(w->rules);
     assert_int_equal(uv_run(&w->loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(uv_loop_close(&w->loop), 0);
@@ -555,6 +569,28 @@ test_prompt_for_session(void **state)
     got = exchange_str(w, req);
     assert_non_null(strstr(got, "200 Connection established"));
     assert_int_equal(w->n_asks, 2);
+    free(got);
+    /* Another call of the same session: still no question. */
+    settle(w);
+    netproxy_listener_close(w->listener);
+    world_listen(w, w->session);
+    got = exchange_str(w, req);
+    assert_non_null(strstr(got, "200 Connection established"));
+    assert_int_equal(w->n_asks, 2);
+    free(got);
+    /* A call of another session (another client) is asked again. */
+    settle(w);
+    netproxy_listener_close(w->listener);
+    struct netproxy_session *other = netproxy_session_new();
+    assert_non_null(other);
+    world_listen(w, other);
+    netproxy_session_unref(other); /* the listener holds it */
+    w->no_ask = false;
+    w->answer_at_once = true;
+    w->auto_answer = NETPROXY_DENIED;
+    got = exchange_str(w, req);
+    assert_non_null(strstr(got, "declined"));
+    assert_int_equal(w->n_asks, 3);
     free(got);
     settle(w);
     server_free(s);

@@ -200,6 +200,49 @@ test_numbers(void **state)
     }
 }
 
+/* --listen is repeatable and kept in order; the HTTP limits have their
+ * defaults and their bounds. */
+static void
+test_listen(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err), OPTIONS_RUN);
+    assert_int_equal(o.listen_count, 0);
+    assert_null(o.listen[0]);
+    assert_null(o.token_file);
+    assert_int_equal(o.session_idle_ms, OPTIONS_DEFAULT_SESSION_IDLE_MS);
+    assert_int_equal(o.session_idle_ms, 1800000);
+    assert_int_equal(o.max_sessions, 64);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--listen", "unix:/run/a.sock", "--listen=127.0.0.1:0",
+                           "--token-file", "/t", "--session-idle-ms", "5", "--max-sessions",
+                           "65536"),
+                     OPTIONS_RUN);
+    assert_int_equal(o.listen_count, 2);
+    assert_string_equal(o.listen[0], "unix:/run/a.sock");
+    assert_string_equal(o.listen[1], "127.0.0.1:0");
+    assert_null(o.listen[2]);
+    assert_string_equal(o.token_file, "/t");
+    assert_int_equal(o.session_idle_ms, 5);
+    assert_int_equal(o.max_sessions, 65536);
+    options_release(&o);
+    const char *bad[][3] = {
+        {"--max-sessions", "0", "--max-sessions: '0' is not a number from 1 to 65536"},
+        {"--max-sessions", "65537", "--max-sessions: '65537' is not a number from 1 to 65536"},
+        {"--session-idle-ms", "0", "--session-idle-ms: '0' is not a number from 1 to "},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(PARSE(&o, &err, bad[i][0], bad[i][1]), OPTIONS_ERROR);
+        if (strncmp(err, bad[i][2], strlen(bad[i][2])) != 0)
+            fail_msg("%s '%s': '%s' is not '%s...'", bad[i][0], bad[i][1], err, bad[i][2]);
+        free(err);
+    }
+    assert_int_equal(PARSE(&o, &err, "--listen"), OPTIONS_ERROR);
+    assert_string_equal(err, "--listen: needs an argument");
+    free(err);
+}
+
 /* A program that cannot run stops the start; --doctor keeps it to say so. */
 static void
 test_programs_checked(void **state)
@@ -287,6 +330,7 @@ main(void)
         cmocka_unit_test(test_help_mentions_pass_env),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_login_snapshot),
+        cmocka_unit_test(test_listen),
         cmocka_unit_test(test_programs_checked),
         cmocka_unit_test(test_shell),
     };

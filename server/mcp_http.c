@@ -1,0 +1,1155 @@
+#include "server/mcp_http.h"
+
+#include "server/http_conn.h"
+#include "server/log.h"
+#include "server/strfmt.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define ENDPOINT "/mcp"
+/* How often idle sessions are looked for, at most and at least. */
+#define SWEEP_MAX_MS 60000u
+#define SWEEP_MIN_MS 10u
+
+struct listener {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } u;
+    struct mcp_http *h;
+    bool tcp;
+    bool open;
+    char *path; /* a Unix socket's, removed when it closes */
+};
+
+struct hsess;
+
+/* One connection, and what it owes a session. */
+struct hconn {
+    struct mcp_http *h;
+    struct listener *l;
+    struct http_conn *c;
+    struct hsess *sess; /* while it answers a request of sess, or is its GET stream */
+    json_t *ids;        /* the requests it carried, not answered yet */
+    json_t *tokens;     /* their progress tokens */
+    bool get;
+    struct hconn *prev, *next;   /* all connections */
+    struct hconn *sprev, *snext; /* the session's */
+};
+
+struct backlog {
+    char *text;
+    size_t len;
+    struct backlog *next;
+};
+
+struct hsess {
+    struct mcp_http *h;
+    char id[2 * 16 + 1];
+    struct mcp_session *ms;
+    struct hconn *conns;
+    struct hconn *get;
+    uint64_t last_used;
+    struct backlog *backlog, **backlog_tail;
+    unsigned n_backlog;
+    struct hsess *prev, *next;
+};
+
+struct mcp_http {
+    uv_loop_t *loop;
+    struct mcp_server *s;
+    const struct server_options *o;
+    struct listener *listeners;
+    size_t n_listeners;
+    char *token; /* NULL: no TCP listener */
+    struct hconn *conns;
+    unsigned n_conns;
+    struct hsess *sessions;
+    unsigned n_sessions;
+    uv_timer_t sweep;
+    bool sweep_open;
+    bool shutting_down;
+};
+
+/* ---- sessions ---- */
+
+static void
+backlog_clear(struct hsess *se)
+{
+    while (se->backlog) {
+        struct backlog *b = se->backlog;
+        se->backlog = b->next;
+        free(b->text);
+        free(b);
+    }
+    se->backlog_tail = &se->backlog;
+    se->n_backlog = 0;
+}
+
+static struct hsess *
+find_session(struct mcp_http *h, const char *id)
+{
+    for (struct hsess *se = h->sessions; se; se = se->next) {
+        if (strcmp(se->id, id) == 0)
+            return se;
+    }
+    return NULL;
+}
+
+/* hc no longer owes se anything. */
+static void
+unbind(struct hconn *hc)
+{
+    struct hsess *se = hc->sess;
+    if (!se)
+        return;
+    if (hc->sprev)
+        hc->sprev->snext = hc->snext;
+    else
+        se->conns = hc->snext;
+    if (hc->snext)
+        hc->snext->sprev = hc->sprev;
+    hc->sprev = hc->snext = NULL;
+    if (se->get == hc)
+        se->get = NULL;
+    hc->sess = NULL;
+    hc->get = false;
+    json_decref(hc->ids);
+    json_decref(hc->tokens);
+    hc->ids = hc->tokens = NULL;
+}
+
+static void
+bind_conn(struct hconn *hc, struct hsess *se)
+{
+    hc->sess = se;
+    hc->sprev = NULL;
+    hc->snext = se->conns;
+    if (se->conns)
+        se->conns->sprev = hc;
+    se->conns = hc;
+}
+
+static char *
+session_header(const struct hsess *se)
+{
+    return strfmt("Mcp-Session-Id: %s\r\n", se->id);
+}
+
+/* Frees se's record after its session ended or was closed: its GET stream
+ * ends, requests still owed an answer get none (their connections close). */
+static void
+session_forget(struct hsess *se)
+{
+    struct mcp_http *h = se->h;
+    while (se->conns) {
+        struct hconn *hc = se->conns;
+        bool get = hc->get;
+        unbind(hc);
+        if (get)
+            http_conn_stream_end(hc->c);
+        else
+            http_conn_close(hc->c);
+        if (h->shutting_down)
+            http_conn_finish(hc->c);
+    }
+    backlog_clear(se);
+    if (se->prev)
+        se->prev->next = se->next;
+    else
+        h->sessions = se->next;
+    if (se->next)
+        se->next->prev = se->prev;
+    h->n_sessions--;
+    free(se);
+}
+
+static void
+session_end(struct hsess *se, const char *why)
+{
+    log_info("http: session %.8s... ends: %s", se->id, why);
+    mcp_session_end(se->ms, why);
+    session_forget(se);
+}
+
+/* ---- messages to clients ---- */
+
+static struct hconn *
+find_by(struct hsess *se, const json_t *value, bool token)
+{
+    if (!value)
+        return NULL;
+    for (struct hconn *hc = se->conns; hc; hc = hc->snext) {
+        const json_t *list = token ? hc->tokens : hc->ids;
+        for (size_t i = 0; list && i < json_array_size(list); i++) {
+            if (json_equal(json_array_get(list, i), value))
+                return hc;
+        }
+    }
+    return NULL;
+}
+
+/* m as one SSE event on hc's stream (begun if need be). */
+static int
+send_event(struct hconn *hc, struct jsonrpc_out *m)
+{
+    if (!http_conn_streaming(hc->c)) {
+        char *hdr = session_header(hc->sess);
+        int rc = hdr ? http_conn_stream_begin(hc->c, "text/event-stream", hdr) : -1;
+        free(hdr);
+        if (rc < 0) {
+            free(m->own[0]);
+            free(m->own[1]);
+            return -1;
+        }
+    }
+    uv_buf_t bufs[8];
+    unsigned n = 0;
+    bufs[n++] = uv_buf_init((char *)"data: ", 6);
+    for (unsigned i = 0; i < m->n && i < 5; i++)
+        bufs[n++] = m->bufs[i];
+    bufs[n++] = uv_buf_init((char *)"\n", 1); /* the message's newline, then the event's */
+    return http_conn_stream_write(hc->c, bufs, n, m->own[0], m->own[1]);
+}
+
+/* Keeps m for the session's GET stream. */
+static int
+keep_for_later(struct hsess *se, struct jsonrpc_out *m)
+{
+    size_t len = 0;
+    for (unsigned i = 0; i < m->n; i++)
+        len += m->bufs[i].len;
+    struct backlog *b = calloc(1, sizeof(*b));
+    char *text = b ? malloc(len) : NULL;
+    if (text) {
+        size_t off = 0;
+        for (unsigned i = 0; i < m->n; i++) {
+            memcpy(text + off, m->bufs[i].base, m->bufs[i].len);
+            off += m->bufs[i].len;
+        }
+    }
+    free(m->own[0]);
+    free(m->own[1]);
+    if (!text) {
+        free(b);
+        log_warn("http: session %.8s...: out of memory: a message is dropped", se->id);
+        return -1;
+    }
+    b->text = text;
+    b->len = len;
+    *se->backlog_tail = b;
+    se->backlog_tail = &b->next;
+    if (++se->n_backlog > MCP_HTTP_BACKLOG) {
+        struct backlog *old = se->backlog;
+        se->backlog = old->next;
+        if (!se->backlog)
+            se->backlog_tail = &se->backlog;
+        se->n_backlog--;
+        free(old->text);
+        free(old);
+        log_warn("http: session %.8s...: no stream open for %u messages: the oldest is dropped",
+                 se->id, MCP_HTTP_BACKLOG);
+    }
+    return 0;
+}
+
+static void
+flush_backlog(struct hsess *se, struct hconn *hc)
+{
+    while (se->backlog) {
+        struct backlog *b = se->backlog;
+        se->backlog = b->next;
+        uv_buf_t buf = uv_buf_init(b->text, (unsigned)b->len);
+        struct jsonrpc_out m = {.bufs = &buf, .n = 1, .own = {b->text, NULL}};
+        send_event(hc, &m);
+        free(b);
+    }
+    se->backlog_tail = &se->backlog;
+    se->n_backlog = 0;
+}
+
+/* An answer: to the connection that carried its request, as JSON, or as
+ * the last event of its stream. */
+static int
+send_answer(struct hsess *se, struct jsonrpc_out *m)
+{
+    struct hconn *hc = find_by(se, m->answers, false);
+    if (!hc) {
+        /* its client hung up, or cancelled it */
+        free(m->own[0]);
+        free(m->own[1]);
+        return -1;
+    }
+    for (size_t i = 0; i < json_array_size(hc->ids); i++) {
+        if (json_equal(json_array_get(hc->ids, i), m->answers)) {
+            json_array_remove(hc->ids, i);
+            break;
+        }
+    }
+    int rc;
+    if (http_conn_streaming(hc->c)) {
+        rc = send_event(hc, m);
+        if (json_array_size(hc->ids) == 0) {
+            unbind(hc);
+            http_conn_stream_end(hc->c);
+        }
+        return rc;
+    }
+    char *hdr = session_header(se);
+    unbind(hc);
+    if (!hdr) {
+        free(m->own[0]);
+        free(m->own[1]);
+        http_conn_close(hc->c);
+        return -1;
+    }
+    rc = http_conn_respond(hc->c, 200, "OK", "application/json", hdr, m->bufs, m->n, m->own[0],
+                           m->own[1]);
+    free(hdr);
+    return rc;
+}
+
+/* The session's messages (mcp_session_sink_fn). */
+static int
+session_sink(void *data, struct jsonrpc_out *m)
+{
+    struct hsess *se = data;
+    if (!m) {
+        /* the server's shutdown closed the session */
+        session_forget(se);
+        return 0;
+    }
+    se->last_used = uv_now(se->h->loop);
+    if (m->answers)
+        return send_answer(se, m);
+    /* what it is about: a call's progress or log record goes with the
+     * call's answer */
+    struct hconn *hc = NULL;
+    if (m->method && strcmp(m->method, "notifications/progress") == 0)
+        hc = find_by(se, json_object_get(m->params, "progressToken"), true);
+    else if (m->method && strcmp(m->method, "notifications/message") == 0)
+        hc = find_by(se, json_object_get(json_object_get(m->params, "data"), "requestId"), false);
+    if (!hc)
+        hc = se->get;
+    for (struct hconn *p = se->conns; !hc && p; p = p->snext) {
+        if (json_array_size(p->ids) > 0)
+            hc = p;
+    }
+    if (!hc)
+        return keep_for_later(se, m);
+    return send_event(hc, m);
+}
+
+/* ---- requests ---- */
+
+static void
+reply(struct hconn *hc, int status, const char *reason, const char *headers, const char *text)
+{
+    char *body = text ? strfmt("%s\n", text) : NULL;
+    uv_buf_t b = uv_buf_init(body ? body : (char *)"", body ? (unsigned)strlen(body) : 0);
+    http_conn_respond(hc->c, status, reason, body ? "text/plain; charset=utf-8" : NULL, headers, &b,
+                      1, body, NULL);
+}
+
+/* A JSON-RPC error as the body of an HTTP error (the SDK shows it). */
+static void
+reply_rpc_error(struct hconn *hc, int status, const char *reason, int code, const char *message)
+{
+    json_t *j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code", code,
+                          "message", message);
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    uv_buf_t b = uv_buf_init(body ? body : (char *)"", body ? (unsigned)strlen(body) : 0);
+    http_conn_respond(hc->c, status, reason, "application/json", NULL, &b, 1, body, NULL);
+}
+
+/* A loopback origin: http or https, to localhost, 127.0.0.0/8 or [::1],
+ * any port. */
+static bool
+origin_is_loopback(const char *origin)
+{
+    const char *p = NULL;
+    if (strncasecmp(origin, "http://", 7) == 0)
+        p = origin + 7;
+    else if (strncasecmp(origin, "https://", 8) == 0)
+        p = origin + 8;
+    if (!p)
+        return false;
+    size_t host_len;
+    char host[64];
+    if (*p == '[') {
+        const char *end = strchr(p, ']');
+        if (!end)
+            return false;
+        host_len = (size_t)(end - p - 1);
+        if (host_len >= sizeof(host))
+            return false;
+        memcpy(host, p + 1, host_len);
+        host[host_len] = '\0';
+        p = end + 1;
+        struct in6_addr a6;
+        if (inet_pton(AF_INET6, host, &a6) != 1 || !IN6_IS_ADDR_LOOPBACK(&a6))
+            return false;
+    } else {
+        host_len = strcspn(p, ":/");
+        if (host_len == 0 || host_len >= sizeof(host))
+            return false;
+        memcpy(host, p, host_len);
+        host[host_len] = '\0';
+        p += host_len;
+        struct in_addr a4;
+        bool ok = strcasecmp(host, "localhost") == 0 ||
+                  (inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127);
+        if (!ok)
+            return false;
+    }
+    if (*p == ':') {
+        p++;
+        if (!*p)
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    return *p == '\0' || strcmp(p, "/") == 0;
+}
+
+/* Compares in time independent of where they differ. */
+static bool
+token_matches(const char *given, size_t given_len, const char *token)
+{
+    size_t len = strlen(token);
+    unsigned char diff = given_len != len;
+    for (size_t i = 0; i < len; i++)
+        diff |= (unsigned char)(token[i] ^ (i < given_len ? given[i] : 0));
+    return diff == 0;
+}
+
+static bool
+authorized(const struct mcp_http *h, const struct http_request *r)
+{
+    const char *auth = http_request_header(r, "authorization");
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    const char *given = auth + 7;
+    while (*given == ' ')
+        given++;
+    return token_matches(given, strlen(given), h->token);
+}
+
+/* The body as one input line: a JSON text's line breaks are whitespace
+ * (in strings they are escaped), so they become spaces. */
+static void
+feed(struct hsess *se, const struct http_request *r)
+{
+    char *line = malloc(r->body_len + 1);
+    if (!line) {
+        log_warn("http: out of memory: a message is dropped");
+        return;
+    }
+    for (size_t i = 0; i < r->body_len; i++)
+        line[i] = r->body[i] == '\n' || r->body[i] == '\r' ? ' ' : r->body[i];
+    line[r->body_len] = '\n';
+    mcp_session_feed(se->ms, line, r->body_len + 1);
+    free(line);
+}
+
+static struct hsess *
+session_create(struct mcp_http *h)
+{
+    struct hsess *se = calloc(1, sizeof(*se));
+    unsigned char raw[16];
+    if (!se || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        free(se);
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(se->id + 2 * i, 3, "%02x", raw[i]);
+    se->h = h;
+    se->backlog_tail = &se->backlog;
+    se->ms = mcp_session_new(h->s, session_sink, se);
+    if (!se->ms) {
+        free(se);
+        return NULL;
+    }
+    se->next = h->sessions;
+    if (h->sessions)
+        h->sessions->prev = se;
+    h->sessions = se;
+    h->n_sessions++;
+    log_info("http: session %.8s... begins (%u open)", se->id, h->n_sessions);
+    return se;
+}
+
+/* A notifications/cancelled for a request hc carries: its exchange ends
+ * without an answer (an empty event stream). */
+static void
+cancelled(struct hsess *se, const json_t *msg)
+{
+    const json_t *id = json_object_get(json_object_get(msg, "params"), "requestId");
+    struct hconn *hc = find_by(se, id, false);
+    if (!hc)
+        return;
+    for (size_t i = 0; i < json_array_size(hc->ids); i++) {
+        if (json_equal(json_array_get(hc->ids, i), id)) {
+            json_array_remove(hc->ids, i);
+            break;
+        }
+    }
+    if (json_array_size(hc->ids) > 0)
+        return;
+    if (!http_conn_streaming(hc->c)) {
+        char *hdr = session_header(se);
+        http_conn_stream_begin(hc->c, "text/event-stream", hdr);
+        free(hdr);
+    }
+    unbind(hc);
+    http_conn_stream_end(hc->c);
+}
+
+static void
+handle_post(struct hconn *hc, const struct http_request *r, const char *sid)
+{
+    struct mcp_http *h = hc->h;
+    const char *type = http_request_header(r, "content-type");
+    if (!type || strncasecmp(type, "application/json", 16) != 0) {
+        reply(hc, 415, "Unsupported Media Type", NULL, "a POST body must be application/json");
+        return;
+    }
+    json_error_t jerr;
+    json_t *msg = r->body ? json_loadb(r->body, r->body_len, 0, &jerr) : NULL;
+    if (!json_is_object(msg)) {
+        char *why = msg ? strfmt("one JSON-RPC message (an object) per POST: batches are not "
+                                 "supported")
+                        : strfmt("Parse error: %s", r->body ? jerr.text : "no body");
+        reply_rpc_error(hc, 400, "Bad Request", msg ? -32600 : -32700, why ? why : "bad body");
+        free(why);
+        json_decref(msg);
+        return;
+    }
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    const json_t *id = json_object_get(msg, "id");
+    bool is_init = method && strcmp(method, "initialize") == 0;
+    struct hsess *se = NULL;
+    if (sid) {
+        se = find_session(h, sid);
+        if (!se) {
+            reply_rpc_error(hc, 404, "Not Found", -32001, "session not found: it ended");
+            json_decref(msg);
+            return;
+        }
+    } else if (is_init) {
+        if (h->n_sessions >= h->o->max_sessions) {
+            reply_rpc_error(hc, 503, "Service Unavailable", -32000,
+                            "too many sessions (--max-sessions)");
+            json_decref(msg);
+            return;
+        }
+        se = session_create(h);
+        if (!se) {
+            reply_rpc_error(hc, 500, "Internal Server Error", -32603,
+                            "cannot make a session: out of memory");
+            json_decref(msg);
+            return;
+        }
+    } else {
+        reply_rpc_error(hc, 400, "Bad Request", -32600,
+                        "Mcp-Session-Id header required (send initialize first)");
+        json_decref(msg);
+        return;
+    }
+    se->last_used = uv_now(h->loop);
+    bool is_request = method && id;
+    if (is_request) {
+        hc->ids = json_array();
+        hc->tokens = json_array();
+        if (!hc->ids || !hc->tokens || json_array_append_new(hc->ids, json_deep_copy(id)) < 0) {
+            json_decref(hc->ids);
+            json_decref(hc->tokens);
+            hc->ids = hc->tokens = NULL;
+            reply_rpc_error(hc, 500, "Internal Server Error", -32603, "out of memory");
+            json_decref(msg);
+            return;
+        }
+        const json_t *token = json_object_get(
+            json_object_get(json_object_get(msg, "params"), "_meta"), "progressToken");
+        if (token)
+            json_array_append_new(hc->tokens, json_deep_copy(token));
+        bind_conn(hc, se);
+    }
+    feed(se, r); /* an answer may go out before this returns */
+    if (!is_request) {
+        if (method && strcmp(method, "notifications/cancelled") == 0)
+            cancelled(se, msg);
+        char *hdr = session_header(se);
+        reply(hc, 202, "Accepted", hdr, NULL);
+        free(hdr);
+    }
+    json_decref(msg);
+}
+
+static void
+handle_get(struct hconn *hc, const struct http_request *r, struct hsess *se)
+{
+    const char *accept = http_request_header(r, "accept");
+    if (!accept || !strstr(accept, "text/event-stream")) {
+        reply(hc, 406, "Not Acceptable", NULL,
+              "GET opens an event stream: Accept text/event-stream");
+        return;
+    }
+    if (se->get) {
+        reply(hc, 409, "Conflict", NULL, "the session's stream is open already");
+        return;
+    }
+    char *hdr = session_header(se);
+    int rc = hdr ? http_conn_stream_begin(hc->c, "text/event-stream", hdr) : -1;
+    free(hdr);
+    if (rc < 0)
+        return;
+    bind_conn(hc, se);
+    hc->get = true;
+    se->get = hc;
+    se->last_used = uv_now(hc->h->loop);
+    flush_backlog(se, hc);
+}
+
+static void
+on_request(struct http_conn *c, const struct http_request *r, void *data)
+{
+    struct hconn *hc = data;
+    struct mcp_http *h = hc->h;
+    if (h->shutting_down) {
+        reply(hc, 503, "Service Unavailable", NULL, "execgate is shutting down");
+        return;
+    }
+    size_t path_len = strcspn(r->url, "?#");
+    if (path_len != strlen(ENDPOINT) || strncmp(r->url, ENDPOINT, path_len) != 0) {
+        reply(hc, 404, "Not Found", NULL, "the MCP endpoint is " ENDPOINT);
+        return;
+    }
+    const char *origin = http_request_header(r, "origin");
+    if (origin && !origin_is_loopback(origin)) {
+        log_warn("http: a request from origin %s is refused (not a loopback origin)", origin);
+        reply(hc, 403, "Forbidden", NULL, "origin not allowed");
+        return;
+    }
+    if (hc->l->tcp && !authorized(h, r)) {
+        reply(hc, 401, "Unauthorized", "WWW-Authenticate: Bearer\r\n",
+              "a bearer token is required (the --token-file's)");
+        return;
+    }
+    const char *version = http_request_header(r, "mcp-protocol-version");
+    if (version && !mcp_protocol_supported(version)) {
+        reply_rpc_error(hc, 400, "Bad Request", -32600, "unsupported MCP-Protocol-Version");
+        return;
+    }
+    const char *sid = http_request_header(r, "mcp-session-id");
+    if (strcmp(r->method, "POST") == 0) {
+        handle_post(hc, r, sid);
+        return;
+    }
+    bool get = strcmp(r->method, "GET") == 0;
+    if (!get && strcmp(r->method, "DELETE") != 0) {
+        reply(hc, 405, "Method Not Allowed", "Allow: GET, POST, DELETE\r\n", NULL);
+        return;
+    }
+    struct hsess *se = sid ? find_session(h, sid) : NULL;
+    if (!se) {
+        reply(hc, sid ? 404 : 400, sid ? "Not Found" : "Bad Request", NULL,
+              sid ? "session not found: it ended" : "Mcp-Session-Id header required");
+        return;
+    }
+    if (get) {
+        handle_get(hc, r, se);
+        return;
+    }
+    session_end(se, "the client ended it (DELETE)");
+    reply(hc, 200, "OK", NULL, NULL);
+}
+
+static void
+on_conn_close(struct http_conn *c, void *data)
+{
+    struct hconn *hc = data;
+    struct mcp_http *h = hc->h;
+    unbind(hc);
+    if (hc->prev)
+        hc->prev->next = hc->next;
+    else
+        h->conns = hc->next;
+    if (hc->next)
+        hc->next->prev = hc->prev;
+    h->n_conns--;
+    free(hc);
+}
+
+static const struct http_conn_handler conn_handler = {
+    .on_request = on_request,
+    .on_close = on_conn_close,
+};
+
+/* ---- listening ---- */
+
+/* A connection beyond the limit: taken and closed at once. */
+static void
+on_refused_closed(uv_handle_t *handle)
+{
+    free(handle);
+}
+
+static void
+refuse_connection(struct listener *l)
+{
+    union {
+        uv_handle_t handle;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } *u = malloc(sizeof(*u));
+    if (!u)
+        return;
+    int rc = l->tcp ? uv_tcp_init(l->h->loop, &u->tcp) : uv_pipe_init(l->h->loop, &u->pipe, 0);
+    if (rc < 0) {
+        free(u);
+        return;
+    }
+    uv_accept(&l->u.stream, (uv_stream_t *)u);
+    uv_close(&u->handle, on_refused_closed);
+}
+
+static void
+on_connection(uv_stream_t *server, int status)
+{
+    struct listener *l = server->data;
+    struct mcp_http *h = l->h;
+    if (status < 0) {
+        log_warn("http: accepting a connection: %s", uv_strerror(status));
+        return;
+    }
+    if (h->n_conns >= MCP_HTTP_MAX_CONNECTIONS || h->shutting_down) {
+        log_warn("http: %u connections are open: one more is refused", h->n_conns);
+        refuse_connection(l);
+        return;
+    }
+    struct hconn *hc = calloc(1, sizeof(*hc));
+    if (!hc) {
+        refuse_connection(l);
+        return;
+    }
+    hc->h = h;
+    hc->l = l;
+    int rc = http_conn_accept(server, h->o->max_message_bytes, &conn_handler, hc, &hc->c);
+    if (rc < 0) {
+        log_warn("http: cannot accept a connection: %s", uv_strerror(rc));
+        free(hc);
+        return;
+    }
+    hc->next = h->conns;
+    if (h->conns)
+        h->conns->prev = hc;
+    h->conns = hc;
+    h->n_conns++;
+}
+
+/* PATH may be bound: absent, or a socket nobody listens on that is ours
+ * (a server before this one left it).  0, or -1 with *err. */
+static int
+clear_stale_socket(const char *path, char **err)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        *err = strfmt("--listen unix:%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode) || st.st_uid != getuid()) {
+        *err = strfmt("--listen unix:%s: exists and is not a socket of this user's: not replaced",
+                      path);
+        return -1;
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        *err = strfmt("--listen unix:%s: path too long for a socket (at most %zu bytes)", path,
+                      sizeof(sa.sun_path) - 1);
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *err = strfmt("--listen unix:%s: socket: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    close(fd);
+    if (rc == 0) {
+        *err = strfmt("--listen unix:%s: another server listens there", path);
+        return -1;
+    }
+    if (e != ECONNREFUSED) {
+        *err = strfmt("--listen unix:%s: cannot tell whether it is in use: %s", path, strerror(e));
+        return -1;
+    }
+    if (unlink(path) < 0) {
+        *err =
+            strfmt("--listen unix:%s: cannot remove the stale socket: %s", path, strerror(errno));
+        return -1;
+    }
+    log_info("http: removed the stale socket %s", path);
+    return 0;
+}
+
+static int
+listen_unix(struct mcp_http *h, struct listener *l, const char *path, char **err)
+{
+    if (clear_stale_socket(path, err) < 0)
+        return -1;
+    int rc = uv_pipe_init(h->loop, &l->u.pipe, 0);
+    if (rc < 0) {
+        *err = strfmt("--listen unix:%s: %s", path, uv_strerror(rc));
+        return -1;
+    }
+    l->open = true;
+    l->u.handle.data = l;
+    /* made 0600 from the start: no moment when another user may connect */
+    mode_t old = umask(0177);
+    rc = uv_pipe_bind(&l->u.pipe, path);
+    umask(old);
+    if (rc == 0) {
+        l->path = strdup(path);
+        if (!l->path)
+            rc = UV_ENOMEM;
+    }
+    if (rc == 0 && chmod(path, 0600) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = uv_listen(&l->u.stream, 128, on_connection);
+    if (rc < 0) {
+        *err = strfmt("--listen unix:%s: %s", path, uv_strerror(rc));
+        return -1;
+    }
+    fprintf(stderr, "execgate: listening on unix:%s (http://localhost" ENDPOINT ")\n", path);
+    return 0;
+}
+
+static int
+listen_tcp(struct mcp_http *h, struct listener *l, const char *addr, char **err)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr || !colon[1]) {
+        *err = strfmt("--listen %s: expected unix:PATH or HOST:PORT", addr);
+        return -1;
+    }
+    char *host = strndup(addr, (size_t)(colon - addr));
+    if (!host)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    struct sockaddr_storage ss;
+    int rc = 0;
+    bool v6 = host[0] == '[';
+    if (*end || errno || port > 65535 || colon[1] == '-' || colon[1] == '+') {
+        rc = UV_EINVAL;
+    } else if (v6) {
+        size_t n = strlen(host);
+        if (n < 3 || host[n - 1] != ']') {
+            rc = UV_EINVAL;
+        } else {
+            host[n - 1] = '\0';
+            rc = uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)&ss);
+            if (rc == 0 && !IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr))
+                rc = UV_EACCES;
+        }
+    } else {
+        rc = uv_ip4_addr(strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, (int)port,
+                         (struct sockaddr_in *)&ss);
+        if (rc == 0 && (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) != 127)
+            rc = UV_EACCES;
+    }
+    free(host);
+    if (rc == UV_EACCES) {
+        *err = strfmt("--listen %s: not a loopback address (127.0.0.0/8, [::1], localhost): "
+                      "execgate serves this machine only",
+                      addr);
+        return -1;
+    }
+    if (rc < 0) {
+        *err = strfmt("--listen %s: expected unix:PATH or HOST:PORT (a loopback address, a port "
+                      "from 0 to 65535)",
+                      addr);
+        return -1;
+    }
+    l->tcp = true;
+    rc = uv_tcp_init(h->loop, &l->u.tcp);
+    if (rc == 0) {
+        l->open = true;
+        l->u.handle.data = l;
+        rc = uv_tcp_bind(&l->u.tcp, (struct sockaddr *)&ss, 0);
+    }
+    if (rc == 0)
+        rc = uv_listen(&l->u.stream, 128, on_connection);
+    int len = sizeof(ss);
+    if (rc == 0)
+        rc = uv_tcp_getsockname(&l->u.tcp, (struct sockaddr *)&ss, &len);
+    char ip[INET6_ADDRSTRLEN] = "";
+    if (rc == 0)
+        rc = v6 ? uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip))
+                : uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
+    if (rc < 0) {
+        *err = strfmt("--listen %s: %s", addr, uv_strerror(rc));
+        return -1;
+    }
+    port =
+        ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+    fprintf(stderr, "execgate: listening on http://%s%s%s:%lu" ENDPOINT "\n", v6 ? "[" : "", ip,
+            v6 ? "]" : "", port);
+    return 0;
+}
+
+/* ---- the token ---- */
+
+/* Creates path (mode 0600, never replacing a file) with a new token. */
+static int
+create_token(const char *path, char **err)
+{
+    unsigned char raw[MCP_HTTP_TOKEN_BYTES];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        *err = strfmt("--token-file %s: no random bytes for a token: %s", path, strerror(errno));
+        return -1;
+    }
+    char text[2 * MCP_HTTP_TOKEN_BYTES + 2];
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(text + 2 * i, 3, "%02x", raw[i]);
+    text[2 * MCP_HTTP_TOKEN_BYTES] = '\n';
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        *err = strfmt("--token-file %s: cannot create it: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t len = 2 * MCP_HTTP_TOKEN_BYTES + 1;
+    ssize_t n = write(fd, text, len);
+    int e = errno;
+    if (close(fd) < 0 && n == (ssize_t)len) {
+        n = -1;
+        e = errno;
+    }
+    if (n != (ssize_t)len) {
+        *err = strfmt("--token-file %s: cannot write it: %s", path,
+                      n < 0 ? strerror(e) : "short write");
+        unlink(path);
+        return -1;
+    }
+    log_info("http: made a new token in %s", path);
+    return 0;
+}
+
+/* The token in path (created when missing): its first line, blanks
+ * trimmed.  NULL with *err. */
+static char *
+load_token(const char *path, char **err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT) {
+        if (create_token(path, err) < 0)
+            return NULL;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
+    if (fd < 0) {
+        *err = strfmt("--token-file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) < 0) {
+        *err = strfmt("--token-file %s: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        *err = strfmt("--token-file %s: not a regular file", path);
+    } else if (st.st_mode & 077) {
+        *err = strfmt("--token-file %s: others may read it (mode %03o): make it 0600", path,
+                      (unsigned)(st.st_mode & 0777));
+    } else if ((size_t)st.st_size > MCP_HTTP_MAX_TOKEN_FILE) {
+        *err = strfmt("--token-file %s: larger than %u bytes: not a token", path,
+                      MCP_HTTP_MAX_TOKEN_FILE);
+    } else if (!(buf = calloc(1, (size_t)st.st_size + 1))) {
+        *err = strfmt("out of memory");
+    } else {
+        ssize_t n = read(fd, buf, (size_t)st.st_size);
+        if (n < 0) {
+            *err = strfmt("--token-file %s: %s", path, strerror(errno));
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = '\0';
+        }
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    size_t n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        buf[--n] = '\0';
+    size_t skip = strspn(buf, " \t");
+    memmove(buf, buf + skip, n - skip + 1);
+    if (strlen(buf) < 16) {
+        *err = strfmt("--token-file %s: the token (its first line) is shorter than 16 characters",
+                      path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* ---- life ---- */
+
+static void
+on_sweep(uv_timer_t *t)
+{
+    struct mcp_http *h = t->data;
+    uint64_t now = uv_now(h->loop);
+    for (struct hsess *se = h->sessions, *next; se; se = next) {
+        next = se->next;
+        bool owed = false;
+        for (struct hconn *hc = se->conns; hc && !owed; hc = hc->snext)
+            owed = json_array_size(hc->ids) > 0;
+        if (!owed && now - se->last_used >= h->o->session_idle_ms)
+            session_end(se, "idle (--session-idle-ms)");
+    }
+}
+
+static void
+on_listener_closed(uv_handle_t *handle)
+{
+    struct listener *l = handle->data;
+    if (l->path && unlink(l->path) < 0 && errno != ENOENT)
+        log_warn("http: cannot remove the socket %s: %s", l->path, strerror(errno));
+    free(l->path);
+    l->path = NULL;
+}
+
+static void
+on_sweep_closed(uv_handle_t *handle)
+{
+}
+
+static void
+close_listeners(struct mcp_http *h)
+{
+    for (size_t i = 0; i < h->n_listeners; i++) {
+        struct listener *l = &h->listeners[i];
+        if (l->open && !uv_is_closing(&l->u.handle))
+            uv_close(&l->u.handle, on_listener_closed);
+        l->open = false;
+    }
+    if (h->sweep_open && !uv_is_closing((uv_handle_t *)&h->sweep))
+        uv_close((uv_handle_t *)&h->sweep, on_sweep_closed);
+    h->sweep_open = false;
+}
+
+/* The server shuts down: no new connections, requests or sessions; the
+ * answers it still sends go out, then every connection closes. */
+static void
+on_shutdown(void *data)
+{
+    struct mcp_http *h = data;
+    h->shutting_down = true;
+    close_listeners(h);
+    for (struct hconn *hc = h->conns, *next; hc; hc = next) {
+        next = hc->next;
+        if (hc->get) {
+            unbind(hc);
+            http_conn_stream_end(hc->c);
+        }
+        http_conn_finish(hc->c);
+    }
+}
+
+struct mcp_http *
+mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options *o, char **err)
+{
+    *err = NULL;
+    struct mcp_http *h = calloc(1, sizeof(*h));
+    if (h)
+        h->listeners = calloc(o->listen_count, sizeof(*h->listeners));
+    if (!h || !h->listeners) {
+        free(h);
+        *err = strfmt("out of memory");
+        return NULL;
+    }
+    h->loop = loop;
+    h->s = s;
+    h->o = o;
+    bool tcp = false;
+    for (size_t i = 0; i < o->listen_count; i++)
+        tcp = tcp || strncmp(o->listen[i], "unix:", 5) != 0;
+    int rc = 0;
+    if (tcp && !o->token_file) {
+        *err = strfmt("--listen HOST:PORT needs --token-file PATH (the bearer token clients "
+                      "send; made when missing)");
+        rc = -1;
+    } else if (tcp && !(h->token = load_token(o->token_file, err))) {
+        rc = -1;
+    }
+    for (size_t i = 0; rc == 0 && i < o->listen_count; i++) {
+        struct listener *l = &h->listeners[i];
+        l->h = h;
+        h->n_listeners = i + 1;
+        const char *a = o->listen[i];
+        rc = strncmp(a, "unix:", 5) == 0 ? listen_unix(h, l, a + 5, err) : listen_tcp(h, l, a, err);
+    }
+    if (rc == 0) {
+        uint64_t every = o->session_idle_ms / 4;
+        every = every < SWEEP_MIN_MS ? SWEEP_MIN_MS : every > SWEEP_MAX_MS ? SWEEP_MAX_MS : every;
+        rc = uv_timer_init(loop, &h->sweep);
+        if (rc == 0) {
+            h->sweep_open = true;
+            h->sweep.data = h;
+            uv_timer_start(&h->sweep, on_sweep, every, every);
+        } else {
+            *err = strfmt("cannot start the idle session timer: %s", uv_strerror(rc));
+        }
+    }
+    if (rc < 0) {
+        if (!*err)
+            *err = strfmt("out of memory");
+        /* nothing else runs on the loop yet: it runs until the handles
+         * opened here are closed */
+        h->shutting_down = true;
+        close_listeners(h);
+        uv_run(loop, UV_RUN_DEFAULT);
+        mcp_http_free(h);
+        return NULL;
+    }
+    mcp_server_set_on_shutdown(s, on_shutdown, h);
+    return h;
+}
+
+void
+mcp_http_free(struct mcp_http *h)
+{
+    if (!h)
+        return;
+    while (h->sessions) {
+        struct hsess *se = h->sessions;
+        h->sessions = se->next;
+        backlog_clear(se);
+        free(se);
+    }
+    free(h->listeners);
+    free(h->token);
+    free(h);
+}
