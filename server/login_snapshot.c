@@ -666,6 +666,16 @@ login_snapshot_done(struct login_snapshot *ls, bool ran, const char *out, size_t
     return 0;
 }
 
+void
+login_snapshot_abandon(struct login_snapshot *ls)
+{
+    struct entry *e = ls->capturing;
+    if (!e)
+        return;
+    ls->capturing = NULL;
+    entry_clear(e);
+}
+
 /* ---- using it ---- */
 
 int

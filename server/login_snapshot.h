@@ -118,6 +118,14 @@ int login_snapshot_done(struct login_snapshot *ls, bool ran, const char *out, si
                         char **noise, char **why);
 
 /*
+ * The capture was called off before its end, for a reason of its caller's
+ * and none of the profile's (the client whose call it ran as went away):
+ * it is forgotten, and the key is not marked failed, so the next login
+ * call for it captures again.  Nothing happens when no capture runs.
+ */
+void login_snapshot_abandon(struct login_snapshot *ls);
+
+/*
  * A login call's command line and environment, changed to source path
  * (READY): argv runs the shell as `SHELL -lc COMMAND` (argv's "-lc" found
  * from the end); it becomes `SHELL --noprofile -lc COMMAND`, still a login

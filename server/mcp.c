@@ -966,6 +966,13 @@ start_capture(struct mcp_call *w)
 static void
 login_capture_done(struct mcp_server *s, const struct shell_call_result *r)
 {
+    if (r->cancelled) {
+        /* its session ended: no fault of the profile's; the next login
+         * call, of any session, captures again */
+        login_snapshot_abandon(s->snap);
+        log_info("login snapshot: its capture was called off (its session ended)");
+        return;
+    }
     bool ran = r->spawned && !r->timed_out && !r->cancelled && !r->term_signal &&
                r->exit_code == 0 && !r->setup_failed && !r->not_started && !r->output.cut;
     char *noise = NULL, *why = NULL;

@@ -306,6 +306,21 @@ test_failures(void **state)
     }
     /* done without a capture running: nothing happens */
     assert_int_equal(login_snapshot_done(ls, true, "x", 1, &noise, &why), 0);
+    /* called off (its session ended): not a failure, the next call captures */
+    cmd = login_snapshot_begin(ls, k, "k", home, 70);
+    assert_non_null(cmd);
+    free(cmd);
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 71, &path), LOGIN_SNAPSHOT_WAIT);
+    login_snapshot_abandon(ls);
+    login_snapshot_abandon(ls); /* none runs now: nothing happens */
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 72, &path), LOGIN_SNAPSHOT_CAPTURE);
+    cmd = login_snapshot_begin(ls, k, "k", home, 73);
+    assert_non_null(cmd);
+    char *good = capture_output(cmd, "", "A=1\n");
+    assert_int_equal(login_snapshot_done(ls, true, good, strlen(good), &noise, &why), 0);
+    free(good);
+    free(cmd);
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 74, &path), LOGIN_SNAPSHOT_READY);
     /* zsh: no capture, always a real login shell */
     assert_int_equal(login_snapshot_get(ls, login_snapshot_kind_find("zsh"), "k", home, 60, &path),
                      LOGIN_SNAPSHOT_FALLBACK);
