@@ -776,7 +776,7 @@ static char *
 login_key(struct mcp_session *ss, const struct call_request *r)
 {
     char *policy = json_dumps(ss->policy, JSON_COMPACT | JSON_SORT_KEYS);
-    char *key = policy ? strfmt("%s\n%s\n%s\n%s", ss->s->o->bash_path, policy, sandbox_cwd(ss, r),
+    char *key = policy ? strfmt("%s\n%s\n%s\n%s", ss->s->o->shell_path, policy, sandbox_cwd(ss, r),
                                 r->workdir)
                        : NULL;
     free(policy);
@@ -955,7 +955,7 @@ start_capture(struct mcp_call *w)
         return -1;
     }
     cap->snap_capture = true;
-    log_info("login snapshot: capturing what a login shell of %s sets up, in %s", s->o->bash_path,
+    log_info("login snapshot: capturing what a login shell of %s sets up, in %s", s->o->shell_path,
              w->snap_workdir);
     start_call(cap);
     return 0;
@@ -1591,9 +1591,9 @@ start_login_snapshots(struct mcp_server *s)
     s->protect[s->n_protect++] = dir;
     s->protect[s->n_protect] = NULL;
     s->snap = ls;
-    s->snap_kind = login_snapshot_kind_find(s->o->bash_path);
-    if (!s->snap_kind) /* --bash names a Bash, whatever its file is called */
-        s->snap_kind = login_snapshot_kind_find("bash");
+    /* the shell that runs the calls (--shell), whatever its file is
+     * called: zsh has no capture, its login calls run real login shells */
+    s->snap_kind = login_snapshot_kind_find(s->o->shell == OPTIONS_SHELL_ZSH ? "zsh" : "bash");
     log_debug("login snapshots: in %s", login_snapshot_dir(ls));
 }
 

@@ -305,6 +305,27 @@ test_no_login_snapshot(void **state)
     world_end(&w);
 }
 
+/* --shell zsh: zsh has no capture, so its login calls are real `zsh -lc`
+ * (the profile runs for each, and no Bash capture is tried in zsh). */
+static void
+test_zsh_login_shell(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    char *p = fmt("echo run >> %s/runs\nexport ZSNAP=from-zprofile\n", w.count);
+    write_home(&w, ".zprofile", p);
+    free(p);
+    world_start(&w, "--shell", "zsh");
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo \"$ZSNAP\"");
+        assert_string_equal(output(sc), "from-zprofile\n");
+        assert_int_equal(exit_code(sc), 0);
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 2);
+    world_end(&w);
+}
+
 /* A profile that exits: the call gives what bash -lc gives, each time;
  * once the profile is fixed, snapshots again. */
 static void
@@ -426,9 +447,10 @@ main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_profile_once),  cmocka_unit_test(test_no_login_snapshot),
-        cmocka_unit_test(test_profile_exits), cmocka_unit_test(test_profile_hangs),
-        cmocka_unit_test(test_two_policies),  cmocka_unit_test(test_snapshot_protected),
+        cmocka_unit_test(test_profile_once),       cmocka_unit_test(test_no_login_snapshot),
+        cmocka_unit_test(test_zsh_login_shell),    cmocka_unit_test(test_profile_exits),
+        cmocka_unit_test(test_profile_hangs),      cmocka_unit_test(test_two_policies),
+        cmocka_unit_test(test_snapshot_protected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
