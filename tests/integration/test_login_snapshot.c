@@ -2,13 +2,12 @@
  * Login snapshots through the real server, with a HOME of its own: a login
  * call sees what the profile sets up (a variable, PATH, a function, an
  * alias, an option) without its noise and without running it again; a
- * changed ~/.bashrc is seen by the next call; a profile that exits or
- * hangs still gives bash -lc's result; two policies get two snapshots; the
- * profile stays in the sandbox (its marker outside is never written, and
- * nothing lands in the workspace); the snapshot cannot be changed from the
- * sandbox even when it lies in a writable root; --no-login-snapshot runs
- * the profile each time.  The server runs under ASan/LSan: exit 0 means no
- * leak, and its snapshot directory is gone when it has ended.
+ * changed ~/.bashrc is seen by the next call; the profile runs under the
+ * exec rules; a profile that exits or hangs still gives bash -lc's result; two policies get two
+ * snapshots; the profile stays in the sandbox (its marker outside is never written, and nothing
+ * lands in the workspace); the snapshot cannot be changed from the sandbox even when it lies in a
+ * writable root; --no-login-snapshot runs the profile each time.  The server runs under ASan/LSan:
+ * exit 0 means no leak, and its snapshot directory is gone when it has ended.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -326,6 +325,35 @@ test_zsh_login_shell(void **state)
     world_end(&w);
 }
 
+/* The capture runs under the exec rules: a program they forbid is refused
+ * to the profile, and the snapshot holds what the profile did about it. */
+static void
+test_profile_under_rules(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    tmpdir_make_dir(w.root, "rules");
+    char *rules = tmpdir_path(w.root, "rules");
+    char *file = tmpdir_path(rules, "test.rules");
+    tmpdir_write_file(file, "prefix_rule(pattern=[\"touch\"], decision=\"forbidden\")\n", 0644);
+    char *p =
+        fmt("if touch %s/touched; then export TOUCHED=yes; else export TOUCHED=no; fi\n", w.count);
+    write_home(&w, ".profile", p);
+    free(p);
+    world_start(&w, "--rules", rules);
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo $TOUCHED");
+        assert_string_equal(output(sc), "no\n");
+        json_decref(sc);
+    }
+    char *touched = tmpdir_path(w.count, "touched");
+    assert_true(access(touched, F_OK) < 0);
+    free(touched);
+    free(file);
+    free(rules);
+    world_end(&w);
+}
+
 /* A profile that exits: the call gives what bash -lc gives, each time;
  * once the profile is fixed, snapshots again. */
 static void
@@ -447,10 +475,10 @@ main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_profile_once),       cmocka_unit_test(test_no_login_snapshot),
-        cmocka_unit_test(test_zsh_login_shell),    cmocka_unit_test(test_profile_exits),
-        cmocka_unit_test(test_profile_hangs),      cmocka_unit_test(test_two_policies),
-        cmocka_unit_test(test_snapshot_protected),
+        cmocka_unit_test(test_profile_once),      cmocka_unit_test(test_profile_under_rules),
+        cmocka_unit_test(test_no_login_snapshot), cmocka_unit_test(test_zsh_login_shell),
+        cmocka_unit_test(test_profile_exits),     cmocka_unit_test(test_profile_hangs),
+        cmocka_unit_test(test_two_policies),      cmocka_unit_test(test_snapshot_protected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
