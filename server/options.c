@@ -536,10 +536,11 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         o->bash_path = strdup(arg);
         return 0;
     case OPT_SHELL:
-        /* bash, zsh or a path: resolve_shell makes it the shell's path */
+        /* bash, zsh or a path: resolve_shell makes it the shell's path;
+         * NULL would mean the default, so out of memory is said here */
         free(o->shell_path);
         o->shell_path = strdup(arg);
-        return 0;
+        return o->shell_path ? 0 : -1;
     case 'e':
         free(o->execve_wrapper);
         o->execve_wrapper = strdup(arg);

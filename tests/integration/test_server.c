@@ -16,6 +16,7 @@
 #include "tests/support/tmpdir.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,38 @@ extern char **environ;
 
 static const char *server_path;
 
+/* The shell the suite's servers run commands in: --shell VALUE of
+ * EXECGATE_TEST_SHELL appended to argv[0..n), when set (the zsh run of
+ * tests/integration/meson.build) and argv has no --shell. Returns the new
+ * n. */
+static size_t
+with_shell(const char **argv, size_t n)
+{
+    const char *shell = getenv("EXECGATE_TEST_SHELL");
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(argv[i], "--shell") == 0)
+            return n; /* the test names its own */
+    if (shell && *shell) {
+        argv[n++] = "--shell";
+        argv[n++] = shell;
+    }
+    return n;
+}
+
+static bool
+zsh(void)
+{
+    const char *shell = getenv("EXECGATE_TEST_SHELL");
+    return shell && strcmp(shell, "zsh") == 0;
+}
+
+/* A command that prints "login" in a login shell, for each shell. */
+static const char *
+login_check(void)
+{
+    return zsh() ? "[[ -o login ]] && echo login" : "shopt -q login_shell && echo login";
+}
+
 /* Starts the server with extra arguments (NULL-terminated list). */
 static struct mcp_client *
 start_server(const char *first, ...)
@@ -38,9 +71,10 @@ start_server(const char *first, ...)
     size_t n = 1;
     va_list ap;
     va_start(ap, first);
-    for (const char *a = first; a && n < 31; a = va_arg(ap, const char *))
+    for (const char *a = first; a && n < 29; a = va_arg(ap, const char *))
         argv[n++] = a;
     va_end(ap);
+    n = with_shell(argv, n);
     argv[n] = NULL;
     return mcp_client_start(argv, NULL);
 }
@@ -52,9 +86,10 @@ start_initialized(const char *first, ...)
     size_t n = 1;
     va_list ap;
     va_start(ap, first);
-    for (const char *a = first; a && n < 31; a = va_arg(ap, const char *))
+    for (const char *a = first; a && n < 29; a = va_arg(ap, const char *))
         argv[n++] = a;
     va_end(ap);
+    n = with_shell(argv, n);
     argv[n] = NULL;
     struct mcp_client *c = mcp_client_start(argv, NULL);
     json_t *init = mcp_client_initialize(c);
@@ -214,22 +249,30 @@ test_tools_list(void **state)
     assert_int_equal(json_array_size(tools), 1);
     const json_t *t = json_array_get(tools, 0);
     assert_string_equal(json_string_value(json_object_get(t, "name")), "shell");
+    /* with zsh, the texts that name the shell name zsh */
     assert_string_equal(json_string_value(json_object_get(t, "description")),
-                        "Runs a shell command and returns its output. You MUST provide the "
-                        "workdir as an absolute path.");
+                        zsh() ? "Runs a shell command with zsh and returns its output. You MUST "
+                                "provide the workdir as an absolute path."
+                              : "Runs a shell command and returns its output. You MUST provide "
+                                "the workdir as an absolute path.");
     /* the reference's input schema (codex-exec-mcp-server 0.97.0's tools/list
      * without "$schema" and its type's name "title"), no more and no less */
-    json_t *want = json_loads(
-        "{\"type\":\"object\",\"properties\":{"
-        "\"command\":{\"description\":\"The bash string to execute.\",\"type\":\"string\"},"
-        "\"workdir\":{\"description\":\"The working directory to execute the command in. Must "
-        "be an absolute path.\",\"type\":\"string\"},"
-        "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
-        "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
-        "\"login\":{\"description\":\"Launch Bash with -lc instead of -c: defaults to true.\","
-        "\"type\":\"boolean\",\"nullable\":true}},"
-        "\"required\":[\"command\",\"workdir\"]}",
-        0, NULL);
+    char *schema = NULL;
+    assert_true(
+        asprintf(
+            &schema,
+            "{\"type\":\"object\",\"properties\":{"
+            "\"command\":{\"description\":\"The %s string to execute.\",\"type\":\"string\"},"
+            "\"workdir\":{\"description\":\"The working directory to execute the command in. Must "
+            "be an absolute path.\",\"type\":\"string\"},"
+            "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
+            "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
+            "\"login\":{\"description\":\"Launch %s with -lc instead of -c: defaults to true.\","
+            "\"type\":\"boolean\",\"nullable\":true}},"
+            "\"required\":[\"command\",\"workdir\"]}",
+            zsh() ? "zsh" : "bash", zsh() ? "zsh" : "Bash") > 0);
+    json_t *want = json_loads(schema, 0, NULL);
+    free(schema);
     assert_non_null(want);
     if (!json_equal(json_object_get(t, "inputSchema"), want)) {
         char *got = json_dumps(json_object_get(t, "inputSchema"), JSON_COMPACT);
@@ -255,10 +298,12 @@ static void
 test_arguments_null_and_unknown(void **state)
 {
     struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
-    json_t *args =
-        json_pack("{s:s, s:s, s:n, s:n, s:s, s:b}", "command",
-                  "echo \"$0\"; shopt -q login_shell && echo login", "workdir", "/", "timeout_ms",
-                  "login", "justification", "because", "with_escalated_permissions", 1);
+    char *command = NULL;
+    assert_true(asprintf(&command, "echo \"$0\"; %s", login_check()) > 0);
+    json_t *args = json_pack("{s:s, s:s, s:n, s:n, s:s, s:b}", "command", command, "workdir", "/",
+                             "timeout_ms", "login", "justification", "because",
+                             "with_escalated_permissions", 1);
+    free(command);
     json_t *a = mcp_client_call(c, "tools/call",
                                 json_pack("{s:s, s:o}", "name", "shell", "arguments", args));
     const json_t *result = json_object_get(a, "result");
@@ -788,13 +833,16 @@ test_call_result(void **state)
                                           "b");
     json_decref(a);
 
-    /* login defaults to true: bash -lc */
+    /* login defaults to true: -lc */
     a = mcp_client_call(c, "tools/call",
                         json_pack("{s:s, s:{s:s, s:s}}", "name", "shell", "arguments", "command",
-                                  "shopt -q login_shell && echo login", "workdir", wd));
+                                  login_check(), "workdir", wd));
     assert_string_equal(result_output(a), "login\n");
     json_decref(a);
-    a = call_shell(c, "shopt -q login_shell && echo login || echo plain", wd);
+    char *plain = NULL;
+    assert_true(asprintf(&plain, "%s || echo plain", login_check()) > 0);
+    a = call_shell(c, plain, wd);
+    free(plain);
     assert_string_equal(result_output(a), "plain\n");
     json_decref(a);
     finish(c);
@@ -1161,7 +1209,11 @@ test_sigterm_mid_call(void **state)
     struct mcp_client *c =
         start_initialized("--sandbox", FULL_ACCESS, "--kill-grace-ms", "300", NULL);
     /* ignores SIGTERM: only the SIGKILL after the grace period ends it */
-    json_t *params = shell_args("trap '' TERM; sleep 65.25 & echo ready; wait; wait", "/");
+    /* (zsh's wait returns at the SIGTERM it ignores: it waits again) */
+    json_t *params = shell_args(zsh() ? "trap '' TERM; sleep 65.25 & echo ready; while :; do wait; "
+                                        "done"
+                                      : "trap '' TERM; sleep 65.25 & echo ready; wait; wait",
+                                "/");
     json_object_set_new(params, "_meta", json_pack("{s:s}", "progressToken", "p"));
     long long id = mcp_client_send_request(c, "tools/call", params);
     json_t *p = mcp_client_notification(c, "notifications/progress", MCP_CLIENT_WAIT_MS);
@@ -1319,7 +1371,8 @@ static void
 test_shell_not_started_is_an_error(void **state)
 {
     char *wd = tmpdir_new("server-noshell");
-    char *bash = tmpdir_path(wd, "bash");
+    /* the shell the suite runs: --bash, or --shell PATH named zsh */
+    char *bash = tmpdir_path(wd, zsh() ? "zsh" : "bash");
     tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
     const char *modes[] = {"--exec-enforcement=tree", "--exec-enforcement=shell"};
     for (size_t m = 0; m < 2; m++) {
@@ -1331,8 +1384,8 @@ test_shell_not_started_is_an_error(void **state)
                                           "\"sandboxCwd\":\"%s\"}",
                                  wd) > 0);
             tmpdir_write_file(bash, "#!/bin/bash\nexec /bin/bash \"$@\"\n", 0755);
-            struct mcp_client *c =
-                start_initialized("--bash", bash, "--sandbox", policy, modes[m], NULL);
+            struct mcp_client *c = start_initialized(zsh() ? "--shell" : "--bash", bash,
+                                                     "--sandbox", policy, modes[m], NULL);
             json_t *a = call_shell(c, "no-such-command-here; echo $?; exit 126", wd);
             const json_t *r = shell_result(a);
             assert_int_equal(json_integer_value(json_object_get(r, "exit_code")), 126);
