@@ -18,6 +18,7 @@
 #include "server/jsonrpc.h"
 #include "server/log.h"
 #include "server/netproxy.h"
+#include "server/shell_call.h"
 #include "wrapper/fd_pass.h"
 
 struct call_net_server {
@@ -27,6 +28,14 @@ struct call_net_server {
     struct client_log *log;
     struct jsonrpc *rpc;
     bool elicitation;
+    struct call_net *calls; /* the calls' shares, to find a question's call */
+};
+
+/* A question out to the person; while its call lives its timeout stops. */
+struct question {
+    struct netproxy_ask *ask;
+    struct call_net *cn; /* NULL once the call ended */
+    struct question *prev, *next;
 };
 
 struct call_net {
@@ -36,6 +45,9 @@ struct call_net {
     uv_poll_t poll;
     bool poll_open; /* poll initialised: it ends in its close callback */
     struct netproxy_listener *listener;
+    struct shell_call *sc; /* once spawned (borrowed; the call outlives this) */
+    struct question *questions;
+    struct call_net *prev, *next; /* in ns->calls */
 };
 
 /* ---- hooks ---- */
@@ -82,14 +94,28 @@ hook_event(void *arg, const struct netproxy_event *ev)
     audit_write(decide_server_audit(ns->ds), rec);
 }
 
-struct question {
-    struct netproxy_ask *ask;
-};
+static void
+question_detach(struct question *q)
+{
+    struct call_net *cn = q->cn;
+    if (!cn)
+        return;
+    if (q->prev)
+        q->prev->next = q->next;
+    else
+        cn->questions = q->next;
+    if (q->next)
+        q->next->prev = q->prev;
+    q->cn = NULL;
+    if (cn->sc)
+        shell_call_resume_timeout(cn->sc);
+}
 
 static void
 on_answer(const json_t *result, const json_t *error, void *data)
 {
     struct question *q = data;
+    question_detach(q);
     enum netproxy_answer a = NETPROXY_DENIED;
     const char *action = json_string_value(json_object_get(result, "action"));
     const char *decision =
@@ -139,11 +165,25 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
         netproxy_ask_answer(ask, NETPROXY_DENIED);
         return;
     }
-    q->ask = ask;
+    *q = (struct question){.ask = ask};
     /* jsonrpc_request takes params, also on failure */
     if (jsonrpc_request(ns->rpc, "elicitation/create", params, on_answer, q) < 0) {
         free(q);
         netproxy_ask_answer(ask, NETPROXY_UNASKED);
+        return;
+    }
+    /* The call's timeout stops while a person thinks, as for exec
+     * questions (--max-ask-ms bounds it). */
+    for (struct call_net *cn = ns->calls; cn; cn = cn->next) {
+        if (strcmp(cn->call_id, what->call_id) != 0 || !cn->sc)
+            continue;
+        q->cn = cn;
+        q->next = cn->questions;
+        if (cn->questions)
+            cn->questions->prev = q;
+        cn->questions = q;
+        shell_call_pause_timeout(cn->sc);
+        break;
     }
 }
 
@@ -204,6 +244,10 @@ call_net_new(struct call_net_server *ns, const char *call_id, const char *comman
         free(cn);
         return NULL;
     }
+    cn->next = ns->calls;
+    if (ns->calls)
+        ns->calls->prev = cn;
+    ns->calls = cn;
     return cn;
 }
 
@@ -274,8 +318,9 @@ on_listener(uv_poll_t *p, int status, int events)
 }
 
 void
-call_net_spawned(struct call_net *cn)
+call_net_spawned(struct call_net *cn, struct shell_call *sc)
 {
+    cn->sc = sc;
     if (cn->sv[1] >= 0) {
         close(cn->sv[1]);
         cn->sv[1] = -1;
@@ -299,6 +344,17 @@ call_net_free(struct call_net *cn)
 {
     if (!cn)
         return;
+    while (cn->questions) {
+        struct question *q = cn->questions;
+        cn->questions = q->next;
+        q->cn = NULL; /* answered later, for a call that is gone */
+    }
+    if (cn->prev)
+        cn->prev->next = cn->next;
+    else
+        cn->ns->calls = cn->next;
+    if (cn->next)
+        cn->next->prev = cn->prev;
     netproxy_listener_close(cn->listener);
     if (cn->sv[1] >= 0)
         close(cn->sv[1]);
