@@ -18,6 +18,7 @@
 #include "server/jsonrpc.h"
 #include "server/log.h"
 #include "server/netproxy.h"
+#include "server/shell_call.h"
 #include "wrapper/fd_pass.h"
 
 struct call_net_server {
@@ -34,6 +35,13 @@ struct call_net_client {
     struct netproxy_session *approved; /* what its person approved for the session */
 };
 
+/* A question out to the person; while its call lives its timeout stops. */
+struct question {
+    struct netproxy_ask *ask;
+    struct call_net *cn; /* NULL once the call ended */
+    struct question *prev, *next;
+};
+
 struct call_net {
     struct call_net_server *ns;
     struct call_net_client *cl; /* a reference */
@@ -42,6 +50,8 @@ struct call_net {
     uv_poll_t poll;
     bool poll_open; /* poll initialised: it ends in its close callback */
     struct netproxy_listener *listener;
+    struct shell_call *sc; /* once spawned (borrowed; the call outlives this) */
+    struct question *questions;
 };
 
 /* ---- hooks ---- */
@@ -91,14 +101,28 @@ hook_event(void *arg, const struct netproxy_event *ev)
     audit_write(decide_server_audit(ns->ds), rec);
 }
 
-struct question {
-    struct netproxy_ask *ask;
-};
+static void
+question_detach(struct question *q)
+{
+    struct call_net *cn = q->cn;
+    if (!cn)
+        return;
+    if (q->prev)
+        q->prev->next = q->next;
+    else
+        cn->questions = q->next;
+    if (q->next)
+        q->next->prev = q->prev;
+    q->cn = NULL;
+    if (cn->sc)
+        shell_call_resume_timeout(cn->sc);
+}
 
 static void
 on_answer(const json_t *result, const json_t *error, void *data)
 {
     struct question *q = data;
+    question_detach(q);
     enum netproxy_answer a = NETPROXY_DENIED;
     const char *action = json_string_value(json_object_get(result, "action"));
     const char *decision =
@@ -119,7 +143,7 @@ static void
 hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
 {
     (void)arg;
-    const struct call_net *cn = what->owner;
+    struct call_net *cn = what->owner;
     struct call_net_client *cl = cn->cl;
     if (!cl->rpc || !cl->elicitation) {
         netproxy_ask_answer(ask, NETPROXY_UNASKED);
@@ -152,11 +176,22 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
         netproxy_ask_answer(ask, NETPROXY_DENIED);
         return;
     }
-    q->ask = ask;
+    *q = (struct question){.ask = ask};
     /* jsonrpc_request takes params, also on failure */
     if (jsonrpc_request(cl->rpc, "elicitation/create", params, on_answer, q) < 0) {
         free(q);
         netproxy_ask_answer(ask, NETPROXY_UNASKED);
+        return;
+    }
+    /* The call's timeout stops while a person thinks, as for exec
+     * questions (--max-ask-ms bounds it). */
+    if (cn->sc) {
+        q->cn = cn;
+        q->next = cn->questions;
+        if (cn->questions)
+            cn->questions->prev = q;
+        cn->questions = q;
+        shell_call_pause_timeout(cn->sc);
     }
 }
 
@@ -317,8 +352,9 @@ on_listener(uv_poll_t *p, int status, int events)
 }
 
 void
-call_net_spawned(struct call_net *cn)
+call_net_spawned(struct call_net *cn, struct shell_call *sc)
 {
+    cn->sc = sc;
     if (cn->sv[1] >= 0) {
         close(cn->sv[1]);
         cn->sv[1] = -1;
@@ -342,6 +378,11 @@ call_net_free(struct call_net *cn)
 {
     if (!cn)
         return;
+    while (cn->questions) {
+        struct question *q = cn->questions;
+        cn->questions = q->next;
+        q->cn = NULL; /* answered later, for a call that is gone */
+    }
     netproxy_listener_close(cn->listener);
     if (cn->sv[1] >= 0)
         close(cn->sv[1]);

@@ -10,7 +10,8 @@
  * holds for that host for its calls only.  One struct call_net per call whose
  * sandbox has a network namespace: the socket its sandbox helper sends
  * the namespace's listener on (--net-proxy-fd), then that listener,
- * served by the proxy until the call ends.
+ * served by the proxy until the call ends.  While a person is asked
+ * about a call's connection, the call's timeout stops.
  */
 #ifndef EXECGATE_SERVER_CALL_NET_H
 #define EXECGATE_SERVER_CALL_NET_H
@@ -65,8 +66,11 @@ struct call_net *call_net_new(struct call_net_server *ns, struct call_net_client
 int call_net_open(struct call_net *cn);
 
 /* The helper has its end (the server's copy is closed now); the
- * listener it sends is served from then on. */
-void call_net_spawned(struct call_net *cn);
+ * listener it sends is served from then on.  sc (borrowed, outlives cn)
+ * is the call: its timeout stops while a person is asked about one of its
+ * connections. */
+struct shell_call;
+void call_net_spawned(struct call_net *cn, struct shell_call *sc);
 
 /* The call ended: its listener and connections close.  NULL is a no-op. */
 void call_net_free(struct call_net *cn);

@@ -897,7 +897,7 @@ start_call(struct mcp_call *c)
     start_cgroup(s, c, ec);
     shell_call_start(c->sc);
     if (c->net)
-        call_net_spawned(c->net);
+        call_net_spawned(c->net, c->sc);
     escalation_call_spawned(ec);
     if (c->watch)
         exec_watch_spawned(c->watch, notify_fd);

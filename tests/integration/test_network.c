@@ -291,6 +291,26 @@ test_prompt_denied(void **state)
     mcp_world_end(&w);
 }
 
+/* Waiting for the person does not count toward the call's timeout. */
+static void
+test_prompt_stops_the_timeout(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
+                true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved", .delay_ms = 2500};
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/late", http_port);
+    json_t *a = mcp_world_run(&w, cmd, &ans, 1500);
+    assert_int_equal(ans.asked, 1);
+    assert_false(json_is_true(json_object_get(mcp_world_structured(a), "timed_out")));
+    mcp_world_assert_contains(mcp_world_output(a), "page late\n");
+    json_decref(a);
+    free(ans.last_message);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
 /* A client that cannot be asked: a prompt rule refuses, saying why. */
 static void
 test_prompt_without_elicitation(void **state)
@@ -322,6 +342,7 @@ main(void)
         cmocka_unit_test(test_prompt_once_per_session),
         cmocka_unit_test(test_prompt_denied),
         cmocka_unit_test(test_prompt_without_elicitation),
+        cmocka_unit_test(test_prompt_stops_the_timeout),
     };
     return cmocka_run_group_tests(tests, servers_start, servers_stop);
 }
