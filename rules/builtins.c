@@ -1301,10 +1301,10 @@ m_elems(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         unicode_next(s->data, s->len, &i);
         star_list_append(vm, out, star_string(vm, s->data + at, i - at));
     }
-    return out;
+    return star_iterator_new(out.u.l);
 }
 
-/* The code points as ints (a list; Codex gives an iterable). */
+/* The code points as ints, an iterator as in Codex. */
 static struct star_value
 m_codepoints(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
@@ -1313,7 +1313,7 @@ m_codepoints(struct star_vm *vm, struct star_builtin *self, struct star_args *ar
     struct star_value out = star_list_new(vm, 0);
     for (size_t i = 0; i < s->len;)
         star_list_append(vm, out, star_int(unicode_next(s->data, s->len, &i)));
-    return out;
+    return star_iterator_new(out.u.l);
 }
 
 static struct star_value

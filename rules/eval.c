@@ -645,7 +645,8 @@ star_iterable_items(struct star_vm *vm, struct star_value v, size_t *n)
 {
     switch (v.type) {
     case STAR_LIST:
-    case STAR_TUPLE: {
+    case STAR_TUPLE:
+    case STAR_ITERATOR: {
         /* A copy, so the caller may run code that mutates the list. */
         size_t len = v.u.l->len;
         struct star_value *items = star_alloc(vm, (len ? len : 1) * sizeof *items);
@@ -1216,7 +1217,8 @@ exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         }
         return FLOW_NORMAL;
     }
-    if (it.type == STAR_LIST || it.type == STAR_TUPLE || it.type == STAR_DICT) {
+    if (it.type == STAR_LIST || it.type == STAR_TUPLE || it.type == STAR_DICT ||
+        it.type == STAR_ITERATOR) {
         /* Lists and dicts are locked against mutation while the loop runs. */
         enum flow result = FLOW_NORMAL;
         if (it.type == STAR_DICT) {

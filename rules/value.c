@@ -120,6 +120,15 @@ struct star_dict {
 };
 
 struct star_value
+star_iterator_new(struct star_list *items)
+{
+    items->frozen = true;
+    items->deep_frozen = true;
+    struct star_value v = {.type = STAR_ITERATOR, .u.l = items};
+    return v;
+}
+
+struct star_value
 star_dict_new(struct star_vm *vm)
 {
     struct star_value v = {.type = STAR_DICT};
@@ -331,6 +340,8 @@ star_type_name(struct star_value v)
         return "builtin_function_or_method";
     case STAR_RANGE:
         return "range";
+    case STAR_ITERATOR:
+        return "iterator";
     default:
         return "unbound";
     }
@@ -470,6 +481,8 @@ star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
         return a.u.l == b.u.l || seq_equal(vm, a.u.l, b.u.l);
     case STAR_DICT:
         return a.u.d == b.u.d || dict_equal(vm, a.u.d, b.u.d);
+    case STAR_ITERATOR:
+        return a.u.l == b.u.l;
     case STAR_RANGE: {
         int64_t la = range_len(a.u.r), lb = range_len(b.u.r);
         if (la != lb)
@@ -747,6 +760,9 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
     case STAR_FUNCTION:
         star_buf_addf(vm, b, "<function %s>", star_function_name(v.u.f));
         break;
+    case STAR_ITERATOR:
+        star_buf_add(vm, b, "iterator", 8);
+        break;
     case STAR_BUILTIN:
         if (v.u.bi->recv.type != STAR_NONE)
             star_buf_addf(vm, b, "<built-in method %s of %s value>", v.u.bi->name,
@@ -792,5 +808,5 @@ bool
 star_is_iterable(struct star_value v)
 {
     return v.type == STAR_LIST || v.type == STAR_TUPLE || v.type == STAR_DICT ||
-           v.type == STAR_RANGE;
+           v.type == STAR_RANGE || v.type == STAR_ITERATOR;
 }

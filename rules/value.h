@@ -25,6 +25,7 @@ enum star_type {
     STAR_FUNCTION,
     STAR_BUILTIN,
     STAR_RANGE,
+    STAR_ITERATOR, /* what elems() and codepoints() return: iterable only, as in Codex */
 };
 
 struct star_str {
@@ -74,6 +75,10 @@ struct star_value star_string_of(struct star_str *s);
 struct star_value star_list_new(struct star_vm *vm, size_t cap);
 struct star_value star_tuple_new(struct star_vm *vm, size_t len); /* items all None */
 struct star_value star_dict_new(struct star_vm *vm);
+/* An iterator over the items of list (which it takes): it can be iterated
+ * (for, list(), sorted(), ...) but not indexed, measured or searched; str()
+ * gives "iterator" and it equals only itself. */
+struct star_value star_iterator_new(struct star_list *items);
 
 /* Appends to a list (fails the load if frozen or iterating). */
 void star_list_append(struct star_vm *vm, struct star_value list, struct star_value v);

@@ -47,7 +47,19 @@ WORDS = ["ls", "git", "push", "rm", "-rf", "--force", "a", "B", "x.y", "日本",
 ESCAPES = ["\\x80", "\\xe9", "\\777", "\\101", "\\q", "\\d", "\\u00df", "\\U0001F63F", "\\n",
            "\\t", "\\\\", "\\'", '\\"', "\\0"]
 METHODS = [".upper()", ".lower()", ".strip()", ".lstrip()", ".rstrip()", ".capitalize()",
-           ".title()", "[0]", "[-1]", "[1:]", "[::-1]", "[:2]"]
+           ".title()", "[0]", "[-1]", "[1:]", "[::-1]", "[:2]", "[::2]", "[-2::-2]",
+           ".replace(\"a\", \"\u00e9\")", ".replace(\"\", \"-\", 2)",
+           ".removeprefix(\"\u65e5\")", ".strip(\"\u00e9a \")", ".lstrip(\"#\")",
+           ".partition(\" \")[2]", ".rpartition(\"\u00e9\")[0]",
+           ".split(\" \", 1)[-1]", ".rsplit(None, 1)[0]", ".rsplit(\"\", 2)[0]",
+           ".splitlines()[0] if True else \"\"", "[1:].upper()"]
+# Expressions that give a string from a string, for justifications.
+TO_STR = ["str(len({}))", "str({}.find(\"\u00e9\"))", "str({}.count(\"\"))",
+          "str({}.isalpha())", "str({}.isupper())", "str({}.istitle())", "str({}.isspace())",
+          "str({}.startswith(\"\u65e5\", 0, 1))", "str({}.endswith((\"b\", \"\u00df\")))",
+          "\"-\".join({}.elems())", "str([c for c in {}.codepoints()][:2])",
+          "\"{{}}!\".format({})", "f\"<{{{}}}>\"", "\"%r/%s\" % ({}, {})",
+          "str({}.split(\"\"))", "str({}.rsplit(\"a\", 1))", "repr({}.title())"]
 
 
 def q(s):
@@ -79,7 +91,7 @@ def literal(r):
     if k == 7:
         return q(w) + r.choice(METHODS), None
     if k == 8:
-        return "str(len(%s))" % q(w), None
+        return r.choice(TO_STR).replace("{}", q(w)), None
     return '" ".join(%s.split())' % q(w + r.choice([" ", "\u3000", "\u00a0"]) + r.choice(WORDS)), None
 
 
