@@ -18,6 +18,7 @@ const server = process.argv[2];
 let proc = null;
 // however the test ends (an exception too), the server does not outlive it
 process.on("exit", () => proc?.kill("SIGKILL"));
+for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(1));
 function check(cond, what) {
   if (!cond) {
     console.error(`FAIL: ${what}`);
