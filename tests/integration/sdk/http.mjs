@@ -47,8 +47,9 @@ const url = await new Promise((resolve, reject) => {
   proc.stderr.on("data", (d) => {
     stderr += d;
     process.stderr.write(d);
+    // both addresses, in the order given: the socket exists once its line is out
     const m = /execgate: listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr);
-    if (m) resolve(m[1]);
+    if (m && stderr.includes(`execgate: listening on unix:${sock} `)) resolve(m[1]);
   });
   proc.on("exit", (code) => reject(new Error(`server exited (${code}) before listening`)));
 });
