@@ -156,6 +156,7 @@ def main():
     args = ap.parse_args()
 
     scratch, workdir, env, update = stdio_bench.workspace("execgate-bench-http-")
+    srv = None
     try:
         # the measuring session and the idle ones
         srv = HttpServer(args.execgate, env, scratch, args.sessions + 1)
@@ -201,8 +202,9 @@ def main():
         print(f"{args.sessions} idle sessions (each: initialize, update, one call): VmRSS "
               f"{before} kB -> {after} kB, +{after - before} kB "
               f"({(after - before) / args.sessions:.1f} kB a session)")
-        srv.close()
     finally:
+        if srv:
+            srv.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -35,6 +35,10 @@ enum conn_state {
 
 struct http_conn {
     union conn_stream sock;
+    /* the next request is parsed on a turn of its own, never inside the
+     * call that answered the last (see request_done) */
+    uv_idle_t resume;
+    int handles; /* sock and resume, until their close callbacks */
     http_parser parser;
     const struct http_conn_handler *h;
     void *data;
@@ -240,9 +244,11 @@ static const http_parser_settings parser_settings = {
 /* ---- closing ---- */
 
 static void
-on_sock_closed(uv_handle_t *h)
+on_handle_closed(uv_handle_t *h)
 {
     struct http_conn *c = h->data;
+    if (--c->handles > 0)
+        return;
     request_clear(&c->req);
     free(c->in);
     free(c);
@@ -263,8 +269,10 @@ close_now(struct http_conn *c)
 {
     c->state = CONN_CLOSING;
     report_close(c);
-    if (!uv_is_closing(&c->sock.handle))
-        uv_close(&c->sock.handle, on_sock_closed);
+    if (!uv_is_closing(&c->sock.handle)) {
+        uv_close(&c->sock.handle, on_handle_closed);
+        uv_close((uv_handle_t *)&c->resume, on_handle_closed);
+    }
 }
 
 void
@@ -359,7 +367,22 @@ set_reading(struct http_conn *c, bool on)
         c->reading = on;
 }
 
-/* The response to the current request is out: the next may be parsed. */
+static void
+on_resume(uv_idle_t *h)
+{
+    struct http_conn *c = h->data;
+    uv_idle_stop(h);
+    if (c->state == CONN_READING)
+        process(c);
+}
+
+/*
+ * The response to the current request is out: the next may be parsed.
+ * Not here: the response may be written from deep inside its handler's
+ * own work (a call's end, in mcp.c), which the next request (a DELETE of
+ * the same session) must not run into; process() comes on the loop's
+ * next turn.
+ */
 static void
 request_done(struct http_conn *c)
 {
@@ -373,7 +396,7 @@ request_done(struct http_conn *c)
     c->state = CONN_READING;
     http_parser_pause(&c->parser, 0);
     if (!c->dispatching)
-        process(c);
+        uv_idle_start(&c->resume, on_resume);
 }
 
 static void
@@ -473,7 +496,10 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_
         free(c);
         return rc;
     }
+    uv_idle_init(listener->loop, &c->resume); /* cannot fail */
+    c->handles = 2;
     c->sock.handle.data = c;
+    c->resume.data = c;
     c->h = h;
     c->data = data;
     c->max_body = max_body;
@@ -485,7 +511,8 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_
         rc = uv_read_start(&c->sock.stream, on_alloc, on_read);
     if (rc < 0) {
         c->state = CONN_CLOSING;
-        uv_close(&c->sock.handle, on_sock_closed);
+        uv_close(&c->sock.handle, on_handle_closed);
+        uv_close((uv_handle_t *)&c->resume, on_handle_closed);
         return rc;
     }
     c->closed_reported = false;

@@ -158,14 +158,17 @@ session_forget(struct hsess *se)
     struct mcp_http *h = se->h;
     while (se->conns) {
         struct hconn *hc = se->conns;
+        /* hc may be freed by what follows (on_conn_close); c lives until
+         * its close callback, on a later turn of the loop */
+        struct http_conn *c = hc->c;
         bool get = hc->get;
         unbind(hc);
-        if (get)
-            http_conn_stream_end(hc->c);
-        else
-            http_conn_close(hc->c);
         if (h->shutting_down)
-            http_conn_finish(hc->c);
+            http_conn_finish(c);
+        if (get)
+            http_conn_stream_end(c);
+        else
+            http_conn_close(c);
     }
     backlog_clear(se);
     if (se->prev)
@@ -542,6 +545,13 @@ handle_post(struct hconn *hc, const struct http_request *r, const char *sid)
     }
     const char *method = json_string_value(json_object_get(msg, "method"));
     const json_t *id = json_object_get(msg, "id");
+    if (id && !json_is_string(id) && !json_is_integer(id)) {
+        /* an answer could not name the request: refused here, where it
+         * still can be answered */
+        reply_rpc_error(hc, 400, "Bad Request", -32600, "id must be a string or an integer");
+        json_decref(msg);
+        return;
+    }
     bool is_init = method && strcmp(method, "initialize") == 0;
     struct hsess *se = NULL;
     if (sid) {
@@ -1070,11 +1080,13 @@ on_shutdown(void *data)
     close_listeners(h);
     for (struct hconn *hc = h->conns, *next; hc; hc = next) {
         next = hc->next;
-        if (hc->get) {
+        struct http_conn *c = hc->c; /* hc may be freed below (on_conn_close) */
+        bool get = hc->get;
+        if (get)
             unbind(hc);
-            http_conn_stream_end(hc->c);
-        }
-        http_conn_finish(hc->c);
+        http_conn_finish(c);
+        if (get)
+            http_conn_stream_end(c);
     }
 }
 

@@ -18,6 +18,7 @@ const server = process.argv[2];
 let proc = null;
 // however the test ends (an exception too), the server does not outlive it
 process.on("exit", () => proc?.kill("SIGKILL"));
+for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(1));
 function check(cond, what) {
   if (!cond) {
     console.error(`FAIL: ${what}`);
@@ -46,8 +47,9 @@ const url = await new Promise((resolve, reject) => {
   proc.stderr.on("data", (d) => {
     stderr += d;
     process.stderr.write(d);
+    // both addresses, in the order given: the socket exists once its line is out
     const m = /execgate: listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr);
-    if (m) resolve(m[1]);
+    if (m && stderr.includes(`execgate: listening on unix:${sock} `)) resolve(m[1]);
   });
   proc.on("exit", (code) => reject(new Error(`server exited (${code}) before listening`)));
 });

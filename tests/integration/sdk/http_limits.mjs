@@ -14,6 +14,7 @@ const MAX_CONNECTIONS = 512; // MCP_HTTP_MAX_CONNECTIONS
 let proc = null;
 // however the test ends (an exception too), the server does not outlive it
 process.on("exit", () => proc?.kill("SIGKILL"));
+for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(1));
 function check(cond, what) {
   if (!cond) {
     console.error(`FAIL: ${what}`);

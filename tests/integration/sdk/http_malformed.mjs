@@ -18,6 +18,7 @@ const garbageConnections = Number(process.env.EXECGATE_TEST_GARBAGE_CONNECTIONS 
 let proc = null;
 // however the test ends (an exception too), the server does not outlive it
 process.on("exit", () => proc?.kill("SIGKILL"));
+for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(1));
 function check(cond, what) {
   if (!cond) {
     console.error(`FAIL: ${what}`);
@@ -116,6 +117,32 @@ await stillWorks("requests cut off");
   check(r.status === 400 && (await r.json()).error.code === -32700, "a body that is not JSON: 400 with -32700");
   const b = await fetch(url, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", "Mcp-Session-Id": transport.sessionId }, body: "[]" });
   check(b.status === 400, "a batch: 400");
+  const o = await fetch(url, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", "Mcp-Session-Id": transport.sessionId }, body: '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}' });
+  check(o.status === 400, `an id that is an object: 400 (got ${o.status})`);
+}
+
+// Pipelined on one connection: a call, then the DELETE of its session.
+// The DELETE is read only once the call's answer is out, never from
+// inside the server's handling of the call's end.
+{
+  const auth = `Authorization: Bearer ${token}\r\n`;
+  const init = await fetch(url, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipelined", version: "1" } } }),
+  });
+  const sid = init.headers.get("mcp-session-id");
+  await init.text();
+  const call = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call",
+    params: { name: "shell", arguments: { command: "sleep 0.2; echo piped", workdir: top, login: false } } });
+  const got = await exchange(
+    `POST /mcp HTTP/1.1\r\nHost: x\r\n${auth}Mcp-Session-Id: ${sid}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(call)}\r\n\r\n${call}` +
+    `DELETE /mcp HTTP/1.1\r\nHost: x\r\n${auth}Mcp-Session-Id: ${sid}\r\n\r\n`,
+    { idleMs: 3000 });
+  const statuses = [...got.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);
+  check(statuses.join(",") === "200,200" && /piped/.test(got), `a call and a DELETE pipelined: both answered (got ${got.slice(0, 400)})`);
+  await stillWorks("a pipelined DELETE");
 }
 
 // 10,000 connections of garbage, 100 at a time.
