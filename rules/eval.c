@@ -1394,6 +1394,49 @@ run_module(struct star_vm *vm, const char *src, size_t len)
         star_freeze(vm, (*fr.globals)[i]);
 }
 
+/* A literal argument: nothing in it can be kept by the call. */
+static bool
+literal_arg(const struct ast_node *e)
+{
+    switch (e->kind) {
+    case A_INT:
+    case A_STRING:
+        return true;
+    case A_IDENT:
+        return e->u.ident.scope == SCOPE_UNIVERSE;
+    case A_LIST:
+    case A_TUPLE:
+        for (size_t i = 0; i < e->u.list.n; i++)
+            if (!literal_arg(e->u.list.items[i]))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Statements that leave nothing behind in the arena once run: calls of
+ * built-ins with literal arguments (what a literal rules file is).  A
+ * built-in that keeps part of its arguments calls star_keep. */
+static bool
+transient_stmts(const struct ast_list *body)
+{
+    for (size_t i = 0; i < body->n; i++) {
+        const struct ast_node *st = body->items[i];
+        if (st->kind != A_EXPR_STMT)
+            return false;
+        const struct ast_node *e = st->u.x.a;
+        if (e->kind != A_CALL || e->u.call.fn->kind != A_IDENT ||
+            e->u.call.fn->u.ident.scope != SCOPE_UNIVERSE)
+            return false;
+        for (size_t k = 0; k < e->u.call.nargs; k++)
+            if ((e->u.call.args[k].kind != ARG_POS && e->u.call.args[k].kind != ARG_KW) ||
+                !literal_arg(e->u.call.args[k].value))
+                return false;
+    }
+    return true;
+}
+
 /*
  * Runs each top-level statement as soon as it is parsed, so a file of many
  * statements is never held as one tree.  What a user sees stays what a
@@ -1427,14 +1470,17 @@ run_stream(struct star_vm *vm, const char *src, size_t len)
         }
         if (body.n == 0)
             break;
-        if (!running)
+        if (!running) {
+            star_parse_ran(st, false);
             continue;
+        }
         uint32_t ng = star_parse_nglobals(st);
         if (ng > cap_globals) {
             uint32_t cap = cap_globals;
             while (cap < ng)
                 cap *= 2;
             struct star_value *g = star_alloc_array(vm, cap, sizeof *g);
+            star_keep(vm);
             memcpy(g, *fr.globals, cap_globals * sizeof *g);
             *fr.globals = g;
             cap_globals = cap;
@@ -1454,7 +1500,9 @@ run_stream(struct star_vm *vm, const char *src, size_t len)
         vm->on_error = &jb;
         if (setjmp(jb) == 0) {
             exec_block(vm, &fr, &body);
+            star_parse_ran(st, transient_stmts(&body));
         } else {
+            star_parse_ran(st, false);
             /* Kept while the rest is checked; release_frames freed the
              * frame's slots. */
             running = false;

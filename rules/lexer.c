@@ -61,6 +61,7 @@ push(struct lexer *lx, int kind, const char *start, const char *end)
     if (lx->n == lx->cap) {
         size_t cap = lx->cap ? lx->cap * 2 : 256;
         struct star_token *t = star_alloc(lx->vm, cap * sizeof *t);
+        star_keep(lx->vm); /* the window's memory, reused */
         if (lx->n > 0)
             memcpy(t, lx->toks, lx->n * sizeof *t);
         lx->toks = t;
@@ -534,6 +535,7 @@ push_indent(struct lexer *lx, const char *ws, size_t len)
     if (lx->n_indents == lx->cap_indents) {
         size_t cap = lx->cap_indents ? lx->cap_indents * 2 : 16;
         struct indent *t = star_alloc(lx->vm, cap * sizeof *t);
+        star_keep(lx->vm);
         if (lx->n_indents > 0)
             memcpy(t, lx->indents, lx->n_indents * sizeof *t);
         lx->indents = t;

@@ -1303,7 +1303,26 @@ struct star_stream {
     struct parser ps;
     struct star_lexer *lx;
     struct resolver r;
+    /* The arena as it was before the current window was lexed, and
+     * whether every statement of the window ran and left nothing behind
+     * (star_parse_ran): then the window's tokens, trees and values go
+     * before the next is lexed. */
+    struct star_mark mark;
+    bool transient;
 };
+
+/* Lexes the next window, first giving back the last one's memory when
+ * nothing in it is still needed. */
+static void
+next_window(struct star_stream *st)
+{
+    if (st->transient)
+        star_release(st->ps.vm, &st->mark);
+    star_mark(st->ps.vm, &st->mark);
+    st->transient = true;
+    st->ps.toks = star_lex_next(st->lx, &st->ps.n);
+    st->ps.i = 0;
+}
 
 struct star_stream *
 star_parse_begin(struct star_vm *vm, const struct star_namemap *predeclared, const char *src,
@@ -1312,7 +1331,7 @@ star_parse_begin(struct star_vm *vm, const struct star_namemap *predeclared, con
     struct star_stream *st = star_alloc(vm, sizeof *st);
     st->lx = star_lex_begin(vm, src, len);
     st->ps.vm = vm;
-    st->ps.toks = star_lex_next(st->lx, &st->ps.n);
+    next_window(st);
     st->r.vm = vm;
     st->r.predeclared = predeclared;
     st->r.streaming = true;
@@ -1326,10 +1345,8 @@ star_parse_next(struct star_stream *st, uint32_t *nlocals)
     struct vec body = {0};
     for (;;) {
         /* Between top-level statements nothing points into the window. */
-        if (ps->i >= ps->n) {
-            ps->toks = star_lex_next(st->lx, &ps->n);
-            ps->i = 0;
-        }
+        if (ps->i >= ps->n)
+            next_window(st);
         if (peek_kind(ps) == T_EOF)
             break;
         if (accept(ps, T_NEWLINE))
@@ -1344,6 +1361,12 @@ star_parse_next(struct star_stream *st, uint32_t *nlocals)
     collect_block(&st->r, &top, &l);
     resolve_block(&st->r, &top, &l);
     return l;
+}
+
+void
+star_parse_ran(struct star_stream *st, bool transient)
+{
+    st->transient = st->transient && transient;
 }
 
 uint32_t
