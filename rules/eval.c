@@ -18,7 +18,7 @@ struct star_frame {
     struct star_value *slots;
     bool heap;
     struct star_value *captured;
-    struct star_value *globals;
+    struct star_value **globals; /* the file's globals (a cell: streaming grows them) */
     struct star_value ret;
     struct star_value inline_slots[INLINE_SLOTS];
 };
@@ -33,6 +33,7 @@ struct interp {
     struct star_value *universe;
     size_t n_universe, cap_universe;
     struct star_frame *frames; /* innermost call first; freed on error */
+    char *deferred_err;        /* streaming: a statement's error, while the rest is checked */
 };
 
 static struct interp *
@@ -187,7 +188,7 @@ load_ident(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
                          e->u.ident.name->data);
         return v;
     case SCOPE_GLOBAL:
-        v = fr->globals[e->u.ident.index];
+        v = (*fr->globals)[e->u.ident.index];
         if (v.type == STAR_UNBOUND)
             star_fail_at(vm, e->line, e->col, "global variable %s referenced before assignment",
                          e->u.ident.name->data);
@@ -729,7 +730,7 @@ assign(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct sta
     switch (t->kind) {
     case A_IDENT:
         if (t->u.ident.scope == SCOPE_GLOBAL)
-            fr->globals[t->u.ident.index] = v;
+            (*fr->globals)[t->u.ident.index] = v;
         else
             fr->slots[t->u.ident.index] = v;
         return;
@@ -1380,7 +1381,8 @@ run_module(struct star_vm *vm, const char *src, size_t len)
     struct interp *in = interp_of(vm);
     struct ast_module *m = star_parse(vm, &in->universe_index, src, len);
     struct star_frame fr = {.prev = in->frames};
-    fr.globals = star_alloc(vm, (m->nglobals ? m->nglobals : 1) * sizeof *fr.globals);
+    fr.globals = star_alloc(vm, sizeof *fr.globals);
+    *fr.globals = star_alloc(vm, (m->nglobals ? m->nglobals : 1) * sizeof **fr.globals);
     frame_slots(vm, &fr, m->nlocals);
     in->frames = &fr;
     exec_block(vm, &fr, &m->body);
@@ -1389,7 +1391,140 @@ run_module(struct star_vm *vm, const char *src, size_t len)
         free(fr.slots);
     /* Globals are frozen once the file has run. */
     for (uint32_t i = 0; i < m->nglobals; i++)
-        star_freeze(vm, fr.globals[i]);
+        star_freeze(vm, (*fr.globals)[i]);
+}
+
+/* A literal argument: nothing in it can be kept by the call. */
+static bool
+literal_arg(const struct ast_node *e)
+{
+    switch (e->kind) {
+    case A_INT:
+    case A_STRING:
+        return true;
+    case A_IDENT:
+        return e->u.ident.scope == SCOPE_UNIVERSE;
+    case A_LIST:
+    case A_TUPLE:
+        for (size_t i = 0; i < e->u.list.n; i++)
+            if (!literal_arg(e->u.list.items[i]))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Statements that leave nothing behind in the arena once run: calls of
+ * built-ins with literal arguments (what a literal rules file is).  A
+ * built-in that keeps part of its arguments calls star_keep. */
+static bool
+transient_stmts(const struct ast_list *body)
+{
+    for (size_t i = 0; i < body->n; i++) {
+        const struct ast_node *st = body->items[i];
+        if (st->kind != A_EXPR_STMT)
+            return false;
+        const struct ast_node *e = st->u.x.a;
+        if (e->kind != A_CALL || e->u.call.fn->kind != A_IDENT ||
+            e->u.call.fn->u.ident.scope != SCOPE_UNIVERSE)
+            return false;
+        for (size_t k = 0; k < e->u.call.nargs; k++)
+            if ((e->u.call.args[k].kind != ARG_POS && e->u.call.args[k].kind != ARG_KW) ||
+                !literal_arg(e->u.call.args[k].value))
+                return false;
+    }
+    return true;
+}
+
+/*
+ * Runs each top-level statement as soon as it is parsed, so a file of many
+ * statements is never held as one tree.  What a user sees stays what a
+ * whole-file run shows: after a statement fails, the rest is still parsed
+ * and resolved, and a syntax error or undefined name there is reported
+ * instead (as a file is checked whole before it runs); the first failure
+ * of a statement otherwise (returns -1 with vm->err set).  Returns 0 when
+ * the file ran, 1 when a statement binds a built-in's
+ * name an earlier one used (star_parse_rebinds_predeclared).
+ */
+static int
+run_stream(struct star_vm *vm, const char *src, size_t len)
+{
+    struct interp *in = interp_of(vm);
+    struct star_stream *st = star_parse_begin(vm, &in->universe_index, src, len);
+    struct star_frame fr = {.prev = in->frames};
+    fr.globals = star_alloc(vm, sizeof *fr.globals);
+    uint32_t cap_globals = 64, cap_slots = INLINE_SLOTS;
+    *fr.globals = star_alloc_array(vm, cap_globals, sizeof **fr.globals);
+    fr.slots = fr.inline_slots;
+    bool running = true;
+    for (;;) {
+        uint32_t nlocals;
+        struct ast_list body = star_parse_next(st, &nlocals);
+        if (star_parse_rebinds_predeclared(st)) {
+            if (fr.heap)
+                free(fr.slots);
+            free(in->deferred_err);
+            in->deferred_err = NULL;
+            return STAR_EXEC_WHOLE;
+        }
+        if (body.n == 0)
+            break;
+        if (!running) {
+            star_parse_ran(st, false);
+            continue;
+        }
+        uint32_t ng = star_parse_nglobals(st);
+        if (ng > cap_globals) {
+            uint32_t cap = cap_globals;
+            while (cap < ng)
+                cap *= 2;
+            struct star_value *g = star_alloc_array(vm, cap, sizeof *g);
+            star_keep(vm);
+            memcpy(g, *fr.globals, cap_globals * sizeof *g);
+            *fr.globals = g;
+            cap_globals = cap;
+        }
+        if (nlocals > cap_slots) {
+            if (fr.heap)
+                free(fr.slots);
+            fr.heap = false;
+            frame_slots(vm, &fr, nlocals);
+            cap_slots = nlocals;
+        } else if (nlocals > 0) {
+            memset(fr.slots, 0, nlocals * sizeof *fr.slots);
+        }
+        in->frames = &fr;
+        jmp_buf jb;
+        jmp_buf *outer = vm->on_error;
+        vm->on_error = &jb;
+        if (setjmp(jb) == 0) {
+            exec_block(vm, &fr, &body);
+            star_parse_ran(st, transient_stmts(&body));
+        } else {
+            star_parse_ran(st, false);
+            /* Kept while the rest is checked; release_frames freed the
+             * frame's slots. */
+            running = false;
+            in->deferred_err = vm->err;
+            vm->err = NULL;
+        }
+        vm->on_error = outer;
+        in->frames = fr.prev;
+    }
+    star_parse_end(st);
+    if (in->deferred_err != NULL) {
+        free(vm->err);
+        vm->err = in->deferred_err;
+        in->deferred_err = NULL;
+        return -1;
+    }
+    if (fr.heap)
+        free(fr.slots);
+    uint32_t ng = star_parse_nglobals(st);
+    for (uint32_t i = 0; i < ng; i++)
+        star_freeze(vm, (*fr.globals)[i]);
+    return 0;
 }
 
 int
@@ -1411,4 +1546,30 @@ star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t 
     run_module(vm, src, len);
     vm->on_error = NULL;
     return 0;
+}
+
+int
+star_vm_exec_file_stream(struct star_vm *vm, const char *name, const char *src, size_t len)
+{
+    jmp_buf jb;
+    struct interp *in = interp_of(vm);
+    star_vm_begin(vm, name);
+    in->frames = NULL;
+    vm->on_error = &jb;
+    if (setjmp(jb) != 0) {
+        vm->on_error = NULL;
+        free(in->deferred_err);
+        in->deferred_err = NULL;
+        if (vm->err == NULL)
+            vm->err = strdup("out of memory");
+        return -1;
+    }
+    if (len > STAR_MAX_FILE_BYTES)
+        star_fail_at(vm, 1, 1, "file is too large (%zu bytes; the limit is %u MiB)", len,
+                     STAR_MAX_FILE_BYTES >> 20);
+    int rc = run_stream(vm, src, len);
+    vm->on_error = NULL;
+    if (rc < 0 && vm->err == NULL)
+        vm->err = strdup("out of memory");
+    return rc;
 }

@@ -39,7 +39,7 @@ struct star_function {
     struct ast_func *def;
     struct star_value *defaults; /* one per parameter; STAR_UNBOUND when required */
     struct star_value *captured; /* values of the enclosing function's variables */
-    struct star_value *globals;  /* the defining file's globals */
+    struct star_value **globals; /* the defining file's globals (a cell, as they grow) */
 };
 
 /* The name a function was defined with ("lambda" for lambdas). */
@@ -65,6 +65,18 @@ int star_vm_define(struct star_vm *vm, const char *name, struct star_value v);
  * the end.  The vm may run further files afterwards.
  */
 int star_vm_exec_file(struct star_vm *vm, const char *name, const char *src, size_t len);
+
+/*
+ * Same, running each top-level statement as soon as it is parsed (a large
+ * file is never held whole as a tree), with the same result and error
+ * line as star_vm_exec_file.  Returns 0, -1 with star_vm_error() set, or
+ * STAR_EXEC_WHOLE when a statement binds a built-in's name that an earlier
+ * statement used: the statements run so far meant something else there,
+ * so the caller discards their effects and runs the file with
+ * star_vm_exec_file on a new machine.
+ */
+#define STAR_EXEC_WHOLE 1
+int star_vm_exec_file_stream(struct star_vm *vm, const char *name, const char *src, size_t len);
 
 /* Calls a function or built-in value with args.  Built-ins must not keep
  * pointers into args after they return. */

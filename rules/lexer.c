@@ -61,6 +61,7 @@ push(struct lexer *lx, int kind, const char *start, const char *end)
     if (lx->n == lx->cap) {
         size_t cap = lx->cap ? lx->cap * 2 : 256;
         struct star_token *t = star_alloc(lx->vm, cap * sizeof *t);
+        star_keep(lx->vm); /* the window's memory, reused */
         if (lx->n > 0)
             memcpy(t, lx->toks, lx->n * sizeof *t);
         lx->toks = t;
@@ -456,6 +457,57 @@ static bool
 lex_punct(struct lexer *lx)
 {
     char first = *lx->p;
+    /* Brackets, commas and the like start no longer operator: taken
+     * without searching the table (they are most of a rules file's
+     * punctuation). */
+    int single = -1;
+    switch (first) {
+    case '(':
+        single = T_LPAREN;
+        break;
+    case ')':
+        single = T_RPAREN;
+        break;
+    case '[':
+        single = T_LBRACK;
+        break;
+    case ']':
+        single = T_RBRACK;
+        break;
+    case '{':
+        single = T_LBRACE;
+        break;
+    case '}':
+        single = T_RBRACE;
+        break;
+    case ',':
+        single = T_COMMA;
+        break;
+    case ':':
+        single = T_COLON;
+        break;
+    case ';':
+        single = T_SEMI;
+        break;
+    case '.':
+        single = T_DOT;
+        break;
+    case '~':
+        single = T_TILDE;
+        break;
+    default:
+        break;
+    }
+    if (single >= 0) {
+        const char *s = lx->p;
+        if (first == '(' || first == '[' || first == '{')
+            open_bracket(lx, first, s);
+        else if (first == ')' || first == ']' || first == '}')
+            close_bracket(lx, first, s);
+        lx->p++;
+        push(lx, single, s, lx->p);
+        return true;
+    }
     size_t avail = (size_t)(lx->end - lx->p);
     /* Longest match first: the table lists longer operators before their prefixes. */
     for (size_t i = 0; i < sizeof puncts / sizeof puncts[0]; i++) {
@@ -483,6 +535,7 @@ push_indent(struct lexer *lx, const char *ws, size_t len)
     if (lx->n_indents == lx->cap_indents) {
         size_t cap = lx->cap_indents ? lx->cap_indents * 2 : 16;
         struct indent *t = star_alloc(lx->vm, cap * sizeof *t);
+        star_keep(lx->vm);
         if (lx->n_indents > 0)
             memcpy(t, lx->indents, lx->n_indents * sizeof *t);
         lx->indents = t;

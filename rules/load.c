@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,15 @@ rules_default_dir(void)
     return dir;
 }
 
-/* Runs one file into p.  Returns 0, or -1 with *err set. */
+/* load_file's result when a file must be run whole (STAR_EXEC_WHOLE): its
+ * first statements already added rules that meant something else, so the
+ * caller starts the policy again with every file run whole. */
+#define LOAD_AGAIN_WHOLE 1
+
+/* Runs one file into p, a statement at a time unless whole.  Returns 0,
+ * LOAD_AGAIN_WHOLE, or -1 with *err set. */
 static int
-load_file(struct rules_policy *p, const char *path, char **err)
+load_file(struct rules_policy *p, const char *path, bool whole, char **err)
 {
     size_t len = 0;
     char *src = star_source_read(path, &len, err);
@@ -47,8 +54,10 @@ load_file(struct rules_policy *p, const char *path, char **err)
     int rc = -1;
     if (vm == NULL || b == NULL || rules_builtins_install(vm, b) != 0) {
         *err = rules_errf("%s:1:1: out of memory", path);
-    } else if (star_vm_exec_file(vm, path, src, len) != 0) {
-        *err = strdup(star_vm_error(vm));
+    } else if ((rc = whole ? star_vm_exec_file(vm, path, src, len)
+                           : star_vm_exec_file_stream(vm, path, src, len)) != 0) {
+        if (rc < 0)
+            *err = strdup(star_vm_error(vm));
     } else {
         rc = rules_builder_check_examples(b, vm, err);
     }
@@ -127,7 +136,7 @@ free_names(char **names, size_t n)
 }
 
 static int
-load_dir(struct rules_policy *p, const char *dir, char **err)
+load_dir(struct rules_policy *p, const char *dir, bool whole, char **err)
 {
     char **names;
     size_t n;
@@ -141,15 +150,15 @@ load_dir(struct rules_policy *p, const char *dir, char **err)
             rc = -1;
             break;
         }
-        rc = load_file(p, path, err);
+        rc = load_file(p, path, whole, err);
         free(path);
     }
     free_names(names, n);
     return rc;
 }
 
-struct rules_policy *
-rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err)
+static struct rules_policy *
+load_all(const char *dir, const char *const *extra, size_t n_extra, bool whole, char **err)
 {
     *err = NULL;
     struct rules_policy *p = rules_policy_new();
@@ -159,9 +168,13 @@ rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err
     }
     int rc = 0;
     if (dir != NULL)
-        rc = load_dir(p, dir, err);
+        rc = load_dir(p, dir, whole, err);
     for (size_t i = 0; rc == 0 && i < n_extra; i++)
-        rc = load_file(p, extra[i], err);
+        rc = load_file(p, extra[i], whole, err);
+    if (rc == LOAD_AGAIN_WHOLE && !whole) {
+        rules_policy_free(p);
+        return load_all(dir, extra, n_extra, true, err);
+    }
     if (rc != 0) {
         rules_policy_free(p);
         if (*err == NULL)
@@ -169,6 +182,12 @@ rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err
         return NULL;
     }
     return p;
+}
+
+struct rules_policy *
+rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err)
+{
+    return load_all(dir, extra, n_extra, false, err);
 }
 
 int
@@ -208,6 +227,7 @@ rules_each_file(const char *const *paths, size_t n, const char *missing_ok,
 /* rules_each_file's step for rules_load_paths: one file into the policy. */
 struct load_ctx {
     struct rules_policy *p;
+    bool whole;
     char **err;
 };
 
@@ -215,11 +235,11 @@ static int
 load_one(void *arg, const char *file)
 {
     struct load_ctx *ctx = arg;
-    return load_file(ctx->p, file, ctx->err);
+    return load_file(ctx->p, file, ctx->whole, ctx->err);
 }
 
-struct rules_policy *
-rules_load_paths(const char *const *paths, size_t n, const char *missing_ok, char **err)
+static struct rules_policy *
+load_paths(const char *const *paths, size_t n, const char *missing_ok, bool whole, char **err)
 {
     *err = NULL;
     struct rules_policy *p = rules_policy_new();
@@ -227,12 +247,23 @@ rules_load_paths(const char *const *paths, size_t n, const char *missing_ok, cha
         *err = strdup("rules: out of memory");
         return NULL;
     }
-    struct load_ctx ctx = {p, err};
-    if (rules_each_file(paths, n, missing_ok, load_one, &ctx, err) != 0) {
+    struct load_ctx ctx = {p, whole, err};
+    int rc = rules_each_file(paths, n, missing_ok, load_one, &ctx, err);
+    if (rc == LOAD_AGAIN_WHOLE && !whole) {
+        rules_policy_free(p);
+        return load_paths(paths, n, missing_ok, true, err);
+    }
+    if (rc != 0) {
         rules_policy_free(p);
         if (*err == NULL)
             *err = strdup("rules: out of memory");
         return NULL;
     }
     return p;
+}
+
+struct rules_policy *
+rules_load_paths(const char *const *paths, size_t n, const char *missing_ok, char **err)
+{
+    return load_paths(paths, n, missing_ok, false, err);
 }

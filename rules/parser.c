@@ -952,21 +952,51 @@ struct scope {
     struct vec captures;
 };
 
+/* A name a streamed statement used before any statement bound it: a
+ * later one may still bind it (it is a global then), else the file fails
+ * as undefined there. */
+struct forward_use {
+    struct star_str *name;
+    uint32_t line, col;
+    bool bound;
+};
+
 struct resolver {
     struct star_vm *vm;
     const struct star_namemap *predeclared;
-    struct ast_module *mod;
     struct star_namemap globals;
     struct vec global_names;
+    /* Streaming (star_parse_begin) only. */
+    bool streaming;
+    struct star_namemap used_predeclared; /* names resolved as built-ins so far */
+    struct star_namemap forward;          /* name -> index in forward_uses */
+    struct vec forward_uses;              /* struct forward_use *, in order of first use */
+    bool rebinds_predeclared;
 };
 
+/* Binds name as a global of the file: when the statement binding it is
+ * resolved (collect_target), or, streaming, when a statement uses it
+ * before any bound it (used = true). */
 static void
-bind_global(struct resolver *r, struct star_str *name)
+bind_global_use(struct resolver *r, struct star_str *name, bool used)
 {
+    if (r->streaming && !used) {
+        if (star_namemap_get(&r->used_predeclared, name) >= 0)
+            r->rebinds_predeclared = true;
+        int f = star_namemap_get(&r->forward, name);
+        if (f >= 0)
+            ((struct forward_use *)r->forward_uses.items[f])->bound = true;
+    }
     if (star_namemap_get(&r->globals, name) >= 0)
         return;
     star_namemap_put(r->vm, &r->globals, name, (int)r->global_names.n);
     vec_push(r->vm, &r->global_names, name);
+}
+
+static void
+bind_global(struct resolver *r, struct star_str *name)
+{
+    bind_global_use(r, name, false);
 }
 
 /* Collects the names bound by target into the scope (local or global). */
@@ -1057,6 +1087,8 @@ lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *ind
     }
     v = star_namemap_get(r->predeclared, name);
     if (v >= 0) {
+        if (r->streaming && star_namemap_get(&r->used_predeclared, name) < 0)
+            star_namemap_put(r->vm, &r->used_predeclared, name, 1);
         *index = (uint32_t)v;
         return SCOPE_UNIVERSE;
     }
@@ -1068,6 +1100,17 @@ resolve_ident(struct resolver *r, struct scope *s, struct ast_node *e)
 {
     uint32_t idx = 0;
     int sc = lookup(r, s, e->u.ident.name, &idx);
+    if (sc < 0 && r->streaming) {
+        /* A later statement may bind it: a global not yet assigned. */
+        struct forward_use *f = star_alloc(r->vm, sizeof *f);
+        f->name = e->u.ident.name;
+        f->line = e->line;
+        f->col = e->col;
+        star_namemap_put(r->vm, &r->forward, f->name, (int)r->forward_uses.n);
+        vec_push(r->vm, &r->forward_uses, f);
+        bind_global_use(r, f->name, true);
+        sc = lookup(r, s, e->u.ident.name, &idx);
+    }
     if (sc < 0)
         star_fail_at(r->vm, e->line, e->col, "undefined: %s is not defined", e->u.ident.name->data);
     e->u.ident.scope = (uint8_t)sc;
@@ -1245,11 +1288,105 @@ star_parse(struct star_vm *vm, const struct star_namemap *predeclared, const cha
     struct ast_module *m = star_alloc(vm, sizeof *m);
     m->body = vec_list(&body);
 
-    struct resolver r = {.vm = vm, .predeclared = predeclared, .mod = m};
+    struct resolver r = {.vm = vm, .predeclared = predeclared};
     struct scope top = {.nlocals = &m->nlocals};
     collect_block(&r, &top, &m->body);
     resolve_block(&r, &top, &m->body);
     m->nglobals = (uint32_t)r.global_names.n;
     m->global_names = (struct star_str **)r.global_names.items;
     return m;
+}
+
+/* ---- a statement at a time ---- */
+
+struct star_stream {
+    struct parser ps;
+    struct star_lexer *lx;
+    struct resolver r;
+    /* The arena as it was before the current window was lexed, and
+     * whether every statement of the window ran and left nothing behind
+     * (star_parse_ran): then the window's tokens, trees and values go
+     * before the next is lexed. */
+    struct star_mark mark;
+    bool transient;
+};
+
+/* Lexes the next window, first giving back the last one's memory when
+ * nothing in it is still needed. */
+static void
+next_window(struct star_stream *st)
+{
+    if (st->transient)
+        star_release(st->ps.vm, &st->mark);
+    star_mark(st->ps.vm, &st->mark);
+    st->transient = true;
+    st->ps.toks = star_lex_next(st->lx, &st->ps.n);
+    st->ps.i = 0;
+}
+
+struct star_stream *
+star_parse_begin(struct star_vm *vm, const struct star_namemap *predeclared, const char *src,
+                 size_t len)
+{
+    struct star_stream *st = star_alloc(vm, sizeof *st);
+    st->lx = star_lex_begin(vm, src, len);
+    st->ps.vm = vm;
+    next_window(st);
+    st->r.vm = vm;
+    st->r.predeclared = predeclared;
+    st->r.streaming = true;
+    return st;
+}
+
+struct ast_list
+star_parse_next(struct star_stream *st, uint32_t *nlocals)
+{
+    struct parser *ps = &st->ps;
+    struct vec body = {0};
+    for (;;) {
+        /* Between top-level statements nothing points into the window. */
+        if (ps->i >= ps->n)
+            next_window(st);
+        if (peek_kind(ps) == T_EOF)
+            break;
+        if (accept(ps, T_NEWLINE))
+            continue;
+        parse_stmt(ps, &body);
+        break;
+    }
+    struct ast_list l = vec_list(&body);
+    /* Top-level comprehension variables: slots of this statement only. */
+    *nlocals = 0;
+    struct scope top = {.nlocals = nlocals};
+    collect_block(&st->r, &top, &l);
+    resolve_block(&st->r, &top, &l);
+    return l;
+}
+
+void
+star_parse_ran(struct star_stream *st, bool transient)
+{
+    st->transient = st->transient && transient;
+}
+
+uint32_t
+star_parse_nglobals(const struct star_stream *st)
+{
+    return (uint32_t)st->r.global_names.n;
+}
+
+bool
+star_parse_rebinds_predeclared(const struct star_stream *st)
+{
+    return st->r.rebinds_predeclared;
+}
+
+void
+star_parse_end(struct star_stream *st)
+{
+    for (size_t i = 0; i < st->r.forward_uses.n; i++) {
+        struct forward_use *f = st->r.forward_uses.items[i];
+        if (!f->bound)
+            star_fail_at(st->r.vm, f->line, f->col, "undefined: %s is not defined", f->name->data);
+    }
 }

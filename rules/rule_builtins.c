@@ -254,6 +254,7 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
                                                                  justification, &origin) != 0)
         star_fail(vm, "out of memory");
     if (p->n_matches + p->n_not_matches > 0) {
+        star_keep(vm); /* checked once the file has run */
         p->line = line;
         p->col = col;
         p->pattern = pattern;

@@ -6,6 +6,10 @@
 
 #include "rules/value.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
+
 /* ---- the machine ---- */
 
 static void arena_release(struct star_vm *vm);
@@ -108,6 +112,7 @@ star_vm_error(const struct star_vm *vm)
 struct star_block {
     struct star_block *next;
     size_t used, size;
+    uint64_t seq; /* vm->block_seq when made: star_release frees the newer */
     _Alignas(16) char data[];
 };
 
@@ -124,7 +129,52 @@ block_new(struct star_vm *vm, size_t size)
         star_fail(vm, "out of memory");
     vm->mem_used += size;
     b->size = size;
+    b->seq = ++vm->block_seq;
     return b;
+}
+
+void
+star_mark(struct star_vm *vm, struct star_mark *m)
+{
+    m->head = vm->blocks;
+    m->used = vm->blocks ? vm->blocks->used : 0;
+    m->seq = vm->block_seq;
+    m->keeps = vm->keeps;
+}
+
+/*
+ * The blocks made since the mark are all before the marked head in the
+ * list, or right after it (large requests go second, see star_alloc):
+ * both runs are freed, and the head's own tail is zeroed for reuse (under
+ * AddressSanitizer it is poisoned and left unused instead, so a pointer
+ * kept into released memory is caught).
+ */
+bool
+star_release(struct star_vm *vm, const struct star_mark *m)
+{
+    if (vm->keeps != m->keeps)
+        return false;
+    struct star_block **pp = &vm->blocks, *b;
+    while ((b = *pp) != NULL) {
+        if (b->seq > m->seq) {
+            *pp = b->next;
+            vm->mem_used -= b->size;
+            free(b);
+            continue;
+        }
+        if (b != m->head)
+            break;
+        pp = &b->next;
+    }
+    if (m->head != NULL && m->head->used > m->used) {
+#ifdef __SANITIZE_ADDRESS__
+        ASAN_POISON_MEMORY_REGION(m->head->data + m->used, m->head->used - m->used);
+#else
+        memset(m->head->data + m->used, 0, m->head->used - m->used);
+        m->head->used = m->used;
+#endif
+    }
+    return true;
 }
 
 void *
@@ -204,6 +254,7 @@ intern_grow(struct star_vm *vm)
 {
     size_t cap = vm->intern_cap ? vm->intern_cap * 2 : 256;
     struct star_str **t = star_alloc_array(vm, cap, sizeof *t);
+    star_keep(vm);
     for (size_t i = 0; i < vm->intern_cap; i++) {
         struct star_str *s = vm->intern[i];
         if (s == NULL)
@@ -233,6 +284,7 @@ star_intern(struct star_vm *vm, const char *s, size_t len)
         i = (i + 1) & mask;
     }
     struct star_str *n = star_str_new(vm, s, len);
+    star_keep(vm);
     n->hash = h;
     vm->intern[i] = n;
     vm->intern_len++;
@@ -264,6 +316,7 @@ star_namemap_get(const struct star_namemap *m, const struct star_str *key)
 void
 star_namemap_put(struct star_vm *vm, struct star_namemap *m, struct star_str *key, int val)
 {
+    star_keep(vm);
     if ((m->len + 1) * 2 > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 16;
         struct star_str **keys = star_alloc_array(vm, cap, sizeof *keys);

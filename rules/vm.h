@@ -18,6 +18,7 @@
 #define EXECGATE_RULES_VM_H
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +49,8 @@ struct star_vm {
     /* The arena. */
     struct star_block *blocks;
     size_t mem_used, mem_limit;
+    uint64_t block_seq; /* blocks made so far (each block carries its number) */
+    uint64_t keeps;     /* allocations that must outlive any star_mark (star_keep) */
 
     /* Limits: the budgets (star_vm_init sets the defaults; an embedder may
      * lower them) and what the current run has used. */
@@ -115,6 +118,28 @@ void *star_alloc(struct star_vm *vm, size_t n);
 /* Same for count elements of size, failing the run when the product
  * overflows. */
 void *star_alloc_array(struct star_vm *vm, size_t count, size_t size);
+
+/*
+ * Marks and releases: a run that knows the memory allocated after a mark
+ * is garbage (the syntax and values of statements that ran and left
+ * nothing behind) gives it back.  Anything allocated after a mark that
+ * must stay (an interned name, a map's table, a buffer kept for reuse, an
+ * entry a built-in keeps) calls star_keep, which makes the release refuse.
+ */
+struct star_mark {
+    struct star_block *head;
+    size_t used;
+    uint64_t seq, keeps;
+};
+void star_mark(struct star_vm *vm, struct star_mark *m);
+/* Frees everything allocated since m (which is then void) unless
+ * star_keep was called since; returns whether it did. */
+bool star_release(struct star_vm *vm, const struct star_mark *m);
+static inline void
+star_keep(struct star_vm *vm)
+{
+    vm->keeps++;
+}
 
 /* ---- interning ---- */
 

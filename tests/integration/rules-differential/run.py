@@ -5,7 +5,10 @@
 usage: run.py EXECGATE_RULES [CASES [SEED]]
 
 Each case is a generated .rules file (literals, raw strings, escapes,
-non-ASCII text, string methods, loops, examples, network rules) and a few
+non-ASCII text, string methods, loops, examples, network rules, globals
+used before a later statement binds them, built-ins' names rebound,
+failures followed by later errors, and blocks of literal rules long enough
+to span several of the lexer's windows) and a few
 commands built from it.  For every command both programs must load the
 file or both refuse it, and when both load, print byte-identical JSON.
 The generator is seeded (default seed 1), so a failure names the seed and
@@ -154,8 +157,35 @@ def rule(r):
     return "prefix_rule(" + ", ".join(args) + ")"
 
 
+def filler(r):
+    """Enough literal rules for several of the lexer's windows (about 1 024
+    tokens each): files are run a statement at a time, and the memory of
+    windows of literal calls is given back as they go."""
+    return "\n".join('prefix_rule(pattern = [%s, "f%d"], decision = %s)' % (
+        q(r.choice(["ls", "git", "rm", "tool", "len"])), i,
+        q(r.choice(["allow", "prompt", "forbidden"]))) for i in range(r.randint(80, 200)))
+
+
 def statement(r):
-    k = r.randrange(20)
+    k = r.randrange(24)
+    if k == 20:
+        # a function body naming a global a later statement binds
+        return ("def uses_later():\n    return later_v\n"
+                "later_v = [%s, %s]\nprefix_rule(pattern = uses_later(), decision = %s)" % (
+                    q(r.choice(["ls", "git", "tool"])), expr(r), q("prompt")))
+    if k == 21:
+        # a built-in's name bound as a global, after or without a use
+        return r.choice(["n = len(\"ab\")\nlen = 3", "if False:\n    y = str\nstr = 1",
+                         "def g():\n    return len\nlen = 2\n"
+                         "prefix_rule(pattern = [\"len\"] * g())",
+                         "prefix_rule = 1", "range = 4\nprefix_rule(pattern = [str(range)])"])
+    if k == 22:
+        # a failing statement; a later syntax error or undefined name
+        return r.choice(["y = 1 + \"a\"", "z = not_bound_anywhere", "w = [1 2]",
+                         "prefix_rule(pattern = [\"ls\"], decision = \"maybe\")",
+                         "u = later_u\nlater_u = 1"])
+    if k == 23:
+        return filler(r)
     if k < 12:
         return rule(r)
     if k == 12:
@@ -191,7 +221,8 @@ def commands(r, text):
     for _ in range(3):
         n = r.randint(1, 4)
         cmds.append([r.choice(["ls", "git", "rm", "tool", "len", "日本", "é"])] +
-                    [r.choice(pool + ["SS", "É", "i\u0307", "FI", "2", "a\"b", "e\\\\f"])
+                    [r.choice(pool + ["SS", "É", "i\u0307", "FI", "2", "a\"b", "e\\\\f",
+                                      "f%d" % r.randrange(200)])
                      for _ in range(n - 1)])
     return cmds
 
