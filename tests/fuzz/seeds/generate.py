@@ -133,6 +133,40 @@ exec_checks = {
 }
 
 
+# fuzz_http_conn: a config byte (bits 0-3: how the handler answers, 0
+# whole, 1 stream, 2 a turn late, 3 streamed late, 4 close, 5 finish, 6
+# mixed; 0x10: a 16-byte body limit; 0x20: the client does not
+# half-close), then a client's bytes.
+def post(body, path="/mcp", extra=b""):
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            + extra + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}'
+http_conn = {
+    "get": b"\x00GET /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: abc\r\n\r\n",
+    "post": b"\x00" + post(INIT),
+    "post-stream": b"\x01" + post(INIT, extra=b"Mcp-Session-Id: s1\r\n"),
+    "pipelined-later": b"\x02" + post(INIT) + post(b"{}") + b"DELETE /mcp HTTP/1.1\r\nHost: x\r\n\r\n",
+    "pipelined-mixed": b"\x26" + post(b"[1]") + post(b"[2]") + post(b"[3]"),
+    "streamed-late": b"\x03" + post(INIT) + post(b"{}"),
+    "chunked": b"\x00POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5\r\nhello\r\n1a;ext=1\r\n" + b"a" * 26 + b"\r\n0\r\nTrailer: t\r\n\r\n",
+    "too-large-body": b"\x10" + post(b"x" * 40),
+    "chunked-too-large": b"\x10POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n20\r\n"
+                         + b"y" * 32 + b"\r\n0\r\n\r\n",
+    "close": b"\x04" + post(b"{}") + post(b"{}"),
+    "finish": b"\x05GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+    "http10": b"\x20GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
+    "bad": b"\x00GARBAGE\r\n\r\n",
+    "folded-header": b"\x00GET / HTTP/1.1\r\nX-A: one\r\n two\r\nX-B:\t\r\n\r\n",
+    "upgrade": b"\x00GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nrest",
+    "connect": b"\x00CONNECT example.com:443 HTTP/1.1\r\n\r\n",
+    "keepalive-open": b"\x20" + post(INIT),
+}
+
+
 def write(root, target, seeds):
     d = os.path.join(root, target)
     os.makedirs(d, exist_ok=True)
@@ -147,6 +181,7 @@ def main():
     write(root, "escalation_session", escalation_session)
     write(root, "exec_notify", exec_notify)
     write(root, "exec_checks", exec_checks)
+    write(root, "http_conn", http_conn)
 
 
 if __name__ == "__main__":
