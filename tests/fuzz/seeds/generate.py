@@ -166,6 +166,51 @@ http_conn = {
     "keepalive-open": b"\x20" + post(INIT),
 }
 
+# fuzz_netproxy: a config byte (bit 0: questions answered at once, else a
+# few rounds later; bits 1-2: 0 no, 1 nobody asked, 2 yes, 3 yes for the
+# session (yes only for IP literals in the target's own namespace); 0x08:
+# no splice; 0x10: the client does not half-close), then a sandboxed
+# command's bytes.  127.0.0.1:8080 is the target's own upstream.
+def socks_req(atyp, addr, port, cmd=1):
+    if atyp == 3:
+        addr = bytes([len(addr)]) + addr
+    return bytes([5, cmd, 0, atyp]) + addr + struct.pack(">H", port)
+
+
+GREET = b"\x05\x01\x00"
+netproxy = {
+    "http-get": b"\x00GET http://127.0.0.1:8080/a?b=c HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+                b"Proxy-Connection: keep-alive\r\nUser-Agent: curl\r\n\r\n",
+    "http-post-chunked": b"\x08POST http://127.0.0.1:8080/p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"4\r\nabcd\r\n0\r\n\r\nGET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n",
+    "http-post-length": b"\x10POST http://127.0.0.1:8080/p#frag HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+    "http-host-mismatch": b"\x00GET http://127.0.0.1:8080/ HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    "http-no-rule": b"\x00GET http://unknown.test/ HTTP/1.1\r\n\r\n",
+    "http-forbidden": b"\x00GET http://EVIL.example./x HTTP/1.1\r\n\r\n",
+    "http-origin-form": b"\x00GET /x HTTP/1.1\r\nHost: a\r\n\r\n",
+    "http-https-url": b"\x00GET https://127.0.0.1/ HTTP/1.1\r\n\r\n",
+    "http-lf-only": b"\x00GET http://[::1]:8080/ HTTP/1.1\nHost: [::1]:8080\n\n",
+    "http-prompt-later": b"\x04GET http://127.0.0.2:8080/ HTTP/1.1\r\n\r\n",
+    "http-prompt-session": b"\x07GET http://127.0.0.2:8080/ HTTP/1.1\r\n\r\n",
+    "connect": b"\x00CONNECT 127.0.0.1:8080 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\nearly bytes",
+    "connect-no-splice": b"\x08CONNECT 127.0.0.1:8080 HTTP/1.1\r\n\r\ntunnelled",
+    "connect-refused-port": b"\x00CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n",
+    "connect-prompt-name": b"\x05CONNECT example.com:443 HTTP/1.1\r\n\r\n",
+    "connect-prompt-private": b"\x05CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n",
+    "connect-no-port": b"\x00CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n",
+    "connect-ipv6": b"\x10CONNECT [::1]:8080 HTTP/1.1\r\n\r\nx",
+    "socks-ipv4": b"\x00" + GREET + socks_req(1, bytes([127, 0, 0, 1]), 8080) + b"payload",
+    "socks-name": b"\x08" + GREET + socks_req(3, b"127.0.0.1", 8080) + b"payload",
+    "socks-ipv6": b"\x00\x05\x02\x02\x00" + socks_req(4, bytes(15) + b"\x01", 8080),
+    "socks-forbidden": b"\x00" + GREET + socks_req(3, b"evil.example", 443),
+    "socks-prompt": b"\x02" + GREET + socks_req(1, bytes([127, 0, 0, 2]), 8080),
+    "socks-auth-only": b"\x00\x05\x01\x02",
+    "socks-bind": b"\x00" + GREET + socks_req(1, bytes([127, 0, 0, 1]), 8080, cmd=2),
+    "socks-bad-atyp": b"\x00" + GREET + b"\x05\x01\x00\x09\x00\x00",
+    "socks-port-zero": b"\x00" + GREET + socks_req(1, bytes([127, 0, 0, 1]), 0),
+    "socks-split": b"\x10\x05\x01",
+}
+
 
 def write(root, target, seeds):
     d = os.path.join(root, target)
@@ -182,6 +227,7 @@ def main():
     write(root, "exec_notify", exec_notify)
     write(root, "exec_checks", exec_checks)
     write(root, "http_conn", http_conn)
+    write(root, "netproxy", netproxy)
 
 
 if __name__ == "__main__":
