@@ -443,8 +443,10 @@ refuse(struct conn *c, int http_status, int socks_code, const char *message)
         side_shutdown(c, &c->c);
 }
 
-/* refuse() for a decision: reported first. */
-static void
+/* refuse() for a decision: reported first.  The format attribute lets
+ * the compiler check each caller's format (clang's -Wformat-nonliteral
+ * refuses vasprintf with an unchecked one). */
+__attribute__((format(printf, 4, 5))) static void
 refuse_decided(struct conn *c, int http_status, int socks_code, const char *fmt, ...)
 {
     va_list ap;

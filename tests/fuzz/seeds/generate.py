@@ -133,6 +133,85 @@ exec_checks = {
 }
 
 
+# fuzz_http_conn: a config byte (bits 0-3: how the handler answers, 0
+# whole, 1 stream, 2 a turn late, 3 streamed late, 4 close, 5 finish, 6
+# mixed; 0x10: a 16-byte body limit; 0x20: the client does not
+# half-close), then a client's bytes.
+def post(body, path="/mcp", extra=b""):
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            + extra + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}'
+http_conn = {
+    "get": b"\x00GET /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: abc\r\n\r\n",
+    "post": b"\x00" + post(INIT),
+    "post-stream": b"\x01" + post(INIT, extra=b"Mcp-Session-Id: s1\r\n"),
+    "pipelined-later": b"\x02" + post(INIT) + post(b"{}") + b"DELETE /mcp HTTP/1.1\r\nHost: x\r\n\r\n",
+    "pipelined-mixed": b"\x26" + post(b"[1]") + post(b"[2]") + post(b"[3]"),
+    "streamed-late": b"\x03" + post(INIT) + post(b"{}"),
+    "chunked": b"\x00POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5\r\nhello\r\n1a;ext=1\r\n" + b"a" * 26 + b"\r\n0\r\nTrailer: t\r\n\r\n",
+    "too-large-body": b"\x10" + post(b"x" * 40),
+    "chunked-too-large": b"\x10POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n20\r\n"
+                         + b"y" * 32 + b"\r\n0\r\n\r\n",
+    "close": b"\x04" + post(b"{}") + post(b"{}"),
+    "finish": b"\x05GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+    "http10": b"\x20GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
+    "bad": b"\x00GARBAGE\r\n\r\n",
+    "folded-header": b"\x00GET / HTTP/1.1\r\nX-A: one\r\n two\r\nX-B:\t\r\n\r\n",
+    "upgrade": b"\x00GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nrest",
+    "connect": b"\x00CONNECT example.com:443 HTTP/1.1\r\n\r\n",
+    "keepalive-open": b"\x20" + post(INIT),
+}
+
+# fuzz_netproxy: a config byte (bit 0: questions answered at once, else a
+# few rounds later; bits 1-2: 0 no, 1 nobody asked, 2 yes, 3 yes for the
+# session (yes only for IP literals in the target's own namespace); 0x08:
+# no splice; 0x10: the client does not half-close), then a sandboxed
+# command's bytes.  127.0.0.1:8080 is the target's own upstream.
+def socks_req(atyp, addr, port, cmd=1):
+    if atyp == 3:
+        addr = bytes([len(addr)]) + addr
+    return bytes([5, cmd, 0, atyp]) + addr + struct.pack(">H", port)
+
+
+GREET = b"\x05\x01\x00"
+netproxy = {
+    "http-get": b"\x00GET http://127.0.0.1:8080/a?b=c HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+                b"Proxy-Connection: keep-alive\r\nUser-Agent: curl\r\n\r\n",
+    "http-post-chunked": b"\x08POST http://127.0.0.1:8080/p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"4\r\nabcd\r\n0\r\n\r\nGET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n",
+    "http-post-length": b"\x10POST http://127.0.0.1:8080/p#frag HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+    "http-host-mismatch": b"\x00GET http://127.0.0.1:8080/ HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    "http-no-rule": b"\x00GET http://unknown.test/ HTTP/1.1\r\n\r\n",
+    "http-forbidden": b"\x00GET http://EVIL.example./x HTTP/1.1\r\n\r\n",
+    "http-origin-form": b"\x00GET /x HTTP/1.1\r\nHost: a\r\n\r\n",
+    "http-https-url": b"\x00GET https://127.0.0.1/ HTTP/1.1\r\n\r\n",
+    "http-lf-only": b"\x00GET http://[::1]:8080/ HTTP/1.1\nHost: [::1]:8080\n\n",
+    "http-prompt-later": b"\x04GET http://127.0.0.2:8080/ HTTP/1.1\r\n\r\n",
+    "http-prompt-session": b"\x07GET http://127.0.0.2:8080/ HTTP/1.1\r\n\r\n",
+    "connect": b"\x00CONNECT 127.0.0.1:8080 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\nearly bytes",
+    "connect-no-splice": b"\x08CONNECT 127.0.0.1:8080 HTTP/1.1\r\n\r\ntunnelled",
+    "connect-refused-port": b"\x00CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n",
+    "connect-prompt-name": b"\x05CONNECT example.com:443 HTTP/1.1\r\n\r\n",
+    "connect-prompt-private": b"\x05CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n",
+    "connect-no-port": b"\x00CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n",
+    "connect-ipv6": b"\x10CONNECT [::1]:8080 HTTP/1.1\r\n\r\nx",
+    "socks-ipv4": b"\x00" + GREET + socks_req(1, bytes([127, 0, 0, 1]), 8080) + b"payload",
+    "socks-name": b"\x08" + GREET + socks_req(3, b"127.0.0.1", 8080) + b"payload",
+    "socks-ipv6": b"\x00\x05\x02\x02\x00" + socks_req(4, bytes(15) + b"\x01", 8080),
+    "socks-forbidden": b"\x00" + GREET + socks_req(3, b"evil.example", 443),
+    "socks-prompt": b"\x02" + GREET + socks_req(1, bytes([127, 0, 0, 2]), 8080),
+    "socks-auth-only": b"\x00\x05\x01\x02",
+    "socks-bind": b"\x00" + GREET + socks_req(1, bytes([127, 0, 0, 1]), 8080, cmd=2),
+    "socks-bad-atyp": b"\x00" + GREET + b"\x05\x01\x00\x09\x00\x00",
+    "socks-port-zero": b"\x00" + GREET + socks_req(1, bytes([127, 0, 0, 1]), 0),
+    "socks-split": b"\x10\x05\x01",
+}
+
+
 def write(root, target, seeds):
     d = os.path.join(root, target)
     os.makedirs(d, exist_ok=True)
@@ -147,6 +226,8 @@ def main():
     write(root, "escalation_session", escalation_session)
     write(root, "exec_notify", exec_notify)
     write(root, "exec_checks", exec_checks)
+    write(root, "http_conn", http_conn)
+    write(root, "netproxy", netproxy)
 
 
 if __name__ == "__main__":
