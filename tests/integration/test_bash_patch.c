@@ -18,46 +18,31 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/support/patched_shell.h"
 #include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 
 static const char *patched_bash;
 static const char *recorder;
 
-struct fixture {
-    char *dir;
-    char *log;
-    char *wrapper_env;
-};
-
 static int
 setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    f->dir = tmpdir_new("bashpatch");
-    f->log = tmpdir_path(f->dir, "argv.log");
-    assert_true(asprintf(&f->wrapper_env, "EXEC_WRAPPER=%s", recorder) > 0);
-    *state = f;
+    *state = pshell_fixture_new("bashpatch", recorder);
     return 0;
 }
 
 static int
 teardown(void **state)
 {
-    struct fixture *f = *state;
-    tmpdir_remove(f->dir);
-    free(f->dir);
-    free(f->log);
-    free(f->wrapper_env);
-    free(f);
+    pshell_fixture_free(*state);
     return 0;
 }
 
 /* Runs `bash -c script` with a small fixed environment plus `extra` (may be
  * NULL), as $0 = "bash" so messages do not depend on the binary's path. */
 static void
-run_bash(struct fixture *f, const char *bash, const char *script, const char *extra,
+run_bash(struct pshell_fixture *f, const char *bash, const char *script, const char *extra,
          struct proc_result *res)
 {
     char *record_env;
@@ -70,144 +55,69 @@ run_bash(struct fixture *f, const char *bash, const char *script, const char *ex
     free(record_env);
 }
 
-/* Every argv the wrapper saw, as a JSON array of arrays (empty if none). */
-static json_t *
-records(struct fixture *f)
-{
-    json_t *all = json_array();
-    char *text = tmpdir_read_file(f->log, NULL);
-    if (text == NULL)
-        return all;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        json_error_t err;
-        json_t *rec = json_loads(line, 0, &err);
-        if (rec == NULL)
-            fail_msg("unparsable record line: %s (%s)", line, err.text);
-        json_array_append_new(all, rec);
-    }
-    free(text);
-    return all;
-}
-
-/* Asserts that rec is [recorder, file, args...]. */
-static void
-assert_record(const json_t *rec, const char *file, const char *const *args)
-{
-    assert_true(json_is_array(rec));
-    assert_string_equal(json_string_value(json_array_get(rec, 0)), recorder);
-    assert_string_equal(json_string_value(json_array_get(rec, 1)), file);
-    size_t i = 0;
-    for (; args[i]; i++)
-        assert_string_equal(json_string_value(json_array_get(rec, i + 2)), args[i]);
-    assert_int_equal(json_array_size(rec), i + 2);
-}
-
-/* The record whose FILE is `file`, or fails the test. */
-static const json_t *
-record_for(const json_t *all, const char *file)
-{
-    size_t i;
-    const json_t *rec;
-    json_array_foreach(all, i, rec)
-    {
-        if (strcmp(json_string_value(json_array_get(rec, 1)), file) == 0)
-            return rec;
-    }
-    fail_msg("no exec of %s was wrapped", file);
-    return NULL;
-}
-
 static void
 test_plain_command(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "/bin/echo hi there", f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "hi there\n");
-
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo",
-                  (const char *[]){"/bin/echo", "hi", "there", NULL});
-    json_decref(all);
-    proc_result_free(&res);
+    pshell_expect_ran_once(f, "/bin/echo hi there", &res, "hi there\n", "/bin/echo",
+                           (const char *[]){"/bin/echo", "hi", "there", NULL});
 }
 
 static void
 test_path_lookup_passes_resolved_file(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    run_bash(f, patched_bash, "uname -s", f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "Linux\n");
-
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
     /* FILE is the absolute path found through PATH; argv[0] stays "uname". */
-    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
-    json_decref(all);
-    proc_result_free(&res);
+    run_bash(f, patched_bash, "uname -s", f->wrapper_env, &res);
+    pshell_expect_ran_once(f, "uname -s", &res, "Linux\n", "/usr/bin/uname",
+                           (const char *[]){"uname", "-s", NULL});
 }
 
 static void
 test_exec_builtin(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "exec /bin/echo via exec", f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "via exec\n");
-
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo",
-                  (const char *[]){"/bin/echo", "via", "exec", NULL});
-    json_decref(all);
-    proc_result_free(&res);
+    pshell_expect_ran_once(f, "exec /bin/echo via exec", &res, "via exec\n", "/bin/echo",
+                           (const char *[]){"/bin/echo", "via", "exec", NULL});
 }
 
 static void
 test_exec_preserves_argv0(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "exec -a custom-name /bin/sh -c 'echo $0'", f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "custom-name\n");
-
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/sh",
-                  (const char *[]){"custom-name", "-c", "echo $0", NULL});
-    json_decref(all);
-    proc_result_free(&res);
+    pshell_expect_ran_once(f, "exec -a custom-name /bin/sh -c 'echo $0'", &res, "custom-name\n",
+                           "/bin/sh", (const char *[]){"custom-name", "-c", "echo $0", NULL});
 }
 
 static void
 test_pipeline_of_three(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "     1\txbc\n");
 
-    json_t *all = records(f);
+    json_t *all = pshell_records(f);
     assert_int_equal(json_array_size(all), 3);
-    assert_record(record_for(all, "/bin/echo"), "/bin/echo",
-                  (const char *[]){"/bin/echo", "abc", NULL});
-    assert_record(record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
-                  (const char *[]){"tr", "a", "x", NULL});
-    assert_record(record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
-                  (const char *[]){"cat", "-n", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/bin/echo"), "/bin/echo",
+                         (const char *[]){"/bin/echo", "abc", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
+                         (const char *[]){"tr", "a", "x", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
+                         (const char *[]){"cat", "-n", NULL});
     json_decref(all);
     proc_result_free(&res);
 }
@@ -215,74 +125,58 @@ test_pipeline_of_three(void **state)
 static void
 test_command_substitution(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "v=$(uname -s); echo \"got $v\"", f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "got Linux\n");
-
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1); /* echo is a builtin */
-    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
-    json_decref(all);
-    proc_result_free(&res);
+    /* One exec only: echo is a builtin. */
+    pshell_expect_ran_once(f, "command substitution", &res, "got Linux\n", "/usr/bin/uname",
+                           (const char *[]){"uname", "-s", NULL});
 }
 
 static void
 test_command_builtin_still_wraps(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "command uname -s", f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
-    json_decref(all);
+    pshell_expect_one_record(f, "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
     proc_result_free(&res);
 }
 
 static void
 test_legacy_variable_name(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *legacy;
 
     assert_true(asprintf(&legacy, "BASH_EXEC_WRAPPER=%s", recorder) > 0);
     run_bash(f, patched_bash, "/bin/echo legacy", legacy, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "legacy\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo",
-                  (const char *[]){"/bin/echo", "legacy", NULL});
-    json_decref(all);
+    pshell_expect_ran_once(f, "/bin/echo legacy", &res, "legacy\n", "/bin/echo",
+                           (const char *[]){"/bin/echo", "legacy", NULL});
     free(legacy);
-    proc_result_free(&res);
 }
 
 static void
 test_empty_wrapper_means_no_wrapper(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "direct\nLinux\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
     proc_result_free(&res);
 }
 
 static void
 test_builtins_functions_subshells_not_wrapped(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash,
@@ -291,16 +185,14 @@ test_builtins_functions_subshells_not_wrapped(void **state)
              f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "a\nb\n/\nfile\nfn\nsub\ndir\ny\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
     proc_result_free(&res);
 }
 
 static void
 test_prefix_assignment_wraps(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *script;
 
@@ -309,14 +201,9 @@ test_prefix_assignment_wraps(void **state)
     assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
                          recorder, recorder) > 0);
     run_bash(f, patched_bash, script, NULL, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ntwo\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
-    json_decref(all);
+    pshell_expect_ran_once(f, script, &res, "one\ntwo\n", "/bin/echo",
+                           (const char *[]){"/bin/echo", "one", NULL});
     free(script);
-    proc_result_free(&res);
 }
 
 /* EXECGATE_WRAP_NAMES narrows the wrapper to the programs it lists, by
@@ -324,7 +211,7 @@ test_prefix_assignment_wraps(void **state)
 static void
 test_wrap_names_narrow_the_wrapper(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *rel = tmpdir_path(f->dir, "rel");
     tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
@@ -336,12 +223,14 @@ test_wrap_names_narrow_the_wrapper(void **state)
              f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "one\ntwo\nrel\n");
-    json_t *all = records(f);
+    json_t *all = pshell_records(f);
     assert_int_equal(json_array_size(all), 3);
-    assert_record(record_for(all, "/bin/cat"), "/bin/cat", (const char *[]){"/bin/cat", NULL});
-    assert_record(record_for(all, "/usr/bin/head"), "/usr/bin/head",
-                  (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
-    assert_record(record_for(all, "./rel"), "./rel", (const char *[]){"./rel", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/bin/cat"), "/bin/cat",
+                         (const char *[]){"/bin/cat", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/head"), "/usr/bin/head",
+                         (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "./rel"), "./rel",
+                         (const char *[]){"./rel", NULL});
     json_decref(all);
     proc_result_free(&res);
     free(rel);
@@ -352,26 +241,21 @@ test_wrap_names_narrow_the_wrapper(void **state)
 static void
 test_wrap_names_empty_or_alone(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env,
              &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "one\ntwo\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
-    json_decref(all);
+    pshell_expect_one_record(f, "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
     proc_result_free(&res);
 
     unlink(f->log);
     run_bash(f, patched_bash, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "three\n");
-    all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
     proc_result_free(&res);
 }
 
@@ -382,7 +266,7 @@ test_wrap_names_empty_or_alone(void **state)
 static void
 test_in_shell_asks_itself(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash,
@@ -393,17 +277,14 @@ test_in_shell_asks_itself(void **state)
     assert_string_equal(res.out, "one\ns=126\n");
     assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
                                     "to run /bin/echo without the server's decision"));
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
-    json_decref(all);
+    pshell_expect_one_record(f, "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
     proc_result_free(&res);
 }
 
 static void
 test_unrunnable_wrapper_fails_closed(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_bash(f, patched_bash, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
@@ -424,7 +305,7 @@ test_unrunnable_wrapper_fails_closed(void **state)
 static void
 test_heavy_strings_and_memory_as_stock_bash(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     static const char *const scripts[] = {
         "s=; for k in $(seq 3000); do s=\"$s$k\"; done; echo ${#s} ${s:100:20} ${s: -7}",
         "a=(); for i in $(seq 50000); do a+=(\"item$i\"); done; echo ${#a[@]} ${a[49999]};"
@@ -445,19 +326,14 @@ test_heavy_strings_and_memory_as_stock_bash(void **state)
         struct proc_result ours, stock;
         run_bash(f, patched_bash, scripts[i], NULL, &ours);
         run_bash(f, "/bin/bash", scripts[i], NULL, &stock);
-        if (strcmp(ours.out, stock.out) != 0 || strcmp(ours.err, stock.err) != 0 ||
-            ours.status != stock.status || stock.status != 0 || ours.out[0] == '\0')
-            fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", scripts[i],
-                     ours.out, ours.err, ours.status, stock.out, stock.err, stock.status);
-        proc_result_free(&ours);
-        proc_result_free(&stock);
+        pshell_assert_as_stock(scripts[i], &ours, &stock, true);
     }
 }
 
 static void
 test_unset_behaves_as_stock_bash(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     static const char *const scripts[] = {
         "echo hi; ls /nonexistent-path; echo status $?",
         "nosuchcommand-xyz; echo $?",
@@ -477,16 +353,9 @@ test_unset_behaves_as_stock_bash(void **state)
         struct proc_result ours, stock;
         run_bash(f, patched_bash, scripts[i], NULL, &ours);
         run_bash(f, "/bin/bash", scripts[i], NULL, &stock);
-        if (strcmp(ours.out, stock.out) != 0 || strcmp(ours.err, stock.err) != 0 ||
-            ours.status != stock.status)
-            fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", scripts[i],
-                     ours.out, ours.err, ours.status, stock.out, stock.err, stock.status);
-        proc_result_free(&ours);
-        proc_result_free(&stock);
+        pshell_assert_as_stock(scripts[i], &ours, &stock, false);
     }
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
 }
 
 int

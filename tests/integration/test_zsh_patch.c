@@ -19,39 +19,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/support/patched_shell.h"
 #include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 
 static const char *patched_zsh;
 static const char *recorder;
 
-struct fixture {
-    char *dir;
-    char *log;
-    char *wrapper_env;
-};
-
 static int
 setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    f->dir = tmpdir_new("zshpatch");
-    f->log = tmpdir_path(f->dir, "argv.log");
-    assert_true(asprintf(&f->wrapper_env, "EXEC_WRAPPER=%s", recorder) > 0);
-    *state = f;
+    *state = pshell_fixture_new("zshpatch", recorder);
     return 0;
 }
 
 static int
 teardown(void **state)
 {
-    struct fixture *f = *state;
-    tmpdir_remove(f->dir);
-    free(f->dir);
-    free(f->log);
-    free(f->wrapper_env);
-    free(f);
+    pshell_fixture_free(*state);
     return 0;
 }
 
@@ -60,7 +45,7 @@ teardown(void **state)
  * be NULL) and PATH `path`, as $0 = "zsh" so messages do not depend on the
  * binary's path. */
 static void
-run_zsh_path(struct fixture *f, const char *zsh, const char *path, const char *script,
+run_zsh_path(struct pshell_fixture *f, const char *zsh, const char *path, const char *script,
              const char *extra, struct proc_result *res)
 {
     char *record_env, *path_env, *home_env;
@@ -78,77 +63,22 @@ run_zsh_path(struct fixture *f, const char *zsh, const char *path, const char *s
 }
 
 static void
-run_zsh(struct fixture *f, const char *zsh, const char *script, const char *extra,
+run_zsh(struct pshell_fixture *f, const char *zsh, const char *script, const char *extra,
         struct proc_result *res)
 {
     run_zsh_path(f, zsh, "/usr/bin:/bin", script, extra, res);
 }
 
-/* Every argv the wrapper saw, as a JSON array of arrays (empty if none). */
-static json_t *
-records(struct fixture *f)
-{
-    json_t *all = json_array();
-    char *text = tmpdir_read_file(f->log, NULL);
-    if (text == NULL)
-        return all;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        json_error_t err;
-        json_t *rec = json_loads(line, 0, &err);
-        if (rec == NULL)
-            fail_msg("unparsable record line: %s (%s)", line, err.text);
-        json_array_append_new(all, rec);
-    }
-    free(text);
-    return all;
-}
-
-/* Asserts that rec is [recorder, file, args...]. */
-static void
-assert_record(const json_t *rec, const char *file, const char *const *args)
-{
-    assert_true(json_is_array(rec));
-    assert_string_equal(json_string_value(json_array_get(rec, 0)), recorder);
-    assert_string_equal(json_string_value(json_array_get(rec, 1)), file);
-    size_t i = 0;
-    for (; args[i]; i++)
-        assert_string_equal(json_string_value(json_array_get(rec, i + 2)), args[i]);
-    assert_int_equal(json_array_size(rec), i + 2);
-}
-
-/* The record whose FILE is `file`, or fails the test. */
-static const json_t *
-record_for(const json_t *all, const char *file)
-{
-    size_t i;
-    const json_t *rec;
-    json_array_foreach(all, i, rec)
-    {
-        if (strcmp(json_string_value(json_array_get(rec, 1)), file) == 0)
-            return rec;
-    }
-    fail_msg("no exec of %s was wrapped", file);
-    return NULL;
-}
-
 /* Runs script with the recorder as wrapper; expects exit 0, output `out`
  * and exactly one wrapped exec: FILE run as ARGS. */
 static void
-expect_one(struct fixture *f, const char *script, const char *out, const char *file,
+expect_one(struct pshell_fixture *f, const char *script, const char *out, const char *file,
            const char *const *args)
 {
     struct proc_result res;
 
     run_zsh(f, patched_zsh, script, f->wrapper_env, &res);
-    if (proc_exit_code(&res) != 0)
-        fail_msg("%s: exit %d, stderr: %s", script, proc_exit_code(&res), res.err);
-    assert_string_equal(res.out, out);
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), file, args);
-    json_decref(all);
-    proc_result_free(&res);
+    pshell_expect_ran_once(f, script, &res, out, file, args);
 }
 
 static void
@@ -171,7 +101,7 @@ test_path_lookup_passes_resolved_file(void **state)
 static void
 test_path_search_skips_missing_directories(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *empty = tmpdir_path(f->dir, "empty");
     tmpdir_make_dir(f->dir, "empty");
@@ -182,10 +112,7 @@ test_path_search_skips_missing_directories(void **state)
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "Linux\ns=127\n");
     assert_non_null(strstr(res.err, "command not found: nosuch-xyz"));
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
-    json_decref(all);
+    pshell_expect_one_record(f, "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
     proc_result_free(&res);
     free(path);
     free(empty);
@@ -217,7 +144,7 @@ test_noglob_and_nocorrect(void **state)
 {
     expect_one(*state, "noglob /bin/echo * ?; nocorrect true", "* ?\n", "/bin/echo",
                (const char *[]){"/bin/echo", "*", "?", NULL});
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     unlink(f->log);
     expect_one(*state, "nocorrect uname -s", "Linux\n", "/usr/bin/uname",
                (const char *[]){"uname", "-s", NULL});
@@ -242,21 +169,21 @@ test_hashed_command(void **state)
 static void
 test_pipeline_of_three(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_zsh(f, patched_zsh, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "     1\txbc\n");
 
-    json_t *all = records(f);
+    json_t *all = pshell_records(f);
     assert_int_equal(json_array_size(all), 3);
-    assert_record(record_for(all, "/bin/echo"), "/bin/echo",
-                  (const char *[]){"/bin/echo", "abc", NULL});
-    assert_record(record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
-                  (const char *[]){"tr", "a", "x", NULL});
-    assert_record(record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
-                  (const char *[]){"cat", "-n", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/bin/echo"), "/bin/echo",
+                         (const char *[]){"/bin/echo", "abc", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
+                         (const char *[]){"tr", "a", "x", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
+                         (const char *[]){"cat", "-n", NULL});
     json_decref(all);
     proc_result_free(&res);
 }
@@ -271,17 +198,14 @@ test_command_substitution(void **state)
 static void
 test_process_substitution(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_zsh(f, patched_zsh, "while read -r l; do echo \"<$l>\"; done < <(uname -s)", f->wrapper_env,
             &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "<Linux>\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
-    json_decref(all);
+    pshell_expect_one_record(f, "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
     proc_result_free(&res);
 }
 
@@ -289,7 +213,7 @@ test_process_substitution(void **state)
 static void
 test_autoloaded_function(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     tmpdir_make_dir(f->dir, "fn");
     char *fn = tmpdir_path(f->dir, "fn/sysname");
     tmpdir_write_file(fn, "uname -s\n", 0644);
@@ -304,7 +228,7 @@ test_autoloaded_function(void **state)
 static void
 test_nested_zsh(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *script;
 
@@ -312,12 +236,12 @@ test_nested_zsh(void **state)
     run_zsh(f, patched_zsh, script, f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "Linux\n");
-    json_t *all = records(f);
+    json_t *all = pshell_records(f);
     assert_int_equal(json_array_size(all), 2);
-    assert_record(record_for(all, patched_zsh), patched_zsh,
-                  (const char *[]){patched_zsh, "-f", "-c", "uname -s", NULL});
-    assert_record(record_for(all, "/usr/bin/uname"), "/usr/bin/uname",
-                  (const char *[]){"uname", "-s", NULL});
+    pshell_assert_record(f, pshell_record_for(all, patched_zsh), patched_zsh,
+                         (const char *[]){patched_zsh, "-f", "-c", "uname -s", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/uname"), "/usr/bin/uname",
+                         (const char *[]){"uname", "-s", NULL});
     json_decref(all);
     proc_result_free(&res);
     free(script);
@@ -326,22 +250,20 @@ test_nested_zsh(void **state)
 static void
 test_empty_wrapper_means_no_wrapper(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_zsh(f, patched_zsh, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "direct\nLinux\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
     proc_result_free(&res);
 }
 
 static void
 test_builtins_functions_subshells_not_wrapped(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_zsh(f, patched_zsh,
@@ -350,16 +272,14 @@ test_builtins_functions_subshells_not_wrapped(void **state)
             f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "a\nb\n/\nls: command\nfn\nsub\ndir\ny\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
     proc_result_free(&res);
 }
 
 static void
 test_prefix_assignment_wraps(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *script;
 
@@ -368,14 +288,9 @@ test_prefix_assignment_wraps(void **state)
     assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
                          recorder, recorder) > 0);
     run_zsh(f, patched_zsh, script, NULL, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ntwo\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
-    json_decref(all);
+    pshell_expect_ran_once(f, script, &res, "one\ntwo\n", "/bin/echo",
+                           (const char *[]){"/bin/echo", "one", NULL});
     free(script);
-    proc_result_free(&res);
 }
 
 /* EXECGATE_WRAP_NAMES narrows the wrapper to the programs it lists, by
@@ -383,7 +298,7 @@ test_prefix_assignment_wraps(void **state)
 static void
 test_wrap_names_narrow_the_wrapper(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *rel = tmpdir_path(f->dir, "rel");
     tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
@@ -395,12 +310,14 @@ test_wrap_names_narrow_the_wrapper(void **state)
             f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "one\ntwo\nrel\n");
-    json_t *all = records(f);
+    json_t *all = pshell_records(f);
     assert_int_equal(json_array_size(all), 3);
-    assert_record(record_for(all, "/bin/cat"), "/bin/cat", (const char *[]){"/bin/cat", NULL});
-    assert_record(record_for(all, "/usr/bin/head"), "/usr/bin/head",
-                  (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
-    assert_record(record_for(all, "./rel"), "./rel", (const char *[]){"./rel", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/bin/cat"), "/bin/cat",
+                         (const char *[]){"/bin/cat", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/head"), "/usr/bin/head",
+                         (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "./rel"), "./rel",
+                         (const char *[]){"./rel", NULL});
     json_decref(all);
     proc_result_free(&res);
     free(rel);
@@ -411,26 +328,19 @@ test_wrap_names_narrow_the_wrapper(void **state)
 static void
 test_wrap_names_empty_or_alone(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_zsh(f, patched_zsh, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env,
             &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ntwo\n");
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
-    json_decref(all);
-    proc_result_free(&res);
+    pshell_expect_ran_once(f, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", &res,
+                           "one\ntwo\n", "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
 
     unlink(f->log);
     run_zsh(f, patched_zsh, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "three\n");
-    all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
     proc_result_free(&res);
 }
 
@@ -440,7 +350,7 @@ test_wrap_names_empty_or_alone(void **state)
 static void
 test_relative_paths(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
     char *rel = tmpdir_path(f->dir, "rel");
     char *plain = tmpdir_path(f->dir, "plain");
@@ -454,10 +364,10 @@ test_relative_paths(void **state)
     assert_string_equal(res.out, "rel a\nrel b\ns=127\ns=126\n");
     assert_non_null(strstr(res.err, "no such file or directory: ./missing"));
     assert_non_null(strstr(res.err, "permission denied: ./plain"));
-    json_t *all = records(f);
+    json_t *all = pshell_records(f);
     assert_int_equal(json_array_size(all), 2);
-    assert_record(json_array_get(all, 0), "./rel", (const char *[]){"./rel", "a", NULL});
-    assert_record(json_array_get(all, 1), "rel", (const char *[]){"rel", "b", NULL});
+    pshell_assert_record(f, json_array_get(all, 0), "./rel", (const char *[]){"./rel", "a", NULL});
+    pshell_assert_record(f, json_array_get(all, 1), "rel", (const char *[]){"rel", "b", NULL});
     json_decref(all);
     proc_result_free(&res);
     free(rel);
@@ -471,7 +381,7 @@ test_relative_paths(void **state)
 static void
 test_in_shell_asks_itself(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_zsh(f, patched_zsh,
@@ -482,10 +392,7 @@ test_in_shell_asks_itself(void **state)
     assert_string_equal(res.out, "one\ns=126\n");
     assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
                                     "to run /bin/echo without the server's decision"));
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 1);
-    assert_record(json_array_get(all, 0), "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
-    json_decref(all);
+    pshell_expect_one_record(f, "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
     proc_result_free(&res);
 }
 
@@ -495,7 +402,7 @@ test_in_shell_asks_itself(void **state)
 static void
 test_unrunnable_wrapper_fails_closed(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     struct proc_result res;
 
     run_zsh(f, patched_zsh, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
@@ -517,7 +424,7 @@ test_unrunnable_wrapper_fails_closed(void **state)
 static void
 test_unset_behaves_as_stock_zsh(void **state)
 {
-    struct fixture *f = *state;
+    struct pshell_fixture *f = *state;
     static const char *const scripts[] = {
         "echo hi; ls /nonexistent-path; echo status $?",
         "nosuchcommand-xyz; echo $?",
@@ -538,16 +445,9 @@ test_unset_behaves_as_stock_zsh(void **state)
         struct proc_result ours, stock;
         run_zsh(f, patched_zsh, scripts[i], NULL, &ours);
         run_zsh(f, "/usr/bin/zsh", scripts[i], NULL, &stock);
-        if (strcmp(ours.out, stock.out) != 0 || strcmp(ours.err, stock.err) != 0 ||
-            ours.status != stock.status)
-            fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", scripts[i],
-                     ours.out, ours.err, ours.status, stock.out, stock.err, stock.status);
-        proc_result_free(&ours);
-        proc_result_free(&stock);
+        pshell_assert_as_stock(scripts[i], &ours, &stock, false);
     }
-    json_t *all = records(f);
-    assert_int_equal(json_array_size(all), 0);
-    json_decref(all);
+    pshell_expect_no_records(f);
 }
 
 int
