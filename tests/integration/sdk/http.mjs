@@ -8,24 +8,14 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { check, startServer, stopServer } from "./server.mjs";
 
 const server = process.argv[2];
-let proc = null;
-// however the test ends (an exception too), the server does not outlive it
-process.on("exit", () => proc?.kill("SIGKILL"));
-for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(1));
-function check(cond, what) {
-  if (!cond) {
-    console.error(`FAIL: ${what}`);
-    if (proc) proc.kill("SIGKILL");
-    process.exit(1);
-  }
-}
 
 const top = mkdtempSync(join(tmpdir(), "execgate-sdk-http-"));
 chmodSync(top, 0o755); // another user may reach the socket: its own mode must stop them
@@ -38,22 +28,13 @@ const outside = mkdtempSync("/var/tmp/execgate-sdk-http-outside-");
 const sock = join(top, "mcp.sock");
 const tokenFile = join(top, "token");
 
-// The server, and the URL it prints.
-proc = spawn(server, ["--listen", "127.0.0.1:0", "--listen", `unix:${sock}`, "--token-file", tokenFile, "--rules", rules], {
-  stdio: ["ignore", "inherit", "pipe"],
+// The server, and the URL it prints: both addresses, in the order given
+// (the socket exists once its line is out).
+const srv = await startServer(server, ["--listen", "127.0.0.1:0", "--listen", `unix:${sock}`, "--token-file", tokenFile, "--rules", rules], {
+  echo: true,
+  ready: (err) => err.includes(`execgate: listening on unix:${sock} `),
 });
-let stderr = "";
-const url = await new Promise((resolve, reject) => {
-  proc.stderr.on("data", (d) => {
-    stderr += d;
-    process.stderr.write(d);
-    // both addresses, in the order given: the socket exists once its line is out
-    const m = /execgate: listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr);
-    if (m && stderr.includes(`execgate: listening on unix:${sock} `)) resolve(m[1]);
-  });
-  proc.on("exit", (code) => reject(new Error(`server exited (${code}) before listening`)));
-});
-const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+const url = srv.url;
 
 // The token file: made, mode 0600, 32 random bytes in hex.
 const token = readFileSync(tokenFile, "utf8").trim();
@@ -256,10 +237,7 @@ async function until(what, cond) {
 
 await A.client.close();
 await B.client.close();
-proc.kill("SIGTERM");
-const end = await exited;
-check(end.code === 0, `the server exits 0 after SIGTERM (got ${JSON.stringify(end)})`);
-check(!/Sanitizer|runtime error/.test(stderr), "no sanitizer report");
+await stopServer(srv);
 check(!existsSync(sock), "the socket is removed at exit");
 rmSync(top, { recursive: true, force: true });
 rmSync(outside, { recursive: true, force: true });

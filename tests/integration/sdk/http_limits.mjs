@@ -3,44 +3,22 @@
 // call runs does not), and MCP_HTTP_MAX_CONNECTIONS (connections beyond it
 // are closed as they come, the others are served).  Exits non-zero with a
 // message on the first mismatch.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { check, startServer, stopServer } from "./server.mjs";
 
 const server = process.argv[2];
 const MAX_CONNECTIONS = 512; // MCP_HTTP_MAX_CONNECTIONS
-let proc = null;
-// however the test ends (an exception too), the server does not outlive it
-process.on("exit", () => proc?.kill("SIGKILL"));
-for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(1));
-function check(cond, what) {
-  if (!cond) {
-    console.error(`FAIL: ${what}`);
-    if (proc) proc.kill("SIGKILL");
-    process.exit(1);
-  }
-}
 
 const top = mkdtempSync(join(tmpdir(), "execgate-sdk-http-limits-"));
 const rules = join(top, "rules");
 mkdirSync(rules);
 const tokenFile = join(top, "token");
-proc = spawn(server, ["--listen", "127.0.0.1:0", "--token-file", tokenFile, "--rules", rules,
-  "--max-sessions", "2", "--session-idle-ms", "400", "--sandbox", '{"type":"danger-full-access"}'], {
-  stdio: ["ignore", "inherit", "pipe"],
-});
-let stderr = "";
-const url = await new Promise((resolve, reject) => {
-  proc.stderr.on("data", (d) => {
-    stderr += d;
-    const m = /execgate: listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr);
-    if (m) resolve(m[1]);
-  });
-  proc.on("exit", (code) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
-});
-const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+const srv = await startServer(server, ["--listen", "127.0.0.1:0", "--token-file", tokenFile, "--rules", rules,
+  "--max-sessions", "2", "--session-idle-ms", "400", "--sandbox", '{"type":"danger-full-access"}']);
+const url = srv.url;
 const token = readFileSync(tokenFile, "utf8").trim();
 
 async function rpc(body, sid) {
@@ -105,9 +83,6 @@ check(cr.status === 200 && /C-done/.test(cr.text), `the session whose call ran w
   await until("the server serves again", async () => (await initialize()).status === 200);
 }
 
-proc.kill("SIGTERM");
-const end = await exited;
-check(end.code === 0, `the server exits 0 after SIGTERM (got ${JSON.stringify(end)})`);
-check(!/Sanitizer|runtime error/.test(stderr), `no sanitizer report (${stderr.slice(-2000)})`);
+await stopServer(srv);
 rmSync(top, { recursive: true, force: true });
 console.log("ok: --max-sessions, --session-idle-ms and the connection limit");

@@ -7,43 +7,21 @@
 // and LeakSanitizer: a leak makes the exit status non-zero).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { check, startServer, stopServer } from "./server.mjs";
 
 const server = process.argv[2];
 const garbageConnections = Number(process.env.EXECGATE_TEST_GARBAGE_CONNECTIONS ?? 10000);
-let proc = null;
-// however the test ends (an exception too), the server does not outlive it
-process.on("exit", () => proc?.kill("SIGKILL"));
-for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(1));
-function check(cond, what) {
-  if (!cond) {
-    console.error(`FAIL: ${what}`);
-    if (proc) proc.kill("SIGKILL");
-    process.exit(1);
-  }
-}
 
 const top = mkdtempSync(join(tmpdir(), "execgate-sdk-http-bad-"));
 const tokenFile = join(top, "token");
 const rules = join(top, "rules");
 mkdirSync(rules);
-proc = spawn(server, ["--listen", "127.0.0.1:0", "--token-file", tokenFile, "--max-message-bytes", "65536", "--rules", rules], {
-  stdio: ["ignore", "inherit", "pipe"],
-});
-let stderr = "";
-const url = await new Promise((resolve, reject) => {
-  proc.stderr.on("data", (d) => {
-    stderr += d;
-    const m = /execgate: listening on (http:\/\/127\.0\.0\.1:(\d+)\/mcp)/.exec(stderr);
-    if (m) resolve(m[1]);
-  });
-  proc.on("exit", (code) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
-});
-const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+const srv = await startServer(server, ["--listen", "127.0.0.1:0", "--token-file", tokenFile, "--max-message-bytes", "65536", "--rules", rules]);
+const url = srv.url;
 const port = Number(new URL(url).port);
 const token = readFileSync(tokenFile, "utf8").trim();
 
@@ -167,9 +145,6 @@ await stillWorks("requests cut off");
 await stillWorks(`${garbageConnections} garbage connections`);
 
 await client.close();
-proc.kill("SIGTERM");
-const end = await exited;
-check(end.code === 0, `the server exits 0 after SIGTERM (got ${JSON.stringify(end)}; stderr ends: ${stderr.slice(-2000)})`);
-check(!/Sanitizer|runtime error/.test(stderr), `no sanitizer report (${stderr.slice(-2000)})`);
+await stopServer(srv);
 rmSync(top, { recursive: true, force: true });
 console.log("ok: malformed HTTP is refused connection by connection; the session keeps working; LSan clean");

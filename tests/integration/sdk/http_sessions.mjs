@@ -10,22 +10,13 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { check, startServer, stopServer } from "./server.mjs";
 
 const server = process.argv[2];
-let proc = null;
-process.on("exit", () => proc?.kill("SIGKILL"));
-function check(cond, what) {
-  if (!cond) {
-    console.error(`FAIL: ${what}`);
-    if (proc) proc.kill("SIGKILL");
-    process.exit(1);
-  }
-}
 async function until(what, cond) {
   for (let i = 0; i < 600; i++) {
     if (cond()) return;
@@ -66,23 +57,13 @@ await new Promise((r) => pages.listen(0, "127.0.0.1", r));
 const port = pages.address().port;
 
 const tokenFile = join(top, "token");
-proc = spawn(server, ["--listen", "127.0.0.1:0", "--token-file", tokenFile, "--rules", rules], {
-  stdio: ["ignore", "inherit", "pipe"],
+const srv = await startServer(server, ["--listen", "127.0.0.1:0", "--token-file", tokenFile, "--rules", rules], {
   env: { ...process.env, HOME: home, XDG_RUNTIME_DIR: run },
+  echo: true,
 });
-let stderr = "";
-const url = await new Promise((resolve, reject) => {
-  proc.stderr.on("data", (d) => {
-    stderr += d;
-    process.stderr.write(d);
-    const m = /execgate: listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr);
-    if (m) resolve(m[1]);
-  });
-  proc.on("exit", (code) => reject(new Error(`server exited (${code}) before listening`)));
-});
-const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+const url = srv.url;
 const token = readFileSync(tokenFile, "utf8").trim();
-const times = (re) => (stderr.match(re) || []).length;
+const times = (re) => (srv.stderr.match(re) || []).length;
 
 // Sessions with the same policy: workspace-write, the network off (so
 // through the proxy), only `count` writable beside the workdir.
@@ -179,10 +160,7 @@ const out = (r) => r.structuredContent.output;
 }
 
 await B.client.close();
-proc.kill("SIGTERM");
-const end = await exited;
-check(end.code === 0, `the server exits 0 after SIGTERM (got ${JSON.stringify(end)})`);
-check(!/Sanitizer|runtime error/.test(stderr), "no sanitizer report");
+await stopServer(srv);
 pages.close();
 rmSync(top, { recursive: true, force: true });
 console.log("ok: HTTP sessions: network prompts and login snapshot captures go to their own session");

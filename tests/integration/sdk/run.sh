@@ -28,4 +28,5 @@ if [ ! -f "$workdir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
         npm install --no-audit --no-fund --silent @modelcontextprotocol/sdk >&2)
 fi
 cp "$here/$client" "$workdir/$client"
+cp "$here/server.mjs" "$workdir/server.mjs" # what the HTTP clients share
 exec node "$workdir/$client" "$server"
