@@ -383,6 +383,15 @@ strv(const char *const *in)
     return v;
 }
 
+/* Frees a vector from strv (or one login_snapshot_use replaced). */
+static void
+strv_free(char **v)
+{
+    for (size_t i = 0; v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
 static void
 test_use(void **state)
 {
@@ -399,12 +408,8 @@ test_use(void **state)
     assert_string_equal(env[1], "BASH_ENV=/s/1.sh");
     assert_string_equal(env[2], "X=1");
     assert_null(env[3]);
-    for (size_t i = 0; argv[i]; i++)
-        free(argv[i]);
-    free(argv);
-    for (size_t i = 0; env[i]; i++)
-        free(env[i]);
-    free(env);
+    strv_free(argv);
+    strv_free(env);
 
     const char *const e2[] = {"HOME=/h", NULL};
     argv = strv(a);
@@ -412,12 +417,8 @@ test_use(void **state)
     assert_int_equal(login_snapshot_use(&argv, &env, "/s/2.sh"), 0);
     assert_string_equal(env[1], "BASH_ENV=/s/2.sh");
     assert_null(env[2]);
-    for (size_t i = 0; argv[i]; i++)
-        free(argv[i]);
-    free(argv);
-    for (size_t i = 0; env[i]; i++)
-        free(env[i]);
-    free(env);
+    strv_free(argv);
+    strv_free(env);
 
     /* not a login command line: unchanged */
     const char *const c[] = {"/b/bash", "-c", "echo hi", NULL};
@@ -426,12 +427,8 @@ test_use(void **state)
     assert_int_equal(login_snapshot_use(&argv, &env, "/s/2.sh"), -1);
     assert_string_equal(argv[1], "-c");
     assert_null(env[1]);
-    for (size_t i = 0; argv[i]; i++)
-        free(argv[i]);
-    free(argv);
-    for (size_t i = 0; env[i]; i++)
-        free(env[i]);
-    free(env);
+    strv_free(argv);
+    strv_free(env);
 }
 
 /* ---- a real Bash ---- */
