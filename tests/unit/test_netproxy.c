@@ -391,6 +391,17 @@ settle(struct world *w)
         uv_run(&w->loop, UV_RUN_ONCE);
 }
 
+/* Ends a test's world and its server: the proxy's connections closed
+ * first, then the server, then the rest (world_free checks nothing is left
+ * behind). */
+static void
+world_end(struct world *w, struct server *s)
+{
+    settle(w);
+    server_free(s);
+    world_free(w);
+}
+
 /* ---- tests ---- */
 
 static void
@@ -417,9 +428,7 @@ test_plain_get_allowed(void **state)
     assert_int_equal(w->n_allowed, 1);
     assert_string_equal(w->last_decision, "allow");
     free(got);
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 static void
@@ -446,9 +455,7 @@ test_no_rule_refused(void **state)
     got = exchange_str(w, req);
     assert_non_null(strstr(got, "403"));
     free(got);
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 static void
@@ -468,9 +475,7 @@ test_forbidden_names_justification(void **state)
     assert_null(strstr(got, "ping"));
     assert_string_equal(w->last_decision, "forbidden");
     free(got);
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 static void
@@ -487,9 +492,7 @@ test_connect_tunnel_both_ways(void **state)
     char *got = exchange_str(w, req);
     assert_string_equal(got, "HTTP/1.1 200 Connection established\r\n\r\nping-pong");
     free(got);
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 static void
@@ -530,9 +533,7 @@ test_socks5(void **state)
     assert_int_equal(n, 2 + 10);
     assert_int_equal(got[3], 7);
     free(got);
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 static void
@@ -592,9 +593,7 @@ test_prompt_for_session(void **state)
     assert_non_null(strstr(got, "declined"));
     assert_int_equal(w->n_asks, 3);
     free(got);
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 /* A question whose connection went away is still answered safely. */
@@ -660,9 +659,7 @@ test_malformed(void **state)
     assert_non_null(strstr(got, "hello"));
     assert_non_null(strstr(s->head, "Host: 127.0.0.1:"));
     free(got);
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 static void
@@ -689,9 +686,7 @@ test_many_tunnels(void **state)
         assert_string_equal(cs[i]->got, expect[i]);
         client_free(cs[i]);
     }
-    settle(w);
-    server_free(s);
-    world_free(w);
+    world_end(w, s);
 }
 
 /* The same tunnels through the streams, as where no pipe can be had. */
