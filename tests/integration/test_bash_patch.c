@@ -25,20 +25,6 @@
 static const char *patched_bash;
 static const char *recorder;
 
-static int
-setup(void **state)
-{
-    *state = pshell_fixture_new("bashpatch", recorder);
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    pshell_fixture_free(*state);
-    return 0;
-}
-
 /* Runs `bash -c script` with a small fixed environment plus `extra` (may be
  * NULL), as $0 = "bash" so messages do not depend on the binary's path. */
 static void
@@ -55,83 +41,26 @@ run_bash(struct pshell_fixture *f, const char *bash, const char *script, const c
     free(record_env);
 }
 
+/* The patched Bash, for the fixture's run. */
 static void
-test_plain_command(void **state)
+run_patched(struct pshell_fixture *f, const char *script, const char *extra,
+            struct proc_result *res)
 {
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "/bin/echo hi there", f->wrapper_env, &res);
-    pshell_expect_ran_once(f, "/bin/echo hi there", &res, "hi there\n", "/bin/echo",
-                           (const char *[]){"/bin/echo", "hi", "there", NULL});
+    run_bash(f, patched_bash, script, extra, res);
 }
 
-static void
-test_path_lookup_passes_resolved_file(void **state)
+static int
+setup(void **state)
 {
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    /* FILE is the absolute path found through PATH; argv[0] stays "uname". */
-    run_bash(f, patched_bash, "uname -s", f->wrapper_env, &res);
-    pshell_expect_ran_once(f, "uname -s", &res, "Linux\n", "/usr/bin/uname",
-                           (const char *[]){"uname", "-s", NULL});
+    *state = pshell_fixture_new("bashpatch", recorder, run_patched);
+    return 0;
 }
 
-static void
-test_exec_builtin(void **state)
+static int
+teardown(void **state)
 {
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "exec /bin/echo via exec", f->wrapper_env, &res);
-    pshell_expect_ran_once(f, "exec /bin/echo via exec", &res, "via exec\n", "/bin/echo",
-                           (const char *[]){"/bin/echo", "via", "exec", NULL});
-}
-
-static void
-test_exec_preserves_argv0(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "exec -a custom-name /bin/sh -c 'echo $0'", f->wrapper_env, &res);
-    pshell_expect_ran_once(f, "exec -a custom-name /bin/sh -c 'echo $0'", &res, "custom-name\n",
-                           "/bin/sh", (const char *[]){"custom-name", "-c", "echo $0", NULL});
-}
-
-static void
-test_pipeline_of_three(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "     1\txbc\n");
-
-    json_t *all = pshell_records(f);
-    assert_int_equal(json_array_size(all), 3);
-    pshell_assert_record(f, pshell_record_for(all, "/bin/echo"), "/bin/echo",
-                         (const char *[]){"/bin/echo", "abc", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
-                         (const char *[]){"tr", "a", "x", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
-                         (const char *[]){"cat", "-n", NULL});
-    json_decref(all);
-    proc_result_free(&res);
-}
-
-static void
-test_command_substitution(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "v=$(uname -s); echo \"got $v\"", f->wrapper_env, &res);
-    /* One exec only: echo is a builtin. */
-    pshell_expect_ran_once(f, "command substitution", &res, "got Linux\n", "/usr/bin/uname",
-                           (const char *[]){"uname", "-s", NULL});
+    pshell_fixture_free(*state);
+    return 0;
 }
 
 static void
@@ -161,19 +90,6 @@ test_legacy_variable_name(void **state)
 }
 
 static void
-test_empty_wrapper_means_no_wrapper(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "direct\nLinux\n");
-    pshell_expect_no_records(f);
-    proc_result_free(&res);
-}
-
-static void
 test_builtins_functions_subshells_not_wrapped(void **state)
 {
     struct pshell_fixture *f = *state;
@@ -186,111 +102,6 @@ test_builtins_functions_subshells_not_wrapped(void **state)
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "a\nb\n/\nfile\nfn\nsub\ndir\ny\n");
     pshell_expect_no_records(f);
-    proc_result_free(&res);
-}
-
-static void
-test_prefix_assignment_wraps(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-    char *script;
-
-    /* Only the environment the program receives counts: a prefix
-     * assignment puts the wrapper there, a plain shell variable does not. */
-    assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
-                         recorder, recorder) > 0);
-    run_bash(f, patched_bash, script, NULL, &res);
-    pshell_expect_ran_once(f, script, &res, "one\ntwo\n", "/bin/echo",
-                           (const char *[]){"/bin/echo", "one", NULL});
-    free(script);
-}
-
-/* EXECGATE_WRAP_NAMES narrows the wrapper to the programs it lists, by
- * last component or by full path; a relative path is always wrapped. */
-static void
-test_wrap_names_narrow_the_wrapper(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-    char *rel = tmpdir_path(f->dir, "rel");
-    tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
-
-    run_bash(f, patched_bash,
-             "export EXECGATE_WRAP_NAMES='ca:cat2:cat:/usr/bin/head:sor'; "
-             "/bin/echo one; echo two | /bin/cat; /usr/bin/head -n1 /dev/null; "
-             "/usr/bin/tail -n1 /dev/null; /bin/sort </dev/null; ./rel",
-             f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ntwo\nrel\n");
-    json_t *all = pshell_records(f);
-    assert_int_equal(json_array_size(all), 3);
-    pshell_assert_record(f, pshell_record_for(all, "/bin/cat"), "/bin/cat",
-                         (const char *[]){"/bin/cat", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/head"), "/usr/bin/head",
-                         (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "./rel"), "./rel",
-                         (const char *[]){"./rel", NULL});
-    json_decref(all);
-    proc_result_free(&res);
-    free(rel);
-}
-
-/* An empty list wraps no absolute path; without EXEC_WRAPPER the list
- * wraps nothing at all. */
-static void
-test_wrap_names_empty_or_alone(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env,
-             &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ntwo\n");
-    pshell_expect_one_record(f, "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
-    proc_result_free(&res);
-
-    unlink(f->log);
-    run_bash(f, patched_bash, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "three\n");
-    pshell_expect_no_records(f);
-    proc_result_free(&res);
-}
-
-/* EXECGATE_WRAP_IN_SHELL=1, exactly, has the Bash ask itself through the
- * linked-in client instead of running the wrapper: here without a server
- * (no CODEX_ESCALATE_SOCKET), so it refuses, and neither the wrapper nor
- * the program runs. Any other value leaves the wrapper in charge. */
-static void
-test_in_shell_asks_itself(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash,
-             "EXECGATE_WRAP_IN_SHELL=yes /bin/echo one; EXECGATE_WRAP_IN_SHELL=1 /bin/echo two;"
-             " echo \"s=$?\"",
-             f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ns=126\n");
-    assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
-                                    "to run /bin/echo without the server's decision"));
-    pshell_expect_one_record(f, "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
-    proc_result_free(&res);
-}
-
-static void
-test_unrunnable_wrapper_fails_closed(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_bash(f, patched_bash, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
-    assert_int_equal(proc_exit_code(&res), 127);
-    assert_string_equal(res.out, "");
-    assert_non_null(strstr(res.err, "cannot execute exec wrapper /nonexistent/wrapper"));
     proc_result_free(&res);
 }
 
@@ -368,22 +179,25 @@ main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_plain_command, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_path_lookup_passes_resolved_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_builtin, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_preserves_argv0, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pipeline_of_three, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_command_substitution, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_plain_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_path_lookup_passes_resolved_file, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_exec_builtin, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_exec_preserves_argv0, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_pipeline_of_three, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_command_substitution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_builtin_still_wraps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_legacy_variable_name, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty_wrapper_means_no_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_empty_wrapper_means_no_wrapper, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_builtins_functions_subshells_not_wrapped, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_prefix_assignment_wraps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wrap_names_narrow_the_wrapper, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wrap_names_empty_or_alone, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_in_shell_asks_itself, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_prefix_assignment_wraps, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_wrap_names_narrow_the_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_wrap_names_empty_or_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_in_shell_asks_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_unrunnable_wrapper_fails_closed, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_bash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heavy_strings_and_memory_as_stock_bash, setup,
                                         teardown),

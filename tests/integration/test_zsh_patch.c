@@ -26,20 +26,6 @@
 static const char *patched_zsh;
 static const char *recorder;
 
-static int
-setup(void **state)
-{
-    *state = pshell_fixture_new("zshpatch", recorder);
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    pshell_fixture_free(*state);
-    return 0;
-}
-
 /* Runs `zsh -f -c script` (no start-up files: what is tested is the
  * shell's own exec paths) with a small fixed environment plus `extra` (may
  * be NULL) and PATH `path`, as $0 = "zsh" so messages do not depend on the
@@ -69,31 +55,26 @@ run_zsh(struct pshell_fixture *f, const char *zsh, const char *script, const cha
     run_zsh_path(f, zsh, "/usr/bin:/bin", script, extra, res);
 }
 
-/* Runs script with the recorder as wrapper; expects exit 0, output `out`
- * and exactly one wrapped exec: FILE run as ARGS. */
+/* The patched zsh, for the fixture's run. */
 static void
-expect_one(struct pshell_fixture *f, const char *script, const char *out, const char *file,
-           const char *const *args)
+run_patched(struct pshell_fixture *f, const char *script, const char *extra,
+            struct proc_result *res)
 {
-    struct proc_result res;
-
-    run_zsh(f, patched_zsh, script, f->wrapper_env, &res);
-    pshell_expect_ran_once(f, script, &res, out, file, args);
+    run_zsh(f, patched_zsh, script, extra, res);
 }
 
-static void
-test_plain_command(void **state)
+static int
+setup(void **state)
 {
-    expect_one(*state, "/bin/echo hi there", "hi there\n", "/bin/echo",
-               (const char *[]){"/bin/echo", "hi", "there", NULL});
+    *state = pshell_fixture_new("zshpatch", recorder, run_patched);
+    return 0;
 }
 
-/* FILE is the path zsh resolved through PATH; argv[0] stays "uname". */
-static void
-test_path_lookup_passes_resolved_file(void **state)
+static int
+teardown(void **state)
 {
-    expect_one(*state, "uname -s", "Linux\n", "/usr/bin/uname",
-               (const char *[]){"uname", "-s", NULL});
+    pshell_fixture_free(*state);
+    return 0;
 }
 
 /* zsh looks a program up by exec'ing it in each PATH directory in turn:
@@ -119,80 +100,37 @@ test_path_search_skips_missing_directories(void **state)
 }
 
 static void
-test_exec_builtin(void **state)
-{
-    expect_one(*state, "exec /bin/echo via exec", "via exec\n", "/bin/echo",
-               (const char *[]){"/bin/echo", "via", "exec", NULL});
-}
-
-static void
-test_exec_preserves_argv0(void **state)
-{
-    expect_one(*state, "exec -a custom-name /bin/sh -c 'echo $0'", "custom-name\n", "/bin/sh",
-               (const char *[]){"custom-name", "-c", "echo $0", NULL});
-}
-
-static void
 test_command_precommand(void **state)
 {
-    expect_one(*state, "command uname -s", "Linux\n", "/usr/bin/uname",
-               (const char *[]){"uname", "-s", NULL});
+    pshell_expect_one(*state, "command uname -s", "Linux\n", "/usr/bin/uname",
+                      (const char *[]){"uname", "-s", NULL});
 }
 
 static void
 test_noglob_and_nocorrect(void **state)
 {
-    expect_one(*state, "noglob /bin/echo * ?; nocorrect true", "* ?\n", "/bin/echo",
-               (const char *[]){"/bin/echo", "*", "?", NULL});
+    pshell_expect_one(*state, "noglob /bin/echo * ?; nocorrect true", "* ?\n", "/bin/echo",
+                      (const char *[]){"/bin/echo", "*", "?", NULL});
     struct pshell_fixture *f = *state;
     unlink(f->log);
-    expect_one(*state, "nocorrect uname -s", "Linux\n", "/usr/bin/uname",
-               (const char *[]){"uname", "-s", NULL});
+    pshell_expect_one(*state, "nocorrect uname -s", "Linux\n", "/usr/bin/uname",
+                      (const char *[]){"uname", "-s", NULL});
 }
 
 /* =cmd expands to the program's path before the command runs. */
 static void
 test_equals_expansion(void **state)
 {
-    expect_one(*state, "=uname -s", "Linux\n", "/usr/bin/uname",
-               (const char *[]){"/usr/bin/uname", "-s", NULL});
+    pshell_expect_one(*state, "=uname -s", "Linux\n", "/usr/bin/uname",
+                      (const char *[]){"/usr/bin/uname", "-s", NULL});
 }
 
 /* A hashed name runs the file it was hashed to. */
 static void
 test_hashed_command(void **state)
 {
-    expect_one(*state, "hash myname=/usr/bin/uname; myname -s", "Linux\n", "/usr/bin/uname",
-               (const char *[]){"myname", "-s", NULL});
-}
-
-static void
-test_pipeline_of_three(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_zsh(f, patched_zsh, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "     1\txbc\n");
-
-    json_t *all = pshell_records(f);
-    assert_int_equal(json_array_size(all), 3);
-    pshell_assert_record(f, pshell_record_for(all, "/bin/echo"), "/bin/echo",
-                         (const char *[]){"/bin/echo", "abc", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
-                         (const char *[]){"tr", "a", "x", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
-                         (const char *[]){"cat", "-n", NULL});
-    json_decref(all);
-    proc_result_free(&res);
-}
-
-static void
-test_command_substitution(void **state)
-{
-    expect_one(*state, "v=$(uname -s); echo \"got $v\"", "got Linux\n", "/usr/bin/uname",
-               (const char *[]){"uname", "-s", NULL});
+    pshell_expect_one(*state, "hash myname=/usr/bin/uname; myname -s", "Linux\n", "/usr/bin/uname",
+                      (const char *[]){"myname", "-s", NULL});
 }
 
 static void
@@ -218,8 +156,8 @@ test_autoloaded_function(void **state)
     char *fn = tmpdir_path(f->dir, "fn/sysname");
     tmpdir_write_file(fn, "uname -s\n", 0644);
 
-    expect_one(f, "fpath=($PWD/fn); autoload -U sysname; sysname", "Linux\n", "/usr/bin/uname",
-               (const char *[]){"uname", "-s", NULL});
+    pshell_expect_one(f, "fpath=($PWD/fn); autoload -U sysname; sysname", "Linux\n",
+                      "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
     free(fn);
 }
 
@@ -248,19 +186,6 @@ test_nested_zsh(void **state)
 }
 
 static void
-test_empty_wrapper_means_no_wrapper(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_zsh(f, patched_zsh, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "direct\nLinux\n");
-    pshell_expect_no_records(f);
-    proc_result_free(&res);
-}
-
-static void
 test_builtins_functions_subshells_not_wrapped(void **state)
 {
     struct pshell_fixture *f = *state;
@@ -272,74 +197,6 @@ test_builtins_functions_subshells_not_wrapped(void **state)
             f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "a\nb\n/\nls: command\nfn\nsub\ndir\ny\n");
-    pshell_expect_no_records(f);
-    proc_result_free(&res);
-}
-
-static void
-test_prefix_assignment_wraps(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-    char *script;
-
-    /* Only the environment the program receives counts: a prefix
-     * assignment puts the wrapper there, a plain shell parameter does not. */
-    assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
-                         recorder, recorder) > 0);
-    run_zsh(f, patched_zsh, script, NULL, &res);
-    pshell_expect_ran_once(f, script, &res, "one\ntwo\n", "/bin/echo",
-                           (const char *[]){"/bin/echo", "one", NULL});
-    free(script);
-}
-
-/* EXECGATE_WRAP_NAMES narrows the wrapper to the programs it lists, by
- * last component or by full path; a relative path is always wrapped. */
-static void
-test_wrap_names_narrow_the_wrapper(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-    char *rel = tmpdir_path(f->dir, "rel");
-    tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
-
-    run_zsh(f, patched_zsh,
-            "export EXECGATE_WRAP_NAMES='ca:cat2:cat:/usr/bin/head:sor'; "
-            "/bin/echo one; echo two | /bin/cat; /usr/bin/head -n1 /dev/null; "
-            "/usr/bin/tail -n1 /dev/null; /bin/sort </dev/null; ./rel",
-            f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ntwo\nrel\n");
-    json_t *all = pshell_records(f);
-    assert_int_equal(json_array_size(all), 3);
-    pshell_assert_record(f, pshell_record_for(all, "/bin/cat"), "/bin/cat",
-                         (const char *[]){"/bin/cat", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/head"), "/usr/bin/head",
-                         (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
-    pshell_assert_record(f, pshell_record_for(all, "./rel"), "./rel",
-                         (const char *[]){"./rel", NULL});
-    json_decref(all);
-    proc_result_free(&res);
-    free(rel);
-}
-
-/* An empty list wraps no absolute path; without EXEC_WRAPPER the list
- * wraps nothing at all. */
-static void
-test_wrap_names_empty_or_alone(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_zsh(f, patched_zsh, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env,
-            &res);
-    pshell_expect_ran_once(f, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", &res,
-                           "one\ntwo\n", "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
-
-    unlink(f->log);
-    run_zsh(f, patched_zsh, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "three\n");
     pshell_expect_no_records(f);
     proc_result_free(&res);
 }
@@ -374,28 +231,6 @@ test_relative_paths(void **state)
     free(plain);
 }
 
-/* EXECGATE_WRAP_IN_SHELL=1, exactly, has zsh ask itself through the
- * linked-in client instead of running the wrapper: here without a server
- * (no CODEX_ESCALATE_SOCKET), so it refuses, and neither the wrapper nor
- * the program runs. Any other value leaves the wrapper in charge. */
-static void
-test_in_shell_asks_itself(void **state)
-{
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    run_zsh(f, patched_zsh,
-            "EXECGATE_WRAP_IN_SHELL=yes /bin/echo one; EXECGATE_WRAP_IN_SHELL=1 /bin/echo two;"
-            " echo \"s=$?\"",
-            f->wrapper_env, &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "one\ns=126\n");
-    assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
-                                    "to run /bin/echo without the server's decision"));
-    pshell_expect_one_record(f, "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
-    proc_result_free(&res);
-}
-
 /* A wrapper that cannot run: the program does not run either, and the
  * shell says why, 127 for a missing wrapper, 126 for one that cannot be
  * executed. */
@@ -405,11 +240,7 @@ test_unrunnable_wrapper_fails_closed(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    run_zsh(f, patched_zsh, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
-    assert_int_equal(proc_exit_code(&res), 127);
-    assert_string_equal(res.out, "");
-    assert_non_null(strstr(res.err, "cannot execute exec wrapper /nonexistent/wrapper"));
-    proc_result_free(&res);
+    pshell_test_unrunnable_wrapper_fails_closed(state);
 
     /* Through a PATH search, too: no other directory is tried. */
     run_zsh(f, patched_zsh, "uname; echo after", "EXEC_WRAPPER=/etc/passwd", &res);
@@ -460,29 +291,31 @@ main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_plain_command, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_path_lookup_passes_resolved_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_plain_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_path_lookup_passes_resolved_file, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_path_search_skips_missing_directories, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_exec_builtin, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_preserves_argv0, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_exec_builtin, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_exec_preserves_argv0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_precommand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noglob_and_nocorrect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_equals_expansion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hashed_command, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pipeline_of_three, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_command_substitution, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_pipeline_of_three, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_command_substitution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_process_substitution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_autoloaded_function, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested_zsh, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty_wrapper_means_no_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_empty_wrapper_means_no_wrapper, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_builtins_functions_subshells_not_wrapped, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_prefix_assignment_wraps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wrap_names_narrow_the_wrapper, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wrap_names_empty_or_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_prefix_assignment_wraps, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_wrap_names_narrow_the_wrapper, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_wrap_names_empty_or_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relative_paths, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_in_shell_asks_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_in_shell_asks_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_zsh, setup, teardown),
     };

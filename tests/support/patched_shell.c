@@ -13,17 +13,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/support/tmpdir.h"
 
 struct pshell_fixture *
-pshell_fixture_new(const char *name, const char *recorder)
+pshell_fixture_new(const char *name, const char *recorder,
+                   void (*run)(struct pshell_fixture *f, const char *script, const char *extra,
+                               struct proc_result *res))
 {
     struct pshell_fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     f->dir = tmpdir_new(name);
     f->log = tmpdir_path(f->dir, "argv.log");
     f->recorder = recorder;
+    f->run = run;
     assert_true(asprintf(&f->wrapper_env, "EXEC_WRAPPER=%s", recorder) > 0);
     return f;
 }
@@ -107,6 +111,16 @@ pshell_expect_ran_once(const struct pshell_fixture *f, const char *script, struc
 }
 
 void
+pshell_expect_one(struct pshell_fixture *f, const char *script, const char *out, const char *file,
+                  const char *const *args)
+{
+    struct proc_result res;
+
+    f->run(f, script, f->wrapper_env, &res);
+    pshell_expect_ran_once(f, script, &res, out, file, args);
+}
+
+void
 pshell_expect_no_records(const struct pshell_fixture *f)
 {
     json_t *all = pshell_records(f);
@@ -125,4 +139,182 @@ pshell_assert_as_stock(const char *script, struct proc_result *ours, struct proc
                  ours->err, ours->status, stock->out, stock->err, stock->status);
     proc_result_free(ours);
     proc_result_free(stock);
+}
+
+/* ---- what every patched shell promises alike ---- */
+
+void
+pshell_test_plain_command(void **state)
+{
+    pshell_expect_one(*state, "/bin/echo hi there", "hi there\n", "/bin/echo",
+                      (const char *[]){"/bin/echo", "hi", "there", NULL});
+}
+
+/* FILE is the absolute path found through PATH; argv[0] stays "uname". */
+void
+pshell_test_path_lookup_passes_resolved_file(void **state)
+{
+    pshell_expect_one(*state, "uname -s", "Linux\n", "/usr/bin/uname",
+                      (const char *[]){"uname", "-s", NULL});
+}
+
+void
+pshell_test_exec_builtin(void **state)
+{
+    pshell_expect_one(*state, "exec /bin/echo via exec", "via exec\n", "/bin/echo",
+                      (const char *[]){"/bin/echo", "via", "exec", NULL});
+}
+
+void
+pshell_test_exec_preserves_argv0(void **state)
+{
+    pshell_expect_one(*state, "exec -a custom-name /bin/sh -c 'echo $0'", "custom-name\n",
+                      "/bin/sh", (const char *[]){"custom-name", "-c", "echo $0", NULL});
+}
+
+void
+pshell_test_pipeline_of_three(void **state)
+{
+    struct pshell_fixture *f = *state;
+    struct proc_result res;
+
+    f->run(f, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "     1\txbc\n");
+
+    json_t *all = pshell_records(f);
+    assert_int_equal(json_array_size(all), 3);
+    pshell_assert_record(f, pshell_record_for(all, "/bin/echo"), "/bin/echo",
+                         (const char *[]){"/bin/echo", "abc", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/tr"), "/usr/bin/tr",
+                         (const char *[]){"tr", "a", "x", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/cat"), "/usr/bin/cat",
+                         (const char *[]){"cat", "-n", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+}
+
+/* One exec only: echo is a builtin. */
+void
+pshell_test_command_substitution(void **state)
+{
+    pshell_expect_one(*state, "v=$(uname -s); echo \"got $v\"", "got Linux\n", "/usr/bin/uname",
+                      (const char *[]){"uname", "-s", NULL});
+}
+
+void
+pshell_test_empty_wrapper_means_no_wrapper(void **state)
+{
+    struct pshell_fixture *f = *state;
+    struct proc_result res;
+
+    f->run(f, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "direct\nLinux\n");
+    pshell_expect_no_records(f);
+    proc_result_free(&res);
+}
+
+void
+pshell_test_prefix_assignment_wraps(void **state)
+{
+    struct pshell_fixture *f = *state;
+    struct proc_result res;
+    char *script;
+
+    /* Only the environment the program receives counts: a prefix
+     * assignment puts the wrapper there, a plain shell variable does not. */
+    assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
+                         f->recorder, f->recorder) > 0);
+    f->run(f, script, NULL, &res);
+    pshell_expect_ran_once(f, script, &res, "one\ntwo\n", "/bin/echo",
+                           (const char *[]){"/bin/echo", "one", NULL});
+    free(script);
+}
+
+/* EXECGATE_WRAP_NAMES narrows the wrapper to the programs it lists, by
+ * last component or by full path; a relative path is always wrapped. */
+void
+pshell_test_wrap_names_narrow_the_wrapper(void **state)
+{
+    struct pshell_fixture *f = *state;
+    struct proc_result res;
+    char *rel = tmpdir_path(f->dir, "rel");
+    tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
+
+    f->run(f,
+           "export EXECGATE_WRAP_NAMES='ca:cat2:cat:/usr/bin/head:sor'; "
+           "/bin/echo one; echo two | /bin/cat; /usr/bin/head -n1 /dev/null; "
+           "/usr/bin/tail -n1 /dev/null; /bin/sort </dev/null; ./rel",
+           f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ntwo\nrel\n");
+    json_t *all = pshell_records(f);
+    assert_int_equal(json_array_size(all), 3);
+    pshell_assert_record(f, pshell_record_for(all, "/bin/cat"), "/bin/cat",
+                         (const char *[]){"/bin/cat", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "/usr/bin/head"), "/usr/bin/head",
+                         (const char *[]){"/usr/bin/head", "-n1", "/dev/null", NULL});
+    pshell_assert_record(f, pshell_record_for(all, "./rel"), "./rel",
+                         (const char *[]){"./rel", NULL});
+    json_decref(all);
+    proc_result_free(&res);
+    free(rel);
+}
+
+/* An empty list wraps no absolute path; without EXEC_WRAPPER the list
+ * wraps nothing at all. */
+void
+pshell_test_wrap_names_empty_or_alone(void **state)
+{
+    struct pshell_fixture *f = *state;
+    struct proc_result res;
+
+    f->run(f, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env, &res);
+    pshell_expect_ran_once(f, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", &res,
+                           "one\ntwo\n", "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
+
+    unlink(f->log);
+    f->run(f, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "three\n");
+    pshell_expect_no_records(f);
+    proc_result_free(&res);
+}
+
+/* EXECGATE_WRAP_IN_SHELL=1, exactly, has the shell ask itself through the
+ * linked-in client instead of running the wrapper: here without a server
+ * (no CODEX_ESCALATE_SOCKET), so it refuses, and neither the wrapper nor
+ * the program runs. Any other value leaves the wrapper in charge. */
+void
+pshell_test_in_shell_asks_itself(void **state)
+{
+    struct pshell_fixture *f = *state;
+    struct proc_result res;
+
+    f->run(f,
+           "EXECGATE_WRAP_IN_SHELL=yes /bin/echo one; EXECGATE_WRAP_IN_SHELL=1 /bin/echo two;"
+           " echo \"s=$?\"",
+           f->wrapper_env, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, "one\ns=126\n");
+    assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
+                                    "to run /bin/echo without the server's decision"));
+    pshell_expect_one_record(f, "/bin/echo", (const char *[]){"/bin/echo", "one", NULL});
+    proc_result_free(&res);
+}
+
+/* A wrapper that is missing: the program does not run either, and the
+ * shell says why, with 127. */
+void
+pshell_test_unrunnable_wrapper_fails_closed(void **state)
+{
+    struct pshell_fixture *f = *state;
+    struct proc_result res;
+
+    f->run(f, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
+    assert_int_equal(proc_exit_code(&res), 127);
+    assert_string_equal(res.out, "");
+    assert_non_null(strstr(res.err, "cannot execute exec wrapper /nonexistent/wrapper"));
+    proc_result_free(&res);
 }

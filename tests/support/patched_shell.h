@@ -18,11 +18,18 @@ struct pshell_fixture {
     char *log;            /* dir/argv.log: RECORD_ARGV_FILE */
     char *wrapper_env;    /* "EXEC_WRAPPER=<recorder>" */
     const char *recorder; /* borrowed: record-argv's path */
+    /* Runs `script` in the patched shell, in dir, with the suite's fixed
+     * environment plus `extra` (may be NULL); fills res. */
+    void (*run)(struct pshell_fixture *f, const char *script, const char *extra,
+                struct proc_result *res);
 };
 
-/* A new fixture with a fresh directory named after `name`; recorder is
- * borrowed and must outlive it.  Fails the test when it cannot be made. */
-struct pshell_fixture *pshell_fixture_new(const char *name, const char *recorder);
+/* A new fixture with a fresh directory named after `name`, running the
+ * patched shell with `run`; recorder is borrowed and must outlive it.
+ * Fails the test when it cannot be made. */
+struct pshell_fixture *pshell_fixture_new(const char *name, const char *recorder,
+                                          void (*run)(struct pshell_fixture *f, const char *script,
+                                                      const char *extra, struct proc_result *res));
 
 /* Removes the directory and frees f; NULL is a no-op. */
 void pshell_fixture_free(struct pshell_fixture *f);
@@ -49,6 +56,11 @@ void pshell_expect_ran_once(const struct pshell_fixture *f, const char *script,
                             struct proc_result *res, const char *out, const char *file,
                             const char *const *args);
 
+/* Runs script with the recorder as wrapper; expects exit 0, output `out`
+ * and exactly one wrapped exec: FILE run as ARGS. */
+void pshell_expect_one(struct pshell_fixture *f, const char *script, const char *out,
+                       const char *file, const char *const *args);
+
 /* Asserts that the wrapper saw no exec at all. */
 void pshell_expect_no_records(const struct pshell_fixture *f);
 
@@ -58,5 +70,27 @@ void pshell_expect_no_records(const struct pshell_fixture *f);
  * Frees both results. */
 void pshell_assert_as_stock(const char *script, struct proc_result *ours, struct proc_result *stock,
                             bool must_succeed);
+
+/*
+ * What every patched shell promises alike, as cmocka tests whose state is a
+ * pshell_fixture: the wrapper gets plain commands, PATH lookups (FILE
+ * resolved, argv[0] kept), the exec builtin (with -a), pipelines and
+ * command substitutions; an empty EXEC_WRAPPER means none; only the
+ * environment a program receives counts; EXECGATE_WRAP_NAMES narrows the
+ * wrapper; EXECGATE_WRAP_IN_SHELL=1 asks the linked-in client (refusing
+ * without a server); a wrapper that cannot run fails closed with 127.
+ */
+void pshell_test_plain_command(void **state);
+void pshell_test_path_lookup_passes_resolved_file(void **state);
+void pshell_test_exec_builtin(void **state);
+void pshell_test_exec_preserves_argv0(void **state);
+void pshell_test_pipeline_of_three(void **state);
+void pshell_test_command_substitution(void **state);
+void pshell_test_empty_wrapper_means_no_wrapper(void **state);
+void pshell_test_prefix_assignment_wraps(void **state);
+void pshell_test_wrap_names_narrow_the_wrapper(void **state);
+void pshell_test_wrap_names_empty_or_alone(void **state);
+void pshell_test_in_shell_asks_itself(void **state);
+void pshell_test_unrunnable_wrapper_fails_closed(void **state);
 
 #endif
