@@ -55,18 +55,21 @@ run_zsh(struct pshell_fixture *f, const char *zsh, const char *script, const cha
     run_zsh_path(f, zsh, "/usr/bin:/bin", script, extra, res);
 }
 
-/* The patched zsh, for the fixture's run. */
-static void
-run_patched(struct pshell_fixture *f, const char *script, const char *extra,
-            struct proc_result *res)
-{
-    run_zsh(f, patched_zsh, script, extra, res);
-}
+/* Beside the common ones (tests/support/patched_shell.c), scripts the
+ * patched zsh must run exactly as Debian's. */
+static const char *const own_stock_scripts[] = {
+    "=uname; hash u=/usr/bin/uname; u; noglob echo *",
+    "echo $ZSH_VERSION",
+    NULL,
+};
 
 static int
 setup(void **state)
 {
-    *state = pshell_fixture_new("zshpatch", recorder, run_patched);
+    struct pshell_fixture *f =
+        pshell_fixture_new("zshpatch", recorder, patched_zsh, "/usr/bin/zsh", run_zsh);
+    f->stock_scripts = own_stock_scripts;
+    *state = f;
     return 0;
 }
 
@@ -139,8 +142,7 @@ test_process_substitution(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    run_zsh(f, patched_zsh, "while read -r l; do echo \"<$l>\"; done < <(uname -s)", f->wrapper_env,
-            &res);
+    pshell_run(f, "while read -r l; do echo \"<$l>\"; done < <(uname -s)", f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "<Linux>\n");
     pshell_expect_one_record(f, "/usr/bin/uname", (const char *[]){"uname", "-s", NULL});
@@ -171,7 +173,7 @@ test_nested_zsh(void **state)
     char *script;
 
     assert_true(asprintf(&script, "%s -f -c 'uname -s'", patched_zsh) > 0);
-    run_zsh(f, patched_zsh, script, f->wrapper_env, &res);
+    pshell_run(f, script, f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "Linux\n");
     json_t *all = pshell_records(f);
@@ -191,10 +193,10 @@ test_builtins_functions_subshells_not_wrapped(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    run_zsh(f, patched_zsh,
-            "echo a; printf 'b\\n'; cd / && pwd; whence -w ls; f() { echo fn; }; f; (echo sub); "
-            "test -d / && echo dir; read -r x <<< 'y'; echo $x",
-            f->wrapper_env, &res);
+    pshell_run(f,
+               "echo a; printf 'b\\n'; cd / && pwd; whence -w ls; f() { echo fn; }; f; (echo sub); "
+               "test -d / && echo dir; read -r x <<< 'y'; echo $x",
+               f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "a\nb\n/\nls: command\nfn\nsub\ndir\ny\n");
     pshell_expect_no_records(f);
@@ -243,42 +245,12 @@ test_unrunnable_wrapper_fails_closed(void **state)
     pshell_test_unrunnable_wrapper_fails_closed(state);
 
     /* Through a PATH search, too: no other directory is tried. */
-    run_zsh(f, patched_zsh, "uname; echo after", "EXEC_WRAPPER=/etc/passwd", &res);
+    pshell_run(f, "uname; echo after", "EXEC_WRAPPER=/etc/passwd", &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "after\n");
     assert_non_null(strstr(res.err, "/usr/bin/uname: cannot execute exec wrapper /etc/passwd: "
                                     "permission denied"));
     proc_result_free(&res);
-}
-
-/* Without the variable the patched zsh must behave exactly as Debian's. */
-static void
-test_unset_behaves_as_stock_zsh(void **state)
-{
-    struct pshell_fixture *f = *state;
-    static const char *const scripts[] = {
-        "echo hi; ls /nonexistent-path; echo status $?",
-        "nosuchcommand-xyz; echo $?",
-        "/bin/sh -c 'exit 7'; echo $?",
-        "printf '%s\\n' b a c | sort -r | head -n 2",
-        "x=$(uname); echo \"$x\"",
-        "/etc/passwd; echo $?",
-        "./missing-script; echo $?",
-        "exec /nonexistent/prog",
-        "cd /tmp && pwd && exit 3",
-        "=uname; hash u=/usr/bin/uname; u; noglob echo *",
-        "echo $ZSH_VERSION",
-    };
-
-    if (access("/usr/bin/zsh", X_OK) != 0)
-        skip();
-    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
-        struct proc_result ours, stock;
-        run_zsh(f, patched_zsh, scripts[i], NULL, &ours);
-        run_zsh(f, "/usr/bin/zsh", scripts[i], NULL, &stock);
-        pshell_assert_as_stock(scripts[i], &ours, &stock, false);
-    }
-    pshell_expect_no_records(f);
 }
 
 int
@@ -317,7 +289,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_relative_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(pshell_test_in_shell_asks_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unrunnable_wrapper_fails_closed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unset_behaves_as_stock_zsh, setup, teardown),
+        cmocka_unit_test_setup_teardown(pshell_test_unset_behaves_as_stock, setup, teardown),
     };
     return cmocka_run_group_tests_name("zsh_patch", tests, NULL, NULL);
 }

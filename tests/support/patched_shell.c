@@ -18,18 +18,26 @@
 #include "tests/support/tmpdir.h"
 
 struct pshell_fixture *
-pshell_fixture_new(const char *name, const char *recorder,
-                   void (*run)(struct pshell_fixture *f, const char *script, const char *extra,
-                               struct proc_result *res))
+pshell_fixture_new(const char *name, const char *recorder, const char *patched, const char *stock,
+                   void (*run)(struct pshell_fixture *f, const char *shell, const char *script,
+                               const char *extra, struct proc_result *res))
 {
     struct pshell_fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     f->dir = tmpdir_new(name);
     f->log = tmpdir_path(f->dir, "argv.log");
     f->recorder = recorder;
+    f->patched = patched;
+    f->stock = stock;
     f->run = run;
     assert_true(asprintf(&f->wrapper_env, "EXEC_WRAPPER=%s", recorder) > 0);
     return f;
+}
+
+void
+pshell_run(struct pshell_fixture *f, const char *script, const char *extra, struct proc_result *res)
+{
+    f->run(f, f->patched, script, extra, res);
 }
 
 void
@@ -116,7 +124,7 @@ pshell_expect_one(struct pshell_fixture *f, const char *script, const char *out,
 {
     struct proc_result res;
 
-    f->run(f, script, f->wrapper_env, &res);
+    pshell_run(f, script, f->wrapper_env, &res);
     pshell_expect_ran_once(f, script, &res, out, file, args);
 }
 
@@ -129,16 +137,22 @@ pshell_expect_no_records(const struct pshell_fixture *f)
 }
 
 void
-pshell_assert_as_stock(const char *script, struct proc_result *ours, struct proc_result *stock,
-                       bool must_succeed)
+pshell_expect_as_stock(struct pshell_fixture *f, const char *const *scripts, bool must_succeed)
 {
-    if (strcmp(ours->out, stock->out) != 0 || strcmp(ours->err, stock->err) != 0 ||
-        ours->status != stock->status ||
-        (must_succeed && (stock->status != 0 || ours->out[0] == '\0')))
-        fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", script, ours->out,
-                 ours->err, ours->status, stock->out, stock->err, stock->status);
-    proc_result_free(ours);
-    proc_result_free(stock);
+    if (access(f->stock, X_OK) != 0)
+        skip();
+    for (size_t i = 0; scripts[i]; i++) {
+        struct proc_result ours, stock;
+        f->run(f, f->patched, scripts[i], NULL, &ours);
+        f->run(f, f->stock, scripts[i], NULL, &stock);
+        if (strcmp(ours.out, stock.out) != 0 || strcmp(ours.err, stock.err) != 0 ||
+            ours.status != stock.status ||
+            (must_succeed && (stock.status != 0 || ours.out[0] == '\0')))
+            fail_msg("script %s differs:\nours:  [%s] [%s] %d\nstock: [%s] [%s] %d", scripts[i],
+                     ours.out, ours.err, ours.status, stock.out, stock.err, stock.status);
+        proc_result_free(&ours);
+        proc_result_free(&stock);
+    }
 }
 
 /* ---- what every patched shell promises alike ---- */
@@ -178,7 +192,7 @@ pshell_test_pipeline_of_three(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    f->run(f, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
+    pshell_run(f, "/bin/echo abc | tr a x | cat -n", f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "     1\txbc\n");
 
@@ -208,7 +222,7 @@ pshell_test_empty_wrapper_means_no_wrapper(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    f->run(f, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
+    pshell_run(f, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "direct\nLinux\n");
     pshell_expect_no_records(f);
@@ -226,7 +240,7 @@ pshell_test_prefix_assignment_wraps(void **state)
      * assignment puts the wrapper there, a plain shell variable does not. */
     assert_true(asprintf(&script, "EXEC_WRAPPER=%s /bin/echo one; EXEC_WRAPPER=%s; /bin/echo two",
                          f->recorder, f->recorder) > 0);
-    f->run(f, script, NULL, &res);
+    pshell_run(f, script, NULL, &res);
     pshell_expect_ran_once(f, script, &res, "one\ntwo\n", "/bin/echo",
                            (const char *[]){"/bin/echo", "one", NULL});
     free(script);
@@ -242,11 +256,11 @@ pshell_test_wrap_names_narrow_the_wrapper(void **state)
     char *rel = tmpdir_path(f->dir, "rel");
     tmpdir_write_file(rel, "#!/bin/sh\necho rel\n", 0755);
 
-    f->run(f,
-           "export EXECGATE_WRAP_NAMES='ca:cat2:cat:/usr/bin/head:sor'; "
-           "/bin/echo one; echo two | /bin/cat; /usr/bin/head -n1 /dev/null; "
-           "/usr/bin/tail -n1 /dev/null; /bin/sort </dev/null; ./rel",
-           f->wrapper_env, &res);
+    pshell_run(f,
+               "export EXECGATE_WRAP_NAMES='ca:cat2:cat:/usr/bin/head:sor'; "
+               "/bin/echo one; echo two | /bin/cat; /usr/bin/head -n1 /dev/null; "
+               "/usr/bin/tail -n1 /dev/null; /bin/sort </dev/null; ./rel",
+               f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "one\ntwo\nrel\n");
     json_t *all = pshell_records(f);
@@ -270,12 +284,12 @@ pshell_test_wrap_names_empty_or_alone(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    f->run(f, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env, &res);
+    pshell_run(f, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", f->wrapper_env, &res);
     pshell_expect_ran_once(f, "EXECGATE_WRAP_NAMES= /bin/echo one; /bin/echo two", &res,
                            "one\ntwo\n", "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
 
     unlink(f->log);
-    f->run(f, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
+    pshell_run(f, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "three\n");
     pshell_expect_no_records(f);
@@ -292,10 +306,10 @@ pshell_test_in_shell_asks_itself(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    f->run(f,
-           "EXECGATE_WRAP_IN_SHELL=yes /bin/echo one; EXECGATE_WRAP_IN_SHELL=1 /bin/echo two;"
-           " echo \"s=$?\"",
-           f->wrapper_env, &res);
+    pshell_run(f,
+               "EXECGATE_WRAP_IN_SHELL=yes /bin/echo one; EXECGATE_WRAP_IN_SHELL=1 /bin/echo two;"
+               " echo \"s=$?\"",
+               f->wrapper_env, &res);
     assert_int_equal(proc_exit_code(&res), 0);
     assert_string_equal(res.out, "one\ns=126\n");
     assert_non_null(strstr(res.err, "execgate-wrapper: CODEX_ESCALATE_SOCKET is not set: refusing "
@@ -312,9 +326,32 @@ pshell_test_unrunnable_wrapper_fails_closed(void **state)
     struct pshell_fixture *f = *state;
     struct proc_result res;
 
-    f->run(f, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
+    pshell_run(f, "/bin/echo must-not-run", "EXEC_WRAPPER=/nonexistent/wrapper", &res);
     assert_int_equal(proc_exit_code(&res), 127);
     assert_string_equal(res.out, "");
     assert_non_null(strstr(res.err, "cannot execute exec wrapper /nonexistent/wrapper"));
     proc_result_free(&res);
+}
+
+void
+pshell_test_unset_behaves_as_stock(void **state)
+{
+    struct pshell_fixture *f = *state;
+    static const char *const scripts[] = {
+        "echo hi; ls /nonexistent-path; echo status $?",
+        "nosuchcommand-xyz; echo $?",
+        "/bin/sh -c 'exit 7'; echo $?",
+        "printf '%s\\n' b a c | sort -r | head -n 2",
+        "x=$(uname); echo \"$x\"",
+        "/etc/passwd; echo $?",
+        "./missing-script; echo $?",
+        "exec /nonexistent/prog",
+        "cd /tmp && pwd && exit 3",
+        NULL,
+    };
+
+    pshell_expect_as_stock(f, scripts, false);
+    if (f->stock_scripts != NULL)
+        pshell_expect_as_stock(f, f->stock_scripts, false);
+    pshell_expect_no_records(f);
 }

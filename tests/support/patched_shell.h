@@ -18,18 +18,29 @@ struct pshell_fixture {
     char *log;            /* dir/argv.log: RECORD_ARGV_FILE */
     char *wrapper_env;    /* "EXEC_WRAPPER=<recorder>" */
     const char *recorder; /* borrowed: record-argv's path */
-    /* Runs `script` in the patched shell, in dir, with the suite's fixed
-     * environment plus `extra` (may be NULL); fills res. */
-    void (*run)(struct pshell_fixture *f, const char *script, const char *extra,
+    const char *patched;  /* borrowed: the patched shell */
+    const char *stock;    /* borrowed: the distribution's shell, to compare */
+    /* Runs `script` in `shell`, in dir, with the suite's fixed environment
+     * plus `extra` (may be NULL); fills res. */
+    void (*run)(struct pshell_fixture *f, const char *shell, const char *script, const char *extra,
                 struct proc_result *res);
+    /* Scripts of this shell's own that the patched one must run as the
+     * stock one, beside the common ones (NULL-terminated), or NULL. */
+    const char *const *stock_scripts;
 };
 
 /* A new fixture with a fresh directory named after `name`, running the
- * patched shell with `run`; recorder is borrowed and must outlive it.
- * Fails the test when it cannot be made. */
-struct pshell_fixture *pshell_fixture_new(const char *name, const char *recorder,
-                                          void (*run)(struct pshell_fixture *f, const char *script,
-                                                      const char *extra, struct proc_result *res));
+ * patched shell `patched` (and the stock one `stock`) with `run`; recorder,
+ * patched and stock are borrowed and must outlive it.  Fails the test when
+ * it cannot be made. */
+struct pshell_fixture *
+pshell_fixture_new(const char *name, const char *recorder, const char *patched, const char *stock,
+                   void (*run)(struct pshell_fixture *f, const char *shell, const char *script,
+                               const char *extra, struct proc_result *res));
+
+/* Runs script in the patched shell (f->run with f->patched). */
+void pshell_run(struct pshell_fixture *f, const char *script, const char *extra,
+                struct proc_result *res);
 
 /* Removes the directory and frees f; NULL is a no-op. */
 void pshell_fixture_free(struct pshell_fixture *f);
@@ -64,11 +75,11 @@ void pshell_expect_one(struct pshell_fixture *f, const char *script, const char 
 /* Asserts that the wrapper saw no exec at all. */
 void pshell_expect_no_records(const struct pshell_fixture *f);
 
-/* Fails the test when `ours` and `stock` (the runs of `script` in the
- * patched and the stock shell) differ in output, errors or status, or,
- * with must_succeed, when the stock run failed or ours printed nothing.
- * Frees both results. */
-void pshell_assert_as_stock(const char *script, struct proc_result *ours, struct proc_result *stock,
+/* Runs each of scripts (NULL-terminated) without the wrapper in the
+ * patched and in the stock shell, and fails the test when the two differ
+ * in output, errors or status, or, with must_succeed, when the stock run
+ * failed or ours printed nothing.  Skips the test without the stock shell. */
+void pshell_expect_as_stock(struct pshell_fixture *f, const char *const *scripts,
                             bool must_succeed);
 
 /*
@@ -79,6 +90,7 @@ void pshell_assert_as_stock(const char *script, struct proc_result *ours, struct
  * environment a program receives counts; EXECGATE_WRAP_NAMES narrows the
  * wrapper; EXECGATE_WRAP_IN_SHELL=1 asks the linked-in client (refusing
  * without a server); a wrapper that cannot run fails closed with 127.
+ * Without EXEC_WRAPPER the patched shell is the stock one.
  */
 void pshell_test_plain_command(void **state);
 void pshell_test_path_lookup_passes_resolved_file(void **state);
@@ -92,5 +104,8 @@ void pshell_test_wrap_names_narrow_the_wrapper(void **state);
 void pshell_test_wrap_names_empty_or_alone(void **state);
 void pshell_test_in_shell_asks_itself(void **state);
 void pshell_test_unrunnable_wrapper_fails_closed(void **state);
+/* Without the variable the patched shell behaves exactly as the stock one,
+ * on common scripts and on f->stock_scripts, and nothing is wrapped. */
+void pshell_test_unset_behaves_as_stock(void **state);
 
 #endif
