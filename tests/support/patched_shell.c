@@ -129,6 +129,19 @@ pshell_expect_one(struct pshell_fixture *f, const char *script, const char *out,
 }
 
 void
+pshell_expect_none_wrapped(struct pshell_fixture *f, const char *script, const char *extra,
+                           const char *out)
+{
+    struct proc_result res;
+
+    pshell_run(f, script, extra, &res);
+    assert_int_equal(proc_exit_code(&res), 0);
+    assert_string_equal(res.out, out);
+    pshell_expect_no_records(f);
+    proc_result_free(&res);
+}
+
+void
 pshell_expect_no_records(const struct pshell_fixture *f)
 {
     json_t *all = pshell_records(f);
@@ -219,14 +232,8 @@ pshell_test_command_substitution(void **state)
 void
 pshell_test_empty_wrapper_means_no_wrapper(void **state)
 {
-    struct pshell_fixture *f = *state;
-    struct proc_result res;
-
-    pshell_run(f, "/bin/echo direct; uname -s", "EXEC_WRAPPER=", &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "direct\nLinux\n");
-    pshell_expect_no_records(f);
-    proc_result_free(&res);
+    pshell_expect_none_wrapped(*state, "/bin/echo direct; uname -s",
+                               "EXEC_WRAPPER=", "direct\nLinux\n");
 }
 
 void
@@ -289,11 +296,7 @@ pshell_test_wrap_names_empty_or_alone(void **state)
                            "one\ntwo\n", "/bin/echo", (const char *[]){"/bin/echo", "two", NULL});
 
     unlink(f->log);
-    pshell_run(f, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", &res);
-    assert_int_equal(proc_exit_code(&res), 0);
-    assert_string_equal(res.out, "three\n");
-    pshell_expect_no_records(f);
-    proc_result_free(&res);
+    pshell_expect_none_wrapped(f, "/bin/echo three", "EXECGATE_WRAP_NAMES=echo", "three\n");
 }
 
 /* EXECGATE_WRAP_IN_SHELL=1, exactly, has the shell ask itself through the

@@ -72,6 +72,11 @@ void pshell_expect_ran_once(const struct pshell_fixture *f, const char *script,
 void pshell_expect_one(struct pshell_fixture *f, const char *script, const char *out,
                        const char *file, const char *const *args);
 
+/* Runs script with `extra` in the environment; expects exit 0, output
+ * `out`, and no wrapped exec at all. */
+void pshell_expect_none_wrapped(struct pshell_fixture *f, const char *script, const char *extra,
+                                const char *out);
+
 /* Asserts that the wrapper saw no exec at all. */
 void pshell_expect_no_records(const struct pshell_fixture *f);
 
