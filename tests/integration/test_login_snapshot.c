@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
@@ -36,17 +37,6 @@ struct world {
     char *root, *home, *wd, *count, *run;
     struct mcp_client *c;
 };
-
-static char *
-fmt(const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    assert_true(vasprintf(&s, f, ap) >= 0);
-    va_end(ap);
-    return s;
-}
 
 /* The world, with run (relative to root) as XDG_RUNTIME_DIR. */
 static void
@@ -77,10 +67,10 @@ write_home(struct world *w, const char *rel, const char *text)
 static char *
 workspace_policy(struct world *w)
 {
-    return fmt("{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\"],"
-               "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true,"
-               "\"network_access\":false}",
-               w->count);
+    return mcp_world_fmt("{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\"],"
+                         "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true,"
+                         "\"network_access\":false}",
+                         w->count);
 }
 
 static void
@@ -217,18 +207,18 @@ static void
 write_profile(struct world *w, const char *value)
 {
     write_home(w, ".profile", "if [ -f \"$HOME/.bashrc\" ]; then . \"$HOME/.bashrc\"; fi\n");
-    char *rc = fmt("echo run >> %s/runs\n"
-                   "export SNAP_VAR=%s\n"
-                   "PATH=\"$HOME/snapbin:$PATH\"\n"
-                   "snapfn() { echo \"fn:$1\"; }\n"
-                   "alias snapal='echo alias-ran'\n"
-                   "shopt -s expand_aliases\n"
-                   "set -o noclobber\n"
-                   "echo noise-on-stderr >&2\n"
-                   "echo noise-on-stdout\n"
-                   "sleep 0.1\n"
-                   "echo escaped > \"$HOME/marker\"\n",
-                   w->count, value);
+    char *rc = mcp_world_fmt("echo run >> %s/runs\n"
+                             "export SNAP_VAR=%s\n"
+                             "PATH=\"$HOME/snapbin:$PATH\"\n"
+                             "snapfn() { echo \"fn:$1\"; }\n"
+                             "alias snapal='echo alias-ran'\n"
+                             "shopt -s expand_aliases\n"
+                             "set -o noclobber\n"
+                             "echo noise-on-stderr >&2\n"
+                             "echo noise-on-stdout\n"
+                             "sleep 0.1\n"
+                             "echo escaped > \"$HOME/marker\"\n",
+                             w->count, value);
     write_home(w, ".bashrc", rc);
     free(rc);
 }
@@ -243,7 +233,7 @@ test_profile_once(void **state)
     world_new(&w, "run");
     write_profile(&w, "one");
     world_start(&w, NULL, NULL);
-    char *want = fmt("one|%s/snapbin\nfn:a\nalias-ran\nnoclobber\n", w.home);
+    char *want = mcp_world_fmt("one|%s/snapbin\nfn:a\nalias-ran\nnoclobber\n", w.home);
     for (int i = 0; i < 3; i++) {
         json_t *sc = shell(&w, PROBE);
         assert_string_equal(output(sc), want);
@@ -311,7 +301,7 @@ test_zsh_login_shell(void **state)
 {
     struct world w;
     world_new(&w, "run");
-    char *p = fmt("echo run >> %s/runs\nexport ZSNAP=from-zprofile\n", w.count);
+    char *p = mcp_world_fmt("echo run >> %s/runs\nexport ZSNAP=from-zprofile\n", w.count);
     write_home(&w, ".zprofile", p);
     free(p);
     world_start(&w, "--shell", "zsh");
@@ -336,8 +326,8 @@ test_profile_under_rules(void **state)
     char *rules = tmpdir_path(w.root, "rules");
     char *file = tmpdir_path(rules, "test.rules");
     tmpdir_write_file(file, "prefix_rule(pattern=[\"touch\"], decision=\"forbidden\")\n", 0644);
-    char *p =
-        fmt("if touch %s/touched; then export TOUCHED=yes; else export TOUCHED=no; fi\n", w.count);
+    char *p = mcp_world_fmt(
+        "if touch %s/touched; then export TOUCHED=yes; else export TOUCHED=no; fi\n", w.count);
     write_home(&w, ".profile", p);
     free(p);
     world_start(&w, "--rules", rules);
@@ -361,7 +351,7 @@ test_profile_exits(void **state)
 {
     struct world w;
     world_new(&w, "run");
-    char *p = fmt("echo run >> %s/runs\necho before-exit\nexit 3\n", w.count);
+    char *p = mcp_world_fmt("echo run >> %s/runs\necho before-exit\nexit 3\n", w.count);
     write_home(&w, ".profile", p);
     free(p);
     world_start(&w, NULL, NULL);
@@ -374,7 +364,7 @@ test_profile_exits(void **state)
     /* a capture and two real login shells: no capture again while the
      * profile stays as it is */
     assert_int_equal(profile_runs(&w), 3);
-    p = fmt("echo run >> %s/runs\nexport FIXED=yes\n", w.count);
+    p = mcp_world_fmt("echo run >> %s/runs\nexport FIXED=yes\n", w.count);
     write_home(&w, ".profile", p);
     free(p);
     for (int i = 0; i < 2; i++) {
@@ -393,7 +383,8 @@ test_profile_hangs(void **state)
 {
     struct world w;
     world_new(&w, "run");
-    char *p = fmt("if mkdir %s/once 2>/dev/null; then sleep 600; fi\nexport AFTER=yes\n", w.count);
+    char *p = mcp_world_fmt("if mkdir %s/once 2>/dev/null; then sleep 600; fi\nexport AFTER=yes\n",
+                            w.count);
     write_home(&w, ".profile", p);
     free(p);
     world_start(&w, "--login-snapshot-timeout-ms", "300");
@@ -445,11 +436,11 @@ test_snapshot_protected(void **state)
     json_decref(sc);
     char *dir = snapshot_dir(&w);
     assert_non_null(dir);
-    char *attack =
-        fmt("d=%s; for f in $d/*.sh; do echo 'export SNAP_VAR=forged' >> $f && echo APPENDED; "
-            "rm -f $f && echo REMOVED; done; echo 'export SNAP_VAR=forged' > $d/new.sh && echo "
-            "CREATED; mv $d $d.moved && echo MOVED; chmod 777 $d && echo CHMOD; true",
-            dir);
+    char *attack = mcp_world_fmt(
+        "d=%s; for f in $d/*.sh; do echo 'export SNAP_VAR=forged' >> $f && echo APPENDED; "
+        "rm -f $f && echo REMOVED; done; echo 'export SNAP_VAR=forged' > $d/new.sh && echo "
+        "CREATED; mv $d $d.moved && echo MOVED; chmod 777 $d && echo CHMOD; true",
+        dir);
     sc = shell(&w, attack);
     assert_null(strstr(output(sc), "APPENDED"));
     assert_null(strstr(output(sc), "REMOVED"));
