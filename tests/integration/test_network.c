@@ -72,6 +72,10 @@ servers_stop(void **state)
     return 0;
 }
 
+/* The rules of the tests that ask about localhost over http. */
+static const char prompt_localhost[] =
+    "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n";
+
 static void
 world_start(struct mcp_world *w, const char *rules, bool elicitation)
 {
@@ -253,8 +257,7 @@ test_prompt_once_per_session(void **state)
 {
     (void)state;
     struct mcp_world w;
-    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
-                true);
+    world_start(&w, prompt_localhost, true);
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
     char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a; curl -sS http://localhost:%u/b",
                               http_port, http_port);
@@ -278,8 +281,7 @@ test_prompt_denied(void **state)
 {
     (void)state;
     struct mcp_world w;
-    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
-                true);
+    world_start(&w, prompt_localhost, true);
     struct mcp_answers ans = {.action = "accept", .decision = "denied"};
     char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
     json_t *a = run(&w, cmd, &ans);
@@ -297,8 +299,7 @@ test_prompt_stops_the_timeout(void **state)
 {
     (void)state;
     struct mcp_world w;
-    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
-                true);
+    world_start(&w, prompt_localhost, true);
     struct mcp_answers ans = {.action = "accept", .decision = "approved", .delay_ms = 2500};
     char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/late", http_port);
     json_t *a = mcp_world_run(&w, cmd, &ans, 1500);
@@ -317,8 +318,7 @@ test_prompt_without_elicitation(void **state)
 {
     (void)state;
     struct mcp_world w;
-    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"prompt\")\n",
-                false);
+    world_start(&w, prompt_localhost, false);
     char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
     expect_output(&w, cmd, "the MCP client could not be asked");
     free(cmd);
