@@ -311,6 +311,15 @@ on_written(uv_write_t *req, int status)
         close_now(c);
 }
 
+static size_t
+bufs_len(const uv_buf_t *bufs, unsigned n)
+{
+    size_t len = 0;
+    for (unsigned i = 0; i < n; i++)
+        len += bufs[i].len;
+    return len;
+}
+
 /* Writes bufs[0..n); takes own[0..3) (each malloc'd or NULL). */
 static int
 conn_write(struct http_conn *c, const uv_buf_t *bufs, unsigned n, char *own0, char *own1,
@@ -328,8 +337,7 @@ conn_write(struct http_conn *c, const uv_buf_t *bufs, unsigned n, char *own0, ch
     w->owned[0] = own0;
     w->owned[1] = own1;
     w->owned[2] = own2;
-    for (unsigned i = 0; i < n; i++)
-        w->len += bufs[i].len;
+    w->len = bufs_len(bufs, n);
     int rc = uv_write(&w->req, &c->sock.stream, bufs, n, on_written);
     if (rc < 0) {
         log_debug("http: cannot write: %s; the connection closes", uv_strerror(rc));
@@ -523,6 +531,31 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_
 
 /* ---- responses ---- */
 
+/*
+ * Writes prefix (malloc'd; NULL: out of memory, and the connection
+ * closes), then bufs[0..n), then suffix (static, may be NULL); at most
+ * MAX_BUFS buffers in all.  Takes prefix, own0 and own1.
+ */
+static int
+write_framed(struct http_conn *c, char *prefix, const uv_buf_t *bufs, unsigned n,
+             const char *suffix, char *own0, char *own1)
+{
+    if (!prefix) {
+        free(own0);
+        free(own1);
+        http_conn_close(c);
+        return -1;
+    }
+    uv_buf_t all[MAX_BUFS];
+    unsigned k = 0;
+    all[k++] = uv_buf_init(prefix, (unsigned)strlen(prefix));
+    for (unsigned i = 0; i < n; i++)
+        all[k++] = bufs[i];
+    if (suffix)
+        all[k++] = uv_buf_init((char *)suffix, (unsigned)strlen(suffix));
+    return conn_write(c, all, k, prefix, own0, own1);
+}
+
 static char *
 head_text(struct http_conn *c, int status, const char *reason, const char *content_type,
           const char *headers, const char *framing)
@@ -541,24 +574,11 @@ http_conn_respond(struct http_conn *c, int status, const char *reason, const cha
         free(own1);
         return -1;
     }
-    size_t len = 0;
-    for (unsigned i = 0; i < n; i++)
-        len += bufs[i].len;
-    char *framing = strfmt("Content-Length: %zu\r\n%s", len,
+    char *framing = strfmt("Content-Length: %zu\r\n%s", bufs_len(bufs, n),
                            c->keep_alive && !c->finish_after ? "" : "Connection: close\r\n");
     char *head = framing ? head_text(c, status, reason, content_type, headers, framing) : NULL;
     free(framing);
-    if (!head) {
-        free(own0);
-        free(own1);
-        http_conn_close(c);
-        return -1;
-    }
-    uv_buf_t all[MAX_BUFS];
-    all[0] = uv_buf_init(head, (unsigned)strlen(head));
-    for (unsigned i = 0; i < n; i++)
-        all[i + 1] = bufs[i];
-    int rc = conn_write(c, all, n + 1, head, own0, own1);
+    int rc = write_framed(c, head, bufs, n, NULL, own0, own1);
     if (c->state != CONN_CLOSING)
         request_done(c);
     return rc;
@@ -588,22 +608,7 @@ http_conn_stream_write(struct http_conn *c, const uv_buf_t *bufs, unsigned n, ch
         free(own1);
         return -1;
     }
-    size_t len = 0;
-    for (unsigned i = 0; i < n; i++)
-        len += bufs[i].len;
-    char *size = strfmt("%zx\r\n", len);
-    if (!size) {
-        free(own0);
-        free(own1);
-        http_conn_close(c);
-        return -1;
-    }
-    uv_buf_t all[MAX_BUFS];
-    all[0] = uv_buf_init(size, (unsigned)strlen(size));
-    for (unsigned i = 0; i < n; i++)
-        all[i + 1] = bufs[i];
-    all[n + 1] = uv_buf_init((char *)"\r\n", 2);
-    return conn_write(c, all, n + 2, size, own0, own1);
+    return write_framed(c, strfmt("%zx\r\n", bufs_len(bufs, n)), bufs, n, "\r\n", own0, own1);
 }
 
 int
