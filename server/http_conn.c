@@ -307,8 +307,13 @@ on_written(uv_write_t *req, int status)
         close_now(c);
         return;
     }
-    if (c->state == CONN_CLOSING && c->writes == 0 && !uv_is_closing(&c->sock.handle))
+    if (c->state == CONN_CLOSING && c->writes == 0 && !uv_is_closing(&c->sock.handle)) {
         close_now(c);
+        return;
+    }
+    /* after report_close the handler's data may be gone */
+    if (c->h->on_written && !c->closed_reported)
+        c->h->on_written(c, c->data);
 }
 
 static size_t

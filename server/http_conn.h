@@ -49,6 +49,9 @@ struct http_conn_handler {
     /* The connection closed (peer, error or http_conn_close); c is freed
      * right after.  Called once. */
     void (*on_close)(struct http_conn *c, void *data);
+    /* Queued bytes were taken by the kernel (http_conn_queued fell).
+     * Optional (NULL). */
+    void (*on_written)(struct http_conn *c, void *data);
 };
 
 /*

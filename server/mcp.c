@@ -98,6 +98,7 @@ struct mcp_session {
 
     /* HTTP: messages go to sink(sink_data, m) until the session ends */
     mcp_session_sink_fn sink;
+    mcp_session_pending_fn pending;
     void *sink_data;
     bool ending, rpc_closing;
     struct mcp_session *prev, *next;
@@ -1021,12 +1022,23 @@ login_ready(struct mcp_call *c)
     return true;
 }
 
+/* Bytes of ss's answers and notifications its client has not taken yet:
+ * on stdio, the unwritten output; over HTTP, what its connections hold. */
+static size_t
+pending_output(const struct mcp_session *ss)
+{
+    size_t n = ss->rpc ? jsonrpc_pending_output(ss->rpc) : 0;
+    if (ss->sink && ss->pending)
+        n += ss->pending(ss->sink_data);
+    return n;
+}
+
 /* Whether a call of ss may start now. */
 static bool
 may_start(const struct mcp_server *s, const struct mcp_session *ss)
 {
     return !s->shutting_down && !ss->ending && ss->waiting.head && s->n_running < s->o->max_calls &&
-           (!ss->rpc || jsonrpc_pending_output(ss->rpc) < s->o->max_pending_output);
+           pending_output(ss) < s->o->max_pending_output;
 }
 
 /* The next call to start: sessions take turns (the one that started the
@@ -1352,7 +1364,8 @@ session_drop_waiting(struct mcp_session *ss, const char *answer)
 }
 
 struct mcp_session *
-mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, void *data)
+mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, mcp_session_pending_fn pending,
+                void *data)
 {
     if (s->shutting_down)
         return NULL;
@@ -1362,9 +1375,17 @@ mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, void *data)
     if (!ss)
         return NULL;
     ss->sink = sink;
+    ss->pending = pending;
     ss->sink_data = data;
     jsonrpc_start_sink(ss->rpc, session_sink, ss);
     return ss;
+}
+
+void
+mcp_session_output_taken(struct mcp_session *ss)
+{
+    if (!ss->ending)
+        start_waiting(ss->s);
 }
 
 void

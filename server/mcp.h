@@ -63,11 +63,20 @@ void mcp_server_set_on_shutdown(struct mcp_server *s, void (*cb)(void *data), vo
  */
 struct mcp_session;
 typedef jsonrpc_sink_fn mcp_session_sink_fn;
+/* Bytes of the session's messages its transport still holds (not yet
+ * taken by the client): while they reach --max-pending-output, no call of
+ * the session starts. */
+typedef size_t (*mcp_session_pending_fn)(void *data);
 
 /* A new session, or NULL when out of memory or shutting down.  When the
  * server's shutdown closes the session, sink(data, NULL) runs once: no
  * message follows. */
-struct mcp_session *mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, void *data);
+struct mcp_session *mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink,
+                                    mcp_session_pending_fn pending, void *data);
+
+/* The client took some of what pending counted: calls held back may
+ * start. */
+void mcp_session_output_taken(struct mcp_session *ss);
 
 /* Client messages, newline-delimited (jsonrpc_feed).  Cannot fail. */
 void mcp_session_feed(struct mcp_session *ss, const char *buf, size_t len);

@@ -37,6 +37,8 @@ struct listener {
 };
 
 struct hsess;
+struct hconn;
+static void uncharge(struct hconn *hc);
 
 /* One connection, and what it owes a session. */
 struct hconn {
@@ -47,8 +49,12 @@ struct hconn {
     json_t *ids;        /* the requests it carried, not answered yet */
     json_t *tokens;     /* their progress tokens */
     bool get;
+    /* the session whose messages its queue holds, until written (the
+     * session's --max-pending-output counts them), and its list of them */
+    struct hsess *charged;
     struct hconn *prev, *next;   /* all connections */
     struct hconn *sprev, *snext; /* the session's */
+    struct hconn *cprev, *cnext; /* the charged session's */
 };
 
 struct backlog {
@@ -66,6 +72,8 @@ struct hsess {
     uint64_t last_used;
     struct backlog *backlog, **backlog_tail;
     unsigned n_backlog;
+    size_t backlog_bytes;
+    struct hconn *charged; /* connections holding its messages */
     struct hsess *prev, *next;
 };
 
@@ -98,6 +106,51 @@ backlog_clear(struct hsess *se)
     }
     se->backlog_tail = &se->backlog;
     se->n_backlog = 0;
+    se->backlog_bytes = 0;
+}
+
+/* hc's queue holds messages of se from now on. */
+static void
+charge(struct hconn *hc, struct hsess *se)
+{
+    if (hc->charged == se)
+        return;
+    if (hc->charged)
+        uncharge(hc);
+    hc->charged = se;
+    hc->cprev = NULL;
+    hc->cnext = se->charged;
+    if (se->charged)
+        se->charged->cprev = hc;
+    se->charged = hc;
+}
+
+static void
+uncharge(struct hconn *hc)
+{
+    struct hsess *se = hc->charged;
+    if (!se)
+        return;
+    if (hc->cprev)
+        hc->cprev->cnext = hc->cnext;
+    else
+        se->charged = hc->cnext;
+    if (hc->cnext)
+        hc->cnext->cprev = hc->cprev;
+    hc->cprev = hc->cnext = NULL;
+    hc->charged = NULL;
+}
+
+/* What se's client has not taken yet (mcp_session_pending_fn): messages
+ * waiting for its GET stream and those queued on its connections. */
+static size_t
+session_pending(void *data)
+{
+    const struct hsess *se = data;
+    size_t n = se->backlog_bytes;
+    for (const struct hconn *hc = se->charged; hc; hc = hc->cnext)
+        n += http_conn_queued(hc->c);
+    return n;
 }
 
 static struct hsess *
@@ -156,6 +209,8 @@ static void
 session_forget(struct hsess *se)
 {
     struct mcp_http *h = se->h;
+    while (se->charged)
+        uncharge(se->charged);
     while (se->conns) {
         struct hconn *hc = se->conns;
         /* hc may be freed by what follows (on_conn_close); c lives until
@@ -226,6 +281,7 @@ send_event(struct hconn *hc, struct jsonrpc_out *m)
     for (unsigned i = 0; i < m->n && i < 5; i++)
         bufs[n++] = m->bufs[i];
     bufs[n++] = uv_buf_init((char *)"\n", 1); /* the message's newline, then the event's */
+    charge(hc, hc->sess);
     return http_conn_stream_write(hc->c, bufs, n, m->own[0], m->own[1]);
 }
 
@@ -256,12 +312,14 @@ keep_for_later(struct hsess *se, struct jsonrpc_out *m)
     b->len = len;
     *se->backlog_tail = b;
     se->backlog_tail = &b->next;
+    se->backlog_bytes += len;
     if (++se->n_backlog > MCP_HTTP_BACKLOG) {
         struct backlog *old = se->backlog;
         se->backlog = old->next;
         if (!se->backlog)
             se->backlog_tail = &se->backlog;
         se->n_backlog--;
+        se->backlog_bytes -= old->len;
         free(old->text);
         free(old);
         log_warn("http: session %.8s...: no stream open for %u messages: the oldest is dropped",
@@ -283,6 +341,7 @@ flush_backlog(struct hsess *se, struct hconn *hc)
     }
     se->backlog_tail = &se->backlog;
     se->n_backlog = 0;
+    se->backlog_bytes = 0;
 }
 
 /* An answer: to the connection that carried its request, as JSON, or as
@@ -314,6 +373,7 @@ send_answer(struct hsess *se, struct jsonrpc_out *m)
     }
     char *hdr = session_header(se);
     unbind(hc);
+    charge(hc, se);
     if (!hdr) {
         free(m->own[0]);
         free(m->own[1]);
@@ -483,7 +543,7 @@ session_create(struct mcp_http *h)
         snprintf(se->id + 2 * i, 3, "%02x", raw[i]);
     se->h = h;
     se->backlog_tail = &se->backlog;
-    se->ms = mcp_session_new(h->s, session_sink, se);
+    se->ms = mcp_session_new(h->s, session_sink, session_pending, se);
     if (!se->ms) {
         free(se);
         return NULL;
@@ -695,6 +755,10 @@ on_conn_close(struct http_conn *c, void *data)
 {
     struct hconn *hc = data;
     struct mcp_http *h = hc->h;
+    struct hsess *charged = hc->charged;
+    uncharge(hc);
+    if (charged)
+        mcp_session_output_taken(charged->ms); /* what it held is gone */
     unbind(hc);
     if (hc->prev)
         hc->prev->next = hc->next;
@@ -706,9 +770,24 @@ on_conn_close(struct http_conn *c, void *data)
     free(hc);
 }
 
+/* Part of what hc held was written: once it is all out, hc holds nothing
+ * of its session's; either way, the session's held-back calls may start. */
+static void
+on_conn_written(struct http_conn *c, void *data)
+{
+    struct hconn *hc = data;
+    struct hsess *se = hc->charged;
+    if (!se)
+        return;
+    if (http_conn_queued(c) == 0)
+        uncharge(hc);
+    mcp_session_output_taken(se->ms);
+}
+
 static const struct http_conn_handler conn_handler = {
     .on_request = on_request,
     .on_close = on_conn_close,
+    .on_written = on_conn_written,
 };
 
 /* ---- listening ---- */

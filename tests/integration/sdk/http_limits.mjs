@@ -1,8 +1,10 @@
 // The limits of execgate --listen: --max-sessions (one more initialize
 // gets 503), --session-idle-ms (a session without requests ends; one whose
 // call runs does not), and MCP_HTTP_MAX_CONNECTIONS (connections beyond it
-// are closed as they come, the others are served).  Exits non-zero with a
-// message on the first mismatch.
+// are closed as they come, the others are served), and --max-pending-output
+// (a client that reads none of its answers holds its calls back, so the
+// server's memory stays bounded).  Exits non-zero with a message on the
+// first mismatch.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -84,5 +86,70 @@ check(cr.status === 200 && /C-done/.test(cr.text), `the session whose call ran w
 }
 
 await stopServer(srv);
+
+// A session that sends CALLS calls printing 8 MB each, each on a
+// connection of its own, and reads none of the answers for a while: with
+// --max-pending-output 4 MiB, calls wait once 4 MiB of its answers are
+// held, so the server's memory grows by about the answers of the calls
+// that were running then (2 of them, 16 MB each: the text and the
+// structured copy), not by every answer.  (Answers of 8 MB: the kernel's
+// socket buffers take a few MB of each.)  Read again, every answer
+// arrives whole.
+{
+  const CALLS = 20;
+  const OUTPUT = 8000000;
+  const held = await startServer(server, ["--listen", "127.0.0.1:0", "--token-file", tokenFile, "--rules", rules,
+    "--max-calls", "2", "--max-output-bytes", String(2 * OUTPUT), "--max-pending-output", String(4 << 20), "--sandbox", '{"type":"danger-full-access"}'],
+    // freed memory is given back at once, so the RSS measures what is held
+    { env: { ...process.env, ASAN_OPTIONS: `${process.env.ASAN_OPTIONS ?? ""}:quarantine_size_mb=0` } });
+  const hurl = new URL(held.url);
+  const htoken = readFileSync(tokenFile, "utf8").trim();
+  const init = await fetch(held.url, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "stuck", version: "1" } } }),
+    headers: { Authorization: `Bearer ${htoken}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" } });
+  const sid = init.headers.get("mcp-session-id");
+  check(init.status === 200 && sid, "the stuck client's session");
+  await init.text();
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${held.proc.pid}/status`, "utf8"))[1]);
+  const before = rss();
+  const socks = [];
+  for (let i = 0; i < CALLS; i++) {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 10 + i, method: "tools/call", params: { name: "shell",
+      arguments: { command: `head -c ${OUTPUT} /dev/zero | tr '\\0' a`, workdir: top, login: false } } });
+    const s = net.connect(Number(hurl.port), "127.0.0.1");
+    s.pause(); // nothing is read until the end
+    s.on("error", () => {});
+    const chunks = [];
+    s.on("data", (d) => chunks.push(d));
+    s.write(`POST ${hurl.pathname} HTTP/1.1\r\nHost: ${hurl.host}\r\nAuthorization: Bearer ${htoken}\r\n` +
+      `Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socks.push({ s, chunks });
+  }
+  let most = before;
+  for (let i = 0; i < 16; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    most = Math.max(most, rss());
+  }
+  console.log(`stuck HTTP client: server rss ${before} -> at most ${most} KiB`);
+  // 2 or 3 answers held, allocator slack; without the bound, every answer
+  check(most - before < 100 * 1024, `the held answers stay bounded (rss grew by ${most - before} KiB)`);
+  for (const { s, chunks } of socks) {
+    s.resume();
+    await until("an answer arrives whole", () => {
+      const text = Buffer.concat(chunks).toString();
+      const at = text.indexOf("\r\n\r\n");
+      const len = /content-length: (\d+)/i.exec(text);
+      return at > 0 && len && Buffer.byteLength(text) >= at + 4 + Number(len[1]);
+    });
+    const text = Buffer.concat(chunks).toString();
+    const answer = JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4));
+    const out = answer.result?.structuredContent?.output ?? "";
+    check(out.length === OUTPUT && /^a+$/.test(out), `a held answer arrives whole (${out.length} bytes)`);
+    s.destroy();
+  }
+  await stopServer(held);
+}
+
 rmSync(top, { recursive: true, force: true });
-console.log("ok: --max-sessions, --session-idle-ms and the connection limit");
+console.log("ok: --max-sessions, --session-idle-ms, the connection limit and --max-pending-output");
