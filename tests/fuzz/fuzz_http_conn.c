@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "fuzz_peer.h"
 #include "server/http_conn.h"
 #include "server/log.h"
 
@@ -251,34 +252,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uv_run(&loop, UV_RUN_NOWAIT);
     if (!current)
         abort();
-    size_t sent = 0;
-    bool eof = false;
-    int quiet = 0;
-    if (size == 0 && half_close)
-        shutdown(peer, SHUT_WR);
     /* feed what the connection takes, reading its answers, until it closes
      * (EOF at the client) or the input is all in and nothing moves for a
      * few rounds (a keep-alive connection waiting for the next request) */
-    for (int round = 0; round < 20000 && !eof && quiet < 3; round++) {
-        if (sent < size) {
-            ssize_t n = send(peer, data + sent, size - sent, MSG_NOSIGNAL);
-            if (n > 0)
-                sent += (size_t)n;
-            else if (n < 0 && errno != EAGAIN)
-                sent = size; /* the server closed */
-            if (sent == size && half_close)
-                shutdown(peer, SHUT_WR);
-        }
-        uv_run(&loop, UV_RUN_NOWAIT);
-        char buf[4096];
-        ssize_t n = recv(peer, buf, sizeof(buf), MSG_DONTWAIT);
-        eof = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-        quiet = n < 0 && sent == size ? quiet + 1 : 0;
-        if (quiet > 0 && !eof) {
-            struct pollfd p = {.fd = peer, .events = POLLIN};
-            poll(&p, 1, 1);
-        }
-    }
+    struct fuzz_peer fp = {.loop = &loop, .fd = peer, .half_close = half_close, .quiet_limit = 3};
+    fuzz_peer_talk(&fp, data, size);
     close(peer);
     /* the hang-up closes the connection: run the loop until the close
      * callbacks have freed it, leaving the listener alone */

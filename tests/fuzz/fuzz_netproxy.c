@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "fuzz_peer.h"
 #include "rules/policy.h"
 #include "server/nethost.h"
 #include "server/netproxy.h"
@@ -107,6 +108,19 @@ h_event(void *arg, const struct netproxy_event *ev)
     /* what the audit log reads */
     if (!ev->host || !ev->protocol || !ev->decision || (!ev->allowed && !ev->message))
         abort();
+}
+
+static void answer_pending(void);
+
+/* fuzz_peer's on_quiet: the questions asked so far get their answers. */
+static bool
+answer_when_quiet(void *data)
+{
+    (void)data;
+    if (n_pending == 0)
+        return false;
+    answer_pending();
+    return true;
 }
 
 static void
@@ -280,38 +294,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (peer < 0 || connect(peer, (struct sockaddr *)&a, sizeof(a)) < 0)
         abort();
     fcntl(peer, F_SETFL, O_NONBLOCK);
-    size_t sent = 0;
-    bool eof = false;
-    int quiet = 0;
-    if (size == 0 && half_close)
-        shutdown(peer, SHUT_WR);
     /* feed what the proxy takes and read its answers until it closes or
      * nothing moves for a few rounds; questions are answered once things
      * are quiet */
-    for (int round = 0; round < 20000 && !eof && quiet < 4; round++) {
-        if (sent < size) {
-            ssize_t n = send(peer, data + sent, size - sent, MSG_NOSIGNAL);
-            if (n > 0)
-                sent += (size_t)n;
-            else if (n < 0 && errno != EAGAIN)
-                sent = size; /* the proxy closed */
-            if (sent == size && half_close)
-                shutdown(peer, SHUT_WR);
-        }
-        uv_run(&loop, UV_RUN_NOWAIT);
-        char buf[4096];
-        ssize_t n = recv(peer, buf, sizeof(buf), MSG_DONTWAIT);
-        eof = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-        quiet = n < 0 && sent == size ? quiet + 1 : 0;
-        if (quiet == 2 && n_pending > 0) {
-            answer_pending();
-            quiet = 0;
-        }
-        if (quiet > 0 && !eof) {
-            struct pollfd pf = {.fd = peer, .events = POLLIN};
-            poll(&pf, 1, 1);
-        }
-    }
+    struct fuzz_peer fp = {.loop = &loop,
+                           .fd = peer,
+                           .half_close = half_close,
+                           .quiet_limit = 4,
+                           .on_quiet = answer_when_quiet};
+    fuzz_peer_talk(&fp, data, size);
     close(peer);
     /* a question still open is answered (its connection may be gone) */
     answer_pending();
