@@ -28,18 +28,17 @@
 set -eu
 
 me=build-bash
+shell_lib="$(dirname "$0")/../../scripts/patched-shell.sh"
 . "$(dirname "$0")/../../scripts/debian-source.sh"
 . "$(dirname "$0")/../../scripts/depfile.sh"
+# shellcheck source=../../scripts/patched-shell.sh
+. "$shell_lib"
 [ $# -ge 6 ] || { echo "usage: $me OUTPUT DEPFILE PATCH CACHE_DIR musl|glibc CLIENT_SOURCE..." >&2; exit 2; }
 
-# Absolute paths: the build below changes directory.
-abspath() {
-	printf '%s/%s\n' "$(cd "$(dirname "$1")" && pwd)" "$(basename "$1")"
-}
 target=$1
-output=$(abspath "$1")
+output=$(ps_abspath "$1")
 depfile=$2
-patch=$(abspath "$3")
+patch=$(ps_abspath "$3")
 cache=$4
 libc=$5
 shift 5
@@ -49,24 +48,19 @@ src_root=$(dirname "$client_dir")
 esc_env="$client_dir/esc_env.h"
 client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
 
-die() {
-	echo "$me: $*" >&2
-	exit 1
-}
-
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
-[ -f "$esc_env" ] || die "$esc_env is missing: the patch takes the variables' names from it"
+[ -f "$esc_env" ] || ps_die "$esc_env is missing: the patch takes the variables' names from it"
 
 dsc=$(debian_source_dsc bash "$cache") ||
-	die "apt-get source bash failed (see $cache/apt-source-bash.log); run scripts/setup, which adds a deb-src entry"
+	ps_die "apt-get source bash failed (see $cache/apt-source-bash.log); run scripts/setup, which adds a deb-src entry"
 
 case $libc in
 # musl-string.c replaces musl's string functions only when asked.
 musl) client_cc=musl-gcc client_cflags="$client_cflags -DEXECGATE_REPLACE_LIBC" ;;
 glibc) client_cc="${CC:-cc} -fPIE" ;;
-*) die "LIBC must be musl or glibc, not \"$libc\"" ;;
+*) ps_die "LIBC must be musl or glibc, not \"$libc\"" ;;
 esac
 
 # configure_bash: Bash's configure, in its tree, for $libc.  Linked
@@ -92,73 +86,37 @@ configure_bash() {
 	esac
 }
 
-# The client's dependencies, for ninja, and what the compiler sees of it
-# (preprocessed, without line markers: the same sources in another
-# checkout give the same key).
-deps="$output.deps"
-rm -rf "$deps"
-mkdir -p "$deps"
-i=0
-for f in "$@"; do
-	i=$((i + 1))
-	# shellcheck disable=SC2086 # client_cc and client_cflags are lists
-	$client_cc $client_cflags -I"$src_root" -E -P -MD -MF "$deps/$i.d" -MT "$target" \
-		"$f" >"$deps/$i.i" || die "cannot preprocess $f"
-done
-depfile_merge "$target" "$depfile" "$deps"/*.d || die "cannot write $depfile"
+client_key=$(ps_client_key "$target" "$depfile" "$output" "$client_cc" "$client_cflags" \
+	"$src_root" "$@")
 
-# Two levels: Bash's own objects are kept per source, patch, script and
+# Two levels: Bash's own objects are kept per source, patch, scripts and
 # libc (tree-KEY), and linked with execgate's client (the wrapper's asking
 # side, the CLIENT_SOURCEs) into built-KEY2/bash, so a change to the client
 # relinks Bash instead of compiling it again.
-tree_key=$({ cat "$dsc" "$patch" "$0" "$esc_env"; echo "$libc"; } | sha256sum | cut -c1-16)
-key=$({ echo "$tree_key"; cat "$deps"/*.i; } | sha256sum | cut -c1-16)
-rm -rf "$deps"
+tree_key=$({ cat "$dsc" "$patch" "$0" "$shell_lib" "$esc_env"; echo "$libc"; } | sha256sum | cut -c1-16)
+key=$(echo "$tree_key $client_key" | sha256sum | cut -c1-16)
 built="$cache/built-$key/bash"
-if [ ! -x "$built" ]; then
-	tree="$cache/tree-$tree_key"
-	# Build directories of one checkout share the tree: one at a time.
-	exec 9>"$tree.lock"
-	flock 9
-fi
+tree="$cache/tree-$tree_key"
+[ -x "$built" ] || ps_lock "$tree"
 if [ ! -x "$built" ]; then
 	log="$tree.log"
 	if [ ! -f "$tree/.configured" ]; then
-		rm -rf "$tree"
 		echo "$me: building patched Bash ($libc) from $(basename "$dsc") (log: $log)" >&2
-		dpkg-source --no-check -x "$dsc" "$tree" >"$log" 2>&1 ||
-			die "dpkg-source could not unpack $dsc (see $log)"
-		(cd "$tree" && patch -p1 --forward <"$patch") >>"$log" 2>&1 ||
-			die "the exec-wrapper patch does not apply to $(basename "$dsc") (see $log)"
+		ps_unpack "$dsc" "$tree" "$patch" "$log"
 		cp "$esc_env" "$tree/execgate_esc_env.h"
 		(cd "$tree" && configure_bash >>"$log" 2>&1) ||
-			die "configure failed (see $log)"
+			ps_die "configure failed (see $log)"
 		touch "$tree/.configured"
 	else
 		echo "$me: relinking patched Bash ($libc) with the changed client (log: $log)" >&2
 	fi
 	client="$tree/execgate-client"
-	rm -rf "$client"
-	mkdir -p "$client"
-	for f in "$@"; do
-		case $f in
-		*.c)
-			o=$(basename "$f" .c).o
-			# shellcheck disable=SC2086 # client_cc and client_cflags are lists
-			$client_cc $client_cflags -I"$src_root" -c "$f" -o "$client/$o" >>"$log" 2>&1 ||
-				die "compiling $f for Bash failed (see $log)" ;;
-		esac
-	done
-	ar rcs "$client/libexecgate-client.a" "$client"/*.o ||
-		die "ar failed"
+	ps_client_archive "$client" "$client_cc" "$client_cflags" "$src_root" "$log" "$@"
 	jobs=$(nproc 2>/dev/null || echo 2)
 	rm -f "$tree/bash"
 	(cd "$tree" && make -j"$jobs" bash LOCAL_LIBS="$client/libexecgate-client.a" >>"$log" 2>&1) ||
-		die "make failed (see $log)"
-	mkdir -p "$cache/built-$key"
-	cp "$tree/bash" "$built.tmp"
-	mv "$built.tmp" "$built"
+		ps_die "make failed (see $log)"
+	ps_put "$tree/bash" "$built"
 fi
 
-cp "$built" "$output.tmp"
-mv "$output.tmp" "$output"
+ps_put "$built" "$output"

@@ -25,19 +25,18 @@
 set -eu
 
 me=build-zsh
+shell_lib="$(dirname "$0")/../../scripts/patched-shell.sh"
 . "$(dirname "$0")/../../scripts/debian-source.sh"
 . "$(dirname "$0")/../../scripts/depfile.sh"
+# shellcheck source=../../scripts/patched-shell.sh
+. "$shell_lib"
 [ $# -ge 7 ] || { echo "usage: $me OUTPUT DEPFILE PATCH TERMCAP CACHE_DIR musl|glibc CLIENT_SOURCE..." >&2; exit 2; }
 
-# Absolute paths: the build below changes directory.
-abspath() {
-	printf '%s/%s\n' "$(cd "$(dirname "$1")" && pwd)" "$(basename "$1")"
-}
 target=$1
-output=$(abspath "$1")
+output=$(ps_abspath "$1")
 depfile=$2
-patch=$(abspath "$3")
-termcap=$(abspath "$4")
+patch=$(ps_abspath "$3")
+termcap=$(ps_abspath "$4")
 cache=$5
 libc=$6
 shift 6
@@ -47,23 +46,18 @@ src_root=$(dirname "$client_dir")
 esc_env="$client_dir/esc_env.h"
 client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
 
-die() {
-	echo "$me: $*" >&2
-	exit 1
-}
-
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
-[ -f "$esc_env" ] || die "$esc_env is missing: the patch takes the variables' names from it"
+[ -f "$esc_env" ] || ps_die "$esc_env is missing: the patch takes the variables' names from it"
 
 dsc=$(debian_source_dsc zsh "$cache") ||
-	die "apt-get source zsh failed (see $cache/apt-source-zsh.log); run scripts/setup, which adds a deb-src entry"
+	ps_die "apt-get source zsh failed (see $cache/apt-source-zsh.log); run scripts/setup, which adds a deb-src entry"
 
 case $libc in
 musl) client_cc=musl-gcc ;;
 glibc) client_cc="${CC:-cc} -fPIE" ;;
-*) die "LIBC must be musl or glibc, not \"$libc\"" ;;
+*) ps_die "LIBC must be musl or glibc, not \"$libc\"" ;;
 esac
 
 # The modules Debian's zsh loads at run time that need nothing but the C
@@ -98,68 +92,38 @@ configure_zsh() {
 		config.modules
 }
 
-# The client's dependencies, for ninja, and what the compiler sees of it.
-deps="$output.deps"
-rm -rf "$deps"
-mkdir -p "$deps"
-i=0
-for f in "$@"; do
-	i=$((i + 1))
-	# shellcheck disable=SC2086 # client_cc and client_cflags are lists
-	$client_cc $client_cflags -I"$src_root" -E -P -MD -MF "$deps/$i.d" -MT "$target" \
-		"$f" >"$deps/$i.i" || die "cannot preprocess $f"
-done
-depfile_merge "$target" "$depfile" "$deps"/*.d || die "cannot write $depfile"
+client_key=$(ps_client_key "$target" "$depfile" "$output" "$client_cc" "$client_cflags" \
+	"$src_root" "$@")
 
 # Two levels, as for the Bash: zsh's own objects per source, patch,
-# script, termcap and libc (tree-KEY), linked with the client into
+# scripts, termcap and libc (tree-KEY), linked with the client into
 # built-KEY2/zsh.  The "zsh-" prefix keeps them apart from the Bash's.
-tree_key=$({ cat "$dsc" "$patch" "$0" "$esc_env" "$termcap"; echo "$libc"; } | sha256sum | cut -c1-16)
-key=$({ echo "$tree_key"; cat "$deps"/*.i; } | sha256sum | cut -c1-16)
-rm -rf "$deps"
+tree_key=$({ cat "$dsc" "$patch" "$0" "$shell_lib" "$esc_env" "$termcap"; echo "$libc"; } |
+	sha256sum | cut -c1-16)
+key=$(echo "$tree_key $client_key" | sha256sum | cut -c1-16)
 built="$cache/zsh-built-$key/zsh"
-if [ ! -x "$built" ]; then
-	tree="$cache/zsh-tree-$tree_key"
-	# Build directories of one checkout share the tree: one at a time.
-	exec 9>"$tree.lock"
-	flock 9
-fi
+tree="$cache/zsh-tree-$tree_key"
+[ -x "$built" ] || ps_lock "$tree"
 if [ ! -x "$built" ]; then
 	log="$tree.log"
 	if [ ! -f "$tree/.configured" ]; then
-		rm -rf "$tree"
 		echo "$me: building patched zsh ($libc) from $(basename "$dsc") (log: $log)" >&2
-		dpkg-source --no-check -x "$dsc" "$tree" >"$log" 2>&1 ||
-			die "dpkg-source could not unpack $dsc (see $log)"
-		(cd "$tree" && patch -p1 --forward <"$patch") >>"$log" 2>&1 ||
-			die "the exec-wrapper patch does not apply to $(basename "$dsc") (see $log)"
+		ps_unpack "$dsc" "$tree" "$patch" "$log"
 		cp "$esc_env" "$tree/Src/execgate_esc_env.h"
 		mkdir -p "$tree/execgate-termcap"
 		# shellcheck disable=SC2086 # client_cc and client_cflags are lists
 		$client_cc $client_cflags -c "$termcap" -o "$tree/execgate-termcap/termcap.o" \
-			>>"$log" 2>&1 || die "compiling $termcap failed (see $log)"
+			>>"$log" 2>&1 || ps_die "compiling $termcap failed (see $log)"
 		ar rcs "$tree/execgate-termcap/libexecgatetermcap.a" \
-			"$tree/execgate-termcap/termcap.o" || die "ar failed"
+			"$tree/execgate-termcap/termcap.o" || ps_die "ar failed"
 		(cd "$tree" && configure_zsh >>"$log" 2>&1) ||
-			die "configure failed (see $log)"
+			ps_die "configure failed (see $log)"
 		touch "$tree/.configured"
 	else
 		echo "$me: relinking patched zsh ($libc) with the changed client (log: $log)" >&2
 	fi
 	client="$tree/execgate-client"
-	rm -rf "$client"
-	mkdir -p "$client"
-	for f in "$@"; do
-		case $f in
-		*.c)
-			o=$(basename "$f" .c).o
-			# shellcheck disable=SC2086 # client_cc and client_cflags are lists
-			$client_cc $client_cflags -I"$src_root" -c "$f" -o "$client/$o" >>"$log" 2>&1 ||
-				die "compiling $f for zsh failed (see $log)" ;;
-		esac
-	done
-	ar rcs "$client/libexecgate-client.a" "$client"/*.o ||
-		die "ar failed"
+	ps_client_archive "$client" "$client_cc" "$client_cflags" "$src_root" "$log" "$@"
 	# The client goes before the libraries configure found (static
 	# archives are searched in order), at make's command line so that
 	# a changed client relinks without configuring again.
@@ -167,11 +131,8 @@ if [ ! -x "$built" ]; then
 	jobs=$(nproc 2>/dev/null || echo 2)
 	rm -f "$tree/Src/zsh"
 	(cd "$tree/Src" && make -j"$jobs" LIBS="$client/libexecgate-client.a $libs" >>"$log" 2>&1) ||
-		die "make failed (see $log)"
-	mkdir -p "$cache/zsh-built-$key"
-	cp "$tree/Src/zsh" "$built.tmp"
-	mv "$built.tmp" "$built"
+		ps_die "make failed (see $log)"
+	ps_put "$tree/Src/zsh" "$built"
 fi
 
-cp "$built" "$output.tmp"
-mv "$output.tmp" "$output"
+ps_put "$built" "$output"
