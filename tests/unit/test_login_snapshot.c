@@ -132,6 +132,42 @@ test_startup_files(void **state)
     login_snapshot_strv_free(f);
 }
 
+/* zsh's: the zsh files, and with ZDOTDIR in the environment its personal
+ * files there too (and what they source) */
+static void
+test_zsh_startup_files(void **state)
+{
+    tmpdir_make_dir(root, "zd");
+    char *zd = tmpdir_path(root, "zd");
+    char *zprofile = tmpdir_path(zd, ".zprofile");
+    tmpdir_write_file(zprofile, "source ~/.zsh-more\n", 0644);
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("zsh");
+    unsetenv("ZDOTDIR");
+    char **f = login_snapshot_startup_files(k, home);
+    assert_non_null(f);
+    assert_true(has(f, "/etc/zsh/zshenv"));
+    assert_true(has(f, "/etc/zsh/zlogin"));
+    const char *want[] = {".zshenv", ".zprofile", ".zshrc", ".zlogin"};
+    for (size_t i = 0; i < 4; i++) {
+        char *p = in_home(want[i]);
+        assert_true(has(f, p));
+        free(p);
+    }
+    assert_false(has(f, zprofile));
+    login_snapshot_strv_free(f);
+    setenv("ZDOTDIR", zd, 1);
+    f = login_snapshot_startup_files(k, home);
+    unsetenv("ZDOTDIR");
+    assert_non_null(f);
+    assert_true(has(f, zprofile));
+    char *more = in_home(".zsh-more");
+    assert_true(has(f, more));
+    free(more);
+    login_snapshot_strv_free(f);
+    free(zprofile);
+    free(zd);
+}
+
 static struct login_snapshot *
 new_store(void)
 {
@@ -719,6 +755,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kinds),
         cmocka_unit_test_setup_teardown(test_startup_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zsh_startup_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kept, setup, teardown),
