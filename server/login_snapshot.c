@@ -903,6 +903,14 @@ static const char bash_skip[] =
     "OLDPWD|OPTERR|OPTIND|OSTYPE|PIPESTATUS|PPID|PS0|PS1|PS2|PS3|PS4|"
     "PWD|RANDOM|SECONDS|SHELLOPTS|SHLVL|SRANDOM|UID|_|__execgate_snap_*";
 
+/* The proxy variables while they hold what the sandbox helper set for
+ * the capture's own call, as a Bash regular expression on "NAME=VALUE":
+ * each call through the network proxy has its own port, and the call's
+ * own variables win, unless the profile changed them. */
+static const char bash_proxy[] =
+    "^(HTTPS?_PROXY|https?_proxy)=http://127\\.0\\.0\\.1:[0-9]+$|"
+    "^(ALL_PROXY|all_proxy)=socks5h://127\\.0\\.0\\.1:[0-9]+$|^(NO_PROXY|no_proxy)=$";
+
 /*
  * The capture, run by `bash -lc` after the profile: builtins only (no
  * program to decide on), each behind `builtin` (the profile may define
@@ -952,11 +960,13 @@ bash_capture(const char *nonce)
         "__execgate_snap_eo=$SHELLOPTS\n"
         "builtin set +eu -f +o pipefail\n"
         "builtin printf '\\n%%s\\n' '" MARK_BEGIN "%s'\n"
-        "__execgate_snap_x= __execgate_snap_p=\n"
+        "__execgate_snap_x= __execgate_snap_p= __execgate_snap_re='%s'\n"
         "builtin declare -A __execgate_snap_env\n"
         "__execgate_snap_env=(%s)\n"
         "for __execgate_snap_n in%s; do\n"
         "  case $__execgate_snap_n in %s) continue;; esac\n"
+        "  __execgate_snap_v=$__execgate_snap_n=${!__execgate_snap_n}\n"
+        "  [[ $__execgate_snap_v =~ $__execgate_snap_re ]] && continue\n"
         "  __execgate_snap_a=${!__execgate_snap_n@a}\n"
         "  if [[ $__execgate_snap_a == x && -n ${__execgate_snap_env[$__execgate_snap_n]+set} && "
         "${__execgate_snap_env[$__execgate_snap_n]} == \"${!__execgate_snap_n}\" ]]; then\n"
@@ -1007,7 +1017,7 @@ bash_capture(const char *nonce)
         "set%%s\\n' "
         "\"${__execgate_snap_eo@Q}\" \"$__execgate_snap_o\"\n"
         "builtin printf '" MARK_END "%s\\n'\n",
-        nonce, inherited, names, skip, skip, nonce);
+        nonce, bash_proxy, inherited, names, skip, skip, nonce);
     free(inherited);
     free(skip);
     return cmd;

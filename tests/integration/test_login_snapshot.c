@@ -401,6 +401,41 @@ test_zsh_no_login_snapshot(void **state)
     world_end(&w);
 }
 
+/* Through the network proxy each call has a proxy of its own, on a port
+ * of its own, named by the proxy variables the sandbox sets: a login call
+ * has its own, not those of the capture's call (a connection to the port
+ * they name is taken; to the capture's, long closed, it would be refused). */
+static void
+proxy_vars_win(const char *shell_name, const char *probe)
+{
+    struct world w;
+    world_new(&w, "run");
+    write_home(&w, shell_name[0] == 'z' ? ".zprofile" : ".profile", "export PROFILE_RAN=yes\n");
+    world_start3(&w, "--shell", shell_name, "--network-proxy=on");
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, probe);
+        assert_string_equal(output(sc), "yes open\n");
+        json_decref(sc);
+    }
+    world_end(&w);
+}
+
+static void
+test_proxy_vars_win_bash(void **state)
+{
+    proxy_vars_win("bash",
+                   "p=${HTTP_PROXY##*:}; if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; "
+                   "then echo \"$PROFILE_RAN open\"; else echo \"$PROFILE_RAN $p closed\"; fi");
+}
+
+static void
+test_proxy_vars_win_zsh(void **state)
+{
+    proxy_vars_win("zsh", "zmodload zsh/net/tcp; p=${HTTP_PROXY##*:}; if ztcp 127.0.0.1 $p "
+                          "2>/dev/null; then ztcp -c; echo \"$PROFILE_RAN open\"; "
+                          "else echo \"$PROFILE_RAN $p closed\"; fi");
+}
+
 /* The capture runs under the exec rules: a program they forbid is refused
  * to the profile, and the snapshot holds what the profile did about it. */
 static void
@@ -554,7 +589,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_once),          cmocka_unit_test(test_profile_under_rules),
         cmocka_unit_test(test_no_login_snapshot),     cmocka_unit_test(test_zsh_profile_once),
-        cmocka_unit_test(test_zsh_no_login_snapshot), cmocka_unit_test(test_profile_exits),
+        cmocka_unit_test(test_zsh_no_login_snapshot), cmocka_unit_test(test_proxy_vars_win_bash),
+        cmocka_unit_test(test_proxy_vars_win_zsh),    cmocka_unit_test(test_profile_exits),
         cmocka_unit_test(test_profile_hangs),         cmocka_unit_test(test_two_policies),
         cmocka_unit_test(test_snapshot_protected),
     };
