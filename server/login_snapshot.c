@@ -1081,20 +1081,23 @@ static const char zsh_proxy[] =
  * -c text before it runs any of it, with the profile's aliases (global
  * ones replace any word) and options: so the first part, every word
  * quoted, only saves what the rest must not change (the modules, the
- * functions, the aliases, the umask, the options), removes the aliases
+ * functions, the aliases as three hashes, the umask, the options), removes
+ * the aliases
  * and the ZERR and DEBUG traps (they would print into the snapshot), sets
  * zsh's own options (emulate -R zsh: no errexit, no ksharrays...) and
  * evals the rest, parsed then.  Builtins only (no program to decide on),
  * each behind `builtin`.  The rest prints the begin marker, then a script
  * that, sourced by a login zsh from ZSH_ZDOTDIR/.zlogin, gives what the
  * profile gave: first the aliases removed (no alias of the calling shell
- * may change the lines that follow), the modules loaded, the parameters
+ * may change the lines that follow), the modules loaded (zsh/main always
+ * is), the parameters
  * (plain and exported strings in one typeset each, since every command
  * costs each login call; the rest with typeset -p: arrays, hashes,
  * integers, attributes), leaving out those inherited unchanged, `unset`
- * for the inherited ones the profile removed (and ZDOTDIR when unset),
- * the functions, the umask, the aliases (regular, global, suffix: after
- * the functions, whose text they would change), and last every option
+ * for the inherited ones the profile removed (and ZDOTDIR when unset), in
+ * one command, the functions, the umask, the aliases (one command each for
+ * regular, global and suffix ones: after the functions, whose text they
+ * would change), and last every option
  * but ZSH_FIXED_OPTIONS (so xtrace or errexit from the profile changes no
  * line before); then the end marker.
  */
@@ -1116,8 +1119,13 @@ zsh_capture(const char *nonce)
         inherited
             ? strfmt(
                   "builtin printf '\\n%%s\\n' '" MARK_BEGIN "%s'\n"
+                  "builtin typeset -a __execgate_snap_m __execgate_snap_d __execgate_snap_l\n"
+                  "for __execgate_snap_l in ${(f)__execgate_snap_mo}; do\n"
+                  "  [[ $__execgate_snap_l == 'zmodload zsh/main' ]] ||\n"
+                  "    __execgate_snap_m+=(\"builtin $__execgate_snap_l\")\n"
+                  "done\n"
                   "builtin print -rl -- 'builtin unset " ZSH_SNAPSHOT_VAR "; builtin unalias -a; "
-                  "builtin unalias -as' \"$__execgate_snap_mo\"\n"
+                  "builtin unalias -as' $__execgate_snap_m\n"
                   "builtin typeset -A __execgate_snap_env\n"
                   "__execgate_snap_env=(%s)\n"
                   "builtin typeset -a __execgate_snap_x __execgate_snap_p __execgate_snap_s "
@@ -1153,12 +1161,22 @@ zsh_capture(const char *nonce)
                   "${__execgate_snap_p[*]}\"\n"
                   "for __execgate_snap_n in ${(k)__execgate_snap_env} ZDOTDIR; do\n"
                   "  case $__execgate_snap_n in (%s) continue;; esac\n"
-                  "  (( ${+parameters[$__execgate_snap_n]} )) ||\n"
-                  "    builtin print -r -- \"builtin unset $__execgate_snap_n\"\n"
+                  "  (( ${+parameters[$__execgate_snap_n]} )) || "
+                  "__execgate_snap_d+=($__execgate_snap_n)\n"
                   "done\n"
+                  "(( ! $#__execgate_snap_d )) || builtin print -r -- \"builtin unset "
+                  "${__execgate_snap_d[*]}\"\n"
                   "builtin print -rl -- \"$__execgate_snap_fn\" \"builtin umask "
-                  "$__execgate_snap_um\" "
-                  "\"$__execgate_snap_al\"\n"
+                  "$__execgate_snap_um\"\n"
+                  "__execgate_snap_alias() {\n"
+                  "  builtin local o=$1 n v; builtin shift; __execgate_snap_l=()\n"
+                  "  for n v; do __execgate_snap_l+=(\"${(q+)n}=${(q+)v}\"); done\n"
+                  "  (( ! $#__execgate_snap_l )) || builtin print -r -- \"builtin alias $o-- "
+                  "${__execgate_snap_l[*]}\"\n"
+                  "}\n"
+                  "__execgate_snap_alias '' \"${__execgate_snap_ra[@]}\"\n"
+                  "__execgate_snap_alias '-g ' \"${__execgate_snap_ga[@]}\"\n"
+                  "__execgate_snap_alias '-s ' \"${__execgate_snap_sa[@]}\"\n"
                   "for __execgate_snap_n __execgate_snap_t in ${=__execgate_snap_op}; do\n"
                   "  case $__execgate_snap_n in (" ZSH_FIXED_OPTIONS ") ;;\n"
                   "    (*) if [[ $__execgate_snap_t == on ]]; then "
@@ -1172,17 +1190,19 @@ zsh_capture(const char *nonce)
                   nonce, inherited, skip, zsh_carried, zsh_proxy, skip, nonce)
             : NULL;
     char *quoted = rest ? single_quoted(rest) : NULL;
-    char *cmd =
-        quoted ? strfmt("__execgate_snap_mo=\"$('builtin' 'zmodload' '-L')\" "
-                        "__execgate_snap_fn=\"$('builtin' 'typeset' '-f')\" "
-                        "__execgate_snap_al=\"$('builtin' 'alias' '-L'; 'builtin' 'alias' '-sL')\" "
-                        "__execgate_snap_um=\"$('builtin' 'umask')\" "
-                        "__execgate_snap_op=\"${(kv)options}\"\n"
-                        "'builtin' 'unalias' '-a'; 'builtin' 'unalias' '-as'; "
-                        "'builtin' 'trap' '-' 'ZERR' 'DEBUG'; 'builtin' 'emulate' '-R' 'zsh'; "
-                        "'builtin' 'eval' %s\n",
-                        quoted)
-               : NULL;
+    char *cmd = quoted
+                    ? strfmt("__execgate_snap_mo=\"$('builtin' 'zmodload' '-L')\" "
+                             "__execgate_snap_fn=\"$('builtin' 'typeset' '-f')\" "
+                             "__execgate_snap_ra=(\"${(@kv)aliases}\") "
+                             "__execgate_snap_ga=(\"${(@kv)galiases}\") "
+                             "__execgate_snap_sa=(\"${(@kv)saliases}\") "
+                             "__execgate_snap_um=\"$('builtin' 'umask')\" "
+                             "__execgate_snap_op=\"${(kv)options}\"\n"
+                             "'builtin' 'unalias' '-a'; 'builtin' 'unalias' '-as'; "
+                             "'builtin' 'trap' '-' 'ZERR' 'DEBUG'; 'builtin' 'emulate' '-R' 'zsh'; "
+                             "'builtin' 'eval' %s\n",
+                             quoted)
+                    : NULL;
     free(quoted);
     free(rest);
     free(inherited);

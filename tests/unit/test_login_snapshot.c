@@ -668,6 +668,7 @@ test_capture_by_zsh(void **state)
                             "alias al='echo alias ran'\n"
                             "alias -g GG='| tr a-z A-Z'\n"
                             "alias -s snap=fn\n"
+                            "alias -- -='echo dash' q=\"echo it's\"; alias -g NL=$'\\n'\n"
                             "setopt noclobber extendedglob\n"
                             "unsetopt nomatch\n"
                             "umask 027\n"
