@@ -578,6 +578,47 @@ test_snapshot_protected(void **state)
     world_end(&w);
 }
 
+/* zsh: the snapshot and the private ZDOTDIR beside it lie in the
+ * workspace; a command can change neither, nor add the .zprofile every
+ * later login call would read, nor move the directory away. */
+static void
+test_zsh_snapshot_protected(void **state)
+{
+    struct world w;
+    world_new(&w, "wd/run");
+    write_zsh_profile(&w, "one");
+    world_start(&w, "--shell", "zsh");
+    json_t *sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "one\n");
+    json_decref(sc);
+    char *dir = snapshot_dir(&w);
+    assert_non_null(dir);
+    char *zdot = tmpdir_path(dir, "zsh");
+    assert_int_equal(entries(zdot, NULL), 2);
+    char *attack = mcp_world_fmt(
+        "d=%s; for f in $d/*.sh $d/zsh/.zshenv $d/zsh/.zlogin; do "
+        "echo 'export SNAP_VAR=forged' >> $f && echo APPENDED; rm -f $f && echo REMOVED; done; "
+        "echo 'export SNAP_VAR=forged' > $d/zsh/.zprofile && echo CREATED; "
+        "mv $d/zsh $d/zsh.moved && echo MOVED; chmod 777 $d/zsh && echo CHMOD; true",
+        dir);
+    sc = shell(&w, attack);
+    assert_null(strstr(output(sc), "APPENDED"));
+    assert_null(strstr(output(sc), "REMOVED"));
+    assert_null(strstr(output(sc), "CREATED"));
+    assert_null(strstr(output(sc), "MOVED"));
+    assert_null(strstr(output(sc), "CHMOD"));
+    json_decref(sc);
+    sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "one\n");
+    json_decref(sc);
+    assert_int_equal(entries(zdot, NULL), 2);
+    assert_int_equal(profile_runs(&w), 1);
+    free(attack);
+    free(zdot);
+    free(dir);
+    world_end(&w);
+}
+
 int
 main(void)
 {
@@ -592,7 +633,7 @@ main(void)
         cmocka_unit_test(test_zsh_no_login_snapshot), cmocka_unit_test(test_proxy_vars_win_bash),
         cmocka_unit_test(test_proxy_vars_win_zsh),    cmocka_unit_test(test_profile_exits),
         cmocka_unit_test(test_profile_hangs),         cmocka_unit_test(test_two_policies),
-        cmocka_unit_test(test_snapshot_protected),
+        cmocka_unit_test(test_snapshot_protected),    cmocka_unit_test(test_zsh_snapshot_protected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
