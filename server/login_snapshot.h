@@ -6,7 +6,8 @@
  *
  * A store holds one snapshot per key (the caller's: the policy, the
  * sandbox cwd, the workdir and the shell) in a private directory of the
- * server's, mode 0700, each file mode 0600.  The caller runs the capture
+ * server's, mode 0700, each file mode 0600 (with zsh also the private
+ * ZDOTDIR its login calls read, "zsh/", made with the first zsh snapshot).  The caller runs the capture
  * (login_snapshot_capture_command, as a login shell, in the sandbox like any
  * call) and hands its output back; this module parses it, writes the file,
  * and says for each later login call whether the file is still good: not
