@@ -7,15 +7,15 @@
  * A store holds one snapshot per key (the caller's: the policy, the
  * sandbox cwd, the workdir and the shell) in a private directory of the
  * server's, mode 0700, each file mode 0600 (with zsh also the private
- * ZDOTDIR its login calls read, "zsh/", made with the first zsh snapshot).  The caller runs the capture
- * (login_snapshot_capture_command, as a login shell, in the sandbox like any
- * call) and hands its output back; this module parses it, writes the file,
- * and says for each later login call whether the file is still good: not
- * when a startup file the shell reads has changed (stat: device, inode,
- * size, mtime, ctime), nor after LOGIN_SNAPSHOT_MAX_AGE_MS.  One capture
- * runs at a time, server-wide; a failed capture makes the calls for its key
- * fall back to a real login shell until a startup file changes or the age
- * limit passes.
+ * ZDOTDIR its login calls read, "zsh/", made with the first zsh
+ * snapshot).  The caller runs the capture (login_snapshot_capture_command,
+ * as a login shell, in the sandbox like any call) and hands its output
+ * back; this module parses it, writes the file, and says for each later
+ * login call whether the file is still good: not when a startup file the
+ * shell reads has changed (stat: device, inode, size, mtime, ctime), nor
+ * after LOGIN_SNAPSHOT_MAX_AGE_MS.  One capture runs at a time,
+ * server-wide; a failed capture makes the calls for its key fall back to a
+ * real login shell until a startup file changes or the age limit passes.
  *
  * Per shell kind (struct login_snapshot_kind): which startup files it reads,
  * how to capture, how a call then sources the capture (Bash: BASH_ENV;
