@@ -1099,7 +1099,10 @@ static const char zsh_proxy[] =
  * regular, global and suffix ones: after the functions, whose text they
  * would change), and last every option
  * but ZSH_FIXED_OPTIONS (so xtrace or errexit from the profile changes no
- * line before); then the end marker.
+ * line before), every word quoted (the aliases are back by then), as in
+ * the first line; then the end marker.  The first part's hashes and
+ * arrays are read with [@]: under the profile's ksh_arrays a bare name is
+ * its first element.
  */
 static char *
 zsh_capture(const char *nonce)
@@ -1124,8 +1127,8 @@ zsh_capture(const char *nonce)
                   "  [[ $__execgate_snap_l == 'zmodload zsh/main' ]] ||\n"
                   "    __execgate_snap_m+=(\"builtin $__execgate_snap_l\")\n"
                   "done\n"
-                  "builtin print -rl -- 'builtin unset " ZSH_SNAPSHOT_VAR "; builtin unalias -a; "
-                  "builtin unalias -as' $__execgate_snap_m\n"
+                  "builtin print -rl -- \"'builtin' 'unset' '" ZSH_SNAPSHOT_VAR "'; 'builtin' "
+                  "'unalias' '-a'; 'builtin' 'unalias' '-as'\" $__execgate_snap_m\n"
                   "builtin typeset -A __execgate_snap_env\n"
                   "__execgate_snap_env=(%s)\n"
                   "builtin typeset -a __execgate_snap_x __execgate_snap_p __execgate_snap_s "
@@ -1184,8 +1187,9 @@ zsh_capture(const char *nonce)
                   "        else __execgate_snap_u+=($__execgate_snap_n); fi;;\n"
                   "  esac\n"
                   "done\n"
-                  "builtin print -r -- \"builtin unsetopt ${__execgate_snap_u[*]}; builtin setopt "
-                  "${__execgate_snap_s[*]}\"\n"
+                  "builtin print -r -- \"'builtin' 'unsetopt' ${(j: :)${(@qq)__execgate_snap_u}}; "
+                  "'builtin' "
+                  "'setopt' ${(j: :)${(@qq)__execgate_snap_s}}\"\n"
                   "builtin printf '%%s\\n' '" MARK_END "%s'\n",
                   nonce, inherited, skip, zsh_carried, zsh_proxy, skip, nonce)
             : NULL;
@@ -1193,11 +1197,11 @@ zsh_capture(const char *nonce)
     char *cmd = quoted
                     ? strfmt("__execgate_snap_mo=\"$('builtin' 'zmodload' '-L')\" "
                              "__execgate_snap_fn=\"$('builtin' 'typeset' '-f')\" "
-                             "__execgate_snap_ra=(\"${(@kv)aliases}\") "
-                             "__execgate_snap_ga=(\"${(@kv)galiases}\") "
-                             "__execgate_snap_sa=(\"${(@kv)saliases}\") "
+                             "__execgate_snap_ra=(\"${(@kv)aliases[@]}\") "
+                             "__execgate_snap_ga=(\"${(@kv)galiases[@]}\") "
+                             "__execgate_snap_sa=(\"${(@kv)saliases[@]}\") "
                              "__execgate_snap_um=\"$('builtin' 'umask')\" "
-                             "__execgate_snap_op=\"${(kv)options}\"\n"
+                             "__execgate_snap_op=\"${(kv)options[@]}\"\n"
                              "'builtin' 'unalias' '-a'; 'builtin' 'unalias' '-as'; "
                              "'builtin' 'trap' '-' 'ZERR' 'DEBUG'; 'builtin' 'emulate' '-R' 'zsh'; "
                              "'builtin' 'eval' %s\n",

@@ -748,6 +748,68 @@ test_capture_by_zsh(void **state)
     free(dir);
 }
 
+/* What probe prints (and *status) in a login zsh that sources a snapshot
+ * of the profile in home, captured now by the patched zsh. */
+static char *
+zsh_with_snapshot(const char *probe, int *status)
+{
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("zsh");
+    struct login_snapshot *ls = new_store();
+    char *cmd = login_snapshot_begin(ls, k, "k", home, 1);
+    assert_non_null(cmd);
+    const char *cap[] = {zsh, "-lc", cmd, NULL};
+    char *out = run(cap, NULL, status);
+    assert_int_equal(*status, 0);
+    char *noise = NULL, *why = NULL;
+    if (login_snapshot_done(ls, true, out, strlen(out), &noise, &why) < 0)
+        fail_msg("capture: %s\n%s", why, out);
+    const char *path = NULL;
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    char **argv = calloc(4, sizeof(char *));
+    char **env = calloc(1, sizeof(char *));
+    argv[0] = strdup(zsh);
+    argv[1] = strdup("-lc");
+    argv[2] = strdup(probe);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, path), 0);
+    char *got = run((const char *const *)argv, env, status);
+    login_snapshot_strv_free(argv);
+    login_snapshot_strv_free(env);
+    free(noise);
+    free(out);
+    free(cmd);
+    login_snapshot_free(ls);
+    return got;
+}
+
+/* A profile whose aliases (global ones on the capture's own words) and
+ * options (ksh_arrays, sh_word_split, rc_quotes, err_exit, no_unset)
+ * would change the capture's text if it were parsed with them. */
+static void
+test_capture_by_zsh_hostile(void **state)
+{
+    if (!zsh || access(zsh, X_OK) < 0)
+        skip();
+    unsetenv("ZDOTDIR");
+    write_home(".zprofile", "export HV='a b' EMPTY=\n"
+                            "typeset -a ARR=(x 'y z')\n"
+                            "alias builtin=false for=false\n"
+                            "alias -g builtin=false typeset=false print=false eval=false "
+                            "'-L'=x '-a'=x alias=x do=x done=x\n"
+                            "setopt ksh_arrays sh_word_split rc_quotes err_exit no_unset "
+                            "no_glob posix_builtins\n");
+    const char *probe = "echo \"$HV|$EMPTY|${ARR[1]}\"; \\setopt; \\alias -L; \\umask; \\echo done";
+    const char *real[] = {zsh, "-lc", probe, NULL};
+    int real_status = 0, status = 0;
+    char *want = run(real, NULL, &real_status);
+    char *got = zsh_with_snapshot(probe, &status);
+    if (strcmp(got, want) != 0)
+        fail_msg("zsh -lc gave\n%s\nthe snapshot gave\n%s", want, got);
+    assert_int_equal(status, real_status);
+    assert_non_null(strstr(got, "a b||y z\n"));
+    free(want);
+    free(got);
+}
+
 int
 main(void)
 {
@@ -763,6 +825,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capture_by_bash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capture_by_zsh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_capture_by_zsh_hostile, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
