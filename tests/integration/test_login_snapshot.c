@@ -401,6 +401,48 @@ test_zsh_no_login_snapshot(void **state)
     world_end(&w);
 }
 
+/* zsh: a profile that exits gives what zsh -lc gives, each time, with
+ * no capture per call; once it is fixed, snapshots again.  One that hangs
+ * is killed at the timeout, and the call runs a real zsh -lc. */
+static void
+test_zsh_profile_fails(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    char *p = mcp_world_fmt("echo run >> %s/runs\necho before-exit\nexit 3\n", w.count);
+    write_home(&w, ".zprofile", p);
+    free(p);
+    world_start3(&w, "--shell", "zsh", "--login-snapshot-timeout-ms=300");
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo hi");
+        assert_string_equal(output(sc), "before-exit\n");
+        assert_int_equal(exit_code(sc), 3);
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 3);
+    p = mcp_world_fmt("echo run >> %s/runs\n"
+                      "if mkdir %s/once 2>/dev/null; then sleep 600; fi\nexport FIXED=yes\n",
+                      w.count, w.count);
+    write_home(&w, ".zprofile", p);
+    free(p);
+    /* the capture hangs and is killed: a real zsh -lc */
+    json_t *sc = shell(&w, "echo $FIXED");
+    assert_string_equal(output(sc), "yes\n");
+    json_decref(sc);
+    assert_int_equal(profile_runs(&w), 5);
+    /* fixed (it no longer hangs): snapshots again, the profile runs once more */
+    p = mcp_world_fmt("echo run >> %s/runs\nexport FIXED=again\n", w.count);
+    write_home(&w, ".zprofile", p);
+    free(p);
+    for (int i = 0; i < 2; i++) {
+        sc = shell(&w, "echo $FIXED");
+        assert_string_equal(output(sc), "again\n");
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 6);
+    world_end(&w);
+}
+
 /* Through the network proxy each call has a proxy of its own, on a port
  * of its own, named by the proxy variables the sandbox sets: a login call
  * has its own, not those of the capture's call (a connection to the port
@@ -634,6 +676,7 @@ main(void)
         cmocka_unit_test(test_proxy_vars_win_zsh),    cmocka_unit_test(test_profile_exits),
         cmocka_unit_test(test_profile_hangs),         cmocka_unit_test(test_two_policies),
         cmocka_unit_test(test_snapshot_protected),    cmocka_unit_test(test_zsh_snapshot_protected),
+        cmocka_unit_test(test_zsh_profile_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
