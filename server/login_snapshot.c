@@ -16,17 +16,25 @@
 
 /* ---- shell kinds ---- */
 
+/* How a login call sources its snapshot (login_snapshot_use). */
+enum use_how {
+    USE_BASH_ENV, /* bash --noprofile -lc, BASH_ENV naming the file */
+    USE_ZDOTDIR,  /* zsh -lc with the store's private ZDOTDIR (ZSH_ZDOTDIR) */
+};
+
 struct login_snapshot_kind {
     const char *name;
-    /* what a login shell reads: absolute, or "~/" for HOME; a directory
-     * ending in "/" stands for its *.sh scripts (and itself: its mtime
-     * says when one is added or removed) */
+    /* what a login shell reads: absolute, or "~/" for HOME (and, for zsh,
+     * for $ZDOTDIR too); a directory ending in "/" stands for its *.sh
+     * scripts (and itself: its mtime says when one is added or removed) */
     const char *const *startup;
     /* the capture's command text for marker nonce; NULL: no capture */
     char *(*capture)(const char *nonce);
+    enum use_how use;
 };
 
 static char *bash_capture(const char *nonce);
+static char *zsh_capture(const char *nonce);
 
 /* Bash as a login shell (bash(1), INVOCATION): /etc/profile (Debian's
  * sources the scripts in /etc/profile.d and, for bash, /etc/bash.bashrc), then the
@@ -37,6 +45,10 @@ static const char *const bash_startup[] = {
     "~/.bash_login", "~/.profile",      "~/.bashrc",        NULL,
 };
 
+/* zsh as a login shell (zsh(1), STARTUP/SHUTDOWN FILES): /etc/zsh/zshenv,
+ * $ZDOTDIR/.zshenv, /etc/zsh/zprofile, $ZDOTDIR/.zprofile, /etc/zsh/zlogin,
+ * $ZDOTDIR/.zlogin; the zshrc files are an interactive shell's, watched
+ * anyway (a profile may source ~/.zshrc). */
 static const char *const zsh_startup[] = {
     "/etc/zsh/zshenv", "/etc/zsh/zprofile", "/etc/zsh/zshrc",
     "/etc/zsh/zlogin", "~/.zshenv",         "~/.zprofile",
@@ -44,9 +56,8 @@ static const char *const zsh_startup[] = {
 };
 
 static const struct login_snapshot_kind kinds[] = {
-    {"bash", bash_startup, bash_capture},
-    /* no capture yet: zsh login calls stay real `zsh -lc` */
-    {"zsh", zsh_startup, NULL},
+    {"bash", bash_startup, bash_capture, USE_BASH_ENV},
+    {"zsh", zsh_startup, zsh_capture, USE_ZDOTDIR},
 };
 
 const struct login_snapshot_kind *
@@ -276,11 +287,16 @@ char **
 login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *home)
 {
     struct strv s = {0};
+    /* zsh reads its personal files from $ZDOTDIR when the server's
+     * environment (which the shells inherit) sets it */
+    const char *zdotdir = k->use == USE_ZDOTDIR ? getenv("ZDOTDIR") : NULL;
     for (size_t i = 0; k->startup[i]; i++) {
         const char *f = k->startup[i];
         if (strncmp(f, "~/", 2) == 0) {
             if (home && home[0] == '/')
                 strv_take(&s, strfmt("%s/%s", home, f + 2));
+            if (zdotdir && zdotdir[0] == '/')
+                strv_take(&s, strfmt("%s/%s", zdotdir, f + 2));
             continue;
         }
         size_t n = strlen(f);
@@ -406,7 +422,21 @@ struct login_snapshot {
     struct entry *capturing; /* the one capture running, or NULL */
     char nonce[33];
     unsigned serial; /* file names: one per capture written */
+    bool zdotdir;    /* ZSH_ZDOTDIR is made */
 };
+
+/* zsh: the private ZDOTDIR (in the store's directory) of login calls that
+ * source a snapshot, and the variable naming the snapshot for its .zlogin.
+ * zsh reads /etc/zsh/zshenv, then ZSH_ZDOTDIR/.zshenv, which turns
+ * GLOBAL_RCS off (the snapshot holds what /etc/zsh/zprofile and
+ * /etc/zsh/zlogin did); there is no .zprofile; ZSH_ZDOTDIR/.zlogin, the
+ * last startup file, sources the snapshot, which sets ZDOTDIR back to the
+ * login shell's (or unsets it), unsets ZSH_SNAPSHOT_VAR and ends with the
+ * login shell's options (GLOBAL_RCS among them, for /etc/zsh/zlogout). */
+#define ZSH_ZDOTDIR      "zsh"
+#define ZSH_SNAPSHOT_VAR "EXECGATE_LOGIN_SNAPSHOT"
+static const char zsh_zshenv[] = "builtin setopt no_global_rcs\n";
+static const char zsh_zlogin[] = "builtin . \"$" ZSH_SNAPSHOT_VAR "\"\n";
 
 struct login_snapshot *
 login_snapshot_new(const char *parent, char **err)
@@ -447,6 +477,26 @@ entry_clear(struct entry *e)
     memset(e, 0, sizeof(*e));
 }
 
+/* Removes ZSH_ZDOTDIR and its files, when made. */
+static void
+zdotdir_remove(struct login_snapshot *ls)
+{
+    if (!ls->zdotdir)
+        return;
+    static const char *const names[] = {ZSH_ZDOTDIR "/.zshenv", ZSH_ZDOTDIR "/.zlogin"};
+    for (size_t i = 0; i < 2; i++) {
+        char *p = strfmt("%s/%s", ls->dir, names[i]);
+        if (p && unlink(p) < 0 && errno != ENOENT)
+            log_warn("login snapshots: cannot remove %s: %s", p, strerror(errno));
+        free(p);
+    }
+    char *d = strfmt("%s/" ZSH_ZDOTDIR, ls->dir);
+    if (d && rmdir(d) < 0)
+        log_warn("login snapshots: cannot remove %s: %s", d, strerror(errno));
+    free(d);
+    ls->zdotdir = false;
+}
+
 void
 login_snapshot_free(struct login_snapshot *ls)
 {
@@ -454,6 +504,7 @@ login_snapshot_free(struct login_snapshot *ls)
         return;
     for (size_t i = 0; i < LOGIN_SNAPSHOT_MAX_KEPT; i++)
         entry_clear(&ls->entries[i]);
+    zdotdir_remove(ls);
     if (rmdir(ls->dir) < 0)
         log_warn("login snapshots: cannot remove %s: %s", ls->dir, strerror(errno));
     free(ls->dir);
@@ -629,6 +680,63 @@ write_file(struct login_snapshot *ls, const char *body, size_t len, char **why)
     return path;
 }
 
+/* Writes text to the new file path, mode 0600; 0, or an errno value. */
+static int
+write_new(const char *path, const char *text, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int err = fd < 0 ? errno : 0;
+    for (size_t done = 0; !err && done < len;) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            err = errno;
+        else
+            done += (size_t)n;
+    }
+    if (fd >= 0 && close(fd) < 0 && !err)
+        err = errno;
+    return err;
+}
+
+/* Makes ZSH_ZDOTDIR, mode 0700, with its .zshenv and .zlogin, once.
+ * Returns 0, or -1 with *why (malloc'd, NULL: out of memory). */
+static int
+zdotdir_make(struct login_snapshot *ls, char **why)
+{
+    if (ls->zdotdir)
+        return 0;
+    char *d = strfmt("%s/" ZSH_ZDOTDIR, ls->dir);
+    char *env = strfmt("%s/" ZSH_ZDOTDIR "/.zshenv", ls->dir);
+    char *login = strfmt("%s/" ZSH_ZDOTDIR "/.zlogin", ls->dir);
+    int rc = -1;
+    *why = NULL;
+    if (d && env && login) {
+        int err = mkdir(d, 0700) < 0 ? errno : 0;
+        const char *what = d;
+        if (!err) {
+            ls->zdotdir = true; /* zdotdir_remove takes away what is there */
+            what = env;
+            err = write_new(env, zsh_zshenv, sizeof(zsh_zshenv) - 1);
+        }
+        if (!err) {
+            what = login;
+            err = write_new(login, zsh_zlogin, sizeof(zsh_zlogin) - 1);
+        }
+        if (err) {
+            *why = strfmt("cannot write %s: %s", what, strerror(err));
+            zdotdir_remove(ls);
+        } else {
+            rc = 0;
+        }
+    }
+    free(d);
+    free(env);
+    free(login);
+    return rc;
+}
+
 int
 login_snapshot_done(struct login_snapshot *ls, bool ran, const char *out, size_t len, char **noise,
                     char **why)
@@ -652,7 +760,7 @@ login_snapshot_done(struct login_snapshot *ls, bool ran, const char *out, size_t
     else if (!split)
         *why = strdup("the login shell's output is not a snapshot (does the profile redirect "
                       "or close its output?)");
-    else
+    else if (e->kind->use != USE_ZDOTDIR || zdotdir_make(ls, why) == 0)
         path = write_file(ls, body, body_len, why);
     if (!path) {
         e->state = ENTRY_FAILED;
@@ -678,8 +786,26 @@ login_snapshot_abandon(struct login_snapshot *ls)
 
 /* ---- using it ---- */
 
+/* env (n entries and room for one more) with var ("NAME=...", taken) in
+ * the place of NAME's entry, or added at the end. */
+static void
+env_put(char **env, size_t *n, char *var)
+{
+    size_t len = strcspn(var, "=") + 1;
+    for (size_t i = 0; i < *n; i++) {
+        if (strncmp(env[i], var, len) == 0) {
+            free(env[i]);
+            env[i] = var;
+            return;
+        }
+    }
+    env[(*n)++] = var;
+    env[*n] = NULL;
+}
+
 int
-login_snapshot_use(char ***argvp, char ***envp, const char *path)
+login_snapshot_use(const struct login_snapshot *ls, const struct login_snapshot_kind *k,
+                   char ***argvp, char ***envp, const char *path)
 {
     char **argv = *argvp, **env = *envp;
     size_t argc = 0, envc = 0;
@@ -689,31 +815,30 @@ login_snapshot_use(char ***argvp, char ***envp, const char *path)
         envc++;
     if (!env || argc < 3 || strcmp(argv[argc - 2], "-lc") != 0)
         return -1;
-    char *flag = strdup("--noprofile");
-    char *var = strfmt("BASH_ENV=%s", path);
-    char **a = flag && var ? realloc(argv, (argc + 2) * sizeof(char *)) : NULL;
+    bool bash = k->use == USE_BASH_ENV;
+    char *flag = bash ? strdup("--noprofile") : NULL;
+    char *var = strfmt("%s=%s", bash ? "BASH_ENV" : ZSH_SNAPSHOT_VAR, path);
+    char *zdot = bash ? NULL : strfmt("ZDOTDIR=%s/" ZSH_ZDOTDIR, ls->dir);
+    char **a = var && (bash ? flag != NULL : zdot != NULL)
+                   ? realloc(argv, (argc + 2) * sizeof(char *))
+                   : NULL;
     if (a)
         *argvp = argv = a;
-    char **e = a ? realloc(env, (envc + 2) * sizeof(char *)) : NULL;
+    char **e = a ? realloc(env, (envc + 3) * sizeof(char *)) : NULL;
     if (!e) {
         free(flag);
         free(var);
+        free(zdot);
         return -1;
     }
     *envp = env = e;
-    memmove(argv + argc - 1, argv + argc - 2, 3 * sizeof(char *));
-    argv[argc - 2] = flag;
-    size_t at = envc;
-    for (size_t i = 0; i < envc; i++) {
-        if (strncmp(env[i], "BASH_ENV=", 9) == 0) {
-            free(env[i]);
-            at = i;
-            break;
-        }
+    if (bash) {
+        memmove(argv + argc - 1, argv + argc - 2, 3 * sizeof(char *));
+        argv[argc - 2] = flag;
+    } else {
+        env_put(env, &envc, zdot);
     }
-    env[at] = var;
-    if (at == envc)
-        env[envc + 1] = NULL;
+    env_put(env, &envc, var);
     return 0;
 }
 
@@ -722,7 +847,7 @@ login_snapshot_use(char ***argvp, char ***envp, const char *path)
 extern char **environ;
 
 /* The server's environment, which every shell inherits, as the words of a
- * bash associative array: " [A]='1' [B]='it'\\''s'", valid names only;
+ * bash (or zsh) associative array: " [A]='1' [B]='it'\\''s'", valid names only;
  * NULL when out of memory. */
 static char *
 inherited_env(void)
@@ -778,6 +903,14 @@ static const char bash_skip[] =
     "OLDPWD|OPTERR|OPTIND|OSTYPE|PIPESTATUS|PPID|PS0|PS1|PS2|PS3|PS4|"
     "PWD|RANDOM|SECONDS|SHELLOPTS|SHLVL|SRANDOM|UID|_|__execgate_snap_*";
 
+/* The proxy variables while they hold what the sandbox helper set for
+ * the capture's own call, as a Bash regular expression on "NAME=VALUE":
+ * each call through the network proxy has its own port, and the call's
+ * own variables win, unless the profile changed them. */
+static const char bash_proxy[] =
+    "^(HTTPS?_PROXY|https?_proxy)=http://127\\.0\\.0\\.1:[0-9]+$|"
+    "^(ALL_PROXY|all_proxy)=socks5h://127\\.0\\.0\\.1:[0-9]+$|^(NO_PROXY|no_proxy)=$";
+
 /*
  * The capture, run by `bash -lc` after the profile: builtins only (no
  * program to decide on), each behind `builtin` (the profile may define
@@ -827,11 +960,13 @@ bash_capture(const char *nonce)
         "__execgate_snap_eo=$SHELLOPTS\n"
         "builtin set +eu -f +o pipefail\n"
         "builtin printf '\\n%%s\\n' '" MARK_BEGIN "%s'\n"
-        "__execgate_snap_x= __execgate_snap_p=\n"
+        "__execgate_snap_x= __execgate_snap_p= __execgate_snap_re='%s'\n"
         "builtin declare -A __execgate_snap_env\n"
         "__execgate_snap_env=(%s)\n"
         "for __execgate_snap_n in%s; do\n"
         "  case $__execgate_snap_n in %s) continue;; esac\n"
+        "  __execgate_snap_v=$__execgate_snap_n=${!__execgate_snap_n}\n"
+        "  [[ $__execgate_snap_v =~ $__execgate_snap_re ]] && continue\n"
         "  __execgate_snap_a=${!__execgate_snap_n@a}\n"
         "  if [[ $__execgate_snap_a == x && -n ${__execgate_snap_env[$__execgate_snap_n]+set} && "
         "${__execgate_snap_env[$__execgate_snap_n]} == \"${!__execgate_snap_n}\" ]]; then\n"
@@ -882,7 +1017,198 @@ bash_capture(const char *nonce)
         "set%%s\\n' "
         "\"${__execgate_snap_eo@Q}\" \"$__execgate_snap_o\"\n"
         "builtin printf '" MARK_END "%s\\n'\n",
-        nonce, inherited, names, skip, skip, nonce);
+        nonce, bash_proxy, inherited, names, skip, skip, nonce);
+    free(inherited);
+    free(skip);
+    return cmd;
+}
+
+/* ---- zsh ---- */
+
+/* text in single quotes for the shell ('\'' for each '); NULL when out of
+ * memory. */
+static char *
+single_quoted(const char *text)
+{
+    size_t n = 3;
+    for (const char *p = text; *p; p++)
+        n += *p == '\'' ? 4 : 1;
+    char *out = malloc(n);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    out[k++] = '\'';
+    for (const char *p = text; *p; p++) {
+        if (*p == '\'') {
+            memcpy(out + k, "'\\''", 4);
+            k += 4;
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k++] = '\'';
+    out[k] = '\0';
+    return out;
+}
+
+/* Parameters not to carry (a case pattern): zsh's own, set anew by every
+ * shell (the specials are left out by zsh_carried), the server's per-call
+ * variables, and ZSH_SNAPSHOT_VAR; ZDOTDIR is carried, always (a login
+ * call runs with the private one). */
+static const char zsh_skip[] = "0|argv|ARGC|_|PWD|OLDPWD|SHLVL|CPUTYPE|HOST|MACHTYPE|OSTYPE|TTY|"
+                               "VENDOR|ZSH_*|signals|" ZSH_SNAPSHOT_VAR "|__execgate_snap_*";
+
+/* The special parameters (zsh's own meaning) a profile sets for the shell
+ * to use, which are carried; the other specials (RANDOM, LINENO, the
+ * prompts, the zsh/parameter hashes...) are not. */
+static const char zsh_carried[] =
+    "PATH|FPATH|CDPATH|MANPATH|MAILPATH|MODULE_PATH|FIGNORE|PSVAR|HOME|LANG|LC_*|TERM|"
+    "TERMINFO|TERMINFO_DIRS|HISTSIZE|SAVEHIST|HISTCHARS|IFS|WORDCHARS|NULLCMD|READNULLCMD|"
+    "KEYBOARD_HACK|FUNCNEST|WATCH";
+
+/* The proxy variables as the sandbox helper sets them for a call that
+ * goes through the network proxy (each call its own port): the call's own,
+ * not the capture's, unless the profile changed them. */
+static const char zsh_proxy[] =
+    "(HTTP_PROXY|http_proxy|HTTPS_PROXY|https_proxy):http://127.0.0.1:<->|"
+    "(ALL_PROXY|all_proxy):socks5h://127.0.0.1:<->|(NO_PROXY|no_proxy):";
+
+/* Options a shell has from how it was started, not to be set. */
+#define ZSH_FIXED_OPTIONS "interactive|login|shinstdin|singlecommand|privileged|restricted"
+
+/*
+ * The capture, run by `zsh -lc` after the profile.  zsh parses the whole
+ * -c text before it runs any of it, with the profile's aliases (global
+ * ones replace any word) and options: so the first part, every word
+ * quoted, only saves what the rest must not change (the modules, the
+ * functions, the aliases as three hashes, the umask, the options), removes
+ * the aliases
+ * and the ZERR and DEBUG traps (they would print into the snapshot), sets
+ * zsh's own options (emulate -R zsh: no errexit, no ksharrays...) and
+ * evals the rest, parsed then.  Builtins only (no program to decide on),
+ * each behind `builtin`.  The rest prints the begin marker, then a script
+ * that, sourced by a login zsh from ZSH_ZDOTDIR/.zlogin, gives what the
+ * profile gave: first the aliases removed (no alias of the calling shell
+ * may change the lines that follow), the modules loaded (zsh/main always
+ * is), the parameters
+ * (plain and exported strings in one typeset each, since every command
+ * costs each login call; the rest with typeset -p: arrays, hashes,
+ * integers, attributes), leaving out those inherited unchanged, `unset`
+ * for the inherited ones the profile removed (and ZDOTDIR when unset), in
+ * one command, the functions, the umask, the aliases (one command each for
+ * regular, global and suffix ones: after the functions, whose text they
+ * would change), and last every option
+ * but ZSH_FIXED_OPTIONS (so xtrace or errexit from the profile changes no
+ * line before), every word quoted (the aliases are back by then), as in
+ * the first line; then the end marker.  The first part's hashes and
+ * arrays are read with [@]: under the profile's ksh_arrays a bare name is
+ * its first element.
+ */
+static char *
+zsh_capture(const char *nonce)
+{
+    char *skip = strdup(zsh_skip);
+    if (!skip)
+        return NULL;
+    static const char *const own[] = {ESC_ENV_ALL};
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+        char *more = strfmt("%s|%s", skip, own[i]);
+        free(skip);
+        if (!(skip = more))
+            return NULL;
+    }
+    char *inherited = inherited_env();
+    char *rest =
+        inherited
+            ? strfmt(
+                  "builtin printf '\\n%%s\\n' '" MARK_BEGIN "%s'\n"
+                  "builtin typeset -a __execgate_snap_m __execgate_snap_d __execgate_snap_l\n"
+                  "for __execgate_snap_l in ${(f)__execgate_snap_mo}; do\n"
+                  "  [[ $__execgate_snap_l == 'zmodload zsh/main' ]] ||\n"
+                  "    __execgate_snap_m+=(\"builtin $__execgate_snap_l\")\n"
+                  "done\n"
+                  "builtin print -rl -- \"'builtin' 'unset' '" ZSH_SNAPSHOT_VAR "'; 'builtin' "
+                  "'unalias' '-a'; 'builtin' 'unalias' '-as'\" $__execgate_snap_m\n"
+                  "builtin typeset -A __execgate_snap_env\n"
+                  "__execgate_snap_env=(%s)\n"
+                  "builtin typeset -a __execgate_snap_x __execgate_snap_p __execgate_snap_s "
+                  "__execgate_snap_u\n"
+                  "for __execgate_snap_n in ${(ko)parameters}; do\n"
+                  "  case $__execgate_snap_n in (%s) continue;; esac\n"
+                  "  __execgate_snap_t=${parameters[$__execgate_snap_n]}\n"
+                  "  case $__execgate_snap_t in (*special*)\n"
+                  "    case $__execgate_snap_n in (%s) ;; (*) continue;; esac;;\n"
+                  "  esac\n"
+                  "  if [[ $__execgate_snap_n != ZDOTDIR && $__execgate_snap_t == *export* ]] &&\n"
+                  "     (( ${+__execgate_snap_env[$__execgate_snap_n]} )) &&\n"
+                  "     [[ ${(P)__execgate_snap_n} == "
+                  "\"${__execgate_snap_env[$__execgate_snap_n]}\" "
+                  "]]; then\n"
+                  "    continue\n"
+                  "  fi\n"
+                  "  case $__execgate_snap_n:${(P)__execgate_snap_n} in (%s) continue;; esac\n"
+                  "  case $__execgate_snap_t in\n"
+                  "    (scalar|scalar-special|scalar-tied-special|integer-special)\n"
+                  "      "
+                  "__execgate_snap_p+=(\"$__execgate_snap_n=${(q+)${(P)__execgate_snap_n}}\");;\n"
+                  "    (scalar-export|scalar-export-special|scalar-tied-export-special|"
+                  "integer-export-special)\n"
+                  "      "
+                  "__execgate_snap_x+=(\"$__execgate_snap_n=${(q+)${(P)__execgate_snap_n}}\");;\n"
+                  "    (*) builtin typeset -p -- $__execgate_snap_n;;\n"
+                  "  esac\n"
+                  "done\n"
+                  "(( ! $#__execgate_snap_x )) || builtin print -r -- \"builtin typeset -gx "
+                  "${__execgate_snap_x[*]}\"\n"
+                  "(( ! $#__execgate_snap_p )) || builtin print -r -- \"builtin typeset -g +x "
+                  "${__execgate_snap_p[*]}\"\n"
+                  "for __execgate_snap_n in ${(k)__execgate_snap_env} ZDOTDIR; do\n"
+                  "  case $__execgate_snap_n in (%s) continue;; esac\n"
+                  "  (( ${+parameters[$__execgate_snap_n]} )) || "
+                  "__execgate_snap_d+=($__execgate_snap_n)\n"
+                  "done\n"
+                  "(( ! $#__execgate_snap_d )) || builtin print -r -- \"builtin unset "
+                  "${__execgate_snap_d[*]}\"\n"
+                  "builtin print -rl -- \"$__execgate_snap_fn\" \"builtin umask "
+                  "$__execgate_snap_um\"\n"
+                  "__execgate_snap_alias() {\n"
+                  "  builtin local o=$1 n v; builtin shift; __execgate_snap_l=()\n"
+                  "  for n v; do __execgate_snap_l+=(\"${(q+)n}=${(q+)v}\"); done\n"
+                  "  (( ! $#__execgate_snap_l )) || builtin print -r -- \"builtin alias $o-- "
+                  "${__execgate_snap_l[*]}\"\n"
+                  "}\n"
+                  "__execgate_snap_alias '' \"${__execgate_snap_ra[@]}\"\n"
+                  "__execgate_snap_alias '-g ' \"${__execgate_snap_ga[@]}\"\n"
+                  "__execgate_snap_alias '-s ' \"${__execgate_snap_sa[@]}\"\n"
+                  "for __execgate_snap_n __execgate_snap_t in ${=__execgate_snap_op}; do\n"
+                  "  case $__execgate_snap_n in (" ZSH_FIXED_OPTIONS ") ;;\n"
+                  "    (*) if [[ $__execgate_snap_t == on ]]; then "
+                  "__execgate_snap_s+=($__execgate_snap_n);\n"
+                  "        else __execgate_snap_u+=($__execgate_snap_n); fi;;\n"
+                  "  esac\n"
+                  "done\n"
+                  "builtin print -r -- \"'builtin' 'unsetopt' ${(j: :)${(@qq)__execgate_snap_u}}; "
+                  "'builtin' "
+                  "'setopt' ${(j: :)${(@qq)__execgate_snap_s}}\"\n"
+                  "builtin printf '%%s\\n' '" MARK_END "%s'\n",
+                  nonce, inherited, skip, zsh_carried, zsh_proxy, skip, nonce)
+            : NULL;
+    char *quoted = rest ? single_quoted(rest) : NULL;
+    char *cmd = quoted
+                    ? strfmt("__execgate_snap_mo=\"$('builtin' 'zmodload' '-L')\" "
+                             "__execgate_snap_fn=\"$('builtin' 'typeset' '-f')\" "
+                             "__execgate_snap_ra=(\"${(@kv)aliases[@]}\") "
+                             "__execgate_snap_ga=(\"${(@kv)galiases[@]}\") "
+                             "__execgate_snap_sa=(\"${(@kv)saliases[@]}\") "
+                             "__execgate_snap_um=\"$('builtin' 'umask')\" "
+                             "__execgate_snap_op=\"${(kv)options[@]}\"\n"
+                             "'builtin' 'unalias' '-a'; 'builtin' 'unalias' '-as'; "
+                             "'builtin' 'trap' '-' 'ZERR' 'DEBUG'; 'builtin' 'emulate' '-R' 'zsh'; "
+                             "'builtin' 'eval' %s\n",
+                             quoted)
+                    : NULL;
+    free(quoted);
+    free(rest);
     free(inherited);
     free(skip);
     return cmd;

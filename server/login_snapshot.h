@@ -6,19 +6,20 @@
  *
  * A store holds one snapshot per key (the caller's: the policy, the
  * sandbox cwd, the workdir and the shell) in a private directory of the
- * server's, mode 0700, each file mode 0600.  The caller runs the capture
- * (login_snapshot_capture_command, as a login shell, in the sandbox like any
- * call) and hands its output back; this module parses it, writes the file,
- * and says for each later login call whether the file is still good: not
- * when a startup file the shell reads has changed (stat: device, inode,
- * size, mtime, ctime), nor after LOGIN_SNAPSHOT_MAX_AGE_MS.  One capture
- * runs at a time, server-wide; a failed capture makes the calls for its key
- * fall back to a real login shell until a startup file changes or the age
- * limit passes.
+ * server's, mode 0700, each file mode 0600 (with zsh also the private
+ * ZDOTDIR its login calls read, "zsh/", made with the first zsh
+ * snapshot).  The caller runs the capture (login_snapshot_capture_command,
+ * as a login shell, in the sandbox like any call) and hands its output
+ * back; this module parses it, writes the file, and says for each later
+ * login call whether the file is still good: not when a startup file the
+ * shell reads has changed (stat: device, inode, size, mtime, ctime), nor
+ * after LOGIN_SNAPSHOT_MAX_AGE_MS.  One capture runs at a time,
+ * server-wide; a failed capture makes the calls for its key fall back to a
+ * real login shell until a startup file changes or the age limit passes.
  *
  * Per shell kind (struct login_snapshot_kind): which startup files it reads,
- * how to capture, how a call then sources the capture.  Bash captures; zsh
- * has no capture yet, and its login calls stay real login shells.
+ * how to capture, how a call then sources the capture (Bash: BASH_ENV;
+ * zsh: a private ZDOTDIR in the store's directory).
  */
 #ifndef EXECGATE_SERVER_LOGIN_SNAPSHOT_H
 #define EXECGATE_SERVER_LOGIN_SNAPSHOT_H
@@ -53,7 +54,7 @@ const struct login_snapshot_kind *login_snapshot_kind_find(const char *name);
 /* The kind's name ("bash"). */
 const char *login_snapshot_kind_name(const struct login_snapshot_kind *k);
 
-/* Whether the kind can capture at all (zsh, for now, cannot). */
+/* Whether the kind can capture at all (both do). */
 bool login_snapshot_kind_captures(const struct login_snapshot_kind *k);
 
 /*
@@ -127,14 +128,19 @@ void login_snapshot_abandon(struct login_snapshot *ls);
 
 /*
  * A login call's command line and environment, changed to source path
- * (READY): argv runs the shell as `SHELL -lc COMMAND` (argv's "-lc" found
- * from the end); it becomes `SHELL --noprofile -lc COMMAND`, still a login
- * shell (shopt login_shell, ~/.bash_logout on exit), which reads no startup
- * file but BASH_ENV, set to path in env (any earlier BASH_ENV replaced; the
- * snapshot restores the login shell's own before the command runs).  Both
- * arrays are NULL-terminated and malloc'd and may be reallocated.  Returns 0,
- * or -1 when out of memory or argv has no "-lc" (both then unchanged).
+ * (READY) of ls, for a shell of kind k.  argv runs the shell as
+ * `SHELL -lc COMMAND` (argv's "-lc" found from the end).  Bash: it becomes
+ * `SHELL --noprofile -lc COMMAND`, still a login shell (shopt login_shell,
+ * ~/.bash_logout on exit), which reads no startup file but BASH_ENV, set
+ * to path in env (any earlier BASH_ENV replaced; the snapshot restores the
+ * login shell's own before the command runs).  zsh: argv stays; env gets
+ * ZDOTDIR naming the store's private one, whose .zshenv turns GLOBAL_RCS
+ * off and whose .zlogin sources path, named by EXECGATE_LOGIN_SNAPSHOT
+ * (the snapshot sets ZDOTDIR back and unsets that).  Both arrays are
+ * NULL-terminated and malloc'd and may be reallocated.  Returns 0, or -1
+ * when out of memory or argv has no "-lc" (both then unchanged).
  */
-int login_snapshot_use(char ***argv, char ***env, const char *path);
+int login_snapshot_use(const struct login_snapshot *ls, const struct login_snapshot_kind *k,
+                       char ***argv, char ***env, const char *path);
 
 #endif

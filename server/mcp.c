@@ -910,7 +910,7 @@ start_call(struct mcp_call *c)
  * waiting login call w, as a call of w's session (the same sandbox
  * policy, rules, questions and cgroup as w's would have: the profile is
  * code like any other; it counts against --max-calls and ends with the
- * session) running `bash -lc CAPTURE` in w's workdir.  The snapshot is
+ * session) running `SHELL -lc CAPTURE` in w's workdir.  The snapshot is
  * the server's: the login calls of every session with the same key use
  * it.  Returns 0 when it started (w waits for it), -1 when w runs a real
  * login shell instead: the session's policy changed since w arrived, or
@@ -1014,7 +1014,7 @@ login_ready(struct mcp_call *c)
         return false;
     if (st == LOGIN_SNAPSHOT_READY) {
         struct shell_call_spec *spec = shell_call_spec(c->sc);
-        if (login_snapshot_use(&spec->argv, &spec->env, path) < 0)
+        if (login_snapshot_use(s->snap, s->snap_kind, &spec->argv, &spec->env, path) < 0)
             log_warn("login snapshot: out of memory: this call runs a real login shell");
     }
     free(c->snap_key);
@@ -1613,7 +1613,7 @@ start_login_snapshots(struct mcp_server *s)
     s->protect[s->n_protect] = NULL;
     s->snap = ls;
     /* the shell that runs the calls (--shell), whatever its file is
-     * called: zsh has no capture, its login calls run real login shells */
+     * called */
     s->snap_kind = login_snapshot_kind_find(s->o->shell == OPTIONS_SHELL_ZSH ? "zsh" : "bash");
     log_debug("login snapshots: in %s", login_snapshot_dir(ls));
 }

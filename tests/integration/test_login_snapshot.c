@@ -85,14 +85,14 @@ set_policy(struct world *w, const char *policy_json)
     json_decref(a);
 }
 
-/* Starts the server (extra: one more argument or NULL, and another) with
+/* Starts the server (extra: one more argument or NULL, and two others) with
  * HOME and XDG_RUNTIME_DIR of w, under the workspace policy. */
 static void
-world_start(struct world *w, const char *extra, const char *extra2)
+world_start3(struct world *w, const char *extra, const char *extra2, const char *extra3)
 {
     setenv("HOME", w->home, 1);
     setenv("XDG_RUNTIME_DIR", w->run, 1);
-    const char *argv[] = {server_path, extra, extra2, NULL};
+    const char *argv[] = {server_path, extra, extra2, extra3, NULL};
     w->c = mcp_client_start(argv, NULL);
     json_t *init = mcp_client_initialize(w->c);
     assert_non_null(json_object_get(init, "result"));
@@ -100,6 +100,12 @@ world_start(struct world *w, const char *extra, const char *extra2)
     char *p = workspace_policy(w);
     set_policy(w, p);
     free(p);
+}
+
+static void
+world_start(struct world *w, const char *extra, const char *extra2)
+{
+    world_start3(w, extra, extra2, NULL);
 }
 
 /* A shell call (login: the default), its answer's structured content. */
@@ -294,25 +300,182 @@ test_no_login_snapshot(void **state)
     world_end(&w);
 }
 
-/* --shell zsh: zsh has no capture, so its login calls are real `zsh -lc`
- * (the profile runs for each, and no Bash capture is tried in zsh). */
+/* The zsh profile of the tests: every startup file sets something up
+ * (~/.zshrc is an interactive shell's: zsh -lc does not read it);
+ * ~/.zprofile is noisy, takes about 100 ms, counts its runs and tries to
+ * write outside the sandbox. */
 static void
-test_zsh_login_shell(void **state)
+write_zsh_profile(struct world *w, const char *value)
+{
+    write_home(w, ".zshenv", "export ZENV=from-zshenv\n");
+    char *p = mcp_world_fmt("echo run >> %s/runs\n"
+                            "export SNAP_VAR=%s\n"
+                            "path=(\"$HOME/snapbin\" $path)\n"
+                            "snapfn() { echo \"fn:$1\"; }\n"
+                            "alias snapal='echo alias-ran'\n"
+                            "alias -g SNAPG='| tr a-z A-Z'\n"
+                            "setopt noclobber\n"
+                            "echo noise-on-stderr >&2\n"
+                            "echo noise-on-stdout\n"
+                            "sleep 0.1\n"
+                            "echo escaped > \"$HOME/marker\"\n",
+                            w->count, value);
+    write_home(w, ".zprofile", p);
+    free(p);
+    write_home(w, ".zlogin",
+               "export ZLOGIN_VAR=from-zlogin\nalias -s snapx=snapfn\necho zlogin-noise\n");
+    write_home(w, ".zshrc", "export RCVAR=from-zshrc\necho zshrc-noise\n");
+}
+
+#define ZSH_PROBE                                                                                  \
+    "echo \"$SNAP_VAR|$path[1]|${PATH%%:*}|$ZENV|$ZLOGIN_VAR|${RCVAR-unset}\"; snapfn a; snapal; " \
+    "echo abc SNAPG; f.snapx; [[ -o noclobber ]] && echo noclobber"
+
+/* --shell zsh: the same as with Bash, the profile run once */
+static void
+test_zsh_profile_once(void **state)
 {
     struct world w;
     world_new(&w, "run");
-    char *p = mcp_world_fmt("echo run >> %s/runs\nexport ZSNAP=from-zprofile\n", w.count);
-    write_home(&w, ".zprofile", p);
-    free(p);
+    write_zsh_profile(&w, "one");
     world_start(&w, "--shell", "zsh");
-    for (int i = 0; i < 2; i++) {
-        json_t *sc = shell(&w, "echo \"$ZSNAP\"");
-        assert_string_equal(output(sc), "from-zprofile\n");
+    char *want = mcp_world_fmt("one|%s/snapbin|%s/snapbin|from-zshenv|from-zlogin|unset\n"
+                               "fn:a\nalias-ran\nABC\nfn:f.snapx\nnoclobber\n",
+                               w.home, w.home);
+    for (int i = 0; i < 3; i++) {
+        json_t *sc = shell(&w, ZSH_PROBE);
+        assert_string_equal(output(sc), want);
         assert_int_equal(exit_code(sc), 0);
         json_decref(sc);
     }
+    /* the profile ran once, at capture, in the sandbox */
+    assert_int_equal(profile_runs(&w), 1);
+    char *marker = tmpdir_path(w.home, "marker");
+    assert_true(access(marker, F_OK) < 0);
+    free(marker);
+    /* a login shell still: $0, the login option, the exit status */
+    json_t *sc = shell(&w, "[[ -o login ]] && echo login; echo \"$0\" | grep -c zsh; exit 7");
+    assert_string_equal(output(sc), "login\n1\n");
+    assert_int_equal(exit_code(sc), 7);
+    json_decref(sc);
+    /* the capture left nothing in the workspace */
+    assert_int_equal(entries(w.wd, NULL), 0);
+    free(want);
+
+    /* ~/.zprofile changes: the next call sees it */
+    write_zsh_profile(&w, "two-and-longer");
+    sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "two-and-longer\n");
+    json_decref(sc);
     assert_int_equal(profile_runs(&w), 2);
+    /* login false: zsh -c, ~/.zshenv alone */
+    json_t *a = mcp_client_call(w.c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", "echo \"[$SNAP_VAR|$ZENV]\"", "workdir", w.wd,
+                                          "login", 0));
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(a, "result"), "structuredContent"), "output")),
+        "[|from-zshenv]\n");
+    json_decref(a);
     world_end(&w);
+}
+
+/* --shell zsh --no-login-snapshot: zsh -lc, the profile each time */
+static void
+test_zsh_no_login_snapshot(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    write_zsh_profile(&w, "one");
+    world_start3(&w, "--shell", "zsh", "--no-login-snapshot");
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo $SNAP_VAR");
+        assert_non_null(strstr(output(sc), "noise-on-stdout\n"));
+        assert_non_null(strstr(output(sc), "zlogin-noise\n"));
+        assert_non_null(strstr(output(sc), "one\n"));
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 2);
+    assert_null(snapshot_dir(&w));
+    world_end(&w);
+}
+
+/* zsh: a profile that exits gives what zsh -lc gives, each time, with
+ * no capture per call; once it is fixed, snapshots again.  One that hangs
+ * is killed at the timeout, and the call runs a real zsh -lc. */
+static void
+test_zsh_profile_fails(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    char *p = mcp_world_fmt("echo run >> %s/runs\necho before-exit\nexit 3\n", w.count);
+    write_home(&w, ".zprofile", p);
+    free(p);
+    world_start3(&w, "--shell", "zsh", "--login-snapshot-timeout-ms=300");
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, "echo hi");
+        assert_string_equal(output(sc), "before-exit\n");
+        assert_int_equal(exit_code(sc), 3);
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 3);
+    p = mcp_world_fmt("echo run >> %s/runs\n"
+                      "if mkdir %s/once 2>/dev/null; then sleep 600; fi\nexport FIXED=yes\n",
+                      w.count, w.count);
+    write_home(&w, ".zprofile", p);
+    free(p);
+    /* the capture hangs and is killed: a real zsh -lc */
+    json_t *sc = shell(&w, "echo $FIXED");
+    assert_string_equal(output(sc), "yes\n");
+    json_decref(sc);
+    assert_int_equal(profile_runs(&w), 5);
+    /* fixed (it no longer hangs): snapshots again, the profile runs once more */
+    p = mcp_world_fmt("echo run >> %s/runs\nexport FIXED=again\n", w.count);
+    write_home(&w, ".zprofile", p);
+    free(p);
+    for (int i = 0; i < 2; i++) {
+        sc = shell(&w, "echo $FIXED");
+        assert_string_equal(output(sc), "again\n");
+        json_decref(sc);
+    }
+    assert_int_equal(profile_runs(&w), 6);
+    world_end(&w);
+}
+
+/* Through the network proxy each call has a proxy of its own, on a port
+ * of its own, named by the proxy variables the sandbox sets: a login call
+ * has its own, not those of the capture's call (a connection to the port
+ * they name is taken; to the capture's, long closed, it would be refused). */
+static void
+proxy_vars_win(const char *shell_name, const char *probe)
+{
+    struct world w;
+    world_new(&w, "run");
+    write_home(&w, shell_name[0] == 'z' ? ".zprofile" : ".profile", "export PROFILE_RAN=yes\n");
+    world_start3(&w, "--shell", shell_name, "--network-proxy=on");
+    for (int i = 0; i < 2; i++) {
+        json_t *sc = shell(&w, probe);
+        assert_string_equal(output(sc), "yes open\n");
+        json_decref(sc);
+    }
+    world_end(&w);
+}
+
+static void
+test_proxy_vars_win_bash(void **state)
+{
+    proxy_vars_win("bash",
+                   "p=${HTTP_PROXY##*:}; if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; "
+                   "then echo \"$PROFILE_RAN open\"; else echo \"$PROFILE_RAN $p closed\"; fi");
+}
+
+static void
+test_proxy_vars_win_zsh(void **state)
+{
+    proxy_vars_win("zsh", "zmodload zsh/net/tcp; p=${HTTP_PROXY##*:}; if ztcp 127.0.0.1 $p "
+                          "2>/dev/null; then ztcp -c; echo \"$PROFILE_RAN open\"; "
+                          "else echo \"$PROFILE_RAN $p closed\"; fi");
 }
 
 /* The capture runs under the exec rules: a program they forbid is refused
@@ -457,6 +620,47 @@ test_snapshot_protected(void **state)
     world_end(&w);
 }
 
+/* zsh: the snapshot and the private ZDOTDIR beside it lie in the
+ * workspace; a command can change neither, nor add the .zprofile every
+ * later login call would read, nor move the directory away. */
+static void
+test_zsh_snapshot_protected(void **state)
+{
+    struct world w;
+    world_new(&w, "wd/run");
+    write_zsh_profile(&w, "one");
+    world_start(&w, "--shell", "zsh");
+    json_t *sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "one\n");
+    json_decref(sc);
+    char *dir = snapshot_dir(&w);
+    assert_non_null(dir);
+    char *zdot = tmpdir_path(dir, "zsh");
+    assert_int_equal(entries(zdot, NULL), 2);
+    char *attack = mcp_world_fmt(
+        "d=%s; for f in $d/*.sh $d/zsh/.zshenv $d/zsh/.zlogin; do "
+        "echo 'export SNAP_VAR=forged' >> $f && echo APPENDED; rm -f $f && echo REMOVED; done; "
+        "echo 'export SNAP_VAR=forged' > $d/zsh/.zprofile && echo CREATED; "
+        "mv $d/zsh $d/zsh.moved && echo MOVED; chmod 777 $d/zsh && echo CHMOD; true",
+        dir);
+    sc = shell(&w, attack);
+    assert_null(strstr(output(sc), "APPENDED"));
+    assert_null(strstr(output(sc), "REMOVED"));
+    assert_null(strstr(output(sc), "CREATED"));
+    assert_null(strstr(output(sc), "MOVED"));
+    assert_null(strstr(output(sc), "CHMOD"));
+    json_decref(sc);
+    sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "one\n");
+    json_decref(sc);
+    assert_int_equal(entries(zdot, NULL), 2);
+    assert_int_equal(profile_runs(&w), 1);
+    free(attack);
+    free(zdot);
+    free(dir);
+    world_end(&w);
+}
+
 int
 main(void)
 {
@@ -466,10 +670,13 @@ main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_profile_once),      cmocka_unit_test(test_profile_under_rules),
-        cmocka_unit_test(test_no_login_snapshot), cmocka_unit_test(test_zsh_login_shell),
-        cmocka_unit_test(test_profile_exits),     cmocka_unit_test(test_profile_hangs),
-        cmocka_unit_test(test_two_policies),      cmocka_unit_test(test_snapshot_protected),
+        cmocka_unit_test(test_profile_once),          cmocka_unit_test(test_profile_under_rules),
+        cmocka_unit_test(test_no_login_snapshot),     cmocka_unit_test(test_zsh_profile_once),
+        cmocka_unit_test(test_zsh_no_login_snapshot), cmocka_unit_test(test_proxy_vars_win_bash),
+        cmocka_unit_test(test_proxy_vars_win_zsh),    cmocka_unit_test(test_profile_exits),
+        cmocka_unit_test(test_profile_hangs),         cmocka_unit_test(test_two_policies),
+        cmocka_unit_test(test_snapshot_protected),    cmocka_unit_test(test_zsh_snapshot_protected),
+        cmocka_unit_test(test_zsh_profile_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,7 +82,9 @@ test_kinds(void **state)
     assert_true(login_snapshot_kind_captures(b));
     const struct login_snapshot_kind *z = login_snapshot_kind_find("/bin/zsh");
     assert_non_null(z);
-    assert_false(login_snapshot_kind_captures(z));
+    assert_ptr_not_equal(z, b);
+    assert_string_equal(login_snapshot_kind_name(z), "zsh");
+    assert_true(login_snapshot_kind_captures(z));
     assert_null(login_snapshot_kind_find("fish"));
     assert_null(login_snapshot_kind_find("bash5"));
 }
@@ -128,6 +130,42 @@ test_startup_files(void **state)
     for (size_t i = 0; f[i]; i++)
         assert_null(strstr(f[i], home));
     login_snapshot_strv_free(f);
+}
+
+/* zsh's: the zsh files, and with ZDOTDIR in the environment its personal
+ * files there too (and what they source) */
+static void
+test_zsh_startup_files(void **state)
+{
+    tmpdir_make_dir(root, "zd");
+    char *zd = tmpdir_path(root, "zd");
+    char *zprofile = tmpdir_path(zd, ".zprofile");
+    tmpdir_write_file(zprofile, "source ~/.zsh-more\n", 0644);
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("zsh");
+    unsetenv("ZDOTDIR");
+    char **f = login_snapshot_startup_files(k, home);
+    assert_non_null(f);
+    assert_true(has(f, "/etc/zsh/zshenv"));
+    assert_true(has(f, "/etc/zsh/zlogin"));
+    const char *want[] = {".zshenv", ".zprofile", ".zshrc", ".zlogin"};
+    for (size_t i = 0; i < 4; i++) {
+        char *p = in_home(want[i]);
+        assert_true(has(f, p));
+        free(p);
+    }
+    assert_false(has(f, zprofile));
+    login_snapshot_strv_free(f);
+    setenv("ZDOTDIR", zd, 1);
+    f = login_snapshot_startup_files(k, home);
+    unsetenv("ZDOTDIR");
+    assert_non_null(f);
+    assert_true(has(f, zprofile));
+    char *more = in_home(".zsh-more");
+    assert_true(has(f, more));
+    free(more);
+    login_snapshot_strv_free(f);
+    free(zprofile);
+    free(zd);
 }
 
 static struct login_snapshot *
@@ -321,10 +359,9 @@ test_failures(void **state)
     free(good);
     free(cmd);
     assert_int_equal(login_snapshot_get(ls, k, "k", home, 74, &path), LOGIN_SNAPSHOT_READY);
-    /* zsh: no capture, always a real login shell */
-    assert_int_equal(login_snapshot_get(ls, login_snapshot_kind_find("zsh"), "k", home, 60, &path),
-                     LOGIN_SNAPSHOT_FALLBACK);
-    assert_null(login_snapshot_begin(ls, login_snapshot_kind_find("zsh"), "k", home, 60));
+    /* zsh: a key of its own, captured like Bash's */
+    assert_int_equal(login_snapshot_get(ls, login_snapshot_kind_find("zsh"), "k", home, 75, &path),
+                     LOGIN_SNAPSHOT_CAPTURE);
     login_snapshot_free(ls);
     login_snapshot_free(NULL);
 }
@@ -395,10 +432,12 @@ strv_free(char **v)
 static void
 test_use(void **state)
 {
+    struct login_snapshot *ls = new_store();
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
     const char *const a[] = {"/h/sandbox", "--cwd", "/w", "--", "/b/bash", "-lc", "echo hi", NULL};
     const char *const e[] = {"HOME=/h", "BASH_ENV=/theirs", "X=1", NULL};
     char **argv = strv(a), **env = strv(e);
-    assert_int_equal(login_snapshot_use(&argv, &env, "/s/1.sh"), 0);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/1.sh"), 0);
     const char *const want_a[] = {"/h/sandbox",  "--cwd", "/w",      "--", "/b/bash",
                                   "--noprofile", "-lc",   "echo hi", NULL};
     for (size_t i = 0; want_a[i]; i++)
@@ -414,7 +453,7 @@ test_use(void **state)
     const char *const e2[] = {"HOME=/h", NULL};
     argv = strv(a);
     env = strv(e2);
-    assert_int_equal(login_snapshot_use(&argv, &env, "/s/2.sh"), 0);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/2.sh"), 0);
     assert_string_equal(env[1], "BASH_ENV=/s/2.sh");
     assert_null(env[2]);
     strv_free(argv);
@@ -424,22 +463,48 @@ test_use(void **state)
     const char *const c[] = {"/b/bash", "-c", "echo hi", NULL};
     argv = strv(c);
     env = strv(e2);
-    assert_int_equal(login_snapshot_use(&argv, &env, "/s/2.sh"), -1);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/2.sh"), -1);
     assert_string_equal(argv[1], "-c");
+    assert_null(env[1]);
+    assert_int_equal(
+        login_snapshot_use(ls, login_snapshot_kind_find("zsh"), &argv, &env, "/s/2.sh"), -1);
     assert_null(env[1]);
     strv_free(argv);
     strv_free(env);
+
+    /* zsh: the command line stays; ZDOTDIR (theirs replaced) names the
+     * store's private one, and a variable the snapshot */
+    k = login_snapshot_kind_find("zsh");
+    const char *const z[] = {"/h/sandbox", "--", "/b/zsh", "-lc", "echo hi", NULL};
+    const char *const ze[] = {"HOME=/h", "ZDOTDIR=/theirs", "X=1", NULL};
+    argv = strv(z);
+    env = strv(ze);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/3.sh"), 0);
+    for (size_t i = 0; z[i]; i++)
+        assert_string_equal(argv[i], z[i]);
+    assert_null(argv[5]);
+    char *zdot = NULL;
+    assert_true(asprintf(&zdot, "ZDOTDIR=%s/zsh", login_snapshot_dir(ls)) > 0);
+    assert_string_equal(env[0], "HOME=/h");
+    assert_string_equal(env[1], zdot);
+    assert_string_equal(env[2], "X=1");
+    assert_string_equal(env[3], "EXECGATE_LOGIN_SNAPSHOT=/s/3.sh");
+    assert_null(env[4]);
+    free(zdot);
+    strv_free(argv);
+    strv_free(env);
+    login_snapshot_free(ls);
 }
 
 /* ---- a real Bash ---- */
 
 static const char *bash;
 
-/* Runs argv with our environment, HOME=home and extra (NAME=value, may be
- * NULL) in home; returns
- * stdout and stderr together; *status the exit status. */
+/* Runs argv with our environment, HOME=home and extra (NAME=value
+ * entries, NULL-terminated; may be NULL) in home; returns stdout and
+ * stderr together; *status the exit status. */
 static char *
-run(const char *const *argv, const char *extra, int *status)
+run(const char *const *argv, char *const *extra, int *status)
 {
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
@@ -449,8 +514,12 @@ run(const char *const *argv, const char *extra, int *status)
         dup2(p[1], 1);
         dup2(p[1], 2);
         /* the environment the store's capture says was inherited: ours */
-        if (setenv("HOME", home, 1) < 0 || (extra && putenv((char *)extra) < 0) || chdir(home) < 0)
+        if (setenv("HOME", home, 1) < 0 || chdir(home) < 0)
             _exit(127);
+        for (size_t i = 0; extra && extra[i]; i++) {
+            if (putenv(extra[i]) < 0)
+                _exit(127);
+        }
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -536,7 +605,8 @@ test_capture_by_bash(void **state)
     char *env = NULL;
     assert_true(asprintf(&env, "BASH_ENV=%s", path) > 0);
     const char *use[] = {bash, "--noprofile", "-lc", PROBE, NULL};
-    char *got = run(use, env, &status);
+    char *const extra[] = {env, NULL};
+    char *got = run(use, extra, &status);
     /* the profile's noise is not in it; the rest is the same */
     const char *w = strstr(want, "noise on stderr\n");
     assert_non_null(w);
@@ -553,18 +623,209 @@ test_capture_by_bash(void **state)
     login_snapshot_free(ls);
 }
 
+/* ---- a real zsh ---- */
+
+static const char *zsh;
+
+/* What a login zsh sets up, looked at from every side (a child zsh shows
+ * what is exported and that ZDOTDIR is the user's again). */
+static char *
+zsh_probe(void)
+{
+    char *p = NULL;
+    assert_true(
+        asprintf(&p,
+                 "echo \"A=$A P=$path[1] PATH=${PATH%%%%:*} R=$RO N=$NOEXP ARR=$ARR[2] AS=$AS[k] "
+                 "I=$I E=$ENVV L=$ZL\"; fn one; al; echo abc GG; x.snap; "
+                 "[[ -o login ]] && echo login; setopt; umask; echo \"$0 $LINENO\"; "
+                 "echo \"G=${SNAP_GONE-unset} U=$SNAP_UNEXP K=$SNAP_KEPT Z=${ZDOTDIR-unset} "
+                 "S=${EXECGATE_LOGIN_SNAPSHOT-unset} RC=${RCVAR-unset}\"; "
+                 "typeset -p RO I ARR AS NOEXP SNAP_UNEXP; alias -L; alias -sL; functions; "
+                 "%s -c 'echo child A=$A U=${SNAP_UNEXP-unset} N=${NOEXP-unset} "
+                 "Z=${ZDOTDIR-unset} E=$ENVV'; exit 7",
+                 zsh) > 0);
+    return p;
+}
+
+static void
+test_capture_by_zsh(void **state)
+{
+    if (!zsh || access(zsh, X_OK) < 0)
+        skip();
+    setenv("SNAP_GONE", "inherited", 1);
+    setenv("SNAP_UNEXP", "inherited-exported", 1);
+    setenv("SNAP_KEPT", "it's inherited, unchanged", 1);
+    unsetenv("ZDOTDIR");
+    write_home(".zshenv", "export ENVV=from-zshenv\n");
+    write_home(".zprofile", "echo noise on stderr >&2\n"
+                            "export A='quoted \"one\" $x `y` \n two'\n"
+                            "path=(/opt/snap/bin $path)\n"
+                            "readonly RO=fixed\n"
+                            "NOEXP=plain\n"
+                            "typeset -a ARR=(a 'b c'); typeset -A AS=(k v)\n"
+                            "typeset -i I=6*7\n"
+                            "fn() { echo \"fn $1 ${#A}\"; }\n"
+                            "alias al='echo alias ran'\n"
+                            "alias -g GG='| tr a-z A-Z'\n"
+                            "alias -s snap=fn\n"
+                            "alias -- -='echo dash' q=\"echo it's\"; alias -g NL=$'\\n'\n"
+                            "setopt noclobber extendedglob\n"
+                            "unsetopt nomatch\n"
+                            "umask 027\n"
+                            "unset SNAP_GONE; typeset +x SNAP_UNEXP\n"
+                            "TRAPZERR() { echo zerr-trap; }\n");
+    write_home(".zlogin", "echo zlogin noise\nexport ZL=from-zlogin\n");
+    write_home(".zshrc", "export RCVAR=interactive-only\n");
+    char *probe = zsh_probe();
+    const char *real[] = {zsh, "-lc", probe, NULL};
+    int real_status = 0;
+    char *want = run(real, NULL, &real_status);
+    assert_int_equal(real_status, 7);
+    assert_non_null(strstr(want, "noise on stderr\nzlogin noise\n"));
+
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("zsh");
+    struct login_snapshot *ls = new_store();
+    char *cmd = login_snapshot_begin(ls, k, "k", home, 1);
+    assert_non_null(cmd);
+    const char *cap[] = {zsh, "-lc", cmd, NULL};
+    int status = 0;
+    char *out = run(cap, NULL, &status);
+    assert_int_equal(status, 0);
+    char *noise = NULL, *why = NULL;
+    if (login_snapshot_done(ls, true, out, strlen(out), &noise, &why) < 0)
+        fail_msg("capture: %s\n%s", why, out);
+    assert_non_null(strstr(noise, "noise on stderr"));
+    const char *path = NULL;
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    /* what the shell inherits unchanged is not set again */
+    size_t len = 0;
+    char *text = tmpdir_read_file(path, &len);
+    assert_non_null(text);
+    assert_null(strstr(text, "SNAP_KEPT"));
+    assert_non_null(strstr(text, "SNAP_UNEXP"));
+    assert_null(strstr(text, "\nzerr-trap\n")); /* the trap did not print into it */
+    free(text);
+    /* a login call: the command line and environment login_snapshot_use
+     * makes */
+    char **argv = calloc(4, sizeof(char *));
+    char **env = calloc(1, sizeof(char *));
+    argv[0] = strdup(zsh);
+    argv[1] = strdup("-lc");
+    argv[2] = strdup(probe);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, path), 0);
+    char *got = run((const char *const *)argv, env, &status);
+    /* the profile's noise is not in it; the rest is the same */
+    const char *w = strstr(want, "zlogin noise\n");
+    w += strlen("zlogin noise\n");
+    if (strcmp(got, w) != 0)
+        fail_msg("zsh -lc gave\n%s\nthe snapshot gave\n%s", w, got);
+    assert_int_equal(status, 7);
+    /* a syntax error, exit and a trap in the command: as zsh -lc */
+    free(argv[2]);
+    argv[2] = strdup("trap 'echo bye' EXIT; echo $LINENO; false; if");
+    got = (free(got), run((const char *const *)argv, env, &status));
+    real[2] = argv[2];
+    free(want);
+    want = run(real, NULL, &real_status);
+    w = strstr(want, "zlogin noise\n") + strlen("zlogin noise\n");
+    assert_string_equal(got, w);
+    assert_int_equal(status, real_status);
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+    for (size_t i = 0; argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+    free(got);
+    free(noise);
+    free(out);
+    free(cmd);
+    free(want);
+    free(probe);
+    char *dir = strdup(login_snapshot_dir(ls));
+    login_snapshot_free(ls);
+    assert_true(access(dir, F_OK) < 0); /* the private ZDOTDIR went too */
+    free(dir);
+}
+
+/* What probe prints (and *status) in a login zsh that sources a snapshot
+ * of the profile in home, captured now by the patched zsh. */
+static char *
+zsh_with_snapshot(const char *probe, int *status)
+{
+    const struct login_snapshot_kind *k = login_snapshot_kind_find("zsh");
+    struct login_snapshot *ls = new_store();
+    char *cmd = login_snapshot_begin(ls, k, "k", home, 1);
+    assert_non_null(cmd);
+    const char *cap[] = {zsh, "-lc", cmd, NULL};
+    char *out = run(cap, NULL, status);
+    assert_int_equal(*status, 0);
+    char *noise = NULL, *why = NULL;
+    if (login_snapshot_done(ls, true, out, strlen(out), &noise, &why) < 0)
+        fail_msg("capture: %s\n%s", why, out);
+    const char *path = NULL;
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    char **argv = calloc(4, sizeof(char *));
+    char **env = calloc(1, sizeof(char *));
+    argv[0] = strdup(zsh);
+    argv[1] = strdup("-lc");
+    argv[2] = strdup(probe);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, path), 0);
+    char *got = run((const char *const *)argv, env, status);
+    login_snapshot_strv_free(argv);
+    login_snapshot_strv_free(env);
+    free(noise);
+    free(out);
+    free(cmd);
+    login_snapshot_free(ls);
+    return got;
+}
+
+/* A profile whose aliases (global ones on the capture's own words) and
+ * options (ksh_arrays, sh_word_split, rc_quotes, err_exit, no_unset)
+ * would change the capture's text if it were parsed with them. */
+static void
+test_capture_by_zsh_hostile(void **state)
+{
+    if (!zsh || access(zsh, X_OK) < 0)
+        skip();
+    unsetenv("ZDOTDIR");
+    write_home(".zprofile", "export HV='a b' EMPTY=\n"
+                            "typeset -a ARR=(x 'y z')\n"
+                            "alias builtin=false for=false\n"
+                            "alias -g builtin=false typeset=false print=false eval=false "
+                            "'-L'=x '-a'=x alias=x do=x done=x\n"
+                            "setopt ksh_arrays sh_word_split rc_quotes err_exit no_unset "
+                            "no_glob posix_builtins\n");
+    const char *probe = "echo \"$HV|$EMPTY|${ARR[1]}\"; \\setopt; \\alias -L; \\umask; \\echo done";
+    const char *real[] = {zsh, "-lc", probe, NULL};
+    int real_status = 0, status = 0;
+    char *want = run(real, NULL, &real_status);
+    char *got = zsh_with_snapshot(probe, &status);
+    if (strcmp(got, want) != 0)
+        fail_msg("zsh -lc gave\n%s\nthe snapshot gave\n%s", want, got);
+    assert_int_equal(status, real_status);
+    assert_non_null(strstr(got, "a b||y z\n"));
+    free(want);
+    free(got);
+}
+
 int
 main(void)
 {
     bash = getenv("EXECGATE_TEST_BASH");
+    zsh = getenv("EXECGATE_TEST_ZSH");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kinds),
         cmocka_unit_test_setup_teardown(test_startup_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zsh_startup_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kept, setup, teardown),
-        cmocka_unit_test(test_use),
+        cmocka_unit_test_setup_teardown(test_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capture_by_bash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_capture_by_zsh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_capture_by_zsh_hostile, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
