@@ -8,7 +8,7 @@
  * sandbox cwd, the workdir and the shell) in a private directory of the
  * server's, mode 0700, each file mode 0600 (with zsh also the private
  * ZDOTDIR its login calls read, "zsh/", made with the first zsh
- * snapshot).  The caller runs the capture (login_snapshot_capture_command,
+ * snapshot).  The caller runs the capture (the command login_snapshot_begin gives,
  * as a login shell, in the sandbox like any call) and hands its output
  * back; this module parses it, writes the file, and says for each later
  * login call whether the file is still good: not when a startup file the
