@@ -373,6 +373,50 @@ test_long_files(void **state)
     free(src);
 }
 
+/* star_release gives back the blocks made since the mark for reuse:
+ * the next allocations get the same memory, zeroed again, and the
+ * arena's size is what it was. */
+static void
+test_arena_reuse(void **state)
+{
+    (void)state;
+    struct star_vm *vm = star_vm_new();
+    assert_non_null(vm);
+    jmp_buf jb;
+    vm->on_error = &jb;
+    if (setjmp(jb) != 0)
+        fail_msg("the arena failed: %s", star_vm_error(vm));
+    enum { N = 300, SIZE = 1000 };
+    static char *first[N];
+    (void)star_alloc(vm, 16);
+    size_t used = vm->mem_used;
+    struct star_mark m;
+    star_mark(vm, &m);
+    for (int i = 0; i < N; i++) {
+        first[i] = star_alloc(vm, SIZE);
+        memset(first[i], 0xff, SIZE);
+    }
+    assert_true(vm->mem_used > used); /* new blocks were made */
+    assert_true(star_release(vm, &m));
+    assert_int_equal(vm->mem_used, used);
+    /* The first allocation in each block made after the mark */
+    static bool block_start[N];
+    for (int i = 1; i < N; i++)
+        block_start[i] = first[i] != first[i - 1] + SIZE + 8; /* SIZE rounded up to 16 */
+    bool reused = false;
+    for (int i = 0; i < N; i++) {
+        char *p = star_alloc(vm, SIZE);
+        for (int k = 0; k < SIZE; k++)
+            if (p[k] != 0)
+                fail_msg("allocation %d, byte %d: %d, not zero", i, k, p[k]);
+        for (int j = 1; j < N; j++)
+            reused = reused || (block_start[j] && p == first[j]);
+    }
+    assert_true(reused);
+    vm->on_error = NULL;
+    star_vm_free(vm);
+}
+
 static void
 test_string_methods(void **state)
 {
@@ -604,6 +648,7 @@ main(void)
         cmocka_unit_test(test_comprehensions),   cmocka_unit_test(test_functions),
         cmocka_unit_test(test_toplevel_control), cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_unicode_strings),  cmocka_unit_test(test_long_files),
+         cmocka_unit_test(test_arena_reuse),
         cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
         cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
         cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
