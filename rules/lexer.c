@@ -35,6 +35,24 @@ struct lexer {
     size_t window; /* > 0: stop at a top-level statement once this many tokens are out */
 };
 
+/* The top bit of each of a word's eight bytes. */
+#define HIGH_BITS 0x8080808080808080ull
+#define LOW_BITS  0x0101010101010101ull
+
+/* Whether the first n (< 8) of the 8 readable bytes at q are ASCII. */
+static bool
+ascii_prefix(const char *q, size_t n)
+{
+    uint64_t w;
+    memcpy(&w, q, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t first = (1ull << (8 * n)) - 1; /* the low bytes come first */
+#else
+    uint64_t first = ~(~0ull >> (8 * n));
+#endif
+    return (w & first & HIGH_BITS) == 0;
+}
+
 static uint32_t
 col_of(struct lexer *lx, const char *p)
 {
@@ -42,7 +60,17 @@ col_of(struct lexer *lx, const char *p)
         lx->col_p = lx->line_start;
         lx->col_c = lx->first_col;
     }
-    for (const char *q = lx->col_p; q < p; q++)
+    const char *q = lx->col_p;
+    /* A column counts every byte that does not continue a character:
+     * ASCII text (most of it) is counted eight bytes at a time, and the
+     * few bytes between two tokens by one look at eight readable bytes. */
+    for (uint64_t w; p - q >= 8 && (memcpy(&w, q, 8), (w & HIGH_BITS) == 0); q += 8)
+        lx->col_c += 8;
+    if (p > q && p - q < 8 && lx->end - q >= 8 && ascii_prefix(q, (size_t)(p - q))) {
+        lx->col_c += (uint32_t)(p - q);
+        q = p;
+    }
+    for (; q < p; q++)
         if (((unsigned char)*q & 0xc0) != 0x80)
             lx->col_c++;
     lx->col_p = p;
@@ -55,7 +83,7 @@ lex_fail(struct lexer *lx, const char *at, const char *msg)
     star_fail_at(lx->vm, lx->line, col_of(lx, at), "%s", msg);
 }
 
-static struct star_token *
+static inline struct star_token *
 push(struct lexer *lx, int kind, const char *start, const char *end)
 {
     if (lx->n == lx->cap) {
@@ -68,12 +96,13 @@ push(struct lexer *lx, int kind, const char *start, const char *end)
         lx->cap = cap;
     }
     struct star_token *t = &lx->toks[lx->n++];
-    memset(t, 0, sizeof *t);
-    t->kind = (uint8_t)kind;
-    t->line = lx->line;
-    t->col = col_of(lx, start);
-    t->text = start;
-    t->len = (size_t)(end - start);
+    *t = (struct star_token){
+        .kind = (uint8_t)kind,
+        .line = lx->line,
+        .col = col_of(lx, start),
+        .text = start,
+        .len = (size_t)(end - start),
+    };
     return t;
 }
 
@@ -86,20 +115,38 @@ newline(struct lexer *lx, const char *after)
     lx->col_p = NULL;
 }
 
-/* Reports the first byte that is not well-formed UTF-8. */
+/* Fails at the byte at, from the start of the text: its line is found
+ * only now, so checking the text needs no line bookkeeping. */
+_Noreturn static void
+check_fail(struct lexer *lx, const unsigned char *at, const char *msg)
+{
+    const char *q = lx->p, *nl;
+    while ((nl = memchr(q, '\n', (size_t)((const char *)at - q))) != NULL) {
+        newline(lx, nl + 1);
+        q = nl + 1;
+    }
+    lex_fail(lx, (const char *)at, msg);
+}
+
+/* Reports the first byte that is not well-formed UTF-8, or a NUL byte. */
 static void
 check_utf8(struct lexer *lx)
 {
     const unsigned char *s = (const unsigned char *)lx->p, *e = (const unsigned char *)lx->end;
     while (s < e) {
+        /* Eight bytes at a time while they are ASCII and none is NUL. */
+        uint64_t w;
+        if (e - s >= 8 && (memcpy(&w, s, 8), (w & HIGH_BITS) == 0) &&
+            ((w - LOW_BITS) & ~w & HIGH_BITS) == 0) {
+            s += 8;
+            continue;
+        }
         unsigned c = *s;
         size_t n;
         unsigned min;
         if (c < 0x80) {
-            if (c == '\n')
-                newline(lx, (const char *)s + 1);
-            else if (c == 0)
-                lex_fail(lx, (const char *)s, "NUL byte in source: is this a text file?");
+            if (c == 0)
+                check_fail(lx, s, "NUL byte in source: is this a text file?");
             s++;
             continue;
         }
@@ -123,49 +170,63 @@ check_utf8(struct lexer *lx)
         if (!ok) {
             char msg[96];
             snprintf(msg, sizeof msg, "invalid UTF-8 byte 0x%02x: files must be UTF-8 text", c);
-            lex_fail(lx, (const char *)s, msg);
+            check_fail(lx, s, msg);
         }
         s += n + 1;
     }
 }
 
+/* The keywords and reserved words, grouped by length: the words of
+ * length n are keywords[keyword_at[n]] to keywords[keyword_at[n + 1]]. */
+#define KEYWORD_MIN 2
+#define KEYWORD_MAX 8
 static const struct {
     const char *word;
     int kind;
 } keywords[] = {
-    {"and", T_AND},
-    {"break", T_BREAK},
-    {"continue", T_CONTINUE},
-    {"def", T_DEF},
-    {"elif", T_ELIF},
-    {"else", T_ELSE},
-    {"for", T_FOR},
+    /* 2 */
+    {"as", T_RESERVED},
     {"if", T_IF},
     {"in", T_IN},
-    {"lambda", T_LAMBDA},
-    {"load", T_LOAD},
-    {"not", T_NOT},
+    {"is", T_RESERVED},
     {"or", T_OR},
+    /* 3 */
+    {"and", T_AND},
+    {"def", T_DEF},
+    {"del", T_RESERVED},
+    {"for", T_FOR},
+    {"not", T_NOT},
+    {"try", T_RESERVED},
+    /* 4 */
+    {"elif", T_ELIF},
+    {"else", T_ELSE},
+    {"from", T_RESERVED},
+    {"load", T_LOAD},
     {"pass", T_PASS},
-    {"return", T_RETURN},
-    {"while", T_WHILE},
-    {"as", T_RESERVED},
-    {"assert", T_RESERVED},
+    {"with", T_RESERVED},
+    /* 5 */
     {"async", T_RESERVED},
     {"await", T_RESERVED},
+    {"break", T_BREAK},
     {"class", T_RESERVED},
-    {"del", T_RESERVED},
+    {"raise", T_RESERVED},
+    {"while", T_WHILE},
+    {"yield", T_RESERVED},
+    /* 6 */
+    {"assert", T_RESERVED},
     {"except", T_RESERVED},
-    {"finally", T_RESERVED},
-    {"from", T_RESERVED},
     {"global", T_RESERVED},
     {"import", T_RESERVED},
-    {"is", T_RESERVED},
+    {"lambda", T_LAMBDA},
+    {"return", T_RETURN},
+    /* 7 */
+    {"finally", T_RESERVED},
+    /* 8 */
+    {"continue", T_CONTINUE},
     {"nonlocal", T_RESERVED},
-    {"raise", T_RESERVED},
-    {"try", T_RESERVED},
-    {"with", T_RESERVED},
-    {"yield", T_RESERVED},
+};
+static const unsigned char keyword_at[KEYWORD_MAX + 2] = {
+    [KEYWORD_MIN] = 0, 5, 11, 17, 24, 30, 31, 33,
 };
 
 static bool
@@ -187,11 +248,12 @@ lex_name(struct lexer *lx)
     while (lx->p < lx->end && (is_ident_start(*lx->p) || is_digit(*lx->p)))
         lx->p++;
     size_t len = (size_t)(lx->p - s);
-    for (size_t i = 0; len >= 2 && len <= 8 && i < sizeof keywords / sizeof keywords[0]; i++) {
-        if (keywords[i].word[0] == s[0] && strncmp(keywords[i].word, s, len) == 0 &&
-            keywords[i].word[len] == '\0') {
-            push(lx, keywords[i].kind, s, lx->p);
-            return;
+    if (len >= KEYWORD_MIN && len <= KEYWORD_MAX) {
+        for (size_t i = keyword_at[len]; i < keyword_at[len + 1]; i++) {
+            if (keywords[i].word[0] == s[0] && memcmp(keywords[i].word, s, len) == 0) {
+                push(lx, keywords[i].kind, s, lx->p);
+                return;
+            }
         }
     }
     struct star_token *t = push(lx, T_NAME, s, lx->p);
@@ -347,6 +409,23 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
     uint32_t line = lx->line, col = col_of(lx, start);
     lx->p += triple ? 3 : 1;
     struct star_buf b = {0};
+    if (!triple) {
+        /* Most strings hold no escape: their text is the source's. */
+        const char *r = lx->p;
+        while (r < lx->end && *r != q && *r != '\\' && *r != '\n' && *r != '\r')
+            r++;
+        if (r < lx->end && *r == q) {
+            struct star_token *t = push(lx, fstr ? T_FSTRING : T_STRING, start, r + 1);
+            t->line = line;
+            t->col = col;
+            t->sval = star_str_new(lx->vm, lx->p, (size_t)(r - lx->p));
+            lx->p = r + 1;
+            /* The column cache stays at the string's start (same line). */
+            lx->col_p = start;
+            lx->col_c = col;
+            return;
+        }
+    }
     for (;;) {
         if (lx->p >= lx->end || (!triple && *lx->p == '\n')) {
             star_fail_at(lx->vm, line, col, "unterminated string: missing closing %s",
@@ -397,7 +476,15 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
     t->col = col;
     lx->line = end_line;
     lx->line_start = ls;
-    lx->col_p = NULL;
+    /* On one line, the column cache may stay at the string's start, so
+     * the next token's column is counted from there, not from the start
+     * of the line (a line of strings would be counted over and over). */
+    if (end_line == line) {
+        lx->col_p = start;
+        lx->col_c = col;
+    } else {
+        lx->col_p = NULL;
+    }
     t->sval = star_str_new(lx->vm, b.data ? b.data : "", b.len);
 }
 
@@ -494,6 +581,11 @@ lex_punct(struct lexer *lx)
         break;
     case '~':
         single = T_TILDE;
+        break;
+    case '=':
+        /* Keyword arguments' '=': not '==' */
+        if (lx->end - lx->p < 2 || lx->p[1] != '=')
+            single = T_ASSIGN;
         break;
     default:
         break;
@@ -614,34 +706,41 @@ lex_all(struct lexer *lx)
                     return;
             }
         }
-        if (c == '#') {
+        switch (c) {
+        case ' ':
+        case '\t':
+        case '\r':
+        case '\f':
+            lx->p++;
+            continue;
+        case '#':
             while (lx->p < lx->end && *lx->p != '\n')
                 lx->p++;
             continue;
-        }
-        if (c == '\n') {
+        case '\n':
             if (lx->depth == 0 && !at_line_start(lx))
                 push(lx, T_NEWLINE, lx->p, lx->p);
             lx->p++;
             newline(lx, lx->p);
             lx->bol = true;
             continue;
-        }
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
-            lx->p++;
+        case '"':
+        case '\'':
+            lex_string(lx, lx->p, false, false);
             continue;
-        }
-        if (c == '\\' && lx->p + 1 < lx->end &&
-            (lx->p[1] == '\n' || (lx->p[1] == '\r' && lx->p + 2 < lx->end && lx->p[2] == '\n'))) {
-            lx->p += lx->p[1] == '\n' ? 2 : 3;
-            newline(lx, lx->p);
-            continue;
+        case '\\':
+            if (lx->p + 1 < lx->end &&
+                (lx->p[1] == '\n' ||
+                 (lx->p[1] == '\r' && lx->p + 2 < lx->end && lx->p[2] == '\n'))) {
+                lx->p += lx->p[1] == '\n' ? 2 : 3;
+                newline(lx, lx->p);
+                continue;
+            }
+            break;
+        default:
+            break;
         }
         const char *s = lx->p;
-        if (c == '"' || c == '\'') {
-            lex_string(lx, s, false, false);
-            continue;
-        }
         if (is_ident_start(c)) {
             /* String prefixes: r, f, rf, fr (any case). */
             const char *q = lx->p;

@@ -113,7 +113,7 @@ enter(struct parser *ps, struct star_token *at)
 
 static struct ast_node *parse_test(struct parser *ps);
 static struct ast_node *parse_expr(struct parser *ps);
-static struct ast_node *parse_or(struct parser *ps);
+static struct ast_node *parse_or(struct parser *ps, struct ast_node *first);
 static struct ast_node *parse_primary(struct parser *ps);
 static struct ast_func *parse_params(struct parser *ps, int close);
 static struct ast_node *parse_fstring(struct parser *ps, struct star_token *t);
@@ -173,10 +173,10 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
             }
             c->target = first;
             expect(ps, T_IN, "expected 'in' in comprehension");
-            c->expr = parse_or(ps);
+            c->expr = parse_or(ps, NULL);
         } else {
             advance(ps);
-            c->expr = parse_or(ps);
+            c->expr = parse_or(ps, NULL);
         }
     }
     n->u.comp.clauses = cl;
@@ -434,10 +434,13 @@ binary_prec(int k)
     }
 }
 
+/* Each level below takes the expression's first operand already parsed
+ * (first, when not NULL: parse_test parses it to see whether an operator
+ * follows at all) or parses it itself. */
 static struct ast_node *
-parse_binary(struct parser *ps, int min_prec)
+parse_binary(struct parser *ps, int min_prec, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_unary(ps);
+    struct ast_node *lhs = first != NULL ? first : parse_unary(ps);
     for (;;) {
         struct star_token *t = peek(ps);
         int p = binary_prec(t->kind);
@@ -448,7 +451,7 @@ parse_binary(struct parser *ps, int min_prec)
         struct ast_node *n = node(ps, A_BINARY, t);
         n->op = t->kind;
         n->u.x.a = lhs;
-        n->u.x.b = parse_binary(ps, p + 1);
+        n->u.x.b = parse_binary(ps, p + 1, NULL);
         ps->depth--;
         lhs = n;
     }
@@ -464,9 +467,9 @@ is_comparison(struct parser *ps)
 }
 
 static struct ast_node *
-parse_comparison(struct parser *ps)
+parse_comparison(struct parser *ps, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_binary(ps, 1);
+    struct ast_node *lhs = parse_binary(ps, 1, first);
     if (!is_comparison(ps))
         return lhs;
     struct star_token *t = advance(ps);
@@ -478,53 +481,76 @@ parse_comparison(struct parser *ps)
     struct ast_node *n = node(ps, A_BINARY, t);
     n->op = (uint8_t)op;
     n->u.x.a = lhs;
-    n->u.x.b = parse_binary(ps, 1);
+    n->u.x.b = parse_binary(ps, 1, NULL);
     if (is_comparison(ps))
         fail_tok(ps, peek(ps), "comparisons do not chain: use 'and'");
     return n;
 }
 
 static struct ast_node *
-parse_not(struct parser *ps)
+parse_not(struct parser *ps, struct ast_node *first)
 {
     struct star_token *t = peek(ps);
-    if (t->kind == T_NOT) {
+    if (first == NULL && t->kind == T_NOT) {
         enter(ps, t);
         advance(ps);
         struct ast_node *n = node(ps, A_NOT, t);
-        n->u.x.a = parse_not(ps);
+        n->u.x.a = parse_not(ps, NULL);
         ps->depth--;
         return n;
     }
-    return parse_comparison(ps);
+    return parse_comparison(ps, first);
 }
 
 static struct ast_node *
-parse_and(struct parser *ps)
+parse_and(struct parser *ps, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_not(ps);
+    struct ast_node *lhs = parse_not(ps, first);
     while (peek_kind(ps) == T_AND) {
         struct star_token *t = advance(ps);
         struct ast_node *n = node(ps, A_AND, t);
         n->u.x.a = lhs;
-        n->u.x.b = parse_not(ps);
+        n->u.x.b = parse_not(ps, NULL);
         lhs = n;
     }
     return lhs;
 }
 
 static struct ast_node *
-parse_or(struct parser *ps)
+parse_or(struct parser *ps, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_and(ps);
+    struct ast_node *lhs = parse_and(ps, first);
     while (peek_kind(ps) == T_OR) {
         struct star_token *t = advance(ps);
         struct ast_node *n = node(ps, A_OR, t);
         n->u.x.a = lhs;
-        n->u.x.b = parse_and(ps);
+        n->u.x.b = parse_and(ps, NULL);
         lhs = n;
     }
     return lhs;
+}
+
+/* x if c else y, x parsed. */
+static struct ast_node *
+parse_conditional(struct parser *ps, struct ast_node *x)
+{
+    if (peek_kind(ps) != T_IF)
+        return x;
+    struct star_token *it = advance(ps);
+    struct ast_node *n = node(ps, A_COND, it);
+    n->u.x.a = x;
+    n->u.x.b = parse_or(ps, NULL);
+    expect(ps, T_ELSE, "expected 'else' in conditional expression");
+    n->u.x.c = parse_test(ps);
+    return n;
+}
+
+/* Whether a token after an operand ends the expression: no operator,
+ * call, index, conditional or comprehension can follow. */
+static bool
+ends_operand(int k)
+{
+    return k == T_COMMA || k == T_RPAREN || k == T_RBRACK || k == T_RBRACE || k == T_NEWLINE;
 }
 
 static struct ast_node *
@@ -533,7 +559,17 @@ parse_test(struct parser *ps)
     struct star_token *t = peek(ps);
     enter(ps, t);
     struct ast_node *res;
-    if (t->kind == T_LAMBDA) {
+    if (t->kind != T_LAMBDA && t->kind != T_NOT && t->kind != T_MINUS && t->kind != T_PLUS &&
+        t->kind != T_TILDE) {
+        /* The levels below would start with this primary expression; when
+         * nothing follows it (a list item, an argument: most expressions
+         * of a rules file), it is the whole expression. */
+        res = parse_primary(ps);
+        if (!ends_operand(peek_kind(ps))) {
+            res = parse_or(ps, res);
+            res = parse_conditional(ps, res);
+        }
+    } else if (t->kind == T_LAMBDA) {
         advance(ps);
         struct ast_node *n = node(ps, A_LAMBDA, t);
         struct ast_func *f = parse_params(ps, T_COLON);
@@ -543,16 +579,7 @@ parse_test(struct parser *ps)
         n->u.def.func = f;
         res = n;
     } else {
-        res = parse_or(ps);
-        if (peek_kind(ps) == T_IF) {
-            struct star_token *it = advance(ps);
-            struct ast_node *n = node(ps, A_COND, it);
-            n->u.x.a = res;
-            n->u.x.b = parse_or(ps);
-            expect(ps, T_ELSE, "expected 'else' in conditional expression");
-            n->u.x.c = parse_test(ps);
-            res = n;
-        }
+        res = parse_conditional(ps, parse_or(ps, NULL));
     }
     ps->depth--;
     return res;

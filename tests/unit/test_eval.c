@@ -373,6 +373,75 @@ test_long_files(void **state)
     free(src);
 }
 
+/* What the lexer's and the parser's shortcuts (strings without escapes,
+ * columns counted several bytes at a time, keywords looked up by length,
+ * '=' apart from '==', an operand with no operator after it) must leave
+ * as it was: every token where it is, every word what it is. */
+static void
+test_lexer_shortcuts(void **state)
+{
+    (void)state;
+    /* Columns count characters, after strings with and without escapes,
+     * raw and not, ASCII and not, on one line and across lines. */
+    expect_err("x = [\"\xc3\xa9\", '\xe6\x97\xa5\xe6\x9c\xac', r\"\\d\", y]\n",
+               "t.star:1:24: undefined: y is not defined");
+    expect_err("x = [\"a\\tb\", \"c\\\"d\", 'e', z]\n", "t.star:1:27: undefined: z is not defined");
+    expect_err("x = [\"\"\"a\nb\xc3\xa9\"\"\", z]\n", "t.star:2:8: undefined: z is not defined");
+    expect_err("x = {'\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9': 1,"
+               " 'abcdefghijklmnop': q}\n",
+               "t.star:1:42: undefined: q is not defined");
+    expect_err("x = 1 # \xc3\xa9\xc3\xa9\ny = (1,\n     2) + w\n",
+               "t.star:3:11: undefined: w is not defined");
+    expect_ok(EQ "eq(['', \"\", 'a' + \"b\", f'{1}x', r'', len('\xc3\xa9t\xc3\xa9')], "
+                 "['', '', 'ab', '1x', '', 3])\n");
+    /* Every keyword and reserved word is one; a longer or shorter name
+     * is not. */
+    static const char *const words[] = {
+        "as",     "if",     "in",      "is",       "or",       "and",    "def",
+        "del",    "for",    "not",     "try",      "elif",     "else",   "from",
+        "load",   "pass",   "with",    "async",    "await",    "break",  "class",
+        "raise",  "while",  "yield",   "assert",   "except",   "global", "import",
+        "lambda", "return", "finally", "continue", "nonlocal",
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char src[64];
+        snprintf(src, sizeof src, "%s = 1\n", words[i]);
+        char *err = run(src, strlen(src));
+        if (err == NULL)
+            fail_msg("'%s' was taken for a name", words[i]);
+        free(err);
+        size_t n = strlen(words[i]);
+        snprintf(src, sizeof src, "%sx = 1\n%.*s = 2\n_%s = 3\n", words[i], (int)n - 1, words[i],
+                 words[i]);
+        expect_ok(src);
+    }
+    expect_err("try = 1\n",
+               "t.star:1:1: syntax error: 'try' is reserved and not allowed in Starlark");
+    /* '=' and '==', at the end of the text too */
+    expect_ok(EQ "def f(a = 1, b=2):\n    return a==b\neq(f(b = 1), True)\neq(1 == 2, False)\n");
+    expect_err("x =", "t.star:1:4: syntax error: unexpected newline, expected an expression");
+    /* Bad bytes and NUL bytes after long ASCII lines: line and column */
+    expect_err("a = 1\nbbbbbbbbbbbbbbbbbbbbbbbb = 2\nc = '\xff'\n",
+               "t.star:3:6: invalid UTF-8 byte 0xff: files must be UTF-8 text");
+    expect_err("a = 1\nb = '\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9' + '\xe0\x80'\n",
+               "t.star:2:16: invalid UTF-8 byte 0xe0: files must be UTF-8 text");
+    char *err = run("abcdefghijkl = 1\nx = \0\n", 22);
+    assert_non_null(err);
+    assert_string_equal(err, "t.star:2:5: NUL byte in source: is this a text file?");
+    free(err);
+    /* Operands followed by operators, conditionals, calls and indexes,
+     * and by nothing */
+    expect_ok(EQ "x = [1 + 2 * 3, -1, not True, 'a' if False else 'b', [4][0], len('ab') < 3]\n"
+                 "eq(x, [7, -1, False, 'b', 4, True])\n"
+                 "eq({'k': 1 if True else 2}['k'], 1)\n"
+                 "eq((lambda v: v + 1)(1), 2)\n"
+                 "eq([y for y in [1, 2] if y > 1], [2])\n");
+    expect_err("x = [1 < 2 < 3]\n", "t.star:1:12: syntax error: unexpected '<', comparisons do "
+                                    "not chain: use 'and'");
+    expect_err("x = ['a' 'b']\n",
+               "t.star:1:10: syntax error: unexpected string, use + to join strings");
+}
+
 /* star_release gives back the blocks made since the mark for reuse:
  * the next allocations get the same memory, zeroed again, and the
  * arena's size is what it was. */
@@ -648,7 +717,7 @@ main(void)
         cmocka_unit_test(test_comprehensions),   cmocka_unit_test(test_functions),
         cmocka_unit_test(test_toplevel_control), cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_unicode_strings),  cmocka_unit_test(test_long_files),
-         cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_lexer_shortcuts),  cmocka_unit_test(test_arena_reuse),
         cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
         cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
         cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
