@@ -15,6 +15,8 @@ struct bracket {
     uint32_t line, col;
 };
 
+#define LEX_NAME_CACHE 64 /* a power of two */
+
 struct lexer {
     struct star_vm *vm;
     const char *p, *end;
@@ -31,7 +33,12 @@ struct lexer {
     size_t n_indents, cap_indents;
     struct bracket brackets[STAR_MAX_BRACKETS];
     size_t depth;
-    bool bol;      /* at the beginning of a line whose indentation is not yet measured */
+    bool bol; /* at the beginning of a line whose indentation is not yet measured */
+    /* The names met last, by a hash of their length and ends: a file
+     * repeats a few names (prefix_rule, pattern, decision) on every line,
+     * and a name found here needs no hashing and probing of the vm's
+     * table.  Interned names live as long as the vm. */
+    struct star_str *names[LEX_NAME_CACHE];
     size_t window; /* > 0: stop at a top-level statement once this many tokens are out */
 };
 
@@ -241,11 +248,23 @@ is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* The bytes a name continues with: letters, digits and '_'. */
+static const bool name_byte[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['_'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,
+    ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1,
+    ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1,
+    ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1,
+    ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
+    ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+};
+
 static void
 lex_name(struct lexer *lx)
 {
     const char *s = lx->p;
-    while (lx->p < lx->end && (is_ident_start(*lx->p) || is_digit(*lx->p)))
+    while (lx->p < lx->end && name_byte[(unsigned char)*lx->p])
         lx->p++;
     size_t len = (size_t)(lx->p - s);
     if (len >= KEYWORD_MIN && len <= KEYWORD_MAX) {
@@ -257,7 +276,12 @@ lex_name(struct lexer *lx)
         }
     }
     struct star_token *t = push(lx, T_NAME, s, lx->p);
-    t->sval = star_intern(lx->vm, s, len);
+    size_t slot =
+        (len * 7 + (unsigned char)s[0] * 3 + (unsigned char)s[len - 1]) & (LEX_NAME_CACHE - 1);
+    struct star_str *name = lx->names[slot];
+    if (name == NULL || name->len != len || memcmp(name->data, s, len) != 0)
+        name = lx->names[slot] = star_intern(lx->vm, s, len);
+    t->sval = name;
 }
 
 static int
@@ -401,6 +425,17 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
     }
 }
 
+/* The bytes that end a run of a string's plain text, by quote: its own
+ * quote, a backslash, a line end. */
+enum { STOP_DQ = 1, STOP_SQ = 2 };
+static const unsigned char string_stop[256] = {
+    ['"'] = STOP_DQ,
+    ['\''] = STOP_SQ,
+    ['\\'] = STOP_DQ | STOP_SQ,
+    ['\n'] = STOP_DQ | STOP_SQ,
+    ['\r'] = STOP_DQ | STOP_SQ,
+};
+
 static void
 lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
 {
@@ -412,7 +447,8 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
     if (!triple) {
         /* Most strings hold no escape: their text is the source's. */
         const char *r = lx->p;
-        while (r < lx->end && *r != q && *r != '\\' && *r != '\n' && *r != '\r')
+        unsigned char quote = q == '"' ? STOP_DQ : STOP_SQ;
+        while (r < lx->end && (string_stop[(unsigned char)*r] & quote) == 0)
             r++;
         if (r < lx->end && *r == q) {
             struct star_token *t = push(lx, fstr ? T_FSTRING : T_STRING, start, r + 1);
