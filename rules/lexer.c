@@ -17,6 +17,11 @@ struct bracket {
 
 #define LEX_NAME_CACHE 64 /* a power of two */
 
+/* The most arguments and strings a plain call statement (T_CALL_LITERAL)
+ * may have; a longer call is lexed token by token like any other. */
+#define LIT_MAX_ARGS    8
+#define LIT_MAX_STRINGS 32
+
 struct lexer {
     struct star_vm *vm;
     const char *p, *end;
@@ -39,7 +44,12 @@ struct lexer {
      * and a name found here needs no hashing and probing of the vm's
      * table.  Interned names live as long as the vm. */
     struct star_str *names[LEX_NAME_CACHE];
-    size_t window; /* > 0: stop at a top-level statement once this many tokens are out */
+    size_t window;  /* > 0: stop at a top-level statement once this many tokens are out */
+    size_t n_extra; /* tokens of this window's T_CALL_LITERAL beyond the one each is */
+    bool at_stmt;   /* the last window ended where a top-level statement starts */
+    /* The names of the last plain call statement: the called one, then
+     * its keywords (see lit_name). */
+    struct star_str *lit_names[LIT_MAX_ARGS + 1];
 };
 
 /* The top bit of each of a word's eight bytes. */
@@ -260,6 +270,18 @@ static const bool name_byte[256] = {
     ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
 };
 
+/* The interned name s[0..len), through the lexer's cache. */
+static struct star_str *
+lex_intern(struct lexer *lx, const char *s, size_t len)
+{
+    size_t slot =
+        (len * 7 + (unsigned char)s[0] * 3 + (unsigned char)s[len - 1]) & (LEX_NAME_CACHE - 1);
+    struct star_str *name = lx->names[slot];
+    if (name == NULL || name->len != len || memcmp(name->data, s, len) != 0)
+        name = lx->names[slot] = star_intern(lx->vm, s, len);
+    return name;
+}
+
 static void
 lex_name(struct lexer *lx)
 {
@@ -276,12 +298,7 @@ lex_name(struct lexer *lx)
         }
     }
     struct star_token *t = push(lx, T_NAME, s, lx->p);
-    size_t slot =
-        (len * 7 + (unsigned char)s[0] * 3 + (unsigned char)s[len - 1]) & (LEX_NAME_CACHE - 1);
-    struct star_str *name = lx->names[slot];
-    if (name == NULL || name->len != len || memcmp(name->data, s, len) != 0)
-        name = lx->names[slot] = star_intern(lx->vm, s, len);
-    t->sval = name;
+    t->sval = lex_intern(lx, s, len);
 }
 
 static int
@@ -713,6 +730,180 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
     }
 }
 
+/* ---- plain call statements (T_CALL_LITERAL) ---- */
+
+/* What ends a plain string's text: its quote (LIT_DQ or LIT_SQ), or a
+ * byte a plain string may not hold (LIT_BAD: control characters, DEL,
+ * non-ASCII, backslash). */
+enum { LIT_DQ = 1, LIT_SQ = 2, LIT_BAD = 4 };
+static unsigned char
+lit_class(unsigned char c)
+{
+    if (c == '"')
+        return LIT_DQ;
+    if (c == '\'')
+        return LIT_SQ;
+    return c < 0x20 || c >= 0x7f || c == '\\' ? LIT_BAD : 0;
+}
+
+static const char *
+lit_spaces(const char *p, const char *end)
+{
+    while (p < end && *p == ' ')
+        p++;
+    return p;
+}
+
+/* The name at p, interned, and its end in *after; NULL when there is none
+ * or it is a keyword or reserved word.  *last is the name the last plain
+ * call had at the same place (lines of a rules file repeat them), tried
+ * first, and then this one. */
+static struct star_str *
+lit_name(struct lexer *lx, const char *p, const char **after, struct star_str **last)
+{
+    struct star_str *l = *last;
+    if (l != NULL && (size_t)(lx->end - p) > l->len && memcmp(p, l->data, l->len) == 0 &&
+        !name_byte[(unsigned char)p[l->len]]) {
+        *after = p + l->len;
+        return l;
+    }
+    if (p >= lx->end || !is_ident_start(*p))
+        return NULL;
+    const char *q = p + 1;
+    while (q < lx->end && name_byte[(unsigned char)*q])
+        q++;
+    size_t len = (size_t)(q - p);
+    if (len >= KEYWORD_MIN && len <= KEYWORD_MAX)
+        for (size_t i = keyword_at[len]; i < keyword_at[len + 1]; i++)
+            if (keywords[i].word[0] == p[0] && memcmp(keywords[i].word, p, len) == 0)
+                return NULL;
+    *after = q;
+    return *last = lex_intern(lx, p, len);
+}
+
+/* The plain string at p (printable ASCII between quotes, no backslash)
+ * into *out, and its end; NULL when there is none. */
+static const char *
+lit_string(struct lexer *lx, const char *p, const char *line_start, uint32_t col0,
+           struct star_lit_string *out)
+{
+    if (p >= lx->end || (*p != '"' && *p != '\''))
+        return NULL;
+    unsigned char stop = (*p == '"' ? LIT_DQ : LIT_SQ) | LIT_BAD;
+    const char *q = p + 1;
+    while (q < lx->end && (lit_class((unsigned char)*q) & stop) == 0)
+        q++;
+    if (q >= lx->end || *q != *p)
+        return NULL;
+    out->s = star_str_new(lx->vm, p + 1, (size_t)(q - p - 1));
+    out->col = col0 + (uint32_t)(p - line_start);
+    return q + 1;
+}
+
+/*
+ * At the start of a top-level statement: when it is a plain call
+ * statement (struct star_lit_call) of at most LIT_MAX_ARGS arguments and
+ * LIT_MAX_STRINGS strings, each keyword given once, emits it as one
+ * T_CALL_LITERAL token and its newline and returns true; else returns
+ * false and the statement is lexed token by token (what was allocated
+ * meanwhile stays unused in the arena).
+ */
+static bool
+lex_literal_call(struct lexer *lx)
+{
+    const char *start = lx->p, *end = lx->end, *p;
+    struct star_str *fn = lit_name(lx, start, &p, &lx->lit_names[0]);
+    if (fn == NULL)
+        return false;
+    const char *fn_end = p;
+    p = lit_spaces(p, end);
+    if (p >= end || *p != '(')
+        return false;
+    /* The statement is ASCII: a byte's column is its offset from the
+     * statement's start. */
+    uint32_t col0 = col_of(lx, start);
+    struct star_lit_arg args[LIT_MAX_ARGS];
+    struct star_lit_string strs[LIT_MAX_STRINGS];
+    size_t nargs = 0, nstrs = 0, tokens = 3; /* name ( ) */
+    p = lit_spaces(p + 1, end);
+    while (p < end && *p != ')') {
+        if (nargs == LIT_MAX_ARGS)
+            return false;
+        struct star_lit_arg *a = &args[nargs];
+        if ((a->name = lit_name(lx, p, &p, &lx->lit_names[nargs + 1])) == NULL)
+            return false;
+        for (size_t i = 0; i < nargs; i++)
+            if (args[i].name == a->name)
+                return false; /* given twice: the parser reports it */
+        nargs++;
+        p = lit_spaces(p, end);
+        if (end - p < 2 || p[0] != '=' || p[1] == '=')
+            return false;
+        p = lit_spaces(p + 1, end);
+        a->is_list = p < end && *p == '[';
+        a->col = col0 + (uint32_t)(p - start);
+        a->n = 0;
+        a->items = NULL;
+        size_t first = nstrs;
+        tokens += 2; /* name = */
+        if (a->is_list) {
+            p = lit_spaces(p + 1, end);
+            tokens += 2; /* [ ] */
+        }
+        for (;;) {
+            if (nstrs == LIT_MAX_STRINGS)
+                return false;
+            if ((p = lit_string(lx, p, start, col0, &strs[nstrs])) == NULL)
+                return false;
+            nstrs++;
+            tokens++;
+            p = lit_spaces(p, end);
+            if (!a->is_list)
+                break;
+            if (p < end && *p == ',') {
+                tokens++;
+                p = lit_spaces(p + 1, end);
+            } else if (p >= end || *p != ']') {
+                return false;
+            }
+            if (p < end && *p == ']') {
+                p = lit_spaces(p + 1, end);
+                break;
+            }
+        }
+        a->n = nstrs - first;
+        if (p < end && *p == ',') {
+            tokens++;
+            p = lit_spaces(p + 1, end);
+        } else if (p >= end || *p != ')') {
+            return false;
+        }
+    }
+    if (p >= end || nargs == 0)
+        return false;
+    p = lit_spaces(p + 1, end);
+    if (p >= end || *p != '\n')
+        return false;
+    struct star_lit_call *call = star_alloc(lx->vm, sizeof *call);
+    call->args = star_alloc_array(lx->vm, nargs, sizeof *call->args);
+    struct star_lit_string *items = star_alloc_array(lx->vm, nstrs, sizeof *items);
+    memcpy(items, strs, nstrs * sizeof *items);
+    for (size_t i = 0, k = 0; i < nargs; k += args[i].n, i++) {
+        call->args[i] = args[i];
+        call->args[i].items = items + k;
+    }
+    call->nargs = nargs;
+    struct star_token *t = push(lx, T_CALL_LITERAL, start, fn_end);
+    t->sval = fn;
+    t->call = call;
+    push(lx, T_NEWLINE, p, p);
+    lx->p = p + 1;
+    newline(lx, lx->p);
+    lx->bol = true;
+    lx->n_extra += tokens - 1; /* the call's tokens and its newline, less the two pushed */
+    return true;
+}
+
 static bool
 at_line_start(struct lexer *lx)
 {
@@ -722,6 +913,11 @@ at_line_start(struct lexer *lx)
 static void
 lex_all(struct lexer *lx)
 {
+    /* The window ended where this top-level statement starts. */
+    if (lx->at_stmt) {
+        lx->at_stmt = false;
+        lex_literal_call(lx);
+    }
     while (lx->p < lx->end) {
         char c = *lx->p;
         if (lx->bol && lx->depth == 0) {
@@ -737,9 +933,13 @@ lex_all(struct lexer *lx)
                 lex_indent(lx, ws, (size_t)(lx->p - ws));
                 /* A window ends where a top-level statement starts (not an
                  * else/elif, which the statement before still needs). */
-                if (lx->window > 0 && lx->n >= lx->window && lx->n_indents == 1 &&
-                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l'))
+                if (lx->window > 0 && lx->n + lx->n_extra >= lx->window && lx->n_indents == 1 &&
+                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l')) {
+                    lx->at_stmt = true;
                     return;
+                }
+                if (lx->window > 0 && lx->n_indents == 1 && lex_literal_call(lx))
+                    continue;
             }
         }
         switch (c) {
@@ -871,6 +1071,7 @@ star_lex_next(struct star_lexer *l, size_t *n)
 {
     struct lexer *lx = (struct lexer *)l;
     lx->n = 0; /* the caller is done with the last window: reuse its memory */
+    lx->n_extra = 0;
     lex_all(lx);
     /* One more token past the end, so a look past the window's last
      * statement sees a newline, never stale memory. */
@@ -950,6 +1151,7 @@ star_tok_name(int kind)
         [T_LTLT_EQ] = "'<<='",
         [T_GTGT_EQ] = "'>>='",
         [T_FLOAT] = "float",
+        [T_CALL_LITERAL] = "name",
     };
     if (kind < 0 || (size_t)kind >= sizeof names / sizeof names[0] || names[kind] == NULL)
         return "token";

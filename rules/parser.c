@@ -39,7 +39,7 @@ advance(struct parser *ps)
 _Noreturn static void
 fail_tok(struct parser *ps, struct star_token *t, const char *what)
 {
-    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_RESERVED)
+    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_RESERVED || t->kind == T_CALL_LITERAL)
         star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected '%.*s', %s",
                      (int)(t->len > 40 ? 40 : t->len), t->text, what);
     star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected %s, %s", star_tok_name(t->kind),
@@ -230,6 +230,43 @@ parse_dict_or_comp(struct parser *ps)
     return n;
 }
 
+/* The tree parse_primary makes of the tokens a T_CALL_LITERAL stands for
+ * (the lexer's plain call statement): a call of the name, each keyword
+ * argument a string or a list of strings, at the same positions. */
+static struct ast_node *
+literal_call(struct parser *ps, struct star_token *t)
+{
+    const struct star_lit_call *c = t->call;
+    struct ast_node *fn = node(ps, A_IDENT, t);
+    fn->u.ident.name = t->sval;
+    struct ast_node *n = node(ps, A_CALL, t);
+    n->u.call.fn = fn;
+    n->u.call.args = star_alloc_array(ps->vm, c->nargs, sizeof *n->u.call.args);
+    n->u.call.nargs = c->nargs;
+    for (size_t i = 0; i < c->nargs; i++) {
+        const struct star_lit_arg *a = &c->args[i];
+        struct ast_arg *arg = &n->u.call.args[i];
+        arg->kind = ARG_KW;
+        arg->name = a->name;
+        struct ast_node **items = &arg->value;
+        if (a->is_list) {
+            struct ast_node *l = node(ps, A_LIST, t);
+            l->col = a->col;
+            l->u.list.items = star_alloc_array(ps->vm, a->n, sizeof *l->u.list.items);
+            l->u.list.n = a->n;
+            arg->value = l;
+            items = l->u.list.items;
+        }
+        for (size_t k = 0; k < a->n; k++) {
+            struct ast_node *str = node(ps, A_STRING, t);
+            str->col = a->items[k].col;
+            str->u.sval = a->items[k].s;
+            items[k] = str;
+        }
+    }
+    return n;
+}
+
 static struct ast_node *
 parse_operand(struct parser *ps)
 {
@@ -258,6 +295,9 @@ parse_operand(struct parser *ps)
     case T_FSTRING:
         advance(ps);
         return parse_fstring(ps, t);
+    case T_CALL_LITERAL:
+        advance(ps);
+        return literal_call(ps, t);
     case T_LBRACK:
         return parse_list_or_comp(ps);
     case T_LBRACE:
@@ -940,6 +980,16 @@ parse_stmt(struct parser *ps, struct vec *out)
                      "'while' loops are not allowed in Starlark: use 'for' over a range");
     case T_INDENT:
         star_fail_at(ps->vm, t->line, t->col, "unexpected indentation");
+    case T_CALL_LITERAL: {
+        /* What parse_simple makes of it: an expression statement, the
+         * call, then the newline the lexer put after it. */
+        advance(ps);
+        struct ast_node *n = node(ps, A_EXPR_STMT, t);
+        n->u.x.a = literal_call(ps, t);
+        vec_push(ps->vm, out, n);
+        expect(ps, T_NEWLINE, "expected a newline after the statement");
+        return;
+    }
     default:
         parse_simple(ps, out);
     }

@@ -442,6 +442,80 @@ test_lexer_shortcuts(void **state)
                "t.star:1:10: syntax error: unexpected string, use + to join strings");
 }
 
+/* Plain call statements (one line, keyword arguments that are strings
+ * or lists of strings) reach the parser as one token (T_CALL_LITERAL):
+ * what they do, and every variant the lexer must leave to the tokens,
+ * behave as before, with the same positions and errors. */
+static void
+test_plain_calls(void **state)
+{
+    (void)state;
+    /* f records its calls: the keyword arguments, sorted, as a string */
+    const char *rec =
+        EQ "calls = []\n"
+           "def f(**kw):\n"
+           "    calls.append(' '.join([k + '=' + repr(kw[k]) for k in sorted(kw)]))\n";
+    char src[2048];
+    snprintf(
+        src, sizeof src,
+        "%s"
+        "f(a = [\"x\", 'y z'], b = \"\")\n"
+        "f (a=['1',\"2\",], b = 'w' , )\n"
+        "f(a = \"tab\\there\")\n"
+        "f(a = \"x\") # comment\n"
+        "f(a = \"x\"); f(b = \"y\")\n"
+        "f(a = [])\n"
+        "f(a = [\"x\", [\"y\"]])\n"
+        "f(a = r\"raw\")\n"
+        "f(a = \"\xc3\xa9\")\n"
+        "f(a = \"a\"\r\n"
+        "  , b = \"b\")\n"
+        "f(a = \"x\" + \"y\")\n"
+        "f(a = \"x\", **{'b': 'c'})\n"
+        "eq(calls, ['a=[\"x\", \"y z\"] b=\"\"', 'a=[\"1\", \"2\"] b=\"w\"', 'a=\"tab\\\\there\"',"
+        " 'a=\"x\"', 'a=\"x\"', 'b=\"y\"', 'a=[]', 'a=[\"x\", [\"y\"]]', 'a=\"raw\"',"
+        " 'a=\"\\\\xe9\"', 'a=\"a\" b=\"b\"', 'a=\"xy\"', 'a=\"x\" b=\"c\"'])\n",
+        rec);
+    expect_ok(src);
+    /* positions and errors */
+    expect_err("g(a = [\"x\"], b = \"y\")\n", "t.star:1:1: undefined: g is not defined");
+    expect_err("def g(a):\n    pass\nx = 1\ng(a = [\"x\"], b = \"y\")\n",
+               "t.star:4:1: function g got an unexpected keyword argument b");
+    expect_err("def g(a):\n    pass\ng(a = \"x\", a = \"y\")\n",
+               "t.star:3:12: keyword argument 'a' given twice");
+    expect_err("if True:\nlen(x = \"a\")\n",
+               "t.star:2:1: syntax error: unexpected 'len', expected an indented block");
+    expect_err("len = 1\nlen(x = \"a\")\n", "t.star:2:1: invalid call of non-function (int)");
+    expect_err("x = 1\nif(a = \"x\")\n", "t.star:2:6: syntax error: unexpected '=', expected ')'");
+    /* many lines, over many lexer windows: every call made, the last
+     * line's error on its line */
+    size_t cap = 1 << 20, len = 0;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    len += (size_t)snprintf(big + len, cap - len, "%s",
+                            EQ "n = []\ndef h(a, b = 'b'):\n"
+                               "    n.append(a[0] + b)\n");
+    for (int i = 0; i < 5000; i++)
+        len += (size_t)snprintf(
+            big + len, cap - len,
+            i % 7 == 0 ? "h(a = [\"%d\", 'q'])\n" : "h(b = 'v', a = [\"%d\"])\n", i);
+    len += (size_t)snprintf(big + len, cap - len,
+                            "eq(len(n), 5000)\neq(n[0], '0b')\neq(n[4999], '4999v')\n");
+    expect_ok(big);
+    len += (size_t)snprintf(big + len, cap - len, "h(c = \"x\")\n");
+    char want[96];
+    int lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += big[i] == '\n';
+    snprintf(want, sizeof want, "t.star:%d:1: function h got an unexpected keyword argument c",
+             lines);
+    char *err = run(big, len);
+    assert_non_null(err);
+    assert_string_equal(err, want);
+    free(err);
+    free(big);
+}
+
 /* star_release gives back the blocks made since the mark for reuse:
  * the next allocations get the same memory, zeroed again, and the
  * arena's size is what it was. */
@@ -712,16 +786,16 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),         cmocka_unit_test(test_fstrings),
-        cmocka_unit_test(test_operators),        cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),   cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control), cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unicode_strings),  cmocka_unit_test(test_long_files),
-        cmocka_unit_test(test_lexer_shortcuts),  cmocka_unit_test(test_arena_reuse),
-        cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
-        cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
-        cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
-        cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),          cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),         cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_long_files),
+        cmocka_unit_test(test_lexer_shortcuts),   cmocka_unit_test(test_plain_calls),
+        cmocka_unit_test(test_arena_reuse),       cmocka_unit_test(test_string_methods),
+        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
+        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
