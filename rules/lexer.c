@@ -732,20 +732,6 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
 
 /* ---- plain call statements (T_CALL_LITERAL) ---- */
 
-/* What ends a plain string's text: its quote (LIT_DQ or LIT_SQ), or a
- * byte a plain string may not hold (LIT_BAD: control characters, DEL,
- * non-ASCII, backslash). */
-enum { LIT_DQ = 1, LIT_SQ = 2, LIT_BAD = 4 };
-static unsigned char
-lit_class(unsigned char c)
-{
-    if (c == '"')
-        return LIT_DQ;
-    if (c == '\'')
-        return LIT_SQ;
-    return c < 0x20 || c >= 0x7f || c == '\\' ? LIT_BAD : 0;
-}
-
 static const char *
 lit_spaces(const char *p, const char *end)
 {
@@ -789,9 +775,10 @@ lit_string(struct lexer *lx, const char *p, const char *line_start, uint32_t col
 {
     if (p >= lx->end || (*p != '"' && *p != '\''))
         return NULL;
-    unsigned char stop = (*p == '"' ? LIT_DQ : LIT_SQ) | LIT_BAD;
+    char quote = *p;
     const char *q = p + 1;
-    while (q < lx->end && (lit_class((unsigned char)*q) & stop) == 0)
+    /* printable ASCII (0x20 to 0x7e) but the quote and a backslash */
+    while (q < lx->end && *q != quote && (unsigned char)(*q - 0x20) < 0x5f && *q != '\\')
         q++;
     if (q >= lx->end || *q != *p)
         return NULL;

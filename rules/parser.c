@@ -237,9 +237,21 @@ static struct ast_node *
 literal_call(struct parser *ps, struct star_token *t)
 {
     const struct star_lit_call *c = t->call;
-    struct ast_node *fn = node(ps, A_IDENT, t);
+    /* The nodes in one allocation: the name, the call, each list and
+     * string. */
+    size_t count = 2;
+    for (size_t i = 0; i < c->nargs; i++)
+        count += c->args[i].is_list + c->args[i].n;
+    struct ast_node *pool = star_alloc_array(ps->vm, count, sizeof *pool);
+    for (size_t i = 0; i < count; i++) {
+        pool[i].line = t->line;
+        pool[i].col = t->col;
+    }
+    struct ast_node *fn = pool++;
+    fn->kind = A_IDENT;
     fn->u.ident.name = t->sval;
-    struct ast_node *n = node(ps, A_CALL, t);
+    struct ast_node *n = pool++;
+    n->kind = A_CALL;
     n->u.call.fn = fn;
     n->u.call.args = star_alloc_array(ps->vm, c->nargs, sizeof *n->u.call.args);
     n->u.call.nargs = c->nargs;
@@ -250,7 +262,8 @@ literal_call(struct parser *ps, struct star_token *t)
         arg->name = a->name;
         struct ast_node **items = &arg->value;
         if (a->is_list) {
-            struct ast_node *l = node(ps, A_LIST, t);
+            struct ast_node *l = pool++;
+            l->kind = A_LIST;
             l->col = a->col;
             l->u.list.items = star_alloc_array(ps->vm, a->n, sizeof *l->u.list.items);
             l->u.list.n = a->n;
@@ -258,7 +271,8 @@ literal_call(struct parser *ps, struct star_token *t)
             items = l->u.list.items;
         }
         for (size_t k = 0; k < a->n; k++) {
-            struct ast_node *str = node(ps, A_STRING, t);
+            struct ast_node *str = pool++;
+            str->kind = A_STRING;
             str->col = a->items[k].col;
             str->u.sval = a->items[k].s;
             items[k] = str;
