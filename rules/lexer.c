@@ -15,6 +15,13 @@ struct bracket {
     uint32_t line, col;
 };
 
+#define LEX_NAME_CACHE 64 /* a power of two */
+
+/* The most arguments and strings a plain call statement (T_CALL_LITERAL)
+ * may have; a longer call is lexed token by token like any other. */
+#define LIT_MAX_ARGS    8
+#define LIT_MAX_STRINGS 32
+
 struct lexer {
     struct star_vm *vm;
     const char *p, *end;
@@ -31,9 +38,37 @@ struct lexer {
     size_t n_indents, cap_indents;
     struct bracket brackets[STAR_MAX_BRACKETS];
     size_t depth;
-    bool bol;      /* at the beginning of a line whose indentation is not yet measured */
-    size_t window; /* > 0: stop at a top-level statement once this many tokens are out */
+    bool bol; /* at the beginning of a line whose indentation is not yet measured */
+    /* The names met last, by a hash of their length and ends: a file
+     * repeats a few names (prefix_rule, pattern, decision) on every line,
+     * and a name found here needs no hashing and probing of the vm's
+     * table.  Interned names live as long as the vm. */
+    struct star_str *names[LEX_NAME_CACHE];
+    size_t window;  /* > 0: stop at a top-level statement once this many tokens are out */
+    size_t n_extra; /* tokens of this window's T_CALL_LITERAL beyond the one each is */
+    bool at_stmt;   /* the last window ended where a top-level statement starts */
+    /* The names of the last plain call statement: the called one, then
+     * its keywords (see lit_name). */
+    struct star_str *lit_names[LIT_MAX_ARGS + 1];
 };
+
+/* The top bit of each of a word's eight bytes. */
+#define HIGH_BITS 0x8080808080808080ull
+#define LOW_BITS  0x0101010101010101ull
+
+/* Whether the first n (< 8) of the 8 readable bytes at q are ASCII. */
+static bool
+ascii_prefix(const char *q, size_t n)
+{
+    uint64_t w;
+    memcpy(&w, q, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t first = (1ull << (8 * n)) - 1; /* the low bytes come first */
+#else
+    uint64_t first = ~(~0ull >> (8 * n));
+#endif
+    return (w & first & HIGH_BITS) == 0;
+}
 
 static uint32_t
 col_of(struct lexer *lx, const char *p)
@@ -42,7 +77,17 @@ col_of(struct lexer *lx, const char *p)
         lx->col_p = lx->line_start;
         lx->col_c = lx->first_col;
     }
-    for (const char *q = lx->col_p; q < p; q++)
+    const char *q = lx->col_p;
+    /* A column counts every byte that does not continue a character:
+     * ASCII text (most of it) is counted eight bytes at a time, and the
+     * few bytes between two tokens by one look at eight readable bytes. */
+    for (uint64_t w; p - q >= 8 && (memcpy(&w, q, 8), (w & HIGH_BITS) == 0); q += 8)
+        lx->col_c += 8;
+    if (p > q && p - q < 8 && lx->end - q >= 8 && ascii_prefix(q, (size_t)(p - q))) {
+        lx->col_c += (uint32_t)(p - q);
+        q = p;
+    }
+    for (; q < p; q++)
         if (((unsigned char)*q & 0xc0) != 0x80)
             lx->col_c++;
     lx->col_p = p;
@@ -55,7 +100,7 @@ lex_fail(struct lexer *lx, const char *at, const char *msg)
     star_fail_at(lx->vm, lx->line, col_of(lx, at), "%s", msg);
 }
 
-static struct star_token *
+static inline struct star_token *
 push(struct lexer *lx, int kind, const char *start, const char *end)
 {
     if (lx->n == lx->cap) {
@@ -68,12 +113,13 @@ push(struct lexer *lx, int kind, const char *start, const char *end)
         lx->cap = cap;
     }
     struct star_token *t = &lx->toks[lx->n++];
-    memset(t, 0, sizeof *t);
-    t->kind = (uint8_t)kind;
-    t->line = lx->line;
-    t->col = col_of(lx, start);
-    t->text = start;
-    t->len = (size_t)(end - start);
+    *t = (struct star_token){
+        .kind = (uint8_t)kind,
+        .line = lx->line,
+        .col = col_of(lx, start),
+        .text = start,
+        .len = (size_t)(end - start),
+    };
     return t;
 }
 
@@ -86,20 +132,38 @@ newline(struct lexer *lx, const char *after)
     lx->col_p = NULL;
 }
 
-/* Reports the first byte that is not well-formed UTF-8. */
+/* Fails at the byte at, from the start of the text: its line is found
+ * only now, so checking the text needs no line bookkeeping. */
+_Noreturn static void
+check_fail(struct lexer *lx, const unsigned char *at, const char *msg)
+{
+    const char *q = lx->p, *nl;
+    while ((nl = memchr(q, '\n', (size_t)((const char *)at - q))) != NULL) {
+        newline(lx, nl + 1);
+        q = nl + 1;
+    }
+    lex_fail(lx, (const char *)at, msg);
+}
+
+/* Reports the first byte that is not well-formed UTF-8, or a NUL byte. */
 static void
 check_utf8(struct lexer *lx)
 {
     const unsigned char *s = (const unsigned char *)lx->p, *e = (const unsigned char *)lx->end;
     while (s < e) {
+        /* Eight bytes at a time while they are ASCII and none is NUL. */
+        uint64_t w;
+        if (e - s >= 8 && (memcpy(&w, s, 8), (w & HIGH_BITS) == 0) &&
+            ((w - LOW_BITS) & ~w & HIGH_BITS) == 0) {
+            s += 8;
+            continue;
+        }
         unsigned c = *s;
         size_t n;
         unsigned min;
         if (c < 0x80) {
-            if (c == '\n')
-                newline(lx, (const char *)s + 1);
-            else if (c == 0)
-                lex_fail(lx, (const char *)s, "NUL byte in source: is this a text file?");
+            if (c == 0)
+                check_fail(lx, s, "NUL byte in source: is this a text file?");
             s++;
             continue;
         }
@@ -123,49 +187,63 @@ check_utf8(struct lexer *lx)
         if (!ok) {
             char msg[96];
             snprintf(msg, sizeof msg, "invalid UTF-8 byte 0x%02x: files must be UTF-8 text", c);
-            lex_fail(lx, (const char *)s, msg);
+            check_fail(lx, s, msg);
         }
         s += n + 1;
     }
 }
 
+/* The keywords and reserved words, grouped by length: the words of
+ * length n are keywords[keyword_at[n]] to keywords[keyword_at[n + 1]]. */
+#define KEYWORD_MIN 2
+#define KEYWORD_MAX 8
 static const struct {
     const char *word;
     int kind;
 } keywords[] = {
-    {"and", T_AND},
-    {"break", T_BREAK},
-    {"continue", T_CONTINUE},
-    {"def", T_DEF},
-    {"elif", T_ELIF},
-    {"else", T_ELSE},
-    {"for", T_FOR},
+    /* 2 */
+    {"as", T_RESERVED},
     {"if", T_IF},
     {"in", T_IN},
-    {"lambda", T_LAMBDA},
-    {"load", T_LOAD},
-    {"not", T_NOT},
+    {"is", T_RESERVED},
     {"or", T_OR},
+    /* 3 */
+    {"and", T_AND},
+    {"def", T_DEF},
+    {"del", T_RESERVED},
+    {"for", T_FOR},
+    {"not", T_NOT},
+    {"try", T_RESERVED},
+    /* 4 */
+    {"elif", T_ELIF},
+    {"else", T_ELSE},
+    {"from", T_RESERVED},
+    {"load", T_LOAD},
     {"pass", T_PASS},
-    {"return", T_RETURN},
-    {"while", T_WHILE},
-    {"as", T_RESERVED},
-    {"assert", T_RESERVED},
+    {"with", T_RESERVED},
+    /* 5 */
     {"async", T_RESERVED},
     {"await", T_RESERVED},
+    {"break", T_BREAK},
     {"class", T_RESERVED},
-    {"del", T_RESERVED},
+    {"raise", T_RESERVED},
+    {"while", T_WHILE},
+    {"yield", T_RESERVED},
+    /* 6 */
+    {"assert", T_RESERVED},
     {"except", T_RESERVED},
-    {"finally", T_RESERVED},
-    {"from", T_RESERVED},
     {"global", T_RESERVED},
     {"import", T_RESERVED},
-    {"is", T_RESERVED},
+    {"lambda", T_LAMBDA},
+    {"return", T_RETURN},
+    /* 7 */
+    {"finally", T_RESERVED},
+    /* 8 */
+    {"continue", T_CONTINUE},
     {"nonlocal", T_RESERVED},
-    {"raise", T_RESERVED},
-    {"try", T_RESERVED},
-    {"with", T_RESERVED},
-    {"yield", T_RESERVED},
+};
+static const unsigned char keyword_at[KEYWORD_MAX + 2] = {
+    [KEYWORD_MIN] = 0, 5, 11, 17, 24, 30, 31, 33,
 };
 
 static bool
@@ -180,22 +258,47 @@ is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* The bytes a name continues with: letters, digits and '_'. */
+static const bool name_byte[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['_'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,
+    ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1,
+    ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1,
+    ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1,
+    ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
+    ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+};
+
+/* The interned name s[0..len), through the lexer's cache. */
+static struct star_str *
+lex_intern(struct lexer *lx, const char *s, size_t len)
+{
+    size_t slot =
+        (len * 7 + (unsigned char)s[0] * 3 + (unsigned char)s[len - 1]) & (LEX_NAME_CACHE - 1);
+    struct star_str *name = lx->names[slot];
+    if (name == NULL || name->len != len || memcmp(name->data, s, len) != 0)
+        name = lx->names[slot] = star_intern(lx->vm, s, len);
+    return name;
+}
+
 static void
 lex_name(struct lexer *lx)
 {
     const char *s = lx->p;
-    while (lx->p < lx->end && (is_ident_start(*lx->p) || is_digit(*lx->p)))
+    while (lx->p < lx->end && name_byte[(unsigned char)*lx->p])
         lx->p++;
     size_t len = (size_t)(lx->p - s);
-    for (size_t i = 0; len >= 2 && len <= 8 && i < sizeof keywords / sizeof keywords[0]; i++) {
-        if (keywords[i].word[0] == s[0] && strncmp(keywords[i].word, s, len) == 0 &&
-            keywords[i].word[len] == '\0') {
-            push(lx, keywords[i].kind, s, lx->p);
-            return;
+    if (len >= KEYWORD_MIN && len <= KEYWORD_MAX) {
+        for (size_t i = keyword_at[len]; i < keyword_at[len + 1]; i++) {
+            if (keywords[i].word[0] == s[0] && memcmp(keywords[i].word, s, len) == 0) {
+                push(lx, keywords[i].kind, s, lx->p);
+                return;
+            }
         }
     }
     struct star_token *t = push(lx, T_NAME, s, lx->p);
-    t->sval = star_intern(lx->vm, s, len);
+    t->sval = lex_intern(lx, s, len);
 }
 
 static int
@@ -339,6 +442,17 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
     }
 }
 
+/* The bytes that end a run of a string's plain text, by quote: its own
+ * quote, a backslash, a line end. */
+enum { STOP_DQ = 1, STOP_SQ = 2 };
+static const unsigned char string_stop[256] = {
+    ['"'] = STOP_DQ,
+    ['\''] = STOP_SQ,
+    ['\\'] = STOP_DQ | STOP_SQ,
+    ['\n'] = STOP_DQ | STOP_SQ,
+    ['\r'] = STOP_DQ | STOP_SQ,
+};
+
 static void
 lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
 {
@@ -347,6 +461,24 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
     uint32_t line = lx->line, col = col_of(lx, start);
     lx->p += triple ? 3 : 1;
     struct star_buf b = {0};
+    if (!triple) {
+        /* Most strings hold no escape: their text is the source's. */
+        const char *r = lx->p;
+        unsigned char quote = q == '"' ? STOP_DQ : STOP_SQ;
+        while (r < lx->end && (string_stop[(unsigned char)*r] & quote) == 0)
+            r++;
+        if (r < lx->end && *r == q) {
+            struct star_token *t = push(lx, fstr ? T_FSTRING : T_STRING, start, r + 1);
+            t->line = line;
+            t->col = col;
+            t->sval = star_str_new(lx->vm, lx->p, (size_t)(r - lx->p));
+            lx->p = r + 1;
+            /* The column cache stays at the string's start (same line). */
+            lx->col_p = start;
+            lx->col_c = col;
+            return;
+        }
+    }
     for (;;) {
         if (lx->p >= lx->end || (!triple && *lx->p == '\n')) {
             star_fail_at(lx->vm, line, col, "unterminated string: missing closing %s",
@@ -397,7 +529,15 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
     t->col = col;
     lx->line = end_line;
     lx->line_start = ls;
-    lx->col_p = NULL;
+    /* On one line, the column cache may stay at the string's start, so
+     * the next token's column is counted from there, not from the start
+     * of the line (a line of strings would be counted over and over). */
+    if (end_line == line) {
+        lx->col_p = start;
+        lx->col_c = col;
+    } else {
+        lx->col_p = NULL;
+    }
     t->sval = star_str_new(lx->vm, b.data ? b.data : "", b.len);
 }
 
@@ -495,6 +635,11 @@ lex_punct(struct lexer *lx)
     case '~':
         single = T_TILDE;
         break;
+    case '=':
+        /* Keyword arguments' '=': not '==' */
+        if (lx->end - lx->p < 2 || lx->p[1] != '=')
+            single = T_ASSIGN;
+        break;
     default:
         break;
     }
@@ -585,6 +730,167 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
     }
 }
 
+/* ---- plain call statements (T_CALL_LITERAL) ---- */
+
+static const char *
+lit_spaces(const char *p, const char *end)
+{
+    while (p < end && *p == ' ')
+        p++;
+    return p;
+}
+
+/* The name at p, interned, and its end in *after; NULL when there is none
+ * or it is a keyword or reserved word.  *last is the name the last plain
+ * call had at the same place (lines of a rules file repeat them), tried
+ * first, and then this one. */
+static struct star_str *
+lit_name(struct lexer *lx, const char *p, const char **after, struct star_str **last)
+{
+    struct star_str *l = *last;
+    if (l != NULL && (size_t)(lx->end - p) > l->len && memcmp(p, l->data, l->len) == 0 &&
+        !name_byte[(unsigned char)p[l->len]]) {
+        *after = p + l->len;
+        return l;
+    }
+    if (p >= lx->end || !is_ident_start(*p))
+        return NULL;
+    const char *q = p + 1;
+    while (q < lx->end && name_byte[(unsigned char)*q])
+        q++;
+    size_t len = (size_t)(q - p);
+    if (len >= KEYWORD_MIN && len <= KEYWORD_MAX)
+        for (size_t i = keyword_at[len]; i < keyword_at[len + 1]; i++)
+            if (keywords[i].word[0] == p[0] && memcmp(keywords[i].word, p, len) == 0)
+                return NULL;
+    *after = q;
+    return *last = lex_intern(lx, p, len);
+}
+
+/* The plain string at p (printable ASCII between quotes, no backslash)
+ * into *out, and its end; NULL when there is none. */
+static const char *
+lit_string(struct lexer *lx, const char *p, const char *line_start, uint32_t col0,
+           struct star_lit_string *out)
+{
+    if (p >= lx->end || (*p != '"' && *p != '\''))
+        return NULL;
+    char quote = *p;
+    const char *q = p + 1;
+    /* printable ASCII (0x20 to 0x7e) but the quote and a backslash */
+    while (q < lx->end && *q != quote && (unsigned char)(*q - 0x20) < 0x5f && *q != '\\')
+        q++;
+    if (q >= lx->end || *q != *p)
+        return NULL;
+    out->s = star_str_new(lx->vm, p + 1, (size_t)(q - p - 1));
+    out->col = col0 + (uint32_t)(p - line_start);
+    return q + 1;
+}
+
+/*
+ * At the start of a top-level statement: when it is a plain call
+ * statement (struct star_lit_call) of at most LIT_MAX_ARGS arguments and
+ * LIT_MAX_STRINGS strings, each keyword given once, emits it as one
+ * T_CALL_LITERAL token and its newline and returns true; else returns
+ * false and the statement is lexed token by token (what was allocated
+ * meanwhile stays unused in the arena).
+ */
+static bool
+lex_literal_call(struct lexer *lx)
+{
+    const char *start = lx->p, *end = lx->end, *p;
+    struct star_str *fn = lit_name(lx, start, &p, &lx->lit_names[0]);
+    if (fn == NULL)
+        return false;
+    const char *fn_end = p;
+    p = lit_spaces(p, end);
+    if (p >= end || *p != '(')
+        return false;
+    /* The statement is ASCII: a byte's column is its offset from the
+     * statement's start. */
+    uint32_t col0 = col_of(lx, start);
+    struct star_lit_arg args[LIT_MAX_ARGS];
+    struct star_lit_string strs[LIT_MAX_STRINGS];
+    size_t nargs = 0, nstrs = 0, tokens = 3; /* name ( ) */
+    p = lit_spaces(p + 1, end);
+    while (p < end && *p != ')') {
+        if (nargs == LIT_MAX_ARGS)
+            return false;
+        struct star_lit_arg *a = &args[nargs];
+        if ((a->name = lit_name(lx, p, &p, &lx->lit_names[nargs + 1])) == NULL)
+            return false;
+        for (size_t i = 0; i < nargs; i++)
+            if (args[i].name == a->name)
+                return false; /* given twice: the parser reports it */
+        nargs++;
+        p = lit_spaces(p, end);
+        if (end - p < 2 || p[0] != '=' || p[1] == '=')
+            return false;
+        p = lit_spaces(p + 1, end);
+        a->is_list = p < end && *p == '[';
+        a->col = col0 + (uint32_t)(p - start);
+        a->n = 0;
+        a->items = NULL;
+        size_t first = nstrs;
+        tokens += 2; /* name = */
+        if (a->is_list) {
+            p = lit_spaces(p + 1, end);
+            tokens += 2; /* [ ] */
+        }
+        for (;;) {
+            if (nstrs == LIT_MAX_STRINGS)
+                return false;
+            if ((p = lit_string(lx, p, start, col0, &strs[nstrs])) == NULL)
+                return false;
+            nstrs++;
+            tokens++;
+            p = lit_spaces(p, end);
+            if (!a->is_list)
+                break;
+            if (p < end && *p == ',') {
+                tokens++;
+                p = lit_spaces(p + 1, end);
+            } else if (p >= end || *p != ']') {
+                return false;
+            }
+            if (p < end && *p == ']') {
+                p = lit_spaces(p + 1, end);
+                break;
+            }
+        }
+        a->n = nstrs - first;
+        if (p < end && *p == ',') {
+            tokens++;
+            p = lit_spaces(p + 1, end);
+        } else if (p >= end || *p != ')') {
+            return false;
+        }
+    }
+    if (p >= end || nargs == 0)
+        return false;
+    p = lit_spaces(p + 1, end);
+    if (p >= end || *p != '\n')
+        return false;
+    struct star_lit_call *call = star_alloc(lx->vm, sizeof *call);
+    call->args = star_alloc_array(lx->vm, nargs, sizeof *call->args);
+    struct star_lit_string *items = star_alloc_array(lx->vm, nstrs, sizeof *items);
+    memcpy(items, strs, nstrs * sizeof *items);
+    for (size_t i = 0, k = 0; i < nargs; k += args[i].n, i++) {
+        call->args[i] = args[i];
+        call->args[i].items = items + k;
+    }
+    call->nargs = nargs;
+    struct star_token *t = push(lx, T_CALL_LITERAL, start, fn_end);
+    t->sval = fn;
+    t->call = call;
+    push(lx, T_NEWLINE, p, p);
+    lx->p = p + 1;
+    newline(lx, lx->p);
+    lx->bol = true;
+    lx->n_extra += tokens - 1; /* the call's tokens and its newline, less the two pushed */
+    return true;
+}
+
 static bool
 at_line_start(struct lexer *lx)
 {
@@ -594,6 +900,11 @@ at_line_start(struct lexer *lx)
 static void
 lex_all(struct lexer *lx)
 {
+    /* The window ended where this top-level statement starts. */
+    if (lx->at_stmt) {
+        lx->at_stmt = false;
+        lex_literal_call(lx);
+    }
     while (lx->p < lx->end) {
         char c = *lx->p;
         if (lx->bol && lx->depth == 0) {
@@ -609,39 +920,50 @@ lex_all(struct lexer *lx)
                 lex_indent(lx, ws, (size_t)(lx->p - ws));
                 /* A window ends where a top-level statement starts (not an
                  * else/elif, which the statement before still needs). */
-                if (lx->window > 0 && lx->n >= lx->window && lx->n_indents == 1 &&
-                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l'))
+                if (lx->window > 0 && lx->n + lx->n_extra >= lx->window && lx->n_indents == 1 &&
+                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l')) {
+                    lx->at_stmt = true;
                     return;
+                }
+                if (lx->window > 0 && lx->n_indents == 1 && lex_literal_call(lx))
+                    continue;
             }
         }
-        if (c == '#') {
+        switch (c) {
+        case ' ':
+        case '\t':
+        case '\r':
+        case '\f':
+            lx->p++;
+            continue;
+        case '#':
             while (lx->p < lx->end && *lx->p != '\n')
                 lx->p++;
             continue;
-        }
-        if (c == '\n') {
+        case '\n':
             if (lx->depth == 0 && !at_line_start(lx))
                 push(lx, T_NEWLINE, lx->p, lx->p);
             lx->p++;
             newline(lx, lx->p);
             lx->bol = true;
             continue;
-        }
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
-            lx->p++;
+        case '"':
+        case '\'':
+            lex_string(lx, lx->p, false, false);
             continue;
-        }
-        if (c == '\\' && lx->p + 1 < lx->end &&
-            (lx->p[1] == '\n' || (lx->p[1] == '\r' && lx->p + 2 < lx->end && lx->p[2] == '\n'))) {
-            lx->p += lx->p[1] == '\n' ? 2 : 3;
-            newline(lx, lx->p);
-            continue;
+        case '\\':
+            if (lx->p + 1 < lx->end &&
+                (lx->p[1] == '\n' ||
+                 (lx->p[1] == '\r' && lx->p + 2 < lx->end && lx->p[2] == '\n'))) {
+                lx->p += lx->p[1] == '\n' ? 2 : 3;
+                newline(lx, lx->p);
+                continue;
+            }
+            break;
+        default:
+            break;
         }
         const char *s = lx->p;
-        if (c == '"' || c == '\'') {
-            lex_string(lx, s, false, false);
-            continue;
-        }
         if (is_ident_start(c)) {
             /* String prefixes: r, f, rf, fr (any case). */
             const char *q = lx->p;
@@ -736,6 +1058,7 @@ star_lex_next(struct star_lexer *l, size_t *n)
 {
     struct lexer *lx = (struct lexer *)l;
     lx->n = 0; /* the caller is done with the last window: reuse its memory */
+    lx->n_extra = 0;
     lex_all(lx);
     /* One more token past the end, so a look past the window's last
      * statement sees a newline, never stale memory. */
@@ -815,6 +1138,7 @@ star_tok_name(int kind)
         [T_LTLT_EQ] = "'<<='",
         [T_GTGT_EQ] = "'>>='",
         [T_FLOAT] = "float",
+        [T_CALL_LITERAL] = "name",
     };
     if (kind < 0 || (size_t)kind >= sizeof names / sizeof names[0] || names[kind] == NULL)
         return "token";

@@ -8,6 +8,7 @@
 #ifndef EXECGATE_RULES_LEXER_H
 #define EXECGATE_RULES_LEXER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -82,7 +83,35 @@ enum star_tok {
     T_CARET_EQ,
     T_LTLT_EQ,
     T_GTGT_EQ,
-    T_FLOAT, /* a float literal: recognised so the error can say floats are unsupported */
+    T_FLOAT,        /* a float literal: recognised so the error can say floats are unsupported */
+    T_CALL_LITERAL, /* a whole plain call statement (struct star_lit_call) */
+};
+
+/*
+ * A top-level statement of one line that calls a name with keyword
+ * arguments only, each a string or a list of strings, written plainly
+ * (ASCII, no escapes, spaces only between tokens, nothing after the ')'):
+ * `prefix_rule(pattern = ["git", "push"], decision = "prompt")`.  Most
+ * lines of a rules file are such calls, and the lexer hands each to the
+ * parser as one T_CALL_LITERAL token (its text is the called name) with
+ * what its tokens would have said, so the parser makes the same tree
+ * without the tokens being stored and read one by one.  All positions
+ * are on the token's line.
+ */
+struct star_lit_string {
+    struct star_str *s;
+    uint32_t col; /* its opening quote */
+};
+struct star_lit_arg {
+    struct star_str *name; /* interned */
+    bool is_list;
+    uint32_t col;                  /* the '[' of a list */
+    struct star_lit_string *items; /* the list's items, or the string (n == 1) */
+    size_t n;
+};
+struct star_lit_call {
+    struct star_lit_arg *args;
+    size_t nargs;
 };
 
 struct star_token {
@@ -91,7 +120,9 @@ struct star_token {
     const char *text; /* start of the token in the source */
     size_t len;
     int64_t ival;          /* T_INT */
-    struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded) */
+    struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded), T_CALL_LITERAL
+                              (the called name, interned) */
+    const struct star_lit_call *call; /* T_CALL_LITERAL */
 };
 
 /*

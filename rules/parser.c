@@ -39,7 +39,7 @@ advance(struct parser *ps)
 _Noreturn static void
 fail_tok(struct parser *ps, struct star_token *t, const char *what)
 {
-    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_RESERVED)
+    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_RESERVED || t->kind == T_CALL_LITERAL)
         star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected '%.*s', %s",
                      (int)(t->len > 40 ? 40 : t->len), t->text, what);
     star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected %s, %s", star_tok_name(t->kind),
@@ -113,7 +113,7 @@ enter(struct parser *ps, struct star_token *at)
 
 static struct ast_node *parse_test(struct parser *ps);
 static struct ast_node *parse_expr(struct parser *ps);
-static struct ast_node *parse_or(struct parser *ps);
+static struct ast_node *parse_or(struct parser *ps, struct ast_node *first);
 static struct ast_node *parse_primary(struct parser *ps);
 static struct ast_func *parse_params(struct parser *ps, int close);
 static struct ast_node *parse_fstring(struct parser *ps, struct star_token *t);
@@ -173,10 +173,10 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
             }
             c->target = first;
             expect(ps, T_IN, "expected 'in' in comprehension");
-            c->expr = parse_or(ps);
+            c->expr = parse_or(ps, NULL);
         } else {
             advance(ps);
-            c->expr = parse_or(ps);
+            c->expr = parse_or(ps, NULL);
         }
     }
     n->u.comp.clauses = cl;
@@ -230,6 +230,57 @@ parse_dict_or_comp(struct parser *ps)
     return n;
 }
 
+/* The tree parse_primary makes of the tokens a T_CALL_LITERAL stands for
+ * (the lexer's plain call statement): a call of the name, each keyword
+ * argument a string or a list of strings, at the same positions. */
+static struct ast_node *
+literal_call(struct parser *ps, struct star_token *t)
+{
+    const struct star_lit_call *c = t->call;
+    /* The nodes in one allocation: the name, the call, each list and
+     * string. */
+    size_t count = 2;
+    for (size_t i = 0; i < c->nargs; i++)
+        count += c->args[i].is_list + c->args[i].n;
+    struct ast_node *pool = star_alloc_array(ps->vm, count, sizeof *pool);
+    for (size_t i = 0; i < count; i++) {
+        pool[i].line = t->line;
+        pool[i].col = t->col;
+    }
+    struct ast_node *fn = pool++;
+    fn->kind = A_IDENT;
+    fn->u.ident.name = t->sval;
+    struct ast_node *n = pool++;
+    n->kind = A_CALL;
+    n->u.call.fn = fn;
+    n->u.call.args = star_alloc_array(ps->vm, c->nargs, sizeof *n->u.call.args);
+    n->u.call.nargs = c->nargs;
+    for (size_t i = 0; i < c->nargs; i++) {
+        const struct star_lit_arg *a = &c->args[i];
+        struct ast_arg *arg = &n->u.call.args[i];
+        arg->kind = ARG_KW;
+        arg->name = a->name;
+        struct ast_node **items = &arg->value;
+        if (a->is_list) {
+            struct ast_node *l = pool++;
+            l->kind = A_LIST;
+            l->col = a->col;
+            l->u.list.items = star_alloc_array(ps->vm, a->n, sizeof *l->u.list.items);
+            l->u.list.n = a->n;
+            arg->value = l;
+            items = l->u.list.items;
+        }
+        for (size_t k = 0; k < a->n; k++) {
+            struct ast_node *str = pool++;
+            str->kind = A_STRING;
+            str->col = a->items[k].col;
+            str->u.sval = a->items[k].s;
+            items[k] = str;
+        }
+    }
+    return n;
+}
+
 static struct ast_node *
 parse_operand(struct parser *ps)
 {
@@ -258,6 +309,9 @@ parse_operand(struct parser *ps)
     case T_FSTRING:
         advance(ps);
         return parse_fstring(ps, t);
+    case T_CALL_LITERAL:
+        advance(ps);
+        return literal_call(ps, t);
     case T_LBRACK:
         return parse_list_or_comp(ps);
     case T_LBRACE:
@@ -434,10 +488,13 @@ binary_prec(int k)
     }
 }
 
+/* Each level below takes the expression's first operand already parsed
+ * (first, when not NULL: parse_test parses it to see whether an operator
+ * follows at all) or parses it itself. */
 static struct ast_node *
-parse_binary(struct parser *ps, int min_prec)
+parse_binary(struct parser *ps, int min_prec, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_unary(ps);
+    struct ast_node *lhs = first != NULL ? first : parse_unary(ps);
     for (;;) {
         struct star_token *t = peek(ps);
         int p = binary_prec(t->kind);
@@ -448,7 +505,7 @@ parse_binary(struct parser *ps, int min_prec)
         struct ast_node *n = node(ps, A_BINARY, t);
         n->op = t->kind;
         n->u.x.a = lhs;
-        n->u.x.b = parse_binary(ps, p + 1);
+        n->u.x.b = parse_binary(ps, p + 1, NULL);
         ps->depth--;
         lhs = n;
     }
@@ -464,9 +521,9 @@ is_comparison(struct parser *ps)
 }
 
 static struct ast_node *
-parse_comparison(struct parser *ps)
+parse_comparison(struct parser *ps, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_binary(ps, 1);
+    struct ast_node *lhs = parse_binary(ps, 1, first);
     if (!is_comparison(ps))
         return lhs;
     struct star_token *t = advance(ps);
@@ -478,53 +535,76 @@ parse_comparison(struct parser *ps)
     struct ast_node *n = node(ps, A_BINARY, t);
     n->op = (uint8_t)op;
     n->u.x.a = lhs;
-    n->u.x.b = parse_binary(ps, 1);
+    n->u.x.b = parse_binary(ps, 1, NULL);
     if (is_comparison(ps))
         fail_tok(ps, peek(ps), "comparisons do not chain: use 'and'");
     return n;
 }
 
 static struct ast_node *
-parse_not(struct parser *ps)
+parse_not(struct parser *ps, struct ast_node *first)
 {
     struct star_token *t = peek(ps);
-    if (t->kind == T_NOT) {
+    if (first == NULL && t->kind == T_NOT) {
         enter(ps, t);
         advance(ps);
         struct ast_node *n = node(ps, A_NOT, t);
-        n->u.x.a = parse_not(ps);
+        n->u.x.a = parse_not(ps, NULL);
         ps->depth--;
         return n;
     }
-    return parse_comparison(ps);
+    return parse_comparison(ps, first);
 }
 
 static struct ast_node *
-parse_and(struct parser *ps)
+parse_and(struct parser *ps, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_not(ps);
+    struct ast_node *lhs = parse_not(ps, first);
     while (peek_kind(ps) == T_AND) {
         struct star_token *t = advance(ps);
         struct ast_node *n = node(ps, A_AND, t);
         n->u.x.a = lhs;
-        n->u.x.b = parse_not(ps);
+        n->u.x.b = parse_not(ps, NULL);
         lhs = n;
     }
     return lhs;
 }
 
 static struct ast_node *
-parse_or(struct parser *ps)
+parse_or(struct parser *ps, struct ast_node *first)
 {
-    struct ast_node *lhs = parse_and(ps);
+    struct ast_node *lhs = parse_and(ps, first);
     while (peek_kind(ps) == T_OR) {
         struct star_token *t = advance(ps);
         struct ast_node *n = node(ps, A_OR, t);
         n->u.x.a = lhs;
-        n->u.x.b = parse_and(ps);
+        n->u.x.b = parse_and(ps, NULL);
         lhs = n;
     }
     return lhs;
+}
+
+/* x if c else y, x parsed. */
+static struct ast_node *
+parse_conditional(struct parser *ps, struct ast_node *x)
+{
+    if (peek_kind(ps) != T_IF)
+        return x;
+    struct star_token *it = advance(ps);
+    struct ast_node *n = node(ps, A_COND, it);
+    n->u.x.a = x;
+    n->u.x.b = parse_or(ps, NULL);
+    expect(ps, T_ELSE, "expected 'else' in conditional expression");
+    n->u.x.c = parse_test(ps);
+    return n;
+}
+
+/* Whether a token after an operand ends the expression: no operator,
+ * call, index, conditional or comprehension can follow. */
+static bool
+ends_operand(int k)
+{
+    return k == T_COMMA || k == T_RPAREN || k == T_RBRACK || k == T_RBRACE || k == T_NEWLINE;
 }
 
 static struct ast_node *
@@ -533,7 +613,17 @@ parse_test(struct parser *ps)
     struct star_token *t = peek(ps);
     enter(ps, t);
     struct ast_node *res;
-    if (t->kind == T_LAMBDA) {
+    if (t->kind != T_LAMBDA && t->kind != T_NOT && t->kind != T_MINUS && t->kind != T_PLUS &&
+        t->kind != T_TILDE) {
+        /* The levels below would start with this primary expression; when
+         * nothing follows it (a list item, an argument: most expressions
+         * of a rules file), it is the whole expression. */
+        res = parse_primary(ps);
+        if (!ends_operand(peek_kind(ps))) {
+            res = parse_or(ps, res);
+            res = parse_conditional(ps, res);
+        }
+    } else if (t->kind == T_LAMBDA) {
         advance(ps);
         struct ast_node *n = node(ps, A_LAMBDA, t);
         struct ast_func *f = parse_params(ps, T_COLON);
@@ -543,16 +633,7 @@ parse_test(struct parser *ps)
         n->u.def.func = f;
         res = n;
     } else {
-        res = parse_or(ps);
-        if (peek_kind(ps) == T_IF) {
-            struct star_token *it = advance(ps);
-            struct ast_node *n = node(ps, A_COND, it);
-            n->u.x.a = res;
-            n->u.x.b = parse_or(ps);
-            expect(ps, T_ELSE, "expected 'else' in conditional expression");
-            n->u.x.c = parse_test(ps);
-            res = n;
-        }
+        res = parse_conditional(ps, parse_or(ps, NULL));
     }
     ps->depth--;
     return res;
@@ -913,6 +994,16 @@ parse_stmt(struct parser *ps, struct vec *out)
                      "'while' loops are not allowed in Starlark: use 'for' over a range");
     case T_INDENT:
         star_fail_at(ps->vm, t->line, t->col, "unexpected indentation");
+    case T_CALL_LITERAL: {
+        /* What parse_simple makes of it: an expression statement, the
+         * call, then the newline the lexer put after it. */
+        advance(ps);
+        struct ast_node *n = node(ps, A_EXPR_STMT, t);
+        n->u.x.a = literal_call(ps, t);
+        vec_push(ps->vm, out, n);
+        expect(ps, T_NEWLINE, "expected a newline after the statement");
+        return;
+    }
     default:
         parse_simple(ps, out);
     }

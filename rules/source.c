@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rules/vm.h"
@@ -22,7 +23,13 @@ star_source_read(const char *path, size_t *len, char **err)
         errno = e;
         return NULL;
     }
+    /* Room for the whole of a regular file at once (a file that grows
+     * meanwhile still grows the buffer below). */
     size_t cap = 64 * 1024, n = 0;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= STAR_MAX_FILE_BYTES)
+        cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap + 1);
     for (;;) {
         if (buf == NULL) {

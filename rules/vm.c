@@ -116,21 +116,61 @@ struct star_block {
     _Alignas(16) char data[];
 };
 
-#define BLOCK_SIZE  (64u * 1024u)
-#define BIG_REQUEST (BLOCK_SIZE / 4)
+#define BLOCK_SIZE (64u * 1024u)
+/* Blocks given back by star_release kept for reuse (see block_give_back). */
+#define STAR_SPARE_BLOCKS 4
+#define BIG_REQUEST       (BLOCK_SIZE / 4)
 
 static struct star_block *
 block_new(struct star_vm *vm, size_t size)
 {
     if (size > vm->mem_limit || vm->mem_used > vm->mem_limit - size)
         star_fail(vm, "out of memory: the file needs more than %zu MiB", vm->mem_limit >> 20);
-    struct star_block *b = calloc(1, sizeof *b + size);
-    if (b == NULL)
-        star_fail(vm, "out of memory");
+    struct star_block *b = vm->spare;
+    if (size == BLOCK_SIZE && b != NULL) {
+        /* A block star_release gave back, zeroed then (and poisoned under
+         * AddressSanitizer until now). */
+        vm->spare = b->next;
+        vm->n_spare--;
+#ifdef __SANITIZE_ADDRESS__
+        ASAN_UNPOISON_MEMORY_REGION(b->data, BLOCK_SIZE);
+#endif
+        b->next = NULL;
+    } else {
+        b = calloc(1, sizeof *b + size);
+        if (b == NULL)
+            star_fail(vm, "out of memory");
+        b->size = size;
+    }
     vm->mem_used += size;
-    b->size = size;
     b->seq = ++vm->block_seq;
     return b;
+}
+
+/* Gives back a block star_release no longer needs: a standard block is
+ * zeroed where it was used and kept for block_new (up to STAR_SPARE_BLOCKS
+ * of them), so a file run a window at a time reuses the same few blocks
+ * instead of allocating and zeroing new ones; others are freed. */
+static void
+block_give_back(struct star_vm *vm, struct star_block *b)
+{
+    vm->mem_used -= b->size;
+    if (b->size != BLOCK_SIZE || vm->n_spare >= STAR_SPARE_BLOCKS) {
+        free(b);
+        return;
+    }
+#ifdef __SANITIZE_ADDRESS__
+    ASAN_UNPOISON_MEMORY_REGION(b->data, b->used);
+#endif
+    memset(b->data, 0, b->used);
+    b->used = 0;
+#ifdef __SANITIZE_ADDRESS__
+    /* A pointer kept into given-back memory is still caught. */
+    ASAN_POISON_MEMORY_REGION(b->data, BLOCK_SIZE);
+#endif
+    b->next = vm->spare;
+    vm->spare = b;
+    vm->n_spare++;
 }
 
 void
@@ -158,8 +198,7 @@ star_release(struct star_vm *vm, const struct star_mark *m)
     while ((b = *pp) != NULL) {
         if (b->seq > m->seq) {
             *pp = b->next;
-            vm->mem_used -= b->size;
-            free(b);
+            block_give_back(vm, b);
             continue;
         }
         if (b != m->head)
@@ -226,19 +265,41 @@ arena_release(struct star_vm *vm)
     }
     vm->blocks = NULL;
     vm->mem_used = 0;
+    while ((b = vm->spare) != NULL) {
+        vm->spare = b->next;
+#ifdef __SANITIZE_ADDRESS__
+        ASAN_UNPOISON_MEMORY_REGION(b->data, BLOCK_SIZE);
+#endif
+        free(b);
+    }
+    vm->n_spare = 0;
 }
 
 /* ---- interning ---- */
 
+/* A hash of n bytes, eight at a time (names and strings are hashed as
+ * they are interned or used as keys, so this is on the path of every
+ * name a file's lexer meets).  Never 0, which means "not computed". */
 static uint32_t
 hash_bytes(const char *s, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
     }
-    return h == 0 ? 1 : h;
+    if (n > 0) {
+        uint64_t w = 0;
+        memcpy(&w, s, n);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+    }
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    uint32_t r = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    return r == 0 ? 1 : r;
 }
 
 uint32_t

@@ -49,8 +49,10 @@ struct star_vm {
     /* The arena. */
     struct star_block *blocks;
     size_t mem_used, mem_limit;
-    uint64_t block_seq; /* blocks made so far (each block carries its number) */
-    uint64_t keeps;     /* allocations that must outlive any star_mark (star_keep) */
+    uint64_t block_seq;       /* blocks made so far (each block carries its number) */
+    uint64_t keeps;           /* allocations that must outlive any star_mark (star_keep) */
+    struct star_block *spare; /* blocks star_release gave back, zeroed, for reuse */
+    size_t n_spare;
 
     /* Limits: the budgets (star_vm_init sets the defaults; an embedder may
      * lower them) and what the current run has used. */

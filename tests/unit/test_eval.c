@@ -373,6 +373,193 @@ test_long_files(void **state)
     free(src);
 }
 
+/* What the lexer's and the parser's shortcuts (strings without escapes,
+ * columns counted several bytes at a time, keywords looked up by length,
+ * '=' apart from '==', an operand with no operator after it) must leave
+ * as it was: every token where it is, every word what it is. */
+static void
+test_lexer_shortcuts(void **state)
+{
+    (void)state;
+    /* Columns count characters, after strings with and without escapes,
+     * raw and not, ASCII and not, on one line and across lines. */
+    expect_err("x = [\"\xc3\xa9\", '\xe6\x97\xa5\xe6\x9c\xac', r\"\\d\", y]\n",
+               "t.star:1:24: undefined: y is not defined");
+    expect_err("x = [\"a\\tb\", \"c\\\"d\", 'e', z]\n", "t.star:1:27: undefined: z is not defined");
+    expect_err("x = [\"\"\"a\nb\xc3\xa9\"\"\", z]\n", "t.star:2:8: undefined: z is not defined");
+    expect_err("x = {'\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9': 1,"
+               " 'abcdefghijklmnop': q}\n",
+               "t.star:1:42: undefined: q is not defined");
+    expect_err("x = 1 # \xc3\xa9\xc3\xa9\ny = (1,\n     2) + w\n",
+               "t.star:3:11: undefined: w is not defined");
+    expect_ok(EQ "eq(['', \"\", 'a' + \"b\", f'{1}x', r'', len('\xc3\xa9t\xc3\xa9')], "
+                 "['', '', 'ab', '1x', '', 3])\n");
+    /* Every keyword and reserved word is one; a longer or shorter name
+     * is not. */
+    static const char *const words[] = {
+        "as",     "if",     "in",      "is",       "or",       "and",    "def",
+        "del",    "for",    "not",     "try",      "elif",     "else",   "from",
+        "load",   "pass",   "with",    "async",    "await",    "break",  "class",
+        "raise",  "while",  "yield",   "assert",   "except",   "global", "import",
+        "lambda", "return", "finally", "continue", "nonlocal",
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char src[64];
+        snprintf(src, sizeof src, "%s = 1\n", words[i]);
+        char *err = run(src, strlen(src));
+        if (err == NULL)
+            fail_msg("'%s' was taken for a name", words[i]);
+        free(err);
+        size_t n = strlen(words[i]);
+        snprintf(src, sizeof src, "%sx = 1\n%.*s = 2\n_%s = 3\n", words[i], (int)n - 1, words[i],
+                 words[i]);
+        expect_ok(src);
+    }
+    expect_err("try = 1\n",
+               "t.star:1:1: syntax error: 'try' is reserved and not allowed in Starlark");
+    /* '=' and '==', at the end of the text too */
+    expect_ok(EQ "def f(a = 1, b=2):\n    return a==b\neq(f(b = 1), True)\neq(1 == 2, False)\n");
+    expect_err("x =", "t.star:1:4: syntax error: unexpected newline, expected an expression");
+    /* Bad bytes and NUL bytes after long ASCII lines: line and column */
+    expect_err("a = 1\nbbbbbbbbbbbbbbbbbbbbbbbb = 2\nc = '\xff'\n",
+               "t.star:3:6: invalid UTF-8 byte 0xff: files must be UTF-8 text");
+    expect_err("a = 1\nb = '\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9' + '\xe0\x80'\n",
+               "t.star:2:16: invalid UTF-8 byte 0xe0: files must be UTF-8 text");
+    char *err = run("abcdefghijkl = 1\nx = \0\n", 22);
+    assert_non_null(err);
+    assert_string_equal(err, "t.star:2:5: NUL byte in source: is this a text file?");
+    free(err);
+    /* Operands followed by operators, conditionals, calls and indexes,
+     * and by nothing */
+    expect_ok(EQ "x = [1 + 2 * 3, -1, not True, 'a' if False else 'b', [4][0], len('ab') < 3]\n"
+                 "eq(x, [7, -1, False, 'b', 4, True])\n"
+                 "eq({'k': 1 if True else 2}['k'], 1)\n"
+                 "eq((lambda v: v + 1)(1), 2)\n"
+                 "eq([y for y in [1, 2] if y > 1], [2])\n");
+    expect_err("x = [1 < 2 < 3]\n", "t.star:1:12: syntax error: unexpected '<', comparisons do "
+                                    "not chain: use 'and'");
+    expect_err("x = ['a' 'b']\n",
+               "t.star:1:10: syntax error: unexpected string, use + to join strings");
+}
+
+/* Plain call statements (one line, keyword arguments that are strings
+ * or lists of strings) reach the parser as one token (T_CALL_LITERAL):
+ * what they do, and every variant the lexer must leave to the tokens,
+ * behave as before, with the same positions and errors. */
+static void
+test_plain_calls(void **state)
+{
+    (void)state;
+    /* f records its calls: the keyword arguments, sorted, as a string */
+    const char *rec =
+        EQ "calls = []\n"
+           "def f(**kw):\n"
+           "    calls.append(' '.join([k + '=' + repr(kw[k]) for k in sorted(kw)]))\n";
+    char src[2048];
+    snprintf(
+        src, sizeof src,
+        "%s"
+        "f(a = [\"x\", 'y z'], b = \"\")\n"
+        "f (a=['1',\"2\",], b = 'w' , )\n"
+        "f(a = \"tab\\there\")\n"
+        "f(a = \"x\") # comment\n"
+        "f(a = \"x\"); f(b = \"y\")\n"
+        "f(a = [])\n"
+        "f(a = [\"x\", [\"y\"]])\n"
+        "f(a = r\"raw\")\n"
+        "f(a = \"\xc3\xa9\")\n"
+        "f(a = \"a\"\r\n"
+        "  , b = \"b\")\n"
+        "f(a = \"x\" + \"y\")\n"
+        "f(a = \"x\", **{'b': 'c'})\n"
+        "eq(calls, ['a=[\"x\", \"y z\"] b=\"\"', 'a=[\"1\", \"2\"] b=\"w\"', 'a=\"tab\\\\there\"',"
+        " 'a=\"x\"', 'a=\"x\"', 'b=\"y\"', 'a=[]', 'a=[\"x\", [\"y\"]]', 'a=\"raw\"',"
+        " 'a=\"\\\\xe9\"', 'a=\"a\" b=\"b\"', 'a=\"xy\"', 'a=\"x\" b=\"c\"'])\n",
+        rec);
+    expect_ok(src);
+    /* positions and errors */
+    expect_err("g(a = [\"x\"], b = \"y\")\n", "t.star:1:1: undefined: g is not defined");
+    expect_err("def g(a):\n    pass\nx = 1\ng(a = [\"x\"], b = \"y\")\n",
+               "t.star:4:1: function g got an unexpected keyword argument b");
+    expect_err("def g(a):\n    pass\ng(a = \"x\", a = \"y\")\n",
+               "t.star:3:12: keyword argument 'a' given twice");
+    expect_err("if True:\nlen(x = \"a\")\n",
+               "t.star:2:1: syntax error: unexpected 'len', expected an indented block");
+    expect_err("len = 1\nlen(x = \"a\")\n", "t.star:2:1: invalid call of non-function (int)");
+    expect_err("x = 1\nif(a = \"x\")\n", "t.star:2:6: syntax error: unexpected '=', expected ')'");
+    /* many lines, over many lexer windows: every call made, the last
+     * line's error on its line */
+    size_t cap = 1 << 20, len = 0;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    len += (size_t)snprintf(big + len, cap - len, "%s",
+                            EQ "n = []\ndef h(a, b = 'b'):\n"
+                               "    n.append(a[0] + b)\n");
+    for (int i = 0; i < 5000; i++)
+        len += (size_t)snprintf(
+            big + len, cap - len,
+            i % 7 == 0 ? "h(a = [\"%d\", 'q'])\n" : "h(b = 'v', a = [\"%d\"])\n", i);
+    len += (size_t)snprintf(big + len, cap - len,
+                            "eq(len(n), 5000)\neq(n[0], '0b')\neq(n[4999], '4999v')\n");
+    expect_ok(big);
+    len += (size_t)snprintf(big + len, cap - len, "h(c = \"x\")\n");
+    char want[96];
+    int lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += big[i] == '\n';
+    snprintf(want, sizeof want, "t.star:%d:1: function h got an unexpected keyword argument c",
+             lines);
+    char *err = run(big, len);
+    assert_non_null(err);
+    assert_string_equal(err, want);
+    free(err);
+    free(big);
+}
+
+/* star_release gives back the blocks made since the mark for reuse:
+ * the next allocations get the same memory, zeroed again, and the
+ * arena's size is what it was. */
+static void
+test_arena_reuse(void **state)
+{
+    (void)state;
+    struct star_vm *vm = star_vm_new();
+    assert_non_null(vm);
+    jmp_buf jb;
+    vm->on_error = &jb;
+    if (setjmp(jb) != 0)
+        fail_msg("the arena failed: %s", star_vm_error(vm));
+    enum { N = 300, SIZE = 1000 };
+    static char *first[N];
+    (void)star_alloc(vm, 16);
+    size_t used = vm->mem_used;
+    struct star_mark m;
+    star_mark(vm, &m);
+    for (int i = 0; i < N; i++) {
+        first[i] = star_alloc(vm, SIZE);
+        memset(first[i], 0xff, SIZE);
+    }
+    assert_true(vm->mem_used > used); /* new blocks were made */
+    assert_true(star_release(vm, &m));
+    assert_int_equal(vm->mem_used, used);
+    /* The first allocation in each block made after the mark */
+    static bool block_start[N];
+    for (int i = 1; i < N; i++)
+        block_start[i] = first[i] != first[i - 1] + SIZE + 8; /* SIZE rounded up to 16 */
+    bool reused = false;
+    for (int i = 0; i < N; i++) {
+        char *p = star_alloc(vm, SIZE);
+        for (int k = 0; k < SIZE; k++)
+            if (p[k] != 0)
+                fail_msg("allocation %d, byte %d: %d, not zero", i, k, p[k]);
+        for (int j = 1; j < N; j++)
+            reused = reused || (block_start[j] && p == first[j]);
+    }
+    assert_true(reused);
+    vm->on_error = NULL;
+    star_vm_free(vm);
+}
+
 static void
 test_string_methods(void **state)
 {
@@ -599,15 +786,16 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),         cmocka_unit_test(test_fstrings),
-        cmocka_unit_test(test_operators),        cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),   cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control), cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unicode_strings),  cmocka_unit_test(test_long_files),
-        cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
-        cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
-        cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
-        cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),          cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),         cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_long_files),
+        cmocka_unit_test(test_lexer_shortcuts),   cmocka_unit_test(test_plain_calls),
+        cmocka_unit_test(test_arena_reuse),       cmocka_unit_test(test_string_methods),
+        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
+        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
