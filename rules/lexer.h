@@ -82,7 +82,7 @@ enum star_tok {
     T_CARET_EQ,
     T_LTLT_EQ,
     T_GTGT_EQ,
-    T_FLOAT, /* a float literal: recognised so the error can say floats are unsupported */
+    T_FLOAT,
 };
 
 struct star_token {
@@ -90,7 +90,10 @@ struct star_token {
     uint32_t line, col;
     const char *text; /* start of the token in the source */
     size_t len;
-    int64_t ival;          /* T_INT */
+    union {
+        int64_t ival; /* T_INT */
+        double dval;  /* T_FLOAT */
+    };
     struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded) */
 };
 
