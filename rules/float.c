@@ -38,7 +38,7 @@ star_float_to_int(struct star_vm *vm, double d)
     /* 2^63 is the first double beyond int64; -2^63 itself fits. */
     if (t >= 9223372036854775808.0 || t < -9223372036854775808.0)
         star_fail(vm,
-                  "int: %.0f does not fit in 64 bits (integers beyond 64 bits are not "
+                  "int: %.17g does not fit in 64 bits (integers beyond 64 bits are not "
                   "supported yet)",
                   t);
     return star_int((int64_t)t);
