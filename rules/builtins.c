@@ -257,6 +257,9 @@ bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 static struct star_value
 bi_float(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
+    /* Positional only, as in Codex. */
+    if (args->nkw > 0)
+        star_fail(vm, "float: unexpected keyword argument '%s'", args->kwnames[0]->data);
     BIND("float", 0, "x");
     struct star_value x = a[0];
     if (!given(x))
@@ -269,6 +272,8 @@ bi_float(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         star_fail(vm, "float: got %s, want bool, float, int or string", star_type_name(x));
     double d;
     int r = star_float_parse(x.u.s->data, x.u.s->len, &d);
+    if (r == -3)
+        star_fail(vm, "float: out of memory");
     if (r == -2)
         star_fail(vm, "float() floating-point number too large: %s", x.u.s->data);
     if (r != 0) {

@@ -305,7 +305,7 @@ star_float_parse(const char *s, size_t n, double *out)
      * exactly these bytes and rounds as Rust does (to nearest). */
     char *copy = malloc(n + 1);
     if (!copy)
-        return -1;
+        return -3;
     memcpy(copy, s, n);
     copy[n] = '\0';
     double d = strtod(copy, NULL);

@@ -59,8 +59,8 @@ uint32_t star_num_hash(struct star_value v);
 /*
  * Parses s[0..n) as float() does: an optional sign, then digits with an
  * optional point and exponent, or inf, infinity or nan in any case.
- * Returns 0 and sets *out, or -1 when s is not a number, or -2 when it
- * overflows to infinity without spelling inf.
+ * Returns 0 and sets *out, or -1 when s is not a number, -2 when it
+ * overflows to infinity without spelling inf, -3 when memory ran out.
  */
 int star_float_parse(const char *s, size_t n, double *out);
 

@@ -134,7 +134,7 @@ FLOAT_ATOMS = ["1.5", "0.1", "0.2", "2.0", "1e5", "1E5", "1e-7", ".5", "1.", "01
                "7", "0", "2", "1", "123456"]
 FLOAT_CALLS = ['float("nan")', 'float("inf")', 'float("-inf")', 'float("-0")', 'float("1e3")',
                'float("Infinity")', 'float(".5")', 'float(True)', 'float()', 'float(7)',
-               'float(" 1")', 'float("1_0")', 'float("1e400")', 'abs(-2.5)', 'int(2.7)',
+               'abs(-2.5)', 'int(2.7)',
                'int(-2.7)', 'int(1e18)', 'min(1, 0.5)', 'max([2, 2.5, float("nan")])']
 FLOAT_OPS = ["+", "-", "*", "/", "//", "%"]
 FLOAT_TEXT = ["str({})", "repr({})", "\"%s|%r\" % ({}, {})", "\"%e|%f|%g\" % ({}, {}, {})",
@@ -242,6 +242,8 @@ def statement(r):
     if k == 22:
         # a failing statement; a later syntax error or undefined name
         return r.choice(["y = 1 + \"a\"", "z = not_bound_anywhere", "w = [1 2]",
+                         "f = float(\" 1\")", "f = float(\"1_0\")", "f = float(\"1e400\")",
+                         "f = 1.5 // 0", "f = float(x = 1)",
                          "prefix_rule(pattern = [\"ls\"], decision = \"maybe\")",
                          "u = later_u\nlater_u = 1"])
     if k == 23:
