@@ -327,12 +327,23 @@ star_num_compare(struct star_value a, struct star_value b)
     return (x > y) - (x < y);
 }
 
+/*
+ * Codex hashes an int of 32 bits and a float equal to it alike, and an int
+ * beyond 32 bits (a big int there) by another function than any float: so
+ * 2147483648 and 2147483648.0 are equal but two dict keys, in Codex and
+ * here.
+ */
+#define INT_BEYOND_32_BITS_SALT 0x5bd1e995u
+
 uint32_t
 star_num_hash(struct star_value v)
 {
-    double d = star_num_to_double(v);
-    /* Integral values an int holds exactly hash as that int does. */
-    if (d == trunc(d) && fabs(d) <= 9007199254740992.0)
+    if (v.type == STAR_INT) {
+        uint32_t h = star_int_hash(v.u.i);
+        return v.u.i >= INT32_MIN && v.u.i <= INT32_MAX ? h : h ^ INT_BEYOND_32_BITS_SALT;
+    }
+    double d = v.u.fl;
+    if (d == trunc(d) && d >= INT32_MIN && d <= INT32_MAX)
         return star_int_hash((int64_t)d);
     if (isnan(d))
         return 0x7ff80000u;

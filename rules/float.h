@@ -53,7 +53,8 @@ struct star_value star_num_binary(struct star_vm *vm, int op, struct star_value 
 
 /* <0, 0, >0 for numbers a and b, at least one a float; NaN sorts last. */
 int star_num_compare(struct star_value a, struct star_value b);
-/* A hash equal for equal numbers (1 and 1.0 are the same dict key). */
+/* The hash of a number: equal for an int of 32 bits and the float equal to
+ * it (1 and 1.0 are one dict key), as in Codex. */
 uint32_t star_num_hash(struct star_value v);
 
 /*

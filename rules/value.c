@@ -413,8 +413,7 @@ star_hash(struct star_vm *vm, struct star_value v)
     case STAR_BOOL:
         return v.u.b ? 1u : 0u; /* equal to the ints 1 and 0? Starlark keeps them distinct */
     case STAR_INT:
-        /* Beyond 2^53 an int equals the float it rounds to: hash as that. */
-        if (v.u.i > 9007199254740992LL || v.u.i < -9007199254740992LL)
+        if (v.u.i < INT32_MIN || v.u.i > INT32_MAX) /* see star_num_hash */
             return star_num_hash(v);
         return star_int_hash(v.u.i);
     case STAR_FLOAT:
