@@ -1,7 +1,9 @@
 #include "rules/builtins.h"
 #include "rules/unicode.h"
+#include "rules/float.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,7 +249,39 @@ bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         return x;
     if (x.type == STAR_BOOL)
         return star_int(x.u.b);
-    star_fail(vm, "int: got %s, want string, int or bool", star_type_name(x));
+    if (x.type == STAR_FLOAT)
+        return star_float_to_int(vm, x.u.fl);
+    star_fail(vm, "int: got %s, want string, int, float or bool", star_type_name(x));
+}
+
+static struct star_value
+bi_float(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
+{
+    /* Positional only, as in Codex. */
+    if (args->nkw > 0)
+        star_fail(vm, "float: unexpected keyword argument '%s'", args->kwnames[0]->data);
+    BIND("float", 0, "x");
+    struct star_value x = a[0];
+    if (!given(x))
+        return star_float(0.0);
+    if (star_is_num(x))
+        return star_float(star_num_to_double(x));
+    if (x.type == STAR_BOOL)
+        return star_float(x.u.b ? 1.0 : 0.0);
+    if (x.type != STAR_STRING)
+        star_fail(vm, "float: got %s, want bool, float, int or string", star_type_name(x));
+    double d;
+    int r = star_float_parse(x.u.s->data, x.u.s->len, &d);
+    if (r == -3)
+        star_fail(vm, "float: out of memory");
+    if (r == -2)
+        star_fail(vm, "float() floating-point number too large: %s", x.u.s->data);
+    if (r != 0) {
+        struct star_buf b = {0};
+        star_buf_quote(vm, &b, x.u.s->data, x.u.s->len);
+        star_fail(vm, "%s is not a valid number", b.data);
+    }
+    return star_float(d);
 }
 
 static struct star_value
@@ -543,6 +577,8 @@ static struct star_value
 bi_abs(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
     BIND("abs", 1, "x");
+    if (a[0].type == STAR_FLOAT)
+        return star_float(fabs(a[0].u.fl));
     int64_t x = want_int(vm, "abs", a[0], "x");
     if (x == INT64_MIN)
         star_fail(vm, "integer overflow: the result does not fit in 64 bits");
@@ -1820,7 +1856,7 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
             continue;
         }
         /* Codex's conversions only: no %(key)s, no %i. */
-        if (!strchr("srdxXo", c) || c == '\0') {
+        if (!strchr("srdxXoeEfgG", c) || c == '\0') {
             size_t w = 1;
             while (i + w < fmt->len && ((unsigned char)fmt->data[i + w] & 0xc0) == 0x80)
                 w++;
@@ -1836,12 +1872,28 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
         case 'r':
             star_buf_value(vm, &b, v, true);
             break;
+        case 'e':
+        case 'E':
+        case 'f':
+        case 'g':
+        case 'G':
+            if (!star_is_num(v))
+                star_fail(vm, "%%%c format requires a number: %s", c, star_type_name(v));
+            star_float_buf(vm, &b, star_num_to_double(v), c == 'g' ? 'r' : c == 'G' ? 'R' : c);
+            break;
         case 'd':
         case 'x':
         case 'X':
         case 'o': {
             if (v.type == STAR_BOOL)
                 v = star_int(v.u.b);
+            /* %d truncates a float, and only to an int of 32 bits, as in Codex. */
+            if (v.type == STAR_FLOAT && c == 'd') {
+                double t = trunc(v.u.fl);
+                if (!(t >= -2147483648.0 && t <= 2147483647.0))
+                    star_fail(vm, "Operation `format(%%d)` not supported on type `float`");
+                v = star_int((int64_t)t);
+            }
             if (v.type != STAR_INT)
                 star_fail(vm, "%%%c format requires integer: %s", c, star_type_name(v));
             int64_t x = v.u.i;
@@ -1872,19 +1924,20 @@ static const struct {
     const char *name;
     star_builtin_fn fn;
 } universe[] = {
-    {"abs", bi_abs},           {"all", bi_all},
-    {"any", bi_any},           {"bool", bi_bool},
-    {"chr", bi_chr},           {"dict", bi_dict},
-    {"dir", bi_dir},           {"enumerate", bi_enumerate},
-    {"fail", bi_fail},         {"getattr", bi_getattr},
-    {"hasattr", bi_hasattr},   {"hash", bi_hash},
-    {"int", bi_int},           {"len", bi_len},
-    {"list", bi_list},         {"max", bi_max},
-    {"min", bi_min},           {"ord", bi_ord},
-    {"range", bi_range},       {"repr", bi_repr},
-    {"reversed", bi_reversed}, {"sorted", bi_sorted},
-    {"str", bi_str},           {"tuple", bi_tuple},
-    {"type", bi_type},         {"zip", bi_zip},
+    {"abs", bi_abs},       {"all", bi_all},
+    {"any", bi_any},       {"bool", bi_bool},
+    {"chr", bi_chr},       {"dict", bi_dict},
+    {"dir", bi_dir},       {"enumerate", bi_enumerate},
+    {"fail", bi_fail},     {"getattr", bi_getattr},
+    {"float", bi_float},   {"hasattr", bi_hasattr},
+    {"hash", bi_hash},     {"int", bi_int},
+    {"len", bi_len},       {"list", bi_list},
+    {"max", bi_max},       {"min", bi_min},
+    {"ord", bi_ord},       {"range", bi_range},
+    {"repr", bi_repr},     {"reversed", bi_reversed},
+    {"sorted", bi_sorted}, {"str", bi_str},
+    {"tuple", bi_tuple},   {"type", bi_type},
+    {"zip", bi_zip},
 };
 
 void

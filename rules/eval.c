@@ -1,12 +1,14 @@
 #include "rules/eval.h"
 #include "rules/unicode.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rules/ast.h"
 #include "rules/builtins.h"
+#include "rules/float.h"
 #include "rules/lexer.h"
 #include "rules/parser.h"
 
@@ -273,6 +275,12 @@ contains(struct star_vm *vm, struct star_value x, struct star_value coll)
             return true;
         return memmem(coll.u.s->data, coll.u.s->len, x.u.s->data, x.u.s->len) != NULL;
     case STAR_RANGE: {
+        /* A float is in a range when it is one of its ints (1.0 in range(3)). */
+        if (x.type == STAR_FLOAT) {
+            if (!(x.u.fl == trunc(x.u.fl) && fabs(x.u.fl) < 9223372036854775808.0))
+                return false;
+            x = star_float_to_int(vm, x.u.fl);
+        }
         if (x.type != STAR_INT)
             return false;
         const struct star_range *r = coll.u.r;
@@ -411,8 +419,8 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
             acc = -1;
         return star_int(acc);
     }
-    case T_SLASH:
-        star_fail(vm, "floating-point division is not supported: use // for integer division");
+    case T_SLASH: /* a float even for ints */
+        return star_num_binary(vm, op, star_int(a), star_int(b));
     default:
         star_fail(vm, "unknown binary op: int %s int", op_text(op));
     }
@@ -443,6 +451,8 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
     }
     if (a.type == STAR_INT && b.type == STAR_INT)
         return int_binary(vm, op, a.u.i, b.u.i);
+    if ((a.type == STAR_FLOAT || b.type == STAR_FLOAT) && star_is_num(a) && star_is_num(b))
+        return star_num_binary(vm, op, a, b);
     switch (op) {
     case T_PLUS:
         if (a.type == STAR_STRING && b.type == STAR_STRING) {
@@ -478,10 +488,6 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
                 star_dict_set(vm, r.u.d, k, v);
             return r;
         }
-        break;
-    case T_SLASH:
-        if (a.type == STAR_INT && b.type == STAR_INT)
-            break;
         break;
     default:
         break;
@@ -1068,6 +1074,8 @@ eval_fstring(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 static struct star_value
 eval_unary(struct star_vm *vm, struct star_value v, int op)
 {
+    if (v.type == STAR_FLOAT && op != T_TILDE)
+        return op == T_MINUS ? star_float(-v.u.fl) : v;
     if (v.type != STAR_INT)
         star_fail(vm, "unknown unary op: %s%s",
                   op == T_MINUS  ? "-"
@@ -1110,6 +1118,8 @@ eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         return load_ident(vm, fr, e);
     case A_INT:
         return star_int(e->u.ival);
+    case A_FLOAT:
+        return star_float(e->u.dval);
     case A_STRING:
         return star_string_of(e->u.sval);
     case A_FSTRING:
@@ -1400,6 +1410,7 @@ literal_arg(const struct ast_node *e)
 {
     switch (e->kind) {
     case A_INT:
+    case A_FLOAT:
     case A_STRING:
         return true;
     case A_IDENT:

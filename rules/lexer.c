@@ -1,6 +1,7 @@
 #include "rules/lexer.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rules/vm.h"
@@ -313,6 +314,54 @@ digit_value(char c)
     return 99;
 }
 
+/*
+ * Where a float literal that has its digits before q ends: after a point
+ * and its digits, then an exponent if a whole one follows (1.5e is 1.5
+ * then e, as in Codex); q itself when neither a point nor a whole exponent
+ * follows (an int).
+ */
+static const char *
+float_rest(const struct lexer *lx, const char *q)
+{
+    if (q < lx->end && *q == '.') {
+        q++;
+        while (q < lx->end && is_digit(*q))
+            q++;
+    }
+    if (q < lx->end && (*q == 'e' || *q == 'E')) {
+        const char *e = q + 1;
+        if (e < lx->end && (*e == '+' || *e == '-'))
+            e++;
+        if (e < lx->end && is_digit(*e)) {
+            while (e < lx->end && is_digit(*e))
+                e++;
+            q = e;
+        }
+    }
+    return q;
+}
+
+/*
+ * A float literal at s: digits then the rest (float_rest), or a point and
+ * digits then an optional exponent.  Leading zeros are allowed (01.5 is
+ * 1.5) and a value too large is inf, as in Codex.
+ */
+static void
+lex_float(struct lexer *lx, const char *s)
+{
+    const char *q = s;
+    while (q < lx->end && is_digit(*q))
+        q++;
+    q = float_rest(lx, q);
+    size_t n = (size_t)(q - s);
+    char *text = star_alloc(lx->vm, n + 1);
+    memcpy(text, s, n);
+    text[n] = '\0';
+    struct star_token *t = push(lx, T_FLOAT, s, q);
+    t->dval = strtod(text, NULL); /* the syntax is checked: strtod reads all of it */
+    lx->p = q;
+}
+
 static void
 lex_number(struct lexer *lx)
 {
@@ -344,9 +393,9 @@ lex_number(struct lexer *lx)
             v = v * (unsigned)base + (unsigned)d;
         q++;
     }
-    if (q < lx->end && (*q == '.' || *q == 'e' || *q == 'E') && base == 10) {
-        lx->p = q;
-        lex_fail(lx, s, "floating-point numbers are not supported");
+    if (base == 10 && q > digits && float_rest(lx, q) != q) {
+        lex_float(lx, s);
+        return;
     }
     if (q == digits)
         lex_fail(lx, s, "integer literal has no digits");
@@ -988,8 +1037,10 @@ lex_all(struct lexer *lx)
             lex_number(lx);
             continue;
         }
-        if (c == '.' && lx->p + 1 < lx->end && is_digit(lx->p[1]))
-            lex_fail(lx, s, "floating-point numbers are not supported");
+        if (c == '.' && lx->p + 1 < lx->end && is_digit(lx->p[1])) {
+            lex_float(lx, s);
+            continue;
+        }
         if (lex_punct(lx))
             continue;
         if ((unsigned char)c >= 0x80)

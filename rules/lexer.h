@@ -83,7 +83,7 @@ enum star_tok {
     T_CARET_EQ,
     T_LTLT_EQ,
     T_GTGT_EQ,
-    T_FLOAT,        /* a float literal: recognised so the error can say floats are unsupported */
+    T_FLOAT,
     T_CALL_LITERAL, /* a whole plain call statement (struct star_lit_call) */
 };
 
@@ -119,7 +119,10 @@ struct star_token {
     uint32_t line, col;
     const char *text; /* start of the token in the source */
     size_t len;
-    int64_t ival;          /* T_INT */
+    union {
+        int64_t ival; /* T_INT */
+        double dval;  /* T_FLOAT */
+    };
     struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded), T_CALL_LITERAL
                               (the called name, interned) */
     const struct star_lit_call *call; /* T_CALL_LITERAL */

@@ -39,7 +39,8 @@ advance(struct parser *ps)
 _Noreturn static void
 fail_tok(struct parser *ps, struct star_token *t, const char *what)
 {
-    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_RESERVED || t->kind == T_CALL_LITERAL)
+    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_FLOAT || t->kind == T_RESERVED ||
+        t->kind == T_CALL_LITERAL)
         star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected '%.*s', %s",
                      (int)(t->len > 40 ? 40 : t->len), t->text, what);
     star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected %s, %s", star_tok_name(t->kind),
@@ -124,6 +125,7 @@ starts_expr(int k)
     switch (k) {
     case T_NAME:
     case T_INT:
+    case T_FLOAT:
     case T_STRING:
     case T_FSTRING:
     case T_LPAREN:
@@ -296,6 +298,11 @@ parse_operand(struct parser *ps)
         advance(ps);
         n = node(ps, A_INT, t);
         n->u.ival = t->ival;
+        return n;
+    case T_FLOAT:
+        advance(ps);
+        n = node(ps, A_FLOAT, t);
+        n->u.dval = t->dval;
         return n;
     case T_STRING: {
         advance(ps);
@@ -1287,6 +1294,7 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         resolve_ident(r, s, e);
         break;
     case A_INT:
+    case A_FLOAT:
     case A_STRING:
         break;
     case A_FSTRING:

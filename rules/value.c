@@ -8,6 +8,7 @@
 
 #include "rules/ast.h"
 #include "rules/eval.h"
+#include "rules/float.h"
 #include "rules/lexer.h"
 #include "rules/vm.h"
 
@@ -326,6 +327,8 @@ star_type_name(struct star_value v)
         return "bool";
     case STAR_INT:
         return "int";
+    case STAR_FLOAT:
+        return "float";
     case STAR_STRING:
         return "string";
     case STAR_LIST:
@@ -367,6 +370,8 @@ star_truth(struct star_value v)
         return v.u.b;
     case STAR_INT:
         return v.u.i != 0;
+    case STAR_FLOAT:
+        return v.u.fl != 0; /* NaN is true */
     case STAR_STRING:
         return v.u.s->len != 0;
     case STAR_LIST:
@@ -407,10 +412,12 @@ star_hash(struct star_vm *vm, struct star_value v)
         return 0x9e3779b9u;
     case STAR_BOOL:
         return v.u.b ? 1u : 0u; /* equal to the ints 1 and 0? Starlark keeps them distinct */
-    case STAR_INT: {
-        uint64_t x = (uint64_t)v.u.i * 0x9e3779b97f4a7c15ull;
-        return (uint32_t)(x >> 32) ^ (uint32_t)x;
-    }
+    case STAR_INT:
+        if (v.u.i < INT32_MIN || v.u.i > INT32_MAX) /* see star_num_hash */
+            return star_num_hash(v);
+        return star_int_hash(v.u.i);
+    case STAR_FLOAT:
+        return star_num_hash(v);
     case STAR_STRING:
         return star_str_hash(v.u.s);
     case STAR_TUPLE:
@@ -464,8 +471,8 @@ dict_equal(struct star_vm *vm, struct star_dict *a, struct star_dict *b)
 bool
 star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
 {
-    if (a.type != b.type)
-        return false;
+    if (a.type != b.type) /* 1 == 1.0, compared as doubles as in Codex */
+        return star_is_num(a) && star_is_num(b) && star_num_compare(a, b) == 0;
     switch (a.type) {
     case STAR_NONE:
         return true;
@@ -473,6 +480,8 @@ star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
         return a.u.b == b.u.b;
     case STAR_INT:
         return a.u.i == b.u.i;
+    case STAR_FLOAT: /* NaN equals NaN in Codex */
+        return star_num_compare(a, b) == 0;
     case STAR_STRING:
         return a.u.s == b.u.s ||
                (a.u.s->len == b.u.s->len && memcmp(a.u.s->data, b.u.s->data, a.u.s->len) == 0);
@@ -505,6 +514,8 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
         switch (a.type) {
         case STAR_INT:
             return (a.u.i > b.u.i) - (a.u.i < b.u.i);
+        case STAR_FLOAT:
+            return star_num_compare(a, b);
         case STAR_BOOL:
             return (int)a.u.b - (int)b.u.b;
         case STAR_STRING: {
@@ -533,6 +544,8 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
         }
         star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
     }
+    if (star_is_num(a) && star_is_num(b))
+        return star_num_compare(a, b);
     star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
 }
 
@@ -732,6 +745,9 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
         break;
     case STAR_INT:
         star_buf_addf(vm, b, "%lld", (long long)v.u.i);
+        break;
+    case STAR_FLOAT:
+        star_float_buf(vm, b, v.u.fl, 'r');
         break;
     case STAR_STRING:
         if (quote_strings)

@@ -18,6 +18,7 @@ enum star_type {
     STAR_NONE,
     STAR_BOOL,
     STAR_INT,
+    STAR_FLOAT, /* a double: rules/float.h */
     STAR_STRING,
     STAR_LIST,
     STAR_TUPLE,
@@ -56,6 +57,7 @@ struct star_value {
     union {
         bool b;
         int64_t i;
+        double fl;
         struct star_str *s;
         struct star_list *l;
         struct star_dict *d;
@@ -114,6 +116,13 @@ uint64_t star_range_len(const struct star_range *r);
  * star_iterable_items takes: strings are not iterable in Starlark. */
 bool star_is_iterable(struct star_value v);
 bool star_truth(struct star_value v);
+/* The hash of an int (a float equal to an int hashes the same). */
+static inline uint32_t
+star_int_hash(int64_t i)
+{
+    uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(x >> 32) ^ (uint32_t)x;
+}
 /* Hash (fails the load for unhashable values); a string's is star_str_hash. */
 uint32_t star_hash(struct star_vm *vm, struct star_value v);
 bool star_equal(struct star_vm *vm, struct star_value a, struct star_value b);

@@ -130,9 +130,6 @@ test_operators(void **state)
     expect_err("x = 1 // 0\n", "t.star:1:7: integer division by zero");
     expect_err("x = 9223372036854775807 + 1\n",
                "t.star:1:25: integer overflow: the result does not fit in 64 bits");
-    expect_err("x = 1 / 2\n",
-               "t.star:1:7: floating-point division is not supported: use // for integer division");
-    expect_err("x = 1.5\n", "t.star:1:5: floating-point numbers are not supported");
     expect_err("x = 1 < 2 < 3\n", "t.star:1:11: syntax error: unexpected '<', comparisons do not "
                                   "chain: use 'and'");
     expect_err("x = None < 1\n", "t.star:1:10: NoneType < int not implemented");
@@ -782,20 +779,97 @@ test_long_errors(void **state)
     expect_long_err("d = {}\nx = d['", "']\n", 'k', 600, "t.star:2:6: key \"", "\" not in dict");
 }
 
+/* Floats as Codex has them (each result seen in codex execpolicy check). */
+static void
+test_floats(void **state)
+{
+    (void)state;
+    expect_ok(EQ "eq(str(4 / 2), '2.0')\n"
+                 "eq(1 / 4, 0.25)\n"
+                 "eq(str(1 / 3), '0.3333333333333333')\n"
+                 "eq(str(0.1 + 0.2), '0.30000000000000004')\n"
+                 "eq(01.5, 1.5)\n"
+                 "eq(1.e5, .1e6)\n"
+                 "eq(1E5, 100000)\n"
+                 "eq(str(1e400), '+inf')\n"
+                 "eq(str(5e-324), 'infe-324')\n"
+                 "eq(str(-0.0), '-0.0')\n"
+                 "eq(1 == 1.0, True)\n"
+                 "eq(str(7 // 2.0), '3.0')\n"
+                 "eq(7 % 2.5, 2.0)\n"
+                 "eq(-7 % 2.5, 0.5)\n"
+                 "eq(7 % -2.5, -0.5)\n"
+                 "eq(-7 // 2.5, -3.0)\n"
+                 "eq(int(2.7), 2)\n"
+                 "eq(int(-2.7), -2)\n"
+                 "eq(abs(-1.5), 1.5)\n"
+                 "eq(str(abs(-0.0)), '0.0')\n"
+                 "eq('%d %s %r' % (2.7, 2.5, 1e20), '2 2.5 1e+20')\n"
+                 "eq('%e|%f|%g|%E|%G' % (2.5, 2.5, 100, 1e10, 1e10), "
+                 "'2.500000e+00|2.500000|100.0|1.000000E+10|1E+10')\n"
+                 "eq('{} {!r}'.format(2.5, 1e6), '2.5 1e+06')\n"
+                 "eq({1: 'a'}[1.0], 'a')\n"
+                 "eq(sorted([2, 1.5, 3]), [1.5, 2, 3])\n"
+                 "eq(str(sorted([float('nan'), 1, -1.5, float('-inf')])), '[-inf, -1.5, 1, nan]')\n"
+                 "eq(str(max(1, float('nan'))), 'nan')\n"
+                 "eq(min(float('nan'), 1), 1)\n"
+                 "eq(min(1, 0.5), 0.5)\n"
+                 "eq(bool(0.0), False)\n"
+                 "eq(bool(float('nan')), True)\n"
+                 "eq(float(True), 1.0)\n"
+                 "eq(float(), 0.0)\n"
+                 "eq(float('nan') == float('nan'), True)\n"
+                 "eq(float('nan') in [float('nan')], True)\n"
+                 "eq(str(float('-Infinity')), '-inf')\n"
+                 "eq(str(float('-0')), '-0.0')\n"
+                 "eq(1.0 in range(3), True)\n"
+                 "eq(1.5 in range(3), False)\n"
+                 "eq(-(1.5), -1.5)\n"
+                 "eq(+(-1.5), -1.5)\n"
+                 "eq(type(1.5), 'float')\n"
+                 "eq(str([1.5, 2.0, float('nan')]), '[1.5, 2.0, nan]')\n"
+                 "eq(9007199254740993 == 9007199254740992.0, True)\n"
+                 "x = 1\n"
+                 "x /= 2\n"
+                 "eq(x, 0.5)\n");
+    expect_err("x = 2.5 // 0\n", "t.star:1:9: Cannot divide by zero");
+    expect_err("x = 7.5 % 0.0\n", "t.star:1:9: Cannot divide by zero");
+    expect_err("x = 1.0 / 0\n", "t.star:1:9: float division by zero: 1 / 0");
+    expect_err("x = 1e20 / 0\n", "t.star:1:10: float division by zero: 100000000000000000000 / 0");
+    expect_err("x = int(float('inf'))\n",
+               "t.star:1:5: Float `inf` cannot be represented as exact integer");
+    expect_err("x = int(float('nan'))\n",
+               "t.star:1:5: Float `NaN` cannot be represented as exact integer");
+    expect_err("x = float('1e400')\n",
+               "t.star:1:5: float() floating-point number too large: 1e400");
+    expect_err("x = float(' 1.5')\n", "t.star:1:5: \" 1.5\" is not a valid number");
+    expect_err("x = float('1_000')\n", "t.star:1:5: \"1_000\" is not a valid number");
+    expect_err("x = '%d' % 1e20\n",
+               "t.star:1:10: Operation `format(%d)` not supported on type `float`");
+    expect_err("x = 1.5 | 1\n",
+               "t.star:1:9: Operation `|` not supported for types `float` and `int`");
+    expect_err("x = 1.5 * 'a'\n", "t.star:1:9: unknown binary op: float * string");
+    expect_err("x = ~1.5\n", "t.star:1:5: unknown unary op: ~float");
+    expect_err("x = {1: 'a', 1.0: 'b'}\n", "t.star:1:14: duplicate key 1.0 in dict literal");
+    expect_err("x = 1e\n",
+               "t.star:1:6: syntax error: unexpected 'e', expected a newline after the statement");
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),          cmocka_unit_test(test_fstrings),
-        cmocka_unit_test(test_operators),         cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_long_files),
-        cmocka_unit_test(test_lexer_shortcuts),   cmocka_unit_test(test_plain_calls),
-        cmocka_unit_test(test_arena_reuse),       cmocka_unit_test(test_string_methods),
-        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
-        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
-        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),         cmocka_unit_test(test_floats),
+        cmocka_unit_test(test_fstrings),         cmocka_unit_test(test_operators),
+        cmocka_unit_test(test_indexing_slicing), cmocka_unit_test(test_comprehensions),
+        cmocka_unit_test(test_functions),        cmocka_unit_test(test_toplevel_control),
+        cmocka_unit_test(test_builtins),         cmocka_unit_test(test_unicode_strings),
+        cmocka_unit_test(test_long_files),       cmocka_unit_test(test_lexer_shortcuts),
+        cmocka_unit_test(test_plain_calls),      cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_string_methods),   cmocka_unit_test(test_list_dict_methods),
+        cmocka_unit_test(test_unterminated),     cmocka_unit_test(test_indentation),
+        cmocka_unit_test(test_bad_bytes),        cmocka_unit_test(test_hostile_limits),
+        cmocka_unit_test(test_long_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

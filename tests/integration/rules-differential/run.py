@@ -5,7 +5,9 @@
 usage: run.py EXECGATE_RULES [CASES [SEED]]
 
 Each case is a generated .rules file (literals, raw strings, escapes,
-non-ASCII text, string methods, loops, examples, network rules, globals
+non-ASCII text, string methods, loops, examples, network rules, floats
+(literals in every spelling, float(), arithmetic mixed with ints, NaN and
+infinities, str/repr/%-formatting of the results), globals
 used before a later statement binds them, built-ins' names rebound,
 failures followed by later errors, and blocks of literal rules long enough
 to span several of the lexer's windows) and a few
@@ -122,6 +124,62 @@ def text_expr(r):
             return e
 
 
+# Float literals in the spellings Codex reads, and ints to mix with them
+# (small ones: a product beyond 64 bits is the difference rules.md lists,
+# and so is int() of a float beyond 64 bits, which is why no int() of a
+# computed float appears).
+FLOAT_ATOMS = ["1.5", "0.1", "0.2", "2.0", "1e5", "1E5", "1e-7", ".5", "1.", "01.5", "1.e3",
+               "1e16", "1e15", "123456789.123", "1e23", "5e-324", "1e-320", "1e400", "0.0",
+               "1.7976931348623157e308", "999999.9999999999", "100000.5", "2.675", "3",
+               "7", "0", "2", "1", "123456"]
+FLOAT_CALLS = ['float("nan")', 'float("inf")', 'float("-inf")', 'float("-0")', 'float("1e3")',
+               'float("Infinity")', 'float(".5")', 'float(True)', 'float()', 'float(7)',
+               'abs(-2.5)', 'int(2.7)',
+               'int(-2.7)', 'int(1e18)', 'min(1, 0.5)', 'max([2, 2.5, float("nan")])']
+FLOAT_OPS = ["+", "-", "*", "/", "//", "%"]
+FLOAT_TEXT = ["str({})", "repr({})", "\"%s|%r\" % ({}, {})", "\"%e|%f|%g\" % ({}, {}, {})",
+              "\"%E|%G\" % ({}, {})", "\"%d\" % ({})", "\"{{}}\".format({})", "str([{}, 1.0])",
+              "str(sorted([{}, 1, float(\"nan\"), -2.5]))", "str({} == 1)", "str({} < 0.5)",
+              "str({} in range(10))", "str({{1: 2}}.get({}))", "str(bool({}))", "str({} == 9007199254740992)"]
+
+
+def random_double(r):
+    """A random double as a literal Codex and Python read alike."""
+    k = r.randrange(4)
+    if k == 0:
+        d = r.uniform(-1, 1) * 10.0 ** r.randint(-12, 12)
+    elif k == 1:
+        d = 10.0 ** r.randint(-320, 308) * (1 + r.choice([0, 2e-16, -1e-16]))
+    elif k == 2:
+        d = round(r.uniform(0, 1e7), r.randint(0, 6))
+    else:
+        d = 2.0 ** r.randint(-1074, 1023)
+    return repr(abs(d)) if d == d and abs(d) != float("inf") else "1.0"
+
+
+def float_expr(r, depth=0):
+    """A numeric expression with at least one float in it, most of the time."""
+    k = r.randrange(8)
+    if depth > 2 or k < 3:
+        return r.choice(FLOAT_ATOMS + [random_double(r)])
+    if k == 3:
+        return r.choice(FLOAT_CALLS)
+    if k == 4:
+        return "-" + float_expr(r, depth + 1)
+    return "(%s %s %s)" % (float_expr(r, depth + 1), r.choice(FLOAT_OPS),
+                           float_expr(r, depth + 1))
+
+
+def float_rule(r):
+    """A rule whose justification (or decision) is computed with floats."""
+    e = float_expr(r)
+    if r.random() < 0.2:
+        return 'prefix_rule(pattern = ["tool"], decision = "allow" if %s > %s else "prompt")' % (
+            e, float_expr(r))
+    text = r.choice(FLOAT_TEXT).replace("{}", e)
+    return 'prefix_rule(pattern = [%s], justification = %s)' % (q(r.choice(["tool", "ls"])), text)
+
+
 def pattern(r):
     toks = [q(r.choice(["ls", "git", "rm", "tool", "日本", "é"]))]
     for _ in range(r.randint(0, 3)):
@@ -167,7 +225,9 @@ def filler(r):
 
 
 def statement(r):
-    k = r.randrange(24)
+    k = r.randrange(27)
+    if k >= 24:
+        return float_rule(r)
     if k == 20:
         # a function body naming a global a later statement binds
         return ("def uses_later():\n    return later_v\n"
@@ -182,6 +242,8 @@ def statement(r):
     if k == 22:
         # a failing statement; a later syntax error or undefined name
         return r.choice(["y = 1 + \"a\"", "z = not_bound_anywhere", "w = [1 2]",
+                         "f = float(\" 1\")", "f = float(\"1_0\")", "f = float(\"1e400\")",
+                         "f = 1.5 // 0", "f = float(x = 1)",
                          "prefix_rule(pattern = [\"ls\"], decision = \"maybe\")",
                          "u = later_u\nlater_u = 1"])
     if k == 23:

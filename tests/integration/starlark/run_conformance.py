@@ -10,7 +10,9 @@ expression); any other chunk must succeed.  `### go:` / `### java:` /
 some errors differs from the Rust implementation's; strings here are
 sequences of code points, as in the Rust implementation Codex uses, and the
 upstream files keep their byte-string chunks commented out).  Chunks that use floating point are
-counted apart: the interpreter does not support floats yet.
+counted apart: their expectations are other implementations' (the one such chunk wants `1 / 1`
+refused, which Codex 0.169 evaluates to 1.0); floats are checked against Codex itself by the
+rules-check golden cases and the differential test.
 
 usage: run_conformance.py EXECGATE_RULES TESTDATA_DIR MIN_PASS_PERCENT [-v]
 Exits 1 when the pass rate (float chunks excluded) is below the minimum.
