@@ -17,6 +17,7 @@ enum ast_kind {
     /* expressions */
     A_IDENT,
     A_INT,
+    A_BIGINT, /* an integer literal beyond int64 */
     A_STRING,
     A_FSTRING,
     A_LIST,
@@ -113,6 +114,7 @@ struct ast_node {
             uint32_t index;
         } ident;
         int64_t ival;
+        struct bigint *big; /* A_BIGINT */
         struct star_str *sval;
         struct ast_list list; /* A_LIST, A_TUPLE, A_FSTRING parts, A_IF/A_FOR bodies use below */
         struct {

@@ -91,6 +91,7 @@ struct star_token {
     const char *text; /* start of the token in the source */
     size_t len;
     int64_t ival;          /* T_INT */
+    bool big;              /* T_INT beyond int64: the parser reads its text */
     struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded) */
 };
 

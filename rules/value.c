@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rules/ast.h"
+#include "rules/bigint.h"
 #include "rules/eval.h"
 #include "rules/lexer.h"
 #include "rules/vm.h"
@@ -32,6 +33,22 @@ star_int(int64_t i)
 {
     struct star_value v = {.type = STAR_INT, .u.i = i};
     return v;
+}
+
+struct star_value
+star_int_big(struct bigint *b)
+{
+    int64_t i;
+    if (bigint_to_i64(b, &i))
+        return star_int(i);
+    struct star_value v = {.type = STAR_BIGINT, .u.big = b};
+    return v;
+}
+
+struct bigint *
+star_int_to_big(struct star_vm *vm, struct star_value v)
+{
+    return v.type == STAR_BIGINT ? v.u.big : bigint_from_i64(vm, v.u.i);
 }
 
 struct star_str *
@@ -325,6 +342,7 @@ star_type_name(struct star_value v)
     case STAR_BOOL:
         return "bool";
     case STAR_INT:
+    case STAR_BIGINT:
         return "int";
     case STAR_STRING:
         return "string";
@@ -367,6 +385,8 @@ star_truth(struct star_value v)
         return v.u.b;
     case STAR_INT:
         return v.u.i != 0;
+    case STAR_BIGINT: /* never zero */
+        return true;
     case STAR_STRING:
         return v.u.s->len != 0;
     case STAR_LIST:
@@ -411,6 +431,8 @@ star_hash(struct star_vm *vm, struct star_value v)
         uint64_t x = (uint64_t)v.u.i * 0x9e3779b97f4a7c15ull;
         return (uint32_t)(x >> 32) ^ (uint32_t)x;
     }
+    case STAR_BIGINT:
+        return bigint_hash(v.u.big);
     case STAR_STRING:
         return star_str_hash(v.u.s);
     case STAR_TUPLE:
@@ -473,6 +495,8 @@ star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
         return a.u.b == b.u.b;
     case STAR_INT:
         return a.u.i == b.u.i;
+    case STAR_BIGINT:
+        return bigint_cmp(a.u.big, b.u.big) == 0;
     case STAR_STRING:
         return a.u.s == b.u.s ||
                (a.u.s->len == b.u.s->len && memcmp(a.u.s->data, b.u.s->data, a.u.s->len) == 0);
@@ -505,6 +529,8 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
         switch (a.type) {
         case STAR_INT:
             return (a.u.i > b.u.i) - (a.u.i < b.u.i);
+        case STAR_BIGINT:
+            return bigint_cmp(a.u.big, b.u.big);
         case STAR_BOOL:
             return (int)a.u.b - (int)b.u.b;
         case STAR_STRING: {
@@ -533,6 +559,11 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
         }
         star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
     }
+    /* A big int lies beyond every int64: its sign alone decides. */
+    if (a.type == STAR_BIGINT && b.type == STAR_INT)
+        return bigint_sign(a.u.big);
+    if (a.type == STAR_INT && b.type == STAR_BIGINT)
+        return -bigint_sign(b.u.big);
     star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
 }
 
@@ -733,6 +764,12 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
     case STAR_INT:
         star_buf_addf(vm, b, "%lld", (long long)v.u.i);
         break;
+    case STAR_BIGINT: {
+        size_t n;
+        const char *digits = bigint_to_string(vm, v.u.big, 10, false, &n);
+        star_buf_add(vm, b, digits, n);
+        break;
+    }
     case STAR_STRING:
         if (quote_strings)
             star_buf_quote(vm, b, v.u.s->data, v.u.s->len);
