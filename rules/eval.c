@@ -462,6 +462,11 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
             star_fail(vm, "negative shift count: %lld", (long long)b);
         if (a == 0)
             return star_int(0);
+        /* Codex 0.169 shifts an int of 32 bits by fewer than 32 bits
+         * within 32 bits, dropping what goes past them (1 << 31 is
+         * -2147483648); a file's results must be the same here. */
+        if (b < 32 && a >= INT32_MIN && a <= INT32_MAX)
+            return star_int((int32_t)((uint32_t)a << b));
         if (b >= 63 || a > (INT64_MAX >> b) || a < (INT64_MIN >> b))
             break;
         return star_int((int64_t)((uint64_t)a << b));

@@ -186,7 +186,13 @@ test_big_ints(void **state)
                  "eq(bool(big), True)\n"
                  "eq(big in range(10), False)\n"
                  "eq(big in [1180591620717411303424], True)\n"
-                 "eq(type((1 << 70) >> 10), 'int')\n");
+                 "eq(type((1 << 70) >> 10), 'int')\n"
+                 /* Codex 0.169 keeps a 32-bit int shifted by < 32 bits in 32 bits. */
+                 "eq(1 << 31, -2147483648)\n"
+                 "eq(65537 << 16, 65536)\n"
+                 "eq(-2 << 31, 0)\n"
+                 "eq(2147483647 << 32, 9223372032559808512)\n"
+                 "eq(4294967296 << 31, 9223372036854775808)\n");
     expect_err("x = 1 << (1 << 40)\n",
                "t.star:1:7: integer overflow computing left shift: shifting by 1099511627776 "
                "bits (the limit is 100000, as Codex)");
