@@ -201,8 +201,16 @@ load_ident(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 
 /*
  * Where a sequence operation takes an int (an index, a slice bound, a
- * repetition count), a big int is refused with the words Codex uses.
+ * repetition count), Codex takes a 32-bit one and refuses any other with
+ * these words; so does execgate, so the two load the same files.
  */
+static bool
+too_big_for_i32(struct star_value v)
+{
+    return v.type == STAR_BIGINT ||
+           (v.type == STAR_INT && (v.u.i < INT32_MIN || v.u.i > INT32_MAX));
+}
+
 static _Noreturn void
 int_too_big(struct star_vm *vm, struct star_value v)
 {
@@ -538,13 +546,13 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
     case T_STAR:
         if (star_is_int(b) &&
             (a.type == STAR_STRING || a.type == STAR_LIST || a.type == STAR_TUPLE)) {
-            if (b.type == STAR_BIGINT)
+            if (too_big_for_i32(b))
                 int_too_big(vm, b);
             return repeat(vm, a, b.u.i);
         }
         if (star_is_int(a) &&
             (b.type == STAR_STRING || b.type == STAR_LIST || b.type == STAR_TUPLE)) {
-            if (a.type == STAR_BIGINT)
+            if (too_big_for_i32(a))
                 int_too_big(vm, a);
             return repeat(vm, b, a.u.i);
         }
@@ -603,7 +611,7 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
         return v;
     }
     if (x.type == STAR_RANGE) {
-        if (i.type == STAR_BIGINT)
+        if (too_big_for_i32(i))
             int_too_big(vm, i);
         if (i.type != STAR_INT)
             star_fail(vm, "range index: got %s, want int", star_type_name(i));
@@ -624,7 +632,7 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
         return star_int(r->start + k * r->step);
     }
     int64_t n = seq_len(vm, x);
-    if (i.type == STAR_BIGINT)
+    if (too_big_for_i32(i))
         int_too_big(vm, i);
     if (i.type != STAR_INT)
         star_fail(vm, "%s index: got %s, want int", star_type_name(x), star_type_name(i));
@@ -646,7 +654,7 @@ slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, in
 {
     if (v.type == STAR_UNBOUND || v.type == STAR_NONE)
         return dflt;
-    if (v.type == STAR_BIGINT)
+    if (too_big_for_i32(v))
         int_too_big(vm, v);
     if (v.type != STAR_INT)
         star_fail(vm, "invalid %s index: got %s, want int", which, star_type_name(v));
@@ -667,7 +675,7 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
 {
     int64_t step = 1;
     if (st.type != STAR_UNBOUND && st.type != STAR_NONE) {
-        if (st.type == STAR_BIGINT)
+        if (too_big_for_i32(st))
             int_too_big(vm, st);
         if (st.type != STAR_INT)
             star_fail(vm, "invalid slice step: got %s, want int", star_type_name(st));
@@ -795,7 +803,7 @@ star_set_index(struct star_vm *vm, struct star_value x, struct star_value i, str
         star_fail(vm, "cannot assign to element of frozen list");
     if (x.u.l->iterating)
         star_fail(vm, "cannot assign to element of list during iteration");
-    if (i.type == STAR_BIGINT)
+    if (too_big_for_i32(i))
         int_too_big(vm, i);
     if (i.type != STAR_INT)
         star_fail(vm, "list index: got %s, want int", star_type_name(i));

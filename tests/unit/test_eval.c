@@ -207,9 +207,23 @@ test_big_ints(void **state)
     expect_err("x = (1 << 70) // 0\n", "t.star:1:15: integer division by zero");
     expect_err("x = (1 << 70) % 0\n", "t.star:1:15: integer modulo by zero");
     expect_err("x = (1 << 70) << -1\n", "t.star:1:15: negative shift count: -1");
-    expect_err("x = range(1 << 70)\n",
-               "t.star:1:5: range: for argument, got int 1180591620717411303424, which does "
-               "not fit in 64 bits");
+    expect_err("x = range(1 << 70)\n", "t.star:1:5: range: for argument, got "
+                                       "1180591620717411303424, which does not fit in 32 bits");
+    /* Codex's built-ins, indexes, slices and repetitions take 32-bit ints. */
+    expect_ok(EQ "eq(abs(1 << 40), 1099511627776)\n"
+                 "eq(len(range(2147483647)), 2147483647)\n"
+                 "eq('abc'[-2147483648:], 'abc')\n"
+                 "eq(list(enumerate(['a'], -2147483648)), [(-2147483648, 'a')])\n");
+    expect_err("x = range(0, 1 << 40)\n",
+               "t.star:1:5: range: for argument, got 1099511627776, which does not fit in 32 bits");
+    expect_err("x = 'a b'.split(' ', 2147483648)\n", "t.star:1:5: split: for maxsplit, got "
+                                                     "2147483648, which does not fit in 32 bits");
+    expect_err("x = 'abc'[:1 << 40]\n",
+               "t.star:1:10: Integer value is too big to fit in i32: 1099511627776");
+    expect_err("x = [1][-2147483649]\n",
+               "t.star:1:8: Integer value is too big to fit in i32: -2147483649");
+    expect_err("x = 'a' * 2147483648\n",
+               "t.star:1:9: Integer value is too big to fit in i32: 2147483648");
     expect_err(
         "x = (1 << 70) / 2\n",
         "t.star:1:15: floating-point division is not supported: use // for integer division");
