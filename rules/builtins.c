@@ -255,10 +255,10 @@ bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     BIND("int", 1, "x", "base");
     struct star_value x = a[0];
     if (x.type == STAR_STRING) {
-        if (given(a[1]) && a[1].type != STAR_INT)
+        if (given(a[1]) && !star_is_int(a[1]))
             star_fail(vm, "int: base must be an integer, not %s", star_type_name(a[1]));
         int64_t base = given(a[1]) ? a[1].u.i : 10;
-        if (base != 0 && (base < 2 || base > 36))
+        if (a[1].type == STAR_BIGINT || (base != 0 && (base < 2 || base > 36)))
             star_fail(vm, "int: base must be an integer >= 2 && <= 36");
         struct star_value v;
         if (!parse_int(vm, x.u.s->data, x.u.s->len, base, &v)) {

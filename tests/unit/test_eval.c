@@ -204,6 +204,8 @@ test_big_ints(void **state)
                "t.star:1:9: Integer value is too big to fit in i32: 1180591620717411303424");
     expect_err("x = [1, 2][1 << 70:]\n",
                "t.star:1:11: Integer value is too big to fit in i32: 1180591620717411303424");
+    expect_err("x = int('10', 1 << 70)\n",
+               "t.star:1:5: int: base must be an integer >= 2 && <= 36");
     expect_err("x = (1 << 70) // 0\n", "t.star:1:15: integer division by zero");
     expect_err("x = (1 << 70) % 0\n", "t.star:1:15: integer modulo by zero");
     expect_err("x = (1 << 70) << -1\n", "t.star:1:15: negative shift count: -1");
