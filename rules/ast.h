@@ -18,6 +18,7 @@ enum ast_kind {
     A_IDENT,
     A_INT,
     A_FLOAT,
+    A_BIGINT, /* an integer literal beyond int64 */
     A_STRING,
     A_FSTRING,
     A_LIST,
@@ -115,6 +116,7 @@ struct ast_node {
         } ident;
         int64_t ival;
         double dval;
+        struct bigint *big; /* A_BIGINT */
         struct star_str *sval;
         struct ast_list list; /* A_LIST, A_TUPLE, A_FSTRING parts, A_IF/A_FOR bodies use below */
         struct {

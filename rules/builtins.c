@@ -1,4 +1,5 @@
 #include "rules/builtins.h"
+#include "rules/bigint.h"
 #include "rules/unicode.h"
 #include "rules/float.h"
 
@@ -31,9 +32,16 @@ want_str(struct star_vm *vm, const char *fname, struct star_value v, const char 
     return v.u.s;
 }
 
+/* An int argument of a built-in: 32 bits at most, as Codex's built-ins
+ * take them (range(1 << 40) is refused there, so it is here). */
 static int64_t
 want_int(struct star_vm *vm, const char *fname, struct star_value v, const char *what)
 {
+    if (v.type == STAR_BIGINT || (v.type == STAR_INT && (v.u.i < INT32_MIN || v.u.i > INT32_MAX))) {
+        struct star_buf b = {0};
+        star_buf_value(vm, &b, v, false);
+        star_fail(vm, "%s: for %s, got %s, which does not fit in 32 bits", fname, what, b.data);
+    }
     if (v.type != STAR_INT)
         star_fail(vm, "%s: for %s, got %s, want int", fname, what, star_type_name(v));
     return v.u.i;
@@ -173,9 +181,27 @@ bi_bool(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     return star_bool(given(a[0]) && star_truth(a[0]));
 }
 
-/* Parses s as an int in base (0 = from the prefix); false when invalid. */
+/* The digits s[0..n) (underscores between them ignored) beyond int64. */
 static bool
-parse_int(const char *s, size_t n, int64_t base, int64_t *out)
+parse_big(struct star_vm *vm, const char *s, size_t n, unsigned base, bool neg,
+          struct star_value *out)
+{
+    char *digits = star_alloc(vm, n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '_')
+            digits[k++] = s[i];
+    struct bigint *b = bigint_parse(vm, digits, k, base, neg);
+    if (b == NULL)
+        return false;
+    *out = star_int_big(b);
+    return true;
+}
+
+/* Parses s as an int of any size in base (0 = from the prefix); false
+ * when invalid. */
+static bool
+parse_int(struct star_vm *vm, const char *s, size_t n, int64_t base, struct star_value *out)
 {
     size_t i = 0;
     bool neg = false;
@@ -192,7 +218,7 @@ parse_int(const char *s, size_t n, int64_t base, int64_t *out)
             for (size_t j = i; j < n; j++)
                 if (s[j] != '0')
                     return false;
-            *out = 0;
+            *out = star_int(0);
             return true;
         }
     }
@@ -200,6 +226,7 @@ parse_int(const char *s, size_t n, int64_t base, int64_t *out)
         base = 10;
     if (i == n)
         return false;
+    size_t start = i;
     uint64_t v = 0;
     for (; i < n; i++) {
         int d;
@@ -215,12 +242,12 @@ parse_int(const char *s, size_t n, int64_t base, int64_t *out)
         if (d >= base)
             return false;
         if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
-            return false;
+            return parse_big(vm, s + start, n - start, (unsigned)base, neg, out);
         v = v * (uint64_t)base + (uint64_t)d;
     }
     if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)
-        return false;
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+        return parse_big(vm, s + start, n - start, (unsigned)base, neg, out);
+    *out = star_int(neg ? (int64_t)(0 - v) : (int64_t)v);
     return true;
 }
 
@@ -230,22 +257,22 @@ bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     BIND("int", 1, "x", "base");
     struct star_value x = a[0];
     if (x.type == STAR_STRING) {
-        if (given(a[1]) && a[1].type != STAR_INT)
+        if (given(a[1]) && !star_is_int(a[1]))
             star_fail(vm, "int: base must be an integer, not %s", star_type_name(a[1]));
         int64_t base = given(a[1]) ? a[1].u.i : 10;
-        if (base != 0 && (base < 2 || base > 36))
+        if (a[1].type == STAR_BIGINT || (base != 0 && (base < 2 || base > 36)))
             star_fail(vm, "int: base must be an integer >= 2 && <= 36");
-        int64_t v;
-        if (!parse_int(x.u.s->data, x.u.s->len, base, &v)) {
+        struct star_value v;
+        if (!parse_int(vm, x.u.s->data, x.u.s->len, base, &v)) {
             struct star_buf b = {0};
             star_buf_quote(vm, &b, x.u.s->data, x.u.s->len);
             star_fail(vm, "int: invalid literal with base %lld: %s", (long long)base, b.data);
         }
-        return star_int(v);
+        return v;
     }
     if (given(a[1]))
         star_fail(vm, "int: can't convert non-string with explicit base");
-    if (x.type == STAR_INT)
+    if (star_is_int(x))
         return x;
     if (x.type == STAR_BOOL)
         return star_int(x.u.b);
@@ -579,9 +606,13 @@ bi_abs(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     BIND("abs", 1, "x");
     if (a[0].type == STAR_FLOAT)
         return star_float(fabs(a[0].u.fl));
-    int64_t x = want_int(vm, "abs", a[0], "x");
-    if (x == INT64_MIN)
-        star_fail(vm, "integer overflow: the result does not fit in 64 bits");
+    if (a[0].type == STAR_BIGINT)
+        return star_int_big(bigint_abs(vm, a[0].u.big));
+    if (a[0].type != STAR_INT)
+        star_fail(vm, "abs: for x, got %s, want int", star_type_name(a[0]));
+    int64_t x = a[0].u.i;
+    if (x == INT64_MIN) /* 2^63 */
+        return star_int_big(bigint_abs(vm, bigint_from_i64(vm, x)));
     return star_int(x < 0 ? -x : x);
 }
 
@@ -1893,6 +1924,13 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
                 if (!(t >= -2147483648.0 && t <= 2147483647.0))
                     star_fail(vm, "Operation `format(%%d)` not supported on type `float`");
                 v = star_int((int64_t)t);
+            }
+            if (v.type == STAR_BIGINT) {
+                size_t n;
+                unsigned base = c == 'd' ? 10 : c == 'o' ? 8 : 16;
+                const char *digits = bigint_to_string(vm, v.u.big, base, c == 'X', &n);
+                star_buf_add(vm, &b, digits, n);
+                break;
             }
             if (v.type != STAR_INT)
                 star_fail(vm, "%%%c format requires integer: %s", c, star_type_name(v));

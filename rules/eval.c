@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rules/ast.h"
+#include "rules/bigint.h"
 #include "rules/builtins.h"
 #include "rules/float.h"
 #include "rules/lexer.h"
@@ -200,16 +201,24 @@ load_ident(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
     }
 }
 
+/*
+ * Where a sequence operation takes an int (an index, a slice bound, a
+ * repetition count), Codex takes a 32-bit one and refuses any other with
+ * these words; so does execgate, so the two load the same files.
+ */
 static bool
-add_overflows(int64_t a, int64_t b, int64_t *r)
+too_big_for_i32(struct star_value v)
 {
-    return __builtin_add_overflow(a, b, r);
+    return v.type == STAR_BIGINT ||
+           (v.type == STAR_INT && (v.u.i < INT32_MIN || v.u.i > INT32_MAX));
 }
 
 static _Noreturn void
-overflow(struct star_vm *vm)
+int_too_big(struct star_vm *vm, struct star_value v)
 {
-    star_fail(vm, "integer overflow: the result does not fit in 64 bits");
+    struct star_buf b = {0};
+    star_buf_value(vm, &b, v, false);
+    star_fail(vm, "Integer value is too big to fit in i32: %s", b.data);
 }
 
 static struct star_value
@@ -299,9 +308,7 @@ floor_div(struct star_vm *vm, int64_t a, int64_t b)
 {
     if (b == 0)
         star_fail(vm, "integer division by zero");
-    if (a == INT64_MIN && b == -1)
-        star_fail(vm, "integer overflow: the result does not fit in 64 bits");
-    int64_t q = a / b;
+    int64_t q = a / b; /* the caller keeps INT64_MIN // -1 away */
     if ((a % b != 0) && ((a < 0) != (b < 0)))
         q--;
     return q;
@@ -365,24 +372,98 @@ op_text(int op)
     }
 }
 
+/* Codex refuses a left shift by more bits than this (its integers could
+ * otherwise grow past any memory with one operator). */
+#define STAR_MAX_SHIFT 100000
+
+/*
+ * Arithmetic on ints of any size, for what the int64 fast path below
+ * cannot hold: the result takes the small form again when it fits.
+ */
+static struct star_value
+big_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b)
+{
+    struct bigint *x = star_int_to_big(vm, a), *y = star_int_to_big(vm, b), *r = NULL;
+    switch (op) {
+    case T_PLUS:
+        r = bigint_add(vm, x, y);
+        break;
+    case T_MINUS:
+        r = bigint_sub(vm, x, y);
+        break;
+    case T_STAR:
+        r = bigint_mul(vm, x, y);
+        break;
+    case T_SLASHSLASH:
+        if (!bigint_divmod(vm, x, y, &r, NULL))
+            star_fail(vm, "integer division by zero");
+        break;
+    case T_PERCENT:
+        if (!bigint_divmod(vm, x, y, NULL, &r))
+            star_fail(vm, "integer modulo by zero");
+        break;
+    case T_PIPE:
+        r = bigint_or(vm, x, y);
+        break;
+    case T_AMP:
+        r = bigint_and(vm, x, y);
+        break;
+    case T_CARET:
+        r = bigint_xor(vm, x, y);
+        break;
+    case T_LTLT:
+    case T_GTGT: {
+        struct star_buf buf = {0};
+        if (bigint_sign(y) < 0) {
+            star_buf_value(vm, &buf, b, false);
+            star_fail(vm, "negative shift count: %s", buf.data);
+        }
+        if (bigint_sign(x) == 0 || bigint_sign(y) == 0)
+            return a;
+        if (op == T_GTGT) {
+            if (b.type == STAR_BIGINT) /* past any number's bits */
+                return star_int(bigint_sign(x) < 0 ? -1 : 0);
+            r = bigint_shr(vm, x, (uint64_t)b.u.i);
+            break;
+        }
+        if (b.type == STAR_BIGINT || b.u.i > STAR_MAX_SHIFT) {
+            star_buf_value(vm, &buf, b, false);
+            star_fail(vm,
+                      "integer overflow computing left shift: shifting by %s bits "
+                      "(the limit is %d, as Codex)",
+                      buf.data, STAR_MAX_SHIFT);
+        }
+        r = bigint_shl(vm, x, (uint64_t)b.u.i);
+        break;
+    }
+    case T_SLASH:
+        star_fail(vm, "floating-point division is not supported: use // for integer division");
+    default:
+        star_fail(vm, "unknown binary op: int %s int", op_text(op));
+    }
+    return star_int_big(r);
+}
+
 static struct star_value
 int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
 {
     int64_t r = 0;
     switch (op) {
     case T_PLUS:
-        if (add_overflows(a, b, &r))
-            overflow(vm);
+        if (__builtin_add_overflow(a, b, &r))
+            break;
         return star_int(r);
     case T_MINUS:
         if (__builtin_sub_overflow(a, b, &r))
-            overflow(vm);
+            break;
         return star_int(r);
     case T_STAR:
         if (__builtin_mul_overflow(a, b, &r))
-            overflow(vm);
+            break;
         return star_int(r);
     case T_SLASHSLASH:
+        if (a == INT64_MIN && b == -1)
+            break;
         return star_int(floor_div(vm, a, b));
     case T_PERCENT:
         return star_int(floor_mod(vm, a, b));
@@ -395,11 +476,15 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
     case T_LTLT:
         if (b < 0)
             star_fail(vm, "negative shift count: %lld", (long long)b);
-        if (b >= 63 || (a != 0 && (a > (INT64_MAX >> b) || a < (INT64_MIN >> b)))) {
-            if (a == 0)
-                return star_int(0);
-            star_fail(vm, "integer overflow: the result does not fit in 64 bits");
-        }
+        if (a == 0)
+            return star_int(0);
+        /* Codex 0.169 shifts an int of 32 bits by fewer than 32 bits
+         * within 32 bits, dropping what goes past them (1 << 31 is
+         * -2147483648); a file's results must be the same here. */
+        if (b < 32 && a >= INT32_MIN && a <= INT32_MAX)
+            return star_int((int32_t)((uint32_t)a << b));
+        if (b >= 63 || a > (INT64_MAX >> b) || a < (INT64_MIN >> b))
+            break;
         return star_int((int64_t)((uint64_t)a << b));
     case T_GTGT:
         if (b < 0)
@@ -411,7 +496,7 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
         int64_t acc = 1;
         for (int64_t i = 0; i < b; i++) {
             if (__builtin_mul_overflow(acc, a, &acc))
-                overflow(vm);
+                star_fail(vm, "integer overflow: the result does not fit in 64 bits");
             if (acc == 0 || acc == 1)
                 break;
         }
@@ -424,6 +509,8 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
     default:
         star_fail(vm, "unknown binary op: int %s int", op_text(op));
     }
+    /* The result does not fit in 64 bits. */
+    return big_binary(vm, op, star_int(a), star_int(b));
 }
 
 static struct star_value
@@ -451,8 +538,12 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
     }
     if (a.type == STAR_INT && b.type == STAR_INT)
         return int_binary(vm, op, a.u.i, b.u.i);
-    if ((a.type == STAR_FLOAT || b.type == STAR_FLOAT) && star_is_num(a) && star_is_num(b))
+    /* with a float, or true division (a float even for ints of any size) */
+    if ((a.type == STAR_FLOAT || b.type == STAR_FLOAT || op == T_SLASH) && star_is_num(a) &&
+        star_is_num(b))
         return star_num_binary(vm, op, a, b);
+    if (star_is_int(a) && star_is_int(b))
+        return big_binary(vm, op, a, b);
     switch (op) {
     case T_PLUS:
         if (a.type == STAR_STRING && b.type == STAR_STRING) {
@@ -465,12 +556,18 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
             return concat(vm, a, b);
         break;
     case T_STAR:
-        if (b.type == STAR_INT &&
-            (a.type == STAR_STRING || a.type == STAR_LIST || a.type == STAR_TUPLE))
+        if (star_is_int(b) &&
+            (a.type == STAR_STRING || a.type == STAR_LIST || a.type == STAR_TUPLE)) {
+            if (too_big_for_i32(b))
+                int_too_big(vm, b);
             return repeat(vm, a, b.u.i);
-        if (a.type == STAR_INT &&
-            (b.type == STAR_STRING || b.type == STAR_LIST || b.type == STAR_TUPLE))
+        }
+        if (star_is_int(a) &&
+            (b.type == STAR_STRING || b.type == STAR_LIST || b.type == STAR_TUPLE)) {
+            if (too_big_for_i32(a))
+                int_too_big(vm, a);
             return repeat(vm, b, a.u.i);
+        }
         break;
     case T_PERCENT:
         if (a.type == STAR_STRING)
@@ -522,6 +619,8 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
         return v;
     }
     if (x.type == STAR_RANGE) {
+        if (too_big_for_i32(i))
+            int_too_big(vm, i);
         if (i.type != STAR_INT)
             star_fail(vm, "range index: got %s, want int", star_type_name(i));
         struct star_value items = star_list_new(vm, 0);
@@ -541,6 +640,8 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
         return star_int(r->start + k * r->step);
     }
     int64_t n = seq_len(vm, x);
+    if (too_big_for_i32(i))
+        int_too_big(vm, i);
     if (i.type != STAR_INT)
         star_fail(vm, "%s index: got %s, want int", star_type_name(x), star_type_name(i));
     int64_t k = i.u.i < 0 ? i.u.i + n : i.u.i;
@@ -561,6 +662,8 @@ slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, in
 {
     if (v.type == STAR_UNBOUND || v.type == STAR_NONE)
         return dflt;
+    if (too_big_for_i32(v))
+        int_too_big(vm, v);
     if (v.type != STAR_INT)
         star_fail(vm, "invalid %s index: got %s, want int", which, star_type_name(v));
     int64_t i = v.u.i;
@@ -580,6 +683,8 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
 {
     int64_t step = 1;
     if (st.type != STAR_UNBOUND && st.type != STAR_NONE) {
+        if (too_big_for_i32(st))
+            int_too_big(vm, st);
         if (st.type != STAR_INT)
             star_fail(vm, "invalid slice step: got %s, want int", star_type_name(st));
         step = st.u.i;
@@ -706,6 +811,8 @@ star_set_index(struct star_vm *vm, struct star_value x, struct star_value i, str
         star_fail(vm, "cannot assign to element of frozen list");
     if (x.u.l->iterating)
         star_fail(vm, "cannot assign to element of list during iteration");
+    if (too_big_for_i32(i))
+        int_too_big(vm, i);
     if (i.type != STAR_INT)
         star_fail(vm, "list index: got %s, want int", star_type_name(i));
     int64_t n = (int64_t)x.u.l->len;
@@ -1076,15 +1183,17 @@ eval_unary(struct star_vm *vm, struct star_value v, int op)
 {
     if (v.type == STAR_FLOAT && op != T_TILDE)
         return op == T_MINUS ? star_float(-v.u.fl) : v;
-    if (v.type != STAR_INT)
+    if (v.type == STAR_BIGINT && op != T_PLUS)
+        return star_int_big(op == T_MINUS ? bigint_neg(vm, v.u.big) : bigint_not(vm, v.u.big));
+    if (!star_is_int(v))
         star_fail(vm, "unknown unary op: %s%s",
                   op == T_MINUS  ? "-"
                   : op == T_PLUS ? "+"
                                  : "~",
                   star_type_name(v));
     if (op == T_MINUS) {
-        if (v.u.i == INT64_MIN)
-            star_fail(vm, "integer overflow: the result does not fit in 64 bits");
+        if (v.u.i == INT64_MIN) /* 2^63 */
+            return star_int_big(bigint_neg(vm, bigint_from_i64(vm, v.u.i)));
         return star_int(-v.u.i);
     }
     if (op == T_TILDE)
@@ -1120,6 +1229,8 @@ eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         return star_int(e->u.ival);
     case A_FLOAT:
         return star_float(e->u.dval);
+    case A_BIGINT:
+        return star_int_big(e->u.big);
     case A_STRING:
         return star_string_of(e->u.sval);
     case A_FSTRING:
@@ -1411,6 +1522,7 @@ literal_arg(const struct ast_node *e)
     switch (e->kind) {
     case A_INT:
     case A_FLOAT:
+    case A_BIGINT:
     case A_STRING:
         return true;
     case A_IDENT:

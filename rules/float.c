@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rules/bigint.h"
 #include "rules/lexer.h"
 #include "rules/vm.h"
 
@@ -23,7 +24,14 @@ star_float(double d)
 double
 star_num_to_double(struct star_value v)
 {
-    return v.type == STAR_FLOAT ? v.u.fl : (double)v.u.i;
+    switch (v.type) {
+    case STAR_FLOAT:
+        return v.u.fl;
+    case STAR_BIGINT:
+        return bigint_to_double(v.u.big);
+    default:
+        return (double)v.u.i;
+    }
 }
 
 struct star_value
@@ -37,10 +45,7 @@ star_float_to_int(struct star_vm *vm, double d)
     double t = trunc(d);
     /* 2^63 is the first double beyond int64; -2^63 itself fits. */
     if (t >= 9223372036854775808.0 || t < -9223372036854775808.0)
-        star_fail(vm,
-                  "int: %.17g does not fit in 64 bits (integers beyond 64 bits are not "
-                  "supported yet)",
-                  t);
+        return star_int_big(bigint_from_double(vm, t));
     return star_int((int64_t)t);
 }
 

@@ -26,20 +26,20 @@ struct star_vm;
 
 struct star_value star_float(double d);
 
-/* Whether v is an int or a float (a bool is neither, as in Codex). */
+/* Whether v is an int (of any size) or a float (a bool is neither, as in
+ * Codex). */
 static inline bool
 star_is_num(struct star_value v)
 {
-    return v.type == STAR_INT || v.type == STAR_FLOAT;
+    return v.type == STAR_INT || v.type == STAR_BIGINT || v.type == STAR_FLOAT;
 }
 
-/* An int or a float as a double (an int rounds to the nearest double). */
+/* An int or a float as a double (an int rounds to the nearest double, one
+ * too large for any is infinite). */
 double star_num_to_double(struct star_value v);
 
-/*
- * int(d): d truncated toward zero, failing the load when it is NaN or
- * infinite, or (for now) when the result does not fit in 64 bits.
- */
+/* int(d): d truncated toward zero (an int of any size), failing the load
+ * when it is NaN or infinite. */
 struct star_value star_float_to_int(struct star_vm *vm, double d);
 
 /*

@@ -401,11 +401,10 @@ lex_number(struct lexer *lx)
         lex_fail(lx, s, "integer literal has no digits");
     if (base == 10 && *s == '0' && q - s > 1)
         lex_fail(lx, s, "integer literal with leading zero: write 0o755 for octal");
-    if (overflow || v > (uint64_t)INT64_MAX)
-        lex_fail(lx, s, "integer literal too large (the limit is 2^63-1)");
     lx->p = q;
     struct star_token *t = push(lx, T_INT, s, q);
     t->ival = (int64_t)v;
+    t->big = overflow || v > (uint64_t)INT64_MAX;
 }
 
 static void

@@ -123,6 +123,7 @@ struct star_token {
         int64_t ival; /* T_INT */
         double dval;  /* T_FLOAT */
     };
+    bool big;              /* T_INT beyond int64: the parser reads its text */
     struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded), T_CALL_LITERAL
                               (the called name, interned) */
     const struct star_lit_call *call; /* T_CALL_LITERAL */

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "rules/bigint.h"
 #include "rules/vm.h"
 
 struct parser {
@@ -296,6 +297,18 @@ parse_operand(struct parser *ps)
         return n;
     case T_INT:
         advance(ps);
+        if (t->big) { /* the lexer checked the digits; the prefix gives the base */
+            n = node(ps, A_BIGINT, t);
+            unsigned base = 10;
+            size_t skip = 0;
+            if (t->len > 2 && t->text[0] == '0') {
+                char c = (char)(t->text[1] | 0x20);
+                base = c == 'x' ? 16 : c == 'o' ? 8 : 2;
+                skip = 2;
+            }
+            n->u.big = bigint_parse(ps->vm, t->text + skip, t->len - skip, base, false);
+            return n;
+        }
         n = node(ps, A_INT, t);
         n->u.ival = t->ival;
         return n;
@@ -1295,6 +1308,7 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         break;
     case A_INT:
     case A_FLOAT:
+    case A_BIGINT:
     case A_STRING:
         break;
     case A_FSTRING:

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rules/ast.h"
+#include "rules/bigint.h"
 #include "rules/eval.h"
 #include "rules/float.h"
 #include "rules/lexer.h"
@@ -33,6 +34,22 @@ star_int(int64_t i)
 {
     struct star_value v = {.type = STAR_INT, .u.i = i};
     return v;
+}
+
+struct star_value
+star_int_big(struct bigint *b)
+{
+    int64_t i;
+    if (bigint_to_i64(b, &i))
+        return star_int(i);
+    struct star_value v = {.type = STAR_BIGINT, .u.big = b};
+    return v;
+}
+
+struct bigint *
+star_int_to_big(struct star_vm *vm, struct star_value v)
+{
+    return v.type == STAR_BIGINT ? v.u.big : bigint_from_i64(vm, v.u.i);
 }
 
 struct star_str *
@@ -326,6 +343,7 @@ star_type_name(struct star_value v)
     case STAR_BOOL:
         return "bool";
     case STAR_INT:
+    case STAR_BIGINT:
         return "int";
     case STAR_FLOAT:
         return "float";
@@ -372,6 +390,8 @@ star_truth(struct star_value v)
         return v.u.i != 0;
     case STAR_FLOAT:
         return v.u.fl != 0; /* NaN is true */
+    case STAR_BIGINT:       /* never zero */
+        return true;
     case STAR_STRING:
         return v.u.s->len != 0;
     case STAR_LIST:
@@ -418,6 +438,8 @@ star_hash(struct star_vm *vm, struct star_value v)
         return star_int_hash(v.u.i);
     case STAR_FLOAT:
         return star_num_hash(v);
+    case STAR_BIGINT:
+        return bigint_hash(v.u.big);
     case STAR_STRING:
         return star_str_hash(v.u.s);
     case STAR_TUPLE:
@@ -471,8 +493,13 @@ dict_equal(struct star_vm *vm, struct star_dict *a, struct star_dict *b)
 bool
 star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
 {
-    if (a.type != b.type) /* 1 == 1.0, compared as doubles as in Codex */
+    if (a.type != b.type) {
+        /* an int64 and a big int never are: a big int lies beyond int64 */
+        if (star_is_int(a) && star_is_int(b))
+            return false;
+        /* 1 == 1.0, compared as doubles as in Codex */
         return star_is_num(a) && star_is_num(b) && star_num_compare(a, b) == 0;
+    }
     switch (a.type) {
     case STAR_NONE:
         return true;
@@ -482,6 +509,8 @@ star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
         return a.u.i == b.u.i;
     case STAR_FLOAT: /* NaN equals NaN in Codex */
         return star_num_compare(a, b) == 0;
+    case STAR_BIGINT:
+        return bigint_cmp(a.u.big, b.u.big) == 0;
     case STAR_STRING:
         return a.u.s == b.u.s ||
                (a.u.s->len == b.u.s->len && memcmp(a.u.s->data, b.u.s->data, a.u.s->len) == 0);
@@ -516,6 +545,8 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
             return (a.u.i > b.u.i) - (a.u.i < b.u.i);
         case STAR_FLOAT:
             return star_num_compare(a, b);
+        case STAR_BIGINT:
+            return bigint_cmp(a.u.big, b.u.big);
         case STAR_BOOL:
             return (int)a.u.b - (int)b.u.b;
         case STAR_STRING: {
@@ -544,6 +575,11 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
         }
         star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
     }
+    /* A big int lies beyond every int64: its sign alone decides. */
+    if (a.type == STAR_BIGINT && b.type == STAR_INT)
+        return bigint_sign(a.u.big);
+    if (a.type == STAR_INT && b.type == STAR_BIGINT)
+        return -bigint_sign(b.u.big);
     if (star_is_num(a) && star_is_num(b))
         return star_num_compare(a, b);
     star_fail(vm, "%s < %s not implemented", star_type_name(a), star_type_name(b));
@@ -749,6 +785,12 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
     case STAR_FLOAT:
         star_float_buf(vm, b, v.u.fl, 'r');
         break;
+    case STAR_BIGINT: {
+        size_t n;
+        const char *digits = bigint_to_string(vm, v.u.big, 10, false, &n);
+        star_buf_add(vm, b, digits, n);
+        break;
+    }
     case STAR_STRING:
         if (quote_strings)
             star_buf_quote(vm, b, v.u.s->data, v.u.s->len);

@@ -27,6 +27,7 @@ enum star_type {
     STAR_BUILTIN,
     STAR_RANGE,
     STAR_ITERATOR, /* what elems() and codepoints() return: iterable only, as in Codex */
+    STAR_BIGINT,   /* an int outside int64 (type() says "int"); one inside is always STAR_INT */
 };
 
 struct star_str {
@@ -47,6 +48,7 @@ struct star_list {
 struct star_dict;
 struct star_function;
 struct star_builtin;
+struct bigint;
 
 struct star_range {
     int64_t start, stop, step;
@@ -64,6 +66,7 @@ struct star_value {
         struct star_function *f;
         struct star_builtin *bi;
         struct star_range *r;
+        struct bigint *big; /* STAR_BIGINT: never fits in int64 */
     } u;
 };
 
@@ -71,6 +74,16 @@ struct star_value {
 struct star_value star_none(void);
 struct star_value star_bool(bool b);
 struct star_value star_int(int64_t i);
+/* The int b: the small form (STAR_INT) when it fits in int64, so each
+ * value has one form and equality, hashing and dict keys need no more. */
+struct star_value star_int_big(struct bigint *b);
+/* The int v (either form) as a bigint. */
+struct bigint *star_int_to_big(struct star_vm *vm, struct star_value v);
+static inline bool
+star_is_int(struct star_value v)
+{
+    return v.type == STAR_INT || v.type == STAR_BIGINT;
+}
 struct star_str *star_str_new(struct star_vm *vm, const char *s, size_t len);
 struct star_value star_string(struct star_vm *vm, const char *s, size_t len);
 struct star_value star_string_of(struct star_str *s);

@@ -2,19 +2,21 @@
 """Differential test: random rules files and commands, checked by both
 `execgate-rules check` and Codex's `codex execpolicy check`.
 
-usage: run.py EXECGATE_RULES [CASES [SEED]]
+usage: run.py EXECGATE_RULES [CASES [SEED [ints]]]
 
 Each case is a generated .rules file (literals, raw strings, escapes,
 non-ASCII text, string methods, loops, examples, network rules, floats
 (literals in every spelling, float(), arithmetic mixed with ints, NaN and
 infinities, str/repr/%-formatting of the results), globals
 used before a later statement binds them, built-ins' names rebound,
-failures followed by later errors, and blocks of literal rules long enough
+failures followed by later errors, integer arithmetic beyond 64 bits,
+and blocks of literal rules long enough
 to span several of the lexer's windows) and a few
 commands built from it.  For every command both programs must load the
 file or both refuse it, and when both load, print byte-identical JSON.
 The generator is seeded (default seed 1), so a failure names the seed and
 case that reproduce it; the failing file is kept beside the report.
+With `ints`, every statement is one of the integer ones.
 
 Codex is looked for in $EXECGATE_CODEX, then as `codex` on PATH; it must
 report version 0.169.0.  Without it the test is skipped (exit 77) with a
@@ -124,18 +126,18 @@ def text_expr(r):
             return e
 
 
-# Float literals in the spellings Codex reads, and ints to mix with them
-# (small ones: a product beyond 64 bits is the difference rules.md lists,
-# and so is int() of a float beyond 64 bits, which is why no int() of a
-# computed float appears).
+# Float literals in the spellings Codex reads, and ints of any size to mix
+# with them.
 FLOAT_ATOMS = ["1.5", "0.1", "0.2", "2.0", "1e5", "1E5", "1e-7", ".5", "1.", "01.5", "1.e3",
                "1e16", "1e15", "123456789.123", "1e23", "5e-324", "1e-320", "1e400", "0.0",
                "1.7976931348623157e308", "999999.9999999999", "100000.5", "2.675", "3",
-               "7", "0", "2", "1", "123456"]
+               "7", "0", "2", "1", "123456", "(1 << 70)", "-(1 << 64)", "9223372036854775807",
+               "(1 << 1030)"]
 FLOAT_CALLS = ['float("nan")', 'float("inf")', 'float("-inf")', 'float("-0")', 'float("1e3")',
                'float("Infinity")', 'float(".5")', 'float(True)', 'float()', 'float(7)',
                'abs(-2.5)', 'int(2.7)',
-               'int(-2.7)', 'int(1e18)', 'min(1, 0.5)', 'max([2, 2.5, float("nan")])']
+               'int(-2.7)', 'int(1e18)', 'int(1e20)', 'int(-1.5e300)', 'float(1 << 70)',
+               'min(1, 0.5)', 'max([2, 2.5, float("nan")])']
 FLOAT_OPS = ["+", "-", "*", "/", "//", "%"]
 FLOAT_TEXT = ["str({})", "repr({})", "\"%s|%r\" % ({}, {})", "\"%e|%f|%g\" % ({}, {}, {})",
               "\"%E|%G\" % ({}, {})", "\"%d\" % ({})", "\"{{}}\".format({})", "str([{}, 1.0])",
@@ -178,6 +180,55 @@ def float_rule(r):
             e, float_expr(r))
     text = r.choice(FLOAT_TEXT).replace("{}", e)
     return 'prefix_rule(pattern = [%s], justification = %s)' % (q(r.choice(["tool", "ls"])), text)
+# Integers around the edges of 32 and 64 bits and far beyond, for the
+# arithmetic of ints of any size.
+INTS = ["0", "1", "-1", "7", "-3", "255", "2147483647", "4294967296", "9223372036854775807",
+        "-9223372036854775808", "9223372036854775808", "18446744073709551615",
+        "99999999999999999999999", "0x7fffffffffffffffffff", "0o7777777777777777777777777",
+        "0b" + "1" * 70, "(1 << 70)", "-(1 << 64)", "(1 << 200)", "~(1 << 100)"]
+INT_OPS = ["+", "-", "*", "//", "%", "&", "|", "^"]
+
+
+def int_expr(r, depth=0):
+    """An int expression of any size (errors included: division by zero,
+    negative or enormous shifts)."""
+    k = r.randrange(10)
+    if depth >= 3 or k < 3:
+        return r.choice(INTS)
+    if k < 6:
+        return "(%s %s %s)" % (int_expr(r, depth + 1), r.choice(INT_OPS), int_expr(r, depth + 1))
+    if k == 6:
+        return "(%s %s %s)" % (int_expr(r, depth + 1), r.choice(["<<", ">>"]),
+                               r.choice(["0", "1", "3", "31", "32", "63", "64", "65", "100",
+                                         "1000", "-1", "100001", "(1 << 70)"]))
+    if k == 7:
+        return r.choice(["-", "~", "+"]) + int_expr(r, depth + 1)
+    if k == 8:
+        return r.choice(["abs(%s)", "int(%s)", "max(%s, 0)", "min(%s, -5)"]) % int_expr(
+            r, depth + 1)
+    digits = "".join(r.choice("0123456789abcdef") for _ in range(r.randint(1, 30)))
+    base = r.choice([16, 0])
+    return "int(%s, %d)" % (q(r.choice(["", "-", "+"]) + ("0x" if base == 0 else "") + digits),
+                            base)
+
+
+def int_statement(r):
+    """Int results shown as justifications, so their text is compared."""
+    shows = [
+        "str(%s)" % int_expr(r),
+        '"%%d %%o %%x %%X %%r" %% (%s, %s, %s, %s, %s)' % tuple(int_expr(r) for _ in range(5)),
+        '"{} {}".format(%s, [%s])' % (int_expr(r), int_expr(r)),
+        "str(sorted([%s, %s, %s]))" % (int_expr(r), int_expr(r), int_expr(r)),
+        "str(%s %s %s)" % (int_expr(r), r.choice(["<", "<=", "==", "!=", ">"]), int_expr(r)),
+        "str({%s: 1}.get(%s, 0))" % (int_expr(r), int_expr(r)),
+        "str(%s in [%s, %s])" % (int_expr(r), int_expr(r), int_expr(r)),
+        "str(%s in range(-5, 5))" % int_expr(r),
+        'str([1, 2, 3][%s %% 3])' % int_expr(r),
+        'str(type(%s))' % int_expr(r),
+        'str(len(str(%s)))' % int_expr(r),
+    ]
+    return "prefix_rule(pattern = [%s], justification = %s)" % (
+        q(r.choice(["ls", "git", "tool"])), r.choice(shows))
 
 
 def pattern(r):
@@ -273,6 +324,8 @@ def statement(r):
             q("prompt"))
     if k == 18:
         return "prefix_rule(pattern = [%s], justification = %s)" % (q("ls"), text_expr(r))
+    if k == 19:
+        return int_statement(r)
     return "# " + r.choice(WORDS)
 
 
@@ -305,6 +358,7 @@ def main():
     rules_bin = sys.argv[1]
     cases = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    gen = int_statement if len(sys.argv) > 4 and sys.argv[4] == "ints" else statement
     codex = find_codex()
     if codex is None:
         print("SKIP: Codex %s not found: set EXECGATE_CODEX to its binary "
@@ -316,7 +370,7 @@ def main():
     comparisons = differ = loads = 0
     try:
         for case in range(cases):
-            text = "\n".join(statement(r) for _ in range(r.randint(1, 6))) + "\n"
+            text = "\n".join(gen(r) for _ in range(r.randint(1, 6))) + "\n"
             path = os.path.join(tmp, "case.rules")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
