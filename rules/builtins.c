@@ -1840,8 +1840,7 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
         case 'x':
         case 'X':
         case 'o': {
-            if (v.type == STAR_BOOL)
-                v = star_int(v.u.b);
+            /* Codex refuses a bool here, unlike Python. */
             if (v.type != STAR_INT)
                 star_fail(vm, "%%%c format requires integer: %s", c, star_type_name(v));
             int64_t x = v.u.i;

@@ -230,6 +230,36 @@ parse_dict_or_comp(struct parser *ps)
     return n;
 }
 
+/*
+ * Where the source of expression e starts: Codex reports a failing
+ * operation at the start of its whole expression, and an operand's
+ * expression starts at its own leftmost part (a parenthesised operand at
+ * what is inside the parentheses).
+ */
+static void
+set_start(struct ast_node *n, const struct ast_node *e)
+{
+    for (;;) {
+        switch (e->kind) {
+        case A_BINARY:
+        case A_AND:
+        case A_OR:
+        case A_COND:
+        case A_INDEX:
+        case A_SLICE:
+            e = e->u.x.a;
+            continue;
+        case A_DOT:
+            e = e->u.dot.obj;
+            continue;
+        default:
+            n->line = e->line;
+            n->col = e->col;
+            return;
+        }
+    }
+}
+
 static struct ast_node *
 parse_operand(struct parser *ps)
 {
@@ -276,6 +306,7 @@ parse_operand(struct parser *ps)
                 vec_push(ps->vm, &v, parse_test(ps));
             e = node(ps, A_TUPLE, t);
             e->u.list = vec_list(&v);
+            set_start(e, e->u.list.items[0]); /* Codex: inside the parentheses */
         }
         expect(ps, T_RPAREN, "expected ')'");
         return e;
@@ -346,7 +377,6 @@ parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
 static struct ast_node *
 parse_primary(struct parser *ps)
 {
-    struct star_token *start = peek(ps);
     struct ast_node *e = parse_operand(ps);
     for (;;) {
         struct star_token *t = peek(ps);
@@ -356,13 +386,13 @@ parse_primary(struct parser *ps)
             struct ast_node *d = node(ps, A_DOT, name);
             d->u.dot.obj = e;
             d->u.dot.name = name->sval;
+            set_start(d, e);
             e = d;
         } else if (t->kind == T_LPAREN) {
             advance(ps);
             e = parse_call(ps, e, t);
             /* A call is reported where its whole expression starts. */
-            e->line = start->line;
-            e->col = start->col;
+            set_start(e, e->u.call.fn);
         } else if (t->kind == T_LBRACK) {
             advance(ps);
             struct ast_node *lo = NULL, *hi = NULL, *step = NULL;
@@ -378,6 +408,7 @@ parse_primary(struct parser *ps)
             }
             expect(ps, T_RBRACK, "expected ']'");
             struct ast_node *x = node(ps, slice ? A_SLICE : A_INDEX, t);
+            set_start(x, e);
             x->u.x.a = e;
             x->u.x.b = lo;
             x->u.x.c = hi;
@@ -446,6 +477,7 @@ parse_binary(struct parser *ps, int min_prec)
         enter(ps, t);
         advance(ps);
         struct ast_node *n = node(ps, A_BINARY, t);
+        set_start(n, lhs);
         n->op = t->kind;
         n->u.x.a = lhs;
         n->u.x.b = parse_binary(ps, p + 1);
@@ -476,6 +508,7 @@ parse_comparison(struct parser *ps)
         op = T_NOT; /* "not in" */
     }
     struct ast_node *n = node(ps, A_BINARY, t);
+    set_start(n, lhs);
     n->op = (uint8_t)op;
     n->u.x.a = lhs;
     n->u.x.b = parse_binary(ps, 1);
@@ -868,6 +901,7 @@ parse_small(struct parser *ps)
             star_fail_at(ps->vm, lhs->line, lhs->col,
                          "augmented assignment needs a name or an index");
         n = node(ps, A_AUGASSIGN, op);
+        set_start(n, lhs); /* Codex reports the statement where it starts */
         static const uint8_t base[] = {T_PLUS, T_MINUS, T_STAR,  T_SLASH, T_SLASHSLASH, T_PERCENT,
                                        T_PIPE, T_AMP,   T_CARET, T_LTLT,  T_GTGT};
         n->op = base[op->kind - T_PLUS_EQ];
