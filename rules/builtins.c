@@ -2,18 +2,36 @@
 #include "rules/unicode.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NPARAMS(p) (sizeof(p) / sizeof((p)[0]))
 
-/* Binds args to the named parameters (the first nreq required) into a[]. */
-#define BIND(fname, nreq, ...)                                                                     \
+/*
+ * Binds args to the parameters (the first nreq required) into a[].  As in
+ * Codex, a built-in's parameters are positional-only but for the few that
+ * BIND_NAMED lets be named: those from index npos on.
+ */
+#define BIND_NAMED(fname, nreq, npos, ...)                                                         \
     static const char *const params_[] = {__VA_ARGS__};                                            \
     struct star_value a[NPARAMS(params_)];                                                         \
-    star_args_bind(vm, fname, args, params_, nreq, NPARAMS(params_), a)
+    bind_args(vm, fname, args, params_, nreq, npos, NPARAMS(params_), a)
+#define BIND(fname, nreq, ...) BIND_NAMED(fname, nreq, SIZE_MAX, __VA_ARGS__)
 
 #define NO_ARGS(fname) star_args_bind(vm, fname, args, NULL, 0, 0, NULL)
+
+static void
+bind_args(struct star_vm *vm, const char *fname, struct star_args *args, const char *const *params,
+          size_t nreq, size_t npos, size_t nparams, struct star_value *out)
+{
+    for (size_t k = 0; k < args->nkw; k++)
+        for (size_t j = 0; j < npos && j < nparams; j++)
+            if (strcmp(params[j], args->kwnames[k]->data) == 0)
+                star_fail(vm, "%s: %s is positional-only: give it without a name", fname,
+                          params[j]);
+    star_args_bind(vm, fname, args, params, nreq, nparams, out);
+}
 
 static bool
 given(struct star_value v)
@@ -35,6 +53,17 @@ want_int(struct star_vm *vm, const char *fname, struct star_value v, const char 
     if (v.type != STAR_INT)
         star_fail(vm, "%s: for %s, got %s, want int", fname, what, star_type_name(v));
     return v.u.i;
+}
+
+/* Codex takes a built-in's index, count and range arguments as 32-bit
+ * integers and refuses larger ones. */
+static int64_t
+want_i32(struct star_vm *vm, const char *fname, struct star_value v, const char *what)
+{
+    int64_t x = want_int(vm, fname, v, what);
+    if (x < INT32_MIN || x > INT32_MAX)
+        star_fail(vm, "%s: for %s, %lld does not fit in 32 bits", fname, what, (long long)x);
+    return x;
 }
 
 static struct star_value
@@ -225,7 +254,7 @@ parse_int(const char *s, size_t n, int64_t base, int64_t *out)
 static struct star_value
 bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("int", 1, "x", "base");
+    BIND_NAMED("int", 1, 1, "x", "base");
     struct star_value x = a[0];
     if (x.type == STAR_STRING) {
         if (given(a[1]) && a[1].type != STAR_INT)
@@ -259,7 +288,7 @@ bi_range(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         star_fail(vm, "range: got %zu arguments, want 1 to 3", args->npos);
     int64_t v[3];
     for (size_t i = 0; i < args->npos; i++)
-        v[i] = want_int(vm, "range", args->pos[i], "argument");
+        v[i] = want_i32(vm, "range", args->pos[i], "argument");
     struct star_range *r = star_alloc(vm, sizeof *r);
     r->step = 1;
     if (args->npos == 1) {
@@ -279,8 +308,8 @@ bi_range(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 static struct star_value
 bi_enumerate(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("enumerate", 1, "x", "start");
-    int64_t start = given(a[1]) ? want_int(vm, "enumerate", a[1], "start") : 0;
+    BIND_NAMED("enumerate", 1, 1, "x", "start");
+    int64_t start = given(a[1]) ? want_i32(vm, "enumerate", a[1], "start") : 0;
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     struct star_value l = star_list_new(vm, n);
@@ -362,14 +391,14 @@ keys_of(struct star_vm *vm, struct star_value key, struct star_value *items, siz
 {
     struct star_value *keys = star_alloc(vm, (n ? n : 1) * sizeof *keys);
     for (size_t i = 0; i < n; i++)
-        keys[i] = given(key) && key.type != STAR_NONE ? call1(vm, key, items[i]) : items[i];
+        keys[i] = given(key) ? call1(vm, key, items[i]) : items[i];
     return keys;
 }
 
 static struct star_value
 bi_sorted(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("sorted", 1, "iterable", "key", "reverse");
+    BIND_NAMED("sorted", 1, 1, "iterable", "key", "reverse");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     struct star_value *keys = keys_of(vm, a[1], items, n);
@@ -397,7 +426,7 @@ bi_any_all(struct star_vm *vm, struct star_args *args, const char *name, bool wa
 {
     static const char *const params[] = {"x"};
     struct star_value a[1];
-    star_args_bind(vm, name, args, params, 1, 1, a);
+    bind_args(vm, name, args, params, 1, 1, 1, a);
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     for (size_t i = 0; i < n; i++)
@@ -669,7 +698,7 @@ split_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args
     BIND(fname, 0, "sep", "maxsplit");
     struct star_str *s = RECV_STR;
     int64_t max =
-        given(a[1]) && a[1].type != STAR_NONE ? want_int(vm, fname, a[1], "maxsplit") : -1;
+        given(a[1]) && a[1].type != STAR_NONE ? want_i32(vm, fname, a[1], "maxsplit") : -1;
     /* Codex: a negative maxsplit means no limit; else maxsplit + 1 pieces. */
     int64_t pieces = max < 0 ? 0 : max + 1;
     const char *d = s->data;
@@ -769,7 +798,7 @@ strip_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args
     BIND(fname, 0, "chars");
     struct star_str *s = RECV_STR;
     struct star_str *chars = NULL;
-    if (given(a[0]) && a[0].type != STAR_NONE)
+    if (given(a[0])) /* Codex takes no None here */
         chars = want_str(vm, fname, a[0], "chars");
     /* By code point: Unicode whitespace, or any character of chars. */
     size_t b = 0, e = s->len;
@@ -819,12 +848,12 @@ str_range(struct star_vm *vm, const char *fname, struct star_str *s, struct star
     bool ascii = unicode_is_ascii(s->data, s->len);
     int64_t n = ascii ? (int64_t)s->len : (int64_t)unicode_count(s->data, s->len), lo = 0, hi = n;
     if (given(start) && start.type != STAR_NONE) {
-        lo = want_int(vm, fname, start, "start");
+        lo = want_i32(vm, fname, start, "start");
         if (lo < 0)
             lo = lo + n < 0 ? 0 : lo + n;
     }
     if (given(end) && end.type != STAR_NONE) {
-        hi = want_int(vm, fname, end, "end");
+        hi = want_i32(vm, fname, end, "end");
         if (hi < 0)
             hi = hi + n < 0 ? 0 : hi + n;
     }
@@ -843,10 +872,12 @@ affix_match(struct star_vm *vm, const char *fname, struct star_str *s, size_t b,
             struct star_value x, bool prefix)
 {
     if (x.type == STAR_TUPLE) {
-        for (size_t i = 0; i < x.u.l->len; i++) {
+        /* Codex checks every element's type before it compares any. */
+        for (size_t i = 0; i < x.u.l->len; i++)
             if (x.u.l->items[i].type != STAR_STRING)
                 star_fail(vm, "%s: got %s, for element %zu, want string", fname,
                           star_type_name(x.u.l->items[i]), i);
+        for (size_t i = 0; i < x.u.l->len; i++) {
             if (affix_match(vm, fname, s, b, e, x.u.l->items[i], prefix))
                 return true;
         }
@@ -885,7 +916,9 @@ m_replace(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     struct star_str *s = RECV_STR;
     struct star_str *old = want_str(vm, "replace", a[0], "old");
     struct star_str *nw = want_str(vm, "replace", a[1], "new");
-    int64_t count = given(a[2]) ? want_int(vm, "replace", a[2], "count") : -1;
+    int64_t count = given(a[2]) ? want_i32(vm, "replace", a[2], "count") : -1;
+    if (given(a[2]) && count < 0)
+        star_fail(vm, "replace: count must not be negative (got %lld)", (long long)count);
     struct star_buf b = {0};
     star_buf_add(vm, &b, "", 0);
     size_t i = 0;
@@ -1456,7 +1489,7 @@ m_insert(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     BIND("insert", 2, "index", "x");
     struct star_list *l = RECV_LIST;
     list_mutable(vm, l, "insert");
-    int64_t i = want_int(vm, "insert", a[0], "index"), n = (int64_t)l->len;
+    int64_t i = want_i32(vm, "insert", a[0], "index"), n = (int64_t)l->len;
     if (i < 0)
         i = i + n < 0 ? 0 : i + n;
     if (i > n)
@@ -1474,7 +1507,7 @@ m_pop(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     struct star_list *l = RECV_LIST;
     list_mutable(vm, l, "pop");
     int64_t n = (int64_t)l->len;
-    int64_t i = given(a[0]) ? want_int(vm, "pop", a[0], "i") : n - 1;
+    int64_t i = given(a[0]) ? want_i32(vm, "pop", a[0], "i") : n - 1;
     int64_t k = i < 0 ? i + n : i;
     if (k < 0 || k >= n)
         star_fail(vm, "pop: index %lld out of range [%lld:%lld]", (long long)i, (long long)-n,
@@ -1508,12 +1541,12 @@ m_lindex(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     struct star_list *l = RECV_LIST;
     int64_t n = (int64_t)l->len, lo = 0, hi = n;
     if (given(a[1])) {
-        lo = want_int(vm, "index", a[1], "start");
+        lo = want_i32(vm, "index", a[1], "start");
         if (lo < 0)
             lo = lo + n < 0 ? 0 : lo + n;
     }
     if (given(a[2])) {
-        hi = want_int(vm, "index", a[2], "end");
+        hi = want_i32(vm, "index", a[2], "end");
         if (hi < 0)
             hi = hi + n < 0 ? 0 : hi + n;
         if (hi > n)

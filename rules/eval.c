@@ -572,6 +572,11 @@ static struct star_value
 star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct star_value hi,
            struct star_value st)
 {
+    /* Codex takes slice bounds and steps as 32-bit integers. */
+    const struct star_value parts[] = {lo, hi, st};
+    for (size_t k = 0; k < 3; k++)
+        if (parts[k].type == STAR_INT && (parts[k].u.i < INT32_MIN || parts[k].u.i > INT32_MAX))
+            star_fail(vm, "slice index %lld does not fit in 32 bits", (long long)parts[k].u.i);
     int64_t step = 1;
     if (st.type != STAR_UNBOUND && st.type != STAR_NONE) {
         if (st.type != STAR_INT)

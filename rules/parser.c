@@ -339,12 +339,29 @@ parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
             args = t;
         }
         struct ast_arg *a = &args[na++];
+        struct star_token *first = peek(ps);
+        /* Codex's order: *args at most once, before any **kwargs; **kwargs
+         * at most once; no name=value after either. */
+        bool star_seen = false, starstar_seen = false;
+        for (size_t j = 0; j + 1 < na; j++) {
+            star_seen = star_seen || args[j].kind == ARG_STAR;
+            starstar_seen = starstar_seen || args[j].kind == ARG_STARSTAR;
+        }
         if (accept(ps, T_STARSTAR)) {
             a->kind = ARG_STARSTAR;
+            if (starstar_seen)
+                star_fail_at(ps->vm, first->line, first->col,
+                             "Multiple kwargs dictionary in arguments");
         } else if (accept(ps, T_STAR)) {
             a->kind = ARG_STAR;
+            if (star_seen || starstar_seen)
+                star_fail_at(ps->vm, first->line, first->col,
+                             "Args array after another args or kwargs");
         } else if (peek_kind(ps) == T_NAME && ps->toks[ps->i + 1].kind == T_ASSIGN) {
             a->kind = ARG_KW;
+            if (star_seen || starstar_seen)
+                star_fail_at(ps->vm, first->line, first->col,
+                             "named argument after *args or **kwargs");
             a->name = advance(ps)->sval;
             advance(ps);
             for (size_t j = 0; j + 1 < na; j++) {

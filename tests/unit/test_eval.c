@@ -401,7 +401,46 @@ test_string_methods(void **state)
     expect_err("'a'.startwith('a')\n",
                "t.star:1:1: string has no .startwith field or method (did you mean .startswith?)");
     expect_err("'a'.split(sep = ',', bad = 1)\n",
-               "t.star:1:1: split: unexpected keyword argument 'bad'");
+               "t.star:1:1: split: sep is positional-only: give it without a name");
+    /* As in Codex: built-ins' parameters are positional-only but for a few,
+     * indexes and counts are 32-bit, and None is no default for key or
+     * chars. */
+    expect_ok(EQ "eq(sorted([2, 1], key = abs, reverse = True), [2, 1])\n"
+                 "eq(list(enumerate(['a'], start = 2)), [(2, 'a')])\n"
+                 "eq(int('ff', base = 16), 255)\n"
+                 "eq(max([1, -2], key = abs), -2)\n"
+                 "eq(sorted([], key = None), [])\n"
+                 "eq('abc'[-2147483648:2147483647], 'abc')\n"
+                 "eq(list(range(-2147483648, -2147483646)), [-2147483648, -2147483647])\n");
+    expect_err("x = len(x = [1])\n",
+               "t.star:1:5: len: x is positional-only: give it without a name");
+    expect_err("x = any(x = [1])\n",
+               "t.star:1:5: any: x is positional-only: give it without a name");
+    expect_err("x = sorted(iterable = [1])\n",
+               "t.star:1:5: sorted: iterable is positional-only: give it without a name");
+    expect_err("x = sorted([2, 1], key = None)\n",
+               "t.star:1:5: invalid call of non-function (NoneType)");
+    expect_err("x = ' a '.strip(None)\n",
+               "t.star:1:5: strip: for chars, got NoneType, want string");
+    expect_err("x = 'abc'.replace('b', 'c', -1)\n",
+               "t.star:1:5: replace: count must not be negative (got -1)");
+    expect_err("x = 'abc'.startswith(('a', 1))\n",
+               "t.star:1:5: startswith: got int, for element 1, want string");
+    expect_err("x = 'abc'.find('c', 2147483648)\n",
+               "t.star:1:5: find: for start, 2147483648 does not fit in 32 bits");
+    expect_err("x = range(-2147483649, 0)\n",
+               "t.star:1:5: range: for argument, -2147483649 does not fit in 32 bits");
+    expect_err("x = 'abc'[::2147483648]\n",
+               "t.star:1:5: slice index 2147483648 does not fit in 32 bits");
+    /* Codex's order of a call's arguments, checked before anything runs. */
+    expect_err("def f(*a, **k):\n    return f(*a, b = 1)\n",
+               "t.star:2:18: named argument after *args or **kwargs");
+    expect_err("def f(*a, **k):\n    return f(**k, *a)\n",
+               "t.star:2:19: Args array after another args or kwargs");
+    expect_err("def f(*a, **k):\n    return f(*a, *a)\n",
+               "t.star:2:18: Args array after another args or kwargs");
+    expect_err("def f(*a, **k):\n    return f(**k, **k)\n",
+               "t.star:2:19: Multiple kwargs dictionary in arguments");
 }
 
 static void
