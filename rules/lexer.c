@@ -585,6 +585,8 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
     }
 }
 
+#define LONE_CR "a carriage return must be followed by a newline (\\r\\n)"
+
 static bool
 at_line_start(struct lexer *lx)
 {
@@ -598,6 +600,10 @@ lex_all(struct lexer *lx)
         char c = *lx->p;
         if (lx->bol && lx->depth == 0) {
             lx->bol = false;
+            /* Codex lets carriage returns start a line (not counted as
+             * indentation); elsewhere one must end the line. */
+            while (lx->p < lx->end && *lx->p == '\r')
+                lx->p++;
             const char *ws = lx->p;
             while (lx->p < lx->end && (*lx->p == ' ' || *lx->p == '\t'))
                 lx->p++;
@@ -615,8 +621,13 @@ lex_all(struct lexer *lx)
             }
         }
         if (c == '#') {
-            while (lx->p < lx->end && *lx->p != '\n')
+            while (lx->p < lx->end && *lx->p != '\n') {
+                /* Codex takes a comment-only line whole, \r and all. */
+                if (*lx->p == '\r' && (lx->p + 1 == lx->end || lx->p[1] != '\n') &&
+                    !at_line_start(lx))
+                    lex_fail(lx, lx->p, LONE_CR);
                 lx->p++;
+            }
             continue;
         }
         if (c == '\n') {
@@ -627,7 +638,14 @@ lex_all(struct lexer *lx)
             lx->bol = true;
             continue;
         }
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+        /* Codex refuses a tab anywhere between tokens (indentation is
+         * checked above; blank and comment-only lines may hold tabs), and
+         * a carriage return that does not end a line. */
+        if (c == '\t')
+            lex_fail(lx, lx->p, "tabs are not allowed: use spaces");
+        if (c == '\r' && (lx->p + 1 == lx->end || lx->p[1] != '\n'))
+            lex_fail(lx, lx->p, LONE_CR);
+        if (c == ' ' || c == '\r' || c == '\f') {
             lx->p++;
             continue;
         }
