@@ -310,13 +310,20 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
     return star_none();
 }
 
-/* Lexical basename: after the last '/', ignoring trailing slashes. */
+/* Lexical basename: after the last '/', ignoring trailing slashes and
+ * "." components ("/bin/ls/." names ls), as Rust's Path::file_name. */
 static void
 basename_of(const char *path, const char **start, size_t *len)
 {
     size_t end = strlen(path);
-    while (end > 1 && path[end - 1] == '/')
-        end--;
+    for (;;) {
+        while (end > 1 && path[end - 1] == '/')
+            end--;
+        if (end > 1 && path[end - 1] == '.' && path[end - 2] == '/')
+            end -= 2;
+        else
+            break;
+    }
     size_t b = end;
     while (b > 0 && path[b - 1] != '/')
         b--;
