@@ -708,6 +708,7 @@ parse_params(struct parser *ps, int close)
     struct ast_param *params = NULL;
     size_t n = 0, cap = 0;
     bool star_seen = false, dflt_seen = false;
+    struct star_token *bare_star = NULL; /* a lone '*' not yet followed by a name */
     while (peek_kind(ps) != close) {
         struct star_token *t = peek(ps);
         if (n == cap) {
@@ -720,6 +721,8 @@ parse_params(struct parser *ps, int close)
         if (f->kwargs >= 0)
             star_fail_at(ps->vm, t->line, t->col, "parameter after **kwargs");
         if (accept(ps, T_STARSTAR)) {
+            if (bare_star)
+                star_fail_at(ps->vm, t->line, t->col, "`*` must be followed by named parameter");
             struct ast_param *p = &params[n];
             p->kind = PARAM_STARSTAR;
             p->name = expect(ps, T_NAME, "expected a name after '**'")->sval;
@@ -733,8 +736,11 @@ parse_params(struct parser *ps, int close)
                 p->kind = PARAM_STAR;
                 p->name = advance(ps)->sval;
                 f->varargs = (int)n++;
+            } else {
+                bare_star = t;
             }
         } else {
+            bare_star = NULL;
             struct ast_param *p = &params[n];
             p->kind = PARAM_NORMAL;
             p->name = expect(ps, T_NAME, "expected a parameter name")->sval;
@@ -758,6 +764,8 @@ parse_params(struct parser *ps, int close)
         if (!accept(ps, T_COMMA))
             break;
     }
+    if (bare_star) /* Codex: a lone '*' needs keyword-only parameters after it */
+        star_fail_at(ps->vm, bare_star->line, bare_star->col, "`*` parameter must not be last");
     /* Keep normal parameters first: positional, keyword-only, then *args, **kwargs. */
     struct ast_param *ordered = star_alloc(ps->vm, (n ? n : 1) * sizeof *ordered);
     size_t k = 0;
