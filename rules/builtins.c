@@ -840,8 +840,8 @@ m_rstrip(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 }
 
 /* Resolves optional start/end arguments, counted in code points, to a
- * byte range of s. */
-static void
+ * byte range of s; false when they select nothing (see below). */
+static bool
 str_range(struct star_vm *vm, const char *fname, struct star_str *s, struct star_value start,
           struct star_value end, size_t *b, size_t *e)
 {
@@ -857,14 +857,20 @@ str_range(struct star_vm *vm, const char *fname, struct star_str *s, struct star
         if (hi < 0)
             hi = hi + n < 0 ? 0 : hi + n;
     }
+    /* As in Codex, a start past the end, or an end before the start,
+     * selects nothing at all: even "" is not found there. */
+    bool some = lo <= n;
     if (lo > n)
         lo = n;
     if (hi > n)
         hi = n;
-    if (hi < lo)
+    if (hi < lo) {
         hi = lo;
+        some = false;
+    }
     *b = ascii ? (size_t)lo : unicode_offset(s->data, s->len, (size_t)lo);
     *e = ascii ? (size_t)hi : unicode_offset(s->data, s->len, (size_t)hi);
+    return some;
 }
 
 static bool
@@ -896,8 +902,8 @@ m_startswith(struct star_vm *vm, struct star_builtin *self, struct star_args *ar
 {
     BIND("startswith", 1, "prefix", "start", "end");
     size_t b, e;
-    str_range(vm, "startswith", RECV_STR, a[1], a[2], &b, &e);
-    return star_bool(affix_match(vm, "startswith", RECV_STR, b, e, a[0], true));
+    bool some = str_range(vm, "startswith", RECV_STR, a[1], a[2], &b, &e);
+    return star_bool(affix_match(vm, "startswith", RECV_STR, b, e, a[0], true) && some);
 }
 
 static struct star_value
@@ -905,8 +911,8 @@ m_endswith(struct star_vm *vm, struct star_builtin *self, struct star_args *args
 {
     BIND("endswith", 1, "suffix", "start", "end");
     size_t b, e;
-    str_range(vm, "endswith", RECV_STR, a[1], a[2], &b, &e);
-    return star_bool(affix_match(vm, "endswith", RECV_STR, b, e, a[0], false));
+    bool some = str_range(vm, "endswith", RECV_STR, a[1], a[2], &b, &e);
+    return star_bool(affix_match(vm, "endswith", RECV_STR, b, e, a[0], false) && some);
 }
 
 static struct star_value
@@ -1161,9 +1167,9 @@ find_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args,
     struct star_str *s = RECV_STR;
     struct star_str *sub = want_str(vm, fname, a[0], "sub");
     size_t b, e;
-    str_range(vm, fname, s, a[1], a[2], &b, &e);
+    bool some = str_range(vm, fname, s, a[1], a[2], &b, &e);
     int64_t found = -1;
-    if (sub->len <= e - b) {
+    if (some && sub->len <= e - b) {
         if (!right) {
             const char *h = memmem(s->data + b, e - b, sub->data, sub->len);
             if (h)
@@ -1215,7 +1221,8 @@ m_count(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     struct star_str *s = RECV_STR;
     struct star_str *sub = want_str(vm, "count", a[0], "sub");
     size_t b, e;
-    str_range(vm, "count", s, a[1], a[2], &b, &e);
+    if (!str_range(vm, "count", s, a[1], a[2], &b, &e))
+        return star_int(0);
     if (sub->len == 0)
         return star_int((int64_t)unicode_count(s->data + b, e - b) + 1);
     int64_t n = 0;
