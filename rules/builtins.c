@@ -944,9 +944,14 @@ m_replace(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         star_buf_add(vm, &b, nw->data, nw->len);
         done++;
         if (old->len == 0) {
-            if (at < s->len)
-                star_buf_addc(vm, &b, s->data[at]);
-            i = at + 1;
+            /* Between code points, not bytes: "é" has one inside. */
+            size_t next = at + 1;
+            if (at < s->len) {
+                next = at;
+                unicode_next(s->data, s->len, &next);
+                star_buf_add(vm, &b, s->data + at, next - at);
+            }
+            i = next;
         } else {
             i = at + old->len;
         }
