@@ -661,16 +661,20 @@ lex_all(struct lexer *lx)
             continue;
         }
         if (is_ident_start(c)) {
-            /* String prefixes: r, f, rf, fr (any case). */
+            /* String prefixes as Codex has them, lower case only: r, f,
+             * fr, and b, rb, br (its bytes, read here as strings); any
+             * other letters before a quote are a name, then a string. */
             const char *q = lx->p;
             bool raw = false, fstr = false;
-            while (q < lx->end && q - lx->p < 2 &&
-                   ((*q | 0x20) == 'r' || (*q | 0x20) == 'f' || (*q | 0x20) == 'b')) {
-                if ((*q | 0x20) == 'r')
-                    raw = true;
-                if ((*q | 0x20) == 'f')
-                    fstr = true;
+            if (q < lx->end && (*q == 'f' || *q == 'b')) {
+                fstr = *q == 'f';
                 q++;
+            }
+            if (q < lx->end && *q == 'r') {
+                raw = true;
+                q++;
+                if (q < lx->end && *q == 'b' && q - lx->p == 1)
+                    q++;
             }
             if (q > lx->p && q < lx->end && (*q == '"' || *q == '\'')) {
                 lx->p = q;
