@@ -1,4 +1,5 @@
 #include "rules/parser.h"
+#include "rules/unicode.h"
 
 #include <string.h>
 
@@ -626,9 +627,32 @@ parse_expr(struct parser *ps)
 }
 
 /*
+ * The column of the decoded f-string text's byte `off` in the source, as
+ * Codex reports errors inside an f-string; the f-string's own column when
+ * an escape or a line break before it makes the two texts differ.
+ */
+static uint32_t
+fstring_col(const struct star_token *t, size_t off)
+{
+    const char *raw = t->text;
+    size_t q = 0;
+    while (q < t->len && raw[q] != '"' && raw[q] != '\'')
+        q++;
+    size_t start = q + (q + 2 < t->len && raw[q + 1] == raw[q] && raw[q + 2] == raw[q] ? 3 : 1);
+    if (start + off > t->len)
+        return t->col;
+    bool is_raw = memchr(raw, 'r', q) != NULL; /* a raw backslash stays, but before a quote */
+    for (size_t i = start; i < start + off; i++)
+        if ((raw[i] == '\\' && (!is_raw || raw[i + 1] == '"' || raw[i + 1] == '\'')) ||
+            raw[i] == '\n' || raw[i] == '\r')
+            return t->col;
+    return t->col + (uint32_t)unicode_count(raw, start + off);
+}
+
+/*
  * f"...{expr}...": the decoded text is split into literal parts and
  * expressions, each expression lexed and parsed on its own.  Positions
- * inside point at the f-string token.
+ * inside point where Codex points (see fstring_col).
  */
 static struct ast_node *
 parse_fstring(struct parser *ps, struct star_token *t)
@@ -646,11 +670,13 @@ parse_fstring(struct parser *ps, struct star_token *t)
             star_buf_addc(vm, &lit, '}');
             s += 2;
         } else if (*s == '}') {
-            star_fail_at(vm, t->line, t->col, "f-string: single '}' is not allowed: write '}}'");
+            star_fail_at(vm, t->line, fstring_col(t, (size_t)(s - t->sval->data)),
+                         "f-string: single '}' is not allowed: write '}}'");
         } else if (*s == '{') {
             const char *e = memchr(s, '}', (size_t)(end - s));
             if (e == NULL)
-                star_fail_at(vm, t->line, t->col, "f-string: '{' is never closed");
+                star_fail_at(vm, t->line, fstring_col(t, (size_t)(s + 1 - t->sval->data)),
+                             "f-string: '{' is never closed");
             if (lit.len > 0) {
                 struct ast_node *l = node(ps, A_STRING, t);
                 l->u.sval = star_str_new(vm, lit.data, lit.len);
@@ -667,10 +693,13 @@ parse_fstring(struct parser *ps, struct star_token *t)
                 b++;
             while (be > b && be[-1] == ' ')
                 be--;
+            const char *text = t->sval->data;
             if (b == be)
-                star_fail_at(vm, t->line, t->col, "f-string: empty expression in {}");
+                star_fail_at(vm, t->line, fstring_col(t, (size_t)(e - text)),
+                             "f-string: empty expression in {}");
             size_t ntok;
-            struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line, t->col, &ntok);
+            struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line,
+                                               fstring_col(t, (size_t)(b - text)), &ntok);
             struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .depth = ps->depth};
             struct ast_node *ex = parse_expr(&sub);
             accept(&sub, T_NEWLINE);

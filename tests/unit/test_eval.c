@@ -92,13 +92,13 @@ test_fstrings(void **state)
                  "eq(f'{name!r} x{n + 1}', '\"git\" x4')\n"
                  "eq(f'{{literal}} {name}', '{literal} git')\n"
                  "eq(fr'\\d{n}', '\\\\d3')\n");
-    expect_err("x = f'{nope}'\n", "t.star:1:5: undefined: nope is not defined");
+    expect_err("x = f'{nope}'\n", "t.star:1:8: undefined: nope is not defined");
     /* Codex's prefixes are f, r, fr (and b, rb, br) in lower case only. */
     expect_err("x = rf'a'\n", "t.star:1:7: syntax error: unexpected string, expected a newline "
                               "after the statement");
     expect_err("x = F'a'\n", "t.star:1:6: syntax error: unexpected string, expected a newline "
                              "after the statement");
-    expect_err("x = f'{'\n", "t.star:1:5: f-string: '{' is never closed");
+    expect_err("x = f'{'\n", "t.star:1:8: f-string: '{' is never closed");
 }
 
 static void
