@@ -5,18 +5,36 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NPARAMS(p) (sizeof(p) / sizeof((p)[0]))
 
-/* Binds args to the named parameters (the first nreq required) into a[]. */
-#define BIND(fname, nreq, ...)                                                                     \
+/*
+ * Binds args to the parameters (the first nreq required) into a[].  As in
+ * Codex, a built-in's parameters are positional-only but for the few that
+ * BIND_NAMED lets be named: those from index npos on.
+ */
+#define BIND_NAMED(fname, nreq, npos, ...)                                                         \
     static const char *const params_[] = {__VA_ARGS__};                                            \
     struct star_value a[NPARAMS(params_)];                                                         \
-    star_args_bind(vm, fname, args, params_, nreq, NPARAMS(params_), a)
+    bind_args(vm, fname, args, params_, nreq, npos, NPARAMS(params_), a)
+#define BIND(fname, nreq, ...) BIND_NAMED(fname, nreq, SIZE_MAX, __VA_ARGS__)
 
 #define NO_ARGS(fname) star_args_bind(vm, fname, args, NULL, 0, 0, NULL)
+
+static void
+bind_args(struct star_vm *vm, const char *fname, struct star_args *args, const char *const *params,
+          size_t nreq, size_t npos, size_t nparams, struct star_value *out)
+{
+    for (size_t k = 0; k < args->nkw; k++)
+        for (size_t j = 0; j < npos && j < nparams; j++)
+            if (strcmp(params[j], args->kwnames[k]->data) == 0)
+                star_fail(vm, "%s: %s is positional-only: give it without a name", fname,
+                          params[j]);
+    star_args_bind(vm, fname, args, params, nreq, nparams, out);
+}
 
 static bool
 given(struct star_value v)
@@ -32,8 +50,9 @@ want_str(struct star_vm *vm, const char *fname, struct star_value v, const char 
     return v.u.s;
 }
 
-/* An int argument of a built-in: 32 bits at most, as Codex's built-ins
- * take them (range(1 << 40) is refused there, so it is here). */
+/* An int argument of a built-in (an index, a count, a bound of range):
+ * 32 bits at most, as Codex's built-ins take them (range(1 << 40) is
+ * refused there, so it is here). */
 static int64_t
 want_int(struct star_vm *vm, const char *fname, struct star_value v, const char *what)
 {
@@ -254,7 +273,7 @@ parse_int(struct star_vm *vm, const char *s, size_t n, int64_t base, struct star
 static struct star_value
 bi_int(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("int", 1, "x", "base");
+    BIND_NAMED("int", 1, 1, "x", "base");
     struct star_value x = a[0];
     if (x.type == STAR_STRING) {
         if (given(a[1]) && !star_is_int(a[1]))
@@ -340,7 +359,7 @@ bi_range(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 static struct star_value
 bi_enumerate(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("enumerate", 1, "x", "start");
+    BIND_NAMED("enumerate", 1, 1, "x", "start");
     int64_t start = given(a[1]) ? want_int(vm, "enumerate", a[1], "start") : 0;
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
@@ -423,14 +442,14 @@ keys_of(struct star_vm *vm, struct star_value key, struct star_value *items, siz
 {
     struct star_value *keys = star_alloc(vm, (n ? n : 1) * sizeof *keys);
     for (size_t i = 0; i < n; i++)
-        keys[i] = given(key) && key.type != STAR_NONE ? call1(vm, key, items[i]) : items[i];
+        keys[i] = given(key) ? call1(vm, key, items[i]) : items[i];
     return keys;
 }
 
 static struct star_value
 bi_sorted(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
-    BIND("sorted", 1, "iterable", "key", "reverse");
+    BIND_NAMED("sorted", 1, 1, "iterable", "key", "reverse");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     struct star_value *keys = keys_of(vm, a[1], items, n);
@@ -458,7 +477,7 @@ bi_any_all(struct star_vm *vm, struct star_args *args, const char *name, bool wa
 {
     static const char *const params[] = {"x"};
     struct star_value a[1];
-    star_args_bind(vm, name, args, params, 1, 1, a);
+    bind_args(vm, name, args, params, 1, 1, 1, a);
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     for (size_t i = 0; i < n; i++)
@@ -836,7 +855,7 @@ strip_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args
     BIND(fname, 0, "chars");
     struct star_str *s = RECV_STR;
     struct star_str *chars = NULL;
-    if (given(a[0]) && a[0].type != STAR_NONE)
+    if (given(a[0])) /* Codex takes no None here */
         chars = want_str(vm, fname, a[0], "chars");
     /* By code point: Unicode whitespace, or any character of chars. */
     size_t b = 0, e = s->len;
@@ -878,8 +897,8 @@ m_rstrip(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 }
 
 /* Resolves optional start/end arguments, counted in code points, to a
- * byte range of s. */
-static void
+ * byte range of s; false when they select nothing (see below). */
+static bool
 str_range(struct star_vm *vm, const char *fname, struct star_str *s, struct star_value start,
           struct star_value end, size_t *b, size_t *e)
 {
@@ -895,14 +914,20 @@ str_range(struct star_vm *vm, const char *fname, struct star_str *s, struct star
         if (hi < 0)
             hi = hi + n < 0 ? 0 : hi + n;
     }
+    /* As in Codex, a start past the end, or an end before the start,
+     * selects nothing at all: even "" is not found there. */
+    bool some = lo <= n;
     if (lo > n)
         lo = n;
     if (hi > n)
         hi = n;
-    if (hi < lo)
+    if (hi < lo) {
         hi = lo;
+        some = false;
+    }
     *b = ascii ? (size_t)lo : unicode_offset(s->data, s->len, (size_t)lo);
     *e = ascii ? (size_t)hi : unicode_offset(s->data, s->len, (size_t)hi);
+    return some;
 }
 
 static bool
@@ -910,10 +935,12 @@ affix_match(struct star_vm *vm, const char *fname, struct star_str *s, size_t b,
             struct star_value x, bool prefix)
 {
     if (x.type == STAR_TUPLE) {
-        for (size_t i = 0; i < x.u.l->len; i++) {
+        /* Codex checks every element's type before it compares any. */
+        for (size_t i = 0; i < x.u.l->len; i++)
             if (x.u.l->items[i].type != STAR_STRING)
                 star_fail(vm, "%s: got %s, for element %zu, want string", fname,
                           star_type_name(x.u.l->items[i]), i);
+        for (size_t i = 0; i < x.u.l->len; i++) {
             if (affix_match(vm, fname, s, b, e, x.u.l->items[i], prefix))
                 return true;
         }
@@ -932,8 +959,8 @@ m_startswith(struct star_vm *vm, struct star_builtin *self, struct star_args *ar
 {
     BIND("startswith", 1, "prefix", "start", "end");
     size_t b, e;
-    str_range(vm, "startswith", RECV_STR, a[1], a[2], &b, &e);
-    return star_bool(affix_match(vm, "startswith", RECV_STR, b, e, a[0], true));
+    bool some = str_range(vm, "startswith", RECV_STR, a[1], a[2], &b, &e);
+    return star_bool(affix_match(vm, "startswith", RECV_STR, b, e, a[0], true) && some);
 }
 
 static struct star_value
@@ -941,8 +968,8 @@ m_endswith(struct star_vm *vm, struct star_builtin *self, struct star_args *args
 {
     BIND("endswith", 1, "suffix", "start", "end");
     size_t b, e;
-    str_range(vm, "endswith", RECV_STR, a[1], a[2], &b, &e);
-    return star_bool(affix_match(vm, "endswith", RECV_STR, b, e, a[0], false));
+    bool some = str_range(vm, "endswith", RECV_STR, a[1], a[2], &b, &e);
+    return star_bool(affix_match(vm, "endswith", RECV_STR, b, e, a[0], false) && some);
 }
 
 static struct star_value
@@ -953,6 +980,8 @@ m_replace(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     struct star_str *old = want_str(vm, "replace", a[0], "old");
     struct star_str *nw = want_str(vm, "replace", a[1], "new");
     int64_t count = given(a[2]) ? want_int(vm, "replace", a[2], "count") : -1;
+    if (given(a[2]) && count < 0)
+        star_fail(vm, "replace: count must not be negative (got %lld)", (long long)count);
     struct star_buf b = {0};
     star_buf_add(vm, &b, "", 0);
     size_t i = 0;
@@ -972,9 +1001,14 @@ m_replace(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         star_buf_add(vm, &b, nw->data, nw->len);
         done++;
         if (old->len == 0) {
-            if (at < s->len)
-                star_buf_addc(vm, &b, s->data[at]);
-            i = at + 1;
+            /* Between code points, not bytes: "é" has one inside. */
+            size_t next = at + 1;
+            if (at < s->len) {
+                next = at;
+                unicode_next(s->data, s->len, &next);
+                star_buf_add(vm, &b, s->data + at, next - at);
+            }
+            i = next;
         } else {
             i = at + old->len;
         }
@@ -1195,9 +1229,9 @@ find_impl(struct star_vm *vm, struct star_builtin *self, struct star_args *args,
     struct star_str *s = RECV_STR;
     struct star_str *sub = want_str(vm, fname, a[0], "sub");
     size_t b, e;
-    str_range(vm, fname, s, a[1], a[2], &b, &e);
+    bool some = str_range(vm, fname, s, a[1], a[2], &b, &e);
     int64_t found = -1;
-    if (sub->len <= e - b) {
+    if (some && sub->len <= e - b) {
         if (!right) {
             const char *h = memmem(s->data + b, e - b, sub->data, sub->len);
             if (h)
@@ -1249,7 +1283,8 @@ m_count(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     struct star_str *s = RECV_STR;
     struct star_str *sub = want_str(vm, "count", a[0], "sub");
     size_t b, e;
-    str_range(vm, "count", s, a[1], a[2], &b, &e);
+    if (!str_range(vm, "count", s, a[1], a[2], &b, &e))
+        return star_int(0);
     if (sub->len == 0)
         return star_int((int64_t)unicode_count(s->data + b, e - b) + 1);
     int64_t n = 0;
@@ -1916,8 +1951,7 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
         case 'x':
         case 'X':
         case 'o': {
-            if (v.type == STAR_BOOL)
-                v = star_int(v.u.b);
+            /* Codex refuses a bool here, unlike Python. */
             /* %d truncates a float, and only to an int of 32 bits, as in Codex. */
             if (v.type == STAR_FLOAT && c == 'd') {
                 double t = trunc(v.u.fl);

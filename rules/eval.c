@@ -662,9 +662,7 @@ slice_bound(struct star_vm *vm, struct star_value v, int64_t dflt, int64_t n, in
 {
     if (v.type == STAR_UNBOUND || v.type == STAR_NONE)
         return dflt;
-    if (too_big_for_i32(v))
-        int_too_big(vm, v);
-    if (v.type != STAR_INT)
+    if (v.type != STAR_INT) /* 32 bits at most: star_slice checked */
         star_fail(vm, "invalid %s index: got %s, want int", which, star_type_name(v));
     int64_t i = v.u.i;
     if (i < 0) {
@@ -681,28 +679,21 @@ static struct star_value
 star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct star_value hi,
            struct star_value st)
 {
+    /* Codex takes slice bounds and steps as 32-bit integers, and looks at
+     * all three before anything else. */
+    const struct star_value parts[] = {lo, hi, st};
+    for (size_t k = 0; k < 3; k++)
+        if (too_big_for_i32(parts[k]))
+            int_too_big(vm, parts[k]);
     int64_t step = 1;
     if (st.type != STAR_UNBOUND && st.type != STAR_NONE) {
-        if (too_big_for_i32(st))
-            int_too_big(vm, st);
         if (st.type != STAR_INT)
             star_fail(vm, "invalid slice step: got %s, want int", star_type_name(st));
         step = st.u.i;
         if (step == 0)
             star_fail(vm, "zero is not a valid slice step");
     }
-    if (x.type == STAR_RANGE) {
-        size_t n;
-        struct star_value *items = star_iterable_items(vm, x, &n);
-        struct star_value l = star_tuple_new(vm, n);
-        if (n > 0)
-            memcpy(l.u.l->items, items, n * sizeof *items);
-        x = l;
-        struct star_value r = star_slice(vm, x, lo, hi, st);
-        r.type = STAR_LIST;
-        return r;
-    }
-    int64_t n = seq_len(vm, x);
+    int64_t n = x.type == STAR_RANGE ? (int64_t)star_range_len(x.u.r) : seq_len(vm, x);
     int64_t start, stop;
     if (step > 0) {
         start = slice_bound(vm, lo, 0, n, step, "start");
@@ -710,6 +701,22 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
     } else {
         start = slice_bound(vm, lo, n - 1, n, step, "start");
         stop = slice_bound(vm, hi, -1, n, step, "end");
+    }
+    if (x.type == STAR_RANGE) {
+        /* A range, as in Codex: the elements at start, start + step, ... */
+        const struct star_range *r = x.u.r;
+        struct star_range *s = star_alloc(vm, sizeof *s);
+        int64_t off_start, off_stop;
+        if (__builtin_mul_overflow(start, r->step, &off_start) ||
+            __builtin_add_overflow(r->start, off_start, &s->start) ||
+            __builtin_mul_overflow(stop, r->step, &off_stop) ||
+            __builtin_add_overflow(r->start, off_stop, &s->stop) ||
+            __builtin_mul_overflow(r->step, step, &s->step) || s->start < INT32_MIN ||
+            s->start > INT32_MAX || s->stop < INT32_MIN || s->stop > INT32_MAX ||
+            s->step < INT32_MIN || s->step > INT32_MAX)
+            /* Codex's ranges are 32-bit. */
+            star_fail(vm, "integer overflow: the sliced range does not fit in 32 bits");
+        return (struct star_value){.type = STAR_RANGE, .u.r = s};
     }
     if (x.type == STAR_STRING) {
         const char *d = x.u.s->data;

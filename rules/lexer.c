@@ -939,6 +939,8 @@ lex_literal_call(struct lexer *lx)
     return true;
 }
 
+#define LONE_CR "a carriage return must be followed by a newline (\\r\\n)"
+
 static bool
 at_line_start(struct lexer *lx)
 {
@@ -957,6 +959,10 @@ lex_all(struct lexer *lx)
         char c = *lx->p;
         if (lx->bol && lx->depth == 0) {
             lx->bol = false;
+            /* Codex lets carriage returns start a line (not counted as
+             * indentation); elsewhere one must end the line. */
+            while (lx->p < lx->end && *lx->p == '\r')
+                lx->p++;
             const char *ws = lx->p;
             while (lx->p < lx->end && (*lx->p == ' ' || *lx->p == '\t'))
                 lx->p++;
@@ -979,14 +985,27 @@ lex_all(struct lexer *lx)
         }
         switch (c) {
         case ' ':
-        case '\t':
-        case '\r':
         case '\f':
             lx->p++;
             continue;
+        case '\t':
+            /* Codex refuses a tab anywhere between tokens (indentation is
+             * checked above; blank and comment-only lines may hold tabs) */
+            lex_fail(lx, lx->p, "tabs are not allowed: use spaces");
+        case '\r':
+            /* ... and a carriage return that does not end a line */
+            if (lx->p + 1 == lx->end || lx->p[1] != '\n')
+                lex_fail(lx, lx->p, LONE_CR);
+            lx->p++;
+            continue;
         case '#':
-            while (lx->p < lx->end && *lx->p != '\n')
+            while (lx->p < lx->end && *lx->p != '\n') {
+                /* Codex takes a comment-only line whole, \r and all. */
+                if (*lx->p == '\r' && (lx->p + 1 == lx->end || lx->p[1] != '\n') &&
+                    !at_line_start(lx))
+                    lex_fail(lx, lx->p, LONE_CR);
                 lx->p++;
+            }
             continue;
         case '\n':
             if (lx->depth == 0 && !at_line_start(lx))
@@ -1013,16 +1032,20 @@ lex_all(struct lexer *lx)
         }
         const char *s = lx->p;
         if (is_ident_start(c)) {
-            /* String prefixes: r, f, rf, fr (any case). */
+            /* String prefixes as Codex has them, lower case only: r, f,
+             * fr, and b, rb, br (its bytes, read here as strings); any
+             * other letters before a quote are a name, then a string. */
             const char *q = lx->p;
             bool raw = false, fstr = false;
-            while (q < lx->end && q - lx->p < 2 &&
-                   ((*q | 0x20) == 'r' || (*q | 0x20) == 'f' || (*q | 0x20) == 'b')) {
-                if ((*q | 0x20) == 'r')
-                    raw = true;
-                if ((*q | 0x20) == 'f')
-                    fstr = true;
+            if (q < lx->end && (*q == 'f' || *q == 'b')) {
+                fstr = *q == 'f';
                 q++;
+            }
+            if (q < lx->end && *q == 'r') {
+                raw = true;
+                q++;
+                if (q < lx->end && *q == 'b' && q - lx->p == 1)
+                    q++;
             }
             if (q > lx->p && q < lx->end && (*q == '"' || *q == '\'')) {
                 lx->p = q;

@@ -61,6 +61,8 @@ load_file(struct rules_policy *p, const char *path, bool whole, char **err)
     } else {
         rc = rules_builder_check_examples(b, vm, err);
     }
+    if (*err != NULL)
+        rules_show_nul_standins(*err);
     rules_builder_free(b);
     star_vm_free(vm);
     free(src);

@@ -1,4 +1,5 @@
 #include "rules/parser.h"
+#include "rules/unicode.h"
 
 #include <string.h>
 
@@ -284,6 +285,36 @@ literal_call(struct parser *ps, struct star_token *t)
     return n;
 }
 
+/*
+ * Where the source of expression e starts: Codex reports a failing
+ * operation at the start of its whole expression, and an operand's
+ * expression starts at its own leftmost part (a parenthesised operand at
+ * what is inside the parentheses).
+ */
+static void
+set_start(struct ast_node *n, const struct ast_node *e)
+{
+    for (;;) {
+        switch (e->kind) {
+        case A_BINARY:
+        case A_AND:
+        case A_OR:
+        case A_COND:
+        case A_INDEX:
+        case A_SLICE:
+            e = e->u.x.a;
+            continue;
+        case A_DOT:
+            e = e->u.dot.obj;
+            continue;
+        default:
+            n->line = e->line;
+            n->col = e->col;
+            return;
+        }
+    }
+}
+
 static struct ast_node *
 parse_operand(struct parser *ps)
 {
@@ -350,6 +381,7 @@ parse_operand(struct parser *ps)
                 vec_push(ps->vm, &v, parse_test(ps));
             e = node(ps, A_TUPLE, t);
             e->u.list = vec_list(&v);
+            set_start(e, e->u.list.items[0]); /* Codex: inside the parentheses */
         }
         expect(ps, T_RPAREN, "expected ')'");
         return e;
@@ -382,12 +414,29 @@ parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
             args = t;
         }
         struct ast_arg *a = &args[na++];
+        struct star_token *first = peek(ps);
+        /* Codex's order: *args at most once, before any **kwargs; **kwargs
+         * at most once; no name=value after either. */
+        bool star_seen = false, starstar_seen = false;
+        for (size_t j = 0; j + 1 < na; j++) {
+            star_seen = star_seen || args[j].kind == ARG_STAR;
+            starstar_seen = starstar_seen || args[j].kind == ARG_STARSTAR;
+        }
         if (accept(ps, T_STARSTAR)) {
             a->kind = ARG_STARSTAR;
+            if (starstar_seen)
+                star_fail_at(ps->vm, first->line, first->col,
+                             "Multiple kwargs dictionary in arguments");
         } else if (accept(ps, T_STAR)) {
             a->kind = ARG_STAR;
+            if (star_seen || starstar_seen)
+                star_fail_at(ps->vm, first->line, first->col,
+                             "Args array after another args or kwargs");
         } else if (peek_kind(ps) == T_NAME && ps->toks[ps->i + 1].kind == T_ASSIGN) {
             a->kind = ARG_KW;
+            if (star_seen || starstar_seen)
+                star_fail_at(ps->vm, first->line, first->col,
+                             "named argument after *args or **kwargs");
             a->name = advance(ps)->sval;
             advance(ps);
             for (size_t j = 0; j + 1 < na; j++) {
@@ -420,7 +469,6 @@ parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
 static struct ast_node *
 parse_primary(struct parser *ps)
 {
-    struct star_token *start = peek(ps);
     struct ast_node *e = parse_operand(ps);
     for (;;) {
         struct star_token *t = peek(ps);
@@ -430,13 +478,13 @@ parse_primary(struct parser *ps)
             struct ast_node *d = node(ps, A_DOT, name);
             d->u.dot.obj = e;
             d->u.dot.name = name->sval;
+            set_start(d, e);
             e = d;
         } else if (t->kind == T_LPAREN) {
             advance(ps);
             e = parse_call(ps, e, t);
             /* A call is reported where its whole expression starts. */
-            e->line = start->line;
-            e->col = start->col;
+            set_start(e, e->u.call.fn);
         } else if (t->kind == T_LBRACK) {
             advance(ps);
             struct ast_node *lo = NULL, *hi = NULL, *step = NULL;
@@ -452,6 +500,7 @@ parse_primary(struct parser *ps)
             }
             expect(ps, T_RBRACK, "expected ']'");
             struct ast_node *x = node(ps, slice ? A_SLICE : A_INDEX, t);
+            set_start(x, e);
             x->u.x.a = e;
             x->u.x.b = lo;
             x->u.x.c = hi;
@@ -523,6 +572,7 @@ parse_binary(struct parser *ps, int min_prec, struct ast_node *first)
         enter(ps, t);
         advance(ps);
         struct ast_node *n = node(ps, A_BINARY, t);
+        set_start(n, lhs);
         n->op = t->kind;
         n->u.x.a = lhs;
         n->u.x.b = parse_binary(ps, p + 1, NULL);
@@ -553,6 +603,7 @@ parse_comparison(struct parser *ps, struct ast_node *first)
         op = T_NOT; /* "not in" */
     }
     struct ast_node *n = node(ps, A_BINARY, t);
+    set_start(n, lhs);
     n->op = (uint8_t)op;
     n->u.x.a = lhs;
     n->u.x.b = parse_binary(ps, 1, NULL);
@@ -677,9 +728,32 @@ parse_expr(struct parser *ps)
 }
 
 /*
+ * The column of the decoded f-string text's byte `off` in the source, as
+ * Codex reports errors inside an f-string; the f-string's own column when
+ * an escape or a line break before it makes the two texts differ.
+ */
+static uint32_t
+fstring_col(const struct star_token *t, size_t off)
+{
+    const char *raw = t->text;
+    size_t q = 0;
+    while (q < t->len && raw[q] != '"' && raw[q] != '\'')
+        q++;
+    size_t start = q + (q + 2 < t->len && raw[q + 1] == raw[q] && raw[q + 2] == raw[q] ? 3 : 1);
+    if (start + off > t->len)
+        return t->col;
+    bool is_raw = memchr(raw, 'r', q) != NULL; /* a raw backslash stays, but before a quote */
+    for (size_t i = start; i < start + off; i++)
+        if ((raw[i] == '\\' && (!is_raw || raw[i + 1] == '"' || raw[i + 1] == '\'')) ||
+            raw[i] == '\n' || raw[i] == '\r')
+            return t->col;
+    return t->col + (uint32_t)unicode_count(raw, start + off);
+}
+
+/*
  * f"...{expr}...": the decoded text is split into literal parts and
  * expressions, each expression lexed and parsed on its own.  Positions
- * inside point at the f-string token.
+ * inside point where Codex points (see fstring_col).
  */
 static struct ast_node *
 parse_fstring(struct parser *ps, struct star_token *t)
@@ -697,11 +771,13 @@ parse_fstring(struct parser *ps, struct star_token *t)
             star_buf_addc(vm, &lit, '}');
             s += 2;
         } else if (*s == '}') {
-            star_fail_at(vm, t->line, t->col, "f-string: single '}' is not allowed: write '}}'");
+            star_fail_at(vm, t->line, fstring_col(t, (size_t)(s - t->sval->data)),
+                         "f-string: single '}' is not allowed: write '}}'");
         } else if (*s == '{') {
             const char *e = memchr(s, '}', (size_t)(end - s));
             if (e == NULL)
-                star_fail_at(vm, t->line, t->col, "f-string: '{' is never closed");
+                star_fail_at(vm, t->line, fstring_col(t, (size_t)(s + 1 - t->sval->data)),
+                             "f-string: '{' is never closed");
             if (lit.len > 0) {
                 struct ast_node *l = node(ps, A_STRING, t);
                 l->u.sval = star_str_new(vm, lit.data, lit.len);
@@ -718,10 +794,13 @@ parse_fstring(struct parser *ps, struct star_token *t)
                 b++;
             while (be > b && be[-1] == ' ')
                 be--;
+            const char *text = t->sval->data;
             if (b == be)
-                star_fail_at(vm, t->line, t->col, "f-string: empty expression in {}");
+                star_fail_at(vm, t->line, fstring_col(t, (size_t)(e - text)),
+                             "f-string: empty expression in {}");
             size_t ntok;
-            struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line, t->col, &ntok);
+            struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line,
+                                               fstring_col(t, (size_t)(b - text)), &ntok);
             struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .depth = ps->depth};
             struct ast_node *ex = parse_expr(&sub);
             accept(&sub, T_NEWLINE);
@@ -759,6 +838,7 @@ parse_params(struct parser *ps, int close)
     struct ast_param *params = NULL;
     size_t n = 0, cap = 0;
     bool star_seen = false, dflt_seen = false;
+    struct star_token *bare_star = NULL; /* a lone '*' not yet followed by a name */
     while (peek_kind(ps) != close) {
         struct star_token *t = peek(ps);
         if (n == cap) {
@@ -771,6 +851,8 @@ parse_params(struct parser *ps, int close)
         if (f->kwargs >= 0)
             star_fail_at(ps->vm, t->line, t->col, "parameter after **kwargs");
         if (accept(ps, T_STARSTAR)) {
+            if (bare_star)
+                star_fail_at(ps->vm, t->line, t->col, "`*` must be followed by named parameter");
             struct ast_param *p = &params[n];
             p->kind = PARAM_STARSTAR;
             p->name = expect(ps, T_NAME, "expected a name after '**'")->sval;
@@ -784,8 +866,11 @@ parse_params(struct parser *ps, int close)
                 p->kind = PARAM_STAR;
                 p->name = advance(ps)->sval;
                 f->varargs = (int)n++;
+            } else {
+                bare_star = t;
             }
         } else {
+            bare_star = NULL;
             struct ast_param *p = &params[n];
             p->kind = PARAM_NORMAL;
             p->name = expect(ps, T_NAME, "expected a parameter name")->sval;
@@ -809,6 +894,8 @@ parse_params(struct parser *ps, int close)
         if (!accept(ps, T_COMMA))
             break;
     }
+    if (bare_star) /* Codex: a lone '*' needs keyword-only parameters after it */
+        star_fail_at(ps->vm, bare_star->line, bare_star->col, "`*` parameter must not be last");
     /* Keep normal parameters first: positional, keyword-only, then *args, **kwargs. */
     struct ast_param *ordered = star_alloc(ps->vm, (n ? n : 1) * sizeof *ordered);
     size_t k = 0;
@@ -969,6 +1056,7 @@ parse_small(struct parser *ps)
             star_fail_at(ps->vm, lhs->line, lhs->col,
                          "augmented assignment needs a name or an index");
         n = node(ps, A_AUGASSIGN, op);
+        set_start(n, lhs); /* Codex reports the statement where it starts */
         static const uint8_t base[] = {T_PLUS, T_MINUS, T_STAR,  T_SLASH, T_SLASHSLASH, T_PERCENT,
                                        T_PIPE, T_AMP,   T_CARET, T_LTLT,  T_GTGT};
         n->op = base[op->kind - T_PLUS_EQ];

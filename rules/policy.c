@@ -21,7 +21,9 @@ struct prefix_rule {
     struct rules_token *rest; /* tokens after the first */
     size_t n_rest;
     enum rules_decision decision;
-    char *justification;
+    char *justification; /* as written: justification_len bytes, then a NUL */
+    size_t justification_len;
+    char *justification_shown;  /* rules_text_shown's, or justification itself */
     struct rules_origin origin; /* .file points into rules_policy.files */
 };
 
@@ -211,6 +213,8 @@ prefix_rule_free(struct prefix_rule *r)
         return;
     free(r->program);
     rule_tokens_free(r->rest, r->n_rest);
+    if (r->justification_shown != r->justification)
+        free(r->justification_shown);
     free(r->justification);
     free(r);
 }
@@ -282,9 +286,61 @@ oom:
     return NULL;
 }
 
+/* A copy of s[0..len) with a NUL after it, or NULL on OOM. */
+static char *
+copy_bytes(const char *s, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (c) {
+        memcpy(c, s, len);
+        c[len] = '\0';
+    }
+    return c;
+}
+
+#define NUL_SHOWN "\xe2\x90\x80" /* U+2400 SYMBOL FOR NULL */
+
+char *
+rules_text_shown(const char *s, size_t len)
+{
+    size_t nuls = 0;
+    for (size_t i = 0; i < len; i++)
+        nuls += s[i] == '\0';
+    if (nuls > (SIZE_MAX - len - 1) / 2)
+        return NULL;
+    char *out = malloc(len + 2 * nuls + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\0') {
+            memcpy(out + o, NUL_SHOWN, 3);
+            o += 3;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+bool
+rules_has_nul_standin(const char *s)
+{
+    return strstr(s, RULES_NUL_STANDIN) != NULL;
+}
+
+void
+rules_show_nul_standins(char *s)
+{
+    for (char *at = strstr(s, RULES_NUL_STANDIN); at; at = strstr(at + 2, RULES_NUL_STANDIN))
+        memcpy(at, "\\0", 2);
+}
+
 static struct prefix_rule *
 prefix_rule_new(const char *program, const struct rules_token *rest, size_t n_rest,
-                enum rules_decision decision, const char *justification, struct rules_origin origin)
+                enum rules_decision decision, const char *justification, size_t justification_len,
+                struct rules_origin origin)
 {
     struct prefix_rule *r = calloc(1, sizeof *r);
     if (!r)
@@ -294,8 +350,14 @@ prefix_rule_new(const char *program, const struct rules_token *rest, size_t n_re
     r->program = strdup(program);
     r->rest = copy_tokens(rest, n_rest);
     r->n_rest = n_rest;
-    r->justification = justification ? strdup(justification) : NULL;
-    if (!r->program || !r->rest || (justification && !r->justification)) {
+    if (justification) {
+        r->justification = copy_bytes(justification, justification_len);
+        r->justification_len = justification_len;
+        r->justification_shown = r->justification && memchr(justification, '\0', justification_len)
+                                     ? rules_text_shown(justification, justification_len)
+                                     : r->justification;
+    }
+    if (!r->program || !r->rest || (justification && !r->justification_shown)) {
         prefix_rule_free(r);
         return NULL;
     }
@@ -362,6 +424,15 @@ rules_policy_add_prefix_rule_at(struct rules_policy *p, const struct rules_token
                                 enum rules_decision decision, const char *justification,
                                 const struct rules_origin *origin)
 {
+    return rules_policy_add_prefix_rule_text(p, pattern, n, decision, justification,
+                                             justification ? strlen(justification) : 0, origin);
+}
+
+int
+rules_policy_add_prefix_rule_text(struct rules_policy *p, const struct rules_token *pattern,
+                                  size_t n, enum rules_decision decision, const char *justification,
+                                  size_t justification_len, const struct rules_origin *origin)
+{
     if (!p || !pattern || n == 0 || pattern[0].n_alts == 0)
         return -1;
     size_t n_first = pattern[0].n_alts;
@@ -379,8 +450,8 @@ rules_policy_add_prefix_rule_at(struct rules_policy *p, const struct rules_token
     if (!fresh || !buckets)
         goto oom;
     for (size_t i = 0; i < n_first; i++) {
-        fresh[i] =
-            prefix_rule_new(pattern[0].alts[i], pattern + 1, n - 1, decision, justification, where);
+        fresh[i] = prefix_rule_new(pattern[0].alts[i], pattern + 1, n - 1, decision, justification,
+                                   justification_len, where);
         if (!fresh[i])
             goto oom;
     }
@@ -599,7 +670,9 @@ rules_policy_each_rule(const struct rules_policy *p,
             .rest = r->rest,
             .n_rest = r->n_rest,
             .decision = r->decision,
-            .justification = r->justification,
+            .justification = r->justification_shown,
+            .justification_text = r->justification,
+            .justification_len = r->justification_len,
             .origin = r->origin,
         };
         int rc = fn(arg, &view);
@@ -619,6 +692,9 @@ struct rules_network_result
 rules_policy_network_check(const struct rules_policy *p, const char *host, const char *protocol)
 {
     struct rules_network_result r = {RULES_DECISION_NONE, NULL};
+    /* A rule's host with a NUL (kept as the stand-in) names no real host. */
+    if (host && rules_has_nul_standin(host))
+        return r;
     for (size_t i = 0; p && host && protocol && i < p->n_net; i++) {
         const struct network_rule *n = &p->net[i];
         if (strcmp(n->host, host) != 0 || strcmp(n->protocol, protocol) != 0 ||
@@ -670,8 +746,9 @@ match_fill(struct rules_match *m, const struct prefix_rule *r, const char *progr
     size_t size = n * sizeof(char *) + strlen(program) + 1;
     for (size_t i = 1; i < n; i++)
         size += strlen(argv[i]) + 1;
+    size_t shown_len = r->justification ? strlen(r->justification_shown) : 0;
     if (r->justification)
-        size += strlen(r->justification) + 1;
+        size += shown_len + 1 + r->justification_len + 1;
     if (resolved)
         size += strlen(resolved) + 1;
     char **block = malloc(size);
@@ -689,13 +766,18 @@ match_fill(struct rules_match *m, const struct prefix_rule *r, const char *progr
     m->n_prefix = n;
     m->decision = r->decision;
     m->justification = NULL;
+    m->justification_text = NULL;
+    m->justification_len = 0;
     m->resolved_program = NULL;
     m->origin = r->origin;
     if (r->justification) {
-        size_t len = strlen(r->justification) + 1;
-        memcpy(s, r->justification, len);
+        memcpy(s, r->justification_shown, shown_len + 1);
         m->justification = s;
-        s += len;
+        s += shown_len + 1;
+        memcpy(s, r->justification, r->justification_len + 1);
+        m->justification_text = s;
+        m->justification_len = r->justification_len;
+        s += r->justification_len + 1;
     }
     if (resolved) {
         memcpy(s, resolved, strlen(resolved) + 1);
@@ -742,7 +824,7 @@ path_file_name(const char *norm)
 
 static int
 check_host_fallback(const struct rules_policy *p, const char *const *argv, size_t argc,
-                    struct rules_result *out)
+                    unsigned flags, struct rules_result *out)
 {
     /* A bare name resolves to itself: its rules were already tried, so
      * skip the getcwd() a resolution would cost. */
@@ -760,6 +842,9 @@ check_host_fallback(const struct rules_policy *p, const char *const *argv, size_
     if (b) {
         bool known = false;
         bool listed = rules_policy_host_executable_allows(p, name, norm, &known);
+        /* A listed path with a NUL names no file a command can run. */
+        if (listed && !(flags & RULES_CHECK_EXAMPLE) && rules_has_nul_standin(norm))
+            listed = false;
         if (!known || listed)
             rc = collect_matches(b, name, argv, argc, norm, out);
     }
@@ -779,7 +864,7 @@ rules_policy_check(const struct rules_policy *p, const char *const *argv, size_t
     if (b)
         rc = collect_matches(b, argv[0], argv, argc, NULL, out);
     if (rc == 0 && out->n_matches == 0 && (flags & RULES_CHECK_RESOLVE_HOST_EXECUTABLES))
-        rc = check_host_fallback(p, argv, argc, out);
+        rc = check_host_fallback(p, argv, argc, flags, out);
     if (rc < 0) {
         rules_result_free(out);
         return -1;
@@ -882,16 +967,17 @@ rules_text_is_utf8(const char *s)
  * not UTF-8 (Codex refuses such input) become \ufffd so that the output
  * is always valid JSON. */
 static void
-jb_string(struct textbuf *b, const char *s)
+jb_string_n(struct textbuf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     textbuf_put(b, "\"", 1);
     const char *run = s;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *end = (const unsigned char *)s + len;
+    for (const unsigned char *p = (const unsigned char *)s; p < end; p++) {
         char esc[7];
         const char *e = NULL;
         if (*p >= 0x80) {
-            size_t n = utf8_seq_len(p);
+            size_t n = utf8_seq_len(p); /* stops at a NUL, and s[len] is one */
             if (n > 0) {
                 p += n - 1;
                 continue;
@@ -935,8 +1021,14 @@ jb_string(struct textbuf *b, const char *s)
         textbuf_puts(b, e);
         run = (const char *)p + 1;
     }
-    textbuf_puts(b, run);
+    textbuf_put(b, run, (size_t)(s + len - run));
     textbuf_put(b, "\"", 1);
+}
+
+static void
+jb_string(struct textbuf *b, const char *s)
+{
+    jb_string_n(b, s, strlen(s));
 }
 
 /* Newline plus indentation in pretty mode (two spaces a level, as
@@ -987,7 +1079,7 @@ jb_match(struct textbuf *b, const struct rules_match *m, bool pretty, int level)
     }
     if (m->justification) {
         jb_key(b, pretty, in, "justification", false);
-        jb_string(b, m->justification);
+        jb_string_n(b, m->justification_text, m->justification_len);
     }
     jb_nl(b, pretty, level + 1);
     textbuf_put(b, "}", 1);

@@ -72,6 +72,41 @@ int rules_policy_add_prefix_rule_at(struct rules_policy *p, const struct rules_t
                                     size_t n, enum rules_decision decision,
                                     const char *justification, const struct rules_origin *origin);
 
+/*
+ * The same with a justification of justification_len bytes that may hold
+ * NUL bytes (Codex keeps them, and `check` prints them as \u0000).
+ */
+int rules_policy_add_prefix_rule_text(struct rules_policy *p, const struct rules_token *pattern,
+                                      size_t n, enum rules_decision decision,
+                                      const char *justification, size_t justification_len,
+                                      const struct rules_origin *origin);
+
+/*
+ * A justification as the server shows it to a person (MCP results, audit
+ * records, approval prompts): a C string in which each NUL byte of the
+ * rule's text appears as U+2400 ("\u2400", the symbol for NUL), so that
+ * nothing after a NUL is lost.  Returns a new string, or NULL on OOM.
+ */
+char *rules_text_shown(const char *s, size_t len);
+
+/*
+ * A NUL cannot be part of a C string, so the rules builder stores each NUL
+ * of a host_executable name or path, a network_rule host and (for checking
+ * examples only) a pattern token or an example word as these two bytes,
+ * which are never UTF-8 and so never the rules' own text.  A command from
+ * outside may carry them too; as in Codex, where no command word can equal
+ * a string holding a NUL, such a command never equals one of those
+ * strings (see RULES_CHECK_EXAMPLE).
+ */
+#define RULES_NUL_STANDIN "\xc0\x80"
+
+/* True when s holds RULES_NUL_STANDIN.  Cannot fail. */
+bool rules_has_nul_standin(const char *s);
+
+/* Rewrites, in place, each RULES_NUL_STANDIN in a message as the two
+ * characters \0, so that an error naming such a string stays UTF-8. */
+void rules_show_nul_standins(char *s);
+
 /* One prefix rule as the policy keeps it: a first token with alternatives
  * was stored as one rule per alternative, each with the same origin. */
 struct rules_prefix_rule {
@@ -79,8 +114,10 @@ struct rules_prefix_rule {
     const struct rules_token *rest; /* the tokens after it */
     size_t n_rest;
     enum rules_decision decision;
-    const char *justification;  /* NULL when the rule has none */
-    struct rules_origin origin; /* .file NULL when not known */
+    const char *justification;      /* as shown (rules_text_shown); NULL: none */
+    const char *justification_text; /* exactly as written, NUL bytes and all */
+    size_t justification_len;       /* of justification_text */
+    struct rules_origin origin;     /* .file NULL when not known */
 };
 
 /*
@@ -98,7 +135,8 @@ int rules_policy_add_host_executable(struct rules_policy *p, const char *name,
 
 /* Records a network rule (exec decisions ignore it; the network proxy asks
  * rules_policy_network_check).  host as network_rule stores it (lower case,
- * no trailing dot).  Returns 0, or -1 on OOM. */
+ * no trailing dot); justification as shown (rules_text_shown).  Returns 0,
+ * or -1 on OOM. */
 int rules_policy_add_network_rule(struct rules_policy *p, const char *host, const char *protocol,
                                   enum rules_decision decision, const char *justification);
 
@@ -125,7 +163,8 @@ size_t rules_policy_network_rule_count(const struct rules_policy *p);
 /* The decision of the network rules for one destination. */
 struct rules_network_result {
     enum rules_decision decision; /* strictest of the rules naming host and protocol; NONE: none */
-    const char *justification;    /* that rule's (the first of them), or NULL; the policy's */
+    const char *justification;    /* that rule's (the first of them) as shown, or NULL;
+                                   * the policy's */
 };
 
 /*
@@ -149,7 +188,9 @@ struct rules_match {
     char **matched_prefix; /* the command tokens the rule's pattern covered */
     size_t n_prefix;
     enum rules_decision decision;
-    char *justification;        /* NULL when the rule has none */
+    char *justification;        /* as shown (rules_text_shown); NULL when the rule has none */
+    char *justification_text;   /* exactly as written, NUL bytes and all (check's JSON) */
+    size_t justification_len;   /* of justification_text */
     char *resolved_program;     /* set only when matched through basename fallback */
     struct rules_origin origin; /* the policy's (valid while it lives); .file NULL: not known */
 };
@@ -161,6 +202,9 @@ struct rules_result {
 };
 
 #define RULES_CHECK_RESOLVE_HOST_EXECUTABLES 0x1u
+/* argv is a match / not_match example of a rules file, its NUL bytes
+ * written as RULES_NUL_STANDIN like the policy's: they may then equal. */
+#define RULES_CHECK_EXAMPLE 0x2u
 
 /*
  * Evaluates the command argv[0..argc) (argc >= 1).  With

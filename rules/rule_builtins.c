@@ -17,8 +17,8 @@ struct pending {
     struct rules_token *pattern;
     size_t n;
     enum rules_decision decision;
-    const char *justification;
-    const char *const **matches; /* each a NULL-terminated argv */
+    const struct star_str *justification; /* NULL: none */
+    const char *const **matches;          /* each a NULL-terminated argv */
     size_t *match_lens, n_matches;
     const char *const **not_matches;
     size_t *not_match_lens, n_not_matches;
@@ -61,6 +61,30 @@ c_string(struct star_vm *vm, struct star_value v, const char *what)
     return v.u.s->data;
 }
 
+/*
+ * A string argument as a C string with each NUL written as
+ * RULES_NUL_STANDIN (Codex accepts NUL bytes in names, paths, hosts,
+ * pattern tokens and examples; policy.h says why the stand-in is safe).
+ */
+static const char *
+standin_string(struct star_vm *vm, struct star_value v, const char *what)
+{
+    if (v.type != STAR_STRING)
+        star_fail(vm, "%s must be a string, not %s", what, star_type_name(v));
+    const struct star_str *str = v.u.s;
+    if (memchr(str->data, '\0', str->len) == NULL)
+        return str->data;
+    struct star_buf buf = {0};
+    for (size_t i = 0; i < str->len; i++) {
+        if (str->data[i] == '\0')
+            star_buf_add(vm, &buf, RULES_NUL_STANDIN, strlen(RULES_NUL_STANDIN));
+        else
+            star_buf_add(vm, &buf, str->data + i, 1);
+    }
+    star_buf_add(vm, &buf, "", 0);
+    return buf.data;
+}
+
 static bool
 given(struct star_value v)
 {
@@ -70,26 +94,25 @@ given(struct star_value v)
 /* Whether s is empty or only whitespace, by Rust's (Unicode's) measure,
  * as Codex's "justification cannot be empty" check uses. */
 static bool
-blank(const char *s)
+blank(const char *s, size_t len)
 {
-    size_t len = strlen(s);
     for (size_t i = 0; i < len;)
         if (!unicode_is_whitespace(unicode_next(s, len, &i)))
             return false;
     return true;
 }
 
-static const char *
+/* The justification as written (it may hold NUL bytes, as in Codex). */
+static const struct star_str *
 justification_arg(struct star_vm *vm, const char *fname, struct star_value v)
 {
     if (!given(v))
         return NULL;
     if (v.type != STAR_STRING)
         star_fail(vm, "%s: justification must be a string, not %s", fname, star_type_name(v));
-    const char *j = c_string(vm, v, "justification");
-    if (blank(j))
+    if (blank(v.u.s->data, v.u.s->len))
         star_fail(vm, "invalid rule: justification cannot be empty");
-    return j;
+    return v.u.s;
 }
 
 static bool
@@ -98,8 +121,15 @@ has_nul(struct star_value v)
     return memchr(v.u.s->data, '\0', v.u.s->len) != NULL;
 }
 
+/*
+ * The pattern with NUL bytes as RULES_NUL_STANDIN (*full, to check the
+ * rule's examples, which may hold the same NULs) and the pattern the
+ * policy keeps (returned): a token with a NUL can never equal a command's
+ * word, so such alternatives are left out, and a token with no
+ * alternative left never matches.
+ */
 static struct rules_token *
-parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
+parse_pattern(struct star_vm *vm, struct star_value v, size_t *n, struct rules_token **full)
 {
     if (v.type != STAR_LIST)
         star_fail(vm, "prefix_rule: pattern must be a list, not %s", star_type_name(v));
@@ -107,21 +137,24 @@ parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
     if (l->len == 0)
         star_fail(vm, "invalid pattern element: pattern cannot be empty");
     struct rules_token *toks = star_alloc(vm, l->len * sizeof *toks);
+    struct rules_token *all = star_alloc(vm, l->len * sizeof *all);
     for (size_t i = 0; i < l->len; i++) {
         struct star_value e = l->items[i];
         if (e.type == STAR_STRING) {
             const char **alt = star_alloc(vm, sizeof *alt);
+            const char **every = star_alloc(vm, sizeof *every);
             toks[i].alts = alt;
-            /* Codex accepts a NUL in a token; such a token can never equal
-             * a command's word (a C string), so it is left out: a token
-             * with no alternative left never matches. */
+            all[i].alts = every;
+            every[0] = standin_string(vm, e, "a pattern token");
+            all[i].n_alts = 1;
             if (!has_nul(e)) {
-                alt[0] = c_string(vm, e, "a pattern token");
+                alt[0] = every[0];
                 toks[i].n_alts = 1;
             }
         } else if (e.type == STAR_LIST) {
             struct star_list *al = e.u.l;
             const char **alts = star_alloc(vm, (al->len ? al->len : 1) * sizeof *alts);
+            const char **every = star_alloc(vm, (al->len ? al->len : 1) * sizeof *every);
             size_t k = 0;
             for (size_t j = 0; j < al->len; j++) {
                 if (al->items[j].type != STAR_STRING)
@@ -129,13 +162,16 @@ parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
                               "invalid pattern element: pattern alternative must be a string "
                               "(got %s)",
                               star_type_name(al->items[j]));
+                every[j] = standin_string(vm, al->items[j], "a pattern alternative");
                 if (!has_nul(al->items[j]))
-                    alts[k++] = c_string(vm, al->items[j], "a pattern alternative");
+                    alts[k++] = every[j];
             }
             if (al->len == 0)
                 star_fail(vm, "invalid pattern element: pattern alternatives cannot be empty");
             toks[i].alts = alts;
             toks[i].n_alts = k;
+            all[i].alts = every;
+            all[i].n_alts = al->len;
         } else {
             star_fail(vm,
                       "invalid pattern element: pattern element must be a string or list of "
@@ -144,6 +180,7 @@ parse_pattern(struct star_vm *vm, struct star_value v, size_t *n)
         }
     }
     *n = l->len;
+    *full = all;
     return toks;
 }
 
@@ -152,7 +189,7 @@ static const char *const *
 parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
 {
     if (e.type == STAR_STRING) {
-        const char *s = c_string(vm, e, "an example");
+        const char *s = standin_string(vm, e, "an example");
         size_t len = strlen(s);
         /*
          * Reserve the arena memory first: shlex_split's words are malloc'd,
@@ -199,7 +236,7 @@ parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
         star_fail(vm, "invalid example: example cannot be an empty list");
     const char **argv = star_alloc(vm, (l->len + 1) * sizeof *argv);
     for (size_t i = 0; i < l->len; i++)
-        argv[i] = c_string(vm, l->items[i], "an example token");
+        argv[i] = standin_string(vm, l->items[i], "an example token");
     *argc = l->len;
     return argv;
 }
@@ -238,9 +275,10 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
         if (rules_decision_parse(d, &decision) != 0)
             star_fail(vm, "invalid decision: %s (want allow, prompt or forbidden)", d);
     }
-    const char *justification = justification_arg(vm, "prefix_rule", a[4]);
+    const struct star_str *justification = justification_arg(vm, "prefix_rule", a[4]);
     size_t n;
-    struct rules_token *pattern = parse_pattern(vm, a[0], &n);
+    struct rules_token *full;
+    struct rules_token *pattern = parse_pattern(vm, a[0], &n, &full);
 
     struct pending *p = star_alloc(vm, sizeof *p);
     parse_examples(vm, "match", a[2], &p->matches, &p->match_lens, &p->n_matches);
@@ -250,14 +288,16 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
     const struct rules_origin origin = {.file = vm->file, .line = line, .col = col};
     /* A rule whose program token cannot match (see parse_pattern) is
      * checked but never kept. */
-    if (pattern[0].n_alts > 0 && rules_policy_add_prefix_rule_at(b->policy, pattern, n, decision,
-                                                                 justification, &origin) != 0)
+    if (pattern[0].n_alts > 0 &&
+        rules_policy_add_prefix_rule_text(b->policy, pattern, n, decision,
+                                          justification ? justification->data : NULL,
+                                          justification ? justification->len : 0, &origin) != 0)
         star_fail(vm, "out of memory");
     if (p->n_matches + p->n_not_matches > 0) {
         star_keep(vm); /* checked once the file has run */
         p->line = line;
         p->col = col;
-        p->pattern = pattern;
+        p->pattern = full;
         p->n = n;
         p->decision = decision;
         p->justification = justification;
@@ -270,13 +310,20 @@ bi_prefix_rule(struct star_vm *vm, struct star_builtin *self, struct star_args *
     return star_none();
 }
 
-/* Lexical basename: after the last '/', ignoring trailing slashes. */
+/* Lexical basename: after the last '/', ignoring trailing slashes and
+ * "." components ("/bin/ls/." names ls), as Rust's Path::file_name. */
 static void
 basename_of(const char *path, const char **start, size_t *len)
 {
     size_t end = strlen(path);
-    while (end > 1 && path[end - 1] == '/')
-        end--;
+    for (;;) {
+        while (end > 1 && path[end - 1] == '/')
+            end--;
+        if (end > 1 && path[end - 1] == '.' && path[end - 2] == '/')
+            end -= 2;
+        else
+            break;
+    }
     size_t b = end;
     while (b > 0 && path[b - 1] != '/')
         b--;
@@ -292,7 +339,7 @@ bi_host_executable(struct star_vm *vm, struct star_builtin *self, struct star_ar
     star_args_bind(vm, "host_executable", args, params, 2, 2, a);
     if (a[0].type != STAR_STRING)
         star_fail(vm, "host_executable: name must be a string, not %s", star_type_name(a[0]));
-    const char *name = c_string(vm, a[0], "name");
+    const char *name = standin_string(vm, a[0], "name");
     if (name[0] == '\0')
         star_fail(vm, "invalid rule: host_executable name cannot be empty");
     if (strchr(name, '/') != NULL || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
@@ -308,7 +355,7 @@ bi_host_executable(struct star_vm *vm, struct star_builtin *self, struct star_ar
         if (l->items[i].type != STAR_STRING)
             star_fail(vm, "invalid rule: host_executable paths must be strings (got %s)",
                       star_type_name(l->items[i]));
-        const char *raw = c_string(vm, l->items[i], "a host_executable path");
+        const char *raw = standin_string(vm, l->items[i], "a host_executable path");
         const char *path = raw;
         if (strncmp(raw, "~/", 2) == 0) {
             if (home == NULL || home[0] != '/')
@@ -452,11 +499,16 @@ bi_network_rule(struct star_vm *vm, struct star_builtin *self, struct star_args 
         decision = RULES_DECISION_FORBIDDEN;
     else if (rules_decision_parse(d, &decision) != 0)
         star_fail(vm, "invalid decision: %s (want allow, prompt, forbidden or deny)", d);
-    const char *justification = justification_arg(vm, "network_rule", a[3]);
-    const char *host = network_host(vm, c_string(vm, a[0], "host"));
-    if (rules_policy_add_network_rule(builder_of(self)->policy, host, proto, decision,
-                                      justification) != 0)
+    const struct star_str *j = justification_arg(vm, "network_rule", a[3]);
+    const char *host = network_host(vm, standin_string(vm, a[0], "host"));
+    /* Only the server reads a network rule's justification: as shown. */
+    char *shown = j ? rules_text_shown(j->data, j->len) : NULL;
+    if ((j && !shown) || rules_policy_add_network_rule(builder_of(self)->policy, host, proto,
+                                                       decision, shown) != 0) {
+        free(shown);
         star_fail(vm, "out of memory");
+    }
+    free(shown);
     return star_none();
 }
 
@@ -477,7 +529,8 @@ static int
 example_matches(const struct rules_policy *p, const char *const *argv, size_t argc)
 {
     struct rules_result r;
-    if (rules_policy_check(p, argv, argc, RULES_CHECK_RESOLVE_HOST_EXECUTABLES, &r) != 0)
+    if (rules_policy_check(p, argv, argc,
+                           RULES_CHECK_RESOLVE_HOST_EXECUTABLES | RULES_CHECK_EXAMPLE, &r) != 0)
         return -1;
     int m = r.n_matches > 0;
     rules_result_free(&r);
@@ -532,8 +585,10 @@ check_one(struct rules_builder *b, struct star_vm *vm, const struct pending *pd,
     struct rules_policy *p = rules_policy_new();
     if (p == NULL ||
         (pd->pattern[0].n_alts > 0 &&
-         rules_policy_add_prefix_rule(p, pd->pattern, pd->n, pd->decision, pd->justification) !=
-             0) ||
+         rules_policy_add_prefix_rule_text(p, pd->pattern, pd->n, pd->decision,
+                                           pd->justification ? pd->justification->data : NULL,
+                                           pd->justification ? pd->justification->len : 0,
+                                           NULL) != 0) ||
         rules_policy_copy_host_executables(p, b->policy) != 0) {
         rules_policy_free(p);
         *err = rules_errf("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);

@@ -358,7 +358,7 @@ star_type_name(struct star_value v)
     case STAR_FUNCTION:
         return "function";
     case STAR_BUILTIN:
-        return "builtin_function_or_method";
+        return "function"; /* as Codex names a built-in's type */
     case STAR_RANGE:
         return "range";
     case STAR_ITERATOR:
@@ -816,17 +816,14 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
         break;
     }
     case STAR_FUNCTION:
-        star_buf_addf(vm, b, "<function %s>", star_function_name(v.u.f));
+        /* Codex: the file's name as given, a dot, the function's. */
+        star_buf_addf(vm, b, "%s.%s", vm->file ? vm->file : "", star_function_name(v.u.f));
         break;
     case STAR_ITERATOR:
         star_buf_add(vm, b, "iterator", 8);
         break;
     case STAR_BUILTIN:
-        if (v.u.bi->recv.type != STAR_NONE)
-            star_buf_addf(vm, b, "<built-in method %s of %s value>", v.u.bi->name,
-                          star_type_name(v.u.bi->recv));
-        else
-            star_buf_addf(vm, b, "<built-in function %s>", v.u.bi->name);
+        star_buf_add(vm, b, v.u.bi->name, strlen(v.u.bi->name)); /* as Codex */
         break;
     case STAR_RANGE:
         if (v.u.r->step != 1)

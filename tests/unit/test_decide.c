@@ -1204,6 +1204,28 @@ test_dangerous_option(void **state)
     (void)state;
 }
 
+/* A NUL in a justification (Codex keeps it) is shown as U+2400, so the
+ * text after it reaches the client and JSON stays whole. */
+static void
+test_nul_justification(void **state)
+{
+    struct decide_server *ds = server_with(
+        "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"keep\\0out\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE);
+    struct decide_result r;
+    decide(dc, DECIDE_FROM_TREE, "/bin/rm", W, ARGV("rm", "x"), 20, &r);
+    assert_verdict(&r, DECIDE_DENY);
+    assert_string_equal(r.reason, "keep\xe2\x90\x80out");
+    decide_result_release(&r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/rm", W, ARGV("rm", "x"), 0, &r);
+    assert_verdict(&r, DECIDE_DENY);
+    assert_string_equal(r.reason, "Execution forbidden by policy: keep\xe2\x90\x80out");
+    decide_result_release(&r);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
 /* ---- the audit log ---- */
 
 static void
@@ -1318,6 +1340,7 @@ main(void)
         cmocka_unit_test(test_other_calls_cap),
         cmocka_unit_test(test_forced_rm),
         cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_nul_justification),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_expect),
         cmocka_unit_test(test_question_text),

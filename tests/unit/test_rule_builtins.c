@@ -165,9 +165,6 @@ test_prefix_rule_errors(void **state)
                "2:5: prefix_rule: justification must be a string, not NoneType");
     expect_err("prefix_rule(pattern = ['ls'], decison = 'allow')\n",
                "1:1: prefix_rule: unexpected keyword argument 'decison'");
-    /* A NUL in a justification cannot be kept (Codex keeps it). */
-    expect_err("prefix_rule(pattern = ['ls'], justification = 'a\\0b')\n",
-               "1:1: justification must not contain a NUL byte");
     expect_err("    prefix_rule(pattern = ['x'],\n", "1:16: '(' is never closed");
 }
 
@@ -282,6 +279,88 @@ test_network_rules(void **state)
                "1:1: invalid rule: network_rule host cannot be empty");
 }
 
+/* The first match's justification for a command, as check() gives it. */
+static void
+expect_justification(const struct rules_policy *p, const char *cmd, const char *shown,
+                     const char *text, size_t text_len)
+{
+    const char *argv[] = {cmd};
+    struct rules_result r;
+    assert_int_equal(rules_policy_check(p, argv, 1, 0, &r), 0);
+    assert_int_equal(r.n_matches, 1);
+    assert_string_equal(r.matches[0].justification, shown);
+    assert_int_equal(r.matches[0].justification_len, text_len);
+    assert_memory_equal(r.matches[0].justification_text, text, text_len + 1);
+    rules_result_free(&r);
+}
+
+/* Codex keeps NUL bytes wherever a rule takes a string; so does the
+ * policy, and a NUL never lets a command from outside match. */
+static void
+test_nul_bytes(void **state)
+{
+    (void)state;
+    char *err = NULL;
+    struct rules_policy *p = load_src(
+        "prefix_rule(pattern = ['ls'], justification = 'a\\0b')\n"
+        "prefix_rule(pattern = ['cat'], justification = ''.join(['\\0', chr(0), 'c']) + ' ')\n"
+        "prefix_rule(pattern = ['rm'], decision = 'forbidden', justification = ' \\0 ',\n"
+        "            match = [['rm', 'a\\0']], not_match = ['r\\0m'])\n"
+        "prefix_rule(pattern = ['ls', ['x\\0', 'y']], match = [['ls', 'x\\0', 'z']],\n"
+        "            not_match = ['ls x'])\n"
+        "host_executable(name = 'ls', paths = ['/bin/ls', '/b\\0/ls'])\n"
+        "host_executable(name = 'g\\0', paths = ['/bin/g\\0'])\n"
+        "prefix_rule(pattern = ['g\\0'], match = ['/bin/g\\0'], not_match = ['/usr/g\\0'])\n"
+        "prefix_rule(pattern = ['ls', 'q'], match = ['/b\\0/ls q'], decision = 'prompt')\n"
+        "network_rule(host = 'a\\0b.test', protocol = 'https', decision = 'allow',\n"
+        "             justification = 'n\\0')\n"
+        "network_rule(host = 'c.test', protocol = 'https', decision = 'prompt',\n"
+        "             justification = 'n\\0')\n",
+        &err, NULL);
+    if (p == NULL)
+        fail_msg("%s", err);
+    expect_justification(p, "ls",
+                         "a\xe2\x90\x80"
+                         "b",
+                         "a\0b", 3);
+    expect_justification(p, "cat",
+                         "\xe2\x90\x80\xe2\x90\x80"
+                         "c ",
+                         "\0\0c ", 4);
+    expect_justification(p, "rm", " \xe2\x90\x80 ", " \0 ", 3);
+    /* A pattern token with a NUL is left out of the policy... */
+    assert_int_equal(decide(p, "ls y", 0), RULES_DECISION_ALLOW);
+    assert_int_equal(decide(p, "ls x", 0), RULES_DECISION_ALLOW); /* the ['ls'] rule only */
+    assert_int_equal(rules_policy_rule_count(p), 5);              /* not the g\0 one */
+    /* ...and a command carrying the stand-in bytes does not reach what a
+     * NUL was written into: not a listed path, not a network host. */
+    assert_int_equal(decide(p, "/bin/ls q", RULES_CHECK_RESOLVE_HOST_EXECUTABLES),
+                     RULES_DECISION_PROMPT);
+    assert_int_equal(
+        decide(p, "/b" RULES_NUL_STANDIN "/ls q", RULES_CHECK_RESOLVE_HOST_EXECUTABLES),
+        RULES_DECISION_NONE);
+    assert_int_equal(decide(p, "/b" RULES_NUL_STANDIN "/ls q",
+                            RULES_CHECK_RESOLVE_HOST_EXECUTABLES | RULES_CHECK_EXAMPLE),
+                     RULES_DECISION_PROMPT);
+    struct rules_network_result n =
+        rules_policy_network_check(p, "a" RULES_NUL_STANDIN "b.test", "https");
+    assert_int_equal(n.decision, RULES_DECISION_NONE);
+    n = rules_policy_network_check(p, "c.test", "https");
+    assert_int_equal(n.decision, RULES_DECISION_PROMPT);
+    assert_string_equal(n.justification, "n\xe2\x90\x80");
+    rules_policy_free(p);
+
+    /* The examples compare NULs exactly, and errors show them as \0. */
+    expect_err("prefix_rule(pattern = ['ls', 'a\\0'], match = [['ls', 'a']])\n",
+               "1:1: a match example does not match the rule: rule pattern [\"ls\", \"a\\0\"], "
+               "example: ls a");
+    expect_err("prefix_rule(pattern = ['l\\0s'], not_match = ['l\\0s'])\n",
+               "1:1: a not_match example matches the rule: rule pattern [\"l\\0s\"], example: "
+               "'l\\0s'");
+    expect_err("host_executable(name = 'ls', paths = ['/bin/l\\0s'])\n",
+               "1:1: invalid rule: host_executable path `/bin/l\\0s` must have basename `ls`");
+}
+
 static void
 test_directory(void **state)
 {
@@ -361,7 +440,7 @@ main(void)
         cmocka_unit_test(test_prefix_rules_load), cmocka_unit_test(test_prefix_rule_errors),
         cmocka_unit_test(test_examples),          cmocka_unit_test(test_host_executables),
         cmocka_unit_test(test_network_rules),     cmocka_unit_test(test_directory),
-        cmocka_unit_test(test_default_dir),
+        cmocka_unit_test(test_default_dir),       cmocka_unit_test(test_nul_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

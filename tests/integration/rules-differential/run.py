@@ -59,14 +59,16 @@ METHODS = [".upper()", ".lower()", ".strip()", ".lstrip()", ".rstrip()", ".capit
            ".removeprefix(\"\u65e5\")", ".strip(\"\u00e9a \")", ".lstrip(\"#\")",
            ".partition(\" \")[2]", ".rpartition(\"\u00e9\")[0]",
            ".split(\" \", 1)[-1]", ".rsplit(None, 1)[0]", ".rsplit(\"\", 2)[0]",
-           ".splitlines()[0] if True else \"\"", "[1:].upper()"]
+           ".splitlines()[0] if True else \"\"", "[1:].upper()", ".replace(\"\", \"|\")"]
 # Expressions that give a string from a string, for justifications.
 TO_STR = ["str(len({}))", "str({}.find(\"\u00e9\"))", "str({}.count(\"\"))",
           "str({}.isalpha())", "str({}.isupper())", "str({}.istitle())", "str({}.isspace())",
           "str({}.startswith(\"\u65e5\", 0, 1))", "str({}.endswith((\"b\", \"\u00df\")))",
           "\"-\".join({}.elems())", "str([c for c in {}.codepoints()][:2])",
           "\"{{}}!\".format({})", "f\"<{{{}}}>\"", "\"%r/%s\" % ({}, {})",
-          "str({}.split(\"\"))", "str({}.rsplit(\"a\", 1))", "repr({}.title())"]
+          "str({}.split(\"\"))", "str({}.rsplit(\"a\", 1))", "repr({}.title())",
+          "str([{}.find(\"\", 9), {}.count(\"\", 2, 1), {}.startswith(\"\", 9)])",
+          "{} + \"\\0\" + str(len)", "str(range(len({}))[1::2])", "{}.split(sep = \" \")[0]"]
 
 
 def q(s):
@@ -310,7 +312,12 @@ def statement(r):
         return "network_rule(host = %s, protocol = %s, decision = %s)" % (
             q(host), q(r.choice(["https", "http", "socks5_tcp"])), q("allow"))
     if k == 14:
-        return r.choice(["x = 2 ** 3", "print(1)", "x = 1 << 3", "x = 7 // 2", "x = -7 % 3"])
+        return r.choice(["x = 2 ** 3", "print(1)", "x = 1 << 3", "x = 7 // 2", "x = -7 % 3",
+                         "x = sorted([2, 1], key = None)", "x = sorted([2, 1], reverse = True)",
+                         "x = \"%s %s\" % (1,)", "x = \"%d\" % True", "x = [1,\t2]",
+                         "x = 1\r", "x = 1  # a\rb", "x = \"abc\"[::2147483648]",
+                         "def f(*a, **k):\n    return f(*a, b = 1)", "def f(a, *):\n    pass",
+                         "x = (1, 2)[5]", "x = [].pop()"])
     if k == 15:
         return "def helper(p, d = %s):\n    prefix_rule(pattern = p, decision = d)\nhelper([%s, %s])" % (
             q("prompt"), q("git"), expr(r))
