@@ -327,51 +327,6 @@ floor_mod(struct star_vm *vm, int64_t a, int64_t b)
     return m;
 }
 
-static const char *
-op_text(int op)
-{
-    switch (op) {
-    case T_PLUS:
-        return "+";
-    case T_MINUS:
-        return "-";
-    case T_STAR:
-        return "*";
-    case T_SLASH:
-        return "/";
-    case T_SLASHSLASH:
-        return "//";
-    case T_PERCENT:
-        return "%";
-    case T_PIPE:
-        return "|";
-    case T_AMP:
-        return "&";
-    case T_CARET:
-        return "^";
-    case T_LTLT:
-        return "<<";
-    case T_GTGT:
-        return ">>";
-    case T_STARSTAR:
-        return "**";
-    case T_LT:
-        return "<";
-    case T_GT:
-        return ">";
-    case T_LE:
-        return "<=";
-    case T_GE:
-        return ">=";
-    case T_IN:
-        return "in";
-    case T_NOT:
-        return "not in";
-    default:
-        return "?";
-    }
-}
-
 /* Codex refuses a left shift by more bits than this (its integers could
  * otherwise grow past any memory with one operator). */
 #define STAR_MAX_SHIFT 100000
@@ -439,7 +394,7 @@ big_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b)
     case T_SLASH:
         star_fail(vm, "floating-point division is not supported: use // for integer division");
     default:
-        star_fail(vm, "unknown binary op: int %s int", op_text(op));
+        star_fail(vm, "unknown binary op: int %s int", star_op_text(op));
     }
     return star_int_big(r);
 }
@@ -507,7 +462,7 @@ int_binary(struct star_vm *vm, int op, int64_t a, int64_t b)
     case T_SLASH: /* a float even for ints */
         return star_num_binary(vm, op, star_int(a), star_int(b));
     default:
-        star_fail(vm, "unknown binary op: int %s int", op_text(op));
+        star_fail(vm, "unknown binary op: int %s int", star_op_text(op));
     }
     /* The result does not fit in 64 bits. */
     return big_binary(vm, op, star_int(a), star_int(b));
@@ -589,7 +544,8 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
     default:
         break;
     }
-    star_fail(vm, "unknown binary op: %s %s %s", star_type_name(a), op_text(op), star_type_name(b));
+    star_fail(vm, "unknown binary op: %s %s %s", star_type_name(a), star_op_text(op),
+              star_type_name(b));
 }
 
 static int64_t

@@ -357,37 +357,6 @@ star_num_hash(struct star_value v)
     return (uint32_t)(bits >> 32) ^ (uint32_t)bits;
 }
 
-static const char *
-op_name(int op)
-{
-    switch (op) {
-    case T_PLUS:
-        return "+";
-    case T_MINUS:
-        return "-";
-    case T_STAR:
-        return "*";
-    case T_SLASH:
-        return "/";
-    case T_SLASHSLASH:
-        return "//";
-    case T_PERCENT:
-        return "%";
-    case T_PIPE:
-        return "|";
-    case T_AMP:
-        return "&";
-    case T_CARET:
-        return "^";
-    case T_LTLT:
-        return "<<";
-    case T_GTGT:
-        return ">>";
-    default:
-        return "?";
-    }
-}
-
 /* Codex names the operands of a division by zero in Rust's plain text. */
 static void
 fail_div_zero(struct star_vm *vm, struct star_value a, struct star_value b)
@@ -433,7 +402,7 @@ star_num_binary(struct star_vm *vm, int op, struct star_value a, struct star_val
         return star_float(signbit(r) != signbit(y) ? r + y : r);
     }
     default:
-        star_fail(vm, "Operation `%s` not supported for types `%s` and `%s`", op_name(op),
+        star_fail(vm, "Operation `%s` not supported for types `%s` and `%s`", star_op_text(op),
                   star_type_name(a), star_type_name(b));
     }
 }

@@ -1141,6 +1141,51 @@ star_lex_next(struct star_lexer *l, size_t *n)
 }
 
 const char *
+star_op_text(int op)
+{
+    switch (op) {
+    case T_PLUS:
+        return "+";
+    case T_MINUS:
+        return "-";
+    case T_STAR:
+        return "*";
+    case T_SLASH:
+        return "/";
+    case T_SLASHSLASH:
+        return "//";
+    case T_PERCENT:
+        return "%";
+    case T_PIPE:
+        return "|";
+    case T_AMP:
+        return "&";
+    case T_CARET:
+        return "^";
+    case T_LTLT:
+        return "<<";
+    case T_GTGT:
+        return ">>";
+    case T_STARSTAR:
+        return "**";
+    case T_LT:
+        return "<";
+    case T_GT:
+        return ">";
+    case T_LE:
+        return "<=";
+    case T_GE:
+        return ">=";
+    case T_IN:
+        return "in";
+    case T_NOT:
+        return "not in";
+    default:
+        return "?";
+    }
+}
+
+const char *
 star_tok_name(int kind)
 {
     static const char *const names[] = {

@@ -153,5 +153,8 @@ struct star_token *star_lex_next(struct star_lexer *lx, size_t *n);
 
 /* A printable name for a token kind ("')'", "newline", "end of file"). */
 const char *star_tok_name(int kind);
+/* An operator token as an expression spells it ("+", "//", "not in" for
+ * T_NOT), for messages; "?" for a token that is no operator. */
+const char *star_op_text(int op);
 
 #endif
