@@ -642,49 +642,12 @@ split_output(const char *out, size_t len, const char *nonce, const char **body, 
     return rc;
 }
 
-/* Writes body to a new file in the store's directory, 0600, by a rename:
- * a call that reads the old name meanwhile reads one whole snapshot. */
-static char *
-write_file(struct login_snapshot *ls, const char *body, size_t len, char **why)
-{
-    char *tmp = strfmt("%s/.new", ls->dir);
-    char *path = strfmt("%s/%u.sh", ls->dir, ++ls->serial);
-    if (!tmp || !path) {
-        free(tmp);
-        free(path);
-        *why = NULL;
-        return NULL;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int err = fd < 0 ? errno : 0;
-    for (size_t done = 0; !err && done < len;) {
-        ssize_t n = write(fd, body + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            err = errno;
-        else
-            done += (size_t)n;
-    }
-    if (fd >= 0 && close(fd) < 0 && !err)
-        err = errno;
-    if (!err && rename(tmp, path) < 0)
-        err = errno;
-    if (err) {
-        unlink(tmp);
-        *why = strfmt("cannot write %s: %s", path, strerror(err));
-        free(path);
-        path = NULL;
-    }
-    free(tmp);
-    return path;
-}
-
-/* Writes text to the new file path, mode 0600; 0, or an errno value. */
+/* Writes text to path, mode 0600, made or emptied as how says (O_EXCL: a
+ * new file, O_TRUNC: any); 0, or an errno value. */
 static int
-write_new(const char *path, const char *text, size_t len)
+write_whole(const char *path, int how, const char *text, size_t len)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | how | O_CLOEXEC | O_NOFOLLOW, 0600);
     int err = fd < 0 ? errno : 0;
     for (size_t done = 0; !err && done < len;) {
         ssize_t n = write(fd, text + done, len - done);
@@ -698,6 +661,32 @@ write_new(const char *path, const char *text, size_t len)
     if (fd >= 0 && close(fd) < 0 && !err)
         err = errno;
     return err;
+}
+
+/* Writes body to a new file in the store's directory, 0600, by a rename:
+ * a call that reads the old name meanwhile reads one whole snapshot. */
+static char *
+write_file(struct login_snapshot *ls, const char *body, size_t len, char **why)
+{
+    char *tmp = strfmt("%s/.new", ls->dir);
+    char *path = strfmt("%s/%u.sh", ls->dir, ++ls->serial);
+    if (!tmp || !path) {
+        free(tmp);
+        free(path);
+        *why = NULL;
+        return NULL;
+    }
+    int err = write_whole(tmp, O_TRUNC, body, len);
+    if (!err && rename(tmp, path) < 0)
+        err = errno;
+    if (err) {
+        unlink(tmp);
+        *why = strfmt("cannot write %s: %s", path, strerror(err));
+        free(path);
+        path = NULL;
+    }
+    free(tmp);
+    return path;
 }
 
 /* Makes ZSH_ZDOTDIR, mode 0700, with its .zshenv and .zlogin, once.
@@ -718,11 +707,11 @@ zdotdir_make(struct login_snapshot *ls, char **why)
         if (!err) {
             ls->zdotdir = true; /* zdotdir_remove takes away what is there */
             what = env;
-            err = write_new(env, zsh_zshenv, sizeof(zsh_zshenv) - 1);
+            err = write_whole(env, O_EXCL, zsh_zshenv, sizeof(zsh_zshenv) - 1);
         }
         if (!err) {
             what = login;
-            err = write_new(login, zsh_zlogin, sizeof(zsh_zlogin) - 1);
+            err = write_whole(login, O_EXCL, zsh_zlogin, sizeof(zsh_zlogin) - 1);
         }
         if (err) {
             *why = strfmt("cannot write %s: %s", what, strerror(err));
