@@ -140,6 +140,9 @@ struct ast_node {
             struct ast_node *fn;
             struct ast_arg *args;
             size_t nargs;
+            /* Every argument is a string or a list of strings (the lexer's
+             * plain call): nothing in them to resolve or to keep. */
+            bool literal;
         } call;
         struct {
             struct ast_func *func;

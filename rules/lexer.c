@@ -152,7 +152,20 @@ check_utf8(struct lexer *lx)
 {
     const unsigned char *s = (const unsigned char *)lx->p, *e = (const unsigned char *)lx->end;
     while (s < e) {
-        /* Eight bytes at a time while they are ASCII and none is NUL. */
+        /* Thirty-two bytes at a time while they are ASCII and none is NUL
+         * (a NUL byte sets its high bit in (w - LOW_BITS) & ~w), then
+         * eight. */
+        while (e - s >= 32) {
+            uint64_t w[4], bad = 0;
+            memcpy(w, s, 32);
+            for (int i = 0; i < 4; i++)
+                bad |= (w[i] | ((w[i] - LOW_BITS) & ~w[i])) & HIGH_BITS;
+            if (bad != 0)
+                break;
+            s += 32;
+        }
+        if (s == e)
+            break;
         uint64_t w;
         if (e - s >= 8 && (memcpy(&w, s, 8), (w & HIGH_BITS) == 0) &&
             ((w - LOW_BITS) & ~w & HIGH_BITS) == 0) {
@@ -748,10 +761,12 @@ push_indent(struct lexer *lx, const char *ws, size_t len)
 static void
 lex_indent(struct lexer *lx, const char *ws, size_t len)
 {
+    struct indent *top = &lx->indents[lx->n_indents - 1];
+    if (len == 0 && top->len == 0)
+        return; /* a top-level line at the top level: most lines of a rules file */
     const char *tab = memchr(ws, '\t', len);
     if (tab != NULL)
         lex_fail(lx, tab, "tabs are not allowed in indentation: indent with spaces");
-    struct indent *top = &lx->indents[lx->n_indents - 1];
     if (len == top->len && memcmp(ws, top->ws, len) == 0)
         return;
     if (len > top->len && memcmp(ws, top->ws, top->len) == 0) {
@@ -788,6 +803,24 @@ lit_spaces(const char *p, const char *end)
     return p;
 }
 
+/* Whether a[0..n) equals b[0..n): a name is short, so compared here
+ * eight bytes at a time rather than by a call of memcmp. */
+static inline bool
+same_bytes(const char *a, const char *b, size_t n)
+{
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return false;
+    }
+    for (; n > 0; a++, b++, n--)
+        if (*a != *b)
+            return false;
+    return true;
+}
+
 /* The name at p, interned, and its end in *after; NULL when there is none
  * or it is a keyword or reserved word.  *last is the name the last plain
  * call had at the same place (lines of a rules file repeat them), tried
@@ -796,7 +829,7 @@ static struct star_str *
 lit_name(struct lexer *lx, const char *p, const char **after, struct star_str **last)
 {
     struct star_str *l = *last;
-    if (l != NULL && (size_t)(lx->end - p) > l->len && memcmp(p, l->data, l->len) == 0 &&
+    if (l != NULL && (size_t)(lx->end - p) > l->len && same_bytes(p, l->data, l->len) &&
         !name_byte[(unsigned char)p[l->len]]) {
         *after = p + l->len;
         return l;

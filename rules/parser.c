@@ -259,6 +259,7 @@ literal_call(struct parser *ps, struct star_token *t)
     n->u.call.fn = fn;
     n->u.call.args = star_alloc_array(ps->vm, c->nargs, sizeof *n->u.call.args);
     n->u.call.nargs = c->nargs;
+    n->u.call.literal = true;
     for (size_t i = 0; i < c->nargs; i++) {
         const struct star_lit_arg *a = &c->args[i];
         struct ast_arg *arg = &n->u.call.args[i];
@@ -1416,6 +1417,8 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         break;
     case A_CALL:
         resolve_expr(r, s, e->u.call.fn);
+        if (e->u.call.literal) /* strings only: the name is all there is */
+            break;
         for (size_t i = 0; i < e->u.call.nargs; i++)
             resolve_expr(r, s, e->u.call.args[i].value);
         break;

@@ -816,6 +816,21 @@ test_bad_bytes(void **state)
     char *err = run(nul, sizeof nul - 1);
     assert_string_equal(err, "t.star:1:6: NUL byte in source: is this a text file?");
     free(err);
+    /* ASCII is checked 32 bytes at a time: a text of exactly 32 bytes
+     * ends there (what follows it is not read), and a bad byte or a NUL
+     * byte in any of a run's four words is reported where it is. */
+    char exact[] = "x = 'aaaaaaaaaaaaaaaaaaaaaaaaa'\n";
+    assert_int_equal(sizeof exact - 1, 32);
+    assert_int_equal(exact[32], '\0'); /* past the end: a NUL byte if read */
+    err = run(exact, 32);
+    assert_null(err);
+    expect_err("x = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xff'\n",
+               "t.star:1:51: invalid UTF-8 byte 0xff: files must be UTF-8 text");
+    char nul64[] = "x = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'\n";
+    nul64[60] = '\0';
+    err = run(nul64, sizeof nul64 - 1);
+    assert_string_equal(err, "t.star:1:61: NUL byte in source: is this a text file?");
+    free(err);
     expect_err("x = $\n", "t.star:1:5: unexpected character '$'");
     expect_err("x = 'a' 'b'\n",
                "t.star:1:9: syntax error: unexpected string, use + to join strings");
