@@ -13,6 +13,31 @@ ps_die() {
 	exit 1
 }
 
+# ps_client_setup CLIENT_SOURCE: sets client_dir (the client's folder,
+# absolute), src_root (its parent, the project's top: includes are rooted
+# there, "wrapper/esc_io.h"), esc_env (the protocol's variable names, which
+# the patch reads; it must exist) and client_cflags.
+ps_client_setup() {
+	client_dir=$(cd "$(dirname "$1")" && pwd)
+	# shellcheck disable=SC2034 # for the caller
+	src_root=$(dirname "$client_dir")
+	esc_env="$client_dir/esc_env.h"
+	# shellcheck disable=SC2034 # for the caller
+	client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
+	[ -f "$esc_env" ] || ps_die "$esc_env is missing: the patch takes the variables' names from it"
+}
+
+# ps_source PACKAGE CACHE_DIR: makes CACHE_DIR and sets cache (it,
+# absolute) and dsc (PACKAGE's newest source package there, fetched when
+# there is none).
+ps_source() {
+	mkdir -p "$2"
+	cache=$(cd "$2" && pwd)
+	# shellcheck disable=SC2034 # for the caller
+	dsc=$(debian_source_dsc "$1" "$cache") ||
+		ps_die "apt-get source $1 failed (see $cache/apt-source-$1.log); run scripts/setup, which adds a deb-src entry"
+}
+
 # ps_abspath PATH: PATH made absolute (its folder must exist); the builds
 # change directory.
 ps_abspath() {

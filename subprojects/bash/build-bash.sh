@@ -42,19 +42,8 @@ patch=$(ps_abspath "$3")
 cache=$4
 libc=$5
 shift 5
-client_dir=$(cd "$(dirname "$1")" && pwd)
-# The project's top: includes are rooted there ("wrapper/esc_io.h").
-src_root=$(dirname "$client_dir")
-esc_env="$client_dir/esc_env.h"
-client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
-
-mkdir -p "$cache"
-cache=$(cd "$cache" && pwd)
-
-[ -f "$esc_env" ] || ps_die "$esc_env is missing: the patch takes the variables' names from it"
-
-dsc=$(debian_source_dsc bash "$cache") ||
-	ps_die "apt-get source bash failed (see $cache/apt-source-bash.log); run scripts/setup, which adds a deb-src entry"
+ps_client_setup "$1"
+ps_source bash "$cache"
 
 case $libc in
 # musl-string.c replaces musl's string functions only when asked.

@@ -40,19 +40,8 @@ termcap=$(ps_abspath "$4")
 cache=$5
 libc=$6
 shift 6
-client_dir=$(cd "$(dirname "$1")" && pwd)
-# The project's top: includes are rooted there ("wrapper/esc_io.h").
-src_root=$(dirname "$client_dir")
-esc_env="$client_dir/esc_env.h"
-client_cflags="-std=c17 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror"
-
-mkdir -p "$cache"
-cache=$(cd "$cache" && pwd)
-
-[ -f "$esc_env" ] || ps_die "$esc_env is missing: the patch takes the variables' names from it"
-
-dsc=$(debian_source_dsc zsh "$cache") ||
-	ps_die "apt-get source zsh failed (see $cache/apt-source-zsh.log); run scripts/setup, which adds a deb-src entry"
+ps_client_setup "$1"
+ps_source zsh "$cache"
 
 case $libc in
 musl) client_cc=musl-gcc ;;
