@@ -13,6 +13,8 @@
 
 #include "rules/value.h"
 
+struct star_lit_call;
+
 enum ast_kind {
     /* expressions */
     A_IDENT,
@@ -143,6 +145,9 @@ struct ast_node {
             /* Every argument is a string or a list of strings (the lexer's
              * plain call): nothing in them to resolve or to keep. */
             bool literal;
+            /* The plain call's arguments as the lexer read them, when the
+             * tree has no nodes for them (args is NULL) */
+            const struct star_lit_call *lit;
         } call;
         struct {
             struct ast_func *func;

@@ -1054,6 +1054,34 @@ eval_args(struct star_vm *vm, struct star_frame *fr, struct ast_node *call, stru
     }
 }
 
+_Static_assert(STAR_LIT_MAX_ARGS <= INLINE_ARGS, "a plain call's arguments fit in an argbuf");
+
+/* The arguments of the lexer's plain call: each a string, or a new list
+ * of strings, as the tree of its tokens would have evaluated to. */
+static void
+literal_args(struct star_vm *vm, const struct star_lit_call *c, struct argbuf *ab)
+{
+    ab->a.pos = ab->pos;
+    ab->a.npos = 0;
+    ab->a.kwnames = ab->kwnames;
+    ab->a.kwvals = ab->kwvals;
+    ab->cap_pos = ab->cap_kw = INLINE_ARGS;
+    ab->a.nkw = c->nargs;
+    for (size_t i = 0; i < c->nargs; i++) {
+        const struct star_lit_arg *a = &c->args[i];
+        ab->kwnames[i] = a->name;
+        if (!a->is_list) {
+            ab->kwvals[i] = star_string_of(a->items[0].s);
+            continue;
+        }
+        struct star_value l = star_list_new(vm, a->n);
+        for (size_t k = 0; k < a->n; k++)
+            l.u.l->items[k] = star_string_of(a->items[k].s);
+        l.u.l->len = a->n;
+        ab->kwvals[i] = l;
+    }
+}
+
 static struct star_value
 eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 {
@@ -1074,7 +1102,10 @@ eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         return m(vm, &bi, &ab.a);
     }
     struct star_value fn = eval(vm, fr, fnode);
-    eval_args(vm, fr, e, &ab);
+    if (e->u.call.lit != NULL)
+        literal_args(vm, e->u.call.lit, &ab);
+    else
+        eval_args(vm, fr, e, &ab);
     at(vm, e);
     return star_call(vm, fn, &ab.a);
 }

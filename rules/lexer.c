@@ -20,7 +20,6 @@ struct bracket {
 
 /* The most arguments and strings a plain call statement (T_CALL_LITERAL)
  * may have; a longer call is lexed token by token like any other. */
-#define LIT_MAX_ARGS    8
 #define LIT_MAX_STRINGS 32
 
 struct lexer {
@@ -50,7 +49,12 @@ struct lexer {
     bool at_stmt;   /* the last window ended where a top-level statement starts */
     /* The names of the last plain call statement: the called one, then
      * its keywords (see lit_name). */
-    struct star_str *lit_names[LIT_MAX_ARGS + 1];
+    struct star_str *lit_names[STAR_LIT_MAX_ARGS + 1];
+    /* Its strings, by their place in it: lines of a rules file repeat
+     * many ("allow", "sub"), and strings cannot change, so an equal one
+     * is shared.  Only within a window: star_lex_next forgets them, as
+     * the arena may take back what the last window allocated. */
+    struct star_str *lit_strings[LIT_MAX_STRINGS];
 };
 
 /* The top bit of each of a word's eight bytes. */
@@ -849,10 +853,11 @@ lit_name(struct lexer *lx, const char *p, const char **after, struct star_str **
 }
 
 /* The plain string at p (printable ASCII between quotes, no backslash)
- * into *out, and its end; NULL when there is none. */
+ * into *out, and its end; NULL when there is none.  *last is the string
+ * the last plain call had at the same place, reused when equal. */
 static const char *
 lit_string(struct lexer *lx, const char *p, const char *line_start, uint32_t col0,
-           struct star_lit_string *out)
+           struct star_lit_string *out, struct star_str **last)
 {
     if (p >= lx->end || (*p != '"' && *p != '\''))
         return NULL;
@@ -863,14 +868,19 @@ lit_string(struct lexer *lx, const char *p, const char *line_start, uint32_t col
         q++;
     if (q >= lx->end || *q != *p)
         return NULL;
-    out->s = star_str_new(lx->vm, p + 1, (size_t)(q - p - 1));
+    size_t len = (size_t)(q - p - 1);
+    struct star_str *l = *last;
+    if (l != NULL && l->len == len && memcmp(l->data, p + 1, len) == 0)
+        out->s = l;
+    else
+        out->s = *last = star_str_new(lx->vm, p + 1, len);
     out->col = col0 + (uint32_t)(p - line_start);
     return q + 1;
 }
 
 /*
  * At the start of a top-level statement: when it is a plain call
- * statement (struct star_lit_call) of at most LIT_MAX_ARGS arguments and
+ * statement (struct star_lit_call) of at most STAR_LIT_MAX_ARGS arguments and
  * LIT_MAX_STRINGS strings, each keyword given once, emits it as one
  * T_CALL_LITERAL token and its newline and returns true; else returns
  * false and the statement is lexed token by token (what was allocated
@@ -890,12 +900,12 @@ lex_literal_call(struct lexer *lx)
     /* The statement is ASCII: a byte's column is its offset from the
      * statement's start. */
     uint32_t col0 = col_of(lx, start);
-    struct star_lit_arg args[LIT_MAX_ARGS];
+    struct star_lit_arg args[STAR_LIT_MAX_ARGS];
     struct star_lit_string strs[LIT_MAX_STRINGS];
     size_t nargs = 0, nstrs = 0, tokens = 3; /* name ( ) */
     p = lit_spaces(p + 1, end);
     while (p < end && *p != ')') {
-        if (nargs == LIT_MAX_ARGS)
+        if (nargs == STAR_LIT_MAX_ARGS)
             return false;
         struct star_lit_arg *a = &args[nargs];
         if ((a->name = lit_name(lx, p, &p, &lx->lit_names[nargs + 1])) == NULL)
@@ -921,7 +931,7 @@ lex_literal_call(struct lexer *lx)
         for (;;) {
             if (nstrs == LIT_MAX_STRINGS)
                 return false;
-            if ((p = lit_string(lx, p, start, col0, &strs[nstrs])) == NULL)
+            if ((p = lit_string(lx, p, start, col0, &strs[nstrs], &lx->lit_strings[nstrs])) == NULL)
                 return false;
             nstrs++;
             tokens++;
@@ -1165,6 +1175,7 @@ star_lex_next(struct star_lexer *l, size_t *n)
     struct lexer *lx = (struct lexer *)l;
     lx->n = 0; /* the caller is done with the last window: reuse its memory */
     lx->n_extra = 0;
+    memset(lx->lit_strings, 0, sizeof lx->lit_strings);
     lex_all(lx);
     /* One more token past the end, so a look past the window's last
      * statement sees a newline, never stale memory. */

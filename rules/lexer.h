@@ -109,6 +109,8 @@ struct star_lit_arg {
     struct star_lit_string *items; /* the list's items, or the string (n == 1) */
     size_t n;
 };
+/* The most keyword arguments a plain call may have. */
+#define STAR_LIT_MAX_ARGS 8
 struct star_lit_call {
     struct star_lit_arg *args;
     size_t nargs;

@@ -234,55 +234,20 @@ parse_dict_or_comp(struct parser *ps)
     return n;
 }
 
-/* The tree parse_primary makes of the tokens a T_CALL_LITERAL stands for
- * (the lexer's plain call statement): a call of the name, each keyword
- * argument a string or a list of strings, at the same positions. */
+/* The call node for a T_CALL_LITERAL (the lexer's plain call statement):
+ * a call of the name at the token's position, whose arguments the
+ * evaluator takes from the lexer's description (eval.c, literal_args);
+ * they are strings or lists of strings, so no node is made for them. */
 static struct ast_node *
 literal_call(struct parser *ps, struct star_token *t)
 {
-    const struct star_lit_call *c = t->call;
-    /* The nodes in one allocation: the name, the call, each list and
-     * string. */
-    size_t count = 2;
-    for (size_t i = 0; i < c->nargs; i++)
-        count += c->args[i].is_list + c->args[i].n;
-    struct ast_node *pool = star_alloc_array(ps->vm, count, sizeof *pool);
-    for (size_t i = 0; i < count; i++) {
-        pool[i].line = t->line;
-        pool[i].col = t->col;
-    }
-    struct ast_node *fn = pool++;
-    fn->kind = A_IDENT;
+    struct ast_node *fn = node(ps, A_IDENT, t);
     fn->u.ident.name = t->sval;
-    struct ast_node *n = pool++;
-    n->kind = A_CALL;
+    struct ast_node *n = node(ps, A_CALL, t);
     n->u.call.fn = fn;
-    n->u.call.args = star_alloc_array(ps->vm, c->nargs, sizeof *n->u.call.args);
-    n->u.call.nargs = c->nargs;
+    n->u.call.nargs = t->call->nargs;
     n->u.call.literal = true;
-    for (size_t i = 0; i < c->nargs; i++) {
-        const struct star_lit_arg *a = &c->args[i];
-        struct ast_arg *arg = &n->u.call.args[i];
-        arg->kind = ARG_KW;
-        arg->name = a->name;
-        struct ast_node **items = &arg->value;
-        if (a->is_list) {
-            struct ast_node *l = pool++;
-            l->kind = A_LIST;
-            l->col = a->col;
-            l->u.list.items = star_alloc_array(ps->vm, a->n, sizeof *l->u.list.items);
-            l->u.list.n = a->n;
-            arg->value = l;
-            items = l->u.list.items;
-        }
-        for (size_t k = 0; k < a->n; k++) {
-            struct ast_node *str = pool++;
-            str->kind = A_STRING;
-            str->col = a->items[k].col;
-            str->u.sval = a->items[k].s;
-            items[k] = str;
-        }
-    }
+    n->u.call.lit = t->call;
     return n;
 }
 

@@ -630,6 +630,18 @@ test_plain_calls(void **state)
     assert_non_null(err);
     assert_string_equal(err, want);
     free(err);
+    /* Each call gets a new list, though the lines repeat and share their
+     * strings; what a function keeps stays as it was, across windows. */
+    len = (size_t)snprintf(big, cap, "%s",
+                           EQ "kept = []\ndef keep(p, d = 'x'):\n"
+                              "    p.append(d)\n    kept.append(p)\n");
+    for (int i = 0; i < 3000; i++)
+        len += (size_t)snprintf(big + len, cap - len, "keep(p = [\"a\", \"b\"], d = \"allow\")\n");
+    len += (size_t)snprintf(big + len, cap - len,
+                            "kept[0].append('z')\neq(kept[0], ['a', 'b', 'allow', 'z'])\n"
+                            "eq([len(k) for k in kept[1:]], [3] * 2999)\n"
+                            "eq(kept[2999], ['a', 'b', 'allow'])\n");
+    expect_ok(big);
     free(big);
 }
 
