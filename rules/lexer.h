@@ -94,9 +94,10 @@ enum star_tok {
  * `prefix_rule(pattern = ["git", "push"], decision = "prompt")`.  Most
  * lines of a rules file are such calls, and the lexer hands each to the
  * parser as one T_CALL_LITERAL token (its text is the called name) with
- * what its tokens would have said, so the parser makes the same tree
- * without the tokens being stored and read one by one.  All positions
- * are on the token's line.
+ * what its tokens would have said.  The parser makes a call node of it
+ * that points here, and the evaluator makes the arguments' values from
+ * this description, without tokens or tree nodes for them.  All
+ * positions are on the token's line.
  */
 struct star_lit_string {
     struct star_str *s;
