@@ -35,6 +35,7 @@ enum ast_kind {
     A_COND,
     A_INDEX,
     A_SLICE,
+    A_INDEX2, /* x[a, b]: Codex parses it, and no value of the language takes it */
     A_DOT,
     A_CALL,
     A_LAMBDA,
@@ -132,8 +133,8 @@ struct ast_node {
         } comp;
         struct {
             struct ast_node *a, *b, *c, *d;
-        } x; /* unary a; binary/and/or a b; cond a if b else c; index a[b]; slice a[b:c:d];
-                assign a = b; return a; expr stmt a; fstring part a (op 'r' or 's') */
+        } x; /* unary a; binary/and/or a b; cond a if b else c; index a[b]; index2 a[b, c]; slice
+                a[b:c:d]; assign a = b; return a; expr stmt a; fstring part a (op 'r' or 's') */
         struct {
             struct ast_node *obj;
             struct star_str *name;

@@ -800,6 +800,16 @@ unpack(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct sta
         assign(vm, fr, t->u.list.items[i], v.u.l->items[i]);
 }
 
+/* x.name = ...: the file may say it (Codex reads it), but no value of
+ * the language has an attribute that can be set. */
+static _Noreturn void
+set_attr_fails(struct star_vm *vm, struct ast_node *t, struct star_value x)
+{
+    at(vm, t);
+    star_fail(vm, "operation .%s= (setting an attribute) is not supported on %s",
+              t->u.dot.name->data, star_type_name(x));
+}
+
 static void
 assign(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct star_value v)
 {
@@ -817,6 +827,8 @@ assign(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct sta
         star_set_index(vm, x, i, v);
         return;
     }
+    case A_DOT:
+        set_attr_fails(vm, t, eval(vm, fr, t->u.dot.obj));
     default:
         unpack(vm, fr, t, v);
     }
@@ -1287,6 +1299,13 @@ eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         at(vm, e);
         return star_index(vm, x, i);
     }
+    case A_INDEX2: {
+        struct star_value x = eval(vm, fr, e->u.x.a);
+        eval(vm, fr, e->u.x.b);
+        eval(vm, fr, e->u.x.c);
+        at(vm, e);
+        star_fail(vm, "operation [,] (two indexes) is not supported on %s", star_type_name(x));
+    }
     case A_SLICE: {
         struct star_value x = eval(vm, fr, e->u.x.a);
         struct star_value none = {.type = STAR_UNBOUND};
@@ -1395,6 +1414,17 @@ exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         }
         assign(vm, fr, t, star_binary(vm, st->op, old, rhs));
         return;
+    }
+    if (t->kind == A_DOT) {
+        /* Reading it fails first, where the statement starts, as in
+         * Codex; a method can be read, but not combined nor set. */
+        struct star_value obj = eval(vm, fr, t->u.dot.obj);
+        at(vm, st);
+        struct star_value old = star_getattr(vm, obj, t->u.dot.name);
+        struct star_value rhs = eval(vm, fr, st->u.x.b);
+        at(vm, st);
+        star_binary(vm, st->op, old, rhs);
+        set_attr_fails(vm, t, obj);
     }
     struct star_value x = eval(vm, fr, t->u.x.a);
     struct star_value i = eval(vm, fr, t->u.x.b);

@@ -144,6 +144,55 @@ starts_expr(int k)
     }
 }
 
+/* Codex refuses `x = 1,` and `for a, in ...` (parentheses make the tuple). */
+#define TRAILING_COMMA "unparenthesized tuple with trailing comma"
+
+/*
+ * What may be assigned to, as Codex checks it when it reads the file: a
+ * name, an attribute, an index, or a list or tuple of those (empty ones
+ * too).  An attribute fails only when it is assigned (no value has one to
+ * set), so a function that would do it can still be defined.
+ */
+static void
+check_target(struct parser *ps, struct ast_node *e)
+{
+    switch (e->kind) {
+    case A_IDENT:
+    case A_INDEX:
+    case A_DOT:
+        return;
+    case A_LIST:
+    case A_TUPLE:
+        for (size_t i = 0; i < e->u.list.n; i++)
+            check_target(ps, e->u.list.items[i]);
+        return;
+    default:
+        star_fail_at(ps->vm, e->line, e->col,
+                     "left-hand-side of assignment must take the form `a`, `a.b` or `a[b]`");
+    }
+}
+
+/* The variables of a for loop or a comprehension's for clause. */
+static struct ast_node *
+parse_loop_vars(struct parser *ps)
+{
+    struct star_token *t = peek(ps);
+    struct ast_node *e = parse_primary(ps);
+    if (peek_kind(ps) == T_COMMA) {
+        struct vec v = {0};
+        vec_push(ps->vm, &v, e);
+        while (accept(ps, T_COMMA)) {
+            if (peek_kind(ps) == T_IN)
+                star_fail_at(ps->vm, t->line, t->col, TRAILING_COMMA);
+            vec_push(ps->vm, &v, parse_primary(ps));
+        }
+        e = node(ps, A_TUPLE, t);
+        e->u.list = vec_list(&v);
+    }
+    check_target(ps, e);
+    return e;
+}
+
 static struct ast_node *
 parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, struct ast_node *val,
            int close)
@@ -165,17 +214,7 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
         struct ast_clause *c = &cl[ncl++];
         if (accept(ps, T_FOR)) {
             c->is_for = true;
-            struct star_token *at = peek(ps);
-            struct ast_node *first = parse_primary(ps);
-            if (peek_kind(ps) == T_COMMA) {
-                struct vec v = {0};
-                vec_push(ps->vm, &v, first);
-                while (accept(ps, T_COMMA) && peek_kind(ps) != T_IN)
-                    vec_push(ps->vm, &v, parse_primary(ps));
-                first = node(ps, A_TUPLE, at);
-                first->u.list = vec_list(&v);
-            }
-            c->target = first;
+            c->target = parse_loop_vars(ps);
             expect(ps, T_IN, "expected 'in' in comprehension");
             c->expr = parse_or(ps, NULL);
         } else {
@@ -267,6 +306,7 @@ set_start(struct ast_node *n, const struct ast_node *e)
         case A_OR:
         case A_COND:
         case A_INDEX:
+        case A_INDEX2:
         case A_SLICE:
             e = e->u.x.a;
             continue;
@@ -456,7 +496,18 @@ parse_primary(struct parser *ps)
             struct ast_node *lo = NULL, *hi = NULL, *step = NULL;
             bool slice = false;
             if (peek_kind(ps) != T_COLON)
-                lo = parse_expr(ps);
+                lo = parse_test(ps);
+            if (lo != NULL && accept(ps, T_COMMA)) {
+                /* x[a, b], two indexes, as Codex reads it (not a tuple) */
+                struct ast_node *x = node(ps, A_INDEX2, t);
+                set_start(x, e);
+                x->u.x.a = e;
+                x->u.x.b = lo;
+                x->u.x.c = parse_test(ps);
+                expect(ps, T_RBRACK, "expected ']'");
+                e = x;
+                continue;
+            }
             if (accept(ps, T_COLON)) {
                 slice = true;
                 if (peek_kind(ps) != T_COLON && peek_kind(ps) != T_RBRACK)
@@ -686,8 +737,11 @@ parse_expr(struct parser *ps)
         return e;
     struct vec v = {0};
     vec_push(ps->vm, &v, e);
-    while (accept(ps, T_COMMA) && starts_expr(peek_kind(ps)))
+    while (accept(ps, T_COMMA)) {
+        if (!starts_expr(peek_kind(ps)))
+            star_fail_at(ps->vm, t->line, t->col, TRAILING_COMMA);
         vec_push(ps->vm, &v, parse_test(ps));
+    }
     struct ast_node *tup = node(ps, A_TUPLE, t);
     tup->u.list = vec_list(&v);
     return tup;
@@ -927,54 +981,18 @@ parse_if(struct parser *ps)
 }
 
 static struct ast_node *
-parse_loop_vars(struct parser *ps)
-{
-    struct star_token *t = peek(ps);
-    struct ast_node *first = parse_primary(ps);
-    if (peek_kind(ps) != T_COMMA)
-        return first;
-    struct vec v = {0};
-    vec_push(ps->vm, &v, first);
-    while (accept(ps, T_COMMA) && peek_kind(ps) != T_IN)
-        vec_push(ps->vm, &v, parse_primary(ps));
-    struct ast_node *tup = node(ps, A_TUPLE, t);
-    tup->u.list = vec_list(&v);
-    return tup;
-}
-
-static struct ast_node *
 parse_for(struct parser *ps)
 {
     struct star_token *t = advance(ps);
     struct ast_node *n = node(ps, A_FOR, t);
     n->u.fors.target = parse_loop_vars(ps);
     expect(ps, T_IN, "expected 'in' after the loop variables");
-    n->u.fors.iter = parse_expr(ps);
+    n->u.fors.iter = parse_test(ps); /* a tuple must be in parentheses, as in Codex */
     expect(ps, T_COLON, "expected ':' after the loop");
     ps->in_loop++;
     n->u.fors.body = parse_suite(ps);
     ps->in_loop--;
     return n;
-}
-
-static void
-check_target(struct parser *ps, struct ast_node *e)
-{
-    switch (e->kind) {
-    case A_IDENT:
-    case A_INDEX:
-        return;
-    case A_LIST:
-    case A_TUPLE:
-        if (e->u.list.n == 0)
-            break;
-        for (size_t i = 0; i < e->u.list.n; i++)
-            check_target(ps, e->u.list.items[i]);
-        return;
-    default:
-        break;
-    }
-    star_fail_at(ps->vm, e->line, e->col, "cannot assign to this expression");
 }
 
 static struct ast_node *
@@ -1018,9 +1036,10 @@ parse_small(struct parser *ps)
     }
     if (op->kind >= T_PLUS_EQ && op->kind <= T_GTGT_EQ) {
         advance(ps);
-        if (lhs->kind != A_IDENT && lhs->kind != A_INDEX)
+        if (lhs->kind == A_LIST || lhs->kind == A_TUPLE)
             star_fail_at(ps->vm, lhs->line, lhs->col,
-                         "augmented assignment needs a name or an index");
+                         "left-hand-side of modifying assignment cannot be a list or tuple");
+        check_target(ps, lhs);
         n = node(ps, A_AUGASSIGN, op);
         set_start(n, lhs); /* Codex reports the statement where it starts */
         static const uint8_t base[] = {T_PLUS, T_MINUS, T_STAR,  T_SLASH, T_SLASHSLASH, T_PERCENT,
@@ -1302,9 +1321,9 @@ bind_block_target(struct resolver *r, struct scope *s, struct block *b, struct a
     } else if (t->kind == A_LIST || t->kind == A_TUPLE) {
         for (size_t i = 0; i < t->u.list.n; i++)
             bind_block_target(r, s, b, t->u.list.items[i]);
-    } else {
-        star_fail_at(r->vm, t->line, t->col, "a comprehension variable must be a name");
     }
+    /* An index or attribute binds no name: resolve_comp resolves it as
+     * an expression. */
 }
 
 static void
