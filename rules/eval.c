@@ -1335,7 +1335,7 @@ static enum flow
 exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
 {
     struct star_value it = eval(vm, fr, st->u.fors.iter);
-    at(vm, st->u.fors.iter);
+    at(vm, st); /* Codex reports a value it cannot walk at the 'for' */
     if (it.type == STAR_RANGE) {
         /* Lazily, so a huge range costs steps, not memory. */
         const struct star_range *r = it.u.r;

@@ -172,7 +172,9 @@ check_target(struct parser *ps, struct ast_node *e)
     }
 }
 
-/* The variables of a for loop or a comprehension's for clause. */
+/* The variables of a for loop or a comprehension's for clause; the
+ * caller checks them (check_target) once the loop or clause is read, as
+ * Codex does. */
 static struct ast_node *
 parse_loop_vars(struct parser *ps)
 {
@@ -189,7 +191,6 @@ parse_loop_vars(struct parser *ps)
         e = node(ps, A_TUPLE, t);
         e->u.list = vec_list(&v);
     }
-    check_target(ps, e);
     return e;
 }
 
@@ -217,6 +218,7 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
             c->target = parse_loop_vars(ps);
             expect(ps, T_IN, "expected 'in' in comprehension");
             c->expr = parse_or(ps, NULL);
+            check_target(ps, c->target);
         } else {
             advance(ps);
             c->expr = parse_or(ps, NULL);
@@ -992,6 +994,7 @@ parse_for(struct parser *ps)
     ps->in_loop++;
     n->u.fors.body = parse_suite(ps);
     ps->in_loop--;
+    check_target(ps, n->u.fors.target);
     return n;
 }
 
@@ -1026,27 +1029,30 @@ parse_small(struct parser *ps)
     }
     struct ast_node *lhs = parse_expr(ps);
     struct star_token *op = peek(ps);
+    /* The target is checked once the value is read, as in Codex (whose
+     * errors in the value come first). */
     if (op->kind == T_ASSIGN) {
         advance(ps);
-        check_target(ps, lhs);
         n = node(ps, A_ASSIGN, op);
         n->u.x.a = lhs;
         n->u.x.b = parse_expr(ps);
+        check_target(ps, lhs);
         return n;
     }
     if (op->kind >= T_PLUS_EQ && op->kind <= T_GTGT_EQ) {
         advance(ps);
-        if (lhs->kind == A_LIST || lhs->kind == A_TUPLE)
-            star_fail_at(ps->vm, lhs->line, lhs->col,
-                         "left-hand-side of modifying assignment cannot be a list or tuple");
-        check_target(ps, lhs);
-        n = node(ps, A_AUGASSIGN, op);
-        set_start(n, lhs); /* Codex reports the statement where it starts */
+        /* Codex reports the statement where it starts (at a '(' before
+         * the target too) */
+        n = node(ps, A_AUGASSIGN, t);
         static const uint8_t base[] = {T_PLUS, T_MINUS, T_STAR,  T_SLASH, T_SLASHSLASH, T_PERCENT,
                                        T_PIPE, T_AMP,   T_CARET, T_LTLT,  T_GTGT};
         n->op = base[op->kind - T_PLUS_EQ];
         n->u.x.a = lhs;
         n->u.x.b = parse_expr(ps);
+        if (lhs->kind == A_LIST || lhs->kind == A_TUPLE)
+            star_fail_at(ps->vm, lhs->line, lhs->col,
+                         "left-hand-side of modifying assignment cannot be a list or tuple");
+        check_target(ps, lhs);
         return n;
     }
     n = node(ps, A_EXPR_STMT, t);

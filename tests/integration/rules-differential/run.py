@@ -8,7 +8,8 @@ Each case is a generated .rules file (literals, raw strings, escapes,
 non-ASCII text, string methods, loops, examples, network rules, floats
 (literals in every spelling, float(), arithmetic mixed with ints, NaN and
 infinities, str/repr/%-formatting of the results), globals
-used before a later statement binds them, built-ins' names rebound,
+used before a later statement binds them, built-ins' names rebound, assignment targets, trailing commas and
+two indexes,
 failures followed by later errors, integer arithmetic beyond 64 bits,
 and blocks of literal rules long enough
 to span several of the lexer's windows) and a few
@@ -277,8 +278,36 @@ def filler(r):
         q(r.choice(["allow", "prompt", "forbidden"]))) for i in range(r.randint(80, 200)))
 
 
+def target_statement(r):
+    """Assignment targets, trailing commas and two indexes in assignments,
+    augmented assignments, loops and comprehensions, run or only defined."""
+    target = r.choice(["t", "tl[0]", "tl.a", "[]", "()", "(t, u)", "[t, [u]]", "t,", "t, u,",
+                       "tl[0, 0]", "f()", "1", "(t)", "tl[0].a", "t, tl.a"])
+    value = r.choice(["[1, 2]", "1, 2", "1, 2,", "[]", "(3,)", "\"ab\"", "tl[0, 1]",
+                      "{(1, 2): 3}[1, 2]", "[[5, 6]]", "1"])
+    form = r.randrange(5)
+    if form == 0:
+        body = "%s = %s" % (target, value)
+    elif form == 1:
+        body = "%s %s %s" % (target, r.choice(["+=", "-=", "|="]), value)
+    elif form == 2:
+        body = "for %s in %s:\n    pass" % (target, value)
+    elif form == 3:
+        body = "cv = [0 for %s in %s]" % (target, value)
+    else:
+        body = "cv = %s[%s]" % (r.choice(["tl", "\"abc\"", "{}", "None"]),
+                                r.choice(["0, 0", "0,", "0, 0, 0", "(0, 0)", "0,:1"]))
+    pre = "tl = [[7, 8]]\nt = 0\nu = 0\n"
+    if r.random() < 0.4:
+        # only defined: what fails when run is still read
+        body = "def never():\n    " + body.replace("\n", "\n    ") + "\n    return 0"
+    return pre + body + "\nprefix_rule(pattern = [\"tgt\"], justification = str([t, u, tl]))"
+
+
 def statement(r):
-    k = r.randrange(27)
+    k = r.randrange(28)
+    if k == 27:
+        return target_statement(r)
     if k >= 24:
         return float_rule(r)
     if k == 20:
