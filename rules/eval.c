@@ -1335,7 +1335,7 @@ static enum flow
 exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
 {
     struct star_value it = eval(vm, fr, st->u.fors.iter);
-    at(vm, st); /* Codex reports a value it cannot walk at the 'for' */
+    at(vm, st->u.fors.iter);
     if (it.type == STAR_RANGE) {
         /* Lazily, so a huge range costs steps, not memory. */
         const struct star_range *r = it.u.r;
@@ -1390,6 +1390,7 @@ exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
         l->iterating--;
         return result;
     }
+    at(vm, st); /* Codex reports a value it cannot walk at the 'for' */
     star_fail(vm, "got %s, want iterable: %s is not iterable", star_type_name(it),
               star_type_name(it));
 }
