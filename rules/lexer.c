@@ -24,7 +24,7 @@ struct bracket {
 
 struct lexer {
     struct star_vm *vm;
-    const char *p, *end;
+    const char *src, *p, *end;
     uint32_t line;
     const char *line_start;
     uint32_t first_col; /* column of line_start (1, or more for f-string bodies) */
@@ -379,6 +379,12 @@ lex_float(struct lexer *lx, const char *s)
     lx->p = q;
 }
 
+static bool
+is_digit_of(char c, int base)
+{
+    return (is_digit(c) || base == 16) && digit_value(c) < base;
+}
+
 static void
 lex_number(struct lexer *lx)
 {
@@ -393,17 +399,18 @@ lex_number(struct lexer *lx)
         else if (c == 'b')
             base = 2;
     }
+    /* A prefix without a digit of its base after it is not one: as in
+     * Codex, 0x is 0 then the name x, and 0b12 is 0b1 then 2 (whatever
+     * follows is then a syntax error). */
+    if (base != 10 && (lx->end - s < 3 || !is_digit_of(s[2], base)))
+        base = 10;
     const char *q = base == 10 ? s : s + 2;
     const char *digits = q;
     uint64_t v = 0;
     bool overflow = false;
     /* Digits of the literal; a letter after them starts the next token (0in[1]). */
-    while (q < lx->end && (is_digit(*q) || (base == 16 && digit_value(*q) < 16))) {
+    while (q < lx->end && is_digit_of(*q, base)) {
         int d = digit_value(*q);
-        if (d >= base) {
-            lx->p = q;
-            lex_fail(lx, s, "invalid digit in integer literal");
-        }
         if (v > (UINT64_MAX - (unsigned)d) / (unsigned)base)
             overflow = true;
         else
@@ -414,8 +421,6 @@ lex_number(struct lexer *lx)
         lex_float(lx, s);
         return;
     }
-    if (q == digits)
-        lex_fail(lx, s, "integer literal has no digits");
     if (base == 10 && *s == '0' && q - s > 1)
         lex_fail(lx, s, "integer literal with leading zero: write 0o755 for octal");
     lx->p = q;
@@ -762,6 +767,23 @@ push_indent(struct lexer *lx, const char *ws, size_t len)
  * only when it starts with the enclosing block's exact whitespace; any
  * other mix of tabs and spaces is an error rather than a guess.
  */
+/* Fails at the newline that ends the line before this one, where Codex
+ * reports a line indented to no enclosing level. */
+_Noreturn static void
+fail_before_line(struct lexer *lx, const char *msg)
+{
+    if (lx->line_start == lx->src) /* a first line is never indented to a level */
+        lex_fail(lx, lx->line_start, msg);
+    const char *nl = lx->line_start - 1, *start = nl;
+    while (start > lx->src && start[-1] != '\n')
+        start--;
+    uint32_t col = 1;
+    for (const char *q = start; q < nl; q++)
+        if (((unsigned char)*q & 0xc0) != 0x80)
+            col++;
+    star_fail_at(lx->vm, lx->line - 1, col, "%s", msg);
+}
+
 static void
 lex_indent(struct lexer *lx, const char *ws, size_t len)
 {
@@ -793,7 +815,7 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
     if (len != top->len || memcmp(ws, top->ws, len) != 0) {
         if (memchr(ws, '\t', len) != NULL || memchr(top->ws, '\t', top->len) != NULL)
             lex_fail(lx, ws + len, "inconsistent use of tabs and spaces in indentation");
-        lex_fail(lx, ws + len, "unindent does not match any outer indentation level");
+        fail_before_line(lx, "unindent does not match any outer indentation level");
     }
 }
 
@@ -1134,6 +1156,7 @@ lexer_new(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32
     struct lexer *lx = star_alloc(vm, sizeof *lx);
     memset(lx, 0, sizeof *lx);
     lx->vm = vm;
+    lx->src = src;
     lx->p = src;
     lx->end = src + len;
     lx->line = line;

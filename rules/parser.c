@@ -1,6 +1,7 @@
 #include "rules/parser.h"
 #include "rules/unicode.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #include "rules/bigint.h"
@@ -772,6 +773,68 @@ fstring_col(const struct star_token *t, size_t off)
     return t->col + (uint32_t)unicode_count(raw, start + off);
 }
 
+/* The '!' of a conversion in the f-string expression b..e ("{x!r}"),
+ * or NULL: a '!' outside quotes and not before '='. */
+static const char *
+fstring_bang(const char *b, const char *e)
+{
+    char quote = 0;
+    for (const char *p = b; p < e; p++) {
+        if (quote != 0) {
+            if (*p == '\\' && p + 1 < e)
+                p++;
+            else if (*p == quote)
+                quote = 0;
+        } else if (*p == '"' || *p == '\'') {
+            quote = *p;
+        } else if (*p == '!' && (p + 1 == e || p[1] != '=')) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The conversion of the f-string expression b..e: 'r' or 's' after a '!'
+ * ("{x!r}", spaces allowed after the '!' and before the '}'), or 0 when
+ * there is none.  As in Codex, the '!' must follow the expression with
+ * no space between, and the letter must be alone.
+ */
+static char
+fstring_conversion(struct parser *ps, struct star_token *t, const char *b, const char *e)
+{
+    const char *bang = fstring_bang(b, e);
+    if (bang == NULL)
+        return 0;
+    const char *text = t->sval->data;
+    uint32_t col = fstring_col(t, (size_t)(bang - text));
+    if (bang > b && bang[-1] == ' ')
+        star_fail_at(ps->vm, t->line, col, "syntax error: invalid input '!' in f-string");
+    const char *before = b;
+    while (before < bang && *before == ' ')
+        before++;
+    if (before == bang)
+        star_fail_at(ps->vm, t->line, col,
+                     "syntax error: unexpected '!' in f-string, expected an expression");
+    const char *p = bang + 1;
+    while (p < e && *p == ' ')
+        p++;
+    const char *word = p;
+    while (p < e && (isalnum((unsigned char)*p) || *p == '_'))
+        p++;
+    if (p - word != 1 || (*word != 'r' && *word != 's'))
+        star_fail_at(ps->vm, t->line, col,
+                     "invalid f-string conversion specifier, expected 's' or 'r'");
+    char conv = *word;
+    while (p < e && *p == ' ')
+        p++;
+    if (p < e)
+        star_fail_at(ps->vm, t->line, fstring_col(t, (size_t)(p - text)),
+                     "syntax error: unexpected '%c' after the conversion, expected '}' in f-string",
+                     *p);
+    return conv;
+}
+
 /*
  * f"...{expr}...": the decoded text is split into literal parts and
  * expressions, each expression lexed and parsed on its own.  Positions
@@ -806,12 +869,12 @@ parse_fstring(struct parser *ps, struct star_token *t)
                 vec_push(vm, &parts, l);
                 lit.len = 0;
             }
+            char conv = fstring_conversion(ps, t, s + 1, e);
             const char *b = s + 1, *be = e;
-            char conv = 's';
-            if (be - b >= 2 && be[-2] == '!' && (be[-1] == 'r' || be[-1] == 's')) {
-                conv = be[-1];
-                be -= 2;
-            }
+            if (conv != 0)
+                be = fstring_bang(b, e);
+            else
+                conv = 's';
             while (b < be && *b == ' ')
                 b++;
             while (be > b && be[-1] == ' ')
@@ -824,7 +887,8 @@ parse_fstring(struct parser *ps, struct star_token *t)
             struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line,
                                                fstring_col(t, (size_t)(b - text)), &ntok);
             struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .depth = ps->depth};
-            struct ast_node *ex = parse_expr(&sub);
+            /* one expression, not a tuple, as in Codex */
+            struct ast_node *ex = parse_test(&sub);
             accept(&sub, T_NEWLINE);
             if (peek_kind(&sub) != T_EOF)
                 fail_tok(&sub, peek(&sub), "expected '}' in f-string");

@@ -810,8 +810,13 @@ test_indentation(void **state)
     (void)state;
     expect_err("def f():\n\treturn 1\n",
                "t.star:2:1: tabs are not allowed in indentation: indent with spaces");
+    /* at the end of the line before, as Codex reports it */
     expect_err("def f():\n    x = 1\n  y = 2\n",
-               "t.star:3:3: unindent does not match any outer indentation level");
+               "t.star:2:10: unindent does not match any outer indentation level");
+    expect_err("def f():\n    x = '\xc3\xa9'  # \xc3\xa9\n\n  y = 2\n",
+               "t.star:3:1: unindent does not match any outer indentation level");
+    expect_err("def f():\n    x = ['\xc3\xa9',\n'\xc3\xa9']\n  y = 2\n",
+               "t.star:3:5: unindent does not match any outer indentation level");
     expect_err("  x = 1\n", "t.star:1:3: unexpected indentation");
     expect_err("def f():\nreturn 1\n",
                "t.star:2:1: syntax error: unexpected 'return', expected an indented block");
