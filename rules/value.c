@@ -558,15 +558,16 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
         }
         case STAR_LIST:
         case STAR_TUPLE: {
+            /* Element by element, each ordered (not only tested for
+             * equality) as in Codex: [{}] < [{}] fails, and so does a
+             * list that holds itself, at the depth limit. */
             const struct star_list *x = a.u.l, *y = b.u.l;
             depth_enter(vm);
-            int c = (x->len > y->len) - (x->len < y->len);
-            for (size_t i = 0; i < x->len && i < y->len; i++) {
-                if (!star_equal(vm, x->items[i], y->items[i])) {
-                    c = star_compare(vm, x->items[i], y->items[i]);
-                    break;
-                }
-            }
+            int c = 0;
+            for (size_t i = 0; c == 0 && i < x->len && i < y->len; i++)
+                c = star_compare(vm, x->items[i], y->items[i]);
+            if (c == 0)
+                c = (x->len > y->len) - (x->len < y->len);
             vm->value_depth--;
             return c;
         }
@@ -751,24 +752,78 @@ star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
     star_buf_addc(vm, b, '"');
 }
 
-static void
-buf_seq(struct star_vm *vm, struct star_buf *b, const struct star_list *l, bool tuple)
+/* The lists, tuples and dicts being printed, innermost first: one that
+ * holds itself is printed as Codex prints it the second time, as [...],
+ * (...) or {...}. */
+struct print_path {
+    const void *container;
+    const struct print_path *up;
+};
+
+static bool
+on_path(const struct print_path *p, const void *container)
 {
+    for (; p != NULL; p = p->up)
+        if (p->container == container)
+            return true;
+    return false;
+}
+
+static void buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v,
+                      bool quote_strings, const struct print_path *path);
+
+static void
+buf_seq(struct star_vm *vm, struct star_buf *b, const struct star_list *l, bool tuple,
+        const struct print_path *up)
+{
+    if (on_path(up, l)) {
+        star_buf_add(vm, b, tuple ? "(...)" : "[...]", 5);
+        return;
+    }
+    const struct print_path path = {.container = l, .up = up};
     star_buf_addc(vm, b, tuple ? '(' : '[');
     for (size_t i = 0; i < l->len; i++) {
         if (i > 0)
             star_buf_add(vm, b, ", ", 2);
-        star_buf_value(vm, b, l->items[i], true);
+        buf_value(vm, b, l->items[i], true, &path);
     }
     if (tuple && l->len == 1)
         star_buf_addc(vm, b, ',');
     star_buf_addc(vm, b, tuple ? ')' : ']');
 }
 
+static void
+buf_dict(struct star_vm *vm, struct star_buf *b, struct star_dict *d, const struct print_path *up)
+{
+    if (on_path(up, d)) {
+        star_buf_add(vm, b, "{...}", 5);
+        return;
+    }
+    const struct print_path path = {.container = d, .up = up};
+    star_buf_addc(vm, b, '{');
+    size_t pos = 0, i = 0;
+    struct star_value k, val;
+    while (star_dict_next(d, &pos, &k, &val)) {
+        if (i++ > 0)
+            star_buf_add(vm, b, ", ", 2);
+        buf_value(vm, b, k, true, &path);
+        star_buf_add(vm, b, ": ", 2);
+        buf_value(vm, b, val, true, &path);
+    }
+    star_buf_addc(vm, b, '}');
+}
+
 void
 star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings)
 {
-    /* A cyclic list would recurse forever: bound the depth like any nesting. */
+    buf_value(vm, b, v, quote_strings, NULL);
+}
+
+static void
+buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings,
+          const struct print_path *path)
+{
+    /* Deep nesting is bounded like any other. */
     if (++vm->value_depth > STAR_MAX_VALUE_DEPTH)
         star_fail(vm, "value nested too deeply to print (the limit is %d levels)",
                   STAR_MAX_VALUE_DEPTH);
@@ -799,22 +854,11 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
         break;
     case STAR_LIST:
     case STAR_TUPLE:
-        buf_seq(vm, b, v.u.l, v.type == STAR_TUPLE);
+        buf_seq(vm, b, v.u.l, v.type == STAR_TUPLE, path);
         break;
-    case STAR_DICT: {
-        star_buf_addc(vm, b, '{');
-        size_t pos = 0, i = 0;
-        struct star_value k, val;
-        while (star_dict_next(v.u.d, &pos, &k, &val)) {
-            if (i++ > 0)
-                star_buf_add(vm, b, ", ", 2);
-            star_buf_value(vm, b, k, true);
-            star_buf_add(vm, b, ": ", 2);
-            star_buf_value(vm, b, val, true);
-        }
-        star_buf_addc(vm, b, '}');
+    case STAR_DICT:
+        buf_dict(vm, b, v.u.d, path);
         break;
-    }
     case STAR_FUNCTION:
         /* Codex: the file's name as given, a dot, the function's. */
         star_buf_addf(vm, b, "%s.%s", vm->file ? vm->file : "", star_function_name(v.u.f));
