@@ -346,7 +346,11 @@ def statement(r):
                          "x = \"%s %s\" % (1,)", "x = \"%d\" % True", "x = [1,\t2]",
                          "x = 1\r", "x = 1  # a\rb", "x = \"abc\"[::2147483648]",
                          "def f(*a, **k):\n    return f(*a, b = 1)", "def f(a, *):\n    pass",
-                         "x = (1, 2)[5]", "x = [].pop()"])
+                         "x = (1, 2)[5]", "x = [].pop()",
+                         "x = [1]\nx.append(x)\nprefix_rule(pattern = [\"cyc\"], "
+                         "justification = str([x, {\"k\": x}]))",
+                         "x = [1, {}] < [1, {}]", "x = [1, {}] < [2, {}]",
+                         "x = sorted([(1, None), (0, None)])", "x = [None] < [None]"])
     if k == 15:
         return "def helper(p, d = %s):\n    prefix_rule(pattern = p, decision = d)\nhelper([%s, %s])" % (
             q("prompt"), q("git"), expr(r))
