@@ -790,6 +790,7 @@ static void
 unpack(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct star_value v)
 {
     at(vm, t);
+    star_stack_check(vm, t->line, t->col);
     if (v.type != STAR_LIST && v.type != STAR_TUPLE)
         star_fail(vm, "got %s in sequence assignment", star_type_name(v));
     size_t want = t->u.list.n, got = v.u.l->len;
@@ -1085,6 +1086,8 @@ static void
 comp_clause(struct star_vm *vm, struct star_frame *fr, struct ast_node *e, size_t k,
             struct star_value result)
 {
+    /* One frame per clause: a comprehension may have thousands. */
+    star_stack_check(vm, e->line, e->col);
     if (k == e->u.comp.nclauses) {
         star_step(vm);
         if (e->u.comp.is_dict) {
@@ -1173,6 +1176,7 @@ static struct star_value eval_node(struct star_vm *vm, struct star_frame *fr, st
 static struct star_value
 eval(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 {
+    star_stack_check(vm, e->line, e->col);
     if (++vm->eval_depth > STAR_MAX_EVAL_DEPTH)
         star_fail_at(vm, e->line, e->col,
                      "expressions and calls nested too deeply (the limit is %d levels)",
@@ -1384,6 +1388,8 @@ exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
 static enum flow
 exec_block(struct star_vm *vm, struct star_frame *fr, struct ast_list *body)
 {
+    if (body->n > 0)
+        star_stack_check(vm, body->items[0]->line, body->items[0]->col);
     for (size_t i = 0; i < body->n; i++) {
         struct ast_node *st = body->items[i];
         star_step(vm);

@@ -107,6 +107,7 @@ vec_list(struct vec *v)
 static void
 enter(struct parser *ps, struct star_token *at)
 {
+    star_stack_check(ps->vm, at->line, at->col);
     if (++ps->depth > STAR_MAX_NESTING * 2)
         star_fail_at(ps->vm, at->line, at->col, "expression nested too deeply (the limit is %d)",
                      STAR_MAX_NESTING * 2);
@@ -290,23 +291,20 @@ literal_call(struct parser *ps, struct star_token *t)
  * Where the source of expression e starts: Codex reports a failing
  * operation at the start of its whole expression, and an operand's
  * expression starts at its own leftmost part (a parenthesised operand at
- * what is inside the parentheses).
+ * what is inside the parentheses).  A binary operation, an index, a slice,
+ * a call and an attribute already carry their start (set here when they
+ * were made), so a chain of them costs one step, not a walk down the
+ * chain: `1+1+...` stays linear.
  */
 static void
 set_start(struct ast_node *n, const struct ast_node *e)
 {
     for (;;) {
         switch (e->kind) {
-        case A_BINARY:
         case A_AND:
         case A_OR:
         case A_COND:
-        case A_INDEX:
-        case A_SLICE:
             e = e->u.x.a;
-            continue;
-        case A_DOT:
-            e = e->u.dot.obj;
             continue;
         default:
             n->line = e->line;
@@ -995,6 +993,7 @@ parse_for(struct parser *ps)
 static void
 check_target(struct parser *ps, struct ast_node *e)
 {
+    star_stack_check(ps->vm, e->line, e->col);
     switch (e->kind) {
     case A_IDENT:
     case A_INDEX:
@@ -1203,6 +1202,7 @@ bind_global(struct resolver *r, struct star_str *name)
 static void
 collect_target(struct resolver *r, struct scope *s, struct ast_node *t)
 {
+    star_stack_check(r->vm, t->line, t->col);
     if (t->kind == A_IDENT) {
         if (s->func == NULL)
             bind_global(r, t->u.ident.name);
@@ -1217,6 +1217,8 @@ collect_target(struct resolver *r, struct scope *s, struct ast_node *t)
 static void
 collect_block(struct resolver *r, struct scope *s, struct ast_list *body)
 {
+    if (body->n > 0)
+        star_stack_check(r->vm, body->items[0]->line, body->items[0]->col);
     for (size_t i = 0; i < body->n; i++) {
         struct ast_node *st = body->items[i];
         switch (st->kind) {
@@ -1248,6 +1250,8 @@ static void resolve_block(struct resolver *r, struct scope *s, struct ast_list *
 static int
 lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *index)
 {
+    /* Once per enclosing function: lambdas nest as deep as expressions. */
+    star_stack_check(r->vm, r->vm->line, r->vm->col);
     for (struct block *b = s->blocks; b != NULL; b = b->parent) {
         int v = star_namemap_get(&b->names, name);
         if (v >= 0) {
@@ -1328,6 +1332,7 @@ resolve_list(struct resolver *r, struct scope *s, struct ast_list *l)
 static void
 bind_block_target(struct resolver *r, struct scope *s, struct block *b, struct ast_node *t)
 {
+    star_stack_check(r->vm, t->line, t->col);
     if (t->kind == A_IDENT) {
         int v = star_namemap_get(&b->names, t->u.ident.name);
         if (v < 0) {
@@ -1391,6 +1396,7 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
 {
     if (e == NULL)
         return;
+    star_stack_check(r->vm, e->line, e->col);
     switch (e->kind) {
     case A_IDENT:
         resolve_ident(r, s, e);
@@ -1437,6 +1443,8 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
 static void
 resolve_block(struct resolver *r, struct scope *s, struct ast_list *body)
 {
+    if (body->n > 0)
+        star_stack_check(r->vm, body->items[0]->line, body->items[0]->col);
     for (size_t i = 0; i < body->n; i++) {
         struct ast_node *st = body->items[i];
         switch (st->kind) {

@@ -411,6 +411,7 @@ depth_enter(struct star_vm *vm)
 {
     if (++vm->value_depth > STAR_MAX_VALUE_DEPTH)
         star_fail(vm, "value nested too deeply (the limit is %d levels)", STAR_MAX_VALUE_DEPTH);
+    star_stack_check(vm, vm->line, vm->col);
 }
 
 static uint32_t
@@ -772,6 +773,7 @@ star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool
     if (++vm->value_depth > STAR_MAX_VALUE_DEPTH)
         star_fail(vm, "value nested too deeply to print (the limit is %d levels)",
                   STAR_MAX_VALUE_DEPTH);
+    star_stack_check(vm, vm->line, vm->col);
     switch (v.type) {
     case STAR_NONE:
         star_buf_add(vm, b, "None", 4);

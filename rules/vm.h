@@ -32,6 +32,11 @@
 #define STAR_MAX_BRACKETS    100          /* brackets open at once (the lexer) */
 #define STAR_MAX_EVAL_DEPTH  2000         /* expressions evaluated at once, across calls */
 #define STAR_MAX_VALUE_DEPTH 1000         /* nesting of values compared, hashed or printed */
+/* The C stack a run may use: the process's RLIMIT_STACK less what is kept
+ * back for the frames above the run and below the last check, at most
+ * STAR_STACK_MAX (also the figure when the limit is unlimited). */
+#define STAR_STACK_RESERVE (512u << 10)
+#define STAR_STACK_MAX     (256u << 20)
 
 struct star_str;
 struct star_block;
@@ -60,6 +65,11 @@ struct star_vm {
     unsigned call_depth;
     unsigned value_depth; /* nesting of the value being compared, hashed or printed */
     unsigned eval_depth;  /* nesting of expressions being evaluated, across calls */
+    /* The stack: where the run started (star_vm_begin) and how many bytes
+     * below it the run may use (star_vm_init sets it from RLIMIT_STACK; an
+     * embedder may lower it). */
+    uintptr_t stack_base;
+    size_t stack_limit;
 
     /* Interned names: open addressing on content hash. */
     struct star_str **intern;
@@ -109,6 +119,23 @@ star_step(struct star_vm *vm)
     if (++vm->steps > vm->max_steps)
         star_fail(vm, "too many steps (limit %llu): is there an endless loop?",
                   (unsigned long long)vm->max_steps);
+}
+
+/* Fails the run at line:col: the C stack is used up (star_stack_check). */
+_Noreturn void star_stack_fail(struct star_vm *vm, uint32_t line, uint32_t col);
+
+/*
+ * The safety net under every recursion over syntax or values: whatever the
+ * build (sanitizers make frames larger) and the stack the process got, a
+ * nesting deep enough to exhaust the C stack fails the run with an error
+ * at line:col instead of crashing the process that loads the file.
+ */
+static inline void
+star_stack_check(struct star_vm *vm, uint32_t line, uint32_t col)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here < vm->stack_base && vm->stack_base - here > vm->stack_limit)
+        star_stack_fail(vm, line, col);
 }
 
 /* ---- arena ---- */

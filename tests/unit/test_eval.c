@@ -838,6 +838,87 @@ test_bad_bytes(void **state)
     expect_ok(EQ "eq('\\q', '\\\\q')\n");
 }
 
+/* before, head n times, middle, tail n times, after, and a newline;
+ * malloc'd. */
+static char *
+nested(const char *before, const char *head, size_t n, const char *middle, const char *tail,
+       const char *after)
+{
+    size_t hl = strlen(head), tl = strlen(tail), bl = strlen(before), ml = strlen(middle);
+    size_t len = bl + n * (hl + tl) + ml + strlen(after) + 2;
+    char *s = malloc(len);
+    assert_non_null(s);
+    char *o = s;
+    memcpy(o, before, bl);
+    o += bl;
+    for (size_t i = 0; i < n; i++, o += hl)
+        memcpy(o, head, hl);
+    memcpy(o, middle, ml);
+    o += ml;
+    for (size_t i = 0; i < n; i++, o += tl)
+        memcpy(o, tail, tl);
+    strcpy(o, after);
+    strcat(o, "\n");
+    return s;
+}
+
+/* Runs src and returns its error, failing the test when it succeeded. */
+static char *
+run_fails(char *src)
+{
+    char *err = run(src, strlen(src));
+    if (err == NULL)
+        fail_msg("program succeeded:\n%.200s...", src);
+    free(src);
+    return err;
+}
+
+static void
+test_deep_nesting_attacks(void **state)
+{
+    (void)state;
+    /* 100 000 levels of every construct that nests, each refused with an
+     * error at a position in the file: none may exhaust the C stack (the
+     * loader runs in the server's process). */
+    static const struct {
+        const char *before, *head, *middle, *tail, *after;
+    } attacks[] = {
+        {"x = ", "1+", "1", "", ""},
+        {"x = ", "1-", "1", "", ""},
+        {"x = ", "1*", "1", "", ""},
+        {"x = ", "1|", "1", "", ""},
+        {"x = ", "-", "1", "", ""},
+        {"x = ", "-+~", "1", "", ""},
+        {"x = ", "not ", "True", "", ""},
+        {"x = ", "True and ", "True", "", ""},
+        {"x = ", "False or ", "False", "", ""},
+        {"x = ", "1 if True else ", "1", "", ""},
+        {"x = ", "[", "", "]", ""},
+        {"x = ", "(", "1", ")", ""},
+        {"x = ", "(", "", ",)", ""},
+        {"x = ", "{1: ", "1", "}", ""},
+        {"x = ", "len(", "''", ")", ""},
+        {"x = ", "[1][", "0", "]", ""},
+        {"x = ", "lambda: ", "1", "", ""},
+        {"x = ", "", "[[]]", "[0]", ""},
+        {"x = ", "", "'a'", ".upper", ""},
+        {"x = ", "", "len", "()", ""},
+        {"x = ", "", "[1 for y in [1]", " if True", "]"},
+        {"x = ", "", "[1 for y in [1]", " for z in [1]", "]"},
+        {"", "[", "a", "]", " = [1]"},
+        {"for ", "(", "a", ",)", " in []:\n    pass"},
+        {"x = ", "", "{}", ".get(1)", ""},
+    };
+    for (size_t i = 0; i < sizeof attacks / sizeof *attacks; i++) {
+        char *src = nested(attacks[i].before, attacks[i].head, 100000, attacks[i].middle,
+                           attacks[i].tail, attacks[i].after);
+        char *err = run_fails(src);
+        if (strncmp(err, "t.star:1:", 9) != 0 || strstr(err, "too deeply") == NULL)
+            fail_msg("attack %zu: %s", i, err);
+        free(err);
+    }
+}
+
 static void
 test_hostile_limits(void **state)
 {
@@ -1033,17 +1114,29 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),          cmocka_unit_test(test_floats),
-        cmocka_unit_test(test_fstrings),          cmocka_unit_test(test_operators),
-        cmocka_unit_test(test_big_ints),          cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_long_files),
-        cmocka_unit_test(test_lexer_shortcuts),   cmocka_unit_test(test_plain_calls),
-        cmocka_unit_test(test_arena_reuse),       cmocka_unit_test(test_string_methods),
-        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
-        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
-        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),
+        cmocka_unit_test(test_floats),
+        cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),
+        cmocka_unit_test(test_big_ints),
+        cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),
+        cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control),
+        cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_unicode_strings),
+        cmocka_unit_test(test_long_files),
+        cmocka_unit_test(test_lexer_shortcuts),
+        cmocka_unit_test(test_plain_calls),
+        cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_string_methods),
+        cmocka_unit_test(test_list_dict_methods),
+        cmocka_unit_test(test_unterminated),
+        cmocka_unit_test(test_indentation),
+        cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_hostile_limits),
+        cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_deep_nesting_attacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
