@@ -10,7 +10,8 @@ struct parser {
     struct star_vm *vm;
     struct star_token *toks;
     size_t n, i;
-    unsigned depth;
+    uint64_t nest;   /* the nesting budget expressions used (nest_enter) */
+    uint64_t blocks; /* the budget nested blocks used */
     bool in_func;
     unsigned in_loop;
 };
@@ -104,13 +105,86 @@ vec_list(struct vec *v)
     return l;
 }
 
+/*
+ * How deep code may nest: as deep as Codex 0.169 takes it.  Its stack
+ * overflows at a different depth for each construct (the STAR_NEST_*
+ * limits, each measured alone); a mix is charged against one budget, each
+ * level of a construct 1/limit of it, as an approximation of the stack
+ * Codex uses.  The parser charges what it nests while parsing (brackets,
+ * prefix operators, conditionals, lambdas), the resolver the tree that
+ * was built (where a left-deep chain like 1+1+... nests every operator),
+ * each against its own budget; nested blocks have a budget of their own
+ * (an expression in a def body may nest as deep as one outside).
+ */
+enum nest_kind {
+    NEST_NONE,
+    NEST_OPERATOR,
+    NEST_LIST,
+    NEST_DICT,
+    NEST_CALL_ARGS,
+    NEST_LAMBDA,
+    NEST_COMP,
+    NEST_PAREN,
+    NEST_IF,
+    NEST_DEF,
+};
+
+/* Large enough that budget / limit * (limit + 1) exceeds it for any limit
+ * up to its square root: each construct alone stops exactly past its limit. */
+#define NEST_BUDGET 1000000000u
+
+static const struct {
+    uint32_t cost;
+    unsigned limit;
+    const char *what;
+} nest_kinds[] = {
+    [NEST_NONE] = {0, 0, ""},
+    [NEST_OPERATOR] = {NEST_BUDGET / STAR_NEST_OPERATORS, STAR_NEST_OPERATORS,
+                       "operators, indexes and attributes"},
+    [NEST_LIST] = {NEST_BUDGET / STAR_NEST_LISTS, STAR_NEST_LISTS, "lists or tuples"},
+    [NEST_DICT] = {NEST_BUDGET / STAR_NEST_DICTS, STAR_NEST_DICTS, "dicts"},
+    /* A call is an operator on what it calls, and its arguments nest
+     * deeper: the two together cost 1/STAR_NEST_CALLS. */
+    [NEST_CALL_ARGS] = {NEST_BUDGET / STAR_NEST_CALLS - NEST_BUDGET / STAR_NEST_OPERATORS,
+                        STAR_NEST_CALLS, "calls"},
+    [NEST_LAMBDA] = {NEST_BUDGET / STAR_NEST_LAMBDAS, STAR_NEST_LAMBDAS, "lambdas"},
+    [NEST_COMP] = {NEST_BUDGET / STAR_NEST_COMPS, STAR_NEST_COMPS, "comprehensions"},
+    [NEST_PAREN] = {NEST_BUDGET / STAR_NEST_PARENS, STAR_NEST_PARENS, "parentheses"},
+    [NEST_IF] = {NEST_BUDGET / STAR_NEST_IFS, STAR_NEST_IFS, "if blocks"},
+    [NEST_DEF] = {NEST_BUDGET / STAR_NEST_DEFS, STAR_NEST_DEFS, "def blocks"},
+};
+
+/* Charges one level of k against *nest; fails at line:col past the
+ * budget.  nest_leave gives it back. */
 static void
-enter(struct parser *ps, struct star_token *at)
+nest_enter(struct star_vm *vm, uint64_t *nest, enum nest_kind k, uint32_t line, uint32_t col)
 {
-    star_stack_check(ps->vm, at->line, at->col);
-    if (++ps->depth > STAR_MAX_NESTING * 2)
-        star_fail_at(ps->vm, at->line, at->col, "expression nested too deeply (the limit is %d)",
-                     STAR_MAX_NESTING * 2);
+    star_stack_check(vm, line, col);
+    uint32_t c = nest_kinds[k].cost;
+    if (*nest + c > NEST_BUDGET)
+        star_fail_at(vm, line, col,
+                     "nested too deeply: Codex crashes on more than %u nested %s "
+                     "(fewer mixed with other nesting)",
+                     nest_kinds[k].limit, nest_kinds[k].what);
+    *nest += c;
+}
+
+static void
+nest_leave(uint64_t *nest, enum nest_kind k)
+{
+    *nest -= nest_kinds[k].cost;
+}
+
+static void
+enter(struct parser *ps, struct star_token *at, enum nest_kind k)
+{
+    nest_enter(ps->vm, &ps->nest, k, at->line, at->col);
+}
+
+static void
+leave(struct parser *ps, enum nest_kind k)
+{
+    nest_leave(&ps->nest, k);
 }
 
 /* ---- expressions ---- */
@@ -154,7 +228,7 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
     n->u.comp.body = body;
     n->u.comp.val = val;
     struct ast_clause *cl = NULL;
-    size_t ncl = 0, cap = 0;
+    size_t ncl = 0, cap = 0, nfor = 0;
     while (peek_kind(ps) == T_FOR || peek_kind(ps) == T_IF) {
         if (ncl == cap) {
             cap = cap ? cap * 2 : 4;
@@ -164,6 +238,13 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
             cl = t;
         }
         struct ast_clause *c = &cl[ncl++];
+        if (peek_kind(ps) == T_FOR && ++nfor > STAR_NEST_COMP_FORS) {
+            struct star_token *t = peek(ps);
+            star_fail_at(ps->vm, t->line, t->col,
+                         "nested too deeply: Codex crashes on more than %d `for` clauses in a "
+                         "comprehension",
+                         STAR_NEST_COMP_FORS);
+        }
         if (accept(ps, T_FOR)) {
             c->is_for = true;
             struct star_token *at = peek(ps);
@@ -195,16 +276,22 @@ parse_list_or_comp(struct parser *ps)
 {
     struct star_token *open = advance(ps);
     struct vec v = {0};
+    struct ast_node *n;
+    enter(ps, open, NEST_LIST);
     if (peek_kind(ps) != T_RBRACK) {
         struct ast_node *first = parse_test(ps);
-        if (peek_kind(ps) == T_FOR)
-            return parse_comp(ps, open, first, NULL, T_RBRACK);
+        if (peek_kind(ps) == T_FOR) {
+            n = parse_comp(ps, open, first, NULL, T_RBRACK);
+            leave(ps, NEST_LIST);
+            return n;
+        }
         vec_push(ps->vm, &v, first);
         while (accept(ps, T_COMMA) && peek_kind(ps) != T_RBRACK)
             vec_push(ps->vm, &v, parse_test(ps));
     }
     expect(ps, T_RBRACK, "expected ',' or ']' in list");
-    struct ast_node *n = node(ps, A_LIST, open);
+    leave(ps, NEST_LIST);
+    n = node(ps, A_LIST, open);
     n->u.list = vec_list(&v);
     return n;
 }
@@ -214,12 +301,17 @@ parse_dict_or_comp(struct parser *ps)
 {
     struct star_token *open = advance(ps);
     struct vec keys = {0}, vals = {0};
+    struct ast_node *n;
+    enter(ps, open, NEST_DICT);
     if (peek_kind(ps) != T_RBRACE) {
         struct ast_node *k = parse_test(ps);
         expect(ps, T_COLON, "expected ':' after dict key");
         struct ast_node *val = parse_test(ps);
-        if (peek_kind(ps) == T_FOR)
-            return parse_comp(ps, open, k, val, T_RBRACE);
+        if (peek_kind(ps) == T_FOR) {
+            n = parse_comp(ps, open, k, val, T_RBRACE);
+            leave(ps, NEST_DICT);
+            return n;
+        }
         vec_push(ps->vm, &keys, k);
         vec_push(ps->vm, &vals, val);
         while (accept(ps, T_COMMA) && peek_kind(ps) != T_RBRACE) {
@@ -229,7 +321,8 @@ parse_dict_or_comp(struct parser *ps)
         }
     }
     expect(ps, T_RBRACE, "expected ',' or '}' in dict");
-    struct ast_node *n = node(ps, A_DICT, open);
+    leave(ps, NEST_DICT);
+    n = node(ps, A_DICT, open);
     n->u.dict.keys = vec_list(&keys);
     n->u.dict.vals = vec_list(&vals);
     return n;
@@ -372,6 +465,7 @@ parse_operand(struct parser *ps)
             n = node(ps, A_TUPLE, t);
             return n;
         }
+        enter(ps, t, NEST_PAREN);
         struct ast_node *e = parse_test(ps);
         if (peek_kind(ps) == T_COMMA) {
             struct vec v = {0};
@@ -383,6 +477,7 @@ parse_operand(struct parser *ps)
             set_start(e, e->u.list.items[0]); /* Codex: inside the parentheses */
         }
         expect(ps, T_RPAREN, "expected ')'");
+        leave(ps, NEST_PAREN);
         return e;
     }
     case T_WHILE:
@@ -516,12 +611,12 @@ parse_unary(struct parser *ps)
 {
     struct star_token *t = peek(ps);
     if (t->kind == T_MINUS || t->kind == T_PLUS || t->kind == T_TILDE) {
-        enter(ps, t);
+        enter(ps, t, NEST_OPERATOR);
         advance(ps);
         struct ast_node *n = node(ps, A_UNARY, t);
         n->op = t->kind;
         n->u.x.a = parse_unary(ps);
-        ps->depth--;
+        leave(ps, NEST_OPERATOR);
         return n;
     }
     /* No x ** y: Codex's Starlark has no power operator, so `**` after an
@@ -568,14 +663,15 @@ parse_binary(struct parser *ps, int min_prec, struct ast_node *first)
         int p = binary_prec(t->kind);
         if (p == 0 || p < min_prec)
             return lhs;
-        enter(ps, t);
+        /* The right operand nests at most one level per precedence (deeper
+         * is through brackets); the resolver charges the tree. */
+        star_stack_check(ps->vm, t->line, t->col);
         advance(ps);
         struct ast_node *n = node(ps, A_BINARY, t);
         set_start(n, lhs);
         n->op = t->kind;
         n->u.x.a = lhs;
         n->u.x.b = parse_binary(ps, p + 1, NULL);
-        ps->depth--;
         lhs = n;
     }
 }
@@ -616,11 +712,11 @@ parse_not(struct parser *ps, struct ast_node *first)
 {
     struct star_token *t = peek(ps);
     if (first == NULL && t->kind == T_NOT) {
-        enter(ps, t);
+        enter(ps, t, NEST_OPERATOR);
         advance(ps);
         struct ast_node *n = node(ps, A_NOT, t);
         n->u.x.a = parse_not(ps, NULL);
-        ps->depth--;
+        leave(ps, NEST_OPERATOR);
         return n;
     }
     return parse_comparison(ps, first);
@@ -661,11 +757,13 @@ parse_conditional(struct parser *ps, struct ast_node *x)
     if (peek_kind(ps) != T_IF)
         return x;
     struct star_token *it = advance(ps);
+    enter(ps, it, NEST_OPERATOR);
     struct ast_node *n = node(ps, A_COND, it);
     n->u.x.a = x;
     n->u.x.b = parse_or(ps, NULL);
     expect(ps, T_ELSE, "expected 'else' in conditional expression");
     n->u.x.c = parse_test(ps);
+    leave(ps, NEST_OPERATOR);
     return n;
 }
 
@@ -681,7 +779,7 @@ static struct ast_node *
 parse_test(struct parser *ps)
 {
     struct star_token *t = peek(ps);
-    enter(ps, t);
+    star_stack_check(ps->vm, t->line, t->col);
     struct ast_node *res;
     if (t->kind != T_LAMBDA && t->kind != T_NOT && t->kind != T_MINUS && t->kind != T_PLUS &&
         t->kind != T_TILDE) {
@@ -694,6 +792,7 @@ parse_test(struct parser *ps)
             res = parse_conditional(ps, res);
         }
     } else if (t->kind == T_LAMBDA) {
+        enter(ps, t, NEST_LAMBDA);
         advance(ps);
         struct ast_node *n = node(ps, A_LAMBDA, t);
         struct ast_func *f = parse_params(ps, T_COLON);
@@ -702,10 +801,10 @@ parse_test(struct parser *ps)
         f->expr = parse_test(ps);
         n->u.def.func = f;
         res = n;
+        leave(ps, NEST_LAMBDA);
     } else {
         res = parse_conditional(ps, parse_or(ps, NULL));
     }
-    ps->depth--;
     return res;
 }
 
@@ -800,7 +899,7 @@ parse_fstring(struct parser *ps, struct star_token *t)
             size_t ntok;
             struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line,
                                                fstring_col(t, (size_t)(b - text)), &ntok);
-            struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .depth = ps->depth};
+            struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .nest = ps->nest};
             struct ast_node *ex = parse_expr(&sub);
             accept(&sub, T_NEWLINE);
             if (peek_kind(&sub) != T_EOF)
@@ -825,7 +924,7 @@ parse_fstring(struct parser *ps, struct star_token *t)
 
 /* ---- statements ---- */
 
-static struct ast_list parse_suite(struct parser *ps);
+static struct ast_list parse_suite(struct parser *ps, enum nest_kind k);
 static void parse_stmt(struct parser *ps, struct vec *out);
 
 static struct ast_func *
@@ -929,7 +1028,7 @@ parse_def(struct parser *ps)
     unsigned loop = ps->in_loop;
     ps->in_func = true;
     ps->in_loop = 0;
-    f->body = parse_suite(ps);
+    f->body = parse_suite(ps, NEST_DEF);
     ps->in_func = was;
     ps->in_loop = loop;
     struct ast_node *n = node(ps, A_DEF, t);
@@ -947,14 +1046,17 @@ parse_if(struct parser *ps)
     struct ast_node *n = node(ps, A_IF, t);
     n->u.ifs.cond = parse_test(ps);
     expect(ps, T_COLON, "expected ':' after the condition");
-    n->u.ifs.then = parse_suite(ps);
+    n->u.ifs.then = parse_suite(ps, NEST_IF);
     if (peek_kind(ps) == T_ELIF) {
+        /* An elif is an if nested in the else. */
         struct vec v = {0};
+        nest_enter(ps->vm, &ps->blocks, NEST_IF, peek(ps)->line, peek(ps)->col);
         vec_push(ps->vm, &v, parse_if(ps));
+        nest_leave(&ps->blocks, NEST_IF);
         n->u.ifs.els = vec_list(&v);
     } else if (accept(ps, T_ELSE)) {
         expect(ps, T_COLON, "expected ':' after 'else'");
-        n->u.ifs.els = parse_suite(ps);
+        n->u.ifs.els = parse_suite(ps, NEST_IF);
     }
     return n;
 }
@@ -985,7 +1087,7 @@ parse_for(struct parser *ps)
     n->u.fors.iter = parse_expr(ps);
     expect(ps, T_COLON, "expected ':' after the loop");
     ps->in_loop++;
-    n->u.fors.body = parse_suite(ps);
+    n->u.fors.body = parse_suite(ps, NEST_NONE);
     ps->in_loop--;
     return n;
 }
@@ -1118,11 +1220,11 @@ parse_stmt(struct parser *ps, struct vec *out)
 }
 
 static struct ast_list
-parse_suite(struct parser *ps)
+parse_suite(struct parser *ps, enum nest_kind k)
 {
     struct vec v = {0};
     struct star_token *t = peek(ps);
-    enter(ps, t);
+    nest_enter(ps->vm, &ps->blocks, k, t->line, t->col);
     if (accept(ps, T_NEWLINE)) {
         expect(ps, T_INDENT, "expected an indented block");
         while (peek_kind(ps) != T_OUTDENT && peek_kind(ps) != T_EOF)
@@ -1131,7 +1233,7 @@ parse_suite(struct parser *ps)
     } else {
         parse_simple(ps, &v);
     }
-    ps->depth--;
+    nest_leave(&ps->blocks, k);
     return vec_list(&v);
 }
 
@@ -1162,6 +1264,7 @@ struct forward_use {
 
 struct resolver {
     struct star_vm *vm;
+    uint64_t nest; /* the nesting budget used (nest_enter) */
     const struct star_namemap *predeclared;
     struct star_namemap globals;
     struct vec global_names;
@@ -1391,12 +1494,43 @@ resolve_func(struct resolver *r, struct scope *s, struct ast_func *f)
         f->captures[i] = *(struct ast_capture *)fs.captures.items[i];
 }
 
+/* What a node of the tree charges against the resolver's budget. */
+static enum nest_kind
+resolve_nest_kind(int kind)
+{
+    switch (kind) {
+    case A_UNARY:
+    case A_BINARY:
+    case A_AND:
+    case A_OR:
+    case A_NOT:
+    case A_COND:
+    case A_INDEX:
+    case A_SLICE:
+    case A_DOT:
+    case A_CALL:
+        return NEST_OPERATOR;
+    case A_LIST:
+    case A_TUPLE:
+        return NEST_LIST;
+    case A_DICT:
+        return NEST_DICT;
+    case A_LAMBDA:
+        return NEST_LAMBDA;
+    case A_COMP:
+        return NEST_COMP;
+    default:
+        return NEST_NONE;
+    }
+}
+
 static void
 resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
 {
     if (e == NULL)
         return;
-    star_stack_check(r->vm, e->line, e->col);
+    enum nest_kind k = resolve_nest_kind(e->kind);
+    nest_enter(r->vm, &r->nest, k, e->line, e->col);
     switch (e->kind) {
     case A_IDENT:
         resolve_ident(r, s, e);
@@ -1425,8 +1559,10 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         resolve_expr(r, s, e->u.call.fn);
         if (e->u.call.literal) /* strings only: the name is all there is */
             break;
+        nest_enter(r->vm, &r->nest, NEST_CALL_ARGS, e->line, e->col);
         for (size_t i = 0; i < e->u.call.nargs; i++)
             resolve_expr(r, s, e->u.call.args[i].value);
+        nest_leave(&r->nest, NEST_CALL_ARGS);
         break;
     case A_LAMBDA:
         resolve_func(r, s, e->u.def.func);
@@ -1438,6 +1574,7 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         resolve_expr(r, s, e->u.x.d);
         break;
     }
+    nest_leave(&r->nest, k);
 }
 
 static void

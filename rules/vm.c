@@ -58,7 +58,6 @@ star_vm_begin(struct star_vm *vm, const char *name)
     vm->steps = 0;
     vm->call_depth = 0;
     vm->value_depth = 0;
-    vm->eval_depth = 0;
     vm->stack_base = (uintptr_t)__builtin_frame_address(0);
     free(vm->err);
     vm->err = NULL;

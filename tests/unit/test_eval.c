@@ -903,7 +903,6 @@ test_deep_nesting_attacks(void **state)
         {"x = ", "", "[[]]", "[0]", ""},
         {"x = ", "", "'a'", ".upper", ""},
         {"x = ", "", "len", "()", ""},
-        {"x = ", "", "[1 for y in [1]", " if True", "]"},
         {"x = ", "", "[1 for y in [1]", " for z in [1]", "]"},
         {"", "[", "a", "]", " = [1]"},
         {"for ", "(", "a", ",)", " in []:\n    pass"},
@@ -917,13 +916,52 @@ test_deep_nesting_attacks(void **state)
             fail_msg("attack %zu: %s", i, err);
         free(err);
     }
+    /* Blocks nest as deep as in Codex: 3571 ifs, 2934 defs. */
+    static const struct {
+        const char *line;
+        size_t limit;
+        const char *err;
+    } blocks[] = {
+        {"if True:\n", 3571, "nested too deeply: Codex crashes on more than 3571 nested if blocks"},
+        {"def f():\n", 2934,
+         "nested too deeply: Codex crashes on more than 2934 nested def blocks"},
+    };
+    for (size_t b = 0; b < 2; b++) {
+        for (size_t n = blocks[b].limit; n <= blocks[b].limit + 1; n++) {
+            size_t ll = strlen(blocks[b].line), len = n * (n + 1) / 2 + n * ll + n + 8, o = 0;
+            char *src = malloc(len);
+            assert_non_null(src);
+            for (size_t i = 0; i <= n; i++) {
+                memset(src + o, ' ', i);
+                o += i;
+                const char *l = i < n ? blocks[b].line : "pass\n";
+                memcpy(src + o, l, strlen(l));
+                o += strlen(l);
+            }
+            char *err = run(src, o);
+            free(src);
+            if (n == blocks[b].limit) {
+                assert_null(err);
+            } else {
+                assert_non_null(err);
+                assert_non_null(strstr(err, blocks[b].err));
+                free(err);
+            }
+        }
+    }
+    /* Codex takes 99 999 `if` clauses in a comprehension: a loop, no
+     * recursion. */
+    char *src = nested("x = ", "", 99999, "[1 for y in [1]", " if True", "]");
+    char *err = run(src, strlen(src));
+    free(src);
+    assert_null(err);
 }
 
 static void
 test_hostile_limits(void **state)
 {
     (void)state;
-    /* 10 000 nested brackets: refused at the 101st, no deep recursion. */
+    /* 10 000 nested brackets: refused past Codex's 5346 lists. */
     size_t n = 10000;
     char *deep = malloc(2 * n + 16);
     assert_non_null(deep);
@@ -932,7 +970,8 @@ test_hostile_limits(void **state)
     memset(deep + 4 + n, ']', n);
     strcpy(deep + 4 + 2 * n, "\n");
     char *err = run(deep, strlen(deep));
-    assert_string_equal(err, "t.star:1:105: brackets nested too deeply (the limit is 100)");
+    assert_string_equal(err, "t.star:1:5351: nested too deeply: Codex crashes on more than 5346 "
+                             "nested lists or tuples (fewer mixed with other nesting)");
     free(err);
     /* 10 000 nested unary operators. */
     strcpy(deep, "x = ");
@@ -940,7 +979,9 @@ test_hostile_limits(void **state)
         deep[4 + i] = '-';
     strcpy(deep + 4 + n, "1\n");
     err = run(deep, strlen(deep));
-    assert_string_equal(err, "t.star:1:204: expression nested too deeply (the limit is 200)");
+    assert_string_equal(err, "t.star:1:7982: nested too deeply: Codex crashes on more than 7977 "
+                             "nested operators, indexes and attributes (fewer mixed with other "
+                             "nesting)");
     free(err);
     free(deep);
 
@@ -950,7 +991,8 @@ test_hostile_limits(void **state)
                "t.star:2:24: out of memory: range of 1000000000 elements is too large");
     expect_err("s = 'x' * 100000000\nt = s + s + s\n",
                "t.star:2:5: out of memory: the file needs more than 256 MiB");
-    /* 99 calls, each inside 150 nested operators: bounded across calls. */
+    /* 99 calls, each inside 150 nested operators: the depth of calls is
+     * bounded (the stack left is checked at every level besides). */
     size_t cap = 100 * 200 + 64, o = 0;
     char *chain = malloc(cap);
     assert_non_null(chain);
@@ -963,8 +1005,7 @@ test_hostile_limits(void **state)
     snprintf(chain + o, cap - o, "def f99():\n    return 1\nx = f0()\n");
     err = run(chain, strlen(chain));
     assert_non_null(err);
-    assert_non_null(
-        strstr(err, "expressions and calls nested too deeply (the limit is 2000 levels)"));
+    assert_non_null(strstr(err, "Starlark call stack overflow: more than 49 nested calls"));
     free(err);
     free(chain);
 
@@ -972,10 +1013,14 @@ test_hostile_limits(void **state)
      * with a depth limit. */
     expect_ok("x = []\nfor i in range(1000000):\n    x = [x]\n"
               "t = ()\nfor i in range(60):\n    t = (t, t)\n");
-    expect_err("x = []\ny = []\nfor i in range(5000):\n    x = [x]\n    y = [y]\nz = x == y\n",
-               "t.star:6:5: value nested too deeply (the limit is 1000 levels)");
+    /* Codex compares lists 3000 deep (range(2999) nests 3000 lists). */
+    expect_ok("x = []\ny = []\nfor i in range(2999):\n    x = [x]\n    y = [y]\nz = x == y\n");
+    expect_err("x = []\ny = []\nfor i in range(3000):\n    x = [x]\n    y = [y]\nz = x == y\n",
+               "t.star:6:5: value nested too deeply (the limit is 3000 levels)");
+    expect_err("x = []\ny = [1]\nfor i in range(3000):\n    x = [x]\n    y = [y]\nz = x < y\n",
+               "t.star:6:5: value nested too deeply (the limit is 3000 levels)");
     expect_err("x = []\nfor i in range(5000):\n    x = [x]\ns = str(x)\n",
-               "t.star:4:5: value nested too deeply to print (the limit is 1000 levels)");
+               "t.star:4:5: value nested too deeply to print (the limit is 3000 levels)");
     expect_err("prefix_rule(pattern = ['ls'])\n",
                "t.star:1:1: undefined: prefix_rule is not defined");
     expect_err("undefined_function(1)\n",
