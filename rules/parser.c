@@ -1494,43 +1494,27 @@ resolve_func(struct resolver *r, struct scope *s, struct ast_func *f)
         f->captures[i] = *(struct ast_capture *)fs.captures.items[i];
 }
 
-/* What a node of the tree charges against the resolver's budget. */
-static enum nest_kind
-resolve_nest_kind(int kind)
-{
-    switch (kind) {
-    case A_UNARY:
-    case A_BINARY:
-    case A_AND:
-    case A_OR:
-    case A_NOT:
-    case A_COND:
-    case A_INDEX:
-    case A_SLICE:
-    case A_DOT:
-    case A_CALL:
-        return NEST_OPERATOR;
-    case A_LIST:
-    case A_TUPLE:
-        return NEST_LIST;
-    case A_DICT:
-        return NEST_DICT;
-    case A_LAMBDA:
-        return NEST_LAMBDA;
-    case A_COMP:
-        return NEST_COMP;
-    default:
-        return NEST_NONE;
-    }
-}
+/* What a node of the tree charges against the resolver's budget; a leaf
+ * (a name, a literal) nothing, and it needs no stack check either. */
+static const uint8_t resolve_nest_kind[] = {
+    [A_UNARY] = NEST_OPERATOR, [A_BINARY] = NEST_OPERATOR, [A_AND] = NEST_OPERATOR,
+    [A_OR] = NEST_OPERATOR,    [A_NOT] = NEST_OPERATOR,    [A_COND] = NEST_OPERATOR,
+    [A_INDEX] = NEST_OPERATOR, [A_SLICE] = NEST_OPERATOR,  [A_DOT] = NEST_OPERATOR,
+    [A_CALL] = NEST_OPERATOR,  [A_LIST] = NEST_LIST,       [A_TUPLE] = NEST_LIST,
+    [A_DICT] = NEST_DICT,      [A_LAMBDA] = NEST_LAMBDA,   [A_COMP] = NEST_COMP,
+    [A_FSTRING] = NEST_NONE,   [A_PASS] = NEST_NONE,
+};
 
 static void
 resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
 {
     if (e == NULL)
         return;
-    enum nest_kind k = resolve_nest_kind(e->kind);
-    nest_enter(r->vm, &r->nest, k, e->line, e->col);
+    enum nest_kind k = resolve_nest_kind[e->kind];
+    if (k != NEST_NONE)
+        nest_enter(r->vm, &r->nest, k, e->line, e->col);
+    else if (e->kind == A_FSTRING)
+        star_stack_check(r->vm, e->line, e->col);
     switch (e->kind) {
     case A_IDENT:
         resolve_ident(r, s, e);
@@ -1574,7 +1558,7 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         resolve_expr(r, s, e->u.x.d);
         break;
     }
-    nest_leave(&r->nest, k);
+    nest_leave(&r->nest, k); /* NEST_NONE costs nothing */
 }
 
 static void
