@@ -35,18 +35,17 @@
  * before its stack overflows (measured at the top level of a file; a mix
  * is charged against one budget, each level 1/limit of it: parser.c).
  */
-#define STAR_NEST_OPERATORS 7977  /* unary, binary, not, and, or, if-else, index, slice, `.` */
-#define STAR_NEST_LISTS     5346  /* lists and tuples */
-#define STAR_NEST_DICTS     4558  /* dicts */
-#define STAR_NEST_CALLS     5737  /* calls in calls' arguments (a call of a call: an operator) */
-#define STAR_NEST_LAMBDAS   2145  /* lambdas */
-#define STAR_NEST_COMPS     4117  /* comprehensions (4116 in another's iterable, and a list) */
-#define STAR_NEST_PARENS    10866 /* parentheses */
-#define STAR_NEST_IFS       3571  /* if blocks and elif (for blocks: as deep as 8 MiB allows) */
-#define STAR_NEST_DEFS      2934  /* def blocks */
-#define STAR_NEST_COMP_FORS 31917 /* `for` clauses of one comprehension */
-#define STAR_MAX_VALUE_DEPTH                                                                       \
-    3000 /* nesting of values compared, hashed or printed: Codex compares 3000 */
+#define STAR_NEST_OPERATORS  7977  /* unary, binary, not, and, or, if-else, index, slice, `.` */
+#define STAR_NEST_LISTS      5346  /* lists and tuples */
+#define STAR_NEST_DICTS      4558  /* dicts */
+#define STAR_NEST_CALLS      5737  /* calls in calls' arguments (a call of a call: an operator) */
+#define STAR_NEST_LAMBDAS    2145  /* lambdas */
+#define STAR_NEST_COMPS      4117  /* comprehensions (4116 in another's iterable, and a list) */
+#define STAR_NEST_PARENS     10866 /* parentheses */
+#define STAR_NEST_IFS        3571  /* if blocks and elif (for blocks: as deep as 8 MiB allows) */
+#define STAR_NEST_DEFS       2934  /* def blocks */
+#define STAR_NEST_COMP_FORS  31917 /* `for` clauses of one comprehension */
+#define STAR_MAX_VALUE_DEPTH 3000  /* nesting of values compared, as in Codex */
 /* The C stack a run may use: the process's RLIMIT_STACK less what is kept
  * back for the frames above the run and below the last check, at most
  * STAR_STACK_MAX (also the figure when the limit is unlimited). */
