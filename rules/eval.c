@@ -790,6 +790,7 @@ static void
 unpack(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct star_value v)
 {
     at(vm, t);
+    star_stack_check(vm, t->line, t->col);
     if (v.type != STAR_LIST && v.type != STAR_TUPLE)
         star_fail(vm, "got %s in sequence assignment", star_type_name(v));
     size_t want = t->u.list.n, got = v.u.l->len;
@@ -1128,6 +1129,12 @@ static void
 comp_clause(struct star_vm *vm, struct star_frame *fr, struct ast_node *e, size_t k,
             struct star_value result)
 {
+    /* One frame per `for` clause; a run of `if` clauses is a loop (Codex
+     * takes 100 000 of them). */
+    star_stack_check(vm, e->line, e->col);
+    for (; k < e->u.comp.nclauses && !e->u.comp.clauses[k].is_for; k++)
+        if (!star_truth(eval(vm, fr, e->u.comp.clauses[k].expr)))
+            return;
     if (k == e->u.comp.nclauses) {
         star_step(vm);
         if (e->u.comp.is_dict) {
@@ -1141,11 +1148,6 @@ comp_clause(struct star_vm *vm, struct star_frame *fr, struct ast_node *e, size_
         return;
     }
     struct ast_clause *c = &e->u.comp.clauses[k];
-    if (!c->is_for) {
-        if (star_truth(eval(vm, fr, c->expr)))
-            comp_clause(vm, fr, e, k + 1, result);
-        return;
-    }
     struct star_value it = eval(vm, fr, c->expr);
     at(vm, c->expr);
     size_t n;
@@ -1210,19 +1212,15 @@ eval_unary(struct star_vm *vm, struct star_value v, int op)
 static struct star_value eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e);
 
 /*
- * Nested expressions inside nested calls multiply: bound the evaluator's
- * own recursion so no file can exhaust the C stack.
+ * The parser bounds how deep one expression nests, and calls nest at most
+ * STAR_MAX_CALL_DEPTH deep; nested expressions inside nested calls still
+ * multiply, so the stack left is checked at every level.
  */
 static struct star_value
 eval(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 {
-    if (++vm->eval_depth > STAR_MAX_EVAL_DEPTH)
-        star_fail_at(vm, e->line, e->col,
-                     "expressions and calls nested too deeply (the limit is %d levels)",
-                     STAR_MAX_EVAL_DEPTH);
-    struct star_value v = eval_node(vm, fr, e);
-    vm->eval_depth--;
-    return v;
+    star_stack_check(vm, e->line, e->col);
+    return eval_node(vm, fr, e);
 }
 
 static struct star_value
@@ -1446,6 +1444,8 @@ exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
 static enum flow
 exec_block(struct star_vm *vm, struct star_frame *fr, struct ast_list *body)
 {
+    if (body->n > 0)
+        star_stack_check(vm, body->items[0]->line, body->items[0]->col);
     for (size_t i = 0; i < body->n; i++) {
         struct ast_node *st = body->items[i];
         star_step(vm);

@@ -16,7 +16,8 @@ struct bracket {
     uint32_t line, col;
 };
 
-#define LEX_NAME_CACHE 64 /* a power of two */
+#define LEX_NAME_CACHE      64 /* a power of two */
+#define LEX_INLINE_BRACKETS 32
 
 /* The most arguments and strings a plain call statement (T_CALL_LITERAL)
  * may have; a longer call is lexed token by token like any other. */
@@ -36,8 +37,11 @@ struct lexer {
 
     struct indent *indents;
     size_t n_indents, cap_indents;
-    struct bracket brackets[STAR_MAX_BRACKETS];
-    size_t depth;
+    /* The brackets open, innermost last: the inline ones, then (deeper
+     * than any ordinary file goes) an arena copy that grows. */
+    struct bracket *brackets;
+    size_t depth, cap_brackets;
+    struct bracket inline_brackets[LEX_INLINE_BRACKETS];
     bool bol; /* at the beginning of a line whose indentation is not yet measured */
     /* The names met last, by a hash of their length and ends: a file
      * repeats a few names (prefix_rule, pattern, decision) on every line,
@@ -644,6 +648,14 @@ open_bracket(struct lexer *lx, char c, const char *at)
     if (lx->depth == STAR_MAX_BRACKETS)
         star_fail_at(lx->vm, lx->line, col_of(lx, at),
                      "brackets nested too deeply (the limit is %d)", STAR_MAX_BRACKETS);
+    if (lx->depth == lx->cap_brackets) {
+        size_t cap = lx->cap_brackets * 2;
+        struct bracket *t = star_alloc_array(lx->vm, cap, sizeof *t);
+        star_keep(lx->vm);
+        memcpy(t, lx->brackets, lx->depth * sizeof *t);
+        lx->brackets = t;
+        lx->cap_brackets = cap;
+    }
     struct bracket *b = &lx->brackets[lx->depth++];
     b->open = c;
     b->line = lx->line;
@@ -796,8 +808,9 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
     if (len == top->len && memcmp(ws, top->ws, len) == 0)
         return;
     if (len > top->len && memcmp(ws, top->ws, top->len) == 0) {
-        if (lx->n_indents > STAR_MAX_NESTING)
-            lex_fail(lx, ws + len, "blocks nested too deeply");
+        if (lx->n_indents > STAR_MAX_INDENTS)
+            star_fail_at(lx->vm, lx->line, col_of(lx, ws + len),
+                         "blocks nested too deeply (the limit is %d)", STAR_MAX_INDENTS);
         push_indent(lx, ws, len);
         push(lx, T_INDENT, ws + len, ws + len);
         return;
@@ -1169,6 +1182,8 @@ lexer_new(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32
     lx->col_p = NULL;
     lx->cap = cap;
     lx->toks = star_alloc_array(vm, lx->cap, sizeof *lx->toks);
+    lx->brackets = lx->inline_brackets;
+    lx->cap_brackets = LEX_INLINE_BRACKETS;
     push_indent(lx, src, 0);
     lx->bol = true;
     return lx;

@@ -11,7 +11,8 @@ struct parser {
     struct star_vm *vm;
     struct star_token *toks;
     size_t n, i;
-    unsigned depth;
+    uint64_t nest;   /* the nesting budget expressions used (nest_enter) */
+    uint64_t blocks; /* the budget nested blocks used */
     bool in_func;
     unsigned in_loop;
 };
@@ -105,12 +106,86 @@ vec_list(struct vec *v)
     return l;
 }
 
+/*
+ * How deep code may nest: as deep as Codex 0.169 takes it.  Its stack
+ * overflows at a different depth for each construct (the STAR_NEST_*
+ * limits, each measured alone); a mix is charged against one budget, each
+ * level of a construct 1/limit of it, as an approximation of the stack
+ * Codex uses.  The parser charges what it nests while parsing (brackets,
+ * prefix operators, conditionals, lambdas), the resolver the tree that
+ * was built (where a left-deep chain like 1+1+... nests every operator),
+ * each against its own budget; nested blocks have a budget of their own
+ * (an expression in a def body may nest as deep as one outside).
+ */
+enum nest_kind {
+    NEST_NONE,
+    NEST_OPERATOR,
+    NEST_LIST,
+    NEST_DICT,
+    NEST_CALL_ARGS,
+    NEST_LAMBDA,
+    NEST_COMP,
+    NEST_PAREN,
+    NEST_IF,
+    NEST_DEF,
+};
+
+/* Large enough that budget / limit * (limit + 1) exceeds it for any limit
+ * up to its square root: each construct alone stops exactly past its limit. */
+#define NEST_BUDGET 1000000000u
+
+static const struct {
+    uint32_t cost;
+    unsigned limit;
+    const char *what;
+} nest_kinds[] = {
+    [NEST_NONE] = {0, 0, ""},
+    [NEST_OPERATOR] = {NEST_BUDGET / STAR_NEST_OPERATORS, STAR_NEST_OPERATORS,
+                       "operators, indexes and attributes"},
+    [NEST_LIST] = {NEST_BUDGET / STAR_NEST_LISTS, STAR_NEST_LISTS, "lists or tuples"},
+    [NEST_DICT] = {NEST_BUDGET / STAR_NEST_DICTS, STAR_NEST_DICTS, "dicts"},
+    /* A call is an operator on what it calls, and its arguments nest
+     * deeper: the two together cost 1/STAR_NEST_CALLS. */
+    [NEST_CALL_ARGS] = {NEST_BUDGET / STAR_NEST_CALLS - NEST_BUDGET / STAR_NEST_OPERATORS,
+                        STAR_NEST_CALLS, "calls"},
+    [NEST_LAMBDA] = {NEST_BUDGET / STAR_NEST_LAMBDAS, STAR_NEST_LAMBDAS, "lambdas"},
+    [NEST_COMP] = {NEST_BUDGET / STAR_NEST_COMPS, STAR_NEST_COMPS, "comprehensions"},
+    [NEST_PAREN] = {NEST_BUDGET / STAR_NEST_PARENS, STAR_NEST_PARENS, "parentheses"},
+    [NEST_IF] = {NEST_BUDGET / STAR_NEST_IFS, STAR_NEST_IFS, "if blocks"},
+    [NEST_DEF] = {NEST_BUDGET / STAR_NEST_DEFS, STAR_NEST_DEFS, "def blocks"},
+};
+
+/* Charges one level of k against *nest; fails at line:col past the
+ * budget.  nest_leave gives it back. */
 static void
-enter(struct parser *ps, struct star_token *at)
+nest_enter(struct star_vm *vm, uint64_t *nest, enum nest_kind k, uint32_t line, uint32_t col)
 {
-    if (++ps->depth > STAR_MAX_NESTING * 2)
-        star_fail_at(ps->vm, at->line, at->col, "expression nested too deeply (the limit is %d)",
-                     STAR_MAX_NESTING * 2);
+    star_stack_check(vm, line, col);
+    uint32_t c = nest_kinds[k].cost;
+    if (*nest + c > NEST_BUDGET)
+        star_fail_at(vm, line, col,
+                     "nested too deeply: Codex crashes on more than %u nested %s "
+                     "(fewer mixed with other nesting)",
+                     nest_kinds[k].limit, nest_kinds[k].what);
+    *nest += c;
+}
+
+static void
+nest_leave(uint64_t *nest, enum nest_kind k)
+{
+    *nest -= nest_kinds[k].cost;
+}
+
+static void
+enter(struct parser *ps, struct star_token *at, enum nest_kind k)
+{
+    nest_enter(ps->vm, &ps->nest, k, at->line, at->col);
+}
+
+static void
+leave(struct parser *ps, enum nest_kind k)
+{
+    nest_leave(&ps->nest, k);
 }
 
 /* ---- expressions ---- */
@@ -157,6 +232,7 @@ starts_expr(int k)
 static void
 check_target(struct parser *ps, struct ast_node *e)
 {
+    star_stack_check(ps->vm, e->line, e->col);
     switch (e->kind) {
     case A_IDENT:
     case A_INDEX:
@@ -204,7 +280,7 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
     n->u.comp.body = body;
     n->u.comp.val = val;
     struct ast_clause *cl = NULL;
-    size_t ncl = 0, cap = 0;
+    size_t ncl = 0, cap = 0, nfor = 0;
     while (peek_kind(ps) == T_FOR || peek_kind(ps) == T_IF) {
         if (ncl == cap) {
             cap = cap ? cap * 2 : 4;
@@ -214,6 +290,13 @@ parse_comp(struct parser *ps, struct star_token *open, struct ast_node *body, st
             cl = t;
         }
         struct ast_clause *c = &cl[ncl++];
+        if (peek_kind(ps) == T_FOR && ++nfor > STAR_NEST_COMP_FORS) {
+            struct star_token *t = peek(ps);
+            star_fail_at(ps->vm, t->line, t->col,
+                         "nested too deeply: Codex crashes on more than %d `for` clauses in a "
+                         "comprehension",
+                         STAR_NEST_COMP_FORS);
+        }
         if (accept(ps, T_FOR)) {
             c->is_for = true;
             c->target = parse_loop_vars(ps);
@@ -236,16 +319,22 @@ parse_list_or_comp(struct parser *ps)
 {
     struct star_token *open = advance(ps);
     struct vec v = {0};
+    struct ast_node *n;
+    enter(ps, open, NEST_LIST);
     if (peek_kind(ps) != T_RBRACK) {
         struct ast_node *first = parse_test(ps);
-        if (peek_kind(ps) == T_FOR)
-            return parse_comp(ps, open, first, NULL, T_RBRACK);
+        if (peek_kind(ps) == T_FOR) {
+            n = parse_comp(ps, open, first, NULL, T_RBRACK);
+            leave(ps, NEST_LIST);
+            return n;
+        }
         vec_push(ps->vm, &v, first);
         while (accept(ps, T_COMMA) && peek_kind(ps) != T_RBRACK)
             vec_push(ps->vm, &v, parse_test(ps));
     }
     expect(ps, T_RBRACK, "expected ',' or ']' in list");
-    struct ast_node *n = node(ps, A_LIST, open);
+    leave(ps, NEST_LIST);
+    n = node(ps, A_LIST, open);
     n->u.list = vec_list(&v);
     return n;
 }
@@ -255,12 +344,17 @@ parse_dict_or_comp(struct parser *ps)
 {
     struct star_token *open = advance(ps);
     struct vec keys = {0}, vals = {0};
+    struct ast_node *n;
+    enter(ps, open, NEST_DICT);
     if (peek_kind(ps) != T_RBRACE) {
         struct ast_node *k = parse_test(ps);
         expect(ps, T_COLON, "expected ':' after dict key");
         struct ast_node *val = parse_test(ps);
-        if (peek_kind(ps) == T_FOR)
-            return parse_comp(ps, open, k, val, T_RBRACE);
+        if (peek_kind(ps) == T_FOR) {
+            n = parse_comp(ps, open, k, val, T_RBRACE);
+            leave(ps, NEST_DICT);
+            return n;
+        }
         vec_push(ps->vm, &keys, k);
         vec_push(ps->vm, &vals, val);
         while (accept(ps, T_COMMA) && peek_kind(ps) != T_RBRACE) {
@@ -270,7 +364,8 @@ parse_dict_or_comp(struct parser *ps)
         }
     }
     expect(ps, T_RBRACE, "expected ',' or '}' in dict");
-    struct ast_node *n = node(ps, A_DICT, open);
+    leave(ps, NEST_DICT);
+    n = node(ps, A_DICT, open);
     n->u.dict.keys = vec_list(&keys);
     n->u.dict.vals = vec_list(&vals);
     return n;
@@ -297,24 +392,20 @@ literal_call(struct parser *ps, struct star_token *t)
  * Where the source of expression e starts: Codex reports a failing
  * operation at the start of its whole expression, and an operand's
  * expression starts at its own leftmost part (a parenthesised operand at
- * what is inside the parentheses).
+ * what is inside the parentheses).  A binary operation, an index, a slice,
+ * a call and an attribute already carry their start (set here when they
+ * were made), so a chain of them costs one step, not a walk down the
+ * chain: `1+1+...` stays linear.
  */
 static void
 set_start(struct ast_node *n, const struct ast_node *e)
 {
     for (;;) {
         switch (e->kind) {
-        case A_BINARY:
         case A_AND:
         case A_OR:
         case A_COND:
-        case A_INDEX:
-        case A_INDEX2:
-        case A_SLICE:
             e = e->u.x.a;
-            continue;
-        case A_DOT:
-            e = e->u.dot.obj;
             continue;
         default:
             n->line = e->line;
@@ -382,6 +473,7 @@ parse_operand(struct parser *ps)
             n = node(ps, A_TUPLE, t);
             return n;
         }
+        enter(ps, t, NEST_PAREN);
         struct ast_node *e = parse_test(ps);
         if (peek_kind(ps) == T_COMMA) {
             struct vec v = {0};
@@ -393,6 +485,7 @@ parse_operand(struct parser *ps)
             set_start(e, e->u.list.items[0]); /* Codex: inside the parentheses */
         }
         expect(ps, T_RPAREN, "expected ')'");
+        leave(ps, NEST_PAREN);
         return e;
     }
     case T_WHILE:
@@ -537,12 +630,12 @@ parse_unary(struct parser *ps)
 {
     struct star_token *t = peek(ps);
     if (t->kind == T_MINUS || t->kind == T_PLUS || t->kind == T_TILDE) {
-        enter(ps, t);
+        enter(ps, t, NEST_OPERATOR);
         advance(ps);
         struct ast_node *n = node(ps, A_UNARY, t);
         n->op = t->kind;
         n->u.x.a = parse_unary(ps);
-        ps->depth--;
+        leave(ps, NEST_OPERATOR);
         return n;
     }
     /* No x ** y: Codex's Starlark has no power operator, so `**` after an
@@ -589,14 +682,15 @@ parse_binary(struct parser *ps, int min_prec, struct ast_node *first)
         int p = binary_prec(t->kind);
         if (p == 0 || p < min_prec)
             return lhs;
-        enter(ps, t);
+        /* The right operand nests at most one level per precedence (deeper
+         * is through brackets); the resolver charges the tree. */
+        star_stack_check(ps->vm, t->line, t->col);
         advance(ps);
         struct ast_node *n = node(ps, A_BINARY, t);
         set_start(n, lhs);
         n->op = t->kind;
         n->u.x.a = lhs;
         n->u.x.b = parse_binary(ps, p + 1, NULL);
-        ps->depth--;
         lhs = n;
     }
 }
@@ -637,11 +731,11 @@ parse_not(struct parser *ps, struct ast_node *first)
 {
     struct star_token *t = peek(ps);
     if (first == NULL && t->kind == T_NOT) {
-        enter(ps, t);
+        enter(ps, t, NEST_OPERATOR);
         advance(ps);
         struct ast_node *n = node(ps, A_NOT, t);
         n->u.x.a = parse_not(ps, NULL);
-        ps->depth--;
+        leave(ps, NEST_OPERATOR);
         return n;
     }
     return parse_comparison(ps, first);
@@ -682,11 +776,13 @@ parse_conditional(struct parser *ps, struct ast_node *x)
     if (peek_kind(ps) != T_IF)
         return x;
     struct star_token *it = advance(ps);
+    enter(ps, it, NEST_OPERATOR);
     struct ast_node *n = node(ps, A_COND, it);
     n->u.x.a = x;
     n->u.x.b = parse_or(ps, NULL);
     expect(ps, T_ELSE, "expected 'else' in conditional expression");
     n->u.x.c = parse_test(ps);
+    leave(ps, NEST_OPERATOR);
     return n;
 }
 
@@ -702,7 +798,7 @@ static struct ast_node *
 parse_test(struct parser *ps)
 {
     struct star_token *t = peek(ps);
-    enter(ps, t);
+    star_stack_check(ps->vm, t->line, t->col);
     struct ast_node *res;
     if (t->kind != T_LAMBDA && t->kind != T_NOT && t->kind != T_MINUS && t->kind != T_PLUS &&
         t->kind != T_TILDE) {
@@ -715,6 +811,7 @@ parse_test(struct parser *ps)
             res = parse_conditional(ps, res);
         }
     } else if (t->kind == T_LAMBDA) {
+        enter(ps, t, NEST_LAMBDA);
         advance(ps);
         struct ast_node *n = node(ps, A_LAMBDA, t);
         struct ast_func *f = parse_params(ps, T_COLON);
@@ -723,10 +820,10 @@ parse_test(struct parser *ps)
         f->expr = parse_test(ps);
         n->u.def.func = f;
         res = n;
+        leave(ps, NEST_LAMBDA);
     } else {
         res = parse_conditional(ps, parse_or(ps, NULL));
     }
-    ps->depth--;
     return res;
 }
 
@@ -886,7 +983,7 @@ parse_fstring(struct parser *ps, struct star_token *t)
             size_t ntok;
             struct star_token *toks = star_lex(vm, b, (size_t)(be - b), t->line,
                                                fstring_col(t, (size_t)(b - text)), &ntok);
-            struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .depth = ps->depth};
+            struct parser sub = {.vm = vm, .toks = toks, .n = ntok, .nest = ps->nest};
             /* one expression, not a tuple, as in Codex */
             struct ast_node *ex = parse_test(&sub);
             accept(&sub, T_NEWLINE);
@@ -912,7 +1009,7 @@ parse_fstring(struct parser *ps, struct star_token *t)
 
 /* ---- statements ---- */
 
-static struct ast_list parse_suite(struct parser *ps);
+static struct ast_list parse_suite(struct parser *ps, enum nest_kind k);
 static void parse_stmt(struct parser *ps, struct vec *out);
 
 static struct ast_func *
@@ -1016,7 +1113,7 @@ parse_def(struct parser *ps)
     unsigned loop = ps->in_loop;
     ps->in_func = true;
     ps->in_loop = 0;
-    f->body = parse_suite(ps);
+    f->body = parse_suite(ps, NEST_DEF);
     ps->in_func = was;
     ps->in_loop = loop;
     struct ast_node *n = node(ps, A_DEF, t);
@@ -1034,14 +1131,17 @@ parse_if(struct parser *ps)
     struct ast_node *n = node(ps, A_IF, t);
     n->u.ifs.cond = parse_test(ps);
     expect(ps, T_COLON, "expected ':' after the condition");
-    n->u.ifs.then = parse_suite(ps);
+    n->u.ifs.then = parse_suite(ps, NEST_IF);
     if (peek_kind(ps) == T_ELIF) {
+        /* An elif is an if nested in the else. */
         struct vec v = {0};
+        nest_enter(ps->vm, &ps->blocks, NEST_IF, peek(ps)->line, peek(ps)->col);
         vec_push(ps->vm, &v, parse_if(ps));
+        nest_leave(&ps->blocks, NEST_IF);
         n->u.ifs.els = vec_list(&v);
     } else if (accept(ps, T_ELSE)) {
         expect(ps, T_COLON, "expected ':' after 'else'");
-        n->u.ifs.els = parse_suite(ps);
+        n->u.ifs.els = parse_suite(ps, NEST_IF);
     }
     return n;
 }
@@ -1056,7 +1156,7 @@ parse_for(struct parser *ps)
     n->u.fors.iter = parse_test(ps); /* a tuple must be in parentheses, as in Codex */
     expect(ps, T_COLON, "expected ':' after the loop");
     ps->in_loop++;
-    n->u.fors.body = parse_suite(ps);
+    n->u.fors.body = parse_suite(ps, NEST_NONE);
     ps->in_loop--;
     check_target(ps, n->u.fors.target);
     return n;
@@ -1173,11 +1273,11 @@ parse_stmt(struct parser *ps, struct vec *out)
 }
 
 static struct ast_list
-parse_suite(struct parser *ps)
+parse_suite(struct parser *ps, enum nest_kind k)
 {
     struct vec v = {0};
     struct star_token *t = peek(ps);
-    enter(ps, t);
+    nest_enter(ps->vm, &ps->blocks, k, t->line, t->col);
     if (accept(ps, T_NEWLINE)) {
         expect(ps, T_INDENT, "expected an indented block");
         while (peek_kind(ps) != T_OUTDENT && peek_kind(ps) != T_EOF)
@@ -1186,7 +1286,7 @@ parse_suite(struct parser *ps)
     } else {
         parse_simple(ps, &v);
     }
-    ps->depth--;
+    nest_leave(&ps->blocks, k);
     return vec_list(&v);
 }
 
@@ -1217,6 +1317,7 @@ struct forward_use {
 
 struct resolver {
     struct star_vm *vm;
+    uint64_t nest; /* the nesting budget used (nest_enter) */
     const struct star_namemap *predeclared;
     struct star_namemap globals;
     struct vec global_names;
@@ -1257,6 +1358,7 @@ bind_global(struct resolver *r, struct star_str *name)
 static void
 collect_target(struct resolver *r, struct scope *s, struct ast_node *t)
 {
+    star_stack_check(r->vm, t->line, t->col);
     if (t->kind == A_IDENT) {
         if (s->func == NULL)
             bind_global(r, t->u.ident.name);
@@ -1271,6 +1373,8 @@ collect_target(struct resolver *r, struct scope *s, struct ast_node *t)
 static void
 collect_block(struct resolver *r, struct scope *s, struct ast_list *body)
 {
+    if (body->n > 0)
+        star_stack_check(r->vm, body->items[0]->line, body->items[0]->col);
     for (size_t i = 0; i < body->n; i++) {
         struct ast_node *st = body->items[i];
         switch (st->kind) {
@@ -1302,6 +1406,8 @@ static void resolve_block(struct resolver *r, struct scope *s, struct ast_list *
 static int
 lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *index)
 {
+    /* Once per enclosing function: lambdas nest as deep as expressions. */
+    star_stack_check(r->vm, r->vm->line, r->vm->col);
     for (struct block *b = s->blocks; b != NULL; b = b->parent) {
         int v = star_namemap_get(&b->names, name);
         if (v >= 0) {
@@ -1382,6 +1488,7 @@ resolve_list(struct resolver *r, struct scope *s, struct ast_list *l)
 static void
 bind_block_target(struct resolver *r, struct scope *s, struct block *b, struct ast_node *t)
 {
+    star_stack_check(r->vm, t->line, t->col);
     if (t->kind == A_IDENT) {
         int v = star_namemap_get(&b->names, t->u.ident.name);
         if (v < 0) {
@@ -1440,11 +1547,27 @@ resolve_func(struct resolver *r, struct scope *s, struct ast_func *f)
         f->captures[i] = *(struct ast_capture *)fs.captures.items[i];
 }
 
+/* What a node of the tree charges against the resolver's budget; a leaf
+ * (a name, a literal) nothing, and it needs no stack check either. */
+static const uint8_t resolve_nest_kind[] = {
+    [A_UNARY] = NEST_OPERATOR, [A_BINARY] = NEST_OPERATOR, [A_AND] = NEST_OPERATOR,
+    [A_OR] = NEST_OPERATOR,    [A_NOT] = NEST_OPERATOR,    [A_COND] = NEST_OPERATOR,
+    [A_INDEX] = NEST_OPERATOR, [A_SLICE] = NEST_OPERATOR,  [A_DOT] = NEST_OPERATOR,
+    [A_CALL] = NEST_OPERATOR,  [A_LIST] = NEST_LIST,       [A_TUPLE] = NEST_LIST,
+    [A_DICT] = NEST_DICT,      [A_LAMBDA] = NEST_LAMBDA,   [A_COMP] = NEST_COMP,
+    [A_FSTRING] = NEST_NONE,   [A_PASS] = NEST_NONE,
+};
+
 static void
 resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
 {
     if (e == NULL)
         return;
+    enum nest_kind k = resolve_nest_kind[e->kind];
+    if (k != NEST_NONE)
+        nest_enter(r->vm, &r->nest, k, e->line, e->col);
+    else if (e->kind == A_FSTRING)
+        star_stack_check(r->vm, e->line, e->col);
     switch (e->kind) {
     case A_IDENT:
         resolve_ident(r, s, e);
@@ -1473,8 +1596,10 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         resolve_expr(r, s, e->u.call.fn);
         if (e->u.call.literal) /* strings only: the name is all there is */
             break;
+        nest_enter(r->vm, &r->nest, NEST_CALL_ARGS, e->line, e->col);
         for (size_t i = 0; i < e->u.call.nargs; i++)
             resolve_expr(r, s, e->u.call.args[i].value);
+        nest_leave(&r->nest, NEST_CALL_ARGS);
         break;
     case A_LAMBDA:
         resolve_func(r, s, e->u.def.func);
@@ -1486,11 +1611,14 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         resolve_expr(r, s, e->u.x.d);
         break;
     }
+    nest_leave(&r->nest, k); /* NEST_NONE costs nothing */
 }
 
 static void
 resolve_block(struct resolver *r, struct scope *s, struct ast_list *body)
 {
+    if (body->n > 0)
+        star_stack_check(r->vm, body->items[0]->line, body->items[0]->col);
     for (size_t i = 0; i < body->n; i++) {
         struct ast_node *st = body->items[i];
         switch (st->kind) {

@@ -17,7 +17,7 @@ struct star_namemap;
  * Parses and resolves a whole file.  Names not bound in the file are looked
  * up in predeclared (interned name -> the index SCOPE_UNIVERSE identifiers
  * carry; borrowed); an unknown name is an error, as are `while`, `load`,
- * reserved words and nesting deeper than STAR_MAX_NESTING.  Returns the
+ * reserved words and nesting deeper than Codex takes (STAR_NEST_*).  Returns the
  * arena-owned module; fails the run (longjmp) on error.
  */
 struct ast_module *star_parse(struct star_vm *vm, const struct star_namemap *predeclared,

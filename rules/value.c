@@ -135,6 +135,7 @@ struct star_dict {
     size_t index_cap;
     uint32_t iterating;
     bool frozen;
+    bool printing; /* being printed: met again inside itself, it prints as {...} */
 };
 
 struct star_value
@@ -411,17 +412,48 @@ depth_enter(struct star_vm *vm)
 {
     if (++vm->value_depth > STAR_MAX_VALUE_DEPTH)
         star_fail(vm, "value nested too deeply (the limit is %d levels)", STAR_MAX_VALUE_DEPTH);
+    star_stack_check(vm, vm->line, vm->col);
 }
 
+/* A tuple being hashed: its items so far folded into h. */
+struct hash_frame {
+    const struct star_list *t;
+    size_t i;
+    uint32_t h;
+};
+
+/*
+ * Tuples in tuples are hashed with a stack of their own, not the C
+ * stack: Codex hashes a tuple nested 200 000 deep, and so must we.
+ */
 static uint32_t
 tuple_hash(struct star_vm *vm, struct star_value v)
 {
-    depth_enter(vm);
-    uint32_t h = 0x345678u;
-    for (size_t i = 0; i < v.u.l->len; i++)
-        h = (h ^ star_hash(vm, v.u.l->items[i])) * 1000003u;
-    vm->value_depth--;
-    return h;
+    struct hash_frame inline_frames[8], *st = inline_frames;
+    size_t n = 0, cap = sizeof inline_frames / sizeof *inline_frames;
+    st[n++] = (struct hash_frame){v.u.l, 0, 0x345678u};
+    for (;;) {
+        struct hash_frame *f = &st[n - 1];
+        if (f->i == f->t->len) {
+            uint32_t h = f->h;
+            if (--n == 0)
+                return h;
+            st[n - 1].h = (st[n - 1].h ^ h) * 1000003u;
+            continue;
+        }
+        struct star_value item = f->t->items[f->i++];
+        if (item.type != STAR_TUPLE) {
+            f->h = (f->h ^ star_hash(vm, item)) * 1000003u;
+            continue;
+        }
+        if (n == cap) {
+            struct hash_frame *t = star_alloc_array(vm, cap * 2, sizeof *t);
+            memcpy(t, st, n * sizeof *t);
+            st = t;
+            cap *= 2;
+        }
+        st[n++] = (struct hash_frame){item.u.l, 0, 0x345678u};
+    }
 }
 
 uint32_t
@@ -752,81 +784,10 @@ star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
     star_buf_addc(vm, b, '"');
 }
 
-/* The lists, tuples and dicts being printed, innermost first: one that
- * holds itself is printed as Codex prints it the second time, as [...],
- * (...) or {...}. */
-struct print_path {
-    const void *container;
-    const struct print_path *up;
-};
-
-static bool
-on_path(const struct print_path *p, const void *container)
-{
-    for (; p != NULL; p = p->up)
-        if (p->container == container)
-            return true;
-    return false;
-}
-
-static void buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v,
-                      bool quote_strings, const struct print_path *path);
-
+/* Appends a value that holds no other (not a list, tuple or dict). */
 static void
-buf_seq(struct star_vm *vm, struct star_buf *b, const struct star_list *l, bool tuple,
-        const struct print_path *up)
+buf_scalar(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings)
 {
-    if (on_path(up, l)) {
-        star_buf_add(vm, b, tuple ? "(...)" : "[...]", 5);
-        return;
-    }
-    const struct print_path path = {.container = l, .up = up};
-    star_buf_addc(vm, b, tuple ? '(' : '[');
-    for (size_t i = 0; i < l->len; i++) {
-        if (i > 0)
-            star_buf_add(vm, b, ", ", 2);
-        buf_value(vm, b, l->items[i], true, &path);
-    }
-    if (tuple && l->len == 1)
-        star_buf_addc(vm, b, ',');
-    star_buf_addc(vm, b, tuple ? ')' : ']');
-}
-
-static void
-buf_dict(struct star_vm *vm, struct star_buf *b, struct star_dict *d, const struct print_path *up)
-{
-    if (on_path(up, d)) {
-        star_buf_add(vm, b, "{...}", 5);
-        return;
-    }
-    const struct print_path path = {.container = d, .up = up};
-    star_buf_addc(vm, b, '{');
-    size_t pos = 0, i = 0;
-    struct star_value k, val;
-    while (star_dict_next(d, &pos, &k, &val)) {
-        if (i++ > 0)
-            star_buf_add(vm, b, ", ", 2);
-        buf_value(vm, b, k, true, &path);
-        star_buf_add(vm, b, ": ", 2);
-        buf_value(vm, b, val, true, &path);
-    }
-    star_buf_addc(vm, b, '}');
-}
-
-void
-star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings)
-{
-    buf_value(vm, b, v, quote_strings, NULL);
-}
-
-static void
-buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings,
-          const struct print_path *path)
-{
-    /* Deep nesting is bounded like any other. */
-    if (++vm->value_depth > STAR_MAX_VALUE_DEPTH)
-        star_fail(vm, "value nested too deeply to print (the limit is %d levels)",
-                  STAR_MAX_VALUE_DEPTH);
     switch (v.type) {
     case STAR_NONE:
         star_buf_add(vm, b, "None", 4);
@@ -852,13 +813,6 @@ buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quot
         else
             star_buf_add(vm, b, v.u.s->data, v.u.s->len);
         break;
-    case STAR_LIST:
-    case STAR_TUPLE:
-        buf_seq(vm, b, v.u.l, v.type == STAR_TUPLE, path);
-        break;
-    case STAR_DICT:
-        buf_dict(vm, b, v.u.d, path);
-        break;
     case STAR_FUNCTION:
         /* Codex: the file's name as given, a dot, the function's. */
         star_buf_addf(vm, b, "%s.%s", vm->file ? vm->file : "", star_function_name(v.u.f));
@@ -882,7 +836,110 @@ buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quot
     default:
         star_buf_add(vm, b, "<unbound>", 9);
     }
-    vm->value_depth--;
+}
+
+/* A list, tuple or dict being printed: where in it the printing is. */
+struct print_frame {
+    struct star_value v;
+    size_t pos;                /* the next item (a dict: star_dict_next's position) */
+    size_t done;               /* items printed */
+    struct star_value pending; /* a dict's value, printed once its key is */
+    bool has_pending;
+};
+
+static bool *
+printing_mark(struct star_value v)
+{
+    return v.type == STAR_DICT ? &v.u.d->printing : &v.u.l->printing;
+}
+
+/* Opens container v: pushes it, or prints [...] / {...} when it is already
+ * being printed (a list that holds itself), as Codex does. */
+static void
+print_open(struct star_vm *vm, struct star_buf *b, struct star_value v, struct print_frame **st,
+           size_t *n, size_t *cap)
+{
+    bool *mark = printing_mark(v);
+    if (*mark) {
+        star_buf_add(vm, b,
+                     v.type == STAR_DICT   ? "{...}"
+                     : v.type == STAR_LIST ? "[...]"
+                                           : "(...)",
+                     5);
+        return;
+    }
+    if (*n == *cap) {
+        struct print_frame *t = star_alloc_array(vm, *cap * 2, sizeof *t);
+        memcpy(t, *st, *n * sizeof *t);
+        *st = t;
+        *cap *= 2;
+    }
+    *mark = true;
+    star_buf_addc(vm, b, v.type == STAR_DICT ? '{' : v.type == STAR_LIST ? '[' : '(');
+    (*st)[(*n)++] = (struct print_frame){.v = v};
+}
+
+static bool
+is_container(struct star_value v)
+{
+    return v.type == STAR_LIST || v.type == STAR_TUPLE || v.type == STAR_DICT;
+}
+
+/*
+ * Containers are walked with a stack of their own, not the C stack: Codex
+ * prints a list nested 200 000 deep, and so must we.  Should the run fail
+ * in the middle (out of memory), the marks left set die with the run.
+ */
+void
+star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings)
+{
+    if (!is_container(v)) {
+        buf_scalar(vm, b, v, quote_strings);
+        return;
+    }
+    struct print_frame inline_frames[8], *st = inline_frames;
+    size_t n = 0, cap = sizeof inline_frames / sizeof *inline_frames;
+    print_open(vm, b, v, &st, &n, &cap);
+    while (n > 0) {
+        struct print_frame *f = &st[n - 1];
+        struct star_value item;
+        if (f->has_pending) {
+            star_buf_add(vm, b, ": ", 2);
+            item = f->pending;
+            f->has_pending = false;
+        } else if (f->v.type == STAR_DICT) {
+            struct star_value k, val;
+            if (!star_dict_next(f->v.u.d, &f->pos, &k, &val)) {
+                star_buf_addc(vm, b, '}');
+                f->v.u.d->printing = false;
+                n--;
+                continue;
+            }
+            if (f->done++ > 0)
+                star_buf_add(vm, b, ", ", 2);
+            item = k;
+            f->pending = val;
+            f->has_pending = true;
+        } else {
+            const struct star_list *l = f->v.u.l;
+            bool tuple = f->v.type == STAR_TUPLE;
+            if (f->pos == l->len) {
+                if (tuple && l->len == 1)
+                    star_buf_addc(vm, b, ',');
+                star_buf_addc(vm, b, tuple ? ')' : ']');
+                f->v.u.l->printing = false;
+                n--;
+                continue;
+            }
+            if (f->pos > 0)
+                star_buf_add(vm, b, ", ", 2);
+            item = l->items[f->pos++];
+        }
+        if (is_container(item))
+            print_open(vm, b, item, &st, &n, &cap);
+        else
+            buf_scalar(vm, b, item, true);
+    }
 }
 
 struct star_value

@@ -43,6 +43,7 @@ struct star_list {
     uint32_t iterating; /* > 0 while a loop walks it: mutation is refused */
     bool frozen;
     bool deep_frozen; /* everything reachable is frozen too (tuples start frozen) */
+    bool printing;    /* being printed: met again inside itself, it prints as [...] */
 };
 
 struct star_dict;

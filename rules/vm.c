@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "rules/value.h"
 
@@ -14,6 +15,19 @@
 
 static void arena_release(struct star_vm *vm);
 
+/* The stack a run may use under the process's stack limit. */
+static size_t
+stack_limit(void)
+{
+    struct rlimit rl;
+    size_t total = STAR_STACK_MAX;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)STAR_STACK_MAX)
+        total = (size_t)rl.rlim_cur;
+    /* A stack too small to keep the reserve back still gets half of it. */
+    return total > 2 * (size_t)STAR_STACK_RESERVE ? total - STAR_STACK_RESERVE : total / 2;
+}
+
 void
 star_vm_init(struct star_vm *vm)
 {
@@ -21,6 +35,7 @@ star_vm_init(struct star_vm *vm)
         .mem_limit = STAR_MAX_MEMORY,
         .max_steps = STAR_MAX_STEPS,
         .print_to = stderr,
+        .stack_limit = stack_limit(),
     };
 }
 
@@ -43,7 +58,7 @@ star_vm_begin(struct star_vm *vm, const char *name)
     vm->steps = 0;
     vm->call_depth = 0;
     vm->value_depth = 0;
-    vm->eval_depth = 0;
+    vm->stack_base = (uintptr_t)__builtin_frame_address(0);
     free(vm->err);
     vm->err = NULL;
 }
@@ -99,6 +114,15 @@ star_fail_at(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, .
     va_list ap;
     va_start(ap, fmt);
     fail_v(vm, line, col, fmt, ap);
+}
+
+void
+star_stack_fail(struct star_vm *vm, uint32_t line, uint32_t col)
+{
+    star_fail_at(vm, line, col,
+                 "nested too deeply: the %zu KiB of stack this process may use are exhausted "
+                 "(ulimit -s)",
+                 vm->stack_limit >> 10);
 }
 
 const char *

@@ -24,14 +24,33 @@
 #include <stdio.h>
 
 /* Resource limits of one file (documented in docs/rules-interpreter.md). */
-#define STAR_MAX_FILE_BYTES  (8u << 20)   /* source size */
-#define STAR_MAX_MEMORY      (256u << 20) /* arena bytes: values, AST, tokens */
-#define STAR_MAX_STEPS       20000000ull  /* statements, loop iterations, calls */
-#define STAR_MAX_CALL_DEPTH  49           /* nested calls (functions and built-ins), as Codex */
-#define STAR_MAX_NESTING     100          /* brackets, nested blocks and expressions */
-#define STAR_MAX_BRACKETS    100          /* brackets open at once (the lexer) */
-#define STAR_MAX_EVAL_DEPTH  2000         /* expressions evaluated at once, across calls */
-#define STAR_MAX_VALUE_DEPTH 1000         /* nesting of values compared, hashed or printed */
+#define STAR_MAX_FILE_BYTES (8u << 20)   /* source size */
+#define STAR_MAX_MEMORY     (256u << 20) /* arena bytes: values, AST, tokens */
+#define STAR_MAX_STEPS      20000000ull  /* statements, loop iterations, calls */
+#define STAR_MAX_CALL_DEPTH 49           /* nested calls (functions and built-ins), as Codex */
+#define STAR_MAX_INDENTS    4096         /* indentation levels (the lexer) */
+#define STAR_MAX_BRACKETS   10867        /* brackets open at once: Codex's parentheses and () */
+/*
+ * How deep each construct may nest, alone: the deepest Codex 0.169 loads
+ * before its stack overflows (measured at the top level of a file; a mix
+ * is charged against one budget, each level 1/limit of it: parser.c).
+ */
+#define STAR_NEST_OPERATORS  7977  /* unary, binary, not, and, or, if-else, index, slice, `.` */
+#define STAR_NEST_LISTS      5346  /* lists and tuples */
+#define STAR_NEST_DICTS      4558  /* dicts */
+#define STAR_NEST_CALLS      5737  /* calls in calls' arguments (a call of a call: an operator) */
+#define STAR_NEST_LAMBDAS    2145  /* lambdas */
+#define STAR_NEST_COMPS      4117  /* comprehensions (4116 in another's iterable, and a list) */
+#define STAR_NEST_PARENS     10866 /* parentheses */
+#define STAR_NEST_IFS        3571  /* if blocks and elif (for blocks: as deep as 8 MiB allows) */
+#define STAR_NEST_DEFS       2934  /* def blocks */
+#define STAR_NEST_COMP_FORS  31917 /* `for` clauses of one comprehension */
+#define STAR_MAX_VALUE_DEPTH 3000  /* nesting of values compared, as in Codex */
+/* The C stack a run may use: the process's RLIMIT_STACK less what is kept
+ * back for the frames above the run and below the last check, at most
+ * STAR_STACK_MAX (also the figure when the limit is unlimited). */
+#define STAR_STACK_RESERVE (512u << 10)
+#define STAR_STACK_MAX     (256u << 20)
 
 struct star_str;
 struct star_block;
@@ -59,7 +78,11 @@ struct star_vm {
     uint64_t steps, max_steps;
     unsigned call_depth;
     unsigned value_depth; /* nesting of the value being compared, hashed or printed */
-    unsigned eval_depth;  /* nesting of expressions being evaluated, across calls */
+    /* The stack: where the run started (star_vm_begin) and how many bytes
+     * below it the run may use (star_vm_init sets it from RLIMIT_STACK; an
+     * embedder may lower it). */
+    uintptr_t stack_base;
+    size_t stack_limit;
 
     /* Interned names: open addressing on content hash. */
     struct star_str **intern;
@@ -109,6 +132,23 @@ star_step(struct star_vm *vm)
     if (++vm->steps > vm->max_steps)
         star_fail(vm, "too many steps (limit %llu): is there an endless loop?",
                   (unsigned long long)vm->max_steps);
+}
+
+/* Fails the run at line:col: the C stack is used up (star_stack_check). */
+_Noreturn void star_stack_fail(struct star_vm *vm, uint32_t line, uint32_t col);
+
+/*
+ * The safety net under every recursion over syntax or values: whatever the
+ * build (sanitizers make frames larger) and the stack the process got, a
+ * nesting deep enough to exhaust the C stack fails the run with an error
+ * at line:col instead of crashing the process that loads the file.
+ */
+static inline void
+star_stack_check(struct star_vm *vm, uint32_t line, uint32_t col)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here < vm->stack_base && vm->stack_base - here > vm->stack_limit)
+        star_stack_fail(vm, line, col);
 }
 
 /* ---- arena ---- */

@@ -5,6 +5,10 @@
  * rules-check/expected/ by regen.sh).  For a policy Codex rejects, ours
  * must fail too, print nothing on stdout, and name the same file and, when
  * Codex gives one, the same line and column.
+ *
+ * rules-check/deep-cases.txt does the same for nesting at and just past
+ * where Codex's stack overflows: files made here, loaded iff Codex loaded
+ * them (its crash counts as refusing).
  */
 #include <setjmp.h>
 #include <stdbool.h>
@@ -14,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -162,6 +168,120 @@ test_same_output_as_codex(void **state)
     free(path);
 }
 
+/* s with "\\n" made a newline and "{N}" the count; malloc'd. */
+static char *
+deep_text(const char *s, const char *count)
+{
+    size_t cap = strlen(s) * (strlen(count) + 1) + 1, o = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    for (; *s; s++) {
+        if (s[0] == '\\' && s[1] == 'n') {
+            t[o++] = '\n';
+            s++;
+        } else if (strncmp(s, "{N}", 3) == 0) {
+            o += (size_t)sprintf(t + o, "%s", count);
+            s += 2;
+        } else {
+            t[o++] = *s;
+        }
+    }
+    t[o] = '\0';
+    return t;
+}
+
+/* Makes the file of one deep-cases.txt line in dir; returns its path. */
+static char *
+deep_file(char **w, const char *dir)
+{
+    size_t n = strtoul(w[1], NULL, 10);
+    char *part[5];
+    for (int i = 0; i < 5; i++)
+        part[i] = deep_text(w[2 + i], w[1]);
+    size_t len = strlen(part[0]) + n * (strlen(part[1]) + strlen(part[3])) + strlen(part[2]) +
+                 strlen(part[4]) + 2;
+    char *text = malloc(len), *o = text;
+    assert_non_null(text);
+    o = stpcpy(o, part[0]);
+    for (size_t i = 0; i < n; i++)
+        o = stpcpy(o, part[1]);
+    o = stpcpy(o, part[2]);
+    for (size_t i = 0; i < n; i++)
+        o = stpcpy(o, part[3]);
+    o = stpcpy(o, part[4]);
+    strcpy(o, "\n");
+    char name[256];
+    snprintf(name, sizeof name, "%s.rules", w[0]);
+    char *path = tmpdir_path(dir, name);
+    tmpdir_write_file(path, text, 0644);
+    free(text);
+    for (int i = 0; i < 5; i++)
+        free(part[i]);
+    return path;
+}
+
+static void
+test_deep_nesting_as_codex(void **state)
+{
+    (void)state;
+    /* The sanitizers' frames are larger than a release build's: give the
+     * binary the stack it needs to reach Codex's depths, as a user would
+     * with ulimit -s (what it does with less is tested in test_eval). */
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_STACK, &rl), 0);
+    rlim_t want = (rlim_t)256 << 20;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+        want = rl.rlim_max;
+    rl.rlim_cur = want;
+    assert_int_equal(setrlimit(RLIMIT_STACK, &rl), 0);
+
+    char *dir = tmpdir_new("deep");
+    char *path = tmpdir_path(cases_dir, "deep-cases.txt");
+    char *text = tmpdir_read_file(path, NULL);
+    assert_non_null(text);
+    int cases = 0, failures = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        char **w = NULL;
+        size_t n = 0;
+        const char *serr = NULL;
+        assert_int_equal(shlex_split(line, strlen(line), &w, &n, &serr), 0);
+        assert_int_equal(n, 7);
+        cases++;
+        char *file = deep_file(w, dir);
+        const char *argv[] = {rules_bin, "check", "--rules", file, "ls", NULL};
+        struct proc_result res;
+        assert_int_equal(proc_run(argv, &(struct proc_options){0}, &res), 0);
+        char id[256];
+        snprintf(id, sizeof id, "deep-%s", w[0]);
+        char *want_out = read_expected(id, "out");
+        char *want_status = read_expected(id, "status");
+        assert_non_null(want_out);
+        assert_non_null(want_status);
+        int code = proc_exit_code(&res);
+        if (atoi(want_status) == 0
+                ? code != 0 || strcmp(res.out, want_out) != 0
+                : code != 1 || res.out_len != 0 || !strstr(res.err, "too deeply")) {
+            fprintf(stderr, "case %s: exit %d (codex %d)\n  stdout: %s  stderr: %.300s\n", id, code,
+                    atoi(want_status), res.out, res.err);
+            failures++;
+        }
+        free(want_out);
+        free(want_status);
+        proc_result_free(&res);
+        free(file);
+        shlex_words_free(w);
+    }
+    fprintf(stderr, "%d deep cases, %d differ from codex\n", cases, failures);
+    assert_true(cases > 30);
+    assert_int_equal(failures, 0);
+    free(text);
+    free(path);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
 int
 main(void)
 {
@@ -173,6 +293,7 @@ main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_output_as_codex),
+        cmocka_unit_test(test_deep_nesting_as_codex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -855,11 +855,130 @@ test_bad_bytes(void **state)
     expect_ok(EQ "eq('\\q', '\\\\q')\n");
 }
 
+/* before, head n times, middle, tail n times, after, and a newline;
+ * malloc'd. */
+static char *
+nested(const char *before, const char *head, size_t n, const char *middle, const char *tail,
+       const char *after)
+{
+    size_t hl = strlen(head), tl = strlen(tail), bl = strlen(before), ml = strlen(middle);
+    size_t len = bl + n * (hl + tl) + ml + strlen(after) + 2;
+    char *s = malloc(len);
+    assert_non_null(s);
+    char *o = s;
+    memcpy(o, before, bl);
+    o += bl;
+    for (size_t i = 0; i < n; i++, o += hl)
+        memcpy(o, head, hl);
+    memcpy(o, middle, ml);
+    o += ml;
+    for (size_t i = 0; i < n; i++, o += tl)
+        memcpy(o, tail, tl);
+    strcpy(o, after);
+    strcat(o, "\n");
+    return s;
+}
+
+/* Runs src and returns its error, failing the test when it succeeded. */
+static char *
+run_fails(char *src)
+{
+    char *err = run(src, strlen(src));
+    if (err == NULL)
+        fail_msg("program succeeded:\n%.200s...", src);
+    free(src);
+    return err;
+}
+
+static void
+test_deep_nesting_attacks(void **state)
+{
+    (void)state;
+    /* 100 000 levels of every construct that nests, each refused with an
+     * error at a position in the file: none may exhaust the C stack (the
+     * loader runs in the server's process). */
+    static const struct {
+        const char *before, *head, *middle, *tail, *after;
+    } attacks[] = {
+        {"x = ", "1+", "1", "", ""},
+        {"x = ", "1-", "1", "", ""},
+        {"x = ", "1*", "1", "", ""},
+        {"x = ", "1|", "1", "", ""},
+        {"x = ", "-", "1", "", ""},
+        {"x = ", "-+~", "1", "", ""},
+        {"x = ", "not ", "True", "", ""},
+        {"x = ", "True and ", "True", "", ""},
+        {"x = ", "False or ", "False", "", ""},
+        {"x = ", "1 if True else ", "1", "", ""},
+        {"x = ", "[", "", "]", ""},
+        {"x = ", "(", "1", ")", ""},
+        {"x = ", "(", "", ",)", ""},
+        {"x = ", "{1: ", "1", "}", ""},
+        {"x = ", "len(", "''", ")", ""},
+        {"x = ", "[1][", "0", "]", ""},
+        {"x = ", "lambda: ", "1", "", ""},
+        {"x = ", "", "[[]]", "[0]", ""},
+        {"x = ", "", "'a'", ".upper", ""},
+        {"x = ", "", "len", "()", ""},
+        {"x = ", "", "[1 for y in [1]", " for z in [1]", "]"},
+        {"", "[", "a", "]", " = [1]"},
+        {"for ", "(", "a", ",)", " in []:\n    pass"},
+        {"x = ", "", "{}", ".get(1)", ""},
+    };
+    for (size_t i = 0; i < sizeof attacks / sizeof *attacks; i++) {
+        char *src = nested(attacks[i].before, attacks[i].head, 100000, attacks[i].middle,
+                           attacks[i].tail, attacks[i].after);
+        char *err = run_fails(src);
+        if (strncmp(err, "t.star:1:", 9) != 0 || strstr(err, "too deeply") == NULL)
+            fail_msg("attack %zu: %s", i, err);
+        free(err);
+    }
+    /* Blocks nest as deep as in Codex: 3571 ifs, 2934 defs. */
+    static const struct {
+        const char *line;
+        size_t limit;
+        const char *err;
+    } blocks[] = {
+        {"if True:\n", 3571, "nested too deeply: Codex crashes on more than 3571 nested if blocks"},
+        {"def f():\n", 2934,
+         "nested too deeply: Codex crashes on more than 2934 nested def blocks"},
+    };
+    for (size_t b = 0; b < 2; b++) {
+        for (size_t n = blocks[b].limit; n <= blocks[b].limit + 1; n++) {
+            size_t ll = strlen(blocks[b].line), len = n * (n + 1) / 2 + n * ll + n + 8, o = 0;
+            char *src = malloc(len);
+            assert_non_null(src);
+            for (size_t i = 0; i <= n; i++) {
+                memset(src + o, ' ', i);
+                o += i;
+                const char *l = i < n ? blocks[b].line : "pass\n";
+                memcpy(src + o, l, strlen(l));
+                o += strlen(l);
+            }
+            char *err = run(src, o);
+            free(src);
+            if (n == blocks[b].limit) {
+                assert_null(err);
+            } else {
+                assert_non_null(err);
+                assert_non_null(strstr(err, blocks[b].err));
+                free(err);
+            }
+        }
+    }
+    /* Codex takes 99 999 `if` clauses in a comprehension: a loop, no
+     * recursion. */
+    char *src = nested("x = ", "", 99999, "[1 for y in [1]", " if True", "]");
+    char *err = run(src, strlen(src));
+    free(src);
+    assert_null(err);
+}
+
 static void
 test_hostile_limits(void **state)
 {
     (void)state;
-    /* 10 000 nested brackets: refused at the 101st, no deep recursion. */
+    /* 10 000 nested brackets: refused past Codex's 5346 lists. */
     size_t n = 10000;
     char *deep = malloc(2 * n + 16);
     assert_non_null(deep);
@@ -868,7 +987,8 @@ test_hostile_limits(void **state)
     memset(deep + 4 + n, ']', n);
     strcpy(deep + 4 + 2 * n, "\n");
     char *err = run(deep, strlen(deep));
-    assert_string_equal(err, "t.star:1:105: brackets nested too deeply (the limit is 100)");
+    assert_string_equal(err, "t.star:1:5351: nested too deeply: Codex crashes on more than 5346 "
+                             "nested lists or tuples (fewer mixed with other nesting)");
     free(err);
     /* 10 000 nested unary operators. */
     strcpy(deep, "x = ");
@@ -876,7 +996,9 @@ test_hostile_limits(void **state)
         deep[4 + i] = '-';
     strcpy(deep + 4 + n, "1\n");
     err = run(deep, strlen(deep));
-    assert_string_equal(err, "t.star:1:204: expression nested too deeply (the limit is 200)");
+    assert_string_equal(err, "t.star:1:7982: nested too deeply: Codex crashes on more than 7977 "
+                             "nested operators, indexes and attributes (fewer mixed with other "
+                             "nesting)");
     free(err);
     free(deep);
 
@@ -886,7 +1008,8 @@ test_hostile_limits(void **state)
                "t.star:2:24: out of memory: range of 1000000000 elements is too large");
     expect_err("s = 'x' * 100000000\nt = s + s + s\n",
                "t.star:2:5: out of memory: the file needs more than 256 MiB");
-    /* 99 calls, each inside 150 nested operators: bounded across calls. */
+    /* 99 calls, each inside 150 nested operators: the depth of calls is
+     * bounded (the stack left is checked at every level besides). */
     size_t cap = 100 * 200 + 64, o = 0;
     char *chain = malloc(cap);
     assert_non_null(chain);
@@ -899,8 +1022,7 @@ test_hostile_limits(void **state)
     snprintf(chain + o, cap - o, "def f99():\n    return 1\nx = f0()\n");
     err = run(chain, strlen(chain));
     assert_non_null(err);
-    assert_non_null(
-        strstr(err, "expressions and calls nested too deeply (the limit is 2000 levels)"));
+    assert_non_null(strstr(err, "Starlark call stack overflow: more than 49 nested calls"));
     free(err);
     free(chain);
 
@@ -908,10 +1030,22 @@ test_hostile_limits(void **state)
      * with a depth limit. */
     expect_ok("x = []\nfor i in range(1000000):\n    x = [x]\n"
               "t = ()\nfor i in range(60):\n    t = (t, t)\n");
-    expect_err("x = []\ny = []\nfor i in range(5000):\n    x = [x]\n    y = [y]\nz = x == y\n",
-               "t.star:6:5: value nested too deeply (the limit is 1000 levels)");
-    expect_err("x = []\nfor i in range(5000):\n    x = [x]\ns = str(x)\n",
-               "t.star:4:5: value nested too deeply to print (the limit is 1000 levels)");
+    /* Codex compares lists 3000 deep (range(2999) nests 3000 lists). */
+    expect_ok("x = []\ny = []\nfor i in range(2999):\n    x = [x]\n    y = [y]\nz = x == y\n");
+    expect_err("x = []\ny = []\nfor i in range(3000):\n    x = [x]\n    y = [y]\nz = x == y\n",
+               "t.star:6:5: value nested too deeply (the limit is 3000 levels)");
+    expect_err("x = []\ny = [1]\nfor i in range(3000):\n    x = [x]\n    y = [y]\nz = x < y\n",
+               "t.star:6:5: value nested too deeply (the limit is 3000 levels)");
+    /* Printed and hashed at any depth, as in Codex: without recursion. */
+    expect_ok(EQ "x = []\nfor i in range(200000):\n    x = [x]\ns = str(x)\n"
+                 "eq(len(s), 400002)\neq(s[:3] + s[-3:], '[[[]]]')\n"
+                 "t = ()\nfor i in range(200000):\n    t = (t,)\nd = {t: 1}\neq(d[t], 1)\n"
+                 "eq({((1,), 2): 3}[((1,), 2)], 3)\n");
+    /* A container inside itself prints as [...] or {...}, as in Codex. */
+    expect_ok(EQ
+              "a = [1]\na.append(a)\neq(str(a), '[1, [...]]')\neq(str((a, 2)), '([1, [...]], 2)')\n"
+              "d = {}\nd['k'] = d\neq(str(d), '{\"k\": {...}}')\neq(str([d, d]), "
+              "'[{\"k\": {...}}, {\"k\": {...}}]')\n");
     expect_err("prefix_rule(pattern = ['ls'])\n",
                "t.star:1:1: undefined: prefix_rule is not defined");
     expect_err("undefined_function(1)\n",
@@ -1050,17 +1184,29 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),          cmocka_unit_test(test_floats),
-        cmocka_unit_test(test_fstrings),          cmocka_unit_test(test_operators),
-        cmocka_unit_test(test_big_ints),          cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_long_files),
-        cmocka_unit_test(test_lexer_shortcuts),   cmocka_unit_test(test_plain_calls),
-        cmocka_unit_test(test_arena_reuse),       cmocka_unit_test(test_string_methods),
-        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
-        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
-        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),
+        cmocka_unit_test(test_floats),
+        cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),
+        cmocka_unit_test(test_big_ints),
+        cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),
+        cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control),
+        cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_unicode_strings),
+        cmocka_unit_test(test_long_files),
+        cmocka_unit_test(test_lexer_shortcuts),
+        cmocka_unit_test(test_plain_calls),
+        cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_string_methods),
+        cmocka_unit_test(test_list_dict_methods),
+        cmocka_unit_test(test_unterminated),
+        cmocka_unit_test(test_indentation),
+        cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_hostile_limits),
+        cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_deep_nesting_attacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
