@@ -239,7 +239,7 @@ repeat(struct star_vm *vm, struct star_value seq, int64_t times)
 {
     if (times < 0)
         times = 0;
-    if (seq.type == STAR_STRING) {
+    if (seq.type == STAR_STRING || seq.type == STAR_BYTES) {
         size_t len = seq.u.s->len;
         if (len > 0 && (uint64_t)times > (vm->mem_limit / len))
             star_fail(vm, "out of memory: string repetition too large");
@@ -251,7 +251,7 @@ repeat(struct star_vm *vm, struct star_value seq, int64_t times)
                 memcpy(s->data + (size_t)i * len, seq.u.s->data, len);
             s->data[s->len] = '\0';
         }
-        return star_string_of(s);
+        return seq.type == STAR_BYTES ? star_bytes_of(s) : star_string_of(s);
     }
     size_t len = seq.u.l->len;
     if (len > 0 && (uint64_t)times > vm->mem_limit / 16 / len)
@@ -283,6 +283,18 @@ contains(struct star_vm *vm, struct star_value x, struct star_value coll)
         if (x.u.s->len == 0)
             return true;
         return memmem(coll.u.s->data, coll.u.s->len, x.u.s->data, x.u.s->len) != NULL;
+    case STAR_BYTES:
+        /* As in Codex: a byte (an int of 0..255) or a run of bytes. */
+        if (x.type == STAR_INT && x.u.i >= INT32_MIN && x.u.i <= INT32_MAX) {
+            if (x.u.i < 0 || x.u.i > 255)
+                star_fail(vm, "byte value must be in range 0..=255, got %lld", (long long)x.u.i);
+            return memchr(coll.u.s->data, (int)x.u.i, coll.u.s->len) != NULL;
+        }
+        if (x.type != STAR_BYTES)
+            star_fail(vm, "argument to 'in bytes' must be an int or bytes, not '%s'",
+                      star_type_name(x));
+        return x.u.s->len == 0 ||
+               memmem(coll.u.s->data, coll.u.s->len, x.u.s->data, x.u.s->len) != NULL;
     case STAR_RANGE: {
         /* A float is in a range when it is one of its ints (1.0 in range(3)). */
         if (x.type == STAR_FLOAT) {
@@ -509,16 +521,22 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
         }
         if ((a.type == STAR_LIST || a.type == STAR_TUPLE) && a.type == b.type)
             return concat(vm, a, b);
+        if (a.type == STAR_BYTES && b.type == STAR_BYTES) {
+            struct star_buf buf = {0};
+            star_buf_add(vm, &buf, a.u.s->data, a.u.s->len);
+            star_buf_add(vm, &buf, b.u.s->data, b.u.s->len);
+            return star_bytes(vm, buf.data ? buf.data : "", buf.len);
+        }
         break;
     case T_STAR:
-        if (star_is_int(b) &&
-            (a.type == STAR_STRING || a.type == STAR_LIST || a.type == STAR_TUPLE)) {
+        if (star_is_int(b) && (a.type == STAR_STRING || a.type == STAR_BYTES ||
+                               a.type == STAR_LIST || a.type == STAR_TUPLE)) {
             if (too_big_for_i32(b))
                 int_too_big(vm, b);
             return repeat(vm, a, b.u.i);
         }
-        if (star_is_int(a) &&
-            (b.type == STAR_STRING || b.type == STAR_LIST || b.type == STAR_TUPLE)) {
+        if (star_is_int(a) && (b.type == STAR_STRING || b.type == STAR_BYTES ||
+                               b.type == STAR_LIST || b.type == STAR_TUPLE)) {
             if (too_big_for_i32(a))
                 int_too_big(vm, a);
             return repeat(vm, b, a.u.i);
@@ -554,6 +572,8 @@ seq_len(struct star_vm *vm, struct star_value v)
     switch (v.type) {
     case STAR_STRING: /* code points, as in Codex */
         return (int64_t)unicode_count(v.u.s->data, v.u.s->len);
+    case STAR_BYTES:
+        return (int64_t)v.u.s->len;
     case STAR_LIST:
     case STAR_TUPLE:
         return (int64_t)v.u.l->len;
@@ -609,6 +629,8 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
         unicode_next(x.u.s->data, x.u.s->len, &end);
         return star_string(vm, x.u.s->data + at, end - at);
     }
+    if (x.type == STAR_BYTES) /* a byte is an int, as in Codex */
+        return star_int((unsigned char)x.u.s->data[k]);
     return x.u.l->items[k];
 }
 
@@ -703,6 +725,12 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
             star_buf_add(vm, &b, d + at[i], at[i + 1] - at[i]);
         return star_buf_string(vm, &b);
+    }
+    if (x.type == STAR_BYTES) {
+        struct star_buf b = {0};
+        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+            star_buf_addc(vm, &b, x.u.s->data[i]);
+        return star_bytes(vm, b.data ? b.data : "", b.len);
     }
     size_t cnt = 0;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
@@ -1196,6 +1224,8 @@ eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         return star_int_big(e->u.big);
     case A_STRING:
         return star_string_of(e->u.sval);
+    case A_BYTES:
+        return star_bytes_of(e->u.sval);
     case A_FSTRING:
         return eval_fstring(vm, fr, e);
     case A_LIST:

@@ -28,6 +28,7 @@ enum star_type {
     STAR_RANGE,
     STAR_ITERATOR, /* what elems() and codepoints() return: iterable only, as in Codex */
     STAR_BIGINT,   /* an int outside int64 (type() says "int"); one inside is always STAR_INT */
+    STAR_BYTES,    /* b"...": any bytes (u.s; its data need not be UTF-8), as in Codex */
 };
 
 struct star_str {
@@ -60,7 +61,7 @@ struct star_value {
         bool b;
         int64_t i;
         double fl;
-        struct star_str *s;
+        struct star_str *s; /* STAR_STRING (valid UTF-8) and STAR_BYTES */
         struct star_list *l;
         struct star_dict *d;
         struct star_function *f;
@@ -87,6 +88,9 @@ star_is_int(struct star_value v)
 struct star_str *star_str_new(struct star_vm *vm, const char *s, size_t len);
 struct star_value star_string(struct star_vm *vm, const char *s, size_t len);
 struct star_value star_string_of(struct star_str *s);
+/* A bytes value: s holds any bytes, not necessarily UTF-8. */
+struct star_value star_bytes(struct star_vm *vm, const char *s, size_t len);
+struct star_value star_bytes_of(struct star_str *s);
 struct star_value star_list_new(struct star_vm *vm, size_t cap);
 struct star_value star_tuple_new(struct star_vm *vm, size_t len); /* items all None */
 struct star_value star_dict_new(struct star_vm *vm);
@@ -161,6 +165,10 @@ void star_buf_addf(struct star_vm *vm, struct star_buf *b, const char *fmt, ...)
 void star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v,
                     bool quote_strings);
 void star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
+/* Appends any bytes as UTF-8: each ill-formed sequence (its longest
+ * start that could still become a character) becomes U+FFFD, as Codex's
+ * str() of bytes. */
+void star_buf_add_lossy(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
 struct star_value star_buf_string(struct star_vm *vm, struct star_buf *b);
 
 #endif

@@ -82,6 +82,94 @@ test_literals(void **state)
                  "eq({'a': 1, 'b': 2,}, dict(a = 1, b = 2))\n");
 }
 
+/* b"..." is a bytes value, as in Codex: its own type, text, operations
+ * and escapes, and refused where a string or an iterable is wanted. */
+static void
+test_bytes(void **state)
+{
+    (void)state;
+    expect_ok(
+        EQ
+        "x = b'ab\\xff'\n"
+        "eq(repr([x, type(x), len(x), x[0], x[0:1]]), '[b\"ab\\\\xff\", \"bytes\", 3, 97, "
+        "b\"a\"]')\n"
+        "eq(x[-1], 255)\n"
+        "eq(b'\\377\\101\\u00e9', b'\\xffA\\xc3\\xa9')\n"
+        "eq(len(b'\\u00e9\\U0001F600'), 6)\n"
+        "eq(len(b'\xc3\xa9'), 2)\n"
+        "eq([rb'\\x', br'\\n'], [b'\\\\x', b'\\\\n'])\n"
+        "eq(rb'a\\\"b', b'a\"b')\n"
+        "eq(b'a' + b'b', b'ab')\n"
+        "eq([b'ab' * 2, 2 * b'x', b'a' * -1], [b'abab', b'xx', b''])\n"
+        "eq(b'abc'[::-1], b'cba')\n"
+        "eq(b'abcdef'[1:-1:2], b'bd')\n"
+        "eq([97 in b'a', 98 in b'a', b'bc' in b'abc', b'' in b'', b'x' in b'abc'], "
+        "[True, False, True, True, False])\n"
+        "eq([b'a' == 'a', b'a' != 'a', b'a' < b'b', b'\\x00' < b'\\x00\\x00', b'\\xff' > b'a'], "
+        "[False, True, True, True, True])\n"
+        "eq([bool(b''), bool(b'\\x00')], [False, True])\n"
+        "eq({b'a': 1, 'a': 2}[b'a'], 1)\n"
+        "eq(len({b'a': 1, 'a': 2}), 2)\n"
+        "eq(sorted([b'b', b'\\xff', b'a']), [b'a', b'b', b'\\xff'])\n"
+        "eq(b'ab'.elems(), (b'a',) + (b'b',))\n"
+        "eq(dir(b''), ['elems'])\n"
+        "eq([ord(b'a'), ord(b'\\xff')], [97, 255])\n"
+        "eq([bytes('a\\u00e9'), bytes([0, 97, 255]), bytes(range(2)), bytes(b'x'), "
+        "bytes({65: 1}), bytes(())], [b'a\\xc3\\xa9', b'\\x00a\\xff', b'\\x00\\x01', b'x', "
+        "b'A', b''])\n"
+        "eq(str(bytes), 'bytes')\n"
+        /* str(): invalid UTF-8 as U+FFFD, one for each longest bad start */
+        "eq(str(b'a\\xffb\\xe9\\x80c\\xf0\\x9f\\x98'), 'a\\ufffdb\\ufffdc\\ufffd')\n"
+        "eq(str(b'\\xed\\xa0\\x80'), '\\ufffd\\ufffd\\ufffd')\n"
+        "eq(str(b'\\xc3\\xa9'), '\\u00e9')\n"
+        "eq('%s|%r' % tuple([b'\\xe9', b'\\xe9']), 'b\"\\\\xe9\"|b\"\\\\xe9\"')\n"
+        "eq('{} {!r}'.format(b'a', b'a'), 'a b\"a\"')\n"
+        /* repr(): escapes as Codex writes them */
+        "eq(repr(b'\\t\\n\\r\\x00\\x7f\\x80 ~\"\\\\\\''), "
+        "'b\"\\\\t\\\\n\\\\r\\\\x00\\\\x7f\\\\x80 ~\\\\\"\\\\\\\\\\'\"')\n"
+        "eq(repr(b'\\xc3\\xa9\\xe2\\x82\\xac\\xf0\\x9f\\x98\\x80\\xc2\\xa0\\xe9\\x80\\xc2\\xb2'), "
+        "'b\"\\u00e9\\\\u20ac\\\\U0001f600\\\\u00a0\\\\xe9\\\\x80\\u00b2\"')\n");
+    expect_err("x = len(b'a') + [x for x in b'ab']\n",
+               "t.star:1:29: got bytes, want iterable: bytes is not iterable");
+    expect_err("x = list(b'ab')\n", "t.star:1:5: got bytes, want iterable: bytes is not iterable");
+    expect_err("x = 300 in b'a'\n", "t.star:1:5: byte value must be in range 0..=255, got 300");
+    expect_err("x = 'a' in b'a'\n",
+               "t.star:1:5: argument to 'in bytes' must be an int or bytes, not 'string'");
+    expect_err("x = b'a' in 'a'\n",
+               "t.star:1:5: 'in <string>' requires string as left operand, not bytes");
+    expect_err("x = b'a' < 'a'\n", "t.star:1:5: bytes < string not implemented");
+    expect_err("x = b'a' + 'a'\n", "t.star:1:5: unknown binary op: bytes + string");
+    expect_err("x = b'%s' % 1\n", "t.star:1:5: unknown binary op: bytes % int");
+    expect_err("x = b'abc'[5]\n", "t.star:1:5: index 5 out of range [-3:2]");
+    expect_err("x = hash(b'a')\n", "t.star:1:5: hash: for x, got bytes, want string");
+    expect_err("x = b'a'.decode()\n", "t.star:1:5: bytes has no .decode field or method");
+    expect_err("x = bytes([1, 300])\n", "t.star:1:5: bytes() integer 300 is out of range 0..=255");
+    expect_err("x = bytes([True])\n",
+               "t.star:1:5: bytes() iterable must contain integers, not 'bool'");
+    expect_err("x = bytes(1)\n",
+               "t.star:1:5: bytes() argument must be bytes, str, or iterable of int, not 'int'");
+    expect_err("x = ord(b'ab')\n", "t.star:1:5: ord(): bytes argument must have length 1, not 2");
+    expect_err("x = ','.join([b'a'])\n", "t.star:1:5: join: in list, want string, got bytes");
+    /* escapes a bytes literal refuses: a byte is at most \377 */
+    expect_err("x = b'\\400'\n",
+               "t.star:1:7: invalid escape sequence: a byte's octal escape is at most \\377");
+    expect_err("x = b'\\ud800'\n", "t.star:1:7: invalid Unicode code point in escape");
+    /* Codex's parser takes a bytes literal after a comma in a tuple for
+     * what follows a trailing comma */
+    expect_ok("x = [1, b'a']\ny = (b'a', 1)\nz = {1: b'a', b'b': 2}\nw = (1, (b'a'))\n");
+    expect_err("x = (1, b'a')\n",
+               "t.star:1:9: syntax error: unexpected bytes literal, expected ')'");
+    expect_err(
+        "x = 1, b'a'\n",
+        "t.star:1:5: unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
+    expect_err(
+        "x = 1,\n",
+        "t.star:1:5: unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
+    expect_err(
+        "for a, in [(1,)]:\n    pass\n",
+        "t.star:1:5: unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
+}
+
 static void
 test_fstrings(void **state)
 {
@@ -1033,17 +1121,29 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),          cmocka_unit_test(test_floats),
-        cmocka_unit_test(test_fstrings),          cmocka_unit_test(test_operators),
-        cmocka_unit_test(test_big_ints),          cmocka_unit_test(test_indexing_slicing),
-        cmocka_unit_test(test_comprehensions),    cmocka_unit_test(test_functions),
-        cmocka_unit_test(test_toplevel_control),  cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unicode_strings),   cmocka_unit_test(test_long_files),
-        cmocka_unit_test(test_lexer_shortcuts),   cmocka_unit_test(test_plain_calls),
-        cmocka_unit_test(test_arena_reuse),       cmocka_unit_test(test_string_methods),
-        cmocka_unit_test(test_list_dict_methods), cmocka_unit_test(test_unterminated),
-        cmocka_unit_test(test_indentation),       cmocka_unit_test(test_bad_bytes),
-        cmocka_unit_test(test_hostile_limits),    cmocka_unit_test(test_long_errors),
+        cmocka_unit_test(test_literals),
+        cmocka_unit_test(test_floats),
+        cmocka_unit_test(test_fstrings),
+        cmocka_unit_test(test_operators),
+        cmocka_unit_test(test_big_ints),
+        cmocka_unit_test(test_indexing_slicing),
+        cmocka_unit_test(test_comprehensions),
+        cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_toplevel_control),
+        cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_unicode_strings),
+        cmocka_unit_test(test_long_files),
+        cmocka_unit_test(test_lexer_shortcuts),
+        cmocka_unit_test(test_plain_calls),
+        cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_string_methods),
+        cmocka_unit_test(test_list_dict_methods),
+        cmocka_unit_test(test_unterminated),
+        cmocka_unit_test(test_indentation),
+        cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_bytes),
+        cmocka_unit_test(test_hostile_limits),
+        cmocka_unit_test(test_long_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
