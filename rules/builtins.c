@@ -103,7 +103,7 @@ bi_len(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     case STAR_DICT:
         return star_int((int64_t)star_dict_len(x.u.d));
     case STAR_RANGE:
-        return star_int((int64_t)star_range_len(x.u.r));
+        return star_int(star_range_count(vm, x.u.r)); /* Codex's count */
     default:
         star_fail(vm, "len: value of type %s has no len", star_type_name(x));
     }
@@ -115,6 +115,7 @@ bi_list(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     BIND("list", 0, "x");
     if (!given(a[0]))
         return star_list_new(vm, 0);
+    star_range_check_listable(vm, a[0], "list()");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     return list_of(vm, items, n);
@@ -128,6 +129,22 @@ bi_tuple(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         return star_tuple_new(vm, 0);
     if (a[0].type == STAR_TUPLE)
         return a[0];
+    if (a[0].type == STAR_RANGE) {
+        /* Codex makes a range's tuple of the size it counts: none when it
+         * counts 0 (its span does not fit in 32 bits), and it aborts when
+         * it counts more than the range yields. */
+        if (star_range_codex_empty(a[0].u.r))
+            return star_tuple_new(vm, 0);
+        int64_t counted = star_range_codex_len(a[0].u.r); /* -1: Codex yields them all */
+        if (counted > 0 && (uint64_t)counted > star_range_len(a[0].u.r)) {
+            struct star_buf b = {0};
+            star_buf_value(vm, &b, a[0], false);
+            star_fail(vm,
+                      "tuple() of %s: Codex 0.169 counts more elements in this range than it "
+                      "yields (its span does not fit in 32 bits) and aborts",
+                      b.data);
+        }
+    }
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     struct star_value t = star_tuple_new(vm, n);
@@ -391,6 +408,7 @@ bi_enumerate(struct star_vm *vm, struct star_builtin *self, struct star_args *ar
 {
     BIND_NAMED("enumerate", 1, 1, "x", "start");
     int64_t start = given(a[1]) ? want_int(vm, "enumerate", a[1], "start") : 0;
+    star_range_check_listable(vm, a[0], "enumerate()");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     struct star_value l = star_list_new(vm, n);
@@ -1592,6 +1610,7 @@ m_extend(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
     BIND("extend", 1, "x");
     list_mutable(vm, RECV_LIST, "extend");
+    star_range_check_listable(vm, a[0], "extend");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     for (size_t i = 0; i < n; i++)

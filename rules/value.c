@@ -539,8 +539,8 @@ star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
         return a.u.d == b.u.d || dict_equal(vm, a.u.d, b.u.d);
     case STAR_ITERATOR:
         return a.u.l == b.u.l;
-    case STAR_RANGE: {
-        int64_t la = range_len(a.u.r), lb = range_len(b.u.r);
+    case STAR_RANGE: { /* by Codex's count, even where it is wrong */
+        int64_t la = star_range_count(vm, a.u.r), lb = star_range_count(vm, b.u.r);
         if (la != lb)
             return false;
         if (la == 0)
@@ -981,6 +981,73 @@ star_range_len(const struct star_range *r)
     if (r->step < 0 && r->start > r->stop)
         return ((uint64_t)r->start - (uint64_t)r->stop - 1) / (0 - (uint64_t)r->step) + 1;
     return 0;
+}
+
+int64_t
+star_range_codex_len(const struct star_range *r)
+{
+    /* The bounds and the step fit in 32 bits (range() and slicing check). */
+    int32_t start = (int32_t)r->start, stop = (int32_t)r->stop, step = (int32_t)r->step;
+    if (start == stop || (stop >= start) != (step > 0))
+        return 0;
+    /* Codex's arithmetic: the span wraps in 32 bits and is then widened
+     * with its sign to 64 bits unsigned, as is a negative step's size. */
+    uint32_t span32 =
+        step > 0 ? (uint32_t)stop - (uint32_t)start : (uint32_t)start - (uint32_t)stop;
+    uint32_t size32 = step > 0 ? (uint32_t)step : 0u - (uint32_t)step;
+    uint64_t dist = (uint64_t)(int64_t)(int32_t)span32;
+    uint64_t size = (uint64_t)(int64_t)(int32_t)size32;
+    uint64_t n = (dist - 1) / size + 1;
+    int32_t len = (int32_t)(uint32_t)n;
+    return len < 0 ? -1 : len;
+}
+
+int64_t
+star_range_count(struct star_vm *vm, const struct star_range *r)
+{
+    int64_t n = star_range_codex_len(r);
+    if (n < 0) {
+        struct star_buf b = {0};
+        star_buf_value(
+            vm, &b, (struct star_value){.type = STAR_RANGE, .u.r = (struct star_range *)r}, false);
+        star_fail(vm, "integer overflow: %s cannot be counted in 32 bits, as Codex counts it",
+                  b.data);
+    }
+    return n;
+}
+
+bool
+star_range_codex_empty(const struct star_range *r)
+{
+    return star_range_codex_len(r) == 0 && star_range_len(r) != 0;
+}
+
+/* The most values Codex 0.169 puts in one list: it aborts allocating
+ * 536870909 (their size no longer fits in 32 bits). */
+#define CODEX_MAX_LIST 536870908
+
+void
+star_range_check_listable(struct star_vm *vm, struct star_value v, const char *what)
+{
+    if (v.type != STAR_RANGE)
+        return;
+    int64_t counted = star_range_codex_len(v.u.r);
+    bool empty = star_range_codex_empty(v.u.r);
+    /* Codex makes room for the count first: too many aborts it, even
+     * when the range yields far fewer. */
+    if (!empty && !(counted > CODEX_MAX_LIST && (uint64_t)counted > star_range_len(v.u.r)))
+        return;
+    struct star_buf b = {0};
+    star_buf_value(vm, &b, v, false);
+    if (empty)
+        star_fail(vm,
+                  "%s of %s: Codex 0.169 counts 0 elements in this range (its span does not fit "
+                  "in 32 bits) and aborts when it lists them",
+                  what, b.data);
+    star_fail(vm,
+              "%s of %s: Codex 0.169 counts %lld elements in this range (its span does not fit in "
+              "32 bits) and aborts making room for them",
+              what, b.data, (long long)counted);
 }
 
 bool

@@ -128,6 +128,24 @@ const char *star_type_name(struct star_value v);
 
 /* How many integers a range yields (step is never 0). */
 uint64_t star_range_len(const struct star_range *r);
+/*
+ * How many elements Codex 0.169 says a range has, for len(), indexing,
+ * slicing and ==: it counts in 32-bit arithmetic, which goes wrong when the
+ * span (stop - start) does not fit in 32 bits: range(-2147483648,
+ * 2147483647, 1073741824) yields 4 ints but counts 0, and some such ranges
+ * count more than they yield.  Returns -1 where Codex fails with "Integer
+ * overflow" instead; star_range_len otherwise.
+ */
+int64_t star_range_codex_len(const struct star_range *r);
+/* star_range_codex_len, failing the load where Codex fails. */
+int64_t star_range_count(struct star_vm *vm, const struct star_range *r);
+/* Whether Codex counts 0 elements in r although it yields ints: Codex
+ * then drops a loop over it where it knows the range before running
+ * (eval.c), makes an empty tuple of it and aborts making a list of it. */
+bool star_range_codex_empty(const struct star_range *r);
+/* Fails the load when v is such a range and Codex aborts where it would
+ * be made a list (list(), enumerate(), extend, +=; what names that). */
+void star_range_check_listable(struct star_vm *vm, struct star_value v, const char *what);
 
 /* Whether v is one of the iterables (list, tuple, dict, range) that
  * star_iterable_items takes: strings are not iterable in Starlark. */

@@ -170,6 +170,79 @@ test_bytes(void **state)
         "t.star:1:5: unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
 }
 
+/* A range whose span does not fit in 32 bits: Codex 0.169 counts it in
+ * 32-bit arithmetic and walks it by that count in some places; each answer
+ * here is Codex's, and where Codex aborts the file is refused. */
+static void
+test_range_span_beyond_32_bits(void **state)
+{
+    (void)state;
+    expect_ok(EQ
+              "r = range(-2147483648, 2147483647, 1073741824)\n"
+              "all4 = [-2147483648, -1073741824, 0, 1073741824]\n"
+              "eq([len(r), bool(r), r == range(0), str(r)], "
+              "[0, True, True, 'range(-2147483648, 2147483647, 1073741824)'])\n"
+              "eq([0 in r, 1073741824 in r, 5 in r, -2147483648 in r], [True, True, False, True])\n"
+              "eq([x for x in r], [])\n"
+              "eq({x: 1 for x in r}, {})\n"
+              "eq([y for x in [1] for y in r], all4)\n"
+              "eq(tuple(r), ())\n"
+              "eq([sorted(r), reversed(r)[0], min(r), max(r), any(r), all(r)], "
+              "[all4, 1073741824, -2147483648, 1073741824, True, False])\n"
+              "eq(str(r[1:]), 'range(-2147483648, -2147483648, 1073741824)')\n"
+              "def walk(rr):\n"
+              "    out = []\n"
+              "    for x in rr:\n"
+              "        out.append(x)\n"
+              "    return out\n"
+              "eq(walk(r), all4)\n" /* Codex drops a loop over a range it knows before running... */
+              "out = []\n"
+              "for x in r:\n"
+              "    out.append(x)\n"
+              "eq(out, [])\n" /* ...a global, or one made of constants and globals */
+              "eq([[x for x in r[0:]], [x for x in range(-2147483648, 2147483647, 1 << 30)]], "
+              "[[], []])\n"
+              /* counted 5, yields 3: indexing past them wraps in 32 bits */
+              "q = range(-2147483648, 2147483647, 2147483647)\n"
+              "eq([len(q), [q[i] for i in range(5)], q[-1]], "
+              "[5, [-2147483648, -1, 2147483646, -3, 2147483644], 2147483644])\n"
+              "eq([list(q), walk(q), [x for x in q]], [[-2147483648, -1, 2147483646]] * 3)\n"
+              /* not countable in 32 bits: it still yields */
+              "z = range(-10, 2147483647, 536870912)\n"
+              "eq([list(z)[-1], tuple(z)[0], walk(z)[1]], [2147483638, -10, 536870902])\n");
+    const char *r = "range(-2147483648, 2147483647, 1073741824)";
+    char src[256], want[512];
+    snprintf(src, sizeof src, "x = list(%s)\n", r);
+    snprintf(want, sizeof want,
+             "t.star:1:5: list() of %s: Codex 0.169 counts 0 elements in this range (its span "
+             "does not fit in 32 bits) and aborts when it lists them",
+             r);
+    expect_err(src, want);
+    expect_err("x = []\nx += range(-2147483648, 2147483647, 1073741824)\n",
+               "t.star:2:1: list += of range(-2147483648, 2147483647, 1073741824): Codex 0.169 "
+               "counts 0 elements in this range (its span does not fit in 32 bits) and aborts "
+               "when it lists them");
+    expect_err("x = enumerate(range(-2147483648, 2147483647, 1073741824))\n",
+               "t.star:1:5: enumerate() of range(-2147483648, 2147483647, 1073741824): Codex "
+               "0.169 counts 0 elements in this range (its span does not fit in 32 bits) and "
+               "aborts when it lists them");
+    expect_err("x = [].extend(range(-2147483648, 2147483647, 1000000007))\n",
+               "t.star:1:5: extend of range(-2147483648, 2147483647, 1000000007): Codex 0.169 "
+               "counts 1266874761 elements in this range (its span does not fit in 32 bits) and "
+               "aborts making room for them");
+    expect_err("x = tuple(range(-2147483648, 2147483647, 2147483647))\n",
+               "t.star:1:5: tuple() of range(-2147483648, 2147483647, 2147483647): Codex 0.169 "
+               "counts more elements in this range than it yields (its span does not fit in 32 "
+               "bits) and aborts");
+    expect_err("x = range(-2147483648, 2147483647, 1073741824)[0]\n",
+               "t.star:1:5: range index 0 out of range [0:-1]");
+    expect_err("x = range(-2147483648, 2147483647, 2147483647)[:2]\n",
+               "t.star:1:5: integer overflow: the sliced range does not fit in 32 bits");
+    expect_err("x = len(range(-10, 2147483647, 536870912))\n",
+               "t.star:1:5: integer overflow: range(-10, 2147483647, 536870912) cannot be counted "
+               "in 32 bits, as Codex counts it");
+}
+
 static void
 test_fstrings(void **state)
 {
@@ -1142,6 +1215,7 @@ main(void)
         cmocka_unit_test(test_indentation),
         cmocka_unit_test(test_bad_bytes),
         cmocka_unit_test(test_bytes),
+        cmocka_unit_test(test_range_span_beyond_32_bits),
         cmocka_unit_test(test_hostile_limits),
         cmocka_unit_test(test_long_errors),
     };

@@ -2,12 +2,13 @@
 """Differential test: random rules files and commands, checked by both
 `execgate-rules check` and Codex's `codex execpolicy check`.
 
-usage: run.py EXECGATE_RULES [CASES [SEED [ints|bytes]]]
+usage: run.py EXECGATE_RULES [CASES [SEED [ints|bytes|ranges]]]
 
 Each case is a generated .rules file (literals, raw strings, escapes,
 non-ASCII text, string methods, loops, examples, network rules, bytes
 literals (escapes, raw, invalid UTF-8; their text, operations and bytes(),
-and where a string is wanted), floats
+and where a string is wanted), ranges whose span does not fit in 32 bits,
+floats
 (literals in every spelling, float(), arithmetic mixed with ints, NaN and
 infinities, str/repr/%-formatting of the results), globals
 used before a later statement binds them, built-ins' names rebound,
@@ -18,8 +19,8 @@ commands built from it.  For every command both programs must load the
 file or both refuse it, and when both load, print byte-identical JSON.
 The generator is seeded (default seed 1), so a failure names the seed and
 case that reproduce it; the failing file is kept beside the report.
-With `ints` (`bytes`), every statement is one of the integer (bytes)
-ones.
+With `ints` (`bytes`, `ranges`), every statement is one of the integer
+(bytes, range) ones.
 
 Codex is looked for in $EXECGATE_CODEX, then as `codex` on PATH; it must
 report version 0.169.0.  Without it the test is skipped (exit 77) with a
@@ -308,6 +309,35 @@ def bytes_statement(r):
         q(r.choice(["ls", "git", "tool"])), r.choice(shows))
 
 
+# Ranges whose span does not fit in 32 bits (Codex miscounts them), and
+# ordinary ones, with what may be done with them.
+SPAN_RANGES = ["range(-2147483648, 2147483647, 1073741824)",
+               "range(-2147483648, 2147483647, 2147483647)", "range(-10, 2147483647, 536870912)",
+               "range(2147483647, -2147483648, -2147483648)",
+               "range(2147483647, -2147483648, -1073741824)",
+               "range(-2147483648, 2147483647, 1000000007)", "range(10, -5, -3)", "range(4)"]
+SPAN_USES = ["len({})", "{}[0]", "{}[-1]", "{}[2]", "{}[1:]", "{}[::-1]", "{}[:2]",
+             "tuple({})", "sorted({})", "reversed({})", "[x for x in {}]",
+             "[y for x in [1] for y in {}]", "walk({})", "{} == {}", "bool({})", "str({})",
+             "[v in {} for v in [0, 1, -1, -2147483648, 2147483646, 1073741824, -3]]",
+             "list({})", "list(enumerate({}))", "min({})", "max({})", "zip({}, [1, 2])"]
+
+
+def range_statement(r):
+    """A justification showing what Codex makes of a range; or a loop over
+    one held in a global."""
+    rng = r.choice(SPAN_RANGES)
+    n = r.randrange(100000)  # names of its own: a file may hold several
+    if r.random() < 0.2:
+        return ("span_r%d = %s\nspan_out%d = []\nfor x in span_r%d:\n    span_out%d.append(x)\n"
+                "prefix_rule(pattern = [\"ls\"], justification = str(span_out%d))" % (
+                    n, rng, n, n, n, n))
+    use = r.choice(SPAN_USES).replace("{}", rng).replace("walk(", "walk%d(" % n)
+    return ("def walk%d(rr):\n    out = []\n    for x in rr:\n        out.append(x)\n"
+            "    return out\nprefix_rule(pattern = [%s], justification = repr(%s))" % (
+                n, q(r.choice(["ls", "git"])), use))
+
+
 def pattern(r):
     toks = [q(r.choice(["ls", "git", "rm", "tool", "日本", "é"]))]
     for _ in range(r.randint(0, 3)):
@@ -353,7 +383,9 @@ def filler(r):
 
 
 def statement(r):
-    k = r.randrange(29)
+    k = r.randrange(30)
+    if k == 29:
+        return range_statement(r)
     if k >= 27:
         return bytes_statement(r)
     if k >= 24:
@@ -443,7 +475,8 @@ def main():
     cases = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     mode = sys.argv[4] if len(sys.argv) > 4 else ""
-    gen = {"ints": int_statement, "bytes": bytes_statement}.get(mode, statement)
+    gen = {"ints": int_statement, "bytes": bytes_statement,
+           "ranges": range_statement}.get(mode, statement)
     codex = find_codex()
     if codex is None:
         print("SKIP: Codex %s not found: set EXECGATE_CODEX to its binary "
