@@ -22,6 +22,7 @@ enum ast_kind {
     A_FLOAT,
     A_BIGINT, /* an integer literal beyond int64 */
     A_STRING,
+    A_BYTES, /* u.sval: the literal's bytes */
     A_FSTRING,
     A_LIST,
     A_TUPLE,

@@ -95,13 +95,15 @@ bi_len(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     switch (x.type) {
     case STAR_STRING: /* code points, as in Codex */
         return star_int((int64_t)unicode_count(x.u.s->data, x.u.s->len));
+    case STAR_BYTES:
+        return star_int((int64_t)x.u.s->len);
     case STAR_LIST:
     case STAR_TUPLE:
         return star_int((int64_t)x.u.l->len);
     case STAR_DICT:
         return star_int((int64_t)star_dict_len(x.u.d));
     case STAR_RANGE:
-        return star_int((int64_t)star_range_len(x.u.r));
+        return star_int(star_range_count(vm, x.u.r)); /* Codex's count */
     default:
         star_fail(vm, "len: value of type %s has no len", star_type_name(x));
     }
@@ -113,6 +115,7 @@ bi_list(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     BIND("list", 0, "x");
     if (!given(a[0]))
         return star_list_new(vm, 0);
+    star_range_check_listable(vm, a[0], "list()");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     return list_of(vm, items, n);
@@ -126,6 +129,22 @@ bi_tuple(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
         return star_tuple_new(vm, 0);
     if (a[0].type == STAR_TUPLE)
         return a[0];
+    if (a[0].type == STAR_RANGE) {
+        /* Codex makes a range's tuple of the size it counts: none when it
+         * counts 0 (its span does not fit in 32 bits), and it aborts when
+         * it counts more than the range yields. */
+        if (star_range_codex_empty(a[0].u.r))
+            return star_tuple_new(vm, 0);
+        int64_t counted = star_range_codex_len(a[0].u.r); /* -1: Codex yields them all */
+        if (counted > 0 && (uint64_t)counted > star_range_len(a[0].u.r)) {
+            struct star_buf b = {0};
+            star_buf_value(vm, &b, a[0], false);
+            star_fail(vm,
+                      "tuple() of %s: Codex 0.169 counts more elements in this range than it "
+                      "yields (its span does not fit in 32 bits) and aborts",
+                      b.data);
+        }
+    }
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     struct star_value t = star_tuple_new(vm, n);
@@ -182,6 +201,34 @@ bi_str(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     struct star_buf b = {0};
     star_buf_value(vm, &b, a[0], false);
     return star_buf_string(vm, &b);
+}
+
+/* bytes(x), as Codex has it: bytes as they are, a string's UTF-8, or
+ * the bytes an iterable's ints (each 0..255) name. */
+static struct star_value
+bi_bytes(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
+{
+    BIND("bytes", 1, "x");
+    struct star_value x = a[0];
+    if (x.type == STAR_BYTES)
+        return x;
+    if (x.type == STAR_STRING)
+        return star_bytes(vm, x.u.s->data, x.u.s->len);
+    if (!star_is_iterable(x))
+        star_fail(vm, "bytes() argument must be bytes, str, or iterable of int, not '%s'",
+                  star_type_name(x));
+    size_t n;
+    struct star_value *items = star_iterable_items(vm, x, &n);
+    struct star_buf out = {0};
+    for (size_t i = 0; i < n; i++) {
+        struct star_value v = items[i];
+        if (v.type != STAR_INT || v.u.i < INT32_MIN || v.u.i > INT32_MAX)
+            star_fail(vm, "bytes() iterable must contain integers, not '%s'", star_type_name(v));
+        if (v.u.i < 0 || v.u.i > 255)
+            star_fail(vm, "bytes() integer %lld is out of range 0..=255", (long long)v.u.i);
+        star_buf_addc(vm, &out, (char)v.u.i);
+    }
+    return star_bytes(vm, out.data ? out.data : "", out.len);
 }
 
 static struct star_value
@@ -361,6 +408,7 @@ bi_enumerate(struct star_vm *vm, struct star_builtin *self, struct star_args *ar
 {
     BIND_NAMED("enumerate", 1, 1, "x", "start");
     int64_t start = given(a[1]) ? want_int(vm, "enumerate", a[1], "start") : 0;
+    star_range_check_listable(vm, a[0], "enumerate()");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     struct star_value l = star_list_new(vm, n);
@@ -651,6 +699,11 @@ static struct star_value
 bi_ord(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
     BIND("ord", 1, "s");
+    if (a[0].type == STAR_BYTES) { /* the byte of a bytes of one, as in Codex */
+        if (a[0].u.s->len != 1)
+            star_fail(vm, "ord(): bytes argument must have length 1, not %zu", a[0].u.s->len);
+        return star_int((unsigned char)a[0].u.s->data[0]);
+    }
     struct star_str *s = want_str(vm, "ord", a[0], "s");
     size_t i = 0;
     uint32_t cp = s->len > 0 ? unicode_next(s->data, s->len, &i) : 0;
@@ -1406,6 +1459,18 @@ m_elems(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
     return star_iterator_new(out.u.l);
 }
 
+/* A bytes value's bytes, each a bytes of one: a tuple, as in Codex. */
+static struct star_value
+m_belems(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
+{
+    NO_ARGS("elems");
+    struct star_str *s = RECV_STR;
+    struct star_value out = star_tuple_new(vm, s->len);
+    for (size_t i = 0; i < s->len; i++)
+        out.u.l->items[i] = star_bytes(vm, s->data + i, 1);
+    return out;
+}
+
 /* The code points as ints, an iterator as in Codex. */
 static struct star_value
 m_codepoints(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
@@ -1545,6 +1610,7 @@ m_extend(struct star_vm *vm, struct star_builtin *self, struct star_args *args)
 {
     BIND("extend", 1, "x");
     list_mutable(vm, RECV_LIST, "extend");
+    star_range_check_listable(vm, a[0], "extend");
     size_t n;
     struct star_value *items = star_iterable_items(vm, a[0], &n);
     for (size_t i = 0; i < n; i++)
@@ -1802,6 +1868,7 @@ static const struct method methods[] = {
     {STAR_STRING, "strip", m_strip},
     {STAR_STRING, "title", m_title},
     {STAR_STRING, "upper", m_upper},
+    {STAR_BYTES, "elems", m_belems},
 };
 
 static const struct method *
@@ -1933,7 +2000,8 @@ star_percent_format(struct star_vm *vm, struct star_str *fmt, struct star_value 
         struct star_value v = argv[argi++];
         switch (c) {
         case 's':
-            star_buf_value(vm, &b, v, false);
+            /* Codex gives a non-string's repr for %s: bytes show as b"..." */
+            star_buf_value(vm, &b, v, v.type == STAR_BYTES);
             break;
         case 'r':
             star_buf_value(vm, &b, v, true);
@@ -1996,19 +2064,15 @@ static const struct {
     const char *name;
     star_builtin_fn fn;
 } universe[] = {
-    {"abs", bi_abs},       {"all", bi_all},
-    {"any", bi_any},       {"bool", bi_bool},
-    {"chr", bi_chr},       {"dict", bi_dict},
-    {"dir", bi_dir},       {"enumerate", bi_enumerate},
-    {"fail", bi_fail},     {"getattr", bi_getattr},
-    {"float", bi_float},   {"hasattr", bi_hasattr},
-    {"hash", bi_hash},     {"int", bi_int},
-    {"len", bi_len},       {"list", bi_list},
-    {"max", bi_max},       {"min", bi_min},
-    {"ord", bi_ord},       {"range", bi_range},
-    {"repr", bi_repr},     {"reversed", bi_reversed},
-    {"sorted", bi_sorted}, {"str", bi_str},
-    {"tuple", bi_tuple},   {"type", bi_type},
+    {"abs", bi_abs},         {"all", bi_all},           {"any", bi_any},
+    {"bool", bi_bool},       {"bytes", bi_bytes},       {"chr", bi_chr},
+    {"dict", bi_dict},       {"dir", bi_dir},           {"enumerate", bi_enumerate},
+    {"fail", bi_fail},       {"getattr", bi_getattr},   {"float", bi_float},
+    {"hasattr", bi_hasattr}, {"hash", bi_hash},         {"int", bi_int},
+    {"len", bi_len},         {"list", bi_list},         {"max", bi_max},
+    {"min", bi_min},         {"ord", bi_ord},           {"range", bi_range},
+    {"repr", bi_repr},       {"reversed", bi_reversed}, {"sorted", bi_sorted},
+    {"str", bi_str},         {"tuple", bi_tuple},       {"type", bi_type},
     {"zip", bi_zip},
 };
 

@@ -239,7 +239,7 @@ repeat(struct star_vm *vm, struct star_value seq, int64_t times)
 {
     if (times < 0)
         times = 0;
-    if (seq.type == STAR_STRING) {
+    if (seq.type == STAR_STRING || seq.type == STAR_BYTES) {
         size_t len = seq.u.s->len;
         if (len > 0 && (uint64_t)times > (vm->mem_limit / len))
             star_fail(vm, "out of memory: string repetition too large");
@@ -251,7 +251,7 @@ repeat(struct star_vm *vm, struct star_value seq, int64_t times)
                 memcpy(s->data + (size_t)i * len, seq.u.s->data, len);
             s->data[s->len] = '\0';
         }
-        return star_string_of(s);
+        return seq.type == STAR_BYTES ? star_bytes_of(s) : star_string_of(s);
     }
     size_t len = seq.u.l->len;
     if (len > 0 && (uint64_t)times > vm->mem_limit / 16 / len)
@@ -283,6 +283,18 @@ contains(struct star_vm *vm, struct star_value x, struct star_value coll)
         if (x.u.s->len == 0)
             return true;
         return memmem(coll.u.s->data, coll.u.s->len, x.u.s->data, x.u.s->len) != NULL;
+    case STAR_BYTES:
+        /* As in Codex: a byte (an int of 0..255) or a run of bytes. */
+        if (x.type == STAR_INT && x.u.i >= INT32_MIN && x.u.i <= INT32_MAX) {
+            if (x.u.i < 0 || x.u.i > 255)
+                star_fail(vm, "byte value must be in range 0..=255, got %lld", (long long)x.u.i);
+            return memchr(coll.u.s->data, (int)x.u.i, coll.u.s->len) != NULL;
+        }
+        if (x.type != STAR_BYTES)
+            star_fail(vm, "argument to 'in bytes' must be an int or bytes, not '%s'",
+                      star_type_name(x));
+        return x.u.s->len == 0 ||
+               memmem(coll.u.s->data, coll.u.s->len, x.u.s->data, x.u.s->len) != NULL;
     case STAR_RANGE: {
         /* A float is in a range when it is one of its ints (1.0 in range(3)). */
         if (x.type == STAR_FLOAT) {
@@ -296,7 +308,14 @@ contains(struct star_vm *vm, struct star_value x, struct star_value coll)
         if (r->step > 0 ? (x.u.i < r->start || x.u.i >= r->stop)
                         : (x.u.i > r->start || x.u.i <= r->stop))
             return false;
-        return ((x.u.i - r->start) % r->step) == 0;
+        /* Codex's arithmetic: the distance wraps in 32 bits and is widened
+         * with its sign, which matters when the span does not fit in 32
+         * bits (both ends are 32-bit ints, so x is too). */
+        uint32_t d = r->step > 0 ? (uint32_t)x.u.i - (uint32_t)r->start
+                                 : (uint32_t)r->start - (uint32_t)x.u.i;
+        uint32_t size = r->step > 0 ? (uint32_t)r->step : 0u - (uint32_t)r->step;
+        return x.u.i == r->start ||
+               (uint64_t)(int64_t)(int32_t)d % (uint64_t)(int64_t)(int32_t)size == 0;
     }
     default:
         star_fail(vm, "unknown binary op: %s in %s", star_type_name(x), star_type_name(coll));
@@ -509,16 +528,22 @@ star_binary(struct star_vm *vm, int op, struct star_value a, struct star_value b
         }
         if ((a.type == STAR_LIST || a.type == STAR_TUPLE) && a.type == b.type)
             return concat(vm, a, b);
+        if (a.type == STAR_BYTES && b.type == STAR_BYTES) {
+            struct star_buf buf = {0};
+            star_buf_add(vm, &buf, a.u.s->data, a.u.s->len);
+            star_buf_add(vm, &buf, b.u.s->data, b.u.s->len);
+            return star_bytes(vm, buf.data ? buf.data : "", buf.len);
+        }
         break;
     case T_STAR:
-        if (star_is_int(b) &&
-            (a.type == STAR_STRING || a.type == STAR_LIST || a.type == STAR_TUPLE)) {
+        if (star_is_int(b) && (a.type == STAR_STRING || a.type == STAR_BYTES ||
+                               a.type == STAR_LIST || a.type == STAR_TUPLE)) {
             if (too_big_for_i32(b))
                 int_too_big(vm, b);
             return repeat(vm, a, b.u.i);
         }
-        if (star_is_int(a) &&
-            (b.type == STAR_STRING || b.type == STAR_LIST || b.type == STAR_TUPLE)) {
+        if (star_is_int(a) && (b.type == STAR_STRING || b.type == STAR_BYTES ||
+                               b.type == STAR_LIST || b.type == STAR_TUPLE)) {
             if (too_big_for_i32(a))
                 int_too_big(vm, a);
             return repeat(vm, b, a.u.i);
@@ -554,6 +579,8 @@ seq_len(struct star_vm *vm, struct star_value v)
     switch (v.type) {
     case STAR_STRING: /* code points, as in Codex */
         return (int64_t)unicode_count(v.u.s->data, v.u.s->len);
+    case STAR_BYTES:
+        return (int64_t)v.u.s->len;
     case STAR_LIST:
     case STAR_TUPLE:
         return (int64_t)v.u.l->len;
@@ -579,21 +606,15 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
             int_too_big(vm, i);
         if (i.type != STAR_INT)
             star_fail(vm, "range index: got %s, want int", star_type_name(i));
-        struct star_value items = star_list_new(vm, 0);
-        (void)items;
         const struct star_range *r = x.u.r;
-        int64_t n = 0;
-        size_t cnt;
-        (void)cnt;
-        if (r->step > 0 && r->start < r->stop)
-            n = (r->stop - r->start - 1) / r->step + 1;
-        else if (r->step < 0 && r->start > r->stop)
-            n = (r->start - r->stop - 1) / (-r->step) + 1;
+        int64_t n = star_range_count(vm, r);
         int64_t k = i.u.i < 0 ? i.u.i + n : i.u.i;
         if (k < 0 || k >= n)
             star_fail(vm, "range index %lld out of range [%lld:%lld]", (long long)i.u.i,
                       (long long)-n, (long long)n - 1);
-        return star_int(r->start + k * r->step);
+        /* In 32 bits, as Codex computes it: past the last element Codex
+         * counts but the range does not yield, the value wraps. */
+        return star_int((int32_t)((uint32_t)r->start + (uint32_t)k * (uint32_t)r->step));
     }
     int64_t n = seq_len(vm, x);
     if (too_big_for_i32(i))
@@ -609,6 +630,8 @@ star_index(struct star_vm *vm, struct star_value x, struct star_value i)
         unicode_next(x.u.s->data, x.u.s->len, &end);
         return star_string(vm, x.u.s->data + at, end - at);
     }
+    if (x.type == STAR_BYTES) /* a byte is an int, as in Codex */
+        return star_int((unsigned char)x.u.s->data[k]);
     return x.u.l->items[k];
 }
 
@@ -649,7 +672,7 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
         if (step == 0)
             star_fail(vm, "zero is not a valid slice step");
     }
-    int64_t n = x.type == STAR_RANGE ? (int64_t)star_range_len(x.u.r) : seq_len(vm, x);
+    int64_t n = x.type == STAR_RANGE ? star_range_count(vm, x.u.r) : seq_len(vm, x);
     int64_t start, stop;
     if (step > 0) {
         start = slice_bound(vm, lo, 0, n, step, "start");
@@ -662,16 +685,19 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
         /* A range, as in Codex: the elements at start, start + step, ... */
         const struct star_range *r = x.u.r;
         struct star_range *s = star_alloc(vm, sizeof *s);
-        int64_t off_start, off_stop;
-        if (__builtin_mul_overflow(start, r->step, &off_start) ||
-            __builtin_add_overflow(r->start, off_start, &s->start) ||
-            __builtin_mul_overflow(stop, r->step, &off_stop) ||
-            __builtin_add_overflow(r->start, off_stop, &s->stop) ||
-            __builtin_mul_overflow(r->step, step, &s->step) || s->start < INT32_MIN ||
-            s->start > INT32_MAX || s->stop < INT32_MIN || s->stop > INT32_MAX ||
-            s->step < INT32_MIN || s->step > INT32_MAX)
-            /* Codex's ranges are 32-bit. */
+        /* Codex's ranges are 32-bit, and each step of the arithmetic is
+         * checked in 32 bits (the bounds are within Codex's count of the
+         * range, which fits). */
+        int32_t rs = (int32_t)r->start, rstep = (int32_t)r->step, off_start, off_stop, a, z, nstep;
+        if (__builtin_mul_overflow((int32_t)start, rstep, &off_start) ||
+            __builtin_add_overflow(rs, off_start, &a) ||
+            __builtin_mul_overflow((int32_t)stop, rstep, &off_stop) ||
+            __builtin_add_overflow(rs, off_stop, &z) ||
+            __builtin_mul_overflow((int32_t)step, rstep, &nstep))
             star_fail(vm, "integer overflow: the sliced range does not fit in 32 bits");
+        s->start = a;
+        s->stop = z;
+        s->step = nstep;
         return (struct star_value){.type = STAR_RANGE, .u.r = s};
     }
     if (x.type == STAR_STRING) {
@@ -703,6 +729,12 @@ star_slice(struct star_vm *vm, struct star_value x, struct star_value lo, struct
         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
             star_buf_add(vm, &b, d + at[i], at[i + 1] - at[i]);
         return star_buf_string(vm, &b);
+    }
+    if (x.type == STAR_BYTES) {
+        struct star_buf b = {0};
+        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+            star_buf_addc(vm, &b, x.u.s->data[i]);
+        return star_bytes(vm, b.data ? b.data : "", b.len);
     }
     size_t cnt = 0;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
@@ -1125,6 +1157,60 @@ eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 
 /* ---- comprehensions ---- */
 
+/*
+ * Whether Codex's compiler would know the value of e before running it:
+ * literals, globals, built-ins, and operators, indexes, slices and
+ * built-in calls over such values (it evaluates those while compiling).
+ * It drops a loop over such a value when it counts it empty, so a range
+ * it counts 0 elements of (star_range_codex_empty) is not walked there,
+ * while the same range in a local variable is.  A global bound only
+ * after a def's body was compiled is not known to Codex; it is here.
+ */
+static bool
+codex_known(const struct ast_node *e)
+{
+    if (e == NULL)
+        return true;
+    switch (e->kind) {
+    case A_INT:
+    case A_FLOAT:
+    case A_BIGINT:
+    case A_STRING:
+    case A_BYTES:
+        return true;
+    case A_IDENT:
+        return e->u.ident.scope == SCOPE_GLOBAL || e->u.ident.scope == SCOPE_UNIVERSE;
+    case A_LIST:
+    case A_TUPLE:
+        for (size_t i = 0; i < e->u.list.n; i++)
+            if (!codex_known(e->u.list.items[i]))
+                return false;
+        return true;
+    case A_CALL:
+        if (e->u.call.fn->kind != A_IDENT || e->u.call.fn->u.ident.scope != SCOPE_UNIVERSE)
+            return false;
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            if (!codex_known(e->u.call.args[i].value))
+                return false;
+        return true;
+    case A_UNARY:
+    case A_BINARY:
+    case A_INDEX:
+    case A_SLICE:
+        return codex_known(e->u.x.a) && codex_known(e->u.x.b) && codex_known(e->u.x.c) &&
+               codex_known(e->u.x.d);
+    default:
+        return false;
+    }
+}
+
+/* Whether Codex drops a loop over it (see codex_known). */
+static bool
+codex_skips_loop(const struct ast_node *iter, struct star_value it)
+{
+    return it.type == STAR_RANGE && star_range_codex_empty(it.u.r) && codex_known(iter);
+}
+
 static void
 comp_clause(struct star_vm *vm, struct star_frame *fr, struct ast_node *e, size_t k,
             struct star_value result)
@@ -1150,6 +1236,10 @@ comp_clause(struct star_vm *vm, struct star_frame *fr, struct ast_node *e, size_
     struct ast_clause *c = &e->u.comp.clauses[k];
     struct star_value it = eval(vm, fr, c->expr);
     at(vm, c->expr);
+    /* As a for loop, the first clause may skip a range Codex counts 0
+     * elements of (Codex's later clauses yield them all). */
+    if (k == 0 && codex_skips_loop(c->expr, it))
+        return;
     size_t n;
     struct star_value *items = star_iterable_items(vm, it, &n);
     /* Like a for loop, a comprehension locks what it walks. */
@@ -1237,6 +1327,8 @@ eval_node(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         return star_int_big(e->u.big);
     case A_STRING:
         return star_string_of(e->u.sval);
+    case A_BYTES:
+        return star_bytes_of(e->u.sval);
     case A_FSTRING:
         return eval_fstring(vm, fr, e);
     case A_LIST:
@@ -1335,8 +1427,11 @@ exec_for(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
     struct star_value it = eval(vm, fr, st->u.fors.iter);
     at(vm, st->u.fors.iter);
     if (it.type == STAR_RANGE) {
-        /* Lazily, so a huge range costs steps, not memory. */
+        /* Lazily, so a huge range costs steps, not memory.  Where Codex
+         * drops the loop, so does this (codex_known). */
         const struct star_range *r = it.u.r;
+        if (codex_skips_loop(st->u.fors.iter, it))
+            return FLOW_NORMAL;
         for (int64_t i = r->start; r->step > 0 ? i < r->stop : i > r->stop;) {
             star_step(vm);
             assign(vm, fr, st->u.fors.target, star_int(i));
@@ -1405,6 +1500,7 @@ exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
             /* list += iterable extends in place. */
             if (!star_is_iterable(rhs))
                 star_fail(vm, "unknown binary op: list += %s", star_type_name(rhs));
+            star_range_check_listable(vm, rhs, "list +=");
             size_t n;
             struct star_value *items = star_iterable_items(vm, rhs, &n);
             for (size_t i = 0; i < n; i++)
@@ -1432,6 +1528,7 @@ exec_augassign(struct star_vm *vm, struct star_frame *fr, struct ast_node *st)
     struct star_value rhs = eval(vm, fr, st->u.x.b);
     at(vm, st);
     if (st->op == T_PLUS && old.type == STAR_LIST) {
+        star_range_check_listable(vm, rhs, "list +=");
         size_t n;
         struct star_value *items = star_iterable_items(vm, rhs, &n);
         for (size_t k = 0; k < n; k++)

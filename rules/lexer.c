@@ -441,9 +441,11 @@ add_utf8(struct lexer *lx, struct star_buf *b, uint32_t cp, const char *at)
     star_buf_add_utf8(lx->vm, b, cp);
 }
 
-/* Decodes the escape at lx->p (just after the backslash) into b. */
+/* Decodes the escape at lx->p (just after the backslash) into b.  In a
+ * bytes literal (bytes), \x and octal escapes name a byte, not a code
+ * point, as in Codex: \377 is the byte 0xff, and \400 is refused. */
 static void
-lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
+lex_escape(struct lexer *lx, struct star_buf *b, const char *bs, bool bytes)
 {
     struct star_vm *vm = lx->vm;
     char c = *lx->p++;
@@ -497,8 +499,12 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
                                   : "truncated \\u or \\U escape");
             v = v * 16 + (uint32_t)digit_value(*lx->p++);
         }
-        /* Like Codex, \x names a code point (\x80 is U+0080), not a byte. */
-        add_utf8(lx, b, v, bs);
+        /* Like Codex, \x names a code point (\x80 is U+0080) in a
+         * string, a byte in bytes. */
+        if (bytes && c == 'x')
+            star_buf_addc(vm, b, (char)v);
+        else
+            add_utf8(lx, b, v, bs);
         return;
     }
     default:
@@ -506,7 +512,13 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs)
             uint32_t v = (uint32_t)(c - '0');
             for (int i = 0; i < 2 && lx->p < lx->end && *lx->p >= '0' && *lx->p <= '7'; i++)
                 v = v * 8 + (uint32_t)(*lx->p++ - '0');
-            add_utf8(lx, b, v, bs); /* \777 is U+01FF, as in Codex */
+            if (!bytes) {
+                add_utf8(lx, b, v, bs); /* \777 is U+01FF, as in Codex */
+            } else if (v > 0xff) {
+                lex_fail(lx, bs, "invalid escape sequence: a byte's octal escape is at most \\377");
+            } else {
+                star_buf_addc(vm, b, (char)v);
+            }
             return;
         }
         /* Codex keeps an unknown escape as written, backslash included. */
@@ -527,9 +539,12 @@ static const unsigned char string_stop[256] = {
     ['\r'] = STOP_DQ | STOP_SQ,
 };
 
+/* A string literal, an f-string's (fstr) or a bytes literal's (bytes):
+ * the same quotes and escapes, but a token of its own kind. */
 static void
-lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
+lex_string(struct lexer *lx, const char *start, bool raw, bool fstr, bool bytes)
 {
+    int kind = bytes ? T_BYTES : fstr ? T_FSTRING : T_STRING;
     char q = *lx->p;
     bool triple = lx->end - lx->p >= 3 && lx->p[1] == q && lx->p[2] == q;
     uint32_t line = lx->line, col = col_of(lx, start);
@@ -542,7 +557,7 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
         while (r < lx->end && (string_stop[(unsigned char)*r] & quote) == 0)
             r++;
         if (r < lx->end && *r == q) {
-            struct star_token *t = push(lx, fstr ? T_FSTRING : T_STRING, start, r + 1);
+            struct star_token *t = push(lx, kind, start, r + 1);
             t->line = line;
             t->col = col;
             t->sval = star_str_new(lx->vm, lx->p, (size_t)(r - lx->p));
@@ -574,7 +589,7 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
                     newline(lx, lx->p + 1);
                 star_buf_addc(lx->vm, &b, *lx->p++);
             } else {
-                lex_escape(lx, &b, bs);
+                lex_escape(lx, &b, bs, bytes);
             }
             continue;
         }
@@ -598,7 +613,7 @@ lex_string(struct lexer *lx, const char *start, bool raw, bool fstr)
     /* Restore the token's own position: the string may span lines. */
     uint32_t end_line = lx->line;
     const char *ls = lx->line_start;
-    struct star_token *t = push(lx, fstr ? T_FSTRING : T_STRING, start, lx->p);
+    struct star_token *t = push(lx, kind, start, lx->p);
     t->line = line;
     t->col = col;
     lx->line = end_line;
@@ -1094,7 +1109,7 @@ lex_all(struct lexer *lx)
             continue;
         case '"':
         case '\'':
-            lex_string(lx, lx->p, false, false);
+            lex_string(lx, lx->p, false, false, false);
             continue;
         case '\\':
             if (lx->p + 1 < lx->end &&
@@ -1111,23 +1126,26 @@ lex_all(struct lexer *lx)
         const char *s = lx->p;
         if (is_ident_start(c)) {
             /* String prefixes as Codex has them, lower case only: r, f,
-             * fr, and b, rb, br (its bytes, read here as strings); any
-             * other letters before a quote are a name, then a string. */
+             * fr, and b, rb, br for bytes; any other letters before a
+             * quote are a name, then a string. */
             const char *q = lx->p;
-            bool raw = false, fstr = false;
+            bool raw = false, fstr = false, bytes = false;
             if (q < lx->end && (*q == 'f' || *q == 'b')) {
                 fstr = *q == 'f';
+                bytes = *q == 'b';
                 q++;
             }
             if (q < lx->end && *q == 'r') {
                 raw = true;
                 q++;
-                if (q < lx->end && *q == 'b' && q - lx->p == 1)
+                if (q < lx->end && *q == 'b' && q - lx->p == 1) {
+                    bytes = true;
                     q++;
+                }
             }
             if (q > lx->p && q < lx->end && (*q == '"' || *q == '\'')) {
                 lx->p = q;
-                lex_string(lx, s, raw, fstr);
+                lex_string(lx, s, raw, fstr, bytes);
                 continue;
             }
             lex_name(lx);
@@ -1279,6 +1297,7 @@ star_tok_name(int kind)
         [T_INT] = "integer",
         [T_STRING] = "string",
         [T_FSTRING] = "f-string",
+        [T_BYTES] = "bytes literal",
         [T_AND] = "'and'",
         [T_BREAK] = "'break'",
         [T_CONTINUE] = "'continue'",

@@ -85,6 +85,7 @@ enum star_tok {
     T_GTGT_EQ,
     T_FLOAT,
     T_CALL_LITERAL, /* a whole plain call statement (struct star_lit_call) */
+    T_BYTES,        /* b"...": sval holds its bytes (any, not necessarily UTF-8) */
 };
 
 /*
@@ -126,9 +127,9 @@ struct star_token {
         int64_t ival; /* T_INT */
         double dval;  /* T_FLOAT */
     };
-    bool big;              /* T_INT beyond int64: the parser reads its text */
-    struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING (decoded), T_CALL_LITERAL
-                              (the called name, interned) */
+    bool big;                         /* T_INT beyond int64: the parser reads its text */
+    struct star_str *sval;            /* T_NAME (interned), T_STRING, T_FSTRING, T_BYTES (decoded),
+                                         T_CALL_LITERAL (the called name, interned) */
     const struct star_lit_call *call; /* T_CALL_LITERAL */
 };
 

@@ -197,6 +197,15 @@ static struct ast_node *parse_primary(struct parser *ps);
 static struct ast_func *parse_params(struct parser *ps, int close);
 static struct ast_node *parse_fstring(struct parser *ps, struct star_token *t);
 
+/* Codex refuses a tuple without parentheses that ends in a comma (x = 1,
+ * and for a, in ...), where it starts. */
+static _Noreturn void
+trailing_comma(struct parser *ps, const struct star_token *start)
+{
+    star_fail_at(ps->vm, start->line, start->col,
+                 "unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
+}
+
 static bool
 starts_expr(int k)
 {
@@ -219,9 +228,6 @@ starts_expr(int k)
         return false;
     }
 }
-
-/* Codex refuses `x = 1,` and `for a, in ...` (parentheses make the tuple). */
-#define TRAILING_COMMA "unparenthesized tuple with trailing comma"
 
 /*
  * What may be assigned to, as Codex checks it when it reads the file: a
@@ -262,7 +268,7 @@ parse_loop_vars(struct parser *ps)
         vec_push(ps->vm, &v, e);
         while (accept(ps, T_COMMA)) {
             if (peek_kind(ps) == T_IN)
-                star_fail_at(ps->vm, t->line, t->col, TRAILING_COMMA);
+                trailing_comma(ps, t);
             vec_push(ps->vm, &v, parse_primary(ps));
         }
         e = node(ps, A_TUPLE, t);
@@ -457,6 +463,11 @@ parse_operand(struct parser *ps)
             fail_tok(ps, peek(ps), "use + to join strings");
         return n;
     }
+    case T_BYTES:
+        advance(ps);
+        n = node(ps, A_BYTES, t);
+        n->u.sval = t->sval;
+        return n;
     case T_FSTRING:
         advance(ps);
         return parse_fstring(ps, t);
@@ -478,7 +489,10 @@ parse_operand(struct parser *ps)
         if (peek_kind(ps) == T_COMMA) {
             struct vec v = {0};
             vec_push(ps->vm, &v, e);
-            while (accept(ps, T_COMMA) && peek_kind(ps) != T_RPAREN)
+            /* After a comma, Codex's parser takes a bytes literal for
+             * the token after a trailing comma, so (1, b"a") is refused
+             * at the b"a" while [1, b"a"] and (b"a", 1) are not. */
+            while (accept(ps, T_COMMA) && peek_kind(ps) != T_RPAREN && peek_kind(ps) != T_BYTES)
                 vec_push(ps->vm, &v, parse_test(ps));
             e = node(ps, A_TUPLE, t);
             e->u.list = vec_list(&v);
@@ -837,9 +851,12 @@ parse_expr(struct parser *ps)
         return e;
     struct vec v = {0};
     vec_push(ps->vm, &v, e);
+    /* A bytes literal does not start an item here: Codex's parser reads
+     * the comma before one as a trailing comma (x = 1, b"a" is refused as
+     * such). */
     while (accept(ps, T_COMMA)) {
         if (!starts_expr(peek_kind(ps)))
-            star_fail_at(ps->vm, t->line, t->col, TRAILING_COMMA);
+            trailing_comma(ps, t);
         vec_push(ps->vm, &v, parse_test(ps));
     }
     struct ast_node *tup = node(ps, A_TUPLE, t);
@@ -1576,6 +1593,7 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
     case A_FLOAT:
     case A_BIGINT:
     case A_STRING:
+    case A_BYTES:
         break;
     case A_FSTRING:
     case A_LIST:

@@ -79,6 +79,19 @@ star_string(struct star_vm *vm, const char *s, size_t len)
 }
 
 struct star_value
+star_bytes_of(struct star_str *s)
+{
+    struct star_value v = {.type = STAR_BYTES, .u.s = s};
+    return v;
+}
+
+struct star_value
+star_bytes(struct star_vm *vm, const char *s, size_t len)
+{
+    return star_bytes_of(star_str_new(vm, s, len));
+}
+
+struct star_value
 star_list_new(struct star_vm *vm, size_t cap)
 {
     struct star_list *l = star_alloc(vm, sizeof *l);
@@ -350,6 +363,8 @@ star_type_name(struct star_value v)
         return "float";
     case STAR_STRING:
         return "string";
+    case STAR_BYTES:
+        return "bytes";
     case STAR_LIST:
         return "list";
     case STAR_TUPLE:
@@ -394,6 +409,7 @@ star_truth(struct star_value v)
     case STAR_BIGINT:       /* never zero */
         return true;
     case STAR_STRING:
+    case STAR_BYTES:
         return v.u.s->len != 0;
     case STAR_LIST:
     case STAR_TUPLE:
@@ -473,6 +489,7 @@ star_hash(struct star_vm *vm, struct star_value v)
     case STAR_BIGINT:
         return bigint_hash(v.u.big);
     case STAR_STRING:
+    case STAR_BYTES: /* the same text as a string hashes the same, and differs by type */
         return star_str_hash(v.u.s);
     case STAR_TUPLE:
         return tuple_hash(vm, v);
@@ -544,6 +561,7 @@ star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
     case STAR_BIGINT:
         return bigint_cmp(a.u.big, b.u.big) == 0;
     case STAR_STRING:
+    case STAR_BYTES:
         return a.u.s == b.u.s ||
                (a.u.s->len == b.u.s->len && memcmp(a.u.s->data, b.u.s->data, a.u.s->len) == 0);
     case STAR_LIST:
@@ -553,8 +571,8 @@ star_equal(struct star_vm *vm, struct star_value a, struct star_value b)
         return a.u.d == b.u.d || dict_equal(vm, a.u.d, b.u.d);
     case STAR_ITERATOR:
         return a.u.l == b.u.l;
-    case STAR_RANGE: {
-        int64_t la = range_len(a.u.r), lb = range_len(b.u.r);
+    case STAR_RANGE: { /* by Codex's count, even where it is wrong */
+        int64_t la = star_range_count(vm, a.u.r), lb = star_range_count(vm, b.u.r);
         if (la != lb)
             return false;
         if (la == 0)
@@ -581,7 +599,8 @@ star_compare(struct star_vm *vm, struct star_value a, struct star_value b)
             return bigint_cmp(a.u.big, b.u.big);
         case STAR_BOOL:
             return (int)a.u.b - (int)b.u.b;
-        case STAR_STRING: {
+        case STAR_STRING: /* UTF-8 orders as code points do */
+        case STAR_BYTES: {
             size_t n = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
             int c = memcmp(a.u.s->data, b.u.s->data, n);
             if (c != 0)
@@ -784,6 +803,105 @@ star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
     star_buf_addc(vm, b, '"');
 }
 
+/*
+ * How many bytes of s[0..n) (s[0] >= 0x80) a UTF-8 sequence would take
+ * before it goes wrong, and in *whole whether they make a character: the
+ * well-formed sequences of Unicode's table 3-7 (no overlong forms, no
+ * surrogates, nothing past U+10FFFF).
+ */
+static size_t
+utf8_prefix(const unsigned char *s, size_t n, bool *whole)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t need;
+    *whole = false;
+    if (c >= 0xc2 && c <= 0xdf)
+        need = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        need = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        need = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 1;
+    size_t k = 1;
+    for (; k < need && k < n; k++) {
+        if (s[k] < lo || s[k] > hi)
+            return k;
+        lo = 0x80, hi = 0xbf; /* only the second byte has a narrower range */
+    }
+    *whole = k == need;
+    return k;
+}
+
+void
+star_buf_add_lossy(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t run = 0, i = 0;
+    while (i < n) {
+        if (u[i] < 0x80) {
+            i++;
+            continue;
+        }
+        bool whole;
+        size_t k = utf8_prefix(u + i, n - i, &whole);
+        if (!whole) {
+            star_buf_add(vm, b, s + run, i - run);
+            star_buf_add(vm, b, "\xef\xbf\xbd", 3); /* U+FFFD */
+            run = i + k;
+        }
+        i += k;
+    }
+    star_buf_add(vm, b, s + run, n - run);
+}
+
+/* repr() of bytes as Codex writes it: b"...", printable ASCII as itself,
+ * a character of valid UTF-8 as itself when a letter or digit and as
+ * \uhhhh or \Uhhhhhhhh otherwise, and every other byte as \xhh. */
+static void
+buf_quote_bytes(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    star_buf_add(vm, b, "b\"", 2);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = u[i];
+        if (c < 0x80) {
+            i++;
+            if (c == '"')
+                star_buf_add(vm, b, "\\\"", 2);
+            else if (c == '\\')
+                star_buf_add(vm, b, "\\\\", 2);
+            else if (c == '\n')
+                star_buf_add(vm, b, "\\n", 2);
+            else if (c == '\r')
+                star_buf_add(vm, b, "\\r", 2);
+            else if (c == '\t')
+                star_buf_add(vm, b, "\\t", 2);
+            else if (c >= 0x20 && c < 0x7f)
+                star_buf_addc(vm, b, (char)c);
+            else
+                star_buf_addf(vm, b, "\\x%02x", c);
+            continue;
+        }
+        bool whole;
+        (void)utf8_prefix(u + i, n - i, &whole);
+        if (!whole) {
+            star_buf_addf(vm, b, "\\x%02x", c);
+            i++;
+            continue;
+        }
+        size_t at = i;
+        uint32_t cp = unicode_next(s, n, &i);
+        if (unicode_is_alphabetic(cp) || unicode_is_numeric(cp))
+            star_buf_add(vm, b, s + at, i - at);
+        else if (cp < 0x10000)
+            star_buf_addf(vm, b, "\\u%04x", (unsigned)cp);
+        else
+            star_buf_addf(vm, b, "\\U%08x", (unsigned)cp);
+    }
+    star_buf_addc(vm, b, '"');
+}
+
 /* Appends a value that holds no other (not a list, tuple or dict). */
 static void
 buf_scalar(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quote_strings)
@@ -812,6 +930,12 @@ buf_scalar(struct star_vm *vm, struct star_buf *b, struct star_value v, bool quo
             star_buf_quote(vm, b, v.u.s->data, v.u.s->len);
         else
             star_buf_add(vm, b, v.u.s->data, v.u.s->len);
+        break;
+    case STAR_BYTES:
+        if (quote_strings)
+            buf_quote_bytes(vm, b, v.u.s->data, v.u.s->len);
+        else
+            star_buf_add_lossy(vm, b, v.u.s->data, v.u.s->len);
         break;
     case STAR_FUNCTION:
         /* Codex: the file's name as given, a dot, the function's. */
@@ -958,6 +1082,73 @@ star_range_len(const struct star_range *r)
     if (r->step < 0 && r->start > r->stop)
         return ((uint64_t)r->start - (uint64_t)r->stop - 1) / (0 - (uint64_t)r->step) + 1;
     return 0;
+}
+
+int64_t
+star_range_codex_len(const struct star_range *r)
+{
+    /* The bounds and the step fit in 32 bits (range() and slicing check). */
+    int32_t start = (int32_t)r->start, stop = (int32_t)r->stop, step = (int32_t)r->step;
+    if (start == stop || (stop >= start) != (step > 0))
+        return 0;
+    /* Codex's arithmetic: the span wraps in 32 bits and is then widened
+     * with its sign to 64 bits unsigned, as is a negative step's size. */
+    uint32_t span32 =
+        step > 0 ? (uint32_t)stop - (uint32_t)start : (uint32_t)start - (uint32_t)stop;
+    uint32_t size32 = step > 0 ? (uint32_t)step : 0u - (uint32_t)step;
+    uint64_t dist = (uint64_t)(int64_t)(int32_t)span32;
+    uint64_t size = (uint64_t)(int64_t)(int32_t)size32;
+    uint64_t n = (dist - 1) / size + 1;
+    int32_t len = (int32_t)(uint32_t)n;
+    return len < 0 ? -1 : len;
+}
+
+int64_t
+star_range_count(struct star_vm *vm, const struct star_range *r)
+{
+    int64_t n = star_range_codex_len(r);
+    if (n < 0) {
+        struct star_buf b = {0};
+        star_buf_value(
+            vm, &b, (struct star_value){.type = STAR_RANGE, .u.r = (struct star_range *)r}, false);
+        star_fail(vm, "integer overflow: %s cannot be counted in 32 bits, as Codex counts it",
+                  b.data);
+    }
+    return n;
+}
+
+bool
+star_range_codex_empty(const struct star_range *r)
+{
+    return star_range_codex_len(r) == 0 && star_range_len(r) != 0;
+}
+
+/* The most values Codex 0.169 puts in one list: it aborts allocating
+ * 536870909 (their size no longer fits in 32 bits). */
+#define CODEX_MAX_LIST 536870908
+
+void
+star_range_check_listable(struct star_vm *vm, struct star_value v, const char *what)
+{
+    if (v.type != STAR_RANGE)
+        return;
+    int64_t counted = star_range_codex_len(v.u.r);
+    bool empty = star_range_codex_empty(v.u.r);
+    /* Codex makes room for the count first: too many aborts it, even
+     * when the range yields far fewer. */
+    if (!empty && !(counted > CODEX_MAX_LIST && (uint64_t)counted > star_range_len(v.u.r)))
+        return;
+    struct star_buf b = {0};
+    star_buf_value(vm, &b, v, false);
+    if (empty)
+        star_fail(vm,
+                  "%s of %s: Codex 0.169 counts 0 elements in this range (its span does not fit "
+                  "in 32 bits) and aborts when it lists them",
+                  what, b.data);
+    star_fail(vm,
+              "%s of %s: Codex 0.169 counts %lld elements in this range (its span does not fit in "
+              "32 bits) and aborts making room for them",
+              what, b.data, (long long)counted);
 }
 
 bool

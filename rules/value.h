@@ -28,6 +28,7 @@ enum star_type {
     STAR_RANGE,
     STAR_ITERATOR, /* what elems() and codepoints() return: iterable only, as in Codex */
     STAR_BIGINT,   /* an int outside int64 (type() says "int"); one inside is always STAR_INT */
+    STAR_BYTES,    /* b"...": any bytes (u.s; its data need not be UTF-8), as in Codex */
 };
 
 struct star_str {
@@ -61,7 +62,7 @@ struct star_value {
         bool b;
         int64_t i;
         double fl;
-        struct star_str *s;
+        struct star_str *s; /* STAR_STRING (valid UTF-8) and STAR_BYTES */
         struct star_list *l;
         struct star_dict *d;
         struct star_function *f;
@@ -88,6 +89,9 @@ star_is_int(struct star_value v)
 struct star_str *star_str_new(struct star_vm *vm, const char *s, size_t len);
 struct star_value star_string(struct star_vm *vm, const char *s, size_t len);
 struct star_value star_string_of(struct star_str *s);
+/* A bytes value: s holds any bytes, not necessarily UTF-8. */
+struct star_value star_bytes(struct star_vm *vm, const char *s, size_t len);
+struct star_value star_bytes_of(struct star_str *s);
 struct star_value star_list_new(struct star_vm *vm, size_t cap);
 struct star_value star_tuple_new(struct star_vm *vm, size_t len); /* items all None */
 struct star_value star_dict_new(struct star_vm *vm);
@@ -125,6 +129,24 @@ const char *star_type_name(struct star_value v);
 
 /* How many integers a range yields (step is never 0). */
 uint64_t star_range_len(const struct star_range *r);
+/*
+ * How many elements Codex 0.169 says a range has, for len(), indexing,
+ * slicing and ==: it counts in 32-bit arithmetic, which goes wrong when the
+ * span (stop - start) does not fit in 32 bits: range(-2147483648,
+ * 2147483647, 1073741824) yields 4 ints but counts 0, and some such ranges
+ * count more than they yield.  Returns -1 where Codex fails with "Integer
+ * overflow" instead; star_range_len otherwise.
+ */
+int64_t star_range_codex_len(const struct star_range *r);
+/* star_range_codex_len, failing the load where Codex fails. */
+int64_t star_range_count(struct star_vm *vm, const struct star_range *r);
+/* Whether Codex counts 0 elements in r although it yields ints: Codex
+ * then drops a loop over it where it knows the range before running
+ * (eval.c), makes an empty tuple of it and aborts making a list of it. */
+bool star_range_codex_empty(const struct star_range *r);
+/* Fails the load when v is such a range and Codex aborts where it would
+ * be made a list (list(), enumerate(), extend, +=; what names that). */
+void star_range_check_listable(struct star_vm *vm, struct star_value v, const char *what);
 
 /* Whether v is one of the iterables (list, tuple, dict, range) that
  * star_iterable_items takes: strings are not iterable in Starlark. */
@@ -162,6 +184,10 @@ void star_buf_addf(struct star_vm *vm, struct star_buf *b, const char *fmt, ...)
 void star_buf_value(struct star_vm *vm, struct star_buf *b, struct star_value v,
                     bool quote_strings);
 void star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
+/* Appends any bytes as UTF-8: each ill-formed sequence (its longest
+ * start that could still become a character) becomes U+FFFD, as Codex's
+ * str() of bytes. */
+void star_buf_add_lossy(struct star_vm *vm, struct star_buf *b, const char *s, size_t n);
 struct star_value star_buf_string(struct star_vm *vm, struct star_buf *b);
 
 #endif

@@ -82,6 +82,167 @@ test_literals(void **state)
                  "eq({'a': 1, 'b': 2,}, dict(a = 1, b = 2))\n");
 }
 
+/* b"..." is a bytes value, as in Codex: its own type, text, operations
+ * and escapes, and refused where a string or an iterable is wanted. */
+static void
+test_bytes(void **state)
+{
+    (void)state;
+    expect_ok(
+        EQ
+        "x = b'ab\\xff'\n"
+        "eq(repr([x, type(x), len(x), x[0], x[0:1]]), '[b\"ab\\\\xff\", \"bytes\", 3, 97, "
+        "b\"a\"]')\n"
+        "eq(x[-1], 255)\n"
+        "eq(b'\\377\\101\\u00e9', b'\\xffA\\xc3\\xa9')\n"
+        "eq(len(b'\\u00e9\\U0001F600'), 6)\n"
+        "eq(len(b'\xc3\xa9'), 2)\n"
+        "eq([rb'\\x', br'\\n'], [b'\\\\x', b'\\\\n'])\n"
+        "eq(rb'a\\\"b', b'a\"b')\n"
+        "eq(b'a' + b'b', b'ab')\n"
+        "eq([b'ab' * 2, 2 * b'x', b'a' * -1], [b'abab', b'xx', b''])\n"
+        "eq(b'abc'[::-1], b'cba')\n"
+        "eq(b'abcdef'[1:-1:2], b'bd')\n"
+        "eq([97 in b'a', 98 in b'a', b'bc' in b'abc', b'' in b'', b'x' in b'abc'], "
+        "[True, False, True, True, False])\n"
+        "eq([b'a' == 'a', b'a' != 'a', b'a' < b'b', b'\\x00' < b'\\x00\\x00', b'\\xff' > b'a'], "
+        "[False, True, True, True, True])\n"
+        "eq([bool(b''), bool(b'\\x00')], [False, True])\n"
+        "eq({b'a': 1, 'a': 2}[b'a'], 1)\n"
+        "eq(len({b'a': 1, 'a': 2}), 2)\n"
+        "eq(sorted([b'b', b'\\xff', b'a']), [b'a', b'b', b'\\xff'])\n"
+        "eq(b'ab'.elems(), (b'a',) + (b'b',))\n"
+        "eq(dir(b''), ['elems'])\n"
+        "eq([ord(b'a'), ord(b'\\xff')], [97, 255])\n"
+        "eq([bytes('a\\u00e9'), bytes([0, 97, 255]), bytes(range(2)), bytes(b'x'), "
+        "bytes({65: 1}), bytes(())], [b'a\\xc3\\xa9', b'\\x00a\\xff', b'\\x00\\x01', b'x', "
+        "b'A', b''])\n"
+        "eq(str(bytes), 'bytes')\n"
+        /* str(): invalid UTF-8 as U+FFFD, one for each longest bad start */
+        "eq(str(b'a\\xffb\\xe9\\x80c\\xf0\\x9f\\x98'), 'a\\ufffdb\\ufffdc\\ufffd')\n"
+        "eq(str(b'\\xed\\xa0\\x80'), '\\ufffd\\ufffd\\ufffd')\n"
+        "eq(str(b'\\xc3\\xa9'), '\\u00e9')\n"
+        "eq('%s|%r' % tuple([b'\\xe9', b'\\xe9']), 'b\"\\\\xe9\"|b\"\\\\xe9\"')\n"
+        "eq('{} {!r}'.format(b'a', b'a'), 'a b\"a\"')\n"
+        /* repr(): escapes as Codex writes them */
+        "eq(repr(b'\\t\\n\\r\\x00\\x7f\\x80 ~\"\\\\\\''), "
+        "'b\"\\\\t\\\\n\\\\r\\\\x00\\\\x7f\\\\x80 ~\\\\\"\\\\\\\\\\'\"')\n"
+        "eq(repr(b'\\xc3\\xa9\\xe2\\x82\\xac\\xf0\\x9f\\x98\\x80\\xc2\\xa0\\xe9\\x80\\xc2\\xb2'), "
+        "'b\"\\u00e9\\\\u20ac\\\\U0001f600\\\\u00a0\\\\xe9\\\\x80\\u00b2\"')\n");
+    expect_err("x = len(b'a') + [x for x in b'ab']\n",
+               "t.star:1:29: got bytes, want iterable: bytes is not iterable");
+    expect_err("x = list(b'ab')\n", "t.star:1:5: got bytes, want iterable: bytes is not iterable");
+    expect_err("x = 300 in b'a'\n", "t.star:1:5: byte value must be in range 0..=255, got 300");
+    expect_err("x = 'a' in b'a'\n",
+               "t.star:1:5: argument to 'in bytes' must be an int or bytes, not 'string'");
+    expect_err("x = b'a' in 'a'\n",
+               "t.star:1:5: 'in <string>' requires string as left operand, not bytes");
+    expect_err("x = b'a' < 'a'\n", "t.star:1:5: bytes < string not implemented");
+    expect_err("x = b'a' + 'a'\n", "t.star:1:5: unknown binary op: bytes + string");
+    expect_err("x = b'%s' % 1\n", "t.star:1:5: unknown binary op: bytes % int");
+    expect_err("x = b'abc'[5]\n", "t.star:1:5: index 5 out of range [-3:2]");
+    expect_err("x = hash(b'a')\n", "t.star:1:5: hash: for x, got bytes, want string");
+    expect_err("x = b'a'.decode()\n", "t.star:1:5: bytes has no .decode field or method");
+    expect_err("x = bytes([1, 300])\n", "t.star:1:5: bytes() integer 300 is out of range 0..=255");
+    expect_err("x = bytes([True])\n",
+               "t.star:1:5: bytes() iterable must contain integers, not 'bool'");
+    expect_err("x = bytes(1)\n",
+               "t.star:1:5: bytes() argument must be bytes, str, or iterable of int, not 'int'");
+    expect_err("x = ord(b'ab')\n", "t.star:1:5: ord(): bytes argument must have length 1, not 2");
+    expect_err("x = ','.join([b'a'])\n", "t.star:1:5: join: in list, want string, got bytes");
+    /* escapes a bytes literal refuses: a byte is at most \377 */
+    expect_err("x = b'\\400'\n",
+               "t.star:1:7: invalid escape sequence: a byte's octal escape is at most \\377");
+    expect_err("x = b'\\ud800'\n", "t.star:1:7: invalid Unicode code point in escape");
+    /* Codex's parser takes a bytes literal after a comma in a tuple for
+     * what follows a trailing comma */
+    expect_ok("x = [1, b'a']\ny = (b'a', 1)\nz = {1: b'a', b'b': 2}\nw = (1, (b'a'))\n");
+    expect_err("x = (1, b'a')\n",
+               "t.star:1:9: syntax error: unexpected bytes literal, expected ')'");
+    expect_err(
+        "x = 1, b'a'\n",
+        "t.star:1:5: unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
+    expect_err(
+        "x = 1,\n",
+        "t.star:1:5: unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
+    expect_err(
+        "for a, in [(1,)]:\n    pass\n",
+        "t.star:1:5: unparenthesized tuple with trailing comma: write (x,) for a tuple of one");
+}
+
+/* A range whose span does not fit in 32 bits: Codex 0.169 counts it in
+ * 32-bit arithmetic and walks it by that count in some places; each answer
+ * here is Codex's, and where Codex aborts the file is refused. */
+static void
+test_range_span_beyond_32_bits(void **state)
+{
+    (void)state;
+    expect_ok(EQ
+              "r = range(-2147483648, 2147483647, 1073741824)\n"
+              "all4 = [-2147483648, -1073741824, 0, 1073741824]\n"
+              "eq([len(r), bool(r), r == range(0), str(r)], "
+              "[0, True, True, 'range(-2147483648, 2147483647, 1073741824)'])\n"
+              "eq([0 in r, 1073741824 in r, 5 in r, -2147483648 in r], [True, True, False, True])\n"
+              "eq([x for x in r], [])\n"
+              "eq({x: 1 for x in r}, {})\n"
+              "eq([y for x in [1] for y in r], all4)\n"
+              "eq(tuple(r), ())\n"
+              "eq([sorted(r), reversed(r)[0], min(r), max(r), any(r), all(r)], "
+              "[all4, 1073741824, -2147483648, 1073741824, True, False])\n"
+              "eq(str(r[1:]), 'range(-2147483648, -2147483648, 1073741824)')\n"
+              "def walk(rr):\n"
+              "    out = []\n"
+              "    for x in rr:\n"
+              "        out.append(x)\n"
+              "    return out\n"
+              "eq(walk(r), all4)\n" /* Codex drops a loop over a range it knows before running... */
+              "out = []\n"
+              "for x in r:\n"
+              "    out.append(x)\n"
+              "eq(out, [])\n" /* ...a global, or one made of constants and globals */
+              "eq([[x for x in r[0:]], [x for x in range(-2147483648, 2147483647, 1 << 30)]], "
+              "[[], []])\n"
+              /* counted 5, yields 3: indexing past them wraps in 32 bits */
+              "q = range(-2147483648, 2147483647, 2147483647)\n"
+              "eq([len(q), [q[i] for i in range(5)], q[-1]], "
+              "[5, [-2147483648, -1, 2147483646, -3, 2147483644], 2147483644])\n"
+              "eq([list(q), walk(q), [x for x in q]], [[-2147483648, -1, 2147483646]] * 3)\n"
+              /* not countable in 32 bits: it still yields */
+              "z = range(-10, 2147483647, 536870912)\n"
+              "eq([list(z)[-1], tuple(z)[0], walk(z)[1]], [2147483638, -10, 536870902])\n");
+    const char *r = "range(-2147483648, 2147483647, 1073741824)";
+    char src[256], want[512];
+    snprintf(src, sizeof src, "x = list(%s)\n", r);
+    snprintf(want, sizeof want,
+             "t.star:1:5: list() of %s: Codex 0.169 counts 0 elements in this range (its span "
+             "does not fit in 32 bits) and aborts when it lists them",
+             r);
+    expect_err(src, want);
+    expect_err("x = []\nx += range(-2147483648, 2147483647, 1073741824)\n",
+               "t.star:2:1: list += of range(-2147483648, 2147483647, 1073741824): Codex 0.169 "
+               "counts 0 elements in this range (its span does not fit in 32 bits) and aborts "
+               "when it lists them");
+    expect_err("x = enumerate(range(-2147483648, 2147483647, 1073741824))\n",
+               "t.star:1:5: enumerate() of range(-2147483648, 2147483647, 1073741824): Codex "
+               "0.169 counts 0 elements in this range (its span does not fit in 32 bits) and "
+               "aborts when it lists them");
+    expect_err("x = [].extend(range(-2147483648, 2147483647, 1000000007))\n",
+               "t.star:1:5: extend of range(-2147483648, 2147483647, 1000000007): Codex 0.169 "
+               "counts 1266874761 elements in this range (its span does not fit in 32 bits) and "
+               "aborts making room for them");
+    expect_err("x = tuple(range(-2147483648, 2147483647, 2147483647))\n",
+               "t.star:1:5: tuple() of range(-2147483648, 2147483647, 2147483647): Codex 0.169 "
+               "counts more elements in this range than it yields (its span does not fit in 32 "
+               "bits) and aborts");
+    expect_err("x = range(-2147483648, 2147483647, 1073741824)[0]\n",
+               "t.star:1:5: range index 0 out of range [0:-1]");
+    expect_err("x = range(-2147483648, 2147483647, 2147483647)[:2]\n",
+               "t.star:1:5: integer overflow: the sliced range does not fit in 32 bits");
+    expect_err("x = len(range(-10, 2147483647, 536870912))\n",
+               "t.star:1:5: integer overflow: range(-10, 2147483647, 536870912) cannot be counted "
+               "in 32 bits, as Codex counts it");
+}
+
 static void
 test_fstrings(void **state)
 {
@@ -1204,6 +1365,8 @@ main(void)
         cmocka_unit_test(test_unterminated),
         cmocka_unit_test(test_indentation),
         cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_bytes),
+        cmocka_unit_test(test_range_span_beyond_32_bits),
         cmocka_unit_test(test_hostile_limits),
         cmocka_unit_test(test_long_errors),
         cmocka_unit_test(test_deep_nesting_attacks),

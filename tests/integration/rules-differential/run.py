@@ -2,10 +2,13 @@
 """Differential test: random rules files and commands, checked by both
 `execgate-rules check` and Codex's `codex execpolicy check`.
 
-usage: run.py EXECGATE_RULES [CASES [SEED [ints]]]
+usage: run.py EXECGATE_RULES [CASES [SEED [ints|bytes|ranges]]]
 
 Each case is a generated .rules file (literals, raw strings, escapes,
-non-ASCII text, string methods, loops, examples, network rules, floats
+non-ASCII text, string methods, loops, examples, network rules, bytes
+literals (escapes, raw, invalid UTF-8; their text, operations and bytes(),
+and where a string is wanted), ranges whose span does not fit in 32 bits,
+floats
 (literals in every spelling, float(), arithmetic mixed with ints, NaN and
 infinities, str/repr/%-formatting of the results), globals
 used before a later statement binds them, built-ins' names rebound, assignment targets, trailing commas and
@@ -17,7 +20,8 @@ commands built from it.  For every command both programs must load the
 file or both refuse it, and when both load, print byte-identical JSON.
 The generator is seeded (default seed 1), so a failure names the seed and
 case that reproduce it; the failing file is kept beside the report.
-With `ints`, every statement is one of the integer ones.
+With `ints` (`bytes`, `ranges`), every statement is one of the integer
+(bytes, range) ones.
 
 Codex is looked for in $EXECGATE_CODEX, then as `codex` on PATH; it must
 report version 0.169.0.  Without it the test is skipped (exit 77) with a
@@ -234,6 +238,107 @@ def int_statement(r):
         q(r.choice(["ls", "git", "tool"])), r.choice(shows))
 
 
+# Pieces of bytes literals: bytes named by escapes (any value, UTF-8 or
+# not), text, and escapes a bytes literal takes or refuses.
+BYTES_PIECES = ["a", "Z", " ", "~", "\\x00", "\\x7f", "\\x80", "\\xff", "\\xc3\\xa9", "\\xe2\\x82\\xac",
+                "\\xf0\\x9f\\x98\\x80", "\\xe9\\x80", "\\xc3", "\\xed\\xa0\\x80", "\\xf4\\x90\\x80\\x80",
+                "\\xc2\\xa0", "\\xe2\\x80\\xa8", "\\xd9\\xa0", "\\377", "\\0", "\\101", "\\n", "\\t",
+                "\\r", "\\\"", "\\\\", "\\u00e9", "\\U0001F600", "\\q", "\u00e9", "\u65e5", "\\a\\v",
+                "%", "'"]
+BYTES_BAD = ["\\400", "\\x", "\\xg0", "\\ud800", "\\U00110000"]
+
+
+def bytes_literal(r, bad=False):
+    """A bytes literal: b"...", rb"..." or br"..."; with bad, perhaps one
+    Codex refuses."""
+    pieces = [r.choice(BYTES_PIECES) for _ in range(r.randint(0, 4))]
+    if bad and r.random() < 0.3:
+        pieces.insert(r.randrange(len(pieces) + 1), r.choice(BYTES_BAD))
+    body = "".join(pieces)  # a quote only as \\", a backslash only in an escape
+    prefix = r.choice(["b", "b", "b", "rb", "br"])
+    return prefix + '"' + body + '"'
+
+
+def bytes_expr(r, depth=0):
+    k = r.randrange(10)
+    if depth >= 2 or k < 4:
+        return bytes_literal(r)
+    if k == 4:
+        return "(%s + %s)" % (bytes_expr(r, depth + 1), bytes_expr(r, depth + 1))
+    if k == 5:
+        return "(%s * %s)" % (bytes_expr(r, depth + 1), r.choice(["0", "2", "-1", "3"]))
+    if k == 6:
+        return "%s[%s]" % (bytes_expr(r, depth + 1), r.choice(
+            ["1:", ":-1", "::-1", "::2", "1:3", "-2:", "5:1:-1", "10:"]))
+    if k == 7:
+        return "bytes(%s)" % r.choice(['"a\u00e9"', "[0, 97, 255]", "range(3)", "(200, 1)",
+                                       "[256]", "[-1]", "[True]", "1", "None", "{65: 1}",
+                                       '"x".elems()', "[b\"a\"]", "()"])
+    if k == 8:
+        return "bytes(%s)" % bytes_expr(r, depth + 1)
+    return r.choice(["%s.elems()[0]", "%s.elems()[-1]"]) % bytes_expr(r, depth + 1)
+
+
+def bytes_statement(r):
+    """Bytes values shown as justifications (their repr, their str's repr:
+    a NUL would stop the justification here), and bytes where a string or
+    a tuple item is wanted."""
+    a, b = bytes_expr(r), bytes_expr(r)
+    shows = [
+        "repr(%s)" % a, "repr(str(%s))" % a, "repr([%s, type(%s), len(%s)])" % (a, a, b),
+        "repr(%s[%s])" % (a, r.choice(["0", "-1", "1", "5"])),
+        "repr([%s == %s, %s < %s, %s != %s])" % (a, b, a, b, a, r.choice([b, q("a")])),
+        "repr(%s in %s)" % (r.choice(["97", "0", "255", "256", "-1", b, q("a"), "None"]), a),
+        "repr(sorted([%s, %s]))" % (a, b), "repr({%s: 1, %s: 2})" % (a, b),
+        "repr(bool(%s))" % a, "repr(%s.elems())" % a, "repr(ord(%s))" % a,
+        '"%%r|%%s" %% (%s, repr(%s))' % (a, a), '"{!r}".format(%s)' % a,
+        '"%%s|%%d" %% (%s, 1)' % a, '"%%s" %% [%s]' % a, '"{}|{}".format(%s, [%s])' % (a, a),
+        "repr(%s + %s)" % (a, r.choice([b, q("a"), "1"])),
+        "repr(dir(%s))" % a, "repr(hash(%s))" % a, "repr(%s < %s)" % (a, q("a")),
+        "repr(list(%s))" % a, "repr([x for x in %s])" % a, "repr(%s)" % bytes_literal(r, True),
+    ]
+    k = r.randrange(10)
+    if k == 0:
+        return "prefix_rule(pattern = [%s], justification = %s)" % (
+            q("ls"), r.choice([a, "str(%s)" % a]))
+    if k == 1:
+        return "prefix_rule(pattern = [%s, %s])" % (q("ls"), r.choice([a, "[%s]" % a]))
+    if k == 2:
+        return r.choice(["t = (1, %s)", "t = (%s, 1)", "t = 1, %s", "t = [1, %s]",
+                         "t = %s, 1", "t = (%s,)"]) % a
+    return "prefix_rule(pattern = [%s], justification = %s)" % (
+        q(r.choice(["ls", "git", "tool"])), r.choice(shows))
+
+
+# Ranges whose span does not fit in 32 bits (Codex miscounts them), and
+# ordinary ones, with what may be done with them.
+SPAN_RANGES = ["range(-2147483648, 2147483647, 1073741824)",
+               "range(-2147483648, 2147483647, 2147483647)", "range(-10, 2147483647, 536870912)",
+               "range(2147483647, -2147483648, -2147483648)",
+               "range(2147483647, -2147483648, -1073741824)",
+               "range(-2147483648, 2147483647, 1000000007)", "range(10, -5, -3)", "range(4)"]
+SPAN_USES = ["len({})", "{}[0]", "{}[-1]", "{}[2]", "{}[1:]", "{}[::-1]", "{}[:2]",
+             "tuple({})", "sorted({})", "reversed({})", "[x for x in {}]",
+             "[y for x in [1] for y in {}]", "walk({})", "{} == {}", "bool({})", "str({})",
+             "[v in {} for v in [0, 1, -1, -2147483648, 2147483646, 1073741824, -3]]",
+             "list({})", "list(enumerate({}))", "min({})", "max({})", "zip({}, [1, 2])"]
+
+
+def range_statement(r):
+    """A justification showing what Codex makes of a range; or a loop over
+    one held in a global."""
+    rng = r.choice(SPAN_RANGES)
+    n = r.randrange(100000)  # names of its own: a file may hold several
+    if r.random() < 0.2:
+        return ("span_r%d = %s\nspan_out%d = []\nfor x in span_r%d:\n    span_out%d.append(x)\n"
+                "prefix_rule(pattern = [\"ls\"], justification = str(span_out%d))" % (
+                    n, rng, n, n, n, n))
+    use = r.choice(SPAN_USES).replace("{}", rng).replace("walk(", "walk%d(" % n)
+    return ("def walk%d(rr):\n    out = []\n    for x in rr:\n        out.append(x)\n"
+            "    return out\nprefix_rule(pattern = [%s], justification = repr(%s))" % (
+                n, q(r.choice(["ls", "git"])), use))
+
+
 def pattern(r):
     toks = [q(r.choice(["ls", "git", "rm", "tool", "日本", "é"]))]
     for _ in range(r.randint(0, 3)):
@@ -305,9 +410,13 @@ def target_statement(r):
 
 
 def statement(r):
-    k = r.randrange(28)
-    if k == 27:
+    k = r.randrange(31)
+    if k == 30:
         return target_statement(r)
+    if k == 29:
+        return range_statement(r)
+    if k >= 27:
+        return bytes_statement(r)
     if k >= 24:
         return float_rule(r)
     if k == 20:
@@ -398,7 +507,9 @@ def main():
     rules_bin = sys.argv[1]
     cases = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    gen = int_statement if len(sys.argv) > 4 and sys.argv[4] == "ints" else statement
+    mode = sys.argv[4] if len(sys.argv) > 4 else ""
+    gen = {"ints": int_statement, "bytes": bytes_statement,
+           "ranges": range_statement}.get(mode, statement)
     codex = find_codex()
     if codex is None:
         print("SKIP: Codex %s not found: set EXECGATE_CODEX to its binary "
