@@ -1410,20 +1410,28 @@ bind_block_target(struct resolver *r, struct scope *s, struct block *b, struct a
     }
 }
 
+/* A comprehension is one block holding the variables of all its for
+ * clauses, as in Codex: only the first iterable is outside it (the
+ * parser starts every comprehension with a for clause), so a later
+ * clause, or an if before a for, reads the comprehension's variable of
+ * that name even before that for assigns it. */
 static void
 resolve_comp(struct resolver *r, struct scope *s, struct ast_node *e)
 {
     struct block *saved = s->blocks;
+    resolve_expr(r, s, e->u.comp.clauses[0].expr);
+    struct block *b = star_alloc(r->vm, sizeof *b);
+    b->parent = s->blocks;
+    for (size_t i = 0; i < e->u.comp.nclauses; i++)
+        if (e->u.comp.clauses[i].is_for)
+            bind_block_target(r, s, b, e->u.comp.clauses[i].target);
+    s->blocks = b;
     for (size_t i = 0; i < e->u.comp.nclauses; i++) {
         struct ast_clause *c = &e->u.comp.clauses[i];
-        resolve_expr(r, s, c->expr); /* the first iterable sees the outer scope */
-        if (c->is_for) {
-            struct block *b = star_alloc(r->vm, sizeof *b);
-            b->parent = s->blocks;
-            bind_block_target(r, s, b, c->target);
-            s->blocks = b;
+        if (i > 0)
+            resolve_expr(r, s, c->expr);
+        if (c->is_for)
             resolve_expr(r, s, c->target);
-        }
     }
     resolve_expr(r, s, e->u.comp.body);
     if (e->u.comp.val)

@@ -314,6 +314,19 @@ test_comprehensions(void **state)
                  "def f(n):\n"
                  "    return [i + n for i in range(n)]\n"
                  "eq(f(2), [2, 3])\n");
+    /* The variables of all its for clauses are the comprehension's, as in
+     * Codex: only the first iterable is read outside it. */
+    expect_ok(EQ "x = 7\n"
+                 "eq([x for x in [x, 1]], [7, 1])\n"
+                 "eq([x for x in [1, 2] for x in [x * 10]], [10, 20])\n"
+                 "def f():\n"
+                 "    fs = [lambda: x for x in [1, 2] for x in [x * 10, x * 100]]\n"
+                 "    return [g() for g in fs]\n"
+                 "eq(f(), [200, 200, 200, 200])\n");
+    expect_err("def f():\n    j = 3\n    return [j for i in [1] for j in [j]]\nf()\n",
+               "t.star:3:38: local variable j referenced before assignment");
+    expect_err("y = 1\nx = [x for x in [1] if y for y in [2]]\n",
+               "t.star:2:24: local variable y referenced before assignment");
 }
 
 static void
