@@ -1151,10 +1151,13 @@ struct scope {
     struct block *blocks;
     struct vec captures;
     /* Locals a nested function captures become cells: cell_slots[i] is
-     * the slot of cell i.  Identifiers resolved as plain locals before
-     * their slot became a cell are in local_refs, rewritten at the end. */
-    uint32_t *cell_slots;
-    uint32_t ncells, cap_cells;
+     * the slot of cell i, and cell_of_slot[slot] is i + 1 (0: a plain
+     * local; slots from cap_of_slot on are all plain), so finding a cell
+     * never walks a list, however many a hostile file makes.
+     * Identifiers resolved as plain locals before their slot became a
+     * cell are in local_refs, rewritten at the end. */
+    uint32_t *cell_slots, *cell_of_slot;
+    uint32_t ncells, cap_cells, cap_of_slot;
     struct vec local_refs;
 };
 
@@ -1254,10 +1257,7 @@ static void resolve_block(struct resolver *r, struct scope *s, struct ast_list *
 static int
 cell_of(const struct scope *s, uint32_t slot)
 {
-    for (uint32_t i = 0; i < s->ncells; i++)
-        if (s->cell_slots[i] == slot)
-            return (int)i;
-    return -1;
+    return slot < s->cap_of_slot ? (int)s->cell_of_slot[slot] - 1 : -1;
 }
 
 /* Slot of s as a nested function captures it: a cell from now on. */
@@ -1267,6 +1267,17 @@ make_cell(struct resolver *r, struct scope *s, uint32_t slot)
     int c = cell_of(s, slot);
     if (c >= 0)
         return (uint32_t)c;
+    if (slot >= s->cap_of_slot) { /* zeroed by the arena: plain locals */
+        uint32_t cap = s->cap_of_slot ? s->cap_of_slot : 8;
+        while (cap <= slot)
+            cap *= 2;
+        uint32_t *t = star_alloc_array(r->vm, cap, sizeof *t);
+        if (s->cap_of_slot > 0)
+            memcpy(t, s->cell_of_slot, s->cap_of_slot * sizeof *t);
+        s->cell_of_slot = t;
+        s->cap_of_slot = cap;
+    }
+    s->cell_of_slot[slot] = s->ncells + 1;
     if (s->ncells == s->cap_cells) {
         uint32_t cap = s->cap_cells ? s->cap_cells * 2 : 4;
         uint32_t *t = star_alloc_array(r->vm, cap, sizeof *t);

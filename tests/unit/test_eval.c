@@ -445,6 +445,27 @@ test_closures(void **state)
                       "y = [(lambda: i) for i in range(2)]\n"
                       "eq([[g() for g in l] for l in x], [[], [(2, 1)], [(2, 1), (2, 1)]])\n"
                       "eq([g() for g in y], [1, 1])\n");
+    /* Many shared variables in one function (the resolver's map from slot
+     * to cell grows): each closure reads its own. */
+    {
+        enum { N = 2000 };
+        char *src = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&src, &len);
+        assert_non_null(f);
+        fputs(EQ "def f():\n    fs = []\n", f);
+        for (int i = 0; i < N; i++)
+            fprintf(f, "    v%d = 0\n    fs.append(lambda: v%d)\n", i, i);
+        for (int i = 0; i < N; i++)
+            fprintf(f, "    v%d = %d\n", i, i + 1);
+        fprintf(f,
+                "    t = 0\n    for g in fs:\n        t += g()\n    return t\n"
+                "eq(f(), %d)\n",
+                N * (N + 1) / 2);
+        assert_int_equal(fclose(f), 0);
+        expect_ok_both(src);
+        free(src);
+    }
     /* A shared variable read before it is assigned: Codex's error, where
      * it is read, in the closure or in its own function. */
     expect_err("def f():\n    g = lambda: y\n    r = g()\n    y = 1\nf()\n",
