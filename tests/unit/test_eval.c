@@ -434,6 +434,17 @@ test_closures(void **state)
                       "    n += 1\n"
                       "    return [g(), n]\n"
                       "eq(aug(), [2, 2])\n");
+    /* A nested function calls itself, or one defined after it, through
+     * the enclosing function's variable its def assigns. */
+    expect_ok_both(EQ "def f():\n"
+                      "    def g(n):\n"
+                      "        return 0 if n == 0 else 1 + g(n - 1)\n"
+                      "    def a(n):\n"
+                      "        return b(n) * 2\n"
+                      "    def b(n):\n"
+                      "        return n + 1\n"
+                      "    return [g(3), a(1)]\n"
+                      "eq(f(), [3, 4])\n");
     /* More locals than a frame holds inline (their slots on the heap). */
     expect_ok_both(EQ "def many(a, b, c, d, e, f, g, h, i):\n"
                       "    k = lambda: a + i\n"
