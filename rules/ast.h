@@ -1,8 +1,9 @@
 /*
  * star ast: the syntax tree of a Starlark file, allocated in the vm's arena.
  * After parsing, every identifier is resolved: it names a local slot of the
- * enclosing function, a captured (free) variable, a global slot of the file,
- * or a predeclared built-in.
+ * enclosing function, a cell of it (a local that a nested function
+ * captures, shared with it), a captured (free) variable, a global slot of
+ * the file, or a predeclared built-in.
  */
 #ifndef EXECGATE_RULES_AST_H
 #define EXECGATE_RULES_AST_H
@@ -54,8 +55,9 @@ enum ast_kind {
 };
 
 enum ast_scope {
-    SCOPE_LOCAL,
-    SCOPE_FREE,
+    SCOPE_LOCAL, /* index: the slot in the frame */
+    SCOPE_CELL,  /* index: the cell of the frame (a local some nested function captures) */
+    SCOPE_FREE,  /* index: the function's captures */
     SCOPE_GLOBAL,
     SCOPE_UNIVERSE,
 };
@@ -82,8 +84,10 @@ struct ast_param {
     uint32_t slot;
 };
 
+/* What a function made by def or lambda shares with the function that
+ * makes it: one of that function's cells, or one of its own captures. */
 struct ast_capture {
-    uint8_t scope; /* SCOPE_LOCAL or SCOPE_FREE of the enclosing function */
+    uint8_t scope; /* SCOPE_CELL or SCOPE_FREE of the enclosing function */
     uint32_t index;
 };
 
@@ -100,6 +104,9 @@ struct ast_func {
     uint32_t nlocals;
     struct ast_capture *captures;
     size_t ncaptures;
+    /* The slot of each cell: a parameter's value moves there on a call. */
+    uint32_t *cell_slots;
+    uint32_t ncells;
 };
 
 struct ast_clause {
@@ -171,6 +178,7 @@ struct ast_module {
     uint32_t nglobals;
     struct star_str **global_names;
     uint32_t nlocals; /* slots of top-level comprehension variables */
+    uint32_t ncells;  /* how many of them a lambda in the comprehension captures */
 };
 
 #endif

@@ -20,8 +20,9 @@ struct star_frame {
     struct star_frame *prev;
     struct star_value *slots;
     bool heap;
-    struct star_value *captured;
-    struct star_value **globals; /* the file's globals (a cell: streaming grows them) */
+    struct star_value *cells;     /* in the arena: closures made here share them */
+    struct star_value **captured; /* the cells of enclosing calls this function uses */
+    struct star_value **globals;  /* the file's globals (a cell: streaming grows them) */
     struct star_value ret;
     struct star_value inline_slots[INLINE_SLOTS];
 };
@@ -183,13 +184,12 @@ load_ident(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
             star_fail_at(vm, e->line, e->col, "local variable %s referenced before assignment",
                          e->u.ident.name->data);
         return v;
+    case SCOPE_CELL:
+        v = fr->cells[e->u.ident.index];
+        break;
     case SCOPE_FREE:
-        v = fr->captured[e->u.ident.index];
-        if (v.type == STAR_UNBOUND)
-            star_fail_at(vm, e->line, e->col,
-                         "variable %s of the enclosing function was not yet assigned",
-                         e->u.ident.name->data);
-        return v;
+        v = *fr->captured[e->u.ident.index];
+        break;
     case SCOPE_GLOBAL:
         v = (*fr->globals)[e->u.ident.index];
         if (v.type == STAR_UNBOUND)
@@ -199,6 +199,12 @@ load_ident(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
     default:
         return interp_of(vm)->universe[e->u.ident.index];
     }
+    /* A shared variable not yet assigned: Codex's words are those of a
+     * local, wherever it is read. */
+    if (v.type == STAR_UNBOUND)
+        star_fail_at(vm, e->line, e->col, "local variable %s referenced before assignment",
+                     e->u.ident.name->data);
+    return v;
 }
 
 /*
@@ -848,10 +854,12 @@ assign(struct star_vm *vm, struct star_frame *fr, struct ast_node *t, struct sta
 {
     switch (t->kind) {
     case A_IDENT:
-        if (t->u.ident.scope == SCOPE_GLOBAL)
+        if (t->u.ident.scope == SCOPE_LOCAL)
+            fr->slots[t->u.ident.index] = v;
+        else if (t->u.ident.scope == SCOPE_GLOBAL)
             (*fr->globals)[t->u.ident.index] = v;
         else
-            fr->slots[t->u.ident.index] = v;
+            fr->cells[t->u.ident.index] = v;
         return;
     case A_INDEX: {
         struct star_value x = eval(vm, fr, t->u.x.a);
@@ -880,10 +888,12 @@ make_function(struct star_vm *vm, struct star_frame *fr, struct ast_func *def)
         if (def->params[i].dflt != NULL)
             f->defaults[i] = eval(vm, fr, def->params[i].dflt);
     if (def->ncaptures > 0) {
+        /* The variables themselves, not their values: an assignment after
+         * this one is seen by both, as in Codex. */
         f->captured = star_alloc(vm, def->ncaptures * sizeof *f->captured);
         for (size_t i = 0; i < def->ncaptures; i++) {
             struct ast_capture *c = &def->captures[i];
-            f->captured[i] = c->scope == SCOPE_LOCAL ? fr->slots[c->index] : fr->captured[c->index];
+            f->captured[i] = c->scope == SCOPE_CELL ? &fr->cells[c->index] : fr->captured[c->index];
         }
     }
     struct star_value v = {.type = STAR_FUNCTION, .u.f = f};
@@ -944,6 +954,14 @@ bind_params(struct star_vm *vm, struct star_function *fn, struct star_args *args
     }
 }
 
+/* Gives fr n new cells, all unassigned.  They live in the arena, as
+ * long as a function made in the frame may. */
+static void
+frame_cells(struct star_vm *vm, struct star_frame *fr, size_t n)
+{
+    fr->cells = n > 0 ? star_alloc_array(vm, n, sizeof *fr->cells) : NULL;
+}
+
 /* Gives fr room for n locals: inline when they fit, else on the heap
  * (fr->heap tells the frame's owner to free them). */
 static void
@@ -980,6 +998,11 @@ call_function(struct star_vm *vm, struct star_function *fn, struct star_args *ar
     frame_slots(vm, &fr, d->nlocals);
     in->frames = &fr;
     bind_params(vm, fn, args, fr.slots);
+    if (d->ncells > 0) {
+        frame_cells(vm, &fr, d->ncells);
+        for (uint32_t i = 0; i < d->ncells; i++) /* a parameter's value; else unassigned */
+            fr.cells[i] = fr.slots[d->cell_slots[i]];
+    }
 
     vm->call_depth++;
     struct star_value result = star_none();
@@ -1627,6 +1650,7 @@ run_module(struct star_vm *vm, const char *src, size_t len)
     fr.globals = star_alloc(vm, sizeof *fr.globals);
     *fr.globals = star_alloc(vm, (m->nglobals ? m->nglobals : 1) * sizeof **fr.globals);
     frame_slots(vm, &fr, m->nlocals);
+    frame_cells(vm, &fr, m->ncells);
     in->frames = &fr;
     exec_block(vm, &fr, &m->body);
     in->frames = fr.prev;
@@ -1706,8 +1730,8 @@ run_stream(struct star_vm *vm, const char *src, size_t len)
     fr.slots = fr.inline_slots;
     bool running = true;
     for (;;) {
-        uint32_t nlocals;
-        struct ast_list body = star_parse_next(st, &nlocals);
+        uint32_t nlocals, ncells;
+        struct ast_list body = star_parse_next(st, &nlocals, &ncells);
         if (star_parse_rebinds_predeclared(st)) {
             if (fr.heap)
                 free(fr.slots);
@@ -1741,6 +1765,7 @@ run_stream(struct star_vm *vm, const char *src, size_t len)
         } else if (nlocals > 0) {
             memset(fr.slots, 0, nlocals * sizeof *fr.slots);
         }
+        frame_cells(vm, &fr, ncells); /* a statement's own: closures may keep them */
         in->frames = &fr;
         jmp_buf jb;
         jmp_buf *outer = vm->on_error;

@@ -37,9 +37,9 @@ struct ast_func;
 /* A function defined by def or lambda. */
 struct star_function {
     struct ast_func *def;
-    struct star_value *defaults; /* one per parameter; STAR_UNBOUND when required */
-    struct star_value *captured; /* values of the enclosing function's variables */
-    struct star_value **globals; /* the defining file's globals (a cell, as they grow) */
+    struct star_value *defaults;  /* one per parameter; STAR_UNBOUND when required */
+    struct star_value **captured; /* the enclosing calls' variables it uses (shared cells) */
+    struct star_value **globals;  /* the defining file's globals (a cell, as they grow) */
 };
 
 /* The name a function was defined with ("lambda" for lambdas). */

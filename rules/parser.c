@@ -1321,6 +1321,15 @@ struct scope {
     uint32_t *nlocals;
     struct block *blocks;
     struct vec captures;
+    /* Locals a nested function captures become cells: cell_slots[i] is
+     * the slot of cell i, and cell_of_slot[slot] is i + 1 (0: a plain
+     * local; slots from cap_of_slot on are all plain), so finding a cell
+     * never walks a list, however many a hostile file makes.
+     * Identifiers resolved as plain locals before their slot became a
+     * cell are in local_refs, rewritten at the end. */
+    uint32_t *cell_slots, *cell_of_slot;
+    uint32_t ncells, cap_cells, cap_of_slot;
+    struct vec local_refs;
 };
 
 /* A name a streamed statement used before any statement bound it: a
@@ -1419,6 +1428,56 @@ collect_block(struct resolver *r, struct scope *s, struct ast_list *body)
 static void resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e);
 static void resolve_block(struct resolver *r, struct scope *s, struct ast_list *body);
 
+/* The cell holding slot of s, or -1 while the slot is a plain local. */
+static int
+cell_of(const struct scope *s, uint32_t slot)
+{
+    return slot < s->cap_of_slot ? (int)s->cell_of_slot[slot] - 1 : -1;
+}
+
+/* Slot of s as a nested function captures it: a cell from now on. */
+static uint32_t
+make_cell(struct resolver *r, struct scope *s, uint32_t slot)
+{
+    int c = cell_of(s, slot);
+    if (c >= 0)
+        return (uint32_t)c;
+    if (slot >= s->cap_of_slot) { /* zeroed by the arena: plain locals */
+        uint32_t cap = s->cap_of_slot ? s->cap_of_slot : 8;
+        while (cap <= slot)
+            cap *= 2;
+        uint32_t *t = star_alloc_array(r->vm, cap, sizeof *t);
+        if (s->cap_of_slot > 0)
+            memcpy(t, s->cell_of_slot, s->cap_of_slot * sizeof *t);
+        s->cell_of_slot = t;
+        s->cap_of_slot = cap;
+    }
+    s->cell_of_slot[slot] = s->ncells + 1;
+    if (s->ncells == s->cap_cells) {
+        uint32_t cap = s->cap_cells ? s->cap_cells * 2 : 4;
+        uint32_t *t = star_alloc_array(r->vm, cap, sizeof *t);
+        if (s->ncells > 0)
+            memcpy(t, s->cell_slots, s->ncells * sizeof *t);
+        s->cell_slots = t;
+        s->cap_cells = cap;
+    }
+    s->cell_slots[s->ncells] = slot;
+    return s->ncells++;
+}
+
+/* Slot v of s: its cell when it has one, else the plain local. */
+static int
+local_or_cell(const struct scope *s, int v, uint32_t *index)
+{
+    int c = s->ncells > 0 ? cell_of(s, (uint32_t)v) : -1;
+    if (c >= 0) {
+        *index = (uint32_t)c;
+        return SCOPE_CELL;
+    }
+    *index = (uint32_t)v;
+    return SCOPE_LOCAL;
+}
+
 /* Finds name as seen from scope s; returns the scope kind and sets *index. */
 static int
 lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *index)
@@ -1427,17 +1486,13 @@ lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *ind
     star_stack_check(r->vm, r->vm->line, r->vm->col);
     for (struct block *b = s->blocks; b != NULL; b = b->parent) {
         int v = star_namemap_get(&b->names, name);
-        if (v >= 0) {
-            *index = (uint32_t)v;
-            return SCOPE_LOCAL;
-        }
+        if (v >= 0)
+            return local_or_cell(s, v, index);
     }
     if (s->func != NULL) {
         int v = star_namemap_get(&s->locals, name);
-        if (v >= 0) {
-            *index = (uint32_t)v;
-            return SCOPE_LOCAL;
-        }
+        if (v >= 0)
+            return local_or_cell(s, v, index);
         v = star_namemap_get(&s->frees, name);
         if (v >= 0) {
             *index = (uint32_t)v;
@@ -1445,7 +1500,11 @@ lookup(struct resolver *r, struct scope *s, struct star_str *name, uint32_t *ind
         }
         uint32_t pi;
         int ps = lookup(r, s->parent, name, &pi);
-        if (ps == SCOPE_LOCAL || ps == SCOPE_FREE) {
+        if (ps == SCOPE_LOCAL) { /* shared with this function from now on */
+            pi = make_cell(r, s->parent, pi);
+            ps = SCOPE_CELL;
+        }
+        if (ps == SCOPE_CELL || ps == SCOPE_FREE) {
             struct ast_capture *c = star_alloc(r->vm, sizeof *c);
             c->scope = (uint8_t)ps;
             c->index = pi;
@@ -1492,6 +1551,26 @@ resolve_ident(struct resolver *r, struct scope *s, struct ast_node *e)
         star_fail_at(r->vm, e->line, e->col, "undefined: %s is not defined", e->u.ident.name->data);
     e->u.ident.scope = (uint8_t)sc;
     e->u.ident.index = idx;
+    if (sc == SCOPE_LOCAL)
+        vec_push(r->vm, &s->local_refs, e);
+}
+
+/* At the end of a function (or top-level statement): its identifiers
+ * resolved as plain locals before a nested function made their slot a
+ * cell now name the cell. */
+static void
+finish_cells(struct scope *s)
+{
+    if (s->ncells == 0)
+        return;
+    for (size_t i = 0; i < s->local_refs.n; i++) {
+        struct ast_node *e = s->local_refs.items[i];
+        int c = cell_of(s, e->u.ident.index);
+        if (c >= 0) {
+            e->u.ident.scope = SCOPE_CELL;
+            e->u.ident.index = (uint32_t)c;
+        }
+    }
 }
 
 static void
@@ -1520,20 +1599,28 @@ bind_block_target(struct resolver *r, struct scope *s, struct block *b, struct a
      * an expression. */
 }
 
+/* A comprehension is one block holding the variables of all its for
+ * clauses, as in Codex: only the first iterable is outside it (the
+ * parser starts every comprehension with a for clause), so a later
+ * clause, or an if before a for, reads the comprehension's variable of
+ * that name even before that for assigns it. */
 static void
 resolve_comp(struct resolver *r, struct scope *s, struct ast_node *e)
 {
     struct block *saved = s->blocks;
+    resolve_expr(r, s, e->u.comp.clauses[0].expr);
+    struct block *b = star_alloc(r->vm, sizeof *b);
+    b->parent = s->blocks;
+    for (size_t i = 0; i < e->u.comp.nclauses; i++)
+        if (e->u.comp.clauses[i].is_for)
+            bind_block_target(r, s, b, e->u.comp.clauses[i].target);
+    s->blocks = b;
     for (size_t i = 0; i < e->u.comp.nclauses; i++) {
         struct ast_clause *c = &e->u.comp.clauses[i];
-        resolve_expr(r, s, c->expr); /* the first iterable sees the outer scope */
-        if (c->is_for) {
-            struct block *b = star_alloc(r->vm, sizeof *b);
-            b->parent = s->blocks;
-            bind_block_target(r, s, b, c->target);
-            s->blocks = b;
+        if (i > 0)
+            resolve_expr(r, s, c->expr);
+        if (c->is_for)
             resolve_expr(r, s, c->target);
-        }
     }
     resolve_expr(r, s, e->u.comp.body);
     if (e->u.comp.val)
@@ -1558,6 +1645,9 @@ resolve_func(struct resolver *r, struct scope *s, struct ast_func *f)
         collect_block(r, &fs, &f->body);
         resolve_block(r, &fs, &f->body);
     }
+    finish_cells(&fs);
+    f->cell_slots = fs.cell_slots;
+    f->ncells = fs.ncells;
     f->ncaptures = fs.captures.n;
     f->captures = star_alloc(r->vm, (fs.captures.n ? fs.captures.n : 1) * sizeof *f->captures);
     for (size_t i = 0; i < fs.captures.n; i++)
@@ -1696,6 +1786,8 @@ star_parse(struct star_vm *vm, const struct star_namemap *predeclared, const cha
     struct scope top = {.nlocals = &m->nlocals};
     collect_block(&r, &top, &m->body);
     resolve_block(&r, &top, &m->body);
+    finish_cells(&top);
+    m->ncells = top.ncells;
     m->nglobals = (uint32_t)r.global_names.n;
     m->global_names = (struct star_str **)r.global_names.items;
     return m;
@@ -1743,7 +1835,7 @@ star_parse_begin(struct star_vm *vm, const struct star_namemap *predeclared, con
 }
 
 struct ast_list
-star_parse_next(struct star_stream *st, uint32_t *nlocals)
+star_parse_next(struct star_stream *st, uint32_t *nlocals, uint32_t *ncells)
 {
     struct parser *ps = &st->ps;
     struct vec body = {0};
@@ -1764,6 +1856,8 @@ star_parse_next(struct star_stream *st, uint32_t *nlocals)
     struct scope top = {.nlocals = nlocals};
     collect_block(&st->r, &top, &l);
     resolve_block(&st->r, &top, &l);
+    finish_cells(&top);
+    *ncells = top.ncells;
     return l;
 }
 

@@ -35,8 +35,9 @@ struct star_stream *star_parse_begin(struct star_vm *vm, const struct star_namem
                                      const char *src, size_t len);
 /* The next top-level statement (several for `a; b`), parsed and resolved;
  * an empty list at the end of the file.  *nlocals is the number of slots
- * its comprehension variables need.  Fails the run (longjmp) on error. */
-struct ast_list star_parse_next(struct star_stream *st, uint32_t *nlocals);
+ * its comprehension variables need, *ncells how many of them a lambda
+ * captures (ast_module.ncells).  Fails the run (longjmp) on error. */
+struct ast_list star_parse_next(struct star_stream *st, uint32_t *nlocals, uint32_t *ncells);
 /* After the statement star_parse_next returned: transient says it ran and
  * nothing outlives it (no binding, nothing kept; see star_keep), so its
  * memory may be given back with the rest of its window before the next

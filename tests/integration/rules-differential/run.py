@@ -2,7 +2,7 @@
 """Differential test: random rules files and commands, checked by both
 `execgate-rules check` and Codex's `codex execpolicy check`.
 
-usage: run.py EXECGATE_RULES [CASES [SEED [ints|bytes|ranges]]]
+usage: run.py EXECGATE_RULES [CASES [SEED [ints|bytes|ranges|closures]]]
 
 Each case is a generated .rules file (literals, raw strings, escapes,
 non-ASCII text, string methods, loops, examples, network rules, bytes
@@ -14,14 +14,16 @@ infinities, str/repr/%-formatting of the results), globals
 used before a later statement binds them, built-ins' names rebound, assignment targets, trailing commas and
 two indexes,
 failures followed by later errors, integer arithmetic beyond 64 bits,
-and blocks of literal rules long enough
+closures (def and lambda) over loop and comprehension variables and over
+locals and parameters assigned again after the closure is made, some
+called before what they read is assigned, and blocks of literal rules long enough
 to span several of the lexer's windows) and a few
 commands built from it.  For every command both programs must load the
 file or both refuse it, and when both load, print byte-identical JSON.
 The generator is seeded (default seed 1), so a failure names the seed and
 case that reproduce it; the failing file is kept beside the report.
-With `ints` (`bytes`, `ranges`), every statement is one of the integer
-(bytes, range) ones.
+With `ints` (`bytes`, `ranges`, `closures`), every statement is one of
+the integer (bytes, range, closure) ones.
 
 Codex is looked for in $EXECGATE_CODEX, then as `codex` on PATH; it must
 report version 0.169.0.  Without it the test is skipped (exit 77) with a
@@ -383,6 +385,84 @@ def filler(r):
         q(r.choice(["allow", "prompt", "forbidden"]))) for i in range(r.randint(80, 200)))
 
 
+# What closures read: the function's parameters (a, b), a local (c), the
+# loop variable (i), a comprehension's variable (j).
+CLOSURE_READS = ["a", "b", "c", "i", "(a, i)", "b * 10 + c", "a + i", "[c, b]", "str(a) + str(c)"]
+CLOSURE_ITERS = ["range(3)", "[5, 6]", "range(2, 0, -1)", "[]", "[a, b]"]
+
+
+def closure_read(r, comp=False):
+    e = r.choice(CLOSURE_READS + (["j", "(j, i)", "j * 100 + a"] if comp else []))
+    return e
+
+
+def closure_lines(r, depth=0):
+    """Statements of a function body that make closures into fs, change
+    what they read, and call them (into out) along the way."""
+    lines = []
+    for _ in range(r.randint(1, 5)):
+        k = r.randrange(11)
+        if k == 0:
+            lines.append("fs.append(lambda: %s)" % closure_read(r))
+        elif k == 1:
+            lines += ["def g():", "    return %s" % closure_read(r), "fs.append(g)"]
+        elif k == 2:
+            lines.append("%s = %s" % (r.choice(["a", "b", "c"]),
+                                      r.choice(["1", "c + 1", "a * 2", "i", "7", "b - a"])))
+        elif k == 3:
+            lines.append("%s += %s" % (r.choice(["a", "b", "c"]), r.choice(["1", "10", "i"])))
+        elif k == 4 and depth < 2:
+            body = closure_lines(r, depth + 1)
+            if r.random() < 0.3:
+                body += ["if i == %d:" % r.randrange(3), "    break"]
+            lines.append("for i in %s:" % r.choice(CLOSURE_ITERS))
+            lines += ["    " + l for l in body]
+        elif k == 5:
+            lines.append("fs += [(lambda: %s) for j in %s]" % (
+                closure_read(r, True), r.choice(CLOSURE_ITERS)))
+        elif k == 6:
+            # made in a later clause's iterable, inside the comprehension
+            lines.append("fs += [g2 for j in %s for g2 in [lambda: %s]]" % (
+                r.choice(CLOSURE_ITERS), closure_read(r, True)))
+        elif k == 7:
+            # two levels: the inner lambda reads through mk
+            lines += ["def mk():", "    return lambda: %s" % closure_read(r), "fs.append(mk())"]
+        elif k == 8:
+            lines.append("d = {%s: (lambda: j) for j in %s}" % (
+                r.choice(["j", "str(j)"]), r.choice(CLOSURE_ITERS)))
+            lines.append("fs += d.values()")
+        elif k == 9:
+            lines.append("out.append([g() for g in fs])")
+        else:
+            lines.append("i = %s" % r.choice(["0", "a", "c * 3"]))
+    return lines
+
+
+def closure_statement(r):
+    """A function making closures, called; or a top-level comprehension
+    making them (one comprehension, or one inside another; at top level
+    each statement runs on its own).  Results are shown in a
+    justification."""
+    name = "cl%d" % r.randrange(1000)
+    k = r.randrange(5)
+    show = "prefix_rule(pattern = [\"ls\"], justification = str(%s))"
+    if k == 0:
+        return "%s = [(lambda: %s) for j in %s]\n" % (
+            name, r.choice(["j", "j * 2", "[j, j]"]),
+            r.choice(["range(3)", "[1, 2]", "[[j] for j in range(2)]", "[]"])) + (
+                show % ("[g() for g in %s]" % name))
+    if k == 1:
+        return "%s = [[(lambda: (i, j)) for j in range(i)] for i in range(%d)]\n" % (
+            name, r.randint(1, 4)) + show % ("[[g() for g in l] for l in %s]" % name)
+    # i and c are locals, often read (by a closure or not) before any
+    # assignment: both must then refuse the file.
+    first = ["c = %s" % r.choice(["0", "a + b"])] if r.random() < 0.7 else []
+    body = (["fs = []", "out = []", "if a == -99:", "    i = -1", "    c = -1"] + first +
+            closure_lines(r) + ["return out + [[g() for g in fs]]"])
+    return "def %s(a, b = 2):\n%s\n" % (name, "\n".join("    " + l for l in body)) + (
+        show % ("%s(%s)" % (name, r.choice(["1", "3, 4", "b = 5, a = 0"]))))
+
+
 def target_statement(r):
     """Assignment targets, trailing commas and two indexes in assignments,
     augmented assignments, loops and comprehensions, run or only defined."""
@@ -410,7 +490,9 @@ def target_statement(r):
 
 
 def statement(r):
-    k = r.randrange(31)
+    k = r.randrange(33)
+    if k >= 31:
+        return closure_statement(r)
     if k == 30:
         return target_statement(r)
     if k == 29:
@@ -508,8 +590,8 @@ def main():
     cases = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     mode = sys.argv[4] if len(sys.argv) > 4 else ""
-    gen = {"ints": int_statement, "bytes": bytes_statement,
-           "ranges": range_statement}.get(mode, statement)
+    gen = {"ints": int_statement, "bytes": bytes_statement, "ranges": range_statement,
+           "closures": closure_statement}.get(mode, statement)
     codex = find_codex()
     if codex is None:
         print("SKIP: Codex %s not found: set EXECGATE_CODEX to its binary "
