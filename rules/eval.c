@@ -1571,7 +1571,10 @@ exec_block(struct star_vm *vm, struct star_frame *fr, struct ast_list *body)
         star_step(vm);
         switch (st->kind) {
         case A_EXPR_STMT:
-            eval(vm, fr, st->u.x.a);
+            if (st->u.x.a->kind == A_CALL && st->u.x.a->u.call.lit != NULL)
+                eval_call(vm, fr, st->u.x.a); /* a plain call: nothing nested */
+            else
+                eval(vm, fr, st->u.x.a);
             break;
         case A_ASSIGN: {
             struct star_value v = eval(vm, fr, st->u.x.b);

@@ -109,8 +109,18 @@ lex_fail(struct lexer *lx, const char *at, const char *msg)
     star_fail_at(lx->vm, lx->line, col_of(lx, at), "%s", msg);
 }
 
+static inline struct star_token *push_at(struct lexer *lx, int kind, const char *start,
+                                         const char *end, uint32_t col);
+
 static inline struct star_token *
 push(struct lexer *lx, int kind, const char *start, const char *end)
+{
+    return push_at(lx, kind, start, end, col_of(lx, start));
+}
+
+/* A token whose column is known. */
+static inline struct star_token *
+push_at(struct lexer *lx, int kind, const char *start, const char *end, uint32_t col)
 {
     if (lx->n == lx->cap) {
         size_t cap = lx->cap ? lx->cap * 2 : 256;
@@ -125,7 +135,7 @@ push(struct lexer *lx, int kind, const char *start, const char *end)
     *t = (struct star_token){
         .kind = (uint8_t)kind,
         .line = lx->line,
-        .col = col_of(lx, start),
+        .col = col,
         .text = start,
         .len = (size_t)(end - start),
     };
@@ -1012,19 +1022,25 @@ lex_literal_call(struct lexer *lx)
     p = lit_spaces(p + 1, end);
     if (p >= end || *p != '\n')
         return false;
-    struct star_lit_call *call = star_alloc(lx->vm, sizeof *call);
-    call->args = star_alloc_array(lx->vm, nargs, sizeof *call->args);
-    struct star_lit_string *items = star_alloc_array(lx->vm, nstrs, sizeof *items);
+    /* The call, its arguments and their strings in one allocation. */
+    _Static_assert(sizeof(struct star_lit_call) % _Alignof(struct star_lit_arg) == 0 &&
+                       sizeof(struct star_lit_arg) % _Alignof(struct star_lit_string) == 0,
+                   "the parts of a plain call need no padding between them");
+    struct star_lit_call *call =
+        star_alloc(lx->vm, sizeof *call + nargs * sizeof *call->args + nstrs * sizeof *strs);
+    call->args = (struct star_lit_arg *)(call + 1);
+    struct star_lit_string *items = (struct star_lit_string *)(call->args + nargs);
     memcpy(items, strs, nstrs * sizeof *items);
     for (size_t i = 0, k = 0; i < nargs; k += args[i].n, i++) {
         call->args[i] = args[i];
         call->args[i].items = items + k;
     }
     call->nargs = nargs;
-    struct star_token *t = push(lx, T_CALL_LITERAL, start, fn_end);
+    /* ASCII: columns are offsets, with no counting (see col_of) */
+    struct star_token *t = push_at(lx, T_CALL_LITERAL, start, fn_end, col0);
     t->sval = fn;
     t->call = call;
-    push(lx, T_NEWLINE, p, p);
+    push_at(lx, T_NEWLINE, p, p, col0 + (uint32_t)(p - start));
     lx->p = p + 1;
     newline(lx, lx->p);
     lx->bol = true;

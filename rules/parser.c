@@ -1731,6 +1731,14 @@ resolve_block(struct resolver *r, struct scope *s, struct ast_list *body)
         struct ast_node *st = body->items[i];
         switch (st->kind) {
         case A_EXPR_STMT:
+            /* A plain call (top level, one line): only its name to look up,
+             * and no nesting to count. */
+            if (st->u.x.a->kind == A_CALL && st->u.x.a->u.call.lit != NULL) {
+                resolve_ident(r, s, st->u.x.a->u.call.fn);
+                break;
+            }
+            resolve_expr(r, s, st->u.x.a);
+            break;
         case A_RETURN:
             resolve_expr(r, s, st->u.x.a);
             break;
