@@ -442,6 +442,14 @@ test_step_cost(void **state)
     uint64_t used = vm->steps - before;
     if (used > STAR_MAX_STEPS / 10)
         fail_msg("%llu steps", (unsigned long long)used);
+    /* Nor is it free: the work of every piece counts, the smallest
+     * included, so a few dozen such conversions use up the budget (a
+     * file printing it in a loop ends within seconds). */
+    before = vm->steps;
+    (void)bigint_to_string(vm, bigint_mul(vm, x, back), 10, false, NULL);
+    used = vm->steps - before;
+    if (used < STAR_MAX_STEPS / 20)
+        fail_msg("%llu steps for the square and its text", (unsigned long long)used);
 }
 
 /* Long work counts against the step budget. */
