@@ -560,14 +560,6 @@ half64(uint64_t *x, size_t w)
     x[w - 1] = (uint64_t)((int64_t)x[w - 1] >> 1);
 }
 
-/* Limb i of the part of a[0..an) that starts at limb `from` and is at
- * most k long, zero beyond a. */
-static inline uint64_t
-part(const uint64_t *a, size_t an, size_t from, size_t i)
-{
-    return from + i < an ? a[from + i] : 0;
-}
-
 static void mul64(struct star_vm *vm, uint64_t *r, const uint64_t *a, size_t an, const uint64_t *b,
                   size_t bn, uint64_t *s);
 
@@ -605,8 +597,9 @@ toom3_eval(const uint64_t *a, size_t an, size_t k, uint64_t *v1, uint64_t *vm1, 
 {
     u128 c1 = 0;
     __int128 cm1 = 0, cm2 = 0;
+    size_t top = an - 2 * k; /* limbs of a2, at most k */
     for (size_t i = 0; i < k; i++) {
-        uint64_t x0 = part(a, an, 0, i), x1 = part(a, an, k, i), x2 = part(a, an, 2 * k, i);
+        uint64_t x0 = a[i], x1 = a[k + i], x2 = i < top ? a[2 * k + i] : 0;
         c1 += (u128)x0 + x1 + x2;
         v1[i] = (uint64_t)c1;
         c1 >>= 64;
@@ -660,7 +653,7 @@ toom3(struct star_vm *vm, uint64_t *r, const uint64_t *a, size_t an, const uint6
     if (am2 != bm2)
         neg64(vm2, w);
     /* The values at 0 and infinity go straight to their places in r. */
-    memset(r, 0, (an + bn) * sizeof *r);
+    memset(r + 2 * k, 0, 2 * k * sizeof *r); /* between the two */
     toom3_product(vm, r, a, k, b, k);
     size_t hn = an + bn - 4 * k;
     toom3_product(vm, r + 4 * k, a + 2 * k, an - 2 * k, b + 2 * k, bn - 2 * k);
