@@ -7,10 +7,12 @@
  * every operation returns a new one, allocated in the machine's arena
  * (vm.h), so they die with the run and an error that unwinds leaks
  * nothing.  A result larger than the run's memory budget fails the run
- * with the arena's out-of-memory error; the quadratic operations
+ * with the arena's out-of-memory error; the long operations
  * (multiplication, division, conversion to and from text) also count
  * their work against the run's step budget, so no file can keep the
- * interpreter busy for long with a few enormous numbers.  Nothing else
+ * interpreter busy for long with a few enormous numbers.  Multiplication
+ * is Karatsuba's, conversion to and from decimal text splits the number
+ * in halves, division is long division in 64-bit limbs.  Nothing else
  * fails: division by zero is the caller's to refuse.
  */
 #ifndef EXECGATE_RULES_BIGINT_H

@@ -86,3 +86,52 @@ for a in specials + [num() for _ in range(40)]:
 print("static const struct double_case double_cases[] = {")
 print("\n".join(rows))
 print("};")
+
+# Numbers of thousands of limbs, long enough for Karatsuba and for the
+# divide-and-conquer conversions: made from a splitmix64 stream (the test
+# makes the same), with the FNV-1a hash of each result's decimal text.
+M64 = (1 << 64) - 1
+
+
+def splitmix(state):
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def limbs(seed, n, kind):
+    """n 32-bit limbs: random (kind 0) or all ones (kind 1), top limb set."""
+    if kind == 1:
+        return (1 << (32 * n)) - 1
+    v, state = 0, seed
+    for i in range(n):
+        state, z = splitmix(state)
+        v |= (z & 0xFFFFFFFF) << (32 * i)
+    return v | (1 << (32 * n - 1))
+
+
+def fnv(s):
+    h = 0xCBF29CE484222325
+    for ch in s.encode():
+        h = ((h ^ ch) * 0x100000001B3) & M64
+    return h
+
+
+sys.set_int_max_str_digits(0)
+rows = []
+for seed, an, ak, bn, bk, neg in [(1, 3000, 0, 3000, 0, 0), (2, 5000, 0, 1700, 0, 1),
+                                  (3, 4097, 0, 63, 0, 0), (4, 2500, 1, 2499, 1, 0),
+                                  (5, 6000, 0, 2999, 1, 1), (6, 40, 0, 39, 0, 0),
+                                  (7, 1100, 1, 1100, 0, 0)]:
+    a, b = limbs(seed, an, ak), limbs(seed + 100, bn, bk)
+    if neg:
+        a = -a
+    p, q, r = a * b, a // b, a % b
+    rows.append("    {%d, %d, %d, %d, %d, %d, %d, 0x%016xull, 0x%016xull, 0x%016xull, 0x%016xull}," % (
+        seed, an, ak, bn, bk, neg, len(str(p)), fnv(str(p)), fnv(str(q)), fnv(str(r)),
+        fnv(format(p, "x"))))
+print("static const struct big_case big_cases[] = {")
+print("\n".join(rows))
+print("};")

@@ -33,6 +33,16 @@ struct double_case {
     const char *dec;
     double want;
 };
+/* Operands of an, bn 32-bit limbs (kind 0: from the splitmix64 stream of
+ * seed, 1: all ones), a negated when neg; the length of a * b's text and the
+ * FNV-1a hashes of the decimal text of a * b, a // b and a % b and of the
+ * hexadecimal text of a * b. */
+struct big_case {
+    uint64_t seed;
+    uint32_t an, ak, bn, bk, neg;
+    size_t digits;
+    uint64_t mul, quot, rem, hex;
+};
 
 #include "tests/unit/test_bigint_cases.h"
 
@@ -282,6 +292,112 @@ test_from_double(void **state)
     assert_null(bigint_from_double(vm, NAN));
 }
 
+/* The number big_cases makes with gen_bigint_cases.py's limbs(). */
+static struct bigint *
+big(struct star_vm *vm, uint64_t seed, uint32_t n, uint32_t kind)
+{
+    struct bigint *r = star_alloc(vm, sizeof *r + n * sizeof(uint32_t));
+    r->n = n;
+    uint64_t state = seed;
+    for (uint32_t i = 0; i < n; i++) {
+        if (kind == 1) {
+            r->limb[i] = UINT32_MAX;
+            continue;
+        }
+        state += 0x9E3779B97F4A7C15ull;
+        uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        r->limb[i] = (uint32_t)(z ^ (z >> 31));
+    }
+    r->limb[n - 1] |= 1u << 31;
+    return r;
+}
+
+static uint64_t
+fnv(const char *s)
+{
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
+    return h;
+}
+
+/*
+ * Products, quotients and remainders of numbers of thousands of limbs
+ * (Karatsuba, long division in 64-bit limbs, text by halves) against
+ * Python's, and the identities that tie them.
+ */
+static void
+test_big_operands(void **state)
+{
+    struct fixture *f = *state;
+    struct star_vm *vm = &f->vm;
+    if (setjmp(f->jb))
+        fail_msg("failed: %s", star_vm_error(vm));
+    for (size_t i = 0; i < sizeof big_cases / sizeof big_cases[0]; i++) {
+        const struct big_case *c = &big_cases[i];
+        struct bigint *a = big(vm, c->seed, c->an, c->ak),
+                      *b = big(vm, c->seed + 100, c->bn, c->bk);
+        if (c->neg)
+            a->neg = true;
+        struct bigint *p = bigint_mul(vm, a, b), *q, *r;
+        assert_true(bigint_divmod(vm, a, b, &q, &r));
+        size_t len;
+        const char *ps = bigint_to_string(vm, p, 10, false, &len);
+        assert_int_equal(len, c->digits);
+        assert_int_equal(strlen(ps), len);
+        assert_true(fnv(ps) == c->mul);
+        assert_true(fnv(str(vm, q)) == c->quot);
+        assert_true(fnv(str(vm, r)) == c->rem);
+        assert_true(fnv(bigint_to_string(vm, p, 16, false, NULL)) == c->hex);
+        /* (a * b) // b == a, (a * b) % b == 0, q * b + r == a */
+        struct bigint *pq, *pr;
+        assert_true(bigint_divmod(vm, p, b, &pq, &pr));
+        assert_int_equal(bigint_cmp(pq, a), 0);
+        assert_int_equal(bigint_sign(pr), 0);
+        assert_int_equal(bigint_cmp(bigint_add(vm, bigint_mul(vm, q, b), r), a), 0);
+        /* The decimal text parses back, signed or not. */
+        bool neg = ps[0] == '-';
+        struct bigint *back = bigint_parse(vm, ps + neg, len - neg, 10, neg);
+        assert_non_null(back);
+        assert_int_equal(bigint_cmp(back, p), 0);
+        assert_true(back->n == p->n && back->limb[back->n - 1] != 0);
+    }
+}
+
+/* The powers of ten the conversions split at, across their boundaries:
+ * 10^k - 1, 10^k and 10^k + 1 print as k nines, one and k zeros, and so
+ * on, and parse back. */
+static void
+test_big_powers_of_ten(void **state)
+{
+    struct fixture *f = *state;
+    struct star_vm *vm = &f->vm;
+    if (setjmp(f->jb))
+        fail_msg("failed: %s", star_vm_error(vm));
+    const size_t ks[] = {575, 576, 577, 600, 601, 1151, 1152, 1153, 4608, 9217, 20000};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        size_t k = ks[i];
+        char *s = star_alloc(vm, k + 2);
+        s[0] = '1';
+        memset(s + 1, '0', k);
+        struct bigint *p = bigint_parse(vm, s, k + 1, 10, false); /* 10^k */
+        assert_non_null(p);
+        assert_string_equal(str(vm, p), s);
+        struct bigint *one = bigint_from_i64(vm, 1);
+        memset(s, '9', k);
+        s[k] = '\0';
+        struct bigint *nines = bigint_sub(vm, p, one);
+        assert_string_equal(str(vm, nines), s);
+        assert_int_equal(bigint_cmp(bigint_parse(vm, s, k, 10, false), nines), 0);
+        const char *above = str(vm, bigint_add(vm, p, one));
+        assert_int_equal(strlen(above), k + 1);
+        assert_true(above[0] == '1' && above[k] == '1');
+        assert_true(strspn(above + 1, "0") == k - 1);
+    }
+}
+
 /* A number past the memory budget fails the run with an error, no abort. */
 static void
 test_memory_limit(void **state)
@@ -302,7 +418,41 @@ test_memory_limit(void **state)
     assert_non_null(strstr(star_vm_error(vm), "out of memory"));
 }
 
-/* Quadratic work counts against the step budget. */
+/* The work of the long operations is counted at what it costs: a number
+ * of 100 000 bits squared five times (3.2 million bits) and printed in
+ * decimal and parsed back uses a small part of a file's budget. */
+static void
+test_step_cost(void **state)
+{
+    struct fixture *f = *state;
+    struct star_vm *vm = &f->vm;
+    if (setjmp(f->jb))
+        fail_msg("failed: %s", star_vm_error(vm));
+    struct bigint *one = bigint_from_i64(vm, 1);
+    struct bigint *x = bigint_sub(vm, bigint_shl(vm, one, 100000), one);
+    uint64_t before = vm->steps;
+    for (int i = 0; i < 5; i++)
+        x = bigint_mul(vm, x, x);
+    size_t len;
+    const char *s = bigint_to_string(vm, x, 10, false, &len);
+    assert_int_equal(len, 963296);
+    struct bigint *back = bigint_parse(vm, s, len, 10, false);
+    assert_non_null(back);
+    assert_int_equal(bigint_cmp(back, x), 0);
+    uint64_t used = vm->steps - before;
+    if (used > STAR_MAX_STEPS / 10)
+        fail_msg("%llu steps", (unsigned long long)used);
+    /* Nor is it free: the work of every piece counts, the smallest
+     * included, so a few dozen such conversions use up the budget (a
+     * file printing it in a loop ends within seconds). */
+    before = vm->steps;
+    (void)bigint_to_string(vm, bigint_mul(vm, x, back), 10, false, NULL);
+    used = vm->steps - before;
+    if (used < STAR_MAX_STEPS / 20)
+        fail_msg("%llu steps for the square and its text", (unsigned long long)used);
+}
+
+/* Long work counts against the step budget. */
 static void
 test_step_limit(void **state)
 {
@@ -330,6 +480,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_int64_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_to_double, setup, teardown),
         cmocka_unit_test_setup_teardown(test_from_double, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_big_operands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_big_powers_of_ten, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_cost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_limit, setup, teardown),
     };

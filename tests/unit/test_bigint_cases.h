@@ -999,3 +999,19 @@ static const struct double_case double_cases[] = {
     {"1508779494642271328594134183549819648132188606466817820431367", 0x1.e0b991d92e632p+199},
     {"-16465564790193916065", -0x1.c902dfe073601p+63},
 };
+static const struct big_case big_cases[] = {
+    {1, 3000, 0, 3000, 0, 0, 57798, 0x233fd5a75b29328bull, 0xaf63ad4c86019cafull,
+     0x12b7dbd0707df444ull, 0xb5cdc4f92bcae30bull},
+    {2, 5000, 0, 1700, 0, 1, 64542, 0xb50749db1987dc86ull, 0x998c74a600efe8a4ull,
+     0x333ab9c10e6923ecull, 0x74bed43ee99618b6ull},
+    {3, 4097, 0, 63, 0, 0, 40073, 0xe895881b5d6acb24ull, 0x2b8714d8aaf3bb16ull,
+     0x7ba48a6d6ed3bf00ull, 0x234fb41fff059f05ull},
+    {4, 2500, 1, 2499, 1, 0, 48156, 0x854d2e0014fa5ebcull, 0x2d48352b84de786full,
+     0x2d48362b84de7a22ull, 0xcd82e69407a4984full},
+    {5, 6000, 0, 2999, 1, 1, 86688, 0x15d06d722f880f50ull, 0x535cbccd6a1b7bf2ull,
+     0xaed96d157a222663ull, 0xf5bcebdee2afc1e2ull},
+    {6, 40, 0, 39, 0, 0, 761, 0x266d1c72018315b8ull, 0xacd578d6e3cec154ull, 0x95f2da069a74eba4ull,
+     0x8adffd741e500335ull},
+    {7, 1100, 1, 1100, 0, 0, 21193, 0xb6cde677ac8fb46eull, 0xaf63ac4c86019afcull,
+     0xd0f045564f00b28dull, 0x783fa056966b320eull},
+};
