@@ -765,6 +765,30 @@ mul64_new(struct star_vm *vm, const uint64_t *a, size_t an, const uint64_t *b, s
 }
 
 /*
+ * The dividend u[0..m) and divisor v[0..n) (n >= 2) shifted left until
+ * the divisor's top bit is set, as long division wants them: new arrays in
+ * the arena, *un with one limb more than u.  Returns the shift.
+ */
+static int
+normalize(struct star_vm *vm, const uint64_t *u, size_t m, const uint64_t *v, size_t n,
+          uint64_t **un_out, uint64_t **vn_out)
+{
+    int s = __builtin_clzll(v[n - 1]);
+    uint64_t *vn = star_alloc_array(vm, n, sizeof *vn);
+    uint64_t *un = star_alloc_array(vm, m + 1, sizeof *un);
+    for (size_t i = n - 1; i > 0; i--)
+        vn[i] = (v[i] << s) | (s ? v[i - 1] >> (64 - s) : 0);
+    vn[0] = v[0] << s;
+    un[m] = s ? u[m - 1] >> (64 - s) : 0;
+    for (size_t i = m - 1; i > 0; i--)
+        un[i] = (u[i] << s) | (s ? u[i - 1] >> (64 - s) : 0);
+    un[0] = u[0] << s;
+    *un_out = un;
+    *vn_out = vn;
+    return s;
+}
+
+/*
  * Long division (Knuth, TAOCP vol. 2, 4.3.1, algorithm D) in 64-bit limbs
  * of u[0..m) by v[0..n), n >= 2, v[n-1] != 0, m >= n: the quotient into
  * q[0..m-n], the remainder into r[0..n).
@@ -776,16 +800,8 @@ div64(struct star_vm *vm, const uint64_t *u, size_t m, const uint64_t *v, size_t
     charge(vm, (uint64_t)(m - n + 1) * (n + 32)); /* and a 128-bit division per limb */
     struct star_mark mk;
     star_mark(vm, &mk);
-    int s = __builtin_clzll(v[n - 1]);
-    uint64_t *vn = star_alloc_array(vm, n, sizeof *vn);
-    uint64_t *un = star_alloc_array(vm, m + 1, sizeof *un);
-    for (size_t i = n - 1; i > 0; i--)
-        vn[i] = (v[i] << s) | (s ? v[i - 1] >> (64 - s) : 0);
-    vn[0] = v[0] << s;
-    un[m] = s ? u[m - 1] >> (64 - s) : 0;
-    for (size_t i = m - 1; i > 0; i--)
-        un[i] = (u[i] << s) | (s ? u[i - 1] >> (64 - s) : 0);
-    un[0] = u[0] << s;
+    uint64_t *vn, *un;
+    int s = normalize(vm, u, m, v, n, &un, &vn);
     uint64_t top = vn[n - 1], next = vn[n - 2];
     for (size_t j = m - n + 1; j-- > 0;) {
         u128 num = ((u128)un[j + n] << 64) | un[j + n - 1];
@@ -934,16 +950,8 @@ div_any(struct star_vm *vm, const uint64_t *u, size_t m, const uint64_t *v, size
     }
     struct star_mark mk;
     star_mark(vm, &mk);
-    int s = __builtin_clzll(v[n - 1]);
-    uint64_t *vn = star_alloc_array(vm, n, sizeof *vn);
-    uint64_t *un = star_alloc_array(vm, m + 1, sizeof *un);
-    for (size_t i = n - 1; i > 0; i--)
-        vn[i] = (v[i] << s) | (s ? v[i - 1] >> (64 - s) : 0);
-    vn[0] = v[0] << s;
-    un[m] = s ? u[m - 1] >> (64 - s) : 0;
-    for (size_t i = m - 1; i > 0; i--)
-        un[i] = (u[i] << s) | (s ? u[i - 1] >> (64 - s) : 0);
-    un[0] = u[0] << s;
+    uint64_t *vn, *un;
+    int s = normalize(vm, u, m, v, n, &un, &vn);
     size_t an = m + 1, qlimbs = an - n; /* the quotient has qlimbs + 1 */
     uint64_t *qn = star_alloc_array(vm, qlimbs + 1, sizeof *qn);
     uint64_t *rem = star_alloc_array(vm, n, sizeof *rem);
@@ -1202,6 +1210,22 @@ text_pow2(struct star_vm *vm, const struct bigint *a, unsigned bits, const char 
     return p;
 }
 
+/* The text of a written right-aligned to end in out[1..end) (out[0]
+ * spare for the sign): without its leading zeros, with its sign, and its
+ * length in *len when len is not NULL. */
+static char *
+text_trim(const struct bigint *a, char *out, char *end, size_t *len)
+{
+    char *p = out + 1;
+    while (p < end - 1 && *p == '0')
+        p++;
+    if (a->neg)
+        *--p = '-';
+    if (len != NULL)
+        *len = (size_t)(end - p);
+    return p;
+}
+
 char *
 bigint_to_string(struct star_vm *vm, const struct bigint *a, unsigned base, bool upper, size_t *len)
 {
@@ -1217,14 +1241,7 @@ bigint_to_string(struct star_vm *vm, const struct bigint *a, unsigned base, bool
         char *out = star_alloc(vm, w + 2);
         char *end = out + 1 + w;
         text_base(vm, x, n, base, end, w, digits);
-        char *p = out + 1;
-        while (p < end - 1 && *p == '0')
-            p++;
-        if (a->neg)
-            *--p = '-';
-        if (len != NULL)
-            *len = (size_t)(end - p);
-        return p;
+        return text_trim(a, out, end, len);
     }
     struct powers pw;
     powers_init(&pw, base);
@@ -1238,14 +1255,7 @@ bigint_to_string(struct star_vm *vm, const struct bigint *a, unsigned base, bool
     char *out = star_alloc(vm, w + 2);
     char *end = out + 1 + w;
     to_text(vm, &pw, x, n, (int)top, end, w, digits);
-    char *p = out + 1;
-    while (p < end - 1 && *p == '0')
-        p++;
-    if (a->neg)
-        *--p = '-';
-    if (len != NULL)
-        *len = (size_t)(end - p);
-    return p;
+    return text_trim(a, out, end, len);
 }
 
 /* ---- arithmetic ---- */
