@@ -81,7 +81,7 @@ load_policy(const struct check_args *a)
     char *err = NULL;
     struct rules_policy *p = NULL;
     if (a->n_rules > 0) {
-        p = rules_load(NULL, a->rules, a->n_rules, &err);
+        p = rules_load_as_codex(NULL, a->rules, a->n_rules, &err);
     } else {
         char *dir = rules_default_dir();
         if (!dir) {
@@ -89,7 +89,7 @@ load_policy(const struct check_args *a)
                             "or pass --rules FILE\n");
             return NULL;
         }
-        p = rules_load(dir, NULL, 0, &err);
+        p = rules_load_as_codex(dir, NULL, 0, &err);
         free(dir);
     }
     if (!p)

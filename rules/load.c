@@ -37,10 +37,15 @@ rules_default_dir(void)
  * caller starts the policy again with every file run whole. */
 #define LOAD_AGAIN_WHOLE 1
 
-/* Runs one file into p, a statement at a time unless whole.  Returns 0,
- * LOAD_AGAIN_WHOLE, or -1 with *err set. */
+/* How files are run: each whole (not a statement at a time), and as
+ * Codex loads them (rules_load_as_codex). */
+#define LOAD_WHOLE    1u
+#define LOAD_AS_CODEX 2u
+
+/* Runs one file into p, a statement at a time unless LOAD_WHOLE.  Returns
+ * 0, LOAD_AGAIN_WHOLE, or -1 with *err set. */
 static int
-load_file(struct rules_policy *p, const char *path, bool whole, char **err)
+load_file(struct rules_policy *p, const char *path, unsigned how, char **err)
 {
     size_t len = 0;
     char *src = star_source_read(path, &len, err);
@@ -50,12 +55,12 @@ load_file(struct rules_policy *p, const char *path, bool whole, char **err)
         return -1;
     }
     struct star_vm *vm = star_vm_new();
-    struct rules_builder *b = rules_builder_new(p);
+    struct rules_builder *b = rules_builder_new(p, (how & LOAD_AS_CODEX) != 0);
     int rc = -1;
     if (vm == NULL || b == NULL || rules_builtins_install(vm, b) != 0) {
         *err = rules_errf("%s:1:1: out of memory", path);
-    } else if ((rc = whole ? star_vm_exec_file(vm, path, src, len)
-                           : star_vm_exec_file_stream(vm, path, src, len)) != 0) {
+    } else if ((rc = (how & LOAD_WHOLE) ? star_vm_exec_file(vm, path, src, len)
+                                        : star_vm_exec_file_stream(vm, path, src, len)) != 0) {
         if (rc < 0)
             *err = strdup(star_vm_error(vm));
     } else {
@@ -138,7 +143,7 @@ free_names(char **names, size_t n)
 }
 
 static int
-load_dir(struct rules_policy *p, const char *dir, bool whole, char **err)
+load_dir(struct rules_policy *p, const char *dir, unsigned how, char **err)
 {
     char **names;
     size_t n;
@@ -152,7 +157,7 @@ load_dir(struct rules_policy *p, const char *dir, bool whole, char **err)
             rc = -1;
             break;
         }
-        rc = load_file(p, path, whole, err);
+        rc = load_file(p, path, how, err);
         free(path);
     }
     free_names(names, n);
@@ -160,7 +165,7 @@ load_dir(struct rules_policy *p, const char *dir, bool whole, char **err)
 }
 
 static struct rules_policy *
-load_all(const char *dir, const char *const *extra, size_t n_extra, bool whole, char **err)
+load_all(const char *dir, const char *const *extra, size_t n_extra, unsigned how, char **err)
 {
     *err = NULL;
     struct rules_policy *p = rules_policy_new();
@@ -170,12 +175,12 @@ load_all(const char *dir, const char *const *extra, size_t n_extra, bool whole, 
     }
     int rc = 0;
     if (dir != NULL)
-        rc = load_dir(p, dir, whole, err);
+        rc = load_dir(p, dir, how, err);
     for (size_t i = 0; rc == 0 && i < n_extra; i++)
-        rc = load_file(p, extra[i], whole, err);
-    if (rc == LOAD_AGAIN_WHOLE && !whole) {
+        rc = load_file(p, extra[i], how, err);
+    if (rc == LOAD_AGAIN_WHOLE && !(how & LOAD_WHOLE)) {
         rules_policy_free(p);
-        return load_all(dir, extra, n_extra, true, err);
+        return load_all(dir, extra, n_extra, how | LOAD_WHOLE, err);
     }
     if (rc != 0) {
         rules_policy_free(p);
@@ -189,7 +194,13 @@ load_all(const char *dir, const char *const *extra, size_t n_extra, bool whole, 
 struct rules_policy *
 rules_load(const char *dir, const char *const *extra, size_t n_extra, char **err)
 {
-    return load_all(dir, extra, n_extra, false, err);
+    return load_all(dir, extra, n_extra, 0, err);
+}
+
+struct rules_policy *
+rules_load_as_codex(const char *dir, const char *const *extra, size_t n_extra, char **err)
+{
+    return load_all(dir, extra, n_extra, LOAD_AS_CODEX, err);
 }
 
 int
@@ -229,7 +240,7 @@ rules_each_file(const char *const *paths, size_t n, const char *missing_ok,
 /* rules_each_file's step for rules_load_paths: one file into the policy. */
 struct load_ctx {
     struct rules_policy *p;
-    bool whole;
+    unsigned how;
     char **err;
 };
 
@@ -237,11 +248,11 @@ static int
 load_one(void *arg, const char *file)
 {
     struct load_ctx *ctx = arg;
-    return load_file(ctx->p, file, ctx->whole, ctx->err);
+    return load_file(ctx->p, file, ctx->how, ctx->err);
 }
 
 static struct rules_policy *
-load_paths(const char *const *paths, size_t n, const char *missing_ok, bool whole, char **err)
+load_paths(const char *const *paths, size_t n, const char *missing_ok, unsigned how, char **err)
 {
     *err = NULL;
     struct rules_policy *p = rules_policy_new();
@@ -249,11 +260,11 @@ load_paths(const char *const *paths, size_t n, const char *missing_ok, bool whol
         *err = strdup("rules: out of memory");
         return NULL;
     }
-    struct load_ctx ctx = {p, whole, err};
+    struct load_ctx ctx = {p, how, err};
     int rc = rules_each_file(paths, n, missing_ok, load_one, &ctx, err);
-    if (rc == LOAD_AGAIN_WHOLE && !whole) {
+    if (rc == LOAD_AGAIN_WHOLE && !(how & LOAD_WHOLE)) {
         rules_policy_free(p);
-        return load_paths(paths, n, missing_ok, true, err);
+        return load_paths(paths, n, missing_ok, how | LOAD_WHOLE, err);
     }
     if (rc != 0) {
         rules_policy_free(p);
@@ -267,5 +278,5 @@ load_paths(const char *const *paths, size_t n, const char *missing_ok, bool whol
 struct rules_policy *
 rules_load_paths(const char *const *paths, size_t n, const char *missing_ok, char **err)
 {
-    return load_paths(paths, n, missing_ok, false, err);
+    return load_paths(paths, n, missing_ok, 0, err);
 }

@@ -25,6 +25,14 @@ struct rules_policy *rules_load(const char *dir, const char *const *extra, size_
                                 char **err);
 
 /*
+ * Same, loading each file exactly as Codex 0.169 does, for `execgate-rules
+ * check`: a `host_executable` path starting with `~/` is refused as not
+ * absolute, where rules_load expands it with $HOME.
+ */
+struct rules_policy *rules_load_as_codex(const char *dir, const char *const *extra, size_t n_extra,
+                                         char **err);
+
+/*
  * Loads each of paths[0..n) in order into one new policy: a file as it
  * is, a directory as its `*.rules` files (sorted by name; names starting
  * with "." and subdirectories left out), each named "DIR/NAME" (so a

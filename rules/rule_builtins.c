@@ -27,14 +27,17 @@ struct pending {
 struct rules_builder {
     struct rules_policy *policy;
     struct pending *first, *last; /* arena-owned; valid while the file's vm lives */
+    bool as_codex;                /* ~/ paths refused (rules_builder_new) */
 };
 
 struct rules_builder *
-rules_builder_new(struct rules_policy *p)
+rules_builder_new(struct rules_policy *p, bool as_codex)
 {
     struct rules_builder *b = calloc(1, sizeof *b);
-    if (b != NULL)
+    if (b != NULL) {
         b->policy = p;
+        b->as_codex = as_codex;
+    }
     return b;
 }
 
@@ -357,7 +360,7 @@ bi_host_executable(struct star_vm *vm, struct star_builtin *self, struct star_ar
                       star_type_name(l->items[i]));
         const char *raw = standin_string(vm, l->items[i], "a host_executable path");
         const char *path = raw;
-        if (strncmp(raw, "~/", 2) == 0) {
+        if (strncmp(raw, "~/", 2) == 0 && !builder_of(self)->as_codex) {
             if (home == NULL || home[0] != '/')
                 star_fail(vm, "invalid rule: host_executable path %s needs $HOME to be set", raw);
             struct star_buf buf = {0};

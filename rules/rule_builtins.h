@@ -7,12 +7,16 @@
 #define EXECGATE_RULES_RULE_BUILTINS_H
 
 #include "rules/eval.h"
+#include <stdbool.h>
+
 #include "rules/policy.h"
 
 struct rules_builder;
 
-/* A builder adding to p (borrowed; must outlive it), or NULL on OOM. */
-struct rules_builder *rules_builder_new(struct rules_policy *p);
+/* A builder adding to p (borrowed; must outlive it), or NULL on OOM.
+ * as_codex: refuse a `~/` host_executable path as Codex does, instead of
+ * expanding it with $HOME. */
+struct rules_builder *rules_builder_new(struct rules_policy *p, bool as_codex);
 
 /* Frees b; NULL is a no-op. */
 void rules_builder_free(struct rules_builder *b);

@@ -25,7 +25,7 @@ run(const uint8_t *data, size_t size, int stream, int *oom, size_t *rules)
 {
     struct rules_policy *p = rules_policy_new();
     struct star_vm *vm = star_vm_new();
-    struct rules_builder *b = rules_builder_new(p);
+    struct rules_builder *b = rules_builder_new(p, false);
     if (p == NULL || vm == NULL || b == NULL || rules_builtins_install(vm, b) != 0)
         abort();
     /* Keep each input cheap so the fuzzer explores instead of looping. */

@@ -239,6 +239,20 @@ test_host_executables(void **state)
                "1:1: invalid rule: host_executable path `/usr/bin/hub` must have basename `git`");
     expect_err("host_executable(name = 'git', paths = ['bin/git'])\n",
                "1:1: invalid rule: host_executable paths must be absolute (got bin/git)");
+    /* Loaded as Codex loads it (execgate-rules check), ~/ is not absolute */
+    char *tilde =
+        write_rules("tilde.rules", "host_executable(name = 'git', paths = ['~/bin/git'])\n");
+    const char *files[] = {tilde};
+    err = NULL;
+    assert_null(rules_load_as_codex(NULL, files, 1, &err));
+    assert_non_null(strstr(err, "tilde.rules:1:1: invalid rule: host_executable paths must be "
+                                "absolute (got ~/bin/git)"));
+    free(err);
+    err = NULL;
+    p = rules_load(NULL, files, 1, &err);
+    assert_non_null(p);
+    rules_policy_free(p);
+    free(tilde);
     expect_err("host_executable(name = '', paths = [])\n",
                "1:1: invalid rule: host_executable name cannot be empty");
     expect_err("host_executable(name = 'bin/git', paths = [])\n",
