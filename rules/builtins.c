@@ -279,18 +279,14 @@ parse_int(struct star_vm *vm, const char *s, size_t n, int64_t base, struct star
         if (pb != 0 && (base == 0 || base == pb)) {
             base = pb;
             i += 2;
-        } else if (base == 0 && pb == 0) {
-            /* "0" alone, or leading zeros: decimal zero only. */
-            for (size_t j = i; j < n; j++)
-                if (s[j] != '0')
-                    return false;
-            *out = star_int(0);
-            return true;
         }
     }
+    /* As in Codex: no prefix is decimal, leading zeros included ("007"),
+     * and the digits may hold underscores anywhere but first ("1_0",
+     * "1__0" and "1_", not "_1" nor "0x_1"). */
     if (base == 0)
         base = 10;
-    if (i == n)
+    if (i == n || s[i] == '_')
         return false;
     size_t start = i;
     uint64_t v = 0;
