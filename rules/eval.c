@@ -1744,6 +1744,8 @@ run_stream(struct star_vm *vm, const char *src, size_t len)
         }
         if (body.n == 0)
             break;
+        if (star_parse_deferred(st))
+            running = false; /* star_parse_end reports it */
         if (!running) {
             star_parse_ran(st, false);
             continue;

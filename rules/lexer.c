@@ -2,6 +2,7 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <setjmp.h>
 #include <string.h>
 
 #include "rules/vm.h"
@@ -59,6 +60,10 @@ struct lexer {
      * is shared.  Only within a window: star_lex_next forgets them, as
      * the arena may take back what the last window allocated. */
     struct star_str *lit_strings[LIT_MAX_STRINGS];
+    /* The error being raised is a nesting limit, not a syntax error: it
+     * is raised at once (lex_until_error), before the parser recurses as
+     * deep as the file asks. */
+    bool limit_hit;
 };
 
 /* The top bit of each of a word's eight bytes. */
@@ -670,9 +675,11 @@ static const struct {
 static void
 open_bracket(struct lexer *lx, char c, const char *at)
 {
-    if (lx->depth == STAR_MAX_BRACKETS)
+    if (lx->depth == STAR_MAX_BRACKETS) {
+        lx->limit_hit = true;
         star_fail_at(lx->vm, lx->line, col_of(lx, at),
                      "brackets nested too deeply (the limit is %d)", STAR_MAX_BRACKETS);
+    }
     if (lx->depth == lx->cap_brackets) {
         size_t cap = lx->cap_brackets * 2;
         struct bracket *t = star_alloc_array(lx->vm, cap, sizeof *t);
@@ -833,11 +840,15 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
     if (len == top->len && memcmp(ws, top->ws, len) == 0)
         return;
     if (len > top->len && memcmp(ws, top->ws, top->len) == 0) {
-        if (lx->n_indents > STAR_MAX_INDENTS)
+        if (lx->n_indents > STAR_MAX_INDENTS) {
+            lx->limit_hit = true;
             star_fail_at(lx->vm, lx->line, col_of(lx, ws + len),
                          "blocks nested too deeply (the limit is %d)", STAR_MAX_INDENTS);
+        }
         push_indent(lx, ws, len);
-        push(lx, T_INDENT, ws + len, ws + len);
+        /* at the line's start, where Codex reports an indentation it did
+         * not expect */
+        push(lx, T_INDENT, ws, ws + len);
         return;
     }
     while (lx->n_indents > 1) {
@@ -1197,6 +1208,42 @@ lex_all(struct lexer *lx)
 }
 
 /* A lexer over src[0..len), its UTF-8 checked, with room for cap tokens. */
+/*
+ * lex_all, with a lexical error made into a last T_ERROR token that holds
+ * it rather than raised here: the parser raises it if it gets there
+ * (a syntax error before it is reported first, as in Codex).  A nesting
+ * limit is raised at once (Codex crashes there anyway).  Nothing is
+ * unwound meanwhile (on_unwind is for the evaluator's frames, which the
+ * lexer does not touch).
+ */
+static void
+lex_until_error(struct lexer *lx)
+{
+    struct star_vm *vm = lx->vm;
+    jmp_buf jb, *outer = vm->on_error;
+    void (*outer_unwind)(struct star_vm *) = vm->on_unwind;
+    vm->on_error = &jb;
+    vm->on_unwind = NULL;
+    bool failed = setjmp(jb) != 0;
+    if (!failed)
+        lex_all(lx);
+    vm->on_error = outer;
+    vm->on_unwind = outer_unwind;
+    if (!failed)
+        return;
+    if (lx->limit_hit)
+        star_fail_again(vm, vm->err);
+    /* vm->err stays set while the token is made, so running out of
+     * memory here frees it as it reports that instead. */
+    struct star_str *line = star_str_new(vm, vm->err, strlen(vm->err));
+    struct star_token *t = push_at(lx, T_ERROR, lx->p, lx->p, 0);
+    t->sval = line;
+    free(vm->err);
+    vm->err = NULL;
+    lx->p = lx->end; /* nothing after it is read */
+    lx->depth = 0;
+}
+
 static struct lexer *
 lexer_new(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32_t col, size_t cap)
 {
@@ -1228,7 +1275,7 @@ star_lex(struct star_vm *vm, const char *src, size_t len, uint32_t line, uint32_
 {
     /* Room for the tokens a typical text has (about one per 4 bytes). */
     struct lexer *lx = lexer_new(vm, src, len, line, col, len / 4 + 64);
-    lex_all(lx);
+    lex_until_error(lx);
     *n = lx->n;
     return lx->toks;
 }
@@ -1248,7 +1295,7 @@ star_lex_next(struct star_lexer *l, size_t *n)
     lx->n = 0; /* the caller is done with the last window: reuse its memory */
     lx->n_extra = 0;
     memset(lx->lit_strings, 0, sizeof lx->lit_strings);
-    lex_all(lx);
+    lex_until_error(lx);
     /* One more token past the end, so a look past the window's last
      * statement sees a newline, never stale memory. */
     push(lx, T_NEWLINE, lx->p, lx->p);
@@ -1374,6 +1421,7 @@ star_tok_name(int kind)
         [T_GTGT_EQ] = "'>>='",
         [T_FLOAT] = "float",
         [T_CALL_LITERAL] = "name",
+        [T_ERROR] = "a bad token",
     };
     if (kind < 0 || (size_t)kind >= sizeof names / sizeof names[0] || names[kind] == NULL)
         return "token";

@@ -86,6 +86,11 @@ enum star_tok {
     T_FLOAT,
     T_CALL_LITERAL, /* a whole plain call statement (struct star_lit_call) */
     T_BYTES,        /* b"...": sval holds its bytes (any, not necessarily UTF-8) */
+    /* A lexical error, the last token: sval is its error line, which the
+     * parser raises only when it reaches it (Codex reads tokens as it
+     * parses, so a syntax error before a bad character is the one it
+     * reports) */
+    T_ERROR,
 };
 
 /*

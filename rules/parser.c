@@ -2,6 +2,8 @@
 #include "rules/unicode.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rules/bigint.h"
@@ -15,6 +17,10 @@ struct parser {
     uint64_t blocks; /* the budget nested blocks used */
     bool in_func;
     unsigned in_loop;
+    /* The first mistake Codex finds only once the whole file is read
+     * (defer_error), raised when parsing is done; NULL when none. */
+    const char *deferred;
+    uint32_t deferred_line, deferred_col;
 };
 
 /* ---- helpers ---- */
@@ -40,9 +46,48 @@ advance(struct parser *ps)
     return t;
 }
 
+/*
+ * Notes a mistake that Codex reports only after reading the whole file
+ * (a 'return' outside a function, a duplicate parameter, arguments out of
+ * order, load()): parsing goes on, so that a syntax error anywhere in the
+ * file is reported before it, as in Codex; the first is raised at the end
+ * (raise_deferred).
+ */
+__attribute__((format(printf, 4, 5))) static void
+defer_error(struct parser *ps, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    if (ps->deferred != NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *msg = star_alloc(ps->vm, (size_t)(n > 0 ? n : 0) + 1);
+    star_keep(ps->vm); /* the window's memory may be given back */
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)(n > 0 ? n : 0) + 1, fmt, ap);
+    va_end(ap);
+    ps->deferred = msg;
+    ps->deferred_line = line;
+    ps->deferred_col = col;
+}
+
+static void
+raise_deferred(struct parser *ps)
+{
+    if (ps->deferred != NULL)
+        star_fail_at(ps->vm, ps->deferred_line, ps->deferred_col, "%s", ps->deferred);
+}
+
+/* A syntax error at t; at a lexical error (T_ERROR), that error: as in
+ * Codex, a bad token is reported when the parser cannot go on at it,
+ * and a decision made by looking at it comes first (x = 1, $ is a
+ * trailing comma). */
 _Noreturn static void
 fail_tok(struct parser *ps, struct star_token *t, const char *what)
 {
+    if (t->kind == T_ERROR)
+        star_fail_again(ps->vm, t->sval->data);
     if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_FLOAT || t->kind == T_RESERVED ||
         t->kind == T_CALL_LITERAL)
         star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected '%.*s', %s",
@@ -267,7 +312,7 @@ parse_loop_vars(struct parser *ps)
         struct vec v = {0};
         vec_push(ps->vm, &v, e);
         while (accept(ps, T_COMMA)) {
-            if (peek_kind(ps) == T_IN)
+            if (!starts_expr(peek_kind(ps)))
                 trailing_comma(ps, t);
             vec_push(ps->vm, &v, parse_primary(ps));
         }
@@ -541,25 +586,22 @@ parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
         if (accept(ps, T_STARSTAR)) {
             a->kind = ARG_STARSTAR;
             if (starstar_seen)
-                star_fail_at(ps->vm, first->line, first->col,
-                             "Multiple kwargs dictionary in arguments");
+                defer_error(ps, first->line, first->col, "Multiple kwargs dictionary in arguments");
         } else if (accept(ps, T_STAR)) {
             a->kind = ARG_STAR;
             if (star_seen || starstar_seen)
-                star_fail_at(ps->vm, first->line, first->col,
-                             "Args array after another args or kwargs");
+                defer_error(ps, first->line, first->col, "Args array after another args or kwargs");
         } else if (peek_kind(ps) == T_NAME && ps->toks[ps->i + 1].kind == T_ASSIGN) {
             a->kind = ARG_KW;
             if (star_seen || starstar_seen)
-                star_fail_at(ps->vm, first->line, first->col,
-                             "named argument after *args or **kwargs");
+                defer_error(ps, first->line, first->col, "named argument after *args or **kwargs");
             a->name = advance(ps)->sval;
             advance(ps);
             for (size_t j = 0; j + 1 < na; j++) {
                 if (args[j].kind == ARG_KW && args[j].name == a->name) {
                     struct star_token *t = &ps->toks[ps->i - 2];
-                    star_fail_at(ps->vm, t->line, t->col, "keyword argument '%s' given twice",
-                                 a->name->data);
+                    defer_error(ps, t->line, t->col, "keyword argument '%s' given twice",
+                                a->name->data);
                 }
             }
         } else {
@@ -567,8 +609,8 @@ parse_call(struct parser *ps, struct ast_node *fn, struct star_token *open)
             for (size_t j = 0; j + 1 < na; j++) {
                 if (args[j].kind != ARG_POS) {
                     struct star_token *t = peek(ps);
-                    star_fail_at(ps->vm, t->line, t->col,
-                                 "positional argument after keyword or *args argument");
+                    defer_error(ps, t->line, t->col,
+                                "positional argument after keyword or *args argument");
                 }
             }
         }
@@ -1006,6 +1048,8 @@ parse_fstring(struct parser *ps, struct star_token *t)
             accept(&sub, T_NEWLINE);
             if (peek_kind(&sub) != T_EOF)
                 fail_tok(&sub, peek(&sub), "expected '}' in f-string");
+            if (sub.deferred != NULL)
+                defer_error(ps, sub.deferred_line, sub.deferred_col, "%s", sub.deferred);
             struct ast_node *p = node(ps, A_UNARY, t);
             p->op = (uint8_t)conv;
             p->u.x.a = ex;
@@ -1049,17 +1093,17 @@ parse_params(struct parser *ps, int close)
             params = tmp;
         }
         if (f->kwargs >= 0)
-            star_fail_at(ps->vm, t->line, t->col, "parameter after **kwargs");
+            defer_error(ps, t->line, t->col, "parameter after **kwargs");
         if (accept(ps, T_STARSTAR)) {
             if (bare_star)
-                star_fail_at(ps->vm, t->line, t->col, "`*` must be followed by named parameter");
+                defer_error(ps, t->line, t->col, "`*` must be followed by named parameter");
             struct ast_param *p = &params[n];
             p->kind = PARAM_STARSTAR;
             p->name = expect(ps, T_NAME, "expected a name after '**'")->sval;
             f->kwargs = (int)n++;
         } else if (accept(ps, T_STAR)) {
             if (star_seen)
-                star_fail_at(ps->vm, t->line, t->col, "multiple * parameters");
+                defer_error(ps, t->line, t->col, "multiple * parameters");
             star_seen = true;
             if (peek_kind(ps) == T_NAME) {
                 struct ast_param *p = &params[n];
@@ -1078,8 +1122,8 @@ parse_params(struct parser *ps, int close)
                 p->dflt = parse_test(ps);
                 dflt_seen = true;
             } else if (dflt_seen && !star_seen) {
-                star_fail_at(ps->vm, t->line, t->col,
-                             "required parameter '%s' follows an optional one", p->name->data);
+                defer_error(ps, t->line, t->col, "required parameter '%s' follows an optional one",
+                            p->name->data);
             }
             n++;
             if (star_seen)
@@ -1089,13 +1133,13 @@ parse_params(struct parser *ps, int close)
         }
         for (size_t j = 0; j + 1 < n; j++)
             if (params[j].name == params[n - 1].name)
-                star_fail_at(ps->vm, t->line, t->col, "duplicate parameter '%s'",
-                             params[n - 1].name->data);
+                defer_error(ps, t->line, t->col, "duplicate parameter '%s'",
+                            params[n - 1].name->data);
         if (!accept(ps, T_COMMA))
             break;
     }
     if (bare_star) /* Codex: a lone '*' needs keyword-only parameters after it */
-        star_fail_at(ps->vm, bare_star->line, bare_star->col, "`*` parameter must not be last");
+        defer_error(ps, bare_star->line, bare_star->col, "`*` parameter must not be last");
     /* Keep normal parameters first: positional, keyword-only, then *args, **kwargs. */
     struct ast_param *ordered = star_alloc(ps->vm, (n ? n : 1) * sizeof *ordered);
     size_t k = 0;
@@ -1188,7 +1232,7 @@ parse_small(struct parser *ps)
     case T_RETURN:
         advance(ps);
         if (!ps->in_func)
-            star_fail_at(ps->vm, t->line, t->col, "'return' outside a function");
+            defer_error(ps, t->line, t->col, "'return' outside a function");
         n = node(ps, A_RETURN, t);
         if (peek_kind(ps) != T_NEWLINE && peek_kind(ps) != T_SEMI && peek_kind(ps) != T_EOF)
             n->u.x.a = parse_expr(ps);
@@ -1197,14 +1241,33 @@ parse_small(struct parser *ps)
     case T_CONTINUE:
         advance(ps);
         if (ps->in_loop == 0)
-            star_fail_at(ps->vm, t->line, t->col, "'%s' outside a loop",
-                         t->kind == T_BREAK ? "break" : "continue");
+            defer_error(ps, t->line, t->col, "'%s' outside a loop",
+                        t->kind == T_BREAK ? "break" : "continue");
         return node(ps, t->kind == T_BREAK ? A_BREAK : A_CONTINUE, t);
     case T_PASS:
         advance(ps);
         return node(ps, A_PASS, t);
     case T_LOAD:
-        star_fail_at(ps->vm, t->line, t->col, "load() is not supported in .rules files");
+        /* load("module", "name", alias = "name", ...): read as Codex reads
+         * it, then refused (there are no modules to load) */
+        advance(ps);
+        expect(ps, T_LPAREN, "expected '(' after load");
+        struct star_token *module = expect(ps, T_STRING, "expected the module's name, a string");
+        size_t symbols = 0;
+        while (accept(ps, T_COMMA) && peek_kind(ps) != T_RPAREN) {
+            if (peek_kind(ps) == T_NAME && ps->toks[ps->i + 1].kind == T_ASSIGN) {
+                advance(ps);
+                advance(ps);
+            }
+            expect(ps, T_STRING, "expected a name to load, a string");
+            symbols++;
+        }
+        expect(ps, T_RPAREN, "expected ',' or ')' in load");
+        if (symbols == 0)
+            defer_error(ps, module->line, module->col,
+                        "`load` statement requires at least two arguments");
+        defer_error(ps, t->line, t->col, "load() is not supported in .rules files");
+        return node(ps, A_PASS, t);
     default:
         break;
     }
@@ -1787,6 +1850,7 @@ star_parse(struct star_vm *vm, const struct star_namemap *predeclared, const cha
             continue;
         parse_stmt(&ps, &body);
     }
+    raise_deferred(&ps);
     struct ast_module *m = star_alloc(vm, sizeof *m);
     m->body = vec_list(&body);
 
@@ -1887,9 +1951,16 @@ star_parse_rebinds_predeclared(const struct star_stream *st)
     return st->r.rebinds_predeclared;
 }
 
+bool
+star_parse_deferred(const struct star_stream *st)
+{
+    return st->ps.deferred != NULL;
+}
+
 void
 star_parse_end(struct star_stream *st)
 {
+    raise_deferred(&st->ps);
     for (size_t i = 0; i < st->r.forward_uses.n; i++) {
         struct forward_use *f = st->r.forward_uses.items[i];
         if (!f->bound)

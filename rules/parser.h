@@ -49,7 +49,13 @@ uint32_t star_parse_nglobals(const struct star_stream *st);
  * statement (or function body) resolved to the built-in: what ran before
  * meant something else, and the file must be run whole (star_parse). */
 bool star_parse_rebinds_predeclared(const struct star_stream *st);
-/* At the end of the file: fails (longjmp) at the first use of a name no
+/* True once a statement holds a mistake Codex reports only after reading
+ * the whole file (a 'return' outside a function, a duplicate parameter,
+ * arguments out of order, load()): it and what follows must not run;
+ * star_parse_end reports it, unless a syntax error comes first. */
+bool star_parse_deferred(const struct star_stream *st);
+/* At the end of the file: fails (longjmp) at the first mistake
+ * star_parse_deferred noted, else at the first use of a name no
  * statement bound. */
 void star_parse_end(struct star_stream *st);
 

@@ -116,6 +116,18 @@ star_fail_at(struct star_vm *vm, uint32_t line, uint32_t col, const char *fmt, .
     fail_v(vm, line, col, fmt, ap);
 }
 
+_Noreturn void
+star_fail_again(struct star_vm *vm, const char *err_line)
+{
+    if (err_line != vm->err) {
+        free(vm->err);
+        vm->err = strdup(err_line); /* NULL: the caller reports "out of memory" */
+    }
+    if (vm->on_unwind != NULL)
+        vm->on_unwind(vm);
+    longjmp(*vm->on_error, 1);
+}
+
 void
 star_stack_fail(struct star_vm *vm, uint32_t line, uint32_t col)
 {

@@ -134,6 +134,11 @@ star_step(struct star_vm *vm)
                   (unsigned long long)vm->max_steps);
 }
 
+/* Fails the run with an error line made earlier ("FILE:LINE:COL: ..."):
+ * a lexical error the parser reaches after the lexer has moved on (or
+ * vm->err itself, raised again). */
+_Noreturn void star_fail_again(struct star_vm *vm, const char *err_line);
+
 /* Fails the run at line:col: the C stack is used up (star_stack_check). */
 _Noreturn void star_stack_fail(struct star_vm *vm, uint32_t line, uint32_t col);
 

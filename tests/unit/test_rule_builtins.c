@@ -165,7 +165,8 @@ test_prefix_rule_errors(void **state)
                "2:5: prefix_rule: justification must be a string, not NoneType");
     expect_err("prefix_rule(pattern = ['ls'], decison = 'allow')\n",
                "1:1: prefix_rule: unexpected keyword argument 'decison'");
-    expect_err("    prefix_rule(pattern = ['x'],\n", "1:16: '(' is never closed");
+    expect_err("    prefix_rule(pattern = ['x'],\n", "1:1: unexpected indentation");
+    expect_err("prefix_rule(pattern = ['x'],\n", "1:12: '(' is never closed");
 }
 
 static void
