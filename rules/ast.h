@@ -151,11 +151,9 @@ struct ast_node {
             struct ast_node *fn;
             struct ast_arg *args;
             size_t nargs;
-            /* Every argument is a string or a list of strings (the lexer's
-             * plain call): nothing in them to resolve or to keep. */
-            bool literal;
-            /* The plain call's arguments as the lexer read them, when the
-             * tree has no nodes for them (args is NULL) */
+            /* The lexer's plain call (every argument a string or a list
+             * of strings: nothing to resolve or keep), when the tree has
+             * no nodes for its arguments (args is NULL); else NULL */
             const struct star_lit_call *lit;
         } call;
         struct {

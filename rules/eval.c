@@ -1701,7 +1701,7 @@ transient_stmts(const struct ast_list *body)
         if (e->kind != A_CALL || e->u.call.fn->kind != A_IDENT ||
             e->u.call.fn->u.ident.scope != SCOPE_UNIVERSE)
             return false;
-        if (e->u.call.literal)
+        if (e->u.call.lit != NULL)
             continue;
         for (size_t k = 0; k < e->u.call.nargs; k++)
             if ((e->u.call.args[k].kind != ARG_POS && e->u.call.args[k].kind != ARG_KW) ||

@@ -1,10 +1,12 @@
 #include "rules/lexer.h"
 
-#include <stdbool.h>
-#include <stdlib.h>
 #include <setjmp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "rules/unicode.h"
 #include "rules/vm.h"
 
 struct indent {
@@ -196,37 +198,20 @@ check_utf8(struct lexer *lx)
             continue;
         }
         unsigned c = *s;
-        size_t n;
-        unsigned min;
         if (c < 0x80) {
             if (c == 0)
                 check_fail(lx, s, "NUL byte in source: is this a text file?");
             s++;
             continue;
         }
-        if (c >= 0xc2 && c <= 0xdf)
-            n = 1, min = 0x80;
-        else if (c >= 0xe0 && c <= 0xef)
-            n = 2, min = 0x800;
-        else if (c >= 0xf0 && c <= 0xf4)
-            n = 3, min = 0x10000;
-        else
-            n = 0, min = 0;
-        bool ok = n > 0 && (size_t)(e - s) > n;
-        unsigned cp = c & (0x3fu >> n);
-        for (size_t i = 1; ok && i <= n; i++) {
-            if ((s[i] & 0xc0) != 0x80)
-                ok = false;
-            cp = (cp << 6) | (s[i] & 0x3fu);
-        }
-        if (ok && (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)))
-            ok = false;
-        if (!ok) {
+        bool whole;
+        size_t n = unicode_sequence((const char *)s, (size_t)(e - s), &whole);
+        if (!whole) {
             char msg[96];
             snprintf(msg, sizeof msg, "invalid UTF-8 byte 0x%02x: files must be UTF-8 text", c);
             check_fail(lx, s, msg);
         }
-        s += n + 1;
+        s += n;
     }
 }
 

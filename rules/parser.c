@@ -434,7 +434,6 @@ literal_call(struct parser *ps, struct star_token *t)
     struct ast_node *n = node(ps, A_CALL, t);
     n->u.call.fn = fn;
     n->u.call.nargs = t->call->nargs;
-    n->u.call.literal = true;
     n->u.call.lit = t->call;
     return n;
 }
@@ -1765,7 +1764,7 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         break;
     case A_CALL:
         resolve_expr(r, s, e->u.call.fn);
-        if (e->u.call.literal) /* strings only: the name is all there is */
+        if (e->u.call.lit != NULL) /* strings only: the name is all there is */
             break;
         nest_enter(r->vm, &r->nest, NEST_CALL_ARGS, e->line, e->col);
         for (size_t i = 0; i < e->u.call.nargs; i++)

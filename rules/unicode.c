@@ -192,3 +192,28 @@ unicode_to_lower(uint32_t cp, uint32_t out[UNICODE_MAX_MAPPING])
     }
     return map(unicode_lower, COUNT(unicode_lower), cp, out);
 }
+
+size_t
+unicode_sequence(const char *str, size_t n, bool *whole)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t need;
+    *whole = false;
+    if (c >= 0xc2 && c <= 0xdf)
+        need = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        need = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        need = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 1;
+    size_t k = 1;
+    for (; k < need && k < n; k++) {
+        if (s[k] < lo || s[k] > hi)
+            return k;
+        lo = 0x80, hi = 0xbf; /* only the second byte has a narrower range */
+    }
+    *whole = k == need;
+    return k;
+}

@@ -803,36 +803,6 @@ star_buf_quote(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
     star_buf_addc(vm, b, '"');
 }
 
-/*
- * How many bytes of s[0..n) (s[0] >= 0x80) a UTF-8 sequence would take
- * before it goes wrong, and in *whole whether they make a character: the
- * well-formed sequences of Unicode's table 3-7 (no overlong forms, no
- * surrogates, nothing past U+10FFFF).
- */
-static size_t
-utf8_prefix(const unsigned char *s, size_t n, bool *whole)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-    size_t need;
-    *whole = false;
-    if (c >= 0xc2 && c <= 0xdf)
-        need = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        need = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-    else if (c >= 0xf0 && c <= 0xf4)
-        need = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-    else
-        return 1;
-    size_t k = 1;
-    for (; k < need && k < n; k++) {
-        if (s[k] < lo || s[k] > hi)
-            return k;
-        lo = 0x80, hi = 0xbf; /* only the second byte has a narrower range */
-    }
-    *whole = k == need;
-    return k;
-}
-
 void
 star_buf_add_lossy(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
 {
@@ -844,7 +814,7 @@ star_buf_add_lossy(struct star_vm *vm, struct star_buf *b, const char *s, size_t
             continue;
         }
         bool whole;
-        size_t k = utf8_prefix(u + i, n - i, &whole);
+        size_t k = unicode_sequence(s + i, n - i, &whole);
         if (!whole) {
             star_buf_add(vm, b, s + run, i - run);
             star_buf_add(vm, b, "\xef\xbf\xbd", 3); /* U+FFFD */
@@ -884,7 +854,7 @@ buf_quote_bytes(struct star_vm *vm, struct star_buf *b, const char *s, size_t n)
             continue;
         }
         bool whole;
-        (void)utf8_prefix(u + i, n - i, &whole);
+        (void)unicode_sequence(s + i, n - i, &whole);
         if (!whole) {
             star_buf_addf(vm, b, "\\x%02x", c);
             i++;
