@@ -232,16 +232,27 @@ write_profile(struct world *w, const char *value)
 #define PROBE                                                                                      \
     "echo \"$SNAP_VAR|${PATH%%:*}\"; snapfn a; snapal; case $- in *C*) echo noclobber;; esac"
 
-/* The attack scripts print a word for each step that worked: none may
- * appear. */
+/* Runs an attack script in a call: it prints a word for each step that
+ * worked, and none may appear. */
 static void
-assert_attack_failed(json_t *sc)
+attack_fails(struct world *w, const char *attack)
 {
     static const char *const worked[] = {"APPENDED", "REMOVED", "CREATED", "MOVED", "CHMOD"};
+    json_t *sc = shell(w, attack);
     for (size_t i = 0; i < sizeof(worked) / sizeof(worked[0]); i++) {
         if (strstr(output(sc), worked[i]) != NULL)
             fail_msg("the sandbox could do this to the snapshot: %s", worked[i]);
     }
+    json_decref(sc);
+}
+
+/* A call sees SNAP_VAR (as the login profile set it) print want. */
+static void
+assert_snap_var(struct world *w, const char *want)
+{
+    json_t *sc = shell(w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), want);
+    json_decref(sc);
 }
 
 static void
@@ -275,9 +286,7 @@ test_profile_once(void **state)
 
     /* ~/.bashrc changes: the next call sees it */
     write_profile(&w, "two-and-longer");
-    sc = shell(&w, "echo $SNAP_VAR");
-    assert_string_equal(output(sc), "two-and-longer\n");
-    json_decref(sc);
+    assert_snap_var(&w, "two-and-longer\n");
     assert_int_equal(profile_runs(&w), 2);
     /* login false: no profile at all */
     json_t *a =
@@ -376,9 +385,7 @@ test_zsh_profile_once(void **state)
 
     /* ~/.zprofile changes: the next call sees it */
     write_zsh_profile(&w, "two-and-longer");
-    sc = shell(&w, "echo $SNAP_VAR");
-    assert_string_equal(output(sc), "two-and-longer\n");
-    json_decref(sc);
+    assert_snap_var(&w, "two-and-longer\n");
     assert_int_equal(profile_runs(&w), 2);
     /* login false: zsh -c, ~/.zshenv alone */
     json_t *a = mcp_client_call(w.c, "tools/call",
@@ -606,9 +613,7 @@ test_snapshot_protected(void **state)
     world_new(&w, "wd/run");
     write_profile(&w, "one");
     world_start(&w, NULL, NULL);
-    json_t *sc = shell(&w, "echo $SNAP_VAR");
-    assert_string_equal(output(sc), "one\n");
-    json_decref(sc);
+    assert_snap_var(&w, "one\n");
     char *dir = snapshot_dir(&w);
     assert_non_null(dir);
     char *attack = mcp_world_fmt(
@@ -616,12 +621,8 @@ test_snapshot_protected(void **state)
         "rm -f $f && echo REMOVED; done; echo 'export SNAP_VAR=forged' > $d/new.sh && echo "
         "CREATED; mv $d $d.moved && echo MOVED; chmod 777 $d && echo CHMOD; true",
         dir);
-    sc = shell(&w, attack);
-    assert_attack_failed(sc);
-    json_decref(sc);
-    sc = shell(&w, "echo $SNAP_VAR");
-    assert_string_equal(output(sc), "one\n");
-    json_decref(sc);
+    attack_fails(&w, attack);
+    assert_snap_var(&w, "one\n");
     assert_int_equal(entries(dir, NULL), 1);
     free(attack);
     free(dir);
@@ -638,9 +639,7 @@ test_zsh_snapshot_protected(void **state)
     world_new(&w, "wd/run");
     write_zsh_profile(&w, "one");
     world_start(&w, "--shell", "zsh");
-    json_t *sc = shell(&w, "echo $SNAP_VAR");
-    assert_string_equal(output(sc), "one\n");
-    json_decref(sc);
+    assert_snap_var(&w, "one\n");
     char *dir = snapshot_dir(&w);
     assert_non_null(dir);
     char *zdot = tmpdir_path(dir, "zsh");
@@ -651,12 +650,8 @@ test_zsh_snapshot_protected(void **state)
         "echo 'export SNAP_VAR=forged' > $d/zsh/.zprofile && echo CREATED; "
         "mv $d/zsh $d/zsh.moved && echo MOVED; chmod 777 $d/zsh && echo CHMOD; true",
         dir);
-    sc = shell(&w, attack);
-    assert_attack_failed(sc);
-    json_decref(sc);
-    sc = shell(&w, "echo $SNAP_VAR");
-    assert_string_equal(output(sc), "one\n");
-    json_decref(sc);
+    attack_fails(&w, attack);
+    assert_snap_var(&w, "one\n");
     assert_int_equal(entries(zdot, NULL), 2);
     assert_int_equal(profile_runs(&w), 1);
     free(attack);
