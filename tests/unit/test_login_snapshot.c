@@ -627,6 +627,22 @@ test_capture_by_bash(void **state)
 
 static const char *zsh;
 
+/* The command line and environment login_snapshot_use makes of
+ * `zsh -lc command` with the snapshot at path (the caller frees both). */
+static void
+zsh_login_call(const struct login_snapshot *ls, const struct login_snapshot_kind *k,
+               const char *command, const char *path, char ***argv, char ***env)
+{
+    *argv = calloc(4, sizeof(char *));
+    *env = calloc(1, sizeof(char *));
+    assert_non_null(*argv);
+    assert_non_null(*env);
+    (*argv)[0] = strdup(zsh);
+    (*argv)[1] = strdup("-lc");
+    (*argv)[2] = strdup(command);
+    assert_int_equal(login_snapshot_use(ls, k, argv, env, path), 0);
+}
+
 /* What a login zsh sets up, looked at from every side (a child zsh shows
  * what is exported and that ZDOTDIR is the user's again). */
 static char *
@@ -707,12 +723,8 @@ test_capture_by_zsh(void **state)
     free(text);
     /* a login call: the command line and environment login_snapshot_use
      * makes */
-    char **argv = calloc(4, sizeof(char *));
-    char **env = calloc(1, sizeof(char *));
-    argv[0] = strdup(zsh);
-    argv[1] = strdup("-lc");
-    argv[2] = strdup(probe);
-    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, path), 0);
+    char **argv, **env;
+    zsh_login_call(ls, k, probe, path, &argv, &env);
     char *got = run((const char *const *)argv, env, &status);
     /* the profile's noise is not in it; the rest is the same */
     const char *w = strstr(want, "zlogin noise\n");
@@ -765,12 +777,8 @@ zsh_with_snapshot(const char *probe, int *status)
         fail_msg("capture: %s\n%s", why, out);
     const char *path = NULL;
     assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
-    char **argv = calloc(4, sizeof(char *));
-    char **env = calloc(1, sizeof(char *));
-    argv[0] = strdup(zsh);
-    argv[1] = strdup("-lc");
-    argv[2] = strdup(probe);
-    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, path), 0);
+    char **argv, **env;
+    zsh_login_call(ls, k, probe, path, &argv, &env);
     char *got = run((const char *const *)argv, env, status);
     login_snapshot_strv_free(argv);
     login_snapshot_strv_free(env);
