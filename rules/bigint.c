@@ -313,8 +313,8 @@ bigint_from_double(struct star_vm *vm, double d)
     return bigint_shl(vm, m, (uint64_t)(e - 53));
 }
 
-static int
-digit_of(char c)
+int
+bigint_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -1105,7 +1105,7 @@ parse_base(struct star_vm *vm, const char *s, size_t len, unsigned base, uint32_
         uint32_t mul = 1, add = 0;
         for (unsigned j = 0; j < k && i < len; j++, i++) {
             mul *= base;
-            add = add * base + (uint32_t)digit_of(s[i]);
+            add = add * base + (uint32_t)bigint_digit(s[i]);
         }
         uint64_t carry = add;
         for (uint32_t j = 0; j < used; j++) {
@@ -1164,7 +1164,7 @@ bigint_parse(struct star_vm *vm, const char *s, size_t len, unsigned base, bool 
     if (len == 0 || base < 2 || base > 36)
         return NULL;
     for (size_t i = 0; i < len; i++)
-        if (digit_of(s[i]) >= (int)base)
+        if (bigint_digit(s[i]) >= (int)base)
             return NULL;
     if (len > PARSE_SPLIT_DIGITS) {
         struct powers pw;

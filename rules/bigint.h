@@ -49,6 +49,10 @@ double bigint_to_double(const struct bigint *a);
  */
 struct bigint *bigint_from_double(struct star_vm *vm, double d);
 
+/* The value of c as a digit in the bases up to 36 ('0'-'9', then letters
+ * of either case as 10 to 35), or 99 when it is none. */
+int bigint_digit(char c);
+
 /*
  * The digits s[0..len) in base (2 to 36; letters of either case stand for
  * 10 to 35), negated when neg.  Returns NULL when len is 0 or a byte is

@@ -291,16 +291,9 @@ parse_int(struct star_vm *vm, const char *s, size_t n, int64_t base, struct star
     size_t start = i;
     uint64_t v = 0;
     for (; i < n; i++) {
-        int d;
-        char c = s[i];
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
-            d = (c | 0x20) - 'a' + 10;
-        else if (c == '_')
+        if (s[i] == '_')
             continue;
-        else
-            return false;
+        int d = bigint_digit(s[i]);
         if (d >= base)
             return false;
         if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)

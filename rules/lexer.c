@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rules/bigint.h"
 #include "rules/unicode.h"
 #include "rules/vm.h"
 
@@ -323,18 +324,6 @@ lex_name(struct lexer *lx)
     t->sval = lex_intern(lx, s, len);
 }
 
-static int
-digit_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return 99;
-}
-
 /*
  * Where a float literal that has its digits before q ends: after a point
  * and its digits, then an exponent if a whole one follows (1.5e is 1.5
@@ -386,7 +375,7 @@ lex_float(struct lexer *lx, const char *s)
 static bool
 is_digit_of(char c, int base)
 {
-    return (is_digit(c) || base == 16) && digit_value(c) < base;
+    return bigint_digit(c) < base;
 }
 
 static void
@@ -414,7 +403,7 @@ lex_number(struct lexer *lx)
     bool overflow = false;
     /* Digits of the literal; a letter after them starts the next token (0in[1]). */
     while (q < lx->end && is_digit_of(*q, base)) {
-        int d = digit_value(*q);
+        int d = bigint_digit(*q);
         if (v > (UINT64_MAX - (unsigned)d) / (unsigned)base)
             overflow = true;
         else
@@ -493,11 +482,11 @@ lex_escape(struct lexer *lx, struct star_buf *b, const char *bs, bool bytes)
         int n = c == 'x' ? 2 : c == 'u' ? 4 : 8;
         uint32_t v = 0;
         for (int i = 0; i < n; i++) {
-            if (lx->p >= lx->end || digit_value(*lx->p) >= 16)
+            if (lx->p >= lx->end || bigint_digit(*lx->p) >= 16)
                 lex_fail(lx, bs,
                          c == 'x' ? "\\x escape needs two hex digits"
                                   : "truncated \\u or \\U escape");
-            v = v * 16 + (uint32_t)digit_value(*lx->p++);
+            v = v * 16 + (uint32_t)bigint_digit(*lx->p++);
         }
         /* Like Codex, \x names a code point (\x80 is U+0080) in a
          * string, a byte in bytes. */
