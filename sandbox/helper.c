@@ -440,6 +440,50 @@ open_roots(struct run *r)
     }
 }
 
+/* sandbox_ns_reopen_fn: root i as its path leads now, reached as
+ * open_roots reached it. */
+static int
+reopen_root(void *arg, size_t i)
+{
+    struct run *r = arg;
+    const char *root = r->w->roots[i];
+    if (r->w->canonical)
+        return open_without_links(root);
+    int fd = open(root, O_PATH | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/*
+ * The read-only world: every mount read-only, the writable roots put back
+ * on top, nosuid and nodev (sandbox_ns_read_only_world); their fds then
+ * hold the copies the command sees, on which the .git/.codex binds and the
+ * Landlock rules are made.  A kernel without the calls is refused, or
+ * with --allow-degraded reported.
+ */
+static void
+make_world_read_only(struct run *r)
+{
+    char *err = NULL;
+    int rc =
+        sandbox_ns_read_only_world(r->root_fds, r->w->roots, r->w->n_roots, reopen_root, r, &err);
+    if (rc == -ENOSYS) {
+        require(r, "read-only-world",
+                "the kernel lacks open_tree, move_mount or mount_setattr, so chmod, chown, "
+                "utimensat, setxattr and truncate outside the writable roots would not be "
+                "stopped");
+    } else if (rc == -EAGAIN) {
+        sandbox_helper_die(0,
+                           "%s: it was replaced while the helper set up the sandbox; refusing "
+                           "to run the command rather than let it write a directory nobody "
+                           "checked",
+                           err ? err : "a writable root");
+    } else if (rc < 0) {
+        sandbox_helper_die(-rc, "the read-only world: %s", err ? err : "out of memory");
+    }
+    free(err);
+    put(r->report, "read_only_world", json_boolean(rc == 0));
+}
+
 /* The fd of the root named root (a repo root is one of the roots), or -1. */
 static int
 root_fd(const struct run *r, const char *root)
@@ -597,7 +641,7 @@ hide_exposed(struct run *r)
 }
 
 /* Why running without a mount namespace would be less than the policy
- * asks (malloc'd; "" when it would not be). */
+ * asks (malloc'd). */
 static char *
 without_mount_namespace(struct run *r)
 {
@@ -632,14 +676,14 @@ enter_namespaces(struct run *r)
     if (rc < 0) {
         sandbox_helper_warn("namespaces: %s", strerror(-rc));
         char *why = without_mount_namespace(r);
-        if (why[0])
-            require(r, "mount-namespace", why);
+        require(r, "mount-namespace", why);
         free(why);
         require(r, "pid-namespace",
                 "cannot create a PID namespace, so the command would see every process");
         return;
     }
     open_roots(r);
+    make_world_read_only(r);
     if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
         protect_extra(r);

@@ -409,8 +409,9 @@ say_namespaces(struct doctor *d, const json_t *report)
             "user namespace: not allowed here, so no mount or PID namespace either (below)");
     if (degraded(report, "mount-namespace"))
         say(d, "MISSING", true,
-            "mount namespace: workspace-write commands are refused (.git, .codex and the "
-            "server's own files in writable roots could not be kept read-only)");
+            "mount namespace: read-only and workspace-write commands are refused (the world "
+            "outside the writable roots could not be made read-only, nor .git, .codex and the "
+            "server's own files in writable roots kept read-only, nor its state hidden)");
     else
         say(d, "ok", false, "mount namespace");
     if (degraded(report, "pid-namespace"))

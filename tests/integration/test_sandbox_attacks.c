@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "tests/support/sandbox_harness.h"
@@ -513,6 +514,91 @@ test_protect_server_state(void **state)
     free(config);
     free(moved);
     free(forged);
+}
+
+static void sh_ok(const char *policy, const char *script, const char *want_out);
+
+/* The victim's mode, owner and times, to compare before and after. */
+static struct stat
+victim_stat(void)
+{
+    struct stat st;
+    must(stat(g.victim, &st) == 0, "stat victim");
+    return st;
+}
+
+/*
+ * Metadata outside the writable roots: chmod, chown, utimensat, setxattr
+ * and truncate of a file the command's user owns, and chmod of the
+ * directory above it, fail with EROFS under both confining policies
+ * (before the read-only world, Landlock let all but truncate through), and
+ * the file is as it was.
+ */
+static void
+test_metadata_outside(void **state)
+{
+    char *script;
+    must(asprintf(&script,
+                  "v=%s; exec 2>&1; chmod 777 $v; chmod 777 %s; chown $(id -u):$(id -g) $v;"
+                  "touch -d 2001-01-01 $v; truncate -s 0 $v;"
+                  "/usr/bin/python3 -c 'import os,sys\n"
+                  "try: os.setxattr(sys.argv[1], \"user.x\", b\"1\")\n"
+                  "except OSError as e: print(\"setxattr:\", e.strerror)' $v",
+                  g.victim, g.out) > 0,
+         "asprintf");
+    struct stat before = victim_stat();
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws, script, &r);
+        int erofs = 0;
+        for (const char *p = r.res.out; (p = strstr(p, "Read-only file system")) != NULL; p++)
+            erofs++;
+        if (erofs != 6)
+            fail_msg("under %s: %d EROFS of 6: %s", i ? "workspace-write" : "read-only", erofs,
+                     r.res.out);
+        sbx_result_free(&r);
+    }
+    struct stat after = victim_stat();
+    assert_int_equal(after.st_mode, before.st_mode);
+    assert_int_equal(after.st_mtime, before.st_mtime);
+    assert_int_equal(after.st_size, before.st_size);
+    char value[8];
+    assert_int_equal(getxattr(g.victim, "user.x", value, sizeof value), -1);
+    assert_victim_untouched();
+    free(script);
+}
+
+/*
+ * The writable roots are put back nosuid,nodev over the read-only world
+ * (the last mount on the workspace's path says so), and the devices the
+ * policies grant still work on it: /dev/null, a new pty.  A setuid-root
+ * copy of id placed in the workspace from outside runs as the command's
+ * user.
+ */
+static void
+test_writable_roots_nosuid_nodev(void **state)
+{
+    char *id = in(g.ws, "id-setuid");
+    const char *cp[] = {"/bin/cp", "/usr/bin/id", id, NULL};
+    run_ok(cp, NULL);
+    must(chown(id, 0, 0) == 0 && chmod(id, 04755) == 0, "setuid copy");
+    char *script, *want;
+    must(asprintf(&script,
+                  "awk '$5==\"%s\"{o=$6} END{print o}' /proc/self/mountinfo | tr , '\\n' |"
+                  " grep -E '^(nosuid|nodev|rw)$' | sort | tr '\\n' ' ';"
+                  "echo x > /dev/null && echo null;"
+                  "/usr/bin/python3 -c 'import pty; pty.openpty(); print(\"pty\")';"
+                  "./id-setuid -u",
+                  g.ws) > 0,
+         "asprintf");
+    must(asprintf(&want, "nodev nosuid rw null\npty\n%u\n",
+                  (unsigned)(g.unprivileged ? g.uid : getuid())) > 0,
+         "asprintf");
+    sh_ok(g.ws_write_notmp, script, want);
+    unlink(id);
+    free(script);
+    free(want);
+    free(id);
 }
 
 /* The objects one --hide test hides in dir (outside the roots, or in the
@@ -1364,6 +1450,8 @@ main(void)
         cmocka_unit_test(test_protect_server_state),
         cmocka_unit_test(test_protect_in_unwritable_owned_dir),
         cmocka_unit_test(test_hide_paths),
+        cmocka_unit_test(test_metadata_outside),
+        cmocka_unit_test(test_writable_roots_nosuid_nodev),
         cmocka_unit_test(test_mount_chroot_hostname),
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),
