@@ -24,8 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1154,6 +1156,49 @@ apply_exec_notify(struct run *r)
     return path;
 }
 
+/*
+ * Capabilities over files the command never needs, and which would let it
+ * plant privilege for later: CAP_SETFCAP (a security.capability xattr, a
+ * file capability that holds outside the sandbox: the user namespace of a
+ * root server maps root to root), CAP_FSETID (writing to a set-user-ID
+ * file without clearing the bit, setting set-group-ID for a group not
+ * one's own) and CAP_MKNOD (device nodes, when root runs without a user
+ * namespace).  Taken out of the bounding set (so no execve gives them
+ * back), the ambient set, and the effective, permitted and inheritable
+ * sets.  A process that cannot drop one (no CAP_SETPCAP: a user without a
+ * user namespace) does not hold it either, and no_new_privs keeps file
+ * capabilities from granting it.
+ */
+static void
+drop_file_capabilities(struct run *r)
+{
+    static const struct {
+        int cap;
+        const char *name;
+    } caps[] = {{CAP_SETFCAP, "setfcap"}, {CAP_FSETID, "fsetid"}, {CAP_MKNOD, "mknod"}};
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        sandbox_helper_die(errno, "reading the capabilities");
+    json_t *names = new_array();
+    put(r->report, "capabilities_dropped", names);
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        int cap = caps[i].cap;
+        __u32 bit = 1u << (cap % 32);
+        bool held = (data[cap / 32].permitted & bit) != 0;
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && (errno != EPERM || held))
+            sandbox_helper_die(errno, "dropping CAP_%s from the bounding set", caps[i].name);
+        data[cap / 32].effective &= ~bit;
+        data[cap / 32].permitted &= ~bit;
+        data[cap / 32].inheritable &= ~bit;
+        append(names, caps[i].name);
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        sandbox_helper_die(errno, "clearing the ambient capabilities");
+    if (syscall(SYS_capset, &hdr, data) != 0)
+        sandbox_helper_die(errno, "dropping the file capabilities");
+}
+
 static void
 run_init(struct run *r, struct sandbox_helper_options *o)
 {
@@ -1183,6 +1228,8 @@ finish_and_exec(struct run *r)
 {
     if (chdir(r->o->cwd) != 0)
         sandbox_helper_die(errno, "--cwd %s", r->o->cwd);
+    if (r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE)
+        drop_file_capabilities(r);
     apply_landlock(r);
     char *path = NULL;
     if (r->o->exec_notify_fd >= 0)

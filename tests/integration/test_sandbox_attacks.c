@@ -601,6 +601,103 @@ test_writable_roots_nosuid_nodev(void **state)
     free(id);
 }
 
+/* Whether a file below dir has a set-user-ID or set-group-ID bit, or a
+ * file capability. */
+static bool
+privilege_planted(const char *dir)
+{
+    char *cmd;
+    must(asprintf(&cmd,
+                  "find %s -xdev -perm /6000 -print | grep -q . && exit 0;"
+                  "getcap -r %s 2>/dev/null | grep -q . && exit 0; exit 1",
+                  dir, dir) > 0,
+         "asprintf");
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    bool found = proc_exit_code(&res) == 0;
+    proc_result_free(&res);
+    free(cmd);
+    return found;
+}
+
+/* Every way to plant privilege tried on dir (in a sandbox, as `sh -c`). */
+#define PLANT_SCRIPT(d)                                                                            \
+    "chmod 4755 " d "/own; chmod 2755 " d "/own; chmod u+s " d "/own;"                             \
+    "install -m 4755 /usr/bin/id " d "/inst; cp -p suid " d "/cpp;"                                \
+    "/usr/bin/python3 -c 'import os,sys,struct\n"                                                  \
+    "d=sys.argv[1]\n"                                                                              \
+    "for f in (lambda: os.setxattr(d+\"/own\", \"security.capability\","                           \
+    " struct.pack(\"<IIIII\", 0x02000001, 4, 0, 0, 0)),\n"                                         \
+    "  lambda: os.close(os.open(d+\"/made\", os.O_CREAT|os.O_WRONLY, 0o4755)),\n"                  \
+    "  lambda: os.mkdir(d+\"/sgid\", 0o2755)):\n"                                                  \
+    "  try: f()\n"                                                                                 \
+    "  except OSError as e: pass' " d ";"
+
+/*
+ * No privilege can be planted: set-user-ID and set-group-ID bits (chmod,
+ * install, cp -p of a set-user-ID file, open and mkdir with the bits) and
+ * a file capability (a raw v2 security.capability blob granting
+ * cap_dac_read_search) on the user's own copy of a program, inside the
+ * workspace and outside the roots, under both policies; as root the file
+ * is root's.  Ordinary chmod +x, install -m 755, cp -p and a git
+ * checkout of an executable keep working.  The control run without a
+ * sandbox plants them.
+ */
+static void
+test_no_planted_privilege(void **state)
+{
+    char *home = in(g.ws, "plant");
+    char *outside = in(g.out, "plant");
+    char *suid = in(g.ws, "suid");
+    const char *dirs[] = {home, outside};
+    for (size_t i = 0; i < 2; i++) {
+        must(mkdir(dirs[i], 0755) == 0, "mkdir");
+        char *own = in(dirs[i], "own");
+        const char *cp[] = {"/bin/cp", "/usr/bin/id", own, NULL};
+        run_ok(cp, NULL);
+        free(own);
+        give_to_user(dirs[i]);
+    }
+    const char *cp[] = {"/bin/cp", "/usr/bin/id", suid, NULL};
+    run_ok(cp, NULL);
+    must(chmod(suid, 04755) == 0, "chmod suid");
+    char *script;
+    must(
+        asprintf(
+            &script,
+            "exec 2>/dev/null; i=%s; o=%s;" PLANT_SCRIPT("$i") PLANT_SCRIPT(
+                "$o") "chmod +x $i/own && echo chmod+x;"
+                      "install -m 755 /usr/bin/id $i/inst755 && echo install755;"
+                      "cp -p $i/own $i/copied && echo cp-p;"
+                      "git init -q $i/repo && cd $i/repo && printf '#!/bin/sh\\necho run\\n' > x &&"
+                      " chmod 755 x && git add x && git -c user.name=t -c user.email=t@t commit "
+                      "-qm x"
+                      " && rm x && git checkout x && ./x",
+            home, outside) > 0,
+        "asprintf");
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws, script, &r);
+        if (i == 1 && strcmp(r.res.out, "chmod+x\ninstall755\ncp-p\nrun\n") != 0)
+            fail_msg("workspace-write: legitimate work: \"%s\"", r.res.out);
+        sbx_result_free(&r);
+        assert_false(privilege_planted(home));
+        assert_false(privilege_planted(outside));
+    }
+    /* Control: the same script without a sandbox plants them. */
+    struct sbx_result r;
+    sbx_sh("{\"type\":\"danger-full-access\"}", g.ws, script, &r);
+    sbx_result_free(&r);
+    assert_true(privilege_planted(home));
+    const char *rm[] = {"/bin/rm", "-rf", home, outside, suid, NULL};
+    run_ok(rm, NULL);
+    free(script);
+    free(home);
+    free(outside);
+    free(suid);
+}
+
 /* The objects one --hide test hides in dir (outside the roots, or in the
  * workspace): a directory with a secret, a token file, a listening socket,
  * a symlink to a file, and a path that names nothing. */
@@ -1452,6 +1549,7 @@ main(void)
         cmocka_unit_test(test_hide_paths),
         cmocka_unit_test(test_metadata_outside),
         cmocka_unit_test(test_writable_roots_nosuid_nodev),
+        cmocka_unit_test(test_no_planted_privilege),
         cmocka_unit_test(test_mount_chroot_hostname),
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),
