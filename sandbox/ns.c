@@ -115,8 +115,9 @@ sandbox_ns_unshare(struct sandbox_ns_state *st)
         return -errno;
     }
     st->mount = st->pid = true;
-    /* Nothing mounted here may show up outside. */
-    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+    /* Nothing mounted here may show up outside, and nothing mounted
+     * outside later may show up here: it would miss the read-only world. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
         return -errno;
     return 0;
 }

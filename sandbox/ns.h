@@ -17,7 +17,7 @@ struct sandbox_placeholder;
 
 struct sandbox_ns_state {
     bool user;  /* a new user namespace (uid/gid mapped to themselves) */
-    bool mount; /* a new mount namespace, propagation from it cut */
+    bool mount; /* a new mount namespace, private: propagation cut both ways */
     bool pid;   /* a new PID namespace for the next child */
 };
 
