@@ -79,7 +79,8 @@ deny_tty_injection(scmp_filter_ctx ctx, sandbox_filter_note_fn note, void *arg)
  * there).  openat2 and fchmodat2 keep their mode in a struct or are too
  * new for every libseccomp: ENOSYS, after which libc uses openat and
  * fchmodat.  io_uring could create files around all of this, so it is
- * refused under every confining policy.
+ * refused under every confining policy.  And open_by_handle_at, which
+ * would reach what --hide covers.
  */
 struct mode_call {
     const char *name;
@@ -123,6 +124,11 @@ deny_privilege_bits(scmp_filter_ctx ctx, sandbox_filter_note_fn note, void *arg)
         if (rc == 0)
             rc = note(arg, label);
     }
+    /* A file handle reaches an inode past every mount on its name, a
+     * --hide cover included (root without a user namespace holds the
+     * CAP_DAC_READ_SEARCH it needs). */
+    if (rc == 0)
+        rc = deny(ctx, "open_by_handle_at", note, arg);
     /* By number where libseccomp does not know the name yet (x86_64). */
     static const struct {
         const char *name;

@@ -632,13 +632,17 @@ privilege_planted(const char *dir)
     "  lambda: os.close(os.open(d+\"/made\", os.O_CREAT|os.O_WRONLY, 0o4755)),\n"                  \
     "  lambda: os.mkdir(d+\"/sgid\", 0o2755)):\n"                                                  \
     "  try: f()\n"                                                                                 \
-    "  except OSError as e: pass' " d ";"
+    "  except OSError as e: pass' " d ";"                                                          \
+    "unshare -Ur /usr/bin/python3 -c 'import os,struct,sys\n"                                      \
+    "os.setxattr(sys.argv[1], \"security.capability\","                                            \
+    " struct.pack(\"<IIIII\", 0x02000001, 4, 0, 0, 0))' " d "/own;"
 
 /*
  * No privilege can be planted: set-user-ID and set-group-ID bits (chmod,
  * install, cp -p of a set-user-ID file, open and mkdir with the bits) and
  * a file capability (a raw v2 security.capability blob granting
- * cap_dac_read_search) on the user's own copy of a program, inside the
+ * cap_dac_read_search, also from a nested user namespace that would have
+ * every capability again) on the user's own copy of a program, inside the
  * workspace and outside the roots, under both policies; as root the file
  * is root's.  Ordinary chmod +x, install -m 755, cp -p and a git
  * checkout of an executable keep working.  The control run without a
