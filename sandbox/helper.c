@@ -680,6 +680,7 @@ enter_namespaces(struct run *r)
         char *why = without_mount_namespace(r);
         require(r, "mount-namespace", why);
         free(why);
+        put(r->report, "read_only_world", json_false());
         require(r, "pid-namespace",
                 "cannot create a PID namespace, so the command would see every process");
         return;

@@ -1460,6 +1460,9 @@ test_identity_and_report(void **state)
     assert_string_equal(json_string_value(json_object_get(sc, "sockets")), "unix-only");
     assert_true(array_has(json_object_get(sc, "denied"), "io_uring_setup"));
     assert_true(array_has(json_object_get(sc, "denied"), "chroot"));
+    assert_true(array_has(json_object_get(sc, "denied"), "chmod(S_ISUID|S_ISGID)"));
+    assert_true(json_is_true(json_object_get(r.report, "read_only_world")));
+    assert_true(array_has(json_object_get(r.report, "capabilities_dropped"), "setfcap"));
     free(git);
     sbx_result_free(&r);
 
@@ -1469,6 +1472,7 @@ test_identity_and_report(void **state)
     assert_int_equal(json_array_size(json_object_get(r.report, "writable")), 0);
     assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 0);
     assert_string_equal(json_string_value(json_object_get(r.report, "policy")), "read-only");
+    assert_true(json_is_true(json_object_get(r.report, "read_only_world")));
     sbx_result_free(&r);
 }
 

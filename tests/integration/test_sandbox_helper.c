@@ -317,6 +317,7 @@ test_no_namespaces(void **state)
     assert_string_equal(json_string_value(json_array_get(d, 0)), "mount-namespace");
     assert_string_equal(json_string_value(json_array_get(d, 1)), "pid-namespace");
     assert_int_equal(json_array_size(json_object_get(r.report, "read_only")), 0);
+    assert_true(json_is_false(json_object_get(r.report, "read_only_world")));
     assert_true(json_is_false(json_object_get(json_object_get(r.report, "namespaces"), "pid")));
     sbx_result_free(&r);
     free(script);
