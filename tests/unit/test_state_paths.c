@@ -3,7 +3,9 @@
  * scratch tree: links resolved as far as the path exists, the missing rest
  * appended with "." and ".." taken as the kernel would once it exists,
  * relative paths against the cwd; and the list state_paths_new builds from
- * CODEX_HOME (or HOME), the rules paths and the audit log, each once.
+ * CODEX_HOME (or HOME), the rules paths and the audit log, each once, and
+ * the one state_paths_hidden builds from the token file, the Unix sockets
+ * and the audit log.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -215,6 +217,51 @@ test_new(void **state)
     (void)state;
 }
 
+/* The hidden list: the token file, each Unix socket of --listen (TCP
+ * addresses left out), the audit log; canonical, each once. */
+static void
+test_hidden(void **state)
+{
+    char *token = at("rel-link/token");
+    char *sock = at("abs-link/../sub/mcp.sock");
+    char *unix1 = NULL, *unix2 = NULL;
+    assert_true(asprintf(&unix1, "unix:%s", sock) > 0);
+    char *again = at("real/sub/mcp.sock");
+    assert_true(asprintf(&unix2, "unix:%s", again) > 0);
+    char tcp[] = "127.0.0.1:0";
+    char *listen[] = {tcp, unix1, unix2, NULL};
+    struct server_options o = {.token_file = token, .listen = listen, .listen_count = 3};
+    o.audit_log = at("real/audit.log");
+    size_t n = 99;
+    char **paths = state_paths_hidden(&o, &n);
+    assert_non_null(paths);
+    const char *want[] = {"real/token", "real/sub/mcp.sock", "real/audit.log"};
+    assert_int_equal(n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < n; i++) {
+        char *w = at(want[i]);
+        assert_string_equal(paths[i], w);
+        free(w);
+    }
+    assert_null(paths[n]);
+    state_paths_free(paths);
+
+    /* Stdio, no token, no log: nothing to hide. */
+    struct server_options none = {.rules = (char *[]){NULL}};
+    paths = state_paths_hidden(&none, &n);
+    assert_non_null(paths);
+    assert_int_equal(n, 0);
+    assert_null(paths[0]);
+    state_paths_free(paths);
+
+    free(o.audit_log);
+    free(again);
+    free(unix1);
+    free(unix2);
+    free(sock);
+    free(token);
+    (void)state;
+}
+
 int
 main(void)
 {
@@ -227,6 +274,7 @@ main(void)
         cmocka_unit_test(test_loop),
         cmocka_unit_test(test_root),
         cmocka_unit_test(test_new),
+        cmocka_unit_test(test_hidden),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }
