@@ -611,11 +611,21 @@ protect_exposed(struct run *r)
     return list;
 }
 
-/* The --hide paths, covered last, over every other mount. */
+/* The --hide paths, covered last, over every other mount; under
+ * workspace-write their ancestors in writable locations pinned first. */
 static void
 hide_paths(struct run *r)
 {
     char *err = NULL;
+    if (r->kind == SANDBOX_WORKSPACE_WRITE && r->o->n_hide > 0) {
+        struct sandbox_protect *sp = protect_new(r);
+        for (size_t i = 0; i < r->o->n_hide; i++) {
+            int rc = sandbox_protect_pin_ancestors(sp, r->o->hide[i], &err);
+            if (rc < 0)
+                sandbox_helper_die(-rc, "--hide: %s", err ? err : r->o->hide[i]);
+        }
+        sandbox_protect_free(sp);
+    }
     int rc = sandbox_ns_hide(r->o->hide, r->o->n_hide, r->hidden, &err);
     if (rc < 0)
         sandbox_helper_die(-rc, "--hide: %s", err ? err : "out of memory");

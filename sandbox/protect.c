@@ -231,8 +231,8 @@ existing_part(const char *path, size_t missing)
  * in a directory the caller does not own, ends the creation without an
  * error: the command, with the same ids, less access and no capabilities
  * beyond the helper's, cannot do it either.  In a directory the caller
- * owns it could, after a chmod (Landlock does not confine chmod), so that
- * is refused.  (Inside its user namespace the helper's capabilities
+ * owns it could, after a chmod (allowed inside a writable location), so
+ * that is refused.  (Inside its user namespace the helper's capabilities
  * override the mode of files whose owner and group are both mapped, so
  * this happens with a directory of the user's whose group is not the
  * user's.)
@@ -358,4 +358,19 @@ sandbox_protect_apply(struct sandbox_protect *sp, const char *path, json_t *ro, 
     }
     free(resolved);
     return rc < 0 ? rc : 1;
+}
+
+int
+sandbox_protect_pin_ancestors(struct sandbox_protect *sp, const char *path, char **err)
+{
+    char *resolved = NULL, *why = NULL;
+    size_t missing = 0;
+    *err = NULL;
+    int rc = sandbox_protect_resolve(sp, path, &resolved, &missing, &why);
+    free(why); /* unresolvable: nothing there by that name to hide */
+    if (rc == -ENOMEM)
+        return rc;
+    rc = rc == 1 && missing == 0 ? pin_ancestors(sp, resolved, 0, err) : 0;
+    free(resolved);
+    return rc;
 }

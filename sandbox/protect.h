@@ -81,4 +81,15 @@ int sandbox_protect_resolve(const struct sandbox_protect *sp, const char *path, 
  */
 int sandbox_protect_apply(struct sandbox_protect *sp, const char *path, json_t *ro, char **err);
 
+/*
+ * Pins the ancestors of path (resolved as sandbox_protect_resolve does)
+ * that lie strictly inside one of sp's locations, when path exists there,
+ * so that a directory above it cannot be renamed away (EBUSY): for a
+ * --hide path, whose cover would move along, leaving the object under
+ * another name for later calls.  A path outside every location, missing,
+ * or that cannot be resolved needs nothing.  Returns 0, or -errno with
+ * *err set to a malloc'd message (NULL when out of memory).
+ */
+int sandbox_protect_pin_ancestors(struct sandbox_protect *sp, const char *path, char **err);
+
 #endif

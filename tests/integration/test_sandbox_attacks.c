@@ -516,6 +516,41 @@ test_protect_server_state(void **state)
     free(forged);
 }
 
+/*
+ * A hidden file in a directory of the workspace: the command cannot move
+ * that directory (the cover would move along, and the next call's --hide
+ * of the old path would hide nothing while the file sat under the new
+ * name); renames elsewhere in the workspace still work.  Before, the mv
+ * succeeded.
+ */
+static void
+test_hide_not_moved_away(void **state)
+{
+    char *dir = in(g.ws, "hstate");
+    char *token = in(dir, "token");
+    char *moved = in(g.ws, "hmoved");
+    must(mkdir(dir, 0755) == 0, "mkdir");
+    tmpdir_write_file(token, "TOKEN\n", 0600);
+    give_to_user(dir);
+    const char *extra[] = {"--hide", token, NULL};
+    const char *argv[] = {"/bin/sh", "-c",
+                          "exec 2>/dev/null; mv hstate hmoved || echo no-move;"
+                          " mkdir a && mv a b && echo moved-other; rmdir b",
+                          NULL};
+    struct sbx_result r;
+    sbx_run(g.ws_write_notmp, g.ws, extra, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    assert_string_equal(r.res.out, "no-move\nmoved-other\n");
+    sbx_result_free(&r);
+    assert_int_equal(access(token, F_OK), 0);
+    assert_int_equal(access(moved, F_OK), -1);
+    const char *rm[] = {"/bin/rm", "-rf", dir, moved, NULL};
+    run_ok(rm, NULL);
+    free(dir);
+    free(token);
+    free(moved);
+}
+
 static void sh_ok(const char *policy, const char *script, const char *want_out);
 
 /* The victim's mode, owner and times, to compare before and after. */
@@ -1555,6 +1590,7 @@ main(void)
         cmocka_unit_test(test_protect_server_state),
         cmocka_unit_test(test_protect_in_unwritable_owned_dir),
         cmocka_unit_test(test_hide_paths),
+        cmocka_unit_test(test_hide_not_moved_away),
         cmocka_unit_test(test_metadata_outside),
         cmocka_unit_test(test_writable_roots_nosuid_nodev),
         cmocka_unit_test(test_no_planted_privilege),
