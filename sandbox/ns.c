@@ -1,5 +1,6 @@
 /*
- * ns: unshare, identity maps, read-only binds and /proc.
+ * ns: unshare, identity maps, the read-only world, read-only binds,
+ * covers for hidden paths and /proc.
  */
 #include "sandbox/ns.h"
 #include "sandbox/placeholder.h"
@@ -9,11 +10,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>

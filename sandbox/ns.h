@@ -3,9 +3,10 @@
  *
  * A new user namespace (when the kernel lets an unprivileged process have
  * one; root uses it too, so that the command's capabilities stop at the
- * sandbox), with a private mount namespace for read-only binds over the
- * protected paths, and a new PID namespace whose first child gets its own
- * /proc.
+ * sandbox), with a private mount namespace where every mount is read-only
+ * but the writable roots, with read-only binds over the protected paths
+ * and empty covers over the hidden ones, and a new PID namespace whose
+ * first child gets its own /proc.
  */
 #ifndef EXECGATE_SANDBOX_NS_H
 #define EXECGATE_SANDBOX_NS_H
