@@ -664,16 +664,16 @@ without_mount_namespace(struct run *r)
     if (exposed != NULL)
         n = asprintf(&why,
                      "cannot create a mount namespace, so .git and .codex inside the writable "
-                     "roots%s would stay writable%s%s%s",
-                     exposed, hidden[0] ? ", and the --hide paths " : "", hidden,
+                     "roots%s would stay writable%s%s%s, and chmod, chown, utimensat and setxattr "
+                     "outside the writable roots would not be stopped",
+                     exposed, hidden[0] ? ", the --hide paths " : "", hidden,
                      hidden[0] ? " visible" : "");
-    else if (hidden[0])
-        n = asprintf(&why,
-                     "cannot create a mount namespace, so the --hide paths %s would stay "
-                     "visible",
-                     hidden);
     else
-        n = (why = strdup("")) ? 0 : -1;
+        n = asprintf(&why,
+                     "cannot create a mount namespace, so %s%s%schmod, chown, utimensat and "
+                     "setxattr outside the writable roots would not be stopped",
+                     hidden[0] ? "the --hide paths " : "", hidden,
+                     hidden[0] ? " would stay visible, and " : "");
     if (n < 0)
         sandbox_helper_die(ENOMEM, "building a message");
     free(hidden);

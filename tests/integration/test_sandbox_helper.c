@@ -1023,7 +1023,8 @@ test_protect_bad_arguments(void **state)
 /* --hide takes absolute paths without "." or ".." components, never "/"
  * itself, whatever the policy; without a mount namespace a --hide path
  * that names something would stay visible: refused, naming it (not the
- * missing one), unless --allow-degraded. */
+ * missing one), unless --allow-degraded; so is a read-only call without
+ * any, whose world would not be read-only. */
 static void
 test_hide_arguments_and_without_namespaces(void **state)
 {
@@ -1051,6 +1052,14 @@ test_hide_arguments_and_without_namespaces(void **state)
         fail_msg("stderr \"%s\" lacks \"%s\"", r.res.err, want);
     assert_null(strstr(r.res.err, missing));
     assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+    /* read-only without --hide: the read-only world alone is reason
+     * enough, and the message says what it would lose */
+    run_env(ro, f->dir, NULL, "EXECGATE_SANDBOX_NO_NAMESPACES=1", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "mount-namespace: cannot create a mount namespace, so chmod, "
+                                      "chown, utimensat and setxattr outside the writable roots "
+                                      "would not be stopped"));
     sbx_result_free(&r);
     free(want);
     free(token);
