@@ -533,6 +533,37 @@ protect_extra(struct run *r)
     sandbox_protect_free(sp);
 }
 
+/* The writable set's read-only paths (a permission profile's read entries
+ * beneath its write entries): each that exists is bound read-only, its
+ * ancestors inside a writable location pinned; one that does not exist is
+ * skipped, as Codex skips it (creating it would change the workspace). */
+static void
+protect_read_only(struct run *r)
+{
+    if (r->w->n_read_only == 0)
+        return;
+    struct sandbox_protect *sp = protect_new(r);
+    for (size_t i = 0; i < r->w->n_read_only; i++) {
+        const char *path = r->w->read_only[i];
+        char *resolved = NULL, *err = NULL;
+        size_t missing = 0;
+        int rc = sandbox_protect_resolve(sp, path, &resolved, &missing, &err);
+        free(resolved);
+        if (rc == -ENOMEM)
+            sandbox_helper_die(ENOMEM, "read-only path %s", path);
+        if (rc == 1 && missing == 0) {
+            free(err);
+            err = NULL;
+            rc = sandbox_protect_apply(sp, path, r->read_only, &err);
+            if (rc < 0)
+                sandbox_helper_die(-rc, "keeping %s read-only: %s", path,
+                                   err ? err : "out of memory");
+        }
+        free(err);
+    }
+    sandbox_protect_free(sp);
+}
+
 /* The --protect paths that a command could change without the mount
  * namespace, ", " separated after ", and the --protect paths " (malloc'd;
  * "" when none).  A path that cannot be resolved counts. */
@@ -590,6 +621,7 @@ enter_namespaces(struct run *r)
     if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
         protect_extra(r);
+        protect_read_only(r);
     }
 }
 
@@ -927,7 +959,7 @@ allow_reads(struct run *r, struct sandbox_ll *ll)
         allow_path(r, ll, path, SANDBOX_LL_READ);
         append(readable, path);
     }
-    if (sandbox_policy_cwd(r->p) != NULL)
+    if (sandbox_policy_cwd_is_root(r->p))
         allow_path(r, ll, sandbox_policy_cwd(r->p), SANDBOX_LL_READ);
 }
 
@@ -1065,6 +1097,11 @@ run_init(struct run *r, struct sandbox_helper_options *o)
     if (r->w == NULL)
         sandbox_helper_die(ENOMEM, "the writable set");
     r->restrict_net = !sandbox_policy_network_allowed(r->p);
+    if (sandbox_policy_deny_count(r->p) > 0)
+        sandbox_helper_die(0,
+                           "the policy hides %s (a deny entry), and this helper cannot hide paths; "
+                           "refusing to run the command with it readable",
+                           sandbox_policy_deny(r->p, 0));
     r->report = report_new(r->p);
     r->degraded = new_array();
     put(r->report, "degraded", r->degraded);
