@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Slots besides the protect paths and the program: the helper, three
+/* Slots besides the protect and hide paths and the program: the helper, three
  * flags with values and one without, --policy, --cwd, --report-fd, "--"
  * and the terminating NULL. */
 #define FIXED_SLOTS 14
@@ -72,6 +72,10 @@ add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
         add_copy(b, SANDBOX_OPT_PROTECT);
         add_copy(b, c->protect[k]);
     }
+    for (size_t k = 0; k < c->n_hide; k++) {
+        add_copy(b, SANDBOX_OPT_HIDE);
+        add_copy(b, c->hide[k]);
+    }
 }
 
 char **
@@ -80,12 +84,14 @@ sandbox_cmdline_argv(const struct sandbox_cmdline *c)
     size_t nprog = 0;
     while (c->program[nprog] != NULL)
         nprog++;
-    /* two slots per protect path (calloc checks the multiplication) */
-    if (c->n_protect > (SIZE_MAX - FIXED_SLOTS - nprog) / 2) {
+    /* two slots per protect or hide path (calloc checks the multiplication) */
+    size_t room = (SIZE_MAX - FIXED_SLOTS - nprog) / 2;
+    if (c->n_protect > room || c->n_hide > room - c->n_protect) {
         errno = ENOMEM;
         return NULL;
     }
-    struct argv_builder b = {.v = calloc(FIXED_SLOTS + 2 * c->n_protect + nprog, sizeof(char *))};
+    size_t paths = c->n_protect + c->n_hide;
+    struct argv_builder b = {.v = calloc(FIXED_SLOTS + 2 * paths + nprog, sizeof(char *))};
     b.ok = b.v != NULL;
     add_copy(&b, c->helper);
     add_leading_options(&b, c);

@@ -24,6 +24,7 @@ struct sandbox_policy;
 #define SANDBOX_OPT_ARGV0          "--argv0"
 #define SANDBOX_OPT_ALLOW_DEGRADED "--allow-degraded"
 #define SANDBOX_OPT_PROTECT        "--protect"
+#define SANDBOX_OPT_HIDE           "--hide"
 #define SANDBOX_OPT_NET_PROXY_FD   "--net-proxy-fd"
 
 /* How a line on --report-fd begins when PROGRAM could not be started (the
@@ -50,17 +51,21 @@ struct sandbox_cmdline {
      * when n_protect is 0 */
     const char *const *protect;
     size_t n_protect;
+    /* --hide PATH for each, in order, after the --protect paths
+     * (docs/sandbox.md); may be NULL when n_hide is 0 */
+    const char *const *hide;
+    size_t n_hide;
     const char *const *program; /* after --: NULL-terminated, at least one */
 };
 
 /*
  * The argv for c:
  *   HELPER [--exec-notify-fd N] [--net-proxy-fd N] [--argv0 NAME] [--allow-degraded]
- *          [--protect PATH]... --policy JSON --cwd CWD [--report-fd N]
+ *          [--protect PATH]... [--hide PATH]... --policy JSON --cwd CWD [--report-fd N]
  *          -- PROGRAM ARGS...
  * Returns a NULL-terminated array of malloc'd strings that the caller
  * frees with sandbox_argv_free (policy.h), or NULL when out of memory
- * (n_protect too large for any array included).
+ * (n_protect + n_hide too large for any array included).
  */
 char **sandbox_cmdline_argv(const struct sandbox_cmdline *c);
 

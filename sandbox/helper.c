@@ -315,6 +315,7 @@ struct run {
     json_t *report;
     json_t *degraded; /* borrowed from report */
     json_t *read_only;
+    json_t *hidden;
     json_t *writable;
     struct sandbox_ns_state ns;
     bool own_proc;
@@ -595,24 +596,76 @@ protect_exposed(struct run *r)
     return list;
 }
 
+/* The --hide paths, covered last, over every other mount. */
+static void
+hide_paths(struct run *r)
+{
+    char *err = NULL;
+    int rc = sandbox_ns_hide(r->o->hide, r->o->n_hide, r->hidden, &err);
+    if (rc < 0)
+        sandbox_helper_die(-rc, "--hide: %s", err ? err : "out of memory");
+}
+
+/* The --hide paths that name something now, ", " separated (malloc'd;
+ * "" when none): what a command could see without the mount namespace. */
+static char *
+hide_exposed(struct run *r)
+{
+    char *list = strdup("");
+    for (size_t i = 0; list != NULL && i < r->o->n_hide; i++) {
+        struct stat st;
+        if (stat(r->o->hide[i], &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
+            continue;
+        char *longer = NULL;
+        if (asprintf(&longer, "%s%s%s", list, list[0] ? ", " : "", r->o->hide[i]) < 0)
+            longer = NULL;
+        free(list);
+        list = longer;
+    }
+    if (list == NULL)
+        sandbox_helper_die(ENOMEM, "--hide");
+    return list;
+}
+
+/* Why running without a mount namespace would be less than the policy
+ * asks (malloc'd; "" when it would not be). */
+static char *
+without_mount_namespace(struct run *r)
+{
+    char *hidden = hide_exposed(r);
+    char *exposed = r->kind == SANDBOX_WORKSPACE_WRITE ? protect_exposed(r) : NULL;
+    char *why = NULL;
+    int n;
+    if (exposed != NULL)
+        n = asprintf(&why,
+                     "cannot create a mount namespace, so .git and .codex inside the writable "
+                     "roots%s would stay writable%s%s%s",
+                     exposed, hidden[0] ? ", and the --hide paths " : "", hidden,
+                     hidden[0] ? " visible" : "");
+    else if (hidden[0])
+        n = asprintf(&why,
+                     "cannot create a mount namespace, so the --hide paths %s would stay "
+                     "visible",
+                     hidden);
+    else
+        n = (why = strdup("")) ? 0 : -1;
+    if (n < 0)
+        sandbox_helper_die(ENOMEM, "building a message");
+    free(hidden);
+    free(exposed);
+    return why;
+}
+
 static void
 enter_namespaces(struct run *r)
 {
     int rc = sandbox_ns_unshare(&r->ns);
     if (rc < 0) {
         sandbox_helper_warn("namespaces: %s", strerror(-rc));
-        if (r->kind == SANDBOX_WORKSPACE_WRITE) {
-            char *exposed = protect_exposed(r);
-            char *why;
-            if (asprintf(&why,
-                         "cannot create a mount namespace, so .git and .codex inside the writable "
-                         "roots%s would stay writable",
-                         exposed) < 0)
-                sandbox_helper_die(ENOMEM, "building a message");
+        char *why = without_mount_namespace(r);
+        if (why[0])
             require(r, "mount-namespace", why);
-            free(why);
-            free(exposed);
-        }
+        free(why);
         require(r, "pid-namespace",
                 "cannot create a PID namespace, so the command would see every process");
         return;
@@ -623,6 +676,7 @@ enter_namespaces(struct run *r)
         protect_extra(r);
         protect_read_only(r);
     }
+    hide_paths(r);
 }
 
 /* Where each process forwards signals: the init to the command, the
@@ -823,6 +877,8 @@ report_namespaces(struct run *r)
     put(o, "pid", json_boolean(r->ns.pid));
     put(o, "proc", json_boolean(r->own_proc));
     put(r->report, "read_only", json_incref(r->read_only));
+    if (r->o->n_hide > 0)
+        put(r->report, "hidden", json_incref(r->hidden));
 }
 
 /* The command's setup and execve, in the process that becomes the
@@ -1106,6 +1162,7 @@ run_init(struct run *r, struct sandbox_helper_options *o)
     r->degraded = new_array();
     put(r->report, "degraded", r->degraded);
     r->read_only = new_array();
+    r->hidden = new_array();
     r->writable = new_array();
 }
 

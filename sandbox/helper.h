@@ -23,6 +23,8 @@ struct sandbox_helper_options {
     const char *argv0;    /* NULL, or argv[0] for the program in place of program_argv[0] */
     const char **protect; /* --protect paths (absolute), n_protect of them */
     size_t n_protect;
+    const char **hide; /* --hide paths (absolute), n_hide of them */
+    size_t n_hide;
 };
 
 /*

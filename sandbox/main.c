@@ -2,7 +2,8 @@
  * execgate-sandbox: applies a sandbox policy to itself, then runs PROGRAM.
  *
  *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]
- *                    [--allow-degraded] [--argv0 NAME] [--protect PATH]... -- PROGRAM ARGS...
+ *                    [--allow-degraded] [--argv0 NAME] [--protect PATH]... [--hide PATH]...
+ *                    -- PROGRAM ARGS...
  *
  * One-shot and fail-closed: any setup error ends the helper with status 125
  * (SANDBOX_EXIT_SETUP_FAILED) and one line on stderr, and nothing runs.
@@ -13,6 +14,7 @@
 #include "execgate-config.h"
 #include "sandbox/helper.h"
 #include "sandbox/policy.h"
+#include "sandbox/ns.h"
 #include "sandbox/protect.h"
 
 #include <errno.h>
@@ -27,6 +29,7 @@ usage(FILE *out)
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
             "                        [--net-proxy-fd N] [--allow-degraded] [--argv0 NAME] "
             "[--protect PATH]...\n"
+            "                        [--hide PATH]...\n"
             "                        -- PROGRAM [ARGS...]\n"
             "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
             "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
@@ -43,7 +46,11 @@ usage(FILE *out)
             "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
             "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
             "(symlinks resolved) lies in a writable location, it is kept read-only\n"
-            "(created as an empty directory first when missing; see docs/sandbox.md).\n");
+            "(created as an empty directory first when missing; see docs/sandbox.md).\n"
+            "--hide PATH (repeatable, absolute): under read-only and workspace-write,\n"
+            "what PATH names when the helper starts (symlinks followed) is covered by an\n"
+            "empty read-only directory or file: the command can neither read, list,\n"
+            "write nor connect to it (a missing PATH needs nothing; see docs/sandbox.md).\n");
 }
 
 /* Parses a file descriptor number: digits only, within int. */
@@ -64,8 +71,10 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
     o->report_fd = -1;
     o->exec_notify_fd = -1;
     o->net_proxy_fd = -1;
-    o->protect = calloc((size_t)argc, sizeof *o->protect); /* at most one per argument */
-    if (o->protect == NULL)
+    /* at most one per argument */
+    o->protect = calloc((size_t)argc, sizeof *o->protect);
+    o->hide = calloc((size_t)argc, sizeof *o->hide);
+    if (o->protect == NULL || o->hide == NULL)
         sandbox_helper_die(ENOMEM, "reading the options");
     int i = 1;
     for (; i < argc; i++) {
@@ -102,6 +111,12 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             if (why != NULL)
                 sandbox_helper_die(0, "--protect \"%s\": %s", path, why);
             o->protect[o->n_protect++] = path;
+        } else if (strcmp(a, SANDBOX_OPT_HIDE) == 0 && has_value) {
+            const char *path = argv[++i];
+            const char *why = sandbox_ns_hide_arg_error(path);
+            if (why != NULL)
+                sandbox_helper_die(0, "--hide \"%s\": %s", path, why);
+            o->hide[o->n_hide++] = path;
         } else if (strcmp(a, SANDBOX_OPT_ALLOW_DEGRADED) == 0) {
             o->allow_degraded = true;
         } else {

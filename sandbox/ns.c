@@ -3,6 +3,7 @@
  */
 #include "sandbox/ns.h"
 #include "sandbox/placeholder.h"
+#include "sandbox/protect.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,11 +13,56 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* A .git file is one line; anything larger is not one git wrote. */
 #define GITFILE_MAX (64 * 1024)
+
+/*
+ * The mount API of Linux 5.2 (open_tree, move_mount, fsopen, fsconfig,
+ * fsmount) and 5.12 (mount_setattr), called directly: glibc's wrappers
+ * are recent and musl has none.  The constants are the kernel's
+ * (linux/mount.h, which clashes with glibc's sys/mount.h), under names of
+ * our own.
+ */
+#define NS_OPEN_TREE_CLONE   1u
+#define NS_AT_RECURSIVE      0x8000u
+#define NS_MOVE_F_EMPTY_PATH 0x4u
+#define NS_MOVE_T_EMPTY_PATH 0x40u
+#define NS_FSOPEN_CLOEXEC    1u
+#define NS_FSMOUNT_CLOEXEC   1u
+#define NS_FSCONFIG_CREATE   6u
+#define NS_ATTR_RDONLY       0x1u
+#define NS_ATTR_NOSUID       0x2u
+#define NS_ATTR_NODEV        0x4u
+#define NS_ATTR_NOEXEC       0x8u
+
+struct ns_mount_attr {
+    uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+static int
+ns_open_tree(int dfd, const char *path, unsigned flags)
+{
+    return (int)syscall(SYS_open_tree, dfd, path, flags | O_CLOEXEC);
+}
+
+static int
+ns_move_mount(int from_fd, const char *from, int to_fd, const char *to, unsigned flags)
+{
+    return (int)syscall(SYS_move_mount, from_fd, from, to_fd, to, flags);
+}
+
+/* Sets and clears attributes on the mount at dfd/path (AT_* flags). */
+static int
+ns_mount_setattr(int dfd, const char *path, unsigned flags, uint64_t set, uint64_t clr)
+{
+    struct ns_mount_attr a = {.attr_set = set, .attr_clr = clr};
+    return (int)syscall(SYS_mount_setattr, dfd, path, flags, &a, sizeof a);
+}
 
 static int
 write_file(const char *path, const char *text)
@@ -293,6 +339,92 @@ sandbox_ns_unbind_above(const char *path)
     }
     free(p);
     return n;
+}
+
+const char *
+sandbox_ns_hide_arg_error(const char *path)
+{
+    const char *why = sandbox_protect_arg_error(path);
+    if (why == NULL && path[strspn(path, "/")] == '\0')
+        why = "is the root directory";
+    return why;
+}
+
+/* A detached tmpfs (no path reaches it) holding "d", an empty directory,
+ * and "f", an empty file, both mode 0, made read-only once they exist:
+ * what sandbox_ns_hide puts over what it hides.  Returns the mount's fd
+ * or -errno. */
+static int
+blank_new(void)
+{
+    int fs = (int)syscall(SYS_fsopen, "tmpfs", NS_FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return -errno;
+    int mnt = -1;
+    if (syscall(SYS_fsconfig, fs, NS_FSCONFIG_CREATE, NULL, NULL, 0) == 0)
+        mnt = (int)syscall(SYS_fsmount, fs, NS_FSMOUNT_CLOEXEC,
+                           NS_ATTR_NOSUID | NS_ATTR_NODEV | NS_ATTR_NOEXEC);
+    int rc = mnt < 0 ? -errno : 0;
+    close(fs);
+    if (rc == 0 && mkdirat(mnt, "d", 0) != 0)
+        rc = -errno;
+    int f = rc == 0 ? openat(mnt, "f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0) : -1;
+    if (rc == 0 && f < 0)
+        rc = -errno;
+    if (f >= 0)
+        close(f);
+    if (rc == 0 && ns_mount_setattr(mnt, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
+        rc = -errno;
+    if (rc < 0 && mnt >= 0)
+        close(mnt);
+    return rc < 0 ? rc : mnt;
+}
+
+/* Puts a copy of blank's "d" or "f" (as what fd holds is a directory or
+ * not) on the object fd holds, where it is in this mount namespace. */
+static int
+cover(int blank, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    int tree = ns_open_tree(blank, S_ISDIR(st.st_mode) ? "d" : "f", NS_OPEN_TREE_CLONE);
+    if (tree < 0)
+        return -errno;
+    int rc = ns_move_mount(tree, "", fd, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH);
+    rc = rc == 0 ? 0 : -errno;
+    close(tree);
+    return rc;
+}
+
+int
+sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err)
+{
+    *err = NULL;
+    int blank = -1, rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        /* Opened once: the cover goes on this object, wherever a link
+         * swapped after the lookup would point. */
+        int fd = open(paths[i], O_PATH | O_CLOEXEC);
+        if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
+            continue; /* nothing by that name to hide */
+        if (fd < 0) {
+            rc = failf(err, -errno, "looking at", paths[i]);
+            break;
+        }
+        if (blank < 0 && (blank = blank_new()) < 0) {
+            rc = failf(err, blank, "making an empty tmpfs to hide", paths[i]);
+            blank = -1;
+        }
+        if (rc == 0 && (rc = cover(blank, fd)) < 0)
+            failf(err, rc, "covering", paths[i]);
+        close(fd);
+        if (rc == 0 && json_array_append_new(hidden, json_string(paths[i])) != 0)
+            rc = -ENOMEM;
+    }
+    if (blank >= 0)
+        close(blank);
+    return rc;
 }
 
 int

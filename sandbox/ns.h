@@ -87,6 +87,27 @@ int sandbox_ns_unbind(const char *path);
  */
 int sandbox_ns_unbind_above(const char *path);
 
+/*
+ * Why path cannot be a --hide argument, or NULL when it can: as for
+ * --protect (sandbox_protect_arg_error), and not "/" itself.  Returns a
+ * static string.
+ */
+const char *sandbox_ns_hide_arg_error(const char *path);
+
+/*
+ * Hides each of paths[0..n) from everything started after it in the
+ * caller's mount namespace: the object a path names now (symlinks
+ * followed, opened once) gets an empty read-only mount on top, a directory
+ * an empty directory, anything else (a file, a socket, a FIFO, a device)
+ * an empty file, both of mode 0 on a private tmpfs (nosuid, nodev,
+ * noexec).  A path that names nothing (ENOENT, ENOTDIR, ELOOP) needs
+ * nothing.  Appends each path hidden to hidden (a JSON array).  Returns 0,
+ * or -errno with *err set to a malloc'd message (NULL when out of memory):
+ * a path that cannot be looked at (EACCES...) is a failure, since the
+ * command might reach what the helper could not.
+ */
+int sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err);
+
 /* Mounts a fresh /proc; call in the first process of the new PID
  * namespace.  Returns 0 or -errno. */
 int sandbox_ns_mount_proc(void);

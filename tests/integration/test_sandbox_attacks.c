@@ -515,6 +515,133 @@ test_protect_server_state(void **state)
     free(forged);
 }
 
+/* The objects one --hide test hides in dir (outside the roots, or in the
+ * workspace): a directory with a secret, a token file, a listening socket,
+ * a symlink to a file, and a path that names nothing. */
+struct hidden_set {
+    char *dir, *key, *token, *sock, *link, *target, *missing;
+    int listener;
+};
+
+static void
+hidden_set_make(struct hidden_set *h, const char *base)
+{
+    h->dir = in(base, "hdir");
+    h->key = in(h->dir, "key");
+    h->token = in(base, "htoken");
+    h->sock = in(base, "hsock");
+    h->link = in(base, "hlink");
+    h->target = in(base, "htarget");
+    h->missing = in(base, "hmissing");
+    must(mkdir(h->dir, 0755) == 0, "mkdir");
+    tmpdir_write_file(h->key, "SECRET\n", 0644);
+    tmpdir_write_file(h->token, "TOKEN\n", 0644);
+    tmpdir_write_file(h->target, "LINKED\n", 0644);
+    must(symlink(h->target, h->link) == 0, "symlink");
+    h->listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    must(strlen(h->sock) < sizeof a.sun_path, "socket path length");
+    memcpy(a.sun_path, h->sock, strlen(h->sock));
+    must(h->listener >= 0 && bind(h->listener, (struct sockaddr *)&a, sizeof a) == 0 &&
+             listen(h->listener, 8) == 0 && chmod(h->sock, 0666) == 0,
+         "listening socket");
+}
+
+/* What the command left behind: every object as it was, and no
+ * connection waiting on the socket. */
+static void
+hidden_set_check_and_free(struct hidden_set *h)
+{
+    const char *files[] = {h->key, h->token, h->target};
+    const char *texts[] = {"SECRET\n", "TOKEN\n", "LINKED\n"};
+    for (size_t i = 0; i < 3; i++) {
+        char *text = tmpdir_read_file(files[i], NULL);
+        assert_non_null(text);
+        assert_string_equal(text, texts[i]);
+        free(text);
+    }
+    assert_int_equal(accept(h->listener, NULL, NULL), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_int_equal(access(h->missing, F_OK), -1);
+    close(h->listener);
+    unlink(h->sock);
+    unlink(h->link);
+    char *all[] = {h->dir, h->key, h->token, h->sock, h->link, h->target, h->missing};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free(all[i]);
+}
+
+/* The script that tries everything on one set: `sh -c SCRIPT sh DIR`. */
+#define HIDE_SCRIPT                                                                                \
+    "d=$1; exec 2>/dev/null;"                                                                      \
+    "cat $d/hdir/key || echo no-key; ls -A $d/hdir; cat $d/htoken;"                                \
+    "echo \"[$(cat $d/hlink)|$(cat $d/htarget)]\";"                                                \
+    "(echo x > $d/htoken) || echo no-write; touch $d/hdir/new || echo no-create;"                  \
+    "mv $d/htoken $d/moved || echo no-rename; cat $d/hmissing || echo no-missing;"                 \
+    "/usr/bin/python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])'"  \
+    " $d/hsock && echo connected || echo no-connect"
+
+#define HIDE_SEEN "no-key\n[|]\nno-write\nno-create\nno-rename\nno-missing\nno-connect\n"
+
+/* Runs HIDE_SCRIPT on h under policy with --hide for each of its paths
+ * (none with hide false); returns stdout (malloc'd) and checks the report. */
+static char *
+run_hide_script(const char *policy, struct hidden_set *h, bool hide)
+{
+    const char *extra[] = {"--hide", h->dir,  "--hide", h->token,   "--hide", h->sock,
+                           "--hide", h->link, "--hide", h->missing, NULL};
+    const char *argv[] = {"/bin/sh", "-c", HIDE_SCRIPT, "sh", NULL, NULL};
+    char *base = strdup(h->dir);
+    *strrchr(base, '/') = '\0';
+    argv[4] = base;
+    struct sbx_result r;
+    sbx_run(policy, g.ws, hide ? extra : NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    if (hide) {
+        json_t *hidden = json_object_get(r.report, "hidden");
+        assert_int_equal(json_array_size(hidden), 4); /* the missing one needs nothing */
+        for (size_t i = 0; i < 4; i++)
+            assert_string_equal(json_string_value(json_array_get(hidden, i)), extra[2 * i + 1]);
+    }
+    char *out = strdup(r.res.out);
+    sbx_result_free(&r);
+    free(base);
+    return out;
+}
+
+/*
+ * --hide: a directory, a file, a socket, a symlink (what it names is
+ * hidden) and a missing path, outside the roots and inside the workspace,
+ * under both confining policies: nothing can be read, listed, written,
+ * renamed or connected to, and everything is as it was afterwards.  The
+ * control run without --hide reads the secrets.
+ */
+static void
+test_hide_paths(void **state)
+{
+    const char *bases[] = {g.out, g.ws};
+    for (size_t b = 0; b < 2; b++) {
+        struct hidden_set h;
+        hidden_set_make(&h, bases[b]);
+        for (int i = 0; i < 2; i++) {
+            char *out = run_hide_script(confining(i), &h, true);
+            if (strcmp(out, HIDE_SEEN) != 0)
+                fail_msg("%s under %s: saw \"%s\"", bases[b], i ? "workspace-write" : "read-only",
+                         out);
+            free(out);
+        }
+        char *out = run_hide_script(g.ro, &h, false);
+        const char *seen = "SECRET\nkey\nTOKEN\n[LINKED|LINKED]\n";
+        if (strncmp(out, seen, strlen(seen)) != 0)
+            fail_msg("control in %s: saw \"%s\"", bases[b], out);
+        free(out);
+        int conn = accept(h.listener, NULL, NULL); /* a connection of the control's, if any */
+        if (conn >= 0)
+            close(conn);
+        hidden_set_check_and_free(&h);
+    }
+}
+
 /* A missing protected path in a directory the command's user owns but
  * cannot write, whose group is not the user's: the helper cannot create
  * it (its user namespace's capabilities do not reach a file with an
@@ -1236,6 +1363,7 @@ main(void)
         cmocka_unit_test(test_codex_placeholder_of_another_user),
         cmocka_unit_test(test_protect_server_state),
         cmocka_unit_test(test_protect_in_unwritable_owned_dir),
+        cmocka_unit_test(test_hide_paths),
         cmocka_unit_test(test_mount_chroot_hostname),
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),

@@ -1019,6 +1019,44 @@ test_protect_bad_arguments(void **state)
     free(policy);
 }
 
+/* --hide takes absolute paths without "." or ".." components, never "/"
+ * itself, whatever the policy; without a mount namespace a --hide path
+ * that names something would stay visible: refused, naming it (not the
+ * missing one), unless --allow-degraded. */
+static void
+test_hide_arguments_and_without_namespaces(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    const char *rel[] = {"--hide", "token", NULL};
+    assert_setup_failure(policy, f->dir, rel, "--hide \"token\": not an absolute path");
+    const char *root[] = {"--hide", "//", NULL};
+    assert_setup_failure(DANGER, f->dir, root, "--hide \"//\": is the root directory");
+    const char *dots[] = {"--hide", "/tmp/./x", NULL};
+    assert_setup_failure(policy, f->dir, dots,
+                         "--hide \"/tmp/./x\": has a \".\" or \"..\" component");
+
+    char *token = tmpdir_path(f->dir, "token");
+    char *missing = tmpdir_path(f->dir, "missing");
+    tmpdir_write_file(token, "TOKEN\n", 0600);
+    const char *ro = "{\"type\":\"read-only\"}";
+    const char *hide[] = {"--hide", token, "--hide", missing, NULL};
+    struct sbx_result r;
+    run_env(ro, f->dir, hide, "EXECGATE_SANDBOX_NO_NAMESPACES=1", "echo RAN", &r);
+    sbx_assert_code(&r, 125);
+    char *want;
+    assert_true(asprintf(&want, "so the --hide paths %s would stay visible", token) > 0);
+    if (strstr(r.res.err, want) == NULL)
+        fail_msg("stderr \"%s\" lacks \"%s\"", r.res.err, want);
+    assert_null(strstr(r.res.err, missing));
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+    free(want);
+    free(token);
+    free(missing);
+    free(policy);
+}
+
 /* Without a mount namespace a protected path in a writable location would
  * stay writable: refused, naming it, unless --allow-degraded. */
 static void
@@ -1479,6 +1517,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_protect_unresolvable_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_protect_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_protect_without_namespaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hide_arguments_and_without_namespaces, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_restricted_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_kill_ends_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_forwarded, setup, teardown),

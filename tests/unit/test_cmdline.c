@@ -42,6 +42,7 @@ test_every_option(void **state)
     char *canon = sandbox_policy_to_json(p);
     const char *prog[] = {"/bin/bash", "-c", "echo hi", NULL};
     const char *protect[] = {"/home/u/.codex", "/var/log/a b"};
+    const char *hide[] = {"/run/execgate/token"};
     const struct sandbox_cmdline c = {
         .helper = "/x/execgate-sandbox",
         .policy = p,
@@ -52,6 +53,8 @@ test_every_option(void **state)
         .allow_degraded = true,
         .protect = protect,
         .n_protect = 2,
+        .hide = hide,
+        .n_hide = 1,
         .program = prog,
     };
     char **argv = sandbox_cmdline_argv(&c);
@@ -65,6 +68,8 @@ test_every_option(void **state)
                           "/home/u/.codex",
                           "--protect",
                           "/var/log/a b",
+                          "--hide",
+                          "/run/execgate/token",
                           "--policy",
                           canon,
                           "--cwd",
@@ -154,6 +159,12 @@ test_too_many_protect(void **state)
         .program = prog,
     };
     assert_null(sandbox_cmdline_argv(&c));
+    /* and so is one where protect and hide paths together overflow */
+    struct sandbox_cmdline both = c;
+    both.n_protect = SIZE_MAX / 4;
+    both.hide = protect;
+    both.n_hide = SIZE_MAX / 4;
+    assert_null(sandbox_cmdline_argv(&both));
     sandbox_policy_free(p);
 }
 
