@@ -1142,6 +1142,32 @@ apply_exec_notify(struct run *r)
     return path;
 }
 
+/* The policy's deny paths (a permission profile's deny entries) join the
+ * --hide paths, after them: what the command may not read is the
+ * policy's to say, so no caller can run it and forget them.  The array is
+ * never freed: the helper execs. */
+static void
+add_policy_hides(struct sandbox_helper_options *o, const struct sandbox_policy *p)
+{
+    size_t n = sandbox_policy_deny_count(p);
+    if (n == 0)
+        return;
+    const char **all = calloc(o->n_hide + n, sizeof *all);
+    if (all == NULL)
+        sandbox_helper_die(ENOMEM, "the paths to hide");
+    for (size_t i = 0; i < o->n_hide; i++)
+        all[i] = o->hide[i];
+    for (size_t i = 0; i < n; i++) {
+        const char *path = sandbox_policy_deny(p, i);
+        const char *why = sandbox_ns_hide_arg_error(path);
+        if (why != NULL)
+            sandbox_helper_die(0, "deny_paths \"%s\": %s", path, why);
+        all[o->n_hide + i] = path;
+    }
+    o->hide = all;
+    o->n_hide += n;
+}
+
 static void
 run_init(struct run *r, struct sandbox_helper_options *o)
 {
@@ -1153,11 +1179,7 @@ run_init(struct run *r, struct sandbox_helper_options *o)
     if (r->w == NULL)
         sandbox_helper_die(ENOMEM, "the writable set");
     r->restrict_net = !sandbox_policy_network_allowed(r->p);
-    if (sandbox_policy_deny_count(r->p) > 0)
-        sandbox_helper_die(0,
-                           "the policy hides %s (a deny entry), and this helper cannot hide paths; "
-                           "refusing to run the command with it readable",
-                           sandbox_policy_deny(r->p, 0));
+    add_policy_hides(o, r->p);
     r->report = report_new(r->p);
     r->degraded = new_array();
     put(r->report, "degraded", r->degraded);

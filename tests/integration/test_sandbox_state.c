@@ -401,6 +401,87 @@ test_carve_outs(void **unused)
     world_end(&w);
 }
 
+/* The workspace-write profile with deny entries for a file, a directory
+ * and a glob in the workspace and a file outside it. */
+static json_t *
+with_denies(const struct world *w)
+{
+    json_t *profile = workspace_write_0169(w->proj);
+    json_t *entries = json_object_get(json_object_get(profile, "file_system"), "entries");
+    char *file = tmpdir_path(w->proj, "secret.txt");
+    char *dir = tmpdir_path(w->proj, "private");
+    char *glob = tmpdir_path(w->proj, "*.key");
+    char *out = tmpdir_path(w->outside, "token");
+    json_array_append_new(entries, entry("path", "path", file, "deny"));
+    json_array_append_new(entries, entry("path", "path", dir, "none"));
+    json_array_append_new(entries, entry("glob_pattern", "pattern", glob, "deny"));
+    json_array_append_new(entries, entry("path", "path", out, "deny"));
+    free(file);
+    free(dir);
+    free(glob);
+    free(out);
+    return profile;
+}
+
+/* Deny entries hide a file, a directory, what a glob matches and a file
+ * outside the workspace: nothing of them is read, listed or changed, and
+ * the rest of the workspace stays writable.  The same command without the
+ * deny entries reads them all (the check can fail). */
+static void
+test_deny_hides(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    char *file = tmpdir_path(w.proj, "secret.txt");
+    tmpdir_write_file(file, "SECRET-FILE\n", 0600);
+    tmpdir_make_dir(w.proj, "private");
+    char *inner = tmpdir_path(w.proj, "private/inner");
+    tmpdir_write_file(inner, "SECRET-DIR\n", 0600);
+    char *key = tmpdir_path(w.proj, "id.key");
+    tmpdir_write_file(key, "SECRET-KEY\n", 0600);
+    char *token = tmpdir_path(w.outside, "token");
+    tmpdir_write_file(token, "SECRET-OUT\n", 0600);
+    char *cmd = NULL;
+    assert_true(asprintf(&cmd,
+                         "cat secret.txt private/inner id.key '%s'; ls private; "
+                         "echo gone > secret.txt; echo gone > private/inner; echo gone > id.key; "
+                         "touch other && echo other-written",
+                         token) > 0);
+    json_t *a = call(&w, cmd, state(json_pack("{s:s}", "type", "disabled"), w.url));
+    assert_output_has(a, "SECRET-FILE");
+    assert_output_has(a, "SECRET-DIR");
+    assert_output_has(a, "SECRET-KEY");
+    assert_output_has(a, "SECRET-OUT");
+    json_decref(a);
+    /* the control run changed them: write them again */
+    tmpdir_write_file(file, "SECRET-FILE\n", 0600);
+    tmpdir_write_file(inner, "SECRET-DIR\n", 0600);
+    tmpdir_write_file(key, "SECRET-KEY\n", 0600);
+    a = call(&w, cmd, state(with_denies(&w), w.url));
+    const char *out = output(a);
+    assert_null(strstr(out, "SECRET"));
+    /* ls lists nothing in the hidden directory */
+    assert_null(strstr(out, "\ninner\n"));
+    assert_false(strncmp(out, "inner\n", 6) == 0);
+    assert_output_has(a, "other-written\n");
+    json_decref(a);
+    const char *paths[] = {file, inner, key, token};
+    const char *want[] = {"SECRET-FILE\n", "SECRET-DIR\n", "SECRET-KEY\n", "SECRET-OUT\n"};
+    for (size_t i = 0; i < 4; i++) {
+        char *text = tmpdir_read_file(paths[i], NULL);
+        assert_non_null(text);
+        assert_string_equal(text, want[i]);
+        free(text);
+    }
+    free(cmd);
+    free(file);
+    free(inner);
+    free(key);
+    free(token);
+    world_end(&w);
+}
+
 int
 main(void)
 {
@@ -414,6 +495,7 @@ main(void)
         cmocka_unit_test(test_read_only_0169),    cmocka_unit_test(test_disabled),
         cmocka_unit_test(test_each_call_its_own), cmocka_unit_test(test_update_then_plain_call),
         cmocka_unit_test(test_invalid_meta),      cmocka_unit_test(test_carve_outs),
+        cmocka_unit_test(test_deny_hides),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
