@@ -286,6 +286,18 @@ test_each_call_its_own(void **unused)
     world_end(&w);
 }
 
+static void
+assert_invalid(json_t *a, const char *want)
+{
+    const json_t *e = json_object_get(a, "error");
+    assert_non_null(e);
+    assert_int_equal(json_integer_value(json_object_get(e, "code")), -32602);
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    if (msg == NULL || strstr(msg, want) == NULL)
+        fail_msg("message lacks \"%s\": %s", want, msg ? msg : "(none)");
+    json_decref(a);
+}
+
 /* A call without _meta runs under the last update, old form or new, and a
  * call's _meta leaves the session's state as it was. */
 static void
@@ -323,21 +335,17 @@ test_update_then_plain_call(void **unused)
     a = call(&w, "mkdir five && echo made || echo refused", NULL);
     assert_output_has(a, "made\n");
     json_decref(a);
-    assert_true(exists(w.proj, "one") && exists(w.proj, "three") && exists(w.proj, "five"));
+    /* an invalid profile is refused, and the state in force stays */
+    assert_invalid(mcp_client_call(w.c, "codex/sandbox-state/update",
+                                   state(json_pack("{s:s}", "type", "open"), w.url)),
+                   "unknown type \"open\"");
+    a = call(&w, "mkdir six && echo made || echo refused", NULL);
+    assert_output_has(a, "made\n");
+    json_decref(a);
+    assert_true(exists(w.proj, "one") && exists(w.proj, "three") && exists(w.proj, "five") &&
+                exists(w.proj, "six"));
     assert_false(exists(w.proj, "two") || exists(w.proj, "four"));
     world_end(&w);
-}
-
-static void
-assert_invalid(json_t *a, const char *want)
-{
-    const json_t *e = json_object_get(a, "error");
-    assert_non_null(e);
-    assert_int_equal(json_integer_value(json_object_get(e, "code")), -32602);
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    if (msg == NULL || strstr(msg, want) == NULL)
-        fail_msg("message lacks \"%s\": %s", want, msg ? msg : "(none)");
-    json_decref(a);
 }
 
 /* Invalid state in _meta is that call's invalid-params error, and runs

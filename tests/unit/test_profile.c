@@ -411,6 +411,7 @@ static int
 setup_tree(void **state)
 {
     (void)state;
+    strcpy(glob_dir, "/tmp/execgate-profile-XXXXXX");
     if (mkdtemp(glob_dir) == NULL)
         return -1;
     mkdir_in("sub");
@@ -516,6 +517,38 @@ test_globs(void **state)
     assert_glob("c.txt", -1, "c.txt");
 }
 
+/* A pattern that matches more than the bound refuses the profile: a deny
+ * entry cut short would hide too little. */
+static void
+test_glob_too_many(void **state)
+{
+    (void)state;
+    mkdir_in("many");
+    char name[64];
+    for (int i = 0; i <= SANDBOX_PROFILE_GLOB_MATCHES; i++) {
+        snprintf(name, sizeof name, "many/%d", i);
+        touch(name);
+    }
+    char *profile = NULL;
+    assert_true(asprintf(&profile,
+                         "{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\","
+                         "\"entries\":[" SPECIAL(
+                             "root", "read") ",{\"path\":{\"type\":\"glob_pattern\",\"pattern\":"
+                                             "\"%s/many/*\"},\"access\":\"deny\"}]}}",
+                         glob_dir) >= 0);
+    char *e = refusal(profile);
+    assert_non_null(strstr(e, "matches more than 4096 paths"));
+    free(e);
+    /* one fewer file: accepted, every match kept */
+    snprintf(name, sizeof name, "%s/many/0", glob_dir);
+    assert_int_equal(unlink(name), 0);
+    json_t *p = resolve(profile, "/w", NULL);
+    free(profile);
+    assert_int_equal(json_array_size(json_object_get(p, "deny_paths")),
+                     SANDBOX_PROFILE_GLOB_MATCHES);
+    json_decref(p);
+}
+
 /* ---- sandboxCwd ---- */
 
 static void
@@ -569,6 +602,7 @@ main(void)
         cmocka_unit_test(test_git_write),
         cmocka_unit_test(test_project_roots),
         cmocka_unit_test_setup_teardown(test_globs, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_glob_too_many, setup_tree, teardown_tree),
         cmocka_unit_test(test_cwd_url),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
