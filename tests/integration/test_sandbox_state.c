@@ -3,7 +3,9 @@
  * state Codex 0.169 puts in each tools/call's _meta (a permission
  * profile), the older update request, and how the two meet in one
  * session.  The workspaces lie outside /tmp (which 0.169's workspace-write
- * makes writable) so that "outside" is outside.
+ * makes writable) so that "outside" is outside.  With
+ * EXECGATE_TEST_UNPRIVILEGED=1 (started as root) the server runs as the
+ * test user, who owns the worlds' files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,8 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_client.h"
+#include "tests/support/proc.h"
+#include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
 #include <stdbool.h>
@@ -23,6 +27,8 @@
 #include <unistd.h>
 
 static const char *server_path;
+static bool unprivileged;
+static struct test_user user;
 
 /* One test's world: a workspace (its name needs percent-encoding in a
  * URL), a directory outside it, and an initialized server. */
@@ -35,6 +41,24 @@ struct world {
     json_t *init; /* the initialize answer */
 };
 
+/* Gives what lies under path to the server's user (the test user in the
+ * unprivileged run). */
+static void
+own(const char *path)
+{
+    if (!unprivileged)
+        return;
+    char *owner = NULL;
+    assert_true(asprintf(&owner, "%u:%u", (unsigned)user.uid, (unsigned)user.gid) > 0);
+    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    if (proc_exit_code(&res) != 0)
+        fail_msg("chown %s failed: %s", path, res.err);
+    proc_result_free(&res);
+    free(owner);
+}
+
 static void
 world_start(struct world *w)
 {
@@ -42,17 +66,31 @@ world_start(struct world *w)
     w->base = tmpdir_new_in("/var/tmp", "sandbox-state");
     tmpdir_make_dir(w->base, "my proj%");
     tmpdir_make_dir(w->base, "outside");
+    tmpdir_make_dir(w->base, "rules"); /* no rules: nothing asks, nothing refuses */
+    char *rules = tmpdir_path(w->base, "rules");
+    char *rules_file = tmpdir_path(rules, "test.rules");
+    tmpdir_write_file(rules_file, "", 0644);
+    free(rules_file);
     w->proj = tmpdir_path(w->base, "my proj%");
     w->outside = tmpdir_path(w->base, "outside");
     assert_true(asprintf(&w->url, "file://%s/my%%20proj%%25", w->base) > 0);
-    const char *argv[] = {server_path, NULL, NULL, NULL};
+    own(w->base);
+    const char *argv[16];
+    size_t n = 0;
+    for (size_t i = 0; unprivileged && user.prefix[i]; i++)
+        argv[n++] = user.prefix[i];
+    argv[n++] = server_path;
+    argv[n++] = "--rules";
+    argv[n++] = rules;
     const char *shell = getenv("EXECGATE_TEST_SHELL");
     if (shell && *shell) {
-        argv[1] = "--shell";
-        argv[2] = shell;
+        argv[n++] = "--shell";
+        argv[n++] = shell;
     }
+    argv[n] = NULL;
     w->c = mcp_client_start(argv, NULL);
     w->init = mcp_client_initialize(w->c);
+    free(rules);
     assert_non_null(json_object_get(w->init, "result"));
 }
 
@@ -254,6 +292,12 @@ test_disabled(void **unused)
     assert_true(exists(w.outside, "f"));
     json_decref(a);
     free(cmd);
+    /* the unprivileged run is one: the commands run as the test user */
+    char uid[32];
+    snprintf(uid, sizeof uid, "uid=%u\n", unprivileged ? (unsigned)user.uid : (unsigned)getuid());
+    a = call(&w, "echo uid=$(id -u)", state(json_pack("{s:s}", "type", "disabled"), w.url));
+    assert_output_has(a, uid);
+    json_decref(a);
     world_end(&w);
 }
 
@@ -388,6 +432,7 @@ test_carve_outs(void **unused)
     world_start(&w);
     tmpdir_make_dir(w.proj, ".git");
     tmpdir_make_dir(w.proj, "docs");
+    own(w.base);
     json_t *profile = workspace_write_0169(w.proj);
     char *docs = tmpdir_path(w.proj, "docs");
     json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
@@ -450,6 +495,7 @@ test_deny_hides(void **unused)
     tmpdir_write_file(key, "SECRET-KEY\n", 0600);
     char *token = tmpdir_path(w.outside, "token");
     tmpdir_write_file(token, "SECRET-OUT\n", 0600);
+    own(w.base);
     char *cmd = NULL;
     assert_true(asprintf(&cmd,
                          "cat secret.txt private/inner id.key '%s'; ls private; "
@@ -466,6 +512,7 @@ test_deny_hides(void **unused)
     tmpdir_write_file(file, "SECRET-FILE\n", 0600);
     tmpdir_write_file(inner, "SECRET-DIR\n", 0600);
     tmpdir_write_file(key, "SECRET-KEY\n", 0600);
+    own(w.base);
     a = call(&w, cmd, state(with_denies(&w), w.url));
     const char *out = output(a);
     assert_null(strstr(out, "SECRET"));
@@ -498,6 +545,17 @@ main(void)
         fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
         return 1;
     }
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77; /* meson: skipped */
+        }
+        unprivileged = true;
+        test_user_create(&user);
+        if (test_user_can_serve(&user, server_path) == 77)
+            return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_advertised),        cmocka_unit_test(test_workspace_write_0169),
         cmocka_unit_test(test_read_only_0169),    cmocka_unit_test(test_disabled),
@@ -505,5 +563,8 @@ main(void)
         cmocka_unit_test(test_invalid_meta),      cmocka_unit_test(test_carve_outs),
         cmocka_unit_test(test_deny_hides),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (unprivileged)
+        test_user_release(&user);
+    return failed;
 }
