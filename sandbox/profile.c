@@ -32,7 +32,8 @@ struct entry {
 struct entries {
     struct entry *items;
     size_t n, cap;
-    bool minimal; /* the `minimal` special: the platform's own paths readable */
+    bool minimal;   /* the `minimal` special: the platform's own paths readable */
+    size_t scanned; /* directory entries the glob patterns read so far */
 };
 
 __attribute__((format(printf, 2, 3))) static int
@@ -122,6 +123,7 @@ struct glob_walk {
     size_t n;
     int max_depth;
     size_t matches;
+    size_t *scanned; /* directory entries read, for all the profile's patterns */
     struct entries *out;
     enum access acc;
     const char *pattern;
@@ -180,6 +182,13 @@ walk_children(struct glob_walk *g, const char *dir, size_t ci, int depth, bool a
     while (rc == 0 && (de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
+        if (++*g->scanned > SANDBOX_PROFILE_GLOB_SCAN) {
+            rc = fail(g->err,
+                      "permissionProfile: glob_pattern \"%s\": more than %d directory entries to "
+                      "scan (a narrower pattern, or a smaller glob_scan_max_depth)",
+                      g->pattern, SANDBOX_PROFILE_GLOB_SCAN);
+            break;
+        }
         if (!any_depth && fnmatch(g->comps[ci], de->d_name, 0) != 0)
             continue;
         char *child = join(dir, de->d_name);
@@ -273,8 +282,12 @@ expand_glob(struct entries *e, const char *pattern, enum access acc, int max_dep
     if (pattern[0] != '/')
         return fail(err, "permissionProfile: glob_pattern \"%s\" is not absolute", pattern);
     char *copy = strdup(pattern);
-    struct glob_walk g = {
-        .max_depth = max_depth, .out = e, .acc = acc, .pattern = pattern, .err = err};
+    struct glob_walk g = {.max_depth = max_depth,
+                          .scanned = &e->scanned,
+                          .out = e,
+                          .acc = acc,
+                          .pattern = pattern,
+                          .err = err};
     char *prefix = copy ? split_pattern(&g, copy) : NULL;
     int rc = prefix == NULL ? fail(err, "permissionProfile: out of memory") : 0;
     if (rc == 0 && g.n == 0) /* no pattern in it: a path */

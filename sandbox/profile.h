@@ -19,12 +19,15 @@
 
 /* How many directory levels below a glob pattern's literal prefix are
  * scanned when the profile does not say (glob_scan_max_depth), the most it
- * may say, and how many paths one pattern may match before the profile is
- * refused (a pattern that matched more would have been cut short, and a
- * deny entry cut short hides too little). */
+ * may say, how many paths one pattern may match, and how many directory
+ * entries all of a profile's patterns may read, before the profile is
+ * refused: a pattern cut short would have been expanded in part, and a
+ * deny entry cut short hides too little; the scan runs on the server's
+ * loop, so it must end soon. */
 #define SANDBOX_PROFILE_GLOB_DEPTH     8
 #define SANDBOX_PROFILE_GLOB_DEPTH_MAX 64
 #define SANDBOX_PROFILE_GLOB_MATCHES   4096
+#define SANDBOX_PROFILE_GLOB_SCAN      65536
 
 /*
  * The sandboxCwd of a sandbox state: a file:// URL (host empty or

@@ -20,6 +20,7 @@
 
 #include "sandbox/policy.h"
 #include "sandbox/profile.h"
+#include "tests/support/alloc_fail.h"
 
 /* The policy object for a profile given as JSON text. */
 static json_t *
@@ -549,6 +550,38 @@ test_glob_too_many(void **state)
     json_decref(p);
 }
 
+/* A pattern that would read more directory entries than the bound (here
+ * 17 patterns of 4096 entries, none matching) refuses the profile: the
+ * scan runs on the server's loop. */
+static void
+test_glob_scan_bound(void **state)
+{
+    (void)state;
+    mkdir_in("many");
+    char name[64];
+    for (int i = 0; i < 4096; i++) {
+        snprintf(name, sizeof name, "many/%d", i);
+        touch(name);
+    }
+    char *entries = strdup(SPECIAL("root", "read"));
+    for (int i = 0; i <= SANDBOX_PROFILE_GLOB_SCAN / 4096; i++) {
+        char *longer = NULL;
+        assert_true(asprintf(&longer,
+                             "%s,{\"path\":{\"type\":\"glob_pattern\",\"pattern\":"
+                             "\"%s/many/x%d*\"},\"access\":\"deny\"}",
+                             entries, glob_dir, i) > 0);
+        free(entries);
+        entries = longer;
+    }
+    char *profile = NULL;
+    assert_true(asprintf(&profile, MANAGED("%s"), entries) > 0);
+    char *e = refusal(profile);
+    assert_non_null(strstr(e, "more than 65536 directory entries to scan"));
+    free(e);
+    free(profile);
+    free(entries);
+}
+
 /* ---- sandboxCwd ---- */
 
 static void
@@ -587,6 +620,61 @@ test_cwd_url(void **state)
     assert_cwd("file://", NULL);
 }
 
+/* ---- allocation failures ---- */
+
+/* One resolution with the N-th allocation failing (alloc_fail.h): NULL
+ * with a message or out of memory, nothing held afterwards. */
+static void
+profile_round(void *arg)
+{
+    const char *text = arg;
+    json_t *j = json_loads(text, 0, NULL);
+    if (j == NULL) {
+        assert_true(alloc_fail_injected());
+        return;
+    }
+    char *err = NULL;
+    json_t *p = sandbox_profile_to_policy(j, "/w", "/t", &err);
+    if (p == NULL)
+        assert_true(alloc_fail_injected() || err != NULL);
+    free(err);
+    char *cwd = sandbox_profile_cwd("file:///a%20b", &err);
+    if (cwd == NULL)
+        assert_true(alloc_fail_injected());
+    free(cwd);
+    free(err);
+    json_decref(p);
+    json_decref(j);
+}
+
+static void
+test_allocation_failures(void **state)
+{
+    (void)state;
+    char *glob = NULL;
+    assert_true(asprintf(&glob, MANAGED(SPECIAL("root", "read") ",%s"),
+                         "{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"/proc/self/"
+                         "fd*/*\"},\"access\":\"deny\"}") > 0);
+    const char *texts[] = {
+        MANAGED(SPECIAL("root", "read") "," ENTRY("/w", "write") "," SPECIAL(
+            "slash_tmp",
+            "write") "," SPECIAL("tmpdir",
+                                 "write") "," ENTRY("/w/.git",
+                                                    "read") "," ENTRY("/w/x",
+                                                                      "deny") "," ENTRY("/w/.codex",
+                                                                                        "write")),
+        MANAGED(SPECIAL("minimal", "read") "," SPECIAL("project_roots", "read")),
+        glob,
+        "{\"type\":\"external\",\"network\":\"enabled\"}",
+        "{\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"}}",
+    };
+    /* jansson allocates through alloc_fail from here on */
+    json_set_alloc_funcs(malloc, free);
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++)
+        assert_true(alloc_fail_sweep(profile_round, (void *)texts[t]) > 3);
+    free(glob);
+}
+
 int
 main(void)
 {
@@ -603,7 +691,9 @@ main(void)
         cmocka_unit_test(test_project_roots),
         cmocka_unit_test_setup_teardown(test_globs, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_glob_too_many, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_glob_scan_bound, setup_tree, teardown_tree),
         cmocka_unit_test(test_cwd_url),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
