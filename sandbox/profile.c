@@ -85,23 +85,13 @@ lexical_path(const char *path)
     return out;
 }
 
-/* Adds path (absolute) with acc; the same path twice keeps the greater
- * access, and is a scratch root only when every mention is. */
+/* Adds path (absolute) with acc; entries_merge folds repeated paths. */
 static int
 entries_add(struct entries *e, const char *path, enum access acc, bool scratch, char **err)
 {
     char *p = lexical_path(path);
     if (p == NULL)
         return fail(err, "permissionProfile: out of memory");
-    for (size_t i = 0; i < e->n; i++) {
-        if (strcmp(e->items[i].path, p) == 0) {
-            if (acc > e->items[i].acc)
-                e->items[i].acc = acc;
-            e->items[i].scratch = e->items[i].scratch && scratch;
-            free(p);
-            return 0;
-        }
-    }
     if (e->n == e->cap) {
         size_t cap = e->cap ? e->cap * 2 : 16;
         struct entry *n = realloc(e->items, cap * sizeof *n);
@@ -114,6 +104,37 @@ entries_add(struct entries *e, const char *path, enum access acc, bool scratch, 
     }
     e->items[e->n++] = (struct entry){.path = p, .acc = acc, .scratch = scratch};
     return 0;
+}
+
+static int
+by_path(const void *a, const void *b)
+{
+    return strcmp(((const struct entry *)a)->path, ((const struct entry *)b)->path);
+}
+
+/* Sorts the entries by path and makes each path one entry: the greater
+ * access (the tie rule), a scratch root only when every mention is.
+ * Sorted, a path is found by bisection (find), which keeps a profile of
+ * thousands of glob matches cheap to resolve. */
+static void
+entries_merge(struct entries *e)
+{
+    if (e->n == 0)
+        return;
+    qsort(e->items, e->n, sizeof *e->items, by_path);
+    size_t out = 0;
+    for (size_t i = 1; i < e->n; i++) {
+        struct entry *last = &e->items[out];
+        if (strcmp(last->path, e->items[i].path) == 0) {
+            if (e->items[i].acc > last->acc)
+                last->acc = e->items[i].acc;
+            last->scratch = last->scratch && e->items[i].scratch;
+            free(e->items[i].path);
+        } else {
+            e->items[++out] = e->items[i];
+        }
+    }
+    e->n = out + 1;
 }
 
 /* ---- glob patterns ---- */
@@ -437,50 +458,50 @@ gather(struct entries *e, const json_t *fs, const char *cwd, const char *tmpdir,
 
 /* ---- folding into a sandboxPolicy ---- */
 
-/* Whether path lies strictly beneath dir. */
-static bool
-beneath(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (strcmp(dir, "/") == 0)
-        return strcmp(path, "/") != 0;
-    return strncmp(path, dir, n) == 0 && path[n] == '/';
-}
-
-/* The entry nearest above e->items[i] (the longest ancestor), or NULL. */
-static const struct entry *
-parent(const struct entries *e, size_t i)
-{
-    const struct entry *best = NULL;
-    for (size_t k = 0; k < e->n; k++) {
-        if (k != i && beneath(e->items[i].path, e->items[k].path) &&
-            (best == NULL || strlen(e->items[k].path) > strlen(best->path)))
-            best = &e->items[k];
-    }
-    return best;
-}
-
+/* The entry for path (the entries merged, hence sorted), or NULL. */
 static const struct entry *
 find(const struct entries *e, const char *path)
 {
-    for (size_t i = 0; i < e->n; i++) {
-        if (strcmp(e->items[i].path, path) == 0)
-            return &e->items[i];
+    const struct entry key = {.path = (char *)path};
+    return e->n ? bsearch(&key, e->items, e->n, sizeof *e->items, by_path) : NULL;
+}
+
+/* The entry nearest above path (its longest ancestor that has one), or
+ * NULL: each ancestor looked up, the longest first.  *oom is set when the
+ * copy could not be made. */
+static const struct entry *
+parent(const struct entries *e, const char *path, bool *oom)
+{
+    if (strcmp(path, "/") == 0)
+        return NULL;
+    char *up = strdup(path);
+    if (up == NULL) {
+        *oom = true;
+        return NULL;
     }
-    return NULL;
+    const struct entry *found = NULL;
+    while (found == NULL) {
+        char *slash = strrchr(up, '/');
+        if (slash == up) {
+            found = find(e, "/");
+            break;
+        }
+        *slash = '\0';
+        found = find(e, up);
+    }
+    free(up);
+    return found;
 }
 
 struct folded {
     json_t *repo, *plain, *read_only, *deny, *readable;
 };
 
+/* Appends path: each path reaches a list once (the entries are merged,
+ * and a carve-out is made only for a path no entry names). */
 static int
 push(json_t *arr, const char *path)
 {
-    for (size_t i = 0; i < json_array_size(arr); i++) {
-        if (strcmp(json_string_value(json_array_get(arr, i)), path) == 0)
-            return 0;
-    }
     return json_array_append_new(arr, json_string(path));
 }
 
@@ -553,7 +574,10 @@ fold(const struct entries *e, struct folded *f)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < e->n; i++) {
         const struct entry *x = &e->items[i];
-        const struct entry *up = parent(e, i);
+        bool oom = false;
+        const struct entry *up = parent(e, x->path, &oom);
+        if (oom)
+            return -1;
         if (x->acc != ACC_DENY)
             rc |= push(f->readable, x->path);
         if (x->acc == ACC_WRITE)
@@ -647,8 +671,11 @@ managed(const json_t *profile, const char *cwd, const char *tmpdir, bool network
         return NULL;
     }
     struct entries e = {0};
-    json_t *policy =
-        gather(&e, fs, cwd, tmpdir, err) == 0 ? managed_policy(&e, network, err) : NULL;
+    json_t *policy = NULL;
+    if (gather(&e, fs, cwd, tmpdir, err) == 0) {
+        entries_merge(&e);
+        policy = managed_policy(&e, network, err);
+    }
     entries_clear(&e);
     return policy;
 }

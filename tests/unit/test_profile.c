@@ -174,7 +174,7 @@ test_workspace_write_0169_is_legacy(void **state)
     assert_list(p, "writable_roots", "/home/u/proj");
     assert_list(p, "plain_writable_roots", "/tmp,/var/tmp/u");
     assert_list(p, "read_only_paths",
-                "/home/u/proj/.git,/home/u/proj/.agents,/home/u/proj/.codex,/home/u/proj/.aws");
+                "/home/u/proj/.agents,/home/u/proj/.aws,/home/u/proj/.codex,/home/u/proj/.git");
     assert_list(p, "deny_paths", "");
     json_t *legacy = json_pack("{s:s}", "type", "workspace-write");
     char *a = writable_roots(p, "/home/u/proj", "/var/tmp/u", false);
