@@ -67,6 +67,9 @@ struct mcp_call {
     /* login snapshot hook: a login call that may source a snapshot, until
      * it starts (its key and workdir); or the capture itself */
     char *snap_key, *snap_workdir;
+    /* and the sandbox it runs under, which its capture runs under too */
+    json_t *snap_policy;
+    char *snap_sandbox_cwd;
     bool snap_capture;
     struct mcp_call *prev, *next;
 };
@@ -224,6 +227,8 @@ call_free(struct mcp_call *c)
     free(c->aborted);
     free(c->snap_key);
     free(c->snap_workdir);
+    json_decref(c->snap_policy);
+    free(c->snap_sandbox_cwd);
     free(c);
 }
 
@@ -869,10 +874,13 @@ build_call(struct mcp_session *ss, const json_t *id, const struct call_request *
     if (r->login && ss->s->snap) {
         c->snap_key = login_key(ss, r);
         c->snap_workdir = strdup(r->workdir);
-        if (!c->snap_key || !c->snap_workdir) {
+        c->snap_policy = json_incref(r->policy);
+        c->snap_sandbox_cwd = strdup(r->sandbox_cwd);
+        if (!c->snap_key || !c->snap_workdir || !c->snap_sandbox_cwd) {
             free(c->snap_key);
             free(c->snap_workdir);
-            c->snap_key = c->snap_workdir = NULL;
+            free(c->snap_sandbox_cwd);
+            c->snap_key = c->snap_workdir = c->snap_sandbox_cwd = NULL;
         }
     }
     return c;
@@ -1020,11 +1028,11 @@ start_call(struct mcp_call *c)
  * waiting login call w, as a call of w's session (the same sandbox
  * policy, rules, questions and cgroup as w's would have: the profile is
  * code like any other; it counts against --max-calls and ends with the
- * session) running `SHELL -lc CAPTURE` in w's workdir.  The snapshot is
- * the server's: the login calls of every session with the same key use
- * it.  Returns 0 when it started (w waits for it), -1 when w runs a real
- * login shell instead: the session's policy changed since w arrived, or
- * out of memory.
+ * session) running `SHELL -lc CAPTURE` in w's workdir, under w's sandbox
+ * (each call may carry its own).  The snapshot is the server's: the login
+ * calls of every session with the same key use it.  Returns 0 when it
+ * started (w waits for it), -1 when w runs a real login shell instead (out
+ * of memory).
  */
 static int
 start_capture(struct mcp_call *w)
@@ -1036,6 +1044,8 @@ start_capture(struct mcp_call *w)
         .timeout_ms = s->o->login_snapshot_timeout_ms,
         .login = true,
         .max_output = LOGIN_SNAPSHOT_MAX_BYTES,
+        .policy = w->snap_policy,
+        .sandbox_cwd = w->snap_sandbox_cwd,
     };
     char *key = login_key(ss, &r);
     if (!key || strcmp(key, w->snap_key) != 0) {
