@@ -385,9 +385,9 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
 
 /*
  * An update carrying a permissionProfile and no sandboxPolicy (clients
- * newer than the sandboxPolicy form): checked now against the sandbox cwd it names (or
- * "/" when none: each call's workdir stands in for it then), kept as it
- * came, and resolved again for each call.
+ * newer than the sandboxPolicy form): checked now against the sandbox cwd
+ * it names (or "/" when none: each call's workdir stands in for it then),
+ * kept as it came, and resolved again for each call.
  */
 static void
 update_profile(struct mcp_session *ss, const json_t *id, const json_t *params)
@@ -415,7 +415,9 @@ update_profile(struct mcp_session *ss, const json_t *id, const json_t *params)
     }
     json_decref(ss->state);
     ss->state = copy;
-    log_info("sandbox state: permission profile, now %s", desc ? desc : "(?)");
+    const json_t *named = json_object_get(params, "sandboxCwd");
+    log_info("sandbox state: permission profile, now %s%s", desc ? desc : "(?)",
+             named && !json_is_null(named) ? "" : " (with \"/\" standing for each call's workdir)");
     free(desc);
     jsonrpc_reply(ss->rpc, id, json_object());
 }

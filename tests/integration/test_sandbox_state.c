@@ -422,6 +422,18 @@ test_invalid_meta(void **unused)
     world_end(&w);
 }
 
+/* 0.169's workspace-write profile for proj, with proj/docs read-only. */
+static json_t *
+docs_read_only(const char *proj)
+{
+    json_t *profile = workspace_write_0169(proj);
+    char *docs = tmpdir_path(proj, "docs");
+    json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
+                          entry("path", "path", docs, "read"));
+    free(docs);
+    return profile;
+}
+
 /* .git stays read-only in the workspace; an entry reading a directory
  * inside it keeps that read-only too; the rest is writable. */
 static void
@@ -433,20 +445,30 @@ test_carve_outs(void **unused)
     tmpdir_make_dir(w.proj, ".git");
     tmpdir_make_dir(w.proj, "docs");
     own(w.base);
-    json_t *profile = workspace_write_0169(w.proj);
-    char *docs = tmpdir_path(w.proj, "docs");
-    json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
-                          entry("path", "path", docs, "read"));
-    free(docs);
     json_t *a = call(&w,
                      "touch .git/config && echo git-written || echo git-refused; "
                      "touch docs/x && echo docs-written || echo docs-refused; "
                      "touch top && echo top-written",
-                     state(profile, w.url));
+                     state(docs_read_only(w.proj), w.url));
     assert_output_has(a, "git-refused\n");
     assert_output_has(a, "docs-refused\n");
     assert_output_has(a, "top-written\n");
     json_decref(a);
+    /* moved away, removed or replaced, they would be writable: none of it */
+    a = call(&w,
+             "mv docs d2 && touch d2/x && echo docs-moved; rmdir docs && echo docs-removed; "
+             "mv .git g2 && echo git-moved; mv top docs/top && echo moved-in; "
+             "echo x > docs/y && echo docs-written; echo end",
+             state(docs_read_only(w.proj), w.url));
+    const char *out = output(a);
+    assert_output_has(a, "end\n");
+    const char *never[] = {"docs-moved", "docs-removed", "git-moved", "moved-in", "docs-written"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++) {
+        if (strstr(out, never[i]) != NULL)
+            fail_msg("%s: %s", never[i], out);
+    }
+    json_decref(a);
+    assert_false(exists(w.proj, "d2") || exists(w.proj, "g2"));
     char *git = tmpdir_path(w.proj, ".git");
     assert_false(exists(git, "config"));
     free(git);
@@ -520,6 +542,16 @@ test_deny_hides(void **unused)
     assert_null(strstr(out, "\ninner\n"));
     assert_false(strncmp(out, "inner\n", 6) == 0);
     assert_output_has(a, "other-written\n");
+    json_decref(a);
+    /* other ways to the same files: a hard link, a symbolic link, another
+     * spelling, /proc/self/root, moving the hidden paths away */
+    a = call(&w,
+             "ln secret.txt hl && cat hl; ln -s secret.txt sl; cat sl; cat ./private/../secret.txt "
+             "\"$PWD/id.key\" \"/proc/self/root$PWD/secret.txt\"; mv private p2 && cat p2/inner; "
+             "mv secret.txt s2 && cat s2; echo end",
+             state(with_denies(&w), w.url));
+    assert_null(strstr(output(a), "SECRET"));
+    assert_output_has(a, "end\n");
     json_decref(a);
     const char *paths[] = {file, inner, key, token};
     const char *want[] = {"SECRET-FILE\n", "SECRET-DIR\n", "SECRET-KEY\n", "SECRET-OUT\n"};
