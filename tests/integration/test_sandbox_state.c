@@ -469,6 +469,17 @@ test_carve_outs(void **unused)
     }
     json_decref(a);
     assert_false(exists(w.proj, "d2") || exists(w.proj, "g2"));
+    /* a read entry for a path missing when the call is prepared grants and
+     * keeps nothing (skipped, as Codex skips it): the command may make it
+     * (docs/server.md, Known limits) */
+    json_t *profile = docs_read_only(w.proj);
+    char *later = tmpdir_path(w.proj, "later");
+    json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
+                          entry("path", "path", later, "read"));
+    free(later);
+    a = call(&w, "mkdir later && touch later/x && echo later-made", state(profile, w.url));
+    assert_output_has(a, "later-made\n");
+    json_decref(a);
     char *git = tmpdir_path(w.proj, ".git");
     assert_false(exists(git, "config"));
     free(git);
@@ -552,6 +563,11 @@ test_deny_hides(void **unused)
              state(with_denies(&w), w.url));
     assert_null(strstr(output(a), "SECRET"));
     assert_output_has(a, "end\n");
+    json_decref(a);
+    /* a glob is expanded when the call is prepared: a file made later that
+     * it would match is not hidden (docs/server.md, Known limits) */
+    a = call(&w, "echo LATER > late.key; cat late.key", state(with_denies(&w), w.url));
+    assert_output_has(a, "LATER\n");
     json_decref(a);
     const char *paths[] = {file, inner, key, token};
     const char *want[] = {"SECRET-FILE\n", "SECRET-DIR\n", "SECRET-KEY\n", "SECRET-OUT\n"};
