@@ -186,13 +186,30 @@ plain_dir(const char *path)
     return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The entries of dir one level down, matched against component ci. */
+/* A directory the walk could not read (errno e): nothing to match for a
+ * read or write entry, which then grants less; but a deny entry would
+ * hide less than it says (a name in a directory that cannot be listed may
+ * still be opened), so the profile is refused. */
+static int
+unreadable(struct glob_walk *g, const char *dir, int e)
+{
+    if (g->acc != ACC_DENY || e == ENOENT || e == ENOTDIR || e == ELOOP)
+        return 0;
+    return fail(g->err,
+                "permissionProfile: glob_pattern \"%s\" (deny): cannot read %s (%s), so what it "
+                "matches there cannot be hidden",
+                g->pattern, dir, strerror(e));
+}
+
+/* The entries of dir one level down, matched against component ci.  The
+ * literal prefix (depth 0) is opened as named, symbolic links and all;
+ * below it the walk follows none. */
 static int
 walk_children(struct glob_walk *g, const char *dir, size_t ci, int depth, bool any_depth)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (depth > 0 ? O_NOFOLLOW : 0));
     if (fd < 0)
-        return 0; /* missing or unreadable: nothing there to match */
+        return unreadable(g, dir, errno);
     DIR *d = fdopendir(fd);
     if (d == NULL) {
         close(fd);
@@ -200,7 +217,7 @@ walk_children(struct glob_walk *g, const char *dir, size_t ci, int depth, bool a
     }
     int rc = 0;
     struct dirent *de;
-    while (rc == 0 && (de = readdir(d)) != NULL) {
+    while (rc == 0 && (errno = 0, de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         if (++*g->scanned > SANDBOX_PROFILE_GLOB_SCAN) {
@@ -227,6 +244,8 @@ walk_children(struct glob_walk *g, const char *dir, size_t ci, int depth, bool a
             rc = walk(g, child, ci + 1, depth + 1);
         free(child);
     }
+    if (rc == 0 && de == NULL && errno != 0) /* the listing ended early */
+        rc = unreadable(g, dir, errno);
     closedir(d);
     return rc;
 }

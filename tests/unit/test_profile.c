@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/policy.h"
@@ -507,6 +509,8 @@ test_globs(void **state)
     assert_glob("sub/**/e.key", -1, "sub/deep/e.key");
     /* the link to "." is a match, never a way down */
     assert_glob("lo*/*.key", -1, "");
+    /* but a literal prefix is opened as named, links and all */
+    assert_glob("loop/sub/*.key", -1, "loop/sub/d.key");
     /* the bound: levels below the literal prefix */
     assert_glob("**/*.key", 1, ".hidden.key,a.key,b.key");
     assert_glob("**/*.key", 2, ".hidden.key,a.key,b.key,sub/d.key");
@@ -516,6 +520,86 @@ test_globs(void **state)
     assert_glob("missing/*.key", -1, "");
     /* no pattern in it: a path, missing or not */
     assert_glob("c.txt", -1, "c.txt");
+}
+
+/* The profile with one glob entry for glob_dir/rel of access acc. */
+static json_t *
+one_glob(const char *rel, const char *acc)
+{
+    char *text = NULL;
+    assert_true(asprintf(&text,
+                         MANAGED(SPECIAL("root", "read") ",{\"path\":{\"type\":\"glob_pattern\","
+                                                         "\"pattern\":\"%s/%s\"},"
+                                                         "\"access\":\"%s\"}"),
+                         glob_dir, rel, acc) > 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    assert_non_null(j);
+    return j;
+}
+
+/* In a process of its own, as a user that cannot list locked/: a deny
+ * pattern there is refused naming it, a write pattern grants nothing.
+ * Exit status 0 when both held. */
+static int
+unreadable_checks(json_t *deny, json_t *write)
+{
+    char *err = NULL;
+    json_t *p = sandbox_profile_to_policy(deny, "/w", NULL, &err);
+    bool refused = p == NULL && err != NULL && strstr(err, "cannot read") != NULL;
+    json_decref(p);
+    free(err);
+    p = sandbox_profile_to_policy(write, "/w", NULL, &err);
+    bool nothing = p != NULL && json_array_size(json_object_get(p, "writable_roots")) == 0 &&
+                   json_array_size(json_object_get(p, "plain_writable_roots")) == 0;
+    json_decref(p);
+    free(err);
+    if (!refused || !nothing)
+        fprintf(stderr, "refused %d, nothing granted %d\n", refused, nothing);
+    return refused && nothing ? 0 : 1;
+}
+
+static int
+give_to_nobody(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return lchown(path, 65534, 65534);
+}
+
+/* A deny pattern that meets a directory it cannot list refuses the
+ * profile (a name there may still be opened); a write pattern there grants
+ * nothing.  Root lists everything, so as root the checks run as nobody. */
+static void
+test_glob_unreadable(void **state)
+{
+    (void)state;
+    mkdir_in("locked");
+    touch("locked/x.key");
+    char path[256];
+    snprintf(path, sizeof path, "%s/locked", glob_dir);
+    json_t *deny = one_glob("locked/*.key", "deny");
+    json_t *write = one_glob("locked/*.key", "write");
+    if (geteuid() == 0)
+        assert_int_equal(nftw(glob_dir, give_to_nobody, 16, FTW_PHYS), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+                               setresuid(65534, 65534, 65534) != 0))
+            _exit(2);
+        if (chmod(path, 0111) != 0)
+            _exit(3);
+        _exit(unreadable_checks(deny, write));
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(chmod(path, 0700), 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    json_decref(deny);
+    json_decref(write);
 }
 
 /* A pattern that matches more than the bound refuses the profile: a deny
@@ -692,6 +776,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_globs, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_glob_too_many, setup_tree, teardown_tree),
         cmocka_unit_test_setup_teardown(test_glob_scan_bound, setup_tree, teardown_tree),
+        cmocka_unit_test_setup_teardown(test_glob_unreadable, setup_tree, teardown_tree),
         cmocka_unit_test(test_cwd_url),
         cmocka_unit_test(test_allocation_failures),
     };
