@@ -916,11 +916,13 @@ call_sandbox(struct mcp_session *ss, const json_t *id, const json_t *params, str
         if (!r->sandbox_cwd) {
             json_decref(r->policy);
             r->policy = NULL;
-            rc = -1;
+            jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+            return -1;
         }
     }
     if (rc < 0) {
-        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, err ? err : "out of memory");
+        jsonrpc_reply_error(ss->rpc, id, err ? JSONRPC_INVALID_PARAMS : JSONRPC_INTERNAL_ERROR,
+                            err ? err : "out of memory");
         free(err);
         return -1;
     }
