@@ -4,7 +4,10 @@
 #include "sandbox/filter-rules.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -67,6 +70,85 @@ deny_tty_injection(scmp_filter_ctx ctx, sandbox_filter_note_fn note, void *arg)
     return 0;
 }
 
+/*
+ * No privilege planted: a set-user-ID or set-group-ID bit cannot be set on
+ * any file, writable roots included (outside the sandbox nosuid does not
+ * apply, and a root server's files are root's).  For each call, the
+ * argument holding the mode (and, for open and openat, the flags, since
+ * the mode only counts when creating: other callers may leave anything
+ * there).  openat2 and fchmodat2 keep their mode in a struct or are too
+ * new for every libseccomp: ENOSYS, after which libc uses openat and
+ * fchmodat.  io_uring could create files around all of this, so it is
+ * refused under every confining policy.  And open_by_handle_at, which
+ * would reach what --hide covers.
+ */
+struct mode_call {
+    const char *name;
+    unsigned mode_arg;
+    int flags_arg; /* -1: the call always creates or changes the mode */
+};
+
+static const struct mode_call mode_calls[] = {
+    {"chmod", 1, -1},   {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"creat", 1, -1}, {"mkdir", 1, -1},
+    {"mkdirat", 2, -1}, {"mknod", 1, -1},  {"mknodat", 2, -1},  {"open", 2, 1},   {"openat", 3, 2},
+};
+
+/* EPERM for call when its mode has bit (and its flags create: flag). */
+static int
+deny_mode_bit(scmp_filter_ctx ctx, const struct mode_call *c, int nr, unsigned bit, unsigned flag)
+{
+    struct scmp_arg_cmp cmp[2] = {
+        {.arg = c->mode_arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = bit, .datum_b = bit},
+        {.arg = (unsigned)c->flags_arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = flag, .datum_b = flag},
+    };
+    return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, c->flags_arg < 0 ? 1 : 2, cmp);
+}
+
+static int
+deny_privilege_bits(scmp_filter_ctx ctx, sandbox_filter_note_fn note, void *arg)
+{
+    static const unsigned bits[] = {S_ISUID, S_ISGID};
+    static const unsigned creating[] = {O_CREAT, O_TMPFILE & ~O_DIRECTORY};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof mode_calls / sizeof mode_calls[0]; i++) {
+        const struct mode_call *c = &mode_calls[i];
+        int nr = seccomp_syscall_resolve_name(c->name);
+        if (nr == __NR_SCMP_ERROR)
+            continue; /* not a call of this architecture */
+        for (size_t b = 0; rc == 0 && b < 2; b++) {
+            for (size_t f = 0; rc == 0 && f < (c->flags_arg < 0 ? 1u : 2u); f++)
+                rc = deny_mode_bit(ctx, c, nr, bits[b], creating[f]);
+        }
+        char label[64];
+        snprintf(label, sizeof label, "%s(S_ISUID|S_ISGID)", c->name);
+        if (rc == 0)
+            rc = note(arg, label);
+    }
+    /* A file handle reaches an inode past every mount on its name, a
+     * --hide cover included (root without a user namespace holds the
+     * CAP_DAC_READ_SEARCH it needs). */
+    if (rc == 0)
+        rc = deny(ctx, "open_by_handle_at", note, arg);
+    /* By number where libseccomp does not know the name yet (x86_64). */
+    static const struct {
+        const char *name;
+        int nr;
+    } too_new[] = {{"openat2", 437}, {"fchmodat2", 452}};
+    for (size_t i = 0; rc == 0 && i < 2; i++) {
+        int nr = seccomp_syscall_resolve_name(too_new[i].name);
+#if defined(__x86_64__)
+        if (nr == __NR_SCMP_ERROR)
+            nr = too_new[i].nr;
+#endif
+        if (nr == __NR_SCMP_ERROR)
+            continue;
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+        if (rc == 0)
+            rc = note(arg, too_new[i].name);
+    }
+    return rc;
+}
+
 /* exec-notify: every execve and execveat waits for the supervisor. */
 static int
 notify_execs(scmp_filter_ctx ctx)
@@ -85,10 +167,14 @@ add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, bool notify,
         rc = deny(ctx, always_denied[i], note, arg);
     if (confine && rc == 0)
         rc = deny_tty_injection(ctx, note, arg);
+    if (confine && rc == 0)
+        rc = deny_privilege_bits(ctx, note, arg);
+    for (size_t i = 0; (confine || restrict_network) && rc == 0 &&
+                       i < sizeof io_uring_calls / sizeof io_uring_calls[0];
+         i++)
+        rc = deny(ctx, io_uring_calls[i], note, arg);
     if (!restrict_network)
         return rc;
-    for (size_t i = 0; rc == 0 && i < sizeof io_uring_calls / sizeof io_uring_calls[0]; i++)
-        rc = deny(ctx, io_uring_calls[i], note, arg);
     if (rc == 0)
         rc = deny_ip_sockets(ctx);
     return rc;

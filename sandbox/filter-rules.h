@@ -19,14 +19,13 @@ typedef int (*sandbox_filter_note_fn)(void *arg, const char *name);
 
 /*
  * A new libseccomp context for the native architecture holding the
- * sandbox's rules: with confine the always-denied calls and terminal
- * injection ioctls, with restrict_network the io_uring calls and non-Unix
- * sockets, with notify execve and execveat handed to a supervisor
- * (SCMP_ACT_NOTIFY: the program must be loaded with
- * SECCOMP_FILTER_FLAG_NEW_LISTENER); calls of foreign architectures kill
- * the process.  Returns the
- * context (release it with seccomp_release), or NULL with *rc set to a
- * negative errno or the note callback's non-zero value.
+ * sandbox's rules: with confine the always-denied calls, terminal
+ * injection ioctls and set-user-ID/set-group-ID modes (openat2 and
+ * fchmodat2: ENOSYS), with confine or restrict_network the io_uring
+ * calls, with restrict_network non-Unix sockets, with notify execve and execveat handed to a
+ * supervisor (SCMP_ACT_NOTIFY: the program must be loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER);
+ * calls of foreign architectures kill the process.  Returns the context (release it with
+ * seccomp_release), or NULL with *rc set to a negative errno or the note callback's non-zero value.
  */
 scmp_filter_ctx sandbox_filter_rules_new(bool confine, bool restrict_network, bool notify,
                                          sandbox_filter_note_fn note, void *arg, int *rc);

@@ -24,8 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -440,6 +442,50 @@ open_roots(struct run *r)
     }
 }
 
+/* sandbox_ns_reopen_fn: root i as its path leads now, reached as
+ * open_roots reached it. */
+static int
+reopen_root(void *arg, size_t i)
+{
+    struct run *r = arg;
+    const char *root = r->w->roots[i];
+    if (r->w->canonical)
+        return open_without_links(root);
+    int fd = open(root, O_PATH | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/*
+ * The read-only world: every mount read-only, the writable roots put back
+ * on top, nosuid and nodev (sandbox_ns_read_only_world); their fds then
+ * hold the copies the command sees, on which the .git/.codex binds and the
+ * Landlock rules are made.  A kernel without the calls is refused, or
+ * with --allow-degraded reported.
+ */
+static void
+make_world_read_only(struct run *r)
+{
+    char *err = NULL;
+    int rc =
+        sandbox_ns_read_only_world(r->root_fds, r->w->roots, r->w->n_roots, reopen_root, r, &err);
+    if (rc == -ENOSYS) {
+        require(r, "read-only-world",
+                "the kernel lacks open_tree, move_mount or mount_setattr, so chmod, chown, "
+                "utimensat, setxattr and truncate outside the writable roots would not be "
+                "stopped");
+    } else if (rc == -EAGAIN) {
+        sandbox_helper_die(0,
+                           "%s: it was replaced while the helper set up the sandbox; refusing "
+                           "to run the command rather than let it write a directory nobody "
+                           "checked",
+                           err ? err : "a writable root");
+    } else if (rc < 0) {
+        sandbox_helper_die(-rc, "the read-only world: %s", err ? err : "out of memory");
+    }
+    free(err);
+    put(r->report, "read_only_world", json_boolean(rc == 0));
+}
+
 /* The fd of the root named root (a repo root is one of the roots), or -1. */
 static int
 root_fd(const struct run *r, const char *root)
@@ -628,7 +674,7 @@ hide_exposed(struct run *r)
 }
 
 /* Why running without a mount namespace would be less than the policy
- * asks (malloc'd; "" when it would not be). */
+ * asks (malloc'd). */
 static char *
 without_mount_namespace(struct run *r)
 {
@@ -663,14 +709,14 @@ enter_namespaces(struct run *r)
     if (rc < 0) {
         sandbox_helper_warn("namespaces: %s", strerror(-rc));
         char *why = without_mount_namespace(r);
-        if (why[0])
-            require(r, "mount-namespace", why);
+        require(r, "mount-namespace", why);
         free(why);
         require(r, "pid-namespace",
                 "cannot create a PID namespace, so the command would see every process");
         return;
     }
     open_roots(r);
+    make_world_read_only(r);
     if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
         protect_extra(r);
@@ -1168,6 +1214,49 @@ add_policy_hides(struct sandbox_helper_options *o, const struct sandbox_policy *
     o->n_hide += n;
 }
 
+/*
+ * Capabilities over files the command never needs, and which would let it
+ * plant privilege for later: CAP_SETFCAP (a security.capability xattr, a
+ * file capability that holds outside the sandbox: the user namespace of a
+ * root server maps root to root), CAP_FSETID (writing to a set-user-ID
+ * file without clearing the bit, setting set-group-ID for a group not
+ * one's own) and CAP_MKNOD (device nodes, when root runs without a user
+ * namespace).  Taken out of the bounding set (so no execve gives them
+ * back), the ambient set, and the effective, permitted and inheritable
+ * sets.  A process that cannot drop one (no CAP_SETPCAP: a user without a
+ * user namespace) does not hold it either, and no_new_privs keeps file
+ * capabilities from granting it.
+ */
+static void
+drop_file_capabilities(struct run *r)
+{
+    static const struct {
+        int cap;
+        const char *name;
+    } caps[] = {{CAP_SETFCAP, "setfcap"}, {CAP_FSETID, "fsetid"}, {CAP_MKNOD, "mknod"}};
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        sandbox_helper_die(errno, "reading the capabilities");
+    json_t *names = new_array();
+    put(r->report, "capabilities_dropped", names);
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        int cap = caps[i].cap;
+        __u32 bit = 1u << (cap % 32);
+        bool held = (data[cap / 32].permitted & bit) != 0;
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && (errno != EPERM || held))
+            sandbox_helper_die(errno, "dropping CAP_%s from the bounding set", caps[i].name);
+        data[cap / 32].effective &= ~bit;
+        data[cap / 32].permitted &= ~bit;
+        data[cap / 32].inheritable &= ~bit;
+        append(names, caps[i].name);
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        sandbox_helper_die(errno, "clearing the ambient capabilities");
+    if (syscall(SYS_capset, &hdr, data) != 0)
+        sandbox_helper_die(errno, "dropping the file capabilities");
+}
+
 static void
 run_init(struct run *r, struct sandbox_helper_options *o)
 {
@@ -1198,6 +1287,8 @@ finish_and_exec(struct run *r)
 {
     if (chdir(r->o->cwd) != 0)
         sandbox_helper_die(errno, "--cwd %s", r->o->cwd);
+    if (r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE)
+        drop_file_capabilities(r);
     apply_landlock(r);
     char *path = NULL;
     if (r->o->exec_notify_fd >= 0)

@@ -8,12 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -114,8 +115,9 @@ sandbox_ns_unshare(struct sandbox_ns_state *st)
         return -errno;
     }
     st->mount = st->pid = true;
-    /* Nothing mounted here may show up outside. */
-    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+    /* Nothing mounted here may show up outside, and nothing mounted
+     * outside later may show up here: it would miss the read-only world. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
         return -errno;
     return 0;
 }
@@ -339,6 +341,100 @@ sandbox_ns_unbind_above(const char *path)
     }
     free(p);
     return n;
+}
+
+/* Whether fds a and b hold the same file. */
+static bool
+same_file(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* Whether fd holds the namespace's root directory. */
+static bool
+is_root(int fd)
+{
+    int root = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
+    bool same = root >= 0 && same_file(fd, root);
+    if (root >= 0)
+        close(root);
+    return same;
+}
+
+/* Root i's copy (trees[i]), moved onto where its path leads now. */
+static int
+put_back(int *fds, int *trees, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
+{
+    int at = reopen(arg, i);
+    if (at < 0)
+        return at;
+    int rc = same_file(at, fds[i]) ? 0 : -EAGAIN;
+    if (rc == 0 &&
+        ns_move_mount(trees[i], "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
+        rc = -errno;
+    close(at);
+    return rc;
+}
+
+/* fds[i] replaced by root i as its path leads now (the same directory). */
+static int
+reopen_root(int *fds, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
+{
+    int at = reopen(arg, i);
+    if (at < 0)
+        return at;
+    if (!same_file(at, fds[i])) {
+        close(at);
+        return -EAGAIN;
+    }
+    close(fds[i]);
+    fds[i] = at;
+    return 0;
+}
+
+int
+sandbox_ns_read_only_world(int *fds, char *const *names, size_t n, sandbox_ns_reopen_fn reopen,
+                           void *arg, char **err)
+{
+    *err = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (fds[i] >= 0 && is_root(fds[i]))
+            return 0; /* "/" is writable: nothing lies outside the roots */
+    }
+    int *trees = malloc((n ? n : 1) * sizeof *trees);
+    if (trees == NULL)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        trees[i] = -1;
+        if (rc < 0 || fds[i] < 0)
+            continue;
+        /* Copied before the world is read-only: writable as it is now. */
+        trees[i] = ns_open_tree(fds[i], "", NS_OPEN_TREE_CLONE | NS_AT_RECURSIVE | AT_EMPTY_PATH);
+        if (trees[i] < 0)
+            rc = failf(err, -errno, "copying the mounts of the writable root", names[i]);
+        else if (ns_mount_setattr(trees[i], "", AT_EMPTY_PATH | NS_AT_RECURSIVE,
+                                  NS_ATTR_NOSUID | NS_ATTR_NODEV, 0) != 0)
+            rc = failf(err, -errno, "making nosuid,nodev the writable root", names[i]);
+    }
+    if (rc == 0 && ns_mount_setattr(AT_FDCWD, "/", NS_AT_RECURSIVE, NS_ATTR_RDONLY, 0) != 0)
+        rc = failf(err, -errno, "making every mount read-only:", "/");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (trees[i] >= 0 && (rc = put_back(fds, trees, i, reopen, arg)) < 0)
+            failf(err, rc, "putting back the writable root", names[i]);
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (fds[i] >= 0 && (rc = reopen_root(fds, i, reopen, arg)) < 0)
+            failf(err, rc, "reopening the writable root", names[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (trees[i] >= 0)
+            close(trees[i]);
+    }
+    free(trees);
+    return rc;
 }
 
 const char *

@@ -17,7 +17,7 @@ struct sandbox_placeholder;
 
 struct sandbox_ns_state {
     bool user;  /* a new user namespace (uid/gid mapped to themselves) */
-    bool mount; /* a new mount namespace, propagation from it cut */
+    bool mount; /* a new mount namespace, private: propagation cut both ways */
     bool pid;   /* a new PID namespace for the next child */
 };
 
@@ -86,6 +86,30 @@ int sandbox_ns_unbind(const char *path);
  * unmounted, or -ENOMEM.
  */
 int sandbox_ns_unbind_above(const char *path);
+
+/* Opens writable root i again, as its path now leads (O_PATH); returns the
+ * fd or -errno.  For sandbox_ns_read_only_world. */
+typedef int (*sandbox_ns_reopen_fn)(void *arg, size_t i);
+
+/*
+ * The read-only world: every mount of the caller's mount namespace made
+ * read-only, recursively, and the n writable roots put back on top of it,
+ * as writable as they were and nosuid, nodev.  fds[i] is root i (named
+ * names[i] in messages) opened
+ * (O_PATH) before, or -1 (skipped).  Each root's copy is taken from that
+ * fd (open_tree, with every mount beneath it) before anything is made
+ * read-only, and moved onto the root where its path leads afterwards
+ * (reopen), which must be the same directory (device and inode) or
+ * nothing more is done (-EAGAIN: it was replaced meanwhile).  On success
+ * each fds[i] >= 0 is replaced by the root as the command will see it (the
+ * copy, or a copy of an enclosing root), for the binds made through it
+ * later.  A root that is the namespace's root leaves nothing outside:
+ * nothing is done.  Returns 0, or -errno with *err set to a malloc'd
+ * message (NULL when out of memory); -ENOSYS: the kernel lacks
+ * open_tree, move_mount (Linux 5.2) or mount_setattr (5.12).
+ */
+int sandbox_ns_read_only_world(int *fds, char *const *names, size_t n, sandbox_ns_reopen_fn reopen,
+                               void *arg, char **err);
 
 /*
  * Why path cannot be a --hide argument, or NULL when it can: as for

@@ -409,10 +409,18 @@ say_namespaces(struct doctor *d, const json_t *report)
             "user namespace: not allowed here, so no mount or PID namespace either (below)");
     if (degraded(report, "mount-namespace"))
         say(d, "MISSING", true,
-            "mount namespace: workspace-write commands are refused (.git, .codex and the "
-            "server's own files in writable roots could not be kept read-only)");
+            "mount namespace: read-only and workspace-write commands are refused (the world "
+            "outside the writable roots could not be made read-only, nor .git, .codex and the "
+            "server's own files in writable roots kept read-only, nor its state hidden)");
     else
         say(d, "ok", false, "mount namespace");
+    if (degraded(report, "read-only-world"))
+        say(d, "MISSING", true,
+            "read-only world (open_tree, move_mount, mount_setattr: Linux 5.12): read-only and "
+            "workspace-write commands are refused (chmod, chown, utimensat and setxattr outside "
+            "the writable roots could not be stopped)");
+    else if (!degraded(report, "mount-namespace"))
+        say(d, "ok", false, "read-only world outside the writable roots");
     if (degraded(report, "pid-namespace"))
         say(d, "MISSING", true,
             "PID namespace: read-only and workspace-write commands are refused (the command "

@@ -128,6 +128,8 @@ struct mcp_server {
     char *instructions;           /* initialize's, saying which enforcement */
     char **protect;               /* the server's own files: read-only in every sandbox */
     size_t n_protect;
+    char **hide; /* the server's state: invisible in every sandbox (state_paths_hidden) */
+    size_t n_hide;
     struct rules_watch *rules_watch;   /* reloads the rules when they change */
     struct call_net_server *net;       /* the network proxy (--network-proxy); or NULL */
     struct call_cgroup_probe *cgroups; /* what the machine offers for per-call cgroups */
@@ -723,6 +725,8 @@ call_argv(struct mcp_session *ss, const struct writable_view *view, const struct
         .net_proxy_fd = (*net = uses_proxy(s, p)) ? CALL_FD_NET_PROXY : 0,
         .protect = (const char *const *)s->protect,
         .n_protect = s->n_protect,
+        .hide = (const char *const *)s->hide,
+        .n_hide = s->n_hide,
         .program = program,
     };
     char **argv = sandbox_cmdline_argv(&cmd);
@@ -1575,7 +1579,8 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         };
         s->decide = decide_server_new(&dcfg, err);
         s->protect = s->decide ? state_paths_new(o, &s->n_protect) : NULL;
-        if (s->decide && !s->protect) {
+        s->hide = s->protect ? state_paths_hidden(o, &s->n_hide) : NULL;
+        if (s->decide && !s->hide) {
             decide_server_free(s->decide);
             s->decide = NULL;
         }
@@ -1600,6 +1605,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         decide_server_free(s->decide);
         free(s->instructions);
         state_paths_free(s->protect);
+        state_paths_free(s->hide);
         free(s);
         return NULL;
     }
@@ -1901,6 +1907,7 @@ mcp_server_free(struct mcp_server *s)
     }
     free(s->instructions);
     state_paths_free(s->protect);
+    state_paths_free(s->hide);
     call_net_server_free(s->net);
     decide_server_free(s->decide);
     login_snapshot_free(s->snap);

@@ -128,6 +128,27 @@ state_paths_new(const struct server_options *o, size_t *n)
     return list;
 }
 
+char **
+state_paths_hidden(const struct server_options *o, size_t *n)
+{
+    char **list = calloc(1, sizeof(char *));
+    *n = 0;
+    if (!list)
+        return NULL;
+    int rc = add(&list, n, o->token_file);
+    for (size_t i = 0; rc == 0 && i < o->listen_count; i++) {
+        if (strncmp(o->listen[i], "unix:", 5) == 0)
+            rc = add(&list, n, o->listen[i] + 5);
+    }
+    if (rc == 0)
+        rc = add(&list, n, o->audit_log);
+    if (rc < 0) {
+        state_paths_free(list);
+        return NULL;
+    }
+    return list;
+}
+
 void
 state_paths_free(char **paths)
 {

@@ -24,7 +24,17 @@ struct server_options;
  */
 char **state_paths_new(const struct server_options *o, size_t *n);
 
-/* Frees what state_paths_new returned; NULL is a no-op. */
+/*
+ * The server's state no sandboxed command may even read, canonical as
+ * above, each once: the --token-file, every --listen unix:PATH socket and
+ * the audit log.  Each call's sandbox helper covers them (execgate-sandbox
+ * --hide, docs/sandbox.md).  Same result and ownership as
+ * state_paths_new.
+ */
+char **state_paths_hidden(const struct server_options *o, size_t *n);
+
+/* Frees what state_paths_new or state_paths_hidden returned; NULL is a
+ * no-op. */
 void state_paths_free(char **paths);
 
 /* path made absolute and canonical as state_paths_new does it, or NULL

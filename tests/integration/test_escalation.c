@@ -102,7 +102,7 @@ test_in_shell_and_wrapper_exec_decide_alike(void **state)
                               w.outside, w.outside, w.outside);
     json_t *a = run(&w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "in_shell=1\ns=3\ns=4\n");
-    mcp_world_assert_contains(mcp_world_output(a), "Permission denied\ns=1\n");
+    mcp_world_assert_contains(mcp_world_output(a), "Read-only file system\ns=1\n");
     assert_true(mcp_world_exists(w.outside, "a"));
     assert_true(mcp_world_exists(w.outside, "b"));
     assert_false(mcp_world_exists(w.outside, "c"));

@@ -340,6 +340,37 @@ test_nested_repository_made_in_sandbox(void **state)
     world_end(w);
 }
 
+/* The audit log is hidden in the call's sandbox (a cover, not only
+ * read-only): the command reads nothing of it and cannot append to it;
+ * the log keeps what it had.  Before, it printed the log. */
+static void
+test_audit_log_hidden(void **state)
+{
+    struct mcp_world *w = world_start("", false);
+    if (!w->audit) {
+        world_end(w);
+        skip(); /* EXECGATE_TEST_NO_AUDIT=1: no log to hide */
+    }
+    FILE *log = fopen(w->audit, "a");
+    assert_non_null(log);
+    assert_true(fputs("AUDIT-MARK\n", log) >= 0);
+    assert_int_equal(fclose(log), 0);
+    char *cmd = mcp_world_fmt("cat %s; echo forged >> %s; echo done", w->audit, w->audit);
+    json_t *a = run(w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    mcp_world_assert_contains(out, "done");
+    if (strstr(out, "AUDIT-MARK"))
+        fail_msg("the sandbox read the audit log: %s", out);
+    char *text = tmpdir_read_file(w->audit, NULL);
+    assert_non_null(text);
+    mcp_world_assert_contains(text, "AUDIT-MARK\n");
+    assert_null(strstr(text, "forged"));
+    free(text);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
 /* HOME (or XDG_CONFIG_HOME) pointing at a config the sandbox wrote, in a
  * protected top-level repository: the command is made from the two
  * halves around the outside directory. */
@@ -980,6 +1011,7 @@ main(void)
         cmocka_unit_test_teardown(test_works_escalated_script, teardown),
         cmocka_unit_test_teardown(test_script_with_writable_interpreter, teardown),
         cmocka_unit_test_teardown(test_escalated_env_is_the_servers, teardown),
+        cmocka_unit_test_teardown(test_audit_log_hidden, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&g.user);

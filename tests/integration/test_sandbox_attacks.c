@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "tests/support/sandbox_harness.h"
@@ -513,6 +514,192 @@ test_protect_server_state(void **state)
     free(config);
     free(moved);
     free(forged);
+}
+
+static void sh_ok(const char *policy, const char *script, const char *want_out);
+
+/* The victim's mode, owner and times, to compare before and after. */
+static struct stat
+victim_stat(void)
+{
+    struct stat st;
+    must(stat(g.victim, &st) == 0, "stat victim");
+    return st;
+}
+
+/*
+ * Metadata outside the writable roots: chmod, chown, utimensat, setxattr
+ * and truncate of a file the command's user owns, and chmod of the
+ * directory above it, fail with EROFS under both confining policies
+ * (before the read-only world, Landlock let all but truncate through), and
+ * the file is as it was.
+ */
+static void
+test_metadata_outside(void **state)
+{
+    char *script;
+    must(asprintf(&script,
+                  "v=%s; exec 2>&1; chmod 777 $v; chmod 777 %s; chown $(id -u):$(id -g) $v;"
+                  "touch -d 2001-01-01 $v; truncate -s 0 $v;"
+                  "/usr/bin/python3 -c 'import os,sys\n"
+                  "try: os.setxattr(sys.argv[1], \"user.x\", b\"1\")\n"
+                  "except OSError as e: print(\"setxattr:\", e.strerror)' $v",
+                  g.victim, g.out) > 0,
+         "asprintf");
+    struct stat before = victim_stat();
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws, script, &r);
+        int erofs = 0;
+        for (const char *p = r.res.out; (p = strstr(p, "Read-only file system")) != NULL; p++)
+            erofs++;
+        if (erofs != 6)
+            fail_msg("under %s: %d EROFS of 6: %s", i ? "workspace-write" : "read-only", erofs,
+                     r.res.out);
+        sbx_result_free(&r);
+    }
+    struct stat after = victim_stat();
+    assert_int_equal(after.st_mode, before.st_mode);
+    assert_int_equal(after.st_mtime, before.st_mtime);
+    assert_int_equal(after.st_size, before.st_size);
+    char value[8];
+    assert_int_equal(getxattr(g.victim, "user.x", value, sizeof value), -1);
+    assert_victim_untouched();
+    free(script);
+}
+
+/*
+ * The writable roots are put back nosuid,nodev over the read-only world
+ * (the last mount on the workspace's path says so), and the devices the
+ * policies grant still work on it: /dev/null, a new pty.  A setuid-root
+ * copy of id placed in the workspace from outside runs as the command's
+ * user.
+ */
+static void
+test_writable_roots_nosuid_nodev(void **state)
+{
+    char *id = in(g.ws, "id-setuid");
+    const char *cp[] = {"/bin/cp", "/usr/bin/id", id, NULL};
+    run_ok(cp, NULL);
+    must(chown(id, 0, 0) == 0 && chmod(id, 04755) == 0, "setuid copy");
+    char *script, *want;
+    must(asprintf(&script,
+                  "awk '$5==\"%s\"{o=$6} END{print o}' /proc/self/mountinfo | tr , '\\n' |"
+                  " grep -E '^(nosuid|nodev|rw)$' | sort | tr '\\n' ' ';"
+                  "echo x > /dev/null && echo null;"
+                  "/usr/bin/python3 -c 'import pty; pty.openpty(); print(\"pty\")';"
+                  "./id-setuid -u",
+                  g.ws) > 0,
+         "asprintf");
+    must(asprintf(&want, "nodev nosuid rw null\npty\n%u\n",
+                  (unsigned)(g.unprivileged ? g.uid : getuid())) > 0,
+         "asprintf");
+    sh_ok(g.ws_write_notmp, script, want);
+    unlink(id);
+    free(script);
+    free(want);
+    free(id);
+}
+
+/* Whether a file below dir has a set-user-ID or set-group-ID bit, or a
+ * file capability. */
+static bool
+privilege_planted(const char *dir)
+{
+    char *cmd;
+    must(asprintf(&cmd,
+                  "find %s -xdev -perm /6000 -print | grep -q . && exit 0;"
+                  "getcap -r %s 2>/dev/null | grep -q . && exit 0; exit 1",
+                  dir, dir) > 0,
+         "asprintf");
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    bool found = proc_exit_code(&res) == 0;
+    proc_result_free(&res);
+    free(cmd);
+    return found;
+}
+
+/* Every way to plant privilege tried on dir (in a sandbox, as `sh -c`). */
+#define PLANT_SCRIPT(d)                                                                            \
+    "chmod 4755 " d "/own; chmod 2755 " d "/own; chmod u+s " d "/own;"                             \
+    "install -m 4755 /usr/bin/id " d "/inst; cp -p suid " d "/cpp;"                                \
+    "/usr/bin/python3 -c 'import os,sys,struct\n"                                                  \
+    "d=sys.argv[1]\n"                                                                              \
+    "for f in (lambda: os.setxattr(d+\"/own\", \"security.capability\","                           \
+    " struct.pack(\"<IIIII\", 0x02000001, 4, 0, 0, 0)),\n"                                         \
+    "  lambda: os.close(os.open(d+\"/made\", os.O_CREAT|os.O_WRONLY, 0o4755)),\n"                  \
+    "  lambda: os.mkdir(d+\"/sgid\", 0o2755)):\n"                                                  \
+    "  try: f()\n"                                                                                 \
+    "  except OSError as e: pass' " d ";"                                                          \
+    "unshare -Ur /usr/bin/python3 -c 'import os,struct,sys\n"                                      \
+    "os.setxattr(sys.argv[1], \"security.capability\","                                            \
+    " struct.pack(\"<IIIII\", 0x02000001, 4, 0, 0, 0))' " d "/own;"
+
+/*
+ * No privilege can be planted: set-user-ID and set-group-ID bits (chmod,
+ * install, cp -p of a set-user-ID file, open and mkdir with the bits) and
+ * a file capability (a raw v2 security.capability blob granting
+ * cap_dac_read_search, also from a nested user namespace that would have
+ * every capability again) on the user's own copy of a program, inside the
+ * workspace and outside the roots, under both policies; as root the file
+ * is root's.  Ordinary chmod +x, install -m 755, cp -p and a git
+ * checkout of an executable keep working.  The control run without a
+ * sandbox plants them.
+ */
+static void
+test_no_planted_privilege(void **state)
+{
+    char *home = in(g.ws, "plant");
+    char *outside = in(g.out, "plant");
+    char *suid = in(g.ws, "suid");
+    const char *dirs[] = {home, outside};
+    for (size_t i = 0; i < 2; i++) {
+        must(mkdir(dirs[i], 0755) == 0, "mkdir");
+        char *own = in(dirs[i], "own");
+        const char *cp[] = {"/bin/cp", "/usr/bin/id", own, NULL};
+        run_ok(cp, NULL);
+        free(own);
+        give_to_user(dirs[i]);
+    }
+    const char *cp[] = {"/bin/cp", "/usr/bin/id", suid, NULL};
+    run_ok(cp, NULL);
+    must(chmod(suid, 04755) == 0, "chmod suid");
+    char *script;
+    must(
+        asprintf(
+            &script,
+            "exec 2>/dev/null; i=%s; o=%s;" PLANT_SCRIPT("$i") PLANT_SCRIPT(
+                "$o") "chmod +x $i/own && echo chmod+x;"
+                      "install -m 755 /usr/bin/id $i/inst755 && echo install755;"
+                      "cp -p $i/own $i/copied && echo cp-p;"
+                      "git init -q $i/repo && cd $i/repo && printf '#!/bin/sh\\necho run\\n' > x &&"
+                      " chmod 755 x && git add x && git -c user.name=t -c user.email=t@t commit "
+                      "-qm x"
+                      " && rm x && git checkout x && ./x",
+            home, outside) > 0,
+        "asprintf");
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws, script, &r);
+        if (i == 1 && strcmp(r.res.out, "chmod+x\ninstall755\ncp-p\nrun\n") != 0)
+            fail_msg("workspace-write: legitimate work: \"%s\"", r.res.out);
+        sbx_result_free(&r);
+        assert_false(privilege_planted(home));
+        assert_false(privilege_planted(outside));
+    }
+    /* Control: the same script without a sandbox plants them. */
+    struct sbx_result r;
+    sbx_sh("{\"type\":\"danger-full-access\"}", g.ws, script, &r);
+    sbx_result_free(&r);
+    assert_true(privilege_planted(home));
+    const char *rm[] = {"/bin/rm", "-rf", home, outside, suid, NULL};
+    run_ok(rm, NULL);
+    free(script);
+    free(home);
+    free(outside);
+    free(suid);
 }
 
 /* The objects one --hide test hides in dir (outside the roots, or in the
@@ -1364,6 +1551,9 @@ main(void)
         cmocka_unit_test(test_protect_server_state),
         cmocka_unit_test(test_protect_in_unwritable_owned_dir),
         cmocka_unit_test(test_hide_paths),
+        cmocka_unit_test(test_metadata_outside),
+        cmocka_unit_test(test_writable_roots_nosuid_nodev),
+        cmocka_unit_test(test_no_planted_privilege),
         cmocka_unit_test(test_mount_chroot_hostname),
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),

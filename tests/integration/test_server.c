@@ -519,7 +519,8 @@ test_doctor(void **state)
 
     out = doctor("EXECGATE_SANDBOX_NO_NAMESPACES=1", &code, NULL);
     assert_int_equal(code, 1);
-    assert_says(out, "  MISSING  mount namespace: workspace-write commands are refused");
+    assert_says(out,
+                "  MISSING  mount namespace: read-only and workspace-write commands are refused");
     assert_says(out, "  MISSING  PID namespace: read-only and workspace-write commands are "
                      "refused");
     free(out);
@@ -1681,6 +1682,99 @@ test_long_session_flat_fds(void **state)
     finish(c);
 }
 
+/* The HTTP exchange of one shell call over the Unix socket sock, with
+ * curl as the owner's client (served without a token): initialize,
+ * initialized, tools/call of command in workdir.  Returns every body
+ * (malloc'd). */
+static char *
+http_shell_call(const char *sock, const char *command, const char *workdir)
+{
+    static const char script[] =
+        "s=$1; u=http://localhost/mcp;"
+        "h() { curl -sN --unix-socket \"$s\" -H 'Content-Type: application/json'"
+        " -H 'Accept: application/json, text/event-stream' \"$@\" $u; };"
+        "sid=$(h -D - -o /dev/null -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+        "\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}' | tr -d '\\r' |"
+        " sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p');"
+        "h -H \"Mcp-Session-Id: $sid\" -d '{\"jsonrpc\":\"2.0\",\"method\":"
+        "\"notifications/initialized\"}';"
+        "h -H \"Mcp-Session-Id: $sid\" -d \"$2\"";
+    json_t *call = json_pack("{s:s, s:i, s:s, s:{s:s, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", 2,
+                             "method", "tools/call", "params", "name", "shell", "arguments",
+                             "command", command, "workdir", workdir);
+    char *body = json_dumps(call, JSON_COMPACT);
+    json_decref(call);
+    const char *argv[] = {"/bin/bash", "-c", script, "bash", sock, body, NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    char *out = strdup(res.out);
+    proc_result_free(&res);
+    free(body);
+    return out;
+}
+
+/*
+ * The server's state is invisible in its sandboxes: a server listening on
+ * TCP and a Unix socket, with a --token-file and an audit log (all in a directory
+ * below /tmp, a writable root of workspace-write), runs a call that tries
+ * to read the token and the log and looks for the socket, under read-only
+ * and workspace-write, with tree and shell enforcement: it sees neither
+ * (before, it printed the token: the key to the TCP listener).  The
+ * control under danger-full-access sees all three.
+ */
+static void
+test_server_state_hidden(void **state)
+{
+    const char *policies[] = {"{\"type\":\"read-only\"}", "{\"type\":\"workspace-write\"}",
+                              FULL_ACCESS};
+    const char *modes[] = {"tree", "shell"};
+    for (size_t m = 0; m < 2; m++) {
+        for (size_t p = 0; p < 3; p++) {
+            if (p == 2 && m == 1)
+                continue; /* one control is enough */
+            char *dir = tmpdir_new("state");
+            char *wd = dir_in(dir, "wd");
+            char *sock = tmpdir_path(dir, "mcp.sock");
+            char *token = tmpdir_path(dir, "token");
+            char *audit = tmpdir_path(dir, "audit.log");
+            tmpdir_write_file(audit, "AUDIT-MARK\n", 0600);
+            char *listen = NULL, *policy = NULL, *command = NULL;
+            assert_true(asprintf(&listen, "unix:%s", sock) > 0);
+            assert_true(asprintf(&policy, "{\"sandboxPolicy\":%s,\"sandboxCwd\":\"%s\"}",
+                                 policies[p], wd) > 0);
+            assert_true(asprintf(&command,
+                                 "cat %s %s 2>/dev/null; test -S %s && echo sock-visible;"
+                                 " echo ran-$((6*7))",
+                                 token, audit, sock) > 0);
+            struct mcp_client *c = start_server(
+                "--listen", "127.0.0.1:0", "--listen", listen, "--token-file", token, "--audit-log",
+                audit, "--sandbox", policy, "--exec-enforcement", modes[m], NULL);
+            struct stat st;
+            for (int i = 0; i < 1000 && stat(sock, &st) != 0; i++)
+                usleep(10000); /* until it listens; not a timed assertion */
+            char *out = http_shell_call(sock, command, wd);
+            char *secret = tmpdir_read_file(token, NULL);
+            assert_non_null(secret);
+            secret[strcspn(secret, "\n")] = '\0';
+            if (!strstr(out, "ran-42"))
+                fail_msg("%s, %s: the call did not run: %s", policies[p], modes[m], out);
+            bool seen =
+                strstr(out, secret) || strstr(out, "AUDIT-MARK") || strstr(out, "sock-visible");
+            if (seen != (p == 2))
+                fail_msg("%s, %s: %s: %s", policies[p], modes[m],
+                         seen ? "the server's state was visible" : "the control saw nothing", out);
+            kill(mcp_client_pid(c), SIGTERM);
+            assert_int_not_equal(mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS), -1);
+            mcp_client_free(c);
+            tmpdir_remove(dir);
+            char *all[] = {dir, wd, sock, token, audit, listen, policy, command, out, secret};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                free(all[i]);
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -1724,6 +1818,7 @@ main(void)
         cmocka_unit_test(test_waiting_call_keeps_the_roots_it_arrived_with),
         cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_long_session_flat_fds),
+        cmocka_unit_test(test_server_state_hidden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
