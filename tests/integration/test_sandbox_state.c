@@ -469,10 +469,24 @@ test_carve_outs(void **unused)
     }
     json_decref(a);
     assert_false(exists(w.proj, "d2") || exists(w.proj, "g2"));
+    /* a write entry inside the read-only one: writable again, as in Codex */
+    tmpdir_make_dir(w.proj, "docs/out");
+    own(w.base);
+    json_t *profile = docs_read_only(w.proj);
+    char *out_dir = tmpdir_path(w.proj, "docs/out");
+    json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
+                          entry("path", "path", out_dir, "write"));
+    free(out_dir);
+    a = call(
+        &w, "touch docs/out/made && echo out-written; touch docs/no && echo docs-written; echo end",
+        state(profile, w.url));
+    assert_output_has(a, "out-written\n");
+    assert_null(strstr(output(a), "docs-written"));
+    json_decref(a);
     /* a read entry for a path missing when the call is prepared grants and
      * keeps nothing (skipped, as Codex skips it): the command may make it
      * (docs/server.md, Known limits) */
-    json_t *profile = docs_read_only(w.proj);
+    profile = docs_read_only(w.proj);
     char *later = tmpdir_path(w.proj, "later");
     json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
                           entry("path", "path", later, "read"));
