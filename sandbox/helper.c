@@ -580,6 +580,37 @@ protect_extra(struct run *r)
     sandbox_protect_free(sp);
 }
 
+/* The writable set's read-only paths (a permission profile's read entries
+ * beneath its write entries): each that exists is bound read-only, its
+ * ancestors inside a writable location pinned; one that does not exist is
+ * skipped, as Codex skips it (creating it would change the workspace). */
+static void
+protect_read_only(struct run *r)
+{
+    if (r->w->n_read_only == 0)
+        return;
+    struct sandbox_protect *sp = protect_new(r);
+    for (size_t i = 0; i < r->w->n_read_only; i++) {
+        const char *path = r->w->read_only[i];
+        char *resolved = NULL, *err = NULL;
+        size_t missing = 0;
+        int rc = sandbox_protect_resolve(sp, path, &resolved, &missing, &err);
+        free(resolved);
+        if (rc == -ENOMEM)
+            sandbox_helper_die(ENOMEM, "read-only path %s", path);
+        if (rc == 1 && missing == 0) {
+            free(err);
+            err = NULL;
+            rc = sandbox_protect_apply(sp, path, r->read_only, &err);
+            if (rc < 0)
+                sandbox_helper_die(-rc, "keeping %s read-only: %s", path,
+                                   err ? err : "out of memory");
+        }
+        free(err);
+    }
+    sandbox_protect_free(sp);
+}
+
 /* The --protect paths that a command could change without the mount
  * namespace, ", " separated after ", and the --protect paths " (malloc'd;
  * "" when none).  A path that cannot be resolved counts. */
@@ -700,6 +731,7 @@ enter_namespaces(struct run *r)
     if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
         protect_extra(r);
+        protect_read_only(r);
     }
     hide_paths(r);
 }
@@ -1040,7 +1072,7 @@ allow_reads(struct run *r, struct sandbox_ll *ll)
         allow_path(r, ll, path, SANDBOX_LL_READ);
         append(readable, path);
     }
-    if (sandbox_policy_cwd(r->p) != NULL)
+    if (sandbox_policy_cwd_is_root(r->p))
         allow_path(r, ll, sandbox_policy_cwd(r->p), SANDBOX_LL_READ);
 }
 
@@ -1167,6 +1199,32 @@ apply_exec_notify(struct run *r)
     return path;
 }
 
+/* The policy's deny paths (a permission profile's deny entries) join the
+ * --hide paths, after them: what the command may not read is the
+ * policy's to say, so no caller can run it and forget them.  The array is
+ * never freed: the helper execs. */
+static void
+add_policy_hides(struct sandbox_helper_options *o, const struct sandbox_policy *p)
+{
+    size_t n = sandbox_policy_deny_count(p);
+    if (n == 0)
+        return;
+    const char **all = calloc(o->n_hide + n, sizeof *all);
+    if (all == NULL)
+        sandbox_helper_die(ENOMEM, "the paths to hide");
+    for (size_t i = 0; i < o->n_hide; i++)
+        all[i] = o->hide[i];
+    for (size_t i = 0; i < n; i++) {
+        const char *path = sandbox_policy_deny(p, i);
+        const char *why = sandbox_ns_hide_arg_error(path);
+        if (why != NULL)
+            sandbox_helper_die(0, "deny_paths \"%s\": %s", path, why);
+        all[o->n_hide + i] = path;
+    }
+    o->hide = all;
+    o->n_hide += n;
+}
+
 /*
  * Capabilities over files the command never needs, and which would let it
  * plant privilege for later: CAP_SETFCAP (a security.capability xattr, a
@@ -1221,6 +1279,7 @@ run_init(struct run *r, struct sandbox_helper_options *o)
     if (r->w == NULL)
         sandbox_helper_die(ENOMEM, "the writable set");
     r->restrict_net = !sandbox_policy_network_allowed(r->p);
+    add_policy_hides(o, r->p);
     r->report = report_new(r->p);
     r->degraded = new_array();
     put(r->report, "degraded", r->degraded);

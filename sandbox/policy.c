@@ -29,6 +29,14 @@ struct sandbox_policy {
     bool reads_restricted;
     bool platform_defaults;
     struct path_list readable;
+    /* From a permission profile (profile.h): the sandbox cwd is only where
+     * commands start, not a root; writable roots whose .git and .codex
+     * are not kept read-only; paths kept read-only inside the writable
+     * roots when they exist; paths hidden from the command. */
+    bool exclude_cwd;
+    struct path_list plain_writable;
+    struct path_list read_only;
+    struct path_list deny;
     /* workspace-write: the writable roots as the server resolved them,
      * in place of the ones the fields above give (canonical_roots) */
     bool canonical;
@@ -267,6 +275,21 @@ parse_kind(const json_t *policy, enum sandbox_kind *kind, char **err)
                 s);
 }
 
+/* The fields a permission profile adds (profile.h); writable ones only
+ * under workspace-write. */
+static int
+parse_profile_fields(struct sandbox_policy *p, const json_t *policy, bool writes, char **err)
+{
+    if (get_bool(policy, "exclude_cwd", &p->exclude_cwd, err) < 0 ||
+        get_path_list(policy, "deny_paths", &p->deny, err) < 0)
+        return -1;
+    if (!writes)
+        return 0;
+    if (get_path_list(policy, "plain_writable_roots", &p->plain_writable, err) < 0)
+        return -1;
+    return get_path_list(policy, "read_only_paths", &p->read_only, err);
+}
+
 static int
 parse_fields(struct sandbox_policy *p, const json_t *policy, char **err)
 {
@@ -278,6 +301,8 @@ parse_fields(struct sandbox_policy *p, const json_t *policy, char **err)
     case SANDBOX_READ_ONLY:
         if (get_bool(policy, "network_access", &p->network, err) < 0)
             return -1;
+        if (parse_profile_fields(p, policy, false, err) < 0)
+            return -1;
         return parse_read_access(p, policy, "access", err);
     case SANDBOX_WORKSPACE_WRITE:
         if (p->cwd == NULL)
@@ -285,7 +310,8 @@ parse_fields(struct sandbox_policy *p, const json_t *policy, char **err)
         if (get_bool(policy, "network_access", &p->network, err) < 0 ||
             get_bool(policy, "exclude_tmpdir_env_var", &p->exclude_tmpdir, err) < 0 ||
             get_bool(policy, "exclude_slash_tmp", &p->exclude_slash_tmp, err) < 0 ||
-            get_path_list(policy, "writable_roots", &p->writable, err) < 0)
+            get_path_list(policy, "writable_roots", &p->writable, err) < 0 ||
+            parse_profile_fields(p, policy, true, err) < 0)
             return -1;
         return parse_read_access(p, policy, "read_only_access", err);
     }
@@ -358,6 +384,9 @@ sandbox_policy_free(struct sandbox_policy *p)
     free(p->cwd);
     path_list_clear(&p->writable);
     path_list_clear(&p->readable);
+    path_list_clear(&p->plain_writable);
+    path_list_clear(&p->read_only);
+    path_list_clear(&p->deny);
     path_list_clear(&p->canonical_roots);
     path_list_clear(&p->canonical_repo_roots);
     free(p);
@@ -470,6 +499,24 @@ sandbox_policy_readable_root(const struct sandbox_policy *p, size_t i)
     return i < p->readable.count ? p->readable.items[i] : NULL;
 }
 
+bool
+sandbox_policy_cwd_is_root(const struct sandbox_policy *p)
+{
+    return p->cwd != NULL && !p->exclude_cwd;
+}
+
+size_t
+sandbox_policy_deny_count(const struct sandbox_policy *p)
+{
+    return p->deny.count;
+}
+
+const char *
+sandbox_policy_deny(const struct sandbox_policy *p, size_t i)
+{
+    return i < p->deny.count ? p->deny.items[i] : NULL;
+}
+
 /* The device nodes every confined command may write: the ones programs
  * open as a matter of course, and the terminals (/dev/pts) a command on a
  * terminal writes to.  The rest of /dev (/dev/shm, /dev/mqueue, new files)
@@ -492,9 +539,11 @@ push_repo_root(struct sandbox_writable *w, const char *path)
 static int
 add_workspace_roots(struct sandbox_writable *w, const struct sandbox_policy *p, const char *tmpdir)
 {
-    int rc = p->cwd != NULL ? push_repo_root(w, p->cwd) : 0;
+    int rc = sandbox_policy_cwd_is_root(p) ? push_repo_root(w, p->cwd) : 0;
     for (size_t i = 0; rc == 0 && i < p->writable.count; i++)
         rc = push_repo_root(w, p->writable.items[i]);
+    for (size_t i = 0; rc == 0 && i < p->plain_writable.count; i++)
+        rc = path_list_add(&w->roots, &w->n_roots, p->plain_writable.items[i]);
     if (rc == 0 && !p->exclude_tmpdir && tmpdir != NULL && tmpdir[0] == '/')
         rc = path_list_add(&w->roots, &w->n_roots, tmpdir);
     if (rc == 0 && !p->exclude_slash_tmp)
@@ -545,6 +594,8 @@ sandbox_writable_new(const struct sandbox_policy *p, const char *tmpdir)
             rc = add_canonical_roots(w, p);
         else if (rc == 0)
             rc = add_workspace_roots(w, p, tmpdir);
+        for (size_t i = 0; rc == 0 && i < p->read_only.count; i++)
+            rc = path_list_add(&w->read_only, &w->n_read_only, p->read_only.items[i]);
         break;
     }
     if (rc < 0) {
@@ -562,6 +613,7 @@ sandbox_writable_free(struct sandbox_writable *w)
     path_list_free(w->roots, w->n_roots);
     path_list_free(w->devices, w->n_devices);
     path_list_free(w->repo_roots, w->n_repo_roots);
+    path_list_free(w->read_only, w->n_read_only);
     free(w);
 }
 
@@ -620,6 +672,23 @@ canonical_json(const struct sandbox_policy *p)
     return c;
 }
 
+/* A profile's own fields, only when they say something: the text of a
+ * sandboxPolicy a client sent stays as it was. */
+static int
+fill_profile_fields(const struct sandbox_policy *p, json_t *o)
+{
+    int rc = 0;
+    if (p->exclude_cwd)
+        rc |= put(o, "exclude_cwd", json_true());
+    if (p->plain_writable.count)
+        rc |= put(o, "plain_writable_roots", path_array(&p->plain_writable));
+    if (p->read_only.count)
+        rc |= put(o, "read_only_paths", path_array(&p->read_only));
+    if (p->deny.count)
+        rc |= put(o, "deny_paths", path_array(&p->deny));
+    return rc;
+}
+
 static int
 fill_canonical(const struct sandbox_policy *p, json_t *o)
 {
@@ -635,6 +704,7 @@ fill_canonical(const struct sandbox_policy *p, json_t *o)
     case SANDBOX_READ_ONLY:
         rc |= put(o, "network_access", json_boolean(p->network));
         rc |= put(o, "access", read_access_json(p));
+        rc |= fill_profile_fields(p, o);
         break;
     case SANDBOX_WORKSPACE_WRITE:
         rc |= put(o, "writable_roots", path_array(&p->writable));
@@ -642,6 +712,7 @@ fill_canonical(const struct sandbox_policy *p, json_t *o)
         rc |= put(o, "exclude_tmpdir_env_var", json_boolean(p->exclude_tmpdir));
         rc |= put(o, "exclude_slash_tmp", json_boolean(p->exclude_slash_tmp));
         rc |= put(o, "read_only_access", read_access_json(p));
+        rc |= fill_profile_fields(p, o);
         if (p->canonical)
             rc |= put(o, "canonical_roots", canonical_json(p));
         break;
@@ -730,9 +801,12 @@ describe_writable(const struct sandbox_policy *p, struct strbuf *b)
 {
     bool first = true;
     sb_puts(b, " roots=");
-    sb_put_list_item(b, &first, p->cwd, false);
+    if (sandbox_policy_cwd_is_root(p))
+        sb_put_list_item(b, &first, p->cwd, false);
     for (size_t i = 0; i < p->writable.count; i++)
         sb_put_list_item(b, &first, p->writable.items[i], false);
+    for (size_t i = 0; i < p->plain_writable.count; i++)
+        sb_put_list_item(b, &first, p->plain_writable.items[i], false);
     if (!p->exclude_tmpdir)
         sb_put_list_item(b, &first, "$TMPDIR", true);
     if (!p->exclude_slash_tmp)
@@ -754,6 +828,17 @@ describe_reads(const struct sandbox_policy *p, struct strbuf *b)
         sb_puts(b, "none");
 }
 
+/* " NAME=a,b" for a non-empty list. */
+static void
+describe_list(struct strbuf *b, const char *name, const struct path_list *l)
+{
+    bool first = true;
+    if (l->count)
+        sb_puts(b, name);
+    for (size_t i = 0; i < l->count; i++)
+        sb_put_list_item(b, &first, l->items[i], false);
+}
+
 char *
 sandbox_policy_describe(const struct sandbox_policy *p)
 {
@@ -762,7 +847,9 @@ sandbox_policy_describe(const struct sandbox_policy *p)
     if (p->kind != SANDBOX_DANGER_FULL_ACCESS) {
         if (p->kind == SANDBOX_WORKSPACE_WRITE)
             describe_writable(p, &b);
+        describe_list(&b, " read-only=", &p->read_only);
         describe_reads(p, &b);
+        describe_list(&b, " hidden=", &p->deny);
         sb_puts(&b, p->network ? " network=on" : " network=off");
     }
     if (b.failed) {

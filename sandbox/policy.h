@@ -139,6 +139,17 @@ bool sandbox_policy_platform_defaults(const struct sandbox_policy *p);
 size_t sandbox_policy_readable_root_count(const struct sandbox_policy *p);
 const char *sandbox_policy_readable_root(const struct sandbox_policy *p, size_t i);
 
+/* Whether the sandbox cwd is itself a root the policy grants (readable,
+ * and writable under workspace-write): true for a sandboxPolicy a client
+ * sent, false for one made from a permission profile (profile.h), whose
+ * entries alone say what is granted. */
+bool sandbox_policy_cwd_is_root(const struct sandbox_policy *p);
+
+/* The paths a permission profile's deny entries hide from the command,
+ * made unreadable by the mount namespace (docs/sandbox.md). */
+size_t sandbox_policy_deny_count(const struct sandbox_policy *p);
+const char *sandbox_policy_deny(const struct sandbox_policy *p, size_t i);
+
 /*
  * Where a command under a policy may write: the one statement of it.  The
  * helper's Landlock rules and its --protect locations (helper.c,
@@ -152,12 +163,14 @@ const char *sandbox_policy_readable_root(const struct sandbox_policy *p, size_t 
  *   danger-full-access,  everything: no filesystem confinement, whatever
  *   external-sandbox     the user may write; the lists are empty
  *   read-only            devices only
- *   workspace-write      devices; roots: the sandbox cwd, each
- *                        writable_roots entry, tmpdir unless
+ *   workspace-write      devices; roots: the sandbox cwd (unless
+ *                        exclude_cwd), each writable_roots and
+ *                        plain_writable_roots entry, tmpdir unless
  *                        exclude_tmpdir_env_var, /tmp unless
  *                        exclude_slash_tmp; repo_roots: the sandbox cwd
- *                        and the writable_roots entries; or, with
- *                        canonical roots, devices and those roots
+ *                        (unless exclude_cwd) and the writable_roots
+ *                        entries; or, with canonical roots, devices and
+ *                        those roots; read_only: read_only_paths
  */
 struct sandbox_writable {
     bool everything;
@@ -181,6 +194,14 @@ struct sandbox_writable {
      * helper's command line, not from the policy. */
     char **repo_roots;
     size_t n_repo_roots;
+    /* Paths inside the roots that stay read-only when they exist (a
+     * permission profile's read entries beneath its write entries): the
+     * helper binds each read-only; a missing one is skipped, as Codex
+     * skips it.  The server's view of what a call could change ignores
+     * them (it may only ever count too much as writable, never too
+     * little). */
+    char **read_only;
+    size_t n_read_only;
 };
 
 /*

@@ -11,6 +11,7 @@
 #include "server/decide.h"
 #include "server/exec_watch.h"
 #include "server/rules_watch.h"
+#include "server/sandbox_state.h"
 #include "server/state_paths.h"
 #include "execgate-config.h"
 #include "server/jsonrpc.h"
@@ -18,6 +19,7 @@
 #include "server/log.h"
 #include "rules/policy.h"
 #include "sandbox/policy.h"
+#include "sandbox/profile.h"
 #include "server/reaper.h"
 #include "server/shell_call.h"
 #include "server/strfmt.h"
@@ -65,6 +67,9 @@ struct mcp_call {
     /* login snapshot hook: a login call that may source a snapshot, until
      * it starts (its key and workdir); or the capture itself */
     char *snap_key, *snap_workdir;
+    /* and the sandbox it runs under, which its capture runs under too */
+    json_t *snap_policy;
+    char *snap_sandbox_cwd;
     bool snap_capture;
     struct mcp_call *prev, *next;
 };
@@ -90,6 +95,10 @@ struct mcp_session {
      * sandboxCwd (NULL: the call's workdir). */
     json_t *policy;
     char *policy_cwd;
+    /* Or, when the last update carried a permissionProfile, that update's
+     * state (sandbox_state.h), resolved for each call against its
+     * workdir (globs expanded then); NULL: policy and policy_cwd. */
+    json_t *state;
 
     struct call_list waiting, running;
     struct client_log *client_log;      /* notifications/message for the client */
@@ -220,6 +229,8 @@ call_free(struct mcp_call *c)
     free(c->aborted);
     free(c->snap_key);
     free(c->snap_workdir);
+    json_decref(c->snap_policy);
+    free(c->snap_sandbox_cwd);
     free(c);
 }
 
@@ -244,6 +255,8 @@ set_policy(struct mcp_session *ss, const json_t *policy, const char *cwd, char *
     }
     json_decref(ss->policy);
     free(ss->policy_cwd);
+    json_decref(ss->state);
+    ss->state = NULL;
     ss->policy = copy;
     ss->policy_cwd = cwd_copy;
     log_info("sandbox policy: %s%s%s", desc ? desc : "(?)",
@@ -324,6 +337,16 @@ reply_error_fmt(struct mcp_session *ss, const json_t *id, int code, const char *
     free(text);
 }
 
+/* What initialize advertises beside tools and logging: that a client may
+ * hand the sandbox over, by update request or in each call's _meta (Codex
+ * 0.169 puts it in _meta when either name is advertised). */
+static json_t *
+experimental_capabilities(void)
+{
+    return json_pack("{s:{s:s}, s:{s:s}}", SANDBOX_STATE_KEY, "version", "1.0.0",
+                     SANDBOX_STATE_META_KEY, "version", "1.0.0");
+}
+
 static void
 handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
@@ -344,11 +367,11 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     call_net_client_set(ss->net_client, ss->rpc, ss->client_elicitation, ss->client_log);
     /* records go out from now on: a client hears nothing before initialize */
     client_log_set_rpc(ss->client_log, ss->rpc);
-    json_t *result = json_pack("{s:s, s:{s:{s:{s:s}}, s:{}, s:{}}, s:{s:s, s:s}, s:s}",
-                               "protocolVersion", version, "capabilities", "experimental",
-                               "codex/sandbox-state", "version", "1.0.0", "tools", "logging",
-                               "serverInfo", "name", EXECGATE_NAME, "version", EXECGATE_VERSION,
-                               "instructions", s->instructions ? s->instructions : INSTRUCTIONS);
+    json_t *result =
+        json_pack("{s:s, s:{s:o, s:{}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
+                  "capabilities", "experimental", experimental_capabilities(), "tools", "logging",
+                  "serverInfo", "name", EXECGATE_NAME, "version", EXECGATE_VERSION, "instructions",
+                  s->instructions ? s->instructions : INSTRUCTIONS);
     if (!result) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
@@ -362,10 +385,54 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     jsonrpc_reply(ss->rpc, id, result);
 }
 
+/*
+ * An update carrying a permissionProfile and no sandboxPolicy (clients
+ * newer than the sandboxPolicy form): checked now against the sandbox cwd
+ * it names (or "/" when none: each call's workdir stands in for it then),
+ * kept as it came, and resolved again for each call.
+ */
+static void
+update_profile(struct mcp_session *ss, const json_t *id, const json_t *params)
+{
+    json_t *policy = NULL;
+    char *cwd = NULL, *err = NULL;
+    if (sandbox_state_resolve(params, "/", &policy, &cwd, &err) < 0) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, err ? err : "out of memory");
+        free(err);
+        return;
+    }
+    char *desc = NULL;
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, &err);
+    if (p)
+        desc = sandbox_policy_describe(p);
+    sandbox_policy_free(p);
+    free(err);
+    json_decref(policy);
+    free(cwd);
+    json_t *copy = json_deep_copy(params);
+    if (!copy) {
+        free(desc);
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    json_decref(ss->state);
+    ss->state = copy;
+    const json_t *named = json_object_get(params, "sandboxCwd");
+    log_info("sandbox state: permission profile, now %s%s", desc ? desc : "(?)",
+             named && !json_is_null(named) ? "" : " (with \"/\" standing for each call's workdir)");
+    free(desc);
+    jsonrpc_reply(ss->rpc, id, json_object());
+}
+
 static void
 handle_update(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
     const json_t *policy = json_object_get(params, "sandboxPolicy");
+    const json_t *profile = json_object_get(params, "permissionProfile");
+    if ((!policy || json_is_null(policy)) && profile && !json_is_null(profile)) {
+        update_profile(ss, id, params);
+        return;
+    }
     const json_t *cwd = json_object_get(params, "sandboxCwd");
     if (!json_is_object(policy)) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
@@ -375,13 +442,17 @@ handle_update(struct mcp_session *ss, const json_t *id, const json_t *params)
     }
     if (cwd && json_is_null(cwd))
         cwd = NULL;
-    if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
-        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
-                            "sandboxCwd: must be an absolute path");
+    char *err = NULL, *path = NULL;
+    if (cwd &&
+        (!json_is_string(cwd) || !(path = sandbox_profile_cwd(json_string_value(cwd), &err)))) {
+        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "%s",
+                        err ? err : "sandboxCwd: must be an absolute path or a file:// URL");
+        free(err);
         return;
     }
-    char *err = NULL;
-    if (set_policy(ss, policy, json_string_value(cwd), &err) < 0) {
+    int rc = set_policy(ss, policy, path, &err);
+    free(path);
+    if (rc < 0) {
         reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "sandboxPolicy: %s",
                         err ? err : "out of memory");
         free(err);
@@ -492,6 +563,10 @@ struct call_request {
     bool login;
     const json_t *progress_token; /* NULL: no progress was asked */
     size_t max_output;            /* 0: --max-output-bytes */
+    /* The sandbox the call runs under (call_sandbox): a sandboxPolicy
+     * object and where it is rooted; owned, released by handle_call. */
+    json_t *policy;
+    char *sandbox_cwd;
 };
 
 /* Validates the arguments into *r; on error answers -32602 and returns -1. */
@@ -597,12 +672,13 @@ adopt_listener(void *watch, int listener)
     return exec_watch_adopt(watch, listener);
 }
 
-/* Where the call's sandbox is rooted: the policy's sandboxCwd, else the
+/* Where the call's sandbox is rooted: its state's sandboxCwd, else the
  * call's workdir. */
 static const char *
 sandbox_cwd(const struct mcp_session *ss, const struct call_request *r)
 {
-    return ss->policy_cwd ? ss->policy_cwd : r->workdir;
+    (void)ss;
+    return r->sandbox_cwd;
 }
 
 /* Whether a call under p reaches the network through the proxy: the
@@ -632,7 +708,7 @@ call_argv(struct mcp_session *ss, const struct writable_view *view, const struct
           bool *net, char **err)
 {
     struct mcp_server *s = ss->s;
-    struct sandbox_policy *p = sandbox_policy_from_json(ss->policy, sandbox_cwd(ss, r), err);
+    struct sandbox_policy *p = sandbox_policy_from_json(r->policy, sandbox_cwd(ss, r), err);
     if (p && writable_view_pin(view, p, err) < 0) {
         sandbox_policy_free(p);
         p = NULL;
@@ -667,7 +743,7 @@ static int
 call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_request *r, char **err)
 {
     char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
-    c->dc = label ? decide_call_new(ss->s->decide, ss->policy, sandbox_cwd(ss, r), label,
+    c->dc = label ? decide_call_new(ss->s->decide, r->policy, sandbox_cwd(ss, r), label,
                                     on_call_abort, c, err)
                   : NULL;
     free(label);
@@ -780,7 +856,7 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
 static char *
 login_key(struct mcp_session *ss, const struct call_request *r)
 {
-    char *policy = json_dumps(ss->policy, JSON_COMPACT | JSON_SORT_KEYS);
+    char *policy = json_dumps(r->policy, JSON_COMPACT | JSON_SORT_KEYS);
     char *key = policy ? strfmt("%s\n%s\n%s\n%s", ss->s->o->shell_path, policy, sandbox_cwd(ss, r),
                                 r->workdir)
                        : NULL;
@@ -804,13 +880,57 @@ build_call(struct mcp_session *ss, const json_t *id, const struct call_request *
     if (r->login && ss->s->snap) {
         c->snap_key = login_key(ss, r);
         c->snap_workdir = strdup(r->workdir);
-        if (!c->snap_key || !c->snap_workdir) {
+        c->snap_policy = json_incref(r->policy);
+        c->snap_sandbox_cwd = strdup(r->sandbox_cwd);
+        if (!c->snap_key || !c->snap_workdir || !c->snap_sandbox_cwd) {
             free(c->snap_key);
             free(c->snap_workdir);
-            c->snap_key = c->snap_workdir = NULL;
+            free(c->snap_sandbox_cwd);
+            c->snap_key = c->snap_workdir = c->snap_sandbox_cwd = NULL;
         }
     }
     return c;
+}
+
+/*
+ * The sandbox r runs under, into r->policy and r->sandbox_cwd: the state
+ * in the call's _meta (Codex 0.169 sends it with every call), else the
+ * session's from its last update (a permissionProfile resolved now, for
+ * this workdir), else the session's sandboxPolicy.  On error answers
+ * -32602 (the state in _meta is invalid) and returns -1.
+ */
+static int
+call_sandbox(struct mcp_session *ss, const json_t *id, const json_t *params, struct call_request *r)
+{
+    char *err = NULL;
+    int rc = sandbox_state_from_meta(json_object_get(params, "_meta"), r->workdir, &r->policy,
+                                     &r->sandbox_cwd, &err);
+    if (rc == 0 && ss->state) {
+        char *why = NULL;
+        rc = sandbox_state_resolve(ss->state, r->workdir, &r->policy, &r->sandbox_cwd, &why) < 0
+                 ? -1
+                 : 1;
+        err =
+            rc < 0 ? strfmt("the session's sandbox state: %s", why ? why : "out of memory") : NULL;
+        free(why);
+    }
+    if (rc == 0) {
+        r->policy = json_incref(ss->policy);
+        r->sandbox_cwd = strdup(ss->policy_cwd ? ss->policy_cwd : r->workdir);
+        if (!r->sandbox_cwd) {
+            json_decref(r->policy);
+            r->policy = NULL;
+            jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+            return -1;
+        }
+    }
+    if (rc < 0) {
+        jsonrpc_reply_error(ss->rpc, id, err ? JSONRPC_INVALID_PARAMS : JSONRPC_INTERNAL_ERROR,
+                            err ? err : "out of memory");
+        free(err);
+        return -1;
+    }
+    return 0;
 }
 
 /* tools/call: parse, build the call, queue it (it starts when there is
@@ -819,9 +939,11 @@ static void
 handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
     struct call_request r = {0};
-    if (parse_call(ss, id, params, &r) < 0)
+    if (parse_call(ss, id, params, &r) < 0 || call_sandbox(ss, id, params, &r) < 0)
         return;
     struct mcp_call *c = build_call(ss, id, &r);
+    json_decref(r.policy);
+    free(r.sandbox_cwd);
     if (!c)
         return;
     list_push(&ss->waiting, c);
@@ -914,11 +1036,11 @@ start_call(struct mcp_call *c)
  * waiting login call w, as a call of w's session (the same sandbox
  * policy, rules, questions and cgroup as w's would have: the profile is
  * code like any other; it counts against --max-calls and ends with the
- * session) running `SHELL -lc CAPTURE` in w's workdir.  The snapshot is
- * the server's: the login calls of every session with the same key use
- * it.  Returns 0 when it started (w waits for it), -1 when w runs a real
- * login shell instead: the session's policy changed since w arrived, or
- * out of memory.
+ * session) running `SHELL -lc CAPTURE` in w's workdir, under w's sandbox
+ * (each call may carry its own).  The snapshot is the server's: the login
+ * calls of every session with the same key use it.  Returns 0 when it
+ * started (w waits for it), -1 when w runs a real login shell instead (out
+ * of memory).
  */
 static int
 start_capture(struct mcp_call *w)
@@ -930,6 +1052,8 @@ start_capture(struct mcp_call *w)
         .timeout_ms = s->o->login_snapshot_timeout_ms,
         .login = true,
         .max_output = LOGIN_SNAPSHOT_MAX_BYTES,
+        .policy = w->snap_policy,
+        .sandbox_cwd = w->snap_sandbox_cwd,
     };
     char *key = login_key(ss, &r);
     if (!key || strcmp(key, w->snap_key) != 0) {
@@ -1265,6 +1389,7 @@ session_free(struct mcp_session *ss)
         return;
     json_decref(ss->policy);
     free(ss->policy_cwd);
+    json_decref(ss->state);
     client_log_free(ss->client_log);
     decide_client_unref(ss->client);
     call_net_client_unref(ss->net_client);

@@ -3,7 +3,9 @@
  * the writable set the helper applies (sandbox_writable_new,
  * sandbox/policy.h), each path resolved.  Anything there is the sandboxed
  * command's to make, replace or repoint, so nothing found there may vouch
- * for what runs outside the sandbox.
+ * for what runs outside the sandbox.  A permission profile's read-only
+ * paths and hidden paths inside the roots are not taken out: the view may
+ * count too much as writable, never too little.
  */
 #ifndef EXECGATE_SERVER_WRITABLE_VIEW_H
 #define EXECGATE_SERVER_WRITABLE_VIEW_H

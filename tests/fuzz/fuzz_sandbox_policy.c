@@ -1,6 +1,7 @@
 /*
- * Fuzz target: the sandbox policy text the helper receives on --policy, and
- * the round trip through its canonical form.
+ * Fuzz target: the sandbox policy text the helper receives on --policy
+ * (a permission profile's fields too), its writable set, and the round
+ * trip through its canonical form.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,6 +28,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(err);
         return 0;
     }
+    /* the writable set of every policy that parses (its roots, and a
+     * profile's read-only paths), as the helper and the server make it */
+    sandbox_writable_free(sandbox_writable_new(p, "/tmp"));
     char *canon = sandbox_policy_to_json(p);
     char *desc = sandbox_policy_describe(p);
     struct sandbox_policy *q = canon ? sandbox_policy_parse(canon, &err) : NULL;

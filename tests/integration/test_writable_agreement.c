@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sandbox/policy.h"
+#include "sandbox/profile.h"
 #include "tests/support/sandbox_harness.h"
 #include "tests/support/tmpdir.h"
 #include "server/writable_view.h"
@@ -302,14 +303,67 @@ test_unconfined(void **state)
     (void)state;
 }
 
+/* A permission profile as the server resolves it (tmpdir T): R, L (->
+ * R2) and M (missing) writable, /tmp and $TMPDIR as entries say, the
+ * sandbox cwd C writable or only readable (exclude_cwd), and .git of R
+ * written explicitly (R then a plain root). */
+static void
+check_profile(const char *cwd_access, const char *extra)
+{
+    char *text = NULL;
+    assert_true(
+        asprintf(&text,
+                 "{\"type\":\"managed\",\"network\":\"restricted\",\"file_system\":{\"type\":"
+                 "\"restricted\",\"entries\":["
+                 "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"root\"}},\"access\":"
+                 "\"read\"},"
+                 "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\"}},"
+                 "\"access\":\"%s\"},"
+                 "{\"path\":{\"type\":\"path\",\"path\":\"%s\"},\"access\":\"write\"},"
+                 "{\"path\":{\"type\":\"path\",\"path\":\"%s\"},\"access\":\"write\"},"
+                 "{\"path\":{\"type\":\"path\",\"path\":\"%s\"},\"access\":\"write\"}%s]}}",
+                 cwd_access, g.r, g.l, g.m, extra) > 0);
+    json_t *profile = json_loads(text, 0, NULL);
+    assert_non_null(profile);
+    char *err = NULL;
+    json_t *policy = sandbox_profile_to_policy(profile, g.c, g.t, &err);
+    if (policy == NULL)
+        fail_msg("profile refused: %s", err);
+    char *policy_text = json_dumps(policy, JSON_COMPACT);
+    assert_non_null(policy_text);
+    check_agreement(policy_text, g.t, true);
+    free(policy_text);
+    json_decref(policy);
+    json_decref(profile);
+    free(text);
+}
+
+static void
+test_profiles(void **state)
+{
+    char *git = NULL;
+    assert_true(asprintf(&git,
+                         ",{\"path\":{\"type\":\"path\",\"path\":\"%s/.git\"},\"access\":"
+                         "\"write\"}",
+                         g.r) > 0);
+    const char *scratch = ",{\"path\":{\"type\":\"special\",\"value\":{\"kind\":"
+                          "\"slash_tmp\"}},\"access\":\"write\"},{\"path\":{\"type\":"
+                          "\"special\",\"value\":{\"kind\":\"tmpdir\"}},\"access\":\"write\"}";
+    check_profile("write", scratch);
+    check_profile("read", scratch);
+    check_profile("read", "");
+    check_profile("write", git);
+    free(git);
+    (void)state;
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_only),
-        cmocka_unit_test(test_workspace_write),
-        cmocka_unit_test(test_tmpdir),
-        cmocka_unit_test(test_unconfined),
+        cmocka_unit_test(test_read_only), cmocka_unit_test(test_workspace_write),
+        cmocka_unit_test(test_tmpdir),    cmocka_unit_test(test_unconfined),
+        cmocka_unit_test(test_profiles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -719,6 +719,12 @@ test_allocation_failures(void **state)
         "{\"type\":\"read-only\",\"sandboxCwd\":\"/w\"}",
         "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"canonical_roots\":{\"roots\":"
         "[\"/w\",\"/t\"],\"repo_roots\":[\"/w\"]}}",
+        /* a permission profile's fields */
+        "{\"type\":\"workspace-write\",\"sandboxCwd\":\"/w\",\"exclude_cwd\":true,"
+        "\"writable_roots\":[\"/p\"],\"plain_writable_roots\":[\"/tmp\",\"/p/.git\"],"
+        "\"read_only_paths\":[\"/p/.codex\",\"/p/docs\"],\"deny_paths\":[\"/p/secret\"]}",
+        "{\"type\":\"read-only\",\"sandboxCwd\":\"/w\",\"exclude_cwd\":true,"
+        "\"deny_paths\":[\"/s\"]}",
     };
     /* The linker wraps these references too: jansson allocates through
      * alloc_fail from here on. */
