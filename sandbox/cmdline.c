@@ -60,6 +60,8 @@ add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
 {
     if (c->exec_notify_fd >= 0)
         add_fd_option(b, SANDBOX_OPT_EXEC_NOTIFY_FD, c->exec_notify_fd);
+    if (c->exec_notify_fd >= 0 && c->notify_sockets_only)
+        add_copy(b, SANDBOX_OPT_SOCKETS_ONLY);
     if (c->net_proxy_fd > 0)
         add_fd_option(b, SANDBOX_OPT_NET_PROXY_FD, c->net_proxy_fd);
     if (c->argv0 != NULL) {
