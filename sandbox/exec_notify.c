@@ -887,7 +887,7 @@ handle_socket(struct exec_notify *n, const struct seccomp_notif *sn)
     struct pollfd p = {.fd = wait.fd, .events = POLLOUT};
     while (poll(&p, 1, -1) < 0 && errno == EINTR)
         ;
-    return unix_connect_finish(n->fd, &wait);
+    return unix_connect_finish(n->fd, &wait, 0);
 }
 
 static int

@@ -166,7 +166,8 @@ struct unix_connect_wait;
  * on the same listener are made by unix_connect.h with cfg (borrowed; NULL:
  * nothing allowed beyond the sandbox's own sockets).  A connect still in
  * progress on a blocking socket goes to wait (taken: answer it with
- * unix_connect_finish on exec_notify_fd(n) when wait->fd polls writable);
+ * unix_connect_finish on exec_notify_fd(n) when wait->fd polls writable,
+ * or unix_connect_abandon when the listener goes);
  * with wait NULL the library polls for it itself, blocking (supervisors
  * with nothing else to do).  Without this call the same, with cfg NULL.
  */

@@ -366,11 +366,10 @@ other_connect(struct call *c, struct unix_connect_wait *wait)
 }
 
 int
-unix_connect_finish(int listener, struct unix_connect_wait *wait)
+unix_connect_finish(int listener, struct unix_connect_wait *wait, int err)
 {
-    int err = 0;
     socklen_t len = sizeof err;
-    if (getsockopt(wait->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    if (err == 0 && getsockopt(wait->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
     unix_connect_abandon(wait);
     return answer(listener, wait->id, 0, err);

@@ -36,10 +36,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A socket file the user allowed, by the inode the server resolved. */
+/* A socket file the user allowed, by the inode the server resolved.  The
+ * caller keeps that inode open (pin) while it is allowed: a file deleted
+ * frees its inode number for the next one made. */
 struct unix_connect_inode {
     dev_t dev;
     ino_t ino;
+    int pin; /* O_PATH fd of the inode, or -1 */
 };
 
 /* Told of each refusal (what: "connect /path", reason: the line's). */
@@ -74,9 +77,9 @@ bool unix_connect_handles(int nr);
 int unix_connect_handle(int listener, const struct seccomp_notif *sn,
                         const struct unix_connect_config *cfg, struct unix_connect_wait *wait);
 
-/* Answers a waiting connect with its outcome and closes wait->fd.
- * Returns 0 or -errno (listener failure). */
-int unix_connect_finish(int listener, struct unix_connect_wait *wait);
+/* Answers a waiting connect with its outcome (err 0), or with err, and
+ * closes wait->fd.  Returns 0 or -errno (listener failure). */
+int unix_connect_finish(int listener, struct unix_connect_wait *wait, int err);
 
 /* Closes wait->fd without answering (the listener is going away). */
 void unix_connect_abandon(struct unix_connect_wait *wait);
