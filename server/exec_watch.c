@@ -8,6 +8,7 @@
 #include "sandbox/unix_connect.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -512,7 +513,13 @@ on_connect_wait(void *arg, const struct unix_connect_wait *wait)
     struct listener *l = arg;
     struct unix_connect_wait copy = *wait;
     struct conn_wait *cw = calloc(1, sizeof(*cw));
-    if (!cw || uv_poll_init(l->w->loop, &cw->poll, copy.fd) < 0) {
+    /* uv_poll_init makes the fd non-blocking: the file is the target's
+     * socket, whose flags are the target's own */
+    int flags = fcntl(copy.fd, F_GETFL);
+    int rc = cw && flags >= 0 ? uv_poll_init(l->w->loop, &cw->poll, copy.fd) : UV_ENOMEM;
+    if (flags >= 0)
+        (void)fcntl(copy.fd, F_SETFL, flags);
+    if (rc < 0) {
         free(cw);
         (void)unix_connect_finish(exec_notify_fd(l->n), &copy, ENOMEM);
         return;
