@@ -107,10 +107,14 @@ add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, unsigned not
         rc = deny(ctx, always_denied[i], note, arg);
     if (confine && rc == 0)
         rc = deny_tty_injection(ctx, note, arg);
+    /* io_uring's requests (connect, sendmsg...) bypass seccomp: denied
+     * where the network is off, and where sockets are supervised */
+    bool uring = restrict_network || (notify & SANDBOX_NOTIFY_SOCKETS);
+    for (size_t i = 0; uring && rc == 0 && i < sizeof io_uring_calls / sizeof io_uring_calls[0];
+         i++)
+        rc = deny(ctx, io_uring_calls[i], note, arg);
     if (!restrict_network)
         return rc;
-    for (size_t i = 0; rc == 0 && i < sizeof io_uring_calls / sizeof io_uring_calls[0]; i++)
-        rc = deny(ctx, io_uring_calls[i], note, arg);
     if (rc == 0)
         rc = deny_ip_sockets(ctx);
     return rc;

@@ -4,9 +4,10 @@
  * With confine (read-only, workspace-write): chroot, every mount-changing
  * call, the keyring calls and the TIOCSTI/TIOCLINUX ioctls fail with EPERM.  With the
  * network off, also: socket(2)/socketpair(2) for any family but AF_UNIX and
- * the three io_uring calls (its requests would bypass this filter).  System
- * calls of other architectures (x32, i386) kill the process, so the 32-bit
- * socketcall(2) cannot go around the rules.
+ * the three io_uring calls (its requests would bypass this filter; denied
+ * too where socket calls are notified).  System calls of other
+ * architectures (x32, i386) kill the process, so the 32-bit socketcall(2)
+ * cannot go around the rules.
  *
  * The rules live in filter-rules.c (libseccomp); the build compiles them
  * to BPF once (filter-gen) and this module only loads the result.

@@ -179,39 +179,48 @@ shares_namespace(pid_t pid, const char *what)
     return same_inode(&mine, &theirs);
 }
 
+/* Why a peer is not inside (peer_inside), for the refusal line. */
+static const char *const not_inside[] = {
+    NULL,
+    "the process listening there runs outside this sandbox",
+    "the process that listens there cannot be identified (it has exited, or this kernel "
+    "lacks SO_PEERPIDFD and PIDFD_GET_PID_NAMESPACE)",
+    "this command runs without a PID namespace of its own, so no listener can be told to "
+    "be inside its sandbox",
+};
+
 /*
  * Whether the process listening at the other end of sock (connected) runs
  * in target's PID namespace or one below it: pinned by a pidfd of the
- * listener (SO_PEERPIDFD) and namespace fds, never by pid numbers.  A
- * target in the supervisor's own PID namespace has no sandbox of its own
- * to tell apart: false.  Unreadable is false.
+ * listener (SO_PEERPIDFD) and namespace fds, never by pid numbers.
+ * Returns 0 when inside, else an index into not_inside: 1 outside, 2 the
+ * listener unreadable, 3 a target in the supervisor's own PID namespace
+ * (no sandbox of its own to tell apart).
  */
-static bool
+static int
 peer_inside(int sock, pid_t target)
 {
     char name[64];
     snprintf(name, sizeof name, "/proc/%d/ns/pid", (int)target);
     struct stat own, tns, cur;
-    int target_ns = open(name, O_RDONLY | O_CLOEXEC);
-    if (target_ns < 0 || fstat(target_ns, &tns) != 0 || stat("/proc/self/ns/pid", &own) != 0 ||
-        same_inode(&own, &tns)) {
-        if (target_ns >= 0)
-            close(target_ns);
-        return false;
-    }
-    close(target_ns);
+    if (stat(name, &tns) != 0 || stat("/proc/self/ns/pid", &own) != 0)
+        return 2;
+    if (same_inode(&own, &tns))
+        return 3;
     int pidfd = -1;
     socklen_t len = sizeof pidfd;
     if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0 || pidfd < 0)
-        return false;
+        return 2;
     int ns = ioctl(pidfd, PIDFD_GET_PID_NAMESPACE, 0);
     close(pidfd);
-    bool inside = false;
+    if (ns < 0)
+        return 2;
+    int inside = 1;
     for (int depth = 0; ns >= 0 && depth < MAX_NS_DEPTH; depth++) {
         if (fstat(ns, &cur) != 0)
             break;
         if (same_inode(&cur, &tns)) {
-            inside = true;
+            inside = 0;
             break;
         }
         if (same_inode(&cur, &own))
@@ -291,11 +300,14 @@ stream_connect(struct call *c, const struct sockaddr_un *dest, socklen_t destlen
         close(s);
         return answer(c->listener, c->sn->id, 0, e);
     }
-    if (!ok && !peer_inside(s, c->pid)) {
+    int why = ok ? 0 : peer_inside(s, c->pid);
+    if (why != 0) {
         close(s);
-        return refuse(c, ECONNREFUSED,
-                      "the process listening there runs outside this sandbox (to allow this "
-                      "socket, start execgate with --allow-unix-socket PATH)");
+        char reason[256];
+        snprintf(reason, sizeof reason,
+                 "%s (to allow this socket, start execgate with --allow-unix-socket PATH)",
+                 not_inside[why]);
+        return refuse(c, ECONNREFUSED, reason);
     }
     copy_options(c->sock, s);
     struct seccomp_notif_addfd add = {
