@@ -17,6 +17,8 @@
  *                                        N connects to LINK while a child
  *                                        swaps it (rename) between symlinks to
  *                                        the two; prints the same line
+ *   sock-client loop PATH N              N connects, each reading the banner:
+ *                                        prints "per connect: U us" (bench)
  *
  * Servers bind with mode 0666 (another user's client may connect) and
  * run until killed.
@@ -34,6 +36,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct sockaddr_un
@@ -215,6 +218,24 @@ race_rename(const char *link, const char *inside, const char *outside, int n)
     return 0;
 }
 
+static int
+loop(const char *path, int n)
+{
+    struct sockaddr_un a = address(path);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < n; i++) {
+        if (banner_of(&a) == 0) {
+            fprintf(stderr, "sock-client: %s: no banner\n", path);
+            return 1;
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3;
+    printf("per connect: %.2f us\n", us / n);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -229,6 +250,8 @@ main(int argc, char **argv)
         return dgram(argv[2]);
     if (argc == 5 && strcmp(argv[1], "race") == 0)
         return race(argv[2], argv[3], atoi(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "loop") == 0)
+        return loop(argv[2], atoi(argv[3]));
     if (argc == 6 && strcmp(argv[1], "race-rename") == 0)
         return race_rename(argv[2], argv[3], argv[4], atoi(argv[5]));
     fprintf(stderr, "usage: see tests/integration/unix-sockets/sock-client.c\n");
