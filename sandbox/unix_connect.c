@@ -164,15 +164,36 @@ allowed(const struct call *c, const struct stat *st)
     return false;
 }
 
+/* The supervisor's own namespace WHAT ("pid", "net"), read once: a
+ * process's namespaces of these kinds do not change under it here. */
+static int
+own_namespace(const char *what, struct stat *out)
+{
+    static struct stat pid_ns, net_ns;
+    static bool pid_read, net_read;
+    bool pid = strcmp(what, "pid") == 0;
+    struct stat *cached = pid ? &pid_ns : &net_ns;
+    bool *read = pid ? &pid_read : &net_read;
+    if (!*read) {
+        char name[64];
+        snprintf(name, sizeof name, "/proc/self/ns/%s", what);
+        if (stat(name, cached) != 0)
+            return -errno;
+        *read = true;
+    }
+    *out = *cached;
+    return 0;
+}
+
 /* Whether the namespace link /proc/PID/ns/WHAT is the supervisor's own. */
 static int
 shares_namespace(pid_t pid, const char *what)
 {
     char name[64];
-    struct stat mine, theirs;
-    snprintf(name, sizeof name, "/proc/self/ns/%s", what);
-    if (stat(name, &mine) != 0)
-        return -errno;
+    struct stat mine = {0}, theirs;
+    int rc = own_namespace(what, &mine);
+    if (rc < 0)
+        return rc;
     snprintf(name, sizeof name, "/proc/%d/ns/%s", (int)pid, what);
     if (stat(name, &theirs) != 0)
         return -errno;
@@ -202,8 +223,8 @@ peer_inside(int sock, pid_t target)
 {
     char name[64];
     snprintf(name, sizeof name, "/proc/%d/ns/pid", (int)target);
-    struct stat own, tns, cur;
-    if (stat(name, &tns) != 0 || stat("/proc/self/ns/pid", &own) != 0)
+    struct stat own = {0}, tns, cur;
+    if (stat(name, &tns) != 0 || own_namespace("pid", &own) != 0)
         return 2;
     if (same_inode(&own, &tns))
         return 3;
@@ -257,15 +278,19 @@ target_cloexec(const struct call *c)
 }
 
 /* The target's socket options a client sets before connecting, carried
- * over to the socket that replaces it. */
+ * over to the socket that replaces it; one left at the default (zero) is
+ * already the new socket's. */
 static void
 copy_options(int from, int to)
 {
     static const int opts[] = {SO_PASSCRED, SO_SNDBUF, SO_RCVBUF, SO_RCVTIMEO, SO_SNDTIMEO};
+    static char zero[32];
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char v[32];
         socklen_t len = sizeof v;
-        if (getsockopt(from, SOL_SOCKET, opts[i], v, &len) == 0)
+        bool buffer = opts[i] == SO_SNDBUF || opts[i] == SO_RCVBUF;
+        if (getsockopt(from, SOL_SOCKET, opts[i], v, &len) == 0 &&
+            (buffer || memcmp(v, zero, len) != 0))
             (void)setsockopt(to, SOL_SOCKET, opts[i], v, len);
     }
     int fl = fcntl(from, F_GETFL);
@@ -469,9 +494,8 @@ take(struct call *c)
         return rc < 0 ? rc : 1;
     }
     socklen_t len = sizeof c->family;
-    struct stat st;
-    if (fstat(c->sock, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-        getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &c->family, &len) != 0) {
+    /* ENOTSOCK for any other file */
+    if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &c->family, &len) != 0) {
         int rc = answer(c->listener, sn->id, 0, ENOTSOCK);
         return rc < 0 ? rc : 1;
     }
