@@ -1053,7 +1053,9 @@ apply_exec_notify(struct run *r)
     } else {
         rc = sandbox_exec_filter_send(o->exec_notify_fd, path, listener);
         close(listener);
-        if (rc == 0 && sandbox_exec_filter_report(r->report) != 0)
+        if (rc == 0 &&
+            sandbox_exec_filter_report(r->report, notify & SANDBOX_FILTER_NOTIFY_EXECS,
+                                       merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS)) != 0)
             sandbox_helper_die(ENOMEM, "building the report");
     }
     if (rc < 0)
