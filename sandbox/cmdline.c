@@ -12,9 +12,10 @@
 #include <string.h>
 
 /* Slots besides the protect paths and the program: the helper, three
- * flags with values and one without, --policy, --cwd, --report-fd, "--"
- * and the terminating NULL. */
-#define FIXED_SLOTS 14
+ * options with values (--exec-notify-fd, --net-proxy-fd, --argv0) and two
+ * without (--notify-sockets-only, --allow-degraded), --policy, --cwd,
+ * --report-fd, "--" and the terminating NULL. */
+#define FIXED_SLOTS 17
 
 /* An argv being filled; the first failure sticks and later adds do
  * nothing, so the builder checks once at the end. */
