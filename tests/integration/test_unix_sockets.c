@@ -313,6 +313,34 @@ test_datagram_outside_refused(void **state)
     world_end(w);
 }
 
+/* An abstract socket outside (no file at all) stays unreachable, while
+ * one the command serves itself answers. */
+static void
+test_abstract_sockets(void **state)
+{
+    (void)state;
+    struct mcp_world *w = world_start(NULL);
+    char *mark = tmpdir_path(w->outside, "pwned");
+    char *name = mcp_world_fmt("@execgate-test-agent-%d", (int)getpid());
+    outside_server(name, mark);
+    char *cmd = mcp_world_fmt("C=%s\n"
+                              "$C connect %s\n"
+                              "$C serve @execgate-test-inside-$$ - INSIDE > ready.txt &\n"
+                              "while ! grep -q ready ready.txt 2>/dev/null; do :; done\n"
+                              "$C connect @execgate-test-inside-$$\n"
+                              "kill %%1\n",
+                              g.client, name);
+    json_t *a = run(w, cmd);
+    const char *out = mcp_world_output(a);
+    assert_unreached(mark, a);
+    mcp_world_assert_contains(out, "reply: INSIDE");
+    json_decref(a);
+    free(cmd);
+    free(name);
+    free(mark);
+    world_end(w);
+}
+
 /* Another execgate's MCP listener (--listen unix:PATH), which would run a
  * command with danger-full-access for any client: the sandbox cannot reach
  * it, while the same request from outside is answered. */
@@ -503,6 +531,7 @@ main(void)
         cmocka_unit_test_teardown(test_tmp_and_path_variants_refused, teardown),
         cmocka_unit_test_teardown(test_races_refused, teardown),
         cmocka_unit_test_teardown(test_datagram_outside_refused, teardown),
+        cmocka_unit_test_teardown(test_abstract_sockets, teardown),
         cmocka_unit_test_teardown(test_mcp_listener_session_escape, teardown),
         cmocka_unit_test_teardown(test_workspace_server_reachable, teardown),
         cmocka_unit_test_teardown(test_allow_option, teardown),

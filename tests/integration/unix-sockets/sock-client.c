@@ -21,7 +21,7 @@
  *                                        prints "per connect: U us" (bench)
  *
  * Servers bind with mode 0666 (another user's client may connect) and
- * run until killed.
+ * run until killed.  A PATH starting with '@' is an abstract name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +48,8 @@ address(const char *path)
         exit(2);
     }
     strcpy(a.sun_path, path);
+    if (path[0] == '@') /* abstract: the whole sun_path, zero-padded, is the name */
+        a.sun_path[0] = '\0';
     return a;
 }
 
@@ -55,10 +57,12 @@ static int
 bound(const char *path, int type)
 {
     struct sockaddr_un a = address(path);
-    unlink(path);
+    bool abstract = path[0] == '@';
+    if (!abstract)
+        unlink(path);
     int s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || chmod(path, 0666) != 0 ||
-        (type == SOCK_STREAM && listen(s, 64) != 0)) {
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
+        (!abstract && chmod(path, 0666) != 0) || (type == SOCK_STREAM && listen(s, 64) != 0)) {
         fprintf(stderr, "sock-client: %s: %s\n", path, strerror(errno));
         exit(2);
     }
