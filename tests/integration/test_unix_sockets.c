@@ -398,6 +398,79 @@ test_mcp_listener_session_escape(void **state)
     world_end(w);
 }
 
+/* The same escape from a call of the listening server itself: a client
+ * of `execgate --listen unix:PATH` runs a command that curls PATH.  The
+ * steps are curl from outside (as the server's user): initialize, the
+ * initialized notification, then tools/call. */
+static void
+test_own_listener_from_its_call(void **state)
+{
+    (void)state;
+    char *sock = tmpdir_path(scratch(), "own.sock");
+    char *wd = tmpdir_path(scratch(), "wd");
+    char *rules = tmpdir_path(scratch(), "rules");
+    assert_int_equal(mkdir(wd, 0777), 0);
+    assert_int_equal(mkdir(rules, 0777), 0);
+    char *listen = mcp_world_fmt("unix:%s", sock);
+    char *policy = mcp_world_fmt("{\"sandboxPolicy\":{\"type\":\"workspace-write\","
+                                 "\"network_access\":false},\"sandboxCwd\":\"%s\"}",
+                                 wd);
+    const char *argv[] = {"/bin/sh",
+                          "-c",
+                          "\"$0\" \"$@\" 2>/dev/null & while [ ! -S \"$S\" ]; do sleep 0.01; "
+                          "done; echo ready; wait",
+                          g.server,
+                          "--listen",
+                          listen,
+                          "--rules",
+                          rules,
+                          "--sandbox",
+                          policy,
+                          NULL};
+    setenv("S", sock, 1);
+    start_server(argv);
+    unsetenv("S");
+    /* the client, outside: curl keeps the session id in $ID */
+    const char *script =
+        "H='-H Content-Type:application/json -H Accept:application/json,text/event-stream'\n"
+        "post() { curl -s --unix-socket \"$S\" $H ${ID:+-H \"Mcp-Session-Id: $ID\"} \"$@\" "
+        "http://localhost/mcp; }\n"
+        "ID=$(post -D - -o /dev/null -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+        "\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}' | tr -d '\\r' | "
+        "sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')\n"
+        "[ -n \"$ID\" ] || { echo no-session; exit 1; }\n"
+        "post -d '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}'\n"
+        "INNER=\"curl -s --unix-socket $S -H Content-Type:application/json -H "
+        "Accept:application/json,text/event-stream -d {} http://localhost/mcp; echo curl=\\$?\"\n"
+        "post -d \"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"id\\\":2,\\\"method\\\":\\\"tools/call\\\","
+        "\\\"params\\\":{\\\"name\\\":\\\"shell\\\",\\\"arguments\\\":{\\\"command\\\":"
+        "\\\"$INNER\\\",\\\"workdir\\\":\\\"$W\\\",\\\"login\\\":false}}}\"\n";
+    setenv("S", sock, 1);
+    setenv("W", wd, 1);
+    const char *client[] = {"/bin/sh", "-c", script, NULL};
+    const char *full[16];
+    size_t n = 0;
+    for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
+        full[n++] = g.user.prefix[i];
+    for (size_t i = 0; client[i]; i++)
+        full[n++] = client[i];
+    full[n] = NULL;
+    struct proc_result res;
+    assert_int_equal(proc_run(full, NULL, &res), 0);
+    unsetenv("S");
+    unsetenv("W");
+    /* the call ran (its answer came) and its curl could not connect */
+    if (!strstr(res.out, "curl=7") || !strstr(res.out, "refused `connect "))
+        fail_msg("the command of the listening server's own call: [%s] [%s]", res.out, res.err);
+    proc_result_free(&res);
+    free(policy);
+    free(listen);
+    free(rules);
+    free(wd);
+    free(sock);
+}
+
 /* ---- what keeps working ---- */
 
 /* A server the command starts in its workspace answers it, by path,
@@ -533,6 +606,7 @@ main(void)
         cmocka_unit_test_teardown(test_datagram_outside_refused, teardown),
         cmocka_unit_test_teardown(test_abstract_sockets, teardown),
         cmocka_unit_test_teardown(test_mcp_listener_session_escape, teardown),
+        cmocka_unit_test_teardown(test_own_listener_from_its_call, teardown),
         cmocka_unit_test_teardown(test_workspace_server_reachable, teardown),
         cmocka_unit_test_teardown(test_allow_option, teardown),
         cmocka_unit_test_teardown(test_allow_is_the_inode, teardown),
