@@ -101,6 +101,8 @@ describe(const struct call *c, char *out, size_t cap)
     if (abstract) {
         out[o++] = '@';
         i = 1;
+        while (n > 1 && un->sun_path[n - 1] == '\0') /* padding, as many names have */
+            n--;
     }
     for (; i < n && o + 1 < cap && (abstract || un->sun_path[i] != '\0'); i++)
         out[o++] = (unsigned char)un->sun_path[i] < 0x20 ? '?' : un->sun_path[i];
@@ -143,8 +145,13 @@ open_destination(const struct call *c)
         .resolve = RESOLVE_NO_MAGICLINKS | (path[0] == '/' ? RESOLVE_IN_ROOT : 0),
     };
     const char *rel = path[0] == '/' ? path + 1 : path;
-    long fd = syscall(SYS_openat2, dir, rel[0] ? rel : ".", &how, sizeof how);
-    int e = errno;
+    long fd = -1;
+    int e = EAGAIN;
+    /* EAGAIN: a rename raced the lookup of ".." inside the root; again */
+    for (int tries = 0; fd < 0 && e == EAGAIN && tries < 4; tries++) {
+        fd = syscall(SYS_openat2, dir, rel[0] ? rel : ".", &how, sizeof how);
+        e = fd < 0 ? errno : 0;
+    }
     close(dir);
     return fd < 0 ? -e : (int)fd;
 }

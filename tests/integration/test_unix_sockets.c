@@ -254,13 +254,14 @@ test_races_refused(void **state)
     char *sock = tmpdir_path(scratch(), "agent.sock");
     char *mark = tmpdir_path(w->outside, "pwned");
     outside_server(sock, mark);
-    char *cmd = mcp_world_fmt("C=%s\n"
-                              "$C serve $PWD/in.sock - INSIDE > ready.txt &\n"
-                              "while ! grep -q ready ready.txt 2>/dev/null; do :; done\n"
-                              "$C race $PWD/in.sock %s 400\n"
-                              "$C race-rename $PWD/swap.sock $PWD/in.sock %s 400\n"
-                              "kill %%1\n",
-                              g.client, sock, sock);
+    char *cmd =
+        mcp_world_fmt("C=%s\n"
+                      "$C serve $PWD/in.sock - INSIDE > ready.txt &\n"
+                      "while ! grep -q ready ready.txt 2>/dev/null; do kill -0 $! || break; done\n"
+                      "$C race $PWD/in.sock %s 400\n"
+                      "$C race-rename $PWD/swap.sock $PWD/in.sock %s 400\n"
+                      "kill %%1\n",
+                      g.client, sock, sock);
     json_t *a = run(w, cmd);
     const char *out = mcp_world_output(a);
     assert_unreached(mark, a);
@@ -323,13 +324,16 @@ test_abstract_sockets(void **state)
     char *mark = tmpdir_path(w->outside, "pwned");
     char *name = mcp_world_fmt("@execgate-test-agent-%d", (int)getpid());
     outside_server(name, mark);
-    char *cmd = mcp_world_fmt("C=%s\n"
-                              "$C connect %s\n"
-                              "$C serve @execgate-test-inside-$$ - INSIDE > ready.txt &\n"
-                              "while ! grep -q ready ready.txt 2>/dev/null; do :; done\n"
-                              "$C connect @execgate-test-inside-$$\n"
-                              "kill %%1\n",
-                              g.client, name);
+    /* abstract names are shared by every sandbox of the network namespace:
+     * this test's pid keeps the variants running at once apart */
+    char *cmd =
+        mcp_world_fmt("C=%s\n"
+                      "$C connect %s\n"
+                      "$C serve @execgate-test-inside-%d - INSIDE > ready.txt &\n"
+                      "while ! grep -q ready ready.txt 2>/dev/null; do kill -0 $! || break; done\n"
+                      "$C connect @execgate-test-inside-%d\n"
+                      "kill %%1\n",
+                      g.client, name, (int)getpid(), (int)getpid());
     json_t *a = run(w, cmd);
     const char *out = mcp_world_output(a);
     assert_unreached(mark, a);
@@ -483,7 +487,7 @@ test_workspace_server_reachable(void **state)
     char *cmd =
         mcp_world_fmt("C=%s\n"
                       "$C serve $PWD/in.sock - INSIDE > ready.txt &\n"
-                      "while ! grep -q ready ready.txt 2>/dev/null; do :; done\n"
+                      "while ! grep -q ready ready.txt 2>/dev/null; do kill -0 $! || break; done\n"
                       "$C connect $PWD/in.sock\n"
                       "$C connect in.sock\n"
                       "ln -s in.sock alias.sock && $C connect alias.sock\n"
