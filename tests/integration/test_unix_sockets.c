@@ -288,6 +288,41 @@ test_races_refused(void **state)
     world_end(w);
 }
 
+/* With IP sockets allowed (the network proxy's namespace), a thread swaps
+ * a Unix and a TCP socket onto the fd number being connected to the
+ * outside socket: the check is made on the socket object, so whichever it
+ * took, the outside server never answers. */
+static void
+test_fd_swap_race_refused(void **state)
+{
+    (void)state;
+    const char *proxy[] = {"--network-proxy=on", NULL};
+    const struct mcp_world_options o = {.server = g.server,
+                                        .client_name = "unix-socket-tests",
+                                        .extra = g.extra,
+                                        .more = proxy,
+                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
+                                        .chown = g.unprivileged,
+                                        .owner_uid = g.user.uid,
+                                        .owner_gid = g.user.gid};
+    mcp_world_start(&the_world, "", &o);
+    g.world = &the_world;
+    struct mcp_world *w = g.world;
+    char *sock = tmpdir_path(scratch(), "agent.sock");
+    char *mark = tmpdir_path(w->outside, "pwned");
+    outside_server(sock, mark);
+    char *cmd = mcp_world_fmt("%s race-fd %s 300", g.client, sock);
+    json_t *a = run(w, cmd);
+    const char *out = mcp_world_output(a);
+    assert_unreached(mark, a);
+    mcp_world_assert_contains(out, "outside: 0 of 300");
+    json_decref(a);
+    free(cmd);
+    free(mark);
+    free(sock);
+    world_end(w);
+}
+
 /* A datagram socket outside: neither sendto with its address nor a
  * connect and send delivers. */
 static void
@@ -607,6 +642,7 @@ main(void)
         cmocka_unit_test_teardown(test_outside_roots_refused, teardown),
         cmocka_unit_test_teardown(test_tmp_and_path_variants_refused, teardown),
         cmocka_unit_test_teardown(test_races_refused, teardown),
+        cmocka_unit_test_teardown(test_fd_swap_race_refused, teardown),
         cmocka_unit_test_teardown(test_datagram_outside_refused, teardown),
         cmocka_unit_test_teardown(test_abstract_sockets, teardown),
         cmocka_unit_test_teardown(test_mcp_listener_session_escape, teardown),

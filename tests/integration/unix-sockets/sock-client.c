@@ -20,6 +20,10 @@
  *                                        swaps it (rename) between symlinks to
  *                                        the two (more, as above); prints the
  *                                        same line
+ *   sock-client race-fd OUTSIDE N        N connects of one fd number to
+ *                                        OUTSIDE while a thread swaps a Unix
+ *                                        and a TCP socket onto that number;
+ *                                        prints "outside: O of N"
  *   sock-client loop PATH N              N connects, each reading the banner:
  *                                        prints "per connect: U us" (bench)
  *
@@ -225,6 +229,57 @@ race_rename(const char *link, const char *inside, const char *outside, int n)
     return 0;
 }
 
+/* The fd number race_fd's connects use, and the two sockets swapped onto it. */
+#define RACE_FD 100
+static int swap_fds[2];
+
+static void *
+swap(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; !atomic_load(&stop); i++)
+        dup2(swap_fds[i & 1], RACE_FD);
+    return NULL;
+}
+
+static int
+race_fd(const char *outside, int n)
+{
+    struct sockaddr_un a = address(outside);
+    int reached = 0;
+    for (int i = 0; i < n; i++) {
+        swap_fds[0] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        swap_fds[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (swap_fds[0] < 0 || swap_fds[1] < 0 || dup2(swap_fds[1], RACE_FD) < 0) {
+            perror("sock-client: race-fd");
+            return 2;
+        }
+        atomic_store(&stop, false);
+        pthread_t t;
+        if (pthread_create(&t, NULL, swap, NULL) != 0)
+            return 2;
+        int rc = connect(RACE_FD, (struct sockaddr *)&a, sizeof a);
+        atomic_store(&stop, true);
+        pthread_join(t, NULL);
+        /* the thread may have moved the connected socket off RACE_FD: the
+         * Unix socket itself, and whatever is at RACE_FD now */
+        const int check[] = {swap_fds[0], RACE_FD};
+        for (size_t k = 0; rc == 0 && k < 2; k++) {
+            char buf[64] = {0};
+            if (read(check[k], buf, sizeof buf - 1) > 0 && strstr(buf, "SECRET")) {
+                (void)!send(check[k], "PWNED\n", 6, MSG_NOSIGNAL);
+                reached++;
+                break;
+            }
+        }
+        close(RACE_FD);
+        close(swap_fds[0]);
+        close(swap_fds[1]);
+    }
+    printf("outside: %d of %d\n", reached, n);
+    return 0;
+}
+
 static int
 loop(const char *path, int n)
 {
@@ -257,6 +312,8 @@ main(int argc, char **argv)
         return dgram(argv[2]);
     if (argc == 5 && strcmp(argv[1], "race") == 0)
         return race(argv[2], argv[3], atoi(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "race-fd") == 0)
+        return race_fd(argv[2], atoi(argv[3]));
     if (argc == 4 && strcmp(argv[1], "loop") == 0)
         return loop(argv[2], atoi(argv[3]));
     if (argc == 6 && strcmp(argv[1], "race-rename") == 0)
