@@ -12,6 +12,7 @@
  */
 #include "sandbox/unix_connect.h"
 #include "sandbox/exec_notify.h"
+#include "sandbox/unix_holder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -472,11 +473,10 @@ unix_call(struct call *c)
         rc = answer(c->listener, c->sn->id, 0, ECONNREFUSED);
     else if (c->type != SOCK_DGRAM)
         rc = stream_connect(c, &pinned, plen, ok);
-    else if (!ok)
+    else if (!ok && unix_holder_inside(c->pid, &st) != 1)
         rc = refuse(c, ECONNREFUSED,
-                    "datagram sockets outside the sandbox are not reachable, and one inside "
-                    "cannot be told apart from them (to allow this socket, start execgate with "
-                    "--allow-unix-socket PATH)");
+                    "no process of this sandbox holds that datagram socket (to allow this "
+                    "socket, start execgate with --allow-unix-socket PATH)");
     else if (c->sendto)
         rc = send_for(c, (struct sockaddr *)&pinned, plen);
     else

@@ -16,8 +16,9 @@
  *    one below it), or the inode is one the caller allowed; it is then
  *    installed over the target's fd (SECCOMP_IOCTL_NOTIF_ADDFD).  Else
  *    ECONNREFUSED and a line on the target's stderr;
- *  - a Unix datagram destination (connect, sendto): only an allowed inode
- *    (a datagram socket has no listening process to check);
+ *  - a Unix datagram destination (connect, sendto): a socket a process of
+ *    the sandbox holds (unix_holder.h: a datagram socket has no listening
+ *    process to check), or an allowed inode;
  *  - an abstract Unix address: as a pathname one when the target shares
  *    the supervisor's network namespace (where the name is looked up),
  *    EPERM otherwise;

@@ -513,23 +513,26 @@ test_own_listener_from_its_call(void **state)
 /* ---- what keeps working ---- */
 
 /* A server the command starts in its workspace answers it, by path,
- * relative path and symlink. */
+ * relative path and symlink; so does a datagram socket it serves. */
 static void
 test_workspace_server_reachable(void **state)
 {
     (void)state;
     struct mcp_world *w = world_start(NULL);
-    char *cmd =
-        mcp_world_fmt("C=%s\n"
-                      "$C serve $PWD/in.sock - INSIDE > ready.txt &\n"
-                      "while ! grep -q ready ready.txt 2>/dev/null; do kill -0 $! || break; done\n"
-                      "$C connect $PWD/in.sock\n"
-                      "$C connect in.sock\n"
-                      "ln -s in.sock alias.sock && $C connect alias.sock\n"
-                      "/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
-                      "s.connect(\"in.sock\"); print(\"python:\", s.recv(16))'\n"
-                      "kill %%1\n",
-                      g.client);
+    char *cmd = mcp_world_fmt(
+        "C=%s\n"
+        "$C serve $PWD/in.sock - INSIDE > ready.txt &\n"
+        "while ! grep -q ready ready.txt 2>/dev/null; do kill -0 $! || break; done\n"
+        "$C connect $PWD/in.sock\n"
+        "$C connect in.sock\n"
+        "ln -s in.sock alias.sock && $C connect alias.sock\n"
+        "/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+        "s.connect(\"in.sock\"); print(\"python:\", s.recv(16))'\n"
+        "$C serve-dgram $PWD/d.sock $PWD/got-dgram > ready-d.txt &\n"
+        "while ! grep -q ready ready-d.txt 2>/dev/null; do kill -0 $! || break; done\n"
+        "$C dgram d.sock\n"
+        "kill %%1 %%2\n",
+        g.client);
     json_t *a = run(w, cmd);
     const char *out = mcp_world_output(a);
     const char *p = out;
@@ -541,6 +544,8 @@ test_workspace_server_reachable(void **state)
     if (replies != 3)
         fail_msg("%d of 3 connects reached the workspace's server\noutput: [%s]", replies, out);
     mcp_world_assert_contains(out, "python: b'INSIDE'");
+    mcp_world_assert_contains(out, "sendto: sent");
+    mcp_world_assert_contains(out, "connect: sent");
     assert_null(strstr(out, "execgate: refused"));
     json_decref(a);
     free(cmd);
