@@ -23,33 +23,31 @@
 static void
 usage(FILE *out)
 {
-    fprintf(
-        out,
-        "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
-        "                        [--notify-sockets-only] [--net-proxy-fd N] [--allow-degraded]\n"
-        "                        [--argv0 NAME] "
-        "[--protect PATH]...\n"
-        "                        -- PROGRAM [ARGS...]\n"
-        "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
-        "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
-        "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n"
-        "With \"canonical_roots\" in JSON the writable roots are exactly those, each\n"
-        "reached without following a symbolic link (one on the way: exit 125).\n"
-        "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
-        "descendants to a supervisor; the seccomp listener is sent over the\n"
-        "SOCK_SEQPACKET socket N (see docs/enforcement.md).  Under read-only or\n"
-        "workspace-write the same listener also gets every connect(2), and sendto(2)\n"
-        "with an address, for the supervisor to decide and make.\n"
-        "--notify-sockets-only: with --exec-notify-fd, the listener gets the socket\n"
-        "calls alone, not the execs (read-only or workspace-write only).\n"
-        "--net-proxy-fd N: under read-only or workspace-write, PROGRAM gets a network\n"
-        "namespace with only loopback; the socket listening on 127.0.0.1 there is sent\n"
-        "over the SOCK_SEQPACKET socket N, and the proxy variables point at it (see\n"
-        "docs/network.md).\n"
-        "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
-        "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
-        "(symlinks resolved) lies in a writable location, it is kept read-only\n"
-        "(created as an empty directory first when missing; see docs/sandbox.md).\n");
+    fprintf(out,
+            "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
+            "                        [--notify-sockets-only] [--net-proxy-fd N]\n"
+            "                        [--allow-degraded] [--argv0 NAME] [--protect PATH]...\n"
+            "                        -- PROGRAM [ARGS...]\n"
+            "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
+            "itself, changes to DIR, then runs PROGRAM.  Exit status 125: the sandbox could\n"
+            "not be set up and nothing ran; 126/127: PROGRAM not runnable / not found.\n"
+            "With \"canonical_roots\" in JSON the writable roots are exactly those, each\n"
+            "reached without following a symbolic link (one on the way: exit 125).\n"
+            "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
+            "descendants to a supervisor; the seccomp listener is sent over the\n"
+            "SOCK_SEQPACKET socket N (see docs/enforcement.md).  Under read-only or\n"
+            "workspace-write the same listener also gets every connect(2), and sendto(2)\n"
+            "with an address, for the supervisor to decide and make.\n"
+            "--notify-sockets-only: with --exec-notify-fd, the listener gets the socket\n"
+            "calls alone, not the execs (read-only or workspace-write only).\n"
+            "--net-proxy-fd N: under read-only or workspace-write, PROGRAM gets a network\n"
+            "namespace with only loopback; the socket listening on 127.0.0.1 there is sent\n"
+            "over the SOCK_SEQPACKET socket N, and the proxy variables point at it (see\n"
+            "docs/network.md).\n"
+            "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
+            "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
+            "(symlinks resolved) lies in a writable location, it is kept read-only\n"
+            "(created as an empty directory first when missing; see docs/sandbox.md).\n");
 }
 
 /* Parses a file descriptor number: digits only, within int. */

@@ -686,10 +686,10 @@ call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_req
     return c->dc ? 0 : -1;
 }
 
-/* The call's other front ends, on c: tree enforcement's watch (every exec
- * of the shell's tree, and the listeners of escalated programs) and its
- * escalation state (its socket is made when it starts).  Returns 0, or -1
- * when out of memory. */
+/* The call's other front ends, on c: with notify its watch (in tree mode
+ * every exec of the shell's tree and the listeners of escalated programs;
+ * in either mode the sandbox's sockets) and its escalation state (its
+ * socket is made when it starts).  Returns 0, or -1 when out of memory. */
 static int
 call_front_ends(struct mcp_server *s, struct mcp_call *c, bool notify)
 {
