@@ -478,7 +478,8 @@ on_wait_closed(uv_handle_t *h)
     free(h->data);
 }
 
-/* Unlinks cw from its listener and closes it (its fd goes with it). */
+/* Unlinks cw from its listener and closes it (its fd goes with it, after
+ * uv_close took it out of the epoll set). */
 static void
 conn_wait_close(struct conn_wait *cw)
 {
@@ -500,6 +501,10 @@ on_connect_done(uv_poll_t *h, int status, int events)
 {
     struct conn_wait *cw = h->data;
     (void)events;
+    /* out of the epoll set while the fd is still open: its file is the
+     * target's socket, which outlives this fd, and a registration left on
+     * it would keep reporting it writable */
+    uv_poll_stop(&cw->poll);
     if (cw->l && cw->l->n)
         (void)unix_connect_finish(exec_notify_fd(cw->l->n), &cw->w, status < 0 ? EIO : 0);
     conn_wait_close(cw);
@@ -530,6 +535,7 @@ on_connect_wait(void *arg, const struct unix_connect_wait *wait)
     cw->next = l->waits;
     l->waits = cw;
     if (uv_poll_start(&cw->poll, UV_WRITABLE | UV_DISCONNECT, on_connect_done) < 0) {
+        uv_poll_stop(&cw->poll);
         (void)unix_connect_finish(exec_notify_fd(l->n), &cw->w, ENOMEM);
         conn_wait_close(cw);
     }

@@ -32,6 +32,7 @@
 #include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -320,6 +321,101 @@ test_fd_swap_race_refused(void **state)
     free(cmd);
     free(mark);
     free(sock);
+    world_end(w);
+}
+
+/* The server's epoll registrations that no longer match the fd they
+ * name (a file registered through an fd since closed): each is reported
+ * ready for as long as its file lives, and the loop spins. */
+static int
+stale_epoll_entries(pid_t server, char *why, size_t cap)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)server);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int stale = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char path[512], link[64];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0 || (link[n] = '\0', strcmp(link, "anon_inode:[eventpoll]") != 0))
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/fdinfo/%s", (int)server, e->d_name);
+        FILE *f = fopen(path, "re");
+        char line[256];
+        while (f && fgets(line, sizeof line, f)) {
+            int tfd;
+            unsigned long ino;
+            const char *at = strstr(line, "ino:");
+            if (sscanf(line, "tfd: %d", &tfd) != 1 || !at || sscanf(at, "ino:%lx", &ino) != 1)
+                continue;
+            char target[64];
+            struct stat st;
+            snprintf(target, sizeof target, "/proc/%d/fd/%d", (int)server, tfd);
+            if (stat(target, &st) != 0 || st.st_ino != ino) {
+                snprintf(why, cap, "tfd %d registered for inode %lu", tfd, ino);
+                stale++;
+            }
+        }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return stale;
+}
+
+/* A blocking TCP connect (IP sockets allowed: the network proxy's
+ * namespace) waits on the server's loop for the socket to be writable;
+ * once answered, the server's epoll holds nothing on the socket, which the
+ * command keeps open (a registration left on it spun the loop). */
+static void
+test_blocking_connect_leaves_no_registration(void **state)
+{
+    (void)state;
+    const char *proxy[] = {"--network-proxy=on", NULL};
+    const struct mcp_world_options o = {.server = g.server,
+                                        .client_name = "unix-socket-tests",
+                                        .extra = g.extra,
+                                        .more = proxy,
+                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
+                                        .chown = g.unprivileged,
+                                        .owner_uid = g.user.uid,
+                                        .owner_gid = g.user.gid};
+    mcp_world_start(&the_world, "", &o);
+    g.world = &the_world;
+    struct mcp_world *w = g.world;
+    const char *cmd = "/usr/bin/python3 -c '\n"
+                      "import socket, os, urllib.parse\n"
+                      "u = urllib.parse.urlparse(os.environ[\"HTTP_PROXY\"])\n"
+                      "s = socket.socket(); s.connect((u.hostname, u.port))\n"
+                      "open(\"connected\", \"w\").close()\n"
+                      "while not os.path.exists(\"release\"): pass\n'";
+    long long id = mcp_client_send_request(
+        w->c, "tools/call",
+        json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command", cmd,
+                  "workdir", w->wd, "login", 0, "timeout_ms", 60000));
+    char *connected = tmpdir_path(w->wd, "connected");
+    char *release = tmpdir_path(w->wd, "release");
+    while (access(connected, F_OK) != 0) {
+        const struct timespec tick = {0, 10 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+    }
+    char why[128] = "";
+    int stale = stale_epoll_entries(mcp_client_pid(w->c), why, sizeof why);
+    FILE *f = fopen(release, "w");
+    assert_non_null(f);
+    fclose(f);
+    json_t *jid = json_integer(id);
+    json_t *a = mcp_client_response(w->c, jid, 60000);
+    assert_non_null(a);
+    if (stale)
+        fail_msg("the server's epoll has %d stale entries (%s)", stale, why);
+    assert_int_equal(mcp_world_exit(a), 0);
+    json_decref(a);
+    json_decref(jid);
+    free(connected);
+    free(release);
     world_end(w);
 }
 
@@ -648,6 +744,7 @@ main(void)
         cmocka_unit_test_teardown(test_tmp_and_path_variants_refused, teardown),
         cmocka_unit_test_teardown(test_races_refused, teardown),
         cmocka_unit_test_teardown(test_fd_swap_race_refused, teardown),
+        cmocka_unit_test_teardown(test_blocking_connect_leaves_no_registration, teardown),
         cmocka_unit_test_teardown(test_datagram_outside_refused, teardown),
         cmocka_unit_test_teardown(test_abstract_sockets, teardown),
         cmocka_unit_test_teardown(test_mcp_listener_session_escape, teardown),
