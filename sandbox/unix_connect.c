@@ -428,35 +428,15 @@ unix_connect_abandon(struct unix_connect_wait *wait)
     wait->fd = -1;
 }
 
-/* A Unix address: pathname, abstract, or neither. */
+/* A pathname address: the inode it names decides (module comment). */
 static int
-unix_call(struct call *c)
+pathname_call(struct call *c)
 {
-    const struct sockaddr_un *un = (const struct sockaddr_un *)&c->addr;
-    size_t head = offsetof(struct sockaddr_un, sun_path);
-    if (c->addrlen >= sizeof(sa_family_t) && un->sun_family == AF_UNSPEC && !c->sendto)
-        return answer(c->listener, c->sn->id, 0,
-                      connect(c->sock, (struct sockaddr *)&c->addr, c->addrlen) == 0 ? 0 : errno);
-    if (c->addrlen <= head || c->addrlen > sizeof(struct sockaddr_un) || un->sun_family != AF_UNIX)
-        return answer(c->listener, c->sn->id, 0, EINVAL);
-    /* A stream socket's sendmsg never uses the address (EISCONN or
-     * EOPNOTSUPP) and a seqpacket one drops it: sent as asked. */
-    if (c->sendto && c->type != SOCK_DGRAM)
-        return send_for(c, (struct sockaddr *)&c->addr, c->addrlen);
-    if (un->sun_path[0] == '\0') {
-        /* looked up in the caller's network namespace: the supervisor's
-         * must be the target's for the name to mean the same socket */
-        if (c->type == SOCK_DGRAM || shares_namespace(c->pid, "net") != 1)
-            return refuse(c, EPERM,
-                          "abstract Unix sockets are reachable only as stream sockets of this "
-                          "sandbox");
-        return stream_connect(c, un, c->addrlen, false);
-    }
     int dest = open_destination(c);
     if (dest == -ESRCH)
         return 0;
-    if (dest == -ELOOP || dest == -EXDEV)
-        return refuse(c, EACCES, "the path goes through a /proc magic link");
+    if (dest == -ELOOP)
+        return refuse(c, EACCES, "the path goes through a /proc magic link, or loops");
     struct stat st;
     if (dest >= 0 && fstat(dest, &st) != 0) {
         close(dest);
@@ -464,9 +444,11 @@ unix_call(struct call *c)
     }
     if (dest < 0)
         return answer(c->listener, c->sn->id, 0, -dest);
+    /* the magic link names the inode opened, whatever is renamed now */
     struct sockaddr_un pinned = {.sun_family = AF_UNIX};
     snprintf(pinned.sun_path, sizeof pinned.sun_path, "/proc/self/fd/%d", dest);
-    socklen_t plen = (socklen_t)(head + strlen(pinned.sun_path) + 1);
+    socklen_t plen =
+        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(pinned.sun_path) + 1);
     int rc;
     bool ok = allowed(c, &st);
     if (!S_ISSOCK(st.st_mode))
@@ -484,6 +466,32 @@ unix_call(struct call *c)
                     connect(c->sock, (struct sockaddr *)&pinned, plen) == 0 ? 0 : errno);
     close(dest);
     return rc;
+}
+
+/* A Unix address: pathname, abstract, or neither. */
+static int
+unix_call(struct call *c)
+{
+    const struct sockaddr_un *un = (const struct sockaddr_un *)&c->addr;
+    size_t head = offsetof(struct sockaddr_un, sun_path);
+    if (c->addrlen >= sizeof(sa_family_t) && un->sun_family == AF_UNSPEC && !c->sendto)
+        return answer(c->listener, c->sn->id, 0,
+                      connect(c->sock, (struct sockaddr *)&c->addr, c->addrlen) == 0 ? 0 : errno);
+    if (c->addrlen <= head || c->addrlen > sizeof(struct sockaddr_un) || un->sun_family != AF_UNIX)
+        return answer(c->listener, c->sn->id, 0, EINVAL);
+    /* A stream socket's sendmsg never uses the address (EISCONN or
+     * EOPNOTSUPP) and a seqpacket one drops it: sent as asked. */
+    if (c->sendto && c->type != SOCK_DGRAM)
+        return send_for(c, (struct sockaddr *)&c->addr, c->addrlen);
+    if (un->sun_path[0] != '\0')
+        return pathname_call(c);
+    /* abstract: looked up in the caller's network namespace, so the
+     * supervisor's must be the target's for the name to mean the same */
+    if (c->type == SOCK_DGRAM || shares_namespace(c->pid, "net") != 1)
+        return refuse(c, EPERM,
+                      "abstract Unix sockets are reachable only as stream sockets of this "
+                      "sandbox");
+    return stream_connect(c, un, c->addrlen, false);
 }
 
 /* Takes the target's socket and address.  Returns 0 with c filled, 1 when
