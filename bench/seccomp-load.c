@@ -14,7 +14,9 @@
  *   - the same as embedded (a binary search on the call number);
  *   - the embedded one with the exec filter stacked on it (two loads, as
  *     the helper did with exec-notify);
- *   - the embedded one with execs notified (one load, as it does now).
+ *   - the embedded one with execs notified (one load);
+ *   - the embedded one with execs and sockets notified (one load, as it
+ *     does now under read-only and workspace-write).
  */
 #include "sandbox/exec_filter.h"
 #include "sandbox/filter-rules.h"
@@ -31,14 +33,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum set { CHAIN, EMBEDDED, STACKED, MERGED, NSETS };
+enum set { CHAIN, EMBEDDED, STACKED, MERGED, SOCKETS, NSETS };
 
 static const char *const set_names[NSETS] = {
     "workspace-write program, comparison chain (libseccomp default)",
     "workspace-write program, embedded (binary search)",
     "embedded + exec filter stacked (two loads)",
     "embedded with execs notified (one load)",
+    "embedded with execs and sockets notified (one load)",
 };
+
+/* The programs of the sets, by set (STACKED loads EMBEDDED's). */
+static struct sock_fprog programs[NSETS];
 
 static int
 ignore_name(void *arg, const char *name)
@@ -80,8 +86,7 @@ load(const struct sock_fprog *prog, unsigned flags)
 
 /* In the child: the loads of one set, timed; ms, or a negative on failure. */
 static double
-time_set(enum set s, const struct sock_fprog *chain, const struct sock_fprog *embedded,
-         const struct sock_fprog *merged)
+time_set(enum set s)
 {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return -1;
@@ -89,18 +94,16 @@ time_set(enum set s, const struct sock_fprog *chain, const struct sock_fprog *em
     long rc;
     switch (s) {
     case CHAIN:
-        rc = load(chain, 0);
-        break;
     case EMBEDDED:
-        rc = load(embedded, 0);
+        rc = load(&programs[s], 0);
         break;
     case STACKED:
-        rc = load(embedded, 0);
+        rc = load(&programs[EMBEDDED], 0);
         if (rc == 0)
             rc = sandbox_exec_filter_load();
         break;
     default:
-        rc = load(merged, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        rc = load(&programs[s], SECCOMP_FILTER_FLAG_NEW_LISTENER);
         break;
     }
     double t = now_ms() - t0;
@@ -108,8 +111,7 @@ time_set(enum set s, const struct sock_fprog *chain, const struct sock_fprog *em
 }
 
 static double
-run_child(enum set s, const struct sock_fprog *chain, const struct sock_fprog *embedded,
-          const struct sock_fprog *merged)
+run_child(enum set s)
 {
     int fds[2];
     if (pipe(fds) != 0) {
@@ -122,7 +124,7 @@ run_child(enum set s, const struct sock_fprog *chain, const struct sock_fprog *e
         exit(1);
     }
     if (pid == 0) {
-        double t = time_set(s, chain, embedded, merged);
+        double t = time_set(s);
         _exit(write(fds[1], &t, sizeof t) == sizeof t ? 0 : 1);
     }
     close(fds[1]);
@@ -137,7 +139,7 @@ run_child(enum set s, const struct sock_fprog *chain, const struct sock_fprog *e
 }
 
 static struct sock_fprog
-embedded_program(bool notify)
+embedded_program(unsigned notify)
 {
     size_t len;
     const char *const *names;
@@ -153,9 +155,11 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: seccomp-load N\n");
         return 2;
     }
-    struct sock_fprog chain = chain_program();
-    struct sock_fprog embedded = embedded_program(false);
-    struct sock_fprog merged = embedded_program(true);
+    programs[CHAIN] = chain_program();
+    programs[EMBEDDED] = embedded_program(0);
+    programs[MERGED] = embedded_program(SANDBOX_FILTER_NOTIFY_EXECS);
+    programs[SOCKETS] =
+        embedded_program(SANDBOX_FILTER_NOTIFY_EXECS | SANDBOX_FILTER_NOTIFY_SOCKETS);
     double *samples[NSETS];
     for (int s = 0; s < NSETS; s++) {
         samples[s] = calloc((size_t)n, sizeof(double));
@@ -164,10 +168,12 @@ main(int argc, char **argv)
     }
     for (int i = 0; i < n; i++) {
         for (int s = 0; s < NSETS; s++)
-            samples[s][i] = run_child(s, &chain, &embedded, &merged);
+            samples[s][i] = run_child(s);
     }
-    printf("%d loads each; program lengths: chain %u, embedded %u, with execs notified %u\n", n,
-           chain.len, embedded.len, merged.len);
+    printf("%d loads each; program lengths: chain %u, embedded %u, with execs notified %u, "
+           "with sockets too %u\n",
+           n, programs[CHAIN].len, programs[EMBEDDED].len, programs[MERGED].len,
+           programs[SOCKETS].len);
     double base = median(samples[CHAIN], n);
     for (int s = 0; s < NSETS; s++) {
         double m = median(samples[s], n);
@@ -175,6 +181,6 @@ main(int argc, char **argv)
     }
     for (int s = 0; s < NSETS; s++)
         free(samples[s]);
-    free(chain.filter);
+    free(programs[CHAIN].filter);
     return 0;
 }

@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Slots besides the protect and hide paths and the program: the helper, three
- * flags with values and one without, --policy, --cwd, --report-fd, "--"
- * and the terminating NULL. */
-#define FIXED_SLOTS 14
+/* Slots besides the protect and hide paths and the program: the helper,
+ * three options with values (--exec-notify-fd, --net-proxy-fd, --argv0)
+ * and two without (--notify-sockets-only, --allow-degraded), --policy,
+ * --cwd, --report-fd, "--" and the terminating NULL. */
+#define FIXED_SLOTS 17
 
 /* An argv being filled; the first failure sticks and later adds do
  * nothing, so the builder checks once at the end. */
@@ -60,6 +61,8 @@ add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
 {
     if (c->exec_notify_fd >= 0)
         add_fd_option(b, SANDBOX_OPT_EXEC_NOTIFY_FD, c->exec_notify_fd);
+    if (c->exec_notify_fd >= 0 && c->notify_sockets_only)
+        add_copy(b, SANDBOX_OPT_SOCKETS_ONLY);
     if (c->net_proxy_fd > 0)
         add_fd_option(b, SANDBOX_OPT_NET_PROXY_FD, c->net_proxy_fd);
     if (c->argv0 != NULL) {

@@ -26,6 +26,7 @@ struct sandbox_policy;
 #define SANDBOX_OPT_PROTECT        "--protect"
 #define SANDBOX_OPT_HIDE           "--hide"
 #define SANDBOX_OPT_NET_PROXY_FD   "--net-proxy-fd"
+#define SANDBOX_OPT_SOCKETS_ONLY   "--notify-sockets-only"
 
 /* How a line on --report-fd begins when PROGRAM could not be started (the
  * rest of the line is the errno and "}"): the helper's 126 or 127 then
@@ -41,6 +42,9 @@ struct sandbox_cmdline {
     const char *cwd;    /* --cwd: where the program starts */
     int report_fd;      /* --report-fd N ("sandbox in place"), or -1 */
     int exec_notify_fd; /* --exec-notify-fd N (tree enforcement's hand-over), or -1 */
+    /* --notify-sockets-only: the listener of exec_notify_fd carries the
+     * sandbox's socket calls alone, no execs (shell enforcement) */
+    bool notify_sockets_only;
     /* --net-proxy-fd N (the network namespace's listener goes there), or
      * 0 for none: 0 is stdin, never such a socket, and so callers that
      * do not name the field ask for nothing */
@@ -60,8 +64,9 @@ struct sandbox_cmdline {
 
 /*
  * The argv for c:
- *   HELPER [--exec-notify-fd N] [--net-proxy-fd N] [--argv0 NAME] [--allow-degraded]
- *          [--protect PATH]... [--hide PATH]... --policy JSON --cwd CWD [--report-fd N]
+ *   HELPER [--exec-notify-fd N [--notify-sockets-only]] [--net-proxy-fd N]
+ *          [--argv0 NAME] [--allow-degraded] [--protect PATH]... [--hide PATH]...
+ *          --policy JSON --cwd CWD [--report-fd N]
  *          -- PROGRAM ARGS...
  * Returns a NULL-terminated array of malloc'd strings that the caller
  * frees with sandbox_argv_free (policy.h), or NULL when out of memory

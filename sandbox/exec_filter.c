@@ -94,8 +94,20 @@ sandbox_exec_filter_send(int sock, const char *exec_path, int listener)
 }
 
 int
-sandbox_exec_filter_report(json_t *report)
+sandbox_exec_filter_report(json_t *report, bool execs, bool sockets)
 {
-    json_t *o = json_pack("{s:s,s:[s,s]}", "mode", "user-notif", "notified", "execve", "execveat");
-    return o != NULL && json_object_set_new(report, "exec_notify", o) == 0 ? 0 : -ENOMEM;
+    json_t *notified = json_array();
+    int rc = notified ? 0 : -1;
+    if (execs && rc == 0)
+        rc = json_array_append_new(notified, json_string("execve")) |
+             json_array_append_new(notified, json_string("execveat"));
+    if (sockets && rc == 0)
+        rc = json_array_append_new(notified, json_string("connect")) |
+             json_array_append_new(notified, json_string("sendto"));
+    json_t *o = rc == 0 ? json_pack("{s:s,s:o}", "mode", "user-notif", "notified", notified) : NULL;
+    if (!o) {
+        json_decref(notified);
+        return -ENOMEM;
+    }
+    return json_object_set_new(report, "exec_notify", o) == 0 ? 0 : -ENOMEM;
 }

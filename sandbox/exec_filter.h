@@ -14,6 +14,7 @@
 #define EXECGATE_SANDBOX_EXEC_FILTER_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #define SANDBOX_EXEC_NOTIFY_MAGIC    "EGX1"
 #define SANDBOX_EXEC_NOTIFY_LISTENER 'L'
@@ -32,8 +33,10 @@
 int sandbox_exec_filter_load(void);
 int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
 
-/* Adds the "exec_notify" object to the helper's report: 0 or -ENOMEM. */
-int sandbox_exec_filter_report(json_t *report);
+/* Adds the "exec_notify" object to the helper's report, "notified" naming
+ * the execs and the socket calls as the filter notifies them: 0 or
+ * -ENOMEM. */
+int sandbox_exec_filter_report(json_t *report, bool execs, bool sockets);
 
 /*
  * Sends the degraded message (no listener) so the supervisor is not left

@@ -9,6 +9,7 @@
  */
 #include "sandbox/exec_notify.h"
 #include "sandbox/exec_filter.h"
+#include "sandbox/unix_connect.h"
 #include "rules/exec_path.h"
 #include "wrapper/fd_pass.h"
 
@@ -51,6 +52,9 @@ struct exec_notify {
     struct pending *pending;
     size_t n_pending, cap_pending;
     struct exec_notify_stats stats;
+    const struct unix_connect_config *connect_cfg;
+    exec_notify_wait_fn connect_wait;
+    void *connect_arg;
 };
 
 /* ---- receiving the listener ---- */
@@ -853,9 +857,44 @@ decide_and_answer(struct exec_notify *n, struct target *t)
     return rc;
 }
 
+void
+exec_notify_set_connect(struct exec_notify *n, const struct unix_connect_config *cfg,
+                        exec_notify_wait_fn wait, void *arg)
+{
+    n->connect_cfg = cfg;
+    n->connect_wait = wait;
+    n->connect_arg = arg;
+}
+
+void
+exec_notify_tell(pid_t pid, const char *display, const char *reason)
+{
+    tell_target(pid, display, reason);
+}
+
+/* A socket call (unix_connect.h) rather than an exec. */
+static int
+handle_socket(struct exec_notify *n, const struct seccomp_notif *sn)
+{
+    struct unix_connect_wait wait;
+    int rc = unix_connect_handle(n->fd, sn, n->connect_cfg, &wait);
+    if (rc != 1)
+        return rc;
+    if (n->connect_wait != NULL) {
+        n->connect_wait(n->connect_arg, &wait);
+        return 0;
+    }
+    struct pollfd p = {.fd = wait.fd, .events = POLLOUT};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+    return unix_connect_finish(n->fd, &wait, 0);
+}
+
 static int
 handle(struct exec_notify *n, const struct seccomp_notif *sn)
 {
+    if (unix_connect_handles(sn->data.nr))
+        return handle_socket(n, sn);
     struct target t = {.file = -1};
     int rc = read_target(n, sn, &t);
     if (rc == -ESRCH) {

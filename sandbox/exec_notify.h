@@ -158,6 +158,30 @@ void exec_notify_set_quick(struct exec_notify *n, exec_notify_quick_fn quick);
  * listener can go), without another poll by the caller. */
 bool exec_notify_hung_up(const struct exec_notify *n);
 
+struct unix_connect_config;
+struct unix_connect_wait;
+
+/*
+ * The sandbox's socket calls (connect, sendto with an address) that come
+ * on the same listener are made by unix_connect.h with cfg (borrowed; NULL:
+ * nothing allowed beyond the sandbox's own sockets).  A connect still in
+ * progress on a blocking socket goes to wait (taken: answer it with
+ * unix_connect_finish on exec_notify_fd(n) when wait->fd polls writable,
+ * or unix_connect_abandon when the listener goes);
+ * with wait NULL the library polls for it itself, blocking (supervisors
+ * with nothing else to do).  Without this call the same, with cfg NULL.
+ */
+typedef void (*exec_notify_wait_fn)(void *arg, const struct unix_connect_wait *wait);
+void exec_notify_set_connect(struct exec_notify *n, const struct unix_connect_config *cfg,
+                             exec_notify_wait_fn wait, void *arg);
+
+/*
+ * One line on pid's stderr, "execgate: refused `DISPLAY`: REASON", written
+ * as a refused exec's is (through the target's own fd 2; skipped where it
+ * could block).  Best effort.
+ */
+void exec_notify_tell(pid_t pid, const char *display, const char *reason);
+
 /* Number of ASKs waiting for an answer. */
 size_t exec_notify_pending(const struct exec_notify *n);
 

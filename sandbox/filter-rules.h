@@ -13,6 +13,10 @@
 #include <seccomp.h>
 #include <stdbool.h>
 
+/* What a filter hands to a supervisor (SCMP_ACT_NOTIFY), as flags. */
+#define SANDBOX_NOTIFY_EXECS   1u /* execve, execveat */
+#define SANDBOX_NOTIFY_SOCKETS 2u /* connect, sendto with an address (unix_connect.h) */
+
 /* Called with the name of each denied call (or ioctl request) in order;
  * a non-zero return stops the build with that value. */
 typedef int (*sandbox_filter_note_fn)(void *arg, const char *name);
@@ -21,13 +25,16 @@ typedef int (*sandbox_filter_note_fn)(void *arg, const char *name);
  * A new libseccomp context for the native architecture holding the
  * sandbox's rules: with confine the always-denied calls, terminal
  * injection ioctls and set-user-ID/set-group-ID modes (openat2 and
- * fchmodat2: ENOSYS), with confine or restrict_network the io_uring
- * calls, with restrict_network non-Unix sockets, with notify execve and execveat handed to a
- * supervisor (SCMP_ACT_NOTIFY: the program must be loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER);
- * calls of foreign architectures kill the process.  Returns the context (release it with
- * seccomp_release), or NULL with *rc set to a negative errno or the note callback's non-zero value.
+ * fchmodat2: ENOSYS), with confine, restrict_network or supervised
+ * sockets the io_uring calls, with restrict_network non-Unix sockets;
+ * notify's flags hand calls to a supervisor (SCMP_ACT_NOTIFY: the
+ * program must be loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER): execve
+ * and execveat, and connect and sendto with a destination address; calls
+ * of foreign architectures kill the process.  Returns the context
+ * (release it with seccomp_release), or NULL with *rc set to a negative
+ * errno or the note callback's non-zero value.
  */
-scmp_filter_ctx sandbox_filter_rules_new(bool confine, bool restrict_network, bool notify,
+scmp_filter_ctx sandbox_filter_rules_new(bool confine, bool restrict_network, unsigned notify,
                                          sandbox_filter_note_fn note, void *arg, int *rc);
 
 #endif

@@ -14,22 +14,28 @@
 
 #define PROGRAM(n) sandbox_filter_bpf_##n, COUNT(sandbox_filter_bpf_##n), sandbox_filter_names_##n
 
-/* Indexed as filter-gen numbers them: 4 notify, 2 confine, 1 network. */
+/* Indexed as filter-gen numbers them: 8 notify sockets, 4 notify execs,
+ * 2 confine, 1 network. */
 static const struct {
     const struct sock_filter *prog;
     size_t len;
     const char *const *names;
-} variants[8] = {
-    {NULL, 0, NULL}, {PROGRAM(1)}, {PROGRAM(2)}, {PROGRAM(3)},
-    {NULL, 0, NULL}, {PROGRAM(5)}, {PROGRAM(6)}, {PROGRAM(7)},
+} variants[16] = {
+    {NULL, 0, NULL}, {PROGRAM(1)},    {PROGRAM(2)},  {PROGRAM(3)},
+    {NULL, 0, NULL}, {PROGRAM(5)},    {PROGRAM(6)},  {PROGRAM(7)},
+    {NULL, 0, NULL}, {NULL, 0, NULL}, {PROGRAM(10)}, {PROGRAM(11)},
+    {NULL, 0, NULL}, {NULL, 0, NULL}, {PROGRAM(14)}, {PROGRAM(15)},
 };
 
 const struct sock_filter *
-sandbox_filter_program(bool confine, bool restrict_network, bool notify, size_t *len,
+sandbox_filter_program(bool confine, bool restrict_network, unsigned notify, size_t *len,
                        const char *const **names)
 {
-    /* [4], exec notification alone, is empty: that is exec_filter.c's */
-    int v = (notify ? 4 : 0) | (confine ? 2 : 0) | (restrict_network ? 1 : 0);
+    /* [4], exec notification alone, is empty: that is exec_filter.c's;
+     * sockets are notified only where the sandbox confines */
+    int v = (notify & SANDBOX_FILTER_NOTIFY_SOCKETS ? 8 : 0) |
+            (notify & SANDBOX_FILTER_NOTIFY_EXECS ? 4 : 0) | (confine ? 2 : 0) |
+            (restrict_network ? 1 : 0);
     *len = variants[v].len;
     *names = variants[v].names;
     return variants[v].prog;
@@ -72,7 +78,7 @@ load(const struct sock_fprog *prog, bool notify)
 }
 
 static int
-apply(bool confine, bool restrict_network, bool notify, json_t *report)
+apply(bool confine, bool restrict_network, unsigned notify, json_t *report)
 {
     size_t len;
     const char *const *names;
@@ -102,11 +108,11 @@ apply(bool confine, bool restrict_network, bool notify, json_t *report)
 int
 sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
 {
-    return apply(confine, restrict_network, false, report);
+    return apply(confine, restrict_network, 0, report);
 }
 
 int
-sandbox_filter_apply_notify(bool confine, bool restrict_network, json_t *report)
+sandbox_filter_apply_notify(bool confine, bool restrict_network, unsigned notify, json_t *report)
 {
-    return apply(confine, restrict_network, true, report);
+    return notify == 0 ? -EINVAL : apply(confine, restrict_network, notify, report);
 }

@@ -4,9 +4,10 @@
  * With confine (read-only, workspace-write): chroot, every mount-changing
  * call, the keyring calls and the TIOCSTI/TIOCLINUX ioctls fail with EPERM.  With the
  * network off, also: socket(2)/socketpair(2) for any family but AF_UNIX and
- * the three io_uring calls (its requests would bypass this filter).  System
- * calls of other architectures (x32, i386) kill the process, so the 32-bit
- * socketcall(2) cannot go around the rules.
+ * the three io_uring calls (its requests would bypass this filter; denied
+ * too where socket calls are notified).  System calls of other
+ * architectures (x32, i386) kill the process, so the 32-bit socketcall(2)
+ * cannot go around the rules.
  *
  * The rules live in filter-rules.c (libseccomp); the build compiles them
  * to BPF once (filter-gen) and this module only loads the result.
@@ -26,23 +27,31 @@
  */
 int sandbox_filter_apply(bool confine, bool restrict_network, json_t *report);
 
+/* What the filter hands to the supervisor (flags; filter-rules.h has the
+ * same values for the build). */
+#define SANDBOX_FILTER_NOTIFY_EXECS   1u /* execve, execveat */
+#define SANDBOX_FILTER_NOTIFY_SOCKETS 2u /* connect, sendto with an address; confine only */
+
 /*
- * The same filter with execve and execveat also handed to a supervisor
+ * The same filter with the calls notify names also handed to a supervisor
  * (exec-notify in one program instead of stacking exec_filter.c's on this
  * one: each load costs a compilation and a pass per call number).  Returns
  * the listener (close-on-exec), -EINVAL when neither confine nor
- * restrict_network is set, or -errno with nothing loaded (-EINVAL,
- * -ENOSYS, -EOPNOTSUPP: likely no user notification in this kernel).
+ * restrict_network is set, when notify is 0, or names sockets without
+ * confine, or -errno with nothing loaded (-EINVAL, -ENOSYS, -EOPNOTSUPP:
+ * likely no user notification in this kernel).
  */
-int sandbox_filter_apply_notify(bool confine, bool restrict_network, json_t *report);
+int sandbox_filter_apply_notify(bool confine, bool restrict_network, unsigned notify,
+                                json_t *report);
 
 /*
- * The precompiled program for this combination and its instruction count
+ * The precompiled program for this combination (notify: the flags above) and its instruction count
  * in *len, and in *names the NULL-terminated names of the denied calls
  * (static storage, never freed).  NULL when the combination installs no
  * sandbox filter (neither confine nor restrict_network).
  */
-const struct sock_filter *sandbox_filter_program(bool confine, bool restrict_network, bool notify,
-                                                 size_t *len, const char *const **names);
+const struct sock_filter *sandbox_filter_program(bool confine, bool restrict_network,
+                                                 unsigned notify, size_t *len,
+                                                 const char *const **names);
 
 #endif

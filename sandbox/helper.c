@@ -1168,9 +1168,17 @@ apply_exec_notify(struct run *r)
 {
     struct sandbox_helper_options *o = r->o;
     bool merged = has_filter(r);
+    /* a confined command's sockets go to the supervisor too (the one
+     * listener a filter chain may have: docs/enforcement.md) */
+    bool sockets = r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE;
+    unsigned notify = (o->sockets_only ? 0 : SANDBOX_FILTER_NOTIFY_EXECS) |
+                      (sockets ? SANDBOX_FILTER_NOTIFY_SOCKETS : 0);
+    if (notify == 0)
+        sandbox_helper_die(0, "--notify-sockets-only: only read-only and workspace-write "
+                              "sandboxes have socket calls to notify");
     char *path = resolve_program(o->program_argv[0], o->report_fd);
     int listener = merged ? sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL,
-                                                        r->restrict_net, r->report)
+                                                        r->restrict_net, notify, r->report)
                           : sandbox_exec_filter_load();
     int rc;
     if (refused_by_kernel(listener)) {
@@ -1190,7 +1198,9 @@ apply_exec_notify(struct run *r)
     } else {
         rc = sandbox_exec_filter_send(o->exec_notify_fd, path, listener);
         close(listener);
-        if (rc == 0 && sandbox_exec_filter_report(r->report) != 0)
+        if (rc == 0 &&
+            sandbox_exec_filter_report(r->report, notify & SANDBOX_FILTER_NOTIFY_EXECS,
+                                       merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS)) != 0)
             sandbox_helper_die(ENOMEM, "building the report");
     }
     if (rc < 0)

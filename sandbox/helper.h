@@ -17,6 +17,7 @@ struct sandbox_helper_options {
     const char *cwd;
     int report_fd;        /* -1: no report */
     int exec_notify_fd;   /* -1: none; else a socket for the exec filter's listener */
+    bool sockets_only;    /* that listener notifies socket calls, not execs */
     int net_proxy_fd;     /* -1: none; else a socket for the network namespace's listener */
     bool allow_degraded;  /* run with less confinement than asked, and say so */
     char **program_argv;  /* NULL-terminated, at least one entry */

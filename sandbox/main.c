@@ -27,8 +27,8 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
-            "                        [--net-proxy-fd N] [--allow-degraded] [--argv0 NAME] "
-            "[--protect PATH]...\n"
+            "                        [--notify-sockets-only] [--net-proxy-fd N]\n"
+            "                        [--allow-degraded] [--argv0 NAME] [--protect PATH]...\n"
             "                        [--hide PATH]...\n"
             "                        -- PROGRAM [ARGS...]\n"
             "Applies the sandbox policy JSON (canonical sandboxPolicy with sandboxCwd) to\n"
@@ -38,7 +38,11 @@ usage(FILE *out)
             "reached without following a symbolic link (one on the way: exit 125).\n"
             "--exec-notify-fd N: last, hand every execve/execveat of PROGRAM and its\n"
             "descendants to a supervisor; the seccomp listener is sent over the\n"
-            "SOCK_SEQPACKET socket N (see docs/enforcement.md).\n"
+            "SOCK_SEQPACKET socket N (see docs/enforcement.md).  Under read-only or\n"
+            "workspace-write the same listener also gets every connect(2), and sendto(2)\n"
+            "with an address, for the supervisor to decide and make.\n"
+            "--notify-sockets-only: with --exec-notify-fd, the listener gets the socket\n"
+            "calls alone, not the execs (read-only or workspace-write only).\n"
             "--net-proxy-fd N: under read-only or workspace-write, PROGRAM gets a network\n"
             "namespace with only loopback; the socket listening on 127.0.0.1 there is sent\n"
             "over the SOCK_SEQPACKET socket N, and the proxy variables point at it (see\n"
@@ -117,6 +121,8 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             if (why != NULL)
                 sandbox_helper_die(0, "--hide \"%s\": %s", path, why);
             o->hide[o->n_hide++] = path;
+        } else if (strcmp(a, SANDBOX_OPT_SOCKETS_ONLY) == 0) {
+            o->sockets_only = true;
         } else if (strcmp(a, SANDBOX_OPT_ALLOW_DEGRADED) == 0) {
             o->allow_degraded = true;
         } else {
@@ -129,6 +135,8 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
         sandbox_helper_die(0, "--cwd is required (see --help)");
     if (i >= argc)
         sandbox_helper_die(0, "no program given after -- (see --help)");
+    if (o->sockets_only && o->exec_notify_fd < 0)
+        sandbox_helper_die(0, "--notify-sockets-only needs --exec-notify-fd");
     o->program_argv = &argv[i];
     return 0;
 }

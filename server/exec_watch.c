@@ -5,8 +5,10 @@
 #include "server/log.h"
 #include "server/shell_call.h"
 #include "sandbox/exec_notify.h"
+#include "sandbox/unix_connect.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -34,6 +36,15 @@ struct ask {
     struct ask *next;
 };
 
+/* A connect of the tree still in progress on a blocking socket
+ * (unix_connect_wait): answered when its socket polls writable. */
+struct conn_wait {
+    struct listener *l; /* NULL once l closed */
+    struct unix_connect_wait w;
+    uv_poll_t poll;
+    struct conn_wait *next;
+};
+
 /* One hand-over socket, then the listener it brought. */
 struct listener {
     struct exec_watch *w;
@@ -42,6 +53,7 @@ struct listener {
     uv_poll_t sock_poll, notify_poll;
     bool sock_polling, notify_polling;
     struct exec_notify *n;
+    struct conn_wait *waits;
     int handles_open;
     bool closing;
     struct listener *next;
@@ -57,6 +69,7 @@ struct exec_watch {
     char *label;
     struct listener *listeners;
     struct ask *asks;
+    struct unix_connect_config sockets; /* the tree's connects (unix_connect.h) */
     bool strict;
     bool released;
 };
@@ -450,6 +463,94 @@ decide(void *arg, const struct exec_notify_request *req, struct exec_notify_deci
 
 static void maybe_free(struct exec_watch *w);
 
+/* ---- the tree's sockets ---- */
+
+static void
+on_socket_refused(void *arg, pid_t pid, const char *what, const char *reason)
+{
+    struct exec_watch *w = arg;
+    log_info("exec watch %s: refused %s (pid %d): %s", w->label, what, (int)pid, reason);
+}
+
+static void
+on_wait_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* Unlinks cw from its listener and closes it (its fd goes with it, after
+ * uv_close took it out of the epoll set). */
+static void
+conn_wait_close(struct conn_wait *cw)
+{
+    if (cw->l) {
+        for (struct conn_wait **p = &cw->l->waits; *p; p = &(*p)->next) {
+            if (*p == cw) {
+                *p = cw->next;
+                break;
+            }
+        }
+        cw->l = NULL;
+    }
+    uv_close((uv_handle_t *)&cw->poll, on_wait_closed);
+    unix_connect_abandon(&cw->w);
+}
+
+static void
+on_connect_done(uv_poll_t *h, int status, int events)
+{
+    struct conn_wait *cw = h->data;
+    (void)events;
+    /* out of the epoll set while the fd is still open: its file is the
+     * target's socket, which outlives this fd, and a registration left on
+     * it would keep reporting it writable */
+    uv_poll_stop(&cw->poll);
+    if (cw->l && cw->l->n)
+        (void)unix_connect_finish(exec_notify_fd(cw->l->n), &cw->w, status < 0 ? EIO : 0);
+    conn_wait_close(cw);
+}
+
+/* exec_notify's wait callback: a connect of the tree in progress waits on
+ * the loop; if it cannot, it fails now (ENOMEM) rather than hang. */
+static void
+on_connect_wait(void *arg, const struct unix_connect_wait *wait)
+{
+    struct listener *l = arg;
+    struct unix_connect_wait copy = *wait;
+    struct conn_wait *cw = calloc(1, sizeof(*cw));
+    /* uv_poll_init makes the fd non-blocking: the file is the target's
+     * socket, whose flags are the target's own */
+    int flags = fcntl(copy.fd, F_GETFL);
+    int rc = cw && flags >= 0 ? uv_poll_init(l->w->loop, &cw->poll, copy.fd) : UV_ENOMEM;
+    if (flags >= 0)
+        (void)fcntl(copy.fd, F_SETFL, flags);
+    if (rc < 0) {
+        free(cw);
+        (void)unix_connect_finish(exec_notify_fd(l->n), &copy, ENOMEM);
+        return;
+    }
+    cw->l = l;
+    cw->w = copy;
+    cw->poll.data = cw;
+    cw->next = l->waits;
+    l->waits = cw;
+    if (uv_poll_start(&cw->poll, UV_WRITABLE | UV_DISCONNECT, on_connect_done) < 0) {
+        uv_poll_stop(&cw->poll);
+        (void)unix_connect_finish(exec_notify_fd(l->n), &cw->w, ENOMEM);
+        conn_wait_close(cw);
+    }
+}
+
+/* What every listener of w shares: strict mode, the quick path, and the
+ * tree's sockets. */
+static void
+listener_setup(struct listener *l)
+{
+    exec_notify_set_refuse_shared_memory(l->n, l->w->strict);
+    exec_notify_set_quick(l->n, quick);
+    exec_notify_set_connect(l->n, &l->w->sockets, on_connect_wait, l);
+}
+
 static void
 on_listener_closed(uv_handle_t *h)
 {
@@ -480,6 +581,8 @@ listener_close(struct listener *l)
         if (a->l == l)
             ask_free(a);
     }
+    while (l->waits)
+        conn_wait_close(l->waits); /* the connects fail with the listener */
     if (l->sock_polling) {
         l->sock_polling = false;
         uv_close((uv_handle_t *)&l->sock_poll, on_listener_closed);
@@ -523,10 +626,8 @@ static void
 start_listening(struct listener *l, int fd, const char *exec_path)
 {
     l->n = exec_notify_new(fd, exec_path, decide, NULL, l);
-    if (l->n) {
-        exec_notify_set_refuse_shared_memory(l->n, l->w->strict);
-        exec_notify_set_quick(l->n, quick);
-    }
+    if (l->n)
+        listener_setup(l);
     int rc = l->n ? uv_poll_init(l->w->loop, &l->notify_poll, exec_notify_fd(l->n)) : UV_ENOMEM;
     if (rc == 0) {
         l->notify_poll.data = l;
@@ -646,10 +747,8 @@ exec_watch_adopt(struct exec_watch *w, int listener)
     l->sock = -1;
     l->child_fd = -1;
     l->n = exec_notify_new(listener, NULL, decide, NULL, l);
-    if (l->n) {
-        exec_notify_set_refuse_shared_memory(l->n, w->strict);
-        exec_notify_set_quick(l->n, quick);
-    }
+    if (l->n)
+        listener_setup(l);
     int rc = l->n ? uv_poll_init(w->loop, &l->notify_poll, exec_notify_fd(l->n)) : -ENOMEM;
     if (rc < 0) {
         exec_notify_free(l->n);
@@ -714,6 +813,8 @@ exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper, con
     }
     w->loop = loop;
     w->dc = decide_call_ref(dc);
+    w->sockets.refused = on_socket_refused;
+    w->sockets.arg = w;
     /* NULL when it cannot be resolved: then nothing is treated as the wrapper */
     w->wrapper_real = wrapper ? resolve_cached(&resolved_wrapper, wrapper) : NULL;
     w->bash_real = bash ? resolve_cached(&resolved_bash, bash) : NULL;
@@ -725,6 +826,13 @@ void
 exec_watch_set_strict(struct exec_watch *w, bool on)
 {
     w->strict = on;
+}
+
+void
+exec_watch_allow_unix(struct exec_watch *w, const struct unix_connect_inode *allowed, size_t n)
+{
+    w->sockets.allowed = allowed;
+    w->sockets.n_allowed = n;
 }
 
 void

@@ -9,6 +9,11 @@
  * a line on the process's stderr), a question keeps it waiting for the
  * person's answer, anything else continues it in place.
  *
+ * The same listeners carry the sandboxed command's connect and sendto
+ * calls (unix_connect.h): a Unix socket answers only when its server runs
+ * in the call's sandbox or was allowed (exec_watch_allow_unix).  With
+ * shell enforcement the helper's listener carries those alone.
+ *
  * A watch ends with its call (exec_watch_attach), or by exec_watch_release
  * for a call that never started.
  */
@@ -51,6 +56,16 @@ void exec_watch_attach(struct exec_watch *w, struct shell_call *sc);
 /* Strict mode for every listener of w (exec_notify_set_refuse_shared_memory:
  * the check-then-use window, docs/enforcement.md).  Cannot fail. */
 void exec_watch_set_strict(struct exec_watch *w, bool on);
+
+/*
+ * The socket files a sandboxed command of w may connect to although their
+ * server runs outside (--allow-unix-socket; borrowed: they must outlive
+ * w).  Without this call only the sandbox's own sockets answer
+ * (unix_connect.h).  Cannot fail.
+ */
+struct unix_connect_inode;
+void exec_watch_allow_unix(struct exec_watch *w, const struct unix_connect_inode *allowed,
+                           size_t n);
 
 /*
  * A hand-over socket for one child about to be spawned with

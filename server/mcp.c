@@ -125,6 +125,7 @@ struct mcp_server {
 
     struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
     bool tree;                    /* tree enforcement in force */
+    bool user_notif;              /* the kernel can: sandboxed sockets are supervised */
     char *instructions;           /* initialize's, saying which enforcement */
     char **protect;               /* the server's own files: read-only in every sandbox */
     size_t n_protect;
@@ -696,6 +697,16 @@ uses_proxy(const struct mcp_server *s, const struct sandbox_policy *p)
            rules_policy_network_rule_count(decide_server_rules(s->decide)) > 0;
 }
 
+/* Whether a call under p has its sockets supervised without tree
+ * enforcement: the policy confines (read-only, workspace-write) and the
+ * kernel has user notification. */
+static bool
+supervise_sockets(const struct mcp_server *s, const struct sandbox_policy *p)
+{
+    enum sandbox_kind kind = sandbox_policy_kind(p);
+    return s->user_notif && (kind == SANDBOX_READ_ONLY || kind == SANDBOX_WORKSPACE_WRITE);
+}
+
 /* The helper's command line under the session's policy in force now: the
  * patched Bash runs the command in the workdir, the helper reports on
  * CALL_FD_REPORT and, with tree enforcement, hands over its listener on
@@ -705,7 +716,7 @@ uses_proxy(const struct mcp_server *s, const struct sandbox_policy *p)
  * NULL with *err (malloc'd) on failure. */
 static char **
 call_argv(struct mcp_session *ss, const struct writable_view *view, const struct call_request *r,
-          bool *net, char **err)
+          bool *net, bool *notify, char **err)
 {
     struct mcp_server *s = ss->s;
     struct sandbox_policy *p = sandbox_policy_from_json(r->policy, sandbox_cwd(ss, r), err);
@@ -721,7 +732,10 @@ call_argv(struct mcp_session *ss, const struct writable_view *view, const struct
         .policy = p,
         .cwd = r->workdir,
         .report_fd = CALL_FD_REPORT,
-        .exec_notify_fd = s->tree ? CALL_FD_EXEC_NOTIFY : -1,
+        /* with shell enforcement a confining sandbox still hands over a
+         * listener: for its sockets (exec_watch.h) */
+        .exec_notify_fd = (*notify = s->tree || supervise_sockets(s, p)) ? CALL_FD_EXEC_NOTIFY : -1,
+        .notify_sockets_only = !s->tree,
         .net_proxy_fd = (*net = uses_proxy(s, p)) ? CALL_FD_NET_PROXY : 0,
         .protect = (const char *const *)s->protect,
         .n_protect = s->n_protect,
@@ -752,21 +766,22 @@ call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_req
     return c->dc ? 0 : -1;
 }
 
-/* The call's other front ends, on c: tree enforcement's watch (every exec
- * of the shell's tree, and the listeners of escalated programs) and its
- * escalation state (its socket is made when it starts).  Returns 0, or -1
- * when out of memory. */
+/* The call's other front ends, on c: with notify its watch (in tree mode
+ * every exec of the shell's tree and the listeners of escalated programs;
+ * in either mode the sandbox's sockets) and its escalation state (its
+ * socket is made when it starts).  Returns 0, or -1 when out of memory. */
 static int
-call_front_ends(struct mcp_server *s, struct mcp_call *c)
+call_front_ends(struct mcp_server *s, struct mcp_call *c, bool notify)
 {
-    if (s->tree) {
+    if (notify) {
         c->watch =
             exec_watch_new(s->loop, c->dc, s->o->execve_wrapper, s->o->bash_path, s->o->shell_path);
         if (!c->watch)
             return -1;
         exec_watch_set_strict(c->watch, s->o->exec_strict);
+        exec_watch_allow_unix(c->watch, s->o->allow_unix, s->o->allow_unix_count);
     }
-    c->ec = escalation_call_new(s->loop, c->dc, c->watch ? adopt_listener : NULL, c->watch,
+    c->ec = escalation_call_new(s->loop, c->dc, s->tree ? adopt_listener : NULL, c->watch,
                                 (const char *const *)s->o->pass_env, s->o->pass_env_count);
     return c->ec ? 0 : -1;
 }
@@ -806,9 +821,9 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
         c->id = json_deep_copy(id);
     }
     char **argv = NULL;
-    bool net = false;
+    bool net = false, notify = false;
     if (!c || !c->id || call_decisions(ss, c, r, &err) < 0 ||
-        !(argv = call_argv(ss, decide_call_view(c->dc), r, &net, &err))) {
+        !(argv = call_argv(ss, decide_call_view(c->dc), r, &net, &notify, &err))) {
         if (c)
             call_free(c);
         *errp = strfmt("sandbox policy: %s", err ? err : "out of memory");
@@ -825,7 +840,7 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
         return NULL;
     }
     free(label);
-    if (call_front_ends(s, c) < 0 || !(env = call_env(s))) {
+    if (call_front_ends(s, c, notify) < 0 || !(env = call_env(s))) {
         free_strv(argv);
         call_free(c);
         *errp = strdup("escalation: out of memory");
@@ -1350,6 +1365,14 @@ choose_enforcement(struct mcp_server *s)
         }
     } else {
         log_info("exec enforcement: shell (--exec-enforcement=shell: only the shell's own execs)");
+    }
+    /* sandboxed sockets are supervised in either mode (exec_watch.h) */
+    s->user_notif = s->tree || exec_watch_probe(&why) == 0;
+    if (!s->user_notif) {
+        log_warn("no seccomp user notification (%s): sandboxed commands can connect to any "
+                 "Unix socket",
+                 why ? why : "out of memory");
+        free(why);
     }
     if (asprintf(&s->instructions, "%s%s", INSTRUCTIONS, mode) < 0)
         s->instructions = NULL;

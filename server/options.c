@@ -6,6 +6,7 @@
 #include "execgate-config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ enum {
     OPT_EXEC_ENFORCEMENT,
     OPT_EXEC_STRICT,
     OPT_PASS_ENV,
+    OPT_ALLOW_UNIX_SOCKET,
     OPT_NO_LOGIN_SNAPSHOT,
     OPT_LOGIN_SNAPSHOT_TIMEOUT,
     OPT_SHELL,
@@ -74,6 +76,7 @@ static const struct option long_options[] = {
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
     {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
     {"pass-env", required_argument, NULL, OPT_PASS_ENV},
+    {"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
     {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
     {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
     {"shell", required_argument, NULL, OPT_SHELL},
@@ -136,6 +139,10 @@ usage(FILE *out)
             "                            the command's environment (repeatable; their\n"
             "                            environment is otherwise the server's, see\n"
             "                            docs/escalation.md)\n"
+            "  --allow-unix-socket PATH  let sandboxed commands connect to the Unix socket\n"
+            "                            PATH (the file it names now) although its server\n"
+            "                            runs outside the sandbox (repeatable; by default\n"
+            "                            only the sandbox's own sockets answer)\n"
             "  --no-login-snapshot       login calls run the whole profile (bash -lc, zsh -lc)\n"
             "                            each time instead of a snapshot of what it sets up\n"
             "  --login-snapshot-timeout-ms MS\n"
@@ -440,6 +447,30 @@ add_pass_env(struct server_options *o, const char *name, char **err)
     return 0;
 }
 
+/* --allow-unix-socket PATH: the socket's inode now, symlinks followed,
+ * held open so that its number names no other file while the server runs;
+ * a later file at PATH is another socket and stays unreachable. */
+static int
+add_allow_unix(struct server_options *o, const char *path, char **err)
+{
+    struct stat st;
+    int pin = open(path, O_PATH | O_CLOEXEC);
+    if (pin < 0 || fstat(pin, &st) != 0) {
+        *err = strfmt("--allow-unix-socket: %s: %s", path, strerror(errno));
+        if (pin >= 0)
+            close(pin);
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        *err = strfmt("--allow-unix-socket: %s: not a socket", path);
+        close(pin);
+        return -1;
+    }
+    o->allow_unix[o->allow_unix_count++] =
+        (struct unix_connect_inode){.dev = st.st_dev, .ino = st.st_ino, .pin = pin};
+    return 0;
+}
+
 /* The options that take a number, and the numbers each accepts. */
 static const struct {
     int id;
@@ -566,6 +597,8 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
         return 0;
     case OPT_PASS_ENV:
         return add_pass_env(o, arg, err);
+    case OPT_ALLOW_UNIX_SOCKET:
+        return add_allow_unix(o, arg, err);
     case OPT_NO_LOGIN_SNAPSHOT:
         o->login_snapshot = false;
         return 0;
@@ -681,7 +714,8 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->rules = calloc((size_t)argc + 2, sizeof(char *));
     o->pass_env = calloc((size_t)argc + 1, sizeof(char *));
     o->listen = calloc((size_t)argc + 1, sizeof(char *));
-    if (!o->rules || !o->pass_env || !o->listen) {
+    o->allow_unix = calloc((size_t)argc + 1, sizeof(*o->allow_unix));
+    if (!o->rules || !o->pass_env || !o->listen || !o->allow_unix) {
         options_release(o);
         *err = strfmt("out of memory");
         return OPTIONS_ERROR;
@@ -733,6 +767,9 @@ options_release(struct server_options *o)
     for (size_t i = 0; o->listen && i < o->listen_count; i++)
         free(o->listen[i]);
     free(o->listen);
+    for (size_t i = 0; o->allow_unix && i < o->allow_unix_count; i++)
+        close(o->allow_unix[i].pin);
+    free(o->allow_unix);
     free(o->token_file);
     free(o->audit_log);
     json_decref(o->sandbox);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sandbox/unix_connect.h"
 #include "server/log.h"
 
 #define OPTIONS_DEFAULT_TIMEOUT_MS    10000u
@@ -93,6 +94,11 @@ struct server_options {
     char **listen;
     size_t listen_count;
     char *token_file; /* --token-file, or NULL */
+    /* --allow-unix-socket: the socket files a sandboxed command may
+     * connect to although their server runs outside, by the inode each
+     * path named when the options were read */
+    struct unix_connect_inode *allow_unix;
+    size_t allow_unix_count;
     uint64_t session_idle_ms;
     unsigned max_sessions;
 };

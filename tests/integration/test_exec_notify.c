@@ -716,6 +716,8 @@ test_helper_hands_over_listener_and_reports(void **state)
     assert_true(len > 0);
     buf[len] = '\0';
     assert_non_null(strstr(buf, "\"exec_notify\":{\"mode\":\"user-notif\""));
+    /* workspace-write: the socket calls ride on the same listener */
+    assert_non_null(strstr(buf, "\"notified\":[\"execve\",\"execveat\",\"connect\",\"sendto\"]"));
     free(policy);
 }
 

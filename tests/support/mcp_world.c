@@ -94,7 +94,10 @@ mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_o
     size_t n_prefix = 0;
     while (o->prefix && o->prefix[n_prefix])
         n_prefix++;
-    const char **argv = calloc(n_prefix + 12, sizeof(char *));
+    size_t n_more = 0;
+    while (o->more && o->more[n_more])
+        n_more++;
+    const char **argv = calloc(n_prefix + n_more + 12, sizeof(char *));
     assert_non_null(argv);
     size_t n = 0;
     for (size_t i = 0; i < n_prefix; i++)
@@ -112,6 +115,8 @@ mcp_world_start(struct mcp_world *w, const char *rules, const struct mcp_world_o
     }
     if (o->extra)
         argv[n++] = o->extra;
+    for (size_t i = 0; i < n_more; i++)
+        argv[n++] = o->more[i];
     /* The suites that run once per shell (tests/integration/meson.build) */
     const char *shell = getenv("EXECGATE_TEST_SHELL");
     if (shell && *shell) {

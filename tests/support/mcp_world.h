@@ -30,6 +30,7 @@ struct mcp_world_options {
     const char *policy;        /* sandboxPolicy type; NULL: workspace-write */
     bool elicitation;          /* the client declares the capability */
     const char *extra;         /* one more server argument, or NULL */
+    const char *const *more;   /* more server arguments, NULL-terminated, or NULL */
     const char *env;           /* one more NAME=value for the server, or NULL */
     bool no_audit;             /* no --audit-log (also with EXECGATE_TEST_NO_AUDIT=1) */
     bool no_rules;             /* no --rules: the server reads its default rules */

@@ -46,7 +46,7 @@ collect(void *arg, const char *name)
 
 /* What libseccomp exports for this combination, read back from a file. */
 static void *
-runtime_program(bool confine, bool net, bool notify, struct names *ns, size_t *bytes)
+runtime_program(bool confine, bool net, unsigned notify, struct names *ns, size_t *bytes)
 {
     int rc = 0;
     scmp_filter_ctx ctx = sandbox_filter_rules_new(confine, net, notify, collect, ns, &rc);
@@ -68,7 +68,7 @@ runtime_program(bool confine, bool net, bool notify, struct names *ns, size_t *b
 }
 
 static void
-check_combination(bool confine, bool net, bool notify)
+check_combination(bool confine, bool net, unsigned notify)
 {
     struct names ns = {0};
     size_t bytes;
@@ -99,6 +99,11 @@ test_generated_equals_runtime(void **state)
         check_combination(true, false, notify); /* the same with network on */
         check_combination(false, true, notify); /* external-sandbox, network off */
     }
+    /* a confining sandbox's sockets, with and without its execs */
+    for (unsigned execs = 0; execs <= SANDBOX_FILTER_NOTIFY_EXECS; execs++) {
+        check_combination(true, true, execs | SANDBOX_FILTER_NOTIFY_SOCKETS);
+        check_combination(true, false, execs | SANDBOX_FILTER_NOTIFY_SOCKETS);
+    }
 }
 
 static void
@@ -111,7 +116,10 @@ test_no_filter_without_need(void **state)
     assert_int_equal(len, 0);
     /* exec notification alone is exec_filter.c's program */
     assert_null(sandbox_filter_program(false, false, true, &len, &names));
-    assert_int_equal(sandbox_filter_apply_notify(false, false, NULL), -EINVAL);
+    assert_int_equal(sandbox_filter_apply_notify(false, false, SANDBOX_FILTER_NOTIFY_EXECS, NULL),
+                     -EINVAL);
+    /* sockets are notified only where the sandbox confines */
+    assert_null(sandbox_filter_program(false, true, SANDBOX_FILTER_NOTIFY_SOCKETS, &len, &names));
 }
 
 static void
@@ -171,8 +179,9 @@ probe_child(bool confine, bool net, bool notify)
     json_t *report = json_object();
     if (report == NULL || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return 255;
-    int listener = notify ? sandbox_filter_apply_notify(confine, net, report)
-                          : sandbox_filter_apply(confine, net, report);
+    int listener =
+        notify ? sandbox_filter_apply_notify(confine, net, SANDBOX_FILTER_NOTIFY_EXECS, report)
+               : sandbox_filter_apply(confine, net, report);
     if (listener < 0)
         return 255;
     json_t *sc = json_object_get(report, "seccomp");

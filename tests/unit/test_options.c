@@ -14,6 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 /* Parses execgate --bash /bin/sh --sandbox-helper /bin/sh --execve /bin/sh
  * ARGS...; *err is freed by the caller. */
@@ -94,6 +98,48 @@ test_pass_env_repeatable(void **state)
     options_release(&o);
     assert_null(o.pass_env);
     assert_int_equal(o.pass_env_count, 0);
+}
+
+/* --allow-unix-socket: a socket, by its inode, held open until release;
+ * anything else refuses the start. */
+static void
+test_allow_unix_socket(void **state)
+{
+    char dir[] = "/tmp/execgate-options-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char sock[sizeof dir + 16], file[sizeof dir + 16];
+    snprintf(sock, sizeof sock, "%s/s.sock", dir);
+    snprintf(file, sizeof file, "%s/plain", dir);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    struct stat st;
+    assert_int_equal(stat(sock, &st), 0);
+
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--allow-unix-socket", sock), OPTIONS_RUN);
+    assert_int_equal(o.allow_unix_count, 1);
+    assert_true(o.allow_unix[0].dev == st.st_dev && o.allow_unix[0].ino == st.st_ino);
+    struct stat pinned;
+    assert_int_equal(fstat(o.allow_unix[0].pin, &pinned), 0);
+    assert_true(pinned.st_ino == st.st_ino);
+    options_release(&o);
+
+    assert_int_equal(PARSE(&o, &err, "--allow-unix-socket", file), OPTIONS_ERROR);
+    assert_non_null(strstr(err, "not a socket"));
+    free(err);
+    assert_int_equal(PARSE(&o, &err, "--allow-unix-socket", "/nonexistent/x.sock"), OPTIONS_ERROR);
+    assert_non_null(strstr(err, "No such file or directory"));
+    free(err);
+    close(s);
+    unlink(sock);
+    unlink(file);
+    rmdir(dir);
 }
 
 static void
@@ -330,6 +376,7 @@ main(void)
         cmocka_unit_test(test_help_mentions_pass_env),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_login_snapshot),
+        cmocka_unit_test(test_allow_unix_socket),
         cmocka_unit_test(test_listen),
         cmocka_unit_test(test_programs_checked),
         cmocka_unit_test(test_shell),

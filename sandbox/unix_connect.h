@@ -1,0 +1,88 @@
+/*
+ * unix_connect: the supervisor's side of a sandboxed command's socket
+ * calls (connect, and sendto with a destination address), which the
+ * sandbox's filter hands to the same listener as its execs
+ * (docs/enforcement.md, "Unix sockets").
+ *
+ * The supervisor never continues such a call: whatever the target's memory
+ * or fd table says after the check would be what the kernel reads.  It
+ * makes the call itself on objects it holds (the target's socket taken
+ * with pidfd_getfd, the destination's inode opened O_PATH) and answers
+ * with the result:
+ *
+ *  - a pathname Unix stream or seqpacket socket: a fresh socket of the
+ *    supervisor's connects to the inode; the connection stands only when
+ *    the process that listens there runs in the target's PID namespace (or
+ *    one below it), or the inode is one the caller allowed; it is then
+ *    installed over the target's fd (SECCOMP_IOCTL_NOTIF_ADDFD).  Else
+ *    ECONNREFUSED and a line on the target's stderr;
+ *  - a Unix datagram destination (connect, sendto): a socket a process of
+ *    the sandbox holds (unix_holder.h: a datagram socket has no listening
+ *    process to check), or an allowed inode;
+ *  - an abstract Unix address: as a pathname one when the target shares
+ *    the supervisor's network namespace (where the name is looked up),
+ *    EPERM otherwise;
+ *  - any other socket (TCP, UDP...): connected, or sent on, as asked, on
+ *    the target's own socket with the address as read once.
+ *
+ * No libuv: a blocking connect that is still in progress is handed back
+ * to the caller to wait for (unix_connect_wait).
+ */
+#ifndef EXECGATE_SANDBOX_UNIX_CONNECT_H
+#define EXECGATE_SANDBOX_UNIX_CONNECT_H
+
+#include <linux/seccomp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A socket file the user allowed, by the inode the server resolved.  The
+ * caller keeps that inode open (pin) while it is allowed: a file deleted
+ * frees its inode number for the next one made. */
+struct unix_connect_inode {
+    dev_t dev;
+    ino_t ino;
+    int pin; /* O_PATH fd of the inode, or -1 */
+};
+
+/* Told of each refusal (what: "connect /path", reason: the line's). */
+typedef void (*unix_connect_refused_fn)(void *arg, pid_t pid, const char *what, const char *reason);
+
+struct unix_connect_config {
+    const struct unix_connect_inode *allowed; /* borrowed */
+    size_t n_allowed;
+    unix_connect_refused_fn refused; /* may be NULL */
+    void *arg;
+};
+
+/* A connect still in progress on the target's blocking socket: answer it
+ * with unix_connect_finish once fd polls writable. */
+struct unix_connect_wait {
+    uint64_t id;
+    pid_t pid;
+    int fd; /* the supervisor's copy of the target's socket */
+};
+
+/* Whether nr is a call this module handles (the filter's socket calls). */
+bool unix_connect_handles(int nr);
+
+/*
+ * Handles the notification sn (a call unix_connect_handles) on listener:
+ * makes the call on the target's behalf or refuses it, and answers.
+ * cfg may be NULL (nothing allowed beyond the sandbox's own sockets).
+ * Returns 0 when answered (or the target went away), 1 when *wait holds a
+ * connect in progress (the notification stays unanswered), -errno when
+ * the listener failed.
+ */
+int unix_connect_handle(int listener, const struct seccomp_notif *sn,
+                        const struct unix_connect_config *cfg, struct unix_connect_wait *wait);
+
+/* Answers a waiting connect with its outcome (err 0), or with err, and
+ * closes wait->fd.  Returns 0 or -errno (listener failure). */
+int unix_connect_finish(int listener, struct unix_connect_wait *wait, int err);
+
+/* Closes wait->fd without answering (the listener is going away). */
+void unix_connect_abandon(struct unix_connect_wait *wait);
+
+#endif
