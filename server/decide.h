@@ -193,6 +193,11 @@ struct decide_exec {
     const char *const *interpreters;
     size_t n_interpreters;
     pid_t pid; /* the process that execs (0: unknown) */
+    /* wrapper: the execs of an escalated program are decided too (tree
+     * enforcement), so a repository the sandbox could have written stops
+     * only programs that read it (rules_lint_reads_repository); false:
+     * it stops every program */
+    bool children_decided;
 };
 
 enum decide_verdict {
@@ -224,8 +229,22 @@ struct decide_result {
     char **amendment;
     size_t n_amendment;
     json_t *matched; /* the matching rules, with an audit log; else NULL */
-    char *key;       /* approvals and memos: program, its (dev, ino), argv[1..] */
+    char *key;       /* the call's memos: program, its (dev, ino), argv[1..] */
     size_t keylen;
+    /* ASK: what an approval for the session is remembered by: key's parts,
+     * run_as, the real workdir, and where the program runs (outside the
+     * sandbox, inside it, or in place for the tree) */
+    char *approval;
+    size_t approvallen;
+    /* the name the program runs as (its argv[0] outside the sandbox): the
+     * last component of the own name whose rule decided, whatever argv[0]
+     * the request gave; NULL when nothing decided by a rule */
+    char *run_as;
+    /* ESCALATE, and ASK with escalate_if_approved: GIT_CEILING_DIRECTORIES
+     * for the program, so that git looks for a repository no higher than
+     * the one the decision checked (the directory above the first .git
+     * from the workdir up, else above the workdir) */
+    char *git_ceiling;
 };
 
 /* Decides e into *out (release with decide_result_release).  Cannot

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,10 @@ struct session {
     struct esc_request req; /* owned once the REQUEST arrived */
     bool have_req;
     struct decide_exec exec; /* req, as the decision sees it */
+    /* the request's workdir, opened once when it arrived (O_PATH), and its
+     * real path then: decided on, shown, and where the program starts */
+    int workdir_fd;
+    char *workdir;
     struct decide_result decision;
     bool decided;
     struct decide_question *question; /* a person is asked, or NULL */
@@ -197,22 +202,54 @@ peer_pid(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
 }
 
+/*
+ * The request's workdir as an object: opened once (following its links,
+ * as a chdir would), and named by the path that fd has now.  Everything
+ * after this (the decision, the question, the program's start by fchdir)
+ * uses the fd or that path, so repointing a link of the request's path
+ * later changes nothing.  Returns 0, or -1 when the workdir is not an
+ * existing directory or its real path does not name it.
+ */
+static int
+pin_workdir(struct session *s)
+{
+    if (s->req.workdir[0] != '/')
+        return -1;
+    s->workdir_fd = open(s->req.workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (s->workdir_fd < 0)
+        return -1;
+    char link[64], real[PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", s->workdir_fd);
+    ssize_t n = readlink(link, real, sizeof(real) - 1);
+    if (n <= 0 || real[0] != '/')
+        return -1;
+    real[n] = '\0';
+    /* a directory removed since, or one outside the server's view, has no
+     * path that names it: refused rather than decided by a stale name */
+    struct stat pinned, named;
+    if (fstat(s->workdir_fd, &pinned) < 0 || stat(real, &named) < 0 ||
+        pinned.st_dev != named.st_dev || pinned.st_ino != named.st_ino)
+        return -1;
+    s->workdir = strdup(real);
+    return s->workdir ? 0 : -1;
+}
+
 /* The decision for a complete REQUEST (docs/escalation.md). */
 static void
 session_decide(struct session *s)
 {
-    struct stat st;
-    if (stat(s->req.workdir, &st) < 0 || !S_ISDIR(st.st_mode) || s->req.workdir[0] != '/') {
+    if (pin_workdir(s) < 0) {
         session_deny(s, "the request's workdir is not an existing directory");
         return;
     }
     s->exec = (struct decide_exec){
         .source = DECIDE_FROM_WRAPPER,
         .path = s->req.file,
-        .cwd = s->req.workdir,
+        .cwd = s->workdir,
         .argv = (const char *const *)s->req.argv,
         .argc = s->req.argc,
         .pid = peer_pid(s->fd),
+        .children_decided = s->ec->adopt != NULL,
     };
     decide_exec(s->ec->dc, &s->exec, &s->decision);
     s->decided = true;
@@ -298,6 +335,9 @@ session_free(struct session *s)
     }
     if (s->decided)
         decide_result_release(&s->decision);
+    if (s->workdir_fd >= 0)
+        close(s->workdir_fd);
+    free(s->workdir);
     free(s);
     maybe_free_call(ec);
 }
@@ -354,6 +394,25 @@ hands_terminal(const struct session *s)
     return false;
 }
 
+/* The request's argv with argv[0] the name the program's rule matched
+ * (decide_result's run_as): a multi-call program does what the rule
+ * named, never what the request's argv[0] says (git-clone for git).  The
+ * array is malloc'd, its words borrowed; NULL when out of memory. */
+static char **
+run_as_argv(const struct session *s)
+{
+    size_t n = s->req.argc;
+    char **argv = calloc(n + 2, sizeof(*argv));
+    if (!argv || !s->decision.run_as) {
+        free(argv);
+        return NULL;
+    }
+    argv[0] = s->decision.run_as;
+    for (size_t i = 1; i < n; i++)
+        argv[i] = s->req.argv[i];
+    return argv;
+}
+
 /* Starts the checked file with the received fds at their targets. */
 static void
 session_spawn(struct session *s, const int *targets, size_t count)
@@ -365,10 +424,17 @@ session_spawn(struct session *s, const int *targets, size_t count)
     }
     /* + 1: never a zero-sized allocation */
     struct spawn_fd *fds = calloc(count + 1, sizeof(*fds));
-    char **env = escalated_env_build(environ, s->req.env, s->ec->pass_env, s->ec->n_pass_env,
-                                     s->req.workdir);
-    if (!fds || !env) {
+    char **env =
+        escalated_env_build(environ, s->req.env, s->ec->pass_env, s->ec->n_pass_env, s->workdir);
+    char **argv = run_as_argv(s);
+    if (env && s->decision.git_ceiling &&
+        escalated_env_add(&env, "GIT_CEILING_DIRECTORIES", s->decision.git_ceiling) < 0) {
+        escalated_env_free(env);
+        env = NULL;
+    }
+    if (!fds || !env || !argv) {
         free(fds);
+        free(argv);
         escalated_env_free(env);
         session_end(s);
         return;
@@ -379,9 +445,10 @@ session_spawn(struct session *s, const int *targets, size_t count)
         .file = s->decision.program,
         .exec_fd = &s->decision.fd,
         .exec_fd_inherited = s->decision.script,
-        .argv = s->req.argv,
+        .argv = argv,
         .env = env,
-        .cwd = s->req.workdir,
+        .cwd = s->workdir,
+        .cwd_fd = &s->workdir_fd,
         .fds = fds,
         .n_fds = count,
         /* its own session and group: a signal for the call reaches its tree */
@@ -404,6 +471,7 @@ session_spawn(struct session *s, const int *targets, size_t count)
                       s->decision.program, uv_strerror(arc));
     }
     free(fds);
+    free(argv);
     escalated_env_free(env);
     /* the program has its copies; ours go, so its readers see EOF with it */
     esc_fdlist_close(&s->fds);
@@ -583,6 +651,7 @@ session_start(struct escalation_call *ec, int fd, struct esc_msg *first)
     }
     s->ec = ec;
     s->fd = fd;
+    s->workdir_fd = -1;
     s->next = ec->sessions;
     if (ec->sessions)
         ec->sessions->prev = s;

@@ -645,7 +645,7 @@ test_dev_programs(void **state)
     struct decide_result r;
     for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
         struct decide_call *dc = call_with(ds, outside[i]);
-        decide(dc, DECIDE_FROM_WRAPPER, prog, "/", ARGV("prog"), 0, &r);
+        decide(dc, DECIDE_FROM_WRAPPER, prog, "/", ARGV(prog), 0, &r);
         assert_verdict(&r, DECIDE_ESCALATE);
         assert_fd_is(r.fd, real_prog);
         decide_result_release(&r);
@@ -1006,6 +1006,163 @@ test_keys(void **state)
     (void)state;
 }
 
+/* An approval for the session names the workdir and where the program
+ * runs: the same command in another directory, or on the other side of
+ * the sandbox, is asked again. */
+static void
+test_approval_keys(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result a, b;
+    char *plain = tmpdir_path(O, "plain");
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("cat", "a"), 0, &a);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("cat", "a"), 0, &b);
+    assert_verdict(&a, DECIDE_ASK);
+    assert_true(a.approval && b.approval && a.approvallen == b.approvallen &&
+                memcmp(a.approval, b.approval, a.approvallen) == 0);
+    decide_result_release(&b);
+    /* another workdir */
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", plain, ARGV("cat", "a"), 0, &b);
+    assert_verdict(&b, DECIDE_ASK);
+    assert_true(same_key(&a, &b)); /* the call's memos do not care */
+    assert_false(a.approvallen == b.approvallen &&
+                 memcmp(a.approval, b.approval, a.approvallen) == 0);
+    decide_result_release(&b);
+    /* the same file, run inside (a link the sandbox could have made) */
+    decide(dc, DECIDE_FROM_WRAPPER, "realcat", W, ARGV("cat", "a"), 0, &b);
+    assert_verdict(&b, DECIDE_ASK);
+    assert_false(b.escalate_if_approved);
+    assert_true(a.escalate_if_approved);
+    assert_false(a.approvallen == b.approvallen &&
+                 memcmp(a.approval, b.approval, a.approvallen) == 0);
+    decide_result_release(&b);
+    decide_result_release(&a);
+    free(plain);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* The program runs as the name its rule matched, never as argv[0] says;
+ * a request whose argv[0] names another program is asked about. */
+static void
+test_run_as(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result r;
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("cat", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    assert_string_equal(r.run_as, "cat");
+    decide_result_release(&r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("/bin/cat", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    /* exec -a git-clone cat f */
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("git-clone", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_true(r.escalate_if_approved);
+    assert_string_equal(r.run_as, "cat");
+    assert_non_null(r.caution);
+    assert_non_null(strstr(r.caution, "argv[0]"));
+    decide_result_release(&r);
+    /* a link named otherwise, outside the sandbox's reach: the rule
+     * matched the file's own name, and that is what it runs as */
+    char *link = tmpdir_path(O, "upload-pack");
+    assert_int_equal(symlink("/bin/cat", link), 0);
+    decide(dc, DECIDE_FROM_WRAPPER, link, W, ARGV("upload-pack", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_string_equal(r.run_as, "cat");
+    decide_result_release(&r);
+    assert_int_equal(unlink(link), 0);
+    free(link);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* A directory laid out as a git directory (a bare repository) where a
+ * sandbox could write is a repository too; with the children of escalated
+ * programs decided, it stops only programs that read repositories. */
+static void
+test_bare_repositories(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n"
+                                           "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result r;
+    make_dir(W, "bare");
+    make_dir(W, "bare/objects");
+    make_dir(W, "bare/refs");
+    write_in(W, "bare/HEAD", "ref: refs/heads/main\n", 0644);
+    char *bare = tmpdir_path(W, "bare");
+    char *inside = tmpdir_path(W, "bare/objects");
+    const char *cwds[] = {bare, inside};
+    for (size_t i = 0; i < 2; i++) {
+        decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwds[i], ARGV("cat"), 0, &r);
+        assert_verdict(&r, DECIDE_RUN);
+        assert_reason_has(&r, "git repository");
+        assert_reason_has(&r, bare);
+        decide_result_release(&r);
+    }
+    /* children decided: cat reads no repository and escalates; sh does */
+    struct decide_exec e = {.source = DECIDE_FROM_WRAPPER,
+                            .path = "/bin/cat",
+                            .cwd = bare,
+                            .argv = (const char *const[]){"cat"},
+                            .argc = 1,
+                            .children_decided = true};
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    char *sub = tmpdir_path(W, "sub");
+    e.cwd = sub;
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    e.path = "/bin/sh";
+    e.argv = (const char *const[]){"sh"};
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_RUN);
+    assert_reason_has(&r, "reads repository configuration");
+    decide_result_release(&r);
+    free(sub);
+    free(bare);
+    free(inside);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* git run outside looks for a repository no higher than the one the
+ * decision checked. */
+static void
+test_git_ceiling(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result r;
+    char *repo = tmpdir_path(O, "repo");
+    make_dir(O, "repo/deeper");
+    char *deeper = tmpdir_path(O, "repo/deeper");
+    char *plain = tmpdir_path(O, "plain");
+    const char *cwds[] = {repo, deeper, plain};
+    for (size_t i = 0; i < 3; i++) {
+        decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwds[i], ARGV("cat"), 0, &r);
+        assert_verdict(&r, DECIDE_ESCALATE);
+        assert_non_null(r.git_ceiling);
+        assert_string_equal(r.git_ceiling, O);
+        decide_result_release(&r);
+    }
+    free(repo);
+    free(deeper);
+    free(plain);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
 static void
 test_expect(void **state)
 {
@@ -1344,6 +1501,10 @@ main(void)
         cmocka_unit_test(test_tree),
         cmocka_unit_test(test_nul_justification),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_approval_keys),
+        cmocka_unit_test(test_run_as),
+        cmocka_unit_test(test_bare_repositories),
+        cmocka_unit_test(test_git_ceiling),
         cmocka_unit_test(test_expect),
         cmocka_unit_test(test_question_text),
         cmocka_unit_test(test_interpreters),
