@@ -1064,7 +1064,7 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
     }
     char *repo = NULL;
     if (in_writable_repo(dc, e->cwd, &repo, &out->git_ceiling) &&
-        (!repo || !e->children_decided || reads_repository(walk, in, out->run_as))) {
+        (!repo || reads_repository(walk, in, out->run_as))) {
         if (!repo)
             *why_owned = strdup("the working directory cannot be looked at");
         else if (asprintf(why_owned,

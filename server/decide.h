@@ -193,11 +193,6 @@ struct decide_exec {
     const char *const *interpreters;
     size_t n_interpreters;
     pid_t pid; /* the process that execs (0: unknown) */
-    /* wrapper: the execs of an escalated program are decided too (tree
-     * enforcement), so a repository the sandbox could have written stops
-     * only programs that read it (rules_lint_reads_repository); false:
-     * it stops every program */
-    bool children_decided;
 };
 
 enum decide_verdict {

@@ -249,7 +249,6 @@ session_decide(struct session *s)
         .argv = (const char *const *)s->req.argv,
         .argc = s->req.argc,
         .pid = peer_pid(s->fd),
-        .children_decided = s->ec->adopt != NULL,
     };
     decide_exec(s->ec->dc, &s->exec, &s->decision);
     s->decided = true;
