@@ -1239,6 +1239,38 @@ test_always_allow_codex_answer_and_unfit_prefixes(void **state)
     mcp_world_end(&w);
 }
 
+/* For a program whose arguments name the files it changes, "always"
+ * proposes the whole command line the person saw; for awk, whose program
+ * text is code, nothing. */
+static void
+test_always_allow_proposals(void **state)
+{
+    struct mcp_world w;
+    world_start(&w,
+                "prefix_rule(pattern=[\"rm\"], decision=\"prompt\")\n"
+                "prefix_rule(pattern=[\"awk\"], decision=\"prompt\")\n",
+                true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved"};
+    json_t *a = run(&w, "mkdir b && rm -r ./b; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_int_equal(ans.offered_always, 1);
+    assert_string_equal(ans.proposed, "[\"rm\",\"-r\",\"./b\"]");
+    mcp_world_assert_contains(ans.last_always, "starts with `rm -r ./b`");
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    free(ans.last_message);
+    struct mcp_answers awk = {.action = "accept", .decision = "approved"};
+    a = run(&w, "awk 'BEGIN{print 1}'; echo \"status=$?\"", &awk);
+    assert_int_equal(awk.asked, 1);
+    assert_int_equal(awk.offered_always, 0);
+    assert_string_equal(awk.proposed, "");
+    json_decref(a);
+    free(awk.last_message);
+    assert_null(answers_file(&w));
+    mcp_world_end(&w);
+    (void)state;
+}
+
 /* "Always" is offered only where an allow rule can settle the question
  * for good: not for a prefix that allows any code (sh -c), not when a
  * longer prompt rule would still ask; an "always" answer there is asked
@@ -1400,6 +1432,7 @@ main(void)
         cmocka_unit_test(test_reloads_during_calls),
         cmocka_unit_test(test_always_allow_writes_the_rule_and_is_not_asked_again),
         cmocka_unit_test(test_always_allow_codex_answer_and_unfit_prefixes),
+        cmocka_unit_test(test_always_allow_proposals),
         cmocka_unit_test(test_always_allow_not_offered_where_it_cannot_settle),
         cmocka_unit_test(test_cancel_closes_the_question),
         cmocka_unit_test(test_one_question_at_a_time),
