@@ -121,6 +121,8 @@ struct decide_call {
     struct decide_question *waiting, **waiting_tail;
 };
 
+static char *escape_shown(const char *text);
+
 /* ---- rules loading ---- */
 
 static struct rules_policy *
@@ -1185,6 +1187,55 @@ run_as_name(const struct verdict *v, const struct exec_path *walk)
     return strdup(last_component(name ? name : walk->absolute));
 }
 
+/* "FILE:LINE" of the first rule at v's decision, own names first; NULL
+ * when none has an origin (or out of memory). */
+static char *
+rule_origin(const struct verdict *v)
+{
+    for (int pass = 0; pass < 2 && v->decision != RULES_DECISION_NONE; pass++) {
+        for (size_t i = 0; i < v->n_names; i++) {
+            const struct verdict_name *n = &v->names[i];
+            if (n->restricting != (pass == 1))
+                continue;
+            for (size_t k = 0; k < n->result.n_matches; k++) {
+                const struct rules_match *m = &n->result.matches[k];
+                char *origin = NULL;
+                if (m->decision == v->decision && m->origin.file && m->origin.line > 0)
+                    return asprintf(&origin, "%s:%" PRIu32, m->origin.file, m->origin.line) < 0
+                               ? NULL
+                               : origin;
+            }
+        }
+    }
+    return NULL;
+}
+
+char *
+decide_inside_note(const struct decide_result *r)
+{
+    if (!r->kept_inside || !r->reason)
+        return NULL;
+    char *name = escape_shown(r->run_as ? r->run_as : r->program ? r->program : "the program");
+    char *why = escape_shown(r->reason);
+    char *note = NULL;
+    if (name && why &&
+        asprintf(&note, "%s is %s by %s, but runs inside the sandbox: %s", name,
+                 r->verdict == DECIDE_ASK ? "asked about" : "allowed", r->rule ? r->rule : "a rule",
+                 why) < 0)
+        note = NULL;
+    free(name);
+    free(why);
+    /* one line the protocol carries (ESC_MAX_REASON), cut at a character */
+    size_t len = note ? strlen(note) : 0;
+    if (len > ESC_MAX_REASON) {
+        len = ESC_MAX_REASON;
+        while (len > 0 && ((unsigned char)note[len] & 0xc0) == 0x80)
+            len--;
+        note[len] = '\0';
+    }
+    return note;
+}
+
 /* Whether the request's argv[0] names another program than run_as. */
 static bool
 argv0_differs(const struct decide_exec *e, const char *run_as)
@@ -1264,10 +1315,12 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
     } else {
         out->verdict = outside ? DECIDE_ESCALATE : DECIDE_RUN;
     }
-    if (!outside)
+    if (!outside) {
         out->reason = why_owned ? why_owned : strdup(why);
-    else
+        out->kept_inside = true;
+    } else {
         free(why_owned);
+    }
 }
 
 /* ---- "always allow" ---- */
@@ -1317,6 +1370,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     if (ok)
         out->matched = matched_rules(dc, &v);
     ok = ok && (out->run_as = run_as_name(&v, &walk)) != NULL;
+    if (ok)
+        out->rule = rule_origin(&v);
     if (!ok) {
         set_deny(out, "out of memory", NULL);
     } else if (v.decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {
@@ -1365,6 +1420,7 @@ decide_result_release(struct decide_result *r)
     free(r->approval);
     free(r->run_as);
     free(r->git_ceiling);
+    free(r->rule);
     verdict_words_free(r->amendment);
     json_decref(r->matched);
     if (r->fd >= 0)
@@ -1967,9 +2023,13 @@ decide_question_cancel(struct decide_question *q)
 /* The client's level for a record: refusals are warnings, what ran
  * outside and what a person answered is information, the rest detail. */
 static enum client_log_level
-record_level(const char *decision, const char *answered_by)
+record_level(const char *decision, const char *answered_by, bool kept_inside)
 {
     if (strcmp(decision, "deny") == 0 || strcmp(decision, "refuse") == 0)
+        return CLIENT_LOG_WARNING;
+    /* a rule let it out and it runs inside: the agent sees only what
+     * fails there, so the log says why at the level refusals have */
+    if (kept_inside && strcmp(decision, "run") == 0)
         return CLIENT_LOG_WARNING;
     if (strcmp(decision, "escalate") == 0 ||
         (answered_by &&
@@ -2022,7 +2082,7 @@ decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct d
              const char *decision, const char *reason, const char *answered_by, int exit_kind,
              int exit_value)
 {
-    enum client_log_level level = record_level(decision, answered_by);
+    enum client_log_level level = record_level(decision, answered_by, r->kept_inside);
     enum log_level log_level = level >= CLIENT_LOG_WARNING ? LOG_LEVEL_WARN
                                : level == CLIENT_LOG_INFO  ? LOG_LEVEL_INFO
                                                            : LOG_LEVEL_DEBUG;

@@ -240,11 +240,26 @@ struct decide_result {
      * the one the decision checked (the directory above the first .git
      * from the workdir up, else above the workdir) */
     char *git_ceiling;
+    /* "FILE:LINE" of the rule that decided (the first at the verdict's
+     * decision), or NULL */
+    char *rule;
+    /* a rule let the program out (allow, or prompt from the wrapper), but
+     * it runs in the sandbox: reason says why (decide_inside_note) */
+    bool kept_inside;
 };
 
 /* Decides e into *out (release with decide_result_release).  Cannot
  * fail: out of memory is a DENY. */
 void decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_result *out);
+
+/*
+ * The line the program's stderr gets when r is a RUN (or an approved ASK
+ * run in place) of a program a rule let out, kept in the sandbox
+ * (r->kept_inside): "NAME is allowed by FILE:LINE, but runs inside the
+ * sandbox: WHY" ("asked about" for a prompt rule).  NULL when there is
+ * nothing to say or out of memory; malloc'd.
+ */
+char *decide_inside_note(const struct decide_result *r);
 
 /* Frees what *r holds (its fd closed unless taken: set r->fd = -1). */
 void decide_result_release(struct decide_result *r);

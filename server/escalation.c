@@ -128,13 +128,22 @@ session_deny(struct session *s, const char *reason)
     session_end(s);
 }
 
+/* Runs the program in place.  One a rule let out that stays in the
+ * sandbox says why on its stderr (the wrapper prints the RUN's note) and
+ * in the log, at the level of a refusal. */
 static void
 session_run(struct session *s, const char *why)
 {
-    log_debug("escalation %s: run %s in the sandbox (%s)", s->ec->label, s->req.file, why);
+    char *note = s->decided ? decide_inside_note(&s->decision) : NULL;
+    if (note)
+        log_warn("escalation %s: %s", s->ec->label, note);
+    else
+        log_debug("escalation %s: run %s in the sandbox (%s)", s->ec->label, s->req.file, why);
     audit(s, "run", why, -1, 0);
     struct esc_msg m = {.type = ESC_MSG_RUN};
+    m.u.run_note = note;
     session_send(s, &m);
+    free(note);
     session_end(s);
 }
 

@@ -897,6 +897,30 @@ find_log(const json_t *logs, const char *level, const char *event)
     return NULL;
 }
 
+/* An allowed program kept in the sandbox is a warning record too, with
+ * the reason, not a debug line. */
+static void
+test_client_log_kept_inside_is_a_warning(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    json_t *r = mcp_client_call(w.c, "logging/setLevel", json_pack("{s:s}", "level", "warning"));
+    assert_non_null(json_object_get(r, "result"));
+    json_decref(r);
+    struct mcp_answers ans = {.logs = json_array()};
+    json_t *a = run(&w, "git init -q sub && cd sub && git status >/dev/null", &ans);
+    const json_t *rec = find_log(ans.logs, "warning", "exec");
+    assert_non_null(rec);
+    const json_t *data = json_object_get(rec, "data");
+    assert_string_equal(json_string_value(json_object_get(data, "decision")), "run");
+    mcp_world_assert_contains(json_string_value(json_object_get(data, "reason")),
+                              "git repository at");
+    json_decref(a);
+    json_decref(ans.logs);
+    mcp_world_end(&w);
+    (void)state;
+}
+
 /* logging/setLevel info, then a forbidden exec: one warning record with
  * the call's request id, the program and the matched rule; an escalation
  * is an info record; a broken rules file an error record naming it. */
@@ -1433,6 +1457,7 @@ main(void)
         cmocka_unit_test(test_always_allow_writes_the_rule_and_is_not_asked_again),
         cmocka_unit_test(test_always_allow_codex_answer_and_unfit_prefixes),
         cmocka_unit_test(test_always_allow_proposals),
+        cmocka_unit_test(test_client_log_kept_inside_is_a_warning),
         cmocka_unit_test(test_always_allow_not_offered_where_it_cannot_settle),
         cmocka_unit_test(test_cancel_closes_the_question),
         cmocka_unit_test(test_one_question_at_a_time),

@@ -803,6 +803,29 @@ test_tar_extract_through_planted_link(void **state)
     world_end(w);
 }
 
+/* Whenever a program a rule lets out runs inside instead, its stderr gets
+ * one line from execgate saying which rule and why (golden), and a
+ * refusal keeps the reference's line. */
+static void
+test_refusal_lines_golden(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n",
+                    false);
+    json_t *a = run(w, "git init -q sub && cd sub && git status >/dev/null; rm -f x", NULL);
+    char *want = mcp_world_fmt(
+        "execgate: git is allowed by %s/test.rules:1, but runs inside the sandbox: the working "
+        "directory is in a git repository at %s/sub/.git that the sandbox could have written, "
+        "and the program reads repository configuration\n"
+        "Execution denied: Execution forbidden by policy\n",
+        w->rules, w->wd);
+    assert_string_equal(mcp_world_output(a), want);
+    free(want);
+    json_decref(a);
+    world_end(w);
+}
+
 /* ---- what the person is shown ---- */
 
 static size_t
@@ -1196,6 +1219,7 @@ main(void)
         cmocka_unit_test_teardown(test_session_approval_remembers_the_workdir, teardown),
         cmocka_unit_test_teardown(test_option_gaps, teardown),
         cmocka_unit_test_teardown(test_tar_extract_through_planted_link, teardown),
+        cmocka_unit_test_teardown(test_refusal_lines_golden, teardown),
         cmocka_unit_test_teardown(test_works_touch_after_git_init, teardown),
         cmocka_unit_test_teardown(test_works_git_push_to_local_remote, teardown),
         cmocka_unit_test_teardown(test_prompt_workdir_spoof, teardown),

@@ -541,6 +541,18 @@ test_repositories(void **state)
     assert_reason_has(&r, "git repository");
     char *dotgit = tmpdir_path(W, "sub/.git");
     assert_reason_has(&r, dotgit);
+    /* the line the program's stderr gets (golden) */
+    char *note = decide_inside_note(&r);
+    char *want = NULL;
+    assert_true(asprintf(&want,
+                         "sh is allowed by %s/test.rules:1, but runs inside the sandbox: the "
+                         "working directory is in a git repository at %s that the sandbox could "
+                         "have written, and the program reads repository configuration",
+                         R, dotgit) > 0);
+    assert_non_null(note);
+    assert_string_equal(note, want);
+    free(note);
+    free(want);
     free(dotgit);
     decide_result_release(&r);
     free(cwd);
