@@ -1369,9 +1369,11 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
     if (ok)
         out->matched = matched_rules(dc, &v);
-    ok = ok && (out->run_as = run_as_name(&v, &walk)) != NULL;
-    if (ok)
+    /* what only an exec that may go outside needs (the tree's run in place) */
+    if (ok && e->source == DECIDE_FROM_WRAPPER) {
+        ok = (out->run_as = run_as_name(&v, &walk)) != NULL;
         out->rule = rule_origin(&v);
+    }
     if (!ok) {
         set_deny(out, "out of memory", NULL);
     } else if (v.decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {

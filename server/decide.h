@@ -231,17 +231,18 @@ struct decide_result {
      * sandbox, inside it, or in place for the tree) */
     char *approval;
     size_t approvallen;
-    /* the name the program runs as (its argv[0] outside the sandbox): the
-     * last component of the own name whose rule decided, whatever argv[0]
-     * the request gave; NULL when nothing decided by a rule */
+    /* wrapper: the name the program runs as (its argv[0] outside the
+     * sandbox): the last component of the own name whose rule decided,
+     * else of the path as given, whatever argv[0] the request gave; NULL
+     * for the tree */
     char *run_as;
     /* ESCALATE, and ASK with escalate_if_approved: GIT_CEILING_DIRECTORIES
      * for the program, so that git looks for a repository no higher than
      * the one the decision checked (the directory above the first .git
      * from the workdir up, else above the workdir) */
     char *git_ceiling;
-    /* "FILE:LINE" of the rule that decided (the first at the verdict's
-     * decision), or NULL */
+    /* wrapper: "FILE:LINE" of the rule that decided (the first at the
+     * verdict's decision), or NULL */
     char *rule;
     /* a rule let the program out (allow, or prompt from the wrapper), but
      * it runs in the sandbox: reason says why (decide_inside_note) */

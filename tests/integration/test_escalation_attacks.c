@@ -813,7 +813,8 @@ test_refusal_lines_golden(void **state)
         world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n"
                     "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n",
                     false);
-    json_t *a = run(w, "git init -q sub && cd sub && git status >/dev/null; rm -f x", NULL);
+    json_t *a =
+        run(w, "git init -q sub && cd sub && HOME=$PWD git status >/dev/null; rm -f x", NULL);
     char *want = mcp_world_fmt(
         "execgate: git is allowed by %s/test.rules:1, but runs inside the sandbox: the working "
         "directory is in a git repository at %s/sub/.git that the sandbox could have written, "
