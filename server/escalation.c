@@ -243,6 +243,23 @@ pin_workdir(struct session *s)
     return s->workdir ? 0 : -1;
 }
 
+/*
+ * Whether the pinned workdir's path still names it.  The decision reads
+ * the repositories around it by that path: a directory (or one above it)
+ * renamed while it was decided, or before the program starts, would have
+ * had another directory's surroundings checked.  Any rename on the way
+ * changes the path, so this catches it.
+ */
+static bool
+workdir_still_named(const struct session *s)
+{
+    struct stat pinned, named;
+    return fstat(s->workdir_fd, &pinned) == 0 && stat(s->workdir, &named) == 0 &&
+           pinned.st_dev == named.st_dev && pinned.st_ino == named.st_ino;
+}
+
+#define REASON_WORKDIR_MOVED "the working directory was moved while it was decided"
+
 /* The decision for a complete REQUEST (docs/escalation.md). */
 static void
 session_decide(struct session *s)
@@ -262,6 +279,10 @@ session_decide(struct session *s)
     decide_exec(s->ec->dc, &s->exec, &s->decision);
     s->decided = true;
     s->answered_by = s->decision.answered_by;
+    if (s->decision.verdict != DECIDE_DENY && !workdir_still_named(s)) {
+        session_deny(s, REASON_WORKDIR_MOVED);
+        return;
+    }
     switch (s->decision.verdict) {
     case DECIDE_DENY:
         session_deny(s, s->decision.reason);
@@ -428,6 +449,11 @@ session_spawn(struct session *s, const int *targets, size_t count)
     if (hands_terminal(s)) {
         log_info("escalation %s: %s: %s", s->ec->label, s->decision.program, REASON_TERMINAL);
         session_refuse_start(s, targets, count, 126, REASON_TERMINAL);
+        return;
+    }
+    if (!workdir_still_named(s)) {
+        log_warn("escalation %s: %s: %s", s->ec->label, s->decision.program, REASON_WORKDIR_MOVED);
+        session_refuse_start(s, targets, count, 126, REASON_WORKDIR_MOVED);
         return;
     }
     /* + 1: never a zero-sized allocation */

@@ -727,6 +727,49 @@ test_workdir_swapped_between_escalate_and_fds(void **state)
     world_end(w);
 }
 
+/* A variant: the decided workdir itself is moved aside (and a new one
+ * made at its name) between ESCALATE and FDS.  The pinned directory is
+ * still the one started in, but the surroundings the decision read by
+ * its path are gone: the program is not started (exit 126). */
+static const char move_py[] =
+    "import os, socket, struct, array\n"
+    "s = socket.socket(fileno=int(os.environ['CODEX_ESCALATE_SOCKET']))\n"
+    "def frame(t, body=b''): return struct.pack('<IHH', len(body), 2, t) + body\n"
+    "def st(b): return struct.pack('<I', len(b)) + b\n"
+    "a, b = socket.socketpair()\n"
+    "s.sendmsg([frame(1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', "
+    "[b.fileno()]))])\n"
+    "b.close()\n"
+    "wd = (os.getcwd() + '/d').encode()\n"
+    "a.sendall(frame(2, st(b'/bin/sh') + struct.pack('<I', 3) + st(b'sh') + st(b'-c') + "
+    "st(b'touch moved') + st(wd) + struct.pack('<I', 0)))\n"
+    "m = a.recv(8)\n"
+    "os.rename('d', 'd2'); os.mkdir('d')\n"
+    "a.sendall(frame(6, struct.pack('<I', 0)))\n"
+    "e = a.recv(100)\n"
+    "print('answer', m, 'exit', struct.unpack('<IHHII', e)[3:] if len(e) == 16 else e)\n";
+
+static void
+test_workdir_moved_between_escalate_and_fds(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *py = tmpdir_path(w->wd, "move.py");
+    tmpdir_write_file(py, move_py, 0644);
+    own(py);
+    json_t *a = run(w, "mkdir d && /usr/bin/python3 move.py; echo \"status=$?\"", NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "exit (0, 126)");
+    char *d = tmpdir_path(w->wd, "d"), *d2 = tmpdir_path(w->wd, "d2");
+    if (mcp_world_exists(d, "moved") || mcp_world_exists(d2, "moved"))
+        fail_msg("the program started after its workdir was moved\noutput: [%s]",
+                 mcp_world_output(a));
+    free(d);
+    free(d2);
+    json_decref(a);
+    free(py);
+    world_end(w);
+}
+
 /* `rm -rf build` approved for the session in the workspace does not cover
  * the same words in another directory. */
 static void
@@ -1217,6 +1260,7 @@ main(void)
         cmocka_unit_test_teardown(test_bare_repository_in_workdir, teardown),
         cmocka_unit_test_teardown(test_argv0_chooses_git_command, teardown),
         cmocka_unit_test_teardown(test_workdir_swapped_between_escalate_and_fds, teardown),
+        cmocka_unit_test_teardown(test_workdir_moved_between_escalate_and_fds, teardown),
         cmocka_unit_test_teardown(test_session_approval_remembers_the_workdir, teardown),
         cmocka_unit_test_teardown(test_option_gaps, teardown),
         cmocka_unit_test_teardown(test_tar_extract_through_planted_link, teardown),
