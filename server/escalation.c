@@ -183,6 +183,23 @@ on_session_answer(void *data, bool approved, const char *reason)
         session_deny(s, reason);
 }
 
+/* An allowed command asked about for what it does (decide_result's
+ * caution) that nobody can be asked about: the refusal says what, not
+ * only that a question was needed. */
+static void
+session_deny_unasked(struct session *s, const char *reason)
+{
+    char *said = NULL;
+    if (s->decision.caution && strcmp(s->answered_by, "no-elicitation") == 0 &&
+        asprintf(&said,
+                 "Approval was required: an allow rule matched, but %s; the MCP client did not "
+                 "declare the elicitation capability, so it cannot be asked",
+                 s->decision.caution) < 0)
+        said = NULL;
+    session_deny(s, said ? said : reason);
+    free(said);
+}
+
 static void
 session_ask(struct session *s)
 {
@@ -193,7 +210,7 @@ session_ask(struct session *s)
         session_approved(s);
         break;
     case DECIDE_ASK_DENIED:
-        session_deny(s, reason);
+        session_deny_unasked(s, reason);
         break;
     case DECIDE_ASK_PENDING:
         s->state = SESSION_ASKING;

@@ -822,6 +822,17 @@ test_option_gaps(void **state)
     json_t *a = run(w, cmd, NULL);
     assert_not_outside(w, "sed", a);
     assert_not_outside(w, "awk", a);
+    /* each refusal says what was seen (golden) */
+    mcp_world_assert_contains(
+        mcp_world_output(a),
+        "Execution denied: Approval was required: an allow rule matched, but sed -f SCRIPT (runs "
+        "a script that can run commands and write files); the MCP client did not declare the "
+        "elicitation capability, so it cannot be asked\n");
+    mcp_world_assert_contains(
+        mcp_world_output(a),
+        "Execution denied: Approval was required: an allow rule matched, but awk 'PROGRAM' (a "
+        "program that can run commands and write files); the MCP client did not declare the "
+        "elicitation capability, so it cannot be asked\n");
     assert_not_outside(w, "one", a);
     assert_not_outside(w, "index", a);
     json_decref(a);
