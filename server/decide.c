@@ -1065,8 +1065,8 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
         return false;
     }
     char *repo = NULL;
-    if (in_writable_repo(dc, e->cwd, &repo, &out->git_ceiling) &&
-        (!repo || reads_repository(walk, in, out->run_as))) {
+    bool in_repo = in_writable_repo(dc, e->cwd, &repo, &out->git_ceiling);
+    if (in_repo && (!repo || reads_repository(walk, in, out->run_as))) {
         if (!repo)
             *why_owned = strdup("the working directory cannot be looked at");
         else if (asprintf(why_owned,
@@ -1079,6 +1079,9 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
         free(repo);
         return false;
     }
+    /* a program that reads no repository escalates there, but a git it
+     * starts finds none (GIT_DIR names no repository) */
+    out->git_fenced = in_repo;
     free(repo);
     int fd = open(walk->canonical, O_PATH | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;

@@ -241,6 +241,10 @@ struct decide_result {
      * the one the decision checked (the directory above the first .git
      * from the workdir up, else above the workdir) */
     char *git_ceiling;
+    /* ESCALATE, and ASK with escalate_if_approved: the workdir is in a
+     * repository the sandbox could have written, and the program reads
+     * none; git started by it is to find no repository (GIT_DIR=/dev/null) */
+    bool git_fenced;
     /* wrapper: "FILE:LINE" of the rule that decided (the first at the
      * verdict's decision), or NULL */
     char *rule;

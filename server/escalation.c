@@ -483,6 +483,12 @@ session_spawn(struct session *s, const int *targets, size_t count)
         escalated_env_free(env);
         env = NULL;
     }
+    /* in a repository the sandbox could have written: any git the
+     * program starts fails ("not a git repository") instead of reading it */
+    if (env && s->decision.git_fenced && escalated_env_add(&env, "GIT_DIR", "/dev/null") < 0) {
+        escalated_env_free(env);
+        env = NULL;
+    }
     if (!fds || !env || !argv) {
         free(fds);
         free(argv);

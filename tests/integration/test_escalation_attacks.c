@@ -1078,12 +1078,18 @@ test_works_allowed_git_in_protected_repo(void **state)
 static void
 test_works_touch_after_git_init(void **state)
 {
-    struct mcp_world *w =
-        world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", false);
-    char *cmd = mcp_world_fmt("git init -q && touch %s/t; echo \"status=$?\"", w->outside);
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n"
+                                      "prefix_rule(pattern=[\"printenv\"], decision=\"allow\")\n",
+                                      false);
+    char *cmd = mcp_world_fmt("git init -q && touch %s/t; echo \"status=$?\"; "
+                              "printenv GIT_DIR GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0",
+                              w->outside);
     json_t *a = run(w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     assert_true(mcp_world_exists(w->outside, "t"));
+    /* what it starts finds no repository, and git takes no bare one */
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "status=0\n/dev/null\nsafe.bareRepository\nexplicit\n");
     json_decref(a);
     free(cmd);
     world_end(w);

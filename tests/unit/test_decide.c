@@ -1120,14 +1120,23 @@ test_bare_repositories(void **state)
         assert_reason_has(&r, "reads repository configuration");
         decide_result_release(&r);
     }
-    /* cat reads no repository: it escalates, there and in W/sub */
+    /* cat reads no repository: it escalates, there and in W/sub, with any
+     * git it would start fenced off */
     char *sub = tmpdir_path(W, "sub");
     const char *cat_cwds[] = {bare, inside, sub};
     for (size_t i = 0; i < 3; i++) {
         decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cat_cwds[i], ARGV("cat"), 0, &r);
         assert_verdict(&r, DECIDE_ESCALATE);
+        assert_true(r.git_fenced);
+        assert_null(r.git_ceiling);
         decide_result_release(&r);
     }
+    char *plain = tmpdir_path(O, "plain");
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", plain, ARGV("cat"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    assert_false(r.git_fenced);
+    decide_result_release(&r);
+    free(plain);
     free(sub);
     free(bare);
     free(inside);
