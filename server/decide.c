@@ -1293,12 +1293,49 @@ dangerous_use(const struct decide_result *out, struct command *cmd)
     return rules_lint_dangerous_use(cmd->words, cmd->n);
 }
 
+/*
+ * Whether v allows a program whose arguments name the files it changes
+ * (rules_amend_exact_program) only through "always allow" answers (rules
+ * in the standing answers' file) that do not cover all of e's arguments:
+ * the answer was for the command line the person saw, and a prefix rule
+ * would also allow more files after it (`rm -r ./b /home`).
+ */
+static bool
+answer_extended(const struct decide_server *ds, const struct verdict *v,
+                const struct decide_exec *e)
+{
+    if (v->decision != RULES_DECISION_ALLOW || !ds->answers_file)
+        return false;
+    bool extended = false;
+    for (size_t i = 0; i < v->n_names; i++) {
+        const struct verdict_name *n = &v->names[i];
+        if (n->restricting || n->decision != RULES_DECISION_ALLOW)
+            continue;
+        for (size_t k = 0; k < n->result.n_matches; k++) {
+            const struct rules_match *m = &n->result.matches[k];
+            if (m->decision != RULES_DECISION_ALLOW)
+                continue;
+            bool answer = m->origin.file && strcmp(m->origin.file, ds->answers_file) == 0;
+            if (!answer || !rules_amend_exact_program(n->name) || m->n_prefix >= e->argc)
+                return false; /* a rule of the user's own, or one that covers it all */
+            extended = true;
+        }
+    }
+    return extended;
+}
+
+#define CAUTION_ANSWER_EXTENDED                                                                    \
+    "the \"always allow\" answer that allows it was given for a shorter command line, and this "   \
+    "one names more files"
+
 /* allow, or prompt, from the wrapper: outside if the file may go there;
- * an allowed command that uses a dangerous option is asked about. */
+ * an allowed command that uses a dangerous option, names another program
+ * in argv[0], or goes beyond the command line an "always allow" answer
+ * was given for, is asked about. */
 static void
 decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
                const struct exec_interpreters *in, struct command *cmd, bool ask,
-               struct decide_result *out)
+               const struct verdict *v, struct decide_result *out)
 {
     const char *why = NULL;
     char *why_owned = NULL;
@@ -1309,6 +1346,8 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
     if (outside && !ask && !caution && argv0_differs(e, out->run_as))
         caution = "its argv[0] names another program than the one its rule allows (it would "
                   "run under the rule's name)";
+    if (outside && !ask && !caution && answer_extended(dc->ds, v, e))
+        caution = CAUTION_ANSWER_EXTENDED;
     if (caution)
         log_info("decide %s: %s: %s: a person is asked", dc->label, out->program, caution);
     if (ask || caution) {
@@ -1387,11 +1426,11 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     } else if (answered_before(dc, e, out)) {
         /* the call has its answer */
     } else if (v.decision == RULES_DECISION_PROMPT && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, &cmd, true, out);
+        decide_outside(dc, e, &walk, &in, &cmd, true, &v, out);
     } else if (v.decision == RULES_DECISION_PROMPT) {
         out->verdict = DECIDE_ASK;
     } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, &cmd, false, out);
+        decide_outside(dc, e, &walk, &in, &cmd, false, &v, out);
     } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
                forces_rm(&walk, &cmd)) {
         /* the reference's heuristic: asked, and an approval runs inside */

@@ -1263,6 +1263,46 @@ test_always_allow_codex_answer_and_unfit_prefixes(void **state)
     mcp_world_end(&w);
 }
 
+/* "Always allow" for rm covers the command line the person saw: the same
+ * line again runs without a question, one that names more files is
+ * asked about. */
+static void
+test_always_allow_rm_covers_only_its_line(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"rm\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_execpolicy_amendment"};
+    json_t *a = run(&w, "mkdir b && rm -r ./b; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    free(ans.last_message);
+    char *text = answers_file(&w);
+    assert_non_null(text);
+    mcp_world_assert_contains(text, "prefix_rule(pattern=[\"rm\", \"-r\", \"./b\"], "
+                                    "decision=\"allow\")");
+    free(text);
+    /* the same line: no question (NULL answers) */
+    a = run(&w, "mkdir b && rm -r ./b; echo \"status=$?\"", NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    /* more files after it: asked, and declined, they stay */
+    struct mcp_answers no = {.action = "decline"};
+    char *keep = tmpdir_path(w.outside, "keep");
+    assert_int_equal(mkdir(keep, 0755), 0);
+    free(keep);
+    char *cmd = mcp_world_fmt("mkdir b && rm -r ./b %s/keep; echo \"status=$?\"", w.outside);
+    a = run(&w, cmd, &no);
+    assert_int_equal(no.asked, 1);
+    mcp_world_assert_contains(no.last_message, "always allow");
+    assert_true(mcp_world_exists(w.outside, "keep"));
+    json_decref(a);
+    free(cmd);
+    free(no.last_message);
+    mcp_world_end(&w);
+    (void)state;
+}
+
 /* For a program whose arguments name the files it changes, "always"
  * proposes the whole command line the person saw; for awk, whose program
  * text is code, nothing. */
@@ -1458,6 +1498,7 @@ main(void)
         cmocka_unit_test(test_always_allow_codex_answer_and_unfit_prefixes),
         cmocka_unit_test(test_always_allow_proposals),
         cmocka_unit_test(test_client_log_kept_inside_is_a_warning),
+        cmocka_unit_test(test_always_allow_rm_covers_only_its_line),
         cmocka_unit_test(test_always_allow_not_offered_where_it_cannot_settle),
         cmocka_unit_test(test_cancel_closes_the_question),
         cmocka_unit_test(test_one_question_at_a_time),
