@@ -1296,7 +1296,8 @@ dangerous_use(const struct decide_result *out, struct command *cmd)
 /*
  * Whether v allows a program whose arguments name the files it changes
  * (rules_amend_exact_program) only through "always allow" answers (rules
- * in the standing answers' file) that do not cover all of e's arguments:
+ * in the standing answers' file with at least one argument) that do not
+ * cover all of e's arguments:
  * the answer was for the command line the person saw, and a prefix rule
  * would also allow more files after it (`rm -r ./b /home`).
  */
@@ -1315,7 +1316,10 @@ answer_extended(const struct decide_server *ds, const struct verdict *v,
             const struct rules_match *m = &n->result.matches[k];
             if (m->decision != RULES_DECISION_ALLOW)
                 continue;
-            bool answer = m->origin.file && strcmp(m->origin.file, ds->answers_file) == 0;
+            /* an answer names at least one argument (the program alone is
+             * a rule of the user's, as is any rule in another file) */
+            bool answer =
+                m->origin.file && strcmp(m->origin.file, ds->answers_file) == 0 && m->n_prefix >= 2;
             if (!answer || !rules_amend_exact_program(n->name) || m->n_prefix >= e->argc)
                 return false; /* a rule of the user's own, or one that covers it all */
             extended = true;
