@@ -386,6 +386,41 @@ is_plain_word(const char *w)
     return true;
 }
 
+/* Programs whose arguments name the files they change or delete: "always
+ * allow" for them is the command line the person saw, never a prefix of
+ * it (an allowed `rm -rf` would remove any directory). */
+static const char *const exact_programs[] = {
+    "rm",      "rmdir", "unlink",   "shred",  "mv",      "cp",     "ln",    "install",
+    "rsync",   "dd",    "truncate", "tee",    "chmod",   "chown",  "chgrp", "chattr",
+    "setfacl", "touch", "mkdir",    "mknod",  "mkfifo",  "patch",  "split", "csplit",
+    "sponge",  "wipe",  "srm",      "scp",    "gzip",    "gunzip", "bzip2", "xz",
+    "unxz",    "zstd",  "unzstd",   "rename", "prename", "find",   "sed",   "perl",
+};
+
+bool
+rules_amend_exact_program(const char *program)
+{
+    const char *slash = strrchr(program, '/');
+    const char *name = slash ? slash + 1 : program;
+    for (size_t i = 0; i < sizeof(exact_programs) / sizeof(exact_programs[0]); i++) {
+        if (strcmp(exact_programs[i], name) == 0)
+            return true;
+    }
+    return false;
+}
+
+size_t
+rules_amend_proposed_words(const char *program, const char *const *args, size_t nargs)
+{
+    if (rules_amend_exact_program(program)) {
+        size_t n = 0;
+        while (n < nargs && args[n])
+            n++;
+        return n;
+    }
+    return rules_amend_plain_words(args, nargs);
+}
+
 size_t
 rules_amend_plain_words(const char *const *args, size_t nargs)
 {

@@ -5,6 +5,7 @@
 #ifndef EXECGATE_RULES_AMEND_H
 #define EXECGATE_RULES_AMEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -55,5 +56,21 @@ char *rules_amend_answers_file(const char *const *paths, size_t n, const char *d
  * Cannot fail.
  */
 size_t rules_amend_plain_words(const char *const *args, size_t nargs);
+
+/*
+ * Whether program (a name or a path: its last component counts) is one
+ * whose arguments name the files it changes or deletes (rm, mv, cp, ln,
+ * chmod, chown, dd, truncate, shred, tee, install, rsync, ...), so that
+ * "always allow" proposes exactly the command line the person saw.
+ * Cannot fail.
+ */
+bool rules_amend_exact_program(const char *program);
+
+/*
+ * How many of args[0..nargs) the prefix "always allow" proposes for
+ * program keeps: all of them for rules_amend_exact_program's programs,
+ * else rules_amend_plain_words's count.  Cannot fail.
+ */
+size_t rules_amend_proposed_words(const char *program, const char *const *args, size_t nargs);
 
 #endif

@@ -32,6 +32,11 @@ enum lint_form {
      * s///w (name "w"); scripts sed cannot show (-f FILE) are the table's
      * -f entries.  --sandbox disables both. */
     LINT_SED_SCRIPT,
+    /* an awk program (the first operand, or -e/--source text) that may
+     * run a command or write a file: system(), a pipe, a redirection, a
+     * gawk @load or @include; a program awk reads from a file (-f) or an
+     * option other than -F and -v counts too */
+    LINT_AWK_PROGRAM,
 };
 
 /* The option takes a file to write; "-" (standard output) and /dev/null
@@ -62,6 +67,10 @@ enum {
     /* runs any code or program it is given, whatever else the command
      * says: no prefix of it is narrow enough to allow for good */
     LINT_RUNS_GIVEN = 0x10u,
+    /* every use counts as a dangerous use (its LINT_ANY option), even of
+     * the whole program: what it runs comes from its input or from files
+     * the command controls (vim -es, ed, strace, gdb) */
+    LINT_EVERY_USE = 0x20u,
 };
 
 struct lint_entry {
@@ -94,13 +103,16 @@ struct lint_entry {
         LINT_##form, LINT_SANDBOXABLE, name, shown, effect, prog " " shown " (" effect ")"         \
     }
 
-#define RUN      "runs any command"
-#define WRITE    "writes any file"
-#define WRITEDIR "writes files in any directory"
-#define TARWRITE "writes the archive -f names, any file"
-#define SCRIPT   "runs a script that can run commands and write files"
-#define PROMPT   "; use decision=\"prompt\""
-#define TREE     "runs code from the working tree when escalated"
+#define RUN         "runs any command"
+#define WRITE       "writes any file"
+#define WRITEDIR    "writes files in any directory"
+#define TARWRITE    "writes the archive -f names, any file"
+#define SCRIPT      "runs a script that can run commands and write files"
+#define PROMPT      "; use decision=\"prompt\""
+#define TREE        "runs code from the working tree when escalated"
+#define TAREXTRACT  "writes files wherever the archive's names and the links in the directory lead"
+#define GIVEN       "runs any command it is given, or that its input names, when escalated" PROMPT
+#define EVERY(prog) OPT(ANY, prog, NULL, "...", "runs commands its arguments or input name")
 
 static const struct lint_entry table[] = {
     /* git: everything it reads from .git, then its options. */
@@ -219,6 +231,10 @@ static const struct lint_entry table[] = {
                                "sets configuration that runs commands in every repository")),
     },
 
+    /* Front ends of git: they read the repository's configuration too. */
+    {.programs = WORDS("tig", "gh", "glab", "hub", "lazygit", "gitk", "git-cola", "pre-commit"),
+     .runs = TREE " (the repository's .git/config, hooks and the tools they name)" PROMPT},
+
     /* Build tools and package managers: their build files are code. */
     {.programs = WORDS("make", "gmake"),
      .runs = TREE " (the Makefile's recipes and $(shell ...))" PROMPT},
@@ -267,7 +283,82 @@ static const struct lint_entry table[] = {
      .flags = LINT_RUNS_GIVEN,
      .runs = "runs any program as another user, root by default, when escalated" PROMPT},
 
+    /* Programs whose every use may run what the command gives them. */
+    {.programs = WORDS("vim", "vi", "ex", "view", "nvim", "vimdiff", "rvim", "evim", "gvim"),
+     .flags = LINT_RUNS_GIVEN | LINT_EVERY_USE,
+     .runs = "runs any command it is given when escalated (-c, +COMMAND, -S, -es reading "
+             "commands from its input, modelines)" PROMPT,
+     .options = OPTIONS(EVERY("vim"))},
+    {.programs = WORDS("ed", "red"),
+     .flags = LINT_RUNS_GIVEN | LINT_EVERY_USE,
+     .runs = "runs any command its input names when escalated (!COMMAND, w FILE)" PROMPT,
+     .options = OPTIONS(EVERY("ed"))},
+    {.programs = WORDS("emacs", "emacsclient"),
+     .flags = LINT_RUNS_GIVEN | LINT_EVERY_USE,
+     .runs = "runs any code it is given when escalated (--eval, -l, --batch)" PROMPT,
+     .options = OPTIONS(EVERY("emacs"))},
+    {.programs = WORDS("less", "more", "most"),
+     .flags = LINT_RUNS_GIVEN | LINT_EVERY_USE,
+     .runs = "runs commands when escalated (LESSOPEN, a lesskey file, !COMMAND, +COMMAND) and "
+             "writes a log file (-o)" PROMPT,
+     .options = OPTIONS(EVERY("less"))},
+    {.programs = WORDS("script", "strace", "ltrace", "gdb", "lldb", "valgrind", "perf", "expect",
+                       "tmux", "screen", "parallel", "unshare", "nsenter", "chroot", "runuser",
+                       "setpriv", "systemd-run", "bwrap", "firejail", "dbus-run-session",
+                       "ssh-agent", "socat", "m4", "sqlite3", "faketime", "fakeroot"),
+     .flags = LINT_RUNS_GIVEN | LINT_EVERY_USE,
+     .runs = GIVEN,
+     .options = OPTIONS(EVERY("the program"))},
+    {.programs =
+         WORDS("lua", "luajit", "tclsh", "wish", "Rscript", "R", "julia", "guile", "sbcl", "ocaml",
+               "elixir", "erl", "escript", "scala", "groovy", "jshell", "osascript"),
+     .flags = LINT_VERSIONED | LINT_RUNS_GIVEN | LINT_EVERY_USE,
+     .runs = TREE " (the scripts it is given)" PROMPT,
+     .options = OPTIONS(EVERY("the interpreter"))},
+    {.programs = WORDS("awk", "gawk", "mawk", "nawk", "busybox-awk"),
+     .flags = LINT_RUNS_GIVEN,
+     .runs = "runs any command its program text names when escalated (system(), \"cmd\" | "
+             "getline, print > FILE)" PROMPT,
+     .options = OPTIONS(OPT(AWK_PROGRAM, "awk", NULL, "'PROGRAM'",
+                            "a program that can run commands and write files"))},
+
     /* Options that write files or run commands. */
+    {
+        .programs = WORDS("ssh", "scp", "sftp", "slogin"),
+        .options = OPTIONS(
+            OPT(SHORT, "ssh", "-o", "-o ProxyCommand=COMMAND", RUN),
+            OPT(SHORT, "ssh", "-F", "-F FILE", "reads options that run commands from any file"),
+            OPT(SHORT, "ssh", "-S", "-S PROGRAM", RUN), OPT(SHORT, "ssh", "-E", "-E FILE", WRITE)),
+    },
+    {
+        .programs = WORDS("zip", "zipnote", "zipsplit"),
+        .options = OPTIONS(OPT(WORD, "zip", "-TT", "-TT COMMAND", RUN),
+                           OPT(LONG, "zip", "--unzip-[command]", "--unzip-command=COMMAND", RUN)),
+    },
+    {
+        .programs = WORDS("openssl"),
+        .options =
+            OPTIONS(OPT(WORD, "openssl", "-out", "-out FILE", WRITE),
+                    OPT(WORD, "openssl", "-keyout", "-keyout FILE", WRITE),
+                    OPT(WORD, "openssl", "-engine", "-engine ID", "loads any code"),
+                    OPT(WORD, "openssl", "-provider-path", "-provider-path DIR", "loads any code"),
+                    OPT(WORD, "openssl", "-writerand", "-writerand FILE", WRITE)),
+    },
+    {
+        .programs = WORDS("man"),
+        .options = OPTIONS(OPT(SHORT, "man", "-P", "-P PAGER", RUN),
+                           OPT(LONG, "man", "--pa[ger]", "--pager=PAGER", RUN),
+                           OPT(SHORT, "man", "-H", "-HBROWSER", RUN),
+                           OPT(LONG, "man", "--h[tml]", "--html=BROWSER", RUN)),
+    },
+    {
+        .programs = WORDS("nc", "ncat", "netcat"),
+        .options = OPTIONS(OPT(SHORT, "nc", "-e", "-e COMMAND", RUN),
+                           OPT(SHORT, "nc", "-c", "-c COMMAND", RUN),
+                           OPT(LONG, "nc", "--exec", "--exec=COMMAND", RUN),
+                           OPT(LONG, "nc", "--sh[-exec]", "--sh-exec=COMMAND", RUN),
+                           OPT(LONG, "nc", "--lua[-exec]", "--lua-exec=FILE", RUN)),
+    },
     {
         .programs = WORDS("find"),
         .flags = LINT_NO_DASHDASH,
@@ -316,7 +407,12 @@ static const struct lint_entry table[] = {
             OPT(SHORT, "tar", "-A", "-A", TARWRITE),
             OPT(LONG, "tar", "--cat[enate]", "--catenate", TARWRITE),
             OPT(LONG, "tar", "--conc[atenate]", "--concatenate", TARWRITE),
-            OPT(LONG, "tar", "--del[ete]", "--delete", TARWRITE)),
+            OPT(LONG, "tar", "--del[ete]", "--delete", TARWRITE),
+            OPT(LONG, "tar", "--one[-top-level]", "--one-top-level=DIR", WRITEDIR),
+            OPT(LONG, "tar", "--ind[ex-file]", "--index-file=FILE", WRITE),
+            OPT(SHORT, "tar", "-x", "-x", TAREXTRACT),
+            OPT(LONG, "tar", "--ex[tract]", "--extract", TAREXTRACT),
+            OPT(LONG, "tar", "--get", "--get", TAREXTRACT)),
     },
     {
         .programs = WORDS("rsync"),
@@ -712,6 +808,8 @@ sed_append(char **buf, size_t *len, const char *s)
     return true;
 }
 
+static bool sed_sandboxed(const char *const *argv, size_t start, size_t argc);
+
 /*
  * The effects of the scripts a sed command line gives (-e SCRIPT,
  * --expression=SCRIPT, or else its first operand), joined as sed joins
@@ -723,7 +821,7 @@ sed_effects(const char *const *argv, size_t start, size_t argc)
 {
     char *script = NULL;
     size_t len = 0;
-    bool ok = true, given = false, sandbox = false, options = true;
+    bool ok = true, given = false, options = true;
     const char *first_operand = NULL;
     for (size_t i = start; i < argc && ok; i++) {
         const char *a = argv[i];
@@ -734,7 +832,7 @@ sed_effects(const char *const *argv, size_t start, size_t argc)
             if (!first_operand)
                 first_operand = a;
         } else if (strcmp(a, "--sandbox") == 0) {
-            sandbox = true;
+            /* counted only as sed reads it (sed_sandboxed) */
         } else if (sed_long(a, "--e[xpression]", &value)) {
             text = value ? value : (i + 1 < argc ? argv[++i] : "");
         } else if (sed_long(a, "--fi[le]", &value) || sed_long(a, "--l[ine-length]", &value)) {
@@ -755,7 +853,101 @@ sed_effects(const char *const *argv, size_t start, size_t argc)
         ok = sed_append(&script, &len, first_operand);
     unsigned fx = ok ? (script ? sed_script_effects(script) : 0) : SED_RUNS | SED_WRITES;
     free(script);
-    return sandbox ? 0 : fx;
+    return sed_sandboxed(argv, start, argc) ? 0 : fx;
+}
+
+/*
+ * Whether a sed command line really gives --sandbox: an option word of its
+ * own, not the value of -e, -f, -l (alone or at the end of a cluster:
+ * "-nf --sandbox" reads a script file named "--sandbox") or of their long
+ * forms, and before a "--".  GNU sed takes options after operands too.
+ * Only the full name counts (an abbreviation errs towards asking).
+ */
+static bool
+sed_sandboxed(const char *const *argv, size_t start, size_t argc)
+{
+    for (size_t i = start; i < argc; i++) {
+        const char *a = argv[i], *value = NULL;
+        if (strcmp(a, "--") == 0)
+            return false;
+        if (a[0] != '-' || a[1] == '\0')
+            continue;
+        if (strcmp(a, "--sandbox") == 0)
+            return true;
+        if (a[1] == '-') {
+            if ((sed_long(a, "--e[xpression]", &value) || sed_long(a, "--fi[le]", &value) ||
+                 sed_long(a, "--l[ine-length]", &value)) &&
+                !value)
+                i++;
+            continue;
+        }
+        /* a cluster: e, f and l take the rest, or the next word; i and
+         * its suffix end it */
+        for (const char *c = a + 1; *c; c++) {
+            if (*c == 'i')
+                break;
+            if (strchr("efl", *c)) {
+                if (c[1] == '\0')
+                    i++;
+                break;
+            }
+        }
+    }
+    return false;
+}
+
+/* ---- awk programs ---- */
+
+/* Whether awk program text may run a command or write a file: system(),
+ * a pipe (print | "cmd", "cmd" | getline), a redirection (print > FILE;
+ * a comparison reads the same and counts too), gawk's @load and @include.
+ * Text it cannot read counts: in doubt, a person is asked. */
+static bool
+awk_text_dangerous(const char *text)
+{
+    return strpbrk(text, "|>@") != NULL || strstr(text, "system") != NULL ||
+           strstr(text, "ENVIRON") != NULL;
+}
+
+/*
+ * Whether an awk command line may run commands or write files: its
+ * options are only -F and -v (alone, attached or with the next word, and
+ * their long forms), "--" ends them, and the program (the first operand,
+ * or every -e/--source text) is harmless.  Anything else (-f FILE, gawk's
+ * -i, -l, -E, -o, -p, -d, -D, mawk's -W, an unknown option) counts.
+ */
+static bool
+awk_dangerous(const char *const *argv, size_t start, size_t argc)
+{
+    bool given = false;
+    for (size_t i = start; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            if (!given)
+                return i + 1 >= argc || awk_text_dangerous(argv[i + 1]);
+            return false;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            if (!given)
+                return awk_text_dangerous(a);
+            return false; /* operands: files and assignments */
+        }
+        const char *value = NULL;
+        if (a[1] == 'F' || a[1] == 'v') {
+            i += a[2] ? 0 : 1;
+        } else if (long_matches("--field-separator", a, strcspn(a, "=")) ||
+                   long_matches("--assign", a, strcspn(a, "="))) {
+            i += strchr(a, '=') ? 0 : 1;
+        } else if (strcmp(a, "-e") == 0 || sed_long(a, "--so[urce]", &value)) {
+            const char *text = value ? value : (i + 1 < argc ? argv[++i] : "");
+            if (awk_text_dangerous(text))
+                return true;
+            given = true;
+        } else {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* ---- the check of one command ---- */
@@ -782,9 +974,12 @@ static const struct lint_option *
 scan_options(const struct lint_entry *e, const char *const *argv, size_t start, size_t argc)
 {
     bool dashdash_ends = !(e->flags & LINT_NO_DASHDASH);
-    bool sandboxed = false;
-    for (size_t i = start; i < argc && strcmp(argv[i], "--") != 0; i++)
-        sandboxed = sandboxed || strcmp(argv[i], "--sandbox") == 0;
+    bool sed = false, awk = false;
+    for (const struct lint_option *o = e->options; o->form; o++) {
+        sed = sed || o->form == LINT_SED_SCRIPT;
+        awk = awk || o->form == LINT_AWK_PROGRAM;
+    }
+    bool sandboxed = sed && sed_sandboxed(argv, start, argc);
     for (size_t i = start; i < argc; i++) {
         const char *a = argv[i];
         bool cluster = (e->flags & LINT_OLD_CLUSTER) && i == start && a[0] != '-';
@@ -799,15 +994,16 @@ scan_options(const struct lint_entry *e, const char *const *argv, size_t start, 
                 return o;
     }
     unsigned fx = 0;
-    bool sed = false;
-    for (const struct lint_option *o = e->options; o->form; o++)
-        sed = sed || o->form == LINT_SED_SCRIPT;
     if (sed)
         fx = sed_effects(argv, start, argc); /* sed's own "--" handling */
-    for (const struct lint_option *o = e->options; o->form; o++)
+    bool awk_fx = awk && awk_dangerous(argv, start, argc);
+    for (const struct lint_option *o = e->options; o->form; o++) {
         if (o->form == LINT_SED_SCRIPT &&
             (fx & (strcmp(o->name, "e") == 0 ? SED_RUNS : SED_WRITES)))
             return o;
+        if (o->form == LINT_AWK_PROGRAM && awk_fx)
+            return o;
+    }
     return NULL;
 }
 
@@ -861,10 +1057,25 @@ rules_lint_dangerous_use(const char *const *argv, size_t argc)
         const struct lint_option *o = entry_use(&table[i], argv, argc);
         /* a program whose every use writes where it is told (cp, tee) was
          * allowed for that very use: only a subcommand's counts */
-        if (o && (o->form != LINT_ANY || table[i].subs))
+        if (o && (o->form != LINT_ANY || table[i].subs || (table[i].flags & LINT_EVERY_USE)))
             return o->use;
     }
     return NULL;
+}
+
+bool
+rules_lint_reads_repository(const char *program)
+{
+    if (!program)
+        return true;
+    const char *name = base_name(program);
+    if (strcmp(name, "git") == 0 || strncmp(name, "git-", 4) == 0)
+        return true;
+    for (size_t i = 0; i < TABLE_LEN; i++) {
+        if (table[i].runs && entry_names(&table[i], name))
+            return true;
+    }
+    return false;
 }
 
 bool

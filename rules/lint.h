@@ -85,4 +85,15 @@ const char *rules_lint_dangerous_use(const char *const *argv, size_t argc);
  */
 bool rules_lint_too_broad(const char *const *prefix, size_t n);
 
+/*
+ * Whether the program (a name or a path: its last component counts) reads
+ * repository or working-tree configuration, or runs code or programs it
+ * could find there: git and every git-* program, the git front ends the
+ * table knows (tig, gh, pre-commit, ...), and every program the table
+ * says runs code from the working tree or runs what it is given (make,
+ * npm, python, sh, env, ...).  Such a program is not escalated in a
+ * repository a sandbox could have written.  Cannot fail.
+ */
+bool rules_lint_reads_repository(const char *program);
+
 #endif

@@ -137,12 +137,13 @@ verdict_words_free(char **words)
     free(words);
 }
 
-/* The proposal: the program's last component, then the plain words. */
+/* The proposal: the program's last component, then the plain words (every
+ * word, for a program whose arguments name the files it changes). */
 static char **
 proposed_prefix(const struct verdict_exec *e, const struct exec_path *walk, size_t *n)
 {
     size_t nargs = e->argc > 1 ? e->argc - 1 : 0;
-    size_t kept = nargs ? rules_amend_plain_words(e->argv + 1, nargs) : 0;
+    size_t kept = nargs ? rules_amend_proposed_words(walk->absolute, e->argv + 1, nargs) : 0;
     char **words = calloc(kept + 2, sizeof(*words));
     bool ok = words && (words[0] = strdup(base_name(walk->absolute))) != NULL;
     for (size_t i = 0; ok && i < kept; i++)

@@ -121,6 +121,8 @@ struct decide_call {
     struct decide_question *waiting, **waiting_tail;
 };
 
+static char *escape_shown(const char *text);
+
 /* ---- rules loading ---- */
 
 static struct rules_policy *
@@ -576,19 +578,98 @@ history_repo_writable(const struct decide_server *ds, const char *dotgit, const 
     return false;
 }
 
+static bool sandbox_could_write(const struct decide_call *dc, const char *path);
+
+/* Whether dir is laid out as a git directory, which git takes as a
+ * (bare) repository when it looks there: HEAD, objects/ and refs/. */
+static bool
+bare_layout(const char *dir)
+{
+    static const char *const parts[] = {"HEAD", "objects", "refs"};
+    for (size_t i = 0; i < 3; i++) {
+        char *p = NULL;
+        struct stat st;
+        if (asprintf(&p, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", parts[i]) < 0)
+            return true; /* cannot tell: the cautious answer */
+        bool there = lstat(p, &st) == 0 && (i == 0 || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode));
+        free(p);
+        if (!there)
+            return false;
+    }
+    return true;
+}
+
+/* Whether dir is the gitdir of a repository its call keeps read-only. */
+static bool
+is_kept_gitdir(const struct decide_call *dc, const char *dir)
+{
+    struct stat st;
+    for (size_t i = 0; i < dc->n_kept; i++) {
+        const struct kept_repo *k = &dc->kept[i];
+        if (strcmp(k->gitdir, dir) == 0)
+            return stat(dir, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;
+    }
+    return false;
+}
+
+/* The .git entry at dotgit stops an escalation: it, or the gitdir it
+ * names, is where a sandbox could have written, and it is not one kept
+ * read-only. */
+static bool
+dotgit_writable(const struct decide_call *dc, const char *dotgit)
+{
+    bool unreadable = false;
+    char *gitdir = gitdir_of(dotgit, &unreadable);
+    bool writable = writable_view_contains(&dc->view, dotgit) ||
+                    (gitdir && writable_view_contains(&dc->view, gitdir));
+    bool found =
+        (writable && !is_kept(dc, dotgit, gitdir)) || history_repo_writable(dc->ds, dotgit, gitdir);
+    free(gitdir);
+    return found;
+}
+
+/* dir itself is a git directory a sandbox could have made: git takes a
+ * bare layout as a repository when it finds one where it looks. */
+static bool
+bare_writable(const struct decide_call *dc, const char *dir)
+{
+    if (!bare_layout(dir) || is_kept_gitdir(dc, dir))
+        return false;
+    return sandbox_could_write(dc, dir) || writable_history_contains(dc->ds->written, dir) ||
+           writable_history_everything(dc->ds->written);
+}
+
+/* The directory above dir (malloc'd), "/" for "/"; NULL when out of memory. */
+static char *
+parent_of(const char *dir)
+{
+    char *up = strdup(dir);
+    char *slash = up ? strrchr(up, '/') : NULL;
+    if (slash == up)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    return up;
+}
+
 /*
- * Whether cwd lies in a git repository whose .git a sandbox could have
- * written (hooks, fsmonitor, filters, aliases: code that an escalated
- * program would run outside): any .git entry from cwd up to "/" that is
- * in the call's writable view, or names a gitdir there, and is not one
- * its sandbox keeps read-only; or that any call's sandbox could have
- * written so (history_repo_writable).  *which gets the entry (malloc'd)
- * when so, NULL when cwd cannot be resolved (which also answers yes).
+ * Whether cwd lies in a git repository a sandbox could have written
+ * (hooks, fsmonitor, filters, aliases: code that an escalated program
+ * would run outside): from cwd up to "/", any .git entry that is in the
+ * call's writable view, or names a gitdir there, and is not one its
+ * sandbox keeps read-only, or that any call's sandbox could have written
+ * so (history_repo_writable); or any directory laid out as a git
+ * directory (a bare repository) that a sandbox could have written.
+ * *which gets the entry (malloc'd) when so, NULL when cwd cannot be
+ * resolved (which also answers yes).  Otherwise *ceiling gets the
+ * directory above the first repository met (else above cwd): git run
+ * there is to look no higher (GIT_CEILING_DIRECTORIES).
  */
 static bool
-in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
+in_writable_repo(const struct decide_call *dc, const char *cwd, char **which, char **ceiling)
 {
     *which = NULL;
+    *ceiling = NULL;
     char *dir = realpath(cwd, NULL);
     if (!dir)
         return true; /* cannot tell: the cautious answer, *which NULL */
@@ -596,24 +677,26 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
     for (;;) {
         char *dotgit = NULL;
         struct stat st;
-        if (asprintf(&dotgit, "%s%s.git", dir, strcmp(dir, "/") == 0 ? "" : "/") < 0) {
+        const char *sep = strcmp(dir, "/") == 0 ? "" : "/";
+        if (asprintf(&dotgit, "%s%s.git", dir, sep) < 0) {
             found = true;
             break;
         }
-        if (lstat(dotgit, &st) == 0) {
-            bool unreadable = false;
-            char *gitdir = gitdir_of(dotgit, &unreadable);
-            bool writable = writable_view_contains(&dc->view, dotgit) ||
-                            (gitdir && writable_view_contains(&dc->view, gitdir));
-            found = (writable && !is_kept(dc, dotgit, gitdir)) ||
-                    history_repo_writable(dc->ds, dotgit, gitdir);
-            free(gitdir);
-        }
-        if (found) {
+        bool has_dotgit = lstat(dotgit, &st) == 0;
+        if (has_dotgit && dotgit_writable(dc, dotgit)) {
             *which = dotgit;
+            found = true;
             break;
         }
         free(dotgit);
+        if (bare_writable(dc, dir)) {
+            found = true;
+            *which = dir;
+            dir = NULL;
+            break;
+        }
+        if ((has_dotgit || bare_layout(dir)) && !*ceiling)
+            *ceiling = parent_of(dir);
         char *slash = strrchr(dir, '/');
         if (slash == dir && dir[1] == '\0')
             break;
@@ -621,6 +704,16 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which)
             slash[1] = '\0';
         else
             *slash = '\0';
+    }
+    if (!found && !*ceiling) {
+        char *real = realpath(cwd, NULL);
+        *ceiling = real ? parent_of(real) : NULL;
+        free(real);
+        found = *ceiling == NULL;
+    }
+    if (found) {
+        free(*ceiling);
+        *ceiling = NULL;
     }
     free(dir);
     return found;
@@ -914,6 +1007,30 @@ walk_writable(const struct decide_call *dc, const struct exec_path *walk)
 }
 
 /*
+ * Whether the program reads repository or working-tree configuration
+ * (rules_lint_reads_repository) under any name it goes by: the path as
+ * given, each link, the file, its #! interpreters, the name it runs as.
+ */
+static bool
+reads_repository(const struct exec_path *walk, const struct exec_interpreters *in,
+                 const char *run_as)
+{
+    if (rules_lint_reads_repository(walk->absolute) ||
+        (walk->canonical && rules_lint_reads_repository(walk->canonical)) ||
+        (run_as && rules_lint_reads_repository(run_as)))
+        return true;
+    for (size_t i = 0; i < walk->n_links; i++) {
+        if (rules_lint_reads_repository(walk->links[i].path))
+            return true;
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        if (rules_lint_reads_repository(in->names[i]))
+            return true;
+    }
+    return false;
+}
+
+/*
  * Whether the exec walk describes may run outside the sandbox, and if so
  * the file opened (out->fd, out->script).  Not when the path as given, any
  * link on the way or the file itself lies where this call's sandbox or any
@@ -948,18 +1065,24 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
         return false;
     }
     char *repo = NULL;
-    if (in_writable_repo(dc, e->cwd, &repo)) {
+    bool in_repo = in_writable_repo(dc, e->cwd, &repo, &out->git_ceiling);
+    if (in_repo && (!repo || reads_repository(walk, in, out->run_as))) {
         if (!repo)
             *why_owned = strdup("the working directory cannot be looked at");
         else if (asprintf(why_owned,
-                          "the working directory is in a git repository whose %s the "
-                          "sandbox can write",
-                          repo ? repo : ".git") < 0)
+                          "the working directory is in a git repository at %s that the "
+                          "sandbox could have written, and the program reads repository "
+                          "configuration",
+                          repo) < 0)
             *why_owned = NULL;
         *why = *why_owned ? *why_owned : "the working directory is in a writable repository";
         free(repo);
         return false;
     }
+    /* a program that reads no repository escalates there, but a git it
+     * starts finds none (GIT_DIR names no repository) */
+    out->git_fenced = in_repo;
+    free(repo);
     int fd = open(walk->canonical, O_PATH | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != walk->st.st_dev ||
@@ -976,10 +1099,9 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
 
 /* ---- the decision ---- */
 
-/* program, its (dev, ino) and argv[1..]: an approval names this file, not
- * whatever a path may name later. */
-static int
-make_key(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
+/* The "dev:ino" of the program out->program names, as walk saw it. */
+static void
+program_id(const struct decide_result *out, const struct exec_path *walk, char *id, size_t size)
 {
     struct stat st;
     bool have = walk->canonical && strcmp(walk->canonical, out->program) == 0;
@@ -987,19 +1109,141 @@ make_key(struct decide_result *out, const struct decide_exec *e, const struct ex
         st = walk->st;
     else
         have = stat(out->program, &st) == 0;
-    char id[64];
-    snprintf(id, sizeof(id), "%ju:%ju", have ? (uintmax_t)st.st_dev : 0,
-             have ? (uintmax_t)st.st_ino : 0);
+    snprintf(id, size, "%ju:%ju", have ? (uintmax_t)st.st_dev : 0, have ? (uintmax_t)st.st_ino : 0);
+}
+
+/* A key of out->program, then extra[0..n_extra), then argv[1..] (NULL
+ * when out of memory). */
+static char *
+key_of(const struct decide_result *out, const struct decide_exec *e, const char *const *extra,
+       size_t n_extra, size_t *len)
+{
     size_t nargs = e->argc > 1 ? e->argc - 1 : 0;
-    const char **parts = calloc(nargs + 2, sizeof(*parts));
+    const char **parts = calloc(n_extra + nargs + 1, sizeof(*parts));
     if (!parts)
-        return -1;
-    parts[0] = id;
+        return NULL;
+    for (size_t i = 0; i < n_extra; i++)
+        parts[i] = extra[i];
     for (size_t i = 0; i < nargs; i++)
-        parts[i + 1] = e->argv[i + 1];
-    out->key = approvals_key(out->program, parts, nargs + 1, &out->keylen);
+        parts[n_extra + i] = e->argv[i + 1];
+    char *key = approvals_key(out->program, parts, n_extra + nargs, len);
     free(parts);
+    return key;
+}
+
+/* program, its (dev, ino) and argv[1..]: a memo names this file, not
+ * whatever a path may name later. */
+static int
+make_key(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
+{
+    char id[64];
+    program_id(out, walk, id, sizeof(id));
+    const char *extra[] = {id};
+    out->key = key_of(out, e, extra, 1, &out->keylen);
     return out->key ? 0 : -1;
+}
+
+/*
+ * What an approval for the session of an ASK is remembered by: the memo
+ * key's parts, the name the program runs as, where it runs (outside or
+ * inside the sandbox from the wrapper, in place from the tree) and the
+ * workdir (the real path the wrapper path pinned, or the tree's).  The
+ * same command elsewhere, or run on the other side of the sandbox, is
+ * another question.  Returns -1 when out of memory.
+ */
+static int
+make_approval(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
+{
+    char id[64];
+    program_id(out, walk, id, sizeof(id));
+    const char *where = e->source == DECIDE_FROM_TREE ? "in place"
+                        : out->escalate_if_approved   ? "outside"
+                                                      : "inside";
+    const char *extra[] = {id, out->run_as ? out->run_as : "", where, e->cwd};
+    out->approval = key_of(out, e, extra, 4, &out->approvallen);
+    return out->approval ? 0 : -1;
+}
+
+/* The last component of a path (the whole name when it has no '/'). */
+static const char *
+last_component(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+/*
+ * The name the program runs as outside the sandbox: the last component of
+ * the first of its own names (never argv[0]) whose rules gave v's
+ * decision, else of the path as given.  A multi-call program (git, which
+ * reads git-clone in argv[0]; busybox) then does what its rule named, not
+ * what the request's argv[0] says.  NULL when out of memory.
+ */
+static char *
+run_as_name(const struct verdict *v, const struct exec_path *walk)
+{
+    const char *name = NULL;
+    for (size_t i = 0; !name && v->decision != RULES_DECISION_NONE && i < v->n_names; i++) {
+        if (!v->names[i].restricting && v->names[i].decision == v->decision)
+            name = v->names[i].name;
+    }
+    return strdup(last_component(name ? name : walk->absolute));
+}
+
+/* "FILE:LINE" of the first rule at v's decision, own names first; NULL
+ * when none has an origin (or out of memory). */
+static char *
+rule_origin(const struct verdict *v)
+{
+    for (int pass = 0; pass < 2 && v->decision != RULES_DECISION_NONE; pass++) {
+        for (size_t i = 0; i < v->n_names; i++) {
+            const struct verdict_name *n = &v->names[i];
+            if (n->restricting != (pass == 1))
+                continue;
+            for (size_t k = 0; k < n->result.n_matches; k++) {
+                const struct rules_match *m = &n->result.matches[k];
+                char *origin = NULL;
+                if (m->decision == v->decision && m->origin.file && m->origin.line > 0)
+                    return asprintf(&origin, "%s:%" PRIu32, m->origin.file, m->origin.line) < 0
+                               ? NULL
+                               : origin;
+            }
+        }
+    }
+    return NULL;
+}
+
+char *
+decide_inside_note(const struct decide_result *r)
+{
+    if (!r->kept_inside || !r->reason)
+        return NULL;
+    char *name = escape_shown(r->run_as ? r->run_as : r->program ? r->program : "the program");
+    char *why = escape_shown(r->reason);
+    char *note = NULL;
+    if (name && why &&
+        asprintf(&note, "%s is %s by %s, but runs inside the sandbox: %s", name,
+                 r->verdict == DECIDE_ASK ? "asked about" : "allowed", r->rule ? r->rule : "a rule",
+                 why) < 0)
+        note = NULL;
+    free(name);
+    free(why);
+    /* one line the protocol carries (ESC_MAX_REASON), cut at a character */
+    size_t len = note ? strlen(note) : 0;
+    if (len > ESC_MAX_REASON) {
+        len = ESC_MAX_REASON;
+        while (len > 0 && ((unsigned char)note[len] & 0xc0) == 0x80)
+            len--;
+        note[len] = '\0';
+    }
+    return note;
+}
+
+/* Whether the request's argv[0] names another program than run_as. */
+static bool
+argv0_differs(const struct decide_exec *e, const char *run_as)
+{
+    return run_as && e->argc > 0 && e->argv[0] && strcmp(last_component(e->argv[0]), run_as) != 0;
 }
 
 static void
@@ -1049,12 +1293,53 @@ dangerous_use(const struct decide_result *out, struct command *cmd)
     return rules_lint_dangerous_use(cmd->words, cmd->n);
 }
 
+/*
+ * Whether v allows a program whose arguments name the files it changes
+ * (rules_amend_exact_program) only through "always allow" answers (rules
+ * in the standing answers' file with at least one argument) that do not
+ * cover all of e's arguments:
+ * the answer was for the command line the person saw, and a prefix rule
+ * would also allow more files after it (`rm -r ./b /home`).
+ */
+static bool
+answer_extended(const struct decide_server *ds, const struct verdict *v,
+                const struct decide_exec *e)
+{
+    if (v->decision != RULES_DECISION_ALLOW || !ds->answers_file)
+        return false;
+    bool extended = false;
+    for (size_t i = 0; i < v->n_names; i++) {
+        const struct verdict_name *n = &v->names[i];
+        if (n->restricting || n->decision != RULES_DECISION_ALLOW)
+            continue;
+        for (size_t k = 0; k < n->result.n_matches; k++) {
+            const struct rules_match *m = &n->result.matches[k];
+            if (m->decision != RULES_DECISION_ALLOW)
+                continue;
+            /* an answer names at least one argument (the program alone is
+             * a rule of the user's, as is any rule in another file) */
+            bool answer =
+                m->origin.file && strcmp(m->origin.file, ds->answers_file) == 0 && m->n_prefix >= 2;
+            if (!answer || !rules_amend_exact_program(n->name) || m->n_prefix >= e->argc)
+                return false; /* a rule of the user's own, or one that covers it all */
+            extended = true;
+        }
+    }
+    return extended;
+}
+
+#define CAUTION_ANSWER_EXTENDED                                                                    \
+    "the \"always allow\" answer that allows it was given for a shorter command line, and this "   \
+    "one names more files"
+
 /* allow, or prompt, from the wrapper: outside if the file may go there;
- * an allowed command that uses a dangerous option is asked about. */
+ * an allowed command that uses a dangerous option, names another program
+ * in argv[0], or goes beyond the command line an "always allow" answer
+ * was given for, is asked about. */
 static void
 decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
                const struct exec_interpreters *in, struct command *cmd, bool ask,
-               struct decide_result *out)
+               const struct verdict *v, struct decide_result *out)
 {
     const char *why = NULL;
     char *why_owned = NULL;
@@ -1062,6 +1347,11 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
     if (!outside)
         log_info("decide %s: %s runs in the sandbox: %s", dc->label, out->program, why);
     const char *caution = outside && !ask ? dangerous_use(out, cmd) : NULL;
+    if (outside && !ask && !caution && argv0_differs(e, out->run_as))
+        caution = "its argv[0] names another program than the one its rule allows (it would "
+                  "run under the rule's name)";
+    if (outside && !ask && !caution && answer_extended(dc->ds, v, e))
+        caution = CAUTION_ANSWER_EXTENDED;
     if (caution)
         log_info("decide %s: %s: %s: a person is asked", dc->label, out->program, caution);
     if (ask || caution) {
@@ -1071,10 +1361,12 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
     } else {
         out->verdict = outside ? DECIDE_ESCALATE : DECIDE_RUN;
     }
-    if (!outside)
+    if (!outside) {
         out->reason = why_owned ? why_owned : strdup(why);
-    else
+        out->kept_inside = true;
+    } else {
         free(why_owned);
+    }
 }
 
 /* ---- "always allow" ---- */
@@ -1123,6 +1415,11 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
     if (ok)
         out->matched = matched_rules(dc, &v);
+    /* what only an exec that may go outside needs (the tree's run in place) */
+    if (ok && e->source == DECIDE_FROM_WRAPPER) {
+        ok = (out->run_as = run_as_name(&v, &walk)) != NULL;
+        out->rule = rule_origin(&v);
+    }
     if (!ok) {
         set_deny(out, "out of memory", NULL);
     } else if (v.decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {
@@ -1133,11 +1430,11 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     } else if (answered_before(dc, e, out)) {
         /* the call has its answer */
     } else if (v.decision == RULES_DECISION_PROMPT && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, &cmd, true, out);
+        decide_outside(dc, e, &walk, &in, &cmd, true, &v, out);
     } else if (v.decision == RULES_DECISION_PROMPT) {
         out->verdict = DECIDE_ASK;
     } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, &cmd, false, out);
+        decide_outside(dc, e, &walk, &in, &cmd, false, &v, out);
     } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
                forces_rm(&walk, &cmd)) {
         /* the reference's heuristic: asked, and an approval runs inside */
@@ -1149,6 +1446,12 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     }
     if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT)
         propose_amendment(dc, e, &walk, &cmd, out);
+    if (out->verdict == DECIDE_ASK && make_approval(out, e, &walk) < 0) {
+        decide_result_release(out);
+        out->answered_by = "rules";
+        out->file = strdup(e->path);
+        set_deny(out, "out of memory", NULL);
+    }
     verdict_release(&v);
     free(cmd.words);
     exec_interpreters_release(&in);
@@ -1162,6 +1465,10 @@ decide_result_release(struct decide_result *r)
     free(r->file);
     free(r->program);
     free(r->key);
+    free(r->approval);
+    free(r->run_as);
+    free(r->git_ceiling);
+    free(r->rule);
     verdict_words_free(r->amendment);
     json_decref(r->matched);
     if (r->fd >= 0)
@@ -1290,6 +1597,8 @@ struct decide_question {
     long long id;
     char *key;
     size_t keylen;
+    char *approval; /* what approved_for_session remembers (decide_result) */
+    size_t approvallen;
     bool remember_decline; /* from the tree: a PATH search's retries are not asked again */
     decide_answer_fn done;
     void *data;
@@ -1307,6 +1616,7 @@ question_free(struct decide_question *q)
 {
     decide_call_unref(q->dc);
     free(q->key);
+    free(q->approval);
     free(q->text);
     verdict_words_free(q->amendment);
     verdict_words_free(q->args);
@@ -1522,7 +1832,7 @@ answer_reason(struct decide_question *q, const json_t *result, const json_t *err
         return REASON_ABORTED;
     }
     if (decision && strcmp(decision, "approved_for_session") == 0 &&
-        approvals_add(q->dc->cl->approvals, q->key, q->keylen) < 0)
+        approvals_add(q->dc->cl->approvals, q->approval, q->approvallen) < 0)
         log_warn("decide: out of memory remembering an approval");
     if (is_always(decision_json)) {
         size_t n = 0;
@@ -1569,7 +1879,7 @@ ask_next(struct decide_call *dc)
         if (!dc->waiting)
             dc->waiting_tail = &dc->waiting;
         q->next = NULL;
-        bool approved = approvals_contains(dc->cl->approvals, q->key, q->keylen);
+        bool approved = approvals_contains(dc->cl->approvals, q->approval, q->approvallen);
         if (!approved && send_question(q, NULL) == 0) {
             dc->asking = q;
             continue;
@@ -1616,6 +1926,31 @@ on_question_answer(const json_t *result, const json_t *error, void *data)
     decide_call_unref(dc);
 }
 
+/* When the request's argv[0] names another program than the one that
+ * would run, the question says so: the person sees what was asked for,
+ * and that the program runs under its own name.  -1 when out of memory. */
+static int
+add_argv0_note(struct decide_question *q, const struct decide_exec *e,
+               const struct decide_result *r)
+{
+    if (!r->escalate_if_approved || !argv0_differs(e, r->run_as))
+        return 0;
+    char *asked = escape_shown(e->argv[0]);
+    char *runs = escape_shown(r->run_as);
+    char *noted = NULL;
+    if (asked && runs &&
+        asprintf(&noted, "%s (The command asked for argv[0] `%s`; it would run as `%s`.)", q->text,
+                 asked, runs) < 0)
+        noted = NULL;
+    free(asked);
+    free(runs);
+    if (!noted)
+        return -1;
+    free(q->text);
+    q->text = noted;
+    return 0;
+}
+
 /* The question for r (an ASK for e), not yet sent; NULL when out of memory. */
 static struct decide_question *
 question_new(struct decide_call *dc, const struct decide_exec *e, const struct decide_result *r)
@@ -1628,11 +1963,15 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
     q->asks_left = MAX_ASKS_AGAIN;
     q->keylen = r->keylen;
     q->nargs = e->argc > 1 ? e->argc - 1 : 0;
-    bool ok = (q->key = malloc(r->keylen)) != NULL;
-    if (ok)
+    q->approvallen = r->approvallen;
+    bool ok = (q->key = malloc(r->keylen)) != NULL && (q->approval = malloc(r->approvallen));
+    if (ok) {
         memcpy(q->key, r->key, r->keylen);
+        memcpy(q->approval, r->approval, r->approvallen);
+    }
     ok = ok && (q->text = decide_question_text(r->program, q->nargs ? e->argv + 1 : NULL, q->nargs,
                                                e->cwd)) != NULL;
+    ok = ok && add_argv0_note(q, e, r) == 0;
     char *cautioned = NULL;
     if (ok && r->caution &&
         asprintf(&cautioned, "%s (An allow rule matched, but %s.)", q->text, r->caution) >= 0) {
@@ -1658,7 +1997,7 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
 {
     *q = NULL;
     *reason = NULL;
-    if (r->key && approvals_contains(dc->cl->approvals, r->key, r->keylen)) {
+    if (r->approval && approvals_contains(dc->cl->approvals, r->approval, r->approvallen)) {
         *answered_by = "session-approval";
         return DECIDE_ASK_APPROVED;
     }
@@ -1668,7 +2007,7 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
         return DECIDE_ASK_DENIED;
     }
     *answered_by = "user";
-    struct decide_question *nq = r->key ? question_new(dc, e, r) : NULL;
+    struct decide_question *nq = r->key && r->approval ? question_new(dc, e, r) : NULL;
     if (nq) {
         nq->done = done;
         nq->data = data;
@@ -1732,9 +2071,13 @@ decide_question_cancel(struct decide_question *q)
 /* The client's level for a record: refusals are warnings, what ran
  * outside and what a person answered is information, the rest detail. */
 static enum client_log_level
-record_level(const char *decision, const char *answered_by)
+record_level(const char *decision, const char *answered_by, bool kept_inside)
 {
     if (strcmp(decision, "deny") == 0 || strcmp(decision, "refuse") == 0)
+        return CLIENT_LOG_WARNING;
+    /* a rule let it out and it runs inside: the agent sees only what
+     * fails there, so the log says why at the level refusals have */
+    if (kept_inside && strcmp(decision, "run") == 0)
         return CLIENT_LOG_WARNING;
     if (strcmp(decision, "escalate") == 0 ||
         (answered_by &&
@@ -1787,7 +2130,7 @@ decide_audit(struct decide_call *dc, const struct decide_exec *e, const struct d
              const char *decision, const char *reason, const char *answered_by, int exit_kind,
              int exit_value)
 {
-    enum client_log_level level = record_level(decision, answered_by);
+    enum client_log_level level = record_level(decision, answered_by, r->kept_inside);
     enum log_level log_level = level >= CLIENT_LOG_WARNING ? LOG_LEVEL_WARN
                                : level == CLIENT_LOG_INFO  ? LOG_LEVEL_INFO
                                                            : LOG_LEVEL_DEBUG;

@@ -224,13 +224,47 @@ struct decide_result {
     char **amendment;
     size_t n_amendment;
     json_t *matched; /* the matching rules, with an audit log; else NULL */
-    char *key;       /* approvals and memos: program, its (dev, ino), argv[1..] */
+    char *key;       /* the call's memos: program, its (dev, ino), argv[1..] */
     size_t keylen;
+    /* ASK: what an approval for the session is remembered by: key's parts,
+     * run_as, the real workdir, and where the program runs (outside the
+     * sandbox, inside it, or in place for the tree) */
+    char *approval;
+    size_t approvallen;
+    /* wrapper: the name the program runs as (its argv[0] outside the
+     * sandbox): the last component of the own name whose rule decided,
+     * else of the path as given, whatever argv[0] the request gave; NULL
+     * for the tree */
+    char *run_as;
+    /* ESCALATE, and ASK with escalate_if_approved: GIT_CEILING_DIRECTORIES
+     * for the program, so that git looks for a repository no higher than
+     * the one the decision checked (the directory above the first .git
+     * from the workdir up, else above the workdir) */
+    char *git_ceiling;
+    /* ESCALATE, and ASK with escalate_if_approved: the workdir is in a
+     * repository the sandbox could have written, and the program reads
+     * none; git started by it is to find no repository (GIT_DIR=/dev/null) */
+    bool git_fenced;
+    /* wrapper: "FILE:LINE" of the rule that decided (the first at the
+     * verdict's decision), or NULL */
+    char *rule;
+    /* a rule let the program out (allow, or prompt from the wrapper), but
+     * it runs in the sandbox: reason says why (decide_inside_note) */
+    bool kept_inside;
 };
 
 /* Decides e into *out (release with decide_result_release).  Cannot
  * fail: out of memory is a DENY. */
 void decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_result *out);
+
+/*
+ * The line the program's stderr gets when r is a RUN (or an approved ASK
+ * run in place) of a program a rule let out, kept in the sandbox
+ * (r->kept_inside): "NAME is allowed by FILE:LINE, but runs inside the
+ * sandbox: WHY" ("asked about" for a prompt rule).  NULL when there is
+ * nothing to say or out of memory; malloc'd.
+ */
+char *decide_inside_note(const struct decide_result *r);
 
 /* Frees what *r holds (its fd closed unless taken: set r->fd = -1). */
 void decide_result_release(struct decide_result *r);

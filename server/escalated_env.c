@@ -59,6 +59,33 @@ static const struct escalated_env_forced forced_env[] = {
     {"SSH_ASKPASS", NULL},
     {"GIT_ASKPASS", NULL},
     {"OLDPWD", NULL},
+    /* git finds its repository where the decision looked, and no other:
+     * no location from either side (the escalation sets
+     * GIT_CEILING_DIRECTORIES above the repository it checked), and a
+     * bare repository only when named explicitly (a directory laid out as
+     * a git directory is not taken as one by walking into it) */
+    {"GIT_DIR", NULL},
+    {"GIT_WORK_TREE", NULL},
+    {"GIT_COMMON_DIR", NULL},
+    {"GIT_INDEX_FILE", NULL},
+    {"GIT_OBJECT_DIRECTORY", NULL},
+    {"GIT_ALTERNATE_OBJECT_DIRECTORIES", NULL},
+    {"GIT_DISCOVERY_ACROSS_FILESYSTEM", NULL},
+    {"GIT_CEILING_DIRECTORIES", NULL},
+    {"GIT_TEMPLATE_DIR", NULL},
+    {"GIT_CONFIG", NULL},
+    {"GIT_CONFIG_COUNT", "1"},
+    {"GIT_CONFIG_KEY_0", "safe.bareRepository"},
+    {"GIT_CONFIG_VALUE_0", "explicit"},
+    /* less runs no preprocessor and no shell command, and reads no
+     * lesskey file the command could have named */
+    {"LESSSECURE", "1"},
+    {"LESSOPEN", NULL},
+    {"LESSCLOSE", NULL},
+    {"LESSKEY", NULL},
+    {"LESSKEYIN", NULL},
+    {"LESSKEY_CONTENT", NULL},
+    {"LESSEDIT", NULL},
 };
 #define N_FORCED (sizeof(forced_env) / sizeof(forced_env[0]))
 
@@ -410,4 +437,22 @@ escalated_env_build(char *const *server_env, char *const *request_env,
         return NULL;
     }
     return out;
+}
+
+int
+escalated_env_add(char ***env, const char *name, const char *value)
+{
+    size_t n = 0;
+    while ((*env)[n])
+        n++;
+    char *entry = join(name, value);
+    char **grown = entry ? realloc(*env, (n + 2) * sizeof(char *)) : NULL;
+    if (!grown) {
+        free(entry);
+        return -1;
+    }
+    grown[n] = entry;
+    grown[n + 1] = NULL;
+    *env = grown;
+    return 0;
 }

@@ -66,6 +66,12 @@ struct escalated_env_forced {
 char **escalated_env_build(char *const *server_env, char *const *request_env,
                            const char *const *pass_names, size_t n_pass, const char *workdir);
 
+/* Appends NAME=value to *env (from escalated_env_build, which must not
+ * have the name: one of the forced names it removes, such as
+ * GIT_CEILING_DIRECTORIES).  Returns 0, or -1 when out of memory (*env
+ * unchanged). */
+int escalated_env_add(char ***env, const char *name, const char *value);
+
 /* Frees what escalated_env_build returned; NULL is a no-op. */
 void escalated_env_free(char **env);
 

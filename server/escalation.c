@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,10 @@ struct session {
     struct esc_request req; /* owned once the REQUEST arrived */
     bool have_req;
     struct decide_exec exec; /* req, as the decision sees it */
+    /* the request's workdir, opened once when it arrived (O_PATH), and its
+     * real path then: decided on, shown, and where the program starts */
+    int workdir_fd;
+    char *workdir;
     struct decide_result decision;
     bool decided;
     struct decide_question *question; /* a person is asked, or NULL */
@@ -123,13 +128,22 @@ session_deny(struct session *s, const char *reason)
     session_end(s);
 }
 
+/* Runs the program in place.  One a rule let out that stays in the
+ * sandbox says why on its stderr (the wrapper prints the RUN's note) and
+ * in the log, at the level of a refusal. */
 static void
 session_run(struct session *s, const char *why)
 {
-    log_debug("escalation %s: run %s in the sandbox (%s)", s->ec->label, s->req.file, why);
+    char *note = s->decided ? decide_inside_note(&s->decision) : NULL;
+    if (note)
+        log_warn("escalation %s: %s", s->ec->label, note);
+    else
+        log_debug("escalation %s: run %s in the sandbox (%s)", s->ec->label, s->req.file, why);
     audit(s, "run", why, -1, 0);
     struct esc_msg m = {.type = ESC_MSG_RUN};
+    m.u.run_note = note;
     session_send(s, &m);
+    free(note);
     session_end(s);
 }
 
@@ -169,6 +183,23 @@ on_session_answer(void *data, bool approved, const char *reason)
         session_deny(s, reason);
 }
 
+/* An allowed command asked about for what it does (decide_result's
+ * caution) that nobody can be asked about: the refusal says what, not
+ * only that a question was needed. */
+static void
+session_deny_unasked(struct session *s, const char *reason)
+{
+    char *said = NULL;
+    if (s->decision.caution && strcmp(s->answered_by, "no-elicitation") == 0 &&
+        asprintf(&said,
+                 "Approval was required: an allow rule matched, but %s; the MCP client did not "
+                 "declare the elicitation capability, so it cannot be asked",
+                 s->decision.caution) < 0)
+        said = NULL;
+    session_deny(s, said ? said : reason);
+    free(said);
+}
+
 static void
 session_ask(struct session *s)
 {
@@ -179,7 +210,7 @@ session_ask(struct session *s)
         session_approved(s);
         break;
     case DECIDE_ASK_DENIED:
-        session_deny(s, reason);
+        session_deny_unasked(s, reason);
         break;
     case DECIDE_ASK_PENDING:
         s->state = SESSION_ASKING;
@@ -197,19 +228,67 @@ peer_pid(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
 }
 
+/*
+ * The request's workdir as an object: opened once (following its links,
+ * as a chdir would), and named by the path that fd has now.  Everything
+ * after this (the decision, the question, the program's start by fchdir)
+ * uses the fd or that path, so repointing a link of the request's path
+ * later changes nothing.  Returns 0, or -1 when the workdir is not an
+ * existing directory or its real path does not name it.
+ */
+static int
+pin_workdir(struct session *s)
+{
+    if (s->req.workdir[0] != '/')
+        return -1;
+    s->workdir_fd = open(s->req.workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (s->workdir_fd < 0)
+        return -1;
+    char link[64], real[PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", s->workdir_fd);
+    ssize_t n = readlink(link, real, sizeof(real) - 1);
+    if (n <= 0 || real[0] != '/')
+        return -1;
+    real[n] = '\0';
+    /* a directory removed since, or one outside the server's view, has no
+     * path that names it: refused rather than decided by a stale name */
+    struct stat pinned, named;
+    if (fstat(s->workdir_fd, &pinned) < 0 || stat(real, &named) < 0 ||
+        pinned.st_dev != named.st_dev || pinned.st_ino != named.st_ino)
+        return -1;
+    s->workdir = strdup(real);
+    return s->workdir ? 0 : -1;
+}
+
+/*
+ * Whether the pinned workdir's path still names it.  The decision reads
+ * the repositories around it by that path: a directory (or one above it)
+ * renamed while it was decided, or before the program starts, would have
+ * had another directory's surroundings checked.  Any rename on the way
+ * changes the path, so this catches it.
+ */
+static bool
+workdir_still_named(const struct session *s)
+{
+    struct stat pinned, named;
+    return fstat(s->workdir_fd, &pinned) == 0 && stat(s->workdir, &named) == 0 &&
+           pinned.st_dev == named.st_dev && pinned.st_ino == named.st_ino;
+}
+
+#define REASON_WORKDIR_MOVED "the working directory was moved while it was decided"
+
 /* The decision for a complete REQUEST (docs/escalation.md). */
 static void
 session_decide(struct session *s)
 {
-    struct stat st;
-    if (stat(s->req.workdir, &st) < 0 || !S_ISDIR(st.st_mode) || s->req.workdir[0] != '/') {
+    if (pin_workdir(s) < 0) {
         session_deny(s, "the request's workdir is not an existing directory");
         return;
     }
     s->exec = (struct decide_exec){
         .source = DECIDE_FROM_WRAPPER,
         .path = s->req.file,
-        .cwd = s->req.workdir,
+        .cwd = s->workdir,
         .argv = (const char *const *)s->req.argv,
         .argc = s->req.argc,
         .pid = peer_pid(s->fd),
@@ -217,6 +296,10 @@ session_decide(struct session *s)
     decide_exec(s->ec->dc, &s->exec, &s->decision);
     s->decided = true;
     s->answered_by = s->decision.answered_by;
+    if (s->decision.verdict != DECIDE_DENY && !workdir_still_named(s)) {
+        session_deny(s, REASON_WORKDIR_MOVED);
+        return;
+    }
     switch (s->decision.verdict) {
     case DECIDE_DENY:
         session_deny(s, s->decision.reason);
@@ -298,6 +381,9 @@ session_free(struct session *s)
     }
     if (s->decided)
         decide_result_release(&s->decision);
+    if (s->workdir_fd >= 0)
+        close(s->workdir_fd);
+    free(s->workdir);
     free(s);
     maybe_free_call(ec);
 }
@@ -354,6 +440,25 @@ hands_terminal(const struct session *s)
     return false;
 }
 
+/* The request's argv with argv[0] the name the program's rule matched
+ * (decide_result's run_as): a multi-call program does what the rule
+ * named, never what the request's argv[0] says (git-clone for git).  The
+ * array is malloc'd, its words borrowed; NULL when out of memory. */
+static char **
+run_as_argv(const struct session *s)
+{
+    size_t n = s->req.argc;
+    char **argv = calloc(n + 2, sizeof(*argv));
+    if (!argv || !s->decision.run_as) {
+        free(argv);
+        return NULL;
+    }
+    argv[0] = s->decision.run_as;
+    for (size_t i = 1; i < n; i++)
+        argv[i] = s->req.argv[i];
+    return argv;
+}
+
 /* Starts the checked file with the received fds at their targets. */
 static void
 session_spawn(struct session *s, const int *targets, size_t count)
@@ -363,12 +468,30 @@ session_spawn(struct session *s, const int *targets, size_t count)
         session_refuse_start(s, targets, count, 126, REASON_TERMINAL);
         return;
     }
+    if (!workdir_still_named(s)) {
+        log_warn("escalation %s: %s: %s", s->ec->label, s->decision.program, REASON_WORKDIR_MOVED);
+        session_refuse_start(s, targets, count, 126, REASON_WORKDIR_MOVED);
+        return;
+    }
     /* + 1: never a zero-sized allocation */
     struct spawn_fd *fds = calloc(count + 1, sizeof(*fds));
-    char **env = escalated_env_build(environ, s->req.env, s->ec->pass_env, s->ec->n_pass_env,
-                                     s->req.workdir);
-    if (!fds || !env) {
+    char **env =
+        escalated_env_build(environ, s->req.env, s->ec->pass_env, s->ec->n_pass_env, s->workdir);
+    char **argv = run_as_argv(s);
+    if (env && s->decision.git_ceiling &&
+        escalated_env_add(&env, "GIT_CEILING_DIRECTORIES", s->decision.git_ceiling) < 0) {
+        escalated_env_free(env);
+        env = NULL;
+    }
+    /* in a repository the sandbox could have written: any git the
+     * program starts fails ("not a git repository") instead of reading it */
+    if (env && s->decision.git_fenced && escalated_env_add(&env, "GIT_DIR", "/dev/null") < 0) {
+        escalated_env_free(env);
+        env = NULL;
+    }
+    if (!fds || !env || !argv) {
         free(fds);
+        free(argv);
         escalated_env_free(env);
         session_end(s);
         return;
@@ -379,9 +502,10 @@ session_spawn(struct session *s, const int *targets, size_t count)
         .file = s->decision.program,
         .exec_fd = &s->decision.fd,
         .exec_fd_inherited = s->decision.script,
-        .argv = s->req.argv,
+        .argv = argv,
         .env = env,
-        .cwd = s->req.workdir,
+        .cwd = s->workdir,
+        .cwd_fd = &s->workdir_fd,
         .fds = fds,
         .n_fds = count,
         /* its own session and group: a signal for the call reaches its tree */
@@ -404,6 +528,7 @@ session_spawn(struct session *s, const int *targets, size_t count)
                       s->decision.program, uv_strerror(arc));
     }
     free(fds);
+    free(argv);
     escalated_env_free(env);
     /* the program has its copies; ours go, so its readers see EOF with it */
     esc_fdlist_close(&s->fds);
@@ -583,6 +708,7 @@ session_start(struct escalation_call *ec, int fd, struct esc_msg *first)
     }
     s->ec = ec;
     s->fd = fd;
+    s->workdir_fd = -1;
     s->next = ec->sessions;
     if (ec->sessions)
         ec->sessions->prev = s;

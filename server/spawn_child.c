@@ -245,8 +245,12 @@ start_process(const struct spawn_options *o, pid_t *pid)
     for (size_t i = 0; dups && i < o->n_fds; i++)
         dups[i] = -1;
     int max_at = 2;
-    rc = o->n_fds && !dups ? -ENOMEM : add_fds(&fa, o, dups, &max_at);
-    if (rc == 0 && o->cwd)
+    /* before the fd actions, which may close or overwrite it */
+    if (o->cwd_fd)
+        rc = -posix_spawn_file_actions_addfchdir_np(&fa, *o->cwd_fd);
+    if (rc == 0)
+        rc = o->n_fds && !dups ? -ENOMEM : add_fds(&fa, o, dups, &max_at);
+    if (rc == 0 && o->cwd && !o->cwd_fd)
         rc = -posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
     if (rc == 0)
         rc = set_attrs(&attr, o->new_session);

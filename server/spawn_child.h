@@ -47,9 +47,13 @@ struct spawn_options {
      */
     const int *exec_fd;
     bool exec_fd_inherited;
-    char *const *argv;          /* argv[0] included */
-    char *const *env;           /* NULL: the server's environment */
-    const char *cwd;            /* NULL: the server's */
+    char *const *argv; /* argv[0] included */
+    char *const *env;  /* NULL: the server's environment */
+    const char *cwd;   /* NULL: the server's */
+    /* Non-NULL: the child starts in the directory *cwd_fd names (borrowed;
+     * fchdir before anything else moves its fds), and cwd is unused: the
+     * directory that was checked, whatever its path names by then */
+    const int *cwd_fd;
     const struct spawn_fd *fds; /* the child's only fds besides /dev/null */
     size_t n_fds;
     /* its own session and process group (setsid): its pid is its group's */

@@ -195,10 +195,13 @@ filtered_child(void *arg)
     }
     if (o->new_session && setsid() < 0)
         filtered_fail(f->sock, errno);
+    /* the checked directory, by its fd: before filtered_fds closes it */
+    if (o->cwd_fd && fchdir(*o->cwd_fd) < 0)
+        filtered_fail(f->sock, errno);
     int sock = filtered_fds(f);
     if (sock < 0)
         filtered_fail(f->sock, -sock);
-    if (o->cwd && chdir(o->cwd) < 0)
+    if (o->cwd && !o->cwd_fd && chdir(o->cwd) < 0)
         filtered_fail(sock, errno);
     /* the moved file fd lost close-on-exec in its dup2 */
     if (f->exec_at >= 0 && !o->exec_fd_inherited && fcntl(f->exec_at, F_SETFD, FD_CLOEXEC) < 0)

@@ -331,6 +331,12 @@ esc_client_decide(const char *file, char *const *args, char *const *env)
     recv_or_die(stream, &in, &reply, file, "before deciding");
     switch (reply.type) {
     case ESC_MSG_RUN:
+        /* a program a rule let out runs here after all: say why */
+        if (reply.u.run_note) {
+            fprintf(stderr, "execgate: %s\n", reply.u.run_note);
+            fflush(stderr);
+        }
+        esc_msg_free(&reply);
         esc_buf_free(&in);
         close(stream);
         return;

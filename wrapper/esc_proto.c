@@ -299,9 +299,13 @@ body_size(const struct esc_msg *msg, size_t *size, const char **why)
     *size = 0;
     switch (msg->type) {
     case ESC_MSG_HELLO:
-    case ESC_MSG_RUN:
     case ESC_MSG_ESCALATE:
         return 0;
+    case ESC_MSG_RUN:
+        if (!msg->u.run_note)
+            return 0;
+        rc = size_str(STR_REASON, msg->u.run_note, size, why);
+        break;
     case ESC_MSG_REQUEST:
         rc = size_request(&msg->u.request, size, why);
         break;
@@ -352,6 +356,10 @@ write_body(const struct esc_msg *msg, struct writer *w)
         break;
     case ESC_MSG_DENY:
         w_str(w, msg->u.deny_reason, strlen(msg->u.deny_reason));
+        break;
+    case ESC_MSG_RUN:
+        if (msg->u.run_note)
+            w_str(w, msg->u.run_note, strlen(msg->u.run_note));
         break;
     case ESC_MSG_FDS:
         w_u32(w, (uint32_t)msg->u.fds.count);
@@ -549,8 +557,12 @@ decode_body(struct reader *r, struct esc_msg *msg)
     int rc = 0;
     switch (msg->type) {
     case ESC_MSG_HELLO:
-    case ESC_MSG_RUN:
     case ESC_MSG_ESCALATE:
+        break;
+    case ESC_MSG_RUN:
+        /* empty, or one note */
+        if (r->left > 0)
+            rc = r_str(r, STR_REASON, &msg->u.run_note);
         break;
     case ESC_MSG_REQUEST:
         rc = decode_request(r, &msg->u.request);
@@ -653,6 +665,9 @@ esc_msg_free(struct esc_msg *msg)
         break;
     case ESC_MSG_DENY:
         free(msg->u.deny_reason);
+        break;
+    case ESC_MSG_RUN:
+        free(msg->u.run_note);
         break;
     case ESC_MSG_FDS:
         free(msg->u.fds.targets);

@@ -83,6 +83,10 @@ struct esc_msg {
     union {
         struct esc_request request; /* ESC_MSG_REQUEST */
         char *deny_reason;          /* ESC_MSG_DENY (UTF-8, no NUL) */
+        /* ESC_MSG_RUN: NULL, or why a program a rule let out runs in the
+         * sandbox after all, which the wrapper says on stderr (as DENY's
+         * reason) */
+        char *run_note;
         struct {
             int *targets; /* ESC_MSG_FDS: target fd numbers, in SCM_RIGHTS order */
             size_t count;

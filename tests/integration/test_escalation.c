@@ -897,6 +897,30 @@ find_log(const json_t *logs, const char *level, const char *event)
     return NULL;
 }
 
+/* An allowed program kept in the sandbox is a warning record too, with
+ * the reason, not a debug line. */
+static void
+test_client_log_kept_inside_is_a_warning(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    json_t *r = mcp_client_call(w.c, "logging/setLevel", json_pack("{s:s}", "level", "warning"));
+    assert_non_null(json_object_get(r, "result"));
+    json_decref(r);
+    struct mcp_answers ans = {.logs = json_array()};
+    json_t *a = run(&w, "git init -q sub && cd sub && git status >/dev/null", &ans);
+    const json_t *rec = find_log(ans.logs, "warning", "exec");
+    assert_non_null(rec);
+    const json_t *data = json_object_get(rec, "data");
+    assert_string_equal(json_string_value(json_object_get(data, "decision")), "run");
+    mcp_world_assert_contains(json_string_value(json_object_get(data, "reason")),
+                              "git repository at");
+    json_decref(a);
+    json_decref(ans.logs);
+    mcp_world_end(&w);
+    (void)state;
+}
+
 /* logging/setLevel info, then a forbidden exec: one warning record with
  * the call's request id, the program and the matched rule; an escalation
  * is an info record; a broken rules file an error record naming it. */
@@ -1239,6 +1263,78 @@ test_always_allow_codex_answer_and_unfit_prefixes(void **state)
     mcp_world_end(&w);
 }
 
+/* "Always allow" for rm covers the command line the person saw: the same
+ * line again runs without a question, one that names more files is
+ * asked about. */
+static void
+test_always_allow_rm_covers_only_its_line(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"rm\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_execpolicy_amendment"};
+    json_t *a = run(&w, "mkdir b && rm -r ./b; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    free(ans.last_message);
+    char *text = answers_file(&w);
+    assert_non_null(text);
+    mcp_world_assert_contains(text, "prefix_rule(pattern=[\"rm\", \"-r\", \"./b\"], "
+                                    "decision=\"allow\")");
+    free(text);
+    /* the same line: no question (NULL answers) */
+    a = run(&w, "mkdir b && rm -r ./b; echo \"status=$?\"", NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    /* more files after it: asked, and declined, they stay */
+    struct mcp_answers no = {.action = "decline"};
+    char *keep = tmpdir_path(w.outside, "keep");
+    assert_int_equal(mkdir(keep, 0755), 0);
+    free(keep);
+    char *cmd = mcp_world_fmt("mkdir b && rm -r ./b %s/keep; echo \"status=$?\"", w.outside);
+    a = run(&w, cmd, &no);
+    assert_int_equal(no.asked, 1);
+    mcp_world_assert_contains(no.last_message, "always allow");
+    assert_true(mcp_world_exists(w.outside, "keep"));
+    json_decref(a);
+    free(cmd);
+    free(no.last_message);
+    mcp_world_end(&w);
+    (void)state;
+}
+
+/* For a program whose arguments name the files it changes, "always"
+ * proposes the whole command line the person saw; for awk, whose program
+ * text is code, nothing. */
+static void
+test_always_allow_proposals(void **state)
+{
+    struct mcp_world w;
+    world_start(&w,
+                "prefix_rule(pattern=[\"rm\"], decision=\"prompt\")\n"
+                "prefix_rule(pattern=[\"awk\"], decision=\"prompt\")\n",
+                true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved"};
+    json_t *a = run(&w, "mkdir b && rm -r ./b; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_int_equal(ans.offered_always, 1);
+    assert_string_equal(ans.proposed, "[\"rm\",\"-r\",\"./b\"]");
+    mcp_world_assert_contains(ans.last_always, "starts with `rm -r ./b`");
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    free(ans.last_message);
+    struct mcp_answers awk = {.action = "accept", .decision = "approved"};
+    a = run(&w, "awk 'BEGIN{print 1}'; echo \"status=$?\"", &awk);
+    assert_int_equal(awk.asked, 1);
+    assert_int_equal(awk.offered_always, 0);
+    assert_string_equal(awk.proposed, "");
+    json_decref(a);
+    free(awk.last_message);
+    assert_null(answers_file(&w));
+    mcp_world_end(&w);
+    (void)state;
+}
+
 /* "Always" is offered only where an allow rule can settle the question
  * for good: not for a prefix that allows any code (sh -c), not when a
  * longer prompt rule would still ask; an "always" answer there is asked
@@ -1400,6 +1496,9 @@ main(void)
         cmocka_unit_test(test_reloads_during_calls),
         cmocka_unit_test(test_always_allow_writes_the_rule_and_is_not_asked_again),
         cmocka_unit_test(test_always_allow_codex_answer_and_unfit_prefixes),
+        cmocka_unit_test(test_always_allow_proposals),
+        cmocka_unit_test(test_client_log_kept_inside_is_a_warning),
+        cmocka_unit_test(test_always_allow_rm_covers_only_its_line),
         cmocka_unit_test(test_always_allow_not_offered_where_it_cannot_settle),
         cmocka_unit_test(test_cancel_closes_the_question),
         cmocka_unit_test(test_one_question_at_a_time),

@@ -658,6 +658,260 @@ test_dangerous_option_is_asked(void **state)
     world_end(w);
 }
 
+/* ---- repositories, argv[0], the workdir, approvals ---- */
+
+/* The workdir itself laid out as a git directory (HEAD, objects/, refs/)
+ * with a config whose core.worktree is the workdir and whose fsmonitor
+ * writes outside: git takes the directory as its repository. */
+static void
+test_bare_repository_in_workdir(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt(
+        "mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD && "
+        "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = %%s\\n"
+        "\\tfsmonitor = \"touch %s/bare; false\"\\n' \"$PWD\" > config && git status; "
+        "echo \"status=$?\"",
+        w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "bare", a);
+    json_decref(a);
+    free(cmd);
+    /* the same from a directory below it: git walks up into it */
+    cmd = mcp_world_fmt("mkdir -p objects/below && cd objects/below && git status; "
+                        "echo \"status=$?\"; cd ../.. && rm -rf HEAD objects refs config");
+    a = run(w, cmd, NULL);
+    assert_not_outside(w, "bare", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* git dispatches on an argv[0] of git-XXX: `exec -a git-clone git status
+ * ...` made the escalated process a clone with --upload-pack. */
+static void
+test_argv0_chooses_git_command(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("git init -q --bare status; (exec -a git-clone git status dst "
+                              "--no-local \"--upload-pack=touch %s/argv0; git-upload-pack\"); "
+                              "echo \"status=$?\"",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "argv0", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* A raw client asks for `sh -c 'touch swapped'` in $PWD/link (-> $PWD/a,
+ * in the workspace), then, between ESCALATE and FDS, points the link at a
+ * directory outside every writable root: the program must start in the
+ * directory that was decided on. */
+static const char swap_py[] =
+    "import os, socket, struct, sys\n"
+    "s = socket.socket(fileno=int(os.environ['CODEX_ESCALATE_SOCKET']))\n"
+    "def frame(t, body=b''): return struct.pack('<IHH', len(body), 2, t) + body\n"
+    "def st(b): return struct.pack('<I', len(b)) + b\n"
+    "import array\n"
+    "a, b = socket.socketpair()\n"
+    "s.sendmsg([frame(1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', "
+    "[b.fileno()]))])\n"
+    "b.close()\n"
+    "wd = (os.getcwd() + '/link').encode()\n"
+    "a.sendall(frame(2, st(b'/bin/sh') + struct.pack('<I', 3) + st(b'sh') + st(b'-c') + "
+    "st(b'touch swapped') + st(wd) + struct.pack('<I', 0)))\n"
+    "m = a.recv(8)\n"
+    "os.unlink('link'); os.symlink(sys.argv[1], 'link')\n"
+    "a.sendall(frame(6, struct.pack('<I', 0)))\n"
+    "print('answer', m, 'exit', a.recv(100))\n";
+
+static void
+test_workdir_swapped_between_escalate_and_fds(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *victim = tmpdir_path(w->outside, "victim");
+    assert_int_equal(mkdir(victim, 0777), 0);
+    own(victim);
+    char *py = tmpdir_path(w->wd, "swap.py");
+    tmpdir_write_file(py, swap_py, 0644);
+    own(py);
+    char *cmd = mcp_world_fmt("mkdir a && ln -s a link && /usr/bin/python3 swap.py %s; "
+                              "echo \"status=$?\"",
+                              victim);
+    json_t *a = run(w, cmd, NULL);
+    if (mcp_world_exists(victim, "swapped"))
+        fail_msg("the escalated program ran in %s, where the link pointed after the decision\n"
+                 "output: [%s]",
+                 victim, mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "answer b'\\x00\\x00\\x00\\x00\\x02\\x00\\x04");
+    char *decided = tmpdir_path(w->wd, "a");
+    assert_true(mcp_world_exists(decided, "swapped"));
+    free(decided);
+    json_decref(a);
+    free(cmd);
+    free(py);
+    free(victim);
+    world_end(w);
+}
+
+/* A variant: the decided workdir itself is moved aside (and a new one
+ * made at its name) between ESCALATE and FDS.  The pinned directory is
+ * still the one started in, but the surroundings the decision read by
+ * its path are gone: the program is not started (exit 126). */
+static const char move_py[] =
+    "import os, socket, struct, array\n"
+    "s = socket.socket(fileno=int(os.environ['CODEX_ESCALATE_SOCKET']))\n"
+    "def frame(t, body=b''): return struct.pack('<IHH', len(body), 2, t) + body\n"
+    "def st(b): return struct.pack('<I', len(b)) + b\n"
+    "a, b = socket.socketpair()\n"
+    "s.sendmsg([frame(1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', "
+    "[b.fileno()]))])\n"
+    "b.close()\n"
+    "wd = (os.getcwd() + '/d').encode()\n"
+    "a.sendall(frame(2, st(b'/bin/sh') + struct.pack('<I', 3) + st(b'sh') + st(b'-c') + "
+    "st(b'touch moved') + st(wd) + struct.pack('<I', 0)))\n"
+    "m = a.recv(8)\n"
+    "os.rename('d', 'd2'); os.mkdir('d')\n"
+    "a.sendall(frame(6, struct.pack('<I', 0)))\n"
+    "e = a.recv(100)\n"
+    "print('answer', m, 'exit', struct.unpack('<IHHII', e)[3:] if len(e) == 16 else e)\n";
+
+static void
+test_workdir_moved_between_escalate_and_fds(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *py = tmpdir_path(w->wd, "move.py");
+    tmpdir_write_file(py, move_py, 0644);
+    own(py);
+    json_t *a = run(w, "mkdir d && /usr/bin/python3 move.py; echo \"status=$?\"", NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "exit (0, 126)");
+    char *d = tmpdir_path(w->wd, "d"), *d2 = tmpdir_path(w->wd, "d2");
+    if (mcp_world_exists(d, "moved") || mcp_world_exists(d2, "moved"))
+        fail_msg("the program started after its workdir was moved\noutput: [%s]",
+                 mcp_world_output(a));
+    free(d);
+    free(d2);
+    json_decref(a);
+    free(py);
+    world_end(w);
+}
+
+/* `rm -rf build` approved for the session in the workspace does not cover
+ * the same words in another directory. */
+static void
+test_session_approval_remembers_the_workdir(void **state)
+{
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"rm\"], decision=\"prompt\")\n", true);
+    char *victim = tmpdir_path(w->outside, "victim");
+    assert_int_equal(mkdir(victim, 0755), 0);
+    char *build = tmpdir_path(victim, "build");
+    assert_int_equal(mkdir(build, 0755), 0);
+    own(victim);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, "mkdir build && rm -rf build; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    free(ans.last_message);
+    struct mcp_answers no = {.action = "decline"};
+    char *cmd = mcp_world_fmt("cd %s && rm -rf build; echo \"status=$?\"", victim);
+    a = run(w, cmd, &no);
+    if (!mcp_world_exists(victim, "build"))
+        fail_msg("%s/build was removed without a question\noutput: [%s]", victim,
+                 mcp_world_output(a));
+    assert_int_equal(no.asked, 1);
+    mcp_world_assert_contains(no.last_message, victim);
+    json_decref(a);
+    free(no.last_message);
+    free(cmd);
+    free(build);
+    free(victim);
+    world_end(w);
+}
+
+/* Options that write files or run commands, asked about (nobody can be
+ * asked here: refused). */
+static void
+test_option_gaps(void **state)
+{
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"sed\"], decision=\"allow\")\n"
+                                      "prefix_rule(pattern=[\"awk\"], decision=\"allow\")\n"
+                                      "prefix_rule(pattern=[\"tar\"], decision=\"allow\")\n",
+                                      false);
+    char *cmd =
+        mcp_world_fmt("printf '1e touch %s/sed\\n' > ./--sandbox; echo x | sed -f --sandbox; "
+                      "echo x | awk 'BEGIN{system(\"touch %s/awk\")}'; "
+                      "mkdir -p t && echo x > t/f && tar cf t.tar t && "
+                      "tar xf t.tar --one-top-level=%s/one; tar tf t.tar --index-file=%s/index; "
+                      "echo \"status=$?\"",
+                      w->outside, w->outside, w->outside, w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "sed", a);
+    assert_not_outside(w, "awk", a);
+    /* each refusal says what was seen (golden) */
+    mcp_world_assert_contains(
+        mcp_world_output(a),
+        "Execution denied: Approval was required: an allow rule matched, but sed -f SCRIPT (runs "
+        "a script that can run commands and write files); the MCP client did not declare the "
+        "elicitation capability, so it cannot be asked\n");
+    mcp_world_assert_contains(
+        mcp_world_output(a),
+        "Execution denied: Approval was required: an allow rule matched, but awk 'PROGRAM' (a "
+        "program that can run commands and write files); the MCP client did not declare the "
+        "elicitation capability, so it cannot be asked\n");
+    assert_not_outside(w, "one", a);
+    assert_not_outside(w, "index", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* tar xf through a link the command planted in the workdir: the archive's
+ * t/f lands wherever ./t points. */
+static void
+test_tar_extract_through_planted_link(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"tar\", \"xf\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("mkdir -p t && echo x > t/planted && tar cf t.tar t/planted && "
+                              "mv t t.orig && ln -s %s t && tar xf t.tar; echo \"status=$?\"",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "planted", a);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* Whenever a program a rule lets out runs inside instead, its stderr gets
+ * one line from execgate saying which rule and why (golden), and a
+ * refusal keeps the reference's line. */
+static void
+test_refusal_lines_golden(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n",
+                    false);
+    json_t *a =
+        run(w, "git init -q sub && cd sub && HOME=$PWD git status >/dev/null; rm -f x", NULL);
+    char *want = mcp_world_fmt(
+        "execgate: git is allowed by %s/test.rules:1, but runs inside the sandbox: the working "
+        "directory is in a git repository at %s/sub/.git that the sandbox could have written, "
+        "and the program reads repository configuration\n"
+        "Execution denied: Execution forbidden by policy\n",
+        w->rules, w->wd);
+    assert_string_equal(mcp_world_output(a), want);
+    free(want);
+    json_decref(a);
+    world_end(w);
+}
+
 /* ---- what the person is shown ---- */
 
 static size_t
@@ -850,6 +1104,56 @@ test_works_allowed_git_in_protected_repo(void **state)
     world_end(w);
 }
 
+/* A repository the command made stops only programs that read
+ * repositories: an allowed touch still escalates after `git init`. */
+static void
+test_works_touch_after_git_init(void **state)
+{
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n"
+                                      "prefix_rule(pattern=[\"printenv\"], decision=\"allow\")\n",
+                                      false);
+    char *cmd = mcp_world_fmt("git init -q && touch %s/t; echo \"status=$?\"; "
+                              "printenv GIT_DIR GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    assert_true(mcp_world_exists(w->outside, "t"));
+    /* what it starts finds no repository, and git takes no bare one */
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "status=0\n/dev/null\nsafe.bareRepository\nexplicit\n");
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* git status and git push to a local bare remote outside the workspace,
+ * from the protected top-level repository. */
+static void
+test_works_git_push_to_local_remote(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git\", \"push\"], decision=\"allow\")\n",
+                    false);
+    protected_repo(w, true);
+    char *remote = tmpdir_path(w->outside, "remote.git");
+    const char *init[] = {"/usr/bin/git", "init", "-q", "--bare", remote, NULL};
+    outside_ok(init, NULL);
+    const char *add[] = {"/usr/bin/git", "-C", w->wd, "remote", "add", "origin", remote, NULL};
+    outside_ok(add, NULL);
+    json_t *a = run(w,
+                    "git status --short; git push -q origin HEAD:refs/heads/pushed; "
+                    "echo \"status=$?\"",
+                    NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    const char *check[] = {"/usr/bin/git", "--git-dir",         remote, "rev-parse", "--verify",
+                           "-q",           "refs/heads/pushed", NULL};
+    outside_ok(check, NULL);
+    free(remote);
+    world_end(w);
+}
+
 /* Debian's /usr/bin/python3 is a link to python3.X: a rule for python3
  * still escalates it. */
 static void
@@ -1001,6 +1305,16 @@ main(void)
         cmocka_unit_test_teardown(test_program_written_by_another_calls_sandbox, teardown),
         cmocka_unit_test_teardown(test_repository_made_by_another_calls_sandbox, teardown),
         cmocka_unit_test_teardown(test_dangerous_option_is_asked, teardown),
+        cmocka_unit_test_teardown(test_bare_repository_in_workdir, teardown),
+        cmocka_unit_test_teardown(test_argv0_chooses_git_command, teardown),
+        cmocka_unit_test_teardown(test_workdir_swapped_between_escalate_and_fds, teardown),
+        cmocka_unit_test_teardown(test_workdir_moved_between_escalate_and_fds, teardown),
+        cmocka_unit_test_teardown(test_session_approval_remembers_the_workdir, teardown),
+        cmocka_unit_test_teardown(test_option_gaps, teardown),
+        cmocka_unit_test_teardown(test_tar_extract_through_planted_link, teardown),
+        cmocka_unit_test_teardown(test_refusal_lines_golden, teardown),
+        cmocka_unit_test_teardown(test_works_touch_after_git_init, teardown),
+        cmocka_unit_test_teardown(test_works_git_push_to_local_remote, teardown),
         cmocka_unit_test_teardown(test_prompt_workdir_spoof, teardown),
         cmocka_unit_test_teardown(test_prompt_argument_newline, teardown),
         cmocka_unit_test_teardown(test_rules_file_not_writable, teardown),

@@ -86,6 +86,24 @@ test_plain_words(void **state)
     assert_int_equal(rules_amend_plain_words(NULL, 0), 0);
 }
 
+/* For programs whose arguments name the files they change, every word. */
+static void
+test_proposed_words(void **state)
+{
+    (void)state;
+    assert_int_equal(rules_amend_proposed_words("rm", ARGV("-rf", "build"), 2), 2);
+    assert_int_equal(rules_amend_proposed_words("/usr/bin/rm", ARGV("-rf", "/tmp/x y", "z"), 3), 3);
+    assert_int_equal(rules_amend_proposed_words("chmod", ARGV("-R", "777", "."), 3), 3);
+    assert_int_equal(rules_amend_proposed_words("dd", ARGV("if=a", "of=b"), 2), 2);
+    assert_int_equal(rules_amend_proposed_words("tee", ARGV("-a", "f", NULL, "x"), 4), 2);
+    assert_int_equal(rules_amend_proposed_words("git", ARGV("push", "origin", "./x"), 3), 2);
+    assert_int_equal(rules_amend_proposed_words("rmx", ARGV("-rf", "./b"), 2), 1);
+    assert_true(rules_amend_exact_program("/bin/mv"));
+    assert_true(rules_amend_exact_program("rsync"));
+    assert_false(rules_amend_exact_program("git"));
+    assert_false(rules_amend_exact_program("ls"));
+}
+
 static void
 test_creates_dirs_and_file(void **state)
 {
@@ -342,6 +360,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_line),
         cmocka_unit_test(test_plain_words),
+        cmocka_unit_test(test_proposed_words),
         cmocka_unit_test(test_creates_dirs_and_file),
         cmocka_unit_test(test_keeps_existing_bytes),
         cmocka_unit_test(test_follows_symlink),

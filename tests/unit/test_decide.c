@@ -521,25 +521,38 @@ test_prompt(void **state)
     (void)state;
 }
 
+/* sh reads repositories (it runs what it is given, git too). */
 static void
 test_repositories(void **state)
 {
-    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n");
     struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
     struct decide_result r;
     char *cwd = tmpdir_path(W, "plain");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_ESCALATE);
     decide_result_release(&r);
     free(cwd);
 
     /* W/sub/.git, a directory the sandbox can write */
     cwd = tmpdir_path(W, "sub");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
     char *dotgit = tmpdir_path(W, "sub/.git");
     assert_reason_has(&r, dotgit);
+    /* the line the program's stderr gets (golden) */
+    char *note = decide_inside_note(&r);
+    char *want = NULL;
+    assert_true(asprintf(&want,
+                         "sh is allowed by %s/test.rules:1, but runs inside the sandbox: the "
+                         "working directory is in a git repository at %s that the sandbox could "
+                         "have written, and the program reads repository configuration",
+                         R, dotgit) > 0);
+    assert_non_null(note);
+    assert_string_equal(note, want);
+    free(note);
+    free(want);
     free(dotgit);
     decide_result_release(&r);
     free(cwd);
@@ -547,7 +560,7 @@ test_repositories(void **state)
     /* deeper in it too */
     make_dir(W, "sub/deep");
     cwd = tmpdir_path(W, "sub/deep");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
     decide_result_release(&r);
@@ -555,7 +568,7 @@ test_repositories(void **state)
 
     /* W/sub2/.git, a "gitdir: " file */
     cwd = tmpdir_path(W, "sub2");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
     decide_result_release(&r);
@@ -563,21 +576,21 @@ test_repositories(void **state)
 
     /* W/sub3/.git, a file git would not read: still the sandbox's */
     cwd = tmpdir_path(W, "sub3");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     decide_result_release(&r);
     free(cwd);
 
     /* O/repo/.git, out of the sandbox's reach: escalates */
     cwd = tmpdir_path(O, "repo");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_ESCALATE);
     decide_result_release(&r);
     free(cwd);
 
     /* O/repo2/.git, out of reach, names a gitdir in W: the gitdir counts */
     cwd = tmpdir_path(O, "repo2");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
     decide_result_release(&r);
@@ -585,7 +598,7 @@ test_repositories(void **state)
 
     /* a workdir that does not exist: the cautious answer */
     cwd = tmpdir_path(O, "gone");
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwd, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwd, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     decide_result_release(&r);
     free(cwd);
@@ -645,7 +658,7 @@ test_dev_programs(void **state)
     struct decide_result r;
     for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
         struct decide_call *dc = call_with(ds, outside[i]);
-        decide(dc, DECIDE_FROM_WRAPPER, prog, "/", ARGV("prog"), 0, &r);
+        decide(dc, DECIDE_FROM_WRAPPER, prog, "/", ARGV(prog), 0, &r);
         assert_verdict(&r, DECIDE_ESCALATE);
         assert_fd_is(r.fd, real_prog);
         decide_result_release(&r);
@@ -776,15 +789,15 @@ test_full_access_call_does_not_taint(void **state)
 static void
 test_other_calls_repositories(void **state)
 {
-    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n");
     struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
     char *repo = tmpdir_path(O, "repo");
     struct decide_result r;
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", repo, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", repo, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_ESCALATE);
     decide_result_release(&r);
     decide_call_unref(call_at(ds, WORKSPACE_NO_TMP, O));
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", repo, ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", repo, ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_RUN);
     assert_reason_has(&r, "git repository");
     char *dotgit = tmpdir_path(O, "repo/.git");
@@ -792,7 +805,7 @@ test_other_calls_repositories(void **state)
     free(dotgit);
     decide_result_release(&r);
     /* outside any repository still escalates */
-    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", "/usr", ARGV("cat"), 0, &r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", "/usr", ARGV("sh"), 0, &r);
     assert_verdict(&r, DECIDE_ESCALATE);
     decide_result_release(&r);
     free(repo);
@@ -1001,6 +1014,160 @@ test_keys(void **state)
     assert_int_equal(unlink(prog), 0);
     free(prog);
     free(next);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* An approval for the session names the workdir and where the program
+ * runs: the same command in another directory, or on the other side of
+ * the sandbox, is asked again. */
+static void
+test_approval_keys(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result a, b;
+    char *plain = tmpdir_path(O, "plain");
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("cat", "a"), 0, &a);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("cat", "a"), 0, &b);
+    assert_verdict(&a, DECIDE_ASK);
+    assert_true(a.approval && b.approval && a.approvallen == b.approvallen &&
+                memcmp(a.approval, b.approval, a.approvallen) == 0);
+    decide_result_release(&b);
+    /* another workdir */
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", plain, ARGV("cat", "a"), 0, &b);
+    assert_verdict(&b, DECIDE_ASK);
+    assert_true(same_key(&a, &b)); /* the call's memos do not care */
+    assert_false(a.approvallen == b.approvallen &&
+                 memcmp(a.approval, b.approval, a.approvallen) == 0);
+    decide_result_release(&b);
+    /* the same file, run inside (a link the sandbox could have made) */
+    decide(dc, DECIDE_FROM_WRAPPER, "realcat", W, ARGV("cat", "a"), 0, &b);
+    assert_verdict(&b, DECIDE_ASK);
+    assert_false(b.escalate_if_approved);
+    assert_true(a.escalate_if_approved);
+    assert_false(a.approvallen == b.approvallen &&
+                 memcmp(a.approval, b.approval, a.approvallen) == 0);
+    decide_result_release(&b);
+    decide_result_release(&a);
+    free(plain);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* The program runs as the name its rule matched, never as argv[0] says;
+ * a request whose argv[0] names another program is asked about. */
+static void
+test_run_as(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result r;
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("cat", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    assert_string_equal(r.run_as, "cat");
+    decide_result_release(&r);
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("/bin/cat", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    decide_result_release(&r);
+    /* exec -a git-clone cat f */
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", W, ARGV("git-clone", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_true(r.escalate_if_approved);
+    assert_string_equal(r.run_as, "cat");
+    assert_non_null(r.caution);
+    assert_non_null(strstr(r.caution, "argv[0]"));
+    decide_result_release(&r);
+    /* a link named otherwise, outside the sandbox's reach: the rule
+     * matched the file's own name, and that is what it runs as */
+    char *link = tmpdir_path(O, "upload-pack");
+    assert_int_equal(symlink("/bin/cat", link), 0);
+    decide(dc, DECIDE_FROM_WRAPPER, link, W, ARGV("upload-pack", "f"), 0, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_string_equal(r.run_as, "cat");
+    decide_result_release(&r);
+    assert_int_equal(unlink(link), 0);
+    free(link);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* A directory laid out as a git directory (a bare repository) where a
+ * sandbox could write is a repository too; with the children of escalated
+ * programs decided, it stops only programs that read repositories. */
+static void
+test_bare_repositories(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n"
+                                           "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result r;
+    make_dir(W, "bare");
+    make_dir(W, "bare/objects");
+    make_dir(W, "bare/refs");
+    write_in(W, "bare/HEAD", "ref: refs/heads/main\n", 0644);
+    char *bare = tmpdir_path(W, "bare");
+    char *inside = tmpdir_path(W, "bare/objects");
+    const char *cwds[] = {bare, inside};
+    for (size_t i = 0; i < 2; i++) {
+        decide(dc, DECIDE_FROM_WRAPPER, "/bin/sh", cwds[i], ARGV("sh"), 0, &r);
+        assert_verdict(&r, DECIDE_RUN);
+        assert_reason_has(&r, "git repository");
+        assert_reason_has(&r, bare);
+        assert_reason_has(&r, "reads repository configuration");
+        decide_result_release(&r);
+    }
+    /* cat reads no repository: it escalates, there and in W/sub, with any
+     * git it would start fenced off */
+    char *sub = tmpdir_path(W, "sub");
+    const char *cat_cwds[] = {bare, inside, sub};
+    for (size_t i = 0; i < 3; i++) {
+        decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cat_cwds[i], ARGV("cat"), 0, &r);
+        assert_verdict(&r, DECIDE_ESCALATE);
+        assert_true(r.git_fenced);
+        assert_null(r.git_ceiling);
+        decide_result_release(&r);
+    }
+    char *plain = tmpdir_path(O, "plain");
+    decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", plain, ARGV("cat"), 0, &r);
+    assert_verdict(&r, DECIDE_ESCALATE);
+    assert_false(r.git_fenced);
+    decide_result_release(&r);
+    free(plain);
+    free(sub);
+    free(bare);
+    free(inside);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* git run outside looks for a repository no higher than the one the
+ * decision checked. */
+static void
+test_git_ceiling(void **state)
+{
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result r;
+    char *repo = tmpdir_path(O, "repo");
+    make_dir(O, "repo/deeper");
+    char *deeper = tmpdir_path(O, "repo/deeper");
+    char *plain = tmpdir_path(O, "plain");
+    const char *cwds[] = {repo, deeper, plain};
+    for (size_t i = 0; i < 3; i++) {
+        decide(dc, DECIDE_FROM_WRAPPER, "/bin/cat", cwds[i], ARGV("cat"), 0, &r);
+        assert_verdict(&r, DECIDE_ESCALATE);
+        assert_non_null(r.git_ceiling);
+        assert_string_equal(r.git_ceiling, O);
+        decide_result_release(&r);
+    }
+    free(repo);
+    free(deeper);
+    free(plain);
     decide_call_unref(dc);
     decide_server_free(ds);
     (void)state;
@@ -1344,6 +1511,10 @@ main(void)
         cmocka_unit_test(test_tree),
         cmocka_unit_test(test_nul_justification),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_approval_keys),
+        cmocka_unit_test(test_run_as),
+        cmocka_unit_test(test_bare_repositories),
+        cmocka_unit_test(test_git_ceiling),
         cmocka_unit_test(test_expect),
         cmocka_unit_test(test_question_text),
         cmocka_unit_test(test_interpreters),

@@ -182,6 +182,15 @@ test_roundtrip_small_messages(void **state)
     roundtrip(&deny, &out);
     assert_string_equal(out.u.deny_reason, "Execution forbidden by policy");
     esc_msg_free(&out);
+    /* a RUN with a note, and one without */
+    struct esc_msg run = {.type = ESC_MSG_RUN, .u.run_note = "git runs inside the sandbox"};
+    roundtrip(&run, &out);
+    assert_string_equal(out.u.run_note, "git runs inside the sandbox");
+    esc_msg_free(&out);
+    run.u.run_note = NULL;
+    roundtrip(&run, &out);
+    assert_null(out.u.run_note);
+    esc_msg_free(&out);
 
     struct esc_msg utf = {.type = ESC_MSG_DENY, .u.deny_reason = "refus\xc3\xa9 \xf0\x9f\x9a\xab"};
     roundtrip(&utf, &out);
@@ -366,6 +375,8 @@ test_trailing_bytes(void **state)
     int types[] = {ESC_MSG_HELLO, ESC_MSG_RUN, ESC_MSG_ESCALATE, ESC_MSG_SIGNAL, ESC_MSG_EXIT};
     for (size_t i = 0; i < 5; i++) {
         struct esc_buf body = {0}, f = {0};
+        if (types[i] == ESC_MSG_RUN) /* RUN's one optional field: a note */
+            raw_str(&body, "note", 4);
         if (types[i] == ESC_MSG_SIGNAL)
             raw_u32(&body, SIGINT);
         if (types[i] == ESC_MSG_EXIT) {

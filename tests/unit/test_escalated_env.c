@@ -320,13 +320,45 @@ test_server_drop_list_still_applies(void **state)
     assert_value(env, "LD_PRELOAD", NULL);
     assert_value(env, "LD_LIBRARY_PATH", NULL);
     assert_value(env, "BASH_ENV", NULL);
-    assert_value(env, "GIT_CONFIG_COUNT", NULL);
+    /* forced: git takes a bare repository only when named explicitly */
+    assert_value(env, "GIT_CONFIG_COUNT", "1");
+    assert_value(env, "GIT_CONFIG_KEY_0", "safe.bareRepository");
+    assert_value(env, "GIT_CONFIG_VALUE_0", "explicit");
     assert_value(env, "PYTHONPATH", NULL);
     assert_value(env, "HOME", "/home/user");
     for (size_t i = 0; env[i]; i++) {
-        if (exec_checks_env_dropped(env[i]) && strncmp(env[i], "GIT_PAGER=", 10) != 0)
+        if (exec_checks_env_dropped(env[i]) && strncmp(env[i], "GIT_PAGER=", 10) != 0 &&
+            strncmp(env[i], "GIT_CONFIG_", 11) != 0)
             fail_msg("dropped entry %s kept", env[i]);
     }
+    escalated_env_free(env);
+}
+
+/* Where git finds its repository is the decision's: no location from
+ * either side, and GIT_CEILING_DIRECTORIES only as the escalation adds
+ * it. */
+static void
+test_git_location_never_passes(void **state)
+{
+    char **env = build(ENV("GIT_DIR=/server/.git", "GIT_WORK_TREE=/w", "GIT_CONFIG=/c",
+                           "GIT_CEILING_DIRECTORIES=/", "LESSOPEN=|sh %s", "HOME=/home/user"),
+                       ENV("GIT_DIR=/tmp/planted", "GIT_COMMON_DIR=/tmp/c", "GIT_INDEX_FILE=/i",
+                           "GIT_OBJECT_DIRECTORY=/o", "GIT_CONFIG_COUNT=2", "LESSKEYIN=/k"),
+                       NAMES("GIT_DIR", "GIT_WORK_TREE"), "/work");
+    assert_value(env, "GIT_DIR", NULL);
+    assert_value(env, "GIT_WORK_TREE", NULL);
+    assert_value(env, "GIT_CONFIG", NULL);
+    assert_value(env, "GIT_COMMON_DIR", NULL);
+    assert_value(env, "GIT_INDEX_FILE", NULL);
+    assert_value(env, "GIT_OBJECT_DIRECTORY", NULL);
+    assert_value(env, "GIT_CEILING_DIRECTORIES", NULL);
+    assert_value(env, "GIT_CONFIG_COUNT", "1");
+    assert_value(env, "LESSOPEN", NULL);
+    assert_value(env, "LESSKEYIN", NULL);
+    assert_value(env, "LESSSECURE", "1");
+    assert_int_equal(escalated_env_add(&env, "GIT_CEILING_DIRECTORIES", "/home/user"), 0);
+    assert_value(env, "GIT_CEILING_DIRECTORIES", "/home/user");
+    assert_value(env, "HOME", "/home/user");
     escalated_env_free(env);
 }
 
@@ -527,6 +559,7 @@ main(void)
         cmocka_unit_test(test_refused_pass_names_ignored),
         cmocka_unit_test(test_forced_values_win),
         cmocka_unit_test(test_server_drop_list_still_applies),
+        cmocka_unit_test(test_git_location_never_passes),
         cmocka_unit_test(test_own_variables_never_appear),
         cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_malformed_entries),

@@ -431,7 +431,7 @@ test_use_options(void **state)
     EXPECT_USE("sort --compress-program=COMMAND (runs any command)", "sort", "--compress-program",
                "sh", "in");
     EXPECT_USE("find -fprint FILE (writes any file)", "find", ".", "-fprint", "/tmp/x");
-    EXPECT_USE("tar -C DIR (writes files in any directory)", "tar", "xf", "a.tar", "-C", "/");
+    EXPECT_USE("tar -C DIR (writes files in any directory)", "tar", "tf", "a.tar", "-C", "/");
     EXPECT_USE("tar -c (writes the archive -f names, any file)", "tar", "czf", "/tmp/o", "d");
     EXPECT_USE("tar -I COMMAND (runs any command)", "tar", "-xI", "zstd", "-f", "a.tar");
     EXPECT_USE("rsync -e COMMAND (runs any command)", "rsync", "-avze", "ssh", "a", "h:b");
@@ -446,7 +446,7 @@ test_use_options(void **state)
     EXPECT_SAFE("make", "-o", "x"); /* a program family warns at lint time only */
     EXPECT_SAFE("sort", "-n", "-k", "2", "in");
     EXPECT_SAFE("tar", "-tzf", "a.tgz");
-    EXPECT_SAFE("tar", "xzf", "a.tgz");
+    EXPECT_SAFE("tar", "tzf", "a.tgz");
     EXPECT_SAFE("rsync", "-a", "a", "b"); /* the copy itself is what a rule allowed */
     EXPECT_SAFE("curl", "-o", "-", "url");
     EXPECT_SAFE("curl", "-sSo/dev/null", "url");
@@ -471,7 +471,7 @@ test_use_dashdash(void **state)
     EXPECT_USE("sort -o FILE (writes any file)", "sort", "-t", "--", "-o", "x");
     EXPECT_USE("sort -o FILE (writes any file)", "sort", "--field-separator", "--", "-o", "x");
     /* tar's first word is a cluster whose f takes "--". */
-    EXPECT_USE("tar -C DIR (writes files in any directory)", "tar", "xf", "--", "-C", "/");
+    EXPECT_USE("tar -C DIR (writes files in any directory)", "tar", "tf", "--", "-C", "/");
     EXPECT_USE("find -exec COMMAND ; (runs any command)", "find", "--", ".", "-exec", "id", ";");
 }
 
@@ -513,6 +513,101 @@ test_use_sed_scripts(void **state)
     EXPECT_SAFE("sed", "--sandbox", "-f", "script.sed", "f");
 }
 
+/* sed's --sandbox counts only where sed reads it as the option: not as
+ * the value of -f, -e or -l, alone or at the end of a cluster. */
+static void
+test_use_sed_sandbox_is_an_option(void **state)
+{
+    (void)state;
+    const char *script = "sed -f SCRIPT (runs a script that can run commands and write files)";
+    EXPECT_USE(script, "sed", "-f", "--sandbox", "f");
+    EXPECT_USE(script, "sed", "-nf", "--sandbox", "f");
+    EXPECT_USE(script, "sed", "-f", "--sandbox", "--", "--sandbox");
+    EXPECT_USE("sed 'w FILE' (writes any file)", "sed", "-e", "w out", "-l", "--sandbox", "f");
+    /* "--sandbox" is the script here, which sed cannot read: it counts */
+    EXPECT_USE("sed 'e COMMAND' (runs any command)", "sed", "--expression", "--sandbox", "f");
+    EXPECT_USE("sed 'w FILE' (writes any file)", "sed", "--sand", "w out", "f");
+    /* options after operands count, as GNU sed reads them */
+    EXPECT_SAFE("sed", "-f", "script.sed", "f", "--sandbox");
+    EXPECT_SAFE("sed", "-fs.sed", "--sandbox", "f");
+    EXPECT_SAFE("sed", "-n", "--sandbox", "-e", "w out", "f");
+}
+
+/* Programs and options the table did not know. */
+static void
+test_use_more_programs(void **state)
+{
+    (void)state;
+    EXPECT_USE("tar --one-top-level=DIR (writes files in any directory)", "tar", "-t",
+               "--one-top-level=/etc", "-f", "a.tar");
+    EXPECT_USE("tar --index-file=FILE (writes any file)", "tar", "-tf", "a.tar",
+               "--index-file=/home/u/.bashrc");
+    const char *extract =
+        "tar -x (writes files wherever the archive's names and the links in the directory lead)";
+    EXPECT_USE(extract, "tar", "xf", "a.tar");
+    EXPECT_USE(extract, "tar", "-xzf", "a.tgz");
+    EXPECT_USE("tar --extract (writes files wherever the archive's names and the links in the "
+               "directory lead)",
+               "tar", "--extract", "-f", "a.tar");
+    const char *awk = "awk 'PROGRAM' (a program that can run commands and write files)";
+    EXPECT_USE(awk, "awk", "BEGIN{system(\"touch /tmp/x\")}");
+    EXPECT_USE(awk, "gawk", "{print | \"sh\"}", "f");
+    EXPECT_USE(awk, "mawk", "{print > \"/home/u/.bashrc\"}", "f");
+    EXPECT_USE(awk, "awk", "-f", "prog.awk", "f");
+    EXPECT_USE(awk, "gawk", "-i", "inplace", "{print}", "f");
+    EXPECT_USE(awk, "gawk", "-e", "BEGIN{}", "-e", "@load \"x\"", "f");
+    EXPECT_USE(awk, "awk", "-F:", "--", "BEGIN{system(\"id\")}");
+    EXPECT_SAFE("awk", "{print $1}", "f");
+    EXPECT_SAFE("awk", "-F:", "-v", "n=2", "{print $n}", "/etc/passwd");
+    EXPECT_SAFE("gawk", "--field-separator=,", "--", "{s += $2} END {print s}", "f");
+    const char *every = "vim ... (runs commands its arguments or input name)";
+    EXPECT_USE(every, "vim", "-es", "f");
+    EXPECT_USE(every, "/usr/bin/vi", "f");
+    EXPECT_USE("ed ... (runs commands its arguments or input name)", "ed", "f");
+    EXPECT_USE("less ... (runs commands its arguments or input name)", "less", "f");
+    const char *given = "the program ... (runs commands its arguments or input name)";
+    EXPECT_USE(given, "script", "-qc", "id", "/dev/null");
+    EXPECT_USE(given, "strace", "-f", "id");
+    EXPECT_USE(given, "gdb", "-batch", "-ex", "shell id");
+    EXPECT_USE("zip -TT COMMAND (runs any command)", "zip", "-T", "-TT", "sh -c id", "a.zip", "f");
+    EXPECT_USE("zip --unzip-command=COMMAND (runs any command)", "zip", "-T", "--unzip-command=id",
+               "a.zip", "f");
+    EXPECT_USE("ssh -o ProxyCommand=COMMAND (runs any command)", "ssh", "-o",
+               "ProxyCommand=touch /tmp/x", "h");
+    EXPECT_USE("ssh -o ProxyCommand=COMMAND (runs any command)", "ssh", "-oProxyCommand=id", "h");
+    EXPECT_USE("ssh -F FILE (reads options that run commands from any file)", "scp", "-F", "cfg",
+               "a", "h:b");
+    EXPECT_USE("openssl -out FILE (writes any file)", "openssl", "req", "-new", "-out",
+               "/home/u/.bashrc");
+    EXPECT_USE("man -P PAGER (runs any command)", "man", "-P", "sh -c id", "ls");
+    EXPECT_SAFE("ssh", "h", "uptime");
+    EXPECT_SAFE("zip", "-r", "a.zip", "d");
+    EXPECT_SAFE("openssl", "x509", "-in", "c.pem", "-noout", "-text");
+}
+
+/* Which programs read repository or working-tree configuration: these
+ * are not escalated in a repository a sandbox could have written. */
+static void
+test_reads_repository(void **state)
+{
+    (void)state;
+    assert_true(rules_lint_reads_repository("git"));
+    assert_true(rules_lint_reads_repository("/usr/bin/git"));
+    assert_true(rules_lint_reads_repository("/usr/lib/git-core/git-upload-pack"));
+    assert_true(rules_lint_reads_repository("tig"));
+    assert_true(rules_lint_reads_repository("gh"));
+    assert_true(rules_lint_reads_repository("pre-commit"));
+    assert_true(rules_lint_reads_repository("make"));
+    assert_true(rules_lint_reads_repository("python3.11"));
+    assert_true(rules_lint_reads_repository("/bin/sh"));
+    assert_true(rules_lint_reads_repository("env"));
+    assert_true(rules_lint_reads_repository(NULL));
+    assert_false(rules_lint_reads_repository("/usr/bin/touch"));
+    assert_false(rules_lint_reads_repository("rm"));
+    assert_false(rules_lint_reads_repository("cat"));
+    assert_false(rules_lint_reads_repository("gitx")); /* not a git-* program */
+}
+
 #define ARGV(...) ((const char *const[]){__VA_ARGS__})
 
 static void
@@ -535,6 +630,15 @@ test_too_broad_to_always_allow(void **state)
     /* anything else */
     assert_false(rules_lint_too_broad(ARGV("ls"), 1));
     assert_false(rules_lint_too_broad(ARGV("rm", "-rf"), 2));
+    /* programs whose program text or input is code */
+    assert_true(rules_lint_too_broad(ARGV("awk"), 1));
+    assert_true(rules_lint_too_broad(ARGV("gawk", "-F:"), 2));
+    assert_true(rules_lint_too_broad(ARGV("vim", "-es"), 2));
+    assert_true(rules_lint_too_broad(ARGV("ed"), 1));
+    assert_true(rules_lint_too_broad(ARGV("strace", "-f"), 2));
+    assert_true(rules_lint_too_broad(ARGV("gdb", "-batch"), 2));
+    assert_true(rules_lint_too_broad(ARGV("script", "-q"), 2));
+    assert_true(rules_lint_too_broad(ARGV("less"), 1));
     assert_true(rules_lint_too_broad(NULL, 0));
     assert_true(rules_lint_too_broad(ARGV("git"), 0));
 }
@@ -558,6 +662,9 @@ main(void)
         cmocka_unit_test(test_use_git),
         cmocka_unit_test(test_use_options),
         cmocka_unit_test(test_use_dashdash),
+        cmocka_unit_test(test_use_sed_sandbox_is_an_option),
+        cmocka_unit_test(test_use_more_programs),
+        cmocka_unit_test(test_reads_repository),
         cmocka_unit_test(test_use_sed_scripts),
         cmocka_unit_test(test_too_broad_to_always_allow),
     };
