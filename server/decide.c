@@ -1077,6 +1077,194 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
         free(why_owned);
 }
 
+/* ---- the children of an escalated program ---- */
+
+/* "allowed by default.rules:3": the first rule that gave v its decision
+ * under a name that may grant, with its file's last component; NULL when
+ * no rule matched or none says where it was written. */
+static char *
+rule_text(const struct verdict *v)
+{
+    const char *verb = v->decision == RULES_DECISION_ALLOW    ? "allowed by"
+                       : v->decision == RULES_DECISION_PROMPT ? "approved under the prompt rule at"
+                                                              : NULL;
+    for (size_t i = 0; verb && i < v->n_names; i++) {
+        const struct verdict_name *n = &v->names[i];
+        for (size_t k = 0; n->decision == v->decision && k < n->result.n_matches; k++) {
+            const struct rules_match *m = &n->result.matches[k];
+            if (m->decision != v->decision || !m->origin.file || m->origin.line == 0)
+                continue;
+            const char *slash = strrchr(m->origin.file, '/');
+            char *text = NULL;
+            if (asprintf(&text, "%s %s:%" PRIu32, verb, slash ? slash + 1 : m->origin.file,
+                         m->origin.line) < 0)
+                text = NULL;
+            return text;
+        }
+    }
+    return NULL;
+}
+
+/* The rule line that would allow exactly this command: the program's last
+ * component and every argument (never a prefix that runs any code). */
+static char *
+exact_rule(const struct decide_result *out, const struct decide_exec *e)
+{
+    const char **words = calloc(e->argc + 1, sizeof(*words));
+    if (!words)
+        return NULL;
+    const char *slash = strrchr(out->file, '/');
+    words[0] = slash ? slash + 1 : out->file;
+    for (size_t i = 1; i < e->argc; i++)
+        words[i] = e->argv[i];
+    char *line = rules_amend_rule_line(words, e->argc > 0 ? e->argc : 1);
+    free(words);
+    return line;
+}
+
+static char *escape_shown(const char *text);
+
+/* What the child's stderr says when nobody can be asked: who started it
+ * outside, why it is not let through, and the rule that would allow it;
+ * one line (escaped), or NULL when out of memory. */
+static char *
+child_refusal(const struct decide_exec *e, const struct decide_result *out, const char *why)
+{
+    char *rule = exact_rule(out, e);
+    char *parent = escape_shown(e->outside->command);
+    char *by = escape_shown(e->outside->why);
+    char *text = NULL;
+    /* the rule line is JSON-escaped: one line already */
+    if (rule && parent && by &&
+        asprintf(&text,
+                 "started outside the sandbox by `%s` (%s), and %s; no person could be asked. "
+                 "This rule would allow it: %s",
+                 parent, by, why, rule) < 0)
+        text = NULL;
+    free(rule);
+    free(parent);
+    free(by);
+    return text;
+}
+
+/* Whether a sandbox could have written any #! interpreter of e. */
+static bool
+interpreters_writable(const struct decide_call *dc, const struct decide_exec *e)
+{
+    for (size_t i = 0; i < e->n_interpreters; i++) {
+        if (sandbox_could_write(dc, e->interpreters[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Words of a shell script that are one plain command: letters, digits,
+ * these, and single-quoted text (literal to the shell). */
+#define PLAIN_WORD_CHARS "_./:@%+=,-"
+
+/* Shell builtins and keywords: a first word the shell would not exec. */
+static const char *const shell_builtins[] = {
+    ".",       ":",        "[",        "alias",  "bg",    "break",    "cd",     "chdir",
+    "command", "continue", "echo",     "eval",   "exec",  "exit",     "export", "false",
+    "fc",      "fg",       "getopts",  "hash",   "jobs",  "kill",     "local",  "printf",
+    "pwd",     "read",     "readonly", "return", "set",   "shift",    "test",   "times",
+    "trap",    "true",     "type",     "ulimit", "umask", "unalias",  "unset",  "wait",
+    "if",      "then",     "else",     "elif",   "fi",    "for",      "while",  "until",
+    "do",      "done",     "case",     "esac",   "in",    "function", "source", NULL,
+};
+
+/* Whether script is one simple command a shell can only exec: plain words
+ * and single-quoted text, a first word that is no builtin, keyword or
+ * assignment.  Nothing in it is code of its own: no expansion, no
+ * redirection, no second command. */
+static bool
+plain_script(const char *script)
+{
+    char first[64];
+    size_t nfirst = 0;
+    bool in_first = true, started = false;
+    for (const char *p = script; *p; p++) {
+        if (*p == ' ' || *p == '\t') {
+            in_first = in_first && !started;
+            continue;
+        }
+        started = true;
+        if (*p == '\'') {
+            const char *end = strchr(p + 1, '\'');
+            if (!end || in_first)
+                return false;
+            p = end;
+            continue;
+        }
+        bool word = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr(PLAIN_WORD_CHARS, *p);
+        if (!word || (in_first && (*p == '=' || nfirst + 1 >= sizeof(first))))
+            return false;
+        if (in_first)
+            first[nfirst++] = *p;
+    }
+    first[nfirst] = '\0';
+    for (size_t i = 0; nfirst > 0 && shell_builtins[i]; i++) {
+        if (strcmp(first, shell_builtins[i]) == 0)
+            return false;
+    }
+    return nfirst > 0;
+}
+
+/*
+ * git starts its transports and helpers through the shell:
+ * `/bin/sh -c "git-receive-pack '/srv/r.git'"`.  Such a shell only execs
+ * the one program, whose exec is decided in turn, so it runs.  dash alone:
+ * it reads no startup file for -c unless started as a login shell (argv[0]
+ * starting with '-'), while bash reads $BASH_ENV and zsh its .zshenv, code
+ * that a planted environment could name.
+ */
+static bool
+shell_starting_one_program(const struct decide_exec *e, const struct exec_path *walk)
+{
+    const char *file = e->canonical ? e->canonical : walk->canonical;
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (!slash || strcmp(slash + 1, "dash") != 0 || e->argc < 3 || strcmp(e->argv[1], "-c") != 0)
+        return false;
+    const char *arg0 = strrchr(e->argv[0], '/');
+    arg0 = arg0 ? arg0 + 1 : e->argv[0];
+    return arg0[0] != '-' && plain_script(e->argv[2]);
+}
+
+/*
+ * An exec in the tree of a program a rule let out of the sandbox, which
+ * no forbidden or prompt rule names: it runs only when an allow rule names
+ * it (and a sandbox could not have made or repointed it, and it uses no
+ * option that writes any file or runs any command), or when it is a shell
+ * that only starts one program; anything else is for a person to see, or
+ * refused when nobody can be asked.
+ */
+static void
+decide_child(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
+             const struct verdict *v, struct command *cmd, struct decide_result *out)
+{
+    bool allowed = v->decision == RULES_DECISION_ALLOW;
+    bool planted = allowed && (walk_writable(dc, walk) || interpreters_writable(dc, e) ||
+                               (e->canonical && sandbox_could_write(dc, e->canonical)));
+    const char *caution = allowed && !planted ? dangerous_use(out, cmd) : NULL;
+    if ((allowed && !planted && !caution) ||
+        (v->decision == RULES_DECISION_NONE && shell_starting_one_program(e, walk))) {
+        out->verdict = DECIDE_RUN;
+        out->reason = strdup(allowed ? "allowed" : "a shell that starts one program");
+        return;
+    }
+    const char *why = planted   ? "a rule allows it, but it lies where the sandbox can write"
+                      : caution ? "a rule allows it, but it uses an option that writes any file "
+                                  "or runs any command"
+                                : "no rule names it";
+    out->verdict = DECIDE_ASK;
+    out->caution = caution;
+    out->reason = strdup(why);
+    out->refusal = child_refusal(e, out, why);
+    if (!out->reason || !out->refusal)
+        set_deny(out, "out of memory", NULL);
+}
+
 /* ---- "always allow" ---- */
 
 /*
@@ -1138,6 +1326,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->verdict = DECIDE_ASK;
     } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
         decide_outside(dc, e, &walk, &in, &cmd, false, out);
+    } else if (e->outside && e->source == DECIDE_FROM_TREE) {
+        decide_child(dc, e, &walk, &v, &cmd, out);
     } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
                forces_rm(&walk, &cmd)) {
         /* the reference's heuristic: asked, and an approval runs inside */
@@ -1149,6 +1339,10 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     }
     if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT)
         propose_amendment(dc, e, &walk, &cmd, out);
+    /* what let an escalated program out, for its children's questions */
+    if (ok && e->source == DECIDE_FROM_WRAPPER &&
+        (out->verdict == DECIDE_ESCALATE || out->escalate_if_approved))
+        out->rule = rule_text(&v);
     verdict_release(&v);
     free(cmd.words);
     exec_interpreters_release(&in);
@@ -1162,6 +1356,8 @@ decide_result_release(struct decide_result *r)
     free(r->file);
     free(r->program);
     free(r->key);
+    free(r->rule);
+    free(r->refusal);
     verdict_words_free(r->amendment);
     json_decref(r->matched);
     if (r->fd >= 0)
@@ -1272,6 +1468,30 @@ decide_question_text(const char *program, const char *const *args, size_t nargs,
                  shown_args, wd) < 0)
         text = NULL;
     free(joined);
+    free(prog);
+    free(shown_args);
+    free(wd);
+    return text;
+}
+
+char *
+decide_child_question_text(const char *parent, const char *why, const char *program,
+                           const char *const *args, size_t nargs, const char *workdir)
+{
+    char *joined = shlex_join(args, nargs);
+    char *shown_parent = escape_shown(parent);
+    char *shown_why = escape_shown(why);
+    char *prog = escape_shown(program);
+    char *shown_args = joined ? escape_shown(joined) : NULL;
+    char *wd = escape_shown(workdir);
+    char *text = NULL;
+    if (!shown_parent || !shown_why || !prog || !shown_args || !wd ||
+        asprintf(&text, "`%s` (%s) wants to start `%s%s%s` outside the sandbox, in `%s`. Allow it?",
+                 shown_parent, shown_why, prog, nargs > 0 ? " " : "", shown_args, wd) < 0)
+        text = NULL;
+    free(joined);
+    free(shown_parent);
+    free(shown_why);
     free(prog);
     free(shown_args);
     free(wd);
@@ -1631,8 +1851,13 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
     bool ok = (q->key = malloc(r->keylen)) != NULL;
     if (ok)
         memcpy(q->key, r->key, r->keylen);
-    ok = ok && (q->text = decide_question_text(r->program, q->nargs ? e->argv + 1 : NULL, q->nargs,
-                                               e->cwd)) != NULL;
+    const char *const *args = q->nargs ? e->argv + 1 : NULL;
+    if (ok && e->outside)
+        q->text = decide_child_question_text(e->outside->command, e->outside->why, r->program, args,
+                                             q->nargs, e->cwd);
+    else if (ok)
+        q->text = decide_question_text(r->program, args, q->nargs, e->cwd);
+    ok = ok && q->text != NULL;
     char *cautioned = NULL;
     if (ok && r->caution &&
         asprintf(&cautioned, "%s (An allow rule matched, but %s.)", q->text, r->caution) >= 0) {
@@ -1664,7 +1889,7 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
     }
     if (!dc->cl->elicitation || !dc->cl->rpc) {
         *answered_by = "no-elicitation";
-        *reason = REASON_NO_ELICITATION;
+        *reason = r->refusal ? r->refusal : REASON_NO_ELICITATION;
         return DECIDE_ASK_DENIED;
     }
     *answered_by = "user";

@@ -590,9 +590,10 @@ parse_call(struct mcp_session *ss, const json_t *id, const json_t *params, struc
 /* tree enforcement: an escalated program's exec filter listener goes to
  * the call's watch. */
 static int
-adopt_listener(void *watch, int listener)
+adopt_listener(void *watch, int listener, const struct decide_exec *e,
+               const struct decide_result *r, bool by_person)
 {
-    return exec_watch_adopt(watch, listener);
+    return exec_watch_adopt(watch, listener, e, r, by_person);
 }
 
 /* Where the call's sandbox is rooted: the policy's sandboxCwd, else the
@@ -685,6 +686,7 @@ call_front_ends(struct mcp_server *s, struct mcp_call *c)
         if (!c->watch)
             return -1;
         exec_watch_set_strict(c->watch, s->o->exec_strict);
+        exec_watch_set_inherit(c->watch, s->o->escalated_children_inherit);
     }
     c->ec = escalation_call_new(s->loop, c->dc, c->watch ? adopt_listener : NULL, c->watch,
                                 (const char *const *)s->o->pass_env, s->o->pass_env_count);
