@@ -60,7 +60,7 @@ struct listener {
     struct approved_pid {
         pid_t pid;
         unsigned long long start;
-    } approved[MAX_APPROVED_PIDS];
+    } * approved;
     size_t n_approved;
     struct listener *next;
 };
@@ -268,6 +268,11 @@ note_approved(struct listener *l, pid_t pid)
     unsigned long long start;
     if (!l->outside || proc_stat(pid, &ppid, &start) < 0)
         return;
+    if (!l->approved && !(l->approved = calloc(MAX_APPROVED_PIDS, sizeof(*l->approved)))) {
+        /* its children are asked about again */
+        log_warn("exec watch %s: out of memory remembering an approval", l->w->label);
+        return;
+    }
     if (l->n_approved == MAX_APPROVED_PIDS) {
         memmove(&l->approved[0], &l->approved[1], (MAX_APPROVED_PIDS - 1) * sizeof(l->approved[0]));
         l->n_approved--;
@@ -568,6 +573,7 @@ on_listener_closed(uv_handle_t *h)
         }
     }
     outside_free(l->outside);
+    free(l->approved);
     free(l);
     maybe_free(w);
 }
