@@ -265,3 +265,40 @@ exec_path_search(const char *name)
         p += len + 1;
     }
 }
+
+bool
+exec_path_is_loader(const char *file)
+{
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    const char *name = slash ? slash + 1 : file;
+    if (!name)
+        return false;
+    /* glibc: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-linux.so.2,
+     * ld64.so.2 (ppc64), ld-2.31.so (older releases), ld.so; musl:
+     * ld-musl-x86_64.so.1 */
+    return strncmp(name, "ld-", 3) == 0
+               ? strstr(name, ".so") != NULL
+               : strncmp(name, "ld64.so", 7) == 0 || strcmp(name, "ld.so") == 0;
+}
+
+/* The loader's options that take the next word as their value (glibc's
+ * and musl's). */
+static const char *const loader_valued[] = {
+    "--library-path",         "--inhibit-rpath",     "--audit", "--preload", "--argv0",
+    "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask", NULL,
+};
+
+size_t
+exec_path_loader_program(const char *const *argv, size_t argc)
+{
+    size_t i = 1;
+    while (i < argc && strncmp(argv[i], "--", 2) == 0) {
+        if (argv[i][2] == '\0')
+            return i + 1 < argc ? i + 1 : 0;
+        bool valued = false;
+        for (size_t k = 0; loader_valued[k] && !valued; k++)
+            valued = strcmp(argv[i], loader_valued[k]) == 0;
+        i += valued ? 2 : 1;
+    }
+    return i < argc ? i : 0;
+}

@@ -83,4 +83,22 @@ int exec_path_interpreters(const struct exec_path *walk, const char *cwd,
 /* Frees what exec_path_interpreters stored; safe on a zeroed struct. */
 void exec_interpreters_release(struct exec_interpreters *in);
 
+/*
+ * The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2 PROG
+ * ARGS`) is an interpreter too: it runs PROG's code without an exec of
+ * PROG.  Whether file (a canonical path, so every link to the loader is
+ * followed first) is a loader, by its last component: glibc's ld-*.so*,
+ * ld64.so*, ld.so and musl's ld-musl-*.so*.  A renamed copy is not
+ * recognised (as a renamed copy of any program is not).
+ */
+bool exec_path_is_loader(const char *file);
+
+/*
+ * The index in argv of the program a loader's command line runs, past the
+ * loader's own options (`--library-path DIR`, `--preload LIST`, `--argv0
+ * NAME`, `--audit LIST`, `--inhibit-rpath LIST`, the hwcaps lists, flags
+ * such as `--inhibit-cache`, and `--`); 0 when there is none.
+ */
+size_t exec_path_loader_program(const char *const *argv, size_t argc);
+
 #endif

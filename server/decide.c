@@ -874,6 +874,53 @@ rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
     return verdict_decide(&vr, &ve, walk, v);
 }
 
+/*
+ * The dynamic loader run as a program starts the program it is given
+ * without an exec of it, as a #! interpreter does: that program's names,
+ * with its own arguments, count too (exec_path_is_loader).  Like a
+ * restricting name they may make v stricter (forbidden, prompt) and never
+ * allow.  A loader running a loader is followed as deep as #! lines are.
+ * Returns 0, or -1 when out of memory.
+ */
+static int
+loader_verdict(const struct decide_server *ds, const struct decide_exec *e,
+               const struct exec_path *walk, struct verdict *v)
+{
+    const char *const *argv = e->argv;
+    size_t argc = e->argc;
+    char *file = strdup(e->canonical ? e->canonical : walk->canonical ? walk->canonical : "");
+    int rc = file ? 0 : -1;
+    for (int depth = 0; rc == 0 && depth < EXEC_PATH_MAX_INTERPRETERS && exec_path_is_loader(file);
+         depth++) {
+        size_t k = exec_path_loader_program(argv, argc);
+        if (k == 0)
+            break;
+        argv += k;
+        argc -= k;
+        struct exec_path inner;
+        struct verdict iv = {.decision = RULES_DECISION_NONE};
+        const struct decide_exec ie = {.argv = argv, .argc = argc, .cwd = e->cwd};
+        rc = exec_path_walk(argv[0], e->cwd, &inner);
+        if (rc == 0)
+            rc = rules_verdict(ds, &ie, &inner, &iv);
+        enum rules_decision d =
+            iv.decision == RULES_DECISION_ALLOW ? RULES_DECISION_NONE : iv.decision;
+        if (rc == 0 && d > v->decision) {
+            struct verdict stricter = iv;
+            iv = *v;
+            *v = stricter;
+        }
+        verdict_release(&iv);
+        free(file);
+        file = inner.canonical ? strdup(inner.canonical) : NULL;
+        exec_path_release(&inner);
+        if (!file)
+            break;
+    }
+    free(file);
+    return rc < 0 ? -1 : 0;
+}
+
 /* The forced-rm heuristic, under the program's own names. */
 static bool
 forces_rm(const struct exec_path *walk, struct command *cmd)
@@ -1308,7 +1355,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     const char *program = e->canonical ? e->canonical : walk.canonical;
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
-    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
+    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0 &&
+         loader_verdict(dc->ds, e, &walk, &v) == 0;
     if (ok)
         out->matched = matched_rules(dc, &v);
     if (!ok) {
