@@ -1344,6 +1344,14 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     struct verdict v = {.decision = RULES_DECISION_NONE};
     struct command cmd = {NULL, 0};
     bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0 && command_init(&cmd, e) == 0;
+    if (ok && e->source == DECIDE_FROM_TREE && e->canonical &&
+        (!walk.canonical || strcmp(walk.canonical, e->canonical) != 0)) {
+        /* the path names another file in the server's view than in the
+         * process's (/proc/self is the server's here, or the process has
+         * mounts of its own): the names are those of the file it runs */
+        exec_path_release(&walk);
+        ok = exec_path_walk(e->canonical, "/", &walk) == 0;
+    }
     /* the wrapper's scripts: their interpreters are names the exec goes by */
     struct decide_exec with_interps = *e;
     if (ok && e->source == DECIDE_FROM_WRAPPER) {
