@@ -459,15 +459,35 @@ test_git_fetch_allowed_with_default_rules(void **state)
         mcp_world_fmt("%s\nprefix_rule(pattern=[\"git\", \"fetch\"], decision=\"allow\")\n", rules);
     struct mcp_world *w = world_start(more, false);
     char *remote = repo_and_remote(w);
-    const char *push[] = {"/usr/bin/git", "-C", w->wd, "push", "-q", remote, "main", NULL};
+    /* a commit the workspace does not have, so objects travel */
+    char *other = tmpdir_path(w->outside, "other");
+    const char *init[] = {"/usr/bin/git", "init", "-q", other, NULL};
+    outside_ok(init, NULL);
+    const char *commit[] = {"/usr/bin/git",
+                            "-C",
+                            other,
+                            "-c",
+                            "user.name=t",
+                            "-c",
+                            "user.email=t@execgate.invalid",
+                            "commit",
+                            "-q",
+                            "--allow-empty",
+                            "-m",
+                            "from afar",
+                            NULL};
+    outside_ok(commit, NULL);
+    const char *push[] = {"/usr/bin/git",        "-C", other, "push", "-q", remote,
+                          "HEAD:refs/heads/far", NULL};
     outside_ok(push, NULL);
-    char *cmd = mcp_world_fmt("git fetch -q %s main && git rev-parse --verify -q FETCH_HEAD && "
+    char *cmd = mcp_world_fmt("git fetch -q %s far && git log -1 --format=%%s FETCH_HEAD && "
                               "echo fetched",
                               remote);
     json_t *a = run(w, cmd, NULL);
-    mcp_world_assert_contains(mcp_world_output(a), "fetched\n");
+    mcp_world_assert_contains(mcp_world_output(a), "from afar\nfetched\n");
     json_decref(a);
     free(cmd);
+    free(other);
     free(remote);
     free(more);
     free(rules);
