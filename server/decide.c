@@ -921,6 +921,46 @@ loader_verdict(const struct decide_server *ds, const struct decide_exec *e,
     return rc < 0 ? -1 : 0;
 }
 
+/* Whether walk went through a procfs (a path under /proc, or a link
+ * such as /dev/fd to one): there /proc/self is whoever reads it. */
+static bool
+through_proc(const struct exec_path *walk)
+{
+    if (strncmp(walk->absolute, "/proc/", 6) == 0 ||
+        (walk->canonical && strncmp(walk->canonical, "/proc/", 6) == 0))
+        return true;
+    for (size_t i = 0; i < walk->n_links; i++) {
+        if (strncmp(walk->links[i].path, "/proc/", 6) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The file e's path names for the process that asks (e->pid, the patched
+ * shell's child), opened in its view as the tree watch opens it
+ * (exec_path_open_as): its canonical path, malloc'd, or NULL. */
+static char *
+peer_canonical(const struct decide_exec *e)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "/proc/%d/root", (int)e->pid);
+    int root = open(name, O_PATH | O_CLOEXEC);
+    snprintf(name, sizeof(name), "/proc/%d/cwd", (int)e->pid);
+    int cwd = open(name, O_PATH | O_CLOEXEC);
+    int f = root >= 0 && cwd >= 0 ? exec_path_open_as(e->pid, root, cwd, e->path) : -1;
+    char *canonical = NULL;
+    if (f >= 0) {
+        snprintf(name, sizeof(name), "/proc/self/fd/%d", f);
+        canonical = realpath(name, NULL);
+        close(f);
+    }
+    if (root >= 0)
+        close(root);
+    if (cwd >= 0)
+        close(cwd);
+    return canonical;
+}
+
 /* The forced-rm heuristic, under the program's own names. */
 static bool
 forces_rm(const struct exec_path *walk, struct command *cmd)
@@ -1352,6 +1392,15 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         exec_path_release(&walk);
         ok = exec_path_walk(e->canonical, "/", &walk) == 0;
     }
+    /* the wrapper's: the server walked the path in its own view */
+    char *peer = ok && e->source == DECIDE_FROM_WRAPPER && e->pid > 0 && through_proc(&walk)
+                     ? peer_canonical(e)
+                     : NULL;
+    if (peer && (!walk.canonical || strcmp(walk.canonical, peer) != 0)) {
+        exec_path_release(&walk);
+        ok = exec_path_walk(peer, "/", &walk) == 0;
+    }
+    free(peer);
     /* the wrapper's scripts: their interpreters are names the exec goes by */
     struct decide_exec with_interps = *e;
     if (ok && e->source == DECIDE_FROM_WRAPPER) {

@@ -116,8 +116,11 @@ struct mcp_server {
 
     struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
     bool tree;                    /* tree enforcement in force */
-    char *instructions;           /* initialize's, saying which enforcement */
-    char **protect;               /* the server's own files: read-only in every sandbox */
+    /* shell mode: escalated programs still start under the exec filter,
+     * so what they start is decided (docs/enforcement.md) */
+    bool watch_escalated;
+    char *instructions; /* initialize's, saying which enforcement */
+    char **protect;     /* the server's own files: read-only in every sandbox */
     size_t n_protect;
     struct rules_watch *rules_watch;   /* reloads the rules when they change */
     struct call_net_server *net;       /* the network proxy (--network-proxy); or NULL */
@@ -680,7 +683,7 @@ call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_req
 static int
 call_front_ends(struct mcp_server *s, struct mcp_call *c)
 {
-    if (s->tree) {
+    if (s->tree || s->watch_escalated) {
         c->watch =
             exec_watch_new(s->loop, c->dc, s->o->execve_wrapper, s->o->bash_path, s->o->shell_path);
         if (!c->watch)
@@ -884,8 +887,8 @@ start_call(struct mcp_call *c)
     escalation_call_attach(ec, c->sc);
     /* tree enforcement: without the socket the helper refuses to run
      * the command (it fails closed on --exec-notify-fd) */
-    int notify_fd = c->watch ? exec_watch_open(c->watch) : -1;
-    if (c->watch && notify_fd < 0)
+    int notify_fd = c->watch && s->tree ? exec_watch_open(c->watch) : -1;
+    if (c->watch && s->tree && notify_fd < 0)
         log_error("cannot make the exec watch's socket: %s: the call will fail",
                   strerror(-notify_fd));
     shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
@@ -1224,6 +1227,18 @@ choose_enforcement(struct mcp_server *s)
         }
     } else {
         log_info("exec enforcement: shell (--exec-enforcement=shell: only the shell's own execs)");
+        /* but what an escalated program starts is still decided, when the
+         * kernel can tell: it runs outside the sandbox */
+        s->watch_escalated = !s->o->escalated_children_inherit && exec_watch_probe(&why) == 0;
+        if (s->watch_escalated)
+            log_info("exec enforcement: programs run outside the sandbox start under the exec "
+                     "filter: what they start is decided by the rules");
+        else if (!s->o->escalated_children_inherit)
+            log_warn("exec enforcement: %s: what a program run outside the sandbox starts is "
+                     "not decided",
+                     why ? why : "out of memory");
+        free(why);
+        why = NULL;
     }
     if (asprintf(&s->instructions, "%s%s", INSTRUCTIONS, mode) < 0)
         s->instructions = NULL;

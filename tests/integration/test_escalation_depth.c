@@ -14,7 +14,9 @@
  *
  * Variants (tests/integration/meson.build): as the invoking user and, when
  * root, as an unprivileged test user running the server
- * (EXECGATE_TEST_UNPRIVILEGED=1); the patched zsh (EXECGATE_TEST_SHELL).
+ * (EXECGATE_TEST_UNPRIVILEGED=1); the patched zsh (EXECGATE_TEST_SHELL);
+ * shell enforcement (EXECGATE_TEST_EXTRA=--exec-enforcement=shell), where
+ * escalated programs still start under the exec filter.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +40,7 @@
 static struct {
     const char *server;
     const char *default_rules; /* examples/default.rules */
+    const char *extra;         /* one more server argument, or NULL */
     bool unprivileged;
     struct test_user user;
     struct mcp_world *world; /* the running test's, for the teardown */
@@ -70,7 +73,7 @@ world_start_extra(const char *rules, bool elicitation, const char *extra)
 static struct mcp_world *
 world_start(const char *rules, bool elicitation)
 {
-    return world_start_extra(rules, elicitation, NULL);
+    return world_start_extra(rules, elicitation, g.extra);
 }
 
 static void
@@ -504,6 +507,8 @@ main(void)
         fprintf(stderr, "EXECGATE_TEST_SERVER or EXECGATE_TEST_DEFAULT_RULES is not set\n");
         return 1;
     }
+    const char *extra = getenv("EXECGATE_TEST_EXTRA");
+    g.extra = extra && *extra ? extra : NULL;
     const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
     if (u && strcmp(u, "1") == 0) {
         if (getuid() != 0) {
