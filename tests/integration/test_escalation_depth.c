@@ -203,6 +203,59 @@ test_unnamed_child_is_refused_without_elicitation(void **state)
     world_end(w);
 }
 
+/* A recipe with a quote goes through /bin/sh; dash running one plain
+ * command is let through, and the command it starts is what is refused. */
+static void
+test_plain_shell_passes_its_command_on(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    char *recipe = mcp_world_fmt("touch '%s/made'", w->outside);
+    makefile(w, recipe);
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "made", a);
+    char *want = mcp_world_fmt("execgate: refused `touch %s/made`: started outside the sandbox by "
+                               "`make` (allowed by test.rules:1), and no rule names it",
+                               w->outside);
+    mcp_world_assert_contains(mcp_world_output(a), want);
+    free(want);
+    json_decref(a);
+    free(recipe);
+    world_end(w);
+}
+
+/* Shells that read startup files a planted environment can name (bash
+ * reads $BASH_ENV), and dash scripts that are more than one plain command
+ * (a builtin that runs code, a second command), are not let through. */
+static void
+test_other_shells_and_scripts_are_asked(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    char *bash_mk = mcp_world_fmt("SHELL = /bin/bash\nexport BASH_ENV = %s/env.sh\n"
+                                  "all:\n\ttrue 'x'\n",
+                                  w->wd);
+    write_owned(w->wd, "bash.mk", bash_mk);
+    char *dash_mk = mcp_world_fmt("all:\n\t-eval 'touch %s/eval'\n\t-. ./dot.sh\n"
+                                  "\t-true 'x'; touch %s/second\n",
+                                  w->outside, w->outside);
+    write_owned(w->wd, "dash.mk", dash_mk);
+    char *env = mcp_world_fmt("echo planted > %s/env\n", w->outside);
+    write_owned(w->wd, "env.sh", env);
+    write_owned(w->wd, "dot.sh", env);
+    json_t *a = run(w, "make -f bash.mk; make -f dash.mk; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "env", a);
+    assert_not_outside(w, "eval", a);
+    assert_not_outside(w, "second", a);
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `bash -c true 'x'`");
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c eval 'touch ");
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c . ./dot.sh`");
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c true 'x'; touch ");
+    free(env);
+    free(dash_mk);
+    free(bash_mk);
+    json_decref(a);
+    world_end(w);
+}
+
 /* approved_for_session answers the same child's question in later calls. */
 static void
 test_unnamed_child_approved_for_session(void **state)
@@ -324,6 +377,15 @@ test_proc_self_fd_inside(void **state)
         fail_msg("rm ran through /proc/self/fd/7: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
     json_decref(a);
+    /* the same through /dev/fd (a link to /proc/self/fd), /proc/thread-self
+     * and a link the command made to /proc/self */
+    a = run(w,
+            "exec 7</usr/bin/rm; /dev/fd/7 -f victim; /proc/thread-self/fd/7 -f victim; "
+            "ln -s /proc/self me; ./me/fd/7 -f victim; echo \"status=$?\"",
+            NULL);
+    if (!mcp_world_exists(w->wd, "victim"))
+        fail_msg("rm ran through a link to /proc/self: [%s]", mcp_world_output(a));
+    json_decref(a);
     world_end(w);
 }
 
@@ -371,6 +433,15 @@ test_loader_running_forbidden_program_inside(void **state)
     if (!mcp_world_exists(w->wd, "victim"))
         fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    free(cmd);
+    /* a link to the loader, its other options, a loader running a loader */
+    cmd = mcp_world_fmt("ln -s %s ld; ./ld --library-path /nowhere --preload '' -- /usr/bin/rm -f "
+                        "victim; %s %s /usr/bin/rm -f victim; echo \"status=$?\"",
+                        loader(), loader(), loader());
+    a = run(w, cmd, NULL);
+    if (!mcp_world_exists(w->wd, "victim"))
+        fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
     json_decref(a);
     free(cmd);
     world_end(w);
@@ -523,6 +594,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_unnamed_child_is_asked, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_is_refused_without_elicitation, teardown),
+        cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, teardown),
+        cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
         cmocka_unit_test_teardown(test_make_building_with_cc_asks_once, teardown),
         cmocka_unit_test_teardown(test_inherit_option_restores_the_old_behaviour, teardown),
