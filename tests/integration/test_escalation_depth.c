@@ -256,6 +256,35 @@ test_other_shells_and_scripts_are_asked(void **state)
     world_end(w);
 }
 
+/* Only `git status` is allowed; the command makes its workdir a bare
+ * repository whose worktree is the workdir and whose core.fsmonitor is a
+ * command (git takes a directory that is a git dir, not only a .git).
+ * Whether git runs outside or not, the fsmonitor's shell must not run
+ * outside unseen: with a client that can be asked, the person sees it
+ * with git status and its rule named. */
+static void
+test_planted_fsmonitor_of_allowed_git(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", true);
+    char *cmd = mcp_world_fmt("git init -q --bare . && git config core.worktree \"$PWD\" && "
+                              "git config core.bare false && "
+                              "git config core.fsmonitor 'touch %s/fsm; false'",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    json_decref(a);
+    struct mcp_answers ans = {.action = "decline"};
+    a = run(w, "git status >/dev/null; echo \"status=$?\"", &ans);
+    assert_not_outside(w, "fsm", a);
+    if (ans.asked > 0)
+        mcp_world_assert_contains(ans.last_message,
+                                  "`git status` (allowed by test.rules:1) wants to start `");
+    free(ans.last_message);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
 /* approved_for_session answers the same child's question in later calls. */
 static void
 test_unnamed_child_approved_for_session(void **state)
@@ -596,6 +625,7 @@ main(void)
         cmocka_unit_test_teardown(test_unnamed_child_is_refused_without_elicitation, teardown),
         cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, teardown),
         cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
+        cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
         cmocka_unit_test_teardown(test_make_building_with_cc_asks_once, teardown),
         cmocka_unit_test_teardown(test_inherit_option_restores_the_old_behaviour, teardown),
