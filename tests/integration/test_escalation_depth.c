@@ -285,6 +285,31 @@ test_planted_fsmonitor_of_allowed_git(void **state)
     world_end(w);
 }
 
+/* A shell the rules let out, running a program no rule names: its exec
+ * fails, the shell says 126, and the one line is on stderr, naming the
+ * parent by the file that runs (dash, for sh). */
+static void
+test_refused_child_status_is_126(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("sh -c 'touch %s/x; echo st=$?'", w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "x", a);
+    char *want = mcp_world_fmt("execgate: refused `touch %s/x`: started outside the sandbox by "
+                               "`dash -c 'touch %s/x; echo st=$?'` (allowed by test.rules:1), and "
+                               "no rule names it; no person could be asked. This rule would "
+                               "allow it: prefix_rule(pattern=[\"touch\", \"%s/x\"], "
+                               "decision=\"allow\")\n",
+                               w->outside, w->outside, w->outside);
+    mcp_world_assert_contains(mcp_world_output(a), want);
+    mcp_world_assert_contains(mcp_world_output(a), "st=126\n");
+    free(want);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
 /* approved_for_session answers the same child's question in later calls. */
 static void
 test_unnamed_child_approved_for_session(void **state)
@@ -626,6 +651,7 @@ main(void)
         cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, teardown),
         cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
+        cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
         cmocka_unit_test_teardown(test_make_building_with_cc_asks_once, teardown),
         cmocka_unit_test_teardown(test_inherit_option_restores_the_old_behaviour, teardown),
