@@ -43,6 +43,10 @@ _execgate()
         mapfile -t COMPREPLY < <(compgen -W 'tree shell' -P "$eq" -- "$cur")
         return
         ;;
+    --escalated-children)
+        mapfile -t COMPREPLY < <(compgen -W 'ask inherit' -P "$eq" -- "$cur")
+        return
+        ;;
     --shell)
         # bash, zsh, or the path of a patched shell
         compopt -o filenames 2>/dev/null
@@ -76,6 +80,7 @@ _execgate()
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
+        --escalated-children
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
         --listen --token-file --session-idle-ms --max-sessions
         --help --version' -- "$cur")

@@ -3,6 +3,10 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -264,4 +268,282 @@ exec_path_search(const char *name)
             return NULL;
         p += len + 1;
     }
+}
+
+bool
+exec_path_is_loader(const char *file)
+{
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    const char *name = slash ? slash + 1 : file;
+    if (!name)
+        return false;
+    /* glibc: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-linux.so.2,
+     * ld64.so.2 (ppc64), ld-2.31.so (older releases), ld.so; musl:
+     * ld-musl-x86_64.so.1 */
+    return strncmp(name, "ld-", 3) == 0
+               ? strstr(name, ".so") != NULL
+               : strncmp(name, "ld64.so", 7) == 0 || strcmp(name, "ld.so") == 0;
+}
+
+/* The loader's options that take the next word as their value (glibc's
+ * and musl's). */
+static const char *const loader_valued[] = {
+    "--library-path",         "--inhibit-rpath",     "--audit", "--preload", "--argv0",
+    "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask", NULL,
+};
+
+size_t
+exec_path_loader_program(const char *const *argv, size_t argc)
+{
+    size_t i = 1;
+    while (i < argc && strncmp(argv[i], "--", 2) == 0) {
+        if (argv[i][2] == '\0')
+            return i + 1 < argc ? i + 1 : 0;
+        bool valued = false;
+        for (size_t k = 0; loader_valued[k] && !valued; k++)
+            valued = strcmp(argv[i], loader_valued[k]) == 0;
+        i += valued ? 2 : 1;
+    }
+    return i < argc ? i : 0;
+}
+
+/* ---- a path opened in another process's view ---- */
+
+#define PROC_ROOT_INO 1
+
+/* Whether dir is the top of a procfs, where "self" and "thread-self" are
+ * links whose text depends on who reads them. */
+static bool
+procfs_top(int dir)
+{
+    struct statfs fs;
+    struct stat st;
+    return fstatfs(dir, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC && fstat(dir, &st) == 0 &&
+           st.st_ino == PROC_ROOT_INO;
+}
+
+static bool
+on_procfs(int dir)
+{
+    struct statfs fs;
+    return fstatfs(dir, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+}
+
+/* The values of the status line "Name:\t..." of /proc/PID (a tab-separated
+ * list of numbers, outermost namespace first) into ids; returns how many,
+ * or 0 when unreadable.  Read through dir, a /proc or /proc/PID of any
+ * procfs, when pid is 0. */
+static size_t
+status_ids(int dir, const char *file, const char *name, long *ids, size_t max)
+{
+    int fd = openat(dir, file, O_RDONLY | O_CLOEXEC);
+    char buf[4096];
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    size_t len = strlen(name);
+    for (char *line = buf; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, name, len) != 0 || line[len] != ':')
+            continue;
+        size_t count = 0;
+        char *p = line + len + 1, *end = NULL;
+        for (long v = strtol(p, &end, 10); end != p && count < max; v = strtol(p, &end, 10)) {
+            ids[count++] = v;
+            p = end;
+        }
+        return count;
+    }
+    return 0;
+}
+
+/*
+ * The name the process pid (a thread id, in the caller's view) has in the
+ * procfs whose top is dir: "TGID" for "self", "TGID/task/TID" for
+ * "thread-self".  The procfs may belong to any pid namespace on the
+ * process's chain (its own /proc, or the host's for a process outside
+ * any); each candidate is checked by reading its status there: the same
+ * ids from that namespace inwards.  NULL when none matches (the process
+ * is not visible in that procfs: the kernel would fail too).
+ */
+static char *
+self_name(int dir, pid_t pid, bool thread)
+{
+    char host[64];
+    long tgids[32], tids[32];
+    snprintf(host, sizeof(host), "/proc/%d/status", (int)pid);
+    size_t ng = status_ids(AT_FDCWD, host, "NStgid", tgids, 32);
+    size_t nt = status_ids(AT_FDCWD, host, "NSpid", tids, 32);
+    if (ng == 0 || ng != nt)
+        return NULL;
+    for (size_t i = 0; i < ng; i++) {
+        char file[96];
+        long seen[32];
+        snprintf(file, sizeof(file), "%ld/task/%ld/status", tgids[i], tids[i]);
+        size_t n = status_ids(dir, file, "NSpid", seen, 32);
+        if (n != nt - i || memcmp(seen, tids + i, n * sizeof(long)) != 0)
+            continue;
+        char *name = NULL;
+        if ((thread ? asprintf(&name, "%ld/task/%ld", tgids[i], tids[i])
+                    : asprintf(&name, "%ld", tgids[i])) < 0)
+            return NULL;
+        return name;
+    }
+    return NULL;
+}
+
+/* rest with text put before it ("text/rest"); NULL when out of memory. */
+static char *
+prepend(const char *text, const char *rest)
+{
+    char *joined = NULL;
+    if (asprintf(&joined, "%s%s%s", text, *rest ? "/" : "", rest) < 0)
+        return NULL;
+    return joined;
+}
+
+/* Whether a and b are the same directory. */
+static bool
+same_dir(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* One step of exec_path_open_as: dir's entry name, the next directory or
+ * the file.  *todo (malloc'd, the rest of the path) grows by a link's
+ * text; *cur changes to the directory to go on from.  Returns 0, or -errno. */
+static int
+open_step(int root, pid_t pid, int *cur, const char *name, char **todo, int *links)
+{
+    if (strcmp(name, "..") == 0) {
+        /* never above the process's root, as the kernel keeps it */
+        if (same_dir(*cur, root))
+            return 0;
+        int up = openat(*cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (up < 0)
+            return -errno;
+        close(*cur);
+        *cur = up;
+        return 0;
+    }
+    int next = openat(*cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (next < 0 || fstat(next, &st) < 0) {
+        int e = errno;
+        if (next >= 0)
+            close(next);
+        return -e;
+    }
+    if (S_ISLNK(st.st_mode) && on_procfs(*cur) && !procfs_top(*cur)) {
+        /* /proc/PID/fd/N, cwd, root, exe: the kernel jumps to the object
+         * the link stands for, whatever its text says */
+        close(next);
+        next = openat(*cur, name, O_PATH | O_CLOEXEC);
+        if (next < 0)
+            return -errno;
+    } else if (S_ISLNK(st.st_mode)) {
+        close(next);
+        if (++*links > EXEC_PATH_MAX_LINKS)
+            return -ELOOP;
+        bool self =
+            procfs_top(*cur) && (strcmp(name, "self") == 0 || strcmp(name, "thread-self") == 0);
+        char *text = NULL;
+        if (self) {
+            text = self_name(*cur, pid, strcmp(name, "thread-self") == 0);
+            if (!text)
+                return -ENOENT;
+        } else {
+            char buf[PATH_MAX];
+            ssize_t n = readlinkat(*cur, name, buf, sizeof(buf) - 1);
+            if (n < 0)
+                return -errno;
+            buf[n] = '\0';
+            text = strdup(buf);
+        }
+        char *rest = text ? prepend(text, *todo) : NULL;
+        bool absolute = text && text[0] == '/';
+        free(text);
+        if (!rest)
+            return -ENOMEM;
+        free(*todo);
+        *todo = rest;
+        if (absolute) {
+            int top = dup(root);
+            if (top < 0)
+                return -errno;
+            close(*cur);
+            *cur = top;
+        }
+        return 0;
+    }
+    close(*cur);
+    *cur = next;
+    return 0;
+}
+
+/*
+ * The common case in one system call: a path without any symbolic link
+ * (so no procfs "self" either) is opened as the kernel would open it,
+ * an absolute one kept in the process's root, a relative one beneath its
+ * start.  Returns the fd, or -1 with errno; ENOENT and ENOTDIR are the
+ * answer, anything else (a link on the way: ELOOP; ".." above the start:
+ * EXDEV; no openat2: ENOSYS) leaves it to the walk.
+ */
+static int
+open_without_links(int root, int start, const char *path)
+{
+#ifdef SYS_openat2
+    struct open_how how = {
+        .flags = O_PATH | O_CLOEXEC,
+        .resolve = RESOLVE_NO_SYMLINKS | (path[0] == '/' ? RESOLVE_IN_ROOT : RESOLVE_BENEATH),
+    };
+    return (int)syscall(SYS_openat2, path[0] == '/' ? root : start, path, &how, sizeof(how));
+#else
+    (void)root;
+    (void)start;
+    (void)path;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int
+exec_path_open_as(pid_t pid, int root, int start, const char *path)
+{
+    int fast = open_without_links(root, start, path);
+    if (fast >= 0 || errno == ENOENT || errno == ENOTDIR)
+        return fast;
+    char *todo = strdup(path[0] == '/' ? path + 1 : path);
+    int cur = dup(path[0] == '/' ? root : start);
+    int links = 0, rc = todo && cur >= 0 ? 0 : -ENOMEM;
+    if (cur < 0 && todo)
+        rc = -errno;
+    while (rc == 0 && todo[0] != '\0') {
+        size_t len = strcspn(todo, "/");
+        char name[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        memcpy(name, todo, len);
+        name[len] = '\0';
+        memmove(todo, todo + len + strspn(todo + len, "/"),
+                strlen(todo + len + strspn(todo + len, "/")) + 1);
+        if (len == 0 || strcmp(name, ".") == 0)
+            continue;
+        rc = open_step(root, pid, &cur, name, &todo, &links);
+    }
+    free(todo);
+    if (rc < 0) {
+        if (cur >= 0)
+            close(cur);
+        errno = -rc;
+        return -1;
+    }
+    return cur;
 }

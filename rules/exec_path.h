@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 /* Links followed before giving up (the kernel's limit). */
 #define EXEC_PATH_MAX_LINKS 40
@@ -82,5 +83,39 @@ int exec_path_interpreters(const struct exec_path *walk, const char *cwd,
 
 /* Frees what exec_path_interpreters stored; safe on a zeroed struct. */
 void exec_interpreters_release(struct exec_interpreters *in);
+
+/*
+ * The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2 PROG
+ * ARGS`) is an interpreter too: it runs PROG's code without an exec of
+ * PROG.  Whether file (a canonical path, so every link to the loader is
+ * followed first) is a loader, by its last component: glibc's ld-*.so*,
+ * ld64.so*, ld.so and musl's ld-musl-*.so*.  A renamed copy is not
+ * recognised (as a renamed copy of any program is not).
+ */
+bool exec_path_is_loader(const char *file);
+
+/*
+ * The index in argv of the program a loader's command line runs, past the
+ * loader's own options (`--library-path DIR`, `--preload LIST`, `--argv0
+ * NAME`, `--audit LIST`, `--inhibit-rpath LIST`, the hwcaps lists, flags
+ * such as `--inhibit-cache`, and `--`); 0 when there is none.
+ */
+size_t exec_path_loader_program(const char *const *argv, size_t argc);
+
+/*
+ * Opens (O_PATH, close-on-exec) what path names for the process pid, as
+ * its exec would: a relative path from start (its cwd or dirfd), an
+ * absolute one from root (its root), both directories the caller opened
+ * through /proc/PID.  Each component is opened without following links;
+ * a link's text is followed from the process's root, never above it (as
+ * the kernel does for the process), except two kinds that the kernel
+ * resolves for the reader: "self" and "thread-self" at the top of a
+ * procfs become that process's own ids in that procfs's pid namespace,
+ * and the per-process links below it (fd/N, cwd, root, exe) are opened
+ * through, which jumps to the object itself (a deleted file, a memfd).
+ * Returns the fd, or -1 with errno (ENOENT when the process is not
+ * visible in the procfs its path names).
+ */
+int exec_path_open_as(pid_t pid, int root, int start, const char *path);
 
 #endif

@@ -412,30 +412,36 @@ target_free(struct target *t)
         close(t->file);
 }
 
-/* Opens (O_PATH) what the exec names, through the target's own cwd, dirfd
- * or root, so mount namespaces and deleted cwds are seen as it sees them. */
+/* Opens (O_PATH) what the exec names as the target would: from its own
+ * root, cwd or dirfd (so mount namespaces and deleted cwds are seen as it
+ * sees them), with /proc/self and /proc/thread-self its own, never the
+ * supervisor's (exec_path_open_as). */
 static int
 open_target_file(pid_t pid, bool at, int dirfd, int flags, const char *path)
 {
     char base[64];
-    const char *rel = path;
-    if (path[0] == '/') {
-        snprintf(base, sizeof base, "/proc/%d/root", (int)pid);
-        rel = path + 1;
-    } else if (at && dirfd != AT_FDCWD) {
-        snprintf(base, sizeof base, "/proc/%d/fd/%d", (int)pid, dirfd);
-    } else {
-        snprintf(base, sizeof base, "/proc/%d/cwd", (int)pid);
-    }
-    int b = open(base, O_PATH | O_CLOEXEC);
-    if (b < 0)
+    snprintf(base, sizeof base, "/proc/%d/root", (int)pid);
+    int root = open(base, O_PATH | O_CLOEXEC);
+    if (root < 0)
         return -1;
-    if (rel[0] == '\0' && (flags & AT_EMPTY_PATH))
-        return b;
-    if (rel[0] == '\0')
-        rel = ".";
-    int f = openat(b, rel, O_PATH | O_CLOEXEC);
-    close(b);
+    int start = root;
+    if (path[0] != '/') {
+        if (at && dirfd != AT_FDCWD)
+            snprintf(base, sizeof base, "/proc/%d/fd/%d", (int)pid, dirfd);
+        else
+            snprintf(base, sizeof base, "/proc/%d/cwd", (int)pid);
+        start = open(base, O_PATH | O_CLOEXEC);
+    }
+    int f = -1;
+    if (start >= 0 && path[0] == '\0' && (flags & AT_EMPTY_PATH))
+        f = dup(start);
+    else if (start >= 0)
+        f = exec_path_open_as(pid, root, start, path[0] == '\0' ? "." : path);
+    int e = errno;
+    if (start >= 0 && start != root)
+        close(start);
+    close(root);
+    errno = e;
     return f;
 }
 

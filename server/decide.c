@@ -967,6 +967,93 @@ rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
     return verdict_decide(&vr, &ve, walk, v);
 }
 
+/*
+ * The dynamic loader run as a program starts the program it is given
+ * without an exec of it, as a #! interpreter does: that program's names,
+ * with its own arguments, count too (exec_path_is_loader).  Like a
+ * restricting name they may make v stricter (forbidden, prompt) and never
+ * allow.  A loader running a loader is followed as deep as #! lines are.
+ * Returns 0, or -1 when out of memory.
+ */
+static int
+loader_verdict(const struct decide_server *ds, const struct decide_exec *e,
+               const struct exec_path *walk, struct verdict *v)
+{
+    const char *const *argv = e->argv;
+    size_t argc = e->argc;
+    char *file = strdup(e->canonical ? e->canonical : walk->canonical ? walk->canonical : "");
+    int rc = file ? 0 : -1;
+    for (int depth = 0; rc == 0 && depth < EXEC_PATH_MAX_INTERPRETERS && exec_path_is_loader(file);
+         depth++) {
+        size_t k = exec_path_loader_program(argv, argc);
+        if (k == 0)
+            break;
+        argv += k;
+        argc -= k;
+        struct exec_path inner;
+        struct verdict iv = {.decision = RULES_DECISION_NONE};
+        const struct decide_exec ie = {.argv = argv, .argc = argc, .cwd = e->cwd};
+        rc = exec_path_walk(argv[0], e->cwd, &inner);
+        if (rc == 0)
+            rc = rules_verdict(ds, &ie, &inner, &iv);
+        enum rules_decision d =
+            iv.decision == RULES_DECISION_ALLOW ? RULES_DECISION_NONE : iv.decision;
+        if (rc == 0 && d > v->decision) {
+            struct verdict stricter = iv;
+            iv = *v;
+            *v = stricter;
+        }
+        verdict_release(&iv);
+        free(file);
+        file = inner.canonical ? strdup(inner.canonical) : NULL;
+        exec_path_release(&inner);
+        if (!file)
+            break;
+    }
+    free(file);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Whether walk went through a procfs (a path under /proc, or a link
+ * such as /dev/fd to one): there /proc/self is whoever reads it. */
+static bool
+through_proc(const struct exec_path *walk)
+{
+    if (strncmp(walk->absolute, "/proc/", 6) == 0 ||
+        (walk->canonical && strncmp(walk->canonical, "/proc/", 6) == 0))
+        return true;
+    for (size_t i = 0; i < walk->n_links; i++) {
+        if (strncmp(walk->links[i].path, "/proc/", 6) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The file e's path names for the process that asks (e->pid, the patched
+ * shell's child), opened in its view as the tree watch opens it
+ * (exec_path_open_as): its canonical path, malloc'd, or NULL. */
+static char *
+peer_canonical(const struct decide_exec *e)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "/proc/%d/root", (int)e->pid);
+    int root = open(name, O_PATH | O_CLOEXEC);
+    snprintf(name, sizeof(name), "/proc/%d/cwd", (int)e->pid);
+    int cwd = open(name, O_PATH | O_CLOEXEC);
+    int f = root >= 0 && cwd >= 0 ? exec_path_open_as(e->pid, root, cwd, e->path) : -1;
+    char *canonical = NULL;
+    if (f >= 0) {
+        snprintf(name, sizeof(name), "/proc/self/fd/%d", f);
+        canonical = realpath(name, NULL);
+        close(f);
+    }
+    if (root >= 0)
+        close(root);
+    if (cwd >= 0)
+        close(cwd);
+    return canonical;
+}
+
 /* The forced-rm heuristic, under the program's own names. */
 static bool
 forces_rm(const struct exec_path *walk, struct command *cmd)
@@ -1369,6 +1456,194 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
     }
 }
 
+/* ---- the children of an escalated program ---- */
+
+/* "allowed by default.rules:3": the first rule that gave v its decision
+ * under a name that may grant, with its file's last component; NULL when
+ * no rule matched or none says where it was written. */
+static char *
+rule_text(const struct verdict *v)
+{
+    const char *verb = v->decision == RULES_DECISION_ALLOW    ? "allowed by"
+                       : v->decision == RULES_DECISION_PROMPT ? "approved under the prompt rule at"
+                                                              : NULL;
+    for (size_t i = 0; verb && i < v->n_names; i++) {
+        const struct verdict_name *n = &v->names[i];
+        for (size_t k = 0; n->decision == v->decision && k < n->result.n_matches; k++) {
+            const struct rules_match *m = &n->result.matches[k];
+            if (m->decision != v->decision || !m->origin.file || m->origin.line == 0)
+                continue;
+            const char *slash = strrchr(m->origin.file, '/');
+            char *text = NULL;
+            if (asprintf(&text, "%s %s:%" PRIu32, verb, slash ? slash + 1 : m->origin.file,
+                         m->origin.line) < 0)
+                text = NULL;
+            return text;
+        }
+    }
+    return NULL;
+}
+
+/* The rule line that would allow exactly this command: the program's last
+ * component and every argument (never a prefix that runs any code). */
+static char *
+exact_rule(const struct decide_result *out, const struct decide_exec *e)
+{
+    const char **words = calloc(e->argc + 1, sizeof(*words));
+    if (!words)
+        return NULL;
+    const char *slash = strrchr(out->file, '/');
+    words[0] = slash ? slash + 1 : out->file;
+    for (size_t i = 1; i < e->argc; i++)
+        words[i] = e->argv[i];
+    char *line = rules_amend_rule_line(words, e->argc > 0 ? e->argc : 1);
+    free(words);
+    return line;
+}
+
+static char *escape_shown(const char *text);
+
+/* What the child's stderr says when nobody can be asked: who started it
+ * outside, why it is not let through, and the rule that would allow it;
+ * one line (escaped), or NULL when out of memory. */
+static char *
+child_refusal(const struct decide_exec *e, const struct decide_result *out, const char *why)
+{
+    char *rule = exact_rule(out, e);
+    char *parent = escape_shown(e->outside->command);
+    char *by = escape_shown(e->outside->why);
+    char *text = NULL;
+    /* the rule line is JSON-escaped: one line already */
+    if (rule && parent && by &&
+        asprintf(&text,
+                 "started outside the sandbox by `%s` (%s), and %s; no person could be asked. "
+                 "This rule would allow it: %s",
+                 parent, by, why, rule) < 0)
+        text = NULL;
+    free(rule);
+    free(parent);
+    free(by);
+    return text;
+}
+
+/* Whether a sandbox could have written any #! interpreter of e. */
+static bool
+interpreters_writable(const struct decide_call *dc, const struct decide_exec *e)
+{
+    for (size_t i = 0; i < e->n_interpreters; i++) {
+        if (sandbox_could_write(dc, e->interpreters[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Words of a shell script that are one plain command: letters, digits,
+ * these, and single-quoted text (literal to the shell). */
+#define PLAIN_WORD_CHARS "_./:@%+=,-"
+
+/* Shell builtins and keywords: a first word the shell would not exec. */
+static const char *const shell_builtins[] = {
+    ".",       ":",        "[",        "alias",  "bg",    "break",    "cd",     "chdir",
+    "command", "continue", "echo",     "eval",   "exec",  "exit",     "export", "false",
+    "fc",      "fg",       "getopts",  "hash",   "jobs",  "kill",     "local",  "printf",
+    "pwd",     "read",     "readonly", "return", "set",   "shift",    "test",   "times",
+    "trap",    "true",     "type",     "ulimit", "umask", "unalias",  "unset",  "wait",
+    "if",      "then",     "else",     "elif",   "fi",    "for",      "while",  "until",
+    "do",      "done",     "case",     "esac",   "in",    "function", "source", NULL,
+};
+
+/* Whether script is one simple command a shell can only exec: plain words
+ * and single-quoted text, a first word that is no builtin, keyword or
+ * assignment.  Nothing in it is code of its own: no expansion, no
+ * redirection, no second command. */
+static bool
+plain_script(const char *script)
+{
+    char first[64];
+    size_t nfirst = 0;
+    bool in_first = true, started = false;
+    for (const char *p = script; *p; p++) {
+        if (*p == ' ' || *p == '\t') {
+            in_first = in_first && !started;
+            continue;
+        }
+        started = true;
+        if (*p == '\'') {
+            const char *end = strchr(p + 1, '\'');
+            if (!end || in_first)
+                return false;
+            p = end;
+            continue;
+        }
+        bool word = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr(PLAIN_WORD_CHARS, *p);
+        if (!word || (in_first && (*p == '=' || nfirst + 1 >= sizeof(first))))
+            return false;
+        if (in_first)
+            first[nfirst++] = *p;
+    }
+    first[nfirst] = '\0';
+    for (size_t i = 0; nfirst > 0 && shell_builtins[i]; i++) {
+        if (strcmp(first, shell_builtins[i]) == 0)
+            return false;
+    }
+    return nfirst > 0;
+}
+
+/*
+ * git starts its transports and helpers through the shell:
+ * `/bin/sh -c "git-receive-pack '/srv/r.git'"`.  Such a shell only execs
+ * the one program, whose exec is decided in turn, so it runs.  dash alone:
+ * it reads no startup file for -c unless started as a login shell (argv[0]
+ * starting with '-'), while bash reads $BASH_ENV and zsh its .zshenv, code
+ * that a planted environment could name.
+ */
+static bool
+shell_starting_one_program(const struct decide_exec *e, const struct exec_path *walk)
+{
+    const char *file = e->canonical ? e->canonical : walk->canonical;
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (!slash || strcmp(slash + 1, "dash") != 0 || e->argc < 3 || strcmp(e->argv[1], "-c") != 0)
+        return false;
+    const char *arg0 = strrchr(e->argv[0], '/');
+    arg0 = arg0 ? arg0 + 1 : e->argv[0];
+    return arg0[0] != '-' && plain_script(e->argv[2]);
+}
+
+/*
+ * An exec in the tree of a program a rule let out of the sandbox, which
+ * no forbidden or prompt rule names: it runs only when an allow rule names
+ * it (and a sandbox could not have made or repointed it, and it uses no
+ * option that writes any file or runs any command), or when it is a shell
+ * that only starts one program; anything else is for a person to see, or
+ * refused when nobody can be asked.
+ */
+static void
+decide_child(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
+             const struct verdict *v, struct command *cmd, struct decide_result *out)
+{
+    bool allowed = v->decision == RULES_DECISION_ALLOW;
+    bool planted = allowed && (walk_writable(dc, walk) || interpreters_writable(dc, e) ||
+                               (e->canonical && sandbox_could_write(dc, e->canonical)));
+    const char *caution = allowed && !planted ? dangerous_use(out, cmd) : NULL;
+    if ((allowed && !planted && !caution) ||
+        (v->decision == RULES_DECISION_NONE && shell_starting_one_program(e, walk))) {
+        out->verdict = DECIDE_RUN;
+        out->reason = strdup(allowed ? "allowed" : "a shell that starts one program");
+        return;
+    }
+    const char *why = planted   ? "a rule allows it, but it lies where the sandbox can write"
+                      : caution ? "a rule allows it, but it uses an option that writes any file "
+                                  "or runs any command"
+                                : "no rule names it";
+    out->verdict = DECIDE_ASK;
+    out->caution = caution;
+    out->reason = strdup(why);
+    out->refusal = child_refusal(e, out, why);
+    if (!out->reason || !out->refusal)
+        set_deny(out, "out of memory", NULL);
+}
+
 /* ---- "always allow" ---- */
 
 /*
@@ -1401,6 +1676,23 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     struct verdict v = {.decision = RULES_DECISION_NONE};
     struct command cmd = {NULL, 0};
     bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0 && command_init(&cmd, e) == 0;
+    if (ok && e->source == DECIDE_FROM_TREE && e->canonical &&
+        (!walk.canonical || strcmp(walk.canonical, e->canonical) != 0)) {
+        /* the path names another file in the server's view than in the
+         * process's (/proc/self is the server's here, or the process has
+         * mounts of its own): the names are those of the file it runs */
+        exec_path_release(&walk);
+        ok = exec_path_walk(e->canonical, "/", &walk) == 0;
+    }
+    /* the wrapper's: the server walked the path in its own view */
+    char *peer = ok && e->source == DECIDE_FROM_WRAPPER && e->pid > 0 && through_proc(&walk)
+                     ? peer_canonical(e)
+                     : NULL;
+    if (peer && (!walk.canonical || strcmp(walk.canonical, peer) != 0)) {
+        exec_path_release(&walk);
+        ok = exec_path_walk(peer, "/", &walk) == 0;
+    }
+    free(peer);
     /* the wrapper's scripts: their interpreters are names the exec goes by */
     struct decide_exec with_interps = *e;
     if (ok && e->source == DECIDE_FROM_WRAPPER) {
@@ -1412,7 +1704,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     const char *program = e->canonical ? e->canonical : walk.canonical;
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
-    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0;
+    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0 &&
+         loader_verdict(dc->ds, e, &walk, &v) == 0;
     if (ok)
         out->matched = matched_rules(dc, &v);
     /* what only an exec that may go outside needs (the tree's run in place) */
@@ -1435,6 +1728,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->verdict = DECIDE_ASK;
     } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
         decide_outside(dc, e, &walk, &in, &cmd, false, &v, out);
+    } else if (e->outside && e->source == DECIDE_FROM_TREE) {
+        decide_child(dc, e, &walk, &v, &cmd, out);
     } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
                forces_rm(&walk, &cmd)) {
         /* the reference's heuristic: asked, and an approval runs inside */
@@ -1446,6 +1741,10 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     }
     if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT)
         propose_amendment(dc, e, &walk, &cmd, out);
+    /* what let an escalated program out, for its children's questions */
+    if (ok && e->source == DECIDE_FROM_WRAPPER &&
+        (out->verdict == DECIDE_ESCALATE || out->escalate_if_approved))
+        out->parent_rule = rule_text(&v);
     if (out->verdict == DECIDE_ASK && make_approval(out, e, &walk) < 0) {
         decide_result_release(out);
         out->answered_by = "rules";
@@ -1469,6 +1768,8 @@ decide_result_release(struct decide_result *r)
     free(r->run_as);
     free(r->git_ceiling);
     free(r->rule);
+    free(r->parent_rule);
+    free(r->refusal);
     verdict_words_free(r->amendment);
     json_decref(r->matched);
     if (r->fd >= 0)
@@ -1579,6 +1880,30 @@ decide_question_text(const char *program, const char *const *args, size_t nargs,
                  shown_args, wd) < 0)
         text = NULL;
     free(joined);
+    free(prog);
+    free(shown_args);
+    free(wd);
+    return text;
+}
+
+char *
+decide_child_question_text(const char *parent, const char *why, const char *program,
+                           const char *const *args, size_t nargs, const char *workdir)
+{
+    char *joined = shlex_join(args, nargs);
+    char *shown_parent = escape_shown(parent);
+    char *shown_why = escape_shown(why);
+    char *prog = escape_shown(program);
+    char *shown_args = joined ? escape_shown(joined) : NULL;
+    char *wd = escape_shown(workdir);
+    char *text = NULL;
+    if (!shown_parent || !shown_why || !prog || !shown_args || !wd ||
+        asprintf(&text, "`%s` (%s) wants to start `%s%s%s` outside the sandbox, in `%s`. Allow it?",
+                 shown_parent, shown_why, prog, nargs > 0 ? " " : "", shown_args, wd) < 0)
+        text = NULL;
+    free(joined);
+    free(shown_parent);
+    free(shown_why);
     free(prog);
     free(shown_args);
     free(wd);
@@ -1969,8 +2294,13 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
         memcpy(q->key, r->key, r->keylen);
         memcpy(q->approval, r->approval, r->approvallen);
     }
-    ok = ok && (q->text = decide_question_text(r->program, q->nargs ? e->argv + 1 : NULL, q->nargs,
-                                               e->cwd)) != NULL;
+    const char *const *args = q->nargs ? e->argv + 1 : NULL;
+    if (ok && e->outside)
+        q->text = decide_child_question_text(e->outside->command, e->outside->why, r->program, args,
+                                             q->nargs, e->cwd);
+    else if (ok)
+        q->text = decide_question_text(r->program, args, q->nargs, e->cwd);
+    ok = ok && q->text != NULL;
     ok = ok && add_argv0_note(q, e, r) == 0;
     char *cautioned = NULL;
     if (ok && r->caution &&
@@ -2003,7 +2333,7 @@ decide_ask(struct decide_call *dc, const struct decide_exec *e, const struct dec
     }
     if (!dc->cl->elicitation || !dc->cl->rpc) {
         *answered_by = "no-elicitation";
-        *reason = REASON_NO_ELICITATION;
+        *reason = r->refusal ? r->refusal : REASON_NO_ELICITATION;
         return DECIDE_ASK_DENIED;
     }
     *answered_by = "user";

@@ -180,6 +180,13 @@ enum decide_source {
     DECIDE_FROM_TREE,    /* the exec watch: runs in place or not at all */
 };
 
+/* The program an outside tree started from, as its children's questions
+ * and refusals name it.  Borrowed. */
+struct decide_outside {
+    const char *command; /* "git status": its name and arguments, shell-quoted */
+    const char *why;     /* "allowed by default.rules:3" */
+};
+
 /* One exec to decide.  All borrowed. */
 struct decide_exec {
     enum decide_source source;
@@ -193,6 +200,11 @@ struct decide_exec {
     const char *const *interpreters;
     size_t n_interpreters;
     pid_t pid; /* the process that execs (0: unknown) */
+    /* tree: the exec comes from the tree of a program that runs outside
+     * the sandbox because a rule allows it (NULL: inside the sandbox, or
+     * under a person's approval, docs/enforcement.md): only a rule that
+     * names it, or a person, lets it run */
+    const struct decide_outside *outside;
 };
 
 enum decide_verdict {
@@ -224,7 +236,14 @@ struct decide_result {
     char **amendment;
     size_t n_amendment;
     json_t *matched; /* the matching rules, with an audit log; else NULL */
-    char *key;       /* the call's memos: program, its (dev, ino), argv[1..] */
+    /* what the rules said, for the children of an escalated program:
+     * "allowed by FILE:LINE", "asked by the prompt rule at FILE:LINE";
+     * NULL when no rule matched */
+    char *parent_rule;
+    /* ASK of a child of an outside tree: the refusal when nobody can be
+     * asked (what, why, and the rule line that would allow it) */
+    char *refusal;
+    char *key; /* the call's memos: program, its (dev, ino), argv[1..] */
     size_t keylen;
     /* ASK: what an approval for the session is remembered by: key's parts,
      * run_as, the real workdir, and where the program runs (outside the
@@ -329,5 +348,12 @@ void decide_trace(struct decide_call *dc, const struct decide_exec *e,
  * fuzz target): malloc'd, NULL when out of memory. */
 char *decide_question_text(const char *program, const char *const *args, size_t nargs,
                            const char *workdir);
+
+/* The question about a child of a program run outside the sandbox:
+ * "`git status` (allowed by default.rules:3) wants to start `PROGRAM ARGS`
+ * outside the sandbox, in `WORKDIR`. Allow it?", every part escaped as in
+ * decide_question_text.  Malloc'd, NULL when out of memory. */
+char *decide_child_question_text(const char *parent, const char *why, const char *program,
+                                 const char *const *args, size_t nargs, const char *workdir);
 
 #endif

@@ -522,7 +522,11 @@ session_spawn(struct session *s, const int *targets, size_t count)
         opts.exec_listener = &listener;
     int rc = spawn_start(s->ec->loop, &opts, on_program_exit, s, &s->proc);
     if (rc == 0 && s->ec->adopt) {
-        int arc = s->ec->adopt(s->ec->adopt_data, listener);
+        /* a person who saw the command approved what it runs; a rule
+         * names one program (docs/enforcement.md) */
+        bool by_person =
+            strcmp(s->answered_by, "user") == 0 || strcmp(s->answered_by, "session-approval") == 0;
+        int arc = s->ec->adopt(s->ec->adopt_data, listener, &s->exec, &s->decision, by_person);
         if (arc < 0)
             log_error("escalation %s: cannot watch %s's execs: %s", s->ec->label,
                       s->decision.program, uv_strerror(arc));

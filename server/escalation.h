@@ -36,9 +36,13 @@ struct decide_call;
 struct escalation_call;
 
 /* Where the exec filter's listener of an escalated program goes (tree
- * enforcement: the call's exec watch adopts it).  Takes listener, even on
- * failure; returns 0 or a negative errno. */
-typedef int (*escalation_adopt_fn)(void *data, int listener);
+ * enforcement: the call's exec watch adopts it), with the exec and the
+ * decision that let it out (borrowed) and whether a person approved it.
+ * Takes listener, even on failure; returns 0 or a negative errno. */
+struct decide_exec;
+struct decide_result;
+typedef int (*escalation_adopt_fn)(void *data, int listener, const struct decide_exec *e,
+                                   const struct decide_result *r, bool by_person);
 
 /*
  * A call's escalation state, before its shell runs: every exec session

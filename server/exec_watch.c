@@ -5,6 +5,7 @@
 #include "server/log.h"
 #include "server/shell_call.h"
 #include "sandbox/exec_notify.h"
+#include "rules/shlex.h"
 #include "sandbox/unix_connect.h"
 
 #include <errno.h>
@@ -23,6 +24,12 @@
 #include <unistd.h>
 
 #define REASON_NO_ANSWER "no answer (the call ended)"
+
+/* Processes of an outside tree a person let run, remembered per listener;
+ * the oldest goes past this. */
+#define MAX_APPROVED_PIDS 256
+/* How far up the parents are looked at for one of them. */
+#define MAX_ANCESTRY 64
 
 struct listener;
 
@@ -56,6 +63,16 @@ struct listener {
     struct conn_wait *waits;
     int handles_open;
     bool closing;
+    /* an escalated program's tree, let out by a rule: its execs run only
+     * when a rule names them or a person approves (NULL: in place) */
+    struct decide_outside *outside;
+    /* processes of that tree a person approved, with their start times:
+     * what they run is decided as in the sandbox */
+    struct approved_pid {
+        pid_t pid;
+        unsigned long long start;
+    } * approved;
+    size_t n_approved;
     struct listener *next;
 };
 
@@ -71,6 +88,7 @@ struct exec_watch {
     struct ask *asks;
     struct unix_connect_config sockets; /* the tree's connects (unix_connect.h) */
     bool strict;
+    bool inherit; /* --escalated-children=inherit: outside trees are not asked about */
     bool released;
 };
 
@@ -198,10 +216,88 @@ refuse(struct exec_notify_decision *out, const char *reason)
     out->reason = strdup(reason);
 }
 
+/* The parent and start time (clock ticks since boot) of pid from
+ * /proc/PID/stat.  Returns 0, or -1 when it cannot be read. */
+static int
+proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+    char name[64], buf[1024];
+    snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* after the command's name, which may hold anything but ends at the
+     * last ')': state, ppid, then starttime is the 20th field */
+    char *p = strrchr(buf, ')');
+    int parent = 0;
+    if (!p || sscanf(p + 1, " %*c %d", &parent) != 1)
+        return -1;
+    for (int field = 0; field < 20 && p; field++)
+        p = strchr(p + 1, ' ');
+    if (!p || sscanf(p + 1, "%llu", start) != 1)
+        return -1;
+    *ppid = parent;
+    return 0;
+}
+
+/* Whether pid, or a parent of it within the tree, is a process a person
+ * approved on l (the same process: pid and start time).  A process whose
+ * parent died has the server as parent: the chain ends there, and its
+ * execs are asked about again. */
+static bool
+under_approval(const struct listener *l, pid_t pid)
+{
+    pid_t self = getpid();
+    for (int depth = 0; l->n_approved > 0 && depth < MAX_ANCESTRY && pid > 1 && pid != self;
+         depth++) {
+        pid_t ppid = 0;
+        unsigned long long start = 0;
+        bool listed = false;
+        for (size_t i = 0; i < l->n_approved && !listed; i++)
+            listed = l->approved[i].pid == pid;
+        if (proc_stat(pid, &ppid, &start) < 0)
+            return false;
+        for (size_t i = 0; listed && i < l->n_approved; i++) {
+            if (l->approved[i].pid == pid && l->approved[i].start == start)
+                return true;
+        }
+        pid = ppid;
+    }
+    return false;
+}
+
+/* A person approved pid's exec on l: what it runs from now on (and its
+ * children) is decided as in the sandbox.  Called while pid waits in that
+ * exec, so it is not a reused pid. */
+static void
+note_approved(struct listener *l, pid_t pid)
+{
+    pid_t ppid;
+    unsigned long long start;
+    if (!l->outside || proc_stat(pid, &ppid, &start) < 0)
+        return;
+    if (!l->approved && !(l->approved = calloc(MAX_APPROVED_PIDS, sizeof(*l->approved)))) {
+        /* its children are asked about again */
+        log_warn("exec watch %s: out of memory remembering an approval", l->w->label);
+        return;
+    }
+    if (l->n_approved == MAX_APPROVED_PIDS) {
+        memmove(&l->approved[0], &l->approved[1], (MAX_APPROVED_PIDS - 1) * sizeof(l->approved[0]));
+        l->n_approved--;
+    }
+    l->approved[l->n_approved++] = (struct approved_pid){pid, start};
+}
+
 /* The exec as the decision sees it (req borrowed). */
 static struct decide_exec
-exec_of(const struct exec_notify_request *req)
+exec_of(const struct listener *l, const struct exec_notify_request *req)
 {
+    const struct decide_outside *outside =
+        l && l->outside && !under_approval(l, req->pid) ? l->outside : NULL;
     return (struct decide_exec){
         .source = DECIDE_FROM_TREE,
         .path = req->resolved,
@@ -212,6 +308,7 @@ exec_of(const struct exec_notify_request *req)
         .interpreters = req->interpreters,
         .n_interpreters = req->n_interpreters,
         .pid = req->pid,
+        .outside = outside,
     };
 }
 
@@ -232,7 +329,7 @@ decide_wrapper(struct exec_watch *w, const struct exec_notify_request *req,
         out->verdict = EXEC_NOTIFY_CONTINUE; /* the wrapper refuses to run anything */
         return;
     }
-    struct decide_exec e = exec_of(req);
+    struct decide_exec e = exec_of(NULL, req);
     e.path = req->argv[1];
     e.canonical = NULL;
     e.interpreters = NULL;
@@ -261,6 +358,8 @@ on_answer(void *data, bool approved, const char *reason)
     a->q = NULL;
     decide_audit(w->dc, &a->exec, &a->decision, approved ? "continue" : "refuse", reason, "user",
                  -1, 0);
+    if (approved)
+        note_approved(a->l, a->exec.pid);
     if (a->l->n && exec_notify_answer(a->l->n, a->id, approved, reason) < 0)
         log_debug("exec watch %s: the exec asked about is gone", w->label);
     log_info("exec watch %s: %s %s%s%s", w->label, approved ? "approved" : "refused",
@@ -308,12 +407,14 @@ ask_new(struct listener *l, const struct exec_notify_request *req)
  * copies of its strings, and the decision (taken from r, also on
  * failure).  Returns 0, or -1 when out of memory. */
 static int
-ask_keep(struct ask *a, const struct exec_notify_request *req, struct decide_result *r)
+ask_keep(struct ask *a, const struct exec_notify_request *req, const struct decide_outside *outside,
+         struct decide_result *r)
 {
     a->decision = *r;
     memset(r, 0, sizeof(*r));
     r->fd = -1;
-    a->exec = exec_of(req);
+    a->exec = exec_of(NULL, req);
+    a->exec.outside = outside;
     a->exec.canonical = NULL;
     a->exec.interpreters = NULL;
     a->exec.n_interpreters = 0;
@@ -331,7 +432,8 @@ ask_keep(struct ask *a, const struct exec_notify_request *req, struct decide_res
 /* A person is to answer (r taken): a session approval, or a client that
  * cannot be asked, answers at once, without copying the request. */
 static void
-decide_ask_tree(struct listener *l, const struct exec_notify_request *req, struct decide_result *r,
+decide_ask_tree(struct listener *l, const struct exec_notify_request *req,
+                const struct decide_exec *e, struct decide_result *r,
                 struct exec_notify_decision *out)
 {
     struct exec_watch *w = l->w;
@@ -341,19 +443,21 @@ decide_ask_tree(struct listener *l, const struct exec_notify_request *req, struc
         refuse(out, w->released ? REASON_NO_ANSWER : "out of memory");
         return;
     }
-    struct decide_exec e = exec_of(req);
     const char *reason = NULL, *by = NULL;
-    switch (decide_ask(w->dc, &e, r, on_answer, a, &a->q, &reason, &by)) {
+    switch (decide_ask(w->dc, e, r, on_answer, a, &a->q, &reason, &by)) {
     case DECIDE_ASK_APPROVED:
+        note_approved(l, req->pid);
         out->verdict = EXEC_NOTIFY_CONTINUE;
-        decide_audit(w->dc, &e, r, "continue", NULL, by, -1, 0);
+        decide_audit(w->dc, e, r, "continue", NULL, by, -1, 0);
         break;
     case DECIDE_ASK_DENIED:
+        log_warn("exec watch %s: refused %s (pid %d): %s", w->label, req->resolved, req->pid,
+                 reason);
         refuse(out, reason);
-        decide_audit(w->dc, &e, r, "refuse", reason, by, -1, 0);
+        decide_audit(w->dc, e, r, "refuse", reason, by, -1, 0);
         break;
     case DECIDE_ASK_PENDING:
-        if (ask_keep(a, req, r) < 0) {
+        if (ask_keep(a, req, e->outside, r) < 0) {
             refuse(out, "out of memory");
             break; /* ask_free withdraws the question */
         }
@@ -371,7 +475,7 @@ decide_tree(struct listener *l, const struct exec_notify_request *req,
             struct exec_notify_decision *out)
 {
     struct exec_watch *w = l->w;
-    struct decide_exec e = exec_of(req);
+    struct decide_exec e = exec_of(l, req);
     struct decide_result r;
     decide_exec(w->dc, &e, &r);
     switch (r.verdict) {
@@ -382,7 +486,7 @@ decide_tree(struct listener *l, const struct exec_notify_request *req,
         decide_audit(w->dc, &e, &r, "refuse", r.reason, r.answered_by, -1, 0);
         break;
     case DECIDE_ASK:
-        decide_ask_tree(l, req, &r, out);
+        decide_ask_tree(l, req, &e, &r, out);
         return;
     case DECIDE_RUN:
     case DECIDE_ESCALATE: /* never for the tree: runs in place */
@@ -441,7 +545,9 @@ quick(void *arg, pid_t pid, const char *canonical)
 {
     struct listener *l = arg;
     struct exec_watch *w = l->w;
-    return w->wrapper_real && strcmp(canonical, w->wrapper_real) == 0 && from_shell(w, pid);
+    /* outside the sandbox the wrapper is a program like any other */
+    return !l->outside && w->wrapper_real && strcmp(canonical, w->wrapper_real) == 0 &&
+           from_shell(w, pid);
 }
 
 static void
@@ -449,7 +555,8 @@ decide(void *arg, const struct exec_notify_request *req, struct exec_notify_deci
 {
     struct listener *l = arg;
     struct exec_watch *w = l->w;
-    if (w->wrapper_real && req->canonical && strcmp(req->canonical, w->wrapper_real) == 0) {
+    if (!l->outside && w->wrapper_real && req->canonical &&
+        strcmp(req->canonical, w->wrapper_real) == 0) {
         if (from_shell(w, req->pid))
             out->verdict = EXEC_NOTIFY_CONTINUE;
         else
@@ -462,6 +569,7 @@ decide(void *arg, const struct exec_notify_request *req, struct exec_notify_deci
 /* ---- listeners on the loop ---- */
 
 static void maybe_free(struct exec_watch *w);
+static void outside_free(struct decide_outside *o);
 
 /* ---- the tree's sockets ---- */
 
@@ -564,6 +672,8 @@ on_listener_closed(uv_handle_t *h)
             break;
         }
     }
+    outside_free(l->outside);
+    free(l->approved);
     free(l);
     maybe_free(w);
 }
@@ -735,10 +845,61 @@ exec_watch_spawned(struct exec_watch *w, int child_fd)
     }
 }
 
+/* "git status": the program's last component and its arguments, quoted
+ * as a shell would need them; NULL when out of memory. */
+static char *
+command_shown(const char *program, const char *const *argv, size_t argc)
+{
+    const char **words = calloc(argc + 1, sizeof(*words));
+    if (!words)
+        return NULL;
+    const char *slash = strrchr(program, '/');
+    words[0] = slash ? slash + 1 : program;
+    for (size_t i = 1; i < argc; i++)
+        words[i] = argv[i];
+    char *joined = shlex_join(words, argc > 0 ? argc : 1);
+    free(words);
+    return joined;
+}
+
+static void
+outside_free(struct decide_outside *o)
+{
+    if (!o)
+        return;
+    free((char *)o->command);
+    free((char *)o->why);
+    free(o);
+}
+
+/* What the children's questions say of the program e started, let out by
+ * r; NULL when out of memory. */
+static struct decide_outside *
+outside_new(const struct decide_exec *e, const struct decide_result *r)
+{
+    struct decide_outside *o = calloc(1, sizeof(*o));
+    if (!o)
+        return NULL;
+    o->command = command_shown(r->program ? r->program : e->path, e->argv, e->argc);
+    o->why = strdup(r->parent_rule ? r->parent_rule : "allowed by a rule");
+    if (!o->command || !o->why) {
+        outside_free(o);
+        return NULL;
+    }
+    return o;
+}
+
 int
-exec_watch_adopt(struct exec_watch *w, int listener)
+exec_watch_adopt(struct exec_watch *w, int listener, const struct decide_exec *e,
+                 const struct decide_result *r, bool by_person)
 {
     struct listener *l = w->released ? NULL : calloc(1, sizeof(*l));
+    /* a person saw the command, or --escalated-children=inherit: the tree
+     * is decided as in the sandbox (the reference's way) */
+    if (l && !by_person && !w->inherit && !(l->outside = outside_new(e, r))) {
+        free(l);
+        l = NULL;
+    }
     if (!l) {
         close(listener);
         return w->released ? -EINVAL : -ENOMEM;
@@ -752,6 +913,7 @@ exec_watch_adopt(struct exec_watch *w, int listener)
     int rc = l->n ? uv_poll_init(w->loop, &l->notify_poll, exec_notify_fd(l->n)) : -ENOMEM;
     if (rc < 0) {
         exec_notify_free(l->n);
+        outside_free(l->outside);
         free(l);
         return rc;
     }
@@ -833,6 +995,12 @@ exec_watch_allow_unix(struct exec_watch *w, const struct unix_connect_inode *all
 {
     w->sockets.allowed = allowed;
     w->sockets.n_allowed = n;
+}
+
+void
+exec_watch_set_inherit(struct exec_watch *w, bool on)
+{
+    w->inherit = on;
 }
 
 void

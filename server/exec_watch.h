@@ -80,11 +80,25 @@ void exec_watch_spawned(struct exec_watch *w, int child_fd);
 /*
  * Watches listener, the exec filter's listener of a program the server
  * started itself with the filter (spawn_child's exec_listener) whose first
- * exec it already continued: every notification is decided.  Takes
+ * exec it already continued: every notification is decided.  The program
+ * is e, run outside the sandbox as r decided (borrowed for this call).
+ * Unless a person approved it (by_person) or exec_watch_set_inherit, every
+ * exec of its tree runs only when a rule allows it; others are asked
+ * about, naming e and r's rule, or refused when nobody can be asked.  What
+ * a person approves runs with its tree decided as the sandbox's is:
+ * forbidden and prompt rules hold, the rest runs (docs/enforcement.md).  Takes
  * listener, even on failure.  Returns 0 or a negative errno (the listener
  * is then closed: the program's execs fail with ENOSYS).
  */
-int exec_watch_adopt(struct exec_watch *w, int listener);
+struct decide_exec;
+struct decide_result;
+int exec_watch_adopt(struct exec_watch *w, int listener, const struct decide_exec *e,
+                     const struct decide_result *r, bool by_person);
+
+/* --escalated-children=inherit: the trees of escalated programs are
+ * decided as the sandbox's (a program no rule names runs outside without
+ * a question), as the reference does.  Cannot fail. */
+void exec_watch_set_inherit(struct exec_watch *w, bool on);
 
 /*
  * Ends the watch with its call: withdraws open questions, closes every

@@ -59,6 +59,7 @@ struct mcp_call {
     struct shell_call *sc;
     struct escalation_call *ec; /* escalation hook; NULL once attached to sc */
     struct exec_watch *watch;   /* tree enforcement; NULL once attached to sc */
+    bool helper_notifies;       /* the helper hands the watch its listener */
     struct decide_call *dc;     /* the call's decisions; NULL once attached to sc */
     char *aborted;              /* escalation hook: why a person aborted the call */
     struct call_cgroup *cg;     /* every process of the call, once it runs; or NULL */
@@ -125,9 +126,12 @@ struct mcp_server {
 
     struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
     bool tree;                    /* tree enforcement in force */
-    bool user_notif;              /* the kernel can: sandboxed sockets are supervised */
-    char *instructions;           /* initialize's, saying which enforcement */
-    char **protect;               /* the server's own files: read-only in every sandbox */
+    bool user_notif; /* the kernel can: sandboxed sockets are supervised */
+    /* shell mode: escalated programs still start under the exec filter,
+     * so what they start is decided (docs/enforcement.md) */
+    bool watch_escalated;
+    char *instructions; /* initialize's, saying which enforcement */
+    char **protect;     /* the server's own files: read-only in every sandbox */
     size_t n_protect;
     char **hide; /* the server's state: invisible in every sandbox (state_paths_hidden) */
     size_t n_hide;
@@ -668,9 +672,10 @@ parse_call(struct mcp_session *ss, const json_t *id, const json_t *params, struc
 /* tree enforcement: an escalated program's exec filter listener goes to
  * the call's watch. */
 static int
-adopt_listener(void *watch, int listener)
+adopt_listener(void *watch, int listener, const struct decide_exec *e,
+               const struct decide_result *r, bool by_person)
 {
-    return exec_watch_adopt(watch, listener);
+    return exec_watch_adopt(watch, listener, e, r, by_person);
 }
 
 /* Where the call's sandbox is rooted: its state's sandboxCwd, else the
@@ -773,15 +778,17 @@ call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_req
 static int
 call_front_ends(struct mcp_server *s, struct mcp_call *c, bool notify)
 {
-    if (notify) {
+    c->helper_notifies = notify;
+    if (notify || s->watch_escalated) {
         c->watch =
             exec_watch_new(s->loop, c->dc, s->o->execve_wrapper, s->o->bash_path, s->o->shell_path);
         if (!c->watch)
             return -1;
         exec_watch_set_strict(c->watch, s->o->exec_strict);
         exec_watch_allow_unix(c->watch, s->o->allow_unix, s->o->allow_unix_count);
+        exec_watch_set_inherit(c->watch, s->o->escalated_children_inherit);
     }
-    c->ec = escalation_call_new(s->loop, c->dc, s->tree ? adopt_listener : NULL, c->watch,
+    c->ec = escalation_call_new(s->loop, c->dc, c->watch ? adopt_listener : NULL, c->watch,
                                 (const char *const *)s->o->pass_env, s->o->pass_env_count);
     return c->ec ? 0 : -1;
 }
@@ -1023,8 +1030,8 @@ start_call(struct mcp_call *c)
     escalation_call_attach(ec, c->sc);
     /* tree enforcement: without the socket the helper refuses to run
      * the command (it fails closed on --exec-notify-fd) */
-    int notify_fd = c->watch ? exec_watch_open(c->watch) : -1;
-    if (c->watch && notify_fd < 0)
+    int notify_fd = c->watch && c->helper_notifies ? exec_watch_open(c->watch) : -1;
+    if (c->watch && c->helper_notifies && notify_fd < 0)
         log_error("cannot make the exec watch's socket: %s: the call will fail",
                   strerror(-notify_fd));
     shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
@@ -1365,6 +1372,18 @@ choose_enforcement(struct mcp_server *s)
         }
     } else {
         log_info("exec enforcement: shell (--exec-enforcement=shell: only the shell's own execs)");
+        /* but what an escalated program starts is still decided, when the
+         * kernel can tell: it runs outside the sandbox */
+        s->watch_escalated = !s->o->escalated_children_inherit && exec_watch_probe(&why) == 0;
+        if (s->watch_escalated)
+            log_info("exec enforcement: programs run outside the sandbox start under the exec "
+                     "filter: what they start is decided by the rules");
+        else if (!s->o->escalated_children_inherit)
+            log_warn("exec enforcement: %s: what a program run outside the sandbox starts is "
+                     "not decided",
+                     why ? why : "out of memory");
+        free(why);
+        why = NULL;
     }
     /* sandboxed sockets are supervised in either mode (exec_watch.h) */
     s->user_notif = s->tree || exec_watch_probe(&why) == 0;

@@ -39,6 +39,7 @@ enum {
     OPT_AUDIT_LOG, /* escalation */
     OPT_EXEC_ENFORCEMENT,
     OPT_EXEC_STRICT,
+    OPT_ESCALATED_CHILDREN,
     OPT_PASS_ENV,
     OPT_ALLOW_UNIX_SOCKET,
     OPT_NO_LOGIN_SNAPSHOT,
@@ -75,6 +76,7 @@ static const struct option long_options[] = {
     {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
     {"exec-enforcement", required_argument, NULL, OPT_EXEC_ENFORCEMENT},
     {"exec-strict", no_argument, NULL, OPT_EXEC_STRICT},
+    {"escalated-children", required_argument, NULL, OPT_ESCALATED_CHILDREN},
     {"pass-env", required_argument, NULL, OPT_PASS_ENV},
     {"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
     {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
@@ -135,6 +137,11 @@ usage(FILE *out)
             "                            default); shell: only the execs the shell makes\n"
             "  --exec-strict             tree mode: refuse execs from processes whose memory\n"
             "                            other running threads share (docs/enforcement.md)\n"
+            "  --escalated-children MODE ask: a program an escalated program starts runs\n"
+            "                            only if a rule allows it or a person approves it\n"
+            "                            (the default); inherit: it runs outside unless a\n"
+            "                            rule forbids or prompts, as Codex does (accepts that\n"
+            "                            an allowed program runs any code it is given)\n"
             "  --pass-env NAME           give programs run outside the sandbox NAME from\n"
             "                            the command's environment (repeatable; their\n"
             "                            environment is otherwise the server's, see\n"
@@ -595,6 +602,13 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
     case OPT_EXEC_STRICT:
         o->exec_strict = true;
         return 0;
+    case OPT_ESCALATED_CHILDREN:
+        if (strcmp(arg, "ask") == 0 || strcmp(arg, "inherit") == 0) {
+            o->escalated_children_inherit = strcmp(arg, "inherit") == 0;
+            return 0;
+        }
+        *err = strfmt("--escalated-children: expected ask or inherit, got '%s'", arg);
+        return -1;
     case OPT_PASS_ENV:
         return add_pass_env(o, arg, err);
     case OPT_ALLOW_UNIX_SOCKET:

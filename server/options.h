@@ -80,6 +80,9 @@ struct server_options {
     enum log_format log_format;
     enum options_exec_enforcement exec_enforcement;
     bool exec_strict; /* tree: exec_notify_set_refuse_shared_memory */
+    /* --escalated-children=inherit: escalated programs' children are not
+     * asked about (exec_watch_set_inherit) */
+    bool escalated_children_inherit;
     enum options_network_proxy network_proxy;
     /* --pass-env: names an escalated program takes from the request's
      * environment (escalated_env_build), each once, NULL-terminated */

@@ -26,6 +26,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* sh -c escalated by its rule, and the programs the tests' scripts start
+ * in its tree: a program an escalated one starts runs outside only when a
+ * rule names it (docs/enforcement.md). */
+#define SH_C_ONLY "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
+#define SH_C_ALLOWED                                                                               \
+    "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"                                  \
+    "prefix_rule(pattern=[[\"touch\", \"cat\", \"sleep\", \"ls\", \"tr\", \"env\"]], "             \
+    "decision=\"allow\")\n"
+
 static const char *server_path;
 
 /* A world per test (tests/support/mcp_world.h): the "outside" directory
@@ -58,9 +67,10 @@ static void
 test_allow_escalates_with_output_and_status(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    /* the shell writes itself: the same touch at the top runs in the sandbox */
+    world_start(&w, SH_C_ONLY, false);
     char *cmd = mcp_world_fmt(
-        "sh -c 'echo out; echo err >&2; touch %s/esc; exit 42'; echo \"status=$?\"", w.outside);
+        "sh -c 'echo out; echo err >&2; : > %s/esc; exit 42'; echo \"status=$?\"", w.outside);
     json_t *a = run(&w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "out\n");
     mcp_world_assert_contains(mcp_world_output(a), "err\n");
@@ -94,10 +104,10 @@ static void
 test_in_shell_and_wrapper_exec_decide_alike(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_C_ONLY, false);
     char *cmd = mcp_world_fmt("echo \"in_shell=$EXECGATE_WRAP_IN_SHELL\";"
-                              " sh -c 'touch %s/a; exit 3'; echo \"s=$?\";"
-                              " EXECGATE_WRAP_IN_SHELL= sh -c 'touch %s/b; exit 4'; echo \"s=$?\";"
+                              " sh -c ': > %s/a; exit 3'; echo \"s=$?\";"
+                              " EXECGATE_WRAP_IN_SHELL= sh -c ': > %s/b; exit 4'; echo \"s=$?\";"
                               " touch %s/c; echo \"s=$?\"",
                               w.outside, w.outside, w.outside);
     json_t *a = run(&w, cmd, NULL);
@@ -442,7 +452,7 @@ static void
 test_timeout_kills_escalated_program(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_C_ALLOWED, false);
     char *cmd = mcp_world_fmt("sh -c 'sleep 37.25; touch %s/late'", w.outside);
     json_t *a = mcp_world_run(&w, cmd, NULL, 1000);
     assert_true(json_is_true(json_object_get(mcp_world_structured(a), "timed_out")));
@@ -457,7 +467,7 @@ static void
 test_signals_reach_escalated_program(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_C_ALLOWED, false);
     /* SIGTERM to the wrapper (Bash's child) is forwarded to the escalated
      * program, whose trap answers; readiness is a file, not a delay */
     char *cmd =
@@ -480,8 +490,8 @@ static void
 test_host_executable_limits_fallback(void **state)
 {
     char *sh = which("sh");
-    char *rules = mcp_world_fmt("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
-                                "host_executable(name=\"sh\", paths=[\"/nonexistent/sh\"])\n");
+    char *rules =
+        mcp_world_fmt(SH_C_ALLOWED "host_executable(name=\"sh\", paths=[\"/nonexistent/sh\"])\n");
     struct mcp_world w;
     world_start(&w, rules, false);
     char *cmd = mcp_world_fmt("sh -c 'touch %s/x'; echo \"st=$?\"", w.outside);
@@ -493,9 +503,7 @@ test_host_executable_limits_fallback(void **state)
     free(rules);
     /* listed: escalated (rules are read at start: a new server) */
     mcp_world_end(&w);
-    rules = mcp_world_fmt("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
-                          "host_executable(name=\"sh\", paths=[\"%s\"])\n",
-                          sh);
+    rules = mcp_world_fmt(SH_C_ALLOWED "host_executable(name=\"sh\", paths=[\"%s\"])\n", sh);
     world_start(&w, rules, false);
     free(cmd);
     cmd = mcp_world_fmt("sh -c 'touch %s/x'; echo \"st=$?\"", w.outside);
@@ -564,7 +572,7 @@ static void
 test_cancel_kills_escalated_program(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_C_ALLOWED, false);
     char *cmd =
         mcp_world_fmt("sh -c 'touch %s/ready; sleep 38.5; touch %s/late'", w.outside, w.outside);
     long long id =
@@ -643,9 +651,13 @@ static void
 test_preserve_program_paths(void **state)
 {
     char *sh = which("sh");
-    char *rules = mcp_world_fmt("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
-                                "prefix_rule(pattern=[\"%s\", \"-ec\"], decision=\"allow\")\n",
-                                sh);
+    char *touch = which("touch");
+    /* only full paths match: touch, which the escalated sh starts, too */
+    char *rules =
+        mcp_world_fmt(SH_C_ALLOWED "prefix_rule(pattern=[\"%s\", \"-ec\"], decision=\"allow\")\n"
+                                   "prefix_rule(pattern=[\"%s\"], decision=\"allow\")\n",
+                      sh, touch);
+    free(touch);
     struct mcp_world w;
     world_start_with(&w, rules, false, "--preserve-program-paths");
     /* the basename rule no longer matches: runs inside, cannot write */
@@ -669,7 +681,7 @@ static void
 test_pipeline_mixes_escalated_and_sandboxed(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_C_ALLOWED, false);
     char *cmd = mcp_world_fmt(
         "sh -c 'echo one; echo two' | tr a-z A-Z | sh -c 'cat > %s/piped; cat %s/piped'"
         " | cat; echo \"status=${%s[*]}\"",
@@ -690,10 +702,7 @@ static void
 test_extra_fds_reach_escalated_program(void **state)
 {
     struct mcp_world w;
-    world_start(&w,
-                "prefix_rule(pattern=[\"diff\"], decision=\"allow\")\n"
-                "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n",
-                false);
+    world_start(&w, "prefix_rule(pattern=[\"diff\"], decision=\"allow\")\n" SH_C_ALLOWED, false);
     char *cmd =
         mcp_world_fmt("diff <(echo a) <(echo a); echo \"same=$?\"; diff <(echo a) <(echo b);"
                       " echo \"differ=$?\"; sh -c 'echo three >&3; touch %s/esc' 3>log; cat log",
@@ -743,7 +752,7 @@ test_escalated_program_gets_only_forwarded_fds(void **state)
     int leak = dup2(STDERR_FILENO, 77);
     assert_int_equal(leak, 77);
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_C_ALLOWED, false);
     close(leak);
     char *cmd = mcp_world_fmt("sh -c 'touch %s/esc; ls /proc/$$/fd; true'; echo; "
                               "sh -c 'ls /proc/$$/fd; true' 5</dev/null",
@@ -766,8 +775,7 @@ test_loader_env_dropped(void **state)
     const char *want[] = {"[][][][]\n", "[][][][yes]\n"};
     for (int i = 0; i < 2; i++) {
         struct mcp_world w;
-        world_start_with(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false,
-                         extra[i]);
+        world_start_with(&w, SH_C_ALLOWED, false, extra[i]);
         char *cmd = mcp_world_fmt(
             "LD_PRELOAD=/nonexistent.so LD_LIBRARY_PATH=/x BASH_ENV=/x KEEP=yes "
             "sh -c 'echo \"[$LD_PRELOAD][$LD_LIBRARY_PATH][$BASH_ENV][$KEEP]\"; touch "
@@ -1032,7 +1040,7 @@ static void
 test_raw_clients_leave_server_serving(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_C_ALLOWED, false);
     char *py = tmpdir_path(w.wd, "attack.py");
     tmpdir_write_file(py, attack_py, 0644);
     char *cmd =

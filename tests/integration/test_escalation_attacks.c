@@ -561,8 +561,9 @@ set_sandbox(struct mcp_world *w, const char *policy, const char *cwd)
 static void
 test_program_written_by_another_calls_sandbox(void **state)
 {
-    struct mcp_world *w =
-        world_start("prefix_rule(pattern=[\"tool\"], decision=\"allow\")\n", false);
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"tool\"], decision=\"allow\")\n"
+                                      "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n",
+                                      false);
     const char *ws = "{\"type\":\"workspace-write\",\"network_access\":false,"
                      "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true}";
     char *a_dir = scratch_new_in("/var/tmp", "cross-call");
@@ -1192,7 +1193,10 @@ static void
 test_works_escalated_script(void **state)
 {
     struct mcp_world *w =
-        world_start("prefix_rule(pattern=[\"gunzip\"], decision=\"allow\")\n", false);
+        world_start("prefix_rule(pattern=[\"gunzip\"], decision=\"allow\")\n"
+                    /* the script runs gzip -d: a program it starts needs a rule too */
+                    "prefix_rule(pattern=[\"gzip\", \"-d\"], decision=\"allow\")\n",
+                    false);
     char *f = mcp_world_fmt("%s/f", w->outside);
     tmpdir_write_file(f, "data\n", 0644);
     const char *gz[] = {"/bin/gzip", f, NULL};

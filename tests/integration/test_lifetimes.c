@@ -311,7 +311,14 @@ test_setsid_children_end_with_the_call(void **state)
     snprintf(outside, sizeof(outside), "%d.%03d", 3000 + getpid() % 1000, 13);
     struct mcp_world w;
     const struct mcp_world_options o = lifetime_options("danger-full-access", NULL);
-    mcp_world_start(&w, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", &o);
+    /* the escalated sh's setsid and its sleep need rules of their own */
+    char *rules = mcp_world_fmt("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
+                                "prefix_rule(pattern=[\"setsid\", \"sleep\", \"%s\"], "
+                                "decision=\"allow\")\n"
+                                "prefix_rule(pattern=[\"sleep\", \"%s\"], decision=\"allow\")\n",
+                                outside, outside);
+    mcp_world_start(&w, rules, &o);
+    free(rules);
     char *cmd = mcp_world_fmt("setsid sleep %s & sh -c 'setsid sleep %s &'; sleep 0.2; echo ok",
                               inside, outside);
     json_t *a = mcp_world_run(&w, cmd, NULL, 30000);

@@ -33,6 +33,12 @@ static const char *wrapper_path;
 #define RM_FORBIDDEN                                                                               \
     "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"tree-test: keep "       \
     "files\")\n"
+/* sh escalated by its rule, and the programs the tests' scripts start in
+ * its tree: a program an escalated one starts runs outside only when a
+ * rule names it (docs/enforcement.md). */
+#define SH_ALLOWED                                                                                 \
+    "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n"                                          \
+    "prefix_rule(pattern=[[\"tr\", \"ls\", \"sleep\", \"true\", \"env\"]], decision=\"allow\")\n"
 #define REFUSAL       "execgate: refused `"
 #define JUSTIFICATION "tree-test: keep files"
 
@@ -329,7 +335,7 @@ static void
 test_escalated_program_keeps_argv0_fds_cwd(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_ALLOWED, false);
     json_t *r = run(&w,
                     "mkdir -p sub && cd sub && (exec sh -c "
                     "'tr \"\\0\" \" \" < /proc/$$/cmdline; echo; pwd; echo to-three >&3; "
@@ -647,7 +653,7 @@ static void
 test_no_fd_leak_across_calls(void **state)
 {
     struct mcp_world w;
-    world_start(&w, RM_FORBIDDEN "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
+    world_start(&w, RM_FORBIDDEN SH_ALLOWED, false);
     json_t *r = run(&w, "env true; sh -c 'env true'", NULL);
     json_decref(r);
     int before = mcp_client_fd_count(w.c);
@@ -748,7 +754,7 @@ static void
 test_orphans_killed_and_reaped(void **state)
 {
     struct mcp_world w;
-    world_start(&w, "prefix_rule(pattern=[\"sh\"], decision=\"allow\")\n", false);
+    world_start(&w, SH_ALLOWED, false);
     /* in the sandbox */
     json_t *r = run(&w, "(sleep 31.4159 &) ; exit", NULL);
     json_decref(r);

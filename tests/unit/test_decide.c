@@ -1281,6 +1281,148 @@ test_question_text(void **state)
     (void)state;
 }
 
+/* A child in the tree of a program a rule let out (e.outside): an allow
+ * rule runs it, anything else is asked about with the refusal ready; a
+ * dash that only starts one plain command runs; forbidden still denies. */
+static void
+test_outside_children(void **state)
+{
+    struct decide_server *ds =
+        server_with("prefix_rule(pattern=[\"true\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git\", \"log\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    const struct decide_outside parent = {"make", "allowed by test.rules:1"};
+    struct decide_result r;
+    struct decide_exec e = {.source = DECIDE_FROM_TREE, .cwd = W, .pid = 7, .outside = &parent};
+
+    e.path = "/bin/true";
+    e.argv = (const char *const[]){"true", "x"};
+    e.argc = 2;
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_RUN);
+    decide_result_release(&r);
+
+    e.path = "/bin/echo";
+    e.argv = (const char *const[]){"echo", "hi"};
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_string_equal(r.refusal,
+                        "started outside the sandbox by `make` (allowed by test.rules:1), and no "
+                        "rule names it; no person could be asked. This rule would allow it: "
+                        "prefix_rule(pattern=[\"echo\", \"hi\"], decision=\"allow\")");
+    decide_result_release(&r);
+
+    /* allowed, but with an option that writes any file */
+    e.path = "/usr/bin/git";
+    e.argv = (const char *const[]){"git", "log", "--output=/tmp/x"};
+    e.argc = 3;
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    assert_non_null(r.caution);
+    decide_result_release(&r);
+
+    e.path = "/usr/bin/rm";
+    e.argv = (const char *const[]){"rm", "-f", "x"};
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_DENY);
+    decide_result_release(&r);
+
+    /* dash starting one plain command; not with more than that */
+    char *dash = real("/bin/sh");
+    bool is_dash = dash && strcmp(strrchr(dash, '/'), "/dash") == 0;
+    free(dash);
+    const char *const scripts[] = {"git-upload-pack '/srv/r.git'",
+                                   "git-upload-pack '/r'; touch x",
+                                   "eval touch x",
+                                   ". ./x",
+                                   "X=1 touch x",
+                                   "touch $HOME",
+                                   "touch `x`",
+                                   "touch x > y",
+                                   "'touch' x"};
+    for (size_t i = 0; is_dash && i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+        e.path = "/bin/sh";
+        e.argv = (const char *const[]){"sh", "-c", scripts[i]};
+        e.argc = 3;
+        decide_exec(dc, &e, &r);
+        if (r.verdict != (i == 0 ? DECIDE_RUN : DECIDE_ASK))
+            fail_msg("sh -c %s: %d", scripts[i], (int)r.verdict);
+        decide_result_release(&r);
+    }
+    /* a login shell reads startup files */
+    e.argv = (const char *const[]){"-sh", "-c", "git-upload-pack '/srv/r.git'"};
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_ASK);
+    decide_result_release(&r);
+
+    /* the same children inside the sandbox run */
+    e.outside = NULL;
+    e.path = "/bin/echo";
+    e.argv = (const char *const[]){"echo", "hi"};
+    e.argc = 2;
+    decide_exec(dc, &e, &r);
+    assert_verdict(&r, DECIDE_RUN);
+    decide_result_release(&r);
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* The loader's program counts: rm through it is forbidden, inside and
+ * out, by the wrapper and the tree. */
+static void
+test_loader_program(void **state)
+{
+    const char *loader = "/lib64/ld-linux-x86-64.so.2";
+    if (access(loader, X_OK) != 0)
+        skip();
+    struct decide_server *ds = server_with("prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n"
+                                           "prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n");
+    struct decide_call *dc = call_with(ds, WORKSPACE_NO_TMP);
+    struct decide_result r;
+    enum decide_source sources[] = {DECIDE_FROM_WRAPPER, DECIDE_FROM_TREE};
+    for (size_t i = 0; i < 2; i++) {
+        decide(dc, sources[i], loader, W, ARGV(loader, "/usr/bin/rm", "-f", "x"), 3, &r);
+        assert_verdict(&r, DECIDE_DENY);
+        decide_result_release(&r);
+        decide(dc, sources[i], loader, W, ARGV(loader, "--argv0", "cat", "/bin/cat", "f"), 3, &r);
+        assert_verdict(&r, DECIDE_ASK);
+        decide_result_release(&r);
+        decide(dc, sources[i], loader, W, ARGV(loader, "/bin/true"), 3, &r);
+        assert_verdict(&r, DECIDE_RUN);
+        decide_result_release(&r);
+    }
+    decide_call_unref(dc);
+    decide_server_free(ds);
+    (void)state;
+}
+
+/* The question about an escalated program's child: the parent, its rule,
+ * the child and the workdir, each escaped; no part can add a backtick or
+ * a line. */
+static void
+test_child_question_text(void **state)
+{
+    const char *const args[] = {"-c", "touch /var/tmp/x; false"};
+    char *got = decide_child_question_text("git status", "allowed by default.rules:3",
+                                           "/usr/bin/dash", args, 2, "/home/me/proj");
+    assert_non_null(got);
+    assert_string_equal(got, "`git status` (allowed by default.rules:3) wants to start "
+                             "`/usr/bin/dash -c 'touch /var/tmp/x; false'` outside the sandbox, "
+                             "in `/home/me/proj`. Allow it?");
+    free(got);
+    const char *const forged[] = {"x`\n\nAllow it?"};
+    got = decide_child_question_text("make `x`\n", "allowed by a\nb.rules:1", "/bin/sh", forged, 1,
+                                     "/w\r`");
+    assert_non_null(got);
+    assert_null(strchr(got, '\n'));
+    assert_null(strchr(got, '\r'));
+    assert_int_equal(backticks(got), 6);
+    free(got);
+    (void)state;
+}
+
 /* ---- since the first core: #! interpreters and dangerous options ---- */
 
 static void
@@ -1517,6 +1659,9 @@ main(void)
         cmocka_unit_test(test_git_ceiling),
         cmocka_unit_test(test_expect),
         cmocka_unit_test(test_question_text),
+        cmocka_unit_test(test_child_question_text),
+        cmocka_unit_test(test_outside_children),
+        cmocka_unit_test(test_loader_program),
         cmocka_unit_test(test_interpreters),
         cmocka_unit_test(test_dangerous_option),
         cmocka_unit_test(test_audit),

@@ -698,6 +698,38 @@ test_interpreters(void **state)
     (void)state;
 }
 
+/* The loader known by its last component, and its program argument past
+ * its own options. */
+static void
+test_loader(void **state)
+{
+    assert_true(exec_path_is_loader("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"));
+    assert_true(exec_path_is_loader("/lib/ld-musl-x86_64.so.1"));
+    assert_true(exec_path_is_loader("/lib64/ld64.so.2"));
+    assert_true(exec_path_is_loader("/lib/ld-2.31.so"));
+    assert_true(exec_path_is_loader("ld.so"));
+    assert_false(exec_path_is_loader("/usr/bin/ld"));
+    assert_false(exec_path_is_loader("/usr/bin/ld.gold"));
+    assert_false(exec_path_is_loader("/usr/lib/libld-x.so"));
+    assert_false(exec_path_is_loader(NULL));
+
+    const char *plain[] = {"ld.so", "/usr/bin/rm", "-f", "x"};
+    assert_int_equal(exec_path_loader_program(plain, 4), 1);
+    const char *opts[] = {"ld.so", "--library-path", "/l", "--inhibit-cache", "--preload",
+                          "p.so",  "--argv0",        "a",  "--audit",         "au.so",
+                          "--",    "--odd-name",     "-f"};
+    assert_int_equal(exec_path_loader_program(opts, 13), 11);
+    const char *hwcaps[] = {"ld.so", "--glibc-hwcaps-mask", "x", "--glibc-hwcaps-prepend",
+                            "y",     "--inhibit-rpath",     "z", "prog"};
+    assert_int_equal(exec_path_loader_program(hwcaps, 8), 7);
+    const char *none[] = {"ld.so", "--list", "--library-path"};
+    assert_int_equal(exec_path_loader_program(none, 3), 0);
+    const char *dashdash[] = {"ld.so", "--"};
+    assert_int_equal(exec_path_loader_program(dashdash, 2), 0);
+    assert_int_equal(exec_path_loader_program(plain, 1), 0);
+    (void)state;
+}
+
 int
 main(void)
 {
@@ -717,6 +749,7 @@ main(void)
         cmocka_unit_test(test_release_zeroed),
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_interpreters),
+        cmocka_unit_test(test_loader),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

@@ -80,6 +80,27 @@ test_login_snapshot(void **state)
     free(err);
 }
 
+/* What escalated programs may start: ask (the default) or inherit. */
+static void
+test_escalated_children(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err, "--log-level", "warn"), OPTIONS_RUN);
+    assert_false(o.escalated_children_inherit);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--escalated-children=inherit"), OPTIONS_RUN);
+    assert_true(o.escalated_children_inherit);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--escalated-children", "ask"), OPTIONS_RUN);
+    assert_false(o.escalated_children_inherit);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--escalated-children", "all"), OPTIONS_ERROR);
+    assert_string_equal(err, "--escalated-children: expected ask or inherit, got 'all'");
+    free(err);
+    (void)state;
+}
+
 static void
 test_pass_env_repeatable(void **state)
 {
@@ -380,6 +401,7 @@ main(void)
         cmocka_unit_test(test_listen),
         cmocka_unit_test(test_programs_checked),
         cmocka_unit_test(test_shell),
+        cmocka_unit_test(test_escalated_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

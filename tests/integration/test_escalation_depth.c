@@ -1,0 +1,675 @@
+/*
+ * What a program run outside the sandbox may start in turn, through the
+ * whole product (the real server over stdio, the patched shell in the real
+ * sandbox, the escalated programs under the exec filter): a child runs
+ * only when a rule names it or a person approved it, at any depth; and
+ * the names an exec goes by are read in the view of the process that
+ * execs (/proc/self) and through the dynamic loader.
+ *
+ * Where something ran is proved by what it could write: the world's
+ * "outside" directory (under /var/tmp) is writable only outside the
+ * sandbox.  Each attack asserts that nothing appeared there, or that a
+ * victim file survived, and says what the person or the program's stderr
+ * was told, word for word where the text is the interface.
+ *
+ * Variants (tests/integration/meson.build): as the invoking user and, when
+ * root, as an unprivileged test user running the server
+ * (EXECGATE_TEST_UNPRIVILEGED=1); the patched zsh (EXECGATE_TEST_SHELL);
+ * shell enforcement (EXECGATE_TEST_EXTRA=--exec-enforcement=shell), where
+ * escalated programs still start under the exec filter.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
+#include "tests/support/proc.h"
+#include "tests/support/test_user.h"
+#include "tests/support/tmpdir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct {
+    const char *server;
+    const char *default_rules; /* examples/default.rules */
+    const char *extra;         /* one more server argument, or NULL */
+    bool unprivileged;
+    struct test_user user;
+    struct mcp_world *world; /* the running test's, for the teardown */
+} g;
+
+static struct mcp_world the_world;
+
+#define MAKE_ALLOWED "prefix_rule(pattern=[\"make\"], decision=\"allow\")\n"
+#define RM_FORBIDDEN                                                                               \
+    "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"rm is not for "         \
+    "agents\")\n"
+
+static struct mcp_world *
+world_start_extra(const char *rules, bool elicitation, const char *extra)
+{
+    struct mcp_world *w = &the_world;
+    const struct mcp_world_options o = {.server = g.server,
+                                        .client_name = "escalation-depth-tests",
+                                        .elicitation = elicitation,
+                                        .extra = extra,
+                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
+                                        .chown = g.unprivileged,
+                                        .owner_uid = g.user.uid,
+                                        .owner_gid = g.user.gid};
+    mcp_world_start(w, rules, &o);
+    g.world = w;
+    return w;
+}
+
+static struct mcp_world *
+world_start(const char *rules, bool elicitation)
+{
+    return world_start_extra(rules, elicitation, g.extra);
+}
+
+static void
+world_end(struct mcp_world *w)
+{
+    mcp_world_end(w);
+    g.world = NULL;
+}
+
+static int
+teardown(void **state)
+{
+    (void)state;
+    if (g.world) {
+        mcp_world_abandon(g.world);
+        g.world = NULL;
+    }
+    return 0;
+}
+
+static json_t *
+run(struct mcp_world *w, const char *command, struct mcp_answers *a)
+{
+    return mcp_world_run(w, command, a, 60000);
+}
+
+/* Runs argv outside any sandbox as the server's user and asserts exit 0;
+ * its output (malloc'd) when out is not NULL. */
+static void
+outside_ok(const char *const *argv, char **out)
+{
+    const char *full[32];
+    size_t n = 0;
+    for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
+        full[n++] = g.user.prefix[i];
+    for (size_t i = 0; argv[i]; i++) {
+        assert_true(n < sizeof(full) / sizeof(full[0]) - 1);
+        full[n++] = argv[i];
+    }
+    full[n] = NULL;
+    struct proc_result res;
+    assert_int_equal(proc_run(full, NULL, &res), 0);
+    if (proc_exit_code(&res) != 0)
+        fail_msg("%s %s failed: %s", argv[0], argv[1] ? argv[1] : "", res.err);
+    if (out)
+        *out = strdup(res.out ? res.out : "");
+    proc_result_free(&res);
+}
+
+/* path with text, owned by the server's user. */
+static void
+write_owned(const char *dir, const char *name, const char *text)
+{
+    char *path = tmpdir_path(dir, name);
+    tmpdir_write_file(path, text, 0644);
+    if (g.unprivileged)
+        assert_int_equal(chown(path, g.user.uid, g.user.gid), 0);
+    free(path);
+}
+
+static void
+assert_not_outside(const struct mcp_world *w, const char *name, const json_t *a)
+{
+    if (mcp_world_exists(w->outside, name))
+        fail_msg("%s/%s exists: a program ran outside the sandbox for the command\noutput: [%s]",
+                 w->outside, name, a ? mcp_world_output(a) : "");
+}
+
+/* A Makefile in the workdir (the command's to write) whose one recipe is
+ * recipe; `make` is allowed by the rules, so it runs outside. */
+static void
+makefile(struct mcp_world *w, const char *recipe)
+{
+    char *text = mcp_world_fmt("all:\n\t%s\n", recipe);
+    write_owned(w->wd, "Makefile", text);
+    free(text);
+}
+
+/* ---- a child no rule names ---- */
+
+/* The recipe is code the command planted: with a client that can be
+ * asked, the person sees the real command, its parent and the parent's
+ * rule; declined, nothing runs outside.  Before, it ran without a word. */
+static void
+test_unnamed_child_is_asked(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    char *recipe = mcp_world_fmt("touch %s/made; false", w->outside);
+    makefile(w, recipe);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    assert_not_outside(w, "made", a);
+    assert_int_equal(ans.asked, 1);
+    char *want = mcp_world_fmt("`make` (allowed by test.rules:1) wants to start `/usr/bin/dash -c "
+                               "'%s'` outside the sandbox, in `%s`. Allow it?",
+                               recipe, w->wd);
+    assert_string_equal(ans.last_message, want);
+    mcp_world_assert_contains(mcp_world_output(a), "status=2");
+    free(want);
+    free(ans.last_message);
+    json_decref(a);
+    free(recipe);
+    world_end(w);
+}
+
+/* The same without a client that can be asked: refused, and the child's
+ * stderr gets one line naming it, its parent and the rule that would
+ * allow it. */
+static void
+test_unnamed_child_is_refused_without_elicitation(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    char *recipe = mcp_world_fmt("touch %s/made; false", w->outside);
+    makefile(w, recipe);
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "made", a);
+    char *want = mcp_world_fmt(
+        "execgate: refused `sh -c %s`: started outside the sandbox by `make` (allowed by "
+        "test.rules:1), and no rule names it; no person could be asked. This rule would allow "
+        "it: prefix_rule(pattern=[\"sh\", \"-c\", \"%s\"], decision=\"allow\")\n",
+        recipe, recipe);
+    mcp_world_assert_contains(mcp_world_output(a), want);
+    mcp_world_assert_contains(mcp_world_output(a), "status=2");
+    free(want);
+    json_decref(a);
+    free(recipe);
+    world_end(w);
+}
+
+/* A recipe with a quote goes through /bin/sh; dash running one plain
+ * command is let through, and the command it starts is what is refused. */
+static void
+test_plain_shell_passes_its_command_on(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    char *recipe = mcp_world_fmt("touch '%s/made'", w->outside);
+    makefile(w, recipe);
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "made", a);
+    char *want = mcp_world_fmt("execgate: refused `touch %s/made`: started outside the sandbox by "
+                               "`make` (allowed by test.rules:1), and no rule names it",
+                               w->outside);
+    mcp_world_assert_contains(mcp_world_output(a), want);
+    free(want);
+    json_decref(a);
+    free(recipe);
+    world_end(w);
+}
+
+/* Shells that read startup files a planted environment can name (bash
+ * reads $BASH_ENV), and dash scripts that are more than one plain command
+ * (a builtin that runs code, a second command), are not let through. */
+static void
+test_other_shells_and_scripts_are_asked(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    char *bash_mk = mcp_world_fmt("SHELL = /bin/bash\nexport BASH_ENV = %s/env.sh\n"
+                                  "all:\n\ttrue 'x'\n",
+                                  w->wd);
+    write_owned(w->wd, "bash.mk", bash_mk);
+    char *dash_mk = mcp_world_fmt("all:\n\t-eval 'touch %s/eval'\n\t-. ./dot.sh\n"
+                                  "\t-true 'x'; touch %s/second\n",
+                                  w->outside, w->outside);
+    write_owned(w->wd, "dash.mk", dash_mk);
+    char *env = mcp_world_fmt("echo planted > %s/env\n", w->outside);
+    write_owned(w->wd, "env.sh", env);
+    write_owned(w->wd, "dot.sh", env);
+    json_t *a = run(w, "make -f bash.mk; make -f dash.mk; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "env", a);
+    assert_not_outside(w, "eval", a);
+    assert_not_outside(w, "second", a);
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `bash -c true 'x'`");
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c eval 'touch ");
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c . ./dot.sh`");
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c true 'x'; touch ");
+    free(env);
+    free(dash_mk);
+    free(bash_mk);
+    json_decref(a);
+    world_end(w);
+}
+
+/* Only `git status` is allowed; the command makes its workdir a bare
+ * repository whose worktree is the workdir and whose core.fsmonitor is a
+ * command (git takes a directory that is a git dir, not only a .git).
+ * Whether git runs outside or not, the fsmonitor's shell must not run
+ * outside unseen: with a client that can be asked, the person sees it
+ * with git status and its rule named. */
+static void
+test_planted_fsmonitor_of_allowed_git(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", true);
+    char *cmd = mcp_world_fmt("git init -q --bare . && git config core.worktree \"$PWD\" && "
+                              "git config core.bare false && "
+                              "git config core.fsmonitor 'touch %s/fsm; false'",
+                              w->outside);
+    json_t *a = run(w, cmd, NULL);
+    json_decref(a);
+    struct mcp_answers ans = {.action = "decline"};
+    a = run(w, "git status >/dev/null; echo \"status=$?\"", &ans);
+    assert_not_outside(w, "fsm", a);
+    if (ans.asked > 0)
+        mcp_world_assert_contains(ans.last_message,
+                                  "`git status` (allowed by test.rules:1) wants to start `");
+    free(ans.last_message);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* A shell the rules let out, running a program no rule names: its exec
+ * fails, the shell says 126, and the one line is on stderr, naming the
+ * parent by the file that runs (dash, for sh). */
+static void
+test_refused_child_status_is_126(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    char *cmd = mcp_world_fmt("sh -c 'touch %s/x; echo st=$?'", w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "x", a);
+    char *want = mcp_world_fmt("execgate: refused `touch %s/x`: started outside the sandbox by "
+                               "`dash -c 'touch %s/x; echo st=$?'` (allowed by test.rules:1), and "
+                               "no rule names it; no person could be asked. This rule would "
+                               "allow it: prefix_rule(pattern=[\"touch\", \"%s/x\"], "
+                               "decision=\"allow\")\n",
+                               w->outside, w->outside, w->outside);
+    mcp_world_assert_contains(mcp_world_output(a), want);
+    mcp_world_assert_contains(mcp_world_output(a), "st=126\n");
+    free(want);
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+/* approved_for_session answers the same child's question in later calls. */
+static void
+test_unnamed_child_approved_for_session(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    char *recipe = mcp_world_fmt("touch %s/made && echo made", w->outside);
+    makefile(w, recipe);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, "make", &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_true(mcp_world_exists(w->outside, "made"));
+    json_decref(a);
+    char *made = tmpdir_path(w->outside, "made");
+    assert_int_equal(unlink(made), 0);
+    a = run(w, "make", &ans);
+    assert_int_equal(ans.asked, 1);
+    if (!mcp_world_exists(w->outside, "made"))
+        fail_msg("the approved recipe did not run again: [%s]", mcp_world_output(a));
+    json_decref(a);
+    free(made);
+    free(ans.last_message);
+    free(recipe);
+    world_end(w);
+}
+
+/* An allowed make whose recipe starts cc: one question (cc), and what the
+ * person approved builds (cc's own children are cc's business). */
+static void
+test_make_building_with_cc_asks_once(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    write_owned(w->wd, "Makefile", "hello: hello.c\n\tcc -o hello hello.c\n");
+    write_owned(w->wd, "hello.c",
+                "#include <stdio.h>\nint main(void) { puts(\"hello, world\"); return 0; }\n");
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, "make && ./hello", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message, "wants to start `");
+    mcp_world_assert_contains(ans.last_message, " -o hello hello.c` outside the sandbox");
+    mcp_world_assert_contains(mcp_world_output(a), "hello, world\n");
+    assert_int_equal(mcp_world_exit(a), 0);
+    json_decref(a);
+    a = run(w, "rm hello && make && ./hello", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "hello, world\n");
+    json_decref(a);
+    free(ans.last_message);
+    world_end(w);
+}
+
+/* --escalated-children=inherit: the reference's behaviour, the recipe
+ * runs outside without a question. */
+static void
+test_inherit_option_restores_the_old_behaviour(void **state)
+{
+    struct mcp_world *w = world_start_extra(MAKE_ALLOWED, false, "--escalated-children=inherit");
+    char *recipe = mcp_world_fmt("touch %s/made", w->outside);
+    makefile(w, recipe);
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    if (!mcp_world_exists(w->outside, "made"))
+        fail_msg("with inherit the recipe should run outside: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    json_decref(a);
+    free(recipe);
+    world_end(w);
+}
+
+/* A forbidden program stays forbidden under a person's approval. */
+static void
+test_forbidden_child_under_approval(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, true);
+    write_owned(w->outside, "victim", "keep me\n");
+    char *recipe = mcp_world_fmt("rm -f %s/victim; true", w->outside);
+    makefile(w, recipe);
+    struct mcp_answers ans = {.action = "accept"};
+    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1); /* the shell, not rm */
+    if (!mcp_world_exists(w->outside, "victim"))
+        fail_msg("the forbidden rm ran: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    free(ans.last_message);
+    free(recipe);
+    world_end(w);
+}
+
+/* ---- /proc/self is the process's own ---- */
+
+/* `exec 7</usr/bin/rm; /proc/self/fd/7 -f FILE` in an approved recipe:
+ * the file is the recipe shell's fd 7, rm, which is forbidden.  Before,
+ * /proc/self was read as the server's own, and rm ran. */
+static void
+test_proc_self_fd_outside(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, true);
+    write_owned(w->outside, "victim", "keep me\n");
+    char *recipe = mcp_world_fmt("exec 7</usr/bin/rm; /proc/self/fd/7 -f %s/victim", w->outside);
+    makefile(w, recipe);
+    struct mcp_answers ans = {.action = "accept"};
+    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    if (!mcp_world_exists(w->outside, "victim"))
+        fail_msg("rm ran through /proc/self/fd/7: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    free(ans.last_message);
+    free(recipe);
+    world_end(w);
+}
+
+/* The same inside the sandbox, from the shell's own child. */
+static void
+test_proc_self_fd_inside(void **state)
+{
+    struct mcp_world *w = world_start(RM_FORBIDDEN, false);
+    write_owned(w->wd, "victim", "keep me\n");
+    json_t *a = run(w, "exec 7</usr/bin/rm; /proc/self/fd/7 -f victim; echo \"status=$?\"", NULL);
+    if (!mcp_world_exists(w->wd, "victim"))
+        fail_msg("rm ran through /proc/self/fd/7: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    /* the same through /dev/fd (a link to /proc/self/fd), /proc/thread-self
+     * and a link the command made to /proc/self */
+    a = run(w,
+            "exec 7</usr/bin/rm; /dev/fd/7 -f victim; /proc/thread-self/fd/7 -f victim; "
+            "ln -s /proc/self me; ./me/fd/7 -f victim; echo \"status=$?\"",
+            NULL);
+    if (!mcp_world_exists(w->wd, "victim"))
+        fail_msg("rm ran through a link to /proc/self: [%s]", mcp_world_output(a));
+    json_decref(a);
+    world_end(w);
+}
+
+/* Legitimate execs through /proc/self run in the sandbox with no rules:
+ * a path through the process's root, an fd it opened, a memfd-like
+ * deleted file.  Before, each failed "required file not found". */
+static void
+test_proc_self_execs_work(void **state)
+{
+    struct mcp_world *w = world_start("", false);
+    json_t *a = run(w,
+                    "/proc/self/root/usr/bin/true && echo root-ok; "
+                    "exec 8</usr/bin/true; /proc/self/fd/8 && echo fd-ok; "
+                    "/proc/thread-self/root/usr/bin/true && echo thread-ok; "
+                    "cp /usr/bin/true t && exec 9<t && rm t && /proc/self/fd/9 && echo deleted-ok",
+                    NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "root-ok\nfd-ok\nthread-ok\ndeleted-ok\n");
+    json_decref(a);
+    world_end(w);
+}
+
+/* ---- the loader is an interpreter ---- */
+
+static const char *
+loader(void)
+{
+    static const char *const known[] = {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
+                                        NULL};
+    for (size_t i = 0; known[i]; i++) {
+        if (access(known[i], X_OK) == 0)
+            return known[i];
+    }
+    return NULL;
+}
+
+static void
+test_loader_running_forbidden_program_inside(void **state)
+{
+    if (!loader())
+        skip();
+    struct mcp_world *w = world_start(RM_FORBIDDEN, false);
+    write_owned(w->wd, "victim", "keep me\n");
+    char *cmd = mcp_world_fmt("%s --argv0 x /usr/bin/rm -f victim; echo \"status=$?\"", loader());
+    json_t *a = run(w, cmd, NULL);
+    if (!mcp_world_exists(w->wd, "victim"))
+        fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    free(cmd);
+    /* a link to the loader, its other options, a loader running a loader */
+    cmd = mcp_world_fmt("ln -s %s ld; ./ld --library-path /nowhere --preload '' -- /usr/bin/rm -f "
+                        "victim; %s %s /usr/bin/rm -f victim; echo \"status=$?\"",
+                        loader(), loader(), loader());
+    a = run(w, cmd, NULL);
+    if (!mcp_world_exists(w->wd, "victim"))
+        fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    world_end(w);
+}
+
+static void
+test_loader_running_forbidden_program_outside(void **state)
+{
+    if (!loader())
+        skip();
+    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, false);
+    write_owned(w->outside, "victim", "keep me\n");
+    char *recipe = mcp_world_fmt("%s /usr/bin/rm -f %s/victim", loader(), w->outside);
+    makefile(w, recipe);
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    if (!mcp_world_exists(w->outside, "victim"))
+        fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    free(recipe);
+    world_end(w);
+}
+
+/* ---- ordinary work with examples/default.rules ---- */
+
+/* A top-level repository with one commit, made outside the sandbox (which
+ * keeps its .git read-only), and a bare remote in the outside directory. */
+static char *
+repo_and_remote(struct mcp_world *w)
+{
+    const char *init[] = {"/usr/bin/git", "-C", w->wd, "init", "-q", "-b", "main", NULL};
+    outside_ok(init, NULL);
+    const char *commit[] = {"/usr/bin/git",
+                            "-C",
+                            w->wd,
+                            "-c",
+                            "user.name=t",
+                            "-c",
+                            "user.email=t@execgate.invalid",
+                            "commit",
+                            "-q",
+                            "--allow-empty",
+                            "-m",
+                            "first commit",
+                            NULL};
+    outside_ok(commit, NULL);
+    char *remote = tmpdir_path(w->outside, "remote.git");
+    const char *bare[] = {"/usr/bin/git", "init", "-q", "--bare", remote, NULL};
+    outside_ok(bare, NULL);
+    return remote;
+}
+
+/* git push (a prompt rule: the person approves it) to a local bare remote
+ * outside the workspace: one question, and the remote has the commit. */
+static void
+test_git_push_with_default_rules(void **state)
+{
+    char *rules = tmpdir_read_file(g.default_rules, NULL);
+    assert_non_null(rules);
+    struct mcp_world *w = world_start(rules, true);
+    char *remote = repo_and_remote(w);
+    struct mcp_answers ans = {.action = "accept"};
+    char *cmd = mcp_world_fmt("git push -q %s main; echo \"status=$?\"", remote);
+    json_t *a = run(w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    char *log = NULL;
+    const char *show[] = {"/usr/bin/git", "--git-dir", remote, "log", "--format=%s", "main", NULL};
+    outside_ok(show, &log);
+    mcp_world_assert_contains(log, "first commit\n");
+    free(log);
+    json_decref(a);
+    free(cmd);
+    free(ans.last_message);
+    free(remote);
+    free(rules);
+    world_end(w);
+}
+
+/* An allowed git fetch from a local bare remote outside the workspace:
+ * git's transport (dash starting git-upload-pack) and its own helpers run
+ * under the rules of examples/default.rules, without a question. */
+static void
+test_git_fetch_allowed_with_default_rules(void **state)
+{
+    char *rules = tmpdir_read_file(g.default_rules, NULL);
+    assert_non_null(rules);
+    char *more =
+        mcp_world_fmt("%s\nprefix_rule(pattern=[\"git\", \"fetch\"], decision=\"allow\")\n", rules);
+    struct mcp_world *w = world_start(more, false);
+    char *remote = repo_and_remote(w);
+    /* a commit the workspace does not have, so objects travel */
+    char *other = tmpdir_path(w->outside, "other");
+    const char *init[] = {"/usr/bin/git", "init", "-q", other, NULL};
+    outside_ok(init, NULL);
+    const char *commit[] = {"/usr/bin/git",
+                            "-C",
+                            other,
+                            "-c",
+                            "user.name=t",
+                            "-c",
+                            "user.email=t@execgate.invalid",
+                            "commit",
+                            "-q",
+                            "--allow-empty",
+                            "-m",
+                            "from afar",
+                            NULL};
+    outside_ok(commit, NULL);
+    const char *push[] = {"/usr/bin/git",        "-C", other, "push", "-q", remote,
+                          "HEAD:refs/heads/far", NULL};
+    outside_ok(push, NULL);
+    char *cmd = mcp_world_fmt("git fetch -q %s far && git log -1 --format=%%s FETCH_HEAD && "
+                              "echo fetched",
+                              remote);
+    json_t *a = run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "from afar\nfetched\n");
+    json_decref(a);
+    free(cmd);
+    free(other);
+    free(remote);
+    free(more);
+    free(rules);
+    world_end(w);
+}
+
+int
+main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    g.server = getenv("EXECGATE_TEST_SERVER");
+    g.default_rules = getenv("EXECGATE_TEST_DEFAULT_RULES");
+    if (!g.server || !g.default_rules) {
+        fprintf(stderr, "EXECGATE_TEST_SERVER or EXECGATE_TEST_DEFAULT_RULES is not set\n");
+        return 1;
+    }
+    const char *extra = getenv("EXECGATE_TEST_EXTRA");
+    g.extra = extra && *extra ? extra : NULL;
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77;
+        }
+        g.unprivileged = true;
+        test_user_create(&g.user);
+        if (test_user_can_serve(&g.user, g.server) == 77)
+            return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_unnamed_child_is_asked, teardown),
+        cmocka_unit_test_teardown(test_unnamed_child_is_refused_without_elicitation, teardown),
+        cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, teardown),
+        cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
+        cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
+        cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
+        cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
+        cmocka_unit_test_teardown(test_make_building_with_cc_asks_once, teardown),
+        cmocka_unit_test_teardown(test_inherit_option_restores_the_old_behaviour, teardown),
+        cmocka_unit_test_teardown(test_forbidden_child_under_approval, teardown),
+        cmocka_unit_test_teardown(test_proc_self_fd_outside, teardown),
+        cmocka_unit_test_teardown(test_proc_self_fd_inside, teardown),
+        cmocka_unit_test_teardown(test_proc_self_execs_work, teardown),
+        cmocka_unit_test_teardown(test_loader_running_forbidden_program_inside, teardown),
+        cmocka_unit_test_teardown(test_loader_running_forbidden_program_outside, teardown),
+        cmocka_unit_test_teardown(test_git_push_with_default_rules, teardown),
+        cmocka_unit_test_teardown(test_git_fetch_allowed_with_default_rules, teardown),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    test_user_release(&g.user);
+    if (failed) {
+        fflush(stdout);
+        fflush(stderr);
+        _exit(failed);
+    }
+    return 0;
+}
