@@ -9,6 +9,7 @@
 #include "server/jsonrpc.h"
 #include "server/log.h"
 #include "server/shell_call.h"
+#include "server/strfmt.h"
 #include "server/utf8.h"
 #include "server/writable_history.h"
 #include "server/writable_view.h"
@@ -1147,8 +1148,12 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->verdict = DECIDE_RUN;
         out->reason = strdup(v.decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
     }
-    if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT)
+    if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT) {
         propose_amendment(dc, e, &walk, &cmd, out);
+        /* shown in the question; without it the question is still asked */
+        if (v.justification && !(out->justification = strdup(v.justification)))
+            log_warn("decide: out of memory keeping a rule's justification for its question");
+    }
     verdict_release(&v);
     free(cmd.words);
     exec_interpreters_release(&in);
@@ -1163,6 +1168,7 @@ decide_result_release(struct decide_result *r)
     free(r->program);
     free(r->key);
     verdict_words_free(r->amendment);
+    free(r->justification);
     json_decref(r->matched);
     if (r->fd >= 0)
         close(r->fd);
@@ -1186,14 +1192,16 @@ call_pause(struct decide_call *dc, bool pause)
     }
 }
 
+/* Stops the call: a person answered abort (why: what the call's result
+ * says). */
 static void
-call_abort(struct decide_call *dc)
+call_abort(struct decide_call *dc, const char *why)
 {
     if (dc->aborted)
         return;
     dc->aborted = true;
     if (dc->on_abort)
-        dc->on_abort(dc->abort_data, REASON_ABORTED);
+        dc->on_abort(dc->abort_data, why);
     if (dc->sc)
         shell_call_signal(dc->sc, SIGKILL);
 }
@@ -1259,6 +1267,12 @@ escape_shown(const char *text)
 }
 
 char *
+decide_text_shown(const char *text)
+{
+    return escape_shown(text);
+}
+
+char *
 decide_question_text(const char *program, const char *const *args, size_t nargs,
                      const char *workdir)
 {
@@ -1298,6 +1312,7 @@ struct decide_question {
     size_t n_amendment;
     char **args; /* the command's arguments, which a named prefix must follow */
     size_t nargs;
+    char *justification;          /* the prompting rule's, shown; or NULL */
     unsigned asks_left;           /* MAX_ASKS_AGAIN, counting down */
     struct decide_question *next; /* in the call's waiting line */
 };
@@ -1308,6 +1323,7 @@ question_free(struct decide_question *q)
     decide_call_unref(q->dc);
     free(q->key);
     free(q->text);
+    free(q->justification);
     verdict_words_free(q->amendment);
     verdict_words_free(q->args);
     free(q);
@@ -1327,74 +1343,134 @@ words_copy(const char *const *words, size_t n)
     return copy;
 }
 
+/* The "always" choice in plain words: "Yes, and always allow commands
+ * starting with `git push`" (escaped as the question's text is); NULL
+ * when out of memory. */
+static char *
+always_title(const struct decide_question *q)
+{
+    char *joined = shlex_join((const char *const *)q->amendment, q->n_amendment);
+    char *prefix = joined ? escape_shown(joined) : NULL;
+    char *title =
+        prefix ? strfmt("Yes, and always allow commands starting with `%s`", prefix) : NULL;
+    free(joined);
+    free(prefix);
+    return title;
+}
+
 /* The sentence that says what "always" adds, or NULL when out of memory. */
 static char *
 always_sentence(const struct decide_question *q)
 {
-    char *joined = shlex_join((const char *const *)q->amendment, q->n_amendment);
-    char *prefix = joined ? escape_shown(joined) : NULL;
+    char *title = always_title(q);
     char *file = escape_shown(q->dc->ds->answers_file);
-    char *sentence = NULL;
-    if (prefix && file &&
-        asprintf(&sentence,
-                 "Answering " ALWAYS_DECISION " allows every command that starts with `%s` from "
-                 "now on, without asking: the allow rule is added to %s",
-                 prefix, file) < 0)
-        sentence = NULL;
-    free(joined);
-    free(prefix);
+    char *sentence = title && file ? strfmt(" \"%s\" adds an allow rule to %s: such commands run "
+                                            "from now on without asking.",
+                                            title, file)
+                                   : NULL;
+    free(title);
     free(file);
     return sentence;
 }
 
-/* The message: why it is asked again (note, or NULL), the question, and
- * what "always" adds when it is offered. */
+/* The message: why it is asked again (note, or NULL), the question, the
+ * prompting rule's justification, and what "always" adds when it is
+ * offered. */
 static char *
 question_message(const struct decide_question *q, const char *note)
 {
     char *always = q->amendment ? always_sentence(q) : NULL;
+    char *just = q->justification ? escape_shown(q->justification) : NULL;
     char *msg = NULL;
-    if ((!q->amendment || always) &&
-        asprintf(&msg, "%s%s%s%s%s%s", note ? "Asked again: " : "", note ? note : "",
-                 note ? ". " : "", q->text, always ? " " : "", always ? always : "") < 0)
-        msg = NULL;
+    if ((!q->amendment || always) && (!q->justification || just))
+        msg = strfmt("%s%s%s%s%s%s%s%s", note ? "Asked again: " : "", note ? note : "",
+                     note ? ". " : "", q->text, just ? " The rule that asks says: \"" : "",
+                     just ? just : "", just ? "\"" : "", always ? always : "");
     free(always);
+    free(just);
     return msg;
 }
 
+/* One choice of the question: its value and what a person reads. */
+struct choice {
+    const char *value;
+    const char *title; /* NULL: not offered */
+};
+
+/*
+ * The decision property: Codex's review decisions as values, each with a
+ * title a person reads, in the two forms clients render: enum with
+ * enumNames (MCP 2025-06-18) and oneOf of const and title (2025-11-25).
+ * A client that knows neither shows the values; the description says what
+ * they mean.  NULL when out of memory.
+ */
+static json_t *
+decision_property(const struct decide_question *q)
+{
+    char *always = q->amendment ? always_title(q) : NULL;
+    const struct choice choices[] = {
+        {"approved", "Yes, run it this once"},
+        {"approved_for_session", "Yes, and do not ask again for this command in this session"},
+        {ALWAYS_DECISION, always},
+        {"denied", "No, do not run it (the agent is told and goes on)"},
+        {"abort", "No, and stop the whole tool call"},
+    };
+    json_t *values = json_array(), *names = json_array(), *one_of = json_array();
+    json_t *prop = json_pack(
+        "{s:s, s:s, s:s}", "type", "string", "title", "Decision", "description",
+        q->amendment ? "approved: this once; approved_for_session: this command for the rest of "
+                       "the session; " ALWAYS_DECISION ": every command starting with "
+                       "proposed_execpolicy_amendment, from now on; denied; abort: stop the "
+                       "whole tool call"
+                     : "approved: this once; approved_for_session: this command for the rest of "
+                       "the session; denied; abort: stop the whole tool call");
+    bool ok = prop && values && names && one_of && (!q->amendment || always);
+    for (size_t i = 0; ok && i < sizeof(choices) / sizeof(choices[0]); i++) {
+        if (!choices[i].title)
+            continue;
+        ok = json_array_append_new(values, json_string(choices[i].value)) == 0 &&
+             json_array_append_new(names, json_string(choices[i].title)) == 0 &&
+             json_array_append_new(one_of, json_pack("{s:s, s:s}", "const", choices[i].value,
+                                                     "title", choices[i].title)) == 0;
+    }
+    ok = ok && json_object_set(prop, "enum", values) == 0 &&
+         json_object_set(prop, "enumNames", names) == 0 &&
+         json_object_set(prop, "oneOf", one_of) == 0;
+    json_decref(values);
+    json_decref(names);
+    json_decref(one_of);
+    free(always);
+    if (!ok) {
+        json_decref(prop);
+        return NULL;
+    }
+    return prop;
+}
+
+/*
+ * elicitation/create's params: the message, a form of the decision and a
+ * reason (a text field; it reaches the agent with a refusal), and Codex's
+ * proposed_execpolicy_amendment when "always" is offered.  NULL when out
+ * of memory.
+ */
 static json_t *
 question_params(const struct decide_question *q, const char *note)
 {
     char *msg = question_message(q, note);
-    json_t *decisions = json_pack("[s,s]", "approved", "approved_for_session");
-    if (decisions && q->amendment)
-        json_array_append_new(decisions, json_string(ALWAYS_DECISION));
-    if (decisions) {
-        json_array_append_new(decisions, json_string("denied"));
-        json_array_append_new(decisions, json_string("abort"));
-    }
-    const char *described =
-        q->amendment
-            ? "Optional: approved (this once), approved_for_session (this command for the rest "
-              "of the session), " ALWAYS_DECISION " (every command that starts with "
-              "proposed_execpolicy_amendment, from now on), denied, or abort (stop the whole "
-              "tool call)"
-            : "Optional: approved (this once), approved_for_session (this command for the rest "
-              "of the session), denied, or abort (stop the whole tool call)";
+    json_t *decision = decision_property(q);
     json_t *params =
-        msg && decisions
-            ? json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:O, s:s}}}}", "message", msg,
-                        "requestedSchema", "type", "object", "properties", "reason", "type",
-                        "string", "description",
-                        "Optional reason for allowing or denying execution", "decision", "type",
-                        "string", "enum", decisions, "description", described)
+        msg && decision
+            ? json_pack("{s:s, s:{s:s, s:{s:O, s:{s:s, s:s, s:s}}}}", "message", msg,
+                        "requestedSchema", "type", "object", "properties", "decision", decision,
+                        "reason", "type", "string", "title", "Reason (optional)", "description",
+                        "Told to the agent when you refuse")
             : NULL;
     json_t *prefix = params && q->amendment ? json_array() : NULL;
     for (size_t i = 0; prefix && i < q->n_amendment; i++)
         json_array_append_new(prefix, text_json(q->amendment[i]));
     if (prefix)
         json_object_set_new(params, "proposed_execpolicy_amendment", prefix);
-    json_decref(decisions);
+    json_decref(decision);
     free(msg);
     return params;
 }
@@ -1488,6 +1564,20 @@ write_always(struct decide_question *q, const char *const *words, size_t n)
     free(err);
 }
 
+/* reason, and what the person typed in the answer's reason field (escaped
+ * as the question's text is) when there is something: in *buf (malloc'd),
+ * else reason itself. */
+static const char *
+with_said(const char *reason, const json_t *content, char **buf)
+{
+    const char *said = json_string_value(json_object_get(content, "reason"));
+    size_t n = said ? strspn(said, " \t\r\n") : 0;
+    char *shown = said && said[n] ? escape_shown(said + n) : NULL;
+    *buf = shown ? strfmt("%s, saying: %s", reason, shown) : NULL;
+    free(shown);
+    return *buf ? *buf : reason;
+}
+
 /* The reason for a refusing answer, or NULL for an approval (an
  * approval for the session is remembered, "always" is written, an abort
  * stops the call).  *again is set instead when an "always" answer cannot
@@ -1515,11 +1605,12 @@ answer_reason(struct decide_question *q, const json_t *result, const json_t *err
     if (strcmp(action, "accept") != 0)
         return REASON_CANCELLED;
     if (decision && strcmp(decision, "denied") == 0)
-        return REASON_DENIED;
+        return with_said(REASON_DENIED, content, buf);
     if (decision && strcmp(decision, "abort") == 0) {
         /* the call's group dies first, so nothing after this exec runs */
-        call_abort(q->dc);
-        return REASON_ABORTED;
+        const char *why = with_said(REASON_ABORTED, content, buf);
+        call_abort(q->dc, why);
+        return why;
     }
     if (decision && strcmp(decision, "approved_for_session") == 0 &&
         approvals_add(q->dc->cl->approvals, q->key, q->keylen) < 0)
@@ -1639,6 +1730,7 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
         free(q->text);
         q->text = cautioned;
     }
+    ok = ok && (!r->justification || (q->justification = strdup(r->justification)));
     if (ok && r->amendment) {
         ok = (q->amendment = words_copy((const char *const *)r->amendment, r->n_amendment)) &&
              (q->args = words_copy(q->nargs ? e->argv + 1 : NULL, q->nargs));

@@ -223,6 +223,9 @@ struct decide_result {
      * allow" is offered for it (NULL-terminated, n_amendment words) */
     char **amendment;
     size_t n_amendment;
+    /* ASK because a rule prompts: that rule's justification as shown to a
+     * person (rules_text_shown), for the question; else NULL */
+    char *justification;
     json_t *matched; /* the matching rules, with an audit log; else NULL */
     char *key;       /* approvals and memos: program, its (dev, ino), argv[1..] */
     size_t keylen;
@@ -290,6 +293,12 @@ void decide_audit(struct decide_call *dc, const struct decide_exec *e,
  * continued with no question (the audit log leaves those out). */
 void decide_trace(struct decide_call *dc, const struct decide_exec *e,
                   const struct decide_result *r, const char *decision);
+
+/* text as a question shows it: control characters, backslashes,
+ * backticks and invisible code points escaped, bytes that are not UTF-8
+ * as U+FFFD, so nothing in it can forge the question's layout.
+ * malloc'd; NULL when out of memory. */
+char *decide_text_shown(const char *text);
 
 /* The question's text for program, args and workdir (for tests and the
  * fuzz target): malloc'd, NULL when out of memory. */

@@ -261,6 +261,44 @@ test_prompt_decline_and_cancel(void **state)
     mcp_world_end(&w);
 }
 
+/* The question reads as a person expects: the rule's justification in
+ * the text (escaped as the command is), and what the person types as a
+ * reason reaches the agent with a refusal and with an abort. */
+static void
+test_question_shows_justification_and_returns_reason(void **state)
+{
+    struct mcp_world w;
+    world_start(&w,
+                "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\", "
+                "justification=\"a new repository `here`\")\n",
+                true);
+    struct mcp_answers ans = {
+        .action = "accept", .decision = "denied", .reason = "use the existing one\nplease"};
+    json_t *a = run(&w, "git init .; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message,
+                              "? The rule that asks says: \"a new repository \\x60here\\x60\"");
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "User denied execution, saying: use the existing one\\nplease");
+    assert_false(mcp_world_exists(w.wd, ".git/HEAD"));
+    json_decref(a);
+    /* blank reasons add nothing */
+    ans.reason = " \n";
+    a = run(&w, "git init .; echo \"status=$?\"", &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "Execution denied: User denied execution\n");
+    json_decref(a);
+    ans.decision = "abort";
+    ans.reason = "stop, wrong directory";
+    a = run(&w, "git init .; echo not reached", &ans);
+    assert_int_not_equal(mcp_world_exit(a), 0);
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(mcp_world_structured(a), "aborted")),
+        "User aborted the tool call, saying: stop, wrong directory");
+    json_decref(a);
+    free(ans.last_message);
+    mcp_world_end(&w);
+}
+
 /* A command whose second program is declined: the call says so and
  * fails, although the first was accepted and ran. */
 static void
@@ -1167,9 +1205,11 @@ test_always_allow_writes_the_rule_and_is_not_asked_again(void **state)
     assert_int_equal(ans.offered_always, 1);
     /* the prefix stops at the first argument that is a path */
     assert_string_equal(ans.proposed, "[\"git\",\"init\"]");
-    char *sentence = mcp_world_fmt("Answering approved_execpolicy_amendment allows every command "
-                                   "that starts with `git init` from now on, without asking: the "
-                                   "allow rule is added to %s/default.rules",
+    assert_string_equal(ans.always_title,
+                        "Yes, and always allow commands starting with `git init`");
+    char *sentence = mcp_world_fmt("\"Yes, and always allow commands starting with `git init`\" "
+                                   "adds an allow rule to %s/default.rules: such commands run from "
+                                   "now on without asking.",
                                    w.rules);
     assert_string_equal(ans.last_always, sentence);
     char *text = answers_file(&w);
@@ -1376,6 +1416,7 @@ main(void)
         cmocka_unit_test(test_the_chosen_shell_runs),
         cmocka_unit_test(test_prompt_accept_git_init),
         cmocka_unit_test(test_prompt_decline_and_cancel),
+        cmocka_unit_test(test_question_shows_justification_and_returns_reason),
         cmocka_unit_test(test_prompt_without_elicitation_capability),
         cmocka_unit_test(test_approved_for_session_asks_once),
         cmocka_unit_test(test_abort_stops_the_call),

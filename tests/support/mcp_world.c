@@ -181,18 +181,31 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
     a->last_message = strdup(json_string_value(json_object_get(params, "message")));
     assert_non_null(a->last_message);
     /* the schema offers the review decisions, "always" exactly when a
-     * prefix is proposed */
+     * prefix is proposed, each with a title a person reads (enumNames and
+     * oneOf say the same), and a text field for a reason */
     const json_t *proposed = json_object_get(params, "proposed_execpolicy_amendment");
-    const json_t *decision = json_object_get(
-        json_object_get(json_object_get(params, "requestedSchema"), "properties"), "decision");
+    const json_t *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
+    const json_t *decision = json_object_get(props, "decision");
     const json_t *choices = json_object_get(decision, "enum");
+    const json_t *names = json_object_get(decision, "enumNames");
+    const json_t *one_of = json_object_get(decision, "oneOf");
     assert_int_equal(json_array_size(choices), proposed ? 5 : 4);
-    static const char *const always = " Answering approved_execpolicy_amendment ";
+    assert_int_equal(json_array_size(names), json_array_size(choices));
+    assert_int_equal(json_array_size(one_of), json_array_size(choices));
+    for (size_t i = 0; i < json_array_size(choices); i++) {
+        const json_t *o = json_array_get(one_of, i);
+        assert_true(json_equal(json_object_get(o, "const"), json_array_get(choices, i)));
+        assert_true(json_equal(json_object_get(o, "title"), json_array_get(names, i)));
+        assert_null(strchr(json_string_value(json_array_get(names, i)), '_'));
+    }
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(props, "reason"), "type")), "string");
+    static const char *const always = " \"Yes, and always allow ";
     char *sentence = NULL;
     for (char *p = strstr(a->last_message, always); p; p = strstr(p + 1, always))
         sentence = p;
     assert_int_equal(sentence != NULL, proposed != NULL);
-    a->proposed[0] = a->last_always[0] = '\0';
+    a->proposed[0] = a->last_always[0] = a->always_title[0] = '\0';
     if (proposed) {
         a->offered_always++;
         assert_string_equal(json_string_value(json_array_get(choices, 2)),
@@ -201,6 +214,8 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
         assert_non_null(text);
         snprintf(a->proposed, sizeof(a->proposed), "%s", text);
         free(text);
+        snprintf(a->always_title, sizeof(a->always_title), "%s",
+                 json_string_value(json_array_get(names, 2)));
         snprintf(a->last_always, sizeof(a->last_always), "%s", sentence + 1);
         *sentence = '\0';
     }
@@ -216,6 +231,8 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
     } else if (a->decision) {
         json_object_set_new(result, "content", json_pack("{s:s}", "decision", a->decision));
     }
+    if (a->reason)
+        json_object_set_new(json_object_get(result, "content"), "reason", json_string(a->reason));
     mcp_client_send(w->c,
                     json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", mid, "result", result));
 }

@@ -51,6 +51,7 @@ struct mcp_answers {
      * overrides action */
     const char *const *actions;
     const char *decision; /* content.decision, or NULL */
+    const char *reason;   /* content.reason (what a person types), or NULL */
     int asked;            /* questions received */
     int delay_ms;         /* wait this long before answering */
     char *last_message;   /* the newest question's text, without the sentence
@@ -64,6 +65,8 @@ struct mcp_answers {
      * and its sentence about it ("" when none was offered) */
     char proposed[512];
     char last_always[1024];
+    /* the title the newest question gives "always" ("" when not offered) */
+    char always_title[512];
 };
 
 /* Starts the server with rules in test.rules and initializes it.  Without
