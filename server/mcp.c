@@ -5,6 +5,7 @@
 #include "server/call_net.h"
 #include "server/call_result.h"
 #include "sandbox/cmdline.h"
+#include "sandbox/placeholder.h"
 #include "server/escalation.h"
 #include "server/spawn_child.h"
 #include "server/client_log.h"
@@ -14,6 +15,7 @@
 #include "server/state_paths.h"
 #include "execgate-config.h"
 #include "server/jsonrpc.h"
+#include "server/leave_sandbox.h"
 #include "server/login_snapshot.h"
 #include "server/log.h"
 #include "rules/policy.h"
@@ -25,6 +27,7 @@
 #include "server/writable_view.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -32,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Largest timeout_ms accepted (2^53: exact in a double; about 285 000 years). */
 #define MAX_TIMEOUT_MS 9007199254740992.0
@@ -66,6 +70,12 @@ struct mcp_call {
      * it starts (its key and workdir); or the capture itself */
     char *snap_key, *snap_workdir;
     bool snap_capture;
+    /* require_escalated: the question to leave the sandbox, while out
+     * (the call is on its session's asking list then) */
+    long long ask_id;
+    /* the roots where its sandbox may hold a placeholder .codex
+     * (canonical; NULL-terminated, or NULL: none) */
+    char **codex_roots;
     struct mcp_call *prev, *next;
 };
 
@@ -91,7 +101,8 @@ struct mcp_session {
     json_t *policy;
     char *policy_cwd;
 
-    struct call_list waiting, running;
+    /* asking: calls whose question to leave the sandbox is out */
+    struct call_list asking, waiting, running;
     struct client_log *client_log;      /* notifications/message for the client */
     struct decide_client *client;       /* its questions and approvals */
     struct call_net_client *net_client; /* its network questions and approvals */
@@ -218,7 +229,48 @@ call_free(struct mcp_call *c)
     free(c->aborted);
     free(c->snap_key);
     free(c->snap_workdir);
+    for (size_t i = 0; c->codex_roots && c->codex_roots[i]; i++)
+        free(c->codex_roots[i]);
+    free(c->codex_roots);
     free(c);
+}
+
+/*
+ * The server killed c (a timeout, a cancel, an abort, the shutdown): its
+ * helper, killed with SIGKILL, cannot remove the placeholder .codex it
+ * held, so the server does what that helper's end would have done: in
+ * each of the call's roots, a placeholder no sandbox holds any more goes
+ * (sandbox/placeholder.h).
+ */
+static void
+sweep_placeholders(const struct mcp_call *c)
+{
+    for (size_t i = 0; c->codex_roots && c->codex_roots[i]; i++) {
+        const char *root = c->codex_roots[i];
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rc = fd < 0 ? -errno : sandbox_placeholder_sweep(fd, ".codex");
+        if (fd >= 0)
+            close(fd);
+        if (rc == 1)
+            log_info("call: removed the placeholder %s/.codex its killed sandbox left", root);
+        else if (rc < 0 && rc != -ENOENT)
+            log_warn("call: cannot remove a placeholder %s/.codex: %s", root, strerror(-rc));
+    }
+}
+
+/* c's placeholder roots, from its decisions' view (the helper's repo
+ * roots).  Returns 0, or -1 when out of memory. */
+static int
+keep_codex_roots(struct mcp_call *c, const struct writable_view *v)
+{
+    if (v->kind != WRITABLE_VIEW_SOME || v->n_repo_roots == 0)
+        return 0;
+    c->codex_roots = calloc(v->n_repo_roots + 1, sizeof(*c->codex_roots));
+    for (size_t i = 0; c->codex_roots && i < v->n_repo_roots; i++) {
+        if (!(c->codex_roots[i] = strdup(v->repo_roots[i])))
+            return -1;
+    }
+    return c->codex_roots ? 0 : -1;
 }
 
 /* ---- policy ---- */
@@ -255,8 +307,11 @@ set_policy(struct mcp_session *ss, const json_t *policy, const char *cwd, char *
 /*
  * The shell tool as tools/list shows it.  The input schema is the
  * reference's, property by property (timeout_ms and login "nullable", as it
- * sends them: null is the default); like the reference, arguments it does
- * not name are ignored, so it does not say additionalProperties false.  The
+ * sends them: null is the default), and Codex's own shell's arguments for
+ * leaving the sandbox (sandbox_permissions, the older
+ * with_escalated_permissions, justification); like the reference,
+ * arguments it does not name are ignored, so it does not say
+ * additionalProperties false.  The
  * title and annotations (MCP 2025-03-26 and later) tell a client that a
  * command may change anything the sandbox lets it reach and talk to the
  * world outside.
@@ -272,7 +327,17 @@ static const char tool_json[] =
     "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
     "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
     "\"login\":{\"description\":\"Launch Bash with -lc instead of -c: defaults to true.\","
-    "\"type\":\"boolean\",\"nullable\":true}},"
+    "\"type\":\"boolean\",\"nullable\":true},"
+    "\"sandbox_permissions\":{\"description\":\"require_escalated asks the user to let the "
+    "command run outside the sandbox, with the user's access to files and the network (the exec "
+    "rules still apply); only when the sandbox stops a command that must run. Defaults to "
+    "use_default.\",\"type\":\"string\",\"enum\":[\"use_default\",\"require_escalated\"],"
+    "\"nullable\":true},"
+    "\"with_escalated_permissions\":{\"description\":\"true is the older form of "
+    "sandbox_permissions require_escalated.\",\"type\":\"boolean\",\"nullable\":true},"
+    "\"justification\":{\"description\":\"With require_escalated: one sentence telling the user "
+    "why the command must run outside the sandbox, shown when they are asked.\","
+    "\"type\":\"string\",\"nullable\":true}},"
     "\"required\":[\"command\",\"workdir\"]},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"
@@ -435,6 +500,8 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
     s->n_running--;
     /* nothing the call started outlives its answer */
     end_cgroup(c);
+    if (r->timed_out || r->cancelled || c->aborted || s->shutting_down)
+        sweep_placeholders(c);
     if (c->snap_capture) {
         login_capture_done(s, r);
     } else if (r->cancelled) {
@@ -490,7 +557,48 @@ struct call_request {
     bool login;
     const json_t *progress_token; /* NULL: no progress was asked */
     size_t max_output;            /* 0: --max-output-bytes */
+    /* the agent asks to run it outside the sandbox (sandbox_permissions
+     * "require_escalated", or with_escalated_permissions true), saying
+     * why (justification, or NULL) */
+    bool leave_sandbox;
+    const char *justification;
+    /* the sandbox policy it runs under: the session's, or full access
+     * once a person approved leaving the sandbox */
+    const json_t *policy;
 };
+
+/* Codex's arguments for leaving the sandbox, into *r: sandbox_permissions
+ * ("use_default" or "require_escalated"), the older
+ * with_escalated_permissions (a boolean) and justification (a string);
+ * null is as absent.  On error answers -32602 and returns -1. */
+static int
+check_permissions(struct mcp_session *ss, const json_t *id, const json_t *args,
+                  struct call_request *r)
+{
+    const json_t *perm = json_object_get(args, "sandbox_permissions");
+    const json_t *old = json_object_get(args, "with_escalated_permissions");
+    const json_t *just = json_object_get(args, "justification");
+    const char *p = json_string_value(perm);
+    if (perm && !json_is_null(perm) &&
+        (!p || (strcmp(p, "use_default") != 0 && strcmp(p, "require_escalated") != 0))) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
+                            "sandbox_permissions: must be \"use_default\" or "
+                            "\"require_escalated\"");
+        return -1;
+    }
+    if (old && !json_is_null(old) && !json_is_boolean(old)) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
+                            "with_escalated_permissions: must be a boolean");
+        return -1;
+    }
+    if (just && !json_is_null(just) && !json_is_string(just)) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, "justification: must be a string");
+        return -1;
+    }
+    r->leave_sandbox = (p && strcmp(p, "require_escalated") == 0) || json_is_true(old);
+    r->justification = json_string_value(just);
+    return 0;
+}
 
 /* Validates the arguments into *r; on error answers -32602 and returns -1. */
 static int
@@ -551,7 +659,7 @@ check_arguments(struct mcp_session *ss, const json_t *id, const json_t *args,
         }
         r->login = json_is_true(l);
     }
-    return 0;
+    return check_permissions(ss, id, args, r);
 }
 
 /* The tool, its arguments and the id: into *r, or on error answers and
@@ -575,7 +683,7 @@ parse_call(struct mcp_session *ss, const json_t *id, const json_t *params, struc
                             args ? "arguments: must be an object" : "arguments: required");
         return -1;
     }
-    if (list_find(&ss->running, id) || list_find(&ss->waiting, id)) {
+    if (list_find(&ss->running, id) || list_find(&ss->waiting, id) || list_find(&ss->asking, id)) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_REQUEST,
                             "a call with this id is still running");
         return -1;
@@ -630,7 +738,7 @@ call_argv(struct mcp_session *ss, const struct writable_view *view, const struct
           bool *net, char **err)
 {
     struct mcp_server *s = ss->s;
-    struct sandbox_policy *p = sandbox_policy_from_json(ss->policy, sandbox_cwd(ss, r), err);
+    struct sandbox_policy *p = sandbox_policy_from_json(r->policy, sandbox_cwd(ss, r), err);
     if (p && writable_view_pin(view, p, err) < 0) {
         sandbox_policy_free(p);
         p = NULL;
@@ -663,7 +771,7 @@ static int
 call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_request *r, char **err)
 {
     char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
-    c->dc = label ? decide_call_new(ss->s->decide, ss->policy, sandbox_cwd(ss, r), label,
+    c->dc = label ? decide_call_new(ss->s->decide, r->policy, sandbox_cwd(ss, r), label,
                                     on_call_abort, c, err)
                   : NULL;
     free(label);
@@ -724,10 +832,12 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
         c->s = s;
         c->ss = ss;
         c->id = json_deep_copy(id);
+        c->ask_id = -1;
     }
     char **argv = NULL;
     bool net = false;
     if (!c || !c->id || call_decisions(ss, c, r, &err) < 0 ||
+        keep_codex_roots(c, decide_call_view(c->dc)) < 0 ||
         !(argv = call_argv(ss, decide_call_view(c->dc), r, &net, &err))) {
         if (c)
             call_free(c);
@@ -776,7 +886,7 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
 static char *
 login_key(struct mcp_session *ss, const struct call_request *r)
 {
-    char *policy = json_dumps(ss->policy, JSON_COMPACT | JSON_SORT_KEYS);
+    char *policy = json_dumps(r->policy, JSON_COMPACT | JSON_SORT_KEYS);
     char *key = policy ? strfmt("%s\n%s\n%s\n%s", ss->s->o->shell_path, policy, sandbox_cwd(ss, r),
                                 r->workdir)
                        : NULL;
@@ -809,19 +919,98 @@ build_call(struct mcp_session *ss, const json_t *id, const struct call_request *
     return c;
 }
 
+/* Whether policy (a sandboxPolicy) confines nothing: danger-full-access. */
+static bool
+full_access(const json_t *policy)
+{
+    const char *type = json_string_value(json_object_get(policy, "type"));
+    return type && strcmp(type, sandbox_kind_name(SANDBOX_DANGER_FULL_ACCESS)) == 0;
+}
+
+static void on_leave_answer(const json_t *result, const json_t *error, void *data);
+
+/* require_escalated: asks the person whether c (built for r, under full
+ * access) may run outside the sandbox; c waits on the asking list for the
+ * answer.  Where nobody can be asked, c is answered and freed. */
+static void
+ask_leave_sandbox(struct mcp_session *ss, struct mcp_call *c, const struct call_request *r)
+{
+    const char *why = LEAVE_SANDBOX_NO_ELICITATION;
+    if (ss->client_elicitation) {
+        json_t *params = leave_sandbox_question(r->command, r->workdir, r->justification);
+        /* jsonrpc_request takes params, also on failure */
+        c->ask_id = params
+                        ? jsonrpc_request(ss->rpc, "elicitation/create", params, on_leave_answer, c)
+                        : -1;
+        if (c->ask_id >= 0) {
+            log_info("call: asking whether it may run outside the sandbox");
+            list_push(&ss->asking, c);
+            return;
+        }
+        why = "Not run: the person could not be asked to approve running it outside the "
+              "sandbox (out of memory)";
+    }
+    log_info("call: not run outside the sandbox: %s", why);
+    jsonrpc_reply(ss->rpc, c->id, failure_json(why));
+    shell_call_discard(c->sc);
+    call_free(c);
+}
+
+/* The answer to ask_leave_sandbox's question: approved, the call waits
+ * for its turn like any other; else its result says why it did not run. */
+static void
+on_leave_answer(const json_t *result, const json_t *error, void *data)
+{
+    struct mcp_call *c = data;
+    struct mcp_session *ss = c->ss;
+    char *buf = NULL;
+    const char *refused = leave_sandbox_answer(result, error, &buf);
+    if (!refused && (ss->ending || ss->s->shutting_down))
+        refused = "Not run: execgate is shutting down";
+    list_remove(&ss->asking, c);
+    c->ask_id = -1;
+    if (refused) {
+        log_info("call: %s", refused);
+        if (ss->rpc && !ss->ending)
+            jsonrpc_reply(ss->rpc, c->id, failure_json(refused));
+        shell_call_discard(c->sc);
+        call_free(c);
+    } else {
+        log_info("call: approved to run outside the sandbox");
+        list_push(&ss->waiting, c);
+        start_waiting(ss->s);
+    }
+    free(buf);
+}
+
 /* tools/call: parse, build the call, queue it (it starts when there is
- * room). */
+ * room; one that asks to leave the sandbox, once a person approved). */
 static void
 handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
     struct call_request r = {0};
     if (parse_call(ss, id, params, &r) < 0)
         return;
-    struct mcp_call *c = build_call(ss, id, &r);
-    if (!c)
+    if (r.leave_sandbox && full_access(ss->policy)) {
+        log_debug("call: asks to leave the sandbox, and its policy is full access already");
+        r.leave_sandbox = false;
+    }
+    json_t *full = r.leave_sandbox
+                       ? json_pack("{s:s}", "type", sandbox_kind_name(SANDBOX_DANGER_FULL_ACCESS))
+                       : NULL;
+    if (r.leave_sandbox && !full) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
-    list_push(&ss->waiting, c);
-    start_waiting(ss->s);
+    }
+    r.policy = full ? full : ss->policy;
+    struct mcp_call *c = build_call(ss, id, &r);
+    if (c && r.leave_sandbox) {
+        ask_leave_sandbox(ss, c, &r);
+    } else if (c) {
+        list_push(&ss->waiting, c);
+        start_waiting(ss->s);
+    }
+    json_decref(full);
 }
 
 /*
@@ -926,6 +1115,9 @@ start_capture(struct mcp_call *w)
         .timeout_ms = s->o->login_snapshot_timeout_ms,
         .login = true,
         .max_output = LOGIN_SNAPSHOT_MAX_BYTES,
+        /* a call that left the sandbox has another key: it runs a real
+         * login shell */
+        .policy = ss->policy,
     };
     char *key = login_key(ss, &r);
     if (!key || strcmp(key, w->snap_key) != 0) {
@@ -1080,13 +1272,36 @@ start_waiting(struct mcp_server *s)
     }
 }
 
+/* Forgets c's question to leave the sandbox and tells the client to close
+ * it. */
+static void
+leave_question_close(struct mcp_session *ss, struct mcp_call *c)
+{
+    if (c->ask_id < 0 || !ss->rpc)
+        return;
+    jsonrpc_forget_request(ss->rpc, c->ask_id);
+    jsonrpc_notify(ss->rpc, "notifications/cancelled",
+                   json_pack("{s:I, s:s}", "requestId", (json_int_t)c->ask_id, "reason",
+                             "the call it asked about no longer waits for an answer"));
+    c->ask_id = -1;
+}
+
 static void
 handle_cancelled(struct mcp_session *ss, const json_t *params)
 {
     const json_t *id = json_object_get(params, "requestId");
     if (!id)
         return;
-    struct mcp_call *c = list_find(&ss->waiting, id);
+    struct mcp_call *c = list_find(&ss->asking, id);
+    if (c) {
+        list_remove(&ss->asking, c);
+        leave_question_close(ss, c);
+        shell_call_discard(c->sc);
+        call_free(c);
+        log_info("a call was cancelled while a person was asked to let it leave the sandbox");
+        return;
+    }
+    c = list_find(&ss->waiting, id);
     if (c) {
         list_remove(&ss->waiting, c);
         shell_call_discard(c->sc);
@@ -1353,6 +1568,15 @@ session_maybe_close(struct mcp_session *ss)
 static void
 session_drop_waiting(struct mcp_session *ss, const char *answer)
 {
+    while (ss->asking.head) {
+        struct mcp_call *c = ss->asking.head;
+        list_remove(&ss->asking, c);
+        leave_question_close(ss, c);
+        if (answer)
+            jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR, answer);
+        shell_call_discard(c->sc);
+        call_free(c);
+    }
     while (ss->waiting.head) {
         struct mcp_call *c = ss->waiting.head;
         list_remove(&ss->waiting, c);

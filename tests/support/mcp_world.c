@@ -158,33 +158,14 @@ mcp_world_abandon(struct mcp_world *w)
     world_free(w);
 }
 
-/* Answers one elicitation/create m (its id mid) from a. */
+/* Checks an exec's question (params, its schema's properties props)
+ * into a: the review decisions, "always" exactly when a prefix is
+ * proposed, each with a title a person reads (enumNames and oneOf say the
+ * same), and a text field for a reason. */
 static void
-answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct mcp_answers *a)
+check_exec_question(struct mcp_answers *a, const json_t *params, const json_t *props)
 {
-    const char *action = a ? a->action : NULL;
-    for (int i = 0; a && a->actions && a->actions[i]; i++)
-        if (i == a->asked) {
-            action = a->actions[i];
-            break;
-        }
-    if (!action) {
-        char *text = json_dumps(m, 0);
-        fprintf(stderr, "unexpected question: %s\n", text ? text : "?");
-        free(text);
-    }
-    assert_non_null(a);
-    assert_non_null(action);
-    a->asked++;
-    const json_t *params = json_object_get(m, "params");
-    free(a->last_message);
-    a->last_message = strdup(json_string_value(json_object_get(params, "message")));
-    assert_non_null(a->last_message);
-    /* the schema offers the review decisions, "always" exactly when a
-     * prefix is proposed, each with a title a person reads (enumNames and
-     * oneOf say the same), and a text field for a reason */
     const json_t *proposed = json_object_get(params, "proposed_execpolicy_amendment");
-    const json_t *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
     const json_t *decision = json_object_get(props, "decision");
     const json_t *choices = json_object_get(decision, "enum");
     const json_t *names = json_object_get(decision, "enumNames");
@@ -219,6 +200,42 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
         snprintf(a->last_always, sizeof(a->last_always), "%s", sentence + 1);
         *sentence = '\0';
     }
+}
+
+/* Answers one elicitation/create m (its id mid) from a. */
+static void
+answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct mcp_answers *a)
+{
+    const char *action = a ? a->action : NULL;
+    for (int i = 0; a && a->actions && a->actions[i]; i++)
+        if (i == a->asked) {
+            action = a->actions[i];
+            break;
+        }
+    if (!action) {
+        char *text = json_dumps(m, 0);
+        fprintf(stderr, "unexpected question: %s\n", text ? text : "?");
+        free(text);
+    }
+    assert_non_null(a);
+    assert_non_null(action);
+    a->asked++;
+    const json_t *params = json_object_get(m, "params");
+    free(a->last_message);
+    a->last_message = strdup(json_string_value(json_object_get(params, "message")));
+    assert_non_null(a->last_message);
+    const json_t *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
+    if (strncmp(a->last_message, "The agent asks to run `", 23) == 0) {
+        /* to leave the sandbox: yes or no, titled, and a reason */
+        a->asked_leave++;
+        const json_t *d = json_object_get(props, "decision");
+        assert_int_equal(json_array_size(json_object_get(d, "enum")), 2);
+        assert_int_equal(json_array_size(json_object_get(d, "enumNames")), 2);
+        assert_int_equal(json_array_size(json_object_get(d, "oneOf")), 2);
+        assert_non_null(json_object_get(props, "reason"));
+    } else {
+        check_exec_question(a, params, props);
+    }
     if (a->delay_ms > 0) {
         struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -240,10 +257,18 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
 json_t *
 mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a, int timeout_ms)
 {
+    return mcp_world_run_args(w,
+                              json_pack("{s:s, s:s, s:b, s:i}", "command", command, "workdir",
+                                        w->wd, "login", 0, "timeout_ms", timeout_ms),
+                              a);
+}
+
+json_t *
+mcp_world_run_args(struct mcp_world *w, json_t *args, struct mcp_answers *a)
+{
+    assert_non_null(args);
     long long id = mcp_client_send_request(
-        w->c, "tools/call",
-        json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command", command,
-                  "workdir", w->wd, "login", 0, "timeout_ms", timeout_ms));
+        w->c, "tools/call", json_pack("{s:s, s:o}", "name", "shell", "arguments", args));
     for (;;) {
         json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
         assert_non_null(m);

@@ -65,6 +65,7 @@ struct mcp_answers {
      * and its sentence about it ("" when none was offered) */
     char proposed[512];
     char last_always[1024];
+    int asked_leave; /* of asked: questions to leave the sandbox */
     /* the title the newest question gives "always" ("" when not offered) */
     char always_title[512];
 };
@@ -94,6 +95,9 @@ void mcp_world_abandon(struct mcp_world *w);
  * from a (NULL: a question fails the test); returns the whole answer. */
 json_t *mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a,
                       int timeout_ms);
+
+/* The same with the tool's arguments as given (args taken). */
+json_t *mcp_world_run_args(struct mcp_world *w, json_t *args, struct mcp_answers *a);
 
 /* The answer's structuredContent (asserted present), output and exit code. */
 const json_t *mcp_world_structured(const json_t *answer);
