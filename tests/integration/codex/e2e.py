@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The real Codex CLI driving execgate end to end.
+
+e2e.py EXECGATE CODEX
+
+For each sandbox mode, runs `codex exec -s MODE` in a fresh CODEX_HOME whose
+config.toml registers EXECGATE as an MCP server (the README's settings:
+Codex's own shell tool off, execgate's tools approved by default) and points
+the model provider at mock_responses.py on loopback.  The mock answers with
+calls of execgate's shell tool, in the form Codex 0.169 expects (the function
+call names the tool's namespace, mcp__execgate, and the plain tool name), one
+per model request, then a final message; it records every request, so the
+checks read exactly what the model received for each call (Codex's
+function_call_output).  Prints one line per check; exits 0 when all passed.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXECGATE, CODEX = sys.argv[1:3]
+FAILED = []
+
+
+def check(ok, what, seen=""):
+    print(("ok: " if ok else "FAIL: ") + what + ("" if ok or not seen else "\n  saw: " + seen))
+    if not ok:
+        FAILED.append(what)
+
+
+def toml_str(s):
+    return json.dumps(s)  # a TOML basic string is a JSON string here
+
+
+def wait_for_file(path, proc):
+    """Waits for proc to write path (the mock's port), or to die."""
+    while not os.path.exists(path):
+        if proc.poll() is not None:
+            raise RuntimeError("the mock Responses server exited before listening")
+        time.sleep(0.02)
+
+
+def session(mode, calls, rules="", server_args=()):
+    """Runs codex exec under mode with the mock making calls (each a dict of
+    the shell tool's arguments) in turn.  Returns (exit status, Codex's
+    output, {index: text the model received}, tools offered, dirs)."""
+    top = tempfile.mkdtemp(prefix="execgate-codex-")
+    home, ws, outside = (os.path.join(top, d) for d in ("codex-home", "ws", "outside"))
+    for d in (home, os.path.join(home, "rules"), ws, outside):
+        os.makedirs(d)
+    with open(os.path.join(ws, "keep"), "w", encoding="utf-8") as f:
+        f.write("a file of the workspace's\n")
+    with open(os.path.join(home, "rules", "test.rules"), "w", encoding="utf-8") as f:
+        f.write(rules)
+    # {outside} in a command is the directory outside the workspace
+    script = [[{"type": "function_call", "id": "fc_%d" % i, "call_id": "call_%d" % i,
+                "namespace": "mcp__execgate", "name": "shell",
+                "arguments": json.dumps(dict(args, workdir=ws, command=args["command"].replace(
+                    "{outside}", outside)))}]
+              for i, args in enumerate(calls)]
+    with open(os.path.join(top, "script.json"), "w", encoding="utf-8") as f:
+        json.dump(script, f)
+    port_file, record = os.path.join(top, "port"), os.path.join(top, "requests.jsonl")
+    log = open(os.path.join(top, "mock.log"), "w", encoding="utf-8")
+    mock = subprocess.Popen([sys.executable, os.path.join(HERE, "mock_responses.py"), port_file,
+                             record, os.path.join(top, "script.json")], stderr=log)
+    try:
+        wait_for_file(port_file, mock)
+        with open(port_file, encoding="utf-8") as f:
+            port = int(f.read())
+        args = ["--rules", os.path.join(home, "rules")] + list(server_args)
+        with open(os.path.join(home, "config.toml"), "w", encoding="utf-8") as f:
+            f.write('model = "mock-model"\nmodel_provider = "mock"\n\n'
+                    '[features]\nshell_tool = false\n\n'
+                    '[model_providers.mock]\nname = "mock"\n'
+                    'base_url = "http://127.0.0.1:%d/v1"\nwire_api = "responses"\n\n'
+                    '[mcp_servers.execgate]\ncommand = %s\nargs = [%s]\n'
+                    'default_tools_approval_mode = "approve"\n'
+                    % (port, toml_str(EXECGATE), ", ".join(toml_str(a) for a in args)))
+        env = dict(os.environ, CODEX_HOME=home)
+        run = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "-s", mode, "-C", ws,
+                              "run the commands"], env=env, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        mock.kill()
+        mock.wait()
+        log.close()
+    requests = []
+    if os.path.exists(record):
+        with open(record, encoding="utf-8") as f:
+            requests = [json.loads(line)["body"] for line in f]
+    outputs, tools = {}, []
+    for body in requests:
+        for item in body.get("input", []):
+            if item.get("type") == "function_call_output":
+                out = item.get("output")
+                if isinstance(out, list):  # content items: their texts
+                    out = "\n".join(x.get("text", "") for x in out if isinstance(x, dict))
+                outputs[int(item["call_id"].split("_")[1])] = out
+        for t in body.get("tools", []):
+            if t.get("type") == "namespace":
+                tools += [t["name"] + "/" + x.get("name", "") for x in t.get("tools", [])]
+    return {"status": run.returncode, "stderr": run.stderr, "outputs": outputs, "tools": tools,
+            "top": top, "ws": ws, "outside": outside}
+
+
+def result_of(text):
+    """The shell tool's structured result in what the model received (Codex
+    puts "Wall time: ...\\nOutput:\\n" before the server's text), else None."""
+    _, _, rest = (text or "").partition("Output:\n")
+    try:
+        return json.loads(rest)
+    except ValueError:
+        return None
+
+
+def finish(s):
+    shutil.rmtree(s["top"], ignore_errors=True)
+
+
+def main():
+    rules = ('prefix_rule(pattern=["rm"], decision="forbidden", justification="rm is not for '
+             'agents here")\nprefix_rule(pattern=["touch", "asked"], decision="prompt")\n')
+    s = session("workspace-write", [
+        {"command": "mkdir sub && echo made > sub/f && cat sub/f", "login": False},
+        {"command": "touch {outside}/x; echo st=$?", "login": False},
+        {"command": "rm -f keep; echo st=$?", "login": False},
+        {"command": "touch asked; echo st=$?", "login": False},
+        {"command": "echo out; exit 3", "login": False},
+        {"command": "sleep 30", "login": False, "timeout_ms": 500},
+        {"command": "touch {outside}/y", "login": False, "sandbox_permissions": "require_escalated",
+         "justification": "to write outside"},
+    ], rules)
+    o = s["outputs"]
+    check(s["status"] == 0, "workspace-write: codex exec exits 0", s["stderr"][-2000:])
+    check("mcp__execgate/shell" in s["tools"], "the model is offered mcp__execgate's shell",
+          repr(s["tools"]))
+    r = result_of(o.get(0))
+    check(r is not None and r["exit_code"] == 0 and r["output"] == "made\n" and
+          os.path.exists(os.path.join(s["ws"], "sub", "f")),
+          "workspace-write: writes in the workspace", repr(o.get(0)))
+    o = s["outputs"]
+    r = result_of(o.get(1))
+    check(r is not None and "st=0" not in r["output"] and
+          not os.path.exists(os.path.join(s["outside"], "x")),
+          "workspace-write: not outside the workspace", repr(o.get(1)))
+    r = result_of(o.get(2))
+    check(r is not None and "rm is not for agents here" in r["output"] and
+          os.path.exists(os.path.join(s["ws"], "keep")),
+          "a forbidden rule refuses, with its justification", repr(o.get(2)))
+    r = result_of(o.get(3))
+    check(r is not None and "User declined execution" in r["output"] and
+          not os.path.exists(os.path.join(s["ws"], "asked")),
+          "a prompt rule: codex exec declines, nothing runs", repr(o.get(3)))
+    r = result_of(o.get(4))
+    check(r is not None and r["exit_code"] == 3 and r["output"] == "out\n",
+          "the exit code and output reach the model", repr(o.get(4)))
+    r = result_of(o.get(5))
+    check(r is not None and r["timed_out"] is True, "a timeout reaches the model", repr(o.get(5)))
+    check("Not run: the person declined to run it outside the sandbox" in (o.get(6) or "") and
+          not os.path.exists(os.path.join(s["outside"], "y")),
+          "require_escalated: codex exec declines, one line says so", repr(o.get(6)))
+    check(not os.path.exists(os.path.join(s["ws"], ".codex")),
+          "no placeholder .codex is left in the workspace")
+    finish(s)
+
+    s = session("read-only", [{"command": "touch made; echo st=$?", "login": False}])
+    r = result_of(s["outputs"].get(0))
+    check(s["status"] == 0 and r is not None and "st=0" not in r["output"] and
+          not os.path.exists(os.path.join(s["ws"], "made")),
+          "read-only: the workspace is not written", repr(s["outputs"].get(0)))
+    finish(s)
+
+    s = session("danger-full-access", [{"command": "touch {outside}/z && echo st=$?",
+                                        "login": False}])
+    r = result_of(s["outputs"].get(0))
+    check(r is not None and "st=0" in r["output"] and
+          os.path.exists(os.path.join(s["outside"], "z")),
+          "danger-full-access: writes outside the workspace", repr(s["outputs"].get(0)))
+    finish(s)
+    if FAILED:
+        print("%d check(s) failed" % len(FAILED))
+        return 1
+    print("ok: Codex 0.169 end to end")
+    return 0
+
+
+sys.exit(main())
