@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,10 +45,38 @@ def wait_for_file(path, proc):
         time.sleep(0.02)
 
 
-def session(mode, calls, rules="", server_args=()):
+def start_http_server(args, log_path):
+    """execgate --listen 127.0.0.1:0 with args; returns (process, URL, log
+    file) once it says where it listens."""
+    log = open(log_path, "w", encoding="utf-8")
+    proc = subprocess.Popen([EXECGATE, "--listen", "127.0.0.1:0"] + args,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    url = None
+    for line in proc.stderr:
+        log.write(line)
+        if line.startswith("execgate: listening on http://"):
+            url = line.split()[-1]
+            break
+    if url is None:
+        proc.wait()
+        log.close()
+        raise RuntimeError("execgate --listen did not start; see " + log_path)
+
+    def drain():  # the rest of its log, so that it never blocks on stderr
+        for rest in proc.stderr:
+            log.write(rest)
+        log.close()
+    threading.Thread(target=drain, daemon=True).start()
+    return proc, url
+
+
+def session(mode, calls, rules="", http=False):
     """Runs codex exec under mode with the mock making calls (each a dict of
-    the shell tool's arguments) in turn.  Returns (exit status, Codex's
-    output, {index: text the model received}, tools offered, dirs)."""
+    the shell tool's arguments) in turn, with execgate on stdio, or (http)
+    as a Streamable HTTP server started first.  Returns a dict: Codex's
+    exit status and stderr, {index: text the model received}, the tools
+    offered, the directories."""
     top = tempfile.mkdtemp(prefix="execgate-codex-")
     home, ws, outside = (os.path.join(top, d) for d in ("codex-home", "ws", "outside"))
     for d in (home, os.path.join(home, "rules"), ws, outside):
@@ -68,20 +97,30 @@ def session(mode, calls, rules="", server_args=()):
     log = open(os.path.join(top, "mock.log"), "w", encoding="utf-8")
     mock = subprocess.Popen([sys.executable, os.path.join(HERE, "mock_responses.py"), port_file,
                              record, os.path.join(top, "script.json")], stderr=log)
+    server, server_status = None, None
+    env = dict(os.environ, CODEX_HOME=home)
     try:
         wait_for_file(port_file, mock)
         with open(port_file, encoding="utf-8") as f:
             port = int(f.read())
-        args = ["--rules", os.path.join(home, "rules")] + list(server_args)
+        args = ["--rules", os.path.join(home, "rules")]
+        if http:
+            token = os.path.join(top, "token")
+            server, url = start_http_server(args + ["--token-file", token],
+                                            os.path.join(top, "execgate.log"))
+            with open(token, encoding="utf-8") as f:
+                env["EXECGATE_TOKEN"] = f.readline().strip()
+            how = 'url = %s\nbearer_token_env_var = "EXECGATE_TOKEN"\n' % toml_str(url)
+        else:
+            how = "command = %s\nargs = [%s]\n" % (
+                toml_str(EXECGATE), ", ".join(toml_str(a) for a in args))
         with open(os.path.join(home, "config.toml"), "w", encoding="utf-8") as f:
             f.write('model = "mock-model"\nmodel_provider = "mock"\n\n'
                     '[features]\nshell_tool = false\n\n'
                     '[model_providers.mock]\nname = "mock"\n'
                     'base_url = "http://127.0.0.1:%d/v1"\nwire_api = "responses"\n\n'
-                    '[mcp_servers.execgate]\ncommand = %s\nargs = [%s]\n'
-                    'default_tools_approval_mode = "approve"\n'
-                    % (port, toml_str(EXECGATE), ", ".join(toml_str(a) for a in args)))
-        env = dict(os.environ, CODEX_HOME=home)
+                    '[mcp_servers.execgate]\n%sdefault_tools_approval_mode = "approve"\n'
+                    % (port, how))
         run = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "-s", mode, "-C", ws,
                               "run the commands"], env=env, stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, timeout=300)
@@ -89,6 +128,9 @@ def session(mode, calls, rules="", server_args=()):
         mock.kill()
         mock.wait()
         log.close()
+        if server:
+            server.terminate()
+            server_status = server.wait(timeout=60)
     requests = []
     if os.path.exists(record):
         with open(record, encoding="utf-8") as f:
@@ -105,6 +147,7 @@ def session(mode, calls, rules="", server_args=()):
             if t.get("type") == "namespace":
                 tools += [t["name"] + "/" + x.get("name", "") for x in t.get("tools", [])]
     return {"status": run.returncode, "stderr": run.stderr, "outputs": outputs, "tools": tools,
+            "server_status": server_status,
             "top": top, "ws": ws, "outside": outside}
 
 
@@ -122,7 +165,9 @@ def finish(s):
     shutil.rmtree(s["top"], ignore_errors=True)
 
 
-def main():
+def workspace_write(http):
+    """The workspace-write session's checks, over stdio or HTTP."""
+    via = " (Streamable HTTP)" if http else ""
     rules = ('prefix_rule(pattern=["rm"], decision="forbidden", justification="rm is not for '
              'agents here")\nprefix_rule(pattern=["touch", "asked"], decision="prompt")\n')
     s = session("workspace-write", [
@@ -134,40 +179,47 @@ def main():
         {"command": "sleep 30", "login": False, "timeout_ms": 500},
         {"command": "touch {outside}/y", "login": False, "sandbox_permissions": "require_escalated",
          "justification": "to write outside"},
-    ], rules)
+    ], rules, http)
     o = s["outputs"]
-    check(s["status"] == 0, "workspace-write: codex exec exits 0", s["stderr"][-2000:])
-    check("mcp__execgate/shell" in s["tools"], "the model is offered mcp__execgate's shell",
+    check(s["status"] == 0, "workspace-write: codex exec exits 0" + via, s["stderr"][-2000:])
+    check("mcp__execgate/shell" in s["tools"], "the model is offered mcp__execgate's shell" + via,
           repr(s["tools"]))
     r = result_of(o.get(0))
     check(r is not None and r["exit_code"] == 0 and r["output"] == "made\n" and
           os.path.exists(os.path.join(s["ws"], "sub", "f")),
-          "workspace-write: writes in the workspace", repr(o.get(0)))
-    o = s["outputs"]
+          "workspace-write: writes in the workspace" + via, repr(o.get(0)))
     r = result_of(o.get(1))
     check(r is not None and "st=0" not in r["output"] and
           not os.path.exists(os.path.join(s["outside"], "x")),
-          "workspace-write: not outside the workspace", repr(o.get(1)))
+          "workspace-write: not outside the workspace" + via, repr(o.get(1)))
     r = result_of(o.get(2))
     check(r is not None and "rm is not for agents here" in r["output"] and
           os.path.exists(os.path.join(s["ws"], "keep")),
-          "a forbidden rule refuses, with its justification", repr(o.get(2)))
+          "a forbidden rule refuses, with its justification" + via, repr(o.get(2)))
     r = result_of(o.get(3))
     check(r is not None and "User declined execution" in r["output"] and
           not os.path.exists(os.path.join(s["ws"], "asked")),
-          "a prompt rule: codex exec declines, nothing runs", repr(o.get(3)))
+          "a prompt rule: codex exec declines, nothing runs" + via, repr(o.get(3)))
     r = result_of(o.get(4))
     check(r is not None and r["exit_code"] == 3 and r["output"] == "out\n",
-          "the exit code and output reach the model", repr(o.get(4)))
+          "the exit code and output reach the model" + via, repr(o.get(4)))
     r = result_of(o.get(5))
-    check(r is not None and r["timed_out"] is True, "a timeout reaches the model", repr(o.get(5)))
+    check(r is not None and r["timed_out"] is True, "a timeout reaches the model" + via,
+          repr(o.get(5)))
     check("Not run: the person declined to run it outside the sandbox" in (o.get(6) or "") and
           not os.path.exists(os.path.join(s["outside"], "y")),
-          "require_escalated: codex exec declines, one line says so", repr(o.get(6)))
+          "require_escalated: codex exec declines, one line says so" + via, repr(o.get(6)))
     check(not os.path.exists(os.path.join(s["ws"], ".codex")),
-          "no placeholder .codex is left in the workspace")
+          "no placeholder .codex is left in the workspace" + via)
+    if http:  # under the sanitizers a leak or an error makes this non-zero
+        check(s["server_status"] == 0, "execgate --listen exits 0 on SIGTERM",
+              str(s["server_status"]))
     finish(s)
 
+
+def main():
+    workspace_write(False)
+    workspace_write(True)
     s = session("read-only", [{"command": "touch made; echo st=$?", "login": False}])
     r = result_of(s["outputs"].get(0))
     check(s["status"] == 0 and r is not None and "st=0" not in r["output"] and
