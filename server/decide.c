@@ -8,6 +8,7 @@
 #include "rules/exec_path.h"
 #include "server/jsonrpc.h"
 #include "server/log.h"
+#include "server/question_form.h"
 #include "server/shell_call.h"
 #include "server/strfmt.h"
 #include "server/utf8.h"
@@ -1391,86 +1392,45 @@ question_message(const struct decide_question *q, const char *note)
     return msg;
 }
 
-/* One choice of the question: its value and what a person reads. */
-struct choice {
-    const char *value;
-    const char *title; /* NULL: not offered */
-};
-
 /*
- * The decision property: Codex's review decisions as values, each with a
- * title a person reads, in the two forms clients render: enum with
- * enumNames (MCP 2025-06-18) and oneOf of const and title (2025-11-25).
- * A client that knows neither shows the values; the description says what
- * they mean.  NULL when out of memory.
+ * elicitation/create's params: the message, a form of the decision (each
+ * choice titled, question_form.h) and a reason (a text field; it reaches
+ * the agent with a refusal), and Codex's proposed_execpolicy_amendment
+ * when "always" is offered.  NULL when out of memory.
  */
 static json_t *
-decision_property(const struct decide_question *q)
+question_params(const struct decide_question *q, const char *note)
 {
+    char *msg = question_message(q, note);
     char *always = q->amendment ? always_title(q) : NULL;
-    const struct choice choices[] = {
+    const struct question_choice choices[] = {
         {"approved", "Yes, run it this once"},
         {"approved_for_session", "Yes, and do not ask again for this command in this session"},
         {ALWAYS_DECISION, always},
         {"denied", "No, do not run it (the agent is told and goes on)"},
         {"abort", "No, and stop the whole tool call"},
     };
-    json_t *values = json_array(), *names = json_array(), *one_of = json_array();
-    json_t *prop = json_pack(
-        "{s:s, s:s, s:s}", "type", "string", "title", "Decision", "description",
-        q->amendment ? "approved: this once; approved_for_session: this command for the rest of "
-                       "the session; " ALWAYS_DECISION ": every command starting with "
-                       "proposed_execpolicy_amendment, from now on; denied; abort: stop the "
-                       "whole tool call"
-                     : "approved: this once; approved_for_session: this command for the rest of "
-                       "the session; denied; abort: stop the whole tool call");
-    bool ok = prop && values && names && one_of && (!q->amendment || always);
-    for (size_t i = 0; ok && i < sizeof(choices) / sizeof(choices[0]); i++) {
-        if (!choices[i].title)
-            continue;
-        ok = json_array_append_new(values, json_string(choices[i].value)) == 0 &&
-             json_array_append_new(names, json_string(choices[i].title)) == 0 &&
-             json_array_append_new(one_of, json_pack("{s:s, s:s}", "const", choices[i].value,
-                                                     "title", choices[i].title)) == 0;
-    }
-    ok = ok && json_object_set(prop, "enum", values) == 0 &&
-         json_object_set(prop, "enumNames", names) == 0 &&
-         json_object_set(prop, "oneOf", one_of) == 0;
-    json_decref(values);
-    json_decref(names);
-    json_decref(one_of);
-    free(always);
-    if (!ok) {
-        json_decref(prop);
-        return NULL;
-    }
-    return prop;
-}
-
-/*
- * elicitation/create's params: the message, a form of the decision and a
- * reason (a text field; it reaches the agent with a refusal), and Codex's
- * proposed_execpolicy_amendment when "always" is offered.  NULL when out
- * of memory.
- */
-static json_t *
-question_params(const struct decide_question *q, const char *note)
-{
-    char *msg = question_message(q, note);
-    json_t *decision = decision_property(q);
-    json_t *params =
-        msg && decision
-            ? json_pack("{s:s, s:{s:s, s:{s:O, s:{s:s, s:s, s:s}}}}", "message", msg,
-                        "requestedSchema", "type", "object", "properties", "decision", decision,
-                        "reason", "type", "string", "title", "Reason (optional)", "description",
-                        "Told to the agent when you refuse")
+    json_t *schema =
+        msg && (!q->amendment || always)
+            ? question_form_schema(
+                  choices, sizeof(choices) / sizeof(choices[0]),
+                  q->amendment
+                      ? "approved: this once; approved_for_session: this command for the rest of "
+                        "the session; " ALWAYS_DECISION ": every command starting with "
+                        "proposed_execpolicy_amendment, from now on; denied; abort: stop the "
+                        "whole tool call"
+                      : "approved: this once; approved_for_session: this command for the rest of "
+                        "the session; denied; abort: stop the whole tool call",
+                  "Told to the agent when you refuse")
             : NULL;
+    json_t *params =
+        schema ? json_pack("{s:s, s:o}", "message", msg, "requestedSchema", schema) : NULL;
     json_t *prefix = params && q->amendment ? json_array() : NULL;
     for (size_t i = 0; prefix && i < q->n_amendment; i++)
         json_array_append_new(prefix, text_json(q->amendment[i]));
     if (prefix)
         json_object_set_new(params, "proposed_execpolicy_amendment", prefix);
-    json_decref(decision);
+    free(always);
     free(msg);
     return params;
 }

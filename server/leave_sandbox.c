@@ -1,6 +1,7 @@
 #include "server/leave_sandbox.h"
 
 #include "server/decide.h"
+#include "server/question_form.h"
 #include "server/strfmt.h"
 
 #include <stdbool.h>
@@ -25,18 +26,17 @@ leave_sandbox_question(const char *command, const char *workdir, const char *jus
                      "every file and to the network (the exec rules still apply).%s%s%s",
                      cmd, wd, just ? " Its reason: \"" : " It gave no reason.", just ? just : "",
                      just ? "\"" : "");
-    json_t *params =
-        msg ? json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s, s:s, s:[s,s], s:[s,s], s:[{s:s, s:s}, "
-                        "{s:s, s:s}]}, s:{s:s, s:s, s:s}}}}",
-                        "message", msg, "requestedSchema", "type", "object", "properties",
-                        "decision", "type", "string", "title", "Decision", "description",
-                        APPROVE ": run it outside the sandbox; " DENY ": do not run it", "enum",
-                        APPROVE, DENY, "enumNames", "Yes, run it outside the sandbox",
-                        "No, do not run it", "oneOf", "const", APPROVE, "title",
-                        "Yes, run it outside the sandbox", "const", DENY, "title",
-                        "No, do not run it", "reason", "type", "string", "title",
-                        "Reason (optional)", "description", "Told to the agent when you refuse")
+    static const struct question_choice choices[] = {
+        {APPROVE, "Yes, run it outside the sandbox"},
+        {DENY, "No, do not run it"},
+    };
+    json_t *schema =
+        msg ? question_form_schema(choices, sizeof(choices) / sizeof(choices[0]),
+                                   APPROVE ": run it outside the sandbox; " DENY ": do not run it",
+                                   "Told to the agent when you refuse")
             : NULL;
+    json_t *params =
+        schema ? json_pack("{s:s, s:o}", "message", msg, "requestedSchema", schema) : NULL;
     free(cmd);
     free(wd);
     free(just);

@@ -1,0 +1,31 @@
+/*
+ * question_form: the requestedSchema of execgate's elicitation questions,
+ * so that every client renders them well: a decision whose values are the
+ * ones the answer carries back (Codex's review decisions), each with a
+ * title a person reads, given in both forms clients know (enum with
+ * enumNames, MCP 2025-06-18; oneOf of const and title, 2025-11-25), and a
+ * free-text reason.  Codex's TUI shows the titles; a client that knows
+ * neither form shows the values, which the description explains.
+ */
+#ifndef EXECGATE_SERVER_QUESTION_FORM_H
+#define EXECGATE_SERVER_QUESTION_FORM_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* One choice: the value an answer carries, and what a person reads. */
+struct question_choice {
+    const char *value;
+    const char *title; /* NULL: the choice is not offered */
+};
+
+/*
+ * The schema {"type":"object","properties":{"decision":...,"reason":...}}
+ * offering choices[0..n) (those with a title, in order), decision
+ * described by description, and reason described by reason_description.
+ * NULL when out of memory.
+ */
+json_t *question_form_schema(const struct question_choice *choices, size_t n,
+                             const char *description, const char *reason_description);
+
+#endif
