@@ -71,6 +71,17 @@ def start_http_server(args, log_path):
     return proc, url
 
 
+def outside_base():
+    """A directory for files no sandbox but full access may write: /var/tmp,
+    unless $TMPDIR holds it (then the current directory, the build tree's)."""
+    tmpdir = os.path.realpath(os.environ.get("TMPDIR") or "/tmp")
+    for base in ("/var/tmp", os.getcwd()):
+        real = os.path.realpath(base)
+        if not (real + "/").startswith(tmpdir + "/") and not (real + "/").startswith("/tmp/"):
+            return base
+    raise RuntimeError("no directory outside /tmp and $TMPDIR to write to")
+
+
 def session(mode, calls, rules="", http=False):
     """Runs codex exec under mode with the mock making calls (each a dict of
     the shell tool's arguments) in turn, with execgate on stdio, or (http)
@@ -78,9 +89,12 @@ def session(mode, calls, rules="", http=False):
     exit status and stderr, {index: text the model received}, the tools
     offered, the directories."""
     top = tempfile.mkdtemp(prefix="execgate-codex-")
-    home, ws, outside = (os.path.join(top, d) for d in ("codex-home", "ws", "outside"))
-    for d in (home, os.path.join(home, "rules"), ws, outside):
+    home, ws = (os.path.join(top, d) for d in ("codex-home", "ws"))
+    for d in (home, os.path.join(home, "rules"), ws):
         os.makedirs(d)
+    # Codex 0.169's workspace-write lets a command write /tmp and $TMPDIR
+    # too: "outside" is outside both
+    outside = tempfile.mkdtemp(prefix="execgate-codex-outside-", dir=outside_base())
     with open(os.path.join(ws, "keep"), "w", encoding="utf-8") as f:
         f.write("a file of the workspace's\n")
     with open(os.path.join(home, "rules", "test.rules"), "w", encoding="utf-8") as f:
@@ -163,6 +177,7 @@ def result_of(text):
 
 def finish(s):
     shutil.rmtree(s["top"], ignore_errors=True)
+    shutil.rmtree(s["outside"], ignore_errors=True)
 
 
 def workspace_write(http):
