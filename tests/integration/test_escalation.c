@@ -299,6 +299,20 @@ test_question_shows_justification_and_returns_reason(void **state)
     mcp_world_end(&w);
 }
 
+/* The answer to a tools/call with id id and arguments args (taken). */
+static json_t *
+call_with_id(struct mcp_world *w, json_int_t id, json_t *args)
+{
+    mcp_client_send(w->c, json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:I}}}", "jsonrpc", "2.0",
+                                    "id", id, "method", "tools/call", "params", "name", "shell",
+                                    "arguments", args, "_meta", "progressToken", id));
+    json_t *want = json_integer(id);
+    json_t *a = mcp_client_response(w->c, want, MCP_CLIENT_WAIT_MS);
+    json_decref(want);
+    assert_non_null(a);
+    return a;
+}
+
 /* ---- the agent asks to leave the sandbox ---- */
 
 /* A call's arguments asking to leave the sandbox: perm is
@@ -442,6 +456,49 @@ test_leave_sandbox_declined_refused_unanswerable(void **state)
     json_decref(a);
     mcp_world_end(&w);
     free(cmd);
+}
+
+/* A call cancelled while the person is asked to let it leave the sandbox:
+ * the question is closed in the client, a late answer runs nothing, and
+ * the call's id is free again. */
+static void
+test_leave_sandbox_cancelled_while_asked(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "", true);
+    char *cmd = mcp_world_fmt("touch %s/x", w.outside);
+    mcp_client_send(w.c, json_pack("{s:s, s:i, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id", 8008,
+                                   "method", "tools/call", "params", "name", "shell", "arguments",
+                                   leave_args(&w, cmd, "require_escalated", NULL)));
+    json_t *q = NULL;
+    for (;;) {
+        q = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(q);
+        const char *method = json_string_value(json_object_get(q, "method"));
+        if (method && strcmp(method, "elicitation/create") == 0)
+            break;
+        json_decref(q);
+    }
+    json_int_t qid = json_integer_value(json_object_get(q, "id"));
+    mcp_client_send(w.c, json_pack("{s:s, s:s, s:{s:i}}", "jsonrpc", "2.0", "method",
+                                   "notifications/cancelled", "params", "requestId", 8008));
+    json_t *closed = mcp_client_notification(w.c, "notifications/cancelled", MCP_CLIENT_WAIT_MS);
+    assert_non_null(closed);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(closed, "params"), "requestId")), qid);
+    json_decref(closed);
+    /* answered all the same, late: nothing runs */
+    mcp_client_send(w.c, json_pack("{s:s, s:O, s:{s:s, s:{s:s}}}", "jsonrpc", "2.0", "id",
+                                   json_object_get(q, "id"), "result", "action", "accept",
+                                   "content", "decision", "approved"));
+    json_decref(q);
+    json_t *a = call_with_id(&w, 8008, json_pack("{s:i}", "command", 1));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(a, "error"), "code")),
+                     -32602);
+    json_decref(a);
+    assert_false(mcp_world_exists(w.outside, "x"));
+    free(cmd);
+    mcp_world_end(&w);
 }
 
 /* A command whose second program is declined: the call says so and
@@ -771,20 +828,6 @@ test_cancel_kills_escalated_program(void **state)
     assert_false(mcp_world_exists(w.outside, "late"));
     free(cmd);
     mcp_world_end(&w);
-}
-
-/* The answer to a tools/call with id id and arguments args (taken). */
-static json_t *
-call_with_id(struct mcp_world *w, json_int_t id, json_t *args)
-{
-    mcp_client_send(w->c, json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:I}}}", "jsonrpc", "2.0",
-                                    "id", id, "method", "tools/call", "params", "name", "shell",
-                                    "arguments", args, "_meta", "progressToken", id));
-    json_t *want = json_integer(id);
-    json_t *a = mcp_client_response(w->c, want, MCP_CLIENT_WAIT_MS);
-    json_decref(want);
-    assert_non_null(a);
-    return a;
 }
 
 /* A call the server kills (its timeout, a cancel) leaves no placeholder
@@ -1619,6 +1662,7 @@ main(void)
         cmocka_unit_test(test_question_shows_justification_and_returns_reason),
         cmocka_unit_test(test_leave_sandbox_approved_runs_outside_rules_still_hold),
         cmocka_unit_test(test_leave_sandbox_declined_refused_unanswerable),
+        cmocka_unit_test(test_leave_sandbox_cancelled_while_asked),
         cmocka_unit_test(test_prompt_without_elicitation_capability),
         cmocka_unit_test(test_approved_for_session_asks_once),
         cmocka_unit_test(test_abort_stops_the_call),
