@@ -8,24 +8,20 @@ question_form_schema(const struct question_choice *choices, size_t n, const char
 {
     json_t *decision = json_pack("{s:s, s:s, s:s}", "type", "string", "title", "Decision",
                                  "description", description);
-    json_t *values = json_array(), *names = json_array(), *one_of = json_array();
+    json_t *values = json_array(), *names = json_array();
     if (!decision) {
         json_decref(values);
         json_decref(names);
-        json_decref(one_of);
         return NULL;
     }
     /* set_new takes each array, also on failure; they stay borrowed here */
     bool ok = json_object_set_new(decision, "enum", values) == 0;
     ok = json_object_set_new(decision, "enumNames", names) == 0 && ok;
-    ok = json_object_set_new(decision, "oneOf", one_of) == 0 && ok;
     for (size_t i = 0; ok && i < n; i++) {
         if (!choices[i].title)
             continue;
         ok = json_array_append_new(values, json_string(choices[i].value)) == 0 &&
-             json_array_append_new(names, json_string(choices[i].title)) == 0 &&
-             json_array_append_new(one_of, json_pack("{s:s, s:s}", "const", choices[i].value,
-                                                     "title", choices[i].title)) == 0;
+             json_array_append_new(names, json_string(choices[i].title)) == 0;
     }
     if (!ok) {
         json_decref(decision);

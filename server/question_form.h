@@ -2,10 +2,16 @@
  * question_form: the requestedSchema of execgate's elicitation questions,
  * so that every client renders them well: a decision whose values are the
  * ones the answer carries back (Codex's review decisions), each with a
- * title a person reads, given in both forms clients know (enum with
- * enumNames, MCP 2025-06-18; oneOf of const and title, 2025-11-25), and a
- * free-text reason.  Codex's TUI shows the titles; a client that knows
- * neither form shows the values, which the description explains.
+ * title a person reads, and a free-text reason.
+ *
+ * The titles go in enumNames beside enum (MCP 2025-06-18's titled enum,
+ * which 2025-11-25 keeps as its legacy form), and nothing else: Codex
+ * 0.169 reads a schema into types that refuse unknown fields
+ * (app-server-protocol's McpElicitation*Schema, deny_unknown_fields), so
+ * a property that also carried oneOf would match none of them and the
+ * question could not be shown at all.  Every property carries only
+ * fields those types know.  A client that knows no enumNames shows the
+ * values, which the description explains.
  */
 #ifndef EXECGATE_SERVER_QUESTION_FORM_H
 #define EXECGATE_SERVER_QUESTION_FORM_H

@@ -52,8 +52,7 @@ check(/^Allow agent to run `\/[^ ]+ -c 'touch .*\/x'` in `.*`\?$/.test(asked[0].
   `message format (got ${asked[0].message})`);
 const props = asked[0].requestedSchema.properties;
 check(props.decision && props.decision.enum.includes("approved_for_session"), "decision enum offered");
-// titled choices (the SDK validated the request; it keeps the enumNames
-// form and drops the oneOf beside it)
+// titled choices, with enumNames (the SDK validated the request)
 check(props.decision.enumNames.length === props.decision.enum.length &&
   props.decision.enumNames[0] === "Yes, run it this once",
   `titled choices (got ${JSON.stringify(props.decision)})`);
