@@ -1386,7 +1386,7 @@ question_message(const struct decide_question *q, const char *note)
     if ((!q->amendment || always) && (!q->justification || just))
         msg = strfmt("%s%s%s%s%s%s%s%s", note ? "Asked again: " : "", note ? note : "",
                      note ? ". " : "", q->text, just ? " The rule that asks says: \"" : "",
-                     just ? just : "", just ? "\"" : "", always ? always : "");
+                     just ? just : "", just ? "\"." : "", always ? always : "");
     free(always);
     free(just);
     return msg;

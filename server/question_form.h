@@ -5,13 +5,15 @@
  * title a person reads, and a free-text reason.
  *
  * The titles go in enumNames beside enum (MCP 2025-06-18's titled enum,
- * which 2025-11-25 keeps as its legacy form), and nothing else: Codex
- * 0.169 reads a schema into types that refuse unknown fields
- * (app-server-protocol's McpElicitation*Schema, deny_unknown_fields), so
- * a property that also carried oneOf would match none of them and the
- * question could not be shown at all.  Every property carries only
- * fields those types know.  A client that knows no enumNames shows the
- * values, which the description explains.
+ * which 2025-11-25 keeps as its legacy form), and in nothing else.  Codex
+ * reads a schema into one of a few typed forms before its TUI shows it
+ * (app-server-protocol's McpElicitation*Schema, whose source declares
+ * deny_unknown_fields): a property with both enumNames and 2025-11-25's
+ * oneOf was kept by 0.169 as oneOf alone, so which titles survive would
+ * depend on the form Codex picks; with one form there is no choice to
+ * make, and every property carries only fields those types know.  A
+ * client that knows no enumNames shows the values, which the description
+ * explains.
  */
 #ifndef EXECGATE_SERVER_QUESTION_FORM_H
 #define EXECGATE_SERVER_QUESTION_FORM_H

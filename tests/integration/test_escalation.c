@@ -277,7 +277,7 @@ test_question_shows_justification_and_returns_reason(void **state)
     json_t *a = run(&w, "git init .; echo \"status=$?\"", &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(ans.last_message,
-                              "? The rule that asks says: \"a new repository \\x60here\\x60\"");
+                              "? The rule that asks says: \"a new repository \\x60here\\x60\".");
     mcp_world_assert_contains(mcp_world_output(a),
                               "User denied execution, saying: use the existing one\\nplease");
     assert_false(mcp_world_exists(w.wd, ".git/HEAD"));

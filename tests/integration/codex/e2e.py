@@ -232,9 +232,123 @@ def workspace_write(http):
     finish(s)
 
 
+def app_server_questions():
+    """Codex's TUI is built on `codex app-server`: driven as the TUI drives
+    it, the questions reach the client as Codex will show them, and the
+    answers go back.  A prompted touch is denied with a reason, which the
+    model must receive; a command asking to leave the sandbox is approved,
+    and must write outside."""
+    top = tempfile.mkdtemp(prefix="execgate-codex-as-")
+    home, ws = os.path.join(top, "codex-home"), os.path.join(top, "ws")
+    outside = tempfile.mkdtemp(prefix="execgate-codex-outside-", dir=outside_base())
+    for d in (home, os.path.join(home, "rules"), ws):
+        os.makedirs(d)
+    with open(os.path.join(home, "rules", "t.rules"), "w", encoding="utf-8") as f:
+        f.write('prefix_rule(pattern=["touch", "asked"], decision="prompt", '
+                'justification="asked files need a yes")\n')
+    calls = [{"command": "touch asked; echo st=$?", "login": False, "workdir": ws},
+             {"command": "touch %s/left" % outside, "login": False, "workdir": ws,
+              "sandbox_permissions": "require_escalated", "justification": "to write there"}]
+    script = [[{"type": "function_call", "id": "fc_%d" % i, "call_id": "call_%d" % i,
+                "namespace": "mcp__execgate", "name": "shell", "arguments": json.dumps(c)}]
+              for i, c in enumerate(calls)]
+    with open(os.path.join(top, "script.json"), "w", encoding="utf-8") as f:
+        json.dump(script, f)
+    port_file, record = os.path.join(top, "port"), os.path.join(top, "requests.jsonl")
+    mock = subprocess.Popen([sys.executable, os.path.join(HERE, "mock_responses.py"), port_file,
+                             record, os.path.join(top, "script.json")],
+                            stderr=subprocess.DEVNULL)
+    questions = []
+    try:
+        wait_for_file(port_file, mock)
+        with open(port_file, encoding="utf-8") as f:
+            port = int(f.read())
+        with open(os.path.join(home, "config.toml"), "w", encoding="utf-8") as f:
+            f.write('model = "mock-model"\nmodel_provider = "mock"\n\n'
+                    '[features]\nshell_tool = false\n\n'
+                    '[model_providers.mock]\nname = "mock"\n'
+                    'base_url = "http://127.0.0.1:%d/v1"\nwire_api = "responses"\n\n'
+                    '[mcp_servers.execgate]\ncommand = %s\nargs = ["--rules", %s]\n'
+                    'default_tools_approval_mode = "approve"\nrequired = true\n'
+                    % (port, toml_str(EXECGATE), toml_str(os.path.join(home, "rules"))))
+        questions = drive_app_server(home, ws)
+    finally:
+        mock.kill()
+        mock.wait()
+    outputs = {}
+    with open(record, encoding="utf-8") as f:
+        for line in f:
+            for item in json.loads(line)["body"].get("input", []):
+                if item.get("type") == "function_call_output":
+                    outputs[item["call_id"]] = str(item.get("output"))
+    exec_q = next((q for q in questions if q["message"].startswith("Allow agent")), None)
+    leave_q = next((q for q in questions if q["message"].startswith("The agent asks")), None)
+    names = ((exec_q or {}).get("requestedSchema", {}).get("properties", {})
+             .get("decision", {}).get("enumNames", []))
+    check(exec_q is not None and "Yes, run it this once" in names and
+          'The rule that asks says: "asked files need a yes".' in exec_q["message"],
+          "app-server: the question reaches the client with titled choices and the "
+          "justification", json.dumps(questions)[:2000])
+    check("User denied execution, saying: not this one" in outputs.get("call_0", "") and
+          not os.path.exists(os.path.join(ws, "asked")),
+          "app-server: the reason typed reaches the model", outputs.get("call_0", ""))
+    check(leave_q is not None and 'Its reason: "to write there"' in leave_q["message"] and
+          os.path.exists(os.path.join(outside, "left")),
+          "app-server: require_escalated asks, and approved, writes outside",
+          json.dumps(leave_q) + outputs.get("call_1", ""))
+    shutil.rmtree(top, ignore_errors=True)
+    shutil.rmtree(outside, ignore_errors=True)
+
+
+def drive_app_server(home, ws):
+    """One turn of `codex app-server` in ws; answers each question (denies
+    an exec with a reason, approves leaving the sandbox).  Returns the
+    questions as the client got them."""
+    proc = subprocess.Popen([CODEX, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True,
+                            env=dict(os.environ, CODEX_HOME=home))
+
+    def send(m):
+        proc.stdin.write(json.dumps(m) + "\n")
+        proc.stdin.flush()
+    timer = threading.Timer(240, proc.kill)  # a hung app-server fails the checks, not the suite
+    timer.start()
+    questions = []
+    try:
+        send({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "e2e",
+                                                                         "version": "1"}}})
+        send({"method": "initialized"})
+        send({"id": 2, "method": "thread/start", "params": {
+            "cwd": ws, "approvalPolicy": "on-request", "sandbox": "workspace-write"}})
+        for line in proc.stdout:
+            m = json.loads(line)
+            if m.get("id") == 2 and "result" in m:
+                send({"id": 3, "method": "turn/start", "params": {
+                    "threadId": m["result"]["thread"]["id"],
+                    "input": [{"type": "text", "text": "run the commands"}]}})
+            elif m.get("id") in (2, 3) and "error" in m:
+                print("app-server: " + json.dumps(m["error"]))
+                break
+            elif m.get("method") == "mcpServer/elicitation/request":
+                q = m["params"]
+                questions.append(q)
+                leave = q["message"].startswith("The agent asks")
+                send({"id": m["id"], "result": {"action": "accept", "content": {
+                    "decision": "approved" if leave else "denied",
+                    "reason": "" if leave else "not this one"}}})
+            elif m.get("method") == "turn/completed":
+                break
+    finally:
+        timer.cancel()
+        proc.kill()
+        proc.wait()
+    return questions
+
+
 def main():
     workspace_write(False)
     workspace_write(True)
+    app_server_questions()
     s = session("read-only", [{"command": "touch made; echo st=$?", "login": False}])
     r = result_of(s["outputs"].get(0))
     check(s["status"] == 0 and r is not None and "st=0" not in r["output"] and
