@@ -115,6 +115,8 @@ struct decide_call {
     struct shell_call_attachment att;
     void (*on_abort)(void *data, const char *why);
     void *abort_data;
+    decide_said_fn on_said; /* or NULL */
+    void *said_data;
     bool aborted;
     unsigned paused;
     struct memo_list expected, declined;
@@ -1267,28 +1269,44 @@ escape_shown(const char *text)
     return out;
 }
 
+void
+decide_call_on_said(struct decide_call *dc, decide_said_fn said, void *data)
+{
+    dc->on_said = said;
+    dc->said_data = data;
+}
+
 char *
 decide_text_shown(const char *text)
 {
     return escape_shown(text);
 }
 
-char *
-decide_question_text(const char *program, const char *const *args, size_t nargs,
-                     const char *workdir)
+/* program and args as a question shows them: the program as it is, the
+ * arguments quoted as a shell reads them, all escaped (escape_shown).
+ * NULL when out of memory. */
+static char *
+shown_command(const char *program, const char *const *args, size_t nargs)
 {
     char *joined = shlex_join(args, nargs);
     char *prog = escape_shown(program);
     char *shown_args = joined ? escape_shown(joined) : NULL;
-    char *wd = escape_shown(workdir);
-    char *text = NULL;
-    if (!prog || !shown_args || !wd ||
-        asprintf(&text, "Allow agent to run `%s%s%s` in `%s`?", prog, nargs > 0 ? " " : "",
-                 shown_args, wd) < 0)
-        text = NULL;
+    char *cmd =
+        prog && shown_args ? strfmt("%s%s%s", prog, nargs > 0 ? " " : "", shown_args) : NULL;
     free(joined);
     free(prog);
     free(shown_args);
+    return cmd;
+}
+
+char *
+decide_question_text(const char *program, const char *const *args, size_t nargs,
+                     const char *workdir)
+{
+    char *cmd = shown_command(program, args, nargs);
+    char *wd = escape_shown(workdir);
+    char *text = cmd && wd ? strfmt("Allow agent to run `%s` in `%s`?", cmd, wd) : NULL;
+    free(cmd);
     free(wd);
     return text;
 }
@@ -1314,6 +1332,7 @@ struct decide_question {
     char **args; /* the command's arguments, which a named prefix must follow */
     size_t nargs;
     char *justification;          /* the prompting rule's, shown; or NULL */
+    char *command;                /* program and arguments as the question shows them */
     unsigned asks_left;           /* MAX_ASKS_AGAIN, counting down */
     struct decide_question *next; /* in the call's waiting line */
 };
@@ -1325,6 +1344,7 @@ question_free(struct decide_question *q)
     free(q->key);
     free(q->text);
     free(q->justification);
+    free(q->command);
     verdict_words_free(q->amendment);
     verdict_words_free(q->args);
     free(q);
@@ -1538,6 +1558,25 @@ with_said(const char *reason, const json_t *content, char **buf)
     return *buf ? *buf : reason;
 }
 
+/* An approval's reason, when the person typed one, goes to the call's
+ * result (decide_call_on_said). */
+static void
+tell_said(const struct decide_question *q, const json_t *content)
+{
+    const char *said = json_string_value(json_object_get(content, "reason"));
+    size_t n = said ? strspn(said, " \t\r\n") : 0;
+    if (!q->dc->on_said || !said || !said[n])
+        return;
+    char *shown = escape_shown(said + n);
+    char *line = shown ? strfmt("approved `%s`: %s", q->command, shown) : NULL;
+    if (line)
+        q->dc->on_said(q->dc->said_data, line);
+    else
+        log_warn("decide %s: out of memory passing on an approval's reason", q->dc->label);
+    free(line);
+    free(shown);
+}
+
 /* The reason for a refusing answer, or NULL for an approval (an
  * approval for the session is remembered, "always" is written, an abort
  * stops the call).  *again is set instead when an "always" answer cannot
@@ -1583,6 +1622,7 @@ answer_reason(struct decide_question *q, const json_t *result, const json_t *err
         write_always(q, words, n);
         free(words);
     }
+    tell_said(q, content);
     return NULL;
 }
 
@@ -1684,6 +1724,7 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
         memcpy(q->key, r->key, r->keylen);
     ok = ok && (q->text = decide_question_text(r->program, q->nargs ? e->argv + 1 : NULL, q->nargs,
                                                e->cwd)) != NULL;
+    ok = ok && (q->command = shown_command(r->program, q->nargs ? e->argv + 1 : NULL, q->nargs));
     char *cautioned = NULL;
     if (ok && r->caution &&
         asprintf(&cautioned, "%s (An allow rule matched, but %s.)", q->text, r->caution) >= 0) {

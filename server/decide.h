@@ -151,6 +151,15 @@ struct decide_call *decide_call_new(struct decide_server *ds, const json_t *poli
                                     void (*on_abort)(void *data, const char *why), void *data,
                                     char **err);
 
+/* What a person typed as the reason of an approval in this call, as one
+ * line for the call's result ("approved `PROGRAM ARGS`: REASON", escaped
+ * as the question's text is; borrowed for the callback). */
+typedef void (*decide_said_fn)(void *data, const char *line);
+
+/* said(data, line) runs for each approval in dc that came with a reason
+ * (a refusal's reason goes with the refusal).  Cannot fail. */
+void decide_call_on_said(struct decide_call *dc, decide_said_fn said, void *data);
+
 struct decide_call *decide_call_ref(struct decide_call *dc);
 /* Drops a reference; the last frees.  NULL is a no-op. */
 void decide_call_unref(struct decide_call *dc);

@@ -63,6 +63,7 @@ struct mcp_call {
     struct exec_watch *watch;   /* tree enforcement; NULL once attached to sc */
     struct decide_call *dc;     /* the call's decisions; NULL once attached to sc */
     char *aborted;              /* escalation hook: why a person aborted the call */
+    char *said;                 /* approvals' reasons, a line each (on_call_said); or NULL */
     struct call_cgroup *cg;     /* every process of the call, once it runs; or NULL */
     struct call_net *net;       /* the network through the proxy; or NULL */
     bool running;
@@ -227,6 +228,7 @@ call_free(struct mcp_call *c)
     exec_watch_release(c->watch);
     decide_call_unref(c->dc);
     free(c->aborted);
+    free(c->said);
     free(c->snap_key);
     free(c->snap_workdir);
     for (size_t i = 0; c->codex_roots && c->codex_roots[i]; i++)
@@ -344,7 +346,8 @@ static const char tool_json[] =
     "\"duration\":{\"type\":\"object\",\"properties\":{\"secs\":{\"type\":\"integer\"},"
     "\"nanos\":{\"type\":\"integer\"}},\"required\":[\"secs\",\"nanos\"]},"
     "\"timed_out\":{\"type\":\"boolean\"},\"sandbox_error\":{\"type\":\"string\"},"
-    "\"shell_error\":{\"type\":\"string\"}},"
+    "\"shell_error\":{\"type\":\"string\"},\"aborted\":{\"type\":\"string\"},"
+    "\"person_said\":{\"type\":\"string\"}},"
     "\"required\":[\"exit_code\",\"output\",\"duration\",\"timed_out\"]},"
     "\"annotations\":{\"title\":\"Shell command\",\"readOnlyHint\":false,"
     "\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}";
@@ -475,6 +478,20 @@ on_call_abort(void *data, const char *why)
     log_info("call: %s", why);
 }
 
+/* A reason typed with an approval, for the call's result (person_said). */
+static void
+on_call_said(void *data, const char *line)
+{
+    struct mcp_call *c = data;
+    char *more = c->said ? strfmt("%s\n%s", c->said, line) : strdup(line);
+    if (!more) {
+        log_warn("call: out of memory keeping what a person said with an approval");
+        return;
+    }
+    free(c->said);
+    c->said = more;
+}
+
 static void
 on_call_progress(struct shell_call *sc, const char *line, size_t len, uint64_t total, void *data)
 {
@@ -529,6 +546,7 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
             .setup_failed = r->setup_failed,
             .not_started = r->not_started,
             .aborted = c->aborted,
+            .said = c->said,
         };
         size_t len = 0;
         char *result = call_result_json(&cr, &len);
@@ -775,8 +793,10 @@ call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_req
                                     on_call_abort, c, err)
                   : NULL;
     free(label);
-    if (c->dc)
+    if (c->dc) {
         decide_call_set_client(c->dc, ss->client);
+        decide_call_on_said(c->dc, on_call_said, c);
+    }
     return c->dc ? 0 : -1;
 }
 

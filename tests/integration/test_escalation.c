@@ -263,7 +263,8 @@ test_prompt_decline_and_cancel(void **state)
 
 /* The question reads as a person expects: the rule's justification in
  * the text (escaped as the command is), and what the person types as a
- * reason reaches the agent with a refusal and with an abort. */
+ * reason reaches the agent with a refusal, an approval (person_said) and
+ * an abort. */
 static void
 test_question_shows_justification_and_returns_reason(void **state)
 {
@@ -286,6 +287,23 @@ test_question_shows_justification_and_returns_reason(void **state)
     ans.reason = " \n";
     a = run(&w, "git init .; echo \"status=$?\"", &ans);
     mcp_world_assert_contains(mcp_world_output(a), "Execution denied: User denied execution\n");
+    json_decref(a);
+    /* approved with a reason: it runs, and the result says what was said */
+    ans.decision = "approved";
+    ans.reason = "only `here`\n";
+    a = run(&w, "git init . >/dev/null; echo \"status=$?\"", &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
+    char *git = which("git");
+    char *said = mcp_world_fmt("approved `%s init .`: only \\x60here\\x60\\n", git);
+    assert_string_equal(json_string_value(json_object_get(mcp_world_structured(a), "person_said")),
+                        said);
+    free(said);
+    free(git);
+    json_decref(a);
+    /* approved without one: nothing is added */
+    ans.reason = NULL;
+    a = run(&w, "git init . >/dev/null; echo \"status=$?\"", &ans);
+    assert_null(json_object_get(mcp_world_structured(a), "person_said"));
     json_decref(a);
     ans.decision = "abort";
     ans.reason = "stop, wrong directory";
