@@ -44,16 +44,33 @@ leave_sandbox_question(const char *command, const char *workdir, const char *jus
     return params;
 }
 
+/* What the person typed as the reason in content, escaped; NULL when
+ * nothing (or blanks) or out of memory. */
+static char *
+typed_reason(const json_t *content)
+{
+    const char *said = json_string_value(json_object_get(content, "reason"));
+    size_t n = said ? strspn(said, " \t\r\n") : 0;
+    return said && said[n] ? decide_text_shown(said + n) : NULL;
+}
+
 /* why, and what the person typed as a reason when there is something. */
 static const char *
 refusal(const char *why, const json_t *content, char **buf)
 {
-    const char *said = json_string_value(json_object_get(content, "reason"));
-    size_t n = said ? strspn(said, " \t\r\n") : 0;
-    char *shown = said && said[n] ? decide_text_shown(said + n) : NULL;
+    char *shown = typed_reason(content);
     *buf = strfmt("%s%s%s" GO_ON, why, shown ? ", saying: " : "", shown ? shown : "");
     free(shown);
     return *buf ? *buf : "Not run: the person did not approve running it outside the sandbox";
+}
+
+char *
+leave_sandbox_said(const json_t *result)
+{
+    char *shown = typed_reason(json_object_get(result, "content"));
+    char *line = shown ? strfmt("approved running it outside the sandbox: %s", shown) : NULL;
+    free(shown);
+    return line;
 }
 
 const char *

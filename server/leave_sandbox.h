@@ -36,4 +36,10 @@ json_t *leave_sandbox_question(const char *command, const char *workdir, const c
  */
 const char *leave_sandbox_answer(const json_t *result, const json_t *error, char **buf);
 
+/* For an approving result: what the person typed as the reason, as the
+ * line for the call's person_said ("approved running it outside the
+ * sandbox: REASON", escaped); NULL when nothing was typed or out of
+ * memory.  Caller frees. */
+char *leave_sandbox_said(const json_t *result);
+
 #endif

@@ -997,6 +997,7 @@ on_leave_answer(const json_t *result, const json_t *error, void *data)
         call_free(c);
     } else {
         log_info("call: approved to run outside the sandbox");
+        c->said = leave_sandbox_said(result); /* the first line of person_said */
         list_push(&ss->waiting, c);
         start_waiting(ss->s);
     }

@@ -374,7 +374,7 @@ test_leave_sandbox_approved_runs_outside_rules_still_hold(void **state)
                 "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"no rm\")\n"
                 "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\")\n",
                 true);
-    struct mcp_answers ans = {.action = "accept", .decision = "approved"};
+    struct mcp_answers ans = {.action = "accept", .decision = "approved", .reason = "just this"};
     char *cmd = mcp_world_fmt("touch %s/x && echo made", w.outside);
     json_t *a = mcp_world_run_args(&w, leave_args(&w, cmd, "require_escalated", "write `x`"), &ans);
     assert_int_equal(ans.asked_leave, 1);
@@ -385,7 +385,10 @@ test_leave_sandbox_approved_runs_outside_rules_still_hold(void **state)
     mcp_world_assert_contains(ans.last_message, "Its reason: \"write \\x60x\\x60\"");
     mcp_world_assert_contains(mcp_world_output(a), "made\n");
     assert_true(mcp_world_exists(w.outside, "x"));
+    assert_string_equal(json_string_value(json_object_get(mcp_world_structured(a), "person_said")),
+                        "approved running it outside the sandbox: just this");
     json_decref(a);
+    ans.reason = NULL;
     /* forbidden still refuses, outside the sandbox too */
     free(cmd);
     cmd = mcp_world_fmt("rm -f %s/x; echo \"status=$?\"", w.outside);
