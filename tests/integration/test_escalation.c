@@ -501,6 +501,11 @@ test_leave_sandbox_cancelled_while_asked(void **state)
         json_decref(q);
     }
     json_int_t qid = json_integer_value(json_object_get(q, "id"));
+    /* its id is taken while the person is asked */
+    json_t *dup = call_with_id(&w, 8008, json_pack("{s:i}", "command", 1));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(dup, "error"), "code")),
+                     -32600);
+    json_decref(dup);
     mcp_client_send(w.c, json_pack("{s:s, s:s, s:{s:i}}", "jsonrpc", "2.0", "method",
                                    "notifications/cancelled", "params", "requestId", 8008));
     json_t *closed = mcp_client_notification(w.c, "notifications/cancelled", MCP_CLIENT_WAIT_MS);
