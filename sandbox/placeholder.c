@@ -152,3 +152,23 @@ sandbox_placeholder_release(int dirfd, const char *name, struct sandbox_placehol
     close(fd);
     return rc;
 }
+
+int
+sandbox_placeholder_sweep(int dirfd, const char *name)
+{
+    struct sandbox_placeholder ph = {
+        .fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    if (ph.fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES ? 0
+                                                                                        : -errno;
+    struct stat st;
+    int rc = fstat(ph.fd, &st) == 0 ? marked(&st) : -errno;
+    if (rc <= 0) {
+        close(ph.fd);
+        return rc;
+    }
+    /* no shared lock is taken: release's exclusive one is granted only
+     * when no sandbox holds it, and a sandbox about to hold it looks
+     * again when it went away meanwhile (sandbox_placeholder_hold) */
+    return sandbox_placeholder_release(dirfd, name, &ph);
+}

@@ -74,4 +74,17 @@ int sandbox_placeholder_hold(int dirfd, const char *name, struct sandbox_placeho
  */
 int sandbox_placeholder_release(int dirfd, const char *name, struct sandbox_placeholder *ph);
 
+/*
+ * For whoever killed sandboxes (the server, after a timeout or a cancel:
+ * a helper killed with SIGKILL cannot release what it held): removes the
+ * placeholder at dirfd/name when no sandbox holds it any more, as its
+ * last holder would have.  Looks without following a final symlink; a
+ * name that is not a placeholder of the caller's is left alone, as is one
+ * still held (its holder removes it at its end).  Nothing is bound over it
+ * in the caller's mount namespace (the killed sandboxes' binds went with
+ * their namespaces).
+ * Returns 1 when it was removed, 0 when it was left, or -errno.
+ */
+int sandbox_placeholder_sweep(int dirfd, const char *name);
+
 #endif

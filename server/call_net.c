@@ -17,6 +17,7 @@
 #include "server/decide.h"
 #include "server/jsonrpc.h"
 #include "server/log.h"
+#include "server/question_form.h"
 #include "server/netproxy.h"
 #include "server/shell_call.h"
 #include "wrapper/fd_pass.h"
@@ -159,16 +160,21 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
         netproxy_ask_answer(ask, NETPROXY_DENIED);
         return;
     }
-    json_t *decisions =
-        json_pack("[s,s,s,s]", "approved", "approved_for_session", "denied", "abort");
+    /* titled as the exec questions are (question_form.h); abort refuses
+     * this connection, as denied does */
+    static const struct question_choice choices[] = {
+        {"approved", "Yes, allow this connection"},
+        {"approved_for_session", "Yes, and allow this host for the rest of the session"},
+        {"denied", "No, refuse it"},
+        {"abort", "No, refuse it (abort)"},
+    };
+    json_t *schema = question_form_schema(
+        choices, sizeof(choices) / sizeof(choices[0]),
+        "approved (this connection), approved_for_session (this host for the rest of the "
+        "session), denied, or abort",
+        "Optional reason for allowing or denying");
     json_t *params =
-        decisions ? json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:o, s:s}}}}", "message", msg,
-                              "requestedSchema", "type", "object", "properties", "reason", "type",
-                              "string", "description", "Optional reason for allowing or denying",
-                              "decision", "type", "string", "enum", decisions, "description",
-                              "approved (this connection), approved_for_session (this host for the "
-                              "rest of the session), denied, or abort")
-                  : NULL;
+        schema ? json_pack("{s:s, s:o}", "message", msg, "requestedSchema", schema) : NULL;
     free(msg);
     struct question *q = params ? malloc(sizeof *q) : NULL;
     if (!q) {

@@ -87,6 +87,10 @@ add_object(struct text *t, const struct call_result *r, unsigned depth)
         add_str(t, ",\"aborted\":", depth);
         add_value(t, r->aborted, strlen(r->aborted), depth);
     }
+    if (r->said) {
+        add_str(t, ",\"person_said\":", depth);
+        add_value(t, r->said, strlen(r->said), depth);
+    }
     add_str(t, "}", depth);
 }
 

@@ -36,13 +36,17 @@ struct call_result {
     bool setup_failed;   /* adds sandbox_error; the tool call is an error */
     bool not_started;    /* adds shell_error; the tool call is an error */
     const char *aborted; /* NULL, or why a person aborted the call: adds aborted; an error */
+    /* NULL, or what people typed with approvals in the call, a line each
+     * (decide_call_on_said): adds person_said */
+    const char *said;
 };
 
 /*
  * {"content":[{"type":"text","text":OBJ as a string}],
  *  "structuredContent":OBJ,"isError":setup_failed, not_started or aborted},
  * with OBJ = {"exit_code","output","duration":{"secs","nanos"},"timed_out"}
- * and then "sandbox_error", "shell_error" and "aborted" when set.  Returns the text
+ * and then "sandbox_error", "shell_error", "aborted" and "person_said"
+ * when set.  Returns the text
  * (NUL-terminated, *len bytes without the NUL; caller frees), or NULL when out of memory.
  */
 char *call_result_json(const struct call_result *r, size_t *len);

@@ -8,7 +8,9 @@
 #include "rules/exec_path.h"
 #include "server/jsonrpc.h"
 #include "server/log.h"
+#include "server/question_form.h"
 #include "server/shell_call.h"
+#include "server/strfmt.h"
 #include "server/utf8.h"
 #include "server/writable_history.h"
 #include "server/writable_view.h"
@@ -113,6 +115,8 @@ struct decide_call {
     struct shell_call_attachment att;
     void (*on_abort)(void *data, const char *why);
     void *abort_data;
+    decide_said_fn on_said; /* or NULL */
+    void *said_data;
     bool aborted;
     unsigned paused;
     struct memo_list expected, declined;
@@ -1739,8 +1743,12 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->verdict = DECIDE_RUN;
         out->reason = strdup(v.decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
     }
-    if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT)
+    if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT) {
         propose_amendment(dc, e, &walk, &cmd, out);
+        /* shown in the question; without it the question is still asked */
+        if (v.justification && !(out->justification = strdup(v.justification)))
+            log_warn("decide: out of memory keeping a rule's justification for its question");
+    }
     /* what let an escalated program out, for its children's questions */
     if (ok && e->source == DECIDE_FROM_WRAPPER &&
         (out->verdict == DECIDE_ESCALATE || out->escalate_if_approved))
@@ -1771,6 +1779,7 @@ decide_result_release(struct decide_result *r)
     free(r->parent_rule);
     free(r->refusal);
     verdict_words_free(r->amendment);
+    free(r->justification);
     json_decref(r->matched);
     if (r->fd >= 0)
         close(r->fd);
@@ -1794,14 +1803,16 @@ call_pause(struct decide_call *dc, bool pause)
     }
 }
 
+/* Stops the call: a person answered abort (why: what the call's result
+ * says). */
 static void
-call_abort(struct decide_call *dc)
+call_abort(struct decide_call *dc, const char *why)
 {
     if (dc->aborted)
         return;
     dc->aborted = true;
     if (dc->on_abort)
-        dc->on_abort(dc->abort_data, REASON_ABORTED);
+        dc->on_abort(dc->abort_data, why);
     if (dc->sc)
         shell_call_signal(dc->sc, SIGKILL);
 }
@@ -1866,22 +1877,44 @@ escape_shown(const char *text)
     return out;
 }
 
+void
+decide_call_on_said(struct decide_call *dc, decide_said_fn said, void *data)
+{
+    dc->on_said = said;
+    dc->said_data = data;
+}
+
 char *
-decide_question_text(const char *program, const char *const *args, size_t nargs,
-                     const char *workdir)
+decide_text_shown(const char *text)
+{
+    return escape_shown(text);
+}
+
+/* program and args as a question shows them: the program as it is, the
+ * arguments quoted as a shell reads them, all escaped (escape_shown).
+ * NULL when out of memory. */
+static char *
+shown_command(const char *program, const char *const *args, size_t nargs)
 {
     char *joined = shlex_join(args, nargs);
     char *prog = escape_shown(program);
     char *shown_args = joined ? escape_shown(joined) : NULL;
-    char *wd = escape_shown(workdir);
-    char *text = NULL;
-    if (!prog || !shown_args || !wd ||
-        asprintf(&text, "Allow agent to run `%s%s%s` in `%s`?", prog, nargs > 0 ? " " : "",
-                 shown_args, wd) < 0)
-        text = NULL;
+    char *cmd =
+        prog && shown_args ? strfmt("%s%s%s", prog, nargs > 0 ? " " : "", shown_args) : NULL;
     free(joined);
     free(prog);
     free(shown_args);
+    return cmd;
+}
+
+char *
+decide_question_text(const char *program, const char *const *args, size_t nargs,
+                     const char *workdir)
+{
+    char *cmd = shown_command(program, args, nargs);
+    char *wd = escape_shown(workdir);
+    char *text = cmd && wd ? strfmt("Allow agent to run `%s` in `%s`?", cmd, wd) : NULL;
+    free(cmd);
     free(wd);
     return text;
 }
@@ -1932,6 +1965,8 @@ struct decide_question {
     size_t n_amendment;
     char **args; /* the command's arguments, which a named prefix must follow */
     size_t nargs;
+    char *justification;          /* the prompting rule's, shown; or NULL */
+    char *command;                /* program and arguments as the question shows them */
     unsigned asks_left;           /* MAX_ASKS_AGAIN, counting down */
     struct decide_question *next; /* in the call's waiting line */
 };
@@ -1943,6 +1978,8 @@ question_free(struct decide_question *q)
     free(q->key);
     free(q->approval);
     free(q->text);
+    free(q->justification);
+    free(q->command);
     verdict_words_free(q->amendment);
     verdict_words_free(q->args);
     free(q);
@@ -1962,74 +1999,93 @@ words_copy(const char *const *words, size_t n)
     return copy;
 }
 
+/* The "always" choice in plain words: "Yes, and always allow commands
+ * starting with `git push`" (escaped as the question's text is); NULL
+ * when out of memory. */
+static char *
+always_title(const struct decide_question *q)
+{
+    char *joined = shlex_join((const char *const *)q->amendment, q->n_amendment);
+    char *prefix = joined ? escape_shown(joined) : NULL;
+    char *title =
+        prefix ? strfmt("Yes, and always allow commands starting with `%s`", prefix) : NULL;
+    free(joined);
+    free(prefix);
+    return title;
+}
+
 /* The sentence that says what "always" adds, or NULL when out of memory. */
 static char *
 always_sentence(const struct decide_question *q)
 {
-    char *joined = shlex_join((const char *const *)q->amendment, q->n_amendment);
-    char *prefix = joined ? escape_shown(joined) : NULL;
+    char *title = always_title(q);
     char *file = escape_shown(q->dc->ds->answers_file);
-    char *sentence = NULL;
-    if (prefix && file &&
-        asprintf(&sentence,
-                 "Answering " ALWAYS_DECISION " allows every command that starts with `%s` from "
-                 "now on, without asking: the allow rule is added to %s",
-                 prefix, file) < 0)
-        sentence = NULL;
-    free(joined);
-    free(prefix);
+    char *sentence = title && file ? strfmt(" \"%s\" adds an allow rule to %s: such commands run "
+                                            "from now on without asking.",
+                                            title, file)
+                                   : NULL;
+    free(title);
     free(file);
     return sentence;
 }
 
-/* The message: why it is asked again (note, or NULL), the question, and
- * what "always" adds when it is offered. */
+/* The message: why it is asked again (note, or NULL), the question, the
+ * prompting rule's justification, and what "always" adds when it is
+ * offered. */
 static char *
 question_message(const struct decide_question *q, const char *note)
 {
     char *always = q->amendment ? always_sentence(q) : NULL;
+    char *just = q->justification ? escape_shown(q->justification) : NULL;
     char *msg = NULL;
-    if ((!q->amendment || always) &&
-        asprintf(&msg, "%s%s%s%s%s%s", note ? "Asked again: " : "", note ? note : "",
-                 note ? ". " : "", q->text, always ? " " : "", always ? always : "") < 0)
-        msg = NULL;
+    if ((!q->amendment || always) && (!q->justification || just))
+        msg = strfmt("%s%s%s%s%s%s%s%s", note ? "Asked again: " : "", note ? note : "",
+                     note ? ". " : "", q->text, just ? " The rule that asks says: \"" : "",
+                     just ? just : "", just ? "\"." : "", always ? always : "");
     free(always);
+    free(just);
     return msg;
 }
 
+/*
+ * elicitation/create's params: the message, a form of the decision (each
+ * choice titled, question_form.h) and a reason (a text field; it reaches
+ * the agent with a refusal), and Codex's proposed_execpolicy_amendment
+ * when "always" is offered.  NULL when out of memory.
+ */
 static json_t *
 question_params(const struct decide_question *q, const char *note)
 {
     char *msg = question_message(q, note);
-    json_t *decisions = json_pack("[s,s]", "approved", "approved_for_session");
-    if (decisions && q->amendment)
-        json_array_append_new(decisions, json_string(ALWAYS_DECISION));
-    if (decisions) {
-        json_array_append_new(decisions, json_string("denied"));
-        json_array_append_new(decisions, json_string("abort"));
-    }
-    const char *described =
-        q->amendment
-            ? "Optional: approved (this once), approved_for_session (this command for the rest "
-              "of the session), " ALWAYS_DECISION " (every command that starts with "
-              "proposed_execpolicy_amendment, from now on), denied, or abort (stop the whole "
-              "tool call)"
-            : "Optional: approved (this once), approved_for_session (this command for the rest "
-              "of the session), denied, or abort (stop the whole tool call)";
-    json_t *params =
-        msg && decisions
-            ? json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:O, s:s}}}}", "message", msg,
-                        "requestedSchema", "type", "object", "properties", "reason", "type",
-                        "string", "description",
-                        "Optional reason for allowing or denying execution", "decision", "type",
-                        "string", "enum", decisions, "description", described)
+    char *always = q->amendment ? always_title(q) : NULL;
+    const struct question_choice choices[] = {
+        {"approved", "Yes, run it this once"},
+        {"approved_for_session", "Yes, and do not ask again for this command in this session"},
+        {ALWAYS_DECISION, always},
+        {"denied", "No, do not run it (the agent is told and goes on)"},
+        {"abort", "No, and stop the whole tool call"},
+    };
+    json_t *schema =
+        msg && (!q->amendment || always)
+            ? question_form_schema(
+                  choices, sizeof(choices) / sizeof(choices[0]),
+                  q->amendment
+                      ? "approved: this once; approved_for_session: this command for the rest of "
+                        "the session; " ALWAYS_DECISION ": every command starting with "
+                        "proposed_execpolicy_amendment, from now on; denied; abort: stop the "
+                        "whole tool call"
+                      : "approved: this once; approved_for_session: this command for the rest of "
+                        "the session; denied; abort: stop the whole tool call",
+                  "Told to the agent when you refuse")
             : NULL;
+    json_t *params =
+        schema ? json_pack("{s:s, s:o}", "message", msg, "requestedSchema", schema) : NULL;
     json_t *prefix = params && q->amendment ? json_array() : NULL;
     for (size_t i = 0; prefix && i < q->n_amendment; i++)
         json_array_append_new(prefix, text_json(q->amendment[i]));
     if (prefix)
         json_object_set_new(params, "proposed_execpolicy_amendment", prefix);
-    json_decref(decisions);
+    free(always);
     free(msg);
     return params;
 }
@@ -2123,6 +2179,39 @@ write_always(struct decide_question *q, const char *const *words, size_t n)
     free(err);
 }
 
+/* reason, and what the person typed in the answer's reason field (escaped
+ * as the question's text is) when there is something: in *buf (malloc'd),
+ * else reason itself. */
+static const char *
+with_said(const char *reason, const json_t *content, char **buf)
+{
+    const char *said = json_string_value(json_object_get(content, "reason"));
+    size_t n = said ? strspn(said, " \t\r\n") : 0;
+    char *shown = said && said[n] ? escape_shown(said + n) : NULL;
+    *buf = shown ? strfmt("%s, saying: %s", reason, shown) : NULL;
+    free(shown);
+    return *buf ? *buf : reason;
+}
+
+/* An approval's reason, when the person typed one, goes to the call's
+ * result (decide_call_on_said). */
+static void
+tell_said(const struct decide_question *q, const json_t *content)
+{
+    const char *said = json_string_value(json_object_get(content, "reason"));
+    size_t n = said ? strspn(said, " \t\r\n") : 0;
+    if (!q->dc->on_said || !said || !said[n])
+        return;
+    char *shown = escape_shown(said + n);
+    char *line = shown ? strfmt("approved `%s`: %s", q->command, shown) : NULL;
+    if (line)
+        q->dc->on_said(q->dc->said_data, line);
+    else
+        log_warn("decide %s: out of memory passing on an approval's reason", q->dc->label);
+    free(line);
+    free(shown);
+}
+
 /* The reason for a refusing answer, or NULL for an approval (an
  * approval for the session is remembered, "always" is written, an abort
  * stops the call).  *again is set instead when an "always" answer cannot
@@ -2150,11 +2239,12 @@ answer_reason(struct decide_question *q, const json_t *result, const json_t *err
     if (strcmp(action, "accept") != 0)
         return REASON_CANCELLED;
     if (decision && strcmp(decision, "denied") == 0)
-        return REASON_DENIED;
+        return with_said(REASON_DENIED, content, buf);
     if (decision && strcmp(decision, "abort") == 0) {
         /* the call's group dies first, so nothing after this exec runs */
-        call_abort(q->dc);
-        return REASON_ABORTED;
+        const char *why = with_said(REASON_ABORTED, content, buf);
+        call_abort(q->dc, why);
+        return why;
     }
     if (decision && strcmp(decision, "approved_for_session") == 0 &&
         approvals_add(q->dc->cl->approvals, q->approval, q->approvallen) < 0)
@@ -2167,6 +2257,7 @@ answer_reason(struct decide_question *q, const json_t *result, const json_t *err
         write_always(q, words, n);
         free(words);
     }
+    tell_said(q, content);
     return NULL;
 }
 
@@ -2302,12 +2393,14 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
         q->text = decide_question_text(r->program, args, q->nargs, e->cwd);
     ok = ok && q->text != NULL;
     ok = ok && add_argv0_note(q, e, r) == 0;
+    ok = ok && (q->command = shown_command(r->program, args, q->nargs));
     char *cautioned = NULL;
     if (ok && r->caution &&
         asprintf(&cautioned, "%s (An allow rule matched, but %s.)", q->text, r->caution) >= 0) {
         free(q->text);
         q->text = cautioned;
     }
+    ok = ok && (!r->justification || (q->justification = strdup(r->justification)));
     if (ok && r->amendment) {
         ok = (q->amendment = words_copy((const char *const *)r->amendment, r->n_amendment)) &&
              (q->args = words_copy(q->nargs ? e->argv + 1 : NULL, q->nargs));

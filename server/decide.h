@@ -151,6 +151,15 @@ struct decide_call *decide_call_new(struct decide_server *ds, const json_t *poli
                                     void (*on_abort)(void *data, const char *why), void *data,
                                     char **err);
 
+/* What a person typed as the reason of an approval in this call, as one
+ * line for the call's result ("approved `PROGRAM ARGS`: REASON", escaped
+ * as the question's text is; borrowed for the callback). */
+typedef void (*decide_said_fn)(void *data, const char *line);
+
+/* said(data, line) runs for each approval in dc that came with a reason
+ * (a refusal's reason goes with the refusal).  Cannot fail. */
+void decide_call_on_said(struct decide_call *dc, decide_said_fn said, void *data);
+
 struct decide_call *decide_call_ref(struct decide_call *dc);
 /* Drops a reference; the last frees.  NULL is a no-op. */
 void decide_call_unref(struct decide_call *dc);
@@ -235,6 +244,9 @@ struct decide_result {
      * allow" is offered for it (NULL-terminated, n_amendment words) */
     char **amendment;
     size_t n_amendment;
+    /* ASK because a rule prompts: that rule's justification as shown to a
+     * person (rules_text_shown), for the question; else NULL */
+    char *justification;
     json_t *matched; /* the matching rules, with an audit log; else NULL */
     /* what the rules said, for the children of an escalated program:
      * "allowed by FILE:LINE", "asked by the prompt rule at FILE:LINE";
@@ -343,6 +355,12 @@ void decide_audit(struct decide_call *dc, const struct decide_exec *e,
  * continued with no question (the audit log leaves those out). */
 void decide_trace(struct decide_call *dc, const struct decide_exec *e,
                   const struct decide_result *r, const char *decision);
+
+/* text as a question shows it: control characters, backslashes,
+ * backticks and invisible code points escaped, bytes that are not UTF-8
+ * as U+FFFD, so nothing in it can forge the question's layout.
+ * malloc'd; NULL when out of memory. */
+char *decide_text_shown(const char *text);
 
 /* The question's text for program, args and workdir (for tests and the
  * fuzz target): malloc'd, NULL when out of memory. */

@@ -5,6 +5,7 @@
 #include "server/call_net.h"
 #include "server/call_result.h"
 #include "sandbox/cmdline.h"
+#include "sandbox/placeholder.h"
 #include "server/escalation.h"
 #include "server/spawn_child.h"
 #include "server/client_log.h"
@@ -15,6 +16,7 @@
 #include "server/state_paths.h"
 #include "execgate-config.h"
 #include "server/jsonrpc.h"
+#include "server/leave_sandbox.h"
 #include "server/login_snapshot.h"
 #include "server/log.h"
 #include "rules/policy.h"
@@ -27,6 +29,7 @@
 #include "server/writable_view.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -34,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Largest timeout_ms accepted (2^53: exact in a double; about 285 000 years). */
 #define MAX_TIMEOUT_MS 9007199254740992.0
@@ -62,6 +66,7 @@ struct mcp_call {
     bool helper_notifies;       /* the helper hands the watch its listener */
     struct decide_call *dc;     /* the call's decisions; NULL once attached to sc */
     char *aborted;              /* escalation hook: why a person aborted the call */
+    char *said;                 /* approvals' reasons, a line each (on_call_said); or NULL */
     struct call_cgroup *cg;     /* every process of the call, once it runs; or NULL */
     struct call_net *net;       /* the network through the proxy; or NULL */
     bool running;
@@ -72,6 +77,12 @@ struct mcp_call {
     json_t *snap_policy;
     char *snap_sandbox_cwd;
     bool snap_capture;
+    /* require_escalated: the question to leave the sandbox, while out
+     * (the call is on its session's asking list then) */
+    long long ask_id;
+    /* the roots where its sandbox may hold a placeholder .codex
+     * (canonical; NULL-terminated, or NULL: none) */
+    char **codex_roots;
     struct mcp_call *prev, *next;
 };
 
@@ -101,7 +112,8 @@ struct mcp_session {
      * workdir (globs expanded then); NULL: policy and policy_cwd. */
     json_t *state;
 
-    struct call_list waiting, running;
+    /* asking: calls whose question to leave the sandbox is out */
+    struct call_list asking, waiting, running;
     struct client_log *client_log;      /* notifications/message for the client */
     struct decide_client *client;       /* its questions and approvals */
     struct call_net_client *net_client; /* its network questions and approvals */
@@ -232,11 +244,53 @@ call_free(struct mcp_call *c)
     exec_watch_release(c->watch);
     decide_call_unref(c->dc);
     free(c->aborted);
+    free(c->said);
     free(c->snap_key);
     free(c->snap_workdir);
     json_decref(c->snap_policy);
     free(c->snap_sandbox_cwd);
+    for (size_t i = 0; c->codex_roots && c->codex_roots[i]; i++)
+        free(c->codex_roots[i]);
+    free(c->codex_roots);
     free(c);
+}
+
+/*
+ * The server killed c (a timeout, a cancel, an abort, the shutdown): its
+ * helper, killed with SIGKILL, cannot remove the placeholder .codex it
+ * held, so the server does what that helper's end would have done: in
+ * each of the call's roots, a placeholder no sandbox holds any more goes
+ * (sandbox/placeholder.h).
+ */
+static void
+sweep_placeholders(const struct mcp_call *c)
+{
+    for (size_t i = 0; c->codex_roots && c->codex_roots[i]; i++) {
+        const char *root = c->codex_roots[i];
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rc = fd < 0 ? -errno : sandbox_placeholder_sweep(fd, ".codex");
+        if (fd >= 0)
+            close(fd);
+        if (rc == 1)
+            log_info("call: removed the placeholder %s/.codex its killed sandbox left", root);
+        else if (rc < 0 && rc != -ENOENT)
+            log_warn("call: cannot remove a placeholder %s/.codex: %s", root, strerror(-rc));
+    }
+}
+
+/* c's placeholder roots, from its decisions' view (the helper's repo
+ * roots).  Returns 0, or -1 when out of memory. */
+static int
+keep_codex_roots(struct mcp_call *c, const struct writable_view *v)
+{
+    if (v->kind != WRITABLE_VIEW_SOME || v->n_repo_roots == 0)
+        return 0;
+    c->codex_roots = calloc(v->n_repo_roots + 1, sizeof(*c->codex_roots));
+    for (size_t i = 0; c->codex_roots && i < v->n_repo_roots; i++) {
+        if (!(c->codex_roots[i] = strdup(v->repo_roots[i])))
+            return -1;
+    }
+    return c->codex_roots ? 0 : -1;
 }
 
 /* ---- policy ---- */
@@ -275,8 +329,11 @@ set_policy(struct mcp_session *ss, const json_t *policy, const char *cwd, char *
 /*
  * The shell tool as tools/list shows it.  The input schema is the
  * reference's, property by property (timeout_ms and login "nullable", as it
- * sends them: null is the default); like the reference, arguments it does
- * not name are ignored, so it does not say additionalProperties false.  The
+ * sends them: null is the default), and Codex's own shell's arguments for
+ * leaving the sandbox (sandbox_permissions, the older
+ * with_escalated_permissions, justification); like the reference,
+ * arguments it does not name are ignored, so it does not say
+ * additionalProperties false.  The
  * title and annotations (MCP 2025-03-26 and later) tell a client that a
  * command may change anything the sandbox lets it reach and talk to the
  * world outside.
@@ -292,14 +349,25 @@ static const char tool_json[] =
     "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
     "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
     "\"login\":{\"description\":\"Launch Bash with -lc instead of -c: defaults to true.\","
-    "\"type\":\"boolean\",\"nullable\":true}},"
+    "\"type\":\"boolean\",\"nullable\":true},"
+    "\"sandbox_permissions\":{\"description\":\"require_escalated asks the user to let the "
+    "command run outside the sandbox, with the user's access to files and the network (the exec "
+    "rules still apply); only when the sandbox stops a command that must run. Defaults to "
+    "use_default.\",\"type\":\"string\",\"enum\":[\"use_default\",\"require_escalated\"],"
+    "\"nullable\":true},"
+    "\"with_escalated_permissions\":{\"description\":\"true is the older form of "
+    "sandbox_permissions require_escalated.\",\"type\":\"boolean\",\"nullable\":true},"
+    "\"justification\":{\"description\":\"With require_escalated: one sentence telling the user "
+    "why the command must run outside the sandbox, shown when they are asked.\","
+    "\"type\":\"string\",\"nullable\":true}},"
     "\"required\":[\"command\",\"workdir\"]},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"
     "\"duration\":{\"type\":\"object\",\"properties\":{\"secs\":{\"type\":\"integer\"},"
     "\"nanos\":{\"type\":\"integer\"}},\"required\":[\"secs\",\"nanos\"]},"
     "\"timed_out\":{\"type\":\"boolean\"},\"sandbox_error\":{\"type\":\"string\"},"
-    "\"shell_error\":{\"type\":\"string\"}},"
+    "\"shell_error\":{\"type\":\"string\"},\"aborted\":{\"type\":\"string\"},"
+    "\"person_said\":{\"type\":\"string\"}},"
     "\"required\":[\"exit_code\",\"output\",\"duration\",\"timed_out\"]},"
     "\"annotations\":{\"title\":\"Shell command\",\"readOnlyHint\":false,"
     "\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}";
@@ -488,6 +556,20 @@ on_call_abort(void *data, const char *why)
     log_info("call: %s", why);
 }
 
+/* A reason typed with an approval, for the call's result (person_said). */
+static void
+on_call_said(void *data, const char *line)
+{
+    struct mcp_call *c = data;
+    char *more = c->said ? strfmt("%s\n%s", c->said, line) : strdup(line);
+    if (!more) {
+        log_warn("call: out of memory keeping what a person said with an approval");
+        return;
+    }
+    free(c->said);
+    c->said = more;
+}
+
 static void
 on_call_progress(struct shell_call *sc, const char *line, size_t len, uint64_t total, void *data)
 {
@@ -513,6 +595,8 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
     s->n_running--;
     /* nothing the call started outlives its answer */
     end_cgroup(c);
+    if (r->timed_out || r->cancelled || c->aborted || s->shutting_down)
+        sweep_placeholders(c);
     if (c->snap_capture) {
         login_capture_done(s, r);
     } else if (r->cancelled) {
@@ -540,6 +624,7 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
             .setup_failed = r->setup_failed,
             .not_started = r->not_started,
             .aborted = c->aborted,
+            .said = c->said,
         };
         size_t len = 0;
         char *result = call_result_json(&cr, &len);
@@ -568,11 +653,49 @@ struct call_request {
     bool login;
     const json_t *progress_token; /* NULL: no progress was asked */
     size_t max_output;            /* 0: --max-output-bytes */
+    /* the agent asks to run it outside the sandbox (sandbox_permissions
+     * "require_escalated", or with_escalated_permissions true), saying
+     * why (justification, or NULL) */
+    bool leave_sandbox;
+    const char *justification;
     /* The sandbox the call runs under (call_sandbox): a sandboxPolicy
      * object and where it is rooted; owned, released by handle_call. */
     json_t *policy;
     char *sandbox_cwd;
 };
+
+/* Codex's arguments for leaving the sandbox, into *r: sandbox_permissions
+ * ("use_default" or "require_escalated"), the older
+ * with_escalated_permissions (a boolean) and justification (a string);
+ * null is as absent.  On error answers -32602 and returns -1. */
+static int
+check_permissions(struct mcp_session *ss, const json_t *id, const json_t *args,
+                  struct call_request *r)
+{
+    const json_t *perm = json_object_get(args, "sandbox_permissions");
+    const json_t *old = json_object_get(args, "with_escalated_permissions");
+    const json_t *just = json_object_get(args, "justification");
+    const char *p = json_string_value(perm);
+    if (perm && !json_is_null(perm) &&
+        (!p || (strcmp(p, "use_default") != 0 && strcmp(p, "require_escalated") != 0))) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
+                            "sandbox_permissions: must be \"use_default\" or "
+                            "\"require_escalated\"");
+        return -1;
+    }
+    if (old && !json_is_null(old) && !json_is_boolean(old)) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
+                            "with_escalated_permissions: must be a boolean");
+        return -1;
+    }
+    if (just && !json_is_null(just) && !json_is_string(just)) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, "justification: must be a string");
+        return -1;
+    }
+    r->leave_sandbox = (p && strcmp(p, "require_escalated") == 0) || json_is_true(old);
+    r->justification = json_string_value(just);
+    return 0;
+}
 
 /* Validates the arguments into *r; on error answers -32602 and returns -1. */
 static int
@@ -633,7 +756,7 @@ check_arguments(struct mcp_session *ss, const json_t *id, const json_t *args,
         }
         r->login = json_is_true(l);
     }
-    return 0;
+    return check_permissions(ss, id, args, r);
 }
 
 /* The tool, its arguments and the id: into *r, or on error answers and
@@ -657,7 +780,7 @@ parse_call(struct mcp_session *ss, const json_t *id, const json_t *params, struc
                             args ? "arguments: must be an object" : "arguments: required");
         return -1;
     }
-    if (list_find(&ss->running, id) || list_find(&ss->waiting, id)) {
+    if (list_find(&ss->running, id) || list_find(&ss->waiting, id) || list_find(&ss->asking, id)) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_REQUEST,
                             "a call with this id is still running");
         return -1;
@@ -766,8 +889,10 @@ call_decisions(struct mcp_session *ss, struct mcp_call *c, const struct call_req
                                     on_call_abort, c, err)
                   : NULL;
     free(label);
-    if (c->dc)
+    if (c->dc) {
         decide_call_set_client(c->dc, ss->client);
+        decide_call_on_said(c->dc, on_call_said, c);
+    }
     return c->dc ? 0 : -1;
 }
 
@@ -826,10 +951,12 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
         c->s = s;
         c->ss = ss;
         c->id = json_deep_copy(id);
+        c->ask_id = -1;
     }
     char **argv = NULL;
     bool net = false, notify = false;
     if (!c || !c->id || call_decisions(ss, c, r, &err) < 0 ||
+        keep_codex_roots(c, decide_call_view(c->dc)) < 0 ||
         !(argv = call_argv(ss, decide_call_view(c->dc), r, &net, &notify, &err))) {
         if (c)
             call_free(c);
@@ -914,6 +1041,71 @@ build_call(struct mcp_session *ss, const json_t *id, const struct call_request *
     return c;
 }
 
+/* Whether policy (a sandboxPolicy) confines nothing: danger-full-access. */
+static bool
+full_access(const json_t *policy)
+{
+    const char *type = json_string_value(json_object_get(policy, "type"));
+    return type && strcmp(type, sandbox_kind_name(SANDBOX_DANGER_FULL_ACCESS)) == 0;
+}
+
+static void on_leave_answer(const json_t *result, const json_t *error, void *data);
+
+/* require_escalated: asks the person whether c (built for r, under full
+ * access) may run outside the sandbox; c waits on the asking list for the
+ * answer.  Where nobody can be asked, c is answered and freed. */
+static void
+ask_leave_sandbox(struct mcp_session *ss, struct mcp_call *c, const struct call_request *r)
+{
+    const char *why = LEAVE_SANDBOX_NO_ELICITATION;
+    if (ss->client_elicitation) {
+        json_t *params = leave_sandbox_question(r->command, r->workdir, r->justification);
+        /* jsonrpc_request takes params, also on failure */
+        c->ask_id = params
+                        ? jsonrpc_request(ss->rpc, "elicitation/create", params, on_leave_answer, c)
+                        : -1;
+        if (c->ask_id >= 0) {
+            log_info("call: asking whether it may run outside the sandbox");
+            list_push(&ss->asking, c);
+            return;
+        }
+        why = "Not run: the person could not be asked to approve running it outside the "
+              "sandbox (out of memory)";
+    }
+    log_info("call: not run outside the sandbox: %s", why);
+    jsonrpc_reply(ss->rpc, c->id, failure_json(why));
+    shell_call_discard(c->sc);
+    call_free(c);
+}
+
+/* The answer to ask_leave_sandbox's question: approved, the call waits
+ * for its turn like any other; else its result says why it did not run. */
+static void
+on_leave_answer(const json_t *result, const json_t *error, void *data)
+{
+    struct mcp_call *c = data;
+    struct mcp_session *ss = c->ss;
+    char *buf = NULL;
+    const char *refused = leave_sandbox_answer(result, error, &buf);
+    if (!refused && (ss->ending || ss->s->shutting_down))
+        refused = "Not run: execgate is shutting down";
+    list_remove(&ss->asking, c);
+    c->ask_id = -1;
+    if (refused) {
+        log_info("call: %s", refused);
+        if (ss->rpc && !ss->ending)
+            jsonrpc_reply(ss->rpc, c->id, failure_json(refused));
+        shell_call_discard(c->sc);
+        call_free(c);
+    } else {
+        log_info("call: approved to run outside the sandbox");
+        c->said = leave_sandbox_said(result); /* the first line of person_said */
+        list_push(&ss->waiting, c);
+        start_waiting(ss->s);
+    }
+    free(buf);
+}
+
 /*
  * The sandbox r runs under, into r->policy and r->sandbox_cwd: the state
  * in the call's _meta (Codex 0.169 sends it with every call), else the
@@ -956,20 +1148,32 @@ call_sandbox(struct mcp_session *ss, const json_t *id, const json_t *params, str
 }
 
 /* tools/call: parse, build the call, queue it (it starts when there is
- * room). */
+ * room; one that asks to leave the sandbox, once a person approved). */
 static void
 handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
     struct call_request r = {0};
     if (parse_call(ss, id, params, &r) < 0 || call_sandbox(ss, id, params, &r) < 0)
         return;
-    struct mcp_call *c = build_call(ss, id, &r);
+    if (r.leave_sandbox && full_access(r.policy)) {
+        log_debug("call: asks to leave the sandbox, and its policy is full access already");
+        r.leave_sandbox = false;
+    }
+    if (r.leave_sandbox) {
+        json_decref(r.policy);
+        r.policy = json_pack("{s:s}", "type", sandbox_kind_name(SANDBOX_DANGER_FULL_ACCESS));
+    }
+    struct mcp_call *c = r.policy ? build_call(ss, id, &r) : NULL;
+    if (!r.policy)
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+    if (c && r.leave_sandbox) {
+        ask_leave_sandbox(ss, c, &r);
+    } else if (c) {
+        list_push(&ss->waiting, c);
+        start_waiting(ss->s);
+    }
     json_decref(r.policy);
     free(r.sandbox_cwd);
-    if (!c)
-        return;
-    list_push(&ss->waiting, c);
-    start_waiting(ss->s);
 }
 
 /*
@@ -1230,13 +1434,36 @@ start_waiting(struct mcp_server *s)
     }
 }
 
+/* Forgets c's question to leave the sandbox and tells the client to close
+ * it. */
+static void
+leave_question_close(struct mcp_session *ss, struct mcp_call *c)
+{
+    if (c->ask_id < 0 || !ss->rpc)
+        return;
+    jsonrpc_forget_request(ss->rpc, c->ask_id);
+    jsonrpc_notify(ss->rpc, "notifications/cancelled",
+                   json_pack("{s:I, s:s}", "requestId", (json_int_t)c->ask_id, "reason",
+                             "the call it asked about no longer waits for an answer"));
+    c->ask_id = -1;
+}
+
 static void
 handle_cancelled(struct mcp_session *ss, const json_t *params)
 {
     const json_t *id = json_object_get(params, "requestId");
     if (!id)
         return;
-    struct mcp_call *c = list_find(&ss->waiting, id);
+    struct mcp_call *c = list_find(&ss->asking, id);
+    if (c) {
+        list_remove(&ss->asking, c);
+        leave_question_close(ss, c);
+        shell_call_discard(c->sc);
+        call_free(c);
+        log_info("a call was cancelled while a person was asked to let it leave the sandbox");
+        return;
+    }
+    c = list_find(&ss->waiting, id);
     if (c) {
         list_remove(&ss->waiting, c);
         shell_call_discard(c->sc);
@@ -1524,6 +1751,15 @@ session_maybe_close(struct mcp_session *ss)
 static void
 session_drop_waiting(struct mcp_session *ss, const char *answer)
 {
+    while (ss->asking.head) {
+        struct mcp_call *c = ss->asking.head;
+        list_remove(&ss->asking, c);
+        leave_question_close(ss, c);
+        if (answer)
+            jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR, answer);
+        shell_call_discard(c->sc);
+        call_free(c);
+    }
     while (ss->waiting.head) {
         struct mcp_call *c = ss->waiting.head;
         list_remove(&ss->waiting, c);

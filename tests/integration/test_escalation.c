@@ -271,6 +271,272 @@ test_prompt_decline_and_cancel(void **state)
     mcp_world_end(&w);
 }
 
+/* The question reads as a person expects: the rule's justification in
+ * the text (escaped as the command is), and what the person types as a
+ * reason reaches the agent with a refusal, an approval (person_said) and
+ * an abort. */
+static void
+test_question_shows_justification_and_returns_reason(void **state)
+{
+    struct mcp_world w;
+    world_start(&w,
+                "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\", "
+                "justification=\"a new repository `here`\")\n",
+                true);
+    struct mcp_answers ans = {
+        .action = "accept", .decision = "denied", .reason = "use the existing one\nplease"};
+    json_t *a = run(&w, "git init .; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message,
+                              "? The rule that asks says: \"a new repository \\x60here\\x60\".");
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "User denied execution, saying: use the existing one\\nplease");
+    assert_false(mcp_world_exists(w.wd, ".git/HEAD"));
+    json_decref(a);
+    /* blank reasons add nothing */
+    ans.reason = " \n";
+    a = run(&w, "git init .; echo \"status=$?\"", &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "Execution denied: User denied execution\n");
+    json_decref(a);
+    /* approved with a reason: it runs, and the result says what was said */
+    ans.decision = "approved";
+    ans.reason = "only `here`\n";
+    a = run(&w, "git init . >/dev/null; echo \"status=$?\"", &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
+    char *git = which("git");
+    char *said = mcp_world_fmt("approved `%s init .`: only \\x60here\\x60\\n", git);
+    assert_string_equal(json_string_value(json_object_get(mcp_world_structured(a), "person_said")),
+                        said);
+    free(said);
+    free(git);
+    json_decref(a);
+    /* approved without one: nothing is added */
+    ans.reason = NULL;
+    a = run(&w, "git init . >/dev/null; echo \"status=$?\"", &ans);
+    assert_null(json_object_get(mcp_world_structured(a), "person_said"));
+    json_decref(a);
+    ans.decision = "abort";
+    ans.reason = "stop, wrong directory";
+    a = run(&w, "git init .; echo not reached", &ans);
+    assert_int_not_equal(mcp_world_exit(a), 0);
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(mcp_world_structured(a), "aborted")),
+        "User aborted the tool call, saying: stop, wrong directory");
+    json_decref(a);
+    free(ans.last_message);
+    mcp_world_end(&w);
+}
+
+/* The answer to a tools/call with id id and arguments args (taken). */
+static json_t *
+call_with_id(struct mcp_world *w, json_int_t id, json_t *args)
+{
+    mcp_client_send(w->c, json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:I}}}", "jsonrpc", "2.0",
+                                    "id", id, "method", "tools/call", "params", "name", "shell",
+                                    "arguments", args, "_meta", "progressToken", id));
+    json_t *want = json_integer(id);
+    json_t *a = mcp_client_response(w->c, want, MCP_CLIENT_WAIT_MS);
+    json_decref(want);
+    assert_non_null(a);
+    return a;
+}
+
+/* ---- the agent asks to leave the sandbox ---- */
+
+/* A call's arguments asking to leave the sandbox: perm is
+ * sandbox_permissions (NULL: with_escalated_permissions true instead). */
+static json_t *
+leave_args(struct mcp_world *w, const char *command, const char *perm, const char *why)
+{
+    json_t *args = json_pack("{s:s, s:s, s:b, s:i}", "command", command, "workdir", w->wd, "login",
+                             0, "timeout_ms", 30000);
+    assert_non_null(args);
+    if (perm)
+        json_object_set_new(args, "sandbox_permissions", json_string(perm));
+    else
+        json_object_set_new(args, "with_escalated_permissions", json_true());
+    if (why)
+        json_object_set_new(args, "justification", json_string(why));
+    return args;
+}
+
+/* The call's result is the one line text, an error of the tool call. */
+static void
+assert_not_run(const json_t *a, const char *text)
+{
+    const json_t *r = json_object_get(a, "result");
+    assert_true(json_is_true(json_object_get(r, "isError")));
+    const char *got = json_string_value(
+        json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
+    assert_non_null(got);
+    mcp_world_assert_contains(got, text);
+    assert_null(strchr(got, '\n'));
+}
+
+/* Approved, the command runs without the sandbox (it writes where the
+ * sandbox cannot), and the exec rules still hold: forbidden refuses,
+ * prompt asks.  The question shows the command and the justification. */
+static void
+test_leave_sandbox_approved_runs_outside_rules_still_hold(void **state)
+{
+    struct mcp_world w;
+    world_start(&w,
+                "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"no rm\")\n"
+                "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\")\n",
+                true);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved", .reason = "just this"};
+    char *cmd = mcp_world_fmt("touch %s/x && echo made", w.outside);
+    json_t *a = mcp_world_run_args(&w, leave_args(&w, cmd, "require_escalated", "write `x`"), &ans);
+    assert_int_equal(ans.asked_leave, 1);
+    char *shown = mcp_world_fmt("The agent asks to run `touch %s/x && echo made` in `%s` outside "
+                                "the sandbox",
+                                w.outside, w.wd);
+    mcp_world_assert_contains(ans.last_message, shown);
+    mcp_world_assert_contains(ans.last_message, "Its reason: \"write \\x60x\\x60\"");
+    mcp_world_assert_contains(mcp_world_output(a), "made\n");
+    assert_true(mcp_world_exists(w.outside, "x"));
+    assert_string_equal(json_string_value(json_object_get(mcp_world_structured(a), "person_said")),
+                        "approved running it outside the sandbox: just this");
+    json_decref(a);
+    ans.reason = NULL;
+    /* forbidden still refuses, outside the sandbox too */
+    free(cmd);
+    cmd = mcp_world_fmt("rm -f %s/x; echo \"status=$?\"", w.outside);
+    a = mcp_world_run_args(&w, leave_args(&w, cmd, NULL, NULL), &ans);
+    assert_int_equal(ans.asked_leave, 2);
+    mcp_world_assert_contains(ans.last_message, "It gave no reason.");
+    mcp_world_assert_contains(mcp_world_output(a), "no rm");
+    assert_true(mcp_world_exists(w.outside, "x"));
+    json_decref(a);
+    /* prompt still asks: a second question, declined */
+    static const char *const answers[] = {"accept", "decline", NULL};
+    struct mcp_answers two = {.actions = answers, .decision = "approved"};
+    free(cmd);
+    cmd = mcp_world_fmt("git init %s/r >/dev/null; echo \"status=$?\"", w.outside);
+    a = mcp_world_run_args(&w, leave_args(&w, cmd, "require_escalated", NULL), &two);
+    assert_int_equal(two.asked, 2);
+    assert_int_equal(two.asked_leave, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "User declined execution");
+    assert_false(mcp_world_exists(w.outside, "r/.git/HEAD"));
+    json_decref(a);
+    free(two.last_message);
+    free(cmd);
+    free(shown);
+    free(ans.last_message);
+    mcp_world_end(&w);
+}
+
+/* Declined, refused (with the person's reason) or unanswerable, nothing
+ * runs and the result says so in one line; use_default asks nothing and
+ * runs in the sandbox; a value not understood is an error. */
+static void
+test_leave_sandbox_declined_refused_unanswerable(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "", true);
+    char *cmd = mcp_world_fmt("touch %s/x", w.outside);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *a = mcp_world_run_args(&w, leave_args(&w, cmd, "require_escalated", "why"), &ans);
+    assert_not_run(a, "Not run: the person declined to run it outside the sandbox; run it inside "
+                      "the sandbox, or do without it");
+    json_decref(a);
+    ans.action = "accept";
+    ans.decision = "denied";
+    ans.reason = "not today";
+    a = mcp_world_run_args(&w, leave_args(&w, cmd, NULL, NULL), &ans);
+    assert_not_run(a, "Not run: the person refused to run it outside the sandbox, saying: not "
+                      "today; run it inside");
+    json_decref(a);
+    /* accepted without a decision is no approval */
+    ans.decision = NULL;
+    ans.reason = NULL;
+    a = mcp_world_run_args(&w, leave_args(&w, cmd, NULL, NULL), &ans);
+    assert_not_run(a, "Not run: the person refused");
+    json_decref(a);
+    ans.action = "cancel";
+    a = mcp_world_run_args(&w, leave_args(&w, cmd, "require_escalated", NULL), &ans);
+    assert_not_run(a, "Not run: the question to run it outside the sandbox was cancelled");
+    json_decref(a);
+    assert_int_equal(ans.asked_leave, 4);
+    assert_false(mcp_world_exists(w.outside, "x"));
+    /* use_default: no question, and the sandbox holds */
+    json_t *args = leave_args(&w, cmd, "use_default", NULL);
+    a = mcp_world_run_args(&w, args, NULL);
+    assert_int_not_equal(mcp_world_exit(a), 0);
+    assert_false(mcp_world_exists(w.outside, "x"));
+    json_decref(a);
+    /* not understood: an error naming the argument */
+    a = mcp_client_call(w.c, "tools/call",
+                        json_pack("{s:s, s:o}", "name", "shell", "arguments",
+                                  leave_args(&w, cmd, "with_additional_permissions", NULL)));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(a, "error"), "code")),
+                     -32602);
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(json_object_get(a, "error"), "message")),
+        "sandbox_permissions");
+    json_decref(a);
+    assert_int_equal(ans.asked, 4);
+    free(ans.last_message);
+    mcp_world_end(&w);
+
+    /* a client that cannot be asked: not run, in one line */
+    world_start(&w, "", false);
+    a = mcp_world_run_args(&w, leave_args(&w, cmd, "require_escalated", NULL), NULL);
+    assert_not_run(a, "Not run: running outside the sandbox needs a person's approval");
+    assert_false(mcp_world_exists(w.outside, "x"));
+    json_decref(a);
+    mcp_world_end(&w);
+    free(cmd);
+}
+
+/* A call cancelled while the person is asked to let it leave the sandbox:
+ * the question is closed in the client, a late answer runs nothing, and
+ * the call's id is free again. */
+static void
+test_leave_sandbox_cancelled_while_asked(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "", true);
+    char *cmd = mcp_world_fmt("touch %s/x", w.outside);
+    mcp_client_send(w.c, json_pack("{s:s, s:i, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id", 8008,
+                                   "method", "tools/call", "params", "name", "shell", "arguments",
+                                   leave_args(&w, cmd, "require_escalated", NULL)));
+    json_t *q = NULL;
+    for (;;) {
+        q = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(q);
+        const char *method = json_string_value(json_object_get(q, "method"));
+        if (method && strcmp(method, "elicitation/create") == 0)
+            break;
+        json_decref(q);
+    }
+    json_int_t qid = json_integer_value(json_object_get(q, "id"));
+    /* its id is taken while the person is asked */
+    json_t *dup = call_with_id(&w, 8008, json_pack("{s:i}", "command", 1));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(dup, "error"), "code")),
+                     -32600);
+    json_decref(dup);
+    mcp_client_send(w.c, json_pack("{s:s, s:s, s:{s:i}}", "jsonrpc", "2.0", "method",
+                                   "notifications/cancelled", "params", "requestId", 8008));
+    json_t *closed = mcp_client_notification(w.c, "notifications/cancelled", MCP_CLIENT_WAIT_MS);
+    assert_non_null(closed);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(closed, "params"), "requestId")), qid);
+    json_decref(closed);
+    /* answered all the same, late: nothing runs */
+    mcp_client_send(w.c, json_pack("{s:s, s:O, s:{s:s, s:{s:s}}}", "jsonrpc", "2.0", "id",
+                                   json_object_get(q, "id"), "result", "action", "accept",
+                                   "content", "decision", "approved"));
+    json_decref(q);
+    json_t *a = call_with_id(&w, 8008, json_pack("{s:i}", "command", 1));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(a, "error"), "code")),
+                     -32602);
+    json_decref(a);
+    assert_false(mcp_world_exists(w.outside, "x"));
+    free(cmd);
+    mcp_world_end(&w);
+}
+
 /* A command whose second program is declined: the call says so and
  * fails, although the first was accepted and ran. */
 static void
@@ -595,6 +861,47 @@ test_cancel_kills_escalated_program(void **state)
     assert_true(proc_gone("sleep 38.5", 10000));
     assert_false(mcp_world_exists(w.outside, "late"));
     free(cmd);
+    mcp_world_end(&w);
+}
+
+/* A call the server kills (its timeout, a cancel) leaves no placeholder
+ * .codex in the workspace: its helper, killed, cannot remove it, so the
+ * server does. */
+static void
+test_killed_call_leaves_no_placeholder(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "", false);
+    assert_false(mcp_world_exists(w.wd, ".codex"));
+    json_t *a = mcp_world_run(&w, "echo in > in.txt; sleep 30", NULL, 500);
+    assert_true(json_is_true(json_object_get(mcp_world_structured(a), "timed_out")));
+    assert_true(mcp_world_exists(w.wd, "in.txt")); /* it ran in the sandbox */
+    assert_false(mcp_world_exists(w.wd, ".codex"));
+    json_decref(a);
+
+    /* cancelled once it runs (its first line of output, as progress) */
+    json_t *args = json_pack("{s:s, s:s, s:b}", "command", "echo started; sleep 30", "workdir",
+                             w.wd, "login", 0);
+    mcp_client_send(w.c, json_pack("{s:s, s:i, s:s, s:{s:s, s:o, s:{s:i}}}", "jsonrpc", "2.0", "id",
+                                   7007, "method", "tools/call", "params", "name", "shell",
+                                   "arguments", args, "_meta", "progressToken", 7007));
+    json_t *progress = mcp_client_notification(w.c, "notifications/progress", MCP_CLIENT_WAIT_MS);
+    assert_non_null(progress);
+    json_decref(progress);
+    mcp_client_send(w.c, json_pack("{s:s, s:s, s:{s:i}}", "jsonrpc", "2.0", "method",
+                                   "notifications/cancelled", "params", "requestId", 7007));
+    /* a cancelled call is not answered: its id is taken until it has ended
+     * (and been cleaned up), then an invalid call with it is an error of
+     * its own */
+    for (;;) {
+        a = call_with_id(&w, 7007, json_pack("{s:i}", "command", 1));
+        json_int_t code = json_integer_value(json_object_get(json_object_get(a, "error"), "code"));
+        json_decref(a);
+        if (code == -32602)
+            break;
+        assert_int_equal(code, -32600);
+    }
+    assert_false(mcp_world_exists(w.wd, ".codex"));
     mcp_world_end(&w);
 }
 
@@ -1199,9 +1506,11 @@ test_always_allow_writes_the_rule_and_is_not_asked_again(void **state)
     assert_int_equal(ans.offered_always, 1);
     /* the prefix stops at the first argument that is a path */
     assert_string_equal(ans.proposed, "[\"git\",\"init\"]");
-    char *sentence = mcp_world_fmt("Answering approved_execpolicy_amendment allows every command "
-                                   "that starts with `git init` from now on, without asking: the "
-                                   "allow rule is added to %s/default.rules",
+    assert_string_equal(ans.always_title,
+                        "Yes, and always allow commands starting with `git init`");
+    char *sentence = mcp_world_fmt("\"Yes, and always allow commands starting with `git init`\" "
+                                   "adds an allow rule to %s/default.rules: such commands run from "
+                                   "now on without asking.",
                                    w.rules);
     assert_string_equal(ans.last_always, sentence);
     char *text = answers_file(&w);
@@ -1480,6 +1789,10 @@ main(void)
         cmocka_unit_test(test_the_chosen_shell_runs),
         cmocka_unit_test(test_prompt_accept_git_init),
         cmocka_unit_test(test_prompt_decline_and_cancel),
+        cmocka_unit_test(test_question_shows_justification_and_returns_reason),
+        cmocka_unit_test(test_leave_sandbox_approved_runs_outside_rules_still_hold),
+        cmocka_unit_test(test_leave_sandbox_declined_refused_unanswerable),
+        cmocka_unit_test(test_leave_sandbox_cancelled_while_asked),
         cmocka_unit_test(test_prompt_without_elicitation_capability),
         cmocka_unit_test(test_approved_for_session_asks_once),
         cmocka_unit_test(test_abort_stops_the_call),
@@ -1490,6 +1803,7 @@ main(void)
         cmocka_unit_test(test_host_executable_limits_fallback),
         cmocka_unit_test(test_bad_rules_refuse_start),
         cmocka_unit_test(test_cancel_kills_escalated_program),
+        cmocka_unit_test(test_killed_call_leaves_no_placeholder),
         cmocka_unit_test(test_queued_calls_hold_no_sockets),
         cmocka_unit_test(test_preserve_program_paths),
         cmocka_unit_test(test_pipeline_mixes_escalated_and_sandboxed),

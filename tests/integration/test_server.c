@@ -256,7 +256,8 @@ test_tools_list(void **state)
                               : "Runs a shell command and returns its output. You MUST provide "
                                 "the workdir as an absolute path.");
     /* the reference's input schema (codex-exec-mcp-server 0.97.0's tools/list
-     * without "$schema" and its type's name "title"), no more and no less */
+     * without "$schema" and its type's name "title") and Codex's arguments
+     * for leaving the sandbox, no more and no less */
     char *schema = NULL;
     assert_true(
         asprintf(
@@ -268,7 +269,17 @@ test_tools_list(void **state)
             "\"timeout_ms\":{\"description\":\"The timeout for the command in milliseconds.\","
             "\"type\":\"integer\",\"format\":\"uint64\",\"minimum\":0,\"nullable\":true},"
             "\"login\":{\"description\":\"Launch %s with -lc instead of -c: defaults to true.\","
-            "\"type\":\"boolean\",\"nullable\":true}},"
+            "\"type\":\"boolean\",\"nullable\":true},"
+            "\"sandbox_permissions\":{\"description\":\"require_escalated asks the user to let "
+            "the command run outside the sandbox, with the user's access to files and the network "
+            "(the exec rules still apply); only when the sandbox stops a command that must run. "
+            "Defaults to use_default.\",\"type\":\"string\","
+            "\"enum\":[\"use_default\",\"require_escalated\"],\"nullable\":true},"
+            "\"with_escalated_permissions\":{\"description\":\"true is the older form of "
+            "sandbox_permissions require_escalated.\",\"type\":\"boolean\",\"nullable\":true},"
+            "\"justification\":{\"description\":\"With require_escalated: one sentence telling "
+            "the user why the command must run outside the sandbox, shown when they are asked.\","
+            "\"type\":\"string\",\"nullable\":true}},"
             "\"required\":[\"command\",\"workdir\"]}",
             zsh() ? "zsh" : "bash", zsh() ? "zsh" : "Bash") > 0);
     json_t *want = json_loads(schema, 0, NULL);
@@ -300,9 +311,11 @@ test_arguments_null_and_unknown(void **state)
     struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
     char *command = NULL;
     assert_true(asprintf(&command, "echo \"$0\"; %s", login_check()) > 0);
-    json_t *args = json_pack("{s:s, s:s, s:n, s:n, s:s, s:b}", "command", command, "workdir", "/",
-                             "timeout_ms", "login", "justification", "because",
-                             "with_escalated_permissions", 1);
+    /* with_escalated_permissions: the policy is full access already, so
+     * nobody is asked (the client could not be) */
+    json_t *args = json_pack("{s:s, s:s, s:n, s:n, s:s, s:b, s:s}", "command", command, "workdir",
+                             "/", "timeout_ms", "login", "justification", "because",
+                             "with_escalated_permissions", 1, "a_future_argument", "x");
     free(command);
     json_t *a = mcp_client_call(c, "tools/call",
                                 json_pack("{s:s, s:o}", "name", "shell", "arguments", args));

@@ -62,6 +62,20 @@ else
     cat "$scratch/npm-install.log" >&2
     fail "npm install --prefix $scratch/npm $tgz"
 fi
+# npm install -g links the man pages (package.json's "man") where man finds
+# them; the completions stay in the package, where the README says.
+if npm install -g --prefix "$scratch/npm-global" --silent "$tgz" >"$scratch/npm-global.log" 2>&1; then
+    for page in man1/execgate.1 man1/execgate-rules.1 man1/execgate-sandbox.1 man5/execgate.rules.5; do
+        [ -f "$scratch/npm-global/share/man/$page" ] || fail "npm -g: share/man/$page is not linked"
+    done
+    top="$scratch/npm-global/lib/node_modules/execgate"
+    for f in bash-completion/completions/execgate zsh/vendor-completions/_execgate; do
+        [ -f "$top/share/$f" ] || fail "npm -g: share/$f is missing"
+    done
+else
+    cat "$scratch/npm-global.log" >&2
+    fail "npm install -g --prefix $scratch/npm-global $tgz"
+fi
 # npx installs into its cache under npm_config_cache and runs the bin named
 # after the package: as the README shows it, a relative path from the
 # checkout, and a file: spec with an absolute path (an absolute path

@@ -163,6 +163,82 @@ mcp_world_abandon(struct mcp_world *w)
     world_free(w);
 }
 
+/* Whether o's keys are all in known (NULL-terminated). */
+static bool
+only_keys(const json_t *o, const char *const *known)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v)
+    {
+        bool found = false;
+        for (size_t i = 0; known[i] && !found; i++)
+            found = strcmp(key, known[i]) == 0;
+        if (!found) {
+            fprintf(stderr, "a field Codex does not know: %s\n", key);
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Whether a question's schema is one Codex 0.169 can show: it reads the
+ * schema into types that refuse unknown fields (the form, a titled enum
+ * with enumNames, a string), so any other field makes the question
+ * unshowable.
+ */
+static bool
+codex_can_show(const json_t *schema)
+{
+    static const char *const form[] = {"$schema", "type", "properties", "required", NULL};
+    static const char *const titled_enum[] = {"type",      "title",   "description", "enum",
+                                              "enumNames", "default", NULL};
+    static const char *const string[] = {"type",      "title",  "description", "minLength",
+                                         "maxLength", "format", "default",     NULL};
+    const json_t *props = json_object_get(schema, "properties");
+    return only_keys(schema, form) && only_keys(json_object_get(props, "decision"), titled_enum) &&
+           only_keys(json_object_get(props, "reason"), string) && json_object_size(props) == 2;
+}
+
+/* Checks an exec's question (params, its schema's properties props)
+ * into a: the review decisions, "always" exactly when a prefix is
+ * proposed, each with a title a person reads (enumNames), and a text
+ * field for a reason. */
+static void
+check_exec_question(struct mcp_answers *a, const json_t *params, const json_t *props)
+{
+    const json_t *proposed = json_object_get(params, "proposed_execpolicy_amendment");
+    const json_t *decision = json_object_get(props, "decision");
+    const json_t *choices = json_object_get(decision, "enum");
+    const json_t *names = json_object_get(decision, "enumNames");
+    assert_int_equal(json_array_size(choices), proposed ? 5 : 4);
+    assert_int_equal(json_array_size(names), json_array_size(choices));
+    for (size_t i = 0; i < json_array_size(choices); i++)
+        assert_null(strchr(json_string_value(json_array_get(names, i)), '_'));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(props, "reason"), "type")), "string");
+    static const char *const always = " \"Yes, and always allow ";
+    char *sentence = NULL;
+    for (char *p = strstr(a->last_message, always); p; p = strstr(p + 1, always))
+        sentence = p;
+    assert_int_equal(sentence != NULL, proposed != NULL);
+    a->proposed[0] = a->last_always[0] = a->always_title[0] = '\0';
+    if (proposed) {
+        a->offered_always++;
+        assert_string_equal(json_string_value(json_array_get(choices, 2)),
+                            "approved_execpolicy_amendment");
+        char *text = json_dumps(proposed, JSON_COMPACT);
+        assert_non_null(text);
+        snprintf(a->proposed, sizeof(a->proposed), "%s", text);
+        free(text);
+        snprintf(a->always_title, sizeof(a->always_title), "%s",
+                 json_string_value(json_array_get(names, 2)));
+        snprintf(a->last_always, sizeof(a->last_always), "%s", sentence + 1);
+        *sentence = '\0';
+    }
+}
+
 /* Answers one elicitation/create m (its id mid) from a. */
 static void
 answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct mcp_answers *a)
@@ -185,29 +261,17 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
     free(a->last_message);
     a->last_message = strdup(json_string_value(json_object_get(params, "message")));
     assert_non_null(a->last_message);
-    /* the schema offers the review decisions, "always" exactly when a
-     * prefix is proposed */
-    const json_t *proposed = json_object_get(params, "proposed_execpolicy_amendment");
-    const json_t *decision = json_object_get(
-        json_object_get(json_object_get(params, "requestedSchema"), "properties"), "decision");
-    const json_t *choices = json_object_get(decision, "enum");
-    assert_int_equal(json_array_size(choices), proposed ? 5 : 4);
-    static const char *const always = " Answering approved_execpolicy_amendment ";
-    char *sentence = NULL;
-    for (char *p = strstr(a->last_message, always); p; p = strstr(p + 1, always))
-        sentence = p;
-    assert_int_equal(sentence != NULL, proposed != NULL);
-    a->proposed[0] = a->last_always[0] = '\0';
-    if (proposed) {
-        a->offered_always++;
-        assert_string_equal(json_string_value(json_array_get(choices, 2)),
-                            "approved_execpolicy_amendment");
-        char *text = json_dumps(proposed, JSON_COMPACT);
-        assert_non_null(text);
-        snprintf(a->proposed, sizeof(a->proposed), "%s", text);
-        free(text);
-        snprintf(a->last_always, sizeof(a->last_always), "%s", sentence + 1);
-        *sentence = '\0';
+    const json_t *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
+    assert_true(codex_can_show(json_object_get(params, "requestedSchema")));
+    if (strncmp(a->last_message, "The agent asks to run `", 23) == 0) {
+        /* to leave the sandbox: yes or no, titled, and a reason */
+        a->asked_leave++;
+        const json_t *d = json_object_get(props, "decision");
+        assert_int_equal(json_array_size(json_object_get(d, "enum")), 2);
+        assert_int_equal(json_array_size(json_object_get(d, "enumNames")), 2);
+        assert_non_null(json_object_get(props, "reason"));
+    } else {
+        check_exec_question(a, params, props);
     }
     if (a->delay_ms > 0) {
         struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
@@ -221,6 +285,8 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
     } else if (a->decision) {
         json_object_set_new(result, "content", json_pack("{s:s}", "decision", a->decision));
     }
+    if (a->reason)
+        json_object_set_new(json_object_get(result, "content"), "reason", json_string(a->reason));
     mcp_client_send(w->c,
                     json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", mid, "result", result));
 }
@@ -228,10 +294,18 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
 json_t *
 mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a, int timeout_ms)
 {
+    return mcp_world_run_args(w,
+                              json_pack("{s:s, s:s, s:b, s:i}", "command", command, "workdir",
+                                        w->wd, "login", 0, "timeout_ms", timeout_ms),
+                              a);
+}
+
+json_t *
+mcp_world_run_args(struct mcp_world *w, json_t *args, struct mcp_answers *a)
+{
+    assert_non_null(args);
     long long id = mcp_client_send_request(
-        w->c, "tools/call",
-        json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "shell", "arguments", "command", command,
-                  "workdir", w->wd, "login", 0, "timeout_ms", timeout_ms));
+        w->c, "tools/call", json_pack("{s:s, s:o}", "name", "shell", "arguments", args));
     for (;;) {
         json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
         assert_non_null(m);

@@ -52,6 +52,7 @@ struct mcp_answers {
      * overrides action */
     const char *const *actions;
     const char *decision; /* content.decision, or NULL */
+    const char *reason;   /* content.reason (what a person types), or NULL */
     int asked;            /* questions received */
     int delay_ms;         /* wait this long before answering */
     char *last_message;   /* the newest question's text, without the sentence
@@ -65,6 +66,9 @@ struct mcp_answers {
      * and its sentence about it ("" when none was offered) */
     char proposed[512];
     char last_always[1024];
+    int asked_leave; /* of asked: questions to leave the sandbox */
+    /* the title the newest question gives "always" ("" when not offered) */
+    char always_title[512];
 };
 
 /* Starts the server with rules in test.rules and initializes it.  Without
@@ -92,6 +96,9 @@ void mcp_world_abandon(struct mcp_world *w);
  * from a (NULL: a question fails the test); returns the whole answer. */
 json_t *mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a,
                       int timeout_ms);
+
+/* The same with the tool's arguments as given (args taken). */
+json_t *mcp_world_run_args(struct mcp_world *w, json_t *args, struct mcp_answers *a);
 
 /* The answer's structuredContent (asserted present), output and exit code. */
 const json_t *mcp_world_structured(const json_t *answer);

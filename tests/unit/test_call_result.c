@@ -54,6 +54,8 @@ with_jansson(const struct call_result *r)
         json_object_set_new(obj, "shell_error", json_string(CALL_RESULT_NOT_STARTED));
     if (r->aborted)
         json_object_set_new(obj, "aborted", json_string(r->aborted));
+    if (r->said)
+        json_object_set_new(obj, "person_said", json_string(r->said));
     char *dumped = json_dumps(obj, JSON_COMPACT);
     assert_non_null(dumped);
     json_t *result = json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
@@ -142,7 +144,7 @@ test_cut_output_with_marker(void **state)
 }
 
 static void
-test_sandbox_error_and_abort(void **state)
+test_sandbox_error_abort_and_said(void **state)
 {
     struct call_result r = {.exit_code = 125, .duration_ns = 42, .setup_failed = true};
     check_output(OUT("execgate-sandbox: landlock: not supported\n"), 4096, &r);
@@ -152,6 +154,13 @@ test_sandbox_error_and_abort(void **state)
     check_output(OUT("partial output\n"), 4096, &r);
     r = (struct call_result){.exit_code = 127, .duration_ns = 7, .not_started = true};
     check_output(OUT("execgate-sandbox: /opt/bash: No such file or directory\n"), 4096, &r);
+    /* what a person said with approvals: a result, not an error */
+    r = (struct call_result){.duration_ns = 9,
+                             .said = "approved `/usr/bin/git push`: only \"main\"\napproved "
+                                     "`/usr/bin/make`: fine \xc3\xa9"};
+    check_output(OUT("pushed\n"), 4096, &r);
+    r.aborted = "stopped";
+    check_output(OUT("pushed\n"), 4096, &r);
 }
 
 int
@@ -161,7 +170,7 @@ main(void)
         cmocka_unit_test(test_plain_results),
         cmocka_unit_test(test_awkward_output),
         cmocka_unit_test(test_cut_output_with_marker),
-        cmocka_unit_test(test_sandbox_error_and_abort),
+        cmocka_unit_test(test_sandbox_error_abort_and_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

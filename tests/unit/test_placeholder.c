@@ -239,6 +239,38 @@ test_errors(void **state)
     free(file);
 }
 
+/* The sweep after killed holders: a placeholder nobody holds goes; one a
+ * live sandbox holds stays (its holder removes it); the user's .codex, a
+ * symlink and nothing at all are left alone. */
+static void
+test_swept_when_no_sandbox_holds_it(void **state)
+{
+    struct fixture *f = *state;
+    struct sandbox_placeholder killed, live;
+    assert_int_equal(sandbox_placeholder_hold(f->dirfd, ".codex", &killed), 1);
+    close(killed.fd); /* its helper was killed: its lock went with it */
+    assert_int_equal(sandbox_placeholder_sweep(f->dirfd, ".codex"), 1);
+    assert_int_equal(codex_mode(f), -1);
+    assert_int_equal(sandbox_placeholder_sweep(f->dirfd, ".codex"), 0);
+
+    assert_int_equal(sandbox_placeholder_hold(f->dirfd, ".codex", &killed), 1);
+    assert_int_equal(sandbox_placeholder_hold(f->dirfd, ".codex", &live), 1);
+    close(killed.fd);
+    assert_int_equal(sandbox_placeholder_sweep(f->dirfd, ".codex"), 0);
+    assert_int_equal(codex_mode(f), S_IFDIR | SANDBOX_PLACEHOLDER_MODE);
+    assert_int_equal(sandbox_placeholder_release(f->dirfd, ".codex", &live), 1);
+
+    assert_int_equal(mkdirat(f->dirfd, ".codex", 0700), 0);
+    assert_int_equal(sandbox_placeholder_sweep(f->dirfd, ".codex"), 0);
+    assert_int_equal(codex_mode(f), S_IFDIR | 0700);
+    assert_int_equal(unlinkat(f->dirfd, ".codex", AT_REMOVEDIR), 0);
+    assert_int_equal(mkdirat(f->dirfd, "elsewhere", 0700), 0);
+    assert_int_equal(fchmodat(f->dirfd, "elsewhere", SANDBOX_PLACEHOLDER_MODE, 0), 0);
+    assert_int_equal(symlinkat("elsewhere", f->dirfd, ".codex"), 0);
+    assert_int_equal(sandbox_placeholder_sweep(f->dirfd, ".codex"), 0);
+    assert_int_equal(codex_mode(f) & S_IFMT, S_IFLNK);
+}
+
 int
 main(void)
 {
@@ -252,6 +284,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_setgid_parent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_another_users_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swept_when_no_sandbox_holds_it, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

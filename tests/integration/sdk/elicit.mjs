@@ -52,6 +52,11 @@ check(/^Allow agent to run `\/[^ ]+ -c 'touch .*\/x'` in `.*`\?$/.test(asked[0].
   `message format (got ${asked[0].message})`);
 const props = asked[0].requestedSchema.properties;
 check(props.decision && props.decision.enum.includes("approved_for_session"), "decision enum offered");
+// titled choices, with enumNames (the SDK validated the request)
+check(props.decision.enumNames.length === props.decision.enum.length &&
+  props.decision.enumNames[0] === "Yes, run it this once",
+  `titled choices (got ${JSON.stringify(props.decision)})`);
+check(props.reason && props.reason.type === "string", "a reason field");
 check(r.structuredContent.output === "st=0\n", `accepted: escalated (got ${JSON.stringify(r.structuredContent)})`);
 check(existsSync(join(outside, "x")), "the escalated program wrote outside the sandbox");
 
@@ -84,6 +89,27 @@ check(r.structuredContent.exit_code !== 0 &&
   r.structuredContent.output.includes("Execution denied: User declined execution"),
   `git init declined: denied (got ${JSON.stringify(r.structuredContent)})`);
 check(!existsSync(join(repo2, ".git")), "declined git init made nothing");
+
+// the agent asks to leave the sandbox: the person is asked (the SDK
+// validates that question and this answer too); approved, the command
+// writes outside; refused with a reason, one line says so.
+answer = { action: "accept", content: { decision: "approved" } };
+asked.length = 0;
+r = await client.callTool({
+  name: "shell",
+  arguments: { command: `echo left > ${outside}/left`, workdir, login: false,
+    sandbox_permissions: "require_escalated", justification: "writes outside" },
+});
+check(asked.length === 1 && asked[0].message.startsWith("The agent asks to run `echo left > ") &&
+  asked[0].message.includes('Its reason: "writes outside"'), `leave question (got ${JSON.stringify(asked)})`);
+check(!r.isError && existsSync(join(outside, "left")), `left the sandbox (got ${JSON.stringify(r)})`);
+answer = { action: "accept", content: { decision: "denied", reason: "not now" } };
+r = await client.callTool({
+  name: "shell",
+  arguments: { command: `echo no > ${outside}/no`, workdir, login: false, with_escalated_permissions: true },
+});
+check(r.isError && r.content[0].text.startsWith("Not run: the person refused to run it outside the sandbox, saying: not now") &&
+  !existsSync(join(outside, "no")), `refused (got ${JSON.stringify(r)})`);
 
 await client.close();
 rmSync(workdir, { recursive: true, force: true });
