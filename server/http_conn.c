@@ -534,6 +534,14 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_
     return 0;
 }
 
+int
+http_conn_fd(const struct http_conn *c)
+{
+    uv_os_fd_t fd = -1;
+    uv_fileno(&c->sock.handle, &fd);
+    return fd;
+}
+
 /* ---- responses ---- */
 
 /*

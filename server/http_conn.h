@@ -63,6 +63,10 @@ struct http_conn_handler {
 int http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_handler *h,
                      void *data, struct http_conn **out);
 
+/* The connection's socket (borrowed), to ask the kernel about its peer.
+ * Cannot fail. */
+int http_conn_fd(const struct http_conn *c);
+
 /* The value of header name (lower case), or NULL.  Cannot fail. */
 const char *http_request_header(const struct http_request *r, const char *name);
 

@@ -1,5 +1,6 @@
 #include "server/mcp_http.h"
 
+#include "server/call_peer.h"
 #include "server/http_conn.h"
 #include "server/log.h"
 #include "server/strfmt.h"
@@ -52,6 +53,9 @@ struct hconn {
     /* the session whose messages its queue holds, until written (the
      * session's --max-pending-output counts them), and its list of them */
     struct hsess *charged;
+    /* a Unix socket's peer: where it runs (call_peer.h); anything but
+     * OUTSIDE is refused */
+    enum call_peer_origin origin;
     struct hconn *prev, *next;   /* all connections */
     struct hconn *sprev, *snext; /* the session's */
     struct hconn *cprev, *cnext; /* the charged session's */
@@ -83,7 +87,7 @@ struct mcp_http {
     const struct server_options *o;
     struct listener *listeners;
     size_t n_listeners;
-    char *token; /* NULL: no TCP listener */
+    char *token; /* --token-file's; NULL: none (no TCP listener then) */
     struct hconn *conns;
     unsigned n_conns;
     struct hsess *sessions;
@@ -696,6 +700,25 @@ handle_get(struct hconn *hc, const struct http_request *r, struct hsess *se)
     flush_backlog(se, hc);
 }
 
+/* A peer that runs in one of this server's calls (or may: it could not
+ * be told) is told why, and the connection closes. */
+static void
+refuse_own_call(struct hconn *hc)
+{
+    bool call = hc->origin == CALL_PEER_CALL;
+    log_warn("http: a connection on the Unix socket is refused: %s",
+             call ? "the process runs in one of this server's calls"
+                  : "cannot tell whether the process runs in one of this server's calls");
+    reply(hc, 403, "Forbidden", NULL,
+          call ? "execgate: refused: the process that connected runs in one of this server's "
+                 "calls; a command execgate runs may not be a client of the same server (it "
+                 "would answer its own questions and choose its own sandbox)"
+               : "execgate: refused: cannot tell whether the process that connected runs in "
+                 "one of this server's calls (it may have exited); connect from a process "
+                 "outside them");
+    http_conn_finish(hc->c);
+}
+
 static void
 on_request(struct http_conn *c, const struct http_request *r, void *data)
 {
@@ -716,7 +739,11 @@ on_request(struct http_conn *c, const struct http_request *r, void *data)
         reply(hc, 403, "Forbidden", NULL, "origin not allowed");
         return;
     }
-    if (hc->l->tcp && !authorized(h, r)) {
+    if (!hc->l->tcp && hc->origin != CALL_PEER_OUTSIDE) {
+        refuse_own_call(hc);
+        return;
+    }
+    if (h->token && !authorized(h, r)) {
         reply(hc, 401, "Unauthorized", "WWW-Authenticate: Bearer\r\n",
               "a bearer token is required (the --token-file's)");
         return;
@@ -845,6 +872,9 @@ on_connection(uv_stream_t *server, int status)
         free(hc);
         return;
     }
+    /* decided on the connection itself, pinned to the process that
+     * connected: a command of this server's may not drive it */
+    hc->origin = l->tcp ? CALL_PEER_OUTSIDE : call_peer_origin(http_conn_fd(hc->c), getpid());
     hc->next = h->conns;
     if (h->conns)
         h->conns->prev = hc;
@@ -1192,7 +1222,8 @@ mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options 
         *err = strfmt("--listen HOST:PORT needs --token-file PATH (the bearer token clients "
                       "send; made when missing)");
         rc = -1;
-    } else if (tcp && !(h->token = load_token(o->token_file, err))) {
+    } else if (o->token_file && !(h->token = load_token(o->token_file, err))) {
+        /* with a token, every listener asks for it, Unix sockets too */
         rc = -1;
     }
     for (size_t i = 0; rc == 0 && i < o->listen_count; i++) {

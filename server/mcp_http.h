@@ -15,9 +15,12 @@
  * message that finds no open stream waits (up to MCP_HTTP_BACKLOG of
  * them) for the session's GET stream.
  *
- * Every request is checked first: an Origin header that is not a loopback
- * origin gets 403 (DNS rebinding); on TCP, a request without
- * `Authorization: Bearer TOKEN` (--token-file) gets 401.
+ * Every request is checked first: on a Unix socket, a peer that runs in
+ * one of this server's calls gets 403 (call_peer.h: a command may not
+ * drive the server that runs it); an Origin header that is not a loopback
+ * origin gets 403 (DNS rebinding); with --token-file (which TCP needs),
+ * a request without `Authorization: Bearer TOKEN` gets 401, on every
+ * listener.
  */
 #ifndef EXECGATE_SERVER_MCP_HTTP_H
 #define EXECGATE_SERVER_MCP_HTTP_H
