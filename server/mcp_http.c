@@ -3,6 +3,7 @@
 #include "server/call_peer.h"
 #include "server/http_conn.h"
 #include "server/log.h"
+#include "server/nethost.h"
 #include "server/strfmt.h"
 
 #include <arpa/inet.h>
@@ -1032,6 +1033,12 @@ listen_tcp(struct mcp_http *h, struct listener *l, const char *addr, char **err)
         *err = strfmt("--listen %s: %s", addr, uv_strerror(rc));
         return -1;
     }
+    /* the network proxy must never reach it (nethost.h) */
+    rc = nethost_own_add((struct sockaddr *)&ss);
+    if (rc < 0) {
+        *err = strfmt("--listen %s: %s", addr, strerror(-rc));
+        return -1;
+    }
     port =
         ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
     fprintf(stderr, "execgate: listening on http://%s%s%s:%lu" ENDPOINT "\n", v6 ? "[" : "", ip,
@@ -1274,4 +1281,5 @@ mcp_http_free(struct mcp_http *h)
     free(h->listeners);
     free(h->token);
     free(h);
+    nethost_own_clear(); /* the listeners are gone */
 }

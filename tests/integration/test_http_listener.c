@@ -463,6 +463,50 @@ test_unix_token(void **state)
     srv_stop(&s);
 }
 
+/*
+ * Rules that allow every loopback name do not open the server's own
+ * port to the proxy: localhost, 127.0.0.1, another 127.x and ::1 are all
+ * refused with a reason, and never reach the listener (its 401).
+ */
+static void
+test_proxy_refuses_own_port(void **state)
+{
+    struct srv s;
+    srv_start(&s, true, true,
+              "network_rule(host=\"localhost\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"127.0.0.1\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"127.0.0.2\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"::1\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"localhost\", protocol=\"https\", decision=\"allow\")\n",
+              NULL);
+    char *wd = tmpdir_new("http-listener-wd");
+    struct sess se;
+    char *policy = policy_json("workspace-write");
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    const char *hosts[] = {"localhost", "127.0.0.1", "127.0.0.2", "[::1]"};
+    for (size_t i = 0; i < 4; i++) {
+        char *cmd = mcp_world_fmt("curl -sS -i http://%s:%u/mcp 2>&1; true", hosts[i], s.port);
+        char *out = sess_shell(&se, cmd, wd);
+        if (strstr(out, "401") || strstr(out, "bearer token"))
+            fail_msg("the proxy reached the server's own listener at %s: %s", hosts[i], out);
+        mcp_world_assert_contains(out, "execgate listens there");
+        free(out);
+        free(cmd);
+    }
+    /* a CONNECT tunnel to it too */
+    char *cmd = mcp_world_fmt("curl -sS -p -i http://localhost:%u/mcp 2>&1; true", s.port);
+    char *out = sess_shell(&se, cmd, wd);
+    if (strstr(out, "401") || strstr(out, "bearer token"))
+        fail_msg("a tunnel reached the server's own listener: %s", out);
+    free(out);
+    free(cmd);
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
 int
 main(void)
 {
@@ -475,6 +519,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unix_refuses_own_call),
         cmocka_unit_test(test_unix_token),
+        cmocka_unit_test(test_proxy_refuses_own_port),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
