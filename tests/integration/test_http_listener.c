@@ -174,7 +174,8 @@ send_all(int fd, const char *text)
     size_t len = strlen(text);
     for (size_t done = 0; done < len;) {
         ssize_t n = send(fd, text + done, len - done, MSG_NOSIGNAL);
-        assert_true(n > 0);
+        if (n <= 0)
+            fail_msg("send on fd %d: %s; sending %.200s", fd, strerror(errno), text);
         done += (size_t)n;
     }
 }
@@ -507,6 +508,85 @@ test_proxy_refuses_own_port(void **state)
     srv_stop(&s);
 }
 
+/*
+ * A connection that sends half a request is closed once
+ * --header-timeout-ms has passed, and an authenticated client's idle
+ * connection, older than that, still works.
+ */
+static void
+test_header_deadline(void **state)
+{
+    struct srv s;
+    /* short, but long enough for the session's own first request on a
+     * busy machine (it is not authenticated until then) */
+    const char *extra[] = {"--header-timeout-ms", "2000", NULL};
+    srv_start(&s, true, true, NULL, extra);
+    char *wd = tmpdir_new("http-listener-wd");
+    struct sess se;
+    char *policy = policy_json("read-only");
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    int slow[2];
+    slow[0] = connect_tcp(s.port);
+    slow[1] = connect_unix(s.sock);
+    for (int i = 0; i < 2; i++)
+        send_all(slow[i], "POST /mcp HTTP/1.1\r\nHost: localhost\r\n");
+    for (int i = 0; i < 2; i++) {
+        /* the server's end comes (the read is bounded by the safety limit
+         * only: a server that keeps it open fails the test) */
+        char *r = read_response(slow[i]);
+        assert_int_equal(status_of(r), 408);
+        mcp_world_assert_contains(r, "--header-timeout-ms");
+        free(r);
+        close(slow[i]);
+    }
+    assert_true(sess_ping(&se));
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
+/*
+ * Many connections from one user that never authenticate (more than the
+ * server takes at once) lock nobody out: a client with the token still
+ * gets a session, on the TCP port and the Unix socket, and an
+ * authenticated connection made before them still works.
+ */
+static void
+test_unauthenticated_flood(void **state)
+{
+    struct srv s;
+    srv_start(&s, true, true, NULL, NULL);
+    char *wd = tmpdir_new("http-listener-wd");
+    struct sess se;
+    char *policy = policy_json("read-only");
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    enum { FLOOD = 600 };
+    static int flood[FLOOD];
+    for (int i = 0; i < FLOOD; i++)
+        flood[i] = i % 2 ? connect_tcp(s.port) : connect_unix(s.sock);
+    int fd = connect_tcp(s.port);
+    char *r = post(fd, s.token, NULL, init_body);
+    if (status_of(r) != 200)
+        fail_msg("a client with the token was locked out: [%s]", r);
+    free(r);
+    close(fd);
+    fd = connect_unix(s.sock);
+    r = post(fd, s.token, NULL, init_body);
+    assert_int_equal(status_of(r), 200);
+    free(r);
+    close(fd);
+    assert_true(sess_ping(&se));
+    for (int i = 0; i < FLOOD; i++)
+        close(flood[i]);
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
 int
 main(void)
 {
@@ -517,9 +597,9 @@ main(void)
     }
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_unix_refuses_own_call),
-        cmocka_unit_test(test_unix_token),
-        cmocka_unit_test(test_proxy_refuses_own_port),
+        cmocka_unit_test(test_unix_refuses_own_call),  cmocka_unit_test(test_unix_token),
+        cmocka_unit_test(test_proxy_refuses_own_port), cmocka_unit_test(test_header_deadline),
+        cmocka_unit_test(test_unauthenticated_flood),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
