@@ -167,8 +167,9 @@ call_peer_origin_of(pid_t pid, int pidfd, pid_t server)
     if (cg < 0 && o == CALL_PEER_OUTSIDE)
         o = CALL_PEER_UNKNOWN;
     /* what was read was pid's own only if pid is still the process that
-     * connected: a live process's pid is not reused */
-    if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+     * connected: a live process's pid is not reused (signal 0 to another
+     * user's process is EPERM, and says it lives all the same) */
+    if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno != EPERM)
         return CALL_PEER_UNKNOWN;
     return o;
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_world.h"
+#include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
 #include <arpa/inet.h>
@@ -38,6 +39,27 @@
 #define WAIT_MS 60000
 
 static const char *server_path;
+/* EXECGATE_TEST_UNPRIVILEGED=1 (started as root): the server runs as the
+ * test user, the test (its clients) as root */
+static bool unprivileged;
+static struct test_user user;
+
+/* path becomes the test user's when the server runs as it. */
+static void
+own(const char *path)
+{
+    if (unprivileged)
+        assert_int_equal(lchown(path, user.uid, user.gid), 0);
+}
+
+/* A directory for the commands' workdir. */
+static char *
+new_workdir(void)
+{
+    char *wd = tmpdir_new("http-listener-wd");
+    own(wd);
+    return wd;
+}
 
 struct srv {
     pid_t pid;
@@ -64,13 +86,18 @@ srv_start(struct srv *s, bool tcp, bool token, const char *rules, const char *co
     char *rules_dir = tmpdir_path(s->dir, "rules");
     char *rules_file = tmpdir_path(rules_dir, "test.rules");
     tmpdir_write_file(rules_file, rules ? rules : "", 0644);
+    own(s->dir);
+    own(rules_dir);
+    own(rules_file);
     free(rules_file);
     s->log = tmpdir_path(s->dir, "server.log");
     s->sock = tmpdir_path(s->dir, "mcp.sock");
     char *tokfile = tmpdir_path(s->dir, "token");
     char *unix_arg = mcp_world_fmt("unix:%s", s->sock);
-    const char *argv[32];
+    const char *argv[40];
     size_t n = 0;
+    for (size_t i = 0; unprivileged && user.prefix[i]; i++)
+        argv[n++] = user.prefix[i];
     argv[n++] = server_path;
     argv[n++] = "--rules";
     argv[n++] = rules_dir;
@@ -401,7 +428,7 @@ test_unix_refuses_own_call(void **state)
 {
     struct srv s;
     srv_start(&s, false, false, NULL, NULL);
-    char *wd = tmpdir_new("http-listener-wd");
+    char *wd = new_workdir();
     const char *types[] = {"danger-full-access", "workspace-write"};
     for (size_t i = 0; i < 2; i++) {
         struct sess se;
@@ -480,7 +507,7 @@ test_proxy_refuses_own_port(void **state)
               "network_rule(host=\"::1\", protocol=\"http\", decision=\"allow\")\n"
               "network_rule(host=\"localhost\", protocol=\"https\", decision=\"allow\")\n",
               NULL);
-    char *wd = tmpdir_new("http-listener-wd");
+    char *wd = new_workdir();
     struct sess se;
     char *policy = policy_json("workspace-write");
     sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
@@ -521,7 +548,7 @@ test_header_deadline(void **state)
      * busy machine (it is not authenticated until then) */
     const char *extra[] = {"--header-timeout-ms", "2000", NULL};
     srv_start(&s, true, true, NULL, extra);
-    char *wd = tmpdir_new("http-listener-wd");
+    char *wd = new_workdir();
     struct sess se;
     char *policy = policy_json("read-only");
     sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
@@ -558,7 +585,7 @@ test_unauthenticated_flood(void **state)
 {
     struct srv s;
     srv_start(&s, true, true, NULL, NULL);
-    char *wd = tmpdir_new("http-listener-wd");
+    char *wd = new_workdir();
     struct sess se;
     char *policy = policy_json("read-only");
     sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
@@ -596,10 +623,24 @@ main(void)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77;
+        }
+        unprivileged = true;
+        test_user_create(&user);
+        if (test_user_can_serve(&user, server_path) == 77)
+            return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unix_refuses_own_call),  cmocka_unit_test(test_unix_token),
         cmocka_unit_test(test_proxy_refuses_own_port), cmocka_unit_test(test_header_deadline),
         cmocka_unit_test(test_unauthenticated_flood),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (unprivileged)
+        test_user_release(&user);
+    return failed;
 }
