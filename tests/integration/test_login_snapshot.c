@@ -18,6 +18,7 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
@@ -30,6 +31,33 @@
 #include <unistd.h>
 
 static const char *server_path;
+/* EXECGATE_TEST_UNPRIVILEGED=1 (started as root): the servers run as the
+ * test user, whose the world is */
+static bool unprivileged;
+static struct test_user user;
+
+/* A server's command line: argv (NULL-terminated, at most 8 entries)
+ * after the setpriv prefix when unprivileged.  Static storage. */
+static const char *const *
+server_argv(const char *const *argv)
+{
+    static const char *all[16];
+    size_t n = 0;
+    for (size_t i = 0; unprivileged && user.prefix[i]; i++)
+        all[n++] = user.prefix[i];
+    for (size_t i = 0; argv[i] && n < 15; i++)
+        all[n++] = argv[i];
+    all[n] = NULL;
+    return all;
+}
+
+/* The world's directories become the test user's when unprivileged. */
+static void
+own_world(const char *const *dirs)
+{
+    for (size_t i = 0; unprivileged && dirs[i]; i++)
+        assert_int_equal(lchown(dirs[i], user.uid, user.gid), 0);
+}
 
 /* One test's world: HOME, the workdir, a writable directory where the
  * profile counts its runs, and the server's XDG_RUNTIME_DIR (where it
@@ -53,6 +81,8 @@ world_new(struct world *w, const char *run)
     w->count = tmpdir_path(w->root, "count");
     w->run = tmpdir_path(w->root, run);
     w->c = NULL;
+    const char *mine[] = {w->root, w->home, w->wd, w->count, w->run, NULL};
+    own_world(mine);
 }
 
 static void
@@ -94,7 +124,7 @@ world_start3(struct world *w, const char *extra, const char *extra2, const char 
     setenv("HOME", w->home, 1);
     setenv("XDG_RUNTIME_DIR", w->run, 1);
     const char *argv[] = {server_path, extra, extra2, extra3, NULL};
-    w->c = mcp_client_start(argv, NULL);
+    w->c = mcp_client_start(server_argv(argv), NULL);
     json_t *init = mcp_client_initialize(w->c);
     assert_non_null(json_object_get(init, "result"));
     json_decref(init);
@@ -679,7 +709,7 @@ static struct mcp_client *
 other_server(const char *tmp, const char *also)
 {
     const char *argv[] = {server_path, NULL};
-    struct mcp_client *c = mcp_client_start(argv, NULL);
+    struct mcp_client *c = mcp_client_start(server_argv(argv), NULL);
     json_t *init = mcp_client_initialize(c);
     assert_non_null(json_object_get(init, "result"));
     json_decref(init);
@@ -720,6 +750,8 @@ poisoned_by_other_server(const char *shell_name)
     world_new(&w, "run");
     tmpdir_make_dir(w.root, "tmp");
     char *tmp = tmpdir_path(w.root, "tmp");
+    const char *mine[] = {tmp, NULL};
+    own_world(mine);
     bool zsh = strcmp(shell_name, "zsh") == 0;
     if (zsh)
         write_zsh_profile(&w, "one");
@@ -730,7 +762,7 @@ poisoned_by_other_server(const char *shell_name)
     setenv("HOME", w.home, 1);
     unsetenv("XDG_RUNTIME_DIR");
     const char *argv[] = {server_path, "--shell", shell_name, NULL};
-    w.c = mcp_client_start(argv, NULL);
+    w.c = mcp_client_start(server_argv(argv), NULL);
     json_t *init = mcp_client_initialize(w.c);
     assert_non_null(json_object_get(init, "result"));
     json_decref(init);
@@ -792,13 +824,15 @@ test_store_writable_by_other_server(void **state)
     world_new(&w, "run");
     tmpdir_make_dir(w.root, "tmp");
     char *tmp = tmpdir_path(w.root, "tmp");
+    const char *mine[] = {tmp, NULL};
+    own_world(mine);
     write_profile(&w, "one");
     setenv("TMPDIR", tmp, 1);
     unsetenv("XDG_STATE_HOME");
     setenv("HOME", w.home, 1);
     unsetenv("XDG_RUNTIME_DIR");
     const char *argv[] = {server_path, NULL};
-    w.c = mcp_client_start(argv, NULL);
+    w.c = mcp_client_start(server_argv(argv), NULL);
     json_t *init = mcp_client_initialize(w.c);
     assert_non_null(json_object_get(init, "result"));
     json_decref(init);
@@ -853,6 +887,8 @@ test_store_location(void **state)
     world_new(&w, "run");
     tmpdir_make_dir(w.root, "tmp");
     char *tmp = tmpdir_path(w.root, "tmp");
+    const char *mine[] = {tmp, NULL};
+    own_world(mine);
     write_profile(&w, "one");
     setenv("TMPDIR", tmp, 1);
     unsetenv("XDG_STATE_HOME");
@@ -895,6 +931,17 @@ main(void)
         fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
         return 1;
     }
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77;
+        }
+        unprivileged = true;
+        test_user_create(&user);
+        if (test_user_can_serve(&user, server_path) == 77)
+            return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_once),
         cmocka_unit_test(test_profile_under_rules),
@@ -914,5 +961,8 @@ main(void)
         cmocka_unit_test(test_store_location),
         cmocka_unit_test(test_store_writable_by_other_server),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (unprivileged)
+        test_user_release(&user);
+    return failed;
 }
