@@ -15,6 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* memfd_create's flag for a memfd that can never be executed (Linux
+ * 6.3; older headers lack it) */
+#ifdef MFD_NOEXEC_SEAL
+#define LOGIN_MFD_NOEXEC_SEAL MFD_NOEXEC_SEAL
+#else
+#define LOGIN_MFD_NOEXEC_SEAL 0x0008U
+#endif
+
 /* ---- shell kinds ---- */
 
 /* How a login call sources its snapshot (login_snapshot_use). */
@@ -761,7 +769,12 @@ make_sealed(const char *body, size_t len, int fd_at, char **why)
         *why = NULL;
         return -1;
     }
-    int fd = memfd_create("execgate-login-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    /* never executable (Linux 6.3), which vm.memfd_noexec may require;
+     * older kernels refuse the flag */
+    int fd = memfd_create("execgate-login-snapshot",
+                          MFD_CLOEXEC | MFD_ALLOW_SEALING | LOGIN_MFD_NOEXEC_SEAL);
+    if (fd < 0 && errno == EINVAL)
+        fd = memfd_create("execgate-login-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     int err = fd < 0 ? errno : 0;
     const char *parts[2] = {head, body};
     size_t lens[2] = {strlen(head), len};
