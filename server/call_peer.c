@@ -2,6 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,4 +198,71 @@ call_peer_origin(int fd, pid_t server)
     enum call_peer_origin o = call_peer_origin_of(cred.pid, pidfd, server);
     close(pidfd);
     return o;
+}
+
+/* Fills id with sa's address and port as the source (src) or the
+ * destination; false for a family other than IPv4 and IPv6. */
+static bool
+diag_end(const struct sockaddr_storage *sa, struct inet_diag_sockid *id, bool src)
+{
+    __be16 *port = src ? &id->idiag_sport : &id->idiag_dport;
+    __be32 *addr = src ? id->idiag_src : id->idiag_dst;
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        *port = in->sin_port;
+        memcpy(addr, &in->sin_addr, 4);
+        return true;
+    }
+    if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        *port = in6->sin6_port;
+        memcpy(addr, &in6->sin6_addr, 16);
+        return true;
+    }
+    return false;
+}
+
+uid_t
+call_peer_tcp_uid(int fd)
+{
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof(me), pl = sizeof(peer);
+    if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || me.ss_family != peer.ss_family)
+        return (uid_t)-1;
+    struct {
+        struct nlmsghdr nlh;
+        struct inet_diag_req_v2 r;
+    } req = {
+        .nlh = {.nlmsg_len = sizeof(req),
+                .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                .nlmsg_flags = NLM_F_REQUEST},
+        .r = {.sdiag_family = (__u8)me.ss_family,
+              .sdiag_protocol = IPPROTO_TCP,
+              .idiag_states = ~0u,
+              .id = {.idiag_cookie = {INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE}}},
+    };
+    /* the peer's socket: its local end is fd's remote one */
+    if (!diag_end(&peer, &req.r.id, true) || !diag_end(&me, &req.r.id, false))
+        return (uid_t)-1;
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0)
+        return (uid_t)-1;
+    uid_t uid = (uid_t)-1;
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    union {
+        struct nlmsghdr nlh;
+        char buf[1024];
+    } ans;
+    if (sendto(nl, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) ==
+        (ssize_t)sizeof(req)) {
+        ssize_t n = recv(nl, &ans, sizeof(ans), 0);
+        if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) &&
+            NLMSG_OK(&ans.nlh, (size_t)n) && ans.nlh.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+            const struct inet_diag_msg *m = NLMSG_DATA(&ans.nlh);
+            uid = (uid_t)m->idiag_uid;
+        }
+    }
+    close(nl);
+    return uid;
 }

@@ -41,6 +41,15 @@ enum call_peer_origin call_peer_origin(int fd, pid_t server);
 enum call_peer_origin call_peer_origin_of(pid_t pid, int pidfd, pid_t server);
 
 /*
+ * The user that owns the other end of fd, a TCP connection on this
+ * machine (a loopback listener's): one exact query to the kernel
+ * (NETLINK_SOCK_DIAG, the socket whose local end is fd's remote one), so
+ * that it costs the same however many sockets the machine has.
+ * (uid_t)-1 when it cannot be told (a peer on another machine, or gone).
+ */
+uid_t call_peer_tcp_uid(int fd);
+
+/*
  * Whether the text of /proc/PID/cgroup (len bytes) puts the process in a
  * call cgroup of server: a path component execgate-SERVER-N, N a number.
  * Cannot fail.

@@ -889,71 +889,13 @@ make_room(struct mcp_http *h, struct hconn *newest)
     }
 }
 
-/* The user that owns the other end of a loopback TCP connection, from
- * the kernel's table of sockets (/proc/net/tcp, tcp6): the line whose
- * local end is fd's remote one and whose remote end is fd's local one.
- * (uid_t)-1 when it cannot be found. */
-static uid_t
-tcp_peer_uid(int fd)
-{
-    struct sockaddr_storage me, peer;
-    socklen_t ml = sizeof(me), pl = sizeof(peer);
-    if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
-        getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || me.ss_family != peer.ss_family)
-        return (uid_t)-1;
-    /* the kernel prints each address as the 32-bit words it stores, %08X */
-    char want_local[48], want_remote[48];
-    unsigned local_port, remote_port;
-    const char *table;
-    if (me.ss_family == AF_INET) {
-        const struct sockaddr_in *m = (const struct sockaddr_in *)&me;
-        const struct sockaddr_in *p = (const struct sockaddr_in *)&peer;
-        snprintf(want_local, sizeof(want_local), "%08X", (unsigned)p->sin_addr.s_addr);
-        snprintf(want_remote, sizeof(want_remote), "%08X", (unsigned)m->sin_addr.s_addr);
-        local_port = ntohs(p->sin_port);
-        remote_port = ntohs(m->sin_port);
-        table = "/proc/net/tcp";
-    } else if (me.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *m = (const struct sockaddr_in6 *)&me;
-        const struct sockaddr_in6 *p = (const struct sockaddr_in6 *)&peer;
-        uint32_t pw[4], mw[4];
-        memcpy(pw, &p->sin6_addr, 16);
-        memcpy(mw, &m->sin6_addr, 16);
-        snprintf(want_local, sizeof(want_local), "%08X%08X%08X%08X", (unsigned)pw[0],
-                 (unsigned)pw[1], (unsigned)pw[2], (unsigned)pw[3]);
-        snprintf(want_remote, sizeof(want_remote), "%08X%08X%08X%08X", (unsigned)mw[0],
-                 (unsigned)mw[1], (unsigned)mw[2], (unsigned)mw[3]);
-        local_port = ntohs(p->sin6_port);
-        remote_port = ntohs(m->sin6_port);
-        table = "/proc/net/tcp6";
-    } else {
-        return (uid_t)-1;
-    }
-    FILE *f = fopen(table, "re");
-    if (!f)
-        return (uid_t)-1;
-    uid_t found = (uid_t)-1;
-    char line[512];
-    while (found == (uid_t)-1 && fgets(line, sizeof(line), f)) {
-        char la[48], ra[48];
-        unsigned lp, rp, uid;
-        if (sscanf(line, " %*u: %40[0-9A-Fa-f]:%x %40[0-9A-Fa-f]:%x %*x %*x:%*x %*x:%*x %*x %u", la,
-                   &lp, ra, &rp, &uid) == 5 &&
-            lp == local_port && rp == remote_port && strcasecmp(la, want_local) == 0 &&
-            strcasecmp(ra, want_remote) == 0)
-            found = (uid_t)uid;
-    }
-    fclose(f);
-    return found;
-}
-
 /* The user at the other end of hc's connection, or (uid_t)-1. */
 static uid_t
 peer_uid(struct hconn *hc)
 {
     int fd = http_conn_fd(hc->c);
     if (hc->l->tcp)
-        return tcp_peer_uid(fd);
+        return call_peer_tcp_uid(fd);
     struct ucred cred;
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))

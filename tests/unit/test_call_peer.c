@@ -14,8 +14,10 @@
 
 #include "server/call_peer.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -210,6 +212,95 @@ test_descendants(void **state)
     rmdir(dir);
 }
 
+/* A TCP listener on the loopback of family (port chosen by the kernel). */
+static int
+tcp_listener(int family, struct sockaddr_storage *addr, socklen_t *len)
+{
+    int l = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(l >= 0);
+    memset(addr, 0, sizeof(*addr));
+    if (family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)addr;
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        *len = sizeof(*in);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_addr = in6addr_loopback;
+        *len = sizeof(*in6);
+    }
+    assert_int_equal(bind(l, (struct sockaddr *)addr, *len), 0);
+    assert_int_equal(listen(l, 8), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)addr, len), 0);
+    return l;
+}
+
+/* The user at the other end of a loopback TCP connection, IPv4 and IPv6:
+ * this process's own, and (as root) a child's that became nobody. */
+static void
+test_tcp_uid(void **state)
+{
+    const int families[] = {AF_INET, AF_INET6};
+    for (size_t f = 0; f < 2; f++) {
+        struct sockaddr_storage addr;
+        socklen_t len;
+        int l = tcp_listener(families[f], &addr, &len);
+        int c = socket(families[f], SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_int_equal(connect(c, (struct sockaddr *)&addr, len), 0);
+        int a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(a >= 0);
+        assert_int_equal(call_peer_tcp_uid(a), getuid());
+        assert_int_equal(call_peer_tcp_uid(c), getuid());
+        close(c);
+        close(a);
+        if (getuid() == 0) {
+            /* go: the child says it is connected; done: its end */
+            int go[2], done[2];
+            assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+            assert_int_equal(pipe2(done, O_CLOEXEC), 0);
+            pid_t child = fork();
+            assert_true(child >= 0);
+            if (child == 0) {
+                close(go[0]);
+                close(done[1]);
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                    _exit(1);
+                int s = socket(families[f], SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (s < 0 || connect(s, (struct sockaddr *)&addr, len) < 0)
+                    _exit(2);
+                char x;
+                if (write(go[1], "c", 1) != 1 || read(done[0], &x, 1) < 0)
+                    _exit(3);
+                _exit(0);
+            }
+            close(go[1]);
+            close(done[0]);
+            char x;
+            if (read(go[0], &x, 1) != 1) {
+                int status = 0;
+                waitpid(child, &status, 0);
+                fail_msg("the child as nobody did not connect (status %d)", status);
+            }
+            a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+            assert_true(a >= 0);
+            /* the socket was made after setuid: nobody's */
+            assert_int_equal(call_peer_tcp_uid(a), 65534);
+            close(done[1]); /* the child's end */
+            waitpid(child, NULL, 0);
+            close(go[0]);
+            close(a);
+        }
+        close(l);
+    }
+    /* not a TCP socket */
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(call_peer_tcp_uid(sv[0]), (uid_t)-1);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int
 main(void)
 {
@@ -218,6 +309,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cgroup_text),
         cmocka_unit_test(test_descendants),
+        cmocka_unit_test(test_tcp_uid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

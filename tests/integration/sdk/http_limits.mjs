@@ -81,7 +81,8 @@ check(cr.status === 200 && /C-done/.test(cr.text), `the session whose call ran w
     socks.push(s);
     await new Promise((r) => s.once("connect", r).once("close", r));
   }
-  check((await initialize()).status === 200, "a client with the token is served beside them");
+  const ping = await rpc({ jsonrpc: "2.0", id: 9, method: "ping" }, c.sid);
+  check(ping.status === 200, `a client with the token is served beside them (got ${ping.status})`);
   await until("all but a few of them are closed",
     () => closedEarly >= socks.length - MAX_UNAUTHENTICATED);
   const open = socks.filter((s) => !s.destroyed && s.readyState === "open").length;
