@@ -17,13 +17,14 @@
 
 /* The child's fd numbers.  0 is always /dev/null (spawn_child). */
 enum call_fd {
-    CALL_FD_STDOUT = 1,      /* the call's output pipe ... */
-    CALL_FD_STDERR = 2,      /* ... both, in arrival order */
-    CALL_FD_REPORT = 3,      /* the helper's "sandbox in place" line (--report-fd) */
-    CALL_FD_ESCALATE = 4,    /* the call's escalation socket (CODEX_ESCALATE_SOCKET) */
-    CALL_FD_EXEC_NOTIFY = 5, /* tree enforcement's hand-over socket (--exec-notify-fd) */
-    CALL_FD_NET_PROXY = 6,   /* the network namespace's hand-over socket (--net-proxy-fd) */
-    CALL_FD_COUNT = 7        /* numbers in the table: 0 to 6 */
+    CALL_FD_STDOUT = 1,         /* the call's output pipe ... */
+    CALL_FD_STDERR = 2,         /* ... both, in arrival order */
+    CALL_FD_REPORT = 3,         /* the helper's "sandbox in place" line (--report-fd) */
+    CALL_FD_ESCALATE = 4,       /* the call's escalation socket (CODEX_ESCALATE_SOCKET) */
+    CALL_FD_EXEC_NOTIFY = 5,    /* tree enforcement's hand-over socket (--exec-notify-fd) */
+    CALL_FD_NET_PROXY = 6,      /* the network namespace's hand-over socket (--net-proxy-fd) */
+    CALL_FD_LOGIN_SNAPSHOT = 7, /* a login call's sealed snapshot (login_snapshot.h) */
+    CALL_FD_COUNT = 8           /* numbers in the table: 0 to 7 */
 };
 
 /* For each number, the server's fd the child gets there (borrowed,

@@ -38,7 +38,12 @@ struct http_conn {
     /* the next request is parsed on a turn of its own, never inside the
      * call that answered the last (see request_done) */
     uv_idle_t resume;
-    int handles; /* sock and resume, until their close callbacks */
+    /* a request's headers must arrive within header_ms (see
+     * http_conn_accept); stopped while they are not awaited */
+    uv_timer_t deadline;
+    uint64_t header_ms;
+    bool trusted;
+    int handles; /* sock, resume and deadline, until their close callbacks */
     http_parser parser;
     const struct http_conn_handler *h;
     void *data;
@@ -122,10 +127,13 @@ count_header_bytes(struct http_conn *c, size_t len)
     return 0;
 }
 
+static void arm_deadline(struct http_conn *c);
+
 static int
 on_message_begin(http_parser *p)
 {
     struct http_conn *c = p->data;
+    arm_deadline(c);
     request_clear(&c->req);
     c->header_bytes = 0;
     c->last_was_value = false;
@@ -197,6 +205,7 @@ on_headers_complete(http_parser *p)
     }
     if (!r->url && !(r->url = strdup("")))
         return refuse(c, 500, "Internal Server Error");
+    uv_timer_stop(&c->deadline); /* the headers are in */
     if (p->content_length != ULLONG_MAX && p->content_length > c->max_body)
         return refuse(c, 413, "Payload Too Large");
     return 0;
@@ -272,6 +281,7 @@ close_now(struct http_conn *c)
     if (!uv_is_closing(&c->sock.handle)) {
         uv_close(&c->sock.handle, on_handle_closed);
         uv_close((uv_handle_t *)&c->resume, on_handle_closed);
+        uv_close((uv_handle_t *)&c->deadline, on_handle_closed);
     }
 }
 
@@ -357,6 +367,43 @@ conn_write(struct http_conn *c, const uv_buf_t *bufs, unsigned n, char *own0, ch
     return 0;
 }
 
+/* ---- the header deadline ---- */
+
+/* The headers did not come in time: 408, saying so, and the connection
+ * closes.  A request being answered is not cut short (the clock stops
+ * when its headers are in, so this is a connection waiting for one). */
+static void
+on_deadline(uv_timer_t *t)
+{
+    struct http_conn *c = t->data;
+    if (c->state != CONN_READING)
+        return;
+    log_debug("http: no request headers within %llu ms; the connection closes",
+              (unsigned long long)c->header_ms);
+    c->keep_alive = false;
+    c->state = CONN_ANSWERING;
+    char *body = strfmt("execgate: a request's headers must arrive within %llu ms "
+                        "(--header-timeout-ms)\n",
+                        (unsigned long long)c->header_ms);
+    uv_buf_t b = uv_buf_init(body ? body : (char *)"", body ? (unsigned)strlen(body) : 0);
+    http_conn_respond(c, 408, "Request Timeout", "text/plain", NULL, &b, 1, body, NULL);
+}
+
+/* Starts the clock for the next request's headers, unless it runs. */
+static void
+arm_deadline(struct http_conn *c)
+{
+    if (c->header_ms > 0 && !uv_is_active((uv_handle_t *)&c->deadline) &&
+        !uv_is_closing((uv_handle_t *)&c->deadline))
+        uv_timer_start(&c->deadline, on_deadline, c->header_ms, 0);
+}
+
+void
+http_conn_trust(struct http_conn *c)
+{
+    c->trusted = true;
+}
+
 /* ---- reading ---- */
 
 static void process(struct http_conn *c);
@@ -408,6 +455,8 @@ request_done(struct http_conn *c)
     }
     c->state = CONN_READING;
     http_parser_pause(&c->parser, 0);
+    if (!c->trusted)
+        arm_deadline(c);
     if (!c->dispatching)
         uv_idle_start(&c->resume, on_resume);
 }
@@ -497,8 +546,8 @@ on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 }
 
 int
-http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_handler *h,
-                 void *data, struct http_conn **out)
+http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms,
+                 const struct http_conn_handler *h, void *data, struct http_conn **out)
 {
     struct http_conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -509,10 +558,13 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_
         free(c);
         return rc;
     }
-    uv_idle_init(listener->loop, &c->resume); /* cannot fail */
-    c->handles = 2;
+    uv_idle_init(listener->loop, &c->resume);    /* cannot fail */
+    uv_timer_init(listener->loop, &c->deadline); /* cannot fail */
+    c->handles = 3;
     c->sock.handle.data = c;
     c->resume.data = c;
+    c->deadline.data = c;
+    c->header_ms = header_ms;
     c->h = h;
     c->data = data;
     c->max_body = max_body;
@@ -526,12 +578,22 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_
         c->state = CONN_CLOSING;
         uv_close(&c->sock.handle, on_handle_closed);
         uv_close((uv_handle_t *)&c->resume, on_handle_closed);
+        uv_close((uv_handle_t *)&c->deadline, on_handle_closed);
         return rc;
     }
     c->closed_reported = false;
     c->reading = true;
+    arm_deadline(c);
     *out = c;
     return 0;
+}
+
+int
+http_conn_fd(const struct http_conn *c)
+{
+    uv_os_fd_t fd = -1;
+    uv_fileno(&c->sock.handle, &fd);
+    return fd;
 }
 
 /* ---- responses ---- */

@@ -10,13 +10,18 @@
  * HTTP_CONN_MAX_PIPELINED) and are parsed after the response.  What cannot
  * be parsed is answered 400, headers too large 431, a body too large 413,
  * and the connection closes.  A peer that hangs up closes it too, with
- * whatever response was owed.
+ * whatever response was owed.  A request's headers must arrive within a
+ * deadline (header_ms): counted from the connection's start or its last
+ * answer, or, once the connection is trusted (http_conn_trust: it has
+ * authenticated), from the request's first byte, so that an idle trusted
+ * connection stays open; when it passes, 408 and the connection closes.
  */
 #ifndef EXECGATE_SERVER_HTTP_CONN_H
 #define EXECGATE_SERVER_HTTP_CONN_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 /* Request line and headers together, in bytes; more is answered 431. */
@@ -57,11 +62,20 @@ struct http_conn_handler {
 /*
  * Accepts a connection waiting on listener (a listening TCP or Unix
  * socket stream) and starts reading it.  Bodies larger than max_body are
- * refused.  Returns 0 with *out, or a negative libuv error (nothing to
- * close then).
+ * refused; headers that take longer than header_ms (0: no limit) are
+ * answered 408.  Returns 0 with *out, or a negative libuv error (nothing
+ * to close then).
  */
-int http_conn_accept(uv_stream_t *listener, size_t max_body, const struct http_conn_handler *h,
-                     void *data, struct http_conn **out);
+int http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms,
+                     const struct http_conn_handler *h, void *data, struct http_conn **out);
+
+/* c has authenticated: between requests it may wait as long as it likes
+ * (a request begun still has header_ms for its headers).  Cannot fail. */
+void http_conn_trust(struct http_conn *c);
+
+/* The connection's socket (borrowed), to ask the kernel about its peer.
+ * Cannot fail. */
+int http_conn_fd(const struct http_conn *c);
 
 /* The value of header name (lower case), or NULL.  Cannot fail. */
 const char *http_request_header(const struct http_request *r, const char *name);

@@ -10,9 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* memfd_create's flag for a memfd that can never be executed (Linux
+ * 6.3; older headers lack it) */
+#ifdef MFD_NOEXEC_SEAL
+#define LOGIN_MFD_NOEXEC_SEAL MFD_NOEXEC_SEAL
+#else
+#define LOGIN_MFD_NOEXEC_SEAL 0x0008U
+#endif
 
 /* ---- shell kinds ---- */
 
@@ -411,7 +420,7 @@ struct entry {
     enum entry_state state;
     char *key;
     const struct login_snapshot_kind *kind;
-    char *path; /* the file, once written */
+    int fd; /* the sealed memfd holding it, once taken; -1: none */
     struct fingerprint fp;
     uint64_t taken_ms, used_ms;
 };
@@ -421,8 +430,8 @@ struct login_snapshot {
     struct entry entries[LOGIN_SNAPSHOT_MAX_KEPT];
     struct entry *capturing; /* the one capture running, or NULL */
     char nonce[33];
-    unsigned serial; /* file names: one per capture written */
-    bool zdotdir;    /* ZSH_ZDOTDIR is made */
+    int fd_at;    /* the number login calls inherit a snapshot's memfd at */
+    bool zdotdir; /* ZSH_ZDOTDIR is made */
 };
 
 /* zsh: the private ZDOTDIR (in the store's directory) of login calls that
@@ -438,8 +447,84 @@ struct login_snapshot {
 static const char zsh_zshenv[] = "builtin setopt no_global_rcs\n";
 static const char zsh_zlogin[] = "builtin . \"$" ZSH_SNAPSHOT_VAR "\"\n";
 
+/* Whether dir is a directory of this user's that nobody else may write
+ * in: what may hold the store.  0, or an errno value (EPERM: another's, or
+ * writable by others). */
+static int
+private_dir(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return errno;
+    if (!S_ISDIR(st.st_mode))
+        return ENOTDIR;
+    if (st.st_uid != geteuid() || (st.st_mode & 022))
+        return EPERM;
+    return 0;
+}
+
+/* Makes dir (mode 0700) when missing; 0 or an errno value. */
+static int
+make_dir(const char *dir)
+{
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return errno;
+    return 0;
+}
+
+char *
+login_snapshot_parent(char **err)
+{
+    *err = NULL;
+    const char *run = getenv("XDG_RUNTIME_DIR");
+    if (run && run[0] == '/') {
+        int e = private_dir(run);
+        if (!e)
+            return strdup(run);
+        log_info("login snapshots: not in XDG_RUNTIME_DIR %s: %s", run,
+                 e == EPERM ? "not a private directory of this user's" : strerror(e));
+    }
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char *base = NULL;
+    if (state && state[0] == '/')
+        base = strdup(state);
+    else if (home && home[0] == '/')
+        base = strfmt("%s/.local/state", home);
+    else {
+        *err = strdup("login snapshots: no XDG_RUNTIME_DIR, XDG_STATE_HOME or HOME to keep them "
+                      "in (never /tmp)");
+        return NULL;
+    }
+    char *dir = base ? strfmt("%s/execgate", base) : NULL;
+    int e = dir ? 0 : ENOMEM;
+    if (!e && !(state && state[0] == '/')) {
+        /* ~/.local first, then ~/.local/state, each made private when made */
+        char *local = strfmt("%s/.local", home);
+        e = local ? make_dir(local) : ENOMEM;
+        free(local);
+    }
+    if (!e)
+        e = make_dir(base);
+    if (!e)
+        e = make_dir(dir);
+    if (!e)
+        e = private_dir(dir);
+    free(base);
+    if (e) {
+        *err = e == ENOMEM ? strdup("out of memory")
+                           : strfmt("login snapshots: cannot keep them in %s: %s", dir,
+                                    e == EPERM ? "not a private directory of this user's (mode "
+                                                 "0700, owned by the user)"
+                                               : strerror(e));
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
 struct login_snapshot *
-login_snapshot_new(const char *parent, char **err)
+login_snapshot_new(const char *parent, int fd_at, char **err)
 {
     struct login_snapshot *ls = calloc(1, sizeof(*ls));
     char *tmpl = strfmt("%s/execgate-login-XXXXXX", parent);
@@ -457,6 +542,9 @@ login_snapshot_new(const char *parent, char **err)
         return NULL;
     }
     ls->dir = tmpl;
+    ls->fd_at = fd_at;
+    for (size_t i = 0; i < LOGIN_SNAPSHOT_MAX_KEPT; i++)
+        ls->entries[i].fd = -1;
     return ls;
 }
 
@@ -469,12 +557,12 @@ login_snapshot_dir(const struct login_snapshot *ls)
 static void
 entry_clear(struct entry *e)
 {
-    if (e->path)
-        unlink(e->path);
-    free(e->path);
+    if (e->fd >= 0)
+        close(e->fd);
     free(e->key);
     fingerprint_release(&e->fp);
     memset(e, 0, sizeof(*e));
+    e->fd = -1;
 }
 
 /* Removes ZSH_ZDOTDIR and its files, when made. */
@@ -524,9 +612,9 @@ find_entry(struct login_snapshot *ls, const struct login_snapshot_kind *k, const
 
 enum login_snapshot_state
 login_snapshot_get(struct login_snapshot *ls, const struct login_snapshot_kind *k, const char *key,
-                   const char *home, uint64_t now_ms, const char **path)
+                   const char *home, uint64_t now_ms, int *fd)
 {
-    *path = NULL;
+    *fd = -1;
     if (!k->capture)
         return LOGIN_SNAPSHOT_FALLBACK;
     struct entry *e = find_entry(ls, k, key);
@@ -537,7 +625,7 @@ login_snapshot_get(struct login_snapshot *ls, const struct login_snapshot_kind *
         e->used_ms = now_ms;
         if (e->state == ENTRY_FAILED)
             return LOGIN_SNAPSHOT_FALLBACK;
-        *path = e->path;
+        *fd = e->fd;
         return LOGIN_SNAPSHOT_READY;
     }
     return ls->capturing ? LOGIN_SNAPSHOT_WAIT : LOGIN_SNAPSHOT_CAPTURE;
@@ -663,30 +751,55 @@ write_whole(const char *path, int how, const char *text, size_t len)
     return err;
 }
 
-/* Writes body to a new file in the store's directory, 0600, by a rename:
- * a call that reads the old name meanwhile reads one whole snapshot. */
-static char *
-write_file(struct login_snapshot *ls, const char *body, size_t len, char **why)
+/*
+ * The snapshot as a memfd nobody can change: written here, then sealed
+ * (no write, no resize, no more seals), so that what a login call sources
+ * is what the capture produced, byte for byte, whoever else runs as this
+ * user.  First comes one line that closes the number it is inherited at
+ * (fd_at) in the shell that sources it, so that the command's programs
+ * do not inherit it: the shell reads the snapshot through a file of its
+ * own, opened by name (/proc/self/fd/N).  Returns the fd, or -1 with *why
+ * (malloc'd, NULL: out of memory).
+ */
+static int
+make_sealed(const char *body, size_t len, int fd_at, char **why)
 {
-    char *tmp = strfmt("%s/.new", ls->dir);
-    char *path = strfmt("%s/%u.sh", ls->dir, ++ls->serial);
-    if (!tmp || !path) {
-        free(tmp);
-        free(path);
+    char *head = strfmt("exec %d<&-\n", fd_at);
+    if (!head) {
         *why = NULL;
-        return NULL;
+        return -1;
     }
-    int err = write_whole(tmp, O_TRUNC, body, len);
-    if (!err && rename(tmp, path) < 0)
+    /* never executable (Linux 6.3), which vm.memfd_noexec may require;
+     * older kernels refuse the flag */
+    int fd = memfd_create("execgate-login-snapshot",
+                          MFD_CLOEXEC | MFD_ALLOW_SEALING | LOGIN_MFD_NOEXEC_SEAL);
+    if (fd < 0 && errno == EINVAL)
+        fd = memfd_create("execgate-login-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int err = fd < 0 ? errno : 0;
+    const char *parts[2] = {head, body};
+    size_t lens[2] = {strlen(head), len};
+    for (int i = 0; i < 2 && !err; i++) {
+        for (size_t done = 0; !err && done < lens[i];) {
+            ssize_t n = write(fd, parts[i] + done, lens[i] - done);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                err = errno;
+            else
+                done += (size_t)n;
+        }
+    }
+    free(head);
+    if (!err &&
+        fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
         err = errno;
     if (err) {
-        unlink(tmp);
-        *why = strfmt("cannot write %s: %s", path, strerror(err));
-        free(path);
-        path = NULL;
+        if (fd >= 0)
+            close(fd);
+        *why = strfmt("cannot keep the snapshot in a sealed memfd: %s", strerror(err));
+        return -1;
     }
-    free(tmp);
-    return path;
+    return fd;
 }
 
 /* Makes ZSH_ZDOTDIR, mode 0700, with its .zshenv and .zlogin, once.
@@ -743,22 +856,21 @@ login_snapshot_done(struct login_snapshot *ls, bool ran, const char *out, size_t
         size_t n = noise_len < LOGIN_SNAPSHOT_LOG_BYTES ? noise_len : LOGIN_SNAPSHOT_LOG_BYTES;
         *noise = strfmt("%.*s%s", (int)n, out, n < noise_len ? "[...]" : "");
     }
-    char *path = NULL;
+    int fd = -1;
     if (!ran)
         *why = strdup("the login shell did not run to its end");
     else if (!split)
         *why = strdup("the login shell's output is not a snapshot (does the profile redirect "
                       "or close its output?)");
     else if (e->kind->use != USE_ZDOTDIR || zdotdir_make(ls, why) == 0)
-        path = write_file(ls, body, body_len, why);
-    if (!path) {
+        fd = make_sealed(body, body_len, ls->fd_at, why);
+    if (fd < 0) {
         e->state = ENTRY_FAILED;
         return -1;
     }
-    if (e->path)
-        unlink(e->path);
-    free(e->path);
-    e->path = path;
+    if (e->fd >= 0)
+        close(e->fd);
+    e->fd = fd;
     e->state = ENTRY_READY;
     return 0;
 }
@@ -794,7 +906,7 @@ env_put(char **env, size_t *n, char *var)
 
 int
 login_snapshot_use(const struct login_snapshot *ls, const struct login_snapshot_kind *k,
-                   char ***argvp, char ***envp, const char *path)
+                   char ***argvp, char ***envp)
 {
     char **argv = *argvp, **env = *envp;
     size_t argc = 0, envc = 0;
@@ -806,7 +918,7 @@ login_snapshot_use(const struct login_snapshot *ls, const struct login_snapshot_
         return -1;
     bool bash = k->use == USE_BASH_ENV;
     char *flag = bash ? strdup("--noprofile") : NULL;
-    char *var = strfmt("%s=%s", bash ? "BASH_ENV" : ZSH_SNAPSHOT_VAR, path);
+    char *var = strfmt("%s=/proc/self/fd/%d", bash ? "BASH_ENV" : ZSH_SNAPSHOT_VAR, ls->fd_at);
     char *zdot = bash ? NULL : strfmt("ZDOTDIR=%s/" ZSH_ZDOTDIR, ls->dir);
     char **a = var && (bash ? flag != NULL : zdot != NULL)
                    ? realloc(argv, (argc + 2) * sizeof(char *))

@@ -1359,17 +1359,21 @@ login_ready(struct mcp_call *c)
     struct mcp_server *s = c->s;
     if (!c->snap_key)
         return true;
-    const char *path = NULL;
+    int fd = -1;
     enum login_snapshot_state st = login_snapshot_get(s->snap, s->snap_kind, c->snap_key,
-                                                      getenv("HOME"), uv_now(s->loop), &path);
+                                                      getenv("HOME"), uv_now(s->loop), &fd);
     if (st == LOGIN_SNAPSHOT_CAPTURE && start_capture(c) == 0)
         return false;
     if (st == LOGIN_SNAPSHOT_WAIT)
         return false;
     if (st == LOGIN_SNAPSHOT_READY) {
         struct shell_call_spec *spec = shell_call_spec(c->sc);
-        if (login_snapshot_use(s->snap, s->snap_kind, &spec->argv, &spec->env, path) < 0)
+        /* the memfd stays the store's: the call starts (and inherits it)
+         * before anything else runs on the loop */
+        if (login_snapshot_use(s->snap, s->snap_kind, &spec->argv, &spec->env) < 0)
             log_warn("login snapshot: out of memory: this call runs a real login shell");
+        else
+            shell_call_set_fd(c->sc, CALL_FD_LOGIN_SNAPSHOT, fd);
     }
     free(c->snap_key);
     c->snap_key = NULL;
@@ -1994,19 +1998,17 @@ start_guard(struct mcp_server *s)
 }
 
 /* login snapshot hook: the store, in a private directory of the server's
- * ($XDG_RUNTIME_DIR, else $TMPDIR, else /tmp), which every call's sandbox
- * binds read-only (--protect).  Without it login calls run real login
- * shells, as with --no-login-snapshot. */
+ * ($XDG_RUNTIME_DIR, else the state directory: login_snapshot_parent),
+ * which every call's sandbox binds read-only (--protect).  Without it
+ * login calls run real login shells, as with --no-login-snapshot. */
 static void
 start_login_snapshots(struct mcp_server *s)
 {
-    const char *parent = getenv("XDG_RUNTIME_DIR");
-    if (!parent || parent[0] != '/')
-        parent = getenv("TMPDIR");
-    if (!parent || parent[0] != '/')
-        parent = "/tmp";
     char *err = NULL;
-    struct login_snapshot *ls = login_snapshot_new(parent, &err);
+    char *parent = login_snapshot_parent(&err);
+    struct login_snapshot *ls =
+        parent ? login_snapshot_new(parent, CALL_FD_LOGIN_SNAPSHOT, &err) : NULL;
+    free(parent);
     char *dir = ls ? state_paths_canonical(login_snapshot_dir(ls)) : NULL;
     char **protect = dir ? realloc(s->protect, (s->n_protect + 2) * sizeof(char *)) : NULL;
     if (!protect) {

@@ -1,7 +1,9 @@
 #include "server/mcp_http.h"
 
+#include "server/call_peer.h"
 #include "server/http_conn.h"
 #include "server/log.h"
+#include "server/nethost.h"
 #include "server/strfmt.h"
 
 #include <arpa/inet.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -52,6 +55,16 @@ struct hconn {
     /* the session whose messages its queue holds, until written (the
      * session's --max-pending-output counts them), and its list of them */
     struct hsess *charged;
+    /* a Unix socket's peer: where it runs (call_peer.h); anything but
+     * OUTSIDE is refused */
+    enum call_peer_origin origin;
+    /* until it authenticates (a request passes every check): its peer's
+     * user (who may hold MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER such
+     * connections), and its place among them, oldest first */
+    bool authed;
+    uid_t peer_uid;
+    uint64_t accepted_ms;
+    struct hconn *uprev, *unext;
     struct hconn *prev, *next;   /* all connections */
     struct hconn *sprev, *snext; /* the session's */
     struct hconn *cprev, *cnext; /* the charged session's */
@@ -83,13 +96,19 @@ struct mcp_http {
     const struct server_options *o;
     struct listener *listeners;
     size_t n_listeners;
-    char *token; /* NULL: no TCP listener */
+    char *token; /* --token-file's; NULL: none (no TCP listener then) */
     struct hconn *conns;
     unsigned n_conns;
+    struct hconn *unauth, *unauth_tail; /* not authenticated, oldest first */
+    unsigned n_unauth;
     struct hsess *sessions;
     unsigned n_sessions;
     uv_timer_t sweep;
     bool sweep_open;
+    /* runs make_room again once the connections too young to go are
+     * not any more */
+    uv_timer_t trim;
+    bool trim_open;
     bool shutting_down;
 };
 
@@ -696,6 +715,213 @@ handle_get(struct hconn *hc, const struct http_request *r, struct hsess *se)
     flush_backlog(se, hc);
 }
 
+/* ---- connections that have not authenticated ---- */
+
+static void
+unauth_remove(struct hconn *hc)
+{
+    struct mcp_http *h = hc->h;
+    if (hc->authed)
+        return;
+    hc->authed = true;
+    if (hc->uprev)
+        hc->uprev->unext = hc->unext;
+    else
+        h->unauth = hc->unext;
+    if (hc->unext)
+        hc->unext->uprev = hc->uprev;
+    else
+        h->unauth_tail = hc->uprev;
+    hc->uprev = hc->unext = NULL;
+    h->n_unauth--;
+}
+
+static void
+unauth_add(struct hconn *hc)
+{
+    struct mcp_http *h = hc->h;
+    hc->authed = false;
+    hc->unext = NULL;
+    hc->uprev = h->unauth_tail;
+    if (h->unauth_tail)
+        h->unauth_tail->unext = hc;
+    else
+        h->unauth = hc;
+    h->unauth_tail = hc;
+    h->n_unauth++;
+}
+
+/* Whether bytes wait unread on hc's socket: a request that came before
+ * the server could read it (the connection was accepted in a burst). */
+static bool
+has_unread(const struct hconn *hc)
+{
+    int n = 0;
+    return ioctl(http_conn_fd(hc->c), FIONREAD, &n) == 0 && n > 0;
+}
+
+/* Which connection that has not authenticated goes to make room: the
+ * oldest of uid's (of anyone's when !one_user), among those older than
+ * MCP_HTTP_UNAUTHENTICATED_GRACE_MS when grace (each has had its chance to
+ * send a request), with nothing unread first (a client whose request waits
+ * to be read is spared); NULL when there is none.  *count: how many uid
+ * has. */
+static struct hconn *
+pick_victim(struct mcp_http *h, bool one_user, uid_t uid, bool grace, unsigned *count)
+{
+    uint64_t now = uv_now(h->loop);
+    struct hconn *first = NULL, *idle = NULL;
+    *count = 0;
+    for (struct hconn *hc = h->unauth; hc; hc = hc->unext) {
+        if (one_user && hc->peer_uid != uid)
+            continue;
+        ++*count;
+        if (grace && now - hc->accepted_ms < MCP_HTTP_UNAUTHENTICATED_GRACE_MS)
+            continue;
+        if (!first)
+            first = hc;
+        if (!idle && !has_unread(hc))
+            idle = hc;
+    }
+    return idle ? idle : first;
+}
+
+static void
+evict(struct hconn *victim, const char *why)
+{
+    log_debug("http: a connection that has not authenticated (uid %ld) is closed: %s",
+              victim->peer_uid == (uid_t)-1 ? -1L : (long)victim->peer_uid, why);
+    http_conn_close(victim->c); /* on_conn_close runs now and frees it */
+}
+
+static void on_trim(uv_timer_t *t);
+
+/* The connections that have not authenticated are over a budget, and
+ * none can go yet: look again once the youngest of them may. */
+static void
+trim_later(struct mcp_http *h)
+{
+    if (h->trim_open && !uv_is_active((uv_handle_t *)&h->trim))
+        uv_timer_start(&h->trim, on_trim, MCP_HTTP_UNAUTHENTICATED_GRACE_MS, 0);
+}
+
+/* Every user's share and the budget of all, kept: the oldest beyond them
+ * go, once old enough. */
+static void
+trim_all(struct mcp_http *h)
+{
+    struct peer_count {
+        uid_t uid;
+        unsigned n;
+    } counts[MCP_HTTP_MAX_CONNECTIONS];
+    size_t n_users = 0;
+    for (struct hconn *hc = h->unauth; hc; hc = hc->unext) {
+        size_t i = 0;
+        while (i < n_users && counts[i].uid != hc->peer_uid)
+            i++;
+        if (i == n_users && n_users < MCP_HTTP_MAX_CONNECTIONS)
+            counts[n_users++] = (struct peer_count){hc->peer_uid, 0};
+        if (i < n_users)
+            counts[i].n++;
+    }
+    uint64_t now = uv_now(h->loop);
+    bool later = false;
+    for (struct hconn *hc = h->unauth, *next; hc; hc = next) {
+        next = hc->unext;
+        size_t i = 0;
+        while (i < n_users && counts[i].uid != hc->peer_uid)
+            i++;
+        bool over = (i < n_users && counts[i].n > MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER) ||
+                    h->n_unauth > MCP_HTTP_MAX_UNAUTHENTICATED;
+        if (!over)
+            continue;
+        if (now - hc->accepted_ms < MCP_HTTP_UNAUTHENTICATED_GRACE_MS) {
+            later = true;
+            continue;
+        }
+        if (i < n_users)
+            counts[i].n--;
+        evict(hc, "beyond the budget of connections that have not authenticated");
+    }
+    if (later)
+        trim_later(h);
+}
+
+static void
+on_trim(uv_timer_t *t)
+{
+    trim_all(t->data);
+}
+
+/*
+ * After newest (not authenticated) came.  Beyond MCP_HTTP_MAX_CONNECTIONS,
+ * a connection that has not authenticated goes at once, the oldest idle
+ * one first (newest itself when all the others have authenticated: an
+ * authenticated connection never goes for a new one).  Beyond newest's
+ * user's share or the budget of all, the oldest that has had
+ * MCP_HTTP_UNAUTHENTICATED_GRACE_MS to authenticate goes; when none has
+ * yet, they are looked at again then.
+ */
+static void
+make_room(struct mcp_http *h, struct hconn *newest)
+{
+    unsigned n;
+    if (h->n_conns > MCP_HTTP_MAX_CONNECTIONS) {
+        struct hconn *victim = pick_victim(h, false, 0, false, &n);
+        bool self = victim == newest;
+        evict(victim, "every connection is taken");
+        if (self)
+            return;
+    }
+    struct hconn *victim = pick_victim(h, true, newest->peer_uid, true, &n);
+    if (n > MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER) {
+        if (victim)
+            evict(victim, "its user holds more connections that have not authenticated");
+        else
+            trim_later(h);
+    }
+    if (h->n_unauth > MCP_HTTP_MAX_UNAUTHENTICATED) {
+        victim = pick_victim(h, false, 0, true, &n);
+        if (victim)
+            evict(victim, "too many connections have not authenticated");
+        else
+            trim_later(h);
+    }
+}
+
+/* The user at the other end of hc's connection, or (uid_t)-1. */
+static uid_t
+peer_uid(struct hconn *hc)
+{
+    int fd = http_conn_fd(hc->c);
+    if (hc->l->tcp)
+        return call_peer_tcp_uid(fd);
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
+        return (uid_t)-1;
+    return cred.uid;
+}
+
+/* A peer that runs in one of this server's calls (or may: it could not
+ * be told) is told why, and the connection closes. */
+static void
+refuse_own_call(struct hconn *hc)
+{
+    bool call = hc->origin == CALL_PEER_CALL;
+    log_warn("http: a connection on the Unix socket is refused: %s",
+             call ? "the process runs in one of this server's calls"
+                  : "cannot tell whether the process runs in one of this server's calls");
+    reply(hc, 403, "Forbidden", NULL,
+          call ? "execgate: refused: the process that connected runs in one of this server's "
+                 "calls; a command execgate runs may not be a client of the same server (it "
+                 "would answer its own questions and choose its own sandbox)"
+               : "execgate: refused: cannot tell whether the process that connected runs in "
+                 "one of this server's calls (it may have exited); connect from a process "
+                 "outside them");
+    http_conn_finish(hc->c);
+}
+
 static void
 on_request(struct http_conn *c, const struct http_request *r, void *data)
 {
@@ -716,11 +942,19 @@ on_request(struct http_conn *c, const struct http_request *r, void *data)
         reply(hc, 403, "Forbidden", NULL, "origin not allowed");
         return;
     }
-    if (hc->l->tcp && !authorized(h, r)) {
+    if (!hc->l->tcp && hc->origin != CALL_PEER_OUTSIDE) {
+        refuse_own_call(hc);
+        return;
+    }
+    if (h->token && !authorized(h, r)) {
         reply(hc, 401, "Unauthorized", "WWW-Authenticate: Bearer\r\n",
               "a bearer token is required (the --token-file's)");
         return;
     }
+    /* from now on it may stay open between requests as long as it likes,
+     * and no new connection takes its place */
+    unauth_remove(hc);
+    http_conn_trust(c);
     const char *version = http_request_header(r, "mcp-protocol-version");
     if (version && !mcp_protocol_supported(version)) {
         reply_rpc_error(hc, 400, "Bad Request", -32600, "unsupported MCP-Protocol-Version");
@@ -756,6 +990,7 @@ on_conn_close(struct http_conn *c, void *data)
     struct hconn *hc = data;
     struct mcp_http *h = hc->h;
     struct hsess *charged = hc->charged;
+    unauth_remove(hc);
     uncharge(hc);
     if (charged)
         mcp_session_output_taken(charged->ms); /* what it held is gone */
@@ -827,8 +1062,10 @@ on_connection(uv_stream_t *server, int status)
         log_warn("http: accepting a connection: %s", uv_strerror(status));
         return;
     }
-    if (h->n_conns >= MCP_HTTP_MAX_CONNECTIONS || h->shutting_down) {
-        log_warn("http: %u connections are open: one more is refused", h->n_conns);
+    /* no room (all taken by authenticated connections), or shutting down */
+    if (h->shutting_down || (h->n_conns >= MCP_HTTP_MAX_CONNECTIONS && h->n_unauth == 0)) {
+        if (!h->shutting_down)
+            log_warn("http: %u connections are open: one more is refused", h->n_conns);
         refuse_connection(l);
         return;
     }
@@ -839,17 +1076,25 @@ on_connection(uv_stream_t *server, int status)
     }
     hc->h = h;
     hc->l = l;
-    int rc = http_conn_accept(server, h->o->max_message_bytes, &conn_handler, hc, &hc->c);
+    int rc = http_conn_accept(server, h->o->max_message_bytes, h->o->header_timeout_ms,
+                              &conn_handler, hc, &hc->c);
     if (rc < 0) {
         log_warn("http: cannot accept a connection: %s", uv_strerror(rc));
         free(hc);
         return;
     }
+    /* decided on the connection itself, pinned to the process that
+     * connected: a command of this server's may not drive it */
+    hc->origin = l->tcp ? CALL_PEER_OUTSIDE : call_peer_origin(http_conn_fd(hc->c), getpid());
+    hc->peer_uid = peer_uid(hc);
+    hc->accepted_ms = uv_now(h->loop);
     hc->next = h->conns;
     if (h->conns)
         h->conns->prev = hc;
     h->conns = hc;
     h->n_conns++;
+    unauth_add(hc);
+    make_room(h, hc); /* may close hc itself */
 }
 
 /* PATH may be bound: absent, or a socket nobody listens on that is ours
@@ -1002,6 +1247,12 @@ listen_tcp(struct mcp_http *h, struct listener *l, const char *addr, char **err)
         *err = strfmt("--listen %s: %s", addr, uv_strerror(rc));
         return -1;
     }
+    /* the network proxy must never reach it (nethost.h) */
+    rc = nethost_own_add((struct sockaddr *)&ss);
+    if (rc < 0) {
+        *err = strfmt("--listen %s: %s", addr, strerror(-rc));
+        return -1;
+    }
     port =
         ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
     fprintf(stderr, "execgate: listening on http://%s%s%s:%lu" ENDPOINT "\n", v6 ? "[" : "", ip,
@@ -1147,6 +1398,9 @@ close_listeners(struct mcp_http *h)
     if (h->sweep_open && !uv_is_closing((uv_handle_t *)&h->sweep))
         uv_close((uv_handle_t *)&h->sweep, on_sweep_closed);
     h->sweep_open = false;
+    if (h->trim_open && !uv_is_closing((uv_handle_t *)&h->trim))
+        uv_close((uv_handle_t *)&h->trim, on_sweep_closed);
+    h->trim_open = false;
 }
 
 /* The server shuts down: no new connections, requests or sessions; the
@@ -1192,7 +1446,8 @@ mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options 
         *err = strfmt("--listen HOST:PORT needs --token-file PATH (the bearer token clients "
                       "send; made when missing)");
         rc = -1;
-    } else if (tcp && !(h->token = load_token(o->token_file, err))) {
+    } else if (o->token_file && !(h->token = load_token(o->token_file, err))) {
+        /* with a token, every listener asks for it, Unix sockets too */
         rc = -1;
     }
     for (size_t i = 0; rc == 0 && i < o->listen_count; i++) {
@@ -1210,6 +1465,9 @@ mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options 
             h->sweep_open = true;
             h->sweep.data = h;
             uv_timer_start(&h->sweep, on_sweep, every, every);
+            uv_timer_init(loop, &h->trim); /* cannot fail */
+            h->trim.data = h;
+            h->trim_open = true;
         } else {
             *err = strfmt("cannot start the idle session timer: %s", uv_strerror(rc));
         }
@@ -1243,4 +1501,5 @@ mcp_http_free(struct mcp_http *h)
     free(h->listeners);
     free(h->token);
     free(h);
+    nethost_own_clear(); /* the listeners are gone */
 }

@@ -15,9 +15,12 @@
  * message that finds no open stream waits (up to MCP_HTTP_BACKLOG of
  * them) for the session's GET stream.
  *
- * Every request is checked first: an Origin header that is not a loopback
- * origin gets 403 (DNS rebinding); on TCP, a request without
- * `Authorization: Bearer TOKEN` (--token-file) gets 401.
+ * Every request is checked first: on a Unix socket, a peer that runs in
+ * one of this server's calls gets 403 (call_peer.h: a command may not
+ * drive the server that runs it); an Origin header that is not a loopback
+ * origin gets 403 (DNS rebinding); with --token-file (which TCP needs),
+ * a request without `Authorization: Bearer TOKEN` gets 401, on every
+ * listener.
  */
 #ifndef EXECGATE_SERVER_MCP_HTTP_H
 #define EXECGATE_SERVER_MCP_HTTP_H
@@ -27,8 +30,20 @@
 #include "server/mcp.h"
 #include "server/options.h"
 
-/* Connections open at once; more are closed as they come. */
+/* Connections open at once.  A new one takes the place of the oldest
+ * that has not authenticated when all are taken; when every one has,
+ * it is closed as it comes. */
 #define MCP_HTTP_MAX_CONNECTIONS 512u
+/* Connections that have not authenticated yet (no request has passed
+ * every check): this many at once, and this many per user at the other end
+ * (SO_PEERCRED on Unix sockets, the kernel's socket table on TCP).  Beyond
+ * either, the oldest that has had MCP_HTTP_UNAUTHENTICATED_GRACE_MS to
+ * send its request is closed (the user's own first; one whose request
+ * waits unread is spared).  Each also has --header-timeout-ms for its
+ * headers. */
+#define MCP_HTTP_MAX_UNAUTHENTICATED          64u
+#define MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER 16u
+#define MCP_HTTP_UNAUTHENTICATED_GRACE_MS     1000u
 /* Messages kept per session for a GET stream not open yet; the oldest go. */
 #define MCP_HTTP_BACKLOG 64u
 /* Random bytes in a token --token-file creates (written as hex). */

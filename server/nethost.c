@@ -98,3 +98,103 @@ nethost_is_local_name(const char *host)
         return nethost_addr_is_local((const struct sockaddr *)&in6);
     return false;
 }
+
+/* ---- the server's own listeners ---- */
+
+/* An address reduced to what the comparison needs: IPv4 (a mapped or
+ * compatible IPv6 address counted as its IPv4 one) or IPv6, and the
+ * port. */
+struct own_addr {
+    int family;
+    unsigned char addr[16];
+    uint16_t port;
+};
+
+static struct own_addr *own;
+static size_t n_own;
+
+static bool
+reduce(const struct sockaddr *sa, struct own_addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        out->family = AF_INET;
+        memcpy(out->addr, &in->sin_addr, 4);
+        out->port = ntohs(in->sin_port);
+        return true;
+    }
+    if (sa->sa_family != AF_INET6)
+        return false;
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+    const struct in6_addr *a = &in6->sin6_addr;
+    out->port = ntohs(in6->sin6_port);
+    if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a)) {
+        out->family = AF_INET;
+        memcpy(out->addr, &a->s6_addr[12], 4);
+    } else {
+        out->family = AF_INET6;
+        memcpy(out->addr, a, 16);
+    }
+    return true;
+}
+
+/* Loopback (127.0.0.0/8, ::1) or unspecified (0.0.0.0, ::): each reaches
+ * this machine's loopback listeners. */
+static bool
+reaches_loopback(const struct own_addr *a)
+{
+    static const unsigned char zero[16], one[16] = {[15] = 1};
+    if (a->family == AF_INET)
+        return a->addr[0] == 127 || memcmp(a->addr, zero, 4) == 0;
+    return memcmp(a->addr, zero, 16) == 0 || memcmp(a->addr, one, 16) == 0;
+}
+
+static bool
+unspecified(const struct own_addr *a)
+{
+    static const unsigned char zero[16];
+    return memcmp(a->addr, zero, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+int
+nethost_own_add(const struct sockaddr *sa)
+{
+    struct own_addr a;
+    if (!reduce(sa, &a))
+        return -EAFNOSUPPORT;
+    struct own_addr *grown = realloc(own, (n_own + 1) * sizeof(*own));
+    if (!grown)
+        return -ENOMEM;
+    own = grown;
+    own[n_own++] = a;
+    return 0;
+}
+
+void
+nethost_own_clear(void)
+{
+    free(own);
+    own = NULL;
+    n_own = 0;
+}
+
+bool
+nethost_is_own(const struct sockaddr *sa)
+{
+    struct own_addr d;
+    if (!reduce(sa, &d))
+        return false;
+    for (size_t i = 0; i < n_own; i++) {
+        const struct own_addr *o = &own[i];
+        if (o->port != d.port)
+            continue;
+        /* a listener on every address; a destination that is any
+         * loopback address (or none, which the kernel takes for one) when
+         * it listens on loopback; or the very address */
+        if (unspecified(o) || unspecified(&d) || (reaches_loopback(o) && reaches_loopback(&d)) ||
+            (o->family == d.family && memcmp(o->addr, d.addr, o->family == AF_INET ? 4 : 16) == 0))
+            return true;
+    }
+    return false;
+}

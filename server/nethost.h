@@ -45,4 +45,24 @@ bool nethost_is_local_name(const char *host);
  */
 bool nethost_addr_is_local(const struct sockaddr *sa);
 
+/*
+ * The TCP addresses this process listens on (the MCP listeners, --listen),
+ * which the network proxy never connects to, whatever the rules: a
+ * command would reach the server that decides on it.  Process-wide, as
+ * the listeners are.  nethost_own_add records one (0, or a negative
+ * errno: -ENOMEM, -EAFNOSUPPORT for a family other than IPv4 and IPv6).
+ */
+int nethost_own_add(const struct sockaddr *sa);
+
+/*
+ * True when a connection to sa could reach one of them: the same port
+ * and the same address, or any loopback address (127.0.0.0/8, ::1, an
+ * IPv4-mapped one) or the unspecified one (0.0.0.0, ::) for a listener on
+ * loopback, or any address for a listener on the unspecified one.
+ */
+bool nethost_is_own(const struct sockaddr *sa);
+
+/* Forgets them all (tests). */
+void nethost_own_clear(void);
+
 #endif

@@ -538,6 +538,20 @@ gai_done(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         conn_unref(c);
         return;
     }
+    /* whatever the rules: the server's own listeners (nethost_is_own) */
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        if (!nethost_is_own(a->ai_addr))
+            continue;
+        char addr[INET6_ADDRSTRLEN] = "?";
+        getnameinfo(a->ai_addr, a->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+        refuse_decided(c, 403, SOCKS_NOT_ALLOWED,
+                       "execgate: network access to %s:%u (%s) refused: execgate listens there "
+                       "(%s port %u is the MCP server's own), and no command it runs may reach "
+                       "it, whatever the network rules",
+                       c->host, c->port, c->proto, addr, c->port);
+        conn_unref(c);
+        return;
+    }
     for (struct addrinfo *a = res; a && !c->local_ok; a = a->ai_next) {
         if (!nethost_addr_is_local(a->ai_addr))
             continue;
@@ -952,7 +966,7 @@ try_connect(struct conn *c)
     while (c->ai_next) {
         struct addrinfo *a = c->ai_next;
         c->ai_next = a->ai_next;
-        if (!c->local_ok && nethost_addr_is_local(a->ai_addr))
+        if ((!c->local_ok && nethost_addr_is_local(a->ai_addr)) || nethost_is_own(a->ai_addr))
             continue;
         int rc = uv_tcp_init(c->p->loop, &c->u.tcp);
         if (rc < 0) {

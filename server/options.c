@@ -50,6 +50,7 @@ enum {
     OPT_TOKEN_FILE,
     OPT_SESSION_IDLE,
     OPT_MAX_SESSIONS,
+    OPT_HEADER_TIMEOUT,
 };
 
 static const struct option long_options[] = {
@@ -87,6 +88,7 @@ static const struct option long_options[] = {
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
     {"session-idle-ms", required_argument, NULL, OPT_SESSION_IDLE},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"header-timeout-ms", required_argument, NULL, OPT_HEADER_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -167,6 +169,8 @@ usage(FILE *out)
             "                            (created, mode 0600, when missing)\n"
             "  --session-idle-ms MS      an HTTP session unused this long ends (1800000)\n"
             "  --max-sessions N          HTTP sessions at once (64)\n"
+            "  --header-timeout-ms MS    an HTTP request's headers must arrive within\n"
+            "                            this long, or the connection closes (10000)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -496,6 +500,7 @@ static const struct {
     {OPT_LOGIN_SNAPSHOT_TIMEOUT, "--login-snapshot-timeout-ms", 1, UINT64_C(1) << 53},
     {OPT_SESSION_IDLE, "--session-idle-ms", 1, UINT64_C(1) << 53},
     {OPT_MAX_SESSIONS, "--max-sessions", 1, 65536},
+    {OPT_HEADER_TIMEOUT, "--header-timeout-ms", 1, UINT64_C(1) << 53},
 };
 
 /* An option of number_options; 0, or -1 with *err naming the option and
@@ -550,6 +555,9 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_MAX_SESSIONS:
         o->max_sessions = (unsigned)n;
+        break;
+    case OPT_HEADER_TIMEOUT:
+        o->header_timeout_ms = n;
         break;
     default: /* OPT_MAX_CALLS: at most 4096 */
         o->max_calls = (unsigned)n;
@@ -722,6 +730,7 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->login_snapshot = true;
     o->login_snapshot_timeout_ms = OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS;
     o->session_idle_ms = OPTIONS_DEFAULT_SESSION_IDLE_MS;
+    o->header_timeout_ms = OPTIONS_DEFAULT_HEADER_TIMEOUT_MS;
     o->max_sessions = OPTIONS_DEFAULT_MAX_SESSIONS;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */

@@ -32,6 +32,8 @@
 /* HTTP (--listen): an unused session ends after 30 minutes; 64 at once */
 #define OPTIONS_DEFAULT_SESSION_IDLE_MS (30u * 60 * 1000)
 #define OPTIONS_DEFAULT_MAX_SESSIONS    64u
+/* HTTP: a request's headers must arrive within 10 s */
+#define OPTIONS_DEFAULT_HEADER_TIMEOUT_MS 10000u
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -104,6 +106,10 @@ struct server_options {
     size_t allow_unix_count;
     uint64_t session_idle_ms;
     unsigned max_sessions;
+    /* --header-timeout-ms: a request's headers must arrive within this
+     * long (from the connection's start, or its last answer, until it
+     * authenticates; from the request's first byte after that) */
+    uint64_t header_timeout_ms;
 };
 
 enum options_outcome {

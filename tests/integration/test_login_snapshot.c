@@ -18,9 +18,11 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,33 @@
 #include <unistd.h>
 
 static const char *server_path;
+/* EXECGATE_TEST_UNPRIVILEGED=1 (started as root): the servers run as the
+ * test user, whose the world is */
+static bool unprivileged;
+static struct test_user user;
+
+/* A server's command line: argv (NULL-terminated, at most 8 entries)
+ * after the setpriv prefix when unprivileged.  Static storage. */
+static const char *const *
+server_argv(const char *const *argv)
+{
+    static const char *all[16];
+    size_t n = 0;
+    for (size_t i = 0; unprivileged && user.prefix[i]; i++)
+        all[n++] = user.prefix[i];
+    for (size_t i = 0; argv[i] && n < 15; i++)
+        all[n++] = argv[i];
+    all[n] = NULL;
+    return all;
+}
+
+/* The world's directories become the test user's when unprivileged. */
+static void
+own_world(const char *const *dirs)
+{
+    for (size_t i = 0; unprivileged && dirs[i]; i++)
+        assert_int_equal(lchown(dirs[i], user.uid, user.gid), 0);
+}
 
 /* One test's world: HOME, the workdir, a writable directory where the
  * profile counts its runs, and the server's XDG_RUNTIME_DIR (where it
@@ -52,6 +81,8 @@ world_new(struct world *w, const char *run)
     w->count = tmpdir_path(w->root, "count");
     w->run = tmpdir_path(w->root, run);
     w->c = NULL;
+    const char *mine[] = {w->root, w->home, w->wd, w->count, w->run, NULL};
+    own_world(mine);
 }
 
 static void
@@ -93,7 +124,7 @@ world_start3(struct world *w, const char *extra, const char *extra2, const char 
     setenv("HOME", w->home, 1);
     setenv("XDG_RUNTIME_DIR", w->run, 1);
     const char *argv[] = {server_path, extra, extra2, extra3, NULL};
-    w->c = mcp_client_start(argv, NULL);
+    w->c = mcp_client_start(server_argv(argv), NULL);
     json_t *init = mcp_client_initialize(w->c);
     assert_non_null(json_object_get(init, "result"));
     json_decref(init);
@@ -187,7 +218,7 @@ snapshot_dir(struct world *w)
 
 /* Ends the server (exit 0: no leak) and asserts its snapshots are gone. */
 static void
-world_end(struct world *w)
+world_stop(struct world *w)
 {
     mcp_client_close_stdin(w->c);
     int status = mcp_client_wait_exit(w->c, MCP_CLIENT_WAIT_MS);
@@ -195,9 +226,17 @@ world_end(struct world *w)
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
     mcp_client_free(w->c);
+    w->c = NULL;
     char *left = snapshot_dir(w);
     if (left)
         fail_msg("%s is left after the server ended", left);
+}
+
+static void
+world_end(struct world *w)
+{
+    if (w->c)
+        world_stop(w);
     tmpdir_remove(w->root);
     free(w->root);
     free(w->home);
@@ -596,10 +635,12 @@ test_two_policies(void **state)
     json_decref(sc);
     /* read-only: the capture's own profile run could not count itself */
     assert_int_equal(profile_runs(&w), 1);
-    char *dir = snapshot_dir(&w);
-    assert_non_null(dir);
-    assert_int_equal(entries(dir, ".sh"), 2);
-    free(dir);
+    /* the first policy's snapshot is still kept beside the second */
+    char *p = workspace_policy(&w);
+    set_policy(&w, p);
+    free(p);
+    assert_snap_var(&w, "one\n");
+    assert_int_equal(profile_runs(&w), 1);
     world_end(&w);
 }
 
@@ -623,7 +664,7 @@ test_snapshot_protected(void **state)
         dir);
     attack_fails(&w, attack);
     assert_snap_var(&w, "one\n");
-    assert_int_equal(entries(dir, NULL), 1);
+    assert_int_equal(entries(dir, NULL), 0); /* the snapshot is no file */
     free(attack);
     free(dir);
     world_end(&w);
@@ -660,6 +701,228 @@ test_zsh_snapshot_protected(void **state)
     world_end(&w);
 }
 
+/* A second server of the same user (running Bash), started as w's was
+ * (same HOME and environment) but with its own workspace-write policy
+ * whose writable roots are tmp (its $TMPDIR) and its workdir: another
+ * editor window. */
+static struct mcp_client *
+other_server(const char *tmp, const char *also)
+{
+    const char *argv[] = {server_path, NULL};
+    struct mcp_client *c = mcp_client_start(server_argv(argv), NULL);
+    json_t *init = mcp_client_initialize(c);
+    assert_non_null(json_object_get(init, "result"));
+    json_decref(init);
+    char *policy = mcp_world_fmt("{\"type\":\"workspace-write\",\"writable_roots\":[\"%s\"%s%s%s],"
+                                 "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":false,"
+                                 "\"network_access\":false}",
+                                 tmp, also ? ",\"" : "", also ? also : "", also ? "\"" : "");
+    json_t *a = mcp_client_call(
+        c, "codex/sandbox-state/update",
+        json_pack("{s:o, s:s}", "sandboxPolicy", json_loads(policy, 0, NULL), "sandboxCwd", tmp));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    free(policy);
+    return c;
+}
+
+static void
+other_server_end(struct mcp_client *c)
+{
+    mcp_client_close_stdin(c);
+    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_client_free(c);
+}
+
+/*
+ * Without XDG_RUNTIME_DIR, a second server of the same user whose
+ * sandbox may write its $TMPDIR (the default) appends to every file of
+ * this server's snapshot store it can find there, and at the new place
+ * (the state directory); this server's next login call sources exactly
+ * what its capture produced all the same.
+ */
+static void
+poisoned_by_other_server(const char *shell_name)
+{
+    struct world w;
+    world_new(&w, "run");
+    tmpdir_make_dir(w.root, "tmp");
+    char *tmp = tmpdir_path(w.root, "tmp");
+    const char *mine[] = {tmp, NULL};
+    own_world(mine);
+    bool zsh = strcmp(shell_name, "zsh") == 0;
+    if (zsh)
+        write_zsh_profile(&w, "one");
+    else
+        write_profile(&w, "one");
+    setenv("TMPDIR", tmp, 1);
+    unsetenv("XDG_STATE_HOME");
+    setenv("HOME", w.home, 1);
+    unsetenv("XDG_RUNTIME_DIR");
+    const char *argv[] = {server_path, "--shell", shell_name, NULL};
+    w.c = mcp_client_start(server_argv(argv), NULL);
+    json_t *init = mcp_client_initialize(w.c);
+    assert_non_null(json_object_get(init, "result"));
+    json_decref(init);
+    char *p = workspace_policy(&w);
+    set_policy(&w, p);
+    free(p);
+    assert_snap_var(&w, "one\n");
+
+    struct mcp_client *other = other_server(tmp, NULL);
+    char *attack = mcp_world_fmt(
+        "for f in %s/execgate-login-*/* %s/execgate-login-*/zsh/.z* "
+        "%s/.local/state/execgate/execgate-login-*/* "
+        "%s/.local/state/execgate/execgate-login-*/zsh/.z*; do "
+        "[ -f \"$f\" ] && echo 'export SNAP_VAR=forged' >> \"$f\" && echo \"APPENDED $f\"; done; "
+        "true",
+        tmp, tmp, w.home, w.home);
+    json_t *a = mcp_client_call(other, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", attack, "workdir", tmp, "login", 0));
+    const char *out = json_string_value(json_object_get(
+        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
+    assert_non_null(out);
+    if (strstr(out, "APPENDED"))
+        fail_msg("another server's sandbox changed this server's snapshot store: %s", out);
+    json_decref(a);
+    free(attack);
+    other_server_end(other);
+    /* the next login call: what the capture produced, and the profile
+     * did not run again */
+    assert_snap_var(&w, "one\n");
+    assert_int_equal(profile_runs(&w), 1);
+    unsetenv("TMPDIR");
+    free(tmp);
+    world_end(&w);
+}
+
+static void
+test_poisoned_by_other_server(void **state)
+{
+    poisoned_by_other_server("bash");
+}
+
+static void
+test_zsh_poisoned_by_other_server(void **state)
+{
+    poisoned_by_other_server("zsh");
+}
+
+/*
+ * The same, with the other server's sandbox able to write HOME (so the
+ * store's directory too): it puts snapshot-like files there, and this
+ * server's next Bash login call still sources what its capture produced
+ * (the snapshot is a sealed memfd, never a file).
+ */
+static void
+test_store_writable_by_other_server(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    tmpdir_make_dir(w.root, "tmp");
+    char *tmp = tmpdir_path(w.root, "tmp");
+    const char *mine[] = {tmp, NULL};
+    own_world(mine);
+    write_profile(&w, "one");
+    setenv("TMPDIR", tmp, 1);
+    unsetenv("XDG_STATE_HOME");
+    setenv("HOME", w.home, 1);
+    unsetenv("XDG_RUNTIME_DIR");
+    const char *argv[] = {server_path, NULL};
+    w.c = mcp_client_start(server_argv(argv), NULL);
+    json_t *init = mcp_client_initialize(w.c);
+    assert_non_null(json_object_get(init, "result"));
+    json_decref(init);
+    char *p = workspace_policy(&w);
+    set_policy(&w, p);
+    free(p);
+    assert_snap_var(&w, "one\n");
+    struct mcp_client *other = other_server(tmp, w.home);
+    char *attack = mcp_world_fmt(
+        "n=0; for d in %s/.local/state/execgate/execgate-login-*; do "
+        /* its own server's store is read-only to it */
+        "[ -w \"$d\" ] || continue; for f in 1 2 3 4 5 6 7 8 9; "
+        "do echo 'export SNAP_VAR=forged' > \"$d/$f.sh\" && n=$((n+1)); done; "
+        "mkdir -p \"$d/zsh\"; echo 'export SNAP_VAR=forged' > \"$d/zsh/.zlogin\"; done; "
+        "echo \"wrote $n\"",
+        w.home);
+    json_t *a = mcp_client_call(other, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", attack, "workdir", tmp, "login", 0));
+    const char *out = json_string_value(json_object_get(
+        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
+    assert_non_null(out);
+    assert_string_equal(out, "wrote 9\n"); /* the other sandbox could write there */
+    json_decref(a);
+    free(attack);
+    other_server_end(other);
+    assert_snap_var(&w, "one\n");
+    assert_int_equal(profile_runs(&w), 1);
+    unsetenv("TMPDIR");
+    free(tmp);
+    world_end(&w);
+}
+
+/* Mode of path's permission bits, or -1. */
+static int
+mode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+/*
+ * Where the store goes: never $TMPDIR; without XDG_RUNTIME_DIR (or with
+ * one others may write in) the state directory, ~/.local/state/execgate,
+ * made private; the store's own directory is 0700.  The sealed snapshot is
+ * not inherited by what the command runs.
+ */
+static void
+test_store_location(void **state)
+{
+    struct world w;
+    world_new(&w, "run");
+    tmpdir_make_dir(w.root, "tmp");
+    char *tmp = tmpdir_path(w.root, "tmp");
+    const char *mine[] = {tmp, NULL};
+    own_world(mine);
+    write_profile(&w, "one");
+    setenv("TMPDIR", tmp, 1);
+    unsetenv("XDG_STATE_HOME");
+    /* an XDG_RUNTIME_DIR anyone may write in is not used */
+    assert_int_equal(chmod(w.run, 0777), 0);
+    world_start(&w, NULL, NULL);
+    json_t *sc = shell(&w, "echo $SNAP_VAR; [ -e /proc/$$/fd/7 ] && echo fd-7-open; true");
+    assert_string_equal(output(sc), "one\n");
+    json_decref(sc);
+    assert_int_equal(entries(tmp, NULL), 0);
+    assert_int_equal(entries(w.run, NULL), 0);
+    char *state_dir = tmpdir_path(w.home, ".local/state/execgate");
+    assert_int_equal(mode_of(state_dir), 0700);
+    DIR *d = opendir(state_dir);
+    assert_non_null(d);
+    char *store = NULL;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, "execgate-login-", 15) == 0)
+            store = tmpdir_path(state_dir, e->d_name);
+    }
+    closedir(d);
+    assert_non_null(store);
+    assert_int_equal(mode_of(store), 0700);
+    /* no snapshot is a file anyone could write */
+    assert_int_equal(entries(store, ".sh"), 0);
+    world_stop(&w);
+    assert_true(access(store, F_OK) < 0);
+    world_end(&w);
+    unsetenv("TMPDIR");
+    free(store);
+    free(state_dir);
+    free(tmp);
+}
+
 int
 main(void)
 {
@@ -668,14 +931,38 @@ main(void)
         fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
         return 1;
     }
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77;
+        }
+        unprivileged = true;
+        test_user_create(&user);
+        if (test_user_can_serve(&user, server_path) == 77)
+            return 77;
+    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_profile_once),          cmocka_unit_test(test_profile_under_rules),
-        cmocka_unit_test(test_no_login_snapshot),     cmocka_unit_test(test_zsh_profile_once),
-        cmocka_unit_test(test_zsh_no_login_snapshot), cmocka_unit_test(test_proxy_vars_win_bash),
-        cmocka_unit_test(test_proxy_vars_win_zsh),    cmocka_unit_test(test_profile_exits),
-        cmocka_unit_test(test_profile_hangs),         cmocka_unit_test(test_two_policies),
-        cmocka_unit_test(test_snapshot_protected),    cmocka_unit_test(test_zsh_snapshot_protected),
+        cmocka_unit_test(test_profile_once),
+        cmocka_unit_test(test_profile_under_rules),
+        cmocka_unit_test(test_no_login_snapshot),
+        cmocka_unit_test(test_zsh_profile_once),
+        cmocka_unit_test(test_zsh_no_login_snapshot),
+        cmocka_unit_test(test_proxy_vars_win_bash),
+        cmocka_unit_test(test_proxy_vars_win_zsh),
+        cmocka_unit_test(test_profile_exits),
+        cmocka_unit_test(test_profile_hangs),
+        cmocka_unit_test(test_two_policies),
+        cmocka_unit_test(test_snapshot_protected),
+        cmocka_unit_test(test_zsh_snapshot_protected),
         cmocka_unit_test(test_zsh_profile_fails),
+        cmocka_unit_test(test_poisoned_by_other_server),
+        cmocka_unit_test(test_zsh_poisoned_by_other_server),
+        cmocka_unit_test(test_store_location),
+        cmocka_unit_test(test_store_writable_by_other_server),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (unprivileged)
+        test_user_release(&user);
+    return failed;
 }

@@ -16,6 +16,8 @@
 
 #include "server/login_snapshot.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,12 +170,47 @@ test_zsh_startup_files(void **state)
     free(zd);
 }
 
+/* The fd number login calls inherit a snapshot at, as the server's. */
+#define SNAP_AT 7
+
+/* The snapshot fd holds, read as a login call reads it (by
+ * /proc/self/fd/N: its own file, from the start), without the first line
+ * (which must close SNAP_AT); and it must be sealed, nothing written. */
+static char *
+snapshot_text(int fd)
+{
+    assert_true(fd > 2);
+    int seals = fcntl(fd, F_GET_SEALS);
+    int want = F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
+    assert_int_equal(seals & want, want);
+    assert_int_equal(pwrite(fd, "x", 1, 0), -1);
+    assert_int_equal(errno, EPERM);
+    char *name = NULL;
+    assert_true(asprintf(&name, "/proc/self/fd/%d", fd) > 0);
+    size_t len = 0;
+    char *text = tmpdir_read_file(name, &len);
+    assert_non_null(text);
+    free(name);
+    const char *head = "exec 7<&-\n";
+    assert_memory_equal(text, head, strlen(head));
+    memmove(text, text + strlen(head), len - strlen(head) + 1);
+    return text;
+}
+
+/* The inode of fd, or 0 when it is closed. */
+static ino_t
+fd_inode(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
 static struct login_snapshot *
 new_store(void)
 {
     char *parent = tmpdir_path(root, "store");
     char *err = NULL;
-    struct login_snapshot *ls = login_snapshot_new(parent, &err);
+    struct login_snapshot *ls = login_snapshot_new(parent, SNAP_AT, &err);
     if (!ls)
         fail_msg("login_snapshot_new: %s", err);
     assert_non_null(strstr(login_snapshot_dir(ls), parent));
@@ -214,14 +251,14 @@ test_store_states(void **state)
     write_home(".profile", ". ~/.bashrc\n");
     write_home(".bashrc", "export A=1\n");
     struct login_snapshot *ls = new_store();
-    const char *path = NULL;
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 1000, &path), LOGIN_SNAPSHOT_CAPTURE);
+    int snap = -1;
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 1000, &snap), LOGIN_SNAPSHOT_CAPTURE);
     char *cmd = login_snapshot_begin(ls, k, "key1", home, 1000);
     assert_non_null(cmd);
     /* one capture at a time, for any key */
     assert_null(login_snapshot_begin(ls, k, "key2", home, 1000));
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 1001, &path), LOGIN_SNAPSHOT_WAIT);
-    assert_int_equal(login_snapshot_get(ls, k, "key2", home, 1001, &path), LOGIN_SNAPSHOT_WAIT);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 1001, &snap), LOGIN_SNAPSHOT_WAIT);
+    assert_int_equal(login_snapshot_get(ls, k, "key2", home, 1001, &snap), LOGIN_SNAPSHOT_WAIT);
 
     char *out = capture_output(cmd, "profile says hi", "export A=1\n");
     char *noise = NULL, *why = NULL;
@@ -232,42 +269,43 @@ test_store_states(void **state)
     free(out);
     free(cmd);
 
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2000, &path), LOGIN_SNAPSHOT_READY);
-    assert_non_null(path);
-    size_t len = 0;
-    char *text = tmpdir_read_file(path, &len);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2000, &snap), LOGIN_SNAPSHOT_READY);
+    char *text = snapshot_text(snap);
     assert_string_equal(text, "export A=1\n");
     free(text);
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0600);
-    char *first = strdup(path);
+    int first = snap;
+    ino_t first_ino = fd_inode(first);
+    /* no file of it in the store's directory */
+    DIR *d = opendir(login_snapshot_dir(ls));
+    assert_non_null(d);
+    for (struct dirent *de; (de = readdir(d));)
+        assert_true(strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0);
+    closedir(d);
 
     /* another key (another policy): its own capture */
-    assert_int_equal(login_snapshot_get(ls, k, "key2", home, 2000, &path), LOGIN_SNAPSHOT_CAPTURE);
+    assert_int_equal(login_snapshot_get(ls, k, "key2", home, 2000, &snap), LOGIN_SNAPSHOT_CAPTURE);
 
     /* a sourced file changes: retaken */
     write_home(".bashrc", "export A=22\n");
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2001, &path), LOGIN_SNAPSHOT_CAPTURE);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2001, &snap), LOGIN_SNAPSHOT_CAPTURE);
     cmd = login_snapshot_begin(ls, k, "key1", home, 2001);
     out = capture_output(cmd, "", "export A=22\n");
     assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
+    assert_true(fd_inode(first) != first_ino); /* the old snapshot went */
     assert_null(noise);
     free(out);
     free(cmd);
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2002, &path), LOGIN_SNAPSHOT_READY);
-    text = tmpdir_read_file(path, &len);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 2002, &snap), LOGIN_SNAPSHOT_READY);
+    text = snapshot_text(snap);
     assert_string_equal(text, "export A=22\n");
     free(text);
-    assert_true(access(first, F_OK) < 0); /* the old file went */
-    free(first);
 
     /* too old: retaken */
     assert_int_equal(
-        login_snapshot_get(ls, k, "key1", home, 2001 + LOGIN_SNAPSHOT_MAX_AGE_MS - 1, &path),
+        login_snapshot_get(ls, k, "key1", home, 2001 + LOGIN_SNAPSHOT_MAX_AGE_MS - 1, &snap),
         LOGIN_SNAPSHOT_READY);
     assert_int_equal(
-        login_snapshot_get(ls, k, "key1", home, 2001 + LOGIN_SNAPSHOT_MAX_AGE_MS, &path),
+        login_snapshot_get(ls, k, "key1", home, 2001 + LOGIN_SNAPSHOT_MAX_AGE_MS, &snap),
         LOGIN_SNAPSHOT_CAPTURE);
 
     /* a new startup file (~/.bash_profile now shadows ~/.profile): retaken */
@@ -277,9 +315,9 @@ test_store_states(void **state)
     assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
     free(out);
     free(cmd);
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, now, &path), LOGIN_SNAPSHOT_READY);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, now, &snap), LOGIN_SNAPSHOT_READY);
     write_home(".bash_profile", "true\n");
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, now, &path), LOGIN_SNAPSHOT_CAPTURE);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, now, &snap), LOGIN_SNAPSHOT_CAPTURE);
     char *bp = in_home(".bash_profile");
     unlink(bp);
     free(bp);
@@ -296,7 +334,7 @@ test_failures(void **state)
     const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
     write_home(".profile", "exit 3\n");
     struct login_snapshot *ls = new_store();
-    const char *path = NULL;
+    int snap = -1;
     char *noise = NULL, *why = NULL;
 
     /* did not run to its end (exit 3, timed out, killed) */
@@ -308,10 +346,10 @@ test_failures(void **state)
     free(why);
     free(cmd);
     /* until a startup file changes: a real login shell, no new capture */
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 20, &path), LOGIN_SNAPSHOT_FALLBACK);
-    assert_null(path);
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 20, &snap), LOGIN_SNAPSHOT_FALLBACK);
+    assert_int_equal(snap, -1);
     write_home(".profile", "exit 4\n");
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 30, &path), LOGIN_SNAPSHOT_CAPTURE);
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 30, &snap), LOGIN_SNAPSHOT_CAPTURE);
 
     /* garbage: no markers, a wrong nonce, a missing end, something after the end */
     for (int i = 0; i < 5; i++) {
@@ -339,7 +377,7 @@ test_failures(void **state)
         free(why);
         free(out);
         free(cmd);
-        assert_int_equal(login_snapshot_get(ls, k, "k", home, 50, &path), LOGIN_SNAPSHOT_FALLBACK);
+        assert_int_equal(login_snapshot_get(ls, k, "k", home, 50, &snap), LOGIN_SNAPSHOT_FALLBACK);
         write_home(".profile", i % 2 ? "exit 5\n" : "exit 66\n");
     }
     /* done without a capture running: nothing happens */
@@ -348,19 +386,19 @@ test_failures(void **state)
     cmd = login_snapshot_begin(ls, k, "k", home, 70);
     assert_non_null(cmd);
     free(cmd);
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 71, &path), LOGIN_SNAPSHOT_WAIT);
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 71, &snap), LOGIN_SNAPSHOT_WAIT);
     login_snapshot_abandon(ls);
     login_snapshot_abandon(ls); /* none runs now: nothing happens */
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 72, &path), LOGIN_SNAPSHOT_CAPTURE);
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 72, &snap), LOGIN_SNAPSHOT_CAPTURE);
     cmd = login_snapshot_begin(ls, k, "k", home, 73);
     assert_non_null(cmd);
     char *good = capture_output(cmd, "", "A=1\n");
     assert_int_equal(login_snapshot_done(ls, true, good, strlen(good), &noise, &why), 0);
     free(good);
     free(cmd);
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 74, &path), LOGIN_SNAPSHOT_READY);
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 74, &snap), LOGIN_SNAPSHOT_READY);
     /* zsh: a key of its own, captured like Bash's */
-    assert_int_equal(login_snapshot_get(ls, login_snapshot_kind_find("zsh"), "k", home, 75, &path),
+    assert_int_equal(login_snapshot_get(ls, login_snapshot_kind_find("zsh"), "k", home, 75, &snap),
                      LOGIN_SNAPSHOT_CAPTURE);
     login_snapshot_free(ls);
     login_snapshot_free(NULL);
@@ -373,15 +411,16 @@ test_kept(void **state)
 {
     const struct login_snapshot_kind *k = login_snapshot_kind_find("bash");
     struct login_snapshot *ls = new_store();
-    char *paths[LOGIN_SNAPSHOT_MAX_KEPT + 1];
-    const char *path = NULL;
+    int fds[LOGIN_SNAPSHOT_MAX_KEPT + 1];
+    ino_t inodes[LOGIN_SNAPSHOT_MAX_KEPT + 1];
+    int snap = -1;
     char *noise = NULL, *why = NULL;
     for (int i = 0; i <= LOGIN_SNAPSHOT_MAX_KEPT; i++) {
         char key[16];
         snprintf(key, sizeof(key), "key%d", i);
         /* key0 is used last of all the kept ones but key1: key1 goes */
         if (i == LOGIN_SNAPSHOT_MAX_KEPT)
-            assert_int_equal(login_snapshot_get(ls, k, "key0", home, 100 + i, &path),
+            assert_int_equal(login_snapshot_get(ls, k, "key0", home, 100 + i, &snap),
                              LOGIN_SNAPSHOT_READY);
         char *cmd = login_snapshot_begin(ls, k, key, home, 100 + i);
         assert_non_null(cmd);
@@ -389,21 +428,22 @@ test_kept(void **state)
         assert_int_equal(login_snapshot_done(ls, true, out, strlen(out), &noise, &why), 0);
         free(out);
         free(cmd);
-        assert_int_equal(login_snapshot_get(ls, k, key, home, 100 + i, &path),
+        assert_int_equal(login_snapshot_get(ls, k, key, home, 100 + i, &snap),
                          LOGIN_SNAPSHOT_READY);
-        paths[i] = strdup(path);
+        fds[i] = snap;
+        inodes[i] = fd_inode(snap);
+        assert_true(inodes[i] != 0);
     }
-    assert_true(access(paths[1], F_OK) < 0);
-    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 200, &path), LOGIN_SNAPSHOT_CAPTURE);
+    assert_true(fd_inode(fds[1]) != inodes[1]);
+    assert_int_equal(login_snapshot_get(ls, k, "key1", home, 200, &snap), LOGIN_SNAPSHOT_CAPTURE);
     for (int i = 0; i <= LOGIN_SNAPSHOT_MAX_KEPT; i++) {
         if (i != 1) {
-            assert_int_equal(access(paths[i], F_OK), 0);
+            assert_true(fd_inode(fds[i]) == inodes[i]);
             char key[16];
             snprintf(key, sizeof(key), "key%d", i);
-            assert_int_equal(login_snapshot_get(ls, k, key, home, 200, &path),
+            assert_int_equal(login_snapshot_get(ls, k, key, home, 200, &snap),
                              LOGIN_SNAPSHOT_READY);
         }
-        free(paths[i]);
     }
     login_snapshot_free(ls);
 }
@@ -437,14 +477,14 @@ test_use(void **state)
     const char *const a[] = {"/h/sandbox", "--cwd", "/w", "--", "/b/bash", "-lc", "echo hi", NULL};
     const char *const e[] = {"HOME=/h", "BASH_ENV=/theirs", "X=1", NULL};
     char **argv = strv(a), **env = strv(e);
-    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/1.sh"), 0);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env), 0);
     const char *const want_a[] = {"/h/sandbox",  "--cwd", "/w",      "--", "/b/bash",
                                   "--noprofile", "-lc",   "echo hi", NULL};
     for (size_t i = 0; want_a[i]; i++)
         assert_string_equal(argv[i], want_a[i]);
     assert_null(argv[8]);
     assert_string_equal(env[0], "HOME=/h");
-    assert_string_equal(env[1], "BASH_ENV=/s/1.sh");
+    assert_string_equal(env[1], "BASH_ENV=/proc/self/fd/7");
     assert_string_equal(env[2], "X=1");
     assert_null(env[3]);
     strv_free(argv);
@@ -453,8 +493,8 @@ test_use(void **state)
     const char *const e2[] = {"HOME=/h", NULL};
     argv = strv(a);
     env = strv(e2);
-    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/2.sh"), 0);
-    assert_string_equal(env[1], "BASH_ENV=/s/2.sh");
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env), 0);
+    assert_string_equal(env[1], "BASH_ENV=/proc/self/fd/7");
     assert_null(env[2]);
     strv_free(argv);
     strv_free(env);
@@ -463,11 +503,10 @@ test_use(void **state)
     const char *const c[] = {"/b/bash", "-c", "echo hi", NULL};
     argv = strv(c);
     env = strv(e2);
-    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/2.sh"), -1);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env), -1);
     assert_string_equal(argv[1], "-c");
     assert_null(env[1]);
-    assert_int_equal(
-        login_snapshot_use(ls, login_snapshot_kind_find("zsh"), &argv, &env, "/s/2.sh"), -1);
+    assert_int_equal(login_snapshot_use(ls, login_snapshot_kind_find("zsh"), &argv, &env), -1);
     assert_null(env[1]);
     strv_free(argv);
     strv_free(env);
@@ -479,7 +518,7 @@ test_use(void **state)
     const char *const ze[] = {"HOME=/h", "ZDOTDIR=/theirs", "X=1", NULL};
     argv = strv(z);
     env = strv(ze);
-    assert_int_equal(login_snapshot_use(ls, k, &argv, &env, "/s/3.sh"), 0);
+    assert_int_equal(login_snapshot_use(ls, k, &argv, &env), 0);
     for (size_t i = 0; z[i]; i++)
         assert_string_equal(argv[i], z[i]);
     assert_null(argv[5]);
@@ -488,7 +527,7 @@ test_use(void **state)
     assert_string_equal(env[0], "HOME=/h");
     assert_string_equal(env[1], zdot);
     assert_string_equal(env[2], "X=1");
-    assert_string_equal(env[3], "EXECGATE_LOGIN_SNAPSHOT=/s/3.sh");
+    assert_string_equal(env[3], "EXECGATE_LOGIN_SNAPSHOT=/proc/self/fd/7");
     assert_null(env[4]);
     free(zdot);
     strv_free(argv);
@@ -499,6 +538,9 @@ test_use(void **state)
 /* ---- a real Bash ---- */
 
 static const char *bash;
+
+/* The snapshot a login call of run() inherits at SNAP_AT, or -1. */
+static int snap_fd = -1;
 
 /* Runs argv with our environment, HOME=home and extra (NAME=value
  * entries, NULL-terminated; may be NULL) in home; returns stdout and
@@ -513,6 +555,8 @@ run(const char *const *argv, char *const *extra, int *status)
     if (pid == 0) {
         dup2(p[1], 1);
         dup2(p[1], 2);
+        if (snap_fd >= 0 && dup2(snap_fd, SNAP_AT) < 0)
+            _exit(127);
         /* the environment the store's capture says was inherited: ours */
         if (setenv("HOME", home, 1) < 0 || chdir(home) < 0)
             _exit(127);
@@ -592,21 +636,20 @@ test_capture_by_bash(void **state)
     if (login_snapshot_done(ls, true, out, strlen(out), &noise, &why) < 0)
         fail_msg("capture: %s\n%s", why, out);
     assert_non_null(strstr(noise, "noise on stderr"));
-    const char *path = NULL;
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    int snap = -1;
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &snap), LOGIN_SNAPSHOT_READY);
     /* what the shell inherits unchanged is not set again: each line costs
      * every login call */
-    size_t len = 0;
-    char *text = tmpdir_read_file(path, &len);
-    assert_non_null(text);
+    char *text = snapshot_text(snap);
     assert_null(strstr(text, "SNAP_KEPT"));
     assert_non_null(strstr(text, "SNAP_UNEXP"));
     free(text);
-    char *env = NULL;
-    assert_true(asprintf(&env, "BASH_ENV=%s", path) > 0);
+    char *env = strdup("BASH_ENV=/proc/self/fd/7");
     const char *use[] = {bash, "--noprofile", "-lc", PROBE, NULL};
     char *const extra[] = {env, NULL};
+    snap_fd = snap;
     char *got = run(use, extra, &status);
+    snap_fd = -1;
     /* the profile's noise is not in it; the rest is the same */
     const char *w = strstr(want, "noise on stderr\n");
     assert_non_null(w);
@@ -628,10 +671,10 @@ test_capture_by_bash(void **state)
 static const char *zsh;
 
 /* The command line and environment login_snapshot_use makes of
- * `zsh -lc command` with the snapshot at path (the caller frees both). */
+ * `zsh -lc command` (the caller frees both). */
 static void
 zsh_login_call(const struct login_snapshot *ls, const struct login_snapshot_kind *k,
-               const char *command, const char *path, char ***argv, char ***env)
+               const char *command, char ***argv, char ***env)
 {
     *argv = calloc(4, sizeof(char *));
     *env = calloc(1, sizeof(char *));
@@ -640,7 +683,7 @@ zsh_login_call(const struct login_snapshot *ls, const struct login_snapshot_kind
     (*argv)[0] = strdup(zsh);
     (*argv)[1] = strdup("-lc");
     (*argv)[2] = strdup(command);
-    assert_int_equal(login_snapshot_use(ls, k, argv, env, path), 0);
+    assert_int_equal(login_snapshot_use(ls, k, argv, env), 0);
 }
 
 /* What a login zsh sets up, looked at from every side (a child zsh shows
@@ -711,12 +754,10 @@ test_capture_by_zsh(void **state)
     if (login_snapshot_done(ls, true, out, strlen(out), &noise, &why) < 0)
         fail_msg("capture: %s\n%s", why, out);
     assert_non_null(strstr(noise, "noise on stderr"));
-    const char *path = NULL;
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    int snap = -1;
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &snap), LOGIN_SNAPSHOT_READY);
     /* what the shell inherits unchanged is not set again */
-    size_t len = 0;
-    char *text = tmpdir_read_file(path, &len);
-    assert_non_null(text);
+    char *text = snapshot_text(snap);
     assert_null(strstr(text, "SNAP_KEPT"));
     assert_non_null(strstr(text, "SNAP_UNEXP"));
     assert_null(strstr(text, "\nzerr-trap\n")); /* the trap did not print into it */
@@ -724,7 +765,8 @@ test_capture_by_zsh(void **state)
     /* a login call: the command line and environment login_snapshot_use
      * makes */
     char **argv, **env;
-    zsh_login_call(ls, k, probe, path, &argv, &env);
+    zsh_login_call(ls, k, probe, &argv, &env);
+    snap_fd = snap;
     char *got = run((const char *const *)argv, env, &status);
     /* the profile's noise is not in it; the rest is the same */
     const char *w = strstr(want, "zlogin noise\n");
@@ -740,6 +782,7 @@ test_capture_by_zsh(void **state)
     free(want);
     want = run(real, NULL, &real_status);
     w = strstr(want, "zlogin noise\n") + strlen("zlogin noise\n");
+    snap_fd = -1;
     assert_string_equal(got, w);
     assert_int_equal(status, real_status);
     for (size_t i = 0; env[i]; i++)
@@ -775,11 +818,13 @@ zsh_with_snapshot(const char *probe, int *status)
     char *noise = NULL, *why = NULL;
     if (login_snapshot_done(ls, true, out, strlen(out), &noise, &why) < 0)
         fail_msg("capture: %s\n%s", why, out);
-    const char *path = NULL;
-    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &path), LOGIN_SNAPSHOT_READY);
+    int snap = -1;
+    assert_int_equal(login_snapshot_get(ls, k, "k", home, 2, &snap), LOGIN_SNAPSHOT_READY);
     char **argv, **env;
-    zsh_login_call(ls, k, probe, path, &argv, &env);
+    zsh_login_call(ls, k, probe, &argv, &env);
+    snap_fd = snap;
     char *got = run((const char *const *)argv, env, status);
+    snap_fd = -1;
     login_snapshot_strv_free(argv);
     login_snapshot_strv_free(env);
     free(noise);

@@ -431,6 +431,58 @@ test_plain_get_allowed(void **state)
     world_end(w, s);
 }
 
+/* A port of the server's own (nethost_own_add) is refused even when a
+ * rule allows its host, by every loopback name, and only that port. */
+static void
+test_own_listener_refused(void **state)
+{
+    (void)state;
+    struct world *w = world_new();
+    struct server *s = server_new(w, true);
+    assert_int_equal(
+        rules_policy_add_network_rule(w->rules, "127.0.0.1", "http", RULES_DECISION_ALLOW, NULL),
+        0);
+    assert_int_equal(
+        rules_policy_add_network_rule(w->rules, "127.0.0.9", "http", RULES_DECISION_ALLOW, NULL),
+        0);
+    struct sockaddr_in own = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    own.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(nethost_own_add((struct sockaddr *)&own), 0);
+    const char *hosts[] = {"127.0.0.1", "127.0.0.9"};
+    for (size_t i = 0; i < 2; i++) {
+        char req[256];
+        snprintf(req, sizeof req, "GET http://%s:%u/x HTTP/1.1\r\nHost: %s:%u\r\n\r\n", hosts[i],
+                 s->port, hosts[i], s->port);
+        char *got = exchange_str(w, req);
+        assert_non_null(strstr(got, "403"));
+        assert_non_null(strstr(got, "execgate listens there"));
+        free(got);
+    }
+    /* what nethost_is_own says of other addresses */
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)s->port)};
+    v6.sin6_addr = in6addr_loopback;
+    assert_true(nethost_is_own((struct sockaddr *)&v6));
+    inet_pton(AF_INET6, "::ffff:127.0.0.5", &v6.sin6_addr);
+    assert_true(nethost_is_own((struct sockaddr *)&v6));
+    v6.sin6_addr = in6addr_any;
+    assert_true(nethost_is_own((struct sockaddr *)&v6));
+    struct sockaddr_in other = own;
+    inet_pton(AF_INET, "10.1.2.3", &other.sin_addr);
+    assert_false(nethost_is_own((struct sockaddr *)&other));
+    other = own;
+    other.sin_port = htons((uint16_t)(s->port + 1));
+    assert_false(nethost_is_own((struct sockaddr *)&other));
+    /* a listener on every address: any address, that port */
+    struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons(4242)};
+    assert_int_equal(nethost_own_add((struct sockaddr *)&any), 0);
+    inet_pton(AF_INET, "10.1.2.3", &other.sin_addr);
+    other.sin_port = htons(4242);
+    assert_true(nethost_is_own((struct sockaddr *)&other));
+    nethost_own_clear();
+    assert_false(nethost_is_own((struct sockaddr *)&own));
+    world_end(w, s);
+}
+
 static void
 test_no_rule_refused(void **state)
 {
@@ -736,6 +788,7 @@ main(void)
         cmocka_unit_test(test_nethost),
         cmocka_unit_test(test_plain_get_allowed),
         cmocka_unit_test(test_no_rule_refused),
+        cmocka_unit_test(test_own_listener_refused),
         cmocka_unit_test(test_forbidden_names_justification),
         cmocka_unit_test(test_connect_tunnel_both_ways),
         cmocka_unit_test(test_socks5),

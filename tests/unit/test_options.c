@@ -281,11 +281,13 @@ test_listen(void **state)
     assert_int_equal(o.session_idle_ms, OPTIONS_DEFAULT_SESSION_IDLE_MS);
     assert_int_equal(o.session_idle_ms, 1800000);
     assert_int_equal(o.max_sessions, 64);
+    assert_int_equal(o.header_timeout_ms, 10000);
     options_release(&o);
     assert_int_equal(PARSE(&o, &err, "--listen", "unix:/run/a.sock", "--listen=127.0.0.1:0",
                            "--token-file", "/t", "--session-idle-ms", "5", "--max-sessions",
-                           "65536"),
+                           "65536", "--header-timeout-ms", "250"),
                      OPTIONS_RUN);
+    assert_int_equal(o.header_timeout_ms, 250);
     assert_int_equal(o.listen_count, 2);
     assert_string_equal(o.listen[0], "unix:/run/a.sock");
     assert_string_equal(o.listen[1], "127.0.0.1:0");
@@ -298,6 +300,8 @@ test_listen(void **state)
         {"--max-sessions", "0", "--max-sessions: '0' is not a number from 1 to 65536"},
         {"--max-sessions", "65537", "--max-sessions: '65537' is not a number from 1 to 65536"},
         {"--session-idle-ms", "0", "--session-idle-ms: '0' is not a number from 1 to "},
+        {"--header-timeout-ms", "0", "--header-timeout-ms: '0' is not a number from 1 to "},
+        {"--header-timeout-ms", "x", "--header-timeout-ms: 'x' is not a number from 1 to "},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(PARSE(&o, &err, bad[i][0], bad[i][1]), OPTIONS_ERROR);

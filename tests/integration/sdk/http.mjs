@@ -65,12 +65,13 @@ check((await post({ Authorization: `Bearer ${token}`, Origin: "http://evil.examp
   check(del.status === 200, `DELETE: 200 (got ${del.status})`);
 }
 
-// The Unix socket: its owner is served without a token; another user
-// cannot connect at all (mode 0600).
-function unixPost(body, sid) {
+// The Unix socket: with --token-file it asks for the token too; another
+// user cannot connect at all (mode 0600).
+function unixPost(body, sid, auth = `Bearer ${token}`) {
   return new Promise((resolve, reject) => {
     const headers = { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) };
     if (sid) headers["Mcp-Session-Id"] = sid;
+    if (auth) headers.Authorization = auth;
     const req = http.request({ socketPath: sock, path: "/mcp", method: "POST", headers }, (res) => {
       let data = "";
       res.on("data", (d) => (data += d));
@@ -81,6 +82,7 @@ function unixPost(body, sid) {
   });
 }
 {
+  check((await unixPost(init, undefined, null)).status === 401, "the Unix socket without the token: 401");
   const r = await unixPost(init);
   check(r.status === 200 && JSON.parse(r.body).result.serverInfo.name === "execgate", "initialize over the Unix socket");
   const sid = r.headers["mcp-session-id"];

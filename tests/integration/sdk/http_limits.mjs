@@ -1,7 +1,8 @@
 // The limits of execgate --listen: --max-sessions (one more initialize
 // gets 503), --session-idle-ms (a session without requests ends; one whose
-// call runs does not), and MCP_HTTP_MAX_CONNECTIONS (connections beyond it
-// are closed as they come, the others are served), and --max-pending-output
+// call runs does not), MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER (connections
+// that never authenticate make way for new ones, and a client with the
+// token is served beside them), and --max-pending-output
 // (a client that reads none of its answers holds its calls back, so the
 // server's memory stays bounded).  Exits non-zero with a message on the
 // first mismatch.
@@ -13,6 +14,8 @@ import { check, startServer, stopServer } from "./server.mjs";
 
 const server = process.argv[2];
 const MAX_CONNECTIONS = 512; // MCP_HTTP_MAX_CONNECTIONS
+const MAX_UNAUTHENTICATED = 64; // MCP_HTTP_MAX_UNAUTHENTICATED
+const MAX_UNAUTHENTICATED_PER_PEER = 16; // MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER
 
 const top = mkdtempSync(join(tmpdir(), "execgate-sdk-http-limits-"));
 const rules = join(top, "rules");
@@ -63,8 +66,10 @@ writeFileSync(go, "");
 const cr = await call;
 check(cr.status === 200 && /C-done/.test(cr.text), `the session whose call ran was not ended (got ${cr.status} ${cr.text.slice(0, 200)})`);
 
-// Connections: the ones beyond the limit are closed at once; the
-// others stay served.
+// Connections that never send a request (never authenticate): one user
+// holds at most MAX_UNAUTHENTICATED_PER_PEER of them, each new one taking
+// the place of the oldest, and a client with the token is served all the
+// while.
 {
   const port = Number(new URL(url).port);
   const socks = [];
@@ -76,11 +81,12 @@ check(cr.status === 200 && /C-done/.test(cr.text), `the session whose call ran w
     socks.push(s);
     await new Promise((r) => s.once("connect", r).once("close", r));
   }
-  await until("the connections beyond the limit are closed", () => closedEarly >= 20);
-  // this test's own fetch connections (kept alive) count against the
-  // limit too: a few more than 20 may be closed, never most
+  const ping = await rpc({ jsonrpc: "2.0", id: 9, method: "ping" }, c.sid);
+  check(ping.status === 200, `a client with the token is served beside them (got ${ping.status})`);
+  await until("all but a few of them are closed",
+    () => closedEarly >= socks.length - MAX_UNAUTHENTICATED);
   const open = socks.filter((s) => !s.destroyed && s.readyState === "open").length;
-  check(open >= MAX_CONNECTIONS - 16, `the connections within the limit stay open (${open} of ${socks.length}, ${closedEarly} closed)`);
+  check(open <= MAX_UNAUTHENTICATED_PER_PEER, `at most ${MAX_UNAUTHENTICATED_PER_PEER} stay open (${open} of ${socks.length})`);
   for (const s of socks) s.destroy();
   await until("the server serves again", async () => (await initialize()).status === 200);
 }

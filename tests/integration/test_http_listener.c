@@ -1,0 +1,646 @@
+/*
+ * The HTTP listeners (--listen) against hostile local clients, through the
+ * real server: a command the server runs cannot be a client of its Unix
+ * socket; with --token-file the Unix socket asks for the token too; the
+ * network proxy never reaches the server's own port, whatever the rules; a
+ * request's headers must come within --header-timeout-ms, and connections
+ * that have not authenticated cannot crowd out those that have.  The
+ * server runs under ASan/LSan and must exit 0 on SIGTERM.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/support/mcp_world.h"
+#include "tests/support/test_user.h"
+#include "tests/support/tmpdir.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Safety limit for one wait (a broken server must not hang the suite);
+ * never what a test asserts. */
+#define WAIT_MS 60000
+
+static const char *server_path;
+/* EXECGATE_TEST_UNPRIVILEGED=1 (started as root): the server runs as the
+ * test user, the test (its clients) as root */
+static bool unprivileged;
+static struct test_user user;
+
+/* path becomes the test user's when the server runs as it. */
+static void
+own(const char *path)
+{
+    if (unprivileged)
+        assert_int_equal(lchown(path, user.uid, user.gid), 0);
+}
+
+/* A directory for the commands' workdir. */
+static char *
+new_workdir(void)
+{
+    char *wd = tmpdir_new("http-listener-wd");
+    own(wd);
+    return wd;
+}
+
+struct srv {
+    pid_t pid;
+    char *dir, *log, *sock, *token;
+    unsigned port; /* 0: no TCP listener */
+};
+
+static char *
+read_all(const char *path)
+{
+    size_t len = 0;
+    return tmpdir_read_file(path, &len);
+}
+
+/* Starts the server with a Unix listener, a TCP one when tcp, a token
+ * file when token (TCP needs one), rules text, and extra arguments
+ * (NULL-terminated, may be NULL); waits until it listens. */
+static void
+srv_start(struct srv *s, bool tcp, bool token, const char *rules, const char *const *extra)
+{
+    memset(s, 0, sizeof(*s));
+    s->dir = tmpdir_new("http-listener");
+    tmpdir_make_dir(s->dir, "rules");
+    char *rules_dir = tmpdir_path(s->dir, "rules");
+    char *rules_file = tmpdir_path(rules_dir, "test.rules");
+    tmpdir_write_file(rules_file, rules ? rules : "", 0644);
+    own(s->dir);
+    own(rules_dir);
+    own(rules_file);
+    free(rules_file);
+    s->log = tmpdir_path(s->dir, "server.log");
+    s->sock = tmpdir_path(s->dir, "mcp.sock");
+    char *tokfile = tmpdir_path(s->dir, "token");
+    char *unix_arg = mcp_world_fmt("unix:%s", s->sock);
+    const char *argv[40];
+    size_t n = 0;
+    for (size_t i = 0; unprivileged && user.prefix[i]; i++)
+        argv[n++] = user.prefix[i];
+    argv[n++] = server_path;
+    argv[n++] = "--rules";
+    argv[n++] = rules_dir;
+    argv[n++] = "--listen";
+    argv[n++] = unix_arg;
+    if (tcp) {
+        argv[n++] = "--listen";
+        argv[n++] = "127.0.0.1:0";
+    }
+    if (token) {
+        argv[n++] = "--token-file";
+        argv[n++] = tokfile;
+    }
+    for (size_t i = 0; extra && extra[i] && n < 30; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int log = open(s->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log, 2) < 0)
+            _exit(127);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    /* its log says where it listens */
+    for (int waited = 0;; waited += 10) {
+        char *text = read_all(s->log);
+        const char *tcp_line = text ? strstr(text, "listening on http://127.0.0.1:") : NULL;
+        bool unix_ready = text && strstr(text, "listening on unix:");
+        if (unix_ready && (!tcp || tcp_line)) {
+            if (tcp)
+                s->port = (unsigned)strtoul(tcp_line + strlen("listening on http://127.0.0.1:"),
+                                            NULL, 10);
+            free(text);
+            break;
+        }
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid)
+            fail_msg("the server exited before it listened: %s", text ? text : "");
+        free(text);
+        if (waited > WAIT_MS)
+            fail_msg("the server did not listen");
+        usleep(10000);
+    }
+    if (token) {
+        s->token = read_all(tokfile);
+        assert_non_null(s->token);
+        s->token[strcspn(s->token, "\n")] = '\0';
+    }
+    free(tokfile);
+    free(unix_arg);
+    free(rules_dir);
+}
+
+/* SIGTERM; the server must exit 0 (no leak). */
+static void
+srv_stop(struct srv *s)
+{
+    kill(s->pid, SIGTERM);
+    int status = 0;
+    assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char *log = read_all(s->log);
+        fail_msg("the server's end: status %d; its log:\n%s", status, log ? log : "");
+    }
+    tmpdir_remove(s->dir);
+    free(s->dir);
+    free(s->log);
+    free(s->sock);
+    free(s->token);
+}
+
+static int
+connect_unix(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    assert_true(strlen(path) < sizeof(sa.sun_path));
+    strcpy(sa.sun_path, path);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+static int
+connect_tcp(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+static void
+send_all(int fd, const char *text)
+{
+    size_t len = strlen(text);
+    for (size_t done = 0; done < len;) {
+        ssize_t n = send(fd, text + done, len - done, MSG_NOSIGNAL);
+        if (n <= 0)
+            fail_msg("send on fd %d: %s; sending %.200s", fd, strerror(errno), text);
+        done += (size_t)n;
+    }
+}
+
+/* Reads into *buf (grown) what comes within the safety limit; 0 at the
+ * peer's end, 1 when bytes came. */
+static int
+read_some(int fd, char **buf, size_t *len, size_t *cap)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int rc = poll(&p, 1, WAIT_MS);
+    if (rc == 0)
+        fail_msg("nothing came from the server within the safety limit");
+    if (*len + 4096 + 1 > *cap) {
+        *cap = (*len + 4096 + 1) * 2;
+        *buf = realloc(*buf, *cap);
+        assert_non_null(*buf);
+    }
+    ssize_t n = read(fd, *buf + *len, *cap - *len - 1);
+    if (n < 0 && errno == ECONNRESET)
+        n = 0;
+    assert_true(n >= 0);
+    *len += (size_t)n;
+    (*buf)[*len] = '\0';
+    return n > 0;
+}
+
+/* One whole response (head and body, chunks as they came), or what came
+ * before the server closed ("" when nothing). */
+static char *
+read_response(int fd)
+{
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (!read_some(fd, &buf, &len, &cap))
+            return buf ? buf : strdup("");
+        const char *end = strstr(buf, "\r\n\r\n");
+        if (!end)
+            continue;
+        const char *cl = strcasestr(buf, "\r\nContent-Length:");
+        if (cl && cl < end) {
+            size_t body = strtoul(cl + strlen("\r\nContent-Length:"), NULL, 10);
+            if (len >= (size_t)(end + 4 - buf) + body)
+                return buf;
+        } else if (len >= 5 && strcmp(buf + len - 5, "0\r\n\r\n") == 0) {
+            return buf;
+        }
+    }
+}
+
+static int
+status_of(const char *resp)
+{
+    int status = 0;
+    if (sscanf(resp, "HTTP/1.1 %d", &status) != 1)
+        return 0;
+    return status;
+}
+
+/* A POST of body on fd with the token (NULL: none) and session id (NULL:
+ * none); the response. */
+static char *
+post(int fd, const char *token, const char *sid, const char *body)
+{
+    char *auth = token ? mcp_world_fmt("Authorization: Bearer %s\r\n", token) : strdup("");
+    char *sess = sid ? mcp_world_fmt("Mcp-Session-Id: %s\r\n", sid) : strdup("");
+    char *req = mcp_world_fmt("POST /mcp HTTP/1.1\r\nHost: localhost\r\n%s%s"
+                              "Content-Type: application/json\r\n"
+                              "Accept: application/json, text/event-stream\r\n"
+                              "Content-Length: %zu\r\n\r\n%s",
+                              auth, sess, strlen(body), body);
+    send_all(fd, req);
+    free(req);
+    free(auth);
+    free(sess);
+    return read_response(fd);
+}
+
+/* The JSON-RPC answer to id in resp: the body, or the event that holds it. */
+static json_t *
+answer_of(const char *resp, long long id)
+{
+    const char *body = strstr(resp, "\r\n\r\n");
+    assert_non_null(body);
+    body += 4;
+    for (const char *p = resp; (p = strstr(p, "data: ")) != NULL; p += 6) {
+        const char *eol = strchr(p, '\n');
+        json_t *j = json_loadb(p + 6, eol ? (size_t)(eol - p - 6) : strlen(p + 6), 0, NULL);
+        if (j && json_integer_value(json_object_get(j, "id")) == id)
+            return j;
+        json_decref(j);
+    }
+    json_t *j = json_loads(body, JSON_DISABLE_EOF_CHECK, NULL);
+    if (!j)
+        fail_msg("no answer to %lld in: %s", id, resp);
+    return j;
+}
+
+static const char init_body[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+    "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"listener-tests\","
+    "\"version\":\"1\"}}}";
+
+/* A session on fd: initialized, with the sandbox policy (JSON) in cwd. */
+struct sess {
+    int fd;
+    const char *token;
+    char *sid;
+    long long next_id;
+};
+
+static void
+sess_open(struct sess *se, int fd, const char *token, const char *policy, const char *cwd)
+{
+    se->fd = fd;
+    se->token = token;
+    se->next_id = 10;
+    char *r = post(fd, token, NULL, init_body);
+    if (status_of(r) != 200)
+        fail_msg("initialize: %s", r);
+    const char *h = strcasestr(r, "\r\nMcp-Session-Id: ");
+    assert_non_null(h);
+    h += strlen("\r\nMcp-Session-Id: ");
+    se->sid = strndup(h, strcspn(h, "\r"));
+    free(r);
+    r = post(fd, token, se->sid, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    assert_int_equal(status_of(r), 202);
+    free(r);
+    char *body = mcp_world_fmt("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                               "\"codex/sandbox-state/update\",\"params\":{\"sandboxPolicy\":%s,"
+                               "\"sandboxCwd\":\"%s\"}}",
+                               policy, cwd);
+    r = post(fd, token, se->sid, body);
+    json_t *a = answer_of(r, 2);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    free(r);
+    free(body);
+}
+
+/* A ping on the session's connection: whether it was answered. */
+static bool
+sess_ping(struct sess *se)
+{
+    long long id = se->next_id++;
+    char *body = mcp_world_fmt("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\"}", id);
+    char *r = post(se->fd, se->token, se->sid, body);
+    bool ok = status_of(r) == 200;
+    free(r);
+    free(body);
+    return ok;
+}
+
+/* A shell call (login false) in cwd; its output. */
+static char *
+sess_shell(struct sess *se, const char *command, const char *cwd)
+{
+    long long id = se->next_id++;
+    json_t *req = json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s, s:b}}}", "jsonrpc", "2.0", "id",
+                            id, "method", "tools/call", "params", "name", "shell", "arguments",
+                            "command", command, "workdir", cwd, "login", 0);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    char *r = post(se->fd, se->token, se->sid, body);
+    json_t *a = answer_of(r, id);
+    const char *out = json_string_value(json_object_get(
+        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
+    if (!out)
+        fail_msg("not a call's result: %s", r);
+    char *copy = strdup(out);
+    json_decref(a);
+    free(r);
+    free(body);
+    return copy;
+}
+
+static void
+sess_close(struct sess *se)
+{
+    close(se->fd);
+    free(se->sid);
+}
+
+/* A client in the call: Python posting an initialize on the Unix socket
+ * at path, printing the status and the body. */
+static char *
+client_in_call(const char *path)
+{
+    return mcp_world_fmt(
+        "python3 -c 'import socket,sys\n"
+        "s=socket.socket(socket.AF_UNIX)\n"
+        "try:\n s.connect(sys.argv[1])\n"
+        "except OSError as e:\n print(\"connect failed\", e.errno); sys.exit(0)\n"
+        "b=sys.argv[2].encode()\n"
+        "s.sendall(b\"POST /mcp HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\n"
+        "Accept: application/json, text/event-stream\\r\\nContent-Length: %%d\\r\\n\\r\\n\" %% "
+        "len(b) + b)\n"
+        "r=b\"\"\n"
+        "while True:\n c=s.recv(65536)\n if not c: break\n r+=c\n"
+        " if b\"\\r\\n\\r\\n\" in r and len(r.split(b\"\\r\\n\\r\\n\",1)[1])>=int("
+        "[l.split(b\":\")[1] for l in r.split(b\"\\r\\n\") if l.lower().startswith("
+        "b\"content-length:\")][0]): break\n"
+        "print(r.decode(errors=\"replace\"))' %s '%s'",
+        path, init_body);
+}
+
+static char *
+policy_json(const char *type)
+{
+    if (strcmp(type, "workspace-write") == 0)
+        return strdup("{\"type\":\"workspace-write\",\"network_access\":false}");
+    return mcp_world_fmt("{\"type\":\"%s\"}", type);
+}
+
+/*
+ * A command of the server's own, with no sandbox at all
+ * (danger-full-access) and in a workspace-write sandbox, connects to the
+ * server's Unix socket and asks for a session: refused, and told why.
+ */
+static void
+test_unix_refuses_own_call(void **state)
+{
+    struct srv s;
+    srv_start(&s, false, false, NULL, NULL);
+    char *wd = new_workdir();
+    const char *types[] = {"danger-full-access", "workspace-write"};
+    for (size_t i = 0; i < 2; i++) {
+        struct sess se;
+        char *policy = policy_json(types[i]);
+        sess_open(&se, connect_unix(s.sock), NULL, policy, wd);
+        char *cmd = client_in_call(s.sock);
+        char *out = sess_shell(&se, cmd, wd);
+        if (strstr(out, "HTTP/1.1 200"))
+            fail_msg("%s: a command of the server's own got a session: %s", types[i], out);
+        /* without a sandbox nothing stops the connect: the listener does */
+        if (i == 0) {
+            mcp_world_assert_contains(out, "HTTP/1.1 403");
+            mcp_world_assert_contains(out, "runs in one of this server's calls");
+        }
+        /* the session that ran it goes on */
+        assert_true(sess_ping(&se));
+        free(out);
+        free(cmd);
+        free(policy);
+        sess_close(&se);
+    }
+    /* a client outside the calls is served */
+    int fd = connect_unix(s.sock);
+    char *r = post(fd, NULL, NULL, init_body);
+    assert_int_equal(status_of(r), 200);
+    free(r);
+    close(fd);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
+/* With --token-file the Unix socket asks for the token as TCP does. */
+static void
+test_unix_token(void **state)
+{
+    struct srv s;
+    srv_start(&s, true, true, NULL, NULL);
+    int fd = connect_tcp(s.port);
+    char *r = post(fd, NULL, NULL, init_body);
+    assert_int_equal(status_of(r), 401);
+    free(r);
+    close(fd);
+    fd = connect_unix(s.sock);
+    r = post(fd, NULL, NULL, init_body);
+    assert_int_equal(status_of(r), 401);
+    mcp_world_assert_contains(r, "bearer token");
+    free(r);
+    close(fd);
+    fd = connect_unix(s.sock);
+    r = post(fd, "0123456789abcdef0123456789abcdef", NULL, init_body);
+    assert_int_equal(status_of(r), 401);
+    free(r);
+    close(fd);
+    fd = connect_unix(s.sock);
+    r = post(fd, s.token, NULL, init_body);
+    assert_int_equal(status_of(r), 200);
+    free(r);
+    close(fd);
+    srv_stop(&s);
+}
+
+/*
+ * Rules that allow every loopback name do not open the server's own
+ * port to the proxy: localhost, 127.0.0.1, another 127.x and ::1 are all
+ * refused with a reason, and never reach the listener (its 401).
+ */
+static void
+test_proxy_refuses_own_port(void **state)
+{
+    struct srv s;
+    srv_start(&s, true, true,
+              "network_rule(host=\"localhost\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"127.0.0.1\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"127.0.0.2\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"::1\", protocol=\"http\", decision=\"allow\")\n"
+              "network_rule(host=\"localhost\", protocol=\"https\", decision=\"allow\")\n",
+              NULL);
+    char *wd = new_workdir();
+    struct sess se;
+    char *policy = policy_json("workspace-write");
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    const char *hosts[] = {"localhost", "127.0.0.1", "127.0.0.2", "[::1]"};
+    for (size_t i = 0; i < 4; i++) {
+        char *cmd = mcp_world_fmt("curl -sS -i http://%s:%u/mcp 2>&1; true", hosts[i], s.port);
+        char *out = sess_shell(&se, cmd, wd);
+        if (strstr(out, "401") || strstr(out, "bearer token"))
+            fail_msg("the proxy reached the server's own listener at %s: %s", hosts[i], out);
+        mcp_world_assert_contains(out, "execgate listens there");
+        free(out);
+        free(cmd);
+    }
+    /* a CONNECT tunnel to it too */
+    char *cmd = mcp_world_fmt("curl -sS -p -i http://localhost:%u/mcp 2>&1; true", s.port);
+    char *out = sess_shell(&se, cmd, wd);
+    if (strstr(out, "401") || strstr(out, "bearer token"))
+        fail_msg("a tunnel reached the server's own listener: %s", out);
+    free(out);
+    free(cmd);
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
+/*
+ * A connection that sends half a request is closed once
+ * --header-timeout-ms has passed, and an authenticated client's idle
+ * connection, older than that, still works.
+ */
+static void
+test_header_deadline(void **state)
+{
+    struct srv s;
+    /* short, but long enough for the session's own first request on a
+     * busy machine (it is not authenticated until then) */
+    const char *extra[] = {"--header-timeout-ms", "2000", NULL};
+    srv_start(&s, true, true, NULL, extra);
+    char *wd = new_workdir();
+    struct sess se;
+    char *policy = policy_json("read-only");
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    int slow[2];
+    slow[0] = connect_tcp(s.port);
+    slow[1] = connect_unix(s.sock);
+    for (int i = 0; i < 2; i++)
+        send_all(slow[i], "POST /mcp HTTP/1.1\r\nHost: localhost\r\n");
+    for (int i = 0; i < 2; i++) {
+        /* the server's end comes (the read is bounded by the safety limit
+         * only: a server that keeps it open fails the test) */
+        char *r = read_response(slow[i]);
+        assert_int_equal(status_of(r), 408);
+        mcp_world_assert_contains(r, "--header-timeout-ms");
+        free(r);
+        close(slow[i]);
+    }
+    assert_true(sess_ping(&se));
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
+/*
+ * Many connections from one user that never authenticate (more than the
+ * server takes at once) lock nobody out: a client with the token still
+ * gets a session, on the TCP port and the Unix socket, and an
+ * authenticated connection made before them still works.
+ */
+static void
+test_unauthenticated_flood(void **state)
+{
+    struct srv s;
+    srv_start(&s, true, true, NULL, NULL);
+    char *wd = new_workdir();
+    struct sess se;
+    char *policy = policy_json("read-only");
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    enum { FLOOD = 600 };
+    static int flood[FLOOD];
+    for (int i = 0; i < FLOOD; i++)
+        flood[i] = i % 2 ? connect_tcp(s.port) : connect_unix(s.sock);
+    int fd = connect_tcp(s.port);
+    char *r = post(fd, s.token, NULL, init_body);
+    if (status_of(r) != 200)
+        fail_msg("a client with the token was locked out: [%s]", r);
+    free(r);
+    close(fd);
+    fd = connect_unix(s.sock);
+    r = post(fd, s.token, NULL, init_body);
+    assert_int_equal(status_of(r), 200);
+    free(r);
+    close(fd);
+    assert_true(sess_ping(&se));
+    for (int i = 0; i < FLOOD; i++)
+        close(flood[i]);
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
+int
+main(void)
+{
+    server_path = getenv("EXECGATE_TEST_SERVER");
+    if (!server_path) {
+        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (u && strcmp(u, "1") == 0) {
+        if (getuid() != 0) {
+            printf("not root: the main run is already the unprivileged one\n");
+            return 77;
+        }
+        unprivileged = true;
+        test_user_create(&user);
+        if (test_user_can_serve(&user, server_path) == 77)
+            return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unix_refuses_own_call),  cmocka_unit_test(test_unix_token),
+        cmocka_unit_test(test_proxy_refuses_own_port), cmocka_unit_test(test_header_deadline),
+        cmocka_unit_test(test_unauthenticated_flood),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (unprivileged)
+        test_user_release(&user);
+    return failed;
+}
