@@ -534,14 +534,19 @@ test_mcp_listener_session_escape(void **state)
 }
 
 /* The same escape from a call of the listening server itself: a client
- * of `execgate --listen unix:PATH` runs a command that curls PATH.  The
- * steps are curl from outside (as the server's user): initialize, the
- * initialized notification, then tools/call. */
+ * of `execgate --listen unix:PATH` runs a command that curls PATH, and
+ * LINK, a hard link to the socket the user made outside.  The server
+ * hides PATH in its sandboxes (--hide), so there the command finds the
+ * cover, not a socket; --hide hides one name only, and LINK is another:
+ * the connect supervision must refuse it, saying so.  The steps are curl
+ * from outside (as the server's user): initialize, the initialized
+ * notification, then tools/call. */
 static void
 test_own_listener_from_its_call(void **state)
 {
     (void)state;
     char *sock = tmpdir_path(scratch(), "own.sock");
+    char *link = tmpdir_path(scratch(), "own-link.sock");
     char *wd = tmpdir_path(scratch(), "wd");
     char *rules = tmpdir_path(scratch(), "rules");
     assert_int_equal(mkdir(wd, 0777), 0);
@@ -576,12 +581,16 @@ test_own_listener_from_its_call(void **state)
         "sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')\n"
         "[ -n \"$ID\" ] || { echo no-session; exit 1; }\n"
         "post -d '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}'\n"
-        "INNER=\"curl -s --unix-socket $S -H Content-Type:application/json -H "
-        "Accept:application/json,text/event-stream -d {} http://localhost/mcp; echo curl=\\$?\"\n"
+        "ln \"$S\" \"$L\" || { echo no-link; exit 1; }\n"
+        "C='-s -H Content-Type:application/json -H Accept:application/json,text/event-stream "
+        "-d {} http://localhost/mcp'\n"
+        "INNER=\"test -S $S || echo path-hidden; curl --unix-socket $S $C; echo path=\\$?; "
+        "curl --unix-socket $L $C; echo link=\\$?\"\n"
         "post -d \"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"id\\\":2,\\\"method\\\":\\\"tools/call\\\","
         "\\\"params\\\":{\\\"name\\\":\\\"shell\\\",\\\"arguments\\\":{\\\"command\\\":"
         "\\\"$INNER\\\",\\\"workdir\\\":\\\"$W\\\",\\\"login\\\":false}}}\"\n";
     setenv("S", sock, 1);
+    setenv("L", link, 1);
     setenv("W", wd, 1);
     const char *client[] = {"/bin/sh", "-c", script, NULL};
     const char *full[16];
@@ -594,15 +603,22 @@ test_own_listener_from_its_call(void **state)
     struct proc_result res;
     assert_int_equal(proc_run(full, NULL, &res), 0);
     unsetenv("S");
+    unsetenv("L");
     unsetenv("W");
-    /* the call ran (its answer came) and its curl could not connect */
-    if (!strstr(res.out, "curl=7") || !strstr(res.out, "refused `connect "))
+    /* the call ran (its answer came): PATH is the cover, no socket, and
+     * curl could not connect there; LINK is the socket itself, and the
+     * supervisor refused its connect, telling the command */
+    char *refused = mcp_world_fmt("refused `connect %s`", link);
+    if (!strstr(res.out, "path-hidden") || !strstr(res.out, "path=7") ||
+        !strstr(res.out, "link=7") || !strstr(res.out, refused))
         fail_msg("the command of the listening server's own call: [%s] [%s]", res.out, res.err);
+    free(refused);
     proc_result_free(&res);
     free(policy);
     free(listen);
     free(rules);
     free(wd);
+    free(link);
     free(sock);
 }
 
