@@ -20,7 +20,7 @@ _execgate()
     fi
 
     case $prev in
-    --bash | --execve | --sandbox-helper | --audit-log)
+    --bash | --execve | --sandbox-helper | --audit-log | --allow-unix-socket)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -f -P "$eq" -- "$cur")
         return
@@ -80,7 +80,7 @@ _execgate()
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
         --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
-        --escalated-children
+        --escalated-children --allow-unix-socket
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
         --listen --token-file --session-idle-ms --max-sessions
         --help --version' -- "$cur")

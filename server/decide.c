@@ -976,12 +976,16 @@ rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
  * without an exec of it, as a #! interpreter does: that program's names,
  * with its own arguments, count too (exec_path_is_loader).  Like a
  * restricting name they may make v stricter (forbidden, prompt) and never
- * allow.  A loader running a loader is followed as deep as #! lines are.
- * Returns 0, or -1 when out of memory.
+ * allow; when they do, v takes their names marked restricting, so the
+ * exec still runs as the loader (run_as_name) and its rule is shown as
+ * the one that restricted it.  Those names are borrowed from the walk of
+ * the program the loader runs, which moves into *kept (the caller
+ * releases it after v).  A loader running a loader is followed as deep as
+ * #! lines are.  Returns 0, or -1 when out of memory.
  */
 static int
 loader_verdict(const struct decide_server *ds, const struct decide_exec *e,
-               const struct exec_path *walk, struct verdict *v)
+               const struct exec_path *walk, struct verdict *v, struct exec_path *kept)
 {
     const char *const *argv = e->argv;
     size_t argc = e->argc;
@@ -1002,14 +1006,20 @@ loader_verdict(const struct decide_server *ds, const struct decide_exec *e,
             rc = rules_verdict(ds, &ie, &inner, &iv);
         enum rules_decision d =
             iv.decision == RULES_DECISION_ALLOW ? RULES_DECISION_NONE : iv.decision;
+        free(file);
+        file = rc == 0 && inner.canonical ? strdup(inner.canonical) : NULL;
         if (rc == 0 && d > v->decision) {
+            for (size_t i = 0; i < iv.n_names; i++)
+                iv.names[i].restricting = true;
             struct verdict stricter = iv;
             iv = *v;
             *v = stricter;
+            /* v's names now point into inner: keep it as long as v */
+            exec_path_release(kept);
+            *kept = inner;
+            memset(&inner, 0, sizeof(inner));
         }
         verdict_release(&iv);
-        free(file);
-        file = inner.canonical ? strdup(inner.canonical) : NULL;
         exec_path_release(&inner);
         if (!file)
             break;
@@ -1676,6 +1686,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     out->fd = -1;
     out->answered_by = "rules";
     struct exec_path walk;
+    struct exec_path loaded = {0}; /* what v's names may borrow from (loader_verdict) */
     struct exec_interpreters in = {.n = 0};
     struct verdict v = {.decision = RULES_DECISION_NONE};
     struct command cmd = {NULL, 0};
@@ -1709,7 +1720,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
     ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0 &&
-         loader_verdict(dc->ds, e, &walk, &v) == 0;
+         loader_verdict(dc->ds, e, &walk, &v, &loaded) == 0;
     if (ok)
         out->matched = matched_rules(dc, &v);
     /* what only an exec that may go outside needs (the tree's run in place) */
@@ -1760,6 +1771,7 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         set_deny(out, "out of memory", NULL);
     }
     verdict_release(&v);
+    exec_path_release(&loaded);
     free(cmd.words);
     exec_interpreters_release(&in);
     exec_path_release(&walk);

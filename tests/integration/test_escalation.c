@@ -1636,7 +1636,7 @@ test_always_allow_proposals(void **state)
     assert_int_equal(ans.asked, 1);
     assert_int_equal(ans.offered_always, 1);
     assert_string_equal(ans.proposed, "[\"rm\",\"-r\",\"./b\"]");
-    mcp_world_assert_contains(ans.last_always, "starts with `rm -r ./b`");
+    mcp_world_assert_contains(ans.last_always, "always allow commands starting with `rm -r ./b`");
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     json_decref(a);
     free(ans.last_message);

@@ -732,8 +732,11 @@ static const char swap_py[] =
 static void
 test_workdir_swapped_between_escalate_and_fds(void **state)
 {
-    struct mcp_world *w =
-        world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+    /* touch: the escalated sh's child is decided too; allowed, it runs
+     * where sh was started, which is what this test looks at */
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n"
+                                      "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n",
+                                      false);
     char *victim = tmpdir_path(w->outside, "victim");
     assert_int_equal(mkdir(victim, 0777), 0);
     own(victim);
@@ -1128,13 +1131,21 @@ test_works_touch_after_git_init(void **state)
 }
 
 /* git status and git push to a local bare remote outside the workspace,
- * from the protected top-level repository. */
+ * from the protected top-level repository.  What the allowed push starts
+ * outside is decided too: the rules name the transport (git-receive-pack
+ * through sh, and the git commands each side runs), as a user who allows
+ * pushes would; git gc --auto, unnamed, is refused with a warning. */
 static void
 test_works_git_push_to_local_remote(void **state)
 {
     struct mcp_world *w =
         world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n"
-                    "prefix_rule(pattern=[\"git\", \"push\"], decision=\"allow\")\n",
+                    "prefix_rule(pattern=[\"git\", \"push\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git-receive-pack\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git\", \"pack-objects\", \"--all-progress-implied\", "
+                    "\"--revs\", \"--stdout\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git\", [\"rev-list\", \"unpack-objects\"]], "
+                    "decision=\"allow\")\n",
                     false);
     protected_repo(w, true);
     char *remote = tmpdir_path(w->outside, "remote.git");
