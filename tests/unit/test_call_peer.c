@@ -71,8 +71,13 @@ pidfd_of(pid_t pid)
 static pid_t
 start_server(int lfd, const char *path, int *conn, int *orphan)
 {
-    int ready[2];
+    /* ready: a leaf has connected (to this process); step: the first
+     * leaf has (to the stand-in server), so that the second pair starts
+     * only then and the connections are accepted in the order they are
+     * named here, whatever the scheduler does */
+    int ready[2], step[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(step, O_CLOEXEC), 0);
     pid_t server = fork();
     assert_true(server >= 0);
     if (server == 0) {
@@ -93,7 +98,7 @@ start_server(int lfd, const char *path, int *conn, int *orphan)
                     strcpy(sa.sun_path, path);
                     if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                         _exit(1);
-                    if (write(ready[1], "c", 1) != 1)
+                    if (write(ready[1], "c", 1) != 1 || (which == 0 && write(step[1], "c", 1) != 1))
                         _exit(1);
                     pause();
                     _exit(0);
@@ -104,6 +109,9 @@ start_server(int lfd, const char *path, int *conn, int *orphan)
                 pause();
                 _exit(0);
             }
+            char c;
+            if (which == 0 && read(step[0], &c, 1) != 1)
+                _exit(1);
         }
         close(ready[1]);
         for (;;) {
@@ -112,6 +120,8 @@ start_server(int lfd, const char *path, int *conn, int *orphan)
         }
     }
     close(ready[1]);
+    close(step[0]);
+    close(step[1]);
     char c;
     assert_int_equal(read(ready[0], &c, 1), 1);
     *conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
