@@ -16,6 +16,7 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/proc.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
@@ -602,22 +603,9 @@ test_deny_hides(void **unused)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (server_path == NULL) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 1;
-    }
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77; /* meson: skipped */
-        }
-        unprivileged = true;
-        test_user_create(&user);
-        if (test_user_can_serve(&user, server_path) == 77)
-            return 77;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_advertised),        cmocka_unit_test(test_workspace_write_0169),
         cmocka_unit_test(test_read_only_0169),    cmocka_unit_test(test_disabled),

@@ -1,0 +1,26 @@
+#include "tests/support/server_suite.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int
+server_suite_begin(const char **server, bool *unprivileged, struct test_user *u)
+{
+    *server = getenv("EXECGATE_TEST_SERVER");
+    if (!*server) {
+        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+        return 1;
+    }
+    const char *flag = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    if (!flag || strcmp(flag, "1") != 0)
+        return 0;
+    if (getuid() != 0) {
+        printf("not root: the main run is already the unprivileged one\n");
+        return 77;
+    }
+    *unprivileged = true;
+    test_user_create(u);
+    return test_user_can_serve(u, *server) == 77 ? 77 : 0;
+}
