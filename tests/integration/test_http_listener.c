@@ -419,6 +419,27 @@ policy_json(const char *type)
     return mcp_world_fmt("{\"type\":\"%s\"}", type);
 }
 
+/* A session to s over TCP with its token, under a policy of type, in a
+ * workdir of its own (*wd, for tcp_session_end). */
+static void
+tcp_session(struct sess *se, const struct srv *s, const char *type, char **wd)
+{
+    *wd = new_workdir();
+    char *policy = policy_json(type);
+    sess_open(se, connect_tcp(s->port), s->token, policy, *wd);
+    free(policy);
+}
+
+/* Ends the session, its workdir and the server (which must exit 0). */
+static void
+tcp_session_end(struct sess *se, char *wd, struct srv *s)
+{
+    sess_close(se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(s);
+}
+
 /*
  * A command of the server's own, with no sandbox at all
  * (danger-full-access) and in a workspace-write sandbox, connects to the
@@ -508,10 +529,9 @@ test_proxy_refuses_own_port(void **state)
               "network_rule(host=\"::1\", protocol=\"http\", decision=\"allow\")\n"
               "network_rule(host=\"localhost\", protocol=\"https\", decision=\"allow\")\n",
               NULL);
-    char *wd = new_workdir();
+    char *wd;
     struct sess se;
-    char *policy = policy_json("workspace-write");
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    tcp_session(&se, &s, "workspace-write", &wd);
     const char *hosts[] = {"localhost", "127.0.0.1", "127.0.0.2", "[::1]"};
     for (size_t i = 0; i < 4; i++) {
         char *cmd = mcp_world_fmt("curl -sS -i http://%s:%u/mcp 2>&1; true", hosts[i], s.port);
@@ -529,11 +549,7 @@ test_proxy_refuses_own_port(void **state)
         fail_msg("a tunnel reached the server's own listener: %s", out);
     free(out);
     free(cmd);
-    free(policy);
-    sess_close(&se);
-    tmpdir_remove(wd);
-    free(wd);
-    srv_stop(&s);
+    tcp_session_end(&se, wd, &s);
 }
 
 /*
@@ -549,10 +565,9 @@ test_header_deadline(void **state)
      * busy machine (it is not authenticated until then) */
     const char *extra[] = {"--header-timeout-ms", "2000", NULL};
     srv_start(&s, true, true, NULL, extra);
-    char *wd = new_workdir();
+    char *wd;
     struct sess se;
-    char *policy = policy_json("read-only");
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    tcp_session(&se, &s, "read-only", &wd);
     int slow[2];
     slow[0] = connect_tcp(s.port);
     slow[1] = connect_unix(s.sock);
@@ -568,11 +583,7 @@ test_header_deadline(void **state)
         close(slow[i]);
     }
     assert_true(sess_ping(&se));
-    free(policy);
-    sess_close(&se);
-    tmpdir_remove(wd);
-    free(wd);
-    srv_stop(&s);
+    tcp_session_end(&se, wd, &s);
 }
 
 /*
@@ -586,10 +597,9 @@ test_unauthenticated_flood(void **state)
 {
     struct srv s;
     srv_start(&s, true, true, NULL, NULL);
-    char *wd = new_workdir();
+    char *wd;
     struct sess se;
-    char *policy = policy_json("read-only");
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    tcp_session(&se, &s, "read-only", &wd);
     enum { FLOOD = 600 };
     static int flood[FLOOD];
     for (int i = 0; i < FLOOD; i++)
@@ -608,11 +618,7 @@ test_unauthenticated_flood(void **state)
     assert_true(sess_ping(&se));
     for (int i = 0; i < FLOOD; i++)
         close(flood[i]);
-    free(policy);
-    sess_close(&se);
-    tmpdir_remove(wd);
-    free(wd);
-    srv_stop(&s);
+    tcp_session_end(&se, wd, &s);
 }
 
 int
