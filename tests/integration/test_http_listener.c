@@ -308,6 +308,18 @@ static const char init_body[] =
     "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"listener-tests\","
     "\"version\":\"1\"}}}";
 
+/* The status of an initialize posted on fd with token (NULL: none);
+ * fd is closed. */
+static int
+initialize_status(int fd, const char *token)
+{
+    char *r = post(fd, token, NULL, init_body);
+    int status = status_of(r);
+    free(r);
+    close(fd);
+    return status;
+}
+
 /* A session on fd: initialized, with the sandbox policy (JSON) in cwd. */
 struct sess {
     int fd;
@@ -473,11 +485,7 @@ test_unix_refuses_own_call(void **state)
         sess_close(&se);
     }
     /* a client outside the calls is served */
-    int fd = connect_unix(s.sock);
-    char *r = post(fd, NULL, NULL, init_body);
-    assert_int_equal(status_of(r), 200);
-    free(r);
-    close(fd);
+    assert_int_equal(initialize_status(connect_unix(s.sock), NULL), 200);
     tmpdir_remove(wd);
     free(wd);
     srv_stop(&s);
@@ -489,27 +497,16 @@ test_unix_token(void **state)
 {
     struct srv s;
     srv_start(&s, true, true, NULL, NULL);
-    int fd = connect_tcp(s.port);
+    assert_int_equal(initialize_status(connect_tcp(s.port), NULL), 401);
+    int fd = connect_unix(s.sock);
     char *r = post(fd, NULL, NULL, init_body);
-    assert_int_equal(status_of(r), 401);
-    free(r);
-    close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, NULL, NULL, init_body);
     assert_int_equal(status_of(r), 401);
     mcp_world_assert_contains(r, "bearer token");
     free(r);
     close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, "0123456789abcdef0123456789abcdef", NULL, init_body);
-    assert_int_equal(status_of(r), 401);
-    free(r);
-    close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, s.token, NULL, init_body);
-    assert_int_equal(status_of(r), 200);
-    free(r);
-    close(fd);
+    assert_int_equal(initialize_status(connect_unix(s.sock), "0123456789abcdef0123456789abcdef"),
+                     401);
+    assert_int_equal(initialize_status(connect_unix(s.sock), s.token), 200);
     srv_stop(&s);
 }
 
@@ -610,11 +607,7 @@ test_unauthenticated_flood(void **state)
         fail_msg("a client with the token was locked out: [%s]", r);
     free(r);
     close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, s.token, NULL, init_body);
-    assert_int_equal(status_of(r), 200);
-    free(r);
-    close(fd);
+    assert_int_equal(initialize_status(connect_unix(s.sock), s.token), 200);
     assert_true(sess_ping(&se));
     for (int i = 0; i < FLOOD; i++)
         close(flood[i]);
