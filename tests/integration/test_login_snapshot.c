@@ -790,6 +790,15 @@ world_start_no_runtime_dir(struct world *w, const char *shell_name)
     assert_snap_var(w, "one\n");
 }
 
+/* The next login call sees what the capture produced, and the profile
+ * did not run again. */
+static void
+assert_capture_kept(struct world *w)
+{
+    assert_snap_var(w, "one\n");
+    assert_int_equal(profile_runs(w), 1);
+}
+
 /* Ends w and what world_tmpdir gave it. */
 static void
 world_end_tmpdir(struct world *w, char *tmp)
@@ -830,10 +839,7 @@ poisoned_by_other_server(const char *shell_name)
         fail_msg("another server's sandbox changed this server's snapshot store: %s", out);
     free(out);
     free(attack);
-    /* the next login call: what the capture produced, and the profile
-     * did not run again */
-    assert_snap_var(&w, "one\n");
-    assert_int_equal(profile_runs(&w), 1);
+    assert_capture_kept(&w);
     world_end_tmpdir(&w, tmp);
 }
 
@@ -875,8 +881,7 @@ test_store_writable_by_other_server(void **state)
     assert_string_equal(out, "wrote 9\n"); /* the other sandbox could write there */
     free(out);
     free(attack);
-    assert_snap_var(&w, "one\n");
-    assert_int_equal(profile_runs(&w), 1);
+    assert_capture_kept(&w);
     world_end_tmpdir(&w, tmp);
 }
 
