@@ -15,7 +15,6 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_client.h"
-#include "tests/support/proc.h"
 #include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
@@ -47,17 +46,8 @@ struct world {
 static void
 own(const char *path)
 {
-    if (!unprivileged)
-        return;
-    char *owner = NULL;
-    assert_true(asprintf(&owner, "%u:%u", (unsigned)user.uid, (unsigned)user.gid) > 0);
-    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
-    struct proc_result res;
-    assert_int_equal(proc_run(argv, NULL, &res), 0);
-    if (proc_exit_code(&res) != 0)
-        fail_msg("chown %s failed: %s", path, res.err);
-    proc_result_free(&res);
-    free(owner);
+    if (unprivileged)
+        server_suite_own_tree(&user, path);
 }
 
 static void

@@ -18,4 +18,8 @@
  */
 int server_suite_begin(const char **server, bool *unprivileged, struct test_user *u);
 
+/* Gives the tree at path to u (chown -R), so that a server run as u may
+ * use it; fails the test when it cannot. */
+void server_suite_own_tree(const struct test_user *u, const char *path);
+
 #endif
