@@ -779,15 +779,24 @@ world_tmpdir(struct world *w)
     return tmp;
 }
 
-/* Starts w's server (with --shell shell_name unless NULL) without
- * XDG_RUNTIME_DIR, and checks that a login call sees the profile's "one". */
-static void
+/* A world with a $TMPDIR of its own (world_tmpdir: returned) and the
+ * profile ("one") of shell_name (NULL: Bash, the default); its server
+ * (with --shell shell_name unless NULL) started without XDG_RUNTIME_DIR,
+ * and a login call seen to get what the profile set. */
+static char *
 world_start_no_runtime_dir(struct world *w, const char *shell_name)
 {
+    world_new(w, "run");
+    char *tmp = world_tmpdir(w);
+    if (shell_name && strcmp(shell_name, "zsh") == 0)
+        write_zsh_profile(w, "one");
+    else
+        write_profile(w, "one");
     unsetenv("XDG_RUNTIME_DIR");
     const char *argv[] = {server_path, shell_name ? "--shell" : NULL, shell_name, NULL};
     world_launch(w, argv);
     assert_snap_var(w, "one\n");
+    return tmp;
 }
 
 /* The next login call sees what the capture produced, and the profile
@@ -819,14 +828,7 @@ static void
 poisoned_by_other_server(const char *shell_name)
 {
     struct world w;
-    world_new(&w, "run");
-    char *tmp = world_tmpdir(&w);
-    if (strcmp(shell_name, "zsh") == 0)
-        write_zsh_profile(&w, "one");
-    else
-        write_profile(&w, "one");
-    world_start_no_runtime_dir(&w, shell_name);
-
+    char *tmp = world_start_no_runtime_dir(&w, shell_name);
     char *attack = mcp_world_fmt(
         "for f in %s/execgate-login-*/* %s/execgate-login-*/zsh/.z* "
         "%s/.local/state/execgate/execgate-login-*/* "
@@ -865,10 +867,7 @@ static void
 test_store_writable_by_other_server(void **state)
 {
     struct world w;
-    world_new(&w, "run");
-    char *tmp = world_tmpdir(&w);
-    write_profile(&w, "one");
-    world_start_no_runtime_dir(&w, NULL);
+    char *tmp = world_start_no_runtime_dir(&w, NULL);
     char *attack = mcp_world_fmt(
         "n=0; for d in %s/.local/state/execgate/execgate-login-*; do "
         /* its own server's store is read-only to it */
