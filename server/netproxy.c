@@ -521,6 +521,22 @@ session_add(struct netproxy_session *ps, const char *proto, const char *host)
     ps->keys[ps->n_keys++] = key;
 }
 
+/* Whether any of res's addresses is one is_kind holds for; the first such
+ * is written into addr as a numeric host ("?" when it cannot be). */
+static bool
+any_addr(const struct addrinfo *res, bool (*is_kind)(const struct sockaddr *),
+         char addr[INET6_ADDRSTRLEN])
+{
+    for (const struct addrinfo *a = res; a; a = a->ai_next) {
+        if (!is_kind(a->ai_addr))
+            continue;
+        strcpy(addr, "?");
+        getnameinfo(a->ai_addr, a->ai_addrlen, addr, INET6_ADDRSTRLEN, NULL, 0, NI_NUMERICHOST);
+        return true;
+    }
+    return false;
+}
+
 static void
 gai_done(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
@@ -538,12 +554,9 @@ gai_done(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         conn_unref(c);
         return;
     }
+    char addr[INET6_ADDRSTRLEN];
     /* whatever the rules: the server's own listeners (nethost_is_own) */
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
-        if (!nethost_is_own(a->ai_addr))
-            continue;
-        char addr[INET6_ADDRSTRLEN] = "?";
-        getnameinfo(a->ai_addr, a->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    if (any_addr(res, nethost_is_own, addr)) {
         refuse_decided(c, 403, SOCKS_NOT_ALLOWED,
                        "execgate: network access to %s:%u (%s) refused: execgate listens there "
                        "(%s port %u is the MCP server's own), and no command it runs may reach "
@@ -552,11 +565,7 @@ gai_done(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         conn_unref(c);
         return;
     }
-    for (struct addrinfo *a = res; a && !c->local_ok; a = a->ai_next) {
-        if (!nethost_addr_is_local(a->ai_addr))
-            continue;
-        char addr[INET6_ADDRSTRLEN] = "?";
-        getnameinfo(a->ai_addr, a->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    if (!c->local_ok && any_addr(res, nethost_addr_is_local, addr)) {
         refuse_decided(c, 403, SOCKS_NOT_ALLOWED,
                        "execgate: network access to %s:%u (%s) refused: %s resolves to the local "
                        "or private address %s; only a network_rule naming a local host itself "

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_world.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
@@ -307,6 +308,18 @@ static const char init_body[] =
     "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"listener-tests\","
     "\"version\":\"1\"}}}";
 
+/* The status of an initialize posted on fd with token (NULL: none);
+ * fd is closed. */
+static int
+initialize_status(int fd, const char *token)
+{
+    char *r = post(fd, token, NULL, init_body);
+    int status = status_of(r);
+    free(r);
+    close(fd);
+    return status;
+}
+
 /* A session on fd: initialized, with the sandbox policy (JSON) in cwd. */
 struct sess {
     int fd;
@@ -418,6 +431,27 @@ policy_json(const char *type)
     return mcp_world_fmt("{\"type\":\"%s\"}", type);
 }
 
+/* A session to s over TCP with its token, under a policy of type, in a
+ * workdir of its own (*wd, for tcp_session_end). */
+static void
+tcp_session(struct sess *se, const struct srv *s, const char *type, char **wd)
+{
+    *wd = new_workdir();
+    char *policy = policy_json(type);
+    sess_open(se, connect_tcp(s->port), s->token, policy, *wd);
+    free(policy);
+}
+
+/* Ends the session, its workdir and the server (which must exit 0). */
+static void
+tcp_session_end(struct sess *se, char *wd, struct srv *s)
+{
+    sess_close(se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(s);
+}
+
 /*
  * A command of the server's own, with no sandbox at all
  * (danger-full-access) and in a workspace-write sandbox, connects to the
@@ -451,11 +485,7 @@ test_unix_refuses_own_call(void **state)
         sess_close(&se);
     }
     /* a client outside the calls is served */
-    int fd = connect_unix(s.sock);
-    char *r = post(fd, NULL, NULL, init_body);
-    assert_int_equal(status_of(r), 200);
-    free(r);
-    close(fd);
+    assert_int_equal(initialize_status(connect_unix(s.sock), NULL), 200);
     tmpdir_remove(wd);
     free(wd);
     srv_stop(&s);
@@ -467,27 +497,16 @@ test_unix_token(void **state)
 {
     struct srv s;
     srv_start(&s, true, true, NULL, NULL);
-    int fd = connect_tcp(s.port);
+    assert_int_equal(initialize_status(connect_tcp(s.port), NULL), 401);
+    int fd = connect_unix(s.sock);
     char *r = post(fd, NULL, NULL, init_body);
-    assert_int_equal(status_of(r), 401);
-    free(r);
-    close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, NULL, NULL, init_body);
     assert_int_equal(status_of(r), 401);
     mcp_world_assert_contains(r, "bearer token");
     free(r);
     close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, "0123456789abcdef0123456789abcdef", NULL, init_body);
-    assert_int_equal(status_of(r), 401);
-    free(r);
-    close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, s.token, NULL, init_body);
-    assert_int_equal(status_of(r), 200);
-    free(r);
-    close(fd);
+    assert_int_equal(initialize_status(connect_unix(s.sock), "0123456789abcdef0123456789abcdef"),
+                     401);
+    assert_int_equal(initialize_status(connect_unix(s.sock), s.token), 200);
     srv_stop(&s);
 }
 
@@ -507,10 +526,9 @@ test_proxy_refuses_own_port(void **state)
               "network_rule(host=\"::1\", protocol=\"http\", decision=\"allow\")\n"
               "network_rule(host=\"localhost\", protocol=\"https\", decision=\"allow\")\n",
               NULL);
-    char *wd = new_workdir();
+    char *wd;
     struct sess se;
-    char *policy = policy_json("workspace-write");
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    tcp_session(&se, &s, "workspace-write", &wd);
     const char *hosts[] = {"localhost", "127.0.0.1", "127.0.0.2", "[::1]"};
     for (size_t i = 0; i < 4; i++) {
         char *cmd = mcp_world_fmt("curl -sS -i http://%s:%u/mcp 2>&1; true", hosts[i], s.port);
@@ -528,11 +546,7 @@ test_proxy_refuses_own_port(void **state)
         fail_msg("a tunnel reached the server's own listener: %s", out);
     free(out);
     free(cmd);
-    free(policy);
-    sess_close(&se);
-    tmpdir_remove(wd);
-    free(wd);
-    srv_stop(&s);
+    tcp_session_end(&se, wd, &s);
 }
 
 /*
@@ -548,10 +562,9 @@ test_header_deadline(void **state)
      * busy machine (it is not authenticated until then) */
     const char *extra[] = {"--header-timeout-ms", "2000", NULL};
     srv_start(&s, true, true, NULL, extra);
-    char *wd = new_workdir();
+    char *wd;
     struct sess se;
-    char *policy = policy_json("read-only");
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    tcp_session(&se, &s, "read-only", &wd);
     int slow[2];
     slow[0] = connect_tcp(s.port);
     slow[1] = connect_unix(s.sock);
@@ -567,11 +580,7 @@ test_header_deadline(void **state)
         close(slow[i]);
     }
     assert_true(sess_ping(&se));
-    free(policy);
-    sess_close(&se);
-    tmpdir_remove(wd);
-    free(wd);
-    srv_stop(&s);
+    tcp_session_end(&se, wd, &s);
 }
 
 /*
@@ -585,10 +594,9 @@ test_unauthenticated_flood(void **state)
 {
     struct srv s;
     srv_start(&s, true, true, NULL, NULL);
-    char *wd = new_workdir();
+    char *wd;
     struct sess se;
-    char *policy = policy_json("read-only");
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    tcp_session(&se, &s, "read-only", &wd);
     enum { FLOOD = 600 };
     static int flood[FLOOD];
     for (int i = 0; i < FLOOD; i++)
@@ -599,41 +607,20 @@ test_unauthenticated_flood(void **state)
         fail_msg("a client with the token was locked out: [%s]", r);
     free(r);
     close(fd);
-    fd = connect_unix(s.sock);
-    r = post(fd, s.token, NULL, init_body);
-    assert_int_equal(status_of(r), 200);
-    free(r);
-    close(fd);
+    assert_int_equal(initialize_status(connect_unix(s.sock), s.token), 200);
     assert_true(sess_ping(&se));
     for (int i = 0; i < FLOOD; i++)
         close(flood[i]);
-    free(policy);
-    sess_close(&se);
-    tmpdir_remove(wd);
-    free(wd);
-    srv_stop(&s);
+    tcp_session_end(&se, wd, &s);
 }
 
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 1;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     signal(SIGPIPE, SIG_IGN);
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77;
-        }
-        unprivileged = true;
-        test_user_create(&user);
-        if (test_user_can_serve(&user, server_path) == 77)
-            return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unix_refuses_own_call),  cmocka_unit_test(test_unix_token),
         cmocka_unit_test(test_proxy_refuses_own_port), cmocka_unit_test(test_header_deadline),

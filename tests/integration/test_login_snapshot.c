@@ -18,6 +18,7 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
@@ -116,14 +117,12 @@ set_policy(struct world *w, const char *policy_json)
     json_decref(a);
 }
 
-/* Starts the server (extra: one more argument or NULL, and two others) with
- * HOME and XDG_RUNTIME_DIR of w, under the workspace policy. */
+/* Starts the server (argv: its arguments from server_path on) with HOME
+ * of w, under the workspace policy. */
 static void
-world_start3(struct world *w, const char *extra, const char *extra2, const char *extra3)
+world_launch(struct world *w, const char *const *argv)
 {
     setenv("HOME", w->home, 1);
-    setenv("XDG_RUNTIME_DIR", w->run, 1);
-    const char *argv[] = {server_path, extra, extra2, extra3, NULL};
     w->c = mcp_client_start(server_argv(argv), NULL);
     json_t *init = mcp_client_initialize(w->c);
     assert_non_null(json_object_get(init, "result"));
@@ -131,6 +130,16 @@ world_start3(struct world *w, const char *extra, const char *extra2, const char 
     char *p = workspace_policy(w);
     set_policy(w, p);
     free(p);
+}
+
+/* Starts the server (extra: one more argument or NULL, and two others) with
+ * HOME and XDG_RUNTIME_DIR of w, under the workspace policy. */
+static void
+world_start3(struct world *w, const char *extra, const char *extra2, const char *extra3)
+{
+    setenv("XDG_RUNTIME_DIR", w->run, 1);
+    const char *argv[] = {server_path, extra, extra2, extra3, NULL};
+    world_launch(w, argv);
 }
 
 static void
@@ -736,6 +745,78 @@ other_server_end(struct mcp_client *c)
     mcp_client_free(c);
 }
 
+/* Runs command (not a login call) in tmp through another server (as
+ * other_server makes it), ends that server, and returns the command's
+ * output (malloc'd). */
+static char *
+other_server_run(const char *tmp, const char *also, const char *command)
+{
+    struct mcp_client *other = other_server(tmp, also);
+    json_t *a = mcp_client_call(other, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", command, "workdir", tmp, "login", 0));
+    const char *out = json_string_value(json_object_get(
+        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
+    assert_non_null(out);
+    char *copy = strdup(out);
+    assert_non_null(copy);
+    json_decref(a);
+    other_server_end(other);
+    return copy;
+}
+
+/* Gives w a $TMPDIR of its own, root/tmp (returned, malloc'd), and no
+ * XDG_STATE_HOME, so that the state directory is HOME's. */
+static char *
+world_tmpdir(struct world *w)
+{
+    tmpdir_make_dir(w->root, "tmp");
+    char *tmp = tmpdir_path(w->root, "tmp");
+    const char *mine[] = {tmp, NULL};
+    own_world(mine);
+    setenv("TMPDIR", tmp, 1);
+    unsetenv("XDG_STATE_HOME");
+    return tmp;
+}
+
+/* A world with a $TMPDIR of its own (world_tmpdir: returned) and the
+ * profile ("one") of shell_name (NULL: Bash, the default); its server
+ * (with --shell shell_name unless NULL) started without XDG_RUNTIME_DIR,
+ * and a login call seen to get what the profile set. */
+static char *
+world_start_no_runtime_dir(struct world *w, const char *shell_name)
+{
+    world_new(w, "run");
+    char *tmp = world_tmpdir(w);
+    if (shell_name && strcmp(shell_name, "zsh") == 0)
+        write_zsh_profile(w, "one");
+    else
+        write_profile(w, "one");
+    unsetenv("XDG_RUNTIME_DIR");
+    const char *argv[] = {server_path, shell_name ? "--shell" : NULL, shell_name, NULL};
+    world_launch(w, argv);
+    assert_snap_var(w, "one\n");
+    return tmp;
+}
+
+/* The next login call sees what the capture produced, and the profile
+ * did not run again. */
+static void
+assert_capture_kept(struct world *w)
+{
+    assert_snap_var(w, "one\n");
+    assert_int_equal(profile_runs(w), 1);
+}
+
+/* Ends w and what world_tmpdir gave it. */
+static void
+world_end_tmpdir(struct world *w, char *tmp)
+{
+    world_end(w);
+    unsetenv("TMPDIR");
+    free(tmp);
+}
+
 /*
  * Without XDG_RUNTIME_DIR, a second server of the same user whose
  * sandbox may write its $TMPDIR (the default) appends to every file of
@@ -747,31 +828,7 @@ static void
 poisoned_by_other_server(const char *shell_name)
 {
     struct world w;
-    world_new(&w, "run");
-    tmpdir_make_dir(w.root, "tmp");
-    char *tmp = tmpdir_path(w.root, "tmp");
-    const char *mine[] = {tmp, NULL};
-    own_world(mine);
-    bool zsh = strcmp(shell_name, "zsh") == 0;
-    if (zsh)
-        write_zsh_profile(&w, "one");
-    else
-        write_profile(&w, "one");
-    setenv("TMPDIR", tmp, 1);
-    unsetenv("XDG_STATE_HOME");
-    setenv("HOME", w.home, 1);
-    unsetenv("XDG_RUNTIME_DIR");
-    const char *argv[] = {server_path, "--shell", shell_name, NULL};
-    w.c = mcp_client_start(server_argv(argv), NULL);
-    json_t *init = mcp_client_initialize(w.c);
-    assert_non_null(json_object_get(init, "result"));
-    json_decref(init);
-    char *p = workspace_policy(&w);
-    set_policy(&w, p);
-    free(p);
-    assert_snap_var(&w, "one\n");
-
-    struct mcp_client *other = other_server(tmp, NULL);
+    char *tmp = world_start_no_runtime_dir(&w, shell_name);
     char *attack = mcp_world_fmt(
         "for f in %s/execgate-login-*/* %s/execgate-login-*/zsh/.z* "
         "%s/.local/state/execgate/execgate-login-*/* "
@@ -779,24 +836,13 @@ poisoned_by_other_server(const char *shell_name)
         "[ -f \"$f\" ] && echo 'export SNAP_VAR=forged' >> \"$f\" && echo \"APPENDED $f\"; done; "
         "true",
         tmp, tmp, w.home, w.home);
-    json_t *a = mcp_client_call(other, "tools/call",
-                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
-                                          "command", attack, "workdir", tmp, "login", 0));
-    const char *out = json_string_value(json_object_get(
-        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
-    assert_non_null(out);
+    char *out = other_server_run(tmp, NULL, attack);
     if (strstr(out, "APPENDED"))
         fail_msg("another server's sandbox changed this server's snapshot store: %s", out);
-    json_decref(a);
+    free(out);
     free(attack);
-    other_server_end(other);
-    /* the next login call: what the capture produced, and the profile
-     * did not run again */
-    assert_snap_var(&w, "one\n");
-    assert_int_equal(profile_runs(&w), 1);
-    unsetenv("TMPDIR");
-    free(tmp);
-    world_end(&w);
+    assert_capture_kept(&w);
+    world_end_tmpdir(&w, tmp);
 }
 
 static void
@@ -821,26 +867,7 @@ static void
 test_store_writable_by_other_server(void **state)
 {
     struct world w;
-    world_new(&w, "run");
-    tmpdir_make_dir(w.root, "tmp");
-    char *tmp = tmpdir_path(w.root, "tmp");
-    const char *mine[] = {tmp, NULL};
-    own_world(mine);
-    write_profile(&w, "one");
-    setenv("TMPDIR", tmp, 1);
-    unsetenv("XDG_STATE_HOME");
-    setenv("HOME", w.home, 1);
-    unsetenv("XDG_RUNTIME_DIR");
-    const char *argv[] = {server_path, NULL};
-    w.c = mcp_client_start(server_argv(argv), NULL);
-    json_t *init = mcp_client_initialize(w.c);
-    assert_non_null(json_object_get(init, "result"));
-    json_decref(init);
-    char *p = workspace_policy(&w);
-    set_policy(&w, p);
-    free(p);
-    assert_snap_var(&w, "one\n");
-    struct mcp_client *other = other_server(tmp, w.home);
+    char *tmp = world_start_no_runtime_dir(&w, NULL);
     char *attack = mcp_world_fmt(
         "n=0; for d in %s/.local/state/execgate/execgate-login-*; do "
         /* its own server's store is read-only to it */
@@ -849,21 +876,12 @@ test_store_writable_by_other_server(void **state)
         "mkdir -p \"$d/zsh\"; echo 'export SNAP_VAR=forged' > \"$d/zsh/.zlogin\"; done; "
         "echo \"wrote $n\"",
         w.home);
-    json_t *a = mcp_client_call(other, "tools/call",
-                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
-                                          "command", attack, "workdir", tmp, "login", 0));
-    const char *out = json_string_value(json_object_get(
-        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
-    assert_non_null(out);
+    char *out = other_server_run(tmp, w.home, attack);
     assert_string_equal(out, "wrote 9\n"); /* the other sandbox could write there */
-    json_decref(a);
+    free(out);
     free(attack);
-    other_server_end(other);
-    assert_snap_var(&w, "one\n");
-    assert_int_equal(profile_runs(&w), 1);
-    unsetenv("TMPDIR");
-    free(tmp);
-    world_end(&w);
+    assert_capture_kept(&w);
+    world_end_tmpdir(&w, tmp);
 }
 
 /* Mode of path's permission bits, or -1. */
@@ -885,13 +903,8 @@ test_store_location(void **state)
 {
     struct world w;
     world_new(&w, "run");
-    tmpdir_make_dir(w.root, "tmp");
-    char *tmp = tmpdir_path(w.root, "tmp");
-    const char *mine[] = {tmp, NULL};
-    own_world(mine);
+    char *tmp = world_tmpdir(&w);
     write_profile(&w, "one");
-    setenv("TMPDIR", tmp, 1);
-    unsetenv("XDG_STATE_HOME");
     /* an XDG_RUNTIME_DIR anyone may write in is not used */
     assert_int_equal(chmod(w.run, 0777), 0);
     world_start(&w, NULL, NULL);
@@ -916,32 +929,17 @@ test_store_location(void **state)
     assert_int_equal(entries(store, ".sh"), 0);
     world_stop(&w);
     assert_true(access(store, F_OK) < 0);
-    world_end(&w);
-    unsetenv("TMPDIR");
+    world_end_tmpdir(&w, tmp);
     free(store);
     free(state_dir);
-    free(tmp);
 }
 
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 1;
-    }
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77;
-        }
-        unprivileged = true;
-        test_user_create(&user);
-        if (test_user_can_serve(&user, server_path) == 77)
-            return 77;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_once),
         cmocka_unit_test(test_profile_under_rules),

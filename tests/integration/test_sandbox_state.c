@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_client.h"
-#include "tests/support/proc.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
@@ -46,17 +46,8 @@ struct world {
 static void
 own(const char *path)
 {
-    if (!unprivileged)
-        return;
-    char *owner = NULL;
-    assert_true(asprintf(&owner, "%u:%u", (unsigned)user.uid, (unsigned)user.gid) > 0);
-    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
-    struct proc_result res;
-    assert_int_equal(proc_run(argv, NULL, &res), 0);
-    if (proc_exit_code(&res) != 0)
-        fail_msg("chown %s failed: %s", path, res.err);
-    proc_result_free(&res);
-    free(owner);
+    if (unprivileged)
+        server_suite_own_tree(&user, path);
 }
 
 static void
@@ -216,6 +207,28 @@ exists(const char *dir, const char *name)
     return e;
 }
 
+/* codex/sandbox-state/update with params (taken): accepted. */
+static void
+update(struct world *w, json_t *params)
+{
+    json_t *a = mcp_client_call(w->c, "codex/sandbox-state/update", params);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+}
+
+/* "mkdir name" in the workspace under st (taken; NULL: no state in the
+ * call): made when made, else refused. */
+static void
+assert_mkdir(struct world *w, const char *name, json_t *st, bool made)
+{
+    char *cmd = NULL;
+    assert_true(asprintf(&cmd, "mkdir %s && echo made || echo refused", name) > 0);
+    json_t *a = call(w, cmd, st);
+    assert_output_has(a, made ? "made\n" : "refused\n");
+    json_decref(a);
+    free(cmd);
+}
+
 /* "mkdir sub" in the workspace and a write outside, in one command. */
 static char *
 write_both(const struct world *w, const char *sub)
@@ -271,10 +284,8 @@ test_read_only_0169(void **unused)
     (void)unused;
     struct world w;
     world_start(&w);
-    json_t *a = call(&w, "mkdir sub && echo made || echo refused", state(read_only_0169(), w.url));
-    assert_output_has(a, "refused\n");
+    assert_mkdir(&w, "sub", state(read_only_0169(), w.url), false);
     assert_false(exists(w.proj, "sub"));
-    json_decref(a);
     world_end(&w);
 }
 
@@ -309,20 +320,10 @@ test_each_call_its_own(void **unused)
     (void)unused;
     struct world w;
     world_start(&w);
-    json_t *a = call(&w, "mkdir one && echo made || echo refused",
-                     state(workspace_write_0169(w.proj), w.url));
-    assert_output_has(a, "made\n");
-    json_decref(a);
-    a = call(&w, "mkdir two && echo made || echo refused", state(read_only_0169(), w.url));
-    assert_output_has(a, "refused\n");
-    json_decref(a);
-    a = call(&w, "mkdir three && echo made || echo refused", NULL);
-    assert_output_has(a, "refused\n");
-    json_decref(a);
-    a = call(&w, "mkdir four && echo made || echo refused",
-             state(workspace_write_0169(w.proj), w.url));
-    assert_output_has(a, "made\n");
-    json_decref(a);
+    assert_mkdir(&w, "one", state(workspace_write_0169(w.proj), w.url), true);
+    assert_mkdir(&w, "two", state(read_only_0169(), w.url), false);
+    assert_mkdir(&w, "three", NULL, false);
+    assert_mkdir(&w, "four", state(workspace_write_0169(w.proj), w.url), true);
     assert_true(exists(w.proj, "one"));
     assert_false(exists(w.proj, "two"));
     assert_false(exists(w.proj, "three"));
@@ -350,42 +351,22 @@ test_update_then_plain_call(void **unused)
     (void)unused;
     struct world w;
     world_start(&w);
-    json_t *a = mcp_client_call(w.c, "codex/sandbox-state/update",
-                                json_pack("{s:{s:s, s:b, s:b}, s:s}", "sandboxPolicy", "type",
-                                          "workspace-write", "exclude_tmpdir_env_var", 1,
-                                          "exclude_slash_tmp", 1, "sandboxCwd", w.proj));
-    assert_non_null(json_object_get(a, "result"));
-    json_decref(a);
-    a = call(&w, "mkdir one && echo made || echo refused", NULL);
-    assert_output_has(a, "made\n");
-    json_decref(a);
-    a = call(&w, "mkdir two && echo made || echo refused", state(read_only_0169(), w.url));
-    assert_output_has(a, "refused\n");
-    json_decref(a);
-    a = call(&w, "mkdir three && echo made || echo refused", NULL);
-    assert_output_has(a, "made\n");
-    json_decref(a);
+    update(&w,
+           json_pack("{s:{s:s, s:b, s:b}, s:s}", "sandboxPolicy", "type", "workspace-write",
+                     "exclude_tmpdir_env_var", 1, "exclude_slash_tmp", 1, "sandboxCwd", w.proj));
+    assert_mkdir(&w, "one", NULL, true);
+    assert_mkdir(&w, "two", state(read_only_0169(), w.url), false);
+    assert_mkdir(&w, "three", NULL, true);
     /* the update in the new form: a profile, and a file URL */
-    a = mcp_client_call(w.c, "codex/sandbox-state/update", state(read_only_0169(), w.url));
-    assert_non_null(json_object_get(a, "result"));
-    json_decref(a);
-    a = call(&w, "mkdir four && echo made || echo refused", NULL);
-    assert_output_has(a, "refused\n");
-    json_decref(a);
-    a = mcp_client_call(w.c, "codex/sandbox-state/update",
-                        state(workspace_write_0169(w.proj), w.url));
-    assert_non_null(json_object_get(a, "result"));
-    json_decref(a);
-    a = call(&w, "mkdir five && echo made || echo refused", NULL);
-    assert_output_has(a, "made\n");
-    json_decref(a);
+    update(&w, state(read_only_0169(), w.url));
+    assert_mkdir(&w, "four", NULL, false);
+    update(&w, state(workspace_write_0169(w.proj), w.url));
+    assert_mkdir(&w, "five", NULL, true);
     /* an invalid profile is refused, and the state in force stays */
     assert_invalid(mcp_client_call(w.c, "codex/sandbox-state/update",
                                    state(json_pack("{s:s}", "type", "open"), w.url)),
                    "unknown type \"open\"");
-    a = call(&w, "mkdir six && echo made || echo refused", NULL);
-    assert_output_has(a, "made\n");
-    json_decref(a);
+    assert_mkdir(&w, "six", NULL, true);
     assert_true(exists(w.proj, "one") && exists(w.proj, "three") && exists(w.proj, "five") &&
                 exists(w.proj, "six"));
     assert_false(exists(w.proj, "two") || exists(w.proj, "four"));
@@ -602,22 +583,9 @@ test_deny_hides(void **unused)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (server_path == NULL) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 1;
-    }
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77; /* meson: skipped */
-        }
-        unprivileged = true;
-        test_user_create(&user);
-        if (test_user_can_serve(&user, server_path) == 77)
-            return 77;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_advertised),        cmocka_unit_test(test_workspace_write_0169),
         cmocka_unit_test(test_read_only_0169),    cmocka_unit_test(test_disabled),

@@ -402,6 +402,14 @@ world_end(struct world *w, struct server *s)
     world_free(w);
 }
 
+/* A network rule that allows http to host. */
+static void
+allow_http(struct world *w, const char *host)
+{
+    assert_int_equal(
+        rules_policy_add_network_rule(w->rules, host, "http", RULES_DECISION_ALLOW, NULL), 0);
+}
+
 /* ---- tests ---- */
 
 static void
@@ -410,9 +418,7 @@ test_plain_get_allowed(void **state)
     (void)state;
     struct world *w = world_new();
     struct server *s = server_new(w, true);
-    assert_int_equal(
-        rules_policy_add_network_rule(w->rules, "127.0.0.1", "http", RULES_DECISION_ALLOW, NULL),
-        0);
+    allow_http(w, "127.0.0.1");
     char req[256];
     snprintf(req, sizeof req,
              "GET http://127.0.0.1:%u/x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
@@ -439,12 +445,8 @@ test_own_listener_refused(void **state)
     (void)state;
     struct world *w = world_new();
     struct server *s = server_new(w, true);
-    assert_int_equal(
-        rules_policy_add_network_rule(w->rules, "127.0.0.1", "http", RULES_DECISION_ALLOW, NULL),
-        0);
-    assert_int_equal(
-        rules_policy_add_network_rule(w->rules, "127.0.0.9", "http", RULES_DECISION_ALLOW, NULL),
-        0);
+    allow_http(w, "127.0.0.1");
+    allow_http(w, "127.0.0.9");
     struct sockaddr_in own = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
     own.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(nethost_own_add((struct sockaddr *)&own), 0);

@@ -165,6 +165,22 @@ test_root(void **state)
     (void)state;
 }
 
+/* A list of n paths (NULL after them) is want (n_want names in the tree,
+ * in order); then it is freed. */
+static void
+assert_paths(char **paths, size_t n, const char *const *want, size_t n_want)
+{
+    assert_non_null(paths);
+    assert_int_equal(n, n_want);
+    for (size_t i = 0; i < n; i++) {
+        char *w = at(want[i]);
+        assert_string_equal(paths[i], w);
+        free(w);
+    }
+    assert_null(paths[n]);
+    state_paths_free(paths);
+}
+
 /* The list: CODEX_HOME, the rules paths, the audit log; canonical, each
  * once, empty entries left out. */
 static void
@@ -182,16 +198,8 @@ test_new(void **state)
 
     size_t n = 99;
     char **paths = state_paths_new(&o, &n);
-    assert_non_null(paths);
     const char *want[] = {"real/codex-home", "real/rules", "real/sub/x.rules", "real/audit.log"};
-    assert_int_equal(n, sizeof want / sizeof want[0]);
-    for (size_t i = 0; i < n; i++) {
-        char *w = at(want[i]);
-        assert_string_equal(paths[i], w);
-        free(w);
-    }
-    assert_null(paths[n]);
-    state_paths_free(paths);
+    assert_paths(paths, n, want, sizeof want / sizeof want[0]);
 
     /* Without CODEX_HOME: HOME/.codex. */
     assert_int_equal(unsetenv("CODEX_HOME"), 0);
@@ -234,16 +242,8 @@ test_hidden(void **state)
     o.audit_log = at("real/audit.log");
     size_t n = 99;
     char **paths = state_paths_hidden(&o, &n);
-    assert_non_null(paths);
     const char *want[] = {"real/token", "real/sub/mcp.sock", "real/audit.log"};
-    assert_int_equal(n, sizeof want / sizeof want[0]);
-    for (size_t i = 0; i < n; i++) {
-        char *w = at(want[i]);
-        assert_string_equal(paths[i], w);
-        free(w);
-    }
-    assert_null(paths[n]);
-    state_paths_free(paths);
+    assert_paths(paths, n, want, sizeof want / sizeof want[0]);
 
     /* Stdio, no token, no log: nothing to hide. */
     struct server_options none = {.rules = (char *[]){NULL}};
