@@ -165,7 +165,7 @@ usage(FILE *out)
             "                            http://ADDRESS/mcp instead of stdio: unix:PATH\n"
             "                            (a socket of mode 0600) or HOST:PORT on a\n"
             "                            loopback address (port 0: any; repeatable)\n"
-            "  --token-file PATH         bearer token HTTP clients on TCP must send\n"
+            "  --token-file PATH         bearer token every HTTP client must send\n"
             "                            (created, mode 0600, when missing)\n"
             "  --session-idle-ms MS      an HTTP session unused this long ends (1800000)\n"
             "  --max-sessions N          HTTP sessions at once (64)\n"

@@ -1700,11 +1700,12 @@ test_long_session_flat_fds(void **state)
  * initialized, tools/call of command in workdir.  Returns every body
  * (malloc'd). */
 static char *
-http_shell_call(const char *sock, const char *command, const char *workdir)
+http_shell_call(const char *sock, const char *token, const char *command, const char *workdir)
 {
     static const char script[] =
-        "s=$1; u=http://localhost/mcp;"
-        "h() { curl -sN --unix-socket \"$s\" -H 'Content-Type: application/json'"
+        "s=$1; t=$3; u=http://localhost/mcp;"
+        "h() { curl -sN --unix-socket \"$s\" -H \"Authorization: Bearer $t\""
+        " -H 'Content-Type: application/json'"
         " -H 'Accept: application/json, text/event-stream' \"$@\" $u; };"
         "sid=$(h -D - -o /dev/null -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
         "\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
@@ -1718,7 +1719,7 @@ http_shell_call(const char *sock, const char *command, const char *workdir)
                              "command", command, "workdir", workdir);
     char *body = json_dumps(call, JSON_COMPACT);
     json_decref(call);
-    const char *argv[] = {"/bin/bash", "-c", script, "bash", sock, body, NULL};
+    const char *argv[] = {"/bin/bash", "-c", script, "bash", sock, body, token, NULL};
     struct proc_result res;
     assert_int_equal(proc_run(argv, NULL, &res), 0);
     char *out = strdup(res.out);
@@ -1766,10 +1767,15 @@ test_server_state_hidden(void **state)
             struct stat st;
             for (int i = 0; i < 1000 && stat(sock, &st) != 0; i++)
                 usleep(10000); /* until it listens; not a timed assertion */
-            char *out = http_shell_call(sock, command, wd);
             char *secret = tmpdir_read_file(token, NULL);
             assert_non_null(secret);
             secret[strcspn(secret, "\n")] = '\0';
+            char *out = http_shell_call(sock, secret, command, wd);
+            /* the server goes before any verdict: a failed assertion
+             * must not leave it holding the test's output open */
+            kill(mcp_client_pid(c), SIGTERM);
+            assert_int_not_equal(mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS), -1);
+            mcp_client_free(c);
             if (!strstr(out, "ran-42"))
                 fail_msg("%s, %s: the call did not run: %s", policies[p], modes[m], out);
             bool seen =
@@ -1777,9 +1783,6 @@ test_server_state_hidden(void **state)
             if (seen != (p == 2))
                 fail_msg("%s, %s: %s: %s", policies[p], modes[m],
                          seen ? "the server's state was visible" : "the control saw nothing", out);
-            kill(mcp_client_pid(c), SIGTERM);
-            assert_int_not_equal(mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS), -1);
-            mcp_client_free(c);
             tmpdir_remove(dir);
             char *all[] = {dir, wd, sock, token, audit, listen, policy, command, out, secret};
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
