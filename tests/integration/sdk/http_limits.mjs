@@ -81,8 +81,13 @@ check(cr.status === 200 && /C-done/.test(cr.text), `the session whose call ran w
     socks.push(s);
     await new Promise((r) => s.once("connect", r).once("close", r));
   }
+  // Served: the server reads the request and answers it.  Session C may
+  // have ended by now (--session-idle-ms 400, and the connections above
+  // take a while on a loaded machine), and then the answer is its 404;
+  // a client locked out gets no answer at all.
   const ping = await rpc({ jsonrpc: "2.0", id: 9, method: "ping" }, c.sid);
-  check(ping.status === 200, `a client with the token is served beside them (got ${ping.status})`);
+  check(ping.status === 200 || ping.status === 404,
+    `a client with the token is served beside them (got ${ping.status})`);
   await until("all but a few of them are closed",
     () => closedEarly >= socks.length - MAX_UNAUTHENTICATED);
   const open = socks.filter((s) => !s.destroyed && s.readyState === "open").length;
