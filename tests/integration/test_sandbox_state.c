@@ -330,6 +330,80 @@ test_each_call_its_own(void **unused)
     world_end(&w);
 }
 
+/* workspace-write in proj, with proj/build named writable as well (as a
+ * user's writable_roots or a profile's write entry for a build directory
+ * does), in both forms. */
+static json_t *
+with_build_0169(const char *proj)
+{
+    json_t *p = workspace_write_0169(proj);
+    char *build = tmpdir_path(proj, "build");
+    json_array_append_new(json_object_get(json_object_get(p, "file_system"), "entries"),
+                          entry("path", "path", build, "write"));
+    free(build);
+    return p;
+}
+
+/* A writable root that does not exist yet is a name the command may
+ * claim: one call makes it a symlink to a directory outside, and the next
+ * call, whose policy names it writable, must not grant the link's
+ * target.  Tried with a permission profile's write entry and with the
+ * legacy writable_roots of the update request. */
+static void
+test_planted_root_symlink(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    char *plant = NULL;
+    assert_true(asprintf(&plant, "ln -s '%s' build && echo planted", w.outside) > 0);
+    json_t *a = call(&w, plant, state(workspace_write_0169(w.proj), w.url));
+    assert_output_has(a, "planted\n");
+    json_decref(a);
+    const char *attack = "echo x > build/f && echo out-written || echo out-refused";
+    a = call(&w, attack, state(with_build_0169(w.proj), w.url));
+    assert_output_has(a, "out-refused\n");
+    json_decref(a);
+    assert_false(exists(w.outside, "f"));
+    /* the same through the update request's writable_roots */
+    char *build = tmpdir_path(w.proj, "build");
+    a = mcp_client_call(w.c, "codex/sandbox-state/update",
+                        json_pack("{s:{s:s, s:[s], s:b, s:b}, s:s}", "sandboxPolicy", "type",
+                                  "workspace-write", "writable_roots", build,
+                                  "exclude_tmpdir_env_var", 1, "exclude_slash_tmp", 1, "sandboxCwd",
+                                  w.proj));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    a = call(&w, attack, NULL);
+    assert_output_has(a, "out-refused\n");
+    json_decref(a);
+    assert_false(exists(w.outside, "f"));
+    /* a root reached through a symlink nobody in a sandbox could make
+     * (the user's, outside every writable root) still grants its target */
+    char *link = tmpdir_path(w.base, "link-to-outside");
+    assert_int_equal(symlink(w.outside, link), 0);
+    own(w.base);
+    a = mcp_client_call(w.c, "codex/sandbox-state/update",
+                        json_pack("{s:{s:s, s:[s], s:b, s:b}, s:s}", "sandboxPolicy", "type",
+                                  "workspace-write", "writable_roots", link,
+                                  "exclude_tmpdir_env_var", 1, "exclude_slash_tmp", 1, "sandboxCwd",
+                                  w.proj));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    char *legit = NULL;
+    assert_true(asprintf(&legit, "echo x > '%s/g' && echo out-written || echo out-refused", link) >
+                0);
+    a = call(&w, legit, NULL);
+    assert_output_has(a, "out-written\n");
+    json_decref(a);
+    assert_true(exists(w.outside, "g"));
+    free(legit);
+    free(link);
+    free(build);
+    free(plant);
+    world_end(&w);
+}
+
 static void
 assert_invalid(json_t *a, const char *want)
 {
@@ -623,7 +697,7 @@ main(void)
         cmocka_unit_test(test_read_only_0169),    cmocka_unit_test(test_disabled),
         cmocka_unit_test(test_each_call_its_own), cmocka_unit_test(test_update_then_plain_call),
         cmocka_unit_test(test_invalid_meta),      cmocka_unit_test(test_carve_outs),
-        cmocka_unit_test(test_deny_hides),
+        cmocka_unit_test(test_deny_hides),        cmocka_unit_test(test_planted_root_symlink),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (unprivileged)
