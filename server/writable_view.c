@@ -6,38 +6,104 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static int
-append_real(char ***list, size_t *n, const char *path)
+static bool path_under(const char *path, const char *root);
+
+/* Whether the directory dir (a prefix of a path, "" for "/") resolves
+ * into one of the n writable locations; out of memory answers yes. */
+static bool
+dir_in(const char *dir, char *const *locs, size_t n)
 {
-    char *real = realpath(path, NULL);
+    char *real = realpath(*dir ? dir : "/", NULL);
     if (!real)
-        return errno == ENOMEM ? -1 : 0; /* a root that does not exist grants nothing */
-    return path_list_take(list, n, real);
+        return errno == ENOMEM; /* gone: nothing on the way resolves either */
+    bool in = false;
+    for (size_t i = 0; !in && i < n; i++)
+        in = path_under(real, locs[i]);
+    free(real);
+    return in;
 }
 
-/* Resolves each of the n paths into list; one that does not resolve is
- * left out, as Landlock grants nothing there. */
-static int
-append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths)
+/*
+ * Whether resolving path follows a symbolic link that lies in one of the
+ * n writable locations (resolved).  A sandboxed command may have made
+ * that link in an earlier call, at the name of a root that did not exist
+ * yet or of a directory on its way, to choose what a later call may
+ * write: such a root grants nothing.  A link outside every writable
+ * location (the user's own) is followed as before.  Out of memory
+ * answers yes.
+ */
+static bool
+through_planted_link(const char *path, char *const *locs, size_t n)
 {
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n_paths; i++)
-        rc = append_real(list, n, paths[i]);
-    return rc;
+    char *p = strdup(path);
+    if (!p)
+        return true;
+    bool planted = false;
+    size_t len = strlen(p);
+    for (size_t i = 1; !planted && i <= len; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char saved = p[i];
+        p[i] = '\0';
+        struct stat st;
+        bool ok = lstat(p, &st) == 0;
+        if (ok && S_ISLNK(st.st_mode)) {
+            char *slash = strrchr(p, '/');
+            *slash = '\0';
+            planted = dir_in(p, locs, n);
+            *slash = '/';
+        }
+        p[i] = saved;
+        if (!ok)
+            break; /* the rest does not resolve: realpath leaves it out */
+    }
+    free(p);
+    return planted;
+}
+
+/* Appends the resolved form of each of the n paths to list, except those
+ * that do not resolve (Landlock grants nothing there) and those reached
+ * through a link a sandbox could have planted among the locs. */
+static int
+append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths, char *const *locs,
+                size_t n_locs)
+{
+    for (size_t i = 0; i < n_paths; i++) {
+        if (locs && through_planted_link(paths[i], locs, n_locs))
+            continue;
+        char *real = realpath(paths[i], NULL);
+        if (!real) {
+            if (errno == ENOMEM)
+                return -1;
+            continue;
+        }
+        if (path_list_take(list, n, real) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int
 fill(struct writable_view *v, const struct sandbox_writable *w)
 {
     v->kind = w->everything ? WRITABLE_VIEW_ALL : WRITABLE_VIEW_SOME;
-    int rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots);
+    /* first every root as it resolves: where a sandbox of this policy
+     * could have made a link */
+    char **locs = NULL;
+    size_t n_locs = 0;
+    int rc = append_all_real(&locs, &n_locs, w->roots, w->n_roots, NULL, 0);
     if (rc == 0)
-        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices);
+        rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots, locs, n_locs);
+    if (rc == 0)
+        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices, NULL, 0);
     /* a repo root that does not resolve is no root: the helper skips it */
     if (rc == 0)
-        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots);
+        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots, locs,
+                             n_locs);
+    path_list_free(locs, n_locs);
     return rc;
 }
 
