@@ -1234,6 +1234,84 @@ test_kill_and_ptrace_outside(void **state)
     victim_alive();
 }
 
+/* A terminal of the user's outside (another window's shell, say): its
+ * slave owned by the user the command runs as, with a line typed into it
+ * and waiting.  Returns the master; *name is the slave's path. */
+static int
+outside_terminal(char *name, size_t len)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    must(m >= 0, "posix_openpt");
+    must(grantpt(m) == 0 && unlockpt(m) == 0, "grantpt");
+    must(ptsname_r(m, name, len) == 0, "ptsname_r");
+    if (g.unprivileged)
+        must(chown(name, g.uid, (gid_t)-1) == 0, "chown the terminal");
+    /* held open, as the shell in that window holds it */
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    must(s >= 0, "open the slave");
+    must(write(m, "hunter2\n", 8) == 8, "type into the terminal");
+    must(dup2(s, 1000) == 1000, "keep the slave");
+    close(s);
+    return m;
+}
+
+/* What the terminal shows (its master's output so far). */
+static char *
+terminal_shows(int m)
+{
+    static char buf[256];
+    must(fcntl(m, F_SETFL, O_NONBLOCK) == 0, "nonblocking master");
+    ssize_t n = read(m, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
+/*
+ * The user's other terminals: a command may neither read what is typed
+ * there (a password for sudo in another window) nor write into them.
+ * Under both confining policies the slave is not even there; without a
+ * sandbox the same script reads the line and writes.  Terminals the
+ * command makes for itself keep working.
+ */
+static void
+test_other_terminals(void **state)
+{
+    char name[64], *script;
+    for (int i = 0; i < 3; i++) {
+        int m = outside_terminal(name, sizeof name);
+        must(asprintf(&script,
+                      "echo INJECTED > %s && echo wrote; timeout 10 head -c 6 < %s; echo; "
+                      "ls %s >/dev/null 2>&1 && echo listed; echo done",
+                      name, name, name) > 0,
+             "asprintf");
+        struct sbx_result r;
+        sbx_sh(i < 2 ? confining(i) : "{\"type\":\"danger-full-access\"}", g.ws, script, &r);
+        const char *shows = terminal_shows(m);
+        if (i < 2 && (strstr(r.res.out, "hunter") || strstr(r.res.out, "wrote") ||
+                      strstr(r.res.out, "listed") || strstr(shows, "INJECTED")))
+            fail_msg("%s: the command reached %s: stdout [%s], the terminal shows [%s]",
+                     i == 0 ? "read-only" : "workspace-write", name, r.res.out, shows);
+        if (i == 2 && (!strstr(r.res.out, "hunter") || !strstr(shows, "INJECTED")))
+            fail_msg("control: stdout [%s], the terminal shows [%s]", r.res.out, shows);
+        sbx_assert_code(&r, 0);
+        sbx_result_free(&r);
+        free(script);
+        close(1000);
+        close(m);
+    }
+    /* a terminal of its own, under both */
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws,
+               "/usr/bin/python3 -c 'import os; m, s = os.openpty(); os.write(s, b\"own\\n\");"
+               " print(os.read(m, 16).decode().strip(), os.ttyname(s).startswith(\"/dev/pts/\"))'",
+               &r);
+        sbx_assert_code(&r, 0);
+        assert_string_equal(r.res.out, "own True\n");
+        sbx_result_free(&r);
+    }
+}
+
 /* The listener saw nothing: no connection queued, no datagram. */
 static void
 assert_listeners_quiet(void)
@@ -1597,6 +1675,7 @@ main(void)
         cmocka_unit_test(test_mount_chroot_hostname),
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),
+        cmocka_unit_test(test_other_terminals),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_network_allowed_when_asked),
         cmocka_unit_test(test_abstract_socket_outside),
