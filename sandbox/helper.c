@@ -712,6 +712,23 @@ without_mount_namespace(struct run *r)
     return why;
 }
 
+/* The sandbox's own /dev/pts (sandbox_ns_own_terminals), before the
+ * Landlock rules that grant it are made: the user's other terminals are
+ * not there to read or write.  A kernel without fsopen is refused, or
+ * with --allow-degraded reported. */
+static void
+own_terminals(struct run *r)
+{
+    int rc = sandbox_ns_own_terminals();
+    if (rc == -ENOSYS)
+        require(r, "own-terminals",
+                "the kernel lacks fsopen, so the user's other terminals under /dev/pts could be "
+                "read and written");
+    else if (rc < 0)
+        sandbox_helper_die(-rc, "mounting the sandbox's own /dev/pts");
+    put(r->report, "own_terminals", json_boolean(rc == 0));
+}
+
 static void
 enter_namespaces(struct run *r)
 {
@@ -728,6 +745,7 @@ enter_namespaces(struct run *r)
     }
     open_roots(r);
     make_world_read_only(r);
+    own_terminals(r);
     if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
         protect_extra(r);

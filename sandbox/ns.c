@@ -37,6 +37,7 @@
 #define NS_FSOPEN_CLOEXEC    1u
 #define NS_FSMOUNT_CLOEXEC   1u
 #define NS_FSCONFIG_CREATE   6u
+#define NS_FSCONFIG_SET_STR  1u
 #define NS_ATTR_RDONLY       0x1u
 #define NS_ATTR_NOSUID       0x2u
 #define NS_ATTR_NODEV        0x4u
@@ -521,6 +522,33 @@ sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err)
     }
     if (blank >= 0)
         close(blank);
+    return rc;
+}
+
+int
+sandbox_ns_own_terminals(void)
+{
+    int fs = (int)syscall(SYS_fsopen, "devpts", NS_FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return -errno;
+    int mnt = -1;
+    if (syscall(SYS_fsconfig, fs, NS_FSCONFIG_SET_STR, "mode", "0620", 0) == 0 &&
+        syscall(SYS_fsconfig, fs, NS_FSCONFIG_SET_STR, "ptmxmode", "0666", 0) == 0 &&
+        syscall(SYS_fsconfig, fs, NS_FSCONFIG_CREATE, NULL, NULL, 0) == 0)
+        mnt = (int)syscall(SYS_fsmount, fs, NS_FSMOUNT_CLOEXEC, NS_ATTR_NOSUID | NS_ATTR_NOEXEC);
+    int rc = mnt < 0 ? -errno : 0;
+    close(fs);
+    /* onto the directory itself: a link there would be the host's to
+     * follow, and /dev is the host's devtmpfs, read-only by now */
+    int at = rc == 0 ? open("/dev/pts", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rc == 0 && at < 0)
+        rc = -errno;
+    if (rc == 0 && ns_move_mount(mnt, "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
+        rc = -errno;
+    if (at >= 0)
+        close(at);
+    if (mnt >= 0)
+        close(mnt);
     return rc;
 }
 

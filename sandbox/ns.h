@@ -133,6 +133,18 @@ const char *sandbox_ns_hide_arg_error(const char *path);
  */
 int sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err);
 
+/*
+ * Puts a devpts instance of the sandbox's own on /dev/pts (nosuid,
+ * noexec; mode 0620, ptmx 0666): the terminals of the user's other
+ * sessions are not there to open, read (what is typed into them) or write
+ * (what they show), while /dev/ptmx, which takes the instance mounted
+ * beside it, and /dev/pts/ptmx give the command terminals of its own.  A
+ * terminal the command inherited still works through its fd and /dev/tty,
+ * but has no name under /dev/pts.  Returns 0 or -errno (-ENOSYS: no
+ * fsopen, Linux 5.2).
+ */
+int sandbox_ns_own_terminals(void);
+
 /* Mounts a fresh /proc; call in the first process of the new PID
  * namespace.  Returns 0 or -errno. */
 int sandbox_ns_mount_proc(void);
