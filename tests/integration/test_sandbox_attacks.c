@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/msg.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1312,6 +1314,64 @@ test_other_terminals(void **state)
     }
 }
 
+/* Python for `sh -c`: sends a message to System V queue $1 and writes
+ * into shared memory segment $2, by id, as a process outside could. */
+#define SYSV_SCRIPT                                                                                \
+    "/usr/bin/python3 -c 'import ctypes, sys\n"                                                    \
+    "libc = ctypes.CDLL(None, use_errno=True)\n"                                                   \
+    "libc.shmat.restype = ctypes.c_void_p\n"                                                       \
+    "m = ctypes.create_string_buffer(b\"\\1\\0\\0\\0\\0\\0\\0\\0PWNED\", 16)\n"                    \
+    "print(\"sent\" if libc.msgsnd(int(sys.argv[1]), m, 5, 0x800) == 0 else \"no-send\")\n"        \
+    "a = libc.shmat(int(sys.argv[2]), None, 0)\n"                                                  \
+    "if a in (None, ctypes.c_void_p(-1).value): print(\"no-attach\")\n"                            \
+    "else: ctypes.memmove(a, b\"PWNED\", 5); print(\"written\")' \"$0\" \"$1\""
+
+/*
+ * System V IPC outside: a message queue and a shared memory segment of
+ * the user's (a service's, say), reached by id without any file.  Under
+ * both confining policies the command finds neither (an IPC namespace of
+ * its own); without a sandbox it sends and writes.
+ */
+static void
+test_sysv_ipc_outside(void **state)
+{
+    int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+    int m = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    must(q >= 0 && m >= 0, "msgget/shmget");
+    if (g.unprivileged) {
+        struct msqid_ds qd;
+        struct shmid_ds md;
+        must(msgctl(q, IPC_STAT, &qd) == 0 && shmctl(m, IPC_STAT, &md) == 0, "IPC_STAT");
+        qd.msg_perm.uid = g.uid;
+        md.shm_perm.uid = g.uid;
+        must(msgctl(q, IPC_SET, &qd) == 0 && shmctl(m, IPC_SET, &md) == 0, "IPC_SET");
+    }
+    char *mem = shmat(m, NULL, 0);
+    must(mem != (void *)-1, "shmat");
+    char qs[16], ms[16];
+    snprintf(qs, sizeof qs, "%d", q);
+    snprintf(ms, sizeof ms, "%d", m);
+    for (int i = 0; i < 3; i++) {
+        const char *argv[] = {"/bin/sh", "-c", SYSV_SCRIPT, qs, ms, NULL};
+        struct sbx_result r;
+        sbx_run(i < 2 ? confining(i) : "{\"type\":\"danger-full-access\"}", g.ws, NULL, argv, NULL,
+                &r);
+        struct msqid_ds qd;
+        must(msgctl(q, IPC_STAT, &qd) == 0, "IPC_STAT");
+        bool reached = qd.msg_qnum > 0 || memcmp(mem, "PWNED", 5) == 0;
+        if (i < 2 && (reached || strcmp(r.res.out, "no-send\nno-attach\n") != 0))
+            fail_msg("%s: stdout [%s], %lu message(s) queued, memory [%.5s]; stderr %s",
+                     i == 0 ? "read-only" : "workspace-write", r.res.out,
+                     (unsigned long)qd.msg_qnum, mem, r.res.err);
+        if (i == 2 && (!reached || strcmp(r.res.out, "sent\nwritten\n") != 0))
+            fail_msg("control: stdout [%s], stderr %s", r.res.out, r.res.err);
+        sbx_result_free(&r);
+    }
+    shmdt(mem);
+    msgctl(q, IPC_RMID, NULL);
+    shmctl(m, IPC_RMID, NULL);
+}
+
 /* The listener saw nothing: no connection queued, no datagram. */
 static void
 assert_listeners_quiet(void)
@@ -1676,6 +1736,7 @@ main(void)
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),
         cmocka_unit_test(test_other_terminals),
+        cmocka_unit_test(test_sysv_ipc_outside),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_network_allowed_when_asked),
         cmocka_unit_test(test_abstract_socket_outside),
