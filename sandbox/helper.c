@@ -950,6 +950,7 @@ report_namespaces(struct run *r)
     put(o, "user", json_boolean(r->ns.user));
     put(o, "mount", json_boolean(r->ns.mount));
     put(o, "pid", json_boolean(r->ns.pid));
+    put(o, "ipc", json_boolean(r->ns.ipc));
     put(o, "proc", json_boolean(r->own_proc));
     put(r->report, "read_only", json_incref(r->read_only));
     if (r->o->n_hide > 0)

@@ -108,15 +108,18 @@ sandbox_ns_unshare(struct sandbox_ns_state *st)
         return -EPERM;
     uid_t uid = getuid();
     gid_t gid = getgid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) == 0) {
+    /* IPC too: System V queues, semaphores and shared memory, and POSIX
+     * message queues, are found by id or name, with no file Landlock or
+     * the read-only world could stand in front of */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) == 0) {
         st->user = true;
         int rc = write_id_maps(uid, gid);
         if (rc < 0)
             return rc;
-    } else if (unshare(CLONE_NEWNS | CLONE_NEWPID) != 0) {
+    } else if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) != 0) {
         return -errno;
     }
-    st->mount = st->pid = true;
+    st->mount = st->pid = st->ipc = true;
     /* Nothing mounted here may show up outside, and nothing mounted
      * outside later may show up here: it would miss the read-only world. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)

@@ -20,12 +20,14 @@ struct sandbox_ns_state {
     bool user;  /* a new user namespace (uid/gid mapped to themselves) */
     bool mount; /* a new mount namespace, private: propagation cut both ways */
     bool pid;   /* a new PID namespace for the next child */
+    bool ipc;   /* a new IPC namespace: no System V object or POSIX queue of
+                 * the host's is reachable by id or name */
 };
 
 /*
- * Unshares user (when possible), mount and PID namespaces for the calling
- * single-threaded process.  Without a user namespace it still tries plain
- * mount+PID namespaces (enough for root).  $EXECGATE_SANDBOX_NO_NAMESPACES=1
+ * Unshares user (when possible), mount, PID and IPC namespaces for the
+ * calling single-threaded process.  Without a user namespace it still
+ * tries plain mount+PID+IPC namespaces (enough for root).  $EXECGATE_SANDBOX_NO_NAMESPACES=1
  * makes it fail as a kernel without them would (a test knob).  Returns 0
  * with *st filled, or -errno with nothing changed.
  */
