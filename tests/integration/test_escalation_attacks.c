@@ -231,6 +231,52 @@ read_or_empty(const char *path)
 
 /* ---- a program's name is not what it is ---- */
 
+/* Python for `python3 exec.py HOW SRC NAME ARGS...`: execs a copy of SRC
+ * under the name NAME without a path the rules could read: from a memfd
+ * (HOW memfd) or through an O_PATH fd of SRC (HOW opath). */
+static const char fd_exec_py[] =
+    "import os, sys\n"
+    "how, src, name = sys.argv[1:4]\n"
+    "if how == 'memfd':\n"
+    "    fd = os.memfd_create(name, 0)\n"
+    "    os.write(fd, open(src, 'rb').read())\n"
+    "else:\n"
+    "    fd = os.open(src, os.O_PATH)\n"
+    "os.execve(fd, [os.path.basename(name)] + sys.argv[4:], dict(os.environ))\n";
+
+/* `touch` is allowed; the command execs cp's code by fd, named touch (a
+ * memfd called "touch" or ".../usr/bin/touch", an O_PATH fd of a copy
+ * called touch in the workdir): whatever name the server reads, it is not
+ * /usr/bin/touch's file, so cp must run inside, where it cannot write
+ * outside. */
+static void
+test_fd_exec_named_as_allowed(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", false);
+    char *py = tmpdir_path(w->wd, "exec.py");
+    tmpdir_write_file(py, fd_exec_py, 0644);
+    own(py);
+    char *cmd = mcp_world_fmt(
+        "cp /bin/cp ./touch; "
+        "/usr/bin/python3 exec.py memfd /bin/cp touch /etc/hostname %s/memfd; "
+        "/usr/bin/python3 exec.py memfd /bin/cp x/usr/bin/touch /etc/hostname %s/memfd-path; "
+        "/usr/bin/python3 exec.py opath ./touch touch /etc/hostname %s/opath; "
+        "touch %s/plain; echo \"status=$?\"",
+        w->outside, w->outside, w->outside, w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "memfd", a);
+    assert_not_outside(w, "memfd-path", a);
+    assert_not_outside(w, "opath", a);
+    /* control: the real touch, allowed, still runs outside */
+    if (!mcp_world_exists(w->outside, "plain"))
+        fail_msg("the allowed touch did not run outside: [%s]", mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(py);
+    world_end(w);
+}
+
 /* `cat` is allowed; ./cat is a link to /bin/sh in the writable workdir:
  * the rule named cat, the server escalated sh. */
 static void
@@ -1330,6 +1376,7 @@ main(void)
         cmocka_unit_test_teardown(test_script_with_writable_interpreter, teardown),
         cmocka_unit_test_teardown(test_escalated_env_is_the_servers, teardown),
         cmocka_unit_test_teardown(test_audit_log_hidden, teardown),
+        cmocka_unit_test_teardown(test_fd_exec_named_as_allowed, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&g.user);
