@@ -1372,6 +1372,96 @@ test_sysv_ipc_outside(void **state)
     shmctl(m, IPC_RMID, NULL);
 }
 
+/* `python3 -c FD_TRICKS WS OUT VICTIM`: ways to reach a file outside
+ * through fds rather than its name (an O_TMPFILE linked out, an O_PATH fd
+ * reopened, chmod or fchmodat2 through it, renameat2's exchange, a hard
+ * link in); one line "NAME DONE" or "NAME denied ERRNO" each. */
+static const char fd_tricks_py[] =
+    "import os, sys, ctypes\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "ws, out, victim = sys.argv[1:4]\n"
+    "def t(name, f):\n"
+    "    try:\n"
+    "        f(); print(name, \"DONE\")\n"
+    "    except OSError as e:\n"
+    "        print(name, \"denied\", e.errno)\n"
+    "def tmpfile_link():\n"
+    "    fd = os.open(ws, os.O_TMPFILE | os.O_WRONLY, 0o644)\n"
+    "    os.write(fd, b\"x\")\n"
+    "    os.link(\"/proc/self/fd/%d\" % fd, out + \"/tmplinked\", follow_symlinks=True)\n"
+    "def tmpfile_linkat_empty():\n"
+    "    fd = os.open(ws, os.O_TMPFILE | os.O_WRONLY, 0o644)\n"
+    "    r = libc.linkat(fd, b\"\", -100, (out + \"/tmplinked2\").encode(), 0x1000)\n"
+    "    if r != 0: raise OSError(ctypes.get_errno(), \"linkat\")\n"
+    "def reopen_opath():\n"
+    "    fd = os.open(victim, os.O_PATH)\n"
+    "    w = os.open(\"/proc/self/fd/%d\" % fd, os.O_WRONLY | os.O_TRUNC)\n"
+    "    os.write(w, b\"pwned\\n\")\n"
+    "def exchange():\n"
+    "    open(ws + \"/mine\", \"w\").write(\"mine\\n\")\n"
+    "    r = libc.renameat2(-100, (ws + \"/mine\").encode(), -100, victim.encode(), 2)\n"
+    "    if r != 0: raise OSError(ctypes.get_errno(), \"renameat2\")\n"
+    "def link_victim_in():\n"
+    "    os.link(victim, ws + \"/victimlink\")\n"
+    "def chmod_via_proc():\n"
+    "    fd = os.open(victim, os.O_PATH)\n"
+    "    os.chmod(\"/proc/self/fd/%d\" % fd, 0o777)\n"
+    "def truncate_opath():\n"
+    "    os.truncate(victim, 0)\n"
+    "def fchmodat_empty():\n"
+    "    fd = os.open(victim, os.O_PATH)\n"
+    "    r = libc.syscall(452, fd, b\"\", 0o777, 0x1000)\n"
+    "    if r != 0: raise OSError(ctypes.get_errno(), \"fchmodat2\")\n"
+    "for n, f in [(\"tmpfile_link\", tmpfile_link), (\"tmpfile_linkat_empty\", "
+    "tmpfile_linkat_empty), (\"reopen_opath\", reopen_opath), (\"exchange\", exchange), "
+    "(\"link_victim_in\", link_victim_in), (\"chmod_via_proc\", chmod_via_proc), (\"truncate\", "
+    "truncate_opath), (\"fchmodat2_empty\", fchmodat_empty)]:\n"
+    "    t(n, f)\n";
+
+/* Every trick is refused under both policies, the victim unchanged and
+ * nothing made outside; without a sandbox most of them work. */
+static void
+test_fd_tricks_outside(void **state)
+{
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"/usr/bin/python3", "-c", fd_tricks_py, g.ws, g.out, g.victim, NULL};
+        struct sbx_result r;
+        sbx_run(confining(i), g.ws, NULL, argv, NULL, &r);
+        sbx_assert_code(&r, 0);
+        if (strstr(r.res.out, "DONE") != NULL ||
+            strstr(r.res.out, "fchmodat2_empty denied") == NULL)
+            fail_msg("%s: %s", i == 0 ? "read-only" : "workspace-write", r.res.out);
+        sbx_result_free(&r);
+        assert_victim_untouched();
+        char *linked = in(g.out, "tmplinked2");
+        assert_int_equal(access(linked, F_OK), -1);
+        free(linked);
+        char *mine = in(g.ws, "mine");
+        unlink(mine);
+        free(mine);
+    }
+    /* control, on a scratch victim of its own */
+    char *out = tmpdir_new("fdtricks");
+    char *victim = in(out, "victim");
+    tmpdir_write_file(victim, "original\n", 0666);
+    give_to_user(out);
+    give_to_user(victim);
+    const char *argv[] = {"/usr/bin/python3", "-c", fd_tricks_py, g.ws, out, victim, NULL};
+    struct sbx_result r;
+    sbx_run("{\"type\":\"danger-full-access\"}", g.ws, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    if (strstr(r.res.out, "reopen_opath DONE") == NULL ||
+        strstr(r.res.out, "exchange DONE") == NULL)
+        fail_msg("control: %s", r.res.out);
+    sbx_result_free(&r);
+    char *mine = in(g.ws, "mine");
+    unlink(mine);
+    free(mine);
+    tmpdir_remove(out);
+    free(victim);
+    free(out);
+}
+
 /* The listener saw nothing: no connection queued, no datagram. */
 static void
 assert_listeners_quiet(void)
@@ -1737,6 +1827,7 @@ main(void)
         cmocka_unit_test(test_kill_and_ptrace_outside),
         cmocka_unit_test(test_other_terminals),
         cmocka_unit_test(test_sysv_ipc_outside),
+        cmocka_unit_test(test_fd_tricks_outside),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_network_allowed_when_asked),
         cmocka_unit_test(test_abstract_socket_outside),
