@@ -1462,6 +1462,61 @@ test_fd_tricks_outside(void **state)
     free(out);
 }
 
+/* `python3 -c OWN_NS_PY HIDDEN OUT`: in a mount namespace of its own,
+ * and in a user and mount namespace of its own (where it would hold every
+ * capability again), takes the --hide cover off HIDDEN, remounts OUT
+ * read-write, then reads what was hidden. */
+static const char own_ns_py[] =
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "hid, out = sys.argv[1], sys.argv[2]\n"
+    "for flags, name in ((0x00020000, \"mnt\"), (0x10000000 | 0x00020000, \"user+mnt\")):\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        r = libc.unshare(flags)\n"
+    "        print(name, \"unshare\", r, ctypes.get_errno() if r else 0)\n"
+    "        r = libc.umount2(hid.encode(), 2)\n"
+    "        print(name, \"umount\", r, ctypes.get_errno() if r else 0)\n"
+    "        r = libc.mount(None, out.encode(), None, 32 | 4096 | 16384, None)\n"
+    "        print(name, \"remount-rw\", r, ctypes.get_errno() if r else 0)\n"
+    "        try:\n"
+    "            print(name, \"READ\", open(hid + \"/token\").read().strip())\n"
+    "        except OSError as e:\n"
+    "            print(name, \"read\", e.errno)\n"
+    "        sys.stdout.flush()\n"
+    "        os._exit(0)\n"
+    "    os.waitpid(pid, 0)\n";
+
+/* The command's own namespaces give it no mount call: the cover stays,
+ * nothing is remounted, what was hidden stays unreadable. */
+static void
+test_hide_unmount_in_own_namespace(void **state)
+{
+    char *dir = in(g.out, "hidden-dir");
+    char *key = in(dir, "token");
+    must(mkdir(dir, 0755) == 0, "mkdir");
+    tmpdir_write_file(key, "SECRET\n", 0644);
+    give_to_user(dir);
+    give_to_user(key);
+    const char *extra[] = {"--hide", dir, NULL};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"/usr/bin/python3", "-c", own_ns_py, dir, g.out, NULL};
+        struct sbx_result r;
+        sbx_run(confining(i), g.ws, extra, argv, NULL, &r);
+        sbx_assert_code(&r, 0);
+        if (strstr(r.res.out, "SECRET") || !strstr(r.res.out, "mnt umount -1 1\n") ||
+            !strstr(r.res.out, "user+mnt umount -1 1\n") ||
+            !strstr(r.res.out, "user+mnt remount-rw -1 1\n"))
+            fail_msg("%s: %s%s", i == 0 ? "read-only" : "workspace-write", r.res.out, r.res.err);
+        sbx_result_free(&r);
+    }
+    assert_victim_untouched();
+    unlink(key);
+    rmdir(dir);
+    free(key);
+    free(dir);
+}
+
 /* The listener saw nothing: no connection queued, no datagram. */
 static void
 assert_listeners_quiet(void)
@@ -1828,6 +1883,7 @@ main(void)
         cmocka_unit_test(test_other_terminals),
         cmocka_unit_test(test_sysv_ipc_outside),
         cmocka_unit_test(test_fd_tricks_outside),
+        cmocka_unit_test(test_hide_unmount_in_own_namespace),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_network_allowed_when_asked),
         cmocka_unit_test(test_abstract_socket_outside),
