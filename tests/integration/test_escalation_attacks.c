@@ -346,6 +346,35 @@ test_prompt_shows_what_really_runs(void **state)
     world_end(w);
 }
 
+/* The question cannot be dressed up: a workdir and arguments with
+ * terminal escapes, a carriage return, a newline and a right-to-left
+ * override (made in the sandbox) are shown escaped, so the person sees
+ * the real command and directory, not text drawn over them. */
+static void
+test_question_escapes_what_it_shows(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *a = run(w,
+                    "d=$'x\\e[2K\\rin /home/u/safe\\n'; mkdir -p \"$d\" && cd \"$d\" && "
+                    "touch $'\\e[1A\\rok' $'\\u202eevil'; echo \"status=$?\"",
+                    &ans);
+    assert_int_equal(ans.asked, 1);
+    for (const char *c = ans.last_message; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            fail_msg("the question holds control character 0x%02x: [%s]", (unsigned char)*c,
+                     ans.last_message);
+    }
+    if (strstr(ans.last_message, "\xe2\x80\xae")) /* U+202E itself */
+        fail_msg("the question holds a right-to-left override: [%s]", ans.last_message);
+    mcp_world_assert_contains(ans.last_message, "\\x1b[2K\\rin /home/u/safe\\n");
+    mcp_world_assert_contains(ans.last_message, "\\u{202E}evil");
+    json_decref(a);
+    free(ans.last_message);
+    world_end(w);
+}
+
 /* `./cat s` approved for the session while ./cat is cat; then the link is
  * pointed at sh and the same `./cat s` comes again. */
 static void
@@ -1377,6 +1406,7 @@ main(void)
         cmocka_unit_test_teardown(test_escalated_env_is_the_servers, teardown),
         cmocka_unit_test_teardown(test_audit_log_hidden, teardown),
         cmocka_unit_test_teardown(test_fd_exec_named_as_allowed, teardown),
+        cmocka_unit_test_teardown(test_question_escapes_what_it_shows, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&g.user);
