@@ -404,6 +404,55 @@ test_planted_root_symlink(void **unused)
     world_end(&w);
 }
 
+/* The update request: workspace-write in w's workspace, /tmp and
+ * $TMPDIR left out, with root as its one writable root. */
+static void
+update_with_root(struct world *w, const char *root)
+{
+    json_t *a = mcp_client_call(w->c, "codex/sandbox-state/update",
+                                json_pack("{s:{s:s, s:[s], s:b, s:b}, s:s}", "sandboxPolicy",
+                                          "type", "workspace-write", "writable_roots", root,
+                                          "exclude_tmpdir_env_var", 1, "exclude_slash_tmp", 1,
+                                          "sandboxCwd", w->proj));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+}
+
+/* The same with the link planted under an earlier call's policy: a cache
+ * directory writable then, and only the link's name named writable now.
+ * The link lies where some sandbox of this server could write, which is
+ * enough to distrust it. */
+static void
+test_planted_root_symlink_earlier_policy(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    tmpdir_make_dir(w.base, "cache");
+    own(w.base);
+    char *cache = tmpdir_path(w.base, "cache");
+    char *link = tmpdir_path(cache, "out");
+    update_with_root(&w, cache);
+    char *plant = NULL;
+    assert_true(asprintf(&plant, "ln -s '%s' '%s' && echo planted", w.outside, link) > 0);
+    json_t *a = call(&w, plant, NULL);
+    assert_output_has(a, "planted\n");
+    json_decref(a);
+    update_with_root(&w, link);
+    char *attack = NULL;
+    assert_true(asprintf(&attack, "echo x > '%s/h' && echo out-written || echo out-refused", link) >
+                0);
+    a = call(&w, attack, NULL);
+    assert_output_has(a, "out-refused\n");
+    json_decref(a);
+    assert_false(exists(w.outside, "h"));
+    free(attack);
+    free(plant);
+    free(link);
+    free(cache);
+    world_end(&w);
+}
+
 static void
 assert_invalid(json_t *a, const char *want)
 {
@@ -693,11 +742,17 @@ main(void)
             return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_advertised),        cmocka_unit_test(test_workspace_write_0169),
-        cmocka_unit_test(test_read_only_0169),    cmocka_unit_test(test_disabled),
-        cmocka_unit_test(test_each_call_its_own), cmocka_unit_test(test_update_then_plain_call),
-        cmocka_unit_test(test_invalid_meta),      cmocka_unit_test(test_carve_outs),
-        cmocka_unit_test(test_deny_hides),        cmocka_unit_test(test_planted_root_symlink),
+        cmocka_unit_test(test_advertised),
+        cmocka_unit_test(test_workspace_write_0169),
+        cmocka_unit_test(test_read_only_0169),
+        cmocka_unit_test(test_disabled),
+        cmocka_unit_test(test_each_call_its_own),
+        cmocka_unit_test(test_update_then_plain_call),
+        cmocka_unit_test(test_invalid_meta),
+        cmocka_unit_test(test_carve_outs),
+        cmocka_unit_test(test_deny_hides),
+        cmocka_unit_test(test_planted_root_symlink),
+        cmocka_unit_test(test_planted_root_symlink_earlier_policy),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (unprivileged)
