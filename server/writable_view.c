@@ -11,17 +11,26 @@
 
 static bool path_under(const char *path, const char *root);
 
+/* Where a link may have been planted: this policy's roots (resolved) and
+ * whatever the caller says other sandboxes could write. */
+struct planted_where {
+    char *const *locs;
+    size_t n;
+    writable_view_written_fn written; /* may be NULL */
+    void *arg;
+};
+
 /* Whether the directory dir (a prefix of a path, "" for "/") resolves
- * into one of the n writable locations; out of memory answers yes. */
+ * into a place pw names; out of memory answers yes. */
 static bool
-dir_in(const char *dir, char *const *locs, size_t n)
+dir_in(const char *dir, const struct planted_where *pw)
 {
     char *real = realpath(*dir ? dir : "/", NULL);
     if (!real)
         return errno == ENOMEM; /* gone: nothing on the way resolves either */
-    bool in = false;
-    for (size_t i = 0; !in && i < n; i++)
-        in = path_under(real, locs[i]);
+    bool in = pw->written && pw->written(pw->arg, real);
+    for (size_t i = 0; !in && i < pw->n; i++)
+        in = path_under(real, pw->locs[i]);
     free(real);
     return in;
 }
@@ -36,7 +45,7 @@ dir_in(const char *dir, char *const *locs, size_t n)
  * answers yes.
  */
 static bool
-through_planted_link(const char *path, char *const *locs, size_t n)
+through_planted_link(const char *path, const struct planted_where *pw)
 {
     char *p = strdup(path);
     if (!p)
@@ -53,7 +62,7 @@ through_planted_link(const char *path, char *const *locs, size_t n)
         if (ok && S_ISLNK(st.st_mode)) {
             char *slash = strrchr(p, '/');
             *slash = '\0';
-            planted = dir_in(p, locs, n);
+            planted = dir_in(p, pw);
             *slash = '/';
         }
         p[i] = saved;
@@ -68,11 +77,11 @@ through_planted_link(const char *path, char *const *locs, size_t n)
  * that do not resolve (Landlock grants nothing there) and those reached
  * through a link a sandbox could have planted among the locs. */
 static int
-append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths, char *const *locs,
-                size_t n_locs)
+append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths,
+                const struct planted_where *pw)
 {
     for (size_t i = 0; i < n_paths; i++) {
-        if (locs && through_planted_link(paths[i], locs, n_locs))
+        if (pw && through_planted_link(paths[i], pw))
             continue;
         char *real = realpath(paths[i], NULL);
         if (!real) {
@@ -87,29 +96,30 @@ append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths, cha
 }
 
 static int
-fill(struct writable_view *v, const struct sandbox_writable *w)
+fill(struct writable_view *v, const struct sandbox_writable *w, writable_view_written_fn written,
+     void *arg)
 {
     v->kind = w->everything ? WRITABLE_VIEW_ALL : WRITABLE_VIEW_SOME;
     /* first every root as it resolves: where a sandbox of this policy
      * could have made a link */
+    struct planted_where pw = {.written = written, .arg = arg};
     char **locs = NULL;
-    size_t n_locs = 0;
-    int rc = append_all_real(&locs, &n_locs, w->roots, w->n_roots, NULL, 0);
+    int rc = append_all_real(&locs, &pw.n, w->roots, w->n_roots, NULL);
+    pw.locs = locs;
     if (rc == 0)
-        rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots, locs, n_locs);
+        rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots, &pw);
     if (rc == 0)
-        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices, NULL, 0);
+        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices, NULL);
     /* a repo root that does not resolve is no root: the helper skips it */
     if (rc == 0)
-        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots, locs,
-                             n_locs);
-    path_list_free(locs, n_locs);
+        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots, &pw);
+    path_list_free(locs, pw.n);
     return rc;
 }
 
 int
-writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
-                   char **err)
+writable_view_init_after(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+                         writable_view_written_fn written, void *arg, char **err)
 {
     memset(v, 0, sizeof(*v));
     struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
@@ -119,7 +129,7 @@ writable_view_init(struct writable_view *v, const json_t *policy, const char *sa
      * (escalation_shell_env copies it, setting only the protocol's
      * variables). */
     struct sandbox_writable *w = sandbox_writable_new(p, getenv("TMPDIR"));
-    int rc = w ? fill(v, w) : -1;
+    int rc = w ? fill(v, w, written, arg) : -1;
     sandbox_writable_free(w);
     sandbox_policy_free(p);
     if (rc < 0) {
@@ -127,6 +137,13 @@ writable_view_init(struct writable_view *v, const json_t *policy, const char *sa
         *err = strdup("out of memory");
     }
     return rc;
+}
+
+int
+writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+                   char **err)
+{
+    return writable_view_init_after(v, policy, sandbox_cwd, NULL, NULL, err);
 }
 
 int
