@@ -453,6 +453,49 @@ test_planted_root_symlink_earlier_policy(void **unused)
     world_end(&w);
 }
 
+/* workspace-write in proj with one deny entry, proj/rel. */
+static json_t *
+with_deny(const char *proj, const char *rel)
+{
+    json_t *profile = workspace_write_0169(proj);
+    char *p = tmpdir_path(proj, rel);
+    json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
+                          entry("path", "path", p, "deny"));
+    free(p);
+    return profile;
+}
+
+/* A denied file one directory down: were one call able to rename that
+ * directory (the file's cover would go along, so that call would read
+ * nothing), the next call, under the same profile, would find nothing at
+ * the denied name to hide and read the file under its new one.  The
+ * rename is refused, and nothing is read. */
+static void
+test_deny_moved_away(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    tmpdir_make_dir(w.proj, "config");
+    char *key = tmpdir_path(w.proj, "config/secret.key");
+    tmpdir_write_file(key, "SECRET\n", 0644);
+    own(w.base);
+    json_t *a = call(&w, "cat config/secret.key; mv config moved && echo moved",
+                     state(with_deny(w.proj, "config/secret.key"), w.url));
+    /* held by the cover's ancestors, pinned for the call */
+    if (strstr(output(a), "SECRET") || strstr(output(a), "moved\n"))
+        fail_msg("the first call read the denied file or moved its directory: %s", output(a));
+    json_decref(a);
+    a = call(&w, "cat moved/secret.key config/secret.key; echo end",
+             state(with_deny(w.proj, "config/secret.key"), w.url));
+    if (strstr(output(a), "SECRET"))
+        fail_msg("a later call read the denied file under the name an earlier call gave it: %s",
+                 output(a));
+    json_decref(a);
+    free(key);
+    world_end(&w);
+}
+
 static void
 assert_invalid(json_t *a, const char *want)
 {
@@ -753,6 +796,7 @@ main(void)
         cmocka_unit_test(test_deny_hides),
         cmocka_unit_test(test_planted_root_symlink),
         cmocka_unit_test(test_planted_root_symlink_earlier_policy),
+        cmocka_unit_test(test_deny_moved_away),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (unprivileged)
