@@ -346,6 +346,41 @@ test_prompt_shows_what_really_runs(void **state)
     world_end(w);
 }
 
+/* Allowed sort, find and git diff, with their file-writing options
+ * spelled every way GNU getopt takes them: after the operands, clustered
+ * with the value attached, abbreviated, the value as the next word, and
+ * with POSIXLY_CORRECT set by the command (the server's environment is
+ * what counts).  Each is asked about (declined here), and nothing is
+ * written outside. */
+static void
+test_write_options_in_gnu_spellings(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"sort\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"find\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git\", \"diff\"], decision=\"allow\")\n",
+                    true);
+    struct mcp_answers ans = {.action = "decline"};
+    char *cmd = mcp_world_fmt("O=%s; echo b > in.txt; sort in.txt -o $O/s1; sort -ro$O/s2 in.txt;"
+                              " sort --outp=$O/s3 in.txt; sort --output $O/s4 in.txt;"
+                              " POSIXLY_CORRECT=1 sort in.txt -o $O/s5; find in.txt -fprint $O/f1;"
+                              " find . -maxdepth 0 -fprintf $O/f2 x;"
+                              " git diff --no-index --outp=$O/g1 in.txt /etc/hostname;"
+                              " git diff --no-index --output $O/g2 in.txt /etc/hostname; echo end",
+                              w->outside);
+    json_t *a = run(w, cmd, &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "end\n");
+    const char *names[] = {"s1", "s2", "s3", "s4", "s5", "f1", "f2", "g1", "g2"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_not_outside(w, names[i], a);
+    if (ans.asked != 9)
+        fail_msg("%d questions for 9 writes outside: [%s]", ans.asked, mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(ans.last_message);
+    world_end(w);
+}
+
 /* The question cannot be dressed up: a workdir and arguments with
  * terminal escapes, a carriage return, a newline and a right-to-left
  * override (made in the sandbox) are shown escaped, so the person sees
@@ -1407,6 +1442,7 @@ main(void)
         cmocka_unit_test_teardown(test_audit_log_hidden, teardown),
         cmocka_unit_test_teardown(test_fd_exec_named_as_allowed, teardown),
         cmocka_unit_test_teardown(test_question_escapes_what_it_shows, teardown),
+        cmocka_unit_test_teardown(test_write_options_in_gnu_spellings, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&g.user);
