@@ -1517,6 +1517,56 @@ test_hide_unmount_in_own_namespace(void **state)
     free(dir);
 }
 
+/* The device nodes a confined command finds under /dev: the ones it
+ * may use, no other. */
+static const char *const usable_devices[] = {
+    "/dev/full", "/dev/null", "/dev/ptmx", "/dev/random", "/dev/tty", "/dev/urandom", "/dev/zero",
+};
+
+static bool
+usable_device(const char *path)
+{
+    for (size_t i = 0; i < sizeof usable_devices / sizeof usable_devices[0]; i++) {
+        if (strcmp(path, usable_devices[i]) == 0)
+            return true;
+    }
+    return strncmp(path, "/dev/pts/", 9) == 0; /* the sandbox's own instance */
+}
+
+/*
+ * The host's other devices (consoles and their screens, disks, loop
+ * devices, the kernel log, hardware...) are not there: a root server's
+ * command could otherwise read a disk under every --hide cover, or a
+ * console's screen.  The usual ones still work, and so do /dev/fd and
+ * /dev/stdin.
+ */
+static void
+test_other_devices(void **state)
+{
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws,
+               "find /dev -xdev -mindepth 1 \\( -type c -o -type b \\) -print 2>/dev/null;"
+               "find /dev/pts -mindepth 1 -print 2>/dev/null;"
+               "echo x > /dev/null && head -c 1 /dev/urandom | wc -c | grep -q 1 &&"
+               " echo in | cat /dev/stdin && echo fd | cat /dev/fd/0 && echo usual-ok",
+               &r);
+        char *text = strdup(r.res.out);
+        must(text != NULL, "strdup");
+        bool ok = strstr(text, "in\nfd\nusual-ok\n") != NULL;
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            if (line[0] == '/' && !usable_device(line))
+                fail_msg("%s: %s is there: [%s]", i == 0 ? "read-only" : "workspace-write", line,
+                         r.res.out);
+        }
+        if (!ok)
+            fail_msg("%s: the usual devices: [%s] %s", i == 0 ? "read-only" : "workspace-write",
+                     r.res.out, r.res.err);
+        free(text);
+        sbx_result_free(&r);
+    }
+}
+
 /* The listener saw nothing: no connection queued, no datagram. */
 static void
 assert_listeners_quiet(void)
@@ -1881,6 +1931,7 @@ main(void)
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),
         cmocka_unit_test(test_other_terminals),
+        cmocka_unit_test(test_other_devices),
         cmocka_unit_test(test_sysv_ipc_outside),
         cmocka_unit_test(test_fd_tricks_outside),
         cmocka_unit_test(test_hide_unmount_in_own_namespace),
