@@ -136,6 +136,18 @@ const char *sandbox_ns_hide_arg_error(const char *path);
 int sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err);
 
 /*
+ * Replaces /dev with a read-only tmpfs holding only the device nodes
+ * programs open as a matter of course (null, zero, full, random, urandom,
+ * tty: bound from the host's, those missing there left out), the
+ * directories pts (for sandbox_ns_own_terminals) and shm, and the links
+ * fd, stdin, stdout, stderr and ptmx (to pts/ptmx): the host's other devices (consoles and
+ * their screens, disks, loop devices, the kernel log, hardware) are not
+ * there to open.  Call after the read-only world, and only when no
+ * writable root lies under /dev.  Returns 0 or -errno.
+ */
+int sandbox_ns_minimal_dev(void);
+
+/*
  * Puts a devpts instance of the sandbox's own on /dev/pts (nosuid,
  * noexec; mode 0620, ptmx 0666): the terminals of the user's other
  * sessions are not there to open, read (what is typed into them) or write
