@@ -346,6 +346,90 @@ test_prompt_shows_what_really_runs(void **state)
     world_end(w);
 }
 
+/* `python3 malformed.py SEED N`: N sessions on the escalation socket,
+ * each malformed one way (a random first datagram, a header lying about
+ * its length, FDS before REQUEST with odd targets, two REQUESTs and an
+ * FDS with too many targets, random frames of any type and version, a
+ * SIGNAL with odd numbers and a frame cut short), from a fixed seed. */
+static const char malformed_py[] =
+    "import os, socket, struct, random, array, sys, time\n"
+    "s = socket.socket(fileno=int(os.environ['CODEX_ESCALATE_SOCKET']))\n"
+    "def frame(t, body=b'', ver=2, ln=None): return struct.pack('<IHH', len(body) if ln is None "
+    "else ln, ver, t) + body\n"
+    "def st(b): return struct.pack('<I', len(b)) + b\n"
+    "random.seed(int(sys.argv[1]))\n"
+    "valid_req = st(b'/bin/true') + struct.pack('<I', 1) + st(b'true') + st(os.getcwd().encode()) "
+    "+ struct.pack('<I', 0)\n"
+    "n_ok = 0\n"
+    "for i in range(int(sys.argv[2])):\n"
+    "    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+    "    kind = random.randrange(6)\n"
+    "    try:\n"
+    "        if kind == 0:   # first datagram a random REQUEST body\n"
+    "            body = bytes(random.randrange(256) for _ in range(random.randrange(64)))\n"
+    "            s.sendmsg([frame(2, body)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, "
+    "array.array('i', [b.fileno()]))])\n"
+    "        else:\n"
+    "            s.sendmsg([frame(1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', "
+    "[b.fileno()]))])\n"
+    "            b.close()\n"
+    "            if kind == 1:  # header lies about length\n"
+    "                a.sendall(frame(2, valid_req, ln=random.choice([0, 1, len(valid_req)-1, "
+    "0xffffffff, 4*1024*1024+1])) + valid_req)\n"
+    "            elif kind == 2:  # FDS before REQUEST, odd targets\n"
+    "                a.sendmsg([frame(6, struct.pack('<I', 2) + struct.pack('<ii', -1, 99999))], "
+    "[(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [0]))])\n"
+    "            elif kind == 3:  # two REQUESTs, then FDS with too many targets\n"
+    "                a.sendall(frame(2, valid_req) + frame(2, valid_req))\n"
+    "                a.sendall(frame(6, struct.pack('<I', 200) + b'\\0' * 800))\n"
+    "            elif kind == 4:  # random frames\n"
+    "                for _ in range(5):\n"
+    "                    t = random.randrange(12); body = os.urandom(random.randrange(40))\n"
+    "                    a.sendall(frame(t, body, ver=random.choice([1, 2, 3])))\n"
+    "            else:  # a REQUEST then signal and unknown msgs, then close mid-frame\n"
+    "                a.sendall(frame(2, valid_req)); a.sendall(frame(7, struct.pack('<i', "
+    "random.choice([1, 9, 15, 0, -5, 99]))))\n"
+    "                a.sendall(struct.pack('<IHH', 100, 2, 6) + b'\\0' * 10)\n"
+    "        a.settimeout(0.05)\n"
+    "        try:\n"
+    "            a.recv(4096)\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "        n_ok += 1\n"
+    "    except Exception as e:\n"
+    "        print('err', kind, e)\n"
+    "    if kind != 0: pass\n"
+    "    a.close()\n"
+    "    try: b.close()\n"
+    "    except Exception: pass\n"
+    "print('sent', n_ok)\n";
+
+/* The escalation socket fed malformed and replayed messages from inside
+ * the sandbox: nothing runs outside, the server stays up (a later exec is
+ * still decided) and ends cleanly, with no sanitizer report. */
+static void
+test_escalation_socket_malformed(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", false);
+    char *py = tmpdir_path(w->wd, "malformed.py");
+    tmpdir_write_file(py, malformed_py, 0644);
+    own(py);
+    char *cmd =
+        mcp_world_fmt("/usr/bin/python3 malformed.py 7 40 2>&1 | tail -n 1; touch %s/after; "
+                      "echo \"status=$?\"",
+                      w->outside);
+    json_t *a = run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    if (!mcp_world_exists(w->outside, "after"))
+        fail_msg("the allowed touch did not run outside after the malformed sessions: [%s]",
+                 mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(py);
+    world_end(w); /* asserts a clean exit */
+}
+
 /* Allowed sort, find and git diff, with their file-writing options
  * spelled every way GNU getopt takes them: after the operands, clustered
  * with the value attached, abbreviated, the value as the next word, and
@@ -1443,6 +1527,7 @@ main(void)
         cmocka_unit_test_teardown(test_fd_exec_named_as_allowed, teardown),
         cmocka_unit_test_teardown(test_question_escapes_what_it_shows, teardown),
         cmocka_unit_test_teardown(test_write_options_in_gnu_spellings, teardown),
+        cmocka_unit_test_teardown(test_escalation_socket_malformed, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&g.user);
