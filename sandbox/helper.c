@@ -712,6 +712,44 @@ without_mount_namespace(struct run *r)
     return why;
 }
 
+/* The sandbox's /dev (sandbox_ns_minimal_dev): only the usual devices,
+ * unless a writable root lies under /dev (the policy asked for that part
+ * of the host's /dev; the rest of it then stays, read-only). */
+static void
+minimal_dev(struct run *r)
+{
+    bool under_dev = false;
+    for (size_t i = 0; i < r->w->n_roots; i++) {
+        const char *root = r->w->roots[i];
+        under_dev |=
+            strcmp(root, "/") == 0 || strcmp(root, "/dev") == 0 || strncmp(root, "/dev/", 5) == 0;
+    }
+    int rc = under_dev ? 0 : sandbox_ns_minimal_dev();
+    if (rc == -ENOSYS)
+        require(r, "minimal-dev",
+                "the kernel lacks fsopen, so the host's devices under /dev could be opened");
+    else if (rc < 0)
+        sandbox_helper_die(-rc, "making the sandbox's /dev");
+    put(r->report, "minimal_dev", json_boolean(!under_dev && rc == 0));
+}
+
+/* The sandbox's own /dev/pts (sandbox_ns_own_terminals), before the
+ * Landlock rules that grant it are made: the user's other terminals are
+ * not there to read or write.  A kernel without fsopen is refused, or
+ * with --allow-degraded reported. */
+static void
+own_terminals(struct run *r)
+{
+    int rc = sandbox_ns_own_terminals();
+    if (rc == -ENOSYS)
+        require(r, "own-terminals",
+                "the kernel lacks fsopen, so the user's other terminals under /dev/pts could be "
+                "read and written");
+    else if (rc < 0)
+        sandbox_helper_die(-rc, "mounting the sandbox's own /dev/pts");
+    put(r->report, "own_terminals", json_boolean(rc == 0));
+}
+
 static void
 enter_namespaces(struct run *r)
 {
@@ -728,6 +766,8 @@ enter_namespaces(struct run *r)
     }
     open_roots(r);
     make_world_read_only(r);
+    minimal_dev(r);
+    own_terminals(r);
     if (r->kind == SANDBOX_WORKSPACE_WRITE) {
         protect_paths(r);
         protect_extra(r);
@@ -932,6 +972,7 @@ report_namespaces(struct run *r)
     put(o, "user", json_boolean(r->ns.user));
     put(o, "mount", json_boolean(r->ns.mount));
     put(o, "pid", json_boolean(r->ns.pid));
+    put(o, "ipc", json_boolean(r->ns.ipc));
     put(o, "proc", json_boolean(r->own_proc));
     put(r->report, "read_only", json_incref(r->read_only));
     if (r->o->n_hide > 0)

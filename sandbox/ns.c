@@ -37,6 +37,7 @@
 #define NS_FSOPEN_CLOEXEC    1u
 #define NS_FSMOUNT_CLOEXEC   1u
 #define NS_FSCONFIG_CREATE   6u
+#define NS_FSCONFIG_SET_STR  1u
 #define NS_ATTR_RDONLY       0x1u
 #define NS_ATTR_NOSUID       0x2u
 #define NS_ATTR_NODEV        0x4u
@@ -107,15 +108,18 @@ sandbox_ns_unshare(struct sandbox_ns_state *st)
         return -EPERM;
     uid_t uid = getuid();
     gid_t gid = getgid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) == 0) {
+    /* IPC too: System V queues, semaphores and shared memory, and POSIX
+     * message queues, are found by id or name, with no file Landlock or
+     * the read-only world could stand in front of */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) == 0) {
         st->user = true;
         int rc = write_id_maps(uid, gid);
         if (rc < 0)
             return rc;
-    } else if (unshare(CLONE_NEWNS | CLONE_NEWPID) != 0) {
+    } else if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) != 0) {
         return -errno;
     }
-    st->mount = st->pid = true;
+    st->mount = st->pid = st->ipc = true;
     /* Nothing mounted here may show up outside, and nothing mounted
      * outside later may show up here: it would miss the read-only world. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
@@ -521,6 +525,143 @@ sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err)
     }
     if (blank >= 0)
         close(blank);
+    return rc;
+}
+
+/* The device nodes kept in the sandbox's /dev: those programs open as a
+ * matter of course (sandbox_writable_new's writable ones; /dev/ptmx is a
+ * link to the sandbox's own pts/ptmx, since the host's would look for its
+ * instance beside the host's node, where there is none). */
+static const char *const kept_devices[] = {
+    "null", "zero", "full", "random", "urandom", "tty",
+};
+#define N_KEPT (sizeof kept_devices / sizeof kept_devices[0])
+
+/* The links every /dev has, to the process's own fds. */
+static const struct {
+    const char *name, *target;
+} dev_links[] = {
+    {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
+    {"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"},
+};
+
+/* A detached tmpfs (mode 0755, nosuid, noexec) holding an empty file for
+ * each kept device, the directories pts and shm and the fd links: the
+ * sandbox's /dev before the devices are bound onto it.  Returns its fd or
+ * -errno. */
+static int
+dev_tmpfs(void)
+{
+    int fs = (int)syscall(SYS_fsopen, "tmpfs", NS_FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return -errno;
+    int mnt = -1;
+    if (syscall(SYS_fsconfig, fs, NS_FSCONFIG_SET_STR, "mode", "0755", 0) == 0 &&
+        syscall(SYS_fsconfig, fs, NS_FSCONFIG_CREATE, NULL, NULL, 0) == 0)
+        mnt = (int)syscall(SYS_fsmount, fs, NS_FSMOUNT_CLOEXEC, NS_ATTR_NOSUID | NS_ATTR_NOEXEC);
+    int rc = mnt < 0 ? -errno : 0;
+    close(fs);
+    for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
+        int f = openat(mnt, kept_devices[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        if (f < 0)
+            rc = -errno;
+        else
+            close(f);
+    }
+    if (rc == 0 && (mkdirat(mnt, "pts", 0755) != 0 || mkdirat(mnt, "shm", 01777) != 0))
+        rc = -errno;
+    for (size_t i = 0; rc == 0 && i < sizeof dev_links / sizeof dev_links[0]; i++) {
+        if (symlinkat(dev_links[i].target, mnt, dev_links[i].name) != 0)
+            rc = -errno;
+    }
+    if (rc < 0 && mnt >= 0)
+        close(mnt);
+    return rc < 0 ? rc : mnt;
+}
+
+/* Moves the detached mount tree onto dir/name (no link followed). */
+static int
+move_onto(int tree, int dir, const char *name)
+{
+    int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (at < 0)
+        return -errno;
+    int rc = ns_move_mount(tree, "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH);
+    rc = rc == 0 ? 0 : -errno;
+    close(at);
+    return rc;
+}
+
+int
+sandbox_ns_minimal_dev(void)
+{
+    int clones[N_KEPT];
+    int rc = 0;
+    for (size_t i = 0; i < N_KEPT; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/dev/%s", kept_devices[i]);
+        clones[i] =
+            rc < 0 ? -1 : ns_open_tree(AT_FDCWD, path, NS_OPEN_TREE_CLONE | AT_SYMLINK_NOFOLLOW);
+        if (clones[i] < 0 && rc == 0 && errno != ENOENT)
+            rc = -errno; /* a missing one is left missing */
+    }
+    int mnt = rc == 0 ? dev_tmpfs() : -1;
+    if (rc == 0 && mnt < 0)
+        rc = mnt;
+    int dev = rc == 0 ? open("/dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rc == 0 && dev < 0)
+        rc = -errno;
+    if (rc == 0 &&
+        ns_move_mount(mnt, "", dev, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
+        rc = -errno;
+    if (dev >= 0)
+        close(dev);
+    /* the new /dev, now mounted */
+    dev = rc == 0 ? open("/dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rc == 0 && dev < 0)
+        rc = -errno;
+    for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
+        if (clones[i] >= 0)
+            rc = move_onto(clones[i], dev, kept_devices[i]);
+    }
+    /* nothing more can be made there */
+    if (rc == 0 && ns_mount_setattr(dev, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
+        rc = -errno;
+    if (dev >= 0)
+        close(dev);
+    if (mnt >= 0)
+        close(mnt);
+    for (size_t i = 0; i < N_KEPT; i++) {
+        if (clones[i] >= 0)
+            close(clones[i]);
+    }
+    return rc;
+}
+
+int
+sandbox_ns_own_terminals(void)
+{
+    int fs = (int)syscall(SYS_fsopen, "devpts", NS_FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return -errno;
+    int mnt = -1;
+    if (syscall(SYS_fsconfig, fs, NS_FSCONFIG_SET_STR, "mode", "0620", 0) == 0 &&
+        syscall(SYS_fsconfig, fs, NS_FSCONFIG_SET_STR, "ptmxmode", "0666", 0) == 0 &&
+        syscall(SYS_fsconfig, fs, NS_FSCONFIG_CREATE, NULL, NULL, 0) == 0)
+        mnt = (int)syscall(SYS_fsmount, fs, NS_FSMOUNT_CLOEXEC, NS_ATTR_NOSUID | NS_ATTR_NOEXEC);
+    int rc = mnt < 0 ? -errno : 0;
+    close(fs);
+    /* onto the directory itself: a link there would be the host's to
+     * follow, and /dev is the host's devtmpfs, read-only by now */
+    int at = rc == 0 ? open("/dev/pts", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rc == 0 && at < 0)
+        rc = -errno;
+    if (rc == 0 && ns_move_mount(mnt, "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
+        rc = -errno;
+    if (at >= 0)
+        close(at);
+    if (mnt >= 0)
+        close(mnt);
     return rc;
 }
 

@@ -20,12 +20,14 @@ struct sandbox_ns_state {
     bool user;  /* a new user namespace (uid/gid mapped to themselves) */
     bool mount; /* a new mount namespace, private: propagation cut both ways */
     bool pid;   /* a new PID namespace for the next child */
+    bool ipc;   /* a new IPC namespace: no System V object or POSIX queue of
+                 * the host's is reachable by id or name */
 };
 
 /*
- * Unshares user (when possible), mount and PID namespaces for the calling
- * single-threaded process.  Without a user namespace it still tries plain
- * mount+PID namespaces (enough for root).  $EXECGATE_SANDBOX_NO_NAMESPACES=1
+ * Unshares user (when possible), mount, PID and IPC namespaces for the
+ * calling single-threaded process.  Without a user namespace it still
+ * tries plain mount+PID+IPC namespaces (enough for root).  $EXECGATE_SANDBOX_NO_NAMESPACES=1
  * makes it fail as a kernel without them would (a test knob).  Returns 0
  * with *st filled, or -errno with nothing changed.
  */
@@ -132,6 +134,30 @@ const char *sandbox_ns_hide_arg_error(const char *path);
  * command might reach what the helper could not.
  */
 int sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err);
+
+/*
+ * Replaces /dev with a read-only tmpfs holding only the device nodes
+ * programs open as a matter of course (null, zero, full, random, urandom,
+ * tty: bound from the host's, those missing there left out), the
+ * directories pts (for sandbox_ns_own_terminals) and shm, and the links
+ * fd, stdin, stdout, stderr and ptmx (to pts/ptmx): the host's other devices (consoles and
+ * their screens, disks, loop devices, the kernel log, hardware) are not
+ * there to open.  Call after the read-only world, and only when no
+ * writable root lies under /dev.  Returns 0 or -errno.
+ */
+int sandbox_ns_minimal_dev(void);
+
+/*
+ * Puts a devpts instance of the sandbox's own on /dev/pts (nosuid,
+ * noexec; mode 0620, ptmx 0666): the terminals of the user's other
+ * sessions are not there to open, read (what is typed into them) or write
+ * (what they show), while /dev/ptmx, which takes the instance mounted
+ * beside it, and /dev/pts/ptmx give the command terminals of its own.  A
+ * terminal the command inherited still works through its fd and /dev/tty,
+ * but has no name under /dev/pts.  Returns 0 or -errno (-ENOSYS: no
+ * fsopen, Linux 5.2).
+ */
+int sandbox_ns_own_terminals(void);
 
 /* Mounts a fresh /proc; call in the first process of the new PID
  * namespace.  Returns 0 or -errno. */

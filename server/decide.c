@@ -733,6 +733,15 @@ att_release(struct shell_call_attachment *a)
     decide_call_unref(dc);
 }
 
+/* writable_view_written_fn: whether a sandbox of an earlier call (or one
+ * running) could have written dir. */
+static bool
+written_before(void *arg, const char *dir)
+{
+    const struct decide_server *ds = arg;
+    return ds->written && writable_history_contains(ds->written, dir);
+}
+
 struct decide_call *
 decide_call_new(struct decide_server *ds, const json_t *policy, const char *sandbox_cwd,
                 const char *label, void (*on_abort)(void *data, const char *why), void *data,
@@ -745,7 +754,7 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
         *err = strdup("out of memory");
         return NULL;
     }
-    if (writable_view_init(&dc->view, policy, sandbox_cwd, err) < 0) {
+    if (writable_view_init_after(&dc->view, policy, sandbox_cwd, written_before, ds, err) < 0) {
         free(dc->label);
         free(dc);
         return NULL;

@@ -6,44 +6,120 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static int
-append_real(char ***list, size_t *n, const char *path)
+static bool path_under(const char *path, const char *root);
+
+/* Where a link may have been planted: this policy's roots (resolved) and
+ * whatever the caller says other sandboxes could write. */
+struct planted_where {
+    char *const *locs;
+    size_t n;
+    writable_view_written_fn written; /* may be NULL */
+    void *arg;
+};
+
+/* Whether the directory dir (a prefix of a path, "" for "/") resolves
+ * into a place pw names; out of memory answers yes. */
+static bool
+dir_in(const char *dir, const struct planted_where *pw)
 {
-    char *real = realpath(path, NULL);
+    char *real = realpath(*dir ? dir : "/", NULL);
     if (!real)
-        return errno == ENOMEM ? -1 : 0; /* a root that does not exist grants nothing */
-    return path_list_take(list, n, real);
+        return errno == ENOMEM; /* gone: nothing on the way resolves either */
+    bool in = pw->written && pw->written(pw->arg, real);
+    for (size_t i = 0; !in && i < pw->n; i++)
+        in = path_under(real, pw->locs[i]);
+    free(real);
+    return in;
 }
 
-/* Resolves each of the n paths into list; one that does not resolve is
- * left out, as Landlock grants nothing there. */
-static int
-append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths)
+/*
+ * Whether resolving path follows a symbolic link that lies in one of the
+ * n writable locations (resolved).  A sandboxed command may have made
+ * that link in an earlier call, at the name of a root that did not exist
+ * yet or of a directory on its way, to choose what a later call may
+ * write: such a root grants nothing.  A link outside every writable
+ * location (the user's own) is followed as before.  Out of memory
+ * answers yes.
+ */
+static bool
+through_planted_link(const char *path, const struct planted_where *pw)
 {
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n_paths; i++)
-        rc = append_real(list, n, paths[i]);
-    return rc;
+    char *p = strdup(path);
+    if (!p)
+        return true;
+    bool planted = false;
+    size_t len = strlen(p);
+    for (size_t i = 1; !planted && i <= len; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char saved = p[i];
+        p[i] = '\0';
+        struct stat st;
+        bool ok = lstat(p, &st) == 0;
+        if (ok && S_ISLNK(st.st_mode)) {
+            char *slash = strrchr(p, '/');
+            *slash = '\0';
+            planted = dir_in(p, pw);
+            *slash = '/';
+        }
+        p[i] = saved;
+        if (!ok)
+            break; /* the rest does not resolve: realpath leaves it out */
+    }
+    free(p);
+    return planted;
+}
+
+/* Appends the resolved form of each of the n paths to list, except those
+ * that do not resolve (Landlock grants nothing there) and those reached
+ * through a link a sandbox could have planted among the locs. */
+static int
+append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths,
+                const struct planted_where *pw)
+{
+    for (size_t i = 0; i < n_paths; i++) {
+        if (pw && through_planted_link(paths[i], pw))
+            continue;
+        char *real = realpath(paths[i], NULL);
+        if (!real) {
+            if (errno == ENOMEM)
+                return -1;
+            continue;
+        }
+        if (path_list_take(list, n, real) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int
-fill(struct writable_view *v, const struct sandbox_writable *w)
+fill(struct writable_view *v, const struct sandbox_writable *w, writable_view_written_fn written,
+     void *arg)
 {
     v->kind = w->everything ? WRITABLE_VIEW_ALL : WRITABLE_VIEW_SOME;
-    int rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots);
+    /* first every root as it resolves: where a sandbox of this policy
+     * could have made a link */
+    struct planted_where pw = {.written = written, .arg = arg};
+    char **locs = NULL;
+    int rc = append_all_real(&locs, &pw.n, w->roots, w->n_roots, NULL);
+    pw.locs = locs;
     if (rc == 0)
-        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices);
+        rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots, &pw);
+    if (rc == 0)
+        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices, NULL);
     /* a repo root that does not resolve is no root: the helper skips it */
     if (rc == 0)
-        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots);
+        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots, &pw);
+    path_list_free(locs, pw.n);
     return rc;
 }
 
 int
-writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
-                   char **err)
+writable_view_init_after(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+                         writable_view_written_fn written, void *arg, char **err)
 {
     memset(v, 0, sizeof(*v));
     struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
@@ -53,7 +129,7 @@ writable_view_init(struct writable_view *v, const json_t *policy, const char *sa
      * (escalation_shell_env copies it, setting only the protocol's
      * variables). */
     struct sandbox_writable *w = sandbox_writable_new(p, getenv("TMPDIR"));
-    int rc = w ? fill(v, w) : -1;
+    int rc = w ? fill(v, w, written, arg) : -1;
     sandbox_writable_free(w);
     sandbox_policy_free(p);
     if (rc < 0) {
@@ -61,6 +137,13 @@ writable_view_init(struct writable_view *v, const json_t *policy, const char *sa
         *err = strdup("out of memory");
     }
     return rc;
+}
+
+int
+writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+                   char **err)
+{
+    return writable_view_init_after(v, policy, sandbox_cwd, NULL, NULL, err);
 }
 
 int

@@ -31,12 +31,28 @@ struct writable_view {
  * and the server's $TMPDIR, which is the helper's (the call's environment
  * is the server's own): sandbox_writable_new's set (sandbox/policy.h says
  * what each kind of policy yields), each path resolved, those that do not
- * resolve left out (they grant nothing); ALL when it is everything.
+ * resolve left out (they grant nothing), and so are those reached through
+ * a symbolic link lying in one of the policy's roots (a sandboxed command
+ * may have planted it); ALL when it is everything.
  * Returns 0, or -1 with *err a malloc'd message (the policy's error, or
  * out of memory); *v is then empty.  Release with writable_view_release.
  */
 int writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
                        char **err);
+
+/* Whether some sandbox other than this call's could have written dir
+ * (canonical); told by the caller, who knows the other calls. */
+typedef bool (*writable_view_written_fn)(void *arg, const char *dir);
+
+/*
+ * As writable_view_init, but a root whose path passes through a symbolic
+ * link lying where written says some earlier sandbox could write (besides
+ * this policy's own roots, which always count) grants nothing: that link
+ * may have been planted to choose what this call writes.  written may be
+ * NULL.
+ */
+int writable_view_init_after(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+                             writable_view_written_fn written, void *arg, char **err);
 
 /* Frees what v holds; safe on a zeroed view. */
 void writable_view_release(struct writable_view *v);

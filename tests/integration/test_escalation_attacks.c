@@ -231,6 +231,52 @@ read_or_empty(const char *path)
 
 /* ---- a program's name is not what it is ---- */
 
+/* Python for `python3 exec.py HOW SRC NAME ARGS...`: execs a copy of SRC
+ * under the name NAME without a path the rules could read: from a memfd
+ * (HOW memfd) or through an O_PATH fd of SRC (HOW opath). */
+static const char fd_exec_py[] =
+    "import os, sys\n"
+    "how, src, name = sys.argv[1:4]\n"
+    "if how == 'memfd':\n"
+    "    fd = os.memfd_create(name, 0)\n"
+    "    os.write(fd, open(src, 'rb').read())\n"
+    "else:\n"
+    "    fd = os.open(src, os.O_PATH)\n"
+    "os.execve(fd, [os.path.basename(name)] + sys.argv[4:], dict(os.environ))\n";
+
+/* `touch` is allowed; the command execs cp's code by fd, named touch (a
+ * memfd called "touch" or ".../usr/bin/touch", an O_PATH fd of a copy
+ * called touch in the workdir): whatever name the server reads, it is not
+ * /usr/bin/touch's file, so cp must run inside, where it cannot write
+ * outside. */
+static void
+test_fd_exec_named_as_allowed(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", false);
+    char *py = tmpdir_path(w->wd, "exec.py");
+    tmpdir_write_file(py, fd_exec_py, 0644);
+    own(py);
+    char *cmd = mcp_world_fmt(
+        "cp /bin/cp ./touch; "
+        "/usr/bin/python3 exec.py memfd /bin/cp touch /etc/hostname %s/memfd; "
+        "/usr/bin/python3 exec.py memfd /bin/cp x/usr/bin/touch /etc/hostname %s/memfd-path; "
+        "/usr/bin/python3 exec.py opath ./touch touch /etc/hostname %s/opath; "
+        "touch %s/plain; echo \"status=$?\"",
+        w->outside, w->outside, w->outside, w->outside);
+    json_t *a = run(w, cmd, NULL);
+    assert_not_outside(w, "memfd", a);
+    assert_not_outside(w, "memfd-path", a);
+    assert_not_outside(w, "opath", a);
+    /* control: the real touch, allowed, still runs outside */
+    if (!mcp_world_exists(w->outside, "plain"))
+        fail_msg("the allowed touch did not run outside: [%s]", mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(py);
+    world_end(w);
+}
+
 /* `cat` is allowed; ./cat is a link to /bin/sh in the writable workdir:
  * the rule named cat, the server escalated sh. */
 static void
@@ -296,6 +342,154 @@ test_prompt_shows_what_really_runs(void **state)
     assert_not_outside(w, "p", a);
     json_decref(a);
     free(cmd);
+    free(ans.last_message);
+    world_end(w);
+}
+
+/* `python3 malformed.py SEED N`: N sessions on the escalation socket,
+ * each malformed one way (a random first datagram, a header lying about
+ * its length, FDS before REQUEST with odd targets, two REQUESTs and an
+ * FDS with too many targets, random frames of any type and version, a
+ * SIGNAL with odd numbers and a frame cut short), from a fixed seed. */
+static const char malformed_py[] =
+    "import os, socket, struct, random, array, sys, time\n"
+    "s = socket.socket(fileno=int(os.environ['CODEX_ESCALATE_SOCKET']))\n"
+    "def frame(t, body=b'', ver=2, ln=None): return struct.pack('<IHH', len(body) if ln is None "
+    "else ln, ver, t) + body\n"
+    "def st(b): return struct.pack('<I', len(b)) + b\n"
+    "random.seed(int(sys.argv[1]))\n"
+    "valid_req = st(b'/bin/true') + struct.pack('<I', 1) + st(b'true') + st(os.getcwd().encode()) "
+    "+ struct.pack('<I', 0)\n"
+    "n_ok = 0\n"
+    "for i in range(int(sys.argv[2])):\n"
+    "    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+    "    kind = random.randrange(6)\n"
+    "    try:\n"
+    "        if kind == 0:   # first datagram a random REQUEST body\n"
+    "            body = bytes(random.randrange(256) for _ in range(random.randrange(64)))\n"
+    "            s.sendmsg([frame(2, body)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, "
+    "array.array('i', [b.fileno()]))])\n"
+    "        else:\n"
+    "            s.sendmsg([frame(1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', "
+    "[b.fileno()]))])\n"
+    "            b.close()\n"
+    "            if kind == 1:  # header lies about length\n"
+    "                a.sendall(frame(2, valid_req, ln=random.choice([0, 1, len(valid_req)-1, "
+    "0xffffffff, 4*1024*1024+1])) + valid_req)\n"
+    "            elif kind == 2:  # FDS before REQUEST, odd targets\n"
+    "                a.sendmsg([frame(6, struct.pack('<I', 2) + struct.pack('<ii', -1, 99999))], "
+    "[(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [0]))])\n"
+    "            elif kind == 3:  # two REQUESTs, then FDS with too many targets\n"
+    "                a.sendall(frame(2, valid_req) + frame(2, valid_req))\n"
+    "                a.sendall(frame(6, struct.pack('<I', 200) + b'\\0' * 800))\n"
+    "            elif kind == 4:  # random frames\n"
+    "                for _ in range(5):\n"
+    "                    t = random.randrange(12); body = os.urandom(random.randrange(40))\n"
+    "                    a.sendall(frame(t, body, ver=random.choice([1, 2, 3])))\n"
+    "            else:  # a REQUEST then signal and unknown msgs, then close mid-frame\n"
+    "                a.sendall(frame(2, valid_req)); a.sendall(frame(7, struct.pack('<i', "
+    "random.choice([1, 9, 15, 0, -5, 99]))))\n"
+    "                a.sendall(struct.pack('<IHH', 100, 2, 6) + b'\\0' * 10)\n"
+    "        a.settimeout(0.05)\n"
+    "        try:\n"
+    "            a.recv(4096)\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "        n_ok += 1\n"
+    "    except Exception as e:\n"
+    "        print('err', kind, e)\n"
+    "    if kind != 0: pass\n"
+    "    a.close()\n"
+    "    try: b.close()\n"
+    "    except Exception: pass\n"
+    "print('sent', n_ok)\n";
+
+/* The escalation socket fed malformed and replayed messages from inside
+ * the sandbox: nothing runs outside, the server stays up (a later exec is
+ * still decided) and ends cleanly, with no sanitizer report. */
+static void
+test_escalation_socket_malformed(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", false);
+    char *py = tmpdir_path(w->wd, "malformed.py");
+    tmpdir_write_file(py, malformed_py, 0644);
+    own(py);
+    char *cmd =
+        mcp_world_fmt("/usr/bin/python3 malformed.py 7 40 2>&1 | tail -n 1; touch %s/after; "
+                      "echo \"status=$?\"",
+                      w->outside);
+    json_t *a = run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "status=0");
+    if (!mcp_world_exists(w->outside, "after"))
+        fail_msg("the allowed touch did not run outside after the malformed sessions: [%s]",
+                 mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(py);
+    world_end(w); /* asserts a clean exit */
+}
+
+/* Allowed sort, find and git diff, with their file-writing options
+ * spelled every way GNU getopt takes them: after the operands, clustered
+ * with the value attached, abbreviated, the value as the next word, and
+ * with POSIXLY_CORRECT set by the command (the server's environment is
+ * what counts).  Each is asked about (declined here), and nothing is
+ * written outside. */
+static void
+test_write_options_in_gnu_spellings(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"sort\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"find\"], decision=\"allow\")\n"
+                    "prefix_rule(pattern=[\"git\", \"diff\"], decision=\"allow\")\n",
+                    true);
+    struct mcp_answers ans = {.action = "decline"};
+    char *cmd = mcp_world_fmt("O=%s; echo b > in.txt; sort in.txt -o $O/s1; sort -ro$O/s2 in.txt;"
+                              " sort --outp=$O/s3 in.txt; sort --output $O/s4 in.txt;"
+                              " POSIXLY_CORRECT=1 sort in.txt -o $O/s5; find in.txt -fprint $O/f1;"
+                              " find . -maxdepth 0 -fprintf $O/f2 x;"
+                              " git diff --no-index --outp=$O/g1 in.txt /etc/hostname;"
+                              " git diff --no-index --output $O/g2 in.txt /etc/hostname; echo end",
+                              w->outside);
+    json_t *a = run(w, cmd, &ans);
+    mcp_world_assert_contains(mcp_world_output(a), "end\n");
+    const char *names[] = {"s1", "s2", "s3", "s4", "s5", "f1", "f2", "g1", "g2"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_not_outside(w, names[i], a);
+    if (ans.asked != 9)
+        fail_msg("%d questions for 9 writes outside: [%s]", ans.asked, mcp_world_output(a));
+    json_decref(a);
+    free(cmd);
+    free(ans.last_message);
+    world_end(w);
+}
+
+/* The question cannot be dressed up: a workdir and arguments with
+ * terminal escapes, a carriage return, a newline and a right-to-left
+ * override (made in the sandbox) are shown escaped, so the person sees
+ * the real command and directory, not text drawn over them. */
+static void
+test_question_escapes_what_it_shows(void **state)
+{
+    struct mcp_world *w =
+        world_start("prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *a = run(w,
+                    "d=$'x\\e[2K\\rin /home/u/safe\\n'; mkdir -p \"$d\" && cd \"$d\" && "
+                    "touch $'\\e[1A\\rok' $'\\u202eevil'; echo \"status=$?\"",
+                    &ans);
+    assert_int_equal(ans.asked, 1);
+    for (const char *c = ans.last_message; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            fail_msg("the question holds control character 0x%02x: [%s]", (unsigned char)*c,
+                     ans.last_message);
+    }
+    if (strstr(ans.last_message, "\xe2\x80\xae")) /* U+202E itself */
+        fail_msg("the question holds a right-to-left override: [%s]", ans.last_message);
+    mcp_world_assert_contains(ans.last_message, "\\x1b[2K\\rin /home/u/safe\\n");
+    mcp_world_assert_contains(ans.last_message, "\\u{202E}evil");
+    json_decref(a);
     free(ans.last_message);
     world_end(w);
 }
@@ -1341,6 +1535,10 @@ main(void)
         cmocka_unit_test_teardown(test_script_with_writable_interpreter, teardown),
         cmocka_unit_test_teardown(test_escalated_env_is_the_servers, teardown),
         cmocka_unit_test_teardown(test_audit_log_hidden, teardown),
+        cmocka_unit_test_teardown(test_fd_exec_named_as_allowed, teardown),
+        cmocka_unit_test_teardown(test_question_escapes_what_it_shows, teardown),
+        cmocka_unit_test_teardown(test_write_options_in_gnu_spellings, teardown),
+        cmocka_unit_test_teardown(test_escalation_socket_malformed, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_user_release(&g.user);

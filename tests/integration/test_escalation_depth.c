@@ -443,6 +443,42 @@ test_proc_self_fd_inside(void **state)
     world_end(w);
 }
 
+/* Variants of the two above by other names of the same fd: /dev/fd/7,
+ * /proc/thread-self/fd/7 and /proc/PID/fd/7 with the shell's own pid (the
+ * host's in an escalated recipe, the sandbox's PID namespace's inside),
+ * and /proc/self/cwd/../ back to rm's directory.  rm never runs, outside
+ * or inside. */
+static void
+test_proc_fd_other_names(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, true);
+    write_owned(w->outside, "victim", "keep me\n");
+    char *recipe = mcp_world_fmt("exec 7</usr/bin/rm; /dev/fd/7 -f %s/victim; "
+                                 "/proc/thread-self/fd/7 -f %s/victim; "
+                                 "/proc/$$$$/fd/7 -f %s/victim; "
+                                 "cd /usr/bin && /proc/self/cwd/../bin/rm -f %s/victim; true",
+                                 w->outside, w->outside, w->outside, w->outside);
+    makefile(w, recipe);
+    struct mcp_answers ans = {.action = "accept"};
+    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    if (!mcp_world_exists(w->outside, "victim"))
+        fail_msg("rm ran outside by another name of its fd: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    write_owned(w->wd, "victim", "keep me\n");
+    a = run(w,
+            "exec 7</usr/bin/rm; /proc/$$/fd/7 -f victim; "
+            "cd /usr/bin && /proc/self/cwd/../bin/rm -f \"$OLDPWD/victim\"; echo \"status=$?\"",
+            &ans);
+    if (!mcp_world_exists(w->wd, "victim"))
+        fail_msg("rm ran inside by another name of its fd: [%s]", mcp_world_output(a));
+    mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
+    json_decref(a);
+    free(ans.last_message);
+    free(recipe);
+    world_end(w);
+}
+
 /* Legitimate execs through /proc/self run in the sandbox with no rules:
  * a path through the process's root, an fd it opened, a memfd-like
  * deleted file.  Before, each failed "required file not found". */
@@ -658,6 +694,7 @@ main(void)
         cmocka_unit_test_teardown(test_forbidden_child_under_approval, teardown),
         cmocka_unit_test_teardown(test_proc_self_fd_outside, teardown),
         cmocka_unit_test_teardown(test_proc_self_fd_inside, teardown),
+        cmocka_unit_test_teardown(test_proc_fd_other_names, teardown),
         cmocka_unit_test_teardown(test_proc_self_execs_work, teardown),
         cmocka_unit_test_teardown(test_loader_running_forbidden_program_inside, teardown),
         cmocka_unit_test_teardown(test_loader_running_forbidden_program_outside, teardown),

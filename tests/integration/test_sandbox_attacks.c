@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/msg.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1234,6 +1236,337 @@ test_kill_and_ptrace_outside(void **state)
     victim_alive();
 }
 
+/* A terminal of the user's outside (another window's shell, say): its
+ * slave owned by the user the command runs as, with a line typed into it
+ * and waiting.  Returns the master; *name is the slave's path. */
+static int
+outside_terminal(char *name, size_t len)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    must(m >= 0, "posix_openpt");
+    must(grantpt(m) == 0 && unlockpt(m) == 0, "grantpt");
+    must(ptsname_r(m, name, len) == 0, "ptsname_r");
+    if (g.unprivileged)
+        must(chown(name, g.uid, (gid_t)-1) == 0, "chown the terminal");
+    /* held open, as the shell in that window holds it */
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    must(s >= 0, "open the slave");
+    must(write(m, "hunter2\n", 8) == 8, "type into the terminal");
+    must(dup2(s, 1000) == 1000, "keep the slave");
+    close(s);
+    return m;
+}
+
+/* What the terminal shows (its master's output so far). */
+static char *
+terminal_shows(int m)
+{
+    static char buf[256];
+    must(fcntl(m, F_SETFL, O_NONBLOCK) == 0, "nonblocking master");
+    ssize_t n = read(m, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
+/*
+ * The user's other terminals: a command may neither read what is typed
+ * there (a password for sudo in another window) nor write into them.
+ * Under both confining policies the slave is not even there; without a
+ * sandbox the same script reads the line and writes.  Terminals the
+ * command makes for itself keep working.
+ */
+static void
+test_other_terminals(void **state)
+{
+    char name[64], *script;
+    for (int i = 0; i < 3; i++) {
+        int m = outside_terminal(name, sizeof name);
+        must(asprintf(&script,
+                      "echo INJECTED > %s && echo wrote; timeout 10 head -c 6 < %s; echo; "
+                      "ls %s >/dev/null 2>&1 && echo listed; echo done",
+                      name, name, name) > 0,
+             "asprintf");
+        struct sbx_result r;
+        sbx_sh(i < 2 ? confining(i) : "{\"type\":\"danger-full-access\"}", g.ws, script, &r);
+        const char *shows = terminal_shows(m);
+        if (i < 2 && (strstr(r.res.out, "hunter") || strstr(r.res.out, "wrote") ||
+                      strstr(r.res.out, "listed") || strstr(shows, "INJECTED")))
+            fail_msg("%s: the command reached %s: stdout [%s], the terminal shows [%s]",
+                     i == 0 ? "read-only" : "workspace-write", name, r.res.out, shows);
+        if (i == 2 && (!strstr(r.res.out, "hunter") || !strstr(shows, "INJECTED")))
+            fail_msg("control: stdout [%s], the terminal shows [%s]", r.res.out, shows);
+        sbx_assert_code(&r, 0);
+        sbx_result_free(&r);
+        free(script);
+        close(1000);
+        close(m);
+    }
+    /* a terminal of its own, under both */
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws,
+               "/usr/bin/python3 -c 'import os; m, s = os.openpty(); os.write(s, b\"own\\n\");"
+               " print(os.read(m, 16).decode().strip(), os.ttyname(s).startswith(\"/dev/pts/\"))'",
+               &r);
+        sbx_assert_code(&r, 0);
+        assert_string_equal(r.res.out, "own True\n");
+        sbx_result_free(&r);
+    }
+}
+
+/* Python for `sh -c`: sends a message to System V queue $1 and writes
+ * into shared memory segment $2, by id, as a process outside could. */
+#define SYSV_SCRIPT                                                                                \
+    "/usr/bin/python3 -c 'import ctypes, sys\n"                                                    \
+    "libc = ctypes.CDLL(None, use_errno=True)\n"                                                   \
+    "libc.shmat.restype = ctypes.c_void_p\n"                                                       \
+    "m = ctypes.create_string_buffer(b\"\\1\\0\\0\\0\\0\\0\\0\\0PWNED\", 16)\n"                    \
+    "print(\"sent\" if libc.msgsnd(int(sys.argv[1]), m, 5, 0x800) == 0 else \"no-send\")\n"        \
+    "a = libc.shmat(int(sys.argv[2]), None, 0)\n"                                                  \
+    "if a in (None, ctypes.c_void_p(-1).value): print(\"no-attach\")\n"                            \
+    "else: ctypes.memmove(a, b\"PWNED\", 5); print(\"written\")' \"$0\" \"$1\""
+
+/*
+ * System V IPC outside: a message queue and a shared memory segment of
+ * the user's (a service's, say), reached by id without any file.  Under
+ * both confining policies the command finds neither (an IPC namespace of
+ * its own); without a sandbox it sends and writes.
+ */
+static void
+test_sysv_ipc_outside(void **state)
+{
+    int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+    int m = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    must(q >= 0 && m >= 0, "msgget/shmget");
+    if (g.unprivileged) {
+        struct msqid_ds qd;
+        struct shmid_ds md;
+        must(msgctl(q, IPC_STAT, &qd) == 0 && shmctl(m, IPC_STAT, &md) == 0, "IPC_STAT");
+        qd.msg_perm.uid = g.uid;
+        md.shm_perm.uid = g.uid;
+        must(msgctl(q, IPC_SET, &qd) == 0 && shmctl(m, IPC_SET, &md) == 0, "IPC_SET");
+    }
+    char *mem = shmat(m, NULL, 0);
+    must(mem != (void *)-1, "shmat");
+    char qs[16], ms[16];
+    snprintf(qs, sizeof qs, "%d", q);
+    snprintf(ms, sizeof ms, "%d", m);
+    for (int i = 0; i < 3; i++) {
+        const char *argv[] = {"/bin/sh", "-c", SYSV_SCRIPT, qs, ms, NULL};
+        struct sbx_result r;
+        sbx_run(i < 2 ? confining(i) : "{\"type\":\"danger-full-access\"}", g.ws, NULL, argv, NULL,
+                &r);
+        struct msqid_ds qd;
+        must(msgctl(q, IPC_STAT, &qd) == 0, "IPC_STAT");
+        bool reached = qd.msg_qnum > 0 || memcmp(mem, "PWNED", 5) == 0;
+        if (i < 2 && (reached || strcmp(r.res.out, "no-send\nno-attach\n") != 0))
+            fail_msg("%s: stdout [%s], %lu message(s) queued, memory [%.5s]; stderr %s",
+                     i == 0 ? "read-only" : "workspace-write", r.res.out,
+                     (unsigned long)qd.msg_qnum, mem, r.res.err);
+        if (i == 2 && (!reached || strcmp(r.res.out, "sent\nwritten\n") != 0))
+            fail_msg("control: stdout [%s], stderr %s", r.res.out, r.res.err);
+        sbx_result_free(&r);
+    }
+    shmdt(mem);
+    msgctl(q, IPC_RMID, NULL);
+    shmctl(m, IPC_RMID, NULL);
+}
+
+/* `python3 -c FD_TRICKS WS OUT VICTIM`: ways to reach a file outside
+ * through fds rather than its name (an O_TMPFILE linked out, an O_PATH fd
+ * reopened, chmod or fchmodat2 through it, renameat2's exchange, a hard
+ * link in); one line "NAME DONE" or "NAME denied ERRNO" each. */
+static const char fd_tricks_py[] =
+    "import os, sys, ctypes\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "ws, out, victim = sys.argv[1:4]\n"
+    "def t(name, f):\n"
+    "    try:\n"
+    "        f(); print(name, \"DONE\")\n"
+    "    except OSError as e:\n"
+    "        print(name, \"denied\", e.errno)\n"
+    "def tmpfile_link():\n"
+    "    fd = os.open(ws, os.O_TMPFILE | os.O_WRONLY, 0o644)\n"
+    "    os.write(fd, b\"x\")\n"
+    "    os.link(\"/proc/self/fd/%d\" % fd, out + \"/tmplinked\", follow_symlinks=True)\n"
+    "def tmpfile_linkat_empty():\n"
+    "    fd = os.open(ws, os.O_TMPFILE | os.O_WRONLY, 0o644)\n"
+    "    r = libc.linkat(fd, b\"\", -100, (out + \"/tmplinked2\").encode(), 0x1000)\n"
+    "    if r != 0: raise OSError(ctypes.get_errno(), \"linkat\")\n"
+    "def reopen_opath():\n"
+    "    fd = os.open(victim, os.O_PATH)\n"
+    "    w = os.open(\"/proc/self/fd/%d\" % fd, os.O_WRONLY | os.O_TRUNC)\n"
+    "    os.write(w, b\"pwned\\n\")\n"
+    "def exchange():\n"
+    "    open(ws + \"/mine\", \"w\").write(\"mine\\n\")\n"
+    "    r = libc.renameat2(-100, (ws + \"/mine\").encode(), -100, victim.encode(), 2)\n"
+    "    if r != 0: raise OSError(ctypes.get_errno(), \"renameat2\")\n"
+    "def link_victim_in():\n"
+    "    os.link(victim, ws + \"/victimlink\")\n"
+    "def chmod_via_proc():\n"
+    "    fd = os.open(victim, os.O_PATH)\n"
+    "    os.chmod(\"/proc/self/fd/%d\" % fd, 0o777)\n"
+    "def truncate_opath():\n"
+    "    os.truncate(victim, 0)\n"
+    "def fchmodat_empty():\n"
+    "    fd = os.open(victim, os.O_PATH)\n"
+    "    r = libc.syscall(452, fd, b\"\", 0o777, 0x1000)\n"
+    "    if r != 0: raise OSError(ctypes.get_errno(), \"fchmodat2\")\n"
+    "for n, f in [(\"tmpfile_link\", tmpfile_link), (\"tmpfile_linkat_empty\", "
+    "tmpfile_linkat_empty), (\"reopen_opath\", reopen_opath), (\"exchange\", exchange), "
+    "(\"link_victim_in\", link_victim_in), (\"chmod_via_proc\", chmod_via_proc), (\"truncate\", "
+    "truncate_opath), (\"fchmodat2_empty\", fchmodat_empty)]:\n"
+    "    t(n, f)\n";
+
+/* Every trick is refused under both policies, the victim unchanged and
+ * nothing made outside; without a sandbox most of them work. */
+static void
+test_fd_tricks_outside(void **state)
+{
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"/usr/bin/python3", "-c", fd_tricks_py, g.ws, g.out, g.victim, NULL};
+        struct sbx_result r;
+        sbx_run(confining(i), g.ws, NULL, argv, NULL, &r);
+        sbx_assert_code(&r, 0);
+        if (strstr(r.res.out, "DONE") != NULL ||
+            strstr(r.res.out, "fchmodat2_empty denied") == NULL)
+            fail_msg("%s: %s", i == 0 ? "read-only" : "workspace-write", r.res.out);
+        sbx_result_free(&r);
+        assert_victim_untouched();
+        char *linked = in(g.out, "tmplinked2");
+        assert_int_equal(access(linked, F_OK), -1);
+        free(linked);
+        char *mine = in(g.ws, "mine");
+        unlink(mine);
+        free(mine);
+    }
+    /* control, on a scratch victim of its own */
+    char *out = tmpdir_new("fdtricks");
+    char *victim = in(out, "victim");
+    tmpdir_write_file(victim, "original\n", 0666);
+    give_to_user(out);
+    give_to_user(victim);
+    const char *argv[] = {"/usr/bin/python3", "-c", fd_tricks_py, g.ws, out, victim, NULL};
+    struct sbx_result r;
+    sbx_run("{\"type\":\"danger-full-access\"}", g.ws, NULL, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    if (strstr(r.res.out, "reopen_opath DONE") == NULL ||
+        strstr(r.res.out, "exchange DONE") == NULL)
+        fail_msg("control: %s", r.res.out);
+    sbx_result_free(&r);
+    char *mine = in(g.ws, "mine");
+    unlink(mine);
+    free(mine);
+    tmpdir_remove(out);
+    free(victim);
+    free(out);
+}
+
+/* `python3 -c OWN_NS_PY HIDDEN OUT`: in a mount namespace of its own,
+ * and in a user and mount namespace of its own (where it would hold every
+ * capability again), takes the --hide cover off HIDDEN, remounts OUT
+ * read-write, then reads what was hidden. */
+static const char own_ns_py[] =
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "hid, out = sys.argv[1], sys.argv[2]\n"
+    "for flags, name in ((0x00020000, \"mnt\"), (0x10000000 | 0x00020000, \"user+mnt\")):\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        r = libc.unshare(flags)\n"
+    "        print(name, \"unshare\", r, ctypes.get_errno() if r else 0)\n"
+    "        r = libc.umount2(hid.encode(), 2)\n"
+    "        print(name, \"umount\", r, ctypes.get_errno() if r else 0)\n"
+    "        r = libc.mount(None, out.encode(), None, 32 | 4096 | 16384, None)\n"
+    "        print(name, \"remount-rw\", r, ctypes.get_errno() if r else 0)\n"
+    "        try:\n"
+    "            print(name, \"READ\", open(hid + \"/token\").read().strip())\n"
+    "        except OSError as e:\n"
+    "            print(name, \"read\", e.errno)\n"
+    "        sys.stdout.flush()\n"
+    "        os._exit(0)\n"
+    "    os.waitpid(pid, 0)\n";
+
+/* The command's own namespaces give it no mount call: the cover stays,
+ * nothing is remounted, what was hidden stays unreadable. */
+static void
+test_hide_unmount_in_own_namespace(void **state)
+{
+    char *dir = in(g.out, "hidden-dir");
+    char *key = in(dir, "token");
+    must(mkdir(dir, 0755) == 0, "mkdir");
+    tmpdir_write_file(key, "SECRET\n", 0644);
+    give_to_user(dir);
+    give_to_user(key);
+    const char *extra[] = {"--hide", dir, NULL};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"/usr/bin/python3", "-c", own_ns_py, dir, g.out, NULL};
+        struct sbx_result r;
+        sbx_run(confining(i), g.ws, extra, argv, NULL, &r);
+        sbx_assert_code(&r, 0);
+        if (strstr(r.res.out, "SECRET") || !strstr(r.res.out, "mnt umount -1 1\n") ||
+            !strstr(r.res.out, "user+mnt umount -1 1\n") ||
+            !strstr(r.res.out, "user+mnt remount-rw -1 1\n"))
+            fail_msg("%s: %s%s", i == 0 ? "read-only" : "workspace-write", r.res.out, r.res.err);
+        sbx_result_free(&r);
+    }
+    assert_victim_untouched();
+    unlink(key);
+    rmdir(dir);
+    free(key);
+    free(dir);
+}
+
+/* The device nodes a confined command finds under /dev: the ones it
+ * may use, no other. */
+static const char *const usable_devices[] = {
+    "/dev/full", "/dev/null", "/dev/random", "/dev/tty", "/dev/urandom", "/dev/zero",
+};
+
+static bool
+usable_device(const char *path)
+{
+    for (size_t i = 0; i < sizeof usable_devices / sizeof usable_devices[0]; i++) {
+        if (strcmp(path, usable_devices[i]) == 0)
+            return true;
+    }
+    return strncmp(path, "/dev/pts/", 9) == 0; /* the sandbox's own instance */
+}
+
+/*
+ * The host's other devices (consoles and their screens, disks, loop
+ * devices, the kernel log, hardware...) are not there: a root server's
+ * command could otherwise read a disk under every --hide cover, or a
+ * console's screen.  The usual ones still work, and so do /dev/fd and
+ * /dev/stdin.
+ */
+static void
+test_other_devices(void **state)
+{
+    for (int i = 0; i < 2; i++) {
+        struct sbx_result r;
+        sbx_sh(confining(i), g.ws,
+               "find /dev -xdev -mindepth 1 \\( -type c -o -type b \\) -print 2>/dev/null;"
+               "find /dev/pts -mindepth 1 -print 2>/dev/null;"
+               "echo x > /dev/null && head -c 1 /dev/urandom | wc -c | grep -q 1 &&"
+               " echo in | cat /dev/stdin && echo fd | cat /dev/fd/0 && echo usual-ok",
+               &r);
+        char *text = strdup(r.res.out);
+        must(text != NULL, "strdup");
+        bool ok = strstr(text, "in\nfd\nusual-ok\n") != NULL;
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            if (line[0] == '/' && !usable_device(line))
+                fail_msg("%s: %s is there: [%s]", i == 0 ? "read-only" : "workspace-write", line,
+                         r.res.out);
+        }
+        if (!ok)
+            fail_msg("%s: the usual devices: [%s] %s", i == 0 ? "read-only" : "workspace-write",
+                     r.res.out, r.res.err);
+        free(text);
+        sbx_result_free(&r);
+    }
+}
+
 /* The listener saw nothing: no connection queued, no datagram. */
 static void
 assert_listeners_quiet(void)
@@ -1597,6 +1930,11 @@ main(void)
         cmocka_unit_test(test_mount_chroot_hostname),
         cmocka_unit_test(test_keyring_and_tty_injection),
         cmocka_unit_test(test_kill_and_ptrace_outside),
+        cmocka_unit_test(test_other_terminals),
+        cmocka_unit_test(test_other_devices),
+        cmocka_unit_test(test_sysv_ipc_outside),
+        cmocka_unit_test(test_fd_tricks_outside),
+        cmocka_unit_test(test_hide_unmount_in_own_namespace),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_network_allowed_when_asked),
         cmocka_unit_test(test_abstract_socket_outside),

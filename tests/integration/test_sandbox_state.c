@@ -331,6 +331,172 @@ test_each_call_its_own(void **unused)
     world_end(&w);
 }
 
+/* workspace-write in proj, with proj/build named writable as well (as a
+ * user's writable_roots or a profile's write entry for a build directory
+ * does), in both forms. */
+static json_t *
+with_build_0169(const char *proj)
+{
+    json_t *p = workspace_write_0169(proj);
+    char *build = tmpdir_path(proj, "build");
+    json_array_append_new(json_object_get(json_object_get(p, "file_system"), "entries"),
+                          entry("path", "path", build, "write"));
+    free(build);
+    return p;
+}
+
+/* A writable root that does not exist yet is a name the command may
+ * claim: one call makes it a symlink to a directory outside, and the next
+ * call, whose policy names it writable, must not grant the link's
+ * target.  Tried with a permission profile's write entry and with the
+ * legacy writable_roots of the update request. */
+static void
+test_planted_root_symlink(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    char *plant = NULL;
+    assert_true(asprintf(&plant, "ln -s '%s' build && echo planted", w.outside) > 0);
+    json_t *a = call(&w, plant, state(workspace_write_0169(w.proj), w.url));
+    assert_output_has(a, "planted\n");
+    json_decref(a);
+    const char *attack = "echo x > build/f && echo out-written || echo out-refused";
+    a = call(&w, attack, state(with_build_0169(w.proj), w.url));
+    assert_output_has(a, "out-refused\n");
+    json_decref(a);
+    assert_false(exists(w.outside, "f"));
+    /* the same through the update request's writable_roots */
+    char *build = tmpdir_path(w.proj, "build");
+    a = mcp_client_call(w.c, "codex/sandbox-state/update",
+                        json_pack("{s:{s:s, s:[s], s:b, s:b}, s:s}", "sandboxPolicy", "type",
+                                  "workspace-write", "writable_roots", build,
+                                  "exclude_tmpdir_env_var", 1, "exclude_slash_tmp", 1, "sandboxCwd",
+                                  w.proj));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    a = call(&w, attack, NULL);
+    assert_output_has(a, "out-refused\n");
+    json_decref(a);
+    assert_false(exists(w.outside, "f"));
+    /* a root reached through a symlink nobody in a sandbox could make
+     * (the user's, outside every writable root) still grants its target */
+    char *link = tmpdir_path(w.base, "link-to-outside");
+    assert_int_equal(symlink(w.outside, link), 0);
+    own(w.base);
+    a = mcp_client_call(w.c, "codex/sandbox-state/update",
+                        json_pack("{s:{s:s, s:[s], s:b, s:b}, s:s}", "sandboxPolicy", "type",
+                                  "workspace-write", "writable_roots", link,
+                                  "exclude_tmpdir_env_var", 1, "exclude_slash_tmp", 1, "sandboxCwd",
+                                  w.proj));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    char *legit = NULL;
+    assert_true(asprintf(&legit, "echo x > '%s/g' && echo out-written || echo out-refused", link) >
+                0);
+    a = call(&w, legit, NULL);
+    assert_output_has(a, "out-written\n");
+    json_decref(a);
+    assert_true(exists(w.outside, "g"));
+    free(legit);
+    free(link);
+    free(build);
+    free(plant);
+    world_end(&w);
+}
+
+/* The update request: workspace-write in w's workspace, /tmp and
+ * $TMPDIR left out, with root as its one writable root. */
+static void
+update_with_root(struct world *w, const char *root)
+{
+    json_t *a = mcp_client_call(w->c, "codex/sandbox-state/update",
+                                json_pack("{s:{s:s, s:[s], s:b, s:b}, s:s}", "sandboxPolicy",
+                                          "type", "workspace-write", "writable_roots", root,
+                                          "exclude_tmpdir_env_var", 1, "exclude_slash_tmp", 1,
+                                          "sandboxCwd", w->proj));
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+}
+
+/* The same with the link planted under an earlier call's policy: a cache
+ * directory writable then, and only the link's name named writable now.
+ * The link lies where some sandbox of this server could write, which is
+ * enough to distrust it. */
+static void
+test_planted_root_symlink_earlier_policy(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    tmpdir_make_dir(w.base, "cache");
+    own(w.base);
+    char *cache = tmpdir_path(w.base, "cache");
+    char *link = tmpdir_path(cache, "out");
+    update_with_root(&w, cache);
+    char *plant = NULL;
+    assert_true(asprintf(&plant, "ln -s '%s' '%s' && echo planted", w.outside, link) > 0);
+    json_t *a = call(&w, plant, NULL);
+    assert_output_has(a, "planted\n");
+    json_decref(a);
+    update_with_root(&w, link);
+    char *attack = NULL;
+    assert_true(asprintf(&attack, "echo x > '%s/h' && echo out-written || echo out-refused", link) >
+                0);
+    a = call(&w, attack, NULL);
+    assert_output_has(a, "out-refused\n");
+    json_decref(a);
+    assert_false(exists(w.outside, "h"));
+    free(attack);
+    free(plant);
+    free(link);
+    free(cache);
+    world_end(&w);
+}
+
+/* workspace-write in proj with one deny entry, proj/rel. */
+static json_t *
+with_deny(const char *proj, const char *rel)
+{
+    json_t *profile = workspace_write_0169(proj);
+    char *p = tmpdir_path(proj, rel);
+    json_array_append_new(json_object_get(json_object_get(profile, "file_system"), "entries"),
+                          entry("path", "path", p, "deny"));
+    free(p);
+    return profile;
+}
+
+/* A denied file one directory down: were one call able to rename that
+ * directory (the file's cover would go along, so that call would read
+ * nothing), the next call, under the same profile, would find nothing at
+ * the denied name to hide and read the file under its new one.  The
+ * rename is refused, and nothing is read. */
+static void
+test_deny_moved_away(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    tmpdir_make_dir(w.proj, "config");
+    char *key = tmpdir_path(w.proj, "config/secret.key");
+    tmpdir_write_file(key, "SECRET\n", 0644);
+    own(w.base);
+    json_t *a = call(&w, "cat config/secret.key; mv config moved && echo moved",
+                     state(with_deny(w.proj, "config/secret.key"), w.url));
+    /* held by the cover's ancestors, pinned for the call */
+    if (strstr(output(a), "SECRET") || strstr(output(a), "moved\n"))
+        fail_msg("the first call read the denied file or moved its directory: %s", output(a));
+    json_decref(a);
+    a = call(&w, "cat moved/secret.key config/secret.key; echo end",
+             state(with_deny(w.proj, "config/secret.key"), w.url));
+    if (strstr(output(a), "SECRET"))
+        fail_msg("a later call read the denied file under the name an earlier call gave it: %s",
+                 output(a));
+    json_decref(a);
+    free(key);
+    world_end(&w);
+}
+
 static void
 assert_invalid(json_t *a, const char *want)
 {
@@ -587,11 +753,18 @@ main(void)
     if (rc != 0)
         return rc;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_advertised),        cmocka_unit_test(test_workspace_write_0169),
-        cmocka_unit_test(test_read_only_0169),    cmocka_unit_test(test_disabled),
-        cmocka_unit_test(test_each_call_its_own), cmocka_unit_test(test_update_then_plain_call),
-        cmocka_unit_test(test_invalid_meta),      cmocka_unit_test(test_carve_outs),
+        cmocka_unit_test(test_advertised),
+        cmocka_unit_test(test_workspace_write_0169),
+        cmocka_unit_test(test_read_only_0169),
+        cmocka_unit_test(test_disabled),
+        cmocka_unit_test(test_each_call_its_own),
+        cmocka_unit_test(test_update_then_plain_call),
+        cmocka_unit_test(test_invalid_meta),
+        cmocka_unit_test(test_carve_outs),
         cmocka_unit_test(test_deny_hides),
+        cmocka_unit_test(test_planted_root_symlink),
+        cmocka_unit_test(test_planted_root_symlink_earlier_policy),
+        cmocka_unit_test(test_deny_moved_away),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (unprivileged)

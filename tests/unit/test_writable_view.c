@@ -409,6 +409,68 @@ test_roots_canonical(void **state)
     (void)state;
 }
 
+/* whether dir (canonical) lies under the directory arg names */
+static bool
+written_under(void *arg, const char *dir)
+{
+    size_t n = strlen(arg);
+    return strncmp(dir, arg, n) == 0 && (dir[n] == '/' || dir[n] == '\0');
+}
+
+/* A root reached through a link that lies in a writable location (the
+ * policy's own roots, or where the caller says an earlier sandbox could
+ * write) grants nothing; a link elsewhere (the user's) is followed. */
+static void
+test_planted_links(void **state)
+{
+    char *w = tmpdir_path(scratch, "w");
+    char *real = tmpdir_path(scratch, "real");
+    char *planted = tmpdir_path(w, "planted");     /* in the cwd: writable */
+    char *below = tmpdir_path(w, "planted/below"); /* a link on the way */
+    char *users = tmpdir_path(scratch, "link");    /* outside every root */
+    make_dir(real, "below");
+    assert_int_equal(symlink(real, planted), 0);
+    char *roots = NULL;
+    assert_true(asprintf(&roots, "[\"%s\",\"%s\"]", planted, below) >= 0);
+    char *text = workspace(roots, true, true);
+    struct writable_view v;
+    view_of(&v, text, w);
+    assert_root(&v, w, true);
+    assert_root(&v, real, false);
+    char *real_below = tmpdir_path(real, "below");
+    assert_root(&v, real_below, false);
+    assert_false(has(v.repo_roots, v.n_repo_roots, real));
+    assert_int_equal(v.n, 1); /* w alone */
+    writable_view_release(&v);
+    free(text);
+    free(roots);
+
+    /* the user's link is followed, unless an earlier sandbox could write
+     * where it lies */
+    assert_true(asprintf(&roots, "[\"%s\"]", users) >= 0);
+    text = workspace(roots, true, true);
+    json_t *policy = json_loads(text, 0, NULL);
+    assert_non_null(policy);
+    char *err = NULL;
+    assert_int_equal(writable_view_init_after(&v, policy, w, written_under, scratch, &err), 0);
+    assert_root(&v, real, false);
+    writable_view_release(&v);
+    assert_int_equal(writable_view_init_after(&v, policy, w, written_under, w, &err), 0);
+    assert_root(&v, real, true);
+    writable_view_release(&v);
+    json_decref(policy);
+    unlink(planted);
+    free(text);
+    free(roots);
+    free(real_below);
+    free(w);
+    free(real);
+    free(planted);
+    free(below);
+    free(users);
+    (void)state;
+}
+
 static void
 test_boundaries(void **state)
 {
@@ -750,6 +812,7 @@ main(void)
         cmocka_unit_test_setup(test_refused_and_release, with_tmpdir),
         cmocka_unit_test_setup(test_copy_and_equal, with_tmpdir),
         cmocka_unit_test_setup(test_pin, with_tmpdir),
+        cmocka_unit_test_setup(test_planted_links, with_tmpdir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
