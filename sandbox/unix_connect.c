@@ -72,6 +72,7 @@ struct call {
     struct unix_msg *msg;         /* sendmsg's message as read, or NULL (sendto) */
     struct sockaddr_storage addr; /* the address as read, once */
     socklen_t addrlen;
+    struct unix_connect_wait *wait; /* where a blocking send may park */
     /* sendmmsg: each message's result is kept here rather than answered */
     bool batch, gone;
     long long val;
@@ -384,6 +385,47 @@ stream_connect(struct call *c, const struct sockaddr_un *dest, socklen_t destlen
     return reply(c, 0, 0);
 }
 
+/* A sendmsg parked until its socket has room: the message as read, which
+ * no longer depends on the target's memory. */
+struct unix_connect_send {
+    struct unix_msg m;
+    unsigned flags;
+    int pidfd; /* the target's, for SIGPIPE */
+};
+
+/* Whether a send that found no room should wait for it, as the kernel's
+ * would: a sendmsg of its own (not one of a sendmmsg), without an address
+ * (the address's pinned inode is not kept), on a blocking socket, not
+ * asked MSG_DONTWAIT. */
+static bool
+should_wait(const struct call *c, const struct sockaddr *to)
+{
+    int fl = fcntl(c->sock, F_GETFL);
+    return c->msg != NULL && c->wait != NULL && !c->batch && to == NULL &&
+           !(c->flags & MSG_DONTWAIT) && fl >= 0 && !(fl & O_NONBLOCK);
+}
+
+/* Moves the message and the socket into c->wait: returns 1 (the
+ * notification stays unanswered), or the ENOMEM answer. */
+static int
+park(struct call *c)
+{
+    struct unix_connect_send *s = malloc(sizeof *s);
+    if (s == NULL)
+        return reply(c, 0, ENOMEM);
+    s->m = *c->msg;
+    s->m.hdr.msg_iov = &s->m.iov;
+    s->m.hdr.msg_name = NULL;
+    s->m.hdr.msg_namelen = 0;
+    memset(c->msg, 0, sizeof *c->msg); /* its buffers are s's now */
+    s->flags = c->flags;
+    s->pidfd = c->pidfd;
+    c->pidfd = -1;
+    *c->wait = (struct unix_connect_wait){.id = c->sn->id, .pid = c->pid, .fd = c->sock, .send = s};
+    c->sock = -1;
+    return 1;
+}
+
 /* The bytes sendto names, read now (sendmsg's message is read already). */
 static int
 read_sendto_data(struct call *c, char **buf, size_t *len)
@@ -413,6 +455,8 @@ send_for(struct call *c, const struct sockaddr *to, socklen_t tolen)
         c->msg->hdr.msg_namelen = to ? tolen : 0;
         n = sendmsg(c->sock, &c->msg->hdr, how);
         e = errno;
+        if (n < 0 && e == EAGAIN && should_wait(c, to))
+            return park(c);
     } else {
         char *buf = NULL;
         size_t len = 0;
@@ -456,11 +500,33 @@ other_connect(struct call *c, struct unix_connect_wait *wait)
     return reply(c, 0, e);
 }
 
+/* A parked send, tried again now that its socket polled writable. */
+static int
+send_parked(int listener, struct unix_connect_wait *wait)
+{
+    struct unix_connect_send *s = wait->send;
+    if (!id_valid(listener, wait->id)) {
+        unix_connect_abandon(wait); /* the target is gone */
+        return 0;
+    }
+    ssize_t n = sendmsg(wait->fd, &s->m.hdr, (int)(s->flags | MSG_DONTWAIT | MSG_NOSIGNAL));
+    int e = n < 0 ? errno : 0;
+    if (n < 0 && e == EAGAIN)
+        return 1;
+    if (n < 0 && e == EPIPE && !(s->flags & MSG_NOSIGNAL))
+        (void)syscall(SYS_pidfd_send_signal, s->pidfd, SIGPIPE, NULL, 0);
+    unix_connect_abandon(wait);
+    return answer(listener, wait->id, n, e);
+}
+
 int
 unix_connect_finish(int listener, struct unix_connect_wait *wait, int err)
 {
+    if (wait->send != NULL && err == 0)
+        return send_parked(listener, wait);
     socklen_t len = sizeof err;
-    if (err == 0 && getsockopt(wait->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    if (err == 0 && wait->send == NULL &&
+        getsockopt(wait->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
     unix_connect_abandon(wait);
     return answer(listener, wait->id, 0, err);
@@ -472,6 +538,13 @@ unix_connect_abandon(struct unix_connect_wait *wait)
     if (wait->fd >= 0)
         close(wait->fd);
     wait->fd = -1;
+    if (wait->send != NULL) {
+        unix_msg_free(&wait->send->m);
+        if (wait->send->pidfd >= 0)
+            close(wait->send->pidfd);
+        free(wait->send);
+        wait->send = NULL;
+    }
 }
 
 /* A pathname address: the inode it names decides (module comment). */
@@ -665,6 +738,7 @@ unix_connect_handle(int listener, const struct seccomp_notif *sn,
         .pidfd = -1,
         .fd = (int)sn->data.args[0],
         .sock = -1,
+        .wait = wait,
         .sendto = nr != SYS_connect,
         .msg_call = nr == SYS_sendmsg || nr == SYS_sendmmsg,
         .verb = nr == SYS_connect   ? "connect"
@@ -676,6 +750,7 @@ unix_connect_handle(int listener, const struct seccomp_notif *sn,
                                                 : sn->data.args[3]),
     };
     wait->fd = -1;
+    wait->send = NULL;
     int rc = take(&c);
     if (rc == 1)
         rc = 0; /* answered, or the target is gone */

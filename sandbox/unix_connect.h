@@ -56,12 +56,15 @@ struct unix_connect_config {
     void *arg;
 };
 
-/* A connect still in progress on the target's blocking socket: answer it
- * with unix_connect_finish once fd polls writable. */
+/* A connect still in progress on the target's blocking socket, or a
+ * sendmsg without an address that found its blocking socket's queue full:
+ * answer it with unix_connect_finish once fd polls writable. */
+struct unix_connect_send;
 struct unix_connect_wait {
     uint64_t id;
     pid_t pid;
-    int fd; /* the supervisor's copy of the target's socket */
+    int fd;                         /* the supervisor's copy of the target's socket */
+    struct unix_connect_send *send; /* the message waiting for room; NULL: a connect */
 };
 
 /* Whether nr is a call this module handles (the filter's socket calls). */
@@ -79,10 +82,13 @@ int unix_connect_handle(int listener, const struct seccomp_notif *sn,
                         const struct unix_connect_config *cfg, struct unix_connect_wait *wait);
 
 /* Answers a waiting connect with its outcome (err 0), or with err, and
- * closes wait->fd.  Returns 0 or -errno (listener failure). */
+ * closes wait->fd; a waiting send is sent now (err 0) or fails with err.
+ * Returns 0 or -errno (listener failure), or 1 when the send still finds
+ * no room: *wait stands, to poll again. */
 int unix_connect_finish(int listener, struct unix_connect_wait *wait, int err);
 
-/* Closes wait->fd without answering (the listener is going away). */
+/* Closes wait->fd and frees a waiting send without answering (the
+ * listener is going away). */
 void unix_connect_abandon(struct unix_connect_wait *wait);
 
 #endif

@@ -667,7 +667,8 @@ test_own_listener_from_its_call(void **state)
  * relative path and symlink; so does a datagram socket it serves, with
  * sendto, connect and send, sendmsg and sendmmsg.  An fd passes with
  * sendmsg (SCM_RIGHTS) through a socketpair and to the command's own
- * datagram socket. */
+ * datagram socket.  A blocking stream socket's sendmsg waits for room, as
+ * the kernel's would, rather than fail when the queue is full. */
 static void
 test_workspace_server_reachable(void **state)
 {
@@ -687,6 +688,7 @@ test_workspace_server_reachable(void **state)
         "$C dgram d.sock\n"
         "$C msg d.sock\n"
         "$C pass-fd $PWD\n"
+        "$C msg-stream 8\n"
         "kill %%1 %%2\n",
         g.client);
     json_t *a = run(w, cmd);
@@ -706,6 +708,8 @@ test_workspace_server_reachable(void **state)
     mcp_world_assert_contains(out, "sendmmsg: 2 sent (5 bytes)");
     mcp_world_assert_contains(out, "socketpair: fd passed");
     mcp_world_assert_contains(out, "own socket: fd passed");
+    mcp_world_assert_contains(out, "msg-stream: 8388608 read");
+    mcp_world_assert_contains(out, "msg-stream: 8388608 of 8388608 bytes sent");
     assert_null(strstr(out, "execgate: refused"));
     json_decref(a);
     free(cmd);

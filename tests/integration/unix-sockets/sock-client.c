@@ -42,6 +42,11 @@
  *                                        a datagram socket it binds at
  *                                        DIR/own.sock; prints "socketpair: fd
  *                                        passed" and "own socket: fd passed"
+ *   sock-client msg-stream MB            MB MiB through a blocking stream
+ *                                        socketpair with sendmsg (64 KiB each)
+ *                                        while a child reads it all: prints
+ *                                        "msg-stream: S of T bytes sent, R
+ *                                        read" or the error that stopped it
  *   sock-client msg-loop PATH N          N sendmsg on a socketpair, then N to
  *                                        PATH (a datagram server): prints the
  *                                        time of each ("per sendmsg ...: U us",
@@ -453,6 +458,44 @@ pass_fd(const char *dir)
     return pair && own ? 0 : 1;
 }
 
+static int
+msg_stream(int mb)
+{
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0)
+        return 2;
+    size_t total = (size_t)mb << 20, sent = 0;
+    pid_t reader = fork();
+    if (reader == 0) {
+        close(sp[0]);
+        static char in[65536];
+        size_t got = 0;
+        for (ssize_t n; (n = read(sp[1], in, sizeof in)) > 0;)
+            got += (size_t)n;
+        printf("msg-stream: %zu read\n", got);
+        fflush(stdout);
+        _exit(0);
+    }
+    close(sp[1]);
+    static char out[65536];
+    memset(out, 'x', sizeof out);
+    while (sent < total) {
+        size_t len = total - sent < sizeof out ? total - sent : sizeof out;
+        struct iovec iov = {out, len};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t n = sendmsg(sp[0], &m, MSG_NOSIGNAL);
+        if (n < 0) {
+            printf("msg-stream: sendmsg: %s\n", strerror(errno));
+            break;
+        }
+        sent += (size_t)n;
+    }
+    close(sp[0]);
+    waitpid(reader, NULL, 0);
+    printf("msg-stream: %zu of %zu bytes sent\n", sent, total);
+    return sent == total ? 0 : 1;
+}
+
 static double
 since_us(const struct timespec *t0)
 {
@@ -531,6 +574,8 @@ main(int argc, char **argv)
         return msg_race(argv[2], atoi(argv[3]));
     if (argc == 3 && strcmp(argv[1], "pass-fd") == 0)
         return pass_fd(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "msg-stream") == 0)
+        return msg_stream(atoi(argv[2]));
     if (argc == 4 && strcmp(argv[1], "msg-loop") == 0)
         return msg_loop(argv[2], atoi(argv[3]));
     if (argc == 6 && strcmp(argv[1], "race-rename") == 0)
