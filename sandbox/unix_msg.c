@@ -65,8 +65,13 @@ take_fds(int pidfd, struct unix_msg *m)
     m->fds = malloc((room ? room : 1) * sizeof(int));
     if (m->fds == NULL)
         return ENOMEM;
+    const char *end = m->control + m->hdr.msg_controllen;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m->hdr); c != NULL; c = CMSG_NXTHDR(&m->hdr, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+        /* each header inside the buffer, as the kernel checks (EINVAL):
+         * a length the target wrote is never trusted past it */
+        if (c->cmsg_len < sizeof *c || c->cmsg_len > (size_t)(end - (const char *)c))
+            return EINVAL;
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
         size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         unsigned char *p = CMSG_DATA(c);

@@ -37,8 +37,8 @@ struct unix_msg {
  * Reads the msghdr at addr in pid's memory (pidfd: pid's, to take fds
  * with) into *m (zeroed first).  Returns 0, or a positive errno to answer
  * the call with: EFAULT (unreadable), EMSGSIZE, ENOBUFS, EINVAL (a name
- * longer than any address), EBADF (an SCM_RIGHTS fd the command does not
- * have), ENOMEM.  Free *m with unix_msg_free either way.
+ * longer than any address, a control header past its buffer), EBADF (an SCM_RIGHTS fd the command
+ * does not have), ENOMEM.  Free *m with unix_msg_free either way.
  */
 int unix_msg_read(pid_t pid, int pidfd, uint64_t addr, struct unix_msg *m);
 

@@ -668,7 +668,8 @@ test_own_listener_from_its_call(void **state)
  * sendto, connect and send, sendmsg and sendmmsg.  An fd passes with
  * sendmsg (SCM_RIGHTS) through a socketpair and to the command's own
  * datagram socket.  A blocking stream socket's sendmsg waits for room, as
- * the kernel's would, rather than fail when the queue is full. */
+ * the kernel's would, rather than fail when the queue is full.  A control
+ * header longer than its buffer is refused as the kernel refuses it. */
 static void
 test_workspace_server_reachable(void **state)
 {
@@ -689,6 +690,7 @@ test_workspace_server_reachable(void **state)
         "$C msg d.sock\n"
         "$C pass-fd $PWD\n"
         "$C msg-stream 8\n"
+        "$C msg-bad-cmsg\n"
         "kill %%1 %%2\n",
         g.client);
     json_t *a = run(w, cmd);
@@ -710,6 +712,8 @@ test_workspace_server_reachable(void **state)
     mcp_world_assert_contains(out, "own socket: fd passed");
     mcp_world_assert_contains(out, "msg-stream: 8388608 read");
     mcp_world_assert_contains(out, "msg-stream: 8388608 of 8388608 bytes sent");
+    /* as the kernel answers it, the server reading no further */
+    mcp_world_assert_contains(out, "bad cmsg: Invalid argument");
     assert_null(strstr(out, "execgate: refused"));
     json_decref(a);
     free(cmd);

@@ -47,6 +47,9 @@
  *                                        while a child reads it all: prints
  *                                        "msg-stream: S of T bytes sent, R
  *                                        read" or the error that stopped it
+ *   sock-client msg-bad-cmsg             sendmsg on a socketpair whose SCM_RIGHTS
+ *                                        header claims more than its control
+ *                                        buffer holds: prints "bad cmsg: ERROR"
  *   sock-client msg-loop PATH N          N sendmsg on a socketpair, then N to
  *                                        PATH (a datagram server): prints the
  *                                        time of each ("per sendmsg ...: U us",
@@ -496,6 +499,30 @@ msg_stream(int mb)
     return sent == total ? 0 : 1;
 }
 
+static int
+msg_bad_cmsg(void)
+{
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) != 0)
+        return 2;
+    char text[] = "x";
+    struct iovec iov = {text, 1};
+    union {
+        struct cmsghdr h;
+        char room[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof u);
+    u.h.cmsg_level = SOL_SOCKET;
+    u.h.cmsg_type = SCM_RIGHTS;
+    u.h.cmsg_len = 1 << 16; /* far past the buffer */
+    memcpy(CMSG_DATA(&u.h), &sp[0], sizeof(int));
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.room, .msg_controllen = sizeof u.room};
+    ssize_t n = sendmsg(sp[0], &m, 0);
+    printf("bad cmsg: %s\n", n < 0 ? strerror(errno) : "sent");
+    return 0;
+}
+
 static double
 since_us(const struct timespec *t0)
 {
@@ -574,6 +601,8 @@ main(int argc, char **argv)
         return msg_race(argv[2], atoi(argv[3]));
     if (argc == 3 && strcmp(argv[1], "pass-fd") == 0)
         return pass_fd(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "msg-bad-cmsg") == 0)
+        return msg_bad_cmsg();
     if (argc == 3 && strcmp(argv[1], "msg-stream") == 0)
         return msg_stream(atoi(argv[2]));
     if (argc == 4 && strcmp(argv[1], "msg-loop") == 0)
