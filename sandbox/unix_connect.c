@@ -1,5 +1,6 @@
 /*
- * unix_connect: makes a sandboxed command's connect and sendto itself, on
+ * unix_connect: makes a sandboxed command's connect, sendto, sendmsg and
+ * sendmmsg itself, on
  * objects it holds, and decides Unix destinations by who listens there.
  *
  * Order for each notification: a pidfd for the target, then ID_VALID (the

@@ -1,6 +1,7 @@
 /*
  * unix_connect: the supervisor's side of a sandboxed command's socket
- * calls (connect, and sendto with a destination address), which the
+ * calls (connect, sendto with a destination address, sendmsg and
+ * sendmmsg with one or without), which the
  * sandbox's filter hands to the same listener as its execs
  * (docs/enforcement.md, "Unix sockets").
  *
@@ -16,14 +17,16 @@
  *    one below it), or the inode is one the caller allowed; it is then
  *    installed over the target's fd (SECCOMP_IOCTL_NOTIF_ADDFD).  Else
  *    ECONNREFUSED and a line on the target's stderr;
- *  - a Unix datagram destination (connect, sendto): a socket a process of
+ *  - a Unix datagram destination (connect, sendto, sendmsg): a socket a process of
  *    the sandbox holds (unix_holder.h: a datagram socket has no listening
  *    process to check), or an allowed inode;
  *  - an abstract Unix address: as a pathname one when the target shares
  *    the supervisor's network namespace (where the name is looked up),
  *    EPERM otherwise;
  *  - any other socket (TCP, UDP...): connected, or sent on, as asked, on
- *    the target's own socket with the address as read once.
+ *    the target's own socket with the address as read once;
+ *  - sendmsg without an address: sent as it is, from the copy of the
+ *    message read once (unix_msg.h), on the target's own socket.
  *
  * No libuv: a blocking connect that is still in progress is handed back
  * to the caller to wait for (unix_connect_wait).
