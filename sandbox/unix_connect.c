@@ -1,7 +1,7 @@
 /*
  * unix_connect: makes a sandboxed command's connect, sendto, sendmsg and
- * sendmmsg itself, on
- * objects it holds, and decides Unix destinations by who listens there.
+ * sendmmsg itself, on objects it holds, and decides Unix destinations by
+ * who listens there.
  *
  * Order for each notification: a pidfd for the target, then ID_VALID (the
  * pid was the target's); its socket by pidfd_getfd and the address by
