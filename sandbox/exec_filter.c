@@ -14,12 +14,18 @@
 #include "wrapper/fd_pass.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdnoreturn.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -93,6 +99,74 @@ sandbox_exec_filter_send(int sock, const char *exec_path, int listener)
     return send_message(sock, SANDBOX_EXEC_NOTIFY_LISTENER, exec_path, listener);
 }
 
+/* The courier's side: one listener number from the pipe, then the
+ * message; its exit status is the send's errno (0: sent, or told to send
+ * nothing). */
+static noreturn void
+courier_run(struct sandbox_courier *c, int sock, const char *exec_path, pid_t loader)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != loader)
+        _exit(ESRCH);
+    int listener = -1;
+    ssize_t n;
+    do
+        n = read(c->pipe_r, &listener, sizeof listener);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof listener || listener < 0)
+        _exit(0);
+    int rc = sandbox_exec_filter_send(sock, exec_path, listener);
+    _exit(rc < 0 ? (-rc & 0xff) : 0);
+}
+
+int
+sandbox_exec_filter_courier_start(struct sandbox_courier *c, int sock, const char *exec_path)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -errno;
+    c->pipe_r = p[0];
+    c->pipe_w = p[1];
+    pid_t loader = getpid();
+    /* fork's semantics (own memory, SIGCHLD) with the fd table shared */
+    long pid = syscall(SYS_clone, (unsigned long)(CLONE_FILES | SIGCHLD), 0, 0, 0, 0);
+    if (pid == 0)
+        courier_run(c, sock, exec_path, loader);
+    if (pid < 0) {
+        int e = errno;
+        close(p[0]);
+        close(p[1]);
+        return -e;
+    }
+    c->pid = (pid_t)pid;
+    return 0;
+}
+
+int
+sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener)
+{
+    ssize_t n = 0;
+    if (listener >= 0) {
+        do
+            n = write(c->pipe_w, &listener, sizeof listener);
+        while (n < 0 && errno == EINTR);
+    }
+    /* the one reference to the pipe's ends, shared: the courier reads EOF */
+    close(c->pipe_w);
+    int status = 0;
+    pid_t w;
+    do
+        w = waitpid(c->pid, &status, 0);
+    while (w < 0 && errno == EINTR);
+    close(c->pipe_r);
+    if (w < 0)
+        return -errno;
+    if (listener >= 0 && n != (ssize_t)sizeof listener)
+        return -EPIPE;
+    if (!WIFEXITED(status))
+        return -EPIPE; /* killed before it could send */
+    return WEXITSTATUS(status) ? -WEXITSTATUS(status) : 0;
+}
+
 int
 sandbox_exec_filter_report(json_t *report, bool execs, bool sockets)
 {
@@ -103,7 +177,9 @@ sandbox_exec_filter_report(json_t *report, bool execs, bool sockets)
              json_array_append_new(notified, json_string("execveat"));
     if (sockets && rc == 0)
         rc = json_array_append_new(notified, json_string("connect")) |
-             json_array_append_new(notified, json_string("sendto"));
+             json_array_append_new(notified, json_string("sendto")) |
+             json_array_append_new(notified, json_string("sendmsg")) |
+             json_array_append_new(notified, json_string("sendmmsg"));
     json_t *o = rc == 0 ? json_pack("{s:s,s:o}", "mode", "user-notif", "notified", notified) : NULL;
     if (!o) {
         json_decref(notified);

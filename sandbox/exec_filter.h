@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define SANDBOX_EXEC_NOTIFY_MAGIC    "EGX1"
 #define SANDBOX_EXEC_NOTIFY_LISTENER 'L'
@@ -32,6 +33,31 @@
  */
 int sandbox_exec_filter_load(void);
 int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
+
+/*
+ * The courier: a filter that notifies sendmsg (the sandbox's, with its
+ * socket calls supervised) would hold the loader's own sendmsg of the
+ * listener until a supervisor answers, and the supervisor gets the
+ * listener only from that sendmsg.  So the message goes from a process
+ * the filter does not cover: started before the load with
+ * clone(CLONE_FILES), it shares the loader's fd table (the listener is
+ * already in it when the load returns) and not its seccomp filters.
+ *
+ * sandbox_exec_filter_courier_start starts one that will send over sock
+ * with exec_path (borrowed: the courier has its own copy of memory).
+ * sandbox_exec_filter_courier_send tells it the listener (or, with -1, to
+ * exit without sending: the degraded path sends itself), waits for it to
+ * exit and returns 0 or the -errno of its send.  The courier dies with the
+ * loader (PR_SET_PDEATHSIG), so a loader that dies in between leaves
+ * nothing behind.  The loader must be single-threaded.
+ */
+struct sandbox_courier {
+    pid_t pid;
+    int pipe_w; /* the loader writes the listener's number here */
+    int pipe_r;
+};
+int sandbox_exec_filter_courier_start(struct sandbox_courier *c, int sock, const char *exec_path);
+int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
 
 /* Adds the "exec_notify" object to the helper's report, "notified" naming
  * the execs and the socket calls as the filter notifies them: 0 or

@@ -890,10 +890,13 @@ handle_socket(struct exec_notify *n, const struct seccomp_notif *sn)
         n->connect_wait(n->connect_arg, &wait);
         return 0;
     }
-    struct pollfd p = {.fd = wait.fd, .events = POLLOUT};
-    while (poll(&p, 1, -1) < 0 && errno == EINTR)
-        ;
-    return unix_connect_finish(n->fd, &wait, 0);
+    do {
+        struct pollfd p = {.fd = wait.fd, .events = POLLOUT};
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+            ;
+        rc = unix_connect_finish(n->fd, &wait, 0);
+    } while (rc == 1); /* a send that still finds no room */
+    return rc;
 }
 
 static int

@@ -162,12 +162,13 @@ struct unix_connect_config;
 struct unix_connect_wait;
 
 /*
- * The sandbox's socket calls (connect, sendto with an address) that come
- * on the same listener are made by unix_connect.h with cfg (borrowed; NULL:
- * nothing allowed beyond the sandbox's own sockets).  A connect still in
- * progress on a blocking socket goes to wait (taken: answer it with
- * unix_connect_finish on exec_notify_fd(n) when wait->fd polls writable,
- * or unix_connect_abandon when the listener goes);
+ * The sandbox's socket calls (connect, sendto with an address, sendmsg,
+ * sendmmsg) that come on the same listener are made by unix_connect.h with
+ * cfg (borrowed; NULL: nothing allowed beyond the sandbox's own sockets).
+ * A connect still in progress on a blocking socket, or a sendmsg waiting
+ * for room on one, goes to wait (taken: answer it with unix_connect_finish
+ * on exec_notify_fd(n) when wait->fd polls writable, polling again while
+ * that returns 1, or unix_connect_abandon when the listener goes);
  * with wait NULL the library polls for it itself, blocking (supervisors
  * with nothing else to do).  Without this call the same, with cfg NULL.
  */

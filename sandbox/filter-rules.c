@@ -158,14 +158,15 @@ notify_execs(scmp_filter_ctx ctx)
 }
 
 /*
- * Unix sockets (unix_connect.h): connect, and sendto with a destination
- * address, wait for the supervisor, which connects or sends on the
- * target's behalf to what it decided on.  sendto without an address (every
- * send(2)) is not notified: seccomp sees that argument.  sendmsg's address
- * is inside its msghdr, which seccomp cannot read, and notifying every
- * sendmsg would stop the helper's own hand-over of the listener (a
- * sendmsg made before the supervisor holds the listener): not notified
- * (docs/enforcement.md says what that leaves).
+ * Unix sockets (unix_connect.h): connect, sendto with a destination
+ * address, and every sendmsg and sendmmsg wait for the supervisor, which
+ * connects or sends on the target's behalf to what it decided on.  sendto
+ * without an address (every send(2)) is not notified: seccomp sees that
+ * argument.  sendmsg's address is inside its msghdr, which seccomp cannot
+ * read, so each one is notified, with an address or without (another
+ * thread could add one after a look).  The helper's own sendmsg of the
+ * listener is made by a process this filter does not cover (exec_filter.h,
+ * the courier).
  */
 static int
 notify_sockets(scmp_filter_ctx ctx)
@@ -173,8 +174,11 @@ notify_sockets(scmp_filter_ctx ctx)
     const struct scmp_arg_cmp has_address = {
         .arg = 4, .op = SCMP_CMP_NE, .datum_a = 0, .datum_b = 0};
     int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0);
-    return rc == 0 ? seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1, &has_address)
-                   : rc;
+    if (rc == 0)
+        rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1, &has_address);
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmsg), 0);
+    return rc == 0 ? seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmmsg), 0) : rc;
 }
 
 static int

@@ -15,7 +15,7 @@
 
 /* What a filter hands to a supervisor (SCMP_ACT_NOTIFY), as flags. */
 #define SANDBOX_NOTIFY_EXECS   1u /* execve, execveat */
-#define SANDBOX_NOTIFY_SOCKETS 2u /* connect, sendto with an address (unix_connect.h) */
+#define SANDBOX_NOTIFY_SOCKETS 2u /* connect, sendto with an address, sendmsg, sendmmsg */
 
 /* Called with the name of each denied call (or ioctl request) in order;
  * a non-zero return stops the build with that value. */
@@ -29,7 +29,8 @@ typedef int (*sandbox_filter_note_fn)(void *arg, const char *name);
  * sockets the io_uring calls, with restrict_network non-Unix sockets;
  * notify's flags hand calls to a supervisor (SCMP_ACT_NOTIFY: the
  * program must be loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER): execve
- * and execveat, and connect and sendto with a destination address; calls
+ * and execveat, and connect, sendto with a destination address, sendmsg
+ * and sendmmsg; calls
  * of foreign architectures kill the process.  Returns the context
  * (release it with seccomp_release), or NULL with *rc set to a negative
  * errno or the note callback's non-zero value.

@@ -29,8 +29,9 @@ int sandbox_filter_apply(bool confine, bool restrict_network, json_t *report);
 
 /* What the filter hands to the supervisor (flags; filter-rules.h has the
  * same values for the build). */
-#define SANDBOX_FILTER_NOTIFY_EXECS   1u /* execve, execveat */
-#define SANDBOX_FILTER_NOTIFY_SOCKETS 2u /* connect, sendto with an address; confine only */
+#define SANDBOX_FILTER_NOTIFY_EXECS 1u /* execve, execveat */
+#define SANDBOX_FILTER_NOTIFY_SOCKETS                                                              \
+    2u /* connect, sendto with an address, sendmsg, sendmmsg; confine only */
 
 /*
  * The same filter with the calls notify names also handed to a supervisor

@@ -1218,10 +1218,22 @@ apply_exec_notify(struct run *r)
         sandbox_helper_die(0, "--notify-sockets-only: only read-only and workspace-write "
                               "sandboxes have socket calls to notify");
     char *path = resolve_program(o->program_argv[0], o->report_fd);
+    /* a filter that notifies sendmsg would hold our own sendmsg of its
+     * listener: the courier sends it (exec_filter.h) */
+    bool courier = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS);
+    struct sandbox_courier c;
+    int rc = courier ? sandbox_exec_filter_courier_start(&c, o->exec_notify_fd, path) : 0;
+    if (rc < 0)
+        sandbox_helper_die(-rc, "exec-notify: starting the listener's courier");
     int listener = merged ? sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL,
                                                         r->restrict_net, notify, r->report)
                           : sandbox_exec_filter_load();
-    int rc;
+    if (courier) {
+        rc = sandbox_exec_filter_courier_send(&c, listener);
+        if (rc < 0)
+            sandbox_helper_die(-rc, "exec-notify: the courier sending the listener on fd %d",
+                               o->exec_notify_fd);
+    }
     if (refused_by_kernel(listener)) {
         if (merged)
             apply_filter(r);
@@ -1237,7 +1249,7 @@ apply_exec_notify(struct run *r)
     } else if (listener < 0) {
         sandbox_helper_die(-listener, "exec-notify: loading the filter");
     } else {
-        rc = sandbox_exec_filter_send(o->exec_notify_fd, path, listener);
+        rc = courier ? 0 : sandbox_exec_filter_send(o->exec_notify_fd, path, listener);
         close(listener);
         if (rc == 0 &&
             sandbox_exec_filter_report(r->report, notify & SANDBOX_FILTER_NOTIFY_EXECS,

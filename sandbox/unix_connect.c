@@ -1,6 +1,7 @@
 /*
- * unix_connect: makes a sandboxed command's connect and sendto itself, on
- * objects it holds, and decides Unix destinations by who listens there.
+ * unix_connect: makes a sandboxed command's connect, sendto, sendmsg and
+ * sendmmsg itself, on objects it holds, and decides Unix destinations by
+ * who listens there.
  *
  * Order for each notification: a pidfd for the target, then ID_VALID (the
  * pid was the target's); its socket by pidfd_getfd and the address by
@@ -13,6 +14,7 @@
 #include "sandbox/unix_connect.h"
 #include "sandbox/exec_notify.h"
 #include "sandbox/unix_holder.h"
+#include "sandbox/unix_msg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,13 +43,17 @@
  * than a Unix or UDP datagram can carry. */
 #define MAX_SEND (1u << 20)
 
+#ifndef UIO_MAXIOV
+#define UIO_MAXIOV 1024
+#endif
+
 /* How deep a listener's PID namespace may lie below the target's. */
 #define MAX_NS_DEPTH 32
 
 bool
 unix_connect_handles(int nr)
 {
-    return nr == SYS_connect || nr == SYS_sendto;
+    return nr == SYS_connect || nr == SYS_sendto || nr == SYS_sendmsg || nr == SYS_sendmmsg;
 }
 
 /* One notification and what was taken from the target for it. */
@@ -60,15 +66,37 @@ struct call {
     int fd;   /* the target's fd number */
     int sock; /* the supervisor's copy of that socket */
     int family, type;
-    bool sendto;
+    bool sendto;                  /* a send (sendto, sendmsg, sendmmsg), not a connect */
+    bool msg_call;                /* sendmsg or sendmmsg */
+    const char *verb;             /* the call's name, for the refusal line */
+    unsigned flags;               /* a send's flags */
+    struct unix_msg *msg;         /* sendmsg's message as read, or NULL (sendto) */
     struct sockaddr_storage addr; /* the address as read, once */
     socklen_t addrlen;
+    struct unix_connect_wait *wait; /* where a blocking send may park */
+    /* sendmmsg: each message's result is kept here rather than answered */
+    bool batch, gone;
+    long long val;
+    int err;
 };
 
 static bool
 id_valid(int listener, uint64_t id)
 {
     return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+static int answer(int listener, uint64_t id, long long val, int err);
+
+/* The result of the call c is making: answered, or kept for the batch. */
+static int
+reply(struct call *c, long long val, int err)
+{
+    if (!c->batch)
+        return answer(c->listener, c->sn->id, val, err);
+    c->val = err ? 0 : val;
+    c->err = err;
+    return 0;
 }
 
 /* Sends the call's result: val when err is 0, else -err.  A target gone
@@ -115,11 +143,11 @@ refuse(struct call *c, int err, const char *reason)
 {
     char where[sizeof(struct sockaddr_un) + 2], what[sizeof where + 16];
     describe(c, where, sizeof where);
-    snprintf(what, sizeof what, "%s %s", c->sendto ? "sendto" : "connect", where);
+    snprintf(what, sizeof what, "%s %s", c->verb, where);
     exec_notify_tell(c->pid, what, reason);
     if (c->cfg && c->cfg->refused)
         c->cfg->refused(c->cfg->arg, c->pid, what, reason);
-    return answer(c->listener, c->sn->id, 0, err);
+    return reply(c, 0, err);
 }
 
 /* The destination named by a pathname address, opened O_PATH as the
@@ -322,16 +350,16 @@ stream_connect(struct call *c, const struct sockaddr_un *dest, socklen_t destlen
     int listening = 0;
     socklen_t llen = sizeof listening;
     if (getpeername(c->sock, (struct sockaddr *)&peer, &plen) == 0)
-        return answer(c->listener, c->sn->id, 0, EISCONN);
+        return reply(c, 0, EISCONN);
     if (getsockopt(c->sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &llen) == 0 && listening)
-        return answer(c->listener, c->sn->id, 0, EINVAL);
+        return reply(c, 0, EINVAL);
     int s = socket(AF_UNIX, c->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
-        return answer(c->listener, c->sn->id, 0, errno);
+        return reply(c, 0, errno);
     if (connect(s, (const struct sockaddr *)dest, destlen) != 0) {
         int e = errno;
         close(s);
-        return answer(c->listener, c->sn->id, 0, e);
+        return reply(c, 0, e);
     }
     int why = ok ? 0 : peer_inside(s, c->pid);
     if (why != 0) {
@@ -354,36 +382,99 @@ stream_connect(struct call *c, const struct sockaddr_un *dest, socklen_t destlen
     int e = errno;
     close(s);
     if (rc < 0)
-        return e == ENOENT ? 0 : answer(c->listener, c->sn->id, 0, e);
-    return answer(c->listener, c->sn->id, 0, 0);
+        return e == ENOENT ? 0 : reply(c, 0, e);
+    return reply(c, 0, 0);
 }
 
-/* sendto on the target's socket with the target's bytes (read now) and
- * the given address.  Never blocks the supervisor: MSG_DONTWAIT, so a
- * full queue gives EAGAIN even to a blocking socket. */
+/* A sendmsg parked until its socket has room: the message as read, which
+ * no longer depends on the target's memory. */
+struct unix_connect_send {
+    struct unix_msg m;
+    unsigned flags;
+    int pidfd; /* the target's, for SIGPIPE */
+};
+
+/* Whether a send that found no room should wait for it, as the kernel's
+ * would: a sendmsg of its own (not one of a sendmmsg), without an address
+ * (the address's pinned inode is not kept), on a blocking socket, not
+ * asked MSG_DONTWAIT. */
+static bool
+should_wait(const struct call *c, const struct sockaddr *to)
+{
+    int fl = fcntl(c->sock, F_GETFL);
+    return c->msg != NULL && c->wait != NULL && !c->batch && to == NULL &&
+           !(c->flags & MSG_DONTWAIT) && fl >= 0 && !(fl & O_NONBLOCK);
+}
+
+/* Moves the message and the socket into c->wait: returns 1 (the
+ * notification stays unanswered), or the ENOMEM answer. */
+static int
+park(struct call *c)
+{
+    struct unix_connect_send *s = malloc(sizeof *s);
+    if (s == NULL)
+        return reply(c, 0, ENOMEM);
+    s->m = *c->msg;
+    s->m.hdr.msg_iov = &s->m.iov;
+    s->m.hdr.msg_name = NULL;
+    s->m.hdr.msg_namelen = 0;
+    memset(c->msg, 0, sizeof *c->msg); /* its buffers are s's now */
+    s->flags = c->flags;
+    s->pidfd = c->pidfd;
+    c->pidfd = -1;
+    *c->wait = (struct unix_connect_wait){.id = c->sn->id, .pid = c->pid, .fd = c->sock, .send = s};
+    c->sock = -1;
+    return 1;
+}
+
+/* The bytes sendto names, read now (sendmsg's message is read already). */
+static int
+read_sendto_data(struct call *c, char **buf, size_t *len)
+{
+    *len = (size_t)c->sn->data.args[2];
+    if (*len > MAX_SEND)
+        return EMSGSIZE;
+    *buf = malloc(*len ? *len : 1);
+    if (*buf == NULL)
+        return ENOMEM;
+    struct iovec local = {*buf, *len}, remote = {(void *)(uintptr_t)c->sn->data.args[1], *len};
+    ssize_t got = *len ? process_vm_readv(c->pid, &local, 1, &remote, 1, 0) : 0;
+    return got == (ssize_t)*len ? 0 : EFAULT;
+}
+
+/* The send on the target's socket with the target's bytes and the given
+ * address (to NULL: none).  Never blocks the supervisor: MSG_DONTWAIT, so
+ * a full queue gives EAGAIN even to a blocking socket. */
 static int
 send_for(struct call *c, const struct sockaddr *to, socklen_t tolen)
 {
-    size_t len = (size_t)c->sn->data.args[2];
-    unsigned flags = (unsigned)c->sn->data.args[3];
-    if (len > MAX_SEND)
-        return answer(c->listener, c->sn->id, 0, EMSGSIZE);
-    char *buf = malloc(len ? len : 1);
-    if (buf == NULL)
-        return answer(c->listener, c->sn->id, 0, ENOMEM);
-    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)c->sn->data.args[1], len};
-    ssize_t got = len ? process_vm_readv(c->pid, &local, 1, &remote, 1, 0) : 0;
-    if (got != (ssize_t)len || !id_valid(c->listener, c->sn->id)) {
+    int how = (int)(c->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n;
+    int e;
+    if (c->msg != NULL) {
+        c->msg->hdr.msg_name = (void *)to;
+        c->msg->hdr.msg_namelen = to ? tolen : 0;
+        n = sendmsg(c->sock, &c->msg->hdr, how);
+        e = errno;
+        if (n < 0 && e == EAGAIN && should_wait(c, to))
+            return park(c);
+    } else {
+        char *buf = NULL;
+        size_t len = 0;
+        e = read_sendto_data(c, &buf, &len);
+        if (e == 0 && !id_valid(c->listener, c->sn->id)) {
+            free(buf);
+            c->gone = true;
+            return 0;
+        }
+        n = e == 0 ? sendto(c->sock, buf, len, how, to, tolen) : -1;
+        e = e == 0 ? errno : e;
         free(buf);
-        return got != (ssize_t)len ? answer(c->listener, c->sn->id, 0, EFAULT) : 0;
     }
-    ssize_t n = sendto(c->sock, buf, len, (int)(flags | MSG_DONTWAIT | MSG_NOSIGNAL), to, tolen);
-    int e = errno;
-    free(buf);
     /* the kernel would have raised SIGPIPE in the sender, not here */
-    if (n < 0 && e == EPIPE && !(flags & MSG_NOSIGNAL))
+    if (n < 0 && e == EPIPE && !(c->flags & MSG_NOSIGNAL))
         (void)syscall(SYS_pidfd_send_signal, c->pidfd, SIGPIPE, NULL, 0);
-    return answer(c->listener, c->sn->id, n, n < 0 ? e : 0);
+    return reply(c, n, n < 0 ? e : 0);
 }
 
 /* A connect that is not to a Unix socket, made on the target's socket
@@ -394,7 +485,7 @@ other_connect(struct call *c, struct unix_connect_wait *wait)
 {
     int fl = fcntl(c->sock, F_GETFL);
     if (fl < 0)
-        return answer(c->listener, c->sn->id, 0, errno);
+        return reply(c, 0, errno);
     bool blocking = !(fl & O_NONBLOCK);
     if (blocking)
         (void)fcntl(c->sock, F_SETFL, fl | O_NONBLOCK);
@@ -407,14 +498,36 @@ other_connect(struct call *c, struct unix_connect_wait *wait)
         c->sock = -1;
         return 1;
     }
-    return answer(c->listener, c->sn->id, 0, e);
+    return reply(c, 0, e);
+}
+
+/* A parked send, tried again now that its socket polled writable. */
+static int
+send_parked(int listener, struct unix_connect_wait *wait)
+{
+    struct unix_connect_send *s = wait->send;
+    if (!id_valid(listener, wait->id)) {
+        unix_connect_abandon(wait); /* the target is gone */
+        return 0;
+    }
+    ssize_t n = sendmsg(wait->fd, &s->m.hdr, (int)(s->flags | MSG_DONTWAIT | MSG_NOSIGNAL));
+    int e = n < 0 ? errno : 0;
+    if (n < 0 && e == EAGAIN)
+        return 1;
+    if (n < 0 && e == EPIPE && !(s->flags & MSG_NOSIGNAL))
+        (void)syscall(SYS_pidfd_send_signal, s->pidfd, SIGPIPE, NULL, 0);
+    unix_connect_abandon(wait);
+    return answer(listener, wait->id, n, e);
 }
 
 int
 unix_connect_finish(int listener, struct unix_connect_wait *wait, int err)
 {
+    if (wait->send != NULL && err == 0)
+        return send_parked(listener, wait);
     socklen_t len = sizeof err;
-    if (err == 0 && getsockopt(wait->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    if (err == 0 && wait->send == NULL &&
+        getsockopt(wait->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
     unix_connect_abandon(wait);
     return answer(listener, wait->id, 0, err);
@@ -426,6 +539,13 @@ unix_connect_abandon(struct unix_connect_wait *wait)
     if (wait->fd >= 0)
         close(wait->fd);
     wait->fd = -1;
+    if (wait->send != NULL) {
+        unix_msg_free(&wait->send->m);
+        if (wait->send->pidfd >= 0)
+            close(wait->send->pidfd);
+        free(wait->send);
+        wait->send = NULL;
+    }
 }
 
 /* A pathname address: the inode it names decides (module comment). */
@@ -443,7 +563,7 @@ pathname_call(struct call *c)
         dest = -EIO;
     }
     if (dest < 0)
-        return answer(c->listener, c->sn->id, 0, -dest);
+        return reply(c, 0, -dest);
     /* the magic link names the inode opened, whatever is renamed now */
     struct sockaddr_un pinned = {.sun_family = AF_UNIX};
     snprintf(pinned.sun_path, sizeof pinned.sun_path, "/proc/self/fd/%d", dest);
@@ -452,7 +572,7 @@ pathname_call(struct call *c)
     int rc;
     bool ok = allowed(c, &st);
     if (!S_ISSOCK(st.st_mode))
-        rc = answer(c->listener, c->sn->id, 0, ECONNREFUSED);
+        rc = reply(c, 0, ECONNREFUSED);
     else if (c->type != SOCK_DGRAM)
         rc = stream_connect(c, &pinned, plen, ok);
     else if (!ok && unix_holder_inside(c->pid, &st) != 1)
@@ -462,8 +582,7 @@ pathname_call(struct call *c)
     else if (c->sendto)
         rc = send_for(c, (struct sockaddr *)&pinned, plen);
     else
-        rc = answer(c->listener, c->sn->id, 0,
-                    connect(c->sock, (struct sockaddr *)&pinned, plen) == 0 ? 0 : errno);
+        rc = reply(c, 0, connect(c->sock, (struct sockaddr *)&pinned, plen) == 0 ? 0 : errno);
     close(dest);
     return rc;
 }
@@ -475,10 +594,10 @@ unix_call(struct call *c)
     const struct sockaddr_un *un = (const struct sockaddr_un *)&c->addr;
     size_t head = offsetof(struct sockaddr_un, sun_path);
     if (c->addrlen >= sizeof(sa_family_t) && un->sun_family == AF_UNSPEC && !c->sendto)
-        return answer(c->listener, c->sn->id, 0,
-                      connect(c->sock, (struct sockaddr *)&c->addr, c->addrlen) == 0 ? 0 : errno);
+        return reply(c, 0,
+                     connect(c->sock, (struct sockaddr *)&c->addr, c->addrlen) == 0 ? 0 : errno);
     if (c->addrlen <= head || c->addrlen > sizeof(struct sockaddr_un) || un->sun_family != AF_UNIX)
-        return answer(c->listener, c->sn->id, 0, EINVAL);
+        return reply(c, 0, EINVAL);
     /* A stream socket's sendmsg never uses the address (EISCONN or
      * EOPNOTSUPP) and a seqpacket one drops it: sent as asked. */
     if (c->sendto && c->type != SOCK_DGRAM)
@@ -517,6 +636,8 @@ take(struct call *c)
     len = sizeof c->type;
     if (getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &c->type, &len) != 0)
         c->type = -1;
+    if (c->msg_call)
+        return 0; /* the address is in the message (sendmsg_one) */
     uint64_t ptr = c->sendto ? sn->data.args[4] : sn->data.args[1];
     uint64_t alen = c->sendto ? sn->data.args[5] : sn->data.args[2];
     if ((uint32_t)alen > sizeof c->addr) {
@@ -535,10 +656,81 @@ take(struct call *c)
     return 0;
 }
 
+/*
+ * One sendmsg message, at addr in the target's memory: read once, then
+ * decided as sendto is by its address (none: sent as it is, on the
+ * target's own socket, whose destination, if any, its connect had to
+ * pass).  Never continued: another thread could add an address, or put
+ * another socket at the fd, after any look.
+ */
+static int
+sendmsg_one(struct call *c, uint64_t addr)
+{
+    struct unix_msg m;
+    int e = unix_msg_read(c->pid, c->pidfd, addr, &m);
+    int rc;
+    if (!id_valid(c->listener, c->sn->id)) {
+        c->gone = true;
+        rc = 0;
+    } else if (e != 0) {
+        rc = reply(c, 0, e);
+    } else {
+        c->msg = &m;
+        c->addrlen = m.hdr.msg_name ? m.hdr.msg_namelen : 0;
+        memcpy(&c->addr, &m.name, c->addrlen);
+        if (c->addrlen == 0)
+            rc = send_for(c, NULL, 0);
+        else if (c->family == AF_UNIX)
+            rc = unix_call(c);
+        else
+            rc = send_for(c, (struct sockaddr *)&c->addr, c->addrlen);
+        c->msg = NULL;
+    }
+    unix_msg_free(&m);
+    return rc;
+}
+
+/*
+ * sendmmsg: each message as sendmsg's, in order, until one fails; its
+ * msg_len written back as the kernel would.  The result: how many were
+ * sent, or the first one's error.
+ */
+static int
+sendmmsg_all(struct call *c)
+{
+    uint64_t vec = c->sn->data.args[1];
+    unsigned vlen = (unsigned)c->sn->data.args[2];
+    if (vlen > UIO_MAXIOV)
+        vlen = UIO_MAXIOV; /* the kernel's cap too */
+    c->batch = true;
+    unsigned done = 0;
+    int err = 0;
+    for (; done < vlen; done++) {
+        uint64_t at = vec + (uint64_t)done * sizeof(struct mmsghdr);
+        c->val = 0;
+        c->err = 0;
+        int rc = sendmsg_one(c, at);
+        if (rc < 0 || c->gone)
+            return rc;
+        if (c->err != 0) {
+            err = c->err;
+            break;
+        }
+        unsigned len = (unsigned)c->val;
+        struct iovec local = {&len, sizeof len},
+                     remote = {(void *)(uintptr_t)(at + offsetof(struct mmsghdr, msg_len)),
+                               sizeof len};
+        (void)process_vm_writev(c->pid, &local, 1, &remote, 1, 0);
+    }
+    c->batch = false;
+    return reply(c, done, done > 0 ? 0 : err);
+}
+
 int
 unix_connect_handle(int listener, const struct seccomp_notif *sn,
                     const struct unix_connect_config *cfg, struct unix_connect_wait *wait)
 {
+    int nr = sn->data.nr;
     struct call c = {
         .listener = listener,
         .sn = sn,
@@ -547,12 +739,26 @@ unix_connect_handle(int listener, const struct seccomp_notif *sn,
         .pidfd = -1,
         .fd = (int)sn->data.args[0],
         .sock = -1,
-        .sendto = sn->data.nr == SYS_sendto,
+        .wait = wait,
+        .sendto = nr != SYS_connect,
+        .msg_call = nr == SYS_sendmsg || nr == SYS_sendmmsg,
+        .verb = nr == SYS_connect   ? "connect"
+                : nr == SYS_sendto  ? "sendto"
+                : nr == SYS_sendmsg ? "sendmsg"
+                                    : "sendmmsg",
+        .flags = (unsigned)(nr == SYS_sendto    ? sn->data.args[3]
+                            : nr == SYS_sendmsg ? sn->data.args[2]
+                                                : sn->data.args[3]),
     };
     wait->fd = -1;
+    wait->send = NULL;
     int rc = take(&c);
     if (rc == 1)
         rc = 0; /* answered, or the target is gone */
+    else if (rc == 0 && nr == SYS_sendmsg)
+        rc = sendmsg_one(&c, sn->data.args[1]);
+    else if (rc == 0 && nr == SYS_sendmmsg)
+        rc = sendmmsg_all(&c);
     else if (rc == 0 && c.family == AF_UNIX)
         rc = unix_call(&c);
     else if (rc == 0 && c.sendto)

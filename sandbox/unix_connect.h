@@ -1,6 +1,7 @@
 /*
  * unix_connect: the supervisor's side of a sandboxed command's socket
- * calls (connect, and sendto with a destination address), which the
+ * calls (connect, sendto with a destination address, sendmsg and
+ * sendmmsg with one or without), which the
  * sandbox's filter hands to the same listener as its execs
  * (docs/enforcement.md, "Unix sockets").
  *
@@ -16,14 +17,16 @@
  *    one below it), or the inode is one the caller allowed; it is then
  *    installed over the target's fd (SECCOMP_IOCTL_NOTIF_ADDFD).  Else
  *    ECONNREFUSED and a line on the target's stderr;
- *  - a Unix datagram destination (connect, sendto): a socket a process of
+ *  - a Unix datagram destination (connect, sendto, sendmsg): a socket a process of
  *    the sandbox holds (unix_holder.h: a datagram socket has no listening
  *    process to check), or an allowed inode;
  *  - an abstract Unix address: as a pathname one when the target shares
  *    the supervisor's network namespace (where the name is looked up),
  *    EPERM otherwise;
  *  - any other socket (TCP, UDP...): connected, or sent on, as asked, on
- *    the target's own socket with the address as read once.
+ *    the target's own socket with the address as read once;
+ *  - sendmsg without an address: sent as it is, from the copy of the
+ *    message read once (unix_msg.h), on the target's own socket.
  *
  * No libuv: a blocking connect that is still in progress is handed back
  * to the caller to wait for (unix_connect_wait).
@@ -56,12 +59,15 @@ struct unix_connect_config {
     void *arg;
 };
 
-/* A connect still in progress on the target's blocking socket: answer it
- * with unix_connect_finish once fd polls writable. */
+/* A connect still in progress on the target's blocking socket, or a
+ * sendmsg without an address that found its blocking socket's queue full:
+ * answer it with unix_connect_finish once fd polls writable. */
+struct unix_connect_send;
 struct unix_connect_wait {
     uint64_t id;
     pid_t pid;
-    int fd; /* the supervisor's copy of the target's socket */
+    int fd;                         /* the supervisor's copy of the target's socket */
+    struct unix_connect_send *send; /* the message waiting for room; NULL: a connect */
 };
 
 /* Whether nr is a call this module handles (the filter's socket calls). */
@@ -79,10 +85,13 @@ int unix_connect_handle(int listener, const struct seccomp_notif *sn,
                         const struct unix_connect_config *cfg, struct unix_connect_wait *wait);
 
 /* Answers a waiting connect with its outcome (err 0), or with err, and
- * closes wait->fd.  Returns 0 or -errno (listener failure). */
+ * closes wait->fd; a waiting send is sent now (err 0) or fails with err.
+ * Returns 0 or -errno (listener failure), or 1 when the send still finds
+ * no room: *wait stands, to poll again. */
 int unix_connect_finish(int listener, struct unix_connect_wait *wait, int err);
 
-/* Closes wait->fd without answering (the listener is going away). */
+/* Closes wait->fd and frees a waiting send without answering (the
+ * listener is going away). */
 void unix_connect_abandon(struct unix_connect_wait *wait);
 
 #endif

@@ -43,8 +43,9 @@ struct ask {
     struct ask *next;
 };
 
-/* A connect of the tree still in progress on a blocking socket
- * (unix_connect_wait): answered when its socket polls writable. */
+/* A connect of the tree still in progress on a blocking socket, or a
+ * sendmsg waiting for room on one (unix_connect_wait): answered when its
+ * socket polls writable. */
 struct conn_wait {
     struct listener *l; /* NULL once l closed */
     struct unix_connect_wait w;
@@ -613,8 +614,15 @@ on_connect_done(uv_poll_t *h, int status, int events)
      * target's socket, which outlives this fd, and a registration left on
      * it would keep reporting it writable */
     uv_poll_stop(&cw->poll);
-    if (cw->l && cw->l->n)
-        (void)unix_connect_finish(exec_notify_fd(cw->l->n), &cw->w, status < 0 ? EIO : 0);
+    if (cw->l && cw->l->n) {
+        int listener = exec_notify_fd(cw->l->n);
+        int rc = unix_connect_finish(listener, &cw->w, status < 0 ? EIO : 0);
+        /* a send that still finds no room waits for the next writable */
+        if (rc == 1 && uv_poll_start(&cw->poll, UV_WRITABLE | UV_DISCONNECT, on_connect_done) == 0)
+            return;
+        if (rc == 1)
+            (void)unix_connect_finish(listener, &cw->w, ENOMEM);
+    }
     conn_wait_close(cw);
 }
 

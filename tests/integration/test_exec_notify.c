@@ -717,7 +717,9 @@ test_helper_hands_over_listener_and_reports(void **state)
     buf[len] = '\0';
     assert_non_null(strstr(buf, "\"exec_notify\":{\"mode\":\"user-notif\""));
     /* workspace-write: the socket calls ride on the same listener */
-    assert_non_null(strstr(buf, "\"notified\":[\"execve\",\"execveat\",\"connect\",\"sendto\"]"));
+    assert_non_null(strstr(
+        buf,
+        "\"notified\":[\"execve\",\"execveat\",\"connect\",\"sendto\",\"sendmsg\",\"sendmmsg\"]"));
     free(policy);
 }
 

@@ -10,7 +10,8 @@
  * writable root); reached through a symlink, /proc/self/root, a relative
  * path, a hard link; a thread rewriting the address and a process renaming
  * a symlink between an inside and the outside socket while the command
- * connects; a datagram socket; another execgate's MCP listener (the
+ * connects; a datagram socket, with sendto, sendmsg and sendmmsg (a
+ * thread flipping the message's address too); another execgate's MCP listener (the
  * session escape: danger-full-access asked for over curl).  What must keep
  * working: a server the command starts in its workspace, and a socket
  * named by --allow-unix-socket (that one alone).
@@ -445,6 +446,44 @@ test_datagram_outside_refused(void **state)
     world_end(w);
 }
 
+/* The same outside datagram socket (a /dev/log stand-in) with sendmsg and
+ * sendmmsg, whose address seccomp cannot see: refused, and refused still
+ * while a thread flips the msghdr between no address and the outside one
+ * (a look at the message, then the kernel's own read, would let the
+ * address through). */
+static void
+test_datagram_sendmsg_outside_refused(void **state)
+{
+    (void)state;
+    struct mcp_world *w = world_start(NULL);
+    char *sock = tmpdir_path(scratch(), "log.sock");
+    char *mark = tmpdir_path(w->outside, "pwned");
+    const char *argv[] = {g.client, "serve-dgram", sock, mark, NULL};
+    start_server(argv);
+    char *cmd =
+        mcp_world_fmt("C=%s\n$C msg %s\n$C msg-race %s 100 2>/dev/null\n", g.client, sock, sock);
+    json_t *a = run(w, cmd);
+    const char *out = mcp_world_output(a);
+    if (access(mark, F_OK) == 0)
+        fail_msg("the outside datagram socket got the sandbox's message\noutput: [%s]", out);
+    mcp_world_assert_contains(out, "sendmsg: Connection refused");
+    mcp_world_assert_contains(out, "sendmmsg: Connection refused");
+    mcp_world_assert_contains(out, "execgate: refused `sendmsg ");
+    mcp_world_assert_contains(out, "execgate: refused `sendmmsg ");
+    const char *race = strstr(out, "msg-race: ");
+    int sent = -1, total = -1, refused = -1;
+    if (!race || sscanf(race, "msg-race: %d of %d sent (%d refused", &sent, &total, &refused) != 3)
+        fail_msg("the race did not run\noutput: [%s]", out);
+    if (sent != 0 || refused <= 0)
+        fail_msg("racing sendmsg: %d of %d sent, %d refused\noutput: [%s]", sent, total, refused,
+                 out);
+    json_decref(a);
+    free(cmd);
+    free(mark);
+    free(sock);
+    world_end(w);
+}
+
 /* An abstract socket outside (no file at all) stays unreachable, while
  * one the command serves itself answers. */
 static void
@@ -625,7 +664,12 @@ test_own_listener_from_its_call(void **state)
 /* ---- what keeps working ---- */
 
 /* A server the command starts in its workspace answers it, by path,
- * relative path and symlink; so does a datagram socket it serves. */
+ * relative path and symlink; so does a datagram socket it serves, with
+ * sendto, connect and send, sendmsg and sendmmsg.  An fd passes with
+ * sendmsg (SCM_RIGHTS) through a socketpair and to the command's own
+ * datagram socket.  A blocking stream socket's sendmsg waits for room, as
+ * the kernel's would, rather than fail when the queue is full.  A control
+ * header longer than its buffer is refused as the kernel refuses it. */
 static void
 test_workspace_server_reachable(void **state)
 {
@@ -643,6 +687,10 @@ test_workspace_server_reachable(void **state)
         "$C serve-dgram $PWD/d.sock $PWD/got-dgram > ready-d.txt &\n"
         "while ! grep -q ready ready-d.txt 2>/dev/null; do kill -0 $! || break; done\n"
         "$C dgram d.sock\n"
+        "$C msg d.sock\n"
+        "$C pass-fd $PWD\n"
+        "$C msg-stream 8\n"
+        "$C msg-bad-cmsg\n"
         "kill %%1 %%2\n",
         g.client);
     json_t *a = run(w, cmd);
@@ -658,6 +706,14 @@ test_workspace_server_reachable(void **state)
     mcp_world_assert_contains(out, "python: b'INSIDE'");
     mcp_world_assert_contains(out, "sendto: sent");
     mcp_world_assert_contains(out, "connect: sent");
+    mcp_world_assert_contains(out, "sendmsg: sent");
+    mcp_world_assert_contains(out, "sendmmsg: 2 sent (5 bytes)");
+    mcp_world_assert_contains(out, "socketpair: fd passed");
+    mcp_world_assert_contains(out, "own socket: fd passed");
+    mcp_world_assert_contains(out, "msg-stream: 8388608 read");
+    mcp_world_assert_contains(out, "msg-stream: 8388608 of 8388608 bytes sent");
+    /* as the kernel answers it, the server reading no further */
+    mcp_world_assert_contains(out, "bad cmsg: Invalid argument");
     assert_null(strstr(out, "execgate: refused"));
     json_decref(a);
     free(cmd);
@@ -762,6 +818,7 @@ main(void)
         cmocka_unit_test_teardown(test_fd_swap_race_refused, teardown),
         cmocka_unit_test_teardown(test_blocking_connect_leaves_no_registration, teardown),
         cmocka_unit_test_teardown(test_datagram_outside_refused, teardown),
+        cmocka_unit_test_teardown(test_datagram_sendmsg_outside_refused, teardown),
         cmocka_unit_test_teardown(test_abstract_sockets, teardown),
         cmocka_unit_test_teardown(test_mcp_listener_session_escape, teardown),
         cmocka_unit_test_teardown(test_own_listener_from_its_call, teardown),
