@@ -1630,7 +1630,11 @@ shell_starting_one_program(const struct decide_exec *e, const struct exec_path *
         return false;
     const char *arg0 = strrchr(e->argv[0], '/');
     arg0 = arg0 ? arg0 + 1 : e->argv[0];
-    return arg0[0] != '-' && plain_script(e->argv[2]);
+    /* dash reads options up to the first word that starts with neither
+     * '-' nor '+', and runs that word: in `sh -c -- SCRIPT` (or -i, +e)
+     * the plain word is an option and SCRIPT the code */
+    const char *script = e->argv[2];
+    return arg0[0] != '-' && script[0] != '-' && script[0] != '+' && plain_script(script);
 }
 
 /*
@@ -1646,11 +1650,14 @@ decide_child(struct decide_call *dc, const struct decide_exec *e, const struct e
              const struct verdict *v, struct command *cmd, struct decide_result *out)
 {
     bool allowed = v->decision == RULES_DECISION_ALLOW;
-    bool planted = allowed && (walk_writable(dc, walk) || interpreters_writable(dc, e) ||
-                               (e->canonical && sandbox_could_write(dc, e->canonical)));
+    /* a file a sandbox wrote is no program a rule or the shell test knows:
+     * one named dash may be any code */
+    bool written = walk_writable(dc, walk) || interpreters_writable(dc, e) ||
+                   (e->canonical && sandbox_could_write(dc, e->canonical));
+    bool planted = allowed && written;
     const char *caution = allowed && !planted ? dangerous_use(out, cmd) : NULL;
     if ((allowed && !planted && !caution) ||
-        (v->decision == RULES_DECISION_NONE && shell_starting_one_program(e, walk))) {
+        (v->decision == RULES_DECISION_NONE && !written && shell_starting_one_program(e, walk))) {
         out->verdict = DECIDE_RUN;
         out->reason = strdup(allowed ? "allowed" : "a shell that starts one program");
         return;

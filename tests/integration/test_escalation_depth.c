@@ -256,6 +256,58 @@ test_other_shells_and_scripts_are_asked(void **state)
     world_end(w);
 }
 
+/* dash takes its options before the script: `sh -c -- SCRIPT`, `sh -c +e
+ * SCRIPT` and `sh -c -i SCRIPT` run the word after the options, not the
+ * one after -c.  make splits .SHELLFLAGS into words, so a planted Makefile
+ * puts an option where the plain script was looked for; the script's
+ * redirection writes outside with no exec to decide. */
+static void
+test_dash_options_before_the_script(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    const char *flags[] = {"-c --", "-c +e", "-c -e", "-c -i"};
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        char *mk = mcp_world_fmt("SHELL = /bin/sh\n.SHELLFLAGS = %s\nall:\n"
+                                 "\t-echo planted > %s/flags%zu\n",
+                                 flags[i], w->outside, i);
+        char *name = mcp_world_fmt("flags%zu.mk", i);
+        write_owned(w->wd, name, mk);
+        char *cmd = mcp_world_fmt("make -f %s; echo \"status=$?\"", name);
+        json_t *a = run(w, cmd, NULL);
+        char *made = mcp_world_fmt("flags%zu", i);
+        assert_not_outside(w, made, a);
+        mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c ");
+        free(made);
+        json_decref(a);
+        free(cmd);
+        free(name);
+        free(mk);
+    }
+    world_end(w);
+}
+
+/* A file the command wrote, named dash, is not dash: the escalated make
+ * given SHELL = ./dash must not run it outside as a plain shell. */
+static void
+test_planted_dash_is_not_a_plain_shell(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    char *script = mcp_world_fmt("#!/bin/sh\necho planted > %s/dash\n", w->outside);
+    char *path = tmpdir_path(w->wd, "dash");
+    tmpdir_write_file(path, script, 0755);
+    if (g.unprivileged)
+        assert_int_equal(chown(path, g.user.uid, g.user.gid), 0);
+    write_owned(w->wd, "Makefile", "SHELL = ./dash\nall:\n\tls x\n");
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "dash", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "-c ls x`: started outside the sandbox by `make`");
+    json_decref(a);
+    free(path);
+    free(script);
+    world_end(w);
+}
+
 /* Only `git status` is allowed; the command makes its workdir a bare
  * repository whose worktree is the workdir and whose core.fsmonitor is a
  * command (git takes a directory that is a git dir, not only a .git).
@@ -686,6 +738,8 @@ main(void)
         cmocka_unit_test_teardown(test_unnamed_child_is_refused_without_elicitation, teardown),
         cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, teardown),
         cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
+        cmocka_unit_test_teardown(test_dash_options_before_the_script, teardown),
+        cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
