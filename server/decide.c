@@ -1256,7 +1256,8 @@ make_key(struct decide_result *out, const struct decide_exec *e, const struct ex
 /*
  * What an approval for the session of an ASK is remembered by: the memo
  * key's parts, the name the program runs as, where it runs (outside or
- * inside the sandbox from the wrapper, in place from the tree) and the
+ * inside the sandbox from the wrapper, in place from the tree, inside or
+ * outside as the tree is) and the
  * workdir (the real path the wrapper path pinned, or the tree's).  The
  * same command elsewhere, or run on the other side of the sandbox, is
  * another question.  Returns -1 when out of memory.
@@ -1266,9 +1267,12 @@ make_approval(struct decide_result *out, const struct decide_exec *e, const stru
 {
     char id[64];
     program_id(out, walk, id, sizeof(id));
-    const char *where = e->source == DECIDE_FROM_TREE ? "in place"
-                        : out->escalate_if_approved   ? "outside"
-                                                      : "inside";
+    /* the tree of an escalated program runs in place outside: an
+     * approval of the same exec inside the sandbox is not one for it */
+    const char *where = e->source == DECIDE_FROM_TREE && e->outside ? "in place outside"
+                        : e->source == DECIDE_FROM_TREE             ? "in place"
+                        : out->escalate_if_approved                 ? "outside"
+                                                                    : "inside";
     const char *extra[] = {id, out->run_as ? out->run_as : "", where, e->cwd};
     out->approval = key_of(out, e, extra, 4, &out->approvallen);
     return out->approval ? 0 : -1;

@@ -308,6 +308,36 @@ test_planted_dash_is_not_a_plain_shell(void **state)
     world_end(w);
 }
 
+/* A person who approved `touch X` for the session inside the sandbox (a
+ * sandboxed shell's child, where X cannot be written) approved nothing outside: the same command
+ * started by an escalated make, in the same workdir, is asked again. */
+static void
+test_session_approval_inside_is_not_for_outside(void **state)
+{
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    /* sh's exec of touch is the tree's, inside the sandbox: approved
+     * there, it runs in place */
+    char *cmd = mcp_world_fmt("sh -c 'touch %s/sess 2>/dev/null; echo \"status=$?\"'", w->outside);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_not_outside(w, "sess", a);
+    json_decref(a);
+    free(ans.last_message);
+    char *recipe = mcp_world_fmt("touch %s/sess", w->outside);
+    makefile(w, recipe);
+    struct mcp_answers no = {.action = "decline"};
+    a = run(w, "make; echo \"status=$?\"", &no);
+    assert_not_outside(w, "sess", a);
+    assert_int_equal(no.asked, 1);
+    free(no.last_message);
+    json_decref(a);
+    free(recipe);
+    free(cmd);
+    world_end(w);
+}
+
 /* Only `git status` is allowed; the command makes its workdir a bare
  * repository whose worktree is the workdir and whose core.fsmonitor is a
  * command (git takes a directory that is a git dir, not only a .git).
@@ -740,6 +770,7 @@ main(void)
         cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
         cmocka_unit_test_teardown(test_dash_options_before_the_script, teardown),
         cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
+        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
