@@ -1660,13 +1660,22 @@ decide_child(struct decide_call *dc, const struct decide_exec *e, const struct e
                    (e->canonical && sandbox_could_write(dc, e->canonical));
     bool planted = allowed && written;
     const char *caution = allowed && !planted ? dangerous_use(out, cmd) : NULL;
+    /* set by the escalated program for its children (its own environment
+     * was reset): code a rule could not have meant to let in */
+    bool loads = allowed && !planted && !caution && e->loader_env;
+    if (loads)
+        caution = "its environment names code for the dynamic loader or the C library to load "
+                  "(LD_*, GCONV_PATH, GLIBC_TUNABLES or LOCPATH)";
     if ((allowed && !planted && !caution) ||
-        (v->decision == RULES_DECISION_NONE && !written && shell_starting_one_program(e, walk))) {
+        (v->decision == RULES_DECISION_NONE && !written && !e->loader_env &&
+         shell_starting_one_program(e, walk))) {
         out->verdict = DECIDE_RUN;
         out->reason = strdup(allowed ? "allowed" : "a shell that starts one program");
         return;
     }
     const char *why = planted   ? "a rule allows it, but it lies where the sandbox can write"
+                      : loads   ? "a rule allows it, but its environment names code for the "
+                                  "loader to run in it"
                       : caution ? "a rule allows it, but it uses an option that writes any file "
                                   "or runs any command"
                                 : "no rule names it";

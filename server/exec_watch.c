@@ -292,6 +292,27 @@ note_approved(struct listener *l, pid_t pid)
     l->approved[l->n_approved++] = (struct approved_pid){pid, start};
 }
 
+/* Variables that make the dynamic loader or the C library load code of
+ * their choosing into any dynamically linked program ('*': a prefix). */
+static const char *const loader_vars[] = {"LD_*", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", NULL};
+
+static bool
+sets_loader_env(const struct exec_notify_request *req)
+{
+    for (size_t i = 0; i < req->envc; i++) {
+        const char *eq = strchr(req->envp[i], '=');
+        size_t len = eq ? (size_t)(eq - req->envp[i]) : strlen(req->envp[i]);
+        for (size_t k = 0; loader_vars[k]; k++) {
+            size_t vlen = strlen(loader_vars[k]);
+            bool prefix = loader_vars[k][vlen - 1] == '*';
+            if (prefix ? len >= vlen - 1 && strncmp(req->envp[i], loader_vars[k], vlen - 1) == 0
+                       : len == vlen && strncmp(req->envp[i], loader_vars[k], vlen) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
 /* The exec as the decision sees it (req borrowed). */
 static struct decide_exec
 exec_of(const struct listener *l, const struct exec_notify_request *req)
@@ -309,6 +330,7 @@ exec_of(const struct listener *l, const struct exec_notify_request *req)
         .n_interpreters = req->n_interpreters,
         .pid = req->pid,
         .outside = outside,
+        .loader_env = sets_loader_env(req),
     };
 }
 
@@ -656,6 +678,9 @@ listener_setup(struct listener *l)
 {
     exec_notify_set_refuse_shared_memory(l->n, l->w->strict);
     exec_notify_set_quick(l->n, quick);
+    /* an escalated program's children: what its environment names for the
+     * loader is code that would run outside (loader_env) */
+    exec_notify_set_read_env(l->n, l->outside != NULL);
     exec_notify_set_connect(l->n, &l->w->sockets, on_connect_wait, l);
 }
 

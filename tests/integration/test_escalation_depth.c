@@ -341,6 +341,45 @@ test_session_approval_inside_is_not_for_outside(void **state)
     world_end(w);
 }
 
+/* The escalated program's environment is reset, but what it exports to
+ * its own children is its own: a planted make exports LD_PRELOAD naming a
+ * library the command built, and the shell it starts for one plain
+ * command (let through without a rule), or a program a rule allows, would
+ * load it outside. */
+static void
+test_loader_variables_exported_to_children(void **state)
+{
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
+    char *lib = mcp_world_fmt("#include <fcntl.h>\n"
+                              "__attribute__((constructor)) static void planted(void)\n"
+                              "{ open(\"%s/preload\", O_WRONLY | O_CREAT | O_CLOEXEC, 0644); }\n",
+                              w->outside);
+    write_owned(w->wd, "planted.c", lib);
+    char *mk =
+        mcp_world_fmt("SHELL = /usr/bin/dash\nexport LD_PRELOAD = %s/planted.so\nall:\n\tcat x\n"
+                      "allowed: SHELL = /bin/sh\nallowed:\n\tls\n",
+                      w->wd);
+    write_owned(w->wd, "Makefile", mk);
+    json_t *a =
+        run(w, "cc -shared -fPIC -o planted.so planted.c && make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "preload", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "-c cat x`: started outside the sandbox by `make`");
+    json_decref(a);
+    /* a program a rule allows, under the same environment */
+    a = run(w, "make allowed; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "preload", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "execgate: refused `ls`: started outside the sandbox by `make "
+                              "allowed` (allowed by test.rules:1), and a rule allows it, but its "
+                              "environment names code for the loader to run in it");
+    json_decref(a);
+    free(mk);
+    free(lib);
+    world_end(w);
+}
+
 /* Only `git status` is allowed; the command makes its workdir a bare
  * repository whose worktree is the workdir and whose core.fsmonitor is a
  * command (git takes a directory that is a git dir, not only a .git).
@@ -774,6 +813,7 @@ main(void)
         cmocka_unit_test_teardown(test_dash_options_before_the_script, teardown),
         cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
         cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
+        cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
