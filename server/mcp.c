@@ -138,7 +138,7 @@ struct mcp_server {
 
     struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
     bool tree;                    /* tree enforcement in force */
-    bool user_notif; /* the kernel can: sandboxed sockets are supervised */
+    bool user_notif;              /* the kernel can: sandboxed sockets are supervised */
     /* shell mode: escalated programs still start under the exec filter,
      * so what they start is decided (docs/enforcement.md) */
     bool watch_escalated;
@@ -1059,7 +1059,7 @@ ask_leave_sandbox(struct mcp_session *ss, struct mcp_call *c, const struct call_
 {
     const char *why = LEAVE_SANDBOX_NO_ELICITATION;
     if (ss->client_elicitation) {
-        json_t *params = leave_sandbox_question(r->command, r->workdir, r->justification);
+        json_t *params = leave_sandbox_question(r->command, r->workdir, r->login, r->justification);
         /* jsonrpc_request takes params, also on failure */
         c->ask_id = params
                         ? jsonrpc_request(ss->rpc, "elicitation/create", params, on_leave_answer, c)

@@ -373,6 +373,34 @@ assert_not_run(const json_t *a, const char *text)
     assert_null(strchr(got, '\n'));
 }
 
+/* A login call (the default) runs the user's startup files outside
+ * before the command: the question says so; a call with login false does
+ * not. */
+static void
+test_leave_sandbox_question_says_login(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "", true);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *args = leave_args(&w, "echo hi", "require_escalated", NULL);
+    json_object_set_new(args, "login", json_true());
+    json_t *a = mcp_world_run_args(&w, args, &ans);
+    assert_int_equal(ans.asked_leave, 1);
+    char *shown = mcp_world_fmt("The agent asks to run `echo hi` in `%s` outside the sandbox, in a "
+                                "login shell (your shell's startup files, such as ~/.profile, run "
+                                "first): with your access",
+                                w.wd);
+    mcp_world_assert_contains(ans.last_message, shown);
+    json_decref(a);
+    a = mcp_world_run_args(&w, leave_args(&w, "echo hi", "require_escalated", NULL), &ans);
+    assert_int_equal(ans.asked_leave, 2);
+    assert_null(strstr(ans.last_message, "login shell"));
+    free(ans.last_message);
+    json_decref(a);
+    free(shown);
+    mcp_world_end(&w);
+}
+
 /* Approved, the command runs without the sandbox (it writes where the
  * sandbox cannot), and the exec rules still hold: forbidden refuses,
  * prompt asks.  The question shows the command and the justification. */
@@ -1790,6 +1818,7 @@ main(void)
         cmocka_unit_test(test_prompt_accept_git_init),
         cmocka_unit_test(test_prompt_decline_and_cancel),
         cmocka_unit_test(test_question_shows_justification_and_returns_reason),
+        cmocka_unit_test(test_leave_sandbox_question_says_login),
         cmocka_unit_test(test_leave_sandbox_approved_runs_outside_rules_still_hold),
         cmocka_unit_test(test_leave_sandbox_declined_refused_unanswerable),
         cmocka_unit_test(test_leave_sandbox_cancelled_while_asked),
