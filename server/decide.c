@@ -1209,7 +1209,9 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
 
 /* ---- the decision ---- */
 
-/* The "dev:ino" of the program out->program names, as walk saw it. */
+/* The "dev:ino:ctime" of the program out->program names, as walk saw it:
+ * an inode number freed by a removed file goes to the next one made, and
+ * the change time (which nobody sets) tells a rewritten file too. */
 static void
 program_id(const struct decide_result *out, const struct exec_path *walk, char *id, size_t size)
 {
@@ -1219,7 +1221,10 @@ program_id(const struct decide_result *out, const struct exec_path *walk, char *
         st = walk->st;
     else
         have = stat(out->program, &st) == 0;
-    snprintf(id, size, "%ju:%ju", have ? (uintmax_t)st.st_dev : 0, have ? (uintmax_t)st.st_ino : 0);
+    if (!have)
+        memset(&st, 0, sizeof(st));
+    snprintf(id, size, "%ju:%ju:%jd.%09ld", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+             (intmax_t)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec);
 }
 
 /* A key of out->program, then extra[0..n_extra), then argv[1..] (NULL
@@ -1246,7 +1251,7 @@ key_of(const struct decide_result *out, const struct decide_exec *e, const char 
 static int
 make_key(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
 {
-    char id[64];
+    char id[96];
     program_id(out, walk, id, sizeof(id));
     const char *extra[] = {id};
     out->key = key_of(out, e, extra, 1, &out->keylen);
@@ -1265,7 +1270,7 @@ make_key(struct decide_result *out, const struct decide_exec *e, const struct ex
 static int
 make_approval(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
 {
-    char id[64];
+    char id[96];
     program_id(out, walk, id, sizeof(id));
     /* the tree of an escalated program runs in place outside: an
      * approval of the same exec inside the sandbox is not one for it */

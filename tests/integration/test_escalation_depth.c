@@ -380,6 +380,40 @@ test_loader_variables_exported_to_children(void **state)
     world_end(w);
 }
 
+/* A program in the workspace approved for the session as make's child is
+ * that file: removed and written again (ext4 and tmpfs hand the freed
+ * inode number to the next file), it is another program, asked about
+ * again. */
+static void
+test_session_approval_of_a_replaced_file(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    write_owned(w->wd, "Makefile", "all:\n\t./tool\n");
+    char *tool = tmpdir_path(w->wd, "tool");
+    tmpdir_write_file(tool, "#!/bin/sh\necho harmless\n", 0755);
+    if (g.unprivileged)
+        assert_int_equal(chown(tool, g.user.uid, g.user.gid), 0);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, "make", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "harmless\n");
+    json_decref(a);
+    char *cmd =
+        mcp_world_fmt("ls -i tool; rm tool && printf '#!/bin/sh\\necho evil > %s/evil\\n' > "
+                      "tool && chmod +x tool && ls -i tool && make",
+                      w->outside);
+    ans.action = "decline";
+    ans.decision = NULL;
+    a = run(w, cmd, &ans);
+    assert_not_outside(w, "evil", a);
+    assert_int_equal(ans.asked, 2);
+    json_decref(a);
+    free(cmd);
+    free(ans.last_message);
+    free(tool);
+    world_end(w);
+}
+
 /* Only `git status` is allowed; the command makes its workdir a bare
  * repository whose worktree is the workdir and whose core.fsmonitor is a
  * command (git takes a directory that is a git dir, not only a .git).
@@ -814,6 +848,7 @@ main(void)
         cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
         cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
         cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
+        cmocka_unit_test_teardown(test_session_approval_of_a_replaced_file, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
