@@ -1569,6 +1569,11 @@ interpreters_writable(const struct decide_call *dc, const struct decide_exec *e)
     return false;
 }
 
+/* An exec whose environment has the loader run other code (loader_env):
+ * the caution shown, and a note for a question no allow rule raised. */
+static const char LOADER_ENV[] = "its environment names code for the dynamic loader or the C "
+                                 "library to load (LD_*, GCONV_PATH, GLIBC_TUNABLES or LOCPATH)";
+
 /* Words of a shell script that are one plain command: letters, digits,
  * these, and single-quoted text (literal to the shell). */
 #define PLAIN_WORD_CHARS "_./:@%+=,-"
@@ -1669,8 +1674,7 @@ decide_child(struct decide_call *dc, const struct decide_exec *e, const struct e
      * was reset): code a rule could not have meant to let in */
     bool loads = allowed && !planted && !caution && e->loader_env;
     if (loads)
-        caution = "its environment names code for the dynamic loader or the C library to load "
-                  "(LD_*, GCONV_PATH, GLIBC_TUNABLES or LOCPATH)";
+        caution = LOADER_ENV;
     if ((allowed && !planted && !caution) ||
         (v->decision == RULES_DECISION_NONE && !written && !e->loader_env &&
          shell_starting_one_program(e, walk))) {
@@ -2441,6 +2445,15 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
     ok = ok && add_argv0_note(q, e, r) == 0;
     ok = ok && (q->command = shown_command(r->program, args, q->nargs));
     char *cautioned = NULL;
+    if (ok && !r->caution && e->outside && e->loader_env) {
+        /* the person approves what the program will load, too */
+        ok = asprintf(&cautioned, "%s (Note: %s.)", q->text, LOADER_ENV) >= 0;
+        if (ok) {
+            free(q->text);
+            q->text = cautioned;
+            cautioned = NULL;
+        }
+    }
     if (ok && r->caution &&
         asprintf(&cautioned, "%s (An allow rule matched, but %s.)", q->text, r->caution) >= 0) {
         free(q->text);

@@ -380,6 +380,28 @@ test_loader_variables_exported_to_children(void **state)
     world_end(w);
 }
 
+/* Asked about a child whose environment loads code, the person is told:
+ * approving `cat x` approves the library too. */
+static void
+test_loader_variables_shown_in_the_question(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    char *mk = mcp_world_fmt("export LD_PRELOAD = %s/planted.so\nall:\n\tcat x\n", w->wd);
+    write_owned(w->wd, "Makefile", mk);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message,
+                              "wants to start `/usr/bin/cat x` outside the sandbox, in ");
+    mcp_world_assert_contains(ans.last_message,
+                              "(Note: its environment names code for the dynamic loader or the C "
+                              "library to load (LD_*, GCONV_PATH, GLIBC_TUNABLES or LOCPATH).)");
+    free(ans.last_message);
+    json_decref(a);
+    free(mk);
+    world_end(w);
+}
+
 /* A program in the workspace approved for the session as make's child is
  * that file: removed and written again (ext4 and tmpfs hand the freed
  * inode number to the next file), it is another program, asked about
@@ -848,6 +870,7 @@ main(void)
         cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
         cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
         cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
+        cmocka_unit_test_teardown(test_loader_variables_shown_in_the_question, teardown),
         cmocka_unit_test_teardown(test_session_approval_of_a_replaced_file, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
