@@ -1569,10 +1569,11 @@ interpreters_writable(const struct decide_call *dc, const struct decide_exec *e)
     return false;
 }
 
-/* An exec whose environment has the loader run other code (loader_env):
+/* An exec whose environment names code to run in it (code_env):
  * the caution shown, and a note for a question no allow rule raised. */
-static const char LOADER_ENV[] = "its environment names code for the dynamic loader or the C "
-                                 "library to load (LD_*, GCONV_PATH, GLIBC_TUNABLES or LOCPATH)";
+static const char CODE_ENV[] =
+    "its environment names code for the dynamic loader, a shell or an interpreter to run "
+    "(LD_*, GCONV_PATH, BASH_ENV, BASH_FUNC_*, PYTHONPATH and the like)";
 
 /* Words of a shell script that are one plain command: letters, digits,
  * these, and single-quoted text (literal to the shell). */
@@ -1672,19 +1673,19 @@ decide_child(struct decide_call *dc, const struct decide_exec *e, const struct e
     const char *caution = allowed && !planted ? dangerous_use(out, cmd) : NULL;
     /* set by the escalated program for its children (its own environment
      * was reset): code a rule could not have meant to let in */
-    bool loads = allowed && !planted && !caution && e->loader_env;
+    bool loads = allowed && !planted && !caution && e->code_env;
     if (loads)
-        caution = LOADER_ENV;
+        caution = CODE_ENV;
     if ((allowed && !planted && !caution) ||
-        (v->decision == RULES_DECISION_NONE && !written && !e->loader_env &&
+        (v->decision == RULES_DECISION_NONE && !written && !e->code_env &&
          shell_starting_one_program(e, walk))) {
         out->verdict = DECIDE_RUN;
         out->reason = strdup(allowed ? "allowed" : "a shell that starts one program");
         return;
     }
     const char *why = planted   ? "a rule allows it, but it lies where the sandbox can write"
-                      : loads   ? "a rule allows it, but its environment names code for the "
-                                  "loader to run in it"
+                      : loads   ? "a rule allows it, but its environment names code for it to "
+                                  "run"
                       : caution ? "a rule allows it, but it uses an option that writes any file "
                                   "or runs any command"
                                 : "no rule names it";
@@ -2445,9 +2446,9 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
     ok = ok && add_argv0_note(q, e, r) == 0;
     ok = ok && (q->command = shown_command(r->program, args, q->nargs));
     char *cautioned = NULL;
-    if (ok && !r->caution && e->outside && e->loader_env) {
+    if (ok && !r->caution && e->outside && e->code_env) {
         /* the person approves what the program will load, too */
-        ok = asprintf(&cautioned, "%s (Note: %s.)", q->text, LOADER_ENV) >= 0;
+        ok = asprintf(&cautioned, "%s (Note: %s.)", q->text, CODE_ENV) >= 0;
         if (ok) {
             free(q->text);
             q->text = cautioned;

@@ -214,9 +214,10 @@ struct decide_exec {
      * under a person's approval, docs/enforcement.md): only a rule that
      * names it, or a person, lets it run */
     const struct decide_outside *outside;
-    /* tree: the exec's environment sets a variable that makes the dynamic
-     * loader or the C library load other code (LD_PRELOAD, GCONV_PATH) */
-    bool loader_env;
+    /* tree: the exec's environment sets a variable that names code for the
+     * dynamic loader, a shell or an interpreter to run (LD_PRELOAD,
+     * BASH_ENV, PYTHONPATH; exec_watch's list) */
+    bool code_env;
 };
 
 enum decide_verdict {

@@ -292,21 +292,29 @@ note_approved(struct listener *l, pid_t pid)
     l->approved[l->n_approved++] = (struct approved_pid){pid, start};
 }
 
-/* Variables that make the dynamic loader or the C library load code of
- * their choosing into any dynamically linked program ('*': a prefix). */
-static const char *const loader_vars[] = {"LD_*", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", NULL};
+/* Variables that name code to run: the dynamic loader's and the C
+ * library's (into any dynamically linked program), a shell's before its
+ * script, an interpreter's before its program ('*': a prefix).  The
+ * escalated program's own environment has none (escalated_env); these
+ * are what it set for its children. */
+static const char *const code_vars[] = {
+    "LD_*",     "GCONV_PATH",  "GLIBC_TUNABLES", "LOCPATH",    "BASH_ENV",
+    "ENV",      "BASH_FUNC_*", "SHELLOPTS",      "BASHOPTS",   "PS4",
+    "PERL5OPT", "PERL5LIB",    "PERLLIB",        "PYTHONPATH", "PYTHONHOME",
+    "RUBYOPT",  "RUBYLIB",     "NODE_OPTIONS",   NULL,
+};
 
 static bool
-sets_loader_env(const struct exec_notify_request *req)
+sets_code_env(const struct exec_notify_request *req)
 {
     for (size_t i = 0; i < req->envc; i++) {
         const char *eq = strchr(req->envp[i], '=');
         size_t len = eq ? (size_t)(eq - req->envp[i]) : strlen(req->envp[i]);
-        for (size_t k = 0; loader_vars[k]; k++) {
-            size_t vlen = strlen(loader_vars[k]);
-            bool prefix = loader_vars[k][vlen - 1] == '*';
-            if (prefix ? len >= vlen - 1 && strncmp(req->envp[i], loader_vars[k], vlen - 1) == 0
-                       : len == vlen && strncmp(req->envp[i], loader_vars[k], vlen) == 0)
+        for (size_t k = 0; code_vars[k]; k++) {
+            size_t vlen = strlen(code_vars[k]);
+            bool prefix = code_vars[k][vlen - 1] == '*';
+            if (prefix ? len >= vlen - 1 && strncmp(req->envp[i], code_vars[k], vlen - 1) == 0
+                       : len == vlen && strncmp(req->envp[i], code_vars[k], vlen) == 0)
                 return true;
         }
     }
@@ -330,7 +338,7 @@ exec_of(const struct listener *l, const struct exec_notify_request *req)
         .n_interpreters = req->n_interpreters,
         .pid = req->pid,
         .outside = outside,
-        .loader_env = sets_loader_env(req),
+        .code_env = sets_code_env(req),
     };
 }
 
@@ -679,7 +687,7 @@ listener_setup(struct listener *l)
     exec_notify_set_refuse_shared_memory(l->n, l->w->strict);
     exec_notify_set_quick(l->n, quick);
     /* an escalated program's children: what its environment names for the
-     * loader is code that would run outside (loader_env) */
+     * loader is code that would run outside (code_env) */
     exec_notify_set_read_env(l->n, l->outside != NULL);
     exec_notify_set_connect(l->n, &l->w->sockets, on_connect_wait, l);
 }

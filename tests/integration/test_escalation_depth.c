@@ -373,10 +373,36 @@ test_loader_variables_exported_to_children(void **state)
     mcp_world_assert_contains(mcp_world_output(a),
                               "execgate: refused `ls`: started outside the sandbox by `make "
                               "allowed` (allowed by test.rules:1), and a rule allows it, but its "
-                              "environment names code for the loader to run in it");
+                              "environment names code for it to run");
     json_decref(a);
     free(mk);
     free(lib);
+    world_end(w);
+}
+
+/* The same for what a shell reads before its script: `ldd` (allowed) is a
+ * Bash script, and make exports BASH_ENV naming a file the command wrote;
+ * Bash would source it outside. */
+static void
+test_shell_variables_exported_to_children(void **state)
+{
+    if (access("/usr/bin/ldd", X_OK) != 0)
+        skip();
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ldd\"], decision=\"allow\")\n", false);
+    char *env = mcp_world_fmt("echo planted > %s/bashenv\n", w->outside);
+    write_owned(w->wd, "env.sh", env);
+    char *mk = mcp_world_fmt("export BASH_ENV = %s/env.sh\nall:\n\tldd /bin/true\n", w->wd);
+    write_owned(w->wd, "Makefile", mk);
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "bashenv", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "execgate: refused `ldd /bin/true`: started outside the sandbox by "
+                              "`make` (allowed by test.rules:1), and a rule allows it, but its "
+                              "environment names code");
+    json_decref(a);
+    free(mk);
+    free(env);
     world_end(w);
 }
 
@@ -394,8 +420,9 @@ test_loader_variables_shown_in_the_question(void **state)
     mcp_world_assert_contains(ans.last_message,
                               "wants to start `/usr/bin/cat x` outside the sandbox, in ");
     mcp_world_assert_contains(ans.last_message,
-                              "(Note: its environment names code for the dynamic loader or the C "
-                              "library to load (LD_*, GCONV_PATH, GLIBC_TUNABLES or LOCPATH).)");
+                              "(Note: its environment names code for the dynamic loader, a shell "
+                              "or an interpreter to run (LD_*, GCONV_PATH, BASH_ENV, BASH_FUNC_*, "
+                              "PYTHONPATH and the like).)");
     free(ans.last_message);
     json_decref(a);
     free(mk);
@@ -871,6 +898,7 @@ main(void)
         cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
         cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
         cmocka_unit_test_teardown(test_loader_variables_shown_in_the_question, teardown),
+        cmocka_unit_test_teardown(test_shell_variables_exported_to_children, teardown),
         cmocka_unit_test_teardown(test_session_approval_of_a_replaced_file, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
