@@ -1274,10 +1274,10 @@ make_approval(struct decide_result *out, const struct decide_exec *e, const stru
     program_id(out, walk, id, sizeof(id));
     /* the tree of an escalated program runs in place outside: an
      * approval of the same exec inside the sandbox is not one for it */
-    const char *where = e->source == DECIDE_FROM_TREE && e->outside ? "in place outside"
-                        : e->source == DECIDE_FROM_TREE             ? "in place"
-                        : out->escalate_if_approved                 ? "outside"
-                                                                    : "inside";
+    const char *where = e->source == DECIDE_FROM_TREE && e->outside_tree ? "in place outside"
+                        : e->source == DECIDE_FROM_TREE                  ? "in place"
+                        : out->escalate_if_approved                      ? "outside"
+                                                                         : "inside";
     const char *extra[] = {id, out->run_as ? out->run_as : "", where, e->cwd};
     out->approval = key_of(out, e, extra, 4, &out->approvallen);
     return out->approval ? 0 : -1;
@@ -2442,6 +2442,15 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
                                              q->nargs, e->cwd);
     else if (ok)
         q->text = decide_question_text(r->program, args, q->nargs, e->cwd);
+    if (ok && q->text && !e->outside && e->outside_tree) {
+        /* under a person's approval, a prompt rule's question: it runs
+         * outside all the same */
+        char *outside = strfmt("%s (It runs outside the sandbox: a program you let out started "
+                               "it.)",
+                               q->text);
+        free(q->text);
+        q->text = outside;
+    }
     ok = ok && q->text != NULL;
     ok = ok && add_argv0_note(q, e, r) == 0;
     ok = ok && (q->command = shown_command(r->program, args, q->nargs));

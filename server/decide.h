@@ -214,6 +214,10 @@ struct decide_exec {
      * under a person's approval, docs/enforcement.md): only a rule that
      * names it, or a person, lets it run */
     const struct decide_outside *outside;
+    /* tree: it runs outside the sandbox (the tree of an escalated program,
+     * under a person's approval or not): what a session approval of it
+     * is remembered by */
+    bool outside_tree;
     /* tree: the exec's environment sets a variable that names code for the
      * dynamic loader, a shell or an interpreter to run (LD_PRELOAD,
      * BASH_ENV, PYTHONPATH; exec_watch's list) */

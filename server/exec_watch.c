@@ -66,6 +66,9 @@ struct listener {
     /* an escalated program's tree, let out by a rule: its execs run only
      * when a rule names them or a person approves (NULL: in place) */
     struct decide_outside *outside;
+    /* the tree of an escalated program, however its execs are decided:
+     * it runs outside the sandbox */
+    bool escalated;
     /* processes of that tree a person approved, with their start times:
      * what they run is decided as in the sandbox */
     struct approved_pid {
@@ -338,6 +341,7 @@ exec_of(const struct listener *l, const struct exec_notify_request *req)
         .n_interpreters = req->n_interpreters,
         .pid = req->pid,
         .outside = outside,
+        .outside_tree = l && l->escalated,
         .code_env = sets_code_env(req),
     };
 }
@@ -438,13 +442,14 @@ ask_new(struct listener *l, const struct exec_notify_request *req)
  * failure).  Returns 0, or -1 when out of memory. */
 static int
 ask_keep(struct ask *a, const struct exec_notify_request *req, const struct decide_outside *outside,
-         struct decide_result *r)
+         bool outside_tree, struct decide_result *r)
 {
     a->decision = *r;
     memset(r, 0, sizeof(*r));
     r->fd = -1;
     a->exec = exec_of(NULL, req);
     a->exec.outside = outside;
+    a->exec.outside_tree = outside_tree;
     a->exec.canonical = NULL;
     a->exec.interpreters = NULL;
     a->exec.n_interpreters = 0;
@@ -487,7 +492,7 @@ decide_ask_tree(struct listener *l, const struct exec_notify_request *req,
         decide_audit(w->dc, e, r, "refuse", reason, by, -1, 0);
         break;
     case DECIDE_ASK_PENDING:
-        if (ask_keep(a, req, e->outside, r) < 0) {
+        if (ask_keep(a, req, e->outside, e->outside_tree, r) < 0) {
             refuse(out, "out of memory");
             break; /* ask_free withdraws the question */
         }
@@ -938,6 +943,7 @@ exec_watch_adopt(struct exec_watch *w, int listener, const struct decide_exec *e
         return w->released ? -EINVAL : -ENOMEM;
     }
     l->w = w;
+    l->escalated = true;
     l->sock = -1;
     l->child_fd = -1;
     l->n = exec_notify_new(listener, NULL, decide, NULL, l);

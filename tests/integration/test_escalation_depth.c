@@ -341,6 +341,40 @@ test_session_approval_inside_is_not_for_outside(void **state)
     world_end(w);
 }
 
+/* The same when the escalated program runs because a person approved it
+ * (its tree is decided as in the sandbox, and `touch` still asks): the
+ * approval from inside does not answer for the tree outside. */
+static void
+test_session_approval_inside_is_not_for_approved_tree(void **state)
+{
+    if (g.extra && strstr(g.extra, "=shell"))
+        skip();
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"make\"], decision=\"prompt\")\n"
+                                      "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n",
+                                      true);
+    char *cmd = mcp_world_fmt("sh -c 'touch %s/sess 2>/dev/null; echo \"status=$?\"'", w->outside);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_not_outside(w, "sess", a);
+    json_decref(a);
+    free(ans.last_message);
+    char *recipe = mcp_world_fmt("touch %s/sess", w->outside);
+    makefile(w, recipe);
+    static const char *const answers[] = {"accept", "decline", NULL};
+    struct mcp_answers two = {.actions = answers, .decision = "approved"};
+    a = run(w, "make; echo \"status=$?\"", &two);
+    assert_not_outside(w, "sess", a);
+    assert_int_equal(two.asked, 2);
+    mcp_world_assert_contains(two.last_message, "(It runs outside the sandbox: a program you let "
+                                                "out started it.)");
+    free(two.last_message);
+    json_decref(a);
+    free(recipe);
+    free(cmd);
+    world_end(w);
+}
+
 /* The escalated program's environment is reset, but what it exports to
  * its own children is its own: a planted make exports LD_PRELOAD naming a
  * library the command built, and the shell it starts for one plain
@@ -896,6 +930,7 @@ main(void)
         cmocka_unit_test_teardown(test_dash_options_before_the_script, teardown),
         cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
         cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
+        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_approved_tree, teardown),
         cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
         cmocka_unit_test_teardown(test_loader_variables_shown_in_the_question, teardown),
         cmocka_unit_test_teardown(test_shell_variables_exported_to_children, teardown),
