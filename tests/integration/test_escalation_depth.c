@@ -463,6 +463,38 @@ test_loader_variables_shown_in_the_question(void **state)
     world_end(w);
 }
 
+/* The shell let through for one plain command finds it on the PATH make
+ * exported: a planted bin/ls comes first, and is what is decided (a file
+ * the sandbox wrote, no rule names it): refused. */
+static void
+test_plain_shell_with_planted_path(void **state)
+{
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
+    char *bin = tmpdir_path(w->wd, "bin");
+    assert_int_equal(mkdir(bin, 0755), 0);
+    if (g.unprivileged)
+        assert_int_equal(chown(bin, g.user.uid, g.user.gid), 0);
+    char *ls = tmpdir_path(bin, "ls");
+    char *script = mcp_world_fmt("#!/bin/sh\necho planted > %s/path\n", w->outside);
+    tmpdir_write_file(ls, script, 0755);
+    if (g.unprivileged)
+        assert_int_equal(chown(ls, g.user.uid, g.user.gid), 0);
+    write_owned(w->wd, "Makefile",
+                "SHELL = /usr/bin/dash\nexport PATH := $(CURDIR)/bin:$(PATH)\nall:\n\tls x\n");
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "path", a);
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `ls x`: started outside the "
+                                                   "sandbox by `make` (allowed by test.rules:1), "
+                                                   "and a rule allows it, but it lies where the "
+                                                   "sandbox can write");
+    json_decref(a);
+    free(script);
+    free(ls);
+    free(bin);
+    world_end(w);
+}
+
 /* A program in the workspace approved for the session as make's child is
  * that file: removed and written again (ext4 and tmpfs hand the freed
  * inode number to the next file), it is another program, asked about
@@ -934,6 +966,7 @@ main(void)
         cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
         cmocka_unit_test_teardown(test_loader_variables_shown_in_the_question, teardown),
         cmocka_unit_test_teardown(test_shell_variables_exported_to_children, teardown),
+        cmocka_unit_test_teardown(test_plain_shell_with_planted_path, teardown),
         cmocka_unit_test_teardown(test_session_approval_of_a_replaced_file, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
