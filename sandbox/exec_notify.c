@@ -584,8 +584,9 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
     bool path_only = rc == 0 && (!n->first_seen || quick_continue(n, t, pid, at, dirfd, flags));
     if (rc == 0 && !path_only)
         rc = read_argv(&rd[0], &rd[1], argv_ptr, &t->argv, &t->argc);
-    /* the environment too: what it names for the loader decides what the
-     * program runs (an escalated program's children, exec_watch) */
+    /* the environment too, when asked: what it names for the loader, a
+     * shell or an interpreter is code the program runs (exec_watch reads
+     * it for an escalated program's children) */
     if (rc == 0 && !path_only && n->read_env)
         rc = read_argv(&rd[0], &rd[1], envp_ptr, &t->envp, &t->envc);
     free(rd);
