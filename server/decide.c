@@ -387,6 +387,12 @@ decide_server_answers_file(const struct decide_server *ds)
     return ds->answers_file;
 }
 
+bool
+decide_server_sandbox_wrote(const struct decide_server *ds, const char *path)
+{
+    return !ds || !ds->written || writable_history_contains(ds->written, path);
+}
+
 size_t
 decide_server_rule_count(const struct decide_server *ds)
 {

@@ -113,6 +113,10 @@ const char *decide_server_answers_file(const struct decide_server *ds);
 /* Number of prefix rules loaded (for the startup log). */
 size_t decide_server_rule_count(const struct decide_server *ds);
 
+/* Whether the sandbox of any call so far could have written path (true
+ * when the server keeps no such record: unknown is writable). */
+bool decide_server_sandbox_wrote(const struct decide_server *ds, const char *path);
+
 /*
  * The programs the patched Bash is to hand to the wrapper when tree
  * enforcement judges the shell's other execs ("name:name:..."): every
