@@ -40,6 +40,7 @@ struct exec_notify {
     char *first_path;
     bool first_seen;
     bool refuse_shared_memory;
+    bool read_env;
     bool hung_up;        /* the last poll of exec_notify_process saw POLLHUP alone */
     pid_t last_told_pid; /* the last refusal line written, to write it once */
     char *last_told;
@@ -201,6 +202,12 @@ void
 exec_notify_set_quick(struct exec_notify *n, exec_notify_quick_fn quick)
 {
     n->quick = quick;
+}
+
+void
+exec_notify_set_read_env(struct exec_notify *n, bool on)
+{
+    n->read_env = on;
 }
 
 void
@@ -392,6 +399,8 @@ struct target {
     char *path, *resolved, *canonical, *cwd;
     char **argv;
     size_t argc;
+    char **envp;
+    size_t envc;
     char *interp[EXEC_NOTIFY_MAX_INTERP_DEPTH];
     int file;     /* O_PATH of the file the exec names, -1 when unopened */
     int open_err; /* why file is -1 */
@@ -406,6 +415,7 @@ target_free(struct target *t)
     free(t->canonical);
     free(t->cwd);
     free_argv(t->argv, t->argc);
+    free_argv(t->envp, t->envc);
     for (size_t i = 0; i < EXEC_NOTIFY_MAX_INTERP_DEPTH; i++)
         free(t->interp[i]);
     if (t->file >= 0)
@@ -548,6 +558,7 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
     bool at = sn->data.nr == SYS_execveat;
     uint64_t path_ptr = at ? sn->data.args[1] : sn->data.args[0];
     uint64_t argv_ptr = at ? sn->data.args[2] : sn->data.args[1];
+    uint64_t envp_ptr = at ? sn->data.args[3] : sn->data.args[2];
     int dirfd = at ? (int)sn->data.args[0] : AT_FDCWD;
     int flags = at ? (int)sn->data.args[4] : 0;
 
@@ -573,6 +584,11 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
     bool path_only = rc == 0 && (!n->first_seen || quick_continue(n, t, pid, at, dirfd, flags));
     if (rc == 0 && !path_only)
         rc = read_argv(&rd[0], &rd[1], argv_ptr, &t->argv, &t->argc);
+    /* the environment too, when asked: what it names for the loader, a
+     * shell or an interpreter is code the program runs (exec_watch reads
+     * it for an escalated program's children) */
+    if (rc == 0 && !path_only && n->read_env)
+        rc = read_argv(&rd[0], &rd[1], envp_ptr, &t->envp, &t->envc);
     free(rd);
     close(mem);
     if (rc < 0 || path_only)
@@ -615,6 +631,8 @@ read_target(const struct exec_notify *n, const struct seccomp_notif *sn, struct 
         .n_interpreters = t->req.n_interpreters,
         .argv = (const char *const *)t->argv,
         .argc = t->argc,
+        .envp = (const char *const *)t->envp,
+        .envc = t->envc,
         .cwd = t->cwd ? t->cwd : "",
     };
     return 0;

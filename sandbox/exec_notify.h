@@ -37,6 +37,10 @@ struct exec_notify_request {
     size_t n_interpreters;
     const char *const *argv; /* argv[argc] is NULL */
     size_t argc;
+    /* the environment the exec passes, NAME=value each (envp[envc] is
+     * NULL); empty when only the path was read */
+    const char *const *envp;
+    size_t envc;
     const char *cwd; /* the target's cwd; "" when unreadable */
 };
 
@@ -139,6 +143,10 @@ int exec_notify_answer(struct exec_notify *n, uint64_t id, bool allow, const cha
  * threads).  A CLONE_VM sharer that is neither is not detected.
  */
 void exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on);
+
+/* Whether each exec's environment is read into the request's envp (off by
+ * default: a tree in the sandbox is decided without it). */
+void exec_notify_set_read_env(struct exec_notify *n, bool on);
 
 /*
  * A decision the caller can make from the file alone: called, once the

@@ -387,6 +387,12 @@ decide_server_answers_file(const struct decide_server *ds)
     return ds->answers_file;
 }
 
+bool
+decide_server_sandbox_wrote(const struct decide_server *ds, const char *path)
+{
+    return !ds || !ds->written || writable_history_contains(ds->written, path);
+}
+
 size_t
 decide_server_rule_count(const struct decide_server *ds)
 {
@@ -1209,7 +1215,9 @@ escalatable(const struct decide_call *dc, const struct decide_exec *e, const str
 
 /* ---- the decision ---- */
 
-/* The "dev:ino" of the program out->program names, as walk saw it. */
+/* The "dev:ino:ctime" of the program out->program names, as walk saw it:
+ * an inode number freed by a removed file goes to the next one made, and
+ * the change time (which nobody sets) tells a rewritten file too. */
 static void
 program_id(const struct decide_result *out, const struct exec_path *walk, char *id, size_t size)
 {
@@ -1219,7 +1227,10 @@ program_id(const struct decide_result *out, const struct exec_path *walk, char *
         st = walk->st;
     else
         have = stat(out->program, &st) == 0;
-    snprintf(id, size, "%ju:%ju", have ? (uintmax_t)st.st_dev : 0, have ? (uintmax_t)st.st_ino : 0);
+    if (!have)
+        memset(&st, 0, sizeof(st));
+    snprintf(id, size, "%ju:%ju:%jd.%09ld", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+             (intmax_t)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec);
 }
 
 /* A key of out->program, then extra[0..n_extra), then argv[1..] (NULL
@@ -1246,7 +1257,7 @@ key_of(const struct decide_result *out, const struct decide_exec *e, const char 
 static int
 make_key(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
 {
-    char id[64];
+    char id[96];
     program_id(out, walk, id, sizeof(id));
     const char *extra[] = {id};
     out->key = key_of(out, e, extra, 1, &out->keylen);
@@ -1256,7 +1267,8 @@ make_key(struct decide_result *out, const struct decide_exec *e, const struct ex
 /*
  * What an approval for the session of an ASK is remembered by: the memo
  * key's parts, the name the program runs as, where it runs (outside or
- * inside the sandbox from the wrapper, in place from the tree) and the
+ * inside the sandbox from the wrapper, in place from the tree, inside or
+ * outside as the tree is) and the
  * workdir (the real path the wrapper path pinned, or the tree's).  The
  * same command elsewhere, or run on the other side of the sandbox, is
  * another question.  Returns -1 when out of memory.
@@ -1264,11 +1276,14 @@ make_key(struct decide_result *out, const struct decide_exec *e, const struct ex
 static int
 make_approval(struct decide_result *out, const struct decide_exec *e, const struct exec_path *walk)
 {
-    char id[64];
+    char id[96];
     program_id(out, walk, id, sizeof(id));
-    const char *where = e->source == DECIDE_FROM_TREE ? "in place"
-                        : out->escalate_if_approved   ? "outside"
-                                                      : "inside";
+    /* the tree of an escalated program runs in place outside: an
+     * approval of the same exec inside the sandbox is not one for it */
+    const char *where = e->source == DECIDE_FROM_TREE && e->outside_tree ? "in place outside"
+                        : e->source == DECIDE_FROM_TREE                  ? "in place"
+                        : out->escalate_if_approved                      ? "outside"
+                                                                         : "inside";
     const char *extra[] = {id, out->run_as ? out->run_as : "", where, e->cwd};
     out->approval = key_of(out, e, extra, 4, &out->approvallen);
     return out->approval ? 0 : -1;
@@ -1560,6 +1575,12 @@ interpreters_writable(const struct decide_call *dc, const struct decide_exec *e)
     return false;
 }
 
+/* An exec whose environment names code to run in it (code_env):
+ * the caution shown, and a note for a question no allow rule raised. */
+static const char CODE_ENV[] =
+    "its environment names code for the dynamic loader, a shell or an interpreter to run "
+    "(LD_*, GCONV_PATH, BASH_ENV, BASH_FUNC_*, PYTHONPATH and the like)";
+
 /* Words of a shell script that are one plain command: letters, digits,
  * these, and single-quoted text (literal to the shell). */
 #define PLAIN_WORD_CHARS "_./:@%+=,-"
@@ -1630,7 +1651,11 @@ shell_starting_one_program(const struct decide_exec *e, const struct exec_path *
         return false;
     const char *arg0 = strrchr(e->argv[0], '/');
     arg0 = arg0 ? arg0 + 1 : e->argv[0];
-    return arg0[0] != '-' && plain_script(e->argv[2]);
+    /* dash reads options up to the first word that starts with neither
+     * '-' nor '+', and runs that word: in `sh -c -- SCRIPT` (or -i, +e)
+     * the plain word is an option and SCRIPT the code */
+    const char *script = e->argv[2];
+    return arg0[0] != '-' && script[0] != '-' && script[0] != '+' && plain_script(script);
 }
 
 /*
@@ -1646,16 +1671,27 @@ decide_child(struct decide_call *dc, const struct decide_exec *e, const struct e
              const struct verdict *v, struct command *cmd, struct decide_result *out)
 {
     bool allowed = v->decision == RULES_DECISION_ALLOW;
-    bool planted = allowed && (walk_writable(dc, walk) || interpreters_writable(dc, e) ||
-                               (e->canonical && sandbox_could_write(dc, e->canonical)));
+    /* a file a sandbox wrote is no program a rule or the shell test knows:
+     * one named dash may be any code */
+    bool written = walk_writable(dc, walk) || interpreters_writable(dc, e) ||
+                   (e->canonical && sandbox_could_write(dc, e->canonical));
+    bool planted = allowed && written;
     const char *caution = allowed && !planted ? dangerous_use(out, cmd) : NULL;
+    /* set by the escalated program for its children (its own environment
+     * was reset): code a rule could not have meant to let in */
+    bool loads = allowed && !planted && !caution && e->code_env;
+    if (loads)
+        caution = CODE_ENV;
     if ((allowed && !planted && !caution) ||
-        (v->decision == RULES_DECISION_NONE && shell_starting_one_program(e, walk))) {
+        (v->decision == RULES_DECISION_NONE && !written && !e->code_env &&
+         shell_starting_one_program(e, walk))) {
         out->verdict = DECIDE_RUN;
         out->reason = strdup(allowed ? "allowed" : "a shell that starts one program");
         return;
     }
     const char *why = planted   ? "a rule allows it, but it lies where the sandbox can write"
+                      : loads   ? "a rule allows it, but its environment names code for it to "
+                                  "run"
                       : caution ? "a rule allows it, but it uses an option that writes any file "
                                   "or runs any command"
                                 : "no rule names it";
@@ -2412,10 +2448,28 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
                                              q->nargs, e->cwd);
     else if (ok)
         q->text = decide_question_text(r->program, args, q->nargs, e->cwd);
+    if (ok && q->text && !e->outside && e->outside_tree) {
+        /* under a person's approval, a prompt rule's question: it runs
+         * outside all the same */
+        char *outside = strfmt("%s (It runs outside the sandbox: a program you let out started "
+                               "it.)",
+                               q->text);
+        free(q->text);
+        q->text = outside;
+    }
     ok = ok && q->text != NULL;
     ok = ok && add_argv0_note(q, e, r) == 0;
     ok = ok && (q->command = shown_command(r->program, args, q->nargs));
     char *cautioned = NULL;
+    if (ok && !r->caution && e->outside && e->code_env) {
+        /* the person approves what the program will load, too */
+        ok = asprintf(&cautioned, "%s (Note: %s.)", q->text, CODE_ENV) >= 0;
+        if (ok) {
+            free(q->text);
+            q->text = cautioned;
+            cautioned = NULL;
+        }
+    }
     if (ok && r->caution &&
         asprintf(&cautioned, "%s (An allow rule matched, but %s.)", q->text, r->caution) >= 0) {
         free(q->text);

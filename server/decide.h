@@ -113,6 +113,10 @@ const char *decide_server_answers_file(const struct decide_server *ds);
 /* Number of prefix rules loaded (for the startup log). */
 size_t decide_server_rule_count(const struct decide_server *ds);
 
+/* Whether the sandbox of any call so far could have written path (true
+ * when the server keeps no such record: unknown is writable). */
+bool decide_server_sandbox_wrote(const struct decide_server *ds, const char *path);
+
 /*
  * The programs the patched Bash is to hand to the wrapper when tree
  * enforcement judges the shell's other execs ("name:name:..."): every
@@ -214,6 +218,14 @@ struct decide_exec {
      * under a person's approval, docs/enforcement.md): only a rule that
      * names it, or a person, lets it run */
     const struct decide_outside *outside;
+    /* tree: it runs outside the sandbox (the tree of an escalated program,
+     * under a person's approval or not): what a session approval of it
+     * is remembered by */
+    bool outside_tree;
+    /* tree: the exec's environment sets a variable that names code for the
+     * dynamic loader, a shell or an interpreter to run (LD_PRELOAD,
+     * BASH_ENV, PYTHONPATH; exec_watch's list) */
+    bool code_env;
 };
 
 enum decide_verdict {

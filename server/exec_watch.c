@@ -67,6 +67,9 @@ struct listener {
     /* an escalated program's tree, let out by a rule: its execs run only
      * when a rule names them or a person approves (NULL: in place) */
     struct decide_outside *outside;
+    /* the tree of an escalated program, however its execs are decided:
+     * it runs outside the sandbox */
+    bool escalated;
     /* processes of that tree a person approved, with their start times:
      * what they run is decided as in the sandbox */
     struct approved_pid {
@@ -293,6 +296,35 @@ note_approved(struct listener *l, pid_t pid)
     l->approved[l->n_approved++] = (struct approved_pid){pid, start};
 }
 
+/* Variables that name code to run: the dynamic loader's and the C
+ * library's (into any dynamically linked program), a shell's before its
+ * script, an interpreter's before its program ('*': a prefix).  The
+ * escalated program's own environment has none (escalated_env); these
+ * are what it set for its children. */
+static const char *const code_vars[] = {
+    "LD_*",     "GCONV_PATH",  "GLIBC_TUNABLES", "LOCPATH",    "BASH_ENV",
+    "ENV",      "BASH_FUNC_*", "SHELLOPTS",      "BASHOPTS",   "PS4",
+    "PERL5OPT", "PERL5LIB",    "PERLLIB",        "PYTHONPATH", "PYTHONHOME",
+    "RUBYOPT",  "RUBYLIB",     "NODE_OPTIONS",   NULL,
+};
+
+static bool
+sets_code_env(const struct exec_notify_request *req)
+{
+    for (size_t i = 0; i < req->envc; i++) {
+        const char *eq = strchr(req->envp[i], '=');
+        size_t len = eq ? (size_t)(eq - req->envp[i]) : strlen(req->envp[i]);
+        for (size_t k = 0; code_vars[k]; k++) {
+            size_t vlen = strlen(code_vars[k]);
+            bool prefix = code_vars[k][vlen - 1] == '*';
+            if (prefix ? len >= vlen - 1 && strncmp(req->envp[i], code_vars[k], vlen - 1) == 0
+                       : len == vlen && strncmp(req->envp[i], code_vars[k], vlen) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
 /* The exec as the decision sees it (req borrowed). */
 static struct decide_exec
 exec_of(const struct listener *l, const struct exec_notify_request *req)
@@ -310,6 +342,8 @@ exec_of(const struct listener *l, const struct exec_notify_request *req)
         .n_interpreters = req->n_interpreters,
         .pid = req->pid,
         .outside = outside,
+        .outside_tree = l && l->escalated,
+        .code_env = sets_code_env(req),
     };
 }
 
@@ -409,13 +443,14 @@ ask_new(struct listener *l, const struct exec_notify_request *req)
  * failure).  Returns 0, or -1 when out of memory. */
 static int
 ask_keep(struct ask *a, const struct exec_notify_request *req, const struct decide_outside *outside,
-         struct decide_result *r)
+         bool outside_tree, struct decide_result *r)
 {
     a->decision = *r;
     memset(r, 0, sizeof(*r));
     r->fd = -1;
     a->exec = exec_of(NULL, req);
     a->exec.outside = outside;
+    a->exec.outside_tree = outside_tree;
     a->exec.canonical = NULL;
     a->exec.interpreters = NULL;
     a->exec.n_interpreters = 0;
@@ -458,7 +493,7 @@ decide_ask_tree(struct listener *l, const struct exec_notify_request *req,
         decide_audit(w->dc, e, r, "refuse", reason, by, -1, 0);
         break;
     case DECIDE_ASK_PENDING:
-        if (ask_keep(a, req, e->outside, r) < 0) {
+        if (ask_keep(a, req, e->outside, e->outside_tree, r) < 0) {
             refuse(out, "out of memory");
             break; /* ask_free withdraws the question */
         }
@@ -664,6 +699,9 @@ listener_setup(struct listener *l)
 {
     exec_notify_set_refuse_shared_memory(l->n, l->w->strict);
     exec_notify_set_quick(l->n, quick);
+    /* an escalated program's children: what its environment names for the
+     * loader is code that would run outside (code_env) */
+    exec_notify_set_read_env(l->n, l->outside != NULL);
     exec_notify_set_connect(l->n, &l->w->sockets, on_connect_wait, l);
 }
 
@@ -913,6 +951,7 @@ exec_watch_adopt(struct exec_watch *w, int listener, const struct decide_exec *e
         return w->released ? -EINVAL : -ENOMEM;
     }
     l->w = w;
+    l->escalated = true;
     l->sock = -1;
     l->child_fd = -1;
     l->n = exec_notify_new(listener, NULL, decide, NULL, l);

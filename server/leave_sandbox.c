@@ -15,16 +15,23 @@
 #define GO_ON "; run it inside the sandbox, or do without it"
 
 json_t *
-leave_sandbox_question(const char *command, const char *workdir, const char *justification)
+leave_sandbox_question(const char *command, const char *workdir, bool login,
+                       const char *justification)
 {
     char *cmd = decide_text_shown(command);
     char *wd = decide_text_shown(workdir);
     char *just = justification ? decide_text_shown(justification) : NULL;
     char *msg = NULL;
     if (cmd && wd && (!justification || just))
-        msg = strfmt("The agent asks to run `%s` in `%s` outside the sandbox: with your access to "
-                     "every file and to the network (the exec rules still apply).%s%s%s",
-                     cmd, wd, just ? " Its reason: \"" : " It gave no reason.", just ? just : "",
+        /* a login shell runs the startup files first, outside too: code
+         * the command line does not show */
+        msg = strfmt("The agent asks to run `%s` in `%s` outside the sandbox%s: with your access "
+                     "to every file and to the network (the exec rules still apply).%s%s%s",
+                     cmd, wd,
+                     login ? ", in a login shell (your shell's startup files, such as "
+                             "~/.profile, run first)"
+                           : "",
+                     just ? " Its reason: \"" : " It gave no reason.", just ? just : "",
                      just ? "\"" : "");
     static const struct question_choice choices[] = {
         {APPROVE, "Yes, run it outside the sandbox"},

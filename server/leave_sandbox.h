@@ -13,6 +13,7 @@
 #define EXECGATE_SERVER_LEAVE_SANDBOX_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* The one line a call's result says when no person can be asked. */
 #define LEAVE_SANDBOX_NO_ELICITATION                                                               \
@@ -22,11 +23,12 @@
 
 /*
  * elicitation/create's params asking whether command may run in workdir
- * outside the sandbox, showing justification (the agent's, or NULL).
- * Every text is escaped as decide's questions are.  NULL when out of
- * memory.
+ * outside the sandbox (in a login shell when login), showing
+ * justification (the agent's, or NULL).  Every text is escaped as
+ * decide's questions are.  NULL when out of memory.
  */
-json_t *leave_sandbox_question(const char *command, const char *workdir, const char *justification);
+json_t *leave_sandbox_question(const char *command, const char *workdir, bool login,
+                               const char *justification);
 
 /*
  * The answer to that question (result or error, as a jsonrpc response

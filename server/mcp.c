@@ -138,7 +138,7 @@ struct mcp_server {
 
     struct decide_server *decide; /* rules, approvals, audit: every exec's decision */
     bool tree;                    /* tree enforcement in force */
-    bool user_notif; /* the kernel can: sandboxed sockets are supervised */
+    bool user_notif;              /* the kernel can: sandboxed sockets are supervised */
     /* shell mode: escalated programs still start under the exec filter,
      * so what they start is decided (docs/enforcement.md) */
     bool watch_escalated;
@@ -1051,6 +1051,27 @@ full_access(const json_t *policy)
 
 static void on_leave_answer(const json_t *result, const json_t *error, void *data);
 
+/* The first startup file a login shell of s's would run (with the
+ * server's HOME) that a sandbox could have written: outside, it would run
+ * code the person never saw.  NULL when none (malloc'd); "" when out of
+ * memory (refused all the same). */
+static char *
+planted_startup_file(const struct mcp_server *s)
+{
+    const struct login_snapshot_kind *k =
+        login_snapshot_kind_find(s->o->shell == OPTIONS_SHELL_ZSH ? "zsh" : "bash");
+    char **files = k ? login_snapshot_startup_files(k, getenv("HOME")) : NULL;
+    if (!files)
+        return strdup("");
+    char *found = NULL;
+    for (size_t i = 0; files[i] && !found; i++) {
+        if (decide_server_sandbox_wrote(s->decide, files[i]))
+            found = strdup(files[i]);
+    }
+    login_snapshot_strv_free(files);
+    return found;
+}
+
 /* require_escalated: asks the person whether c (built for r, under full
  * access) may run outside the sandbox; c waits on the asking list for the
  * answer.  Where nobody can be asked, c is answered and freed. */
@@ -1058,8 +1079,26 @@ static void
 ask_leave_sandbox(struct mcp_session *ss, struct mcp_call *c, const struct call_request *r)
 {
     const char *why = LEAVE_SANDBOX_NO_ELICITATION;
+    char *planted = r->login ? planted_startup_file(ss->s) : NULL;
+    if (planted) {
+        /* nobody is asked: the question could not show that code */
+        char *said = strfmt("Not run: a login shell outside the sandbox would first run the "
+                            "startup file `%s`, which a sandbox could have written; ask again "
+                            "with login false to leave the sandbox without it",
+                            planted[0] ? planted : "(unknown: out of memory)");
+        const char *text = said ? said
+                                : "Not run: a login shell outside the sandbox would first run a "
+                                  "startup file a sandbox could have written";
+        log_info("call: %s", text);
+        jsonrpc_reply(ss->rpc, c->id, failure_json(text));
+        free(said);
+        free(planted);
+        shell_call_discard(c->sc);
+        call_free(c);
+        return;
+    }
     if (ss->client_elicitation) {
-        json_t *params = leave_sandbox_question(r->command, r->workdir, r->justification);
+        json_t *params = leave_sandbox_question(r->command, r->workdir, r->login, r->justification);
         /* jsonrpc_request takes params, also on failure */
         c->ask_id = params
                         ? jsonrpc_request(ss->rpc, "elicitation/create", params, on_leave_answer, c)

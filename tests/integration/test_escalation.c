@@ -373,6 +373,90 @@ assert_not_run(const json_t *a, const char *text)
     assert_null(strchr(got, '\n'));
 }
 
+/* A login call (the default) runs the user's startup files outside
+ * before the command: the question says so; a call with login false does
+ * not. */
+static void
+test_leave_sandbox_question_says_login(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "", true);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *args = leave_args(&w, "echo hi", "require_escalated", NULL);
+    json_object_set_new(args, "login", json_true());
+    json_t *a = mcp_world_run_args(&w, args, &ans);
+    assert_int_equal(ans.asked_leave, 1);
+    char *shown = mcp_world_fmt("The agent asks to run `echo hi` in `%s` outside the sandbox, in a "
+                                "login shell (your shell's startup files, such as ~/.profile, run "
+                                "first): with your access",
+                                w.wd);
+    mcp_world_assert_contains(ans.last_message, shown);
+    json_decref(a);
+    a = mcp_world_run_args(&w, leave_args(&w, "echo hi", "require_escalated", NULL), &ans);
+    assert_int_equal(ans.asked_leave, 2);
+    assert_null(strstr(ans.last_message, "login shell"));
+    free(ans.last_message);
+    json_decref(a);
+    free(shown);
+    mcp_world_end(&w);
+}
+
+/* HOME lies in /tmp, a writable root: a sandboxed command appends to
+ * ~/.profile, then asks to run `true` outside in a login shell.  The
+ * person approved `true`; the planted profile must not run outside. */
+static void
+test_leave_sandbox_login_with_planted_profile(void **state)
+{
+    char *home = tmpdir_new_in("/tmp", "planted-home");
+    char *profile = tmpdir_path(home, ".profile");
+    tmpdir_write_file(profile, "", 0644);
+    /* the server's HOME (one entry: the server and the shell read the same) */
+    const char *old_home = getenv("HOME");
+    char *saved = old_home ? strdup(old_home) : NULL;
+    assert_int_equal(setenv("HOME", home, 1), 0);
+    struct mcp_world w;
+    world_start(&w, "", true);
+    if (saved)
+        assert_int_equal(setenv("HOME", saved, 1), 0);
+    free(saved);
+    char *plant =
+        mcp_world_fmt("echo 'echo planted > %s/login' >> ~/.profile && echo planted", w.outside);
+    json_t *a = run(&w, plant, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "planted\n");
+    json_decref(a);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved"};
+    json_t *args = leave_args(&w, "true", "require_escalated", NULL);
+    json_object_set_new(args, "login", json_true());
+    a = mcp_world_run_args(&w, args, &ans);
+    if (mcp_world_exists(w.outside, "login"))
+        fail_msg("the planted ~/.profile ran outside: [%s]", json_dumps(a, 0));
+    assert_int_equal(ans.asked_leave, 0);
+    /* the first of them it would read or could be made to (~/.bash_profile
+     * before ~/.profile): all lie in /tmp */
+    char *said = mcp_world_fmt("Not run: a login shell outside the sandbox would first run the "
+                               "startup file `%s/",
+                               home);
+    char *text = json_dumps(a, 0);
+    mcp_world_assert_contains(text, said);
+    mcp_world_assert_contains(text, "`, which a sandbox could have written; ask again with login "
+                                    "false to leave the sandbox without it");
+    free(text);
+    free(said);
+    json_decref(a);
+    /* login false: asked, approved, and the profile is not read */
+    args = leave_args(&w, "true", "require_escalated", NULL);
+    a = mcp_world_run_args(&w, args, &ans);
+    assert_int_equal(ans.asked_leave, 1);
+    assert_false(mcp_world_exists(w.outside, "login"));
+    json_decref(a);
+    free(ans.last_message);
+    mcp_world_end(&w);
+    free(plant);
+    free(profile);
+    tmpdir_remove(home);
+    free(home);
+}
+
 /* Approved, the command runs without the sandbox (it writes where the
  * sandbox cannot), and the exec rules still hold: forbidden refuses,
  * prompt asks.  The question shows the command and the justification. */
@@ -1790,6 +1874,8 @@ main(void)
         cmocka_unit_test(test_prompt_accept_git_init),
         cmocka_unit_test(test_prompt_decline_and_cancel),
         cmocka_unit_test(test_question_shows_justification_and_returns_reason),
+        cmocka_unit_test(test_leave_sandbox_question_says_login),
+        cmocka_unit_test(test_leave_sandbox_login_with_planted_profile),
         cmocka_unit_test(test_leave_sandbox_approved_runs_outside_rules_still_hold),
         cmocka_unit_test(test_leave_sandbox_declined_refused_unanswerable),
         cmocka_unit_test(test_leave_sandbox_cancelled_while_asked),

@@ -256,6 +256,279 @@ test_other_shells_and_scripts_are_asked(void **state)
     world_end(w);
 }
 
+/* dash takes its options before the script: `sh -c -- SCRIPT`, `sh -c +e
+ * SCRIPT` and `sh -c -i SCRIPT` run the word after the options, not the
+ * one after -c.  make splits .SHELLFLAGS into words, so a planted Makefile
+ * puts an option where the plain script was looked for; the script's
+ * redirection writes outside with no exec to decide. */
+static void
+test_dash_options_before_the_script(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    const char *flags[] = {"-c --", "-c +e", "-c -e", "-c -i"};
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        char *mk = mcp_world_fmt("SHELL = /bin/sh\n.SHELLFLAGS = %s\nall:\n"
+                                 "\t-echo planted > %s/flags%zu\n",
+                                 flags[i], w->outside, i);
+        char *name = mcp_world_fmt("flags%zu.mk", i);
+        write_owned(w->wd, name, mk);
+        char *cmd = mcp_world_fmt("make -f %s; echo \"status=$?\"", name);
+        json_t *a = run(w, cmd, NULL);
+        char *made = mcp_world_fmt("flags%zu", i);
+        assert_not_outside(w, made, a);
+        mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c ");
+        free(made);
+        json_decref(a);
+        free(cmd);
+        free(name);
+        free(mk);
+    }
+    world_end(w);
+}
+
+/* A file the command wrote, named dash, is not dash: the escalated make
+ * given SHELL = ./dash must not run it outside as a plain shell. */
+static void
+test_planted_dash_is_not_a_plain_shell(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    char *script = mcp_world_fmt("#!/bin/sh\necho planted > %s/dash\n", w->outside);
+    char *path = tmpdir_path(w->wd, "dash");
+    tmpdir_write_file(path, script, 0755);
+    if (g.unprivileged)
+        assert_int_equal(chown(path, g.user.uid, g.user.gid), 0);
+    write_owned(w->wd, "Makefile", "SHELL = ./dash\nall:\n\tls x\n");
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "dash", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "-c ls x`: started outside the sandbox by `make`");
+    json_decref(a);
+    free(path);
+    free(script);
+    world_end(w);
+}
+
+/* A person who approved `touch X` for the session inside the sandbox (a
+ * sandboxed shell's child, where X cannot be written) approved nothing outside: the same command
+ * started by an escalated make, in the same workdir, is asked again. */
+static void
+test_session_approval_inside_is_not_for_outside(void **state)
+{
+    /* shell mode decides no exec of the sandboxed shell's children */
+    if (g.extra && strstr(g.extra, "=shell"))
+        skip();
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+    /* sh's exec of touch is the tree's, inside the sandbox: approved
+     * there, it runs in place */
+    char *cmd = mcp_world_fmt("sh -c 'touch %s/sess 2>/dev/null; echo \"status=$?\"'", w->outside);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_not_outside(w, "sess", a);
+    json_decref(a);
+    free(ans.last_message);
+    char *recipe = mcp_world_fmt("touch %s/sess", w->outside);
+    makefile(w, recipe);
+    struct mcp_answers no = {.action = "decline"};
+    a = run(w, "make; echo \"status=$?\"", &no);
+    assert_not_outside(w, "sess", a);
+    assert_int_equal(no.asked, 1);
+    free(no.last_message);
+    json_decref(a);
+    free(recipe);
+    free(cmd);
+    world_end(w);
+}
+
+/* The same when the escalated program runs because a person approved it
+ * (its tree is decided as in the sandbox, and `touch` still asks): the
+ * approval from inside does not answer for the tree outside. */
+static void
+test_session_approval_inside_is_not_for_approved_tree(void **state)
+{
+    if (g.extra && strstr(g.extra, "=shell"))
+        skip();
+    struct mcp_world *w = world_start("prefix_rule(pattern=[\"make\"], decision=\"prompt\")\n"
+                                      "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n",
+                                      true);
+    char *cmd = mcp_world_fmt("sh -c 'touch %s/sess 2>/dev/null; echo \"status=$?\"'", w->outside);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    assert_not_outside(w, "sess", a);
+    json_decref(a);
+    free(ans.last_message);
+    char *recipe = mcp_world_fmt("touch %s/sess", w->outside);
+    makefile(w, recipe);
+    static const char *const answers[] = {"accept", "decline", NULL};
+    struct mcp_answers two = {.actions = answers, .decision = "approved"};
+    a = run(w, "make; echo \"status=$?\"", &two);
+    assert_not_outside(w, "sess", a);
+    assert_int_equal(two.asked, 2);
+    mcp_world_assert_contains(two.last_message, "(It runs outside the sandbox: a program you let "
+                                                "out started it.)");
+    free(two.last_message);
+    json_decref(a);
+    free(recipe);
+    free(cmd);
+    world_end(w);
+}
+
+/* The escalated program's environment is reset, but what it exports to
+ * its own children is its own: a planted make exports LD_PRELOAD naming a
+ * library the command built, and the shell it starts for one plain
+ * command (let through without a rule), or a program a rule allows, would
+ * load it outside. */
+static void
+test_loader_variables_exported_to_children(void **state)
+{
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
+    char *lib = mcp_world_fmt("#include <fcntl.h>\n"
+                              "__attribute__((constructor)) static void planted(void)\n"
+                              "{ open(\"%s/preload\", O_WRONLY | O_CREAT | O_CLOEXEC, 0644); }\n",
+                              w->outside);
+    write_owned(w->wd, "planted.c", lib);
+    char *mk =
+        mcp_world_fmt("SHELL = /usr/bin/dash\nexport LD_PRELOAD = %s/planted.so\nall:\n\tcat x\n"
+                      "allowed: SHELL = /bin/sh\nallowed:\n\tls\n",
+                      w->wd);
+    write_owned(w->wd, "Makefile", mk);
+    json_t *a =
+        run(w, "cc -shared -fPIC -o planted.so planted.c && make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "preload", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "-c cat x`: started outside the sandbox by `make`");
+    json_decref(a);
+    /* a program a rule allows, under the same environment */
+    a = run(w, "make allowed; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "preload", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "execgate: refused `ls`: started outside the sandbox by `make "
+                              "allowed` (allowed by test.rules:1), and a rule allows it, but its "
+                              "environment names code for it to run");
+    json_decref(a);
+    free(mk);
+    free(lib);
+    world_end(w);
+}
+
+/* The same for what a shell reads before its script: `ldd` (allowed) is a
+ * Bash script, and make exports BASH_ENV naming a file the command wrote;
+ * Bash would source it outside. */
+static void
+test_shell_variables_exported_to_children(void **state)
+{
+    if (access("/usr/bin/ldd", X_OK) != 0)
+        skip();
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ldd\"], decision=\"allow\")\n", false);
+    char *env = mcp_world_fmt("echo planted > %s/bashenv\n", w->outside);
+    write_owned(w->wd, "env.sh", env);
+    char *mk = mcp_world_fmt("export BASH_ENV = %s/env.sh\nall:\n\tldd /bin/true\n", w->wd);
+    write_owned(w->wd, "Makefile", mk);
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "bashenv", a);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "execgate: refused `ldd /bin/true`: started outside the sandbox by "
+                              "`make` (allowed by test.rules:1), and a rule allows it, but its "
+                              "environment names code");
+    json_decref(a);
+    free(mk);
+    free(env);
+    world_end(w);
+}
+
+/* Asked about a child whose environment loads code, the person is told:
+ * approving `cat x` approves the library too. */
+static void
+test_loader_variables_shown_in_the_question(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    char *mk = mcp_world_fmt("export LD_PRELOAD = %s/planted.so\nall:\n\tcat x\n", w->wd);
+    write_owned(w->wd, "Makefile", mk);
+    struct mcp_answers ans = {.action = "decline"};
+    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message,
+                              "wants to start `/usr/bin/cat x` outside the sandbox, in ");
+    mcp_world_assert_contains(ans.last_message,
+                              "(Note: its environment names code for the dynamic loader, a shell "
+                              "or an interpreter to run (LD_*, GCONV_PATH, BASH_ENV, BASH_FUNC_*, "
+                              "PYTHONPATH and the like).)");
+    free(ans.last_message);
+    json_decref(a);
+    free(mk);
+    world_end(w);
+}
+
+/* The shell let through for one plain command finds it on the PATH make
+ * exported: a planted bin/ls comes first, and is what is decided (a file
+ * the sandbox wrote, no rule names it): refused. */
+static void
+test_plain_shell_with_planted_path(void **state)
+{
+    struct mcp_world *w =
+        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
+    char *bin = tmpdir_path(w->wd, "bin");
+    assert_int_equal(mkdir(bin, 0755), 0);
+    if (g.unprivileged)
+        assert_int_equal(chown(bin, g.user.uid, g.user.gid), 0);
+    char *ls = tmpdir_path(bin, "ls");
+    char *script = mcp_world_fmt("#!/bin/sh\necho planted > %s/path\n", w->outside);
+    tmpdir_write_file(ls, script, 0755);
+    if (g.unprivileged)
+        assert_int_equal(chown(ls, g.user.uid, g.user.gid), 0);
+    write_owned(w->wd, "Makefile",
+                "SHELL = /usr/bin/dash\nexport PATH := $(CURDIR)/bin:$(PATH)\nall:\n\tls x\n");
+    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    assert_not_outside(w, "path", a);
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `ls x`: started outside the "
+                                                   "sandbox by `make` (allowed by test.rules:1), "
+                                                   "and a rule allows it, but it lies where the "
+                                                   "sandbox can write");
+    json_decref(a);
+    free(script);
+    free(ls);
+    free(bin);
+    world_end(w);
+}
+
+/* A program in the workspace approved for the session as make's child is
+ * that file: removed and written again (ext4 and tmpfs hand the freed
+ * inode number to the next file), it is another program, asked about
+ * again. */
+static void
+test_session_approval_of_a_replaced_file(void **state)
+{
+    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    write_owned(w->wd, "Makefile", "all:\n\t./tool\n");
+    char *tool = tmpdir_path(w->wd, "tool");
+    tmpdir_write_file(tool, "#!/bin/sh\necho harmless\n", 0755);
+    if (g.unprivileged)
+        assert_int_equal(chown(tool, g.user.uid, g.user.gid), 0);
+    struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
+    json_t *a = run(w, "make", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a), "harmless\n");
+    json_decref(a);
+    char *cmd =
+        mcp_world_fmt("ls -i tool; rm tool && printf '#!/bin/sh\\necho evil > %s/evil\\n' > "
+                      "tool && chmod +x tool && ls -i tool && make",
+                      w->outside);
+    ans.action = "decline";
+    ans.decision = NULL;
+    a = run(w, cmd, &ans);
+    assert_not_outside(w, "evil", a);
+    assert_int_equal(ans.asked, 2);
+    json_decref(a);
+    free(cmd);
+    free(ans.last_message);
+    free(tool);
+    world_end(w);
+}
+
 /* Only `git status` is allowed; the command makes its workdir a bare
  * repository whose worktree is the workdir and whose core.fsmonitor is a
  * command (git takes a directory that is a git dir, not only a .git).
@@ -686,6 +959,15 @@ main(void)
         cmocka_unit_test_teardown(test_unnamed_child_is_refused_without_elicitation, teardown),
         cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, teardown),
         cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
+        cmocka_unit_test_teardown(test_dash_options_before_the_script, teardown),
+        cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
+        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
+        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_approved_tree, teardown),
+        cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
+        cmocka_unit_test_teardown(test_loader_variables_shown_in_the_question, teardown),
+        cmocka_unit_test_teardown(test_shell_variables_exported_to_children, teardown),
+        cmocka_unit_test_teardown(test_plain_shell_with_planted_path, teardown),
+        cmocka_unit_test_teardown(test_session_approval_of_a_replaced_file, teardown),
         cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
         cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
         cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),

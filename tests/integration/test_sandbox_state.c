@@ -648,6 +648,42 @@ test_carve_outs(void **unused)
     world_end(&w);
 }
 
+/* A profile whose write entries name the server's rules directory, a
+ * directory above it and the root: the rules stay read-only (the server's
+ * --protect wins over any writable root), the rest is writable. */
+static void
+test_write_entries_over_the_rules(void **unused)
+{
+    (void)unused;
+    struct world w;
+    world_start(&w);
+    char *rules = tmpdir_path(w.base, "rules");
+    char *sub = tmpdir_path(rules, "sub");
+    const char *roots[] = {rules, w.base, "/"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        json_t *profile = workspace_write_0169(w.proj);
+        json_t *entries = json_object_get(json_object_get(profile, "file_system"), "entries");
+        json_array_append_new(entries, entry("path", "path", roots[i], "write"));
+        char *cmd = NULL;
+        assert_true(asprintf(&cmd,
+                             "echo 'prefix_rule(pattern=[\"rm\"], decision=\"allow\")' >> "
+                             "'%s/test.rules' && echo rules-written; "
+                             "mkdir '%s' && echo sub-made; touch '%s/x' && echo out-written",
+                             rules, sub, w.outside) > 0);
+        json_t *a = call(&w, cmd, state(profile, w.url));
+        const char *out = output(a);
+        if (strstr(out, "rules-written") || strstr(out, "sub-made"))
+            fail_msg("write root %s: the rules directory was writable: %s", roots[i], out);
+        if (i > 0)
+            assert_output_has(a, "out-written\n");
+        json_decref(a);
+        free(cmd);
+    }
+    free(sub);
+    free(rules);
+    world_end(&w);
+}
+
 /* The workspace-write profile with deny entries for a file, a directory
  * and a glob in the workspace and a file outside it. */
 static json_t *
@@ -762,6 +798,7 @@ main(void)
         cmocka_unit_test(test_invalid_meta),
         cmocka_unit_test(test_carve_outs),
         cmocka_unit_test(test_deny_hides),
+        cmocka_unit_test(test_write_entries_over_the_rules),
         cmocka_unit_test(test_planted_root_symlink),
         cmocka_unit_test(test_planted_root_symlink_earlier_policy),
         cmocka_unit_test(test_deny_moved_away),
