@@ -86,6 +86,7 @@ struct mcp_call {
     struct call_result held;
     struct output_ring_text held_text;
     char *held_output;
+    uint64_t seq; /* its place among its session's calls, in the order they came */
     struct mcp_call *prev, *next;
 };
 
@@ -118,6 +119,10 @@ struct mcp_session {
     /* asking: calls whose question to leave the sandbox is out; held:
      * ended calls whose answers wait for room (hold_answer) */
     struct call_list asking, waiting, running, held;
+    uint64_t next_seq;
+    /* the oldest call (seq) answered since nothing waited for the client;
+     * UINT64_MAX: none (answer_fits) */
+    uint64_t sent_oldest;
     struct client_log *client_log;      /* notifications/message for the client */
     struct decide_client *client;       /* its questions and approvals */
     struct call_net_client *net_client; /* its network questions and approvals */
@@ -591,11 +596,32 @@ on_call_progress(struct shell_call *sc, const char *line, size_t len, uint64_t t
 }
 
 static bool answer_room(const struct mcp_server *s, const struct mcp_session *ss, size_t size);
+static size_t pending_output(const struct mcp_session *ss);
+
+/*
+ * Whether c's answer (size bytes) may go now: there is room for it
+ * (answer_room), or it answers an older call than every answer its
+ * client has not finished taking.  A client that reads its answers in
+ * the order it asked (one connection after the other) waits for this one
+ * and takes nothing else meanwhile: held behind a later answer, it would
+ * wait forever.
+ */
+static bool
+answer_fits(struct mcp_session *ss, const struct mcp_call *c, size_t size)
+{
+    if (pending_output(ss) == 0)
+        ss->sent_oldest = UINT64_MAX;
+    return c->seq < ss->sent_oldest || answer_room(ss->s, ss, size);
+}
 
 /* Sends c's result (cr) as its answer. */
 static void
 answer_call(struct mcp_session *ss, struct mcp_call *c, const struct call_result *cr)
 {
+    if (pending_output(ss) == 0)
+        ss->sent_oldest = UINT64_MAX;
+    if (c->seq < ss->sent_oldest)
+        ss->sent_oldest = c->seq;
     size_t len = 0;
     char *result = call_result_json(cr, &len);
     if (result)
@@ -638,16 +664,19 @@ hold_answer(struct mcp_session *ss, struct mcp_call *c, const struct call_result
     return 0;
 }
 
-/* Answers ss's held calls, oldest first, while there is room (or the
+/* Answers ss's held calls, the oldest call first, while they fit (or the
  * server shuts down: every call is answered then); drops them when the
  * session ended (nobody is there to take them). */
 static void
 send_held(struct mcp_session *ss)
 {
     struct mcp_server *s = ss->s;
-    while (ss->held.head && (ss->ending || s->shutting_down ||
-                             answer_room(s, ss, call_result_size(&ss->held.head->held)))) {
+    while (ss->held.head) {
         struct mcp_call *c = ss->held.head;
+        for (struct mcp_call *o = c->next; o; o = o->next)
+            c = o->seq < c->seq ? o : c;
+        if (!ss->ending && !s->shutting_down && !answer_fits(ss, c, call_result_size(&c->held)))
+            break;
         list_remove(&ss->held, c);
         if (!ss->ending)
             answer_call(ss, c, &c->held);
@@ -696,8 +725,8 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
             .aborted = c->aborted,
             .said = c->said,
         };
-        if ((ss->held.head || !answer_room(s, ss, call_result_size(&cr))) && !ss->ending &&
-            !s->shutting_down && hold_answer(ss, c, &cr) == 0)
+        if (!ss->ending && !s->shutting_down && !answer_fits(ss, c, call_result_size(&cr)) &&
+            hold_answer(ss, c, &cr) == 0)
             c = NULL; /* answered by send_held */
         else
             answer_call(ss, c, &cr);
@@ -1022,6 +1051,7 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
         c->ss = ss;
         c->id = json_deep_copy(id);
         c->ask_id = -1;
+        c->seq = ++ss->next_seq;
     }
     char **argv = NULL;
     bool net = false, notify = false;
@@ -1784,6 +1814,7 @@ session_new(struct mcp_server *s, char **err)
     if (!ss)
         return NULL;
     ss->s = s;
+    ss->sent_oldest = UINT64_MAX;
     int rc = 0;
     if (s->o->sandbox) {
         char *why = NULL;

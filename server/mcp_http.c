@@ -1034,9 +1034,9 @@ on_conn_written(struct http_conn *c, void *data)
     struct hsess *se = hc->charged;
     if (!se)
         return;
-    /* the client took an event of its GET stream: it is there */
-    if (hc->get && hc->sess == se)
-        se->last_used = uv_now(hc->h->loop);
+    /* the client took what it was sent (an answer, an event of its
+     * stream): it is there, and its idle time starts now */
+    se->last_used = uv_now(hc->h->loop);
     if (http_conn_queued(c) == 0)
         uncharge(hc);
     mcp_session_output_taken(se->ms);
