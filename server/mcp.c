@@ -600,18 +600,19 @@ static size_t pending_output(const struct mcp_session *ss);
 
 /*
  * Whether c's answer (size bytes) may go now: there is room for it
- * (answer_room), or it answers an older call than every answer its
- * client has not finished taking.  A client that reads its answers in
- * the order it asked (one connection after the other) waits for this one
- * and takes nothing else meanwhile: held behind a later answer, it would
- * wait forever.
+ * (answer_room), or, over HTTP, it answers an older call than every
+ * answer its client has not finished taking.  An HTTP client that reads
+ * its answers in the order it asked (one connection after the other)
+ * waits for this one and takes nothing else meanwhile: held behind a
+ * later answer, it would wait forever.  On stdio the answers share one
+ * stream, which the client reads in the order they come.
  */
 static bool
 answer_fits(struct mcp_session *ss, const struct mcp_call *c, size_t size)
 {
     if (pending_output(ss) == 0)
         ss->sent_oldest = UINT64_MAX;
-    return c->seq < ss->sent_oldest || answer_room(ss->s, ss, size);
+    return (ss->sink && c->seq < ss->sent_oldest) || answer_room(ss->s, ss, size);
 }
 
 /* Sends c's result (cr) as its answer. */
