@@ -68,7 +68,7 @@ _execgate()
     --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
         --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
         --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms | \
-        --listen | --session-idle-ms | --max-sessions)
+        --listen | --session-idle-ms | --max-sessions | --write-timeout-ms)
         # JSON or a number: nothing to offer
         COMPREPLY=()
         return
@@ -82,7 +82,7 @@ _execgate()
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
         --escalated-children
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
-        --listen --token-file --session-idle-ms --max-sessions
+        --listen --token-file --session-idle-ms --max-sessions --write-timeout-ms
         --help --version' -- "$cur")
 }
 complete -F _execgate execgate
