@@ -1607,6 +1607,15 @@ handle_cancelled(struct mcp_session *ss, const json_t *params)
     if (c) {
         log_info("cancelling a running call (pid %d)", shell_call_pgid(c->sc));
         shell_call_cancel(c->sc);
+        return;
+    }
+    /* an ended call whose answer waits for room: the client wants none */
+    c = list_find(&ss->held, id);
+    if (c) {
+        list_remove(&ss->held, c);
+        call_free(c);
+        log_info("a call was cancelled while its answer waited for the client to read");
+        start_waiting(ss->s);
     }
 }
 
