@@ -868,6 +868,56 @@ test_dead_client(void **state)
     srv_stop(&s);
 }
 
+/*
+ * A connection whose client takes nothing of its answer for
+ * --write-timeout-ms is closed and what waited for it freed: read after
+ * that, the answer stops short of its Content-Length, and the log says
+ * why.  Another connection of the same session goes on.
+ */
+static void
+test_write_timeout(void **state)
+{
+    struct srv s;
+    const char *extra[] = {"--write-timeout-ms", "1000", NULL};
+    srv_start(&s, true, true, NULL, extra);
+    char *wd = new_workdir();
+    char *policy = policy_json("read-only");
+    struct sess se;
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    int fd = connect_tcp(s.port);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    char *body = call_body(60, MIB_OF_CONTROL_BYTES, wd, 120000, false);
+    post_only(fd, s.token, se.sid, body);
+    free(body);
+    /* nothing is read until the server has given up on this connection */
+    for (int waited = 0; count_in_file(s.log, "--write-timeout-ms") == 0; waited += 100) {
+        if (waited > WAIT_MS)
+            fail_msg("the server kept a connection that took nothing");
+        usleep(100000);
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    while (read_some(fd, &buf, &len, &cap))
+        ;
+    const char *cl = buf ? strcasestr(buf, "\r\nContent-Length:") : NULL;
+    const char *end = buf ? strstr(buf, "\r\n\r\n") : NULL;
+    assert_non_null(cl);
+    assert_non_null(end);
+    size_t want = strtoul(cl + strlen("\r\nContent-Length:"), NULL, 10);
+    size_t got = len - (size_t)(end + 4 - buf);
+    if (got >= want)
+        fail_msg("the whole answer (%zu bytes) came although nothing was read", got);
+    free(buf);
+    close(fd);
+    assert_true(sess_ping(&se));
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
 int
 main(void)
 {
@@ -899,6 +949,7 @@ main(void)
         cmocka_unit_test(test_proxy_refuses_own_port), cmocka_unit_test(test_header_deadline),
         cmocka_unit_test(test_unauthenticated_flood),  cmocka_unit_test(test_stuck_reader),
         cmocka_unit_test(test_stuck_reader_stdio),     cmocka_unit_test(test_dead_client),
+        cmocka_unit_test(test_write_timeout),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (unprivileged)
