@@ -4,8 +4,11 @@
  * socket; with --token-file the Unix socket asks for the token too; the
  * network proxy never reaches the server's own port, whatever the rules; a
  * request's headers must come within --header-timeout-ms, and connections
- * that have not authenticated cannot crowd out those that have.  The
- * server runs under ASan/LSan and must exit 0 on SIGTERM.
+ * that have not authenticated cannot crowd out those that have; a client
+ * that stops reading (over HTTP and stdio) pins no memory, one that takes
+ * nothing for --write-timeout-ms is disconnected, and a dead client's call
+ * ends within --session-idle-ms.  The server runs under ASan/LSan and
+ * must exit 0 on SIGTERM.
  */
 #include <setjmp.h>
 #include <stdarg.h>
