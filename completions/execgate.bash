@@ -68,7 +68,8 @@ _execgate()
     --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
         --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
         --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms | \
-        --listen | --session-idle-ms | --header-timeout-ms | --max-sessions)
+        --listen | --session-idle-ms | --header-timeout-ms | --max-sessions | \
+        --write-timeout-ms)
         # JSON or a number: nothing to offer
         COMPREPLY=()
         return
@@ -83,6 +84,7 @@ _execgate()
         --escalated-children --allow-unix-socket
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
         --listen --token-file --session-idle-ms --header-timeout-ms --max-sessions
+        --write-timeout-ms
         --help --version' -- "$cur")
 }
 complete -F _execgate execgate

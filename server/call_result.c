@@ -109,6 +109,14 @@ add_result(struct text *t, const struct call_result *r)
     add_str(t, "}", 0);
 }
 
+size_t
+call_result_size(const struct call_result *r)
+{
+    struct text t = {0};
+    add_result(&t, r);
+    return t.len;
+}
+
 char *
 call_result_json(const struct call_result *r, size_t *len)
 {

@@ -3,8 +3,13 @@
  * go from the kept output.
  *
  * The result carries the call's object twice, as structuredContent and as
- * the text of its one content item (so the output is escaped once there
- * and twice here).  Writing that text directly, sized first and then
+ * the text of its one content item, which is that object's JSON text (as
+ * MCP asks of a tool with structured output, for clients that read only
+ * the text): the output is escaped once in structuredContent, and the
+ * text, itself JSON, is escaped once more as a string.  A control byte
+ * thus takes 6 bytes there (\u0001) and 7 in the text (\\u0001): an
+ * answer is at most 13 times the output it carries, plus a few hundred
+ * bytes.  Writing that text directly, sized first and then
  * filled, costs one buffer of exactly its length; building it as JSON
  * values would copy and check the output five times over.  The text is
  * byte for byte what jansson's json_dumps(JSON_COMPACT) makes of the same
@@ -50,5 +55,9 @@ struct call_result {
  * (NUL-terminated, *len bytes without the NUL; caller frees), or NULL when out of memory.
  */
 char *call_result_json(const struct call_result *r, size_t *len);
+
+/* The length call_result_json's text would have, without its NUL (one
+ * pass over the output, nothing allocated).  Cannot fail. */
+size_t call_result_size(const struct call_result *r);
 
 #endif

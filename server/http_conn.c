@@ -43,7 +43,15 @@ struct http_conn {
     uv_timer_t deadline;
     uint64_t header_ms;
     bool trusted;
-    int handles; /* sock, resume and deadline, until their close callbacks */
+    /* a peer that takes none of what is queued for write_ms is closed
+     * (see http_conn_accept): checked every write_ms while bytes wait;
+     * stall_mark is what waited at the last check, moved whether a write
+     * finished since */
+    uv_timer_t stall;
+    uint64_t write_ms;
+    size_t stall_mark;
+    bool moved;
+    int handles; /* sock, resume, deadline and stall, until their close callbacks */
     http_parser parser;
     const struct http_conn_handler *h;
     void *data;
@@ -282,6 +290,7 @@ close_now(struct http_conn *c)
         uv_close(&c->sock.handle, on_handle_closed);
         uv_close((uv_handle_t *)&c->resume, on_handle_closed);
         uv_close((uv_handle_t *)&c->deadline, on_handle_closed);
+        uv_close((uv_handle_t *)&c->stall, on_handle_closed);
     }
 }
 
@@ -309,6 +318,9 @@ on_written(uv_write_t *req, int status)
     struct http_conn *c = w->c;
     c->writes--;
     c->queued -= w->len;
+    c->moved = true;
+    if (c->writes == 0 && !uv_is_closing((uv_handle_t *)&c->stall))
+        uv_timer_stop(&c->stall);
     for (int i = 0; i < 3; i++)
         free(w->owned[i]);
     free(w);
@@ -333,6 +345,42 @@ bufs_len(const uv_buf_t *bufs, unsigned n)
     for (unsigned i = 0; i < n; i++)
         len += bufs[i].len;
     return len;
+}
+
+/* The peer took nothing of what waits for write_ms: it is not reading,
+ * and what waits for it would be held for as long as it likes; the
+ * connection closes and the bytes are freed.  A peer that reads slowly
+ * but reads (the kernel took some bytes since the last check) stays. */
+static void
+on_stall(uv_timer_t *t)
+{
+    struct http_conn *c = t->data;
+    size_t waiting = uv_stream_get_write_queue_size(&c->sock.stream);
+    if (c->writes == 0) {
+        uv_timer_stop(t);
+        return;
+    }
+    if (c->moved || waiting < c->stall_mark) {
+        c->moved = false;
+        c->stall_mark = waiting;
+        return;
+    }
+    log_info("http: the peer took none of %zu bytes in %llu ms; the connection closes "
+             "(--write-timeout-ms)",
+             c->queued, (unsigned long long)c->write_ms);
+    close_now(c);
+}
+
+/* Starts the stall clock when bytes begin to wait. */
+static void
+arm_stall(struct http_conn *c)
+{
+    if (c->write_ms == 0 || uv_is_active((uv_handle_t *)&c->stall) ||
+        uv_is_closing((uv_handle_t *)&c->stall))
+        return;
+    c->moved = false;
+    c->stall_mark = uv_stream_get_write_queue_size(&c->sock.stream);
+    uv_timer_start(&c->stall, on_stall, c->write_ms, c->write_ms);
 }
 
 /* Writes bufs[0..n); takes own[0..3) (each malloc'd or NULL). */
@@ -364,6 +412,7 @@ conn_write(struct http_conn *c, const uv_buf_t *bufs, unsigned n, char *own0, ch
     }
     c->writes++;
     c->queued += w->len;
+    arm_stall(c);
     return 0;
 }
 
@@ -546,7 +595,7 @@ on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 }
 
 int
-http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms,
+http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms, uint64_t write_ms,
                  const struct http_conn_handler *h, void *data, struct http_conn **out)
 {
     struct http_conn *c = calloc(1, sizeof(*c));
@@ -560,7 +609,10 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms,
     }
     uv_idle_init(listener->loop, &c->resume);    /* cannot fail */
     uv_timer_init(listener->loop, &c->deadline); /* cannot fail */
-    c->handles = 3;
+    uv_timer_init(listener->loop, &c->stall);    /* cannot fail */
+    c->handles = 4;
+    c->stall.data = c;
+    c->write_ms = write_ms;
     c->sock.handle.data = c;
     c->resume.data = c;
     c->deadline.data = c;
@@ -579,6 +631,7 @@ http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms,
         uv_close(&c->sock.handle, on_handle_closed);
         uv_close((uv_handle_t *)&c->resume, on_handle_closed);
         uv_close((uv_handle_t *)&c->deadline, on_handle_closed);
+        uv_close((uv_handle_t *)&c->stall, on_handle_closed);
         return rc;
     }
     c->closed_reported = false;

@@ -63,10 +63,12 @@ struct http_conn_handler {
  * Accepts a connection waiting on listener (a listening TCP or Unix
  * socket stream) and starts reading it.  Bodies larger than max_body are
  * refused; headers that take longer than header_ms (0: no limit) are
- * answered 408.  Returns 0 with *out, or a negative libuv error (nothing
+ * answered 408.  A peer that takes none of the bytes written to it for
+ * write_ms (0: no limit) is closed and the bytes freed, also after
+ * http_conn_close.  Returns 0 with *out, or a negative libuv error (nothing
  * to close then).
  */
-int http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms,
+int http_conn_accept(uv_stream_t *listener, size_t max_body, uint64_t header_ms, uint64_t write_ms,
                      const struct http_conn_handler *h, void *data, struct http_conn **out);
 
 /* c has authenticated: between requests it may wait as long as it likes

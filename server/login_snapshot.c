@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* memfd_create's flag for a memfd that can never be executed (Linux
@@ -427,6 +429,9 @@ struct entry {
 
 struct login_snapshot {
     char *dir;
+    /* the directory, open and locked (flock) for the server's life: a
+     * store whose lock anyone can take is one whose server is gone */
+    int lock_fd;
     struct entry entries[LOGIN_SNAPSHOT_MAX_KEPT];
     struct entry *capturing; /* the one capture running, or NULL */
     char nonce[33];
@@ -470,6 +475,73 @@ make_dir(const char *dir)
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return errno;
     return 0;
+}
+
+/* A store younger than this is never taken for a stale one: its server
+ * may be between mkdtemp and flock. */
+#define STALE_MIN_AGE_S 60
+
+/* Removes ZSH_ZDOTDIR's files (all a store ever holds on disk) below the
+ * store open at dfd, then ZSH_ZDOTDIR.  0, or an errno value. */
+static int
+remove_store_files(int dfd)
+{
+    int zfd = openat(dfd, ZSH_ZDOTDIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (zfd >= 0) {
+        static const char *const names[] = {".zshenv", ".zlogin"};
+        for (size_t i = 0; i < 2; i++)
+            (void)unlinkat(zfd, names[i], 0); /* ENOENT: not made */
+        close(zfd);
+    }
+    if (unlinkat(dfd, ZSH_ZDOTDIR, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return errno;
+    return 0;
+}
+
+/*
+ * Removes the stores below parent that a server killed (SIGKILL, a crash)
+ * left: directories execgate-login-* of this user's, older than
+ * STALE_MIN_AGE_S, whose lock nobody holds.  What is not the server's in
+ * one (a foreign file) keeps that directory, said in the log.  A stale
+ * store holds no snapshot (those are memfds, gone with their server):
+ * this keeps the directory from filling up.
+ */
+static void
+sweep_stale(const char *parent)
+{
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = pfd >= 0 ? fdopendir(pfd) : NULL;
+    if (!d) {
+        if (pfd >= 0)
+            close(pfd);
+        return;
+    }
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "execgate-login-", 15) != 0)
+            continue;
+        int dfd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+            continue;
+        struct stat st;
+        if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || now - st.st_mtime < STALE_MIN_AGE_S ||
+            flock(dfd, LOCK_EX | LOCK_NB) < 0) {
+            close(dfd);
+            continue;
+        }
+        int err = remove_store_files(dfd);
+        if (!err && unlinkat(pfd, e->d_name, AT_REMOVEDIR) < 0)
+            err = errno;
+        if (err)
+            log_warn("login snapshots: cannot remove the stale store %s/%s: %s", parent, e->d_name,
+                     strerror(err));
+        else
+            log_info("login snapshots: removed the stale store %s/%s (its server is gone)", parent,
+                     e->d_name);
+        close(dfd);
+    }
+    closedir(d);
 }
 
 char *
@@ -534,9 +606,20 @@ login_snapshot_new(const char *parent, int fd_at, char **err)
         *err = strdup("out of memory");
         return NULL;
     }
+    sweep_stale(parent);
     if (!mkdtemp(tmpl)) {
         *err =
             strfmt("login snapshots: cannot make a directory in %s: %s", parent, strerror(errno));
+        free(tmpl);
+        free(ls);
+        return NULL;
+    }
+    ls->lock_fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ls->lock_fd < 0 || flock(ls->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        *err = strfmt("login snapshots: cannot lock %s: %s", tmpl, strerror(errno));
+        if (ls->lock_fd >= 0)
+            close(ls->lock_fd);
+        rmdir(tmpl);
         free(tmpl);
         free(ls);
         return NULL;
@@ -594,7 +677,10 @@ login_snapshot_free(struct login_snapshot *ls)
         entry_clear(&ls->entries[i]);
     zdotdir_remove(ls);
     if (rmdir(ls->dir) < 0)
-        log_warn("login snapshots: cannot remove %s: %s", ls->dir, strerror(errno));
+        log_warn("login snapshots: cannot remove %s: %s (the server's own files in it are "
+                 "removed)",
+                 ls->dir, strerror(errno));
+    close(ls->lock_fd);
     free(ls->dir);
     free(ls);
 }

@@ -86,8 +86,11 @@ char *login_snapshot_parent(char **err);
 
 /*
  * A store in a new private directory below parent (made there by mkdtemp,
- * "execgate-login-XXXXXX", mode 0700); login calls inherit a snapshot at
- * fd number fd_at (> 2).  NULL with *err (malloc'd) on failure.
+ * "execgate-login-XXXXXX", mode 0700, and locked with flock for the
+ * store's life); login calls inherit a snapshot at fd number fd_at (> 2).
+ * First removes the stores a server that was killed left below parent
+ * (this user's, a minute old or more, whose lock is free).  NULL with
+ * *err (malloc'd) on failure.
  */
 struct login_snapshot *login_snapshot_new(const char *parent, int fd_at, char **err);
 
@@ -95,7 +98,9 @@ struct login_snapshot *login_snapshot_new(const char *parent, int fd_at, char **
  * it read-only). */
 const char *login_snapshot_dir(const struct login_snapshot *ls);
 
-/* Removes the store's files and directory and frees it. NULL is a no-op. */
+/* Removes the store's files and directory and frees it; what cannot be
+ * removed (a foreign file keeps the directory) is logged.  NULL is a
+ * no-op. */
 void login_snapshot_free(struct login_snapshot *ls);
 
 enum login_snapshot_state {

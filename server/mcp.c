@@ -39,9 +39,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Largest timeout_ms accepted (2^53: exact in a double; about 285 000 years). */
-#define MAX_TIMEOUT_MS 9007199254740992.0
-
 #define INSTRUCTIONS                                                                               \
     "This server provides a tool to execute shell commands and return their output."
 #define INSTRUCTIONS_TREE " Exec rules apply to every program a command starts, at any depth."
@@ -83,6 +80,13 @@ struct mcp_call {
     /* the roots where its sandbox may hold a placeholder .codex
      * (canonical; NULL-terminated, or NULL: none) */
     char **codex_roots;
+    /* an ended call whose answer waits for room under
+     * --max-pending-output (the session's held list): its result, the
+     * kept output copied (head, marker and tail in one run) */
+    struct call_result held;
+    struct output_ring_text held_text;
+    char *held_output;
+    uint64_t seq; /* its place among its session's calls, in the order they came */
     struct mcp_call *prev, *next;
 };
 
@@ -112,8 +116,13 @@ struct mcp_session {
      * workdir (globs expanded then); NULL: policy and policy_cwd. */
     json_t *state;
 
-    /* asking: calls whose question to leave the sandbox is out */
-    struct call_list asking, waiting, running;
+    /* asking: calls whose question to leave the sandbox is out; held:
+     * ended calls whose answers wait for room (hold_answer) */
+    struct call_list asking, waiting, running, held;
+    uint64_t next_seq;
+    /* the oldest call (seq) answered since nothing waited for the client;
+     * UINT64_MAX: none (answer_fits) */
+    uint64_t sent_oldest;
     struct client_log *client_log;      /* notifications/message for the client */
     struct decide_client *client;       /* its questions and approvals */
     struct call_net_client *net_client; /* its network questions and approvals */
@@ -252,6 +261,7 @@ call_free(struct mcp_call *c)
     for (size_t i = 0; c->codex_roots && c->codex_roots[i]; i++)
         free(c->codex_roots[i]);
     free(c->codex_roots);
+    free(c->held_output);
     free(c);
 }
 
@@ -585,6 +595,96 @@ on_call_progress(struct shell_call *sc, const char *line, size_t len, uint64_t t
         jsonrpc_notify(c->ss->rpc, "notifications/progress", params);
 }
 
+static bool answer_room(const struct mcp_server *s, const struct mcp_session *ss, size_t size);
+static size_t pending_output(const struct mcp_session *ss);
+
+/*
+ * Whether c's answer (size bytes) may go now: there is room for it
+ * (answer_room), or, over HTTP, it answers an older call than every
+ * answer its client has not finished taking.  An HTTP client that reads
+ * its answers in the order it asked (one connection after the other)
+ * waits for this one and takes nothing else meanwhile: held behind a
+ * later answer, it would wait forever.  On stdio the answers share one
+ * stream, which the client reads in the order they come.
+ */
+static bool
+answer_fits(struct mcp_session *ss, const struct mcp_call *c, size_t size)
+{
+    if (pending_output(ss) == 0)
+        ss->sent_oldest = UINT64_MAX;
+    return (ss->sink && c->seq < ss->sent_oldest) || answer_room(ss->s, ss, size);
+}
+
+/* Sends c's result (cr) as its answer. */
+static void
+answer_call(struct mcp_session *ss, struct mcp_call *c, const struct call_result *cr)
+{
+    if (pending_output(ss) == 0)
+        ss->sent_oldest = UINT64_MAX;
+    if (c->seq < ss->sent_oldest)
+        ss->sent_oldest = c->seq;
+    size_t len = 0;
+    char *result = call_result_json(cr, &len);
+    if (result)
+        jsonrpc_reply_text(ss->rpc, c->id, result, len);
+    else
+        jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR,
+                            "out of memory building the result");
+}
+
+/*
+ * Keeps c's result, with a copy of its kept output, on ss's held list:
+ * an answer is up to about 13 times the output it carries (call_result.h),
+ * so while the client has not taken what it was sent, the output waits
+ * as it is, not as its answer.  Returns -1 when out of memory (c is then
+ * answered at once).
+ */
+static int
+hold_answer(struct mcp_session *ss, struct mcp_call *c, const struct call_result *cr)
+{
+    const struct output_ring_text *o = cr->output;
+    char marker[OUTPUT_RING_MARKER_MAX];
+    size_t mlen = o->cut ? output_ring_marker(o->omitted, marker) : 0;
+    size_t len = o->head_len + mlen + (o->cut ? o->tail_len : 0);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, o->head, o->head_len);
+    if (o->cut) {
+        memcpy(copy + o->head_len, marker, mlen);
+        memcpy(copy + o->head_len + mlen, o->tail, o->tail_len);
+    }
+    /* the marker begins and ends with a newline: the three pieces check
+     * as UTF-8 alike apart or together (output_ring.h), so one run gives
+     * the same answer */
+    c->held_output = copy;
+    c->held_text = (struct output_ring_text){.head = copy, .head_len = len, .tail = ""};
+    c->held = *cr;
+    c->held.output = &c->held_text;
+    list_push(&ss->held, c);
+    return 0;
+}
+
+/* Answers ss's held calls, the oldest call first, while they fit (or the
+ * server shuts down: every call is answered then); drops them when the
+ * session ended (nobody is there to take them). */
+static void
+send_held(struct mcp_session *ss)
+{
+    struct mcp_server *s = ss->s;
+    while (ss->held.head) {
+        struct mcp_call *c = ss->held.head;
+        for (struct mcp_call *o = c->next; o; o = o->next)
+            c = o->seq < c->seq ? o : c;
+        if (!ss->ending && !s->shutting_down && !answer_fits(ss, c, call_result_size(&c->held)))
+            break;
+        list_remove(&ss->held, c);
+        if (!ss->ending)
+            answer_call(ss, c, &c->held);
+        call_free(c);
+    }
+}
+
 static void
 on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *data)
 {
@@ -626,15 +726,14 @@ on_call_done(struct shell_call *sc, const struct shell_call_result *r, void *dat
             .aborted = c->aborted,
             .said = c->said,
         };
-        size_t len = 0;
-        char *result = call_result_json(&cr, &len);
-        if (result)
-            jsonrpc_reply_text(ss->rpc, c->id, result, len);
+        if (!ss->ending && !s->shutting_down && !answer_fits(ss, c, call_result_size(&cr)) &&
+            hold_answer(ss, c, &cr) == 0)
+            c = NULL; /* answered by send_held */
         else
-            jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR,
-                                "out of memory building the result");
+            answer_call(ss, c, &cr);
     }
-    call_free(c);
+    if (c)
+        call_free(c);
     start_waiting(s);
     session_maybe_close(ss);
     maybe_finish(s);
@@ -739,9 +838,10 @@ check_arguments(struct mcp_session *ss, const json_t *id, const json_t *args,
     if (t && !json_is_null(t)) {
         double v = json_number_value(t);
         /* compared before the cast: a double beyond uint64_t is UB to cast */
-        if (!json_is_number(t) || v < 0 || v > MAX_TIMEOUT_MS || v != (double)(uint64_t)v) {
-            jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
-                                "timeout_ms: must be an integer from 0 to 2^53");
+        if (!json_is_number(t) || v < 0 || v > OPTIONS_MAX_TIMEOUT_MS || v != (double)(uint64_t)v) {
+            reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS,
+                            "timeout_ms: must be an integer from 0 to %u (a day)",
+                            OPTIONS_MAX_TIMEOUT_MS);
             return -1;
         }
         /* 0 means no timeout of the caller's choosing: the default applies */
@@ -952,6 +1052,7 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
         c->ss = ss;
         c->id = json_deep_copy(id);
         c->ask_id = -1;
+        c->seq = ++ss->next_seq;
     }
     char **argv = NULL;
     bool net = false, notify = false;
@@ -1430,12 +1531,37 @@ pending_output(const struct mcp_session *ss)
     return n;
 }
 
+/* What the clients of all sessions have not taken yet. */
+static size_t
+pending_total(const struct mcp_server *s)
+{
+    size_t n = 0;
+    for (const struct mcp_session *ss = s->sessions; ss; ss = ss->next)
+        n += pending_output(ss);
+    return n;
+}
+
+/* Whether ss may be sent an answer of size bytes (0: whether it may start
+ * another call): what waits for its client stays within a quarter of
+ * --max-pending-output (so that a client that stops reading leaves room
+ * for the others), and what waits for all clients within all of it.  An
+ * answer larger than that goes when nothing waits. */
+static bool
+answer_room(const struct mcp_server *s, const struct mcp_session *ss, size_t size)
+{
+    size_t max = s->o->max_pending_output;
+    size_t mine = pending_output(ss), all = pending_total(s);
+    if (size == 0)
+        return mine < max / 4 && all < max;
+    return (mine == 0 || mine + size <= max / 4) && (all == 0 || all + size <= max);
+}
+
 /* Whether a call of ss may start now. */
 static bool
 may_start(const struct mcp_server *s, const struct mcp_session *ss)
 {
     return !s->shutting_down && !ss->ending && ss->waiting.head && s->n_running < s->o->max_calls &&
-           pending_output(ss) < s->o->max_pending_output;
+           !ss->held.head && answer_room(s, ss, 0);
 }
 
 /* The next call to start: sessions take turns (the one that started the
@@ -1470,6 +1596,8 @@ next_waiting(struct mcp_server *s)
 static void
 start_waiting(struct mcp_server *s)
 {
+    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next)
+        send_held(ss);
     struct mcp_call *c;
     while ((c = next_waiting(s)) != NULL) {
         list_remove(&c->ss->waiting, c);
@@ -1518,6 +1646,15 @@ handle_cancelled(struct mcp_session *ss, const json_t *params)
     if (c) {
         log_info("cancelling a running call (pid %d)", shell_call_pgid(c->sc));
         shell_call_cancel(c->sc);
+        return;
+    }
+    /* an ended call whose answer waits for room: the client wants none */
+    c = list_find(&ss->held, id);
+    if (c) {
+        list_remove(&ss->held, c);
+        call_free(c);
+        log_info("a call was cancelled while its answer waited for the client to read");
+        start_waiting(ss->s);
     }
 }
 
@@ -1699,6 +1836,11 @@ session_free(struct mcp_session *ss)
 {
     if (!ss)
         return;
+    while (ss->held.head) {
+        struct mcp_call *c = ss->held.head;
+        list_remove(&ss->held, c);
+        call_free(c);
+    }
     json_decref(ss->policy);
     free(ss->policy_cwd);
     json_decref(ss->state);
@@ -1721,6 +1863,7 @@ session_new(struct mcp_server *s, char **err)
     if (!ss)
         return NULL;
     ss->s = s;
+    ss->sent_oldest = UINT64_MAX;
     int rc = 0;
     if (s->o->sandbox) {
         char *why = NULL;
@@ -1784,7 +1927,10 @@ on_session_rpc_closed(void *data)
 static void
 session_maybe_close(struct mcp_session *ss)
 {
-    if (!(ss->ending || ss->s->finishing) || ss->running.count > 0 || ss->rpc_closing)
+    if (!(ss->ending || ss->s->finishing) || ss->rpc_closing)
+        return;
+    send_held(ss); /* answered at a shutdown, dropped when the session ended */
+    if (ss->running.count > 0)
         return;
     ss->rpc_closing = true;
     jsonrpc_close(ss->rpc, ss->sink != NULL || ss->ending, on_session_rpc_closed, ss);

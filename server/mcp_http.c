@@ -42,6 +42,7 @@ struct listener {
 struct hsess;
 struct hconn;
 static void uncharge(struct hconn *hc);
+static void report_drops(struct hsess *se);
 
 /* One connection, and what it owes a session. */
 struct hconn {
@@ -86,6 +87,10 @@ struct hsess {
     struct backlog *backlog, **backlog_tail;
     unsigned n_backlog;
     size_t backlog_bytes;
+    /* messages dropped from the backlog since the last line that said so:
+     * the first drop is logged at once, the rest as one count (on the next
+     * sweep, when the stream opens or when the session goes) */
+    unsigned long long dropped;
     struct hconn *charged; /* connections holding its messages */
     struct hsess *prev, *next;
 };
@@ -244,6 +249,7 @@ session_forget(struct hsess *se)
         else
             http_conn_close(c);
     }
+    report_drops(se);
     backlog_clear(se);
     if (se->prev)
         se->prev->next = se->next;
@@ -341,15 +347,28 @@ keep_for_later(struct hsess *se, struct jsonrpc_out *m)
         se->backlog_bytes -= old->len;
         free(old->text);
         free(old);
-        log_warn("http: session %.8s...: no stream open for %u messages: the oldest is dropped",
-                 se->id, MCP_HTTP_BACKLOG);
+        if (se->dropped++ == 0)
+            log_warn("http: session %.8s...: no stream open for %u messages: the oldest is "
+                     "dropped (the next are counted)",
+                     se->id, MCP_HTTP_BACKLOG);
     }
     return 0;
+}
+
+/* One line for the drops not said yet (keep_for_later). */
+static void
+report_drops(struct hsess *se)
+{
+    if (se->dropped > 1)
+        log_warn("http: session %.8s...: %llu more messages with no stream open were dropped",
+                 se->id, se->dropped - 1);
+    se->dropped = 0;
 }
 
 static void
 flush_backlog(struct hsess *se, struct hconn *hc)
 {
+    report_drops(se);
     while (se->backlog) {
         struct backlog *b = se->backlog;
         se->backlog = b->next;
@@ -415,7 +434,8 @@ session_sink(void *data, struct jsonrpc_out *m)
         session_forget(se);
         return 0;
     }
-    se->last_used = uv_now(se->h->loop);
+    /* what the server sends is not the client's doing: last_used does
+     * not move (a dead client's call that prints on would keep it alive) */
     if (m->answers)
         return send_answer(se, m);
     /* what it is about: a call's progress or log record goes with the
@@ -1014,6 +1034,9 @@ on_conn_written(struct http_conn *c, void *data)
     struct hsess *se = hc->charged;
     if (!se)
         return;
+    /* the client took what it was sent (an answer, an event of its
+     * stream): it is there, and its idle time starts now */
+    se->last_used = uv_now(hc->h->loop);
     if (http_conn_queued(c) == 0)
         uncharge(hc);
     mcp_session_output_taken(se->ms);
@@ -1077,7 +1100,7 @@ on_connection(uv_stream_t *server, int status)
     hc->h = h;
     hc->l = l;
     int rc = http_conn_accept(server, h->o->max_message_bytes, h->o->header_timeout_ms,
-                              &conn_handler, hc, &hc->c);
+                              h->o->write_timeout_ms, &conn_handler, hc, &hc->c);
     if (rc < 0) {
         log_warn("http: cannot accept a connection: %s", uv_strerror(rc));
         free(hc);
@@ -1363,9 +1386,16 @@ on_sweep(uv_timer_t *t)
     uint64_t now = uv_now(h->loop);
     for (struct hsess *se = h->sessions, *next; se; se = next) {
         next = se->next;
+        report_drops(se);
+        /* a request waits for its answer on an open connection, or bytes
+         * wait on one for the client (until it takes them or
+         * --write-timeout-ms closes it): the client is there, or will be
+         * found gone */
         bool owed = false;
         for (struct hconn *hc = se->conns; hc && !owed; hc = hc->snext)
             owed = json_array_size(hc->ids) > 0;
+        for (struct hconn *hc = se->charged; hc && !owed; hc = hc->cnext)
+            owed = http_conn_queued(hc->c) > 0;
         if (!owed && now - se->last_used >= h->o->session_idle_ms)
             session_end(se, "idle (--session-idle-ms)");
     }

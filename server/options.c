@@ -51,6 +51,7 @@ enum {
     OPT_SESSION_IDLE,
     OPT_MAX_SESSIONS,
     OPT_HEADER_TIMEOUT,
+    OPT_WRITE_TIMEOUT,
 };
 
 static const struct option long_options[] = {
@@ -89,6 +90,7 @@ static const struct option long_options[] = {
     {"session-idle-ms", required_argument, NULL, OPT_SESSION_IDLE},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"header-timeout-ms", required_argument, NULL, OPT_HEADER_TIMEOUT},
+    {"write-timeout-ms", required_argument, NULL, OPT_WRITE_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -171,6 +173,9 @@ usage(FILE *out)
             "  --max-sessions N          HTTP sessions at once (64)\n"
             "  --header-timeout-ms MS    an HTTP request's headers must arrive within\n"
             "                            this long, or the connection closes (10000)\n"
+            "  --write-timeout-ms MS     an HTTP client that takes none of the bytes\n"
+            "                            waiting for it this long is disconnected and\n"
+            "                            the bytes freed (60000)\n"
             "  -h, --help                print this help and exit\n"
             "  -V, --version             print the version and exit\n");
 }
@@ -488,7 +493,7 @@ static const struct {
     const char *name;
     uint64_t min, max;
 } number_options[] = {
-    {OPT_DEFAULT_TIMEOUT, "--default-timeout-ms", 1, UINT64_MAX / 2},
+    {OPT_DEFAULT_TIMEOUT, "--default-timeout-ms", 1, OPTIONS_MAX_TIMEOUT_MS},
     {OPT_KILL_GRACE, "--kill-grace-ms", 0, 3600000},
     {OPT_MAX_OUTPUT, "--max-output-bytes", 64, SIZE_MAX / 4},
     {OPT_MAX_MESSAGE, "--max-message-bytes", 1024, SIZE_MAX / 4},
@@ -501,6 +506,7 @@ static const struct {
     {OPT_SESSION_IDLE, "--session-idle-ms", 1, UINT64_C(1) << 53},
     {OPT_MAX_SESSIONS, "--max-sessions", 1, 65536},
     {OPT_HEADER_TIMEOUT, "--header-timeout-ms", 1, UINT64_C(1) << 53},
+    {OPT_WRITE_TIMEOUT, "--write-timeout-ms", 1, UINT64_C(1) << 53},
 };
 
 /* An option of number_options; 0, or -1 with *err naming the option and
@@ -558,6 +564,9 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_HEADER_TIMEOUT:
         o->header_timeout_ms = n;
+        break;
+    case OPT_WRITE_TIMEOUT:
+        o->write_timeout_ms = n;
         break;
     default: /* OPT_MAX_CALLS: at most 4096 */
         o->max_calls = (unsigned)n;
@@ -731,6 +740,7 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->login_snapshot_timeout_ms = OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS;
     o->session_idle_ms = OPTIONS_DEFAULT_SESSION_IDLE_MS;
     o->header_timeout_ms = OPTIONS_DEFAULT_HEADER_TIMEOUT_MS;
+    o->write_timeout_ms = OPTIONS_DEFAULT_WRITE_TIMEOUT_MS;
     o->max_sessions = OPTIONS_DEFAULT_MAX_SESSIONS;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */

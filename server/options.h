@@ -34,6 +34,11 @@
 #define OPTIONS_DEFAULT_MAX_SESSIONS    64u
 /* HTTP: a request's headers must arrive within 10 s */
 #define OPTIONS_DEFAULT_HEADER_TIMEOUT_MS 10000u
+/* The longest a call may run (timeout_ms, --default-timeout-ms): a day.
+ * A command that prints forever must end some time. */
+#define OPTIONS_MAX_TIMEOUT_MS (24u * 60 * 60 * 1000)
+/* HTTP: a client that takes none of what waits for it for 60 s is gone */
+#define OPTIONS_DEFAULT_WRITE_TIMEOUT_MS 60000u
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -110,6 +115,9 @@ struct server_options {
      * long (from the connection's start, or its last answer, until it
      * authenticates; from the request's first byte after that) */
     uint64_t header_timeout_ms;
+    /* --write-timeout-ms: a connection whose peer takes none of the bytes
+     * waiting for it this long closes (http_conn.h) */
+    uint64_t write_timeout_ms;
 };
 
 enum options_outcome {

@@ -4,8 +4,11 @@
  * socket; with --token-file the Unix socket asks for the token too; the
  * network proxy never reaches the server's own port, whatever the rules; a
  * request's headers must come within --header-timeout-ms, and connections
- * that have not authenticated cannot crowd out those that have.  The
- * server runs under ASan/LSan and must exit 0 on SIGTERM.
+ * that have not authenticated cannot crowd out those that have; a client
+ * that stops reading (over HTTP and stdio) pins no memory, one that takes
+ * nothing for --write-timeout-ms is disconnected, and a dead client's call
+ * ends within --session-idle-ms.  The server runs under ASan/LSan and
+ * must exit 0 on SIGTERM.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -623,6 +626,310 @@ test_unauthenticated_flood(void **state)
     tcp_session_end(&se, wd, &s);
 }
 
+/* The server's resident memory in KiB (VmRSS). */
+static long
+rss_kib(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    char *text = read_all(path);
+    const char *p = text ? strstr(text, "\nVmRSS:") : NULL;
+    long kib = p ? strtol(p + strlen("\nVmRSS:"), NULL, 10) : -1;
+    free(text);
+    return kib;
+}
+
+/* How many times needle occurs in the file at path. */
+static unsigned
+count_in_file(const char *path, const char *needle)
+{
+    char *text = read_all(path);
+    unsigned n = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    free(text);
+    return n;
+}
+
+/* A tools/call request (login false) as JSON text, with a progress token
+ * when progress. */
+static char *
+call_body(long long id, const char *command, const char *cwd, long long timeout_ms, bool progress)
+{
+    json_t *req =
+        json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s, s:b, s:I}}}", "jsonrpc", "2.0", "id", id,
+                  "method", "tools/call", "params", "name", "shell", "arguments", "command",
+                  command, "workdir", cwd, "login", 0, "timeout_ms", (json_int_t)timeout_ms);
+    if (progress)
+        json_object_set_new(json_object_get(req, "params"), "_meta",
+                            json_pack("{s:s}", "progressToken", "tick"));
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    return body;
+}
+
+/* Sends a POST of body and reads nothing. */
+static void
+post_only(int fd, const char *token, const char *sid, const char *body)
+{
+    char *req = mcp_world_fmt("POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                              "Authorization: Bearer %s\r\nMcp-Session-Id: %s\r\n"
+                              "Content-Type: application/json\r\n"
+                              "Accept: application/json, text/event-stream\r\n"
+                              "Content-Length: %zu\r\n\r\n%s",
+                              token, sid, strlen(body), body);
+    send_all(fd, req);
+    free(req);
+}
+
+/* What prints a MiB of control bytes: each escapes to six bytes or more
+ * in the answer. */
+#define MIB_OF_CONTROL_BYTES "head -c 1048576 /dev/zero | tr '\\000' '\\001'"
+#define STUCK_CALLS          16
+/* the bound asked of the server against a client that reads nothing */
+#define STUCK_RSS_HTTP_KIB  (150L * 1024)
+#define STUCK_RSS_STDIO_KIB (100L * 1024)
+
+/*
+ * A client that stops reading pins no memory: 16 calls of one session,
+ * each printing a MiB of control bytes, posted and never read, keep the
+ * server under 150 MB resident while they run and after, and another
+ * session's calls go on meanwhile.
+ */
+static void
+test_stuck_reader(void **state)
+{
+    struct srv s;
+    const char *extra[] = {"--log-level", "debug", NULL};
+    srv_start(&s, true, true, NULL, extra);
+    char *wd = new_workdir();
+    char *policy = policy_json("read-only");
+    struct sess stuck, other;
+    sess_open(&stuck, connect_tcp(s.port), s.token, policy, wd);
+    sess_open(&other, connect_tcp(s.port), s.token, policy, wd);
+    int fds[STUCK_CALLS];
+    for (int i = 0; i < STUCK_CALLS; i++) {
+        fds[i] = connect_tcp(s.port);
+        /* a small receive buffer: the kernel takes little of it either */
+        int small = 4096;
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+        char *body = call_body(100 + i, MIB_OF_CONTROL_BYTES, wd, 120000, false);
+        post_only(fds[i], s.token, stuck.sid, body);
+        free(body);
+    }
+    long peak = 0;
+    for (int waited = 0; count_in_file(s.log, "call: exit ") < STUCK_CALLS; waited += 50) {
+        long kib = rss_kib(s.pid);
+        peak = kib > peak ? kib : peak;
+        if (waited > 4 * WAIT_MS)
+            fail_msg("the %d calls did not end within the safety limit", STUCK_CALLS);
+        usleep(50000);
+    }
+    /* the other session is served while the stuck one holds its answers */
+    char *out = sess_shell(&other, "echo still here", wd);
+    assert_string_equal(out, "still here\n");
+    free(out);
+    for (int i = 0; i < 20; i++) {
+        long kib = rss_kib(s.pid);
+        peak = kib > peak ? kib : peak;
+        usleep(50000);
+    }
+    print_message("peak resident memory with a stuck reader: %ld KiB\n", peak);
+    if (peak >= STUCK_RSS_HTTP_KIB)
+        fail_msg("the server grew to %ld KiB with a client that reads nothing", peak);
+    assert_true(sess_ping(&other));
+    for (int i = 0; i < STUCK_CALLS; i++)
+        close(fds[i]);
+    free(policy);
+    sess_close(&stuck);
+    sess_close(&other);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
+/*
+ * The same over stdio: a client that writes 16 such calls and never reads
+ * its answers keeps the server under 100 MB.
+ */
+static void
+test_stuck_reader_stdio(void **state)
+{
+    char *dir = tmpdir_new("http-listener-stdio");
+    tmpdir_make_dir(dir, "rules");
+    char *rules_dir = tmpdir_path(dir, "rules");
+    char *log = tmpdir_path(dir, "server.log");
+    own(dir);
+    own(rules_dir);
+    char *wd = new_workdir();
+    int in[2], out[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    const char *argv[16];
+    size_t n = 0;
+    for (size_t i = 0; unprivileged && user.prefix[i]; i++)
+        argv[n++] = user.prefix[i];
+    argv[n++] = server_path;
+    argv[n++] = "--rules";
+    argv[n++] = rules_dir;
+    argv[n++] = "--log-level";
+    argv[n++] = "debug";
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(fd, 2) < 0)
+            _exit(127);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                        "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{"
+                        "\"name\":\"stuck\",\"version\":\"1\"}}}\n"
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+    assert_int_equal(write(in[1], init, strlen(init)), (ssize_t)strlen(init));
+    for (int i = 0; i < STUCK_CALLS; i++) {
+        char *body = call_body(100 + i, MIB_OF_CONTROL_BYTES, wd, 120000, false);
+        char *line = mcp_world_fmt("%s\n", body);
+        assert_int_equal(write(in[1], line, strlen(line)), (ssize_t)strlen(line));
+        free(line);
+        free(body);
+    }
+    long peak = 0;
+    for (int waited = 0; count_in_file(log, "call: exit ") < STUCK_CALLS; waited += 50) {
+        long kib = rss_kib(pid);
+        peak = kib > peak ? kib : peak;
+        if (waited > 4 * WAIT_MS)
+            fail_msg("the %d calls did not end within the safety limit", STUCK_CALLS);
+        usleep(50000);
+    }
+    for (int i = 0; i < 20; i++) {
+        long kib = rss_kib(pid);
+        peak = kib > peak ? kib : peak;
+        usleep(50000);
+    }
+    print_message("peak resident memory with a stuck stdio reader: %ld KiB\n", peak);
+    if (peak >= STUCK_RSS_STDIO_KIB)
+        fail_msg("the server grew to %ld KiB with a client that reads nothing", peak);
+    /* the client goes: end of input, then nobody reads what waits */
+    close(in[1]);
+    close(out[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status)) {
+        char *text = read_all(log);
+        fail_msg("the server's end: status %d; its log:\n%s", status, text ? text : "");
+    }
+    tmpdir_remove(wd);
+    free(wd);
+    tmpdir_remove(dir);
+    free(dir);
+    free(rules_dir);
+    free(log);
+}
+
+/*
+ * A client killed while its call streams progress: what the server
+ * sends does not keep the session alive, so the session ends within
+ * --session-idle-ms (and the safety margin of one sweep and a busy
+ * machine) and its call is killed, although the command would print
+ * forever.
+ */
+static void
+test_dead_client(void **state)
+{
+    struct srv s;
+    enum { IDLE_MS = 2000, MARGIN_MS = 15000 };
+    const char *extra[] = {"--session-idle-ms", "2000", NULL};
+    srv_start(&s, true, true, NULL, extra);
+    char *wd = new_workdir();
+    char *policy = policy_json("read-only");
+    struct sess se;
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    int fd = connect_tcp(s.port);
+    char *body = call_body(50, "while :; do echo tick; sleep 0.1; done", wd, 600000, true);
+    post_only(fd, s.token, se.sid, body);
+    free(body);
+    /* the call runs: its progress streams */
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    while (!buf || !strstr(buf, "notifications/progress")) {
+        if (!read_some(fd, &buf, &len, &cap))
+            fail_msg("the stream ended before any progress: %s", buf ? buf : "");
+    }
+    free(buf);
+    /* the client dies: both its connections go */
+    close(fd);
+    sess_close(&se);
+    int waited = 0;
+    while (count_in_file(s.log, "session ends (idle") == 0) {
+        if (waited > IDLE_MS + MARGIN_MS)
+            fail_msg("the dead client's session still runs %d ms later", waited);
+        usleep(100000);
+        waited += 100;
+    }
+    char *text = read_all(s.log);
+    mcp_world_assert_contains(text, "1 call(s) running are killed");
+    free(text);
+    free(policy);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
+/*
+ * A connection whose client takes nothing of its answer for
+ * --write-timeout-ms is closed and what waited for it freed: read after
+ * that, the answer stops short of its Content-Length, and the log says
+ * why.  Another connection of the same session goes on.
+ */
+static void
+test_write_timeout(void **state)
+{
+    struct srv s;
+    const char *extra[] = {"--write-timeout-ms", "1000", NULL};
+    srv_start(&s, true, true, NULL, extra);
+    char *wd = new_workdir();
+    char *policy = policy_json("read-only");
+    struct sess se;
+    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
+    int fd = connect_tcp(s.port);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    char *body = call_body(60, MIB_OF_CONTROL_BYTES, wd, 120000, false);
+    post_only(fd, s.token, se.sid, body);
+    free(body);
+    /* nothing is read until the server has given up on this connection */
+    for (int waited = 0; count_in_file(s.log, "--write-timeout-ms") == 0; waited += 100) {
+        if (waited > WAIT_MS)
+            fail_msg("the server kept a connection that took nothing");
+        usleep(100000);
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    while (read_some(fd, &buf, &len, &cap))
+        ;
+    const char *cl = buf ? strcasestr(buf, "\r\nContent-Length:") : NULL;
+    const char *end = buf ? strstr(buf, "\r\n\r\n") : NULL;
+    assert_non_null(cl);
+    assert_non_null(end);
+    size_t want = strtoul(cl + strlen("\r\nContent-Length:"), NULL, 10);
+    size_t got = len - (size_t)(end + 4 - buf);
+    if (got >= want)
+        fail_msg("the whole answer (%zu bytes) came although nothing was read", got);
+    free(buf);
+    close(fd);
+    assert_true(sess_ping(&se));
+    free(policy);
+    sess_close(&se);
+    tmpdir_remove(wd);
+    free(wd);
+    srv_stop(&s);
+}
+
 int
 main(void)
 {
@@ -630,10 +937,18 @@ main(void)
     if (rc != 0)
         return rc;
     signal(SIGPIPE, SIG_IGN);
+    /* the servers give freed memory back at once (no ASan quarantine), so
+     * that their resident memory is what they hold */
+    const char *asan = getenv("ASAN_OPTIONS");
+    char *opts = mcp_world_fmt("%s%squarantine_size_mb=0", asan ? asan : "", asan ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
+    free(opts);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unix_refuses_own_call),  cmocka_unit_test(test_unix_token),
         cmocka_unit_test(test_proxy_refuses_own_port), cmocka_unit_test(test_header_deadline),
-        cmocka_unit_test(test_unauthenticated_flood),
+        cmocka_unit_test(test_unauthenticated_flood),  cmocka_unit_test(test_stuck_reader),
+        cmocka_unit_test(test_stuck_reader_stdio),     cmocka_unit_test(test_dead_client),
+        cmocka_unit_test(test_write_timeout),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (unprivileged)

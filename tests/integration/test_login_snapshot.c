@@ -23,12 +23,15 @@
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *server_path;
@@ -934,6 +937,94 @@ test_store_location(void **state)
     free(state_dir);
 }
 
+/* Whether a file below dir (any depth) holds needle. */
+static bool
+tree_holds(const char *dir, const char *needle)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *p = tmpdir_path(dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            found = tree_holds(p, needle);
+        } else if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+            size_t len = 0;
+            char *text = tmpdir_read_file(p, &len);
+            found = text && memmem(text, len, needle, strlen(needle)) != NULL;
+            free(text);
+        }
+        free(p);
+    }
+    closedir(d);
+    return found;
+}
+
+/*
+ * A server killed with SIGKILL after a login snapshot was taken leaves no
+ * copy of the login environment on disk (the snapshots are memfds): not
+ * in its XDG_RUNTIME_DIR, not in HOME; and the next server removes the
+ * store directory it left, once that is old enough.  For Bash and for zsh
+ * (whose store holds a private ZDOTDIR).
+ */
+static void
+sigkill_leaves_nothing(const char *shell_name)
+{
+    struct world w;
+    world_new(&w, "run");
+    static const char secret[] = "s3cr3t-from-the-profile";
+    bool zsh = strcmp(shell_name, "zsh") == 0;
+    if (zsh) {
+        write_zsh_profile(&w, secret);
+        world_start(&w, "--shell", "zsh");
+    } else {
+        write_profile(&w, secret);
+        world_start(&w, NULL, NULL);
+    }
+    json_t *sc = shell(&w, "echo $SNAP_VAR");
+    assert_string_equal(output(sc), "s3cr3t-from-the-profile\n");
+    json_decref(sc);
+    assert_int_equal(profile_runs(&w), 1);
+    pid_t pid = mcp_client_pid(w.c);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    mcp_client_wait_exit(w.c, MCP_CLIENT_WAIT_MS);
+    mcp_client_free(w.c);
+    w.c = NULL;
+    if (tree_holds(w.run, secret))
+        fail_msg("the login environment is on disk in %s after a SIGKILL", w.run);
+    /* the profile itself is in HOME: only what the server wrote counts */
+    char *left = snapshot_dir(&w);
+    if (left) {
+        /* an hour old: the next server takes it for a killed server's */
+        struct timespec t[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+        assert_int_equal(utimensat(AT_FDCWD, left, t, 0), 0);
+        if (zsh)
+            world_start(&w, "--shell", "zsh");
+        else
+            world_start(&w, NULL, NULL);
+        assert_true(access(left, F_OK) < 0);
+        world_stop(&w);
+        free(left);
+    }
+    world_end(&w);
+}
+
+static void
+test_sigkill_leaves_nothing(void **state)
+{
+    sigkill_leaves_nothing("bash");
+}
+
+static void
+test_zsh_sigkill_leaves_nothing(void **state)
+{
+    sigkill_leaves_nothing("zsh");
+}
+
 int
 main(void)
 {
@@ -945,6 +1036,8 @@ main(void)
         cmocka_unit_test(test_profile_under_rules),
         cmocka_unit_test(test_no_login_snapshot),
         cmocka_unit_test(test_zsh_profile_once),
+        cmocka_unit_test(test_sigkill_leaves_nothing),
+        cmocka_unit_test(test_zsh_sigkill_leaves_nothing),
         cmocka_unit_test(test_zsh_no_login_snapshot),
         cmocka_unit_test(test_proxy_vars_win_bash),
         cmocka_unit_test(test_proxy_vars_win_zsh),

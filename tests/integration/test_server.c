@@ -399,7 +399,7 @@ test_option_errors(void **state)
     GOLDEN("execgate: --max-calls: '0' is not a number from 1 to 4096\n", "--max-calls", "0");
     GOLDEN("execgate: --max-calls: 'many' is not a number from 1 to 4096\n", "--max-calls", "many");
     GOLDEN("execgate: --default-timeout-ms: '-5' is not a number from 1 to "
-           "9223372036854775807\n",
+           "86400000\n",
            "--default-timeout-ms", "-5");
     GOLDEN("execgate: --max-output-bytes: '10' is not a number from 64 to "
            "4611686018427387903\n",

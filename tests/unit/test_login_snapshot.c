@@ -19,11 +19,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/support/tmpdir.h"
@@ -863,6 +866,91 @@ test_capture_by_zsh_hostile(void **state)
     free(got);
 }
 
+/* A store as a server leaves it on disk (name below root/store, with the
+ * private ZDOTDIR's two files), an hour old when old. */
+static char *
+fake_store(const char *name, bool old)
+{
+    char *store = tmpdir_path(root, "store");
+    char *dir = tmpdir_path(store, name);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    tmpdir_make_dir(dir, "zsh");
+    char *zdir = tmpdir_path(dir, "zsh");
+    char *env = tmpdir_path(zdir, ".zshenv");
+    char *login = tmpdir_path(zdir, ".zlogin");
+    tmpdir_write_file(env, "builtin setopt no_global_rcs\n", 0600);
+    tmpdir_write_file(login, "builtin . \"$EXECGATE_LOGIN_SNAPSHOT\"\n", 0600);
+    if (old) {
+        struct timespec t[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+        assert_int_equal(utimensat(AT_FDCWD, dir, t, 0), 0);
+    }
+    free(env);
+    free(login);
+    free(zdir);
+    free(store);
+    return dir;
+}
+
+static bool
+exists(const char *dir, const char *rel)
+{
+    char *p = rel ? tmpdir_path(dir, rel) : strdup(dir);
+    struct stat st;
+    bool there = lstat(p, &st) == 0;
+    free(p);
+    return there;
+}
+
+/*
+ * A new store removes what killed servers left: an old store whose lock
+ * is free goes; one with a foreign file loses the server's files and
+ * keeps the foreign one; one whose lock is held (its server lives) and a
+ * young one (its server may be about to lock it) stay whole.
+ */
+static void
+test_stale_stores(void **state)
+{
+    char *dead = fake_store("execgate-login-dead01", true);
+    char *foreign = fake_store("execgate-login-frgn01", true);
+    char *notes = tmpdir_path(foreign, "notes");
+    tmpdir_write_file(notes, "not the server's\n", 0600);
+    struct timespec t[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+    assert_int_equal(utimensat(AT_FDCWD, foreign, t, 0), 0);
+    char *live = fake_store("execgate-login-live01", true);
+    int lock = open(live, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(lock >= 0);
+    assert_int_equal(flock(lock, LOCK_EX | LOCK_NB), 0);
+    char *young = fake_store("execgate-login-yng001", false);
+
+    struct login_snapshot *ls = new_store();
+    assert_false(exists(dead, NULL));
+    assert_true(exists(foreign, "notes"));
+    assert_false(exists(foreign, "zsh"));
+    assert_true(exists(live, "zsh/.zlogin"));
+    assert_true(exists(young, "zsh/.zlogin"));
+    /* the new store's own lock: a second store does not take it for stale */
+    char *mine = strdup(login_snapshot_dir(ls));
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+    assert_int_equal(utimensat(AT_FDCWD, mine, old, 0), 0);
+    struct login_snapshot *second = new_store();
+    assert_true(exists(mine, NULL));
+    login_snapshot_free(second);
+    /* a foreign file in a store does not keep the clean end from removing
+     * the rest (here, nothing else): it says so and goes on */
+    char *stray = tmpdir_path(mine, "stray");
+    tmpdir_write_file(stray, "x\n", 0600);
+    login_snapshot_free(ls);
+    assert_true(exists(mine, "stray"));
+    close(lock);
+    free(stray);
+    free(mine);
+    free(notes);
+    free(dead);
+    free(foreign);
+    free(live);
+    free(young);
+}
+
 int
 main(void)
 {
@@ -879,6 +967,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_capture_by_bash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capture_by_zsh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capture_by_zsh_hostile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_stores, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
