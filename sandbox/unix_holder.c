@@ -36,7 +36,10 @@ scan_batch(const char *buf, ssize_t n, const struct stat *st, unsigned *ino, int
     /* the dump gives the superblock's device as the kernel keeps it
      * (MKDEV: major above bit 20), not as stat(2) encodes it */
     uint32_t dev = (uint32_t)(major(st->st_dev) << 20 | minor(st->st_dev));
-    int left = (int)n;
+    if (n <= 0)
+        return -EPROTO; /* the dump ended without its NLMSG_DONE */
+    /* unsigned, as the header's nlmsg_len that NLMSG_OK compares it with */
+    size_t left = (size_t)n;
     for (const struct nlmsghdr *h = (const void *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
         if (h->nlmsg_type == NLMSG_DONE)
             return 1;

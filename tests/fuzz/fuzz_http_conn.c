@@ -173,7 +173,7 @@ on_connection(uv_stream_t *server, int status)
     f->mode = next_mode;
     uv_idle_init(&loop, &f->later);
     f->later.data = f;
-    if (http_conn_accept(server, max_body, 0, &handler, f, &f->c) < 0) {
+    if (http_conn_accept(server, max_body, 0, 0, &handler, f, &f->c) < 0) {
         uv_close((uv_handle_t *)&f->later, later_closed);
         return;
     }
