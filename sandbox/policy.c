@@ -59,10 +59,8 @@ sandbox_kind_name(enum sandbox_kind kind)
     return kind_names[kind];
 }
 
-/* Sets *err to a malloc'd message (left NULL when even that fails) and
- * returns -1, so callers can `return fail(err, ...)`. */
-__attribute__((format(printf, 2, 3))) static int
-fail(char **err, const char *fmt, ...)
+int
+sandbox_fail(char **err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -87,11 +85,11 @@ static int
 check_abs_path(const char *field, const char *s, size_t len, char **err)
 {
     if (len == 0)
-        return fail(err, "sandbox policy: %s: empty path", field);
+        return sandbox_fail(err, "sandbox policy: %s: empty path", field);
     if (strlen(s) != len)
-        return fail(err, "sandbox policy: %s: path contains a NUL byte", field);
+        return sandbox_fail(err, "sandbox policy: %s: path contains a NUL byte", field);
     if (s[0] != '/')
-        return fail(err, "sandbox policy: %s: \"%s\" is not an absolute path", field, s);
+        return sandbox_fail(err, "sandbox policy: %s: \"%s\" is not an absolute path", field, s);
     return 0;
 }
 
@@ -99,13 +97,13 @@ static int
 get_path(const json_t *v, const char *field, char **out, char **err)
 {
     if (!json_is_string(v))
-        return fail(err, "sandbox policy: %s must be a string", field);
+        return sandbox_fail(err, "sandbox policy: %s must be a string", field);
     const char *s = json_string_value(v);
     if (check_abs_path(field, s, json_string_length(v), err) < 0)
         return -1;
     *out = strdup(s);
     if (*out == NULL)
-        return fail(err, "sandbox policy: out of memory");
+        return sandbox_fail(err, "sandbox policy: out of memory");
     return 0;
 }
 
@@ -119,13 +117,13 @@ get_path_list_named(const json_t *obj, const char *key, const char *field, struc
     if (arr == NULL || json_is_null(arr))
         return 0;
     if (!json_is_array(arr))
-        return fail(err, "sandbox policy: %s must be an array of absolute paths", field);
+        return sandbox_fail(err, "sandbox policy: %s must be an array of absolute paths", field);
     size_t n = json_array_size(arr);
     if (n == 0)
         return 0;
     out->items = calloc(n, sizeof *out->items);
     if (out->items == NULL)
-        return fail(err, "sandbox policy: out of memory");
+        return sandbox_fail(err, "sandbox policy: out of memory");
     for (size_t i = 0; i < n; i++) {
         char name[64 + 24];
         snprintf(name, sizeof name, "%.64s[%zu]", field, i);
@@ -168,7 +166,7 @@ check_canonical(const struct path_list *roots, const struct path_list *repo, cha
 {
     for (size_t i = 0; i < roots->count; i++) {
         if (!canonical_form(roots->items[i]))
-            return fail(
+            return sandbox_fail(
                 err, "sandbox policy: canonical_roots.roots[%zu]: \"%s\" is not a canonical path",
                 i, roots->items[i]);
     }
@@ -177,10 +175,11 @@ check_canonical(const struct path_list *roots, const struct path_list *repo, cha
         for (size_t k = 0; !found && k < roots->count; k++)
             found = strcmp(repo->items[i], roots->items[k]) == 0;
         if (!found)
-            return fail(err,
-                        "sandbox policy: canonical_roots.repo_roots[%zu]: \"%s\" is not one of the "
-                        "roots",
-                        i, repo->items[i]);
+            return sandbox_fail(
+                err,
+                "sandbox policy: canonical_roots.repo_roots[%zu]: \"%s\" is not one of the "
+                "roots",
+                i, repo->items[i]);
     }
     return 0;
 }
@@ -194,7 +193,7 @@ parse_canonical(struct sandbox_policy *p, const json_t *obj, char **err)
     if (c == NULL || json_is_null(c))
         return 0;
     if (!json_is_object(c))
-        return fail(err, "sandbox policy: canonical_roots must be an object");
+        return sandbox_fail(err, "sandbox policy: canonical_roots must be an object");
     p->canonical = true;
     if (get_path_list_named(c, "roots", "canonical_roots.roots", &p->canonical_roots, err) < 0 ||
         get_path_list_named(c, "repo_roots", "canonical_roots.repo_roots", &p->canonical_repo_roots,
@@ -211,7 +210,7 @@ get_bool(const json_t *obj, const char *field, bool *out, char **err)
     if (v == NULL || json_is_null(v))
         return 0;
     if (!json_is_boolean(v))
-        return fail(err, "sandbox policy: %s must be true or false", field);
+        return sandbox_fail(err, "sandbox policy: %s must be true or false", field);
     *out = json_is_true(v);
     return 0;
 }
@@ -224,15 +223,16 @@ parse_read_access(struct sandbox_policy *p, const json_t *obj, const char *field
     if (a == NULL || json_is_null(a))
         return 0;
     if (!json_is_object(a))
-        return fail(err, "sandbox policy: %s must be an object", field);
+        return sandbox_fail(err, "sandbox policy: %s must be an object", field);
     const char *type = json_string_value(json_object_get(a, "type"));
     if (type == NULL)
-        return fail(err, "sandbox policy: %s.type must be a string", field);
+        return sandbox_fail(err, "sandbox policy: %s.type must be a string", field);
     if (strcmp(type, "full-access") == 0)
         return 0;
     if (strcmp(type, "restricted") != 0)
-        return fail(err, "sandbox policy: %s.type \"%s\" is not one of full-access, restricted",
-                    field, type);
+        return sandbox_fail(err,
+                            "sandbox policy: %s.type \"%s\" is not one of full-access, restricted",
+                            field, type);
     p->reads_restricted = true;
     p->platform_defaults = true;
     if (get_bool(a, "include_platform_defaults", &p->platform_defaults, err) < 0)
@@ -252,7 +252,8 @@ parse_external_network(struct sandbox_policy *p, const json_t *obj, char **err)
     else if (s != NULL && strcmp(s, "enabled") == 0)
         p->network = true;
     else
-        return fail(err, "sandbox policy: network_access must be \"restricted\" or \"enabled\"");
+        return sandbox_fail(err,
+                            "sandbox policy: network_access must be \"restricted\" or \"enabled\"");
     return 0;
 }
 
@@ -261,7 +262,7 @@ parse_kind(const json_t *policy, enum sandbox_kind *kind, char **err)
 {
     const json_t *t = json_object_get(policy, "type");
     if (!json_is_string(t))
-        return fail(err, "sandbox policy: type must be a string");
+        return sandbox_fail(err, "sandbox policy: type must be a string");
     const char *s = json_string_value(t);
     for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
         if (strcmp(s, kind_names[i]) == 0) {
@@ -269,10 +270,11 @@ parse_kind(const json_t *policy, enum sandbox_kind *kind, char **err)
             return 0;
         }
     }
-    return fail(err,
-                "sandbox policy: unknown type \"%s\" (expected danger-full-access, read-only, "
-                "workspace-write or external-sandbox)",
-                s);
+    return sandbox_fail(
+        err,
+        "sandbox policy: unknown type \"%s\" (expected danger-full-access, read-only, "
+        "workspace-write or external-sandbox)",
+        s);
 }
 
 /* The fields a permission profile adds (profile.h); writable ones only
@@ -306,7 +308,7 @@ parse_fields(struct sandbox_policy *p, const json_t *policy, char **err)
         return parse_read_access(p, policy, "access", err);
     case SANDBOX_WORKSPACE_WRITE:
         if (p->cwd == NULL)
-            return fail(err, "sandbox policy: workspace-write needs sandboxCwd");
+            return sandbox_fail(err, "sandbox policy: workspace-write needs sandboxCwd");
         if (get_bool(policy, "network_access", &p->network, err) < 0 ||
             get_bool(policy, "exclude_tmpdir_env_var", &p->exclude_tmpdir, err) < 0 ||
             get_bool(policy, "exclude_slash_tmp", &p->exclude_slash_tmp, err) < 0 ||
@@ -315,7 +317,7 @@ parse_fields(struct sandbox_policy *p, const json_t *policy, char **err)
             return -1;
         return parse_read_access(p, policy, "read_only_access", err);
     }
-    return fail(err, "sandbox policy: internal error: bad kind");
+    return sandbox_fail(err, "sandbox policy: internal error: bad kind");
 }
 
 struct sandbox_policy *
@@ -323,19 +325,19 @@ sandbox_policy_from_json(const json_t *policy, const char *sandbox_cwd, char **e
 {
     *err = NULL;
     if (!json_is_object(policy)) {
-        fail(err, "sandbox policy: sandboxPolicy must be an object");
+        sandbox_fail(err, "sandbox policy: sandboxPolicy must be an object");
         return NULL;
     }
     struct sandbox_policy *p = calloc(1, sizeof *p);
     if (p == NULL) {
-        fail(err, "sandbox policy: out of memory");
+        sandbox_fail(err, "sandbox policy: out of memory");
         return NULL;
     }
     int rc = parse_kind(policy, &p->kind, err);
     if (rc == 0 && sandbox_cwd != NULL) {
         rc = check_abs_path("sandboxCwd", sandbox_cwd, strlen(sandbox_cwd), err);
         if (rc == 0 && (p->cwd = strdup(sandbox_cwd)) == NULL)
-            rc = fail(err, "sandbox policy: out of memory");
+            rc = sandbox_fail(err, "sandbox policy: out of memory");
     }
     if (rc == 0)
         rc = parse_fields(p, policy, err);
@@ -353,17 +355,17 @@ sandbox_policy_parse(const char *text, char **err)
     *err = NULL;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
-        fail(err, "sandbox policy: invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-             jerr.text);
+        sandbox_fail(err, "sandbox policy: invalid JSON at line %d column %d: %s", jerr.line,
+                     jerr.column, jerr.text);
         return NULL;
     }
     struct sandbox_policy *p = NULL;
     const json_t *cwd = json_object_get(root, "sandboxCwd");
     if (json_is_object(root) && cwd != NULL && !json_is_null(cwd) && !json_is_string(cwd))
-        fail(err, "sandbox policy: sandboxCwd must be a string");
+        sandbox_fail(err, "sandbox policy: sandboxCwd must be a string");
     else if (cwd != NULL && json_is_string(cwd) &&
              strlen(json_string_value(cwd)) != json_string_length(cwd))
-        fail(err, "sandbox policy: sandboxCwd: path contains a NUL byte");
+        sandbox_fail(err, "sandbox policy: sandboxCwd: path contains a NUL byte");
     else
         p = sandbox_policy_from_json(root, json_string_value(cwd), err);
     /* the server's own field: in the text it hands the helper, never taken
@@ -414,11 +416,12 @@ sandbox_policy_set_canonical_roots(struct sandbox_policy *p, const char *const *
 {
     *err = NULL;
     if (p->kind != SANDBOX_WORKSPACE_WRITE)
-        return fail(err, "sandbox policy: only workspace-write has writable roots to resolve");
+        return sandbox_fail(err,
+                            "sandbox policy: only workspace-write has writable roots to resolve");
     struct path_list r = {0}, repo = {0};
     int rc = path_list_copy(&r, roots, n_roots) < 0 ||
                      path_list_copy(&repo, repo_roots, n_repo_roots) < 0
-                 ? fail(err, "sandbox policy: out of memory")
+                 ? sandbox_fail(err, "sandbox policy: out of memory")
                  : check_canonical(&r, &repo, err);
     if (rc < 0) {
         path_list_clear(&r);

@@ -26,6 +26,11 @@ enum sandbox_kind {
 
 struct sandbox_policy;
 
+/* Sets *err to a malloc'd message (left NULL when even that fails) and
+ * returns -1, so callers can `return sandbox_fail(err, ...)`; shared by the
+ * policy and profile parsers. */
+__attribute__((format(printf, 2, 3))) int sandbox_fail(char **err, const char *fmt, ...);
+
 /*
  * Parses `policy` (the sandboxPolicy object) with `sandbox_cwd` (absolute;
  * the root that workspace-write makes writable).  Unknown fields are

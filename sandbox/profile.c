@@ -7,11 +7,12 @@
  */
 #include "sandbox/profile.h"
 
+#include "sandbox/policy.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,17 +36,6 @@ struct entries {
     bool minimal;   /* the `minimal` special: the platform's own paths readable */
     size_t scanned; /* directory entries the glob patterns read so far */
 };
-
-__attribute__((format(printf, 2, 3))) static int
-fail(char **err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(err, fmt, ap) < 0)
-        *err = NULL;
-    va_end(ap);
-    return -1;
-}
 
 static void
 entries_clear(struct entries *e)
@@ -91,13 +81,13 @@ entries_add(struct entries *e, const char *path, enum access acc, bool scratch, 
 {
     char *p = lexical_path(path);
     if (p == NULL)
-        return fail(err, "permissionProfile: out of memory");
+        return sandbox_fail(err, "permissionProfile: out of memory");
     if (e->n == e->cap) {
         size_t cap = e->cap ? e->cap * 2 : 16;
         struct entry *n = realloc(e->items, cap * sizeof *n);
         if (n == NULL) {
             free(p);
-            return fail(err, "permissionProfile: out of memory");
+            return sandbox_fail(err, "permissionProfile: out of memory");
         }
         e->items = n;
         e->cap = cap;
@@ -172,8 +162,9 @@ static int
 add_match(struct glob_walk *g, const char *path)
 {
     if (++g->matches > SANDBOX_PROFILE_GLOB_MATCHES)
-        return fail(g->err, "permissionProfile: glob_pattern \"%s\" matches more than %d paths",
-                    g->pattern, SANDBOX_PROFILE_GLOB_MATCHES);
+        return sandbox_fail(g->err,
+                            "permissionProfile: glob_pattern \"%s\" matches more than %d paths",
+                            g->pattern, SANDBOX_PROFILE_GLOB_MATCHES);
     return entries_add(g->out, path, g->acc, false, g->err);
 }
 
@@ -195,10 +186,11 @@ unreadable(struct glob_walk *g, const char *dir, int e)
 {
     if (g->acc != ACC_DENY || e == ENOENT || e == ENOTDIR || e == ELOOP)
         return 0;
-    return fail(g->err,
-                "permissionProfile: glob_pattern \"%s\" (deny): cannot read %s (%s), so what it "
-                "matches there cannot be hidden",
-                g->pattern, dir, strerror(e));
+    return sandbox_fail(
+        g->err,
+        "permissionProfile: glob_pattern \"%s\" (deny): cannot read %s (%s), so what it "
+        "matches there cannot be hidden",
+        g->pattern, dir, strerror(e));
 }
 
 /* The entries of dir one level down, matched against component ci.  The
@@ -213,7 +205,7 @@ walk_children(struct glob_walk *g, const char *dir, size_t ci, int depth, bool a
     DIR *d = fdopendir(fd);
     if (d == NULL) {
         close(fd);
-        return fail(g->err, "permissionProfile: %s: %s", dir, strerror(errno));
+        return sandbox_fail(g->err, "permissionProfile: %s: %s", dir, strerror(errno));
     }
     int rc = 0;
     struct dirent *de;
@@ -221,17 +213,18 @@ walk_children(struct glob_walk *g, const char *dir, size_t ci, int depth, bool a
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         if (++*g->scanned > SANDBOX_PROFILE_GLOB_SCAN) {
-            rc = fail(g->err,
-                      "permissionProfile: glob_pattern \"%s\": more than %d directory entries to "
-                      "scan (a narrower pattern, or a smaller glob_scan_max_depth)",
-                      g->pattern, SANDBOX_PROFILE_GLOB_SCAN);
+            rc = sandbox_fail(
+                g->err,
+                "permissionProfile: glob_pattern \"%s\": more than %d directory entries to "
+                "scan (a narrower pattern, or a smaller glob_scan_max_depth)",
+                g->pattern, SANDBOX_PROFILE_GLOB_SCAN);
             break;
         }
         if (!any_depth && fnmatch(g->comps[ci], de->d_name, 0) != 0)
             continue;
         char *child = join(dir, de->d_name);
         if (child == NULL) {
-            rc = fail(g->err, "permissionProfile: out of memory");
+            rc = sandbox_fail(g->err, "permissionProfile: out of memory");
             break;
         }
         if (any_depth && plain_dir(child)) /* "**" goes one level deeper, stays on ci */
@@ -268,7 +261,7 @@ walk(struct glob_walk *g, const char *dir, size_t ci, int depth)
     if (!is_pattern(g->comps[ci])) {
         char *child = join(dir, g->comps[ci]);
         if (child == NULL)
-            return fail(g->err, "permissionProfile: out of memory");
+            return sandbox_fail(g->err, "permissionProfile: out of memory");
         struct stat st;
         int rc = 0;
         if (ci + 1 == g->n)
@@ -320,7 +313,7 @@ static int
 expand_glob(struct entries *e, const char *pattern, enum access acc, int max_depth, char **err)
 {
     if (pattern[0] != '/')
-        return fail(err, "permissionProfile: glob_pattern \"%s\" is not absolute", pattern);
+        return sandbox_fail(err, "permissionProfile: glob_pattern \"%s\" is not absolute", pattern);
     char *copy = strdup(pattern);
     struct glob_walk g = {.max_depth = max_depth,
                           .scanned = &e->scanned,
@@ -329,7 +322,7 @@ expand_glob(struct entries *e, const char *pattern, enum access acc, int max_dep
                           .pattern = pattern,
                           .err = err};
     char *prefix = copy ? split_pattern(&g, copy) : NULL;
-    int rc = prefix == NULL ? fail(err, "permissionProfile: out of memory") : 0;
+    int rc = prefix == NULL ? sandbox_fail(err, "permissionProfile: out of memory") : 0;
     if (rc == 0 && g.n == 0) /* no pattern in it: a path */
         rc = entries_add(e, prefix, acc, false, err);
     else if (rc == 0)
@@ -353,11 +346,12 @@ parse_access(const json_t *entry, size_t i, enum access *acc, char **err)
     else if (a != NULL && (strcmp(a, "deny") == 0 || strcmp(a, "none") == 0))
         *acc = ACC_DENY;
     else
-        return fail(err, "permissionProfile: entries[%zu].access must be read, write or deny", i);
+        return sandbox_fail(
+            err, "permissionProfile: entries[%zu].access must be read, write or deny", i);
     const json_t *m = json_object_get(entry, "missing_path_behavior");
     if (m != NULL && !json_is_null(m) && !json_is_string(m))
-        return fail(err, "permissionProfile: entries[%zu].missing_path_behavior must be a string",
-                    i);
+        return sandbox_fail(
+            err, "permissionProfile: entries[%zu].missing_path_behavior must be a string", i);
     return 0;
 }
 
@@ -368,7 +362,8 @@ abs_field(const json_t *obj, const char *key, size_t i, char **err)
     const json_t *v = json_object_get(obj, key);
     const char *s = json_string_value(v);
     if (s == NULL || strlen(s) != json_string_length(v) || s[0] != '/') {
-        fail(err, "permissionProfile: entries[%zu].path.%s must be an absolute path", i, key);
+        sandbox_fail(err, "permissionProfile: entries[%zu].path.%s must be an absolute path", i,
+                     key);
         return NULL;
     }
     return s;
@@ -384,10 +379,11 @@ add_project_root(struct entries *e, const json_t *value, const char *cwd, enum a
         return entries_add(e, cwd, acc, false, err);
     const char *s = json_string_value(sub);
     if (s == NULL || strlen(s) != json_string_length(sub) || s[0] == '/')
-        return fail(err, "permissionProfile: entries[%zu].path.value.subpath must be relative", i);
+        return sandbox_fail(
+            err, "permissionProfile: entries[%zu].path.value.subpath must be relative", i);
     char *p = join(cwd, s);
     if (p == NULL)
-        return fail(err, "permissionProfile: out of memory");
+        return sandbox_fail(err, "permissionProfile: out of memory");
     int rc = entries_add(e, p, acc, false, err);
     free(p);
     return rc;
@@ -400,7 +396,8 @@ add_special(struct entries *e, const json_t *path, const char *cwd, const char *
     const json_t *value = json_object_get(path, "value");
     const char *kind = json_string_value(json_object_get(value, "kind"));
     if (kind == NULL)
-        return fail(err, "permissionProfile: entries[%zu].path.value.kind must be a string", i);
+        return sandbox_fail(err, "permissionProfile: entries[%zu].path.value.kind must be a string",
+                            i);
     if (strcmp(kind, "root") == 0)
         return entries_add(e, "/", acc, false, err);
     if (strcmp(kind, "minimal") == 0) {
@@ -422,13 +419,13 @@ add_entry(struct entries *e, const json_t *entry, size_t i, const char *cwd, con
 {
     enum access acc = ACC_DENY;
     if (!json_is_object(entry))
-        return fail(err, "permissionProfile: entries[%zu] must be an object", i);
+        return sandbox_fail(err, "permissionProfile: entries[%zu] must be an object", i);
     if (parse_access(entry, i, &acc, err) < 0)
         return -1;
     const json_t *path = json_object_get(entry, "path");
     const char *type = json_string_value(json_object_get(path, "type"));
     if (type == NULL)
-        return fail(err, "permissionProfile: entries[%zu].path.type must be a string", i);
+        return sandbox_fail(err, "permissionProfile: entries[%zu].path.type must be a string", i);
     if (strcmp(type, "path") == 0) {
         const char *p = abs_field(path, "path", i, err);
         return p ? entries_add(e, p, acc, false, err) : -1;
@@ -439,10 +436,10 @@ add_entry(struct entries *e, const json_t *entry, size_t i, const char *cwd, con
     }
     if (strcmp(type, "special") == 0)
         return add_special(e, path, cwd, tmpdir, acc, i, err);
-    return fail(err,
-                "permissionProfile: entries[%zu].path.type \"%s\" is not one of path, "
-                "glob_pattern, special",
-                i, type);
+    return sandbox_fail(err,
+                        "permissionProfile: entries[%zu].path.type \"%s\" is not one of path, "
+                        "glob_pattern, special",
+                        i, type);
 }
 
 static int
@@ -453,7 +450,7 @@ scan_depth(const json_t *fs, int *depth, char **err)
     if (d == NULL || json_is_null(d))
         return 0;
     if (!json_is_integer(d) || json_integer_value(d) < 0)
-        return fail(err, "permissionProfile: glob_scan_max_depth must be a whole number");
+        return sandbox_fail(err, "permissionProfile: glob_scan_max_depth must be a whole number");
     json_int_t v = json_integer_value(d);
     *depth = v > SANDBOX_PROFILE_GLOB_DEPTH_MAX ? SANDBOX_PROFILE_GLOB_DEPTH_MAX : (int)v;
     return 0;
@@ -467,7 +464,7 @@ gather(struct entries *e, const json_t *fs, const char *cwd, const char *tmpdir,
     if (scan_depth(fs, &depth, err) < 0)
         return -1;
     if (list != NULL && !json_is_null(list) && !json_is_array(list))
-        return fail(err, "permissionProfile: file_system.entries must be an array");
+        return sandbox_fail(err, "permissionProfile: file_system.entries must be an array");
     for (size_t i = 0; i < json_array_size(list); i++) {
         if (add_entry(e, json_array_get(list, i), i, cwd, tmpdir, depth, err) < 0)
             return -1;
@@ -656,7 +653,7 @@ managed_policy(const struct entries *e, bool network, char **err)
     }
     folded_free(&f);
     if (policy == NULL)
-        fail(err, "permissionProfile: out of memory");
+        sandbox_fail(err, "permissionProfile: out of memory");
     return policy;
 }
 
@@ -672,7 +669,8 @@ parse_network(const json_t *profile, bool *on, char **err)
     if (s != NULL && strcmp(s, "enabled") == 0)
         *on = true;
     else if (s == NULL || strcmp(s, "restricted") != 0)
-        return fail(err, "permissionProfile: network must be \"restricted\" or \"enabled\"");
+        return sandbox_fail(err,
+                            "permissionProfile: network must be \"restricted\" or \"enabled\"");
     return 0;
 }
 
@@ -685,8 +683,8 @@ managed(const json_t *profile, const char *cwd, const char *tmpdir, bool network
         return json_pack("{s:s, s:s}", "type", "external-sandbox", "network_access",
                          network ? "enabled" : "restricted");
     if (type == NULL || strcmp(type, "restricted") != 0) {
-        fail(err, "permissionProfile: file_system.type must be \"restricted\" or "
-                  "\"unrestricted\"");
+        sandbox_fail(err, "permissionProfile: file_system.type must be \"restricted\" or "
+                          "\"unrestricted\"");
         return NULL;
     }
     struct entries e = {0};
@@ -706,11 +704,11 @@ sandbox_profile_to_policy(const json_t *profile, const char *cwd, const char *tm
     const char *type = json_string_value(json_object_get(profile, "type"));
     bool network;
     if (!json_is_object(profile) || type == NULL) {
-        fail(err, "permissionProfile: must be an object with a type");
+        sandbox_fail(err, "permissionProfile: must be an object with a type");
         return NULL;
     }
     if (cwd == NULL || cwd[0] != '/') {
-        fail(err, "permissionProfile: needs an absolute sandbox cwd");
+        sandbox_fail(err, "permissionProfile: needs an absolute sandbox cwd");
         return NULL;
     }
     if (strcmp(type, "disabled") == 0)
@@ -722,8 +720,9 @@ sandbox_profile_to_policy(const json_t *profile, const char *cwd, const char *tm
                          network ? "enabled" : "restricted");
     if (strcmp(type, "managed") == 0)
         return managed(profile, cwd, tmpdir, network, err);
-    fail(err, "permissionProfile: unknown type \"%s\" (expected managed, disabled or external)",
-         type);
+    sandbox_fail(err,
+                 "permissionProfile: unknown type \"%s\" (expected managed, disabled or external)",
+                 type);
     return NULL;
 }
 
@@ -747,7 +746,7 @@ decode_url_path(const char *s, char **err)
 {
     char *out = malloc(strlen(s) + 1);
     if (out == NULL) {
-        fail(err, "sandboxCwd: out of memory");
+        sandbox_fail(err, "sandboxCwd: out of memory");
         return NULL;
     }
     size_t o = 0;
@@ -759,7 +758,7 @@ decode_url_path(const char *s, char **err)
         int hi = hex(s[1]), lo = hi < 0 ? -1 : hex(s[2]);
         if (lo < 0 || (hi == 0 && lo == 0)) {
             free(out);
-            fail(err, "sandboxCwd: bad percent-escape in the file URL");
+            sandbox_fail(err, "sandboxCwd: bad percent-escape in the file URL");
             return NULL;
         }
         out[o++] = (char)(hi * 16 + lo);
@@ -776,18 +775,18 @@ sandbox_profile_cwd(const char *text, char **err)
     if (text[0] == '/') {
         char *p = strdup(text);
         if (p == NULL)
-            fail(err, "sandboxCwd: out of memory");
+            sandbox_fail(err, "sandboxCwd: out of memory");
         return p;
     }
     if (strncasecmp(text, "file://", 7) != 0) {
-        fail(err, "sandboxCwd: \"%s\" is neither a file:// URL nor an absolute path", text);
+        sandbox_fail(err, "sandboxCwd: \"%s\" is neither a file:// URL nor an absolute path", text);
         return NULL;
     }
     const char *host = text + 7, *path = strchr(host, '/');
     size_t host_len = path ? (size_t)(path - host) : strlen(host);
     if (path == NULL ||
         (host_len != 0 && !(host_len == 9 && strncasecmp(host, "localhost", 9) == 0))) {
-        fail(err, "sandboxCwd: \"%s\" is not a local file URL", text);
+        sandbox_fail(err, "sandboxCwd: \"%s\" is not a local file URL", text);
         return NULL;
     }
     return decode_url_path(path, err);
