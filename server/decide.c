@@ -1984,22 +1984,18 @@ char *
 decide_child_question_text(const char *parent, const char *why, const char *program,
                            const char *const *args, size_t nargs, const char *workdir)
 {
-    char *joined = shlex_join(args, nargs);
     char *shown_parent = escape_shown(parent);
     char *shown_why = escape_shown(why);
-    char *prog = escape_shown(program);
-    char *shown_args = joined ? escape_shown(joined) : NULL;
+    char *cmd = shown_command(program, args, nargs);
     char *wd = escape_shown(workdir);
-    char *text = NULL;
-    if (!shown_parent || !shown_why || !prog || !shown_args || !wd ||
-        asprintf(&text, "`%s` (%s) wants to start `%s%s%s` outside the sandbox, in `%s`. Allow it?",
-                 shown_parent, shown_why, prog, nargs > 0 ? " " : "", shown_args, wd) < 0)
-        text = NULL;
-    free(joined);
+    char *text =
+        shown_parent && shown_why && cmd && wd
+            ? strfmt("`%s` (%s) wants to start `%s` outside the sandbox, in `%s`. Allow it?",
+                     shown_parent, shown_why, cmd, wd)
+            : NULL;
     free(shown_parent);
     free(shown_why);
-    free(prog);
-    free(shown_args);
+    free(cmd);
     free(wd);
     return text;
 }
