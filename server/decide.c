@@ -638,12 +638,13 @@ dotgit_writable(const struct decide_call *dc, const char *dotgit)
     return found;
 }
 
-/* dir itself is a git directory a sandbox could have made: git takes a
- * bare layout as a repository when it finds one where it looks. */
+/* dir itself, laid out as a git directory (bare_layout), is one a
+ * sandbox could have made: git takes a bare layout as a repository when
+ * it finds one where it looks. */
 static bool
 bare_writable(const struct decide_call *dc, const char *dir)
 {
-    if (!bare_layout(dir) || is_kept_gitdir(dc, dir))
+    if (is_kept_gitdir(dc, dir))
         return false;
     return sandbox_could_write(dc, dir) || writable_history_contains(dc->ds->written, dir) ||
            writable_history_everything(dc->ds->written);
@@ -683,6 +684,8 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which, ch
     char *dir = realpath(cwd, NULL);
     if (!dir)
         return true; /* cannot tell: the cautious answer, *which NULL */
+    /* the ceiling when no repository is met */
+    char *above_cwd = parent_of(dir);
     bool found = false;
     for (;;) {
         char *dotgit = NULL;
@@ -699,13 +702,14 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which, ch
             break;
         }
         free(dotgit);
-        if (bare_writable(dc, dir)) {
+        bool bare = bare_layout(dir);
+        if (bare && bare_writable(dc, dir)) {
             found = true;
             *which = dir;
             dir = NULL;
             break;
         }
-        if ((has_dotgit || bare_layout(dir)) && !*ceiling)
+        if ((has_dotgit || bare) && !*ceiling)
             *ceiling = parent_of(dir);
         char *slash = strrchr(dir, '/');
         if (slash == dir && dir[1] == '\0')
@@ -716,11 +720,11 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which, ch
             *slash = '\0';
     }
     if (!found && !*ceiling) {
-        char *real = realpath(cwd, NULL);
-        *ceiling = real ? parent_of(real) : NULL;
-        free(real);
+        *ceiling = above_cwd;
+        above_cwd = NULL;
         found = *ceiling == NULL;
     }
+    free(above_cwd);
     if (found) {
         free(*ceiling);
         *ceiling = NULL;
@@ -1980,22 +1984,18 @@ char *
 decide_child_question_text(const char *parent, const char *why, const char *program,
                            const char *const *args, size_t nargs, const char *workdir)
 {
-    char *joined = shlex_join(args, nargs);
     char *shown_parent = escape_shown(parent);
     char *shown_why = escape_shown(why);
-    char *prog = escape_shown(program);
-    char *shown_args = joined ? escape_shown(joined) : NULL;
+    char *cmd = shown_command(program, args, nargs);
     char *wd = escape_shown(workdir);
-    char *text = NULL;
-    if (!shown_parent || !shown_why || !prog || !shown_args || !wd ||
-        asprintf(&text, "`%s` (%s) wants to start `%s%s%s` outside the sandbox, in `%s`. Allow it?",
-                 shown_parent, shown_why, prog, nargs > 0 ? " " : "", shown_args, wd) < 0)
-        text = NULL;
-    free(joined);
+    char *text =
+        shown_parent && shown_why && cmd && wd
+            ? strfmt("`%s` (%s) wants to start `%s` outside the sandbox, in `%s`. Allow it?",
+                     shown_parent, shown_why, cmd, wd)
+            : NULL;
     free(shown_parent);
     free(shown_why);
-    free(prog);
-    free(shown_args);
+    free(cmd);
     free(wd);
     return text;
 }
