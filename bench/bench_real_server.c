@@ -1,5 +1,5 @@
 /*
- * bench_real_server: execgate's own session code (server/escalation.c) for
+ * bench_real_server: execgate's own session code (server/decide/escalation.c) for
  * bench/wrapper_bench --real. A libuv loop in a thread serves one detached
  * escalation call: the rules allow `touch` (so `true` has no rule and is
  * Run, as in bench/escalation.py), the sandbox view is workspace-write on
@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "server/decide.h"
-#include "server/escalation.h"
+#include "server/decide/decide.h"
+#include "server/decide/escalation.h"
 
 int bench_real_server_start(void);
 

@@ -8,9 +8,9 @@
  *
  *   bench/call-result.sh [RUNS]
  */
-#include "server/call_result.h"
-#include "server/output_ring.h"
-#include "server/utf8.h"
+#include "server/call/call_result.h"
+#include "server/call/output_ring.h"
+#include "common/utf8.h"
 
 #include "bench/timing.h"
 

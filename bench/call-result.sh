@@ -7,6 +7,6 @@ set -eu
 cd "$(dirname "$0")/.."
 out=build-bench/bench-call-result
 mkdir -p build-bench
-cc -O2 -std=c17 -D_GNU_SOURCE -Iserver -Ibench bench/call-result.c server/call_result.c \
-    server/output_ring.c server/utf8.c $(pkg-config --cflags --libs jansson) -o "$out"
+cc -O2 -std=c17 -D_GNU_SOURCE -Iserver -Ibench bench/call-result.c server/call/call_result.c \
+    server/call/output_ring.c common/utf8.c $(pkg-config --cflags --libs jansson) -o "$out"
 "$out" "${1:-30}"

@@ -29,7 +29,7 @@
 
 #include "bench/timing.h"
 #include "rules/policy.h"
-#include "server/netproxy.h"
+#include "server/net/netproxy.h"
 
 #define CHUNK (256 * 1024)
 

@@ -13,8 +13,8 @@
 
 #include "bench/timing.h"
 
-#include "server/decide.h"
-#include "server/log.h"
+#include "server/decide/decide.h"
+#include "common/log.h"
 
 static void
 generate(const char *path, int n)

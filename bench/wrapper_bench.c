@@ -9,7 +9,7 @@
  * own cost plus the protocol's round trip.
  *
  * With --real (bench_real_server.c linked in), the server is execgate's own
- * session code (server/escalation.c) on a libuv loop in a thread, with a
+ * session code (server/decide/escalation.c) on a libuv loop in a thread, with a
  * rules file and a workspace-write view, as in the MCP server: the
  * difference between the two figures is the server's share.
  *

@@ -2,7 +2,7 @@
  * fd_pass: sendmsg/recvmsg with SCM_RIGHTS, and the adopt-or-close walk
  * over what a receive brought in.
  */
-#include "wrapper/fd_pass.h"
+#include "common/fd_pass.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -2,8 +2,8 @@
  * fd_pass: fds over Unix sockets (SCM_RIGHTS), sent and received in one
  * place for every side: the wrapper and the server's escalation sessions
  * (esc_io), the sandbox helper's hand-over of its exec filter listener
- * (sandbox/exec_filter.c) and its receiver (sandbox/exec_notify.c), the
- * server's filtered start (server/spawn_filtered.c) and its kernel probe.
+ * (sandbox/exec_filter.c) and its receiver (supervise/exec_notify.c), the
+ * server's filtered start (server/call/spawn_filtered.c) and its kernel probe.
  *
  * Ownership on receipt is total: every fd the kernel installs is either
  * handed to the caller or closed before fd_pass_recv returns, whatever

@@ -1,4 +1,4 @@
-#include "server/strfmt.h"
+#include "common/strfmt.h"
 
 #include <stdio.h>
 

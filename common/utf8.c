@@ -1,4 +1,4 @@
-#include "server/utf8.h"
+#include "common/utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>

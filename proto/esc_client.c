@@ -6,8 +6,8 @@
  * program's environment is the one passed in), and it exits or returns
  * with nothing of its own left open.
  */
-#include "wrapper/esc_client.h"
-#include "wrapper/esc_env.h"
+#include "proto/esc_client.h"
+#include "proto/esc_env.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,8 +24,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "wrapper/esc_io.h"
-#include "wrapper/esc_proto.h"
+#include "proto/esc_io.h"
+#include "proto/esc_proto.h"
 
 noreturn void
 esc_client_die(int status, int errnum, const char *fmt, ...)

@@ -2,9 +2,9 @@
  * esc_io: escalation frames and their fds on Unix sockets, on top of
  * fd_pass (which sends, receives, and adopts or closes every fd).
  */
-#include "wrapper/esc_io.h"
+#include "proto/esc_io.h"
 
-#include "wrapper/fd_pass.h"
+#include "common/fd_pass.h"
 
 #include <errno.h>
 #include <stdbool.h>

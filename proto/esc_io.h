@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "wrapper/esc_proto.h"
+#include "proto/esc_proto.h"
 
 /* Fds received so far on one session, in arrival order. Bounded by the
  * protocol's limit; going past it is an error, never a truncation. */

@@ -2,7 +2,7 @@
  * esc_proto: encoder and decoder of escalation frames (see esc_proto.h and
  * docs/escalation-protocol.md).
  */
-#include "wrapper/esc_proto.h"
+#include "proto/esc_proto.h"
 
 #include <errno.h>
 #include <signal.h>

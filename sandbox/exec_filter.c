@@ -11,7 +11,7 @@
  */
 #include "sandbox/exec_filter.h"
 
-#include "wrapper/fd_pass.h"
+#include "common/fd_pass.h"
 
 #include <errno.h>
 #include <fcntl.h>

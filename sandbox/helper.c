@@ -7,14 +7,14 @@
  * the helper itself does runs under the filter.
  */
 #include "sandbox/helper.h"
-#include "sandbox/cmdline.h"
+#include "sandbox/policy/cmdline.h"
 #include "sandbox/exec_filter.h"
 #include "sandbox/filter.h"
 #include "sandbox/landlock.h"
 #include "sandbox/netns.h"
 #include "sandbox/ns.h"
 #include "sandbox/placeholder.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 #include "sandbox/protect.h"
 
 #include <errno.h>
@@ -35,7 +35,7 @@
 
 #include <jansson.h>
 
-#include "wrapper/fd_pass.h"
+#include "common/fd_pass.h"
 
 __attribute__((format(printf, 2, 0))) static void
 vmessage(int errnum, const char *fmt, va_list ap)

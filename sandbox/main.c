@@ -10,10 +10,10 @@
  * PROGRAM not found is 127, found but not runnable 126, otherwise PROGRAM's
  * own status (128+signal when it was killed and the helper had to wait).
  */
-#include "sandbox/cmdline.h"
+#include "sandbox/policy/cmdline.h"
 #include "execgate-config.h"
 #include "sandbox/helper.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 #include "sandbox/ns.h"
 #include "sandbox/protect.h"
 

@@ -3,8 +3,8 @@
  */
 #include "sandbox/protect.h"
 #include "sandbox/ns.h"
-#include "sandbox/path_list.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/path_list.h"
+#include "sandbox/policy/policy.h"
 
 #include <errno.h>
 #include <fcntl.h>

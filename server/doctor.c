@@ -1,17 +1,17 @@
 #include "server/doctor.h"
 
-#include "server/call_cgroup.h"
-#include "server/call_fds.h"
-#include "server/exec_watch.h"
+#include "server/call/call_cgroup.h"
+#include "server/call/call_fds.h"
+#include "server/decide/exec_watch.h"
 #include "server/options.h"
-#include "server/spawn_child.h"
-#include "server/spawn_filtered.h"
-#include "server/strfmt.h"
+#include "server/call/spawn_child.h"
+#include "server/call/spawn_filtered.h"
+#include "common/strfmt.h"
 #include "execgate-config.h"
 #include "rules/load.h"
 #include "rules/policy.h"
-#include "sandbox/cmdline.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/cmdline.h"
+#include "sandbox/policy/policy.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,11 +4,11 @@
  * Parses the command line, then runs one libuv loop until the client goes
  * away or a signal asks it to stop; exits 0 after a clean shutdown.
  */
-#include "server/log.h"
-#include "server/call_cgroup.h"
+#include "common/log.h"
+#include "server/call/call_cgroup.h"
 #include "server/doctor.h"
-#include "server/mcp.h"
-#include "server/mcp_http.h"
+#include "server/mcp/mcp.h"
+#include "server/mcp/mcp_http.h"
 #include "server/options.h"
 
 #include <errno.h>

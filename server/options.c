@@ -1,8 +1,8 @@
 #include "server/options.h"
 
-#include "server/escalated_env.h"
-#include "server/strfmt.h"
-#include "sandbox/policy.h"
+#include "server/decide/escalated_env.h"
+#include "common/strfmt.h"
+#include "sandbox/policy/policy.h"
 #include "execgate-config.h"
 
 #include <errno.h>

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sandbox/unix_connect.h"
-#include "server/log.h"
+#include "supervise/unix_connect.h"
+#include "common/log.h"
 
 #define OPTIONS_DEFAULT_TIMEOUT_MS    10000u
 #define OPTIONS_DEFAULT_MAX_OUTPUT    (1024u * 1024)

@@ -7,11 +7,11 @@
  * check validity again before answering: what was read belonged to the
  * process that is still stopped in that execve.
  */
-#include "sandbox/exec_notify.h"
+#include "supervise/exec_notify.h"
 #include "sandbox/exec_filter.h"
-#include "sandbox/unix_connect.h"
+#include "supervise/unix_connect.h"
 #include "rules/exec_path.h"
-#include "wrapper/fd_pass.h"
+#include "common/fd_pass.h"
 
 #include <errno.h>
 #include <fcntl.h>

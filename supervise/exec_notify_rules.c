@@ -4,7 +4,7 @@
  * A rule names programs; the target chooses its path, argv[0] and symlink
  * names, so each of them is tried and the strictest result kept.
  */
-#include "sandbox/exec_notify_rules.h"
+#include "supervise/exec_notify_rules.h"
 #include "rules/policy.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
 #ifndef EXECGATE_SANDBOX_EXEC_NOTIFY_RULES_H
 #define EXECGATE_SANDBOX_EXEC_NOTIFY_RULES_H
 
-#include "sandbox/exec_notify.h"
+#include "supervise/exec_notify.h"
 
 struct rules_policy;
 

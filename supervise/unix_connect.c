@@ -11,10 +11,10 @@
  * file) changes what was checked, because the kernel never reads them
  * again: the supervisor's answer is the call's result.
  */
-#include "sandbox/unix_connect.h"
-#include "sandbox/exec_notify.h"
-#include "sandbox/unix_holder.h"
-#include "sandbox/unix_msg.h"
+#include "supervise/unix_connect.h"
+#include "supervise/exec_notify.h"
+#include "supervise/unix_holder.h"
+#include "supervise/unix_msg.h"
 
 #include <errno.h>
 #include <fcntl.h>

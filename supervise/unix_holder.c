@@ -5,7 +5,7 @@
  * sandbox with a network namespace of its own (the network proxy's) has
  * its sockets out of sight, and its datagram destinations are refused.
  */
-#include "sandbox/unix_holder.h"
+#include "supervise/unix_holder.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * unix_msg: reads a target's sendmsg message once (unix_msg.h).
  */
-#include "sandbox/unix_msg.h"
+#include "supervise/unix_msg.h"
 
 #include <errno.h>
 #include <limits.h>

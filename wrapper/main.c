@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wrapper/esc_client.h"
-#include "wrapper/esc_env.h"
+#include "proto/esc_client.h"
+#include "proto/esc_env.h"
 
 #define PROG ESC_CLIENT_PROG
 

@@ -1,9 +1,9 @@
 /*
  * cmdline: struct sandbox_cmdline to argv.
  */
-#include "sandbox/cmdline.h"
+#include "sandbox/policy/cmdline.h"
 
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
 #include <errno.h>
 #include <stdint.h>

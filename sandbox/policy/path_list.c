@@ -1,4 +1,4 @@
-#include "sandbox/path_list.h"
+#include "sandbox/policy/path_list.h"
 
 #include <errno.h>
 #include <stdlib.h>

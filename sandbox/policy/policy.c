@@ -2,10 +2,10 @@
  * sandbox policy: the sandboxPolicy JSON of Codex clients, parsed into a
  * small immutable struct, and turned back into one canonical text.
  */
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
-#include "sandbox/cmdline.h"
-#include "sandbox/path_list.h"
+#include "sandbox/policy/cmdline.h"
+#include "sandbox/policy/path_list.h"
 
 #include <errno.h>
 #include <stdarg.h>

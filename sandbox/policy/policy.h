@@ -159,7 +159,7 @@ const char *sandbox_policy_deny(const struct sandbox_policy *p, size_t i);
  * Where a command under a policy may write: the one statement of it.  The
  * helper's Landlock rules and its --protect locations (helper.c,
  * protect.c) and the server's view of what a call's sandbox could have
- * changed (server/writable_view.c) are all made from it, so they cannot
+ * changed (server/call/writable_view.c) are all made from it, so they cannot
  * disagree.  Paths are as the policy and tmpdir give them, not resolved:
  * Landlock follows symlinks when it adds a rule and grants nothing for a
  * path that does not exist, so whoever compares paths resolves each with

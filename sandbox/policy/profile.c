@@ -5,9 +5,9 @@
  * above it: that is all Codex's "most specific entry wins" needs, since
  * between two entries nothing else decides.
  */
-#include "sandbox/profile.h"
+#include "sandbox/policy/profile.h"
 
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
-#include "server/call_cgroup.h"
+#include "server/call/call_cgroup.h"
 
-#include "server/log.h"
-#include "server/strfmt.h"
+#include "common/log.h"
+#include "common/strfmt.h"
 
 #include <dirent.h>
 #include <errno.h>

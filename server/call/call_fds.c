@@ -1,7 +1,7 @@
 /*
  * call_fds: a call's table of inherited fds to spawn_child's list.
  */
-#include "server/call_fds.h"
+#include "server/call/call_fds.h"
 
 void
 call_fds_init(struct call_fds *f)

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "server/spawn_child.h"
+#include "server/call/spawn_child.h"
 
 /* The child's fd numbers.  0 is always /dev/null (spawn_child). */
 enum call_fd {

@@ -1,6 +1,6 @@
-#include "server/call_result.h"
+#include "server/call/call_result.h"
 
-#include "server/utf8.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
 #ifndef EXECGATE_SERVER_CALL_RESULT_H
 #define EXECGATE_SERVER_CALL_RESULT_H
 
-#include "server/output_ring.h"
+#include "server/call/output_ring.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
-#include "server/login_snapshot.h"
+#include "server/call/login_snapshot.h"
 
-#include "server/log.h"
-#include "server/strfmt.h"
-#include "wrapper/esc_env.h"
+#include "common/log.h"
+#include "common/strfmt.h"
+#include "proto/esc_env.h"
 
 #include <dirent.h>
 #include <errno.h>

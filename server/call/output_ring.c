@@ -1,4 +1,4 @@
-#include "server/output_ring.h"
+#include "server/call/output_ring.h"
 
 #include <stdio.h>
 #include <stdlib.h>

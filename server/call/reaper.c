@@ -1,7 +1,7 @@
-#include "server/reaper.h"
+#include "server/call/reaper.h"
 
-#include "server/log.h"
-#include "server/spawn_child.h"
+#include "common/log.h"
+#include "server/call/spawn_child.h"
 
 #include <stdbool.h>
 #include <errno.h>

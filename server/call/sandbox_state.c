@@ -2,11 +2,11 @@
  * sandbox_state: a client's sandbox state resolved into a sandboxPolicy
  * object and its sandbox cwd.
  */
-#include "server/sandbox_state.h"
+#include "server/call/sandbox_state.h"
 
-#include "sandbox/policy.h"
-#include "sandbox/profile.h"
-#include "server/strfmt.h"
+#include "sandbox/policy/policy.h"
+#include "sandbox/policy/profile.h"
+#include "common/strfmt.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
-#include "server/shell_call.h"
+#include "server/call/shell_call.h"
 
-#include "server/log.h"
-#include "server/output_ring.h"
-#include "server/spawn_child.h"
-#include "sandbox/cmdline.h"
+#include "common/log.h"
+#include "server/call/output_ring.h"
+#include "server/call/spawn_child.h"
+#include "sandbox/policy/cmdline.h"
 
 #include <errno.h>
 #include <fcntl.h>

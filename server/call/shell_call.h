@@ -17,9 +17,9 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "server/call_cgroup.h"
-#include "server/call_fds.h"
-#include "server/output_ring.h"
+#include "server/call/call_cgroup.h"
+#include "server/call/call_fds.h"
+#include "server/call/output_ring.h"
 
 /* Exit code reported for a call that hit its timeout (as timeout(1)). */
 #define SHELL_CALL_TIMEOUT_EXIT 124

@@ -3,10 +3,10 @@
  * pidfd.  Starts that need more than posix_spawn offers are
  * spawn_filtered.c's.
  */
-#include "server/spawn_child.h"
+#include "server/call/spawn_child.h"
 
-#include "server/log.h"
-#include "server/spawn_filtered.h"
+#include "common/log.h"
+#include "server/call/spawn_filtered.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -24,7 +24,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "server/call_cgroup.h"
+#include "server/call/call_cgroup.h"
 
 struct spawn_child;
 

@@ -37,11 +37,11 @@
  *   where the child failed.  Like posix_spawn's, this blocks the loop
  *   until the child's exec, and no longer.
  */
-#include "server/spawn_filtered.h"
+#include "server/call/spawn_filtered.h"
 
 #include "sandbox/exec_filter.h"
-#include "sandbox/exec_notify.h"
-#include "wrapper/fd_pass.h"
+#include "supervise/exec_notify.h"
+#include "common/fd_pass.h"
 #include "rules/exec_path.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "server/writable_history.h"
+#include "server/call/writable_history.h"
 
 #include <stdlib.h>
 

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/writable_view.h"
+#include "server/call/writable_view.h"
 
 /* The most writable roots remembered, over all distinct views (a policy
  * or sandbox cwd that changes on every call cannot grow the server

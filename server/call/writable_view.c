@@ -1,7 +1,7 @@
-#include "server/writable_view.h"
+#include "server/call/writable_view.h"
 
-#include "sandbox/path_list.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/path_list.h"
+#include "sandbox/policy/policy.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * writable_view: where a call's sandbox can write, as the server sees it:
  * the writable set the helper applies (sandbox_writable_new,
- * sandbox/policy.h), each path resolved.  Anything there is the sandboxed
+ * sandbox/policy/policy.h), each path resolved.  Anything there is the sandboxed
  * command's to make, replace or repoint, so nothing found there may vouch
  * for what runs outside the sandbox.  A permission profile's read-only
  * paths and hidden paths inside the roots are not taken out: the view may
@@ -29,7 +29,7 @@ struct writable_view {
 /*
  * The view of policy (a sandboxPolicy object) with sandbox_cwd (absolute)
  * and the server's $TMPDIR, which is the helper's (the call's environment
- * is the server's own): sandbox_writable_new's set (sandbox/policy.h says
+ * is the server's own): sandbox_writable_new's set (sandbox/policy/policy.h says
  * what each kind of policy yields), each path resolved, those that do not
  * resolve left out (they grant nothing), and so are those reached through
  * a symbolic link lying in one of the policy's roots (a sandboxed command

@@ -1,4 +1,4 @@
-#include "server/approvals.h"
+#include "server/decide/approvals.h"
 
 #include <stdlib.h>
 #include <string.h>

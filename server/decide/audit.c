@@ -1,6 +1,6 @@
-#include "server/audit.h"
+#include "server/decide/audit.h"
 
-#include "server/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
-#include "server/escalated_env.h"
+#include "server/decide/escalated_env.h"
 
-#include "wrapper/esc_env.h"
+#include "proto/esc_env.h"
 
-#include "server/exec_checks.h"
+#include "server/decide/exec_checks.h"
 
 #include <stdint.h>
 #include <stdlib.h>

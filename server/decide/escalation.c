@@ -1,15 +1,15 @@
-#include "server/escalation.h"
+#include "server/decide/escalation.h"
 
-#include "wrapper/esc_env.h"
+#include "proto/esc_env.h"
 
-#include "server/call_fds.h"
-#include "server/decide.h"
-#include "wrapper/esc_io.h"
-#include "wrapper/esc_proto.h"
-#include "server/escalated_env.h"
-#include "server/log.h"
-#include "server/reaper.h"
-#include "server/spawn_child.h"
+#include "server/call/call_fds.h"
+#include "server/decide/decide.h"
+#include "proto/esc_io.h"
+#include "proto/esc_proto.h"
+#include "server/decide/escalated_env.h"
+#include "common/log.h"
+#include "server/call/reaper.h"
+#include "server/call/spawn_child.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "server/shell_call.h"
+#include "server/call/shell_call.h"
 
 /* Exec sessions open at once per call; a HELLO beyond this is refused
  * (its fd closed: the wrapper fails closed with 126). */

@@ -1,6 +1,6 @@
-#include "server/exec_checks.h"
+#include "server/decide/exec_checks.h"
 
-#include "wrapper/esc_env.h"
+#include "proto/esc_env.h"
 
 #include <errno.h>
 #include <stdlib.h>

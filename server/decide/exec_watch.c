@@ -1,12 +1,12 @@
-#include "server/exec_watch.h"
+#include "server/decide/exec_watch.h"
 
-#include "server/decide.h"
-#include "wrapper/fd_pass.h"
-#include "server/log.h"
-#include "server/shell_call.h"
-#include "sandbox/exec_notify.h"
+#include "server/decide/decide.h"
+#include "common/fd_pass.h"
+#include "common/log.h"
+#include "server/call/shell_call.h"
+#include "supervise/exec_notify.h"
 #include "rules/shlex.h"
-#include "sandbox/unix_connect.h"
+#include "supervise/unix_connect.h"
 
 #include <errno.h>
 #include <fcntl.h>

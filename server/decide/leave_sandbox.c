@@ -1,8 +1,8 @@
-#include "server/leave_sandbox.h"
+#include "server/decide/leave_sandbox.h"
 
-#include "server/decide.h"
-#include "server/question_form.h"
-#include "server/strfmt.h"
+#include "server/decide/decide.h"
+#include "server/decide/question_form.h"
+#include "common/strfmt.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

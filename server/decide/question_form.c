@@ -1,4 +1,4 @@
-#include "server/question_form.h"
+#include "server/decide/question_form.h"
 
 #include <stdbool.h>
 

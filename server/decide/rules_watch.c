@@ -1,6 +1,6 @@
-#include "server/rules_watch.h"
+#include "server/decide/rules_watch.h"
 
-#include "server/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "server/call_peer.h"
+#include "server/mcp/call_peer.h"
 
 #include <errno.h>
 #include <fcntl.h>

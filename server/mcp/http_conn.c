@@ -1,7 +1,7 @@
-#include "server/http_conn.h"
+#include "server/mcp/http_conn.h"
 
-#include "server/log.h"
-#include "server/strfmt.h"
+#include "common/log.h"
+#include "common/strfmt.h"
 
 #include <ctype.h>
 #include <http_parser.h>

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "server/jsonrpc.h"
+#include "server/rpc/jsonrpc.h"
 #include "server/options.h"
 
 /* Newest protocol version this server speaks. */

@@ -1,10 +1,10 @@
-#include "server/mcp_http.h"
+#include "server/mcp/mcp_http.h"
 
-#include "server/call_peer.h"
-#include "server/http_conn.h"
-#include "server/log.h"
-#include "server/nethost.h"
-#include "server/strfmt.h"
+#include "server/mcp/call_peer.h"
+#include "server/mcp/http_conn.h"
+#include "common/log.h"
+#include "server/net/nethost.h"
+#include "common/strfmt.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

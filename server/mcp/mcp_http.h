@@ -27,7 +27,7 @@
 
 #include <uv.h>
 
-#include "server/mcp.h"
+#include "server/mcp/mcp.h"
 #include "server/options.h"
 
 /* Connections open at once.  A new one takes the place of the oldest

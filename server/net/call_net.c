@@ -2,7 +2,7 @@
  * call_net: the proxy's hooks (rules, questions, records) and each call's
  * hand-over of its namespace's listener.
  */
-#include "server/call_net.h"
+#include "server/net/call_net.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -12,15 +12,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/audit.h"
-#include "server/client_log.h"
-#include "server/decide.h"
-#include "server/jsonrpc.h"
-#include "server/log.h"
-#include "server/question_form.h"
-#include "server/netproxy.h"
-#include "server/shell_call.h"
-#include "wrapper/fd_pass.h"
+#include "server/decide/audit.h"
+#include "server/rpc/client_log.h"
+#include "server/decide/decide.h"
+#include "server/rpc/jsonrpc.h"
+#include "common/log.h"
+#include "server/decide/question_form.h"
+#include "server/net/netproxy.h"
+#include "server/call/shell_call.h"
+#include "common/fd_pass.h"
 
 struct call_net_server {
     uv_loop_t *loop;

@@ -1,7 +1,7 @@
 /*
  * nethost: rule keys for destinations, and which addresses are local.
  */
-#include "server/nethost.h"
+#include "server/net/nethost.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -16,7 +16,7 @@
  * "Connection: close" and its body passed on as the parser delimits it,
  * so that one connection carries exactly one decided request.
  */
-#include "server/netproxy.h"
+#include "server/net/netproxy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "rules/policy.h"
-#include "server/nethost.h"
+#include "server/net/nethost.h"
 
 enum conn_state {
     ST_SNIFF,       /* no byte yet */

@@ -1,6 +1,6 @@
-#include "server/client_log.h"
+#include "server/rpc/client_log.h"
 
-#include "server/jsonrpc.h"
+#include "server/rpc/jsonrpc.h"
 
 #include <stdlib.h>
 #include <string.h>

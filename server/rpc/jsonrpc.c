@@ -1,6 +1,6 @@
-#include "server/jsonrpc.h"
+#include "server/rpc/jsonrpc.h"
 
-#include "server/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wrapper/esc_proto.h"
+#include "proto/esc_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -22,10 +22,10 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "server/decide.h"
-#include "wrapper/esc_io.h"
-#include "server/escalation.h"
-#include "server/log.h"
+#include "server/decide/decide.h"
+#include "proto/esc_io.h"
+#include "server/decide/escalation.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

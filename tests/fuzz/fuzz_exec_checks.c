@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/exec_checks.h"
+#include "server/decide/exec_checks.h"
 #include "rules/heuristic.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

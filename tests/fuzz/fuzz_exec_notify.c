@@ -4,8 +4,8 @@
  * the rest is the datagram.  Whatever the input: no crash, no leak, no fd
  * left open but the one returned, and the results agree with the status.
  */
-#include "wrapper/esc_io.h"
-#include "sandbox/exec_notify.h"
+#include "proto/esc_io.h"
+#include "supervise/exec_notify.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -26,8 +26,8 @@
 #include <uv.h>
 
 #include "fuzz_peer.h"
-#include "server/http_conn.h"
-#include "server/log.h"
+#include "server/mcp/http_conn.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -38,8 +38,8 @@
 
 #include "fuzz_peer.h"
 #include "rules/policy.h"
-#include "server/nethost.h"
-#include "server/netproxy.h"
+#include "server/net/nethost.h"
+#include "server/net/netproxy.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

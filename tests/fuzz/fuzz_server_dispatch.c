@@ -7,8 +7,8 @@
  * serialised and dropped, and every input ends with a full shutdown, so a
  * leak or a use-after-free on any path is found.
  */
-#include "server/mcp.h"
-#include "server/log.h"
+#include "server/mcp/mcp.h"
+#include "common/log.h"
 #include "server/options.h"
 
 #include <stddef.h>

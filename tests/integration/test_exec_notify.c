@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox/exec_notify.h"
+#include "supervise/exec_notify.h"
 #include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 

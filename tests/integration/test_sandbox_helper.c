@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "tests/support/sandbox_harness.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 #include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 

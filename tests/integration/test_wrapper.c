@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "wrapper/esc_proto.h"
+#include "proto/esc_proto.h"
 #include "tests/support/fake_escalation_server.h"
 #include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"

@@ -26,11 +26,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/policy.h"
-#include "sandbox/profile.h"
+#include "sandbox/policy/policy.h"
+#include "sandbox/policy/profile.h"
 #include "tests/support/sandbox_harness.h"
 #include "tests/support/tmpdir.h"
-#include "server/writable_view.h"
+#include "server/call/writable_view.h"
 
 /* Scratch space under /var/tmp (outside /tmp, which most policies make
  * writable), canonical: S holds C (the sandbox cwd), R (a writable root),

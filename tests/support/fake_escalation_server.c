@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "wrapper/esc_io.h"
-#include "wrapper/esc_proto.h"
+#include "proto/esc_io.h"
+#include "proto/esc_proto.h"
 
 struct fake_esc_server {
     const struct fake_esc_rule *rules;

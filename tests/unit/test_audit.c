@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/audit.h"
+#include "server/decide/audit.h"
 #include "tests/support/tmpdir.h"
 
 /* Writes records of about 200 bytes under a file size limit of 1000

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "server/call_cgroup.h"
-#include "server/spawn_child.h"
-#include "server/spawn_filtered.h"
+#include "server/call/call_cgroup.h"
+#include "server/call/spawn_child.h"
+#include "server/call/spawn_filtered.h"
 
 #include <errno.h>
 #include <fcntl.h>

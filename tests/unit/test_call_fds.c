@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "server/call_fds.h"
+#include "server/call/call_fds.h"
 
 static void
 test_empty(void **state)

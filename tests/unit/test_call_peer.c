@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "server/call_peer.h"
+#include "server/mcp/call_peer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "server/call_result.h"
-#include "server/output_ring.h"
-#include "server/utf8.h"
+#include "server/call/call_result.h"
+#include "server/call/output_ring.h"
+#include "common/utf8.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sandbox/cmdline.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/cmdline.h"
+#include "sandbox/policy/policy.h"
 
 static struct sandbox_policy *
 workspace_write(void)

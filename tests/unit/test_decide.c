@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "server/decide.h"
+#include "server/decide/decide.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wrapper/esc_io.h"
-#include "wrapper/esc_proto.h"
+#include "proto/esc_io.h"
+#include "proto/esc_proto.h"
 #include "tests/support/fds.h"
 
 /* Test messages are built from string literals; the codec never writes

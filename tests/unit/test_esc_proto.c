@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "tests/support/alloc_fail.h"
-#include "wrapper/esc_proto.h"
+#include "proto/esc_proto.h"
 
 /* Test messages are built from string literals; the codec never writes
  * through an encoder input. */

@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "server/escalated_env.h"
-#include "server/exec_checks.h"
+#include "server/decide/escalated_env.h"
+#include "server/decide/exec_checks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "server/approvals.h"
-#include "server/exec_checks.h"
+#include "server/decide/approvals.h"
+#include "server/decide/exec_checks.h"
 #include "rules/heuristic.h"
 
 #include <stdlib.h>

@@ -19,16 +19,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "wrapper/esc_io.h"
-#include "sandbox/exec_notify.h"
-#include "sandbox/exec_notify_rules.h"
+#include "proto/esc_io.h"
+#include "supervise/exec_notify.h"
+#include "supervise/exec_notify_rules.h"
 #include "rules/load.h"
 #include "tests/support/tmpdir.h"
 
 /* ---- the hand-over message ---- */
 
 /* Sends data with n_fds copies of fd (n_fds 0: none) on sock, through
- * the escalation protocol's sender (wrapper/esc_io.c). */
+ * the escalation protocol's sender (proto/esc_io.c). */
 static void
 send_with_fds(int sock, const void *data, size_t len, int fd, int n_fds)
 {

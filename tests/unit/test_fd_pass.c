@@ -28,7 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "wrapper/fd_pass.h"
+#include "common/fd_pass.h"
 #include "tests/support/fds.h"
 
 static bool

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "server/jsonrpc.h"
+#include "server/rpc/jsonrpc.h"
 
 #include <fcntl.h>
 #include <poll.h>

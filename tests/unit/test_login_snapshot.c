@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "server/login_snapshot.h"
+#include "server/call/login_snapshot.h"
 
 #include <dirent.h>
 #include <errno.h>

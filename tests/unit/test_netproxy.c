@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "rules/policy.h"
-#include "server/nethost.h"
-#include "server/netproxy.h"
+#include "server/net/nethost.h"
+#include "server/net/netproxy.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

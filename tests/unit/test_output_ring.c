@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "server/output_ring.h"
+#include "server/call/output_ring.h"
 #include "tests/support/alloc_fail.h"
-#include "server/utf8.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * path_list: appending copies and taken paths, membership, and that a
  * failed append leaves the list as it was and leaks nothing.
  */
-#include "sandbox/path_list.h"
+#include "sandbox/policy/path_list.h"
 
 #include "tests/support/alloc_fail.h"
 

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox/policy.h"
-#include "sandbox/profile.h"
+#include "sandbox/policy/policy.h"
+#include "sandbox/policy/profile.h"
 #include "tests/support/alloc_fail.h"
 
 /* The policy object for a profile given as JSON text. */

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 #include "sandbox/protect.h"
 #include "tests/support/tmpdir.h"
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "server/question_form.h"
+#include "server/decide/question_form.h"
 #include "tests/support/alloc_fail.h"
 
 #include <jansson.h>

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "server/reaper.h"
-#include "server/spawn_child.h"
+#include "server/call/reaper.h"
+#include "server/call/spawn_child.h"
 
 #include <errno.h>
 #include <signal.h>

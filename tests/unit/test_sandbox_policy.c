@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "tests/support/alloc_fail.h"
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
 /* Parses text as JSON and then as a policy with cwd; returns the policy or
  * NULL with *err set. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/sandbox_state.h"
+#include "server/call/sandbox_state.h"
 #include "tests/support/alloc_fail.h"
 
 #define PROFILE_RO                                                                                 \

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "sandbox/exec_notify.h"
-#include "server/spawn_child.h"
+#include "supervise/exec_notify.h"
+#include "server/call/spawn_child.h"
 #include "tests/support/fds.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "server/utf8.h"
+#include "common/utf8.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "server/writable_history.h"
+#include "server/call/writable_history.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "server/writable_view.h"
-#include "sandbox/policy.h"
+#include "server/call/writable_view.h"
+#include "sandbox/policy/policy.h"
 
 #include <errno.h>
 #include <stdio.h>

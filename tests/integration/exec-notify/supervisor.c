@@ -13,8 +13,8 @@
  * helper's status once no process is left under the filter.
  * EXEC_NOTIFY_STRICT=1 turns on exec_notify_set_refuse_shared_memory.
  */
-#include "sandbox/exec_notify.h"
-#include "sandbox/exec_notify_rules.h"
+#include "supervise/exec_notify.h"
+#include "supervise/exec_notify_rules.h"
 #include "rules/load.h"
 
 #include <errno.h>
