@@ -3,6 +3,7 @@
 #include "server/net/nethost.h"
 
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
