@@ -1,0 +1,16 @@
+/*
+ * strv: NULL-terminated string vectors (char **), as execve and getenv's
+ * environ have them, each string and the vector malloc'd.
+ */
+#ifndef EXECGATE_COMMON_STRV_H
+#define EXECGATE_COMMON_STRV_H
+
+#include <stddef.h>
+
+/* Frees each string of v, then v; NULL is a no-op. */
+void strv_free(char **v);
+
+/* The number of strings before v's NULL; 0 for a NULL v. */
+size_t strv_len(char *const *v);
+
+#endif

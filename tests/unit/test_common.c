@@ -1,0 +1,206 @@
+/* common/: the intrusive list, string vectors, the growable buffer and
+ * container_of/ARRAY_SIZE. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "common/list.h"
+#include "common/macros.h"
+#include "common/strv.h"
+#include "tests/support/alloc_fail.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct item {
+    int value;
+    struct list node;
+};
+
+static void
+test_container_of_and_array_size(void **state)
+{
+    struct item it = {.value = 7};
+    assert_ptr_equal(container_of(&it.node, struct item, node), &it);
+    int a[5];
+    const char *s[] = {"a", "b", NULL};
+    assert_int_equal(ARRAY_SIZE(a), 5);
+    assert_int_equal(ARRAY_SIZE(s), 3);
+}
+
+/* The values of head's list, in order, into out; their count. */
+static size_t
+values(struct list *head, int *out, size_t max)
+{
+    size_t n = 0;
+    struct list *pos;
+    list_foreach(pos, head)
+    {
+        assert_true(n < max);
+        out[n++] = list_entry(pos, struct item, node)->value;
+    }
+    return n;
+}
+
+static void
+test_list_insert_and_unlink(void **state)
+{
+    struct list head;
+    list_init(&head);
+    assert_true(list_empty(&head));
+    struct item it[4];
+    for (int i = 0; i < 4; i++) {
+        it[i].value = i;
+        list_init(&it[i].node);
+        assert_false(list_linked(&it[i].node));
+    }
+    list_insert_tail(&head, &it[1].node);
+    list_insert_tail(&head, &it[2].node);
+    list_insert_head(&head, &it[0].node);
+    list_insert_tail(&head, &it[3].node);
+    int v[8];
+    assert_int_equal(values(&head, v, 8), 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(v[i], i);
+    assert_true(list_linked(&it[2].node));
+
+    /* the middle, the head's first and its last */
+    list_unlink(&it[2].node);
+    assert_false(list_linked(&it[2].node));
+    list_unlink(&it[2].node); /* twice: a no-op */
+    list_unlink(&it[0].node);
+    list_unlink(&it[3].node);
+    assert_int_equal(values(&head, v, 8), 1);
+    assert_int_equal(v[0], 1);
+    list_unlink(&it[1].node);
+    assert_true(list_empty(&head));
+}
+
+static void
+test_list_foreach_safe_frees(void **state)
+{
+    struct list head;
+    list_init(&head);
+    for (int i = 0; i < 5; i++) {
+        struct item *it = malloc(sizeof(*it));
+        assert_non_null(it);
+        it->value = i;
+        list_insert_tail(&head, &it->node);
+    }
+    struct list *pos, *tmp;
+    int seen = 0;
+    list_foreach_safe(pos, tmp, &head)
+    {
+        struct item *it = list_entry(pos, struct item, node);
+        assert_int_equal(it->value, seen++);
+        list_unlink(pos);
+        free(it); /* the loop must not read it again */
+    }
+    assert_int_equal(seen, 5);
+    assert_true(list_empty(&head));
+}
+
+static void
+test_strv(void **state)
+{
+    assert_int_equal(strv_len(NULL), 0);
+    strv_free(NULL);
+    char **v = calloc(4, sizeof(*v));
+    assert_non_null(v);
+    assert_int_equal(strv_len(v), 0);
+    v[0] = strdup("one");
+    v[1] = strdup("two");
+    v[2] = strdup("three");
+    assert_int_equal(strv_len(v), 3);
+    strv_free(v); /* ASan's leak check sees each string freed */
+}
+
+static void
+test_buf_grows_and_terminates(void **state)
+{
+    struct buf b = BUF_INIT;
+    size_t len = 99;
+    char *empty = buf_steal(&b, &len);
+    assert_string_equal(empty, "");
+    assert_int_equal(len, 0);
+    free(empty);
+
+    /* past several doublings, with a NUL inside */
+    char want[1000];
+    for (size_t i = 0; i < sizeof(want); i++)
+        want[i] = (char)(i % 7 == 0 ? '\0' : 'a' + i % 26);
+    for (size_t i = 0; i < sizeof(want); i += 10)
+        assert_int_equal(buf_append(&b, want + i, 10), 0);
+    assert_int_equal(b.len, sizeof(want));
+    assert_true(b.cap > b.len);
+    assert_int_equal(b.data[b.len], '\0');
+    assert_memory_equal(b.data, want, sizeof(want));
+    assert_int_equal(buf_append_str(&b, "end"), 0);
+    assert_string_equal(b.data + sizeof(want), "end");
+    char *s = buf_steal(&b, &len);
+    assert_int_equal(len, sizeof(want) + 3);
+    assert_null(b.data);
+    assert_int_equal(b.len, 0);
+    free(s);
+    buf_free(&b);
+}
+
+static void
+test_buf_overflow_is_refused(void **state)
+{
+    struct buf b = BUF_INIT;
+    assert_int_equal(buf_append_str(&b, "kept"), 0);
+    errno = 0;
+    assert_int_equal(buf_reserve(&b, SIZE_MAX - 2), -1);
+    assert_int_equal(errno, ENOMEM);
+    assert_int_equal(buf_append(&b, "x", SIZE_MAX), -1);
+    assert_string_equal(b.data, "kept");
+    assert_int_equal(b.len, 4);
+    buf_free(&b);
+}
+
+/* One round of the allocation sweep: a failed append keeps what was there. */
+static void
+buf_round(void *arg)
+{
+    struct buf b = BUF_INIT;
+    int rc = 0;
+    for (int i = 0; i < 40 && rc == 0; i++)
+        rc = buf_append_str(&b, "0123456789");
+    if (alloc_fail_injected()) {
+        assert_int_equal(rc, -1);
+        assert_int_equal(b.len % 10, 0);
+        if (b.data)
+            assert_int_equal(strlen(b.data), b.len);
+    } else {
+        assert_int_equal(rc, 0);
+        assert_int_equal(b.len, 400);
+    }
+    buf_free(&b);
+}
+
+static void
+test_buf_allocation_failures(void **state)
+{
+    assert_true(alloc_fail_sweep(buf_round, NULL) >= 2);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_container_of_and_array_size),
+        cmocka_unit_test(test_list_insert_and_unlink),
+        cmocka_unit_test(test_list_foreach_safe_frees),
+        cmocka_unit_test(test_strv),
+        cmocka_unit_test(test_buf_grows_and_terminates),
+        cmocka_unit_test(test_buf_overflow_is_refused),
+        cmocka_unit_test(test_buf_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
