@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/macros.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@ log_set_level(enum log_level level)
 int
 log_level_parse(const char *text, enum log_level *level)
 {
-    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(level_names); i++) {
         if (strcmp(text, level_names[i]) == 0) {
             *level = (enum log_level)i;
             return 0;

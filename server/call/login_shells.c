@@ -1,5 +1,6 @@
 #include "server/call/login_shells.h"
 
+#include "common/macros.h"
 #include "common/strfmt.h"
 #include "proto/esc_env.h"
 
@@ -41,7 +42,7 @@ login_snapshot_kind_find(const char *name)
 {
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
         if (strcmp(base, kinds[i].name) == 0)
             return &kinds[i];
     }
@@ -159,7 +160,7 @@ bash_capture(const char *nonce)
         return NULL;
     /* the server's own variables join the list */
     static const char *const own[] = {ESC_ENV_ALL};
-    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
         char *more = strfmt("%s|%s", skip, own[i]);
         free(skip);
         if (!(skip = more))
@@ -329,7 +330,7 @@ zsh_capture(const char *nonce)
     if (!skip)
         return NULL;
     static const char *const own[] = {ESC_ENV_ALL};
-    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
         char *more = strfmt("%s|%s", skip, own[i]);
         free(skip);
         if (!(skip = more))

@@ -1,6 +1,7 @@
 #include "server/call/login_startup.h"
 
 #include "common/strfmt.h"
+#include "common/strv.h"
 #include "server/call/login_shells.h"
 
 #include <dirent.h>
@@ -13,14 +14,14 @@
 
 /* ---- startup files ---- */
 
-struct strv {
+struct path_set {
     char **v;
     size_t n, cap;
     bool oom;
 };
 
 static bool
-strv_has(const struct strv *s, const char *p)
+path_set_has(const struct path_set *s, const char *p)
 {
     for (size_t i = 0; i < s->n; i++) {
         if (strcmp(s->v[i], p) == 0)
@@ -31,13 +32,13 @@ strv_has(const struct strv *s, const char *p)
 
 /* Adds p (taken) unless it is there or the list is full. */
 static void
-strv_take(struct strv *s, char *p)
+path_set_take(struct path_set *s, char *p)
 {
     if (!p) {
         s->oom = true;
         return;
     }
-    if (s->n >= LOGIN_SNAPSHOT_MAX_FILES || strv_has(s, p)) {
+    if (s->n >= LOGIN_SNAPSHOT_MAX_FILES || path_set_has(s, p)) {
         free(p);
         return;
     }
@@ -59,9 +60,7 @@ strv_take(struct strv *s, char *p)
 void
 login_snapshot_strv_free(char **v)
 {
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
+    strv_free(v);
 }
 
 /* The path a source command names, when it is literal enough to follow:
@@ -118,7 +117,7 @@ is_sep(char c)
 /* The files text sources by a literal path: `. FILE` and `source FILE` at
  * the start of a command (after a separator or `then`, `do`, `&&`...). */
 static void
-scan_sources(struct strv *s, const char *text, size_t len, const char *home)
+scan_sources(struct path_set *s, const char *text, size_t len, const char *home)
 {
     for (size_t i = 0; i < len; i++) {
         if (i > 0 && !is_sep(text[i - 1]))
@@ -145,7 +144,7 @@ scan_sources(struct strv *s, const char *text, size_t len, const char *home)
         if (oom)
             s->oom = true;
         else if (p)
-            strv_take(s, p);
+            path_set_take(s, p);
         i = b - 1;
     }
 }
@@ -189,22 +188,22 @@ cmp_str(const void *a, const void *b)
 
 /* dir's *.sh scripts, sorted (as /etc/profile runs them). */
 static void
-add_dir_scripts(struct strv *s, const char *dir)
+add_dir_scripts(struct path_set *s, const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d)
         return;
-    struct strv found = {0};
+    struct path_set found = {0};
     for (struct dirent *e; (e = readdir(d));) {
         size_t n = strlen(e->d_name);
         if (n > 3 && strcmp(e->d_name + n - 3, ".sh") == 0)
-            strv_take(&found, strfmt("%s%s", dir, e->d_name));
+            path_set_take(&found, strfmt("%s%s", dir, e->d_name));
     }
     closedir(d);
     if (found.n > 1)
         qsort(found.v, found.n, sizeof(char *), cmp_str);
     for (size_t i = 0; i < found.n; i++)
-        strv_take(s, found.v[i]);
+        path_set_take(s, found.v[i]);
     free(found.v);
     if (found.oom)
         s->oom = true;
@@ -213,7 +212,7 @@ add_dir_scripts(struct strv *s, const char *dir)
 char **
 login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *home)
 {
-    struct strv s = {0};
+    struct path_set s = {0};
     /* zsh reads its personal files from $ZDOTDIR when the server's
      * environment (which the shells inherit) sets it */
     const char *zdotdir = k->use == USE_ZDOTDIR ? getenv("ZDOTDIR") : NULL;
@@ -221,18 +220,18 @@ login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *ho
         const char *f = k->startup[i];
         if (strncmp(f, "~/", 2) == 0) {
             if (home && home[0] == '/')
-                strv_take(&s, strfmt("%s/%s", home, f + 2));
+                path_set_take(&s, strfmt("%s/%s", home, f + 2));
             if (zdotdir && zdotdir[0] == '/')
-                strv_take(&s, strfmt("%s/%s", zdotdir, f + 2));
+                path_set_take(&s, strfmt("%s/%s", zdotdir, f + 2));
             continue;
         }
         size_t n = strlen(f);
         if (f[n - 1] == '/') {
-            strv_take(&s, strndup(f, n - 1));
+            path_set_take(&s, strndup(f, n - 1));
             add_dir_scripts(&s, f);
             continue;
         }
-        strv_take(&s, strdup(f));
+        path_set_take(&s, strdup(f));
     }
     /* what they source, and what that sources: the list grows as it is read */
     for (size_t i = 0; i < s.n && !s.oom; i++) {

@@ -1,5 +1,6 @@
 #include "server/decide/escalated_env.h"
 
+#include "common/macros.h"
 #include "proto/esc_env.h"
 
 #include "server/decide/exec_checks.h"
@@ -38,7 +39,7 @@ static const struct escalated_env_allowed allowed_env[] = {
     {"CLICOLOR_FORCE", ESCALATED_ENV_CHECK_WORD},
     {"CI", ESCALATED_ENV_CHECK_WORD},
 };
-#define N_ALLOWED (sizeof(allowed_env) / sizeof(allowed_env[0]))
+#define N_ALLOWED ARRAY_SIZE(allowed_env)
 
 /* Set (or removed) whatever the server's or the request's environment says:
  * an escalated program has no terminal and no person at it, so nothing may
@@ -87,7 +88,7 @@ static const struct escalated_env_forced forced_env[] = {
     {"LESSKEY_CONTENT", NULL},
     {"LESSEDIT", NULL},
 };
-#define N_FORCED (sizeof(forced_env) / sizeof(forced_env[0]))
+#define N_FORCED ARRAY_SIZE(forced_env)
 
 /* execgate's own variables (the shell's escalation socket, wrapper and
  * hint): an escalated program has no escalation socket. */
@@ -95,7 +96,7 @@ static const char *const own_env[] = {
     ESC_ENV_ALL,
     "EXECGATE_*",
 };
-#define N_OWN (sizeof(own_env) / sizeof(own_env[0]))
+#define N_OWN ARRAY_SIZE(own_env)
 
 #define ZONEINFO_DIR      "/usr/share/zoneinfo/"
 #define MAX_NUMBER_DIGITS 5

@@ -1,5 +1,6 @@
 #include "server/decide/exec_checks.h"
 
+#include "common/macros.h"
 #include "proto/esc_env.h"
 
 #include <errno.h>
@@ -52,7 +53,7 @@ static const char *const dropped_env[] = {
 const char *const *
 exec_checks_env_drop_list(size_t *n)
 {
-    *n = sizeof(dropped_env) / sizeof(dropped_env[0]);
+    *n = ARRAY_SIZE(dropped_env);
     return dropped_env;
 }
 
@@ -60,7 +61,7 @@ bool
 exec_checks_env_dropped(const char *entry)
 {
     size_t name_len = strcspn(entry, "=");
-    for (size_t i = 0; i < sizeof(dropped_env) / sizeof(dropped_env[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(dropped_env); i++) {
         const char *d = dropped_env[i];
         /* most names differ at once: every escalation reads the whole
          * environment of the server and of the request through this */

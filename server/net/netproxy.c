@@ -198,12 +198,7 @@ proxy_conn_close(struct conn *c)
         c->ask = NULL;
     }
     if (c->l) {
-        if (c->prev)
-            c->prev->next = c->next;
-        else
-            c->l->conns = c->next;
-        if (c->next)
-            c->next->prev = c->prev;
+        list_unlink(&c->node);
         c->l = NULL;
     }
     if (c->gai_pending)
@@ -756,6 +751,7 @@ on_accept(uv_stream_t *server, int status)
     }
     c->p = p;
     c->refs = 1;
+    list_init(&c->node);
     c->c.open = true;
     c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
     c->fd_c = c->fd_u = -1;
@@ -763,10 +759,7 @@ on_accept(uv_stream_t *server, int status)
     c->st = ST_SNIFF;
     p->n_conns++;
     c->l = l;
-    c->next = l->conns;
-    if (l->conns)
-        l->conns->prev = c;
-    l->conns = c;
+    list_insert_head(&l->conns, &c->node);
     if (uv_accept(server, (uv_stream_t *)&c->c.tcp) < 0 || p->n_conns > NETPROXY_CONN_MAX ||
         proxy_side_read_start(c, &c->c) < 0) {
         proxy_conn_close(c);
@@ -783,6 +776,7 @@ netproxy_new(uv_loop_t *loop, const struct netproxy_hooks *hooks)
         return NULL;
     p->loop = loop;
     p->hooks = *hooks;
+    list_init(&p->listeners);
     const char *knob = getenv("EXECGATE_NETPROXY_NO_SPLICE");
     p->no_splice = knob && strcmp(knob, "1") == 0;
     return p;
@@ -806,14 +800,9 @@ netproxy_listener_close(struct netproxy_listener *l)
 {
     if (!l)
         return;
-    while (l->conns)
-        proxy_conn_close(l->conns);
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        l->p->listeners = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
+    while (!list_empty(&l->conns))
+        proxy_conn_close(list_entry(l->conns.next, struct conn, node));
+    list_unlink(&l->node);
     uv_close((uv_handle_t *)&l->tcp, listener_closed);
 }
 
@@ -837,6 +826,8 @@ netproxy_listen_fd(struct netproxy *p, int fd, const char *call_id, const char *
     }
     l->p = p;
     l->owner = owner;
+    list_init(&l->node);
+    list_init(&l->conns);
     int rc = uv_tcp_init(p->loop, &l->tcp);
     if (rc < 0) {
         free(l->call_id);
@@ -850,10 +841,7 @@ netproxy_listen_fd(struct netproxy *p, int fd, const char *call_id, const char *
     l->tcp.data = l;
     l->session = session_ref(session); /* from here on listener_closed lets it go */
     p->n_listeners++;
-    l->next = p->listeners;
-    if (p->listeners)
-        p->listeners->prev = l;
-    p->listeners = l;
+    list_insert_head(&p->listeners, &l->node);
     rc = uv_tcp_open(&l->tcp, fd);
     if (rc < 0)
         close(fd);
@@ -876,8 +864,8 @@ netproxy_free(struct netproxy *p)
     if (!p)
         return;
     p->freeing = true;
-    while (p->listeners)
-        netproxy_listener_close(p->listeners);
+    while (!list_empty(&p->listeners))
+        netproxy_listener_close(list_entry(p->listeners.next, struct netproxy_listener, node));
     proxy_maybe_free(p);
 }
 

@@ -10,6 +10,7 @@
 #ifndef EXECGATE_SERVER_NETPROXY_CONN_H
 #define EXECGATE_SERVER_NETPROXY_CONN_H
 
+#include "common/list.h"
 #include "server/net/netproxy.h"
 
 #include <http_parser.h>
@@ -61,7 +62,7 @@ struct splice_dir {
 struct conn {
     struct netproxy *p;
     struct netproxy_listener *l; /* NULL once closing */
-    struct conn *prev, *next;    /* in l's list */
+    struct list node;            /* in l's conns */
     int refs;
     enum conn_state st;
     enum conn_kind kind;
@@ -98,12 +99,12 @@ struct conn {
 
 struct netproxy_listener {
     struct netproxy *p;
-    struct netproxy_listener *prev, *next;
+    struct list node; /* in p's listeners */
     uv_tcp_t tcp;
     char *call_id, *command;
     struct netproxy_session *session; /* a reference; NULL: nothing is remembered */
     void *owner;                      /* the hooks': borrowed */
-    struct conn *conns;
+    struct list conns;
 };
 
 struct netproxy_ask {
@@ -113,7 +114,7 @@ struct netproxy_ask {
 struct netproxy {
     uv_loop_t *loop;
     struct netproxy_hooks hooks;
-    struct netproxy_listener *listeners;
+    struct list listeners;
     size_t n_listeners; /* including those whose close is under way */
     size_t n_conns;
     bool freeing;

@@ -1,5 +1,6 @@
 #include "server/rpc/client_log.h"
 
+#include "common/macros.h"
 #include "server/rpc/jsonrpc.h"
 
 #include <stdlib.h>
@@ -37,7 +38,7 @@ client_log_set_rpc(struct client_log *l, struct jsonrpc *rpc)
 int
 client_log_set_level(struct client_log *l, const char *name)
 {
-    for (size_t i = 0; name && i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+    for (size_t i = 0; name && i < ARRAY_SIZE(level_names); i++) {
         if (strcmp(name, level_names[i]) == 0) {
             l->threshold = (enum client_log_level)i;
             return 0;
