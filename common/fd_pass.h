@@ -16,8 +16,8 @@
  * Nothing here knows the messages' contents; no libuv, libc only (the
  * musl-built helper and wrapper and the patched Bash compile it too).
  */
-#ifndef EXECGATE_FD_PASS_H
-#define EXECGATE_FD_PASS_H
+#ifndef EXECGATE_COMMON_FD_PASS_H
+#define EXECGATE_COMMON_FD_PASS_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -4,8 +4,8 @@
  * (--log-format).  stdout belongs to the protocol, so nothing here ever
  * writes there.
  */
-#ifndef EXECGATE_SERVER_LOG_H
-#define EXECGATE_SERVER_LOG_H
+#ifndef EXECGATE_COMMON_LOG_H
+#define EXECGATE_COMMON_LOG_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /*
  * strfmt: printf into a string of its own size, for the server's messages.
  */
-#ifndef EXECGATE_SERVER_STRFMT_H
-#define EXECGATE_SERVER_STRFMT_H
+#ifndef EXECGATE_COMMON_STRFMT_H
+#define EXECGATE_COMMON_STRFMT_H
 
 #include <stdarg.h>
 

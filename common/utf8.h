@@ -1,8 +1,8 @@
 /*
  * utf8: command output is bytes, JSON strings are UTF-8.
  */
-#ifndef EXECGATE_SERVER_UTF8_H
-#define EXECGATE_SERVER_UTF8_H
+#ifndef EXECGATE_COMMON_UTF8_H
+#define EXECGATE_COMMON_UTF8_H
 
 #include <stddef.h>
 

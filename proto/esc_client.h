@@ -7,8 +7,8 @@
  * way the server sees the same session from the same pid, and nothing the
  * client does is trusted by it. Blocking sockets, no libuv.
  */
-#ifndef EXECGATE_ESC_CLIENT_H
-#define EXECGATE_ESC_CLIENT_H
+#ifndef EXECGATE_PROTO_ESC_CLIENT_H
+#define EXECGATE_PROTO_ESC_CLIENT_H
 
 #include <stdnoreturn.h>
 

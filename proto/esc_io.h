@@ -8,8 +8,8 @@
  * caller in a struct esc_fdlist or closed before returning; any control
  * message other than SCM_RIGHTS is refused.
  */
-#ifndef EXECGATE_ESC_IO_H
-#define EXECGATE_ESC_IO_H
+#ifndef EXECGATE_PROTO_ESC_IO_H
+#define EXECGATE_PROTO_ESC_IO_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -12,8 +12,8 @@
  * left of the buffer and against the limits below before it is used, counts
  * are bounded, and the result owns fresh copies (NUL-terminated) of all data.
  */
-#ifndef EXECGATE_ESC_PROTO_H
-#define EXECGATE_ESC_PROTO_H
+#ifndef EXECGATE_PROTO_ESC_PROTO_H
+#define EXECGATE_PROTO_ESC_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,8 +10,8 @@
  * pending (the target waits in its execve) until exec_notify_answer.
  * See docs/enforcement.md.
  */
-#ifndef EXECGATE_SANDBOX_EXEC_NOTIFY_H
-#define EXECGATE_SANDBOX_EXEC_NOTIFY_H
+#ifndef EXECGATE_SUPERVISE_EXEC_NOTIFY_H
+#define EXECGATE_SUPERVISE_EXEC_NOTIFY_H
 
 #include <stdbool.h>
 #include <stddef.h>

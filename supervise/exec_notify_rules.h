@@ -1,8 +1,8 @@
 /*
  * exec_notify_rules: an exec_notify decision from the .rules policy.
  */
-#ifndef EXECGATE_SANDBOX_EXEC_NOTIFY_RULES_H
-#define EXECGATE_SANDBOX_EXEC_NOTIFY_RULES_H
+#ifndef EXECGATE_SUPERVISE_EXEC_NOTIFY_RULES_H
+#define EXECGATE_SUPERVISE_EXEC_NOTIFY_RULES_H
 
 #include "supervise/exec_notify.h"
 

@@ -31,8 +31,8 @@
  * No libuv: a blocking connect that is still in progress is handed back
  * to the caller to wait for (unix_connect_wait).
  */
-#ifndef EXECGATE_SANDBOX_UNIX_CONNECT_H
-#define EXECGATE_SANDBOX_UNIX_CONNECT_H
+#ifndef EXECGATE_SUPERVISE_UNIX_CONNECT_H
+#define EXECGATE_SUPERVISE_UNIX_CONNECT_H
 
 #include <linux/seccomp.h>
 #include <stdbool.h>

@@ -7,8 +7,8 @@
  * in the supervisor's network namespace), and the socket to its holders
  * through the fds of the processes of the sandbox's own /proc.
  */
-#ifndef EXECGATE_SANDBOX_UNIX_HOLDER_H
-#define EXECGATE_SANDBOX_UNIX_HOLDER_H
+#ifndef EXECGATE_SUPERVISE_UNIX_HOLDER_H
+#define EXECGATE_SUPERVISE_UNIX_HOLDER_H
 
 #include <sys/stat.h>
 #include <sys/types.h>

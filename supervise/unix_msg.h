@@ -11,8 +11,8 @@
  * UNIX_MSG_MAX_CONTROL bytes of control data (ENOBUFS beyond, as the
  * kernel's own limit answers).
  */
-#ifndef EXECGATE_SANDBOX_UNIX_MSG_H
-#define EXECGATE_SANDBOX_UNIX_MSG_H
+#ifndef EXECGATE_SUPERVISE_UNIX_MSG_H
+#define EXECGATE_SUPERVISE_UNIX_MSG_H
 
 #include <stddef.h>
 #include <stdint.h>
