@@ -15,7 +15,7 @@ ps_die() {
 
 # ps_client_setup CLIENT_SOURCE: sets client_dir (the client's folder,
 # absolute), src_root (its parent, the project's top: includes are rooted
-# there, "proto/esc_io.h"), esc_env (the protocol's variable names, which
+# there, "wrapper/esc_io.h"), esc_env (the protocol's variable names, which
 # the patch reads; it must exist) and client_cflags.
 ps_client_setup() {
 	client_dir=$(cd "$(dirname "$1")" && pwd)
