@@ -4,14 +4,10 @@
 #include "common/strfmt.h"
 #include "server/call/call_cgroup_fs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/sched.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
