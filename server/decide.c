@@ -58,11 +58,11 @@ struct decide_server {
     struct rules_policy *rules;
     char *answers_file; /* where "always allow" writes, or NULL */
     bool preserve_program_paths;
-    struct decide_client *client; /* calls' client unless one is set (decide_call_set_client) */
+    struct decide_client *client; /* calls' client unless one is set (decide_call_set_client):
+                                   * nobody to ask, no log */
     struct audit *audit;
     unsigned calls;   /* decide_calls alive */
     char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL */
-    unsigned reloads; /* successful decide_server_reload calls */
     struct seen_repo *repos;
     size_t n_repos;
     /* what every sandbox of this server could write (writable_history.h) */
@@ -292,7 +292,6 @@ decide_server_reload(struct decide_server *ds, char **err)
     free(ds->wrap_names);
     ds->rules = rules;
     ds->wrap_names = wrap_names;
-    ds->reloads++;
     return 0;
 }
 
@@ -301,12 +300,6 @@ decide_server_rules_paths(const struct decide_server *ds, size_t *n)
 {
     *n = ds->n_rules_paths;
     return (const char *const *)ds->rules_paths;
-}
-
-unsigned
-decide_server_reloads(const struct decide_server *ds)
-{
-    return ds->reloads;
 }
 
 void
@@ -328,18 +321,6 @@ decide_server_free(struct decide_server *ds)
     free(ds->repos);
     writable_history_free(ds->written);
     free(ds);
-}
-
-void
-decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool elicitation)
-{
-    decide_client_set(ds->client, rpc, elicitation, ds->client->log);
-}
-
-void
-decide_server_set_log(struct decide_server *ds, struct client_log *log)
-{
-    ds->client->log = log;
 }
 
 struct decide_client *
@@ -381,12 +362,6 @@ decide_call_set_client(struct decide_call *dc, struct decide_client *cl)
     dc->cl = cl;
 }
 
-const char *
-decide_server_answers_file(const struct decide_server *ds)
-{
-    return ds->answers_file;
-}
-
 bool
 decide_server_sandbox_wrote(const struct decide_server *ds, const char *path)
 {
@@ -415,12 +390,6 @@ struct audit *
 decide_server_audit(const struct decide_server *ds)
 {
     return ds ? ds->audit : NULL;
-}
-
-bool
-decide_server_auditing(const struct decide_server *ds)
-{
-    return ds->audit != NULL;
 }
 
 /* ---- repositories ---- */

@@ -66,9 +66,6 @@ struct decide_server *decide_server_new(const struct decide_config *cfg, char **
  */
 int decide_server_reload(struct decide_server *ds, char **err);
 
-/* How many reloads succeeded (for logs and tests).  Cannot fail. */
-unsigned decide_server_reloads(const struct decide_server *ds);
-
 /* The rules files and directories the rules come from (borrowed, as long
  * as ds lives); *n gets the count. */
 const char *const *decide_server_rules_paths(const struct decide_server *ds, size_t *n);
@@ -76,26 +73,18 @@ const char *const *decide_server_rules_paths(const struct decide_server *ds, siz
 /* Frees ds once no decide_call is left.  NULL is a no-op. */
 void decide_server_free(struct decide_server *ds);
 
-/* The transport questions go out on (borrowed; NULL once it is closed)
- * and whether the client declared the elicitation capability. */
-void decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool elicitation);
-
-/* The client's log (borrowed; NULL: none): decisions go there too, with
- * the call's request id (client_log.h). */
-struct client_log;
-void decide_server_set_log(struct decide_server *ds, struct client_log *log);
-
 /*
  * A client of its own for some calls (one per MCP session of a server
  * serving many): where their questions go, what it approved for its
- * session (approvals.h), and its log.  Calls without one use the server's
- * (decide_server_set_client, decide_server_set_log).  Reference counted:
+ * session (approvals.h), and its log.  Calls without one have nobody to
+ * ask and no log.  Reference counted:
  * the creator holds one, each decide_call given it another.  NULL when
  * out of memory.
  */
 struct decide_client;
 struct decide_client *decide_client_new(void);
 
+struct client_log;
 /* Sets cl's transport (borrowed; NULL once it is closed: nobody is asked
  * then), whether it offered elicitation, and its log (borrowed; NULL:
  * none).  Cannot fail. */
@@ -104,11 +93,6 @@ void decide_client_set(struct decide_client *cl, struct jsonrpc *rpc, bool elici
 
 /* Releases a reference; NULL is a no-op. */
 void decide_client_unref(struct decide_client *cl);
-
-/* The file "always allow" appends its rules to: default.rules in the
- * first rules directory (borrowed), or NULL when the rules come from
- * files alone. */
-const char *decide_server_answers_file(const struct decide_server *ds);
 
 /* Number of prefix rules loaded (for the startup log). */
 size_t decide_server_rule_count(const struct decide_server *ds);
@@ -136,9 +120,6 @@ const struct rules_policy *decide_server_rules(const struct decide_server *ds);
  * the network proxy's records go there too. */
 struct audit;
 struct audit *decide_server_audit(const struct decide_server *ds);
-
-/* Whether there is an audit log (records are built only then). */
-bool decide_server_auditing(const struct decide_server *ds);
 
 /*
  * A call's decision state.  policy (a sandboxPolicy object) and

@@ -236,7 +236,7 @@ test_server(void **state)
                                            "prefix_rule(pattern=[\"git\", \"push\"], "
                                            "decision=\"prompt\")\n");
     assert_int_equal(decide_server_rule_count(ds), 2);
-    assert_false(decide_server_auditing(ds));
+    assert_null(decide_server_audit(ds));
     const char *names = decide_server_wrap_names(ds);
     assert_non_null(names);
     char *padded = NULL;
@@ -1558,7 +1558,7 @@ test_audit(void **state)
     struct decide_server *ds = decide_server_new(&cfg, &err);
     if (!ds)
         fail_msg("decide_server_new: %s", err);
-    assert_true(decide_server_auditing(ds));
+    assert_non_null(decide_server_audit(ds));
     assert_null(decide_server_wrap_names(ds)); /* every exec goes to the wrapper */
     struct decide_call *dc = call_with(ds, WORKSPACE);
     struct decide_exec e = {
