@@ -349,22 +349,4 @@ void decide_audit(struct decide_call *dc, const struct decide_exec *e,
 void decide_trace(struct decide_call *dc, const struct decide_exec *e,
                   const struct decide_result *r, const char *decision);
 
-/* text as a question shows it: control characters, backslashes,
- * backticks and invisible code points escaped, bytes that are not UTF-8
- * as U+FFFD, so nothing in it can forge the question's layout.
- * malloc'd; NULL when out of memory. */
-char *decide_text_shown(const char *text);
-
-/* The question's text for program, args and workdir (for tests and the
- * fuzz target): malloc'd, NULL when out of memory. */
-char *decide_question_text(const char *program, const char *const *args, size_t nargs,
-                           const char *workdir);
-
-/* The question about a child of a program run outside the sandbox:
- * "`git status` (allowed by default.rules:3) wants to start `PROGRAM ARGS`
- * outside the sandbox, in `WORKDIR`. Allow it?", every part escaped as in
- * decide_question_text.  Malloc'd, NULL when out of memory. */
-char *decide_child_question_text(const char *parent, const char *why, const char *program,
-                                 const char *const *args, size_t nargs, const char *workdir);
-
 #endif

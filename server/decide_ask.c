@@ -9,6 +9,7 @@
 #include "server/jsonrpc.h"
 #include "server/log.h"
 #include "server/question_form.h"
+#include "server/question_text.h"
 #include "server/shell_call.h"
 #include "server/strfmt.h"
 #include "server/utf8.h"
@@ -22,6 +23,13 @@
 #include <string.h>
 
 /* ---- asking a person ---- */
+
+void
+decide_call_on_said(struct decide_call *dc, decide_said_fn said, void *data)
+{
+    dc->on_said = said;
+    dc->said_data = data;
+}
 
 static void
 call_pause(struct decide_call *dc, bool pause)
@@ -49,128 +57,6 @@ call_abort(struct decide_call *dc, const char *why)
         dc->on_abort(dc->abort_data, why);
     if (dc->sc)
         shell_call_signal(dc->sc, SIGKILL);
-}
-
-/* Whether the code point at s (UTF-8, valid) is one that could make the
- * text read other than it is: a C1 control, a bidirectional override or
- * isolate, a zero-width or byte-order mark.  *len gets its length. */
-static bool
-invisible_at(const unsigned char *s, size_t *len, unsigned *cp)
-{
-    *len = 1;
-    if (s[0] < 0xc0)
-        return false;
-    *len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
-    if (*len == 2)
-        *cp = ((s[0] & 0x1fu) << 6) | (s[1] & 0x3fu);
-    else if (*len == 3)
-        *cp = ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
-    else
-        return false;
-    return (*cp >= 0x80 && *cp <= 0x9f) || (*cp >= 0x200b && *cp <= 0x200f) ||
-           (*cp >= 0x2028 && *cp <= 0x202e) || (*cp >= 0x2066 && *cp <= 0x2069) || *cp == 0xfeff;
-}
-
-/* text with every byte that could forge the question's layout escaped:
- * control characters as \n, \t, \r or \xNN, a backslash as \\, backticks
- * as \x60, invisible
- * code points as \u{XXXX}; bytes that are not UTF-8 become U+FFFD. */
-char *
-escape_shown(const char *text)
-{
-    size_t len = 0;
-    char *u = utf8_lossy(text, strlen(text), &len);
-    char *out = u ? malloc(len * 10 + 1) : NULL;
-    if (!out) {
-        free(u);
-        return NULL;
-    }
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        unsigned char c = (unsigned char)u[i];
-        size_t n = 1;
-        unsigned cp = 0;
-        if (c == '\n' || c == '\t' || c == '\r' || c == '\\') {
-            /* a backslash doubled: what reads as an escape is one */
-            out[o++] = '\\';
-            out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '\\';
-        } else if (c < 0x20 || c == 0x7f || c == '`') {
-            /* a backslash does not escape a backtick in a code span: the
-             * question's own four stay the only ones */
-            o += (size_t)sprintf(out + o, "\\x%02x", c);
-        } else if (invisible_at((const unsigned char *)u + i, &n, &cp)) {
-            o += (size_t)sprintf(out + o, "\\u{%04X}", cp);
-        } else {
-            memcpy(out + o, u + i, n);
-            o += n;
-        }
-        i += n;
-    }
-    out[o] = '\0';
-    free(u);
-    return out;
-}
-
-void
-decide_call_on_said(struct decide_call *dc, decide_said_fn said, void *data)
-{
-    dc->on_said = said;
-    dc->said_data = data;
-}
-
-char *
-decide_text_shown(const char *text)
-{
-    return escape_shown(text);
-}
-
-/* program and args as a question shows them: the program as it is, the
- * arguments quoted as a shell reads them, all escaped (escape_shown).
- * NULL when out of memory. */
-static char *
-shown_command(const char *program, const char *const *args, size_t nargs)
-{
-    char *joined = shlex_join(args, nargs);
-    char *prog = escape_shown(program);
-    char *shown_args = joined ? escape_shown(joined) : NULL;
-    char *cmd =
-        prog && shown_args ? strfmt("%s%s%s", prog, nargs > 0 ? " " : "", shown_args) : NULL;
-    free(joined);
-    free(prog);
-    free(shown_args);
-    return cmd;
-}
-
-char *
-decide_question_text(const char *program, const char *const *args, size_t nargs,
-                     const char *workdir)
-{
-    char *cmd = shown_command(program, args, nargs);
-    char *wd = escape_shown(workdir);
-    char *text = cmd && wd ? strfmt("Allow agent to run `%s` in `%s`?", cmd, wd) : NULL;
-    free(cmd);
-    free(wd);
-    return text;
-}
-
-char *
-decide_child_question_text(const char *parent, const char *why, const char *program,
-                           const char *const *args, size_t nargs, const char *workdir)
-{
-    char *shown_parent = escape_shown(parent);
-    char *shown_why = escape_shown(why);
-    char *cmd = shown_command(program, args, nargs);
-    char *wd = escape_shown(workdir);
-    char *text =
-        shown_parent && shown_why && cmd && wd
-            ? strfmt("`%s` (%s) wants to start `%s` outside the sandbox, in `%s`. Allow it?",
-                     shown_parent, shown_why, cmd, wd)
-            : NULL;
-    free(shown_parent);
-    free(shown_why);
-    free(cmd);
-    free(wd);
-    return text;
 }
 
 /* The most times a question is asked again after an answer whose
@@ -236,7 +122,7 @@ static char *
 always_title(const struct decide_question *q)
 {
     char *joined = shlex_join((const char *const *)q->amendment, q->n_amendment);
-    char *prefix = joined ? escape_shown(joined) : NULL;
+    char *prefix = joined ? question_text_shown(joined) : NULL;
     char *title =
         prefix ? strfmt("Yes, and always allow commands starting with `%s`", prefix) : NULL;
     free(joined);
@@ -249,7 +135,7 @@ static char *
 always_sentence(const struct decide_question *q)
 {
     char *title = always_title(q);
-    char *file = escape_shown(q->dc->ds->answers_file);
+    char *file = question_text_shown(q->dc->ds->answers_file);
     char *sentence = title && file ? strfmt(" \"%s\" adds an allow rule to %s: such commands run "
                                             "from now on without asking.",
                                             title, file)
@@ -266,7 +152,7 @@ static char *
 question_message(const struct decide_question *q, const char *note)
 {
     char *always = q->amendment ? always_sentence(q) : NULL;
-    char *just = q->justification ? escape_shown(q->justification) : NULL;
+    char *just = q->justification ? question_text_shown(q->justification) : NULL;
     char *msg = NULL;
     if ((!q->amendment || always) && (!q->justification || just))
         msg = strfmt("%s%s%s%s%s%s%s%s", note ? "Asked again: " : "", note ? note : "",
@@ -417,7 +303,7 @@ with_said(const char *reason, const json_t *content, char **buf)
 {
     const char *said = json_string_value(json_object_get(content, "reason"));
     size_t n = said ? strspn(said, " \t\r\n") : 0;
-    char *shown = said && said[n] ? escape_shown(said + n) : NULL;
+    char *shown = said && said[n] ? question_text_shown(said + n) : NULL;
     *buf = shown ? strfmt("%s, saying: %s", reason, shown) : NULL;
     free(shown);
     return *buf ? *buf : reason;
@@ -432,7 +318,7 @@ tell_said(const struct decide_question *q, const json_t *content)
     size_t n = said ? strspn(said, " \t\r\n") : 0;
     if (!q->dc->on_said || !said || !said[n])
         return;
-    char *shown = escape_shown(said + n);
+    char *shown = question_text_shown(said + n);
     char *line = shown ? strfmt("approved `%s`: %s", q->command, shown) : NULL;
     if (line)
         q->dc->on_said(q->dc->said_data, line);
@@ -581,8 +467,8 @@ add_argv0_note(struct decide_question *q, const struct decide_exec *e,
 {
     if (!r->escalate_if_approved || !argv0_differs(e, r->run_as))
         return 0;
-    char *asked = escape_shown(e->argv[0]);
-    char *runs = escape_shown(r->run_as);
+    char *asked = question_text_shown(e->argv[0]);
+    char *runs = question_text_shown(r->run_as);
     char *noted = NULL;
     if (asked && runs &&
         asprintf(&noted, "%s (The command asked for argv[0] `%s`; it would run as `%s`.)", q->text,
@@ -617,10 +503,10 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
     }
     const char *const *args = q->nargs ? e->argv + 1 : NULL;
     if (ok && e->outside)
-        q->text = decide_child_question_text(e->outside->command, e->outside->why, r->program, args,
-                                             q->nargs, e->cwd);
+        q->text = question_text_child(e->outside->command, e->outside->why, r->program, args,
+                                      q->nargs, e->cwd);
     else if (ok)
-        q->text = decide_question_text(r->program, args, q->nargs, e->cwd);
+        q->text = question_text_exec(r->program, args, q->nargs, e->cwd);
     if (ok && q->text && !e->outside && e->outside_tree) {
         /* under a person's approval, a prompt rule's question: it runs
          * outside all the same */
@@ -632,7 +518,7 @@ question_new(struct decide_call *dc, const struct decide_exec *e, const struct d
     }
     ok = ok && q->text != NULL;
     ok = ok && add_argv0_note(q, e, r) == 0;
-    ok = ok && (q->command = shown_command(r->program, args, q->nargs));
+    ok = ok && (q->command = question_text_command(r->program, args, q->nargs));
     char *cautioned = NULL;
     if (ok && !r->caution && e->outside && e->code_env) {
         /* the person approves what the program will load, too */

@@ -9,6 +9,7 @@
 #include "server/client_log.h"
 #include "wrapper/esc_proto.h"
 #include "server/log.h"
+#include "server/question_text.h"
 #include "server/strfmt.h"
 #include "server/utf8.h"
 #include "server/writable_history.h"
@@ -466,8 +467,10 @@ decide_inside_note(const struct decide_result *r)
 {
     if (!r->kept_inside || !r->reason)
         return NULL;
-    char *name = escape_shown(r->run_as ? r->run_as : r->program ? r->program : "the program");
-    char *why = escape_shown(r->reason);
+    char *name = question_text_shown(r->run_as    ? r->run_as
+                                     : r->program ? r->program
+                                                  : "the program");
+    char *why = question_text_shown(r->reason);
     char *note = NULL;
     if (name && why &&
         asprintf(&note, "%s is %s by %s, but runs inside the sandbox: %s", name,
@@ -669,8 +672,8 @@ static char *
 child_refusal(const struct decide_exec *e, const struct decide_result *out, const char *why)
 {
     char *rule = exact_rule(out, e);
-    char *parent = escape_shown(e->outside->command);
-    char *by = escape_shown(e->outside->why);
+    char *parent = question_text_shown(e->outside->command);
+    char *by = question_text_shown(e->outside->why);
     char *text = NULL;
     /* the rule line is JSON-escaped: one line already */
     if (rule && parent && by &&

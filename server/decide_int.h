@@ -137,7 +137,4 @@ bool argv0_differs(const struct decide_exec *e, const char *run_as);
     "its environment names code for the dynamic loader, a shell or an interpreter to run "         \
     "(LD_*, GCONV_PATH, BASH_ENV, BASH_FUNC_*, PYTHONPATH and the like)"
 
-/* decide_ask.c: text escaped as a question shows it (decide_text_shown). */
-char *escape_shown(const char *text);
-
 #endif
