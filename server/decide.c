@@ -237,8 +237,7 @@ void
 decide_client_set(struct decide_client *cl, struct jsonrpc *rpc, bool elicitation,
                   struct client_log *log)
 {
-    cl->rpc = rpc;
-    cl->elicitation = elicitation;
+    cl->peer = (struct ask_peer){.rpc = rpc, .elicitation = elicitation};
     cl->log = log;
 }
 
@@ -257,6 +256,7 @@ decide_call_set_client(struct decide_call *dc, struct decide_client *cl)
     cl->refs++;
     decide_client_unref(dc->cl);
     dc->cl = cl;
+    ask_line_set_peer(dc->line, &cl->peer);
 }
 
 bool
@@ -295,7 +295,7 @@ static void
 att_release(struct shell_call_attachment *a)
 {
     struct decide_call *dc = (struct decide_call *)((char *)a - offsetof(struct decide_call, att));
-    dc->sc = NULL;
+    ask_line_attach(dc->line, NULL);
     decide_call_unref(dc);
 }
 
@@ -315,12 +315,15 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
 {
     *err = NULL;
     struct decide_call *dc = calloc(1, sizeof(*dc));
-    if (!dc || !(dc->label = strdup(label))) {
+    if (!dc || !(dc->label = strdup(label)) || !(dc->line = ask_line_new(on_abort, data))) {
+        if (dc)
+            free(dc->label);
         free(dc);
         *err = strdup("out of memory");
         return NULL;
     }
     if (writable_view_init_after(&dc->view, policy, sandbox_cwd, written_before, ds, err) < 0) {
+        ask_line_unref(dc->line);
         free(dc->label);
         free(dc);
         return NULL;
@@ -335,10 +338,8 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
     dc->ds = ds;
     dc->cl = ds->client;
     ds->client->refs++;
+    ask_line_set_peer(dc->line, &dc->cl->peer);
     dc->refs = 1;
-    dc->waiting_tail = &dc->waiting;
-    dc->on_abort = on_abort;
-    dc->abort_data = data;
     ds->calls++;
     return dc;
 }
@@ -374,16 +375,26 @@ decide_call_unref(struct decide_call *dc)
     memo_clear(&dc->expected);
     memo_clear(&dc->declined);
     dc->ds->calls--;
+    /* a question still on the line holds it, not the client: nobody to
+     * ask from now on */
+    ask_line_set_peer(dc->line, NULL);
+    ask_line_unref(dc->line);
     decide_client_unref(dc->cl);
     free(dc->label);
     free(dc);
+}
+
+struct ask_line *
+decide_call_asking(struct decide_call *dc)
+{
+    return dc->line;
 }
 
 void
 decide_call_attach(struct decide_call *dc, struct shell_call *sc)
 {
     note_kept_repos(dc);
-    dc->sc = sc;
+    ask_line_attach(dc->line, sc);
     dc->att.release = att_release;
     decide_call_ref(dc); /* the attachment's, dropped by att_release */
     shell_call_attach(sc, &dc->att);

@@ -126,10 +126,10 @@ struct audit *decide_server_audit(const struct decide_server *ds);
  * sandbox_cwd (absolute) give what its sandbox can write, which from now
  * on counts against every call of ds (writable_history.h); label names the
  * call in logs and the audit log (copied).  on_abort(data, why) runs at
- * most once, when a person answers `abort`: the caller's result should
- * say why (why is borrowed for the callback); the call's process group is
- * killed here.  One reference, the caller's.  Returns NULL with *err
- * malloc'd.
+ * most once, when a person answers `abort` to any question of the call
+ * (an exec's or a connection's): the caller's result should say why (why
+ * is borrowed for the callback); the call's process group is killed here.  One reference, the
+ * caller's.  Returns NULL with *err malloc'd.
  */
 struct decide_call *decide_call_new(struct decide_server *ds, const json_t *policy,
                                     const char *sandbox_cwd, const char *label,
@@ -158,6 +158,12 @@ void decide_call_unref(struct decide_call *dc);
 void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
 
 const char *decide_call_label(const struct decide_call *dc);
+
+/* The call's questions (borrowed, as long as dc lives): the network
+ * proxy's go there too, so that a person sees one question of a call at a
+ * time and every answer means the same (ask.h). */
+struct ask_line;
+struct ask_line *decide_call_asking(struct decide_call *dc);
 
 /* dc's questions, approvals and records go to cl from now on (a
  * reference is taken).  Called before the call runs.  Cannot fail. */
@@ -317,10 +323,9 @@ enum decide_ask {
  * e's arguments shell-quoted and e's workdir, with control characters
  * and backticks escaped.  An approval for the session is remembered by
  * r->key; a decline from the tree is remembered for the call; `abort`
- * kills the call.  The call's timeout clock stops while the question is
- * out.  *answered_by gets "session-approval", "no-elicitation" or "user"
- * (static).  On PENDING *q is the question, for decide_question_cancel;
- * e and r may go once this returns.
+ * kills the call (every answer means what ask.h says).  The call's timeout clock stops while the
+ * question is out.  *answered_by gets "session-approval", "no-elicitation" or "user" (static).  On
+ * PENDING *q is the question, for decide_question_cancel; e and r may go once this returns.
  */
 enum decide_ask decide_ask(struct decide_call *dc, const struct decide_exec *e,
                            const struct decide_result *r, decide_answer_fn done, void *data,

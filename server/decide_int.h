@@ -8,6 +8,7 @@
 #ifndef EXECGATE_SERVER_DECIDE_INT_H
 #define EXECGATE_SERVER_DECIDE_INT_H
 
+#include "server/ask.h"
 #include "server/decide.h"
 #include "server/shell_call.h"
 #include "server/writable_view.h"
@@ -18,10 +19,6 @@
 #include <sys/types.h>
 
 #define REASON_FORBIDDEN "Execution forbidden by policy"
-#define REASON_DECLINED  "User declined execution"
-#define REASON_CANCELLED "User cancelled execution"
-#define REASON_DENIED    "User denied execution"
-#define REASON_ABORTED   "User aborted the tool call"
 #define REASON_NO_ELICITATION                                                                      \
     "Approval was required by a prompt rule, but the MCP client did not declare the "              \
     "elicitation capability, so it cannot be asked"
@@ -82,8 +79,7 @@ struct kept_repo {
  * theirs after the session is gone. */
 struct decide_client {
     unsigned refs;
-    struct jsonrpc *rpc; /* borrowed; NULL: nobody to ask */
-    bool elicitation;
+    struct ask_peer peer; /* where its questions go */
     struct approvals *approvals;
     struct client_log *log; /* borrowed; NULL: none */
 };
@@ -96,18 +92,11 @@ struct decide_call {
     struct writable_view view;
     struct kept_repo *kept;
     size_t n_kept;
-    struct shell_call *sc; /* while the call runs */
-    struct shell_call_attachment att;
-    void (*on_abort)(void *data, const char *why);
-    void *abort_data;
-    decide_said_fn on_said; /* or NULL */
+    struct shell_call_attachment att; /* while the call runs */
+    struct ask_line *line;            /* its questions, exec and network (ask.h) */
+    decide_said_fn on_said;           /* or NULL */
     void *said_data;
-    bool aborted;
-    unsigned paused;
     struct memo_list expected, declined;
-    /* one question out at a time; the others wait in order */
-    struct decide_question *asking;
-    struct decide_question *waiting, **waiting_tail;
 };
 
 /* decide.c: the call's memos (DECIDE_MAX_REMEMBERED, oldest dropped). */

@@ -293,6 +293,42 @@ test_prompt_denied(void **state)
     mcp_world_end(&w);
 }
 
+/* `abort` to a question about a connection stops the whole call, as it
+ * does for an exec's question: the connection is refused, nothing after
+ * it runs, and the result says who stopped it and why.  `cancel` refuses
+ * the connection and the command goes on, as for an exec. */
+static void
+test_prompt_abort_stops_the_call(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, prompt_localhost, true);
+    struct mcp_answers ans = {.action = "accept", .decision = "abort", .reason = "not that host"};
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a; echo after > after.txt; sleep 20",
+                              http_port);
+    json_t *a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(mcp_world_structured(a), "aborted")),
+        "User aborted the tool call, saying: not that host");
+    assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
+    assert_false(mcp_world_exists(w.wd, "after.txt"));
+    json_decref(a);
+    free(cmd);
+    ans = (struct mcp_answers){
+        .action = "cancel", .asked = ans.asked, .last_message = ans.last_message};
+    cmd = mcp_world_fmt("curl -sS http://localhost:%u/b; echo after > after.txt", http_port);
+    a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 2);
+    mcp_world_assert_contains(mcp_world_output(a), "was declined");
+    assert_null(json_object_get(mcp_world_structured(a), "aborted"));
+    assert_true(mcp_world_exists(w.wd, "after.txt"));
+    json_decref(a);
+    free(ans.last_message);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
 /* Waiting for the person does not count toward the call's timeout. */
 static void
 test_prompt_stops_the_timeout(void **state)
@@ -341,6 +377,7 @@ main(void)
         cmocka_unit_test(test_socks5),
         cmocka_unit_test(test_prompt_once_per_session),
         cmocka_unit_test(test_prompt_denied),
+        cmocka_unit_test(test_prompt_abort_stops_the_call),
         cmocka_unit_test(test_prompt_without_elicitation),
         cmocka_unit_test(test_prompt_stops_the_timeout),
     };
