@@ -10,6 +10,7 @@
 #include "server/audit.h"
 #include "server/client_log.h"
 #include "server/log.h"
+#include "server/shell_call.h"
 #include "server/utf8.h"
 #include "server/writable_history.h"
 #include "wrapper/esc_proto.h"
@@ -291,10 +292,18 @@ decide_server_audit(const struct decide_server *ds)
 
 /* ---- the call ---- */
 
+/* dc's attachment to its shell_call while it runs: it holds a reference
+ * to dc, and tells the line when the call has ended.  Made with dc, so
+ * that attaching cannot fail. */
+struct decide_hold {
+    struct shell_call_attachment att;
+    struct decide_call *dc;
+};
+
 static void
 att_release(struct shell_call_attachment *a)
 {
-    struct decide_call *dc = (struct decide_call *)((char *)a - offsetof(struct decide_call, att));
+    struct decide_call *dc = ((struct decide_hold *)a)->dc;
     ask_line_attach(dc->line, NULL);
     decide_call_unref(dc);
 }
@@ -315,15 +324,19 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
 {
     *err = NULL;
     struct decide_call *dc = calloc(1, sizeof(*dc));
-    if (!dc || !(dc->label = strdup(label)) || !(dc->line = ask_line_new(on_abort, data))) {
-        if (dc)
+    if (!dc || !(dc->label = strdup(label)) || !(dc->hold = malloc(sizeof(*dc->hold))) ||
+        !(dc->line = ask_line_new(on_abort, data))) {
+        if (dc) {
             free(dc->label);
+            free(dc->hold);
+        }
         free(dc);
         *err = strdup("out of memory");
         return NULL;
     }
     if (writable_view_init_after(&dc->view, policy, sandbox_cwd, written_before, ds, err) < 0) {
         ask_line_unref(dc->line);
+        free(dc->hold);
         free(dc->label);
         free(dc);
         return NULL;
@@ -380,6 +393,7 @@ decide_call_unref(struct decide_call *dc)
     ask_line_set_peer(dc->line, NULL);
     ask_line_unref(dc->line);
     decide_client_unref(dc->cl);
+    free(dc->hold);
     free(dc->label);
     free(dc);
 }
@@ -395,9 +409,9 @@ decide_call_attach(struct decide_call *dc, struct shell_call *sc)
 {
     note_kept_repos(dc);
     ask_line_attach(dc->line, sc);
-    dc->att.release = att_release;
+    *dc->hold = (struct decide_hold){.att.release = att_release, .dc = dc};
     decide_call_ref(dc); /* the attachment's, dropped by att_release */
-    shell_call_attach(sc, &dc->att);
+    shell_call_attach(sc, &dc->hold->att);
 }
 
 const char *

@@ -10,7 +10,6 @@
 
 #include "server/ask.h"
 #include "server/decide.h"
-#include "server/shell_call.h"
 #include "server/writable_view.h"
 
 #include <jansson.h>
@@ -92,9 +91,9 @@ struct decide_call {
     struct writable_view view;
     struct kept_repo *kept;
     size_t n_kept;
-    struct shell_call_attachment att; /* while the call runs */
-    struct ask_line *line;            /* its questions, exec and network (ask.h) */
-    decide_said_fn on_said;           /* or NULL */
+    struct decide_hold *hold; /* on the call while it runs (decide.c) */
+    struct ask_line *line;    /* its questions, exec and network (ask.h) */
+    decide_said_fn on_said;   /* or NULL */
     void *said_data;
     struct memo_list expected, declined;
 };
