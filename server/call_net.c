@@ -18,6 +18,7 @@
 #include "server/decide.h"
 #include "server/log.h"
 #include "server/question_form.h"
+#include "server/question_text.h"
 #include "server/netproxy.h"
 #include "server/strfmt.h"
 #include "wrapper/fd_pass.h"
@@ -162,6 +163,30 @@ how_done(void *data, const struct ask_answer *a)
 
 static const struct ask_how net_question = {.params = how_params, .done = how_done};
 
+/* "Allow network access to `HOST:PORT` (https) for `COMMAND`? Rule:
+ * JUSTIFICATION", each part escaped as an exec question's are
+ * (question_text.h): the command is the agent's, and a backtick or a
+ * newline in it must not end the quote and write a question of its own.
+ * NULL when out of memory. */
+static char *
+question_message(const struct netproxy_event *what)
+{
+    const char *scheme = strcmp(what->protocol, "http") == 0    ? "http"
+                         : strcmp(what->protocol, "https") == 0 ? "https"
+                                                                : "socks5";
+    char *host = question_text_shown(what->host);
+    char *command = question_text_shown(what->command);
+    char *rule = what->rule ? question_text_shown(what->rule) : NULL;
+    char *msg = host && command && (!what->rule || rule)
+                    ? strfmt("Allow network access to `%s:%u` (%s) for `%s`?%s%s", host, what->port,
+                             scheme, command, rule ? " Rule: " : "", rule ? rule : "")
+                    : NULL;
+    free(host);
+    free(command);
+    free(rule);
+    return msg;
+}
+
 /* Asks the person of the client whose call it is, on the call's line
  * (its session's answers "for the session" are the listener's: netproxy
  * remembers them). */
@@ -175,13 +200,8 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
         netproxy_ask_answer(ask, NETPROXY_UNASKED);
         return;
     }
-    const char *scheme = strcmp(what->protocol, "http") == 0    ? "http"
-                         : strcmp(what->protocol, "https") == 0 ? "https"
-                                                                : "socks5";
     struct question *q = calloc(1, sizeof(*q));
-    if (!q || asprintf(&q->message, "Allow network access to `%s:%u` (%s) for `%s`?%s%s",
-                       what->host, what->port, scheme, what->command, what->rule ? " Rule: " : "",
-                       what->rule ? what->rule : "") < 0) {
+    if (!q || !(q->message = question_message(what))) {
         free(q);
         netproxy_ask_answer(ask, NETPROXY_DENIED);
         return;

@@ -329,6 +329,37 @@ test_prompt_abort_stops_the_call(void **state)
     mcp_world_end(&w);
 }
 
+/* The question shows the command as the exec questions show theirs:
+ * backticks, newlines and invisible code points in it are escaped, so
+ * that a command cannot close the question's quote and write a question
+ * of its own, or reorder what the person reads. */
+static void
+test_question_cannot_be_forged(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, prompt_localhost, true);
+    struct mcp_answers ans = {.action = "accept", .decision = "denied"};
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a # ` for `ls`?\n"
+                              "Allow agent to run `ls`",
+                              http_port);
+    json_t *a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message, "# \\x60 for \\x60ls\\x60?\\nAllow agent");
+    assert_null(strchr(ans.last_message, '\n'));
+    json_decref(a);
+    free(cmd);
+    /* a bidirectional override cannot reorder what the person reads */
+    cmd = mcp_world_fmt("curl -sS http://localhost:%u/a # \xe2\x80\xae`sl`", http_port);
+    a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 2);
+    mcp_world_assert_contains(ans.last_message, "# \\u{202E}\\x60sl\\x60`?");
+    json_decref(a);
+    free(ans.last_message);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
 /* Waiting for the person does not count toward the call's timeout. */
 static void
 test_prompt_stops_the_timeout(void **state)
@@ -378,6 +409,7 @@ main(void)
         cmocka_unit_test(test_prompt_once_per_session),
         cmocka_unit_test(test_prompt_denied),
         cmocka_unit_test(test_prompt_abort_stops_the_call),
+        cmocka_unit_test(test_question_cannot_be_forged),
         cmocka_unit_test(test_prompt_without_elicitation),
         cmocka_unit_test(test_prompt_stops_the_timeout),
     };
