@@ -31,7 +31,6 @@ struct call_net_server {
 
 struct call_net_client {
     unsigned refs;
-    struct client_log *log;            /* borrowed; NULL: none */
     struct netproxy_session *approved; /* what its person approved for the session */
 };
 
@@ -73,7 +72,7 @@ hook_event(void *arg, const struct netproxy_event *ev)
 {
     struct call_net_server *ns = arg;
     const struct call_net *cn = ev->owner;
-    struct client_log *client_log = cn->cl->log;
+    struct client_log *client_log = decide_call_log(cn->dc);
     enum client_log_level level = ev->allowed ? CLIENT_LOG_INFO : CLIENT_LOG_WARNING;
     enum log_level log_level = ev->allowed ? LOG_LEVEL_INFO : LOG_LEVEL_WARN;
     json_t *rec = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s*, s:s*}", "event", "network",
@@ -254,12 +253,6 @@ call_net_client_new(void)
         return NULL;
     }
     return cl;
-}
-
-void
-call_net_client_set_log(struct call_net_client *cl, struct client_log *log)
-{
-    cl->log = log;
 }
 
 void

@@ -5,8 +5,8 @@
  * and answers its hooks: the rules in force (decide_server_rules), the
  * person asked for a `prompt` rule, and each decision written to the
  * audit log and the client's log.  One struct call_net_client per MCP
- * session (client): its calls' records go to its log, and its
- * "approved_for_session" holds for that host for its calls only.  One
+ * session (client): its "approved_for_session" holds for that host for
+ * its calls only.  One
  * struct call_net per call whose sandbox has a network namespace: the
  * socket its sandbox helper sends the namespace's listener on
  * (--net-proxy-fd), then that listener, served by the proxy until the
@@ -23,7 +23,6 @@
 
 struct decide_server;
 struct decide_call;
-struct client_log;
 
 struct call_net_server;
 struct call_net_client;
@@ -38,9 +37,6 @@ struct call_net_server *call_net_server_new(uv_loop_t *loop, struct decide_serve
  * another.  NULL when out of memory. */
 struct call_net_client *call_net_client_new(void);
 
-/* Sets cl's log (borrowed; NULL: none).  Cannot fail. */
-void call_net_client_set_log(struct call_net_client *cl, struct client_log *log);
-
 /* Releases a reference; NULL is a no-op. */
 void call_net_client_unref(struct call_net_client *cl);
 
@@ -51,7 +47,8 @@ void call_net_server_free(struct call_net_server *ns);
 /*
  * A call's share, for the client cl and the call's decisions dc (a
  * reference is taken on each): its questions go on dc's line, its records
- * to cl's log; dc's label and command (copied) name it in both.  NULL
+ * to dc's client's log (decide_call_log); dc's label and command (copied)
+ * name it in both.  NULL
  * when out of memory.
  */
 struct call_net *call_net_new(struct call_net_server *ns, struct call_net_client *cl,

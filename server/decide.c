@@ -398,6 +398,12 @@ decide_call_unref(struct decide_call *dc)
     free(dc);
 }
 
+struct client_log *
+decide_call_log(const struct decide_call *dc)
+{
+    return dc->cl->log;
+}
+
 struct ask_line *
 decide_call_asking(struct decide_call *dc)
 {

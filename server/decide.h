@@ -159,6 +159,10 @@ void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
 
 const char *decide_call_label(const struct decide_call *dc);
 
+/* The log of the client dc answers to (borrowed; NULL: none): the
+ * network proxy's records of the call go there too. */
+struct client_log *decide_call_log(const struct decide_call *dc);
+
 /* The call's questions (borrowed, as long as dc lives): the network
  * proxy's go there too, so that a person sees one question of a call at a
  * time and every answer means the same (ask.h). */

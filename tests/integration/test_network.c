@@ -276,17 +276,31 @@ test_prompt_once_per_session(void **state)
     mcp_world_end(&w);
 }
 
+/* A refusal by the person: the connection gets the refusal, and the
+ * client's log a warning record of it. */
 static void
 test_prompt_denied(void **state)
 {
     (void)state;
     struct mcp_world w;
     world_start(&w, prompt_localhost, true);
-    struct mcp_answers ans = {.action = "accept", .decision = "denied"};
+    json_t *r = mcp_client_call(w.c, "logging/setLevel", json_pack("{s:s}", "level", "warning"));
+    assert_non_null(json_object_get(r, "result"));
+    json_decref(r);
+    struct mcp_answers ans = {.action = "accept", .decision = "denied", .logs = json_array()};
     char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
     json_t *a = run(&w, cmd, &ans);
     mcp_world_assert_contains(mcp_world_output(a), "was declined");
     assert_int_equal(ans.asked, 1);
+    /* the refusal's record goes to the log of the client whose call it is */
+    const json_t *rec = json_array_get(ans.logs, 0);
+    const json_t *data = json_object_get(rec, "data");
+    assert_string_equal(json_string_value(json_object_get(rec, "level")), "warning");
+    assert_string_equal(json_string_value(json_object_get(data, "event")), "network");
+    assert_string_equal(json_string_value(json_object_get(data, "decision")), "deny");
+    /* the call's request id: logging/setLevel was request 1001 */
+    assert_int_equal(json_integer_value(json_object_get(data, "requestId")), 1002);
+    json_decref(ans.logs);
     json_decref(a);
     free(ans.last_message);
     free(cmd);
