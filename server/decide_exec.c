@@ -439,27 +439,40 @@ run_as_name(const struct verdict *v, const struct exec_path *walk)
     return strdup(last_component(name ? name : walk->absolute));
 }
 
-/* "FILE:LINE" of the first rule at v's decision, own names first; NULL
- * when none has an origin (or out of memory). */
-static char *
-rule_origin(const struct verdict *v)
+/*
+ * The rule that gave v its decision: the first match at v's decision, with
+ * the place it was written, under a name that counts for that decision
+ * (the program's own names before the restricting ones: a name that only
+ * restricts cannot be what allowed it).  NULL when no rule matched or none
+ * says where it was written.
+ */
+static const struct rules_match *
+deciding_rule(const struct verdict *v)
 {
     for (int pass = 0; pass < 2 && v->decision != RULES_DECISION_NONE; pass++) {
         for (size_t i = 0; i < v->n_names; i++) {
             const struct verdict_name *n = &v->names[i];
-            if (n->restricting != (pass == 1))
+            if (n->restricting != (pass == 1) || n->decision != v->decision)
                 continue;
             for (size_t k = 0; k < n->result.n_matches; k++) {
                 const struct rules_match *m = &n->result.matches[k];
-                char *origin = NULL;
                 if (m->decision == v->decision && m->origin.file && m->origin.line > 0)
-                    return asprintf(&origin, "%s:%" PRIu32, m->origin.file, m->origin.line) < 0
-                               ? NULL
-                               : origin;
+                    return m;
             }
         }
     }
     return NULL;
+}
+
+/* "FILE:LINE" of the deciding rule; NULL when none (or out of memory). */
+static char *
+rule_origin(const struct verdict *v)
+{
+    const struct rules_match *m = deciding_rule(v);
+    char *origin = NULL;
+    if (m && asprintf(&origin, "%s:%" PRIu32, m->origin.file, m->origin.line) < 0)
+        origin = NULL;
+    return origin;
 }
 
 char *
@@ -622,30 +635,21 @@ decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct
 
 /* ---- the children of an escalated program ---- */
 
-/* "allowed by default.rules:3": the first rule that gave v its decision
- * under a name that may grant, with its file's last component; NULL when
- * no rule matched or none says where it was written. */
+/* "allowed by default.rules:3": the deciding rule of an allow or a prompt,
+ * with its file's last component; NULL when none (or out of memory). */
 static char *
 rule_text(const struct verdict *v)
 {
     const char *verb = v->decision == RULES_DECISION_ALLOW    ? "allowed by"
                        : v->decision == RULES_DECISION_PROMPT ? "approved under the prompt rule at"
                                                               : NULL;
-    for (size_t i = 0; verb && i < v->n_names; i++) {
-        const struct verdict_name *n = &v->names[i];
-        for (size_t k = 0; n->decision == v->decision && k < n->result.n_matches; k++) {
-            const struct rules_match *m = &n->result.matches[k];
-            if (m->decision != v->decision || !m->origin.file || m->origin.line == 0)
-                continue;
-            const char *slash = strrchr(m->origin.file, '/');
-            char *text = NULL;
-            if (asprintf(&text, "%s %s:%" PRIu32, verb, slash ? slash + 1 : m->origin.file,
-                         m->origin.line) < 0)
-                text = NULL;
-            return text;
-        }
-    }
-    return NULL;
+    const struct rules_match *m = verb ? deciding_rule(v) : NULL;
+    const char *slash = m ? strrchr(m->origin.file, '/') : NULL;
+    char *text = NULL;
+    if (m && asprintf(&text, "%s %s:%" PRIu32, verb, slash ? slash + 1 : m->origin.file,
+                      m->origin.line) < 0)
+        text = NULL;
+    return text;
 }
 
 /* The rule line that would allow exactly this command: the program's last
