@@ -16,6 +16,8 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/server_suite.h"
+#include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
 #include <fcntl.h>
@@ -27,6 +29,10 @@
 #include <unistd.h>
 
 static const char *server_path;
+/* EXECGATE_TEST_UNPRIVILEGED=1: the server runs as a test user, the test
+ * (its client) as root */
+static bool unprivileged;
+static struct test_user user;
 
 /* The test servers: their ports, and the pipe whose end stops them. */
 static pid_t servers_pid;
@@ -79,8 +85,13 @@ static const char prompt_localhost[] =
 static void
 world_start(struct mcp_world *w, const char *rules, bool elicitation)
 {
-    const struct mcp_world_options o = {
-        .server = server_path, .client_name = "network-tests", .elicitation = elicitation};
+    const struct mcp_world_options o = {.server = server_path,
+                                        .client_name = "network-tests",
+                                        .elicitation = elicitation,
+                                        .prefix = unprivileged ? user.prefix : NULL,
+                                        .chown = unprivileged,
+                                        .owner_uid = user.uid,
+                                        .owner_gid = user.gid};
     mcp_world_start(w, rules, &o);
 }
 
@@ -409,11 +420,9 @@ test_prompt_without_elicitation(void **state)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 1;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allowed_host_gets_the_page),
         cmocka_unit_test(test_no_rule_is_refused_naming_the_host),
@@ -427,5 +436,8 @@ main(void)
         cmocka_unit_test(test_prompt_without_elicitation),
         cmocka_unit_test(test_prompt_stops_the_timeout),
     };
-    return cmocka_run_group_tests(tests, servers_start, servers_stop);
+    int failed = cmocka_run_group_tests(tests, servers_start, servers_stop);
+    if (unprivileged)
+        test_user_release(&user);
+    return failed;
 }
