@@ -13,7 +13,10 @@
  * written or repointed, and no repository it could have planted code in),
  * the approvals for the session and the call's memos,
  * the question a person is asked, and the audit record.
- * docs/escalation.md says what is decided and why.
+ * docs/escalation.md says what is decided and why.  The decision is
+ * decide_exec.c's, the repository checks decide_repo.c's, the question
+ * decide_ask.c's (put to the person by ask.h, which gives every answer
+ * its meaning), the rest decide.c's.
  *
  * One struct decide_server per MCP server (rules, approvals, audit log,
  * the client to ask); one struct decide_call per `shell` call, shared by
