@@ -228,7 +228,8 @@ how_take_always(void *data, const json_t *decision)
 
 /* The answer (ask.h's meaning): an approval for the session is
  * remembered, what the person said with an approval goes to the call's
- * result, a decline from the tree is remembered for the call. */
+ * result, a refusal from the tree is remembered for the call (a PATH
+ * search's retries are not asked again). */
 static void
 how_done(void *data, const struct ask_answer *a)
 {
@@ -241,7 +242,8 @@ how_done(void *data, const struct ask_answer *a)
     if (approved && a->content)
         tell_said(q, a->content);
     const char *reason = approved ? NULL : a->reason;
-    if (reason && q->remember_decline)
+    /* a person's refusal, not the client's failure to ask */
+    if (reason && q->remember_decline && a->kind != ASK_UNASKED)
         memo_add(&q->dc->declined, 0, q->key, q->keylen, reason);
     decide_answer_fn done = q->done;
     void *d = q->data;
