@@ -385,6 +385,47 @@ test_question_cannot_be_forged(void **state)
     mcp_world_end(&w);
 }
 
+/* A question still open when its call ends (here the client cancels the
+ * call) is withdrawn: the client is told to close it, as for an exec's
+ * question. */
+static void
+test_cancelled_call_closes_the_question(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, prompt_localhost, true);
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
+    long long id =
+        mcp_client_send_request(w.c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", cmd, "workdir", w.wd, "login", 0));
+    free(cmd);
+    json_t *question = NULL;
+    while (!question) {
+        json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(m);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        if (method && strcmp(method, "elicitation/create") == 0)
+            question = m;
+        else
+            json_decref(m);
+    }
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(json_object_get(question, "params"), "message")),
+        "Allow network access to `localhost:");
+    json_int_t asked = json_integer_value(json_object_get(question, "id"));
+    json_decref(question);
+    mcp_client_send(w.c,
+                    json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                              "notifications/cancelled", "params", "requestId", (json_int_t)id));
+    json_t *closed = mcp_client_notification(w.c, "notifications/cancelled", MCP_CLIENT_WAIT_MS);
+    assert_non_null(closed);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(closed, "params"), "requestId")), asked);
+    json_decref(closed);
+    mcp_world_end(&w);
+}
+
 /* Waiting for the person does not count toward the call's timeout. */
 static void
 test_prompt_stops_the_timeout(void **state)
@@ -433,6 +474,7 @@ main(void)
         cmocka_unit_test(test_prompt_denied),
         cmocka_unit_test(test_prompt_abort_stops_the_call),
         cmocka_unit_test(test_question_cannot_be_forged),
+        cmocka_unit_test(test_cancelled_call_closes_the_question),
         cmocka_unit_test(test_prompt_without_elicitation),
         cmocka_unit_test(test_prompt_stops_the_timeout),
     };
