@@ -1,7 +1,7 @@
 /*
  * approvals: commands a person approved "for the session"
  * (`approved_for_session` in an elicitation answer), remembered for the rest
- * of this server's life by their key (approvals_key: decide.c keys a
+ * of this server's life by their key (approvals_key: decide_exec.c keys a
  * command by its canonical program, that file's device and inode, and
  * argv[1..]; argv[0] and the environment do not matter).  In memory only.
  */

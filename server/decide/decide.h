@@ -13,7 +13,10 @@
  * written or repointed, and no repository it could have planted code in),
  * the approvals for the session and the call's memos,
  * the question a person is asked, and the audit record.
- * docs/escalation.md says what is decided and why.
+ * docs/escalation.md says what is decided and why.  The decision is
+ * decide_exec.c's, the repository checks decide_repo.c's, the question
+ * decide_ask.c's (put to the person by ask.h, which gives every answer
+ * its meaning), the rest decide.c's.
  *
  * One struct decide_server per MCP server (rules, approvals, audit log,
  * the client to ask); one struct decide_call per `shell` call, shared by
@@ -66,9 +69,6 @@ struct decide_server *decide_server_new(const struct decide_config *cfg, char **
  */
 int decide_server_reload(struct decide_server *ds, char **err);
 
-/* How many reloads succeeded (for logs and tests).  Cannot fail. */
-unsigned decide_server_reloads(const struct decide_server *ds);
-
 /* The rules files and directories the rules come from (borrowed, as long
  * as ds lives); *n gets the count. */
 const char *const *decide_server_rules_paths(const struct decide_server *ds, size_t *n);
@@ -76,26 +76,18 @@ const char *const *decide_server_rules_paths(const struct decide_server *ds, siz
 /* Frees ds once no decide_call is left.  NULL is a no-op. */
 void decide_server_free(struct decide_server *ds);
 
-/* The transport questions go out on (borrowed; NULL once it is closed)
- * and whether the client declared the elicitation capability. */
-void decide_server_set_client(struct decide_server *ds, struct jsonrpc *rpc, bool elicitation);
-
-/* The client's log (borrowed; NULL: none): decisions go there too, with
- * the call's request id (client_log.h). */
-struct client_log;
-void decide_server_set_log(struct decide_server *ds, struct client_log *log);
-
 /*
  * A client of its own for some calls (one per MCP session of a server
  * serving many): where their questions go, what it approved for its
- * session (approvals.h), and its log.  Calls without one use the server's
- * (decide_server_set_client, decide_server_set_log).  Reference counted:
+ * session (approvals.h), and its log.  Calls without one have nobody to
+ * ask and no log.  Reference counted:
  * the creator holds one, each decide_call given it another.  NULL when
  * out of memory.
  */
 struct decide_client;
 struct decide_client *decide_client_new(void);
 
+struct client_log;
 /* Sets cl's transport (borrowed; NULL once it is closed: nobody is asked
  * then), whether it offered elicitation, and its log (borrowed; NULL:
  * none).  Cannot fail. */
@@ -104,11 +96,6 @@ void decide_client_set(struct decide_client *cl, struct jsonrpc *rpc, bool elici
 
 /* Releases a reference; NULL is a no-op. */
 void decide_client_unref(struct decide_client *cl);
-
-/* The file "always allow" appends its rules to: default.rules in the
- * first rules directory (borrowed), or NULL when the rules come from
- * files alone. */
-const char *decide_server_answers_file(const struct decide_server *ds);
 
 /* Number of prefix rules loaded (for the startup log). */
 size_t decide_server_rule_count(const struct decide_server *ds);
@@ -137,18 +124,15 @@ const struct rules_policy *decide_server_rules(const struct decide_server *ds);
 struct audit;
 struct audit *decide_server_audit(const struct decide_server *ds);
 
-/* Whether there is an audit log (records are built only then). */
-bool decide_server_auditing(const struct decide_server *ds);
-
 /*
  * A call's decision state.  policy (a sandboxPolicy object) and
  * sandbox_cwd (absolute) give what its sandbox can write, which from now
  * on counts against every call of ds (writable_history.h); label names the
  * call in logs and the audit log (copied).  on_abort(data, why) runs at
- * most once, when a person answers `abort`: the caller's result should
- * say why (why is borrowed for the callback); the call's process group is
- * killed here.  One reference, the caller's.  Returns NULL with *err
- * malloc'd.
+ * most once, when a person answers `abort` to any question of the call
+ * (an exec's or a connection's): the caller's result should say why (why
+ * is borrowed for the callback); the call's process group is killed here.  One reference, the
+ * caller's.  Returns NULL with *err malloc'd.
  */
 struct decide_call *decide_call_new(struct decide_server *ds, const json_t *policy,
                                     const char *sandbox_cwd, const char *label,
@@ -177,6 +161,16 @@ void decide_call_unref(struct decide_call *dc);
 void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
 
 const char *decide_call_label(const struct decide_call *dc);
+
+/* The log of the client dc answers to (borrowed; NULL: none): the
+ * network proxy's records of the call go there too. */
+struct client_log *decide_call_log(const struct decide_call *dc);
+
+/* The call's questions (borrowed, as long as dc lives): the network
+ * proxy's go there too, so that a person sees one question of a call at a
+ * time and every answer means the same (ask.h). */
+struct ask_line;
+struct ask_line *decide_call_asking(struct decide_call *dc);
 
 /* dc's questions, approvals and records go to cl from now on (a
  * reference is taken).  Called before the call runs.  Cannot fail. */
@@ -336,10 +330,9 @@ enum decide_ask {
  * e's arguments shell-quoted and e's workdir, with control characters
  * and backticks escaped.  An approval for the session is remembered by
  * r->key; a decline from the tree is remembered for the call; `abort`
- * kills the call.  The call's timeout clock stops while the question is
- * out.  *answered_by gets "session-approval", "no-elicitation" or "user"
- * (static).  On PENDING *q is the question, for decide_question_cancel;
- * e and r may go once this returns.
+ * kills the call (every answer means what ask.h says).  The call's timeout clock stops while the
+ * question is out.  *answered_by gets "session-approval", "no-elicitation" or "user" (static).  On
+ * PENDING *q is the question, for decide_question_cancel; e and r may go once this returns.
  */
 enum decide_ask decide_ask(struct decide_call *dc, const struct decide_exec *e,
                            const struct decide_result *r, decide_answer_fn done, void *data,
@@ -367,23 +360,5 @@ void decide_audit(struct decide_call *dc, const struct decide_exec *e,
  * continued with no question (the audit log leaves those out). */
 void decide_trace(struct decide_call *dc, const struct decide_exec *e,
                   const struct decide_result *r, const char *decision);
-
-/* text as a question shows it: control characters, backslashes,
- * backticks and invisible code points escaped, bytes that are not UTF-8
- * as U+FFFD, so nothing in it can forge the question's layout.
- * malloc'd; NULL when out of memory. */
-char *decide_text_shown(const char *text);
-
-/* The question's text for program, args and workdir (for tests and the
- * fuzz target): malloc'd, NULL when out of memory. */
-char *decide_question_text(const char *program, const char *const *args, size_t nargs,
-                           const char *workdir);
-
-/* The question about a child of a program run outside the sandbox:
- * "`git status` (allowed by default.rules:3) wants to start `PROGRAM ARGS`
- * outside the sandbox, in `WORKDIR`. Allow it?", every part escaped as in
- * decide_question_text.  Malloc'd, NULL when out of memory. */
-char *decide_child_question_text(const char *parent, const char *why, const char *program,
-                                 const char *const *args, size_t nargs, const char *workdir);
 
 #endif

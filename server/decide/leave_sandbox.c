@@ -1,7 +1,7 @@
 #include "server/decide/leave_sandbox.h"
 
-#include "server/decide/decide.h"
 #include "server/decide/question_form.h"
+#include "server/decide/question_text.h"
 #include "common/strfmt.h"
 
 #include <stdbool.h>
@@ -18,9 +18,9 @@ json_t *
 leave_sandbox_question(const char *command, const char *workdir, bool login,
                        const char *justification)
 {
-    char *cmd = decide_text_shown(command);
-    char *wd = decide_text_shown(workdir);
-    char *just = justification ? decide_text_shown(justification) : NULL;
+    char *cmd = question_text_shown(command);
+    char *wd = question_text_shown(workdir);
+    char *just = justification ? question_text_shown(justification) : NULL;
     char *msg = NULL;
     if (cmd && wd && (!justification || just))
         /* a login shell runs the startup files first, outside too: code
@@ -51,21 +51,11 @@ leave_sandbox_question(const char *command, const char *workdir, bool login,
     return params;
 }
 
-/* What the person typed as the reason in content, escaped; NULL when
- * nothing (or blanks) or out of memory. */
-static char *
-typed_reason(const json_t *content)
-{
-    const char *said = json_string_value(json_object_get(content, "reason"));
-    size_t n = said ? strspn(said, " \t\r\n") : 0;
-    return said && said[n] ? decide_text_shown(said + n) : NULL;
-}
-
 /* why, and what the person typed as a reason when there is something. */
 static const char *
 refusal(const char *why, const json_t *content, char **buf)
 {
-    char *shown = typed_reason(content);
+    char *shown = question_text_said(content);
     *buf = strfmt("%s%s%s" GO_ON, why, shown ? ", saying: " : "", shown ? shown : "");
     free(shown);
     return *buf ? *buf : "Not run: the person did not approve running it outside the sandbox";
@@ -74,7 +64,7 @@ refusal(const char *why, const json_t *content, char **buf)
 char *
 leave_sandbox_said(const json_t *result)
 {
-    char *shown = typed_reason(json_object_get(result, "content"));
+    char *shown = question_text_said(json_object_get(result, "content"));
     char *line = shown ? strfmt("approved running it outside the sandbox: %s", shown) : NULL;
     free(shown);
     return line;

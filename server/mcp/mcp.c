@@ -125,7 +125,7 @@ struct mcp_session {
     uint64_t sent_oldest;
     struct client_log *client_log;      /* notifications/message for the client */
     struct decide_client *client;       /* its questions and approvals */
-    struct call_net_client *net_client; /* its network questions and approvals */
+    struct call_net_client *net_client; /* its network approvals */
 
     /* HTTP: messages go to sink(sink_data, m) until the session ends */
     mcp_session_sink_fn sink;
@@ -447,7 +447,6 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     const json_t *caps = json_object_get(params, "capabilities");
     ss->client_elicitation = json_object_get(caps, "elicitation") != NULL;
     decide_client_set(ss->client, ss->rpc, ss->client_elicitation, ss->client_log);
-    call_net_client_set(ss->net_client, ss->rpc, ss->client_elicitation, ss->client_log);
     /* records go out from now on: a client hears nothing before initialize */
     client_log_set_rpc(ss->client_log, ss->rpc);
     json_t *result =
@@ -1066,15 +1065,12 @@ new_call(struct mcp_session *ss, const json_t *id, const struct call_request *r,
         return NULL;
     }
     char **env = NULL;
-    char *label = net ? json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    if (net && !(label && (c->net = call_net_new(s->net, ss->net_client, label, r->command)))) {
-        free(label);
+    if (net && !(c->net = call_net_new(s->net, ss->net_client, c->dc, r->command))) {
         free_strv(argv);
         call_free(c);
         *errp = strdup("network proxy: out of memory");
         return NULL;
     }
-    free(label);
     if (call_front_ends(s, c, notify) < 0 || !(env = call_env(s))) {
         free_strv(argv);
         call_free(c);
@@ -1390,7 +1386,7 @@ start_call(struct mcp_call *c)
     start_cgroup(s, c, ec);
     shell_call_start(c->sc);
     if (c->net)
-        call_net_spawned(c->net, c->sc);
+        call_net_spawned(c->net);
     escalation_call_spawned(ec);
     if (c->watch)
         exec_watch_spawned(c->watch, notify_fd);
@@ -1900,7 +1896,6 @@ on_session_rpc_closed(void *data)
     struct mcp_server *s = ss->s;
     ss->rpc = NULL;
     decide_client_set(ss->client, NULL, false, NULL);
-    call_net_client_set(ss->net_client, NULL, false, NULL);
     client_log_set_rpc(ss->client_log, NULL);
     if (ss->prev)
         ss->prev->next = ss->next;

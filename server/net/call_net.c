@@ -12,14 +12,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/decide/ask.h"
 #include "server/decide/audit.h"
 #include "server/rpc/client_log.h"
 #include "server/decide/decide.h"
-#include "server/rpc/jsonrpc.h"
 #include "common/log.h"
 #include "server/decide/question_form.h"
+#include "server/decide/question_text.h"
 #include "server/net/netproxy.h"
-#include "server/call/shell_call.h"
+#include "common/strfmt.h"
 #include "common/fd_pass.h"
 
 struct call_net_server {
@@ -30,28 +31,28 @@ struct call_net_server {
 
 struct call_net_client {
     unsigned refs;
-    struct jsonrpc *rpc; /* borrowed; NULL: nobody to ask */
-    bool elicitation;
-    struct client_log *log;            /* borrowed; NULL: none */
     struct netproxy_session *approved; /* what its person approved for the session */
 };
 
-/* A question out to the person; while its call lives its timeout stops. */
+/* A question about a connection, on its call's line (ask.h) until the
+ * answer comes or the call ends. */
 struct question {
     struct netproxy_ask *ask;
-    struct call_net *cn; /* NULL once the call ended */
+    struct ask_question *aq;
+    struct call_net *cn;
+    char *message;
     struct question *prev, *next;
 };
 
 struct call_net {
     struct call_net_server *ns;
     struct call_net_client *cl; /* a reference */
+    struct decide_call *dc;     /* a reference: the call's questions go on its line */
     char *call_id, *command;
     int sv[2]; /* [0] the server's end, [1] the helper's until spawned */
     uv_poll_t poll;
     bool poll_open; /* poll initialised: it ends in its close callback */
     struct netproxy_listener *listener;
-    struct shell_call *sc; /* once spawned (borrowed; the call outlives this) */
     struct question *questions;
 };
 
@@ -71,7 +72,7 @@ hook_event(void *arg, const struct netproxy_event *ev)
 {
     struct call_net_server *ns = arg;
     const struct call_net *cn = ev->owner;
-    struct client_log *client_log = cn->cl->log;
+    struct client_log *client_log = decide_call_log(cn->dc);
     enum client_log_level level = ev->allowed ? CLIENT_LOG_INFO : CLIENT_LOG_WARNING;
     enum log_level log_level = ev->allowed ? LOG_LEVEL_INFO : LOG_LEVEL_WARN;
     json_t *rec = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s*, s:s*}", "event", "network",
@@ -103,101 +104,117 @@ hook_event(void *arg, const struct netproxy_event *ev)
 }
 
 static void
-question_detach(struct question *q)
+question_free(struct question *q)
 {
     struct call_net *cn = q->cn;
-    if (!cn)
-        return;
     if (q->prev)
         q->prev->next = q->next;
     else
         cn->questions = q->next;
     if (q->next)
         q->next->prev = q->prev;
-    q->cn = NULL;
-    if (cn->sc)
-        shell_call_resume_timeout(cn->sc);
-}
-
-static void
-on_answer(const json_t *result, const json_t *error, void *data)
-{
-    struct question *q = data;
-    question_detach(q);
-    enum netproxy_answer a = NETPROXY_DENIED;
-    const char *action = json_string_value(json_object_get(result, "action"));
-    const char *decision =
-        json_string_value(json_object_get(json_object_get(result, "content"), "decision"));
-    if (!error && action && strcmp(action, "accept") == 0) {
-        if (!decision || strcmp(decision, "approved") == 0)
-            a = NETPROXY_APPROVED;
-        else if (strcmp(decision, "approved_for_session") == 0)
-            a = NETPROXY_APPROVED_FOR_SESSION;
-    }
-    netproxy_ask_answer(q->ask, a);
+    free(q->message);
     free(q);
 }
 
-/* Asks the person of the client whose call it is (its session's answers
- * "for the session" are the listener's: netproxy remembers them). */
+static json_t *
+how_params(void *data, const char *note)
+{
+    const struct question *q = data;
+    /* titled as the exec questions are (question_form.h), and meaning
+     * what they mean (ask.h): abort stops the call */
+    static const struct question_choice choices[] = {
+        {"approved", "Yes, allow this connection"},
+        {"approved_for_session", "Yes, and allow this host for the rest of the session"},
+        {"denied", "No, refuse it (the agent is told and goes on)"},
+        {"abort", "No, and stop the whole tool call"},
+    };
+    char *msg = note ? strfmt("Asked again: %s. %s", note, q->message) : NULL;
+    json_t *schema = !note || msg
+                         ? question_form_schema(
+                               choices, sizeof(choices) / sizeof(choices[0]),
+                               "approved: this connection; approved_for_session: this host for the "
+                               "rest of the session; denied; abort: stop the whole tool call",
+                               "Optional reason for allowing or denying")
+                         : NULL;
+    json_t *params = schema ? json_pack("{s:s, s:o}", "message", msg ? msg : q->message,
+                                        "requestedSchema", schema)
+                            : NULL;
+    free(msg);
+    return params;
+}
+
+/* The answer (ask.h's meaning): the connection goes ahead or is refused;
+ * an abort has stopped the call already. */
+static void
+how_done(void *data, const struct ask_answer *a)
+{
+    struct question *q = data;
+    enum netproxy_answer answer = a->kind == ASK_APPROVED ? NETPROXY_APPROVED
+                                  : a->kind == ASK_APPROVED_FOR_SESSION
+                                      ? NETPROXY_APPROVED_FOR_SESSION
+                                  : a->kind == ASK_UNASKED ? NETPROXY_UNASKED
+                                                           : NETPROXY_DENIED;
+    struct netproxy_ask *ask = q->ask;
+    question_free(q);
+    netproxy_ask_answer(ask, answer);
+}
+
+static const struct ask_how net_question = {.params = how_params, .done = how_done};
+
+/* "Allow network access to `HOST:PORT` (https) for `COMMAND`? Rule:
+ * JUSTIFICATION", each part escaped as an exec question's are
+ * (question_text.h): the command is the agent's, and a backtick or a
+ * newline in it must not end the quote and write a question of its own.
+ * NULL when out of memory. */
+static char *
+question_message(const struct netproxy_event *what)
+{
+    const char *scheme = strcmp(what->protocol, "http") == 0    ? "http"
+                         : strcmp(what->protocol, "https") == 0 ? "https"
+                                                                : "socks5";
+    char *host = question_text_shown(what->host);
+    char *command = question_text_shown(what->command);
+    char *rule = what->rule ? question_text_shown(what->rule) : NULL;
+    char *msg = host && command && (!what->rule || rule)
+                    ? strfmt("Allow network access to `%s:%u` (%s) for `%s`?%s%s", host, what->port,
+                             scheme, command, rule ? " Rule: " : "", rule ? rule : "")
+                    : NULL;
+    free(host);
+    free(command);
+    free(rule);
+    return msg;
+}
+
+/* Asks the person of the client whose call it is, on the call's line
+ * (its session's answers "for the session" are the listener's: netproxy
+ * remembers them). */
 static void
 hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
 {
     (void)arg;
     struct call_net *cn = what->owner;
-    struct call_net_client *cl = cn->cl;
-    if (!cl->rpc || !cl->elicitation) {
+    struct ask_line *line = decide_call_asking(cn->dc);
+    if (!ask_line_can_ask(line)) {
         netproxy_ask_answer(ask, NETPROXY_UNASKED);
         return;
     }
-    const char *scheme = strcmp(what->protocol, "http") == 0    ? "http"
-                         : strcmp(what->protocol, "https") == 0 ? "https"
-                                                                : "socks5";
-    char *msg = NULL;
-    if (asprintf(&msg, "Allow network access to `%s:%u` (%s) for `%s`?%s%s", what->host, what->port,
-                 scheme, what->command, what->rule ? " Rule: " : "",
-                 what->rule ? what->rule : "") < 0) {
-        netproxy_ask_answer(ask, NETPROXY_DENIED);
-        return;
-    }
-    /* titled as the exec questions are (question_form.h); abort refuses
-     * this connection, as denied does */
-    static const struct question_choice choices[] = {
-        {"approved", "Yes, allow this connection"},
-        {"approved_for_session", "Yes, and allow this host for the rest of the session"},
-        {"denied", "No, refuse it"},
-        {"abort", "No, refuse it (abort)"},
-    };
-    json_t *schema = question_form_schema(
-        choices, sizeof(choices) / sizeof(choices[0]),
-        "approved (this connection), approved_for_session (this host for the rest of the "
-        "session), denied, or abort",
-        "Optional reason for allowing or denying");
-    json_t *params =
-        schema ? json_pack("{s:s, s:o}", "message", msg, "requestedSchema", schema) : NULL;
-    free(msg);
-    struct question *q = params ? malloc(sizeof *q) : NULL;
-    if (!q) {
-        json_decref(params);
-        netproxy_ask_answer(ask, NETPROXY_DENIED);
-        return;
-    }
-    *q = (struct question){.ask = ask};
-    /* jsonrpc_request takes params, also on failure */
-    if (jsonrpc_request(cl->rpc, "elicitation/create", params, on_answer, q) < 0) {
+    struct question *q = calloc(1, sizeof(*q));
+    if (!q || !(q->message = question_message(what))) {
         free(q);
-        netproxy_ask_answer(ask, NETPROXY_UNASKED);
+        netproxy_ask_answer(ask, NETPROXY_DENIED);
         return;
     }
-    /* The call's timeout stops while a person thinks, as for exec
-     * questions (--max-ask-ms bounds it). */
-    if (cn->sc) {
-        q->cn = cn;
-        q->next = cn->questions;
-        if (cn->questions)
-            cn->questions->prev = q;
-        cn->questions = q;
-        shell_call_pause_timeout(cn->sc);
+    *q = (struct question){.ask = ask, .cn = cn, .message = q->message, .next = cn->questions};
+    if (cn->questions)
+        cn->questions->prev = q;
+    cn->questions = q;
+    /* the call's timeout stops while a person thinks, as for exec
+     * questions (--max-ask-ms bounds it) */
+    q->aq = ask_put(line, &net_question, q);
+    if (!q->aq) {
+        question_free(q);
+        netproxy_ask_answer(ask, NETPROXY_UNASKED);
     }
 }
 
@@ -239,15 +256,6 @@ call_net_client_new(void)
 }
 
 void
-call_net_client_set(struct call_net_client *cl, struct jsonrpc *rpc, bool elicitation,
-                    struct client_log *log)
-{
-    cl->rpc = rpc;
-    cl->elicitation = elicitation;
-    cl->log = log;
-}
-
-void
 call_net_client_unref(struct call_net_client *cl)
 {
     if (!cl || --cl->refs > 0)
@@ -268,7 +276,7 @@ call_net_server_free(struct call_net_server *ns)
 /* ---- a call's listener ---- */
 
 struct call_net *
-call_net_new(struct call_net_server *ns, struct call_net_client *cl, const char *call_id,
+call_net_new(struct call_net_server *ns, struct call_net_client *cl, struct decide_call *dc,
              const char *command)
 {
     struct call_net *cn = calloc(1, sizeof *cn);
@@ -277,7 +285,7 @@ call_net_new(struct call_net_server *ns, struct call_net_client *cl, const char 
     cn->ns = ns;
     cn->cl = cl;
     cn->sv[0] = cn->sv[1] = -1;
-    cn->call_id = strdup(call_id);
+    cn->call_id = strdup(decide_call_label(dc));
     cn->command = strdup(command);
     if (!cn->call_id || !cn->command) {
         free(cn->call_id);
@@ -286,6 +294,7 @@ call_net_new(struct call_net_server *ns, struct call_net_client *cl, const char 
         return NULL;
     }
     cl->refs++;
+    cn->dc = decide_call_ref(dc);
     return cn;
 }
 
@@ -299,16 +308,23 @@ call_net_open(struct call_net *cn)
     return cn->sv[1];
 }
 
+/* The last of cn, once its poll (if any) is closed. */
 static void
-poll_closed(uv_handle_t *h)
+release(struct call_net *cn)
 {
-    struct call_net *cn = h->data;
     if (cn->sv[0] >= 0)
         close(cn->sv[0]);
     call_net_client_unref(cn->cl);
+    decide_call_unref(cn->dc);
     free(cn->call_id);
     free(cn->command);
     free(cn);
+}
+
+static void
+poll_closed(uv_handle_t *h)
+{
+    release(h->data);
 }
 
 static void
@@ -358,9 +374,8 @@ on_listener(uv_poll_t *p, int status, int events)
 }
 
 void
-call_net_spawned(struct call_net *cn, struct shell_call *sc)
+call_net_spawned(struct call_net *cn)
 {
-    cn->sc = sc;
     if (cn->sv[1] >= 0) {
         close(cn->sv[1]);
         cn->sv[1] = -1;
@@ -384,22 +399,20 @@ call_net_free(struct call_net *cn)
 {
     if (!cn)
         return;
+    /* questions still out are withdrawn (the client told to close
+     * them), their connections refused */
     while (cn->questions) {
         struct question *q = cn->questions;
-        cn->questions = q->next;
-        q->cn = NULL; /* answered later, for a call that is gone */
+        struct netproxy_ask *ask = q->ask;
+        ask_withdraw(q->aq);
+        question_free(q);
+        netproxy_ask_answer(ask, NETPROXY_DENIED);
     }
     netproxy_listener_close(cn->listener);
     if (cn->sv[1] >= 0)
         close(cn->sv[1]);
-    if (cn->poll_open) {
+    if (cn->poll_open)
         uv_close((uv_handle_t *)&cn->poll, poll_closed);
-        return;
-    }
-    if (cn->sv[0] >= 0)
-        close(cn->sv[0]);
-    call_net_client_unref(cn->cl);
-    free(cn->call_id);
-    free(cn->command);
-    free(cn);
+    else
+        release(cn);
 }

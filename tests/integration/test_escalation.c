@@ -703,6 +703,24 @@ test_approved_for_session_asks_once(void **state)
     mcp_world_end(&w);
 }
 
+/* An accepted answer whose decision is none of those offered is a
+ * refusal, not an approval: what a person did not choose does not run. */
+static void
+test_unknown_decision_is_refused(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"git\", \"init\"], decision=\"prompt\")\n", true);
+    struct mcp_answers ans = {.action = "accept", .decision = "maybe"};
+    json_t *a = run(&w, "git init .; echo \"status=$?\"", &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(mcp_world_output(a),
+                              "Execution denied: User declined execution\nstatus=1\n");
+    assert_false(mcp_world_exists(w.wd, ".git/HEAD"));
+    json_decref(a);
+    free(ans.last_message);
+    mcp_world_end(&w);
+}
+
 static void
 test_abort_stops_the_call(void **state)
 {
@@ -1882,6 +1900,7 @@ main(void)
         cmocka_unit_test(test_prompt_without_elicitation_capability),
         cmocka_unit_test(test_approved_for_session_asks_once),
         cmocka_unit_test(test_abort_stops_the_call),
+        cmocka_unit_test(test_unknown_decision_is_refused),
         cmocka_unit_test(test_waiting_for_a_person_does_not_count_toward_the_timeout),
         cmocka_unit_test(test_forced_rm_without_rule_prompts_then_runs_inside),
         cmocka_unit_test(test_timeout_kills_escalated_program),

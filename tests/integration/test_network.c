@@ -16,6 +16,8 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/server_suite.h"
+#include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
 #include <fcntl.h>
@@ -27,6 +29,10 @@
 #include <unistd.h>
 
 static const char *server_path;
+/* EXECGATE_TEST_UNPRIVILEGED=1: the server runs as a test user, the test
+ * (its client) as root */
+static bool unprivileged;
+static struct test_user user;
 
 /* The test servers: their ports, and the pipe whose end stops them. */
 static pid_t servers_pid;
@@ -79,8 +85,13 @@ static const char prompt_localhost[] =
 static void
 world_start(struct mcp_world *w, const char *rules, bool elicitation)
 {
-    const struct mcp_world_options o = {
-        .server = server_path, .client_name = "network-tests", .elicitation = elicitation};
+    const struct mcp_world_options o = {.server = server_path,
+                                        .client_name = "network-tests",
+                                        .elicitation = elicitation,
+                                        .prefix = unprivileged ? user.prefix : NULL,
+                                        .chown = unprivileged,
+                                        .owner_uid = user.uid,
+                                        .owner_gid = user.gid};
     mcp_world_start(w, rules, &o);
 }
 
@@ -276,20 +287,142 @@ test_prompt_once_per_session(void **state)
     mcp_world_end(&w);
 }
 
+/* A refusal by the person: the connection gets the refusal, and the
+ * client's log a warning record of it. */
 static void
 test_prompt_denied(void **state)
 {
     (void)state;
     struct mcp_world w;
     world_start(&w, prompt_localhost, true);
-    struct mcp_answers ans = {.action = "accept", .decision = "denied"};
+    json_t *r = mcp_client_call(w.c, "logging/setLevel", json_pack("{s:s}", "level", "warning"));
+    assert_non_null(json_object_get(r, "result"));
+    json_decref(r);
+    struct mcp_answers ans = {.action = "accept", .decision = "denied", .logs = json_array()};
     char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
     json_t *a = run(&w, cmd, &ans);
     mcp_world_assert_contains(mcp_world_output(a), "was declined");
     assert_int_equal(ans.asked, 1);
+    /* the refusal's record goes to the log of the client whose call it is */
+    const json_t *rec = json_array_get(ans.logs, 0);
+    const json_t *data = json_object_get(rec, "data");
+    assert_string_equal(json_string_value(json_object_get(rec, "level")), "warning");
+    assert_string_equal(json_string_value(json_object_get(data, "event")), "network");
+    assert_string_equal(json_string_value(json_object_get(data, "decision")), "deny");
+    /* the call's request id: logging/setLevel was request 1001 */
+    assert_int_equal(json_integer_value(json_object_get(data, "requestId")), 1002);
+    json_decref(ans.logs);
     json_decref(a);
     free(ans.last_message);
     free(cmd);
+    mcp_world_end(&w);
+}
+
+/* `abort` to a question about a connection stops the whole call, as it
+ * does for an exec's question: the connection is refused, nothing after
+ * it runs, and the result says who stopped it and why.  `cancel` refuses
+ * the connection and the command goes on, as for an exec. */
+static void
+test_prompt_abort_stops_the_call(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, prompt_localhost, true);
+    struct mcp_answers ans = {.action = "accept", .decision = "abort", .reason = "not that host"};
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a; echo after > after.txt; sleep 20",
+                              http_port);
+    json_t *a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(mcp_world_structured(a), "aborted")),
+        "User aborted the tool call, saying: not that host");
+    assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
+    assert_false(mcp_world_exists(w.wd, "after.txt"));
+    json_decref(a);
+    free(cmd);
+    ans = (struct mcp_answers){
+        .action = "cancel", .asked = ans.asked, .last_message = ans.last_message};
+    cmd = mcp_world_fmt("curl -sS http://localhost:%u/b; echo after > after.txt", http_port);
+    a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 2);
+    mcp_world_assert_contains(mcp_world_output(a), "was declined");
+    assert_null(json_object_get(mcp_world_structured(a), "aborted"));
+    assert_true(mcp_world_exists(w.wd, "after.txt"));
+    json_decref(a);
+    free(ans.last_message);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+/* The question shows the command as the exec questions show theirs:
+ * backticks, newlines and invisible code points in it are escaped, so
+ * that a command cannot close the question's quote and write a question
+ * of its own, or reorder what the person reads. */
+static void
+test_question_cannot_be_forged(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, prompt_localhost, true);
+    struct mcp_answers ans = {.action = "accept", .decision = "denied"};
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a # ` for `ls`?\n"
+                              "Allow agent to run `ls`",
+                              http_port);
+    json_t *a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 1);
+    mcp_world_assert_contains(ans.last_message, "# \\x60 for \\x60ls\\x60?\\nAllow agent");
+    assert_null(strchr(ans.last_message, '\n'));
+    json_decref(a);
+    free(cmd);
+    /* a bidirectional override cannot reorder what the person reads */
+    cmd = mcp_world_fmt("curl -sS http://localhost:%u/a # \xe2\x80\xae`sl`", http_port);
+    a = run(&w, cmd, &ans);
+    assert_int_equal(ans.asked, 2);
+    mcp_world_assert_contains(ans.last_message, "# \\u{202E}\\x60sl\\x60`?");
+    json_decref(a);
+    free(ans.last_message);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+/* A question still open when its call ends (here the client cancels the
+ * call) is withdrawn: the client is told to close it, as for an exec's
+ * question. */
+static void
+test_cancelled_call_closes_the_question(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, prompt_localhost, true);
+    char *cmd = mcp_world_fmt("curl -sS http://localhost:%u/a", http_port);
+    long long id =
+        mcp_client_send_request(w.c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", cmd, "workdir", w.wd, "login", 0));
+    free(cmd);
+    json_t *question = NULL;
+    while (!question) {
+        json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(m);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        if (method && strcmp(method, "elicitation/create") == 0)
+            question = m;
+        else
+            json_decref(m);
+    }
+    mcp_world_assert_contains(
+        json_string_value(json_object_get(json_object_get(question, "params"), "message")),
+        "Allow network access to `localhost:");
+    json_int_t asked = json_integer_value(json_object_get(question, "id"));
+    json_decref(question);
+    mcp_client_send(w.c,
+                    json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                              "notifications/cancelled", "params", "requestId", (json_int_t)id));
+    json_t *closed = mcp_client_notification(w.c, "notifications/cancelled", MCP_CLIENT_WAIT_MS);
+    assert_non_null(closed);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(closed, "params"), "requestId")), asked);
+    json_decref(closed);
     mcp_world_end(&w);
 }
 
@@ -328,11 +461,9 @@ test_prompt_without_elicitation(void **state)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 1;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allowed_host_gets_the_page),
         cmocka_unit_test(test_no_rule_is_refused_naming_the_host),
@@ -341,8 +472,14 @@ main(void)
         cmocka_unit_test(test_socks5),
         cmocka_unit_test(test_prompt_once_per_session),
         cmocka_unit_test(test_prompt_denied),
+        cmocka_unit_test(test_prompt_abort_stops_the_call),
+        cmocka_unit_test(test_question_cannot_be_forged),
+        cmocka_unit_test(test_cancelled_call_closes_the_question),
         cmocka_unit_test(test_prompt_without_elicitation),
         cmocka_unit_test(test_prompt_stops_the_timeout),
     };
-    return cmocka_run_group_tests(tests, servers_start, servers_stop);
+    int failed = cmocka_run_group_tests(tests, servers_start, servers_stop);
+    if (unprivileged)
+        test_user_release(&user);
+    return failed;
 }

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "server/decide/decide.h"
+#include "server/decide/question_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -236,7 +237,7 @@ test_server(void **state)
                                            "prefix_rule(pattern=[\"git\", \"push\"], "
                                            "decision=\"prompt\")\n");
     assert_int_equal(decide_server_rule_count(ds), 2);
-    assert_false(decide_server_auditing(ds));
+    assert_null(decide_server_audit(ds));
     const char *names = decide_server_wrap_names(ds);
     assert_non_null(names);
     char *padded = NULL;
@@ -1221,7 +1222,7 @@ static void
 assert_question(const char *program, const char *const *args, size_t nargs, const char *workdir,
                 const char *want)
 {
-    char *got = decide_question_text(program, args, nargs, workdir);
+    char *got = question_text_exec(program, args, nargs, workdir);
     assert_non_null(got);
     assert_string_equal(got, want);
     free(got);
@@ -1270,7 +1271,7 @@ test_question_text(void **state)
     /* a forged question: no raw newline, no backtick beyond the four */
     const char *const forged[] = {"x` in `/safe`?\n\nAllow agent to run `true", "\r\n\x1b[2K",
                                   "\\`"};
-    char *got = decide_question_text("/bin/sh", forged, 3, "/tmp/wd\n`");
+    char *got = question_text_exec("/bin/sh", forged, 3, "/tmp/wd\n`");
     assert_non_null(got);
     assert_null(strchr(got, '\n'));
     assert_null(strchr(got, '\r'));
@@ -1409,16 +1410,16 @@ static void
 test_child_question_text(void **state)
 {
     const char *const args[] = {"-c", "touch /var/tmp/x; false"};
-    char *got = decide_child_question_text("git status", "allowed by default.rules:3",
-                                           "/usr/bin/dash", args, 2, "/home/me/proj");
+    char *got = question_text_child("git status", "allowed by default.rules:3", "/usr/bin/dash",
+                                    args, 2, "/home/me/proj");
     assert_non_null(got);
     assert_string_equal(got, "`git status` (allowed by default.rules:3) wants to start "
                              "`/usr/bin/dash -c 'touch /var/tmp/x; false'` outside the sandbox, "
                              "in `/home/me/proj`. Allow it?");
     free(got);
     const char *const forged[] = {"x`\n\nAllow it?"};
-    got = decide_child_question_text("make `x`\n", "allowed by a\nb.rules:1", "/bin/sh", forged, 1,
-                                     "/w\r`");
+    got =
+        question_text_child("make `x`\n", "allowed by a\nb.rules:1", "/bin/sh", forged, 1, "/w\r`");
     assert_non_null(got);
     assert_null(strchr(got, '\n'));
     assert_null(strchr(got, '\r'));
@@ -1558,7 +1559,7 @@ test_audit(void **state)
     struct decide_server *ds = decide_server_new(&cfg, &err);
     if (!ds)
         fail_msg("decide_server_new: %s", err);
-    assert_true(decide_server_auditing(ds));
+    assert_non_null(decide_server_audit(ds));
     assert_null(decide_server_wrap_names(ds)); /* every exec goes to the wrapper */
     struct decide_call *dc = call_with(ds, WORKSPACE);
     struct decide_exec e = {
