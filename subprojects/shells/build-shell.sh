@@ -1,11 +1,45 @@
-# Sourced by the scripts that build a patched shell from its Debian source
-# package (subprojects/bash/build-bash.sh, subprojects/zsh/build-zsh.sh);
-# POSIX sh.  What the two builds share: the wrapper's client compiled into
-# the shell and its part of the cache key, the shell's tree unpacked and
-# patched once per key, one build of a tree at a time, the finished binary
-# put in place.  Each function's variables start with ps_.  The caller sets
-# `me` (its name, for messages) before calling any of them, and puts this
-# file in its shell's cache key (a change here can change the binary).
+#!/bin/sh
+# Builds a patched shell (bash or zsh) from its Debian source package with
+# execgate's exec-wrapper patch, and copies the binary to OUTPUT.
+#
+#   build-shell.sh SHELL OUTPUT DEPFILE PATCH CACHE_DIR LIBC [TREE_INPUT...] -- CLIENT_SOURCE...
+#
+# One script for both shells: the steps are the same, and what differs
+# (configure's options, where the binary is made, what else the shell's
+# own tree is built with) is in the functions named after the shell below.
+#
+# LIBC is "musl" (compiled with musl-gcc, linked static) or "glibc" (the
+# system compiler, linked static-pie); docs/building.md says why and what
+# differs.  The TREE_INPUTs are files the shell's own tree is built with
+# (zsh: termcap-none.c); they key the tree.
+#
+# The CLIENT_SOURCEs are execgate's wrapper client, which the patched shell
+# links (the patch calls esc_client_decide): .c files of one folder
+# (wrapper/), whose parent is the include path; for the musl Bash also
+# musl-sbrk.c, the heap of Bash's own allocator, and musl-string.c, faster
+# string functions.  They are compiled, and what the compiler sees of them,
+# headers included, is part of the cache key.  DEPFILE is written on every
+# run, for ninja: OUTPUT depends on the sources and every header they
+# include (meson's custom_target depfile).  That folder's esc_env.h, the
+# protocol's variable names, is also read by the patch: it is copied into
+# the shell's tree and keys the tree.
+#
+# CACHE_DIR holds the downloaded source package, the shell's compiled tree
+# and finished binaries, keyed by the source version, the patch, this
+# script, the TREE_INPUTs and the client's sources, so that several build
+# directories of one checkout compile each shell once.  The source comes
+# from the distribution's package manager (apt-get source); scripts/setup
+# normally fetches it ahead of the build.
+#
+# The ps_ functions are the steps both shells share; each one's variables
+# start with ps_.
+set -eu
+
+me=build-shell
+# shellcheck source=scripts/debian-source.sh
+. "$(dirname "$0")/../../scripts/debian-source.sh"
+# shellcheck source=scripts/depfile.sh
+. "$(dirname "$0")/../../scripts/depfile.sh"
 
 ps_die() {
 	# shellcheck disable=SC2154 # me is the caller's
@@ -109,3 +143,175 @@ ps_put() {
 	cp "$1" "$2.tmp"
 	mv "$2.tmp" "$2"
 }
+
+# ---- what differs between the shells ----
+#
+# For each shell: SHELL_cflags (prints the client's flags for $libc beyond
+# client_cflags), SHELL_prepare (in the freshly unpacked tree: what
+# configure needs), SHELL_configure (configure, in the tree), and
+# SHELL_make (make, in the tree, linking the client archive $1).  Each
+# returns non-zero on failure (set -e does not reach into a function
+# called in a && list); their output goes to the tree's log.
+
+# musl-string.c replaces musl's string functions only when asked.
+bash_cflags() {
+	if [ "$libc" = musl ]; then echo "-DEXECGATE_REPLACE_LIBC"; fi
+}
+
+bash_prepare() {
+	cp "$esc_env" execgate_esc_env.h
+}
+
+# Linked statically: every call starts a Bash, and its start-up is on the
+# path of every call (docs/building.md has the figures).  musl-gcc's link
+# adds no build ID of its own, as Debian's gcc does: asked for, so that
+# debhelper can keep the debug information apart (docs/packaging.md).
+bash_configure() {
+	case $libc in
+	musl)
+		# Bash's own allocator, not musl's: shell code allocates and
+		# frees strings of every size all the time, and musl's allocator
+		# maps and unmaps pages for each medium-sized one (2.1 times
+		# slower on a string-building loop; docs/building.md).  It
+		# takes its memory from musl-sbrk.c, one of the CLIENT_SOURCEs.
+		# Scrambling freed memory is a debugging aid: off.  Bash 5.2's
+		# configure adds its own strtoimax when it finds a usable one
+		# (the test is inverted); musl's libc.a then defines it twice.
+		./configure --with-bash-malloc --disable-mem-scramble --disable-nls CC=musl-gcc \
+			"LDFLAGS=-static -Wl,--build-id" bash_cv_func_strtoimax=no ;;
+	glibc)
+		./configure --without-bash-malloc --disable-nls LDFLAGS=-static-pie ;;
+	esac
+}
+
+bash_make() {
+	make -j"$(nproc 2>/dev/null || echo 2)" bash LOCAL_LIBS="$1"
+}
+
+zsh_cflags() {
+	:
+}
+
+# termcap-none.c (the TREE_INPUT) is the termcap library zsh is linked
+# with: zsh's configure insists on one, Debian has no musl ncurses, and a
+# shell the tool runs never has a terminal (docs/building.md).
+# shellcheck disable=SC2086 # client_cc and client_cflags are lists
+zsh_prepare() {
+	cp "$esc_env" Src/execgate_esc_env.h && mkdir -p execgate-termcap &&
+		$client_cc $client_cflags -c "$tree_inputs" -o execgate-termcap/termcap.o &&
+		ar rcs execgate-termcap/libexecgatetermcap.a execgate-termcap/termcap.o
+}
+
+# The modules Debian's zsh loads at run time that need nothing but the C
+# library, linked in: a static zsh cannot load any (zmodload finds these).
+zsh_static_modules='files|mapfile|mathfunc|nearcolor|param/private|regex|stat|system|net/socket|net/tcp|watch|zprof|zpty|zselect|deltochar|clone|newuser|zftp'
+
+# zsh is configured with Debian's own file layout (/etc/zsh, the function
+# directories under /usr/share/zsh), so it reads the same start-up files
+# and autoloads the same functions as Debian's zsh where that is
+# installed, and with the modules it can carry linked in.  Static for the
+# Bash's reason.  The job table, maildir and directory options are
+# Debian's (its debian/rules); gdbm, pcre and capabilities, which need
+# libraries of their own, are left out.
+zsh_configure() {
+	set -- --disable-dynamic --disable-gdbm --disable-pcre --disable-cap \
+		--with-tcsetpgrp --with-term-lib=execgatetermcap \
+		--enable-maildir-support --enable-max-jobtable-size=256 \
+		--enable-etcdir=/etc/zsh --enable-function-subdirs \
+		--enable-site-fndir=/usr/local/share/zsh/site-functions \
+		--enable-fndir=/usr/share/zsh/functions \
+		--enable-runhelpdir=/usr/share/zsh/help \
+		--enable-additional-fpath=/usr/share/zsh/vendor-functions,/usr/share/zsh/vendor-completions
+	case $libc in
+	musl)
+		./configure "$@" CC=musl-gcc "LDFLAGS=-static -Wl,--build-id -L$PWD/execgate-termcap" ;;
+	glibc)
+		# Static glibc cannot load the name service modules: zsh then
+		# reads /etc/passwd and /etc/group itself (~user).
+		./configure "$@" --disable-dynamic-nss "CC=${CC:-cc} -fPIE" \
+			"LDFLAGS=-static-pie -L$PWD/execgate-termcap" ;;
+	esac || return 1
+	# After configure, which writes the list: auto=no keeps the change.
+	sed -i -E "\\#^name=zsh/($zsh_static_modules) #{s/link=no/link=static/;s/auto=yes/auto=no/}" \
+		config.modules
+}
+
+# The client goes before the libraries configure found (static archives
+# are searched in order), at make's command line so that a changed client
+# relinks without configuring again.
+zsh_make() {
+	zsh_libs=$(sed -n 's/^LIBS[[:space:]][[:space:]]*=[[:space:]]*//p' Config/defs.mk) &&
+		(cd Src && make -j"$(nproc 2>/dev/null || echo 2)" LIBS="$1 $zsh_libs")
+}
+
+# ---- the build ----
+
+[ $# -ge 8 ] || {
+	echo "usage: $me bash|zsh OUTPUT DEPFILE PATCH CACHE_DIR musl|glibc [TREE_INPUT...] -- CLIENT_SOURCE..." >&2
+	exit 2
+}
+shell=$1
+case $shell in
+bash) binary=bash ;; # where make leaves it, in the tree
+zsh) binary=Src/zsh ;;
+*) ps_die "SHELL must be bash or zsh, not \"$shell\"" ;;
+esac
+me="build-shell ($shell)"
+target=$2
+output=$(ps_abspath "$2")
+depfile=$3
+patch=$(ps_abspath "$4")
+cache=$5
+libc=$6
+shift 6
+tree_inputs=
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+	tree_inputs="$tree_inputs${tree_inputs:+ }$(ps_abspath "$1")"
+	shift
+done
+[ $# -ge 2 ] || ps_die "no CLIENT_SOURCE after --"
+shift
+ps_client_setup "$1"
+ps_source "$shell" "$cache"
+
+case $libc in
+musl) client_cc=musl-gcc ;;
+glibc) client_cc="${CC:-cc} -fPIE" ;;
+*) ps_die "LIBC must be musl or glibc, not \"$libc\"" ;;
+esac
+client_cflags="$client_cflags $("${shell}_cflags")"
+
+client_key=$(ps_client_key "$target" "$depfile" "$output" "$client_cc" "$client_cflags" \
+	"$src_root" "$@")
+
+# Two levels: the shell's own objects are kept per source, patch, this
+# script, tree inputs and libc (SHELL-tree-KEY), and linked with execgate's
+# client (the CLIENT_SOURCEs) into SHELL-built-KEY2/SHELL, so a change to
+# the client relinks the shell instead of compiling it again.
+# shellcheck disable=SC2086 # tree_inputs is a list
+tree_key=$({ cat "$dsc" "$patch" "$0" "$esc_env" $tree_inputs; echo "$libc"; } |
+	sha256sum | cut -c1-16)
+key=$(echo "$tree_key $client_key" | sha256sum | cut -c1-16)
+built="$cache/$shell-built-$key/$shell"
+tree="$cache/$shell-tree-$tree_key"
+[ -x "$built" ] || ps_lock "$tree"
+if [ ! -x "$built" ]; then
+	log="$tree.log"
+	if [ ! -f "$tree/.configured" ]; then
+		echo "$me: building the patched $shell ($libc) from $(basename "$dsc") (log: $log)" >&2
+		ps_unpack "$dsc" "$tree" "$patch" "$log"
+		(cd "$tree" && "${shell}_prepare" >>"$log" 2>&1 && "${shell}_configure" >>"$log" 2>&1) ||
+			ps_die "preparing or configuring the tree failed (see $log)"
+		touch "$tree/.configured"
+	else
+		echo "$me: relinking the patched $shell ($libc) with the changed client (log: $log)" >&2
+	fi
+	client="$tree/execgate-client"
+	ps_client_archive "$client" "$client_cc" "$client_cflags" "$src_root" "$log" "$@"
+	rm -f "$tree/$binary"
+	(cd "$tree" && "${shell}_make" "$client/libexecgate-client.a" >>"$log" 2>&1) ||
+		ps_die "make failed (see $log)"
+	ps_put "$tree/$binary" "$built"
+fi
+
+ps_put "$built" "$output"
