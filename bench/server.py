@@ -489,7 +489,7 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=ARGS",
                     help="another execgate row, with extra arguments (shell words; "
                          "NAME=VALUE words first go to its environment), e.g. "
-                         "'dynamic bash=--bash build/subprojects/bash/bash' or "
+                         "'dynamic bash=--bash build/subprojects/shells/bash' or "
                          "'no cgroups=EXECGATE_TEST_NO_CGROUP=1'")
     ap.add_argument("--previous", help="an older execgate build's server, measured alongside")
     ap.add_argument("--spaced", type=int, metavar="MS",

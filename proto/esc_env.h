@@ -3,9 +3,9 @@
  * once.  The server sets them for the sandboxed shell (and strips any the
  * shell would otherwise inherit), the patched Bash and the wrapper read
  * them, and an escalated program never gets them (it has no escalation
- * socket).  The patched Bash is compiled with this header too
- * (subprojects/bash/build-bash.sh copies it into Bash's tree), so the names
- * it reads are these.
+ * socket).  The patched shells are compiled with this header too
+ * (subprojects/shells/build-shell.sh copies it into each shell's tree), so
+ * the names they read are these.
  *
  * Plain string-literal macros only: Bash's own sources include it.
  */

@@ -1,5 +1,5 @@
 # Sourced by scripts/setup and the build scripts that compile Debian source
-# packages (subprojects/bash/build-bash.sh, scripts/build-musl.sh); POSIX sh.
+# packages (subprojects/shells/build-shell.sh, scripts/build-musl.sh); POSIX sh.
 
 # debian_source_dsc PACKAGE CACHE_DIR: prints the newest .dsc of Debian's
 # source package PACKAGE in CACHE_DIR, fetching the package there with

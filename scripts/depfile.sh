@@ -1,5 +1,5 @@
 # Sourced by the build scripts that meson runs as custom targets with a
-# depfile (scripts/build-musl.sh, subprojects/bash/build-bash.sh); POSIX sh.
+# depfile (scripts/build-musl.sh, subprojects/shells/build-shell.sh); POSIX sh.
 
 # depfile_merge TARGET OUT D...: writes OUT, one make rule naming TARGET
 # (the custom target's output, as meson passed it) and every prerequisite

@@ -282,7 +282,7 @@ options_shell_name(enum options_shell shell)
 static int
 resolve_shell(struct server_options *o, char **err)
 {
-    static const char *const zsh_rels[] = {"../subprojects/zsh/zsh", EXECGATE_LIBEXEC_REL "/zsh",
+    static const char *const zsh_rels[] = {"../subprojects/shells/zsh", EXECGATE_LIBEXEC_REL "/zsh",
                                            NULL};
     char *arg = o->shell_path;
     int rc = 0;
@@ -335,7 +335,7 @@ resolve_helpers(struct server_options *o, char **err)
                                                EXECGATE_LIBEXEC_REL "/execgate-sandbox", NULL};
     static const char *const wrapper_rels[] = {"../wrapper/execgate-wrapper", "execgate-wrapper",
                                                EXECGATE_LIBEXEC_REL "/execgate-wrapper", NULL};
-    static const char *const bash_rels[] = {"../subprojects/bash/bash",
+    static const char *const bash_rels[] = {"../subprojects/shells/bash",
                                             EXECGATE_LIBEXEC_REL "/bash", NULL};
     int rc = 0;
     if (o->bash_path) {

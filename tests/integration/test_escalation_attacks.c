@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "tests/support/attack_suite.h"
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
 #include "tests/support/proc.h"
@@ -45,44 +46,22 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct {
-    const char *server;
-    const char *extra; /* one more server argument, or NULL */
-    bool unprivileged;
-    struct test_user user;
-    /* the running test's world and scratch directories, for the teardown
-     * after a failed assertion */
-    struct mcp_world *world;
-    char *scratch[4];
-} g;
-
 /* ---- the world ---- */
-
-/* The running test's world lives here, not on the test's stack, so that
- * the teardown can end it after a failed assertion. */
-static struct mcp_world the_world;
 
 static struct mcp_world *
 world_start_opts(const char *rules, bool elicitation, bool no_rules, const char *env)
 {
-    struct mcp_world *w = &the_world;
-    const struct mcp_world_options o = {.server = g.server,
-                                        .client_name = "escalation-attack-tests",
-                                        .elicitation = elicitation,
-                                        .extra = g.extra,
+    const struct mcp_world_options o = {.elicitation = elicitation,
+                                        .extra = attack_suite_extra(),
                                         .env = env,
-                                        .no_rules = no_rules,
-                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
-                                        .chown = g.unprivileged,
-                                        .owner_uid = g.user.uid,
-                                        .owner_gid = g.user.gid};
-    mcp_world_start(w, rules, &o);
-    g.world = w;
-    if (g.unprivileged) { /* the server (setpriv exec'd it) runs as the test user */
+                                        .no_rules = no_rules};
+    struct mcp_world *w = attack_world_start(rules, &o);
+    const struct test_user *u = attack_suite_user();
+    if (u) { /* the server (setpriv exec'd it) runs as the test user */
         char *status = mcp_world_fmt("/proc/%d/status", (int)mcp_client_pid(w->c));
         char *text = tmpdir_read_file(status, NULL);
         assert_non_null(text);
-        char *want = mcp_world_fmt("\nUid:\t%u\t%u\t", (unsigned)g.user.uid, (unsigned)g.user.uid);
+        char *want = mcp_world_fmt("\nUid:\t%u\t%u\t", (unsigned)u->uid, (unsigned)u->uid);
         mcp_world_assert_contains(text, want);
         free(want);
         free(text);
@@ -97,95 +76,6 @@ world_start(const char *rules, bool elicitation)
     return world_start_opts(rules, elicitation, false, NULL);
 }
 
-static void
-world_end(struct mcp_world *w)
-{
-    mcp_world_end(w); /* on a failed assertion there, the teardown frees it */
-    g.world = NULL;
-}
-
-/* A scratch directory under base (NULL: $TMPDIR or /tmp) removed by the
- * teardown. */
-static char *
-scratch_new_in(const char *base, const char *tag)
-{
-    for (size_t i = 0; i < sizeof(g.scratch) / sizeof(g.scratch[0]); i++) {
-        if (!g.scratch[i]) {
-            g.scratch[i] = base ? tmpdir_new_in(base, tag) : tmpdir_new(tag);
-            return g.scratch[i];
-        }
-    }
-    fail_msg("too many scratch directories");
-    return NULL;
-}
-
-static char *
-scratch_new(const char *tag)
-{
-    return scratch_new_in(NULL, tag);
-}
-
-static int
-teardown(void **state)
-{
-    (void)state;
-    if (g.world) { /* a failed assertion left it running */
-        mcp_world_abandon(g.world);
-        g.world = NULL;
-    }
-    for (size_t i = 0; i < sizeof(g.scratch) / sizeof(g.scratch[0]); i++) {
-        tmpdir_remove(g.scratch[i]);
-        free(g.scratch[i]);
-        g.scratch[i] = NULL;
-    }
-    return 0;
-}
-
-static json_t *
-run(struct mcp_world *w, const char *command, struct mcp_answers *a)
-{
-    return mcp_world_run(w, command, a, 30000);
-}
-
-/* Runs argv outside any sandbox, as the server's user (the test user in
- * the unprivileged run: git refuses a repository another user owns), and
- * asserts exit 0. */
-static void
-outside_ok(const char *const *argv, const char *cwd)
-{
-    const char *full[24];
-    size_t n = 0;
-    for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
-        full[n++] = g.user.prefix[i];
-    for (size_t i = 0; argv[i]; i++) {
-        assert_true(n < sizeof(full) / sizeof(full[0]) - 1);
-        full[n++] = argv[i];
-    }
-    full[n] = NULL;
-    struct proc_result res;
-    struct proc_options opts = {.cwd = cwd};
-    assert_int_equal(proc_run(full, &opts, &res), 0);
-    if (proc_exit_code(&res) != 0)
-        fail_msg("%s %s failed: %s", argv[0], argv[1] ? argv[1] : "", res.err);
-    proc_result_free(&res);
-}
-
-/* Gives path (and what is below it) to the server's user. */
-static void
-own(const char *path)
-{
-    if (!g.unprivileged)
-        return;
-    char *owner = mcp_world_fmt("%u:%u", (unsigned)g.user.uid, (unsigned)g.user.gid);
-    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
-    struct proc_result res;
-    assert_int_equal(proc_run(argv, NULL, &res), 0);
-    if (proc_exit_code(&res) != 0)
-        fail_msg("chown %s failed: %s", path, res.err);
-    proc_result_free(&res);
-    free(owner);
-}
-
 /* A top-level repository in the workdir made outside the sandbox (so the
  * sandbox keeps its .git read-only), with one commit when asked, owned by
  * the server's user. */
@@ -193,7 +83,7 @@ static void
 protected_repo(struct mcp_world *w, bool commit)
 {
     const char *init[] = {"/usr/bin/git", "-C", w->wd, "init", "-q", NULL};
-    outside_ok(init, NULL);
+    attack_outside_run(init, NULL, NULL);
     if (commit) {
         const char *ci[] = {"/usr/bin/git",
                             "-C",
@@ -208,18 +98,8 @@ protected_repo(struct mcp_world *w, bool commit)
                             "-m",
                             "first commit",
                             NULL};
-        outside_ok(ci, NULL);
+        attack_outside_run(ci, NULL, NULL);
     }
-}
-
-/* The attack's proof: outside/name must not exist. */
-static void
-assert_not_outside(const struct mcp_world *w, const char *name, const json_t *a)
-{
-    if (mcp_world_exists(w->outside, name))
-        fail_msg("%s/%s exists: a program ran outside the sandbox for the command\n"
-                 "output: [%s]",
-                 w->outside, name, a ? mcp_world_output(a) : "");
 }
 
 static char *
@@ -256,7 +136,7 @@ test_fd_exec_named_as_allowed(void **state)
         world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", false);
     char *py = tmpdir_path(w->wd, "exec.py");
     tmpdir_write_file(py, fd_exec_py, 0644);
-    own(py);
+    attack_own(py);
     char *cmd = mcp_world_fmt(
         "cp /bin/cp ./touch; "
         "/usr/bin/python3 exec.py memfd /bin/cp touch /etc/hostname %s/memfd; "
@@ -264,17 +144,17 @@ test_fd_exec_named_as_allowed(void **state)
         "/usr/bin/python3 exec.py opath ./touch touch /etc/hostname %s/opath; "
         "touch %s/plain; echo \"status=$?\"",
         w->outside, w->outside, w->outside, w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "memfd", a);
-    assert_not_outside(w, "memfd-path", a);
-    assert_not_outside(w, "opath", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "memfd", a);
+    attack_assert_not_outside(w, "memfd-path", a);
+    attack_assert_not_outside(w, "opath", a);
     /* control: the real touch, allowed, still runs outside */
     if (!mcp_world_exists(w->outside, "plain"))
         fail_msg("the allowed touch did not run outside: [%s]", mcp_world_output(a));
     json_decref(a);
     free(cmd);
     free(py);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* `cat` is allowed; ./cat is a link to /bin/sh in the writable workdir:
@@ -287,11 +167,11 @@ test_symlink_alias_of_allowed_program(void **state)
     char *cmd = mcp_world_fmt(
         "ln -s /bin/sh cat; printf 'touch %s/alias\\n' > s; ./cat s; echo \"status=$?\"",
         w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "alias", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "alias", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* `git status` is allowed and rm forbidden; ./git is a link to rm: the
@@ -307,9 +187,9 @@ test_forbidden_program_through_allowed_alias(void **state)
     assert_int_equal(mkdir(victim, 0755), 0);
     char *file = tmpdir_path(victim, "file");
     tmpdir_write_file(file, "keep me\n", 0644);
-    own(victim);
+    attack_own(victim);
     char *cmd = mcp_world_fmt("ln -s /bin/rm git; ./git status -rf %s; echo \"status=$?\"", victim);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     if (!mcp_world_exists(victim, "file"))
         fail_msg("%s was removed by the escalated rm\noutput: [%s]", file, mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a),
@@ -318,7 +198,7 @@ test_forbidden_program_through_allowed_alias(void **state)
     free(cmd);
     free(file);
     free(victim);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A prompt for ./cat (a link to sh): the person must be shown sh, and a
@@ -334,16 +214,16 @@ test_prompt_shows_what_really_runs(void **state)
     char *cmd = mcp_world_fmt("ln -s /bin/sh cat; printf 'touch %s/p\\n' > s; ./cat s; "
                               "echo \"status=$?\"",
                               w->outside);
-    json_t *a = run(w, cmd, &ans);
+    json_t *a = attack_run(w, cmd, &ans);
     assert_true(ans.asked >= 1);
     if (!strstr(ans.last_message, real_sh))
         fail_msg("the question does not name %s, the program that would run: [%s]", real_sh,
                  ans.last_message);
-    assert_not_outside(w, "p", a);
+    attack_assert_not_outside(w, "p", a);
     json_decref(a);
     free(cmd);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* `python3 malformed.py SEED N`: N sessions on the escalation socket,
@@ -414,12 +294,12 @@ test_escalation_socket_malformed(void **state)
         world_start("prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", false);
     char *py = tmpdir_path(w->wd, "malformed.py");
     tmpdir_write_file(py, malformed_py, 0644);
-    own(py);
+    attack_own(py);
     char *cmd =
         mcp_world_fmt("/usr/bin/python3 malformed.py 7 40 2>&1 | tail -n 1; touch %s/after; "
                       "echo \"status=$?\"",
                       w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     if (!mcp_world_exists(w->outside, "after"))
         fail_msg("the allowed touch did not run outside after the malformed sessions: [%s]",
@@ -427,7 +307,7 @@ test_escalation_socket_malformed(void **state)
     json_decref(a);
     free(cmd);
     free(py);
-    world_end(w); /* asserts a clean exit */
+    attack_world_end(w); /* asserts a clean exit */
 }
 
 /* Allowed sort, find and git diff, with their file-writing options
@@ -452,17 +332,17 @@ test_write_options_in_gnu_spellings(void **state)
                               " git diff --no-index --outp=$O/g1 in.txt /etc/hostname;"
                               " git diff --no-index --output $O/g2 in.txt /etc/hostname; echo end",
                               w->outside);
-    json_t *a = run(w, cmd, &ans);
+    json_t *a = attack_run(w, cmd, &ans);
     mcp_world_assert_contains(mcp_world_output(a), "end\n");
     const char *names[] = {"s1", "s2", "s3", "s4", "s5", "f1", "f2", "g1", "g2"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        assert_not_outside(w, names[i], a);
+        attack_assert_not_outside(w, names[i], a);
     if (ans.asked != 9)
         fail_msg("%d questions for 9 writes outside: [%s]", ans.asked, mcp_world_output(a));
     json_decref(a);
     free(cmd);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The question cannot be dressed up: a workdir and arguments with
@@ -475,10 +355,10 @@ test_question_escapes_what_it_shows(void **state)
     struct mcp_world *w =
         world_start("prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
     struct mcp_answers ans = {.action = "decline"};
-    json_t *a = run(w,
-                    "d=$'x\\e[2K\\rin /home/u/safe\\n'; mkdir -p \"$d\" && cd \"$d\" && "
-                    "touch $'\\e[1A\\rok' $'\\u202eevil'; echo \"status=$?\"",
-                    &ans);
+    json_t *a = attack_run(w,
+                           "d=$'x\\e[2K\\rin /home/u/safe\\n'; mkdir -p \"$d\" && cd \"$d\" && "
+                           "touch $'\\e[1A\\rok' $'\\u202eevil'; echo \"status=$?\"",
+                           &ans);
     assert_int_equal(ans.asked, 1);
     for (const char *c = ans.last_message; *c; c++) {
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
@@ -491,7 +371,7 @@ test_question_escapes_what_it_shows(void **state)
     mcp_world_assert_contains(ans.last_message, "\\u{202E}evil");
     json_decref(a);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* `./cat s` approved for the session while ./cat is cat; then the link is
@@ -504,16 +384,16 @@ test_session_approval_then_repoint(void **state)
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
     char *cmd =
         mcp_world_fmt("ln -s /bin/cat cat; printf 'touch %s/re\\n' > s; ./cat s", w->outside);
-    json_t *a = run(w, cmd, &ans);
+    json_t *a = attack_run(w, cmd, &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(mcp_world_output(a), "/re\n"); /* cat printed the script */
     json_decref(a);
     free(cmd);
-    a = run(w, "ln -sf /bin/sh cat; ./cat s; echo \"status=$?\"", &ans);
-    assert_not_outside(w, "re", a);
+    a = attack_run(w, "ln -sf /bin/sh cat; ./cat s; echo \"status=$?\"", &ans);
+    attack_assert_not_outside(w, "re", a);
     json_decref(a);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- an allowed git reads what the sandbox wrote ---- */
@@ -527,11 +407,11 @@ test_nested_repository_made_in_sandbox(void **state)
     char *cmd = mcp_world_fmt("git init -q sub && git -C sub config core.fsmonitor 'touch %s/fsm; "
                               "false' && cd sub && git status; true",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "fsm", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "fsm", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The audit log is hidden in the call's sandbox (a cover, not only
@@ -542,7 +422,7 @@ test_audit_log_hidden(void **state)
 {
     struct mcp_world *w = world_start("", false);
     if (!w->audit) {
-        world_end(w);
+        attack_world_end(w);
         skip(); /* EXECGATE_TEST_NO_AUDIT=1: no log to hide */
     }
     FILE *log = fopen(w->audit, "a");
@@ -550,7 +430,7 @@ test_audit_log_hidden(void **state)
     assert_true(fputs("AUDIT-MARK\n", log) >= 0);
     assert_int_equal(fclose(log), 0);
     char *cmd = mcp_world_fmt("cat %s; echo forged >> %s; echo done", w->audit, w->audit);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     mcp_world_assert_contains(out, "done");
     if (strstr(out, "AUDIT-MARK"))
@@ -562,7 +442,7 @@ test_audit_log_hidden(void **state)
     free(text);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* HOME (or XDG_CONFIG_HOME) pointing at a config the sandbox wrote, in a
@@ -575,11 +455,11 @@ home_config_attack(const char *before_outside, const char *after_outside, const 
         world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
     protected_repo(w, false);
     char *cmd = mcp_world_fmt("%s%s%s", before_outside, w->outside, after_outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, proof, a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, proof, a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 static void
@@ -607,11 +487,11 @@ test_git_dir_env(void **state)
     char *cmd = mcp_world_fmt("git init -q sub; git -C sub config core.fsmonitor 'touch %s/gd; "
                               "false'; GIT_DIR=$PWD/sub/.git git status; echo \"status=$?\"",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "gd", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "gd", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 static void
@@ -623,11 +503,11 @@ test_gitdir_file(void **state)
                               "false'; mkdir w; echo \"gitdir: $PWD/g2/.git\" > w/.git; "
                               "cd w && git status; echo \"status=$?\"",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "gf", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "gf", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* git log on a terminal starts $PAGER.  The sandboxed python opens a pty
@@ -662,7 +542,7 @@ test_pager_through_pty(void **state)
         "print(\"inner status\", r.returncode, out)\n"
         "'; echo \"status=$?\"",
         w->outside, w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     mcp_world_assert_contains(out, "wrapper=set socket=4 bash=set\n");
     /* python could open the pty and run the inner Bash */
@@ -674,10 +554,10 @@ test_pager_through_pty(void **state)
     }
     /* whether git log may run outside on a terminal is the server's choice;
      * its pager must not */
-    assert_not_outside(w, "pager", a);
+    attack_assert_not_outside(w, "pager", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 static void
@@ -687,11 +567,11 @@ test_git_trace(void **state)
         world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
     protected_repo(w, false);
     char *cmd = mcp_world_fmt("GIT_TRACE=%s/trace git status; echo \"status=$?\"", w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "trace", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "trace", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 static void
@@ -701,11 +581,11 @@ test_git_log_output_option(void **state)
         world_start("prefix_rule(pattern=[\"git\", \"log\"], decision=\"allow\")\n", false);
     protected_repo(w, true);
     char *cmd = mcp_world_fmt("git log --output=%s/log; echo \"status=$?\"", w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "log", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "log", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The workspace had no repository when the server first ran a command in
@@ -719,13 +599,13 @@ test_top_level_repository_made_in_earlier_call(void **state)
         world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
     char *cmd = mcp_world_fmt("git init -q . && git config core.fsmonitor 'touch %s/top; false'",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     json_decref(a);
     free(cmd);
-    a = run(w, "git status; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "top", a);
+    a = attack_run(w, "git status; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "top", a);
     json_decref(a);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- what another call's sandbox wrote ---- */
@@ -760,15 +640,15 @@ test_program_written_by_another_calls_sandbox(void **state)
                                       false);
     const char *ws = "{\"type\":\"workspace-write\",\"network_access\":false,"
                      "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true}";
-    char *a_dir = scratch_new_in("/var/tmp", "cross-call");
+    char *a_dir = attack_scratch("/var/tmp", "cross-call");
     char *tool = tmpdir_path(a_dir, "tool");
     char *text = mcp_world_fmt("#!/bin/sh\ntouch %s/before\n", w->outside);
     tmpdir_write_file(tool, text, 0755);
-    own(a_dir);
+    attack_own(a_dir);
     /* not written by any sandbox: escalated */
     set_sandbox(w, ws, w->wd);
     char *cmd = mcp_world_fmt("%s; echo \"status=$?\"", tool);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     if (!mcp_world_exists(w->outside, "before"))
         fail_msg("%s did not escalate before any sandbox could write it: [%s]", tool,
                  mcp_world_output(a));
@@ -778,19 +658,19 @@ test_program_written_by_another_calls_sandbox(void **state)
     char *replace = mcp_world_fmt("printf '#!/bin/sh\\ntouch %s/cross\\n' > %s.new && "
                                   "chmod +x %s.new && mv %s.new %s; echo \"status=$?\"",
                                   w->outside, tool, tool, tool, tool);
-    a = run(w, replace, NULL);
+    a = attack_run(w, replace, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
     json_decref(a);
     /* the next call cannot write A, and runs it */
     set_sandbox(w, ws, w->wd);
-    a = run(w, cmd, NULL);
-    assert_not_outside(w, "cross", a);
+    a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "cross", a);
     json_decref(a);
     free(replace);
     free(cmd);
     free(text);
     free(tool);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A call whose sandbox cwd is P makes a repository P/sub with a command in
@@ -805,25 +685,25 @@ test_repository_made_by_another_calls_sandbox(void **state)
         world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", false);
     const char *ws = "{\"type\":\"workspace-write\",\"network_access\":false,"
                      "\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true}";
-    char *p_dir = scratch_new_in("/var/tmp", "cross-repo");
-    own(p_dir);
+    char *p_dir = attack_scratch("/var/tmp", "cross-repo");
+    attack_own(p_dir);
     set_sandbox(w, ws, p_dir);
     char *make = mcp_world_fmt("git init -q %s/sub && git -C %s/sub config core.fsmonitor "
                                "'touch %s/fsm; false'; echo \"status=$?\"",
                                p_dir, p_dir, w->outside);
-    json_t *a = run(w, make, NULL);
+    json_t *a = attack_run(w, make, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
     json_decref(a);
     char *sub = tmpdir_path(p_dir, "sub");
     set_sandbox(w, ws, sub);
     char *status = mcp_world_fmt("cd %s && git status; echo \"status=$?\"", sub);
-    a = run(w, status, NULL);
-    assert_not_outside(w, "fsm", a);
+    a = attack_run(w, status, NULL);
+    attack_assert_not_outside(w, "fsm", a);
     json_decref(a);
     free(status);
     free(sub);
     free(make);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* An allowed prefix with an option that writes any file: a person is
@@ -836,21 +716,21 @@ test_dangerous_option_is_asked(void **state)
     protected_repo(w, true);
     struct mcp_answers ans = {.action = "decline"};
     char *cmd = mcp_world_fmt("git log --output=%s/log; echo \"status=$?\"", w->outside);
-    json_t *a = run(w, cmd, &ans);
+    json_t *a = attack_run(w, cmd, &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(ans.last_message, "--output");
     mcp_world_assert_contains(ans.last_message, "An allow rule matched");
     mcp_world_assert_contains(mcp_world_output(a), "status=1");
-    assert_not_outside(w, "log", a);
+    attack_assert_not_outside(w, "log", a);
     json_decref(a);
     free(cmd);
     /* the same prefix without the option escalates as allowed */
-    a = run(w, "git log --oneline; echo \"status=$?\"", &ans);
+    a = attack_run(w, "git log --oneline; echo \"status=$?\"", &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(mcp_world_output(a), "first commit");
     json_decref(a);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- repositories, argv[0], the workdir, approvals ---- */
@@ -869,18 +749,18 @@ test_bare_repository_in_workdir(void **state)
         "\\tfsmonitor = \"touch %s/bare; false\"\\n' \"$PWD\" > config && git status; "
         "echo \"status=$?\"",
         w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "bare", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "bare", a);
     json_decref(a);
     free(cmd);
     /* the same from a directory below it: git walks up into it */
     cmd = mcp_world_fmt("mkdir -p objects/below && cd objects/below && git status; "
                         "echo \"status=$?\"; cd ../.. && rm -rf HEAD objects refs config");
-    a = run(w, cmd, NULL);
-    assert_not_outside(w, "bare", a);
+    a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "bare", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* git dispatches on an argv[0] of git-XXX: `exec -a git-clone git status
@@ -894,11 +774,11 @@ test_argv0_chooses_git_command(void **state)
                               "--no-local \"--upload-pack=touch %s/argv0; git-upload-pack\"); "
                               "echo \"status=$?\"",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "argv0", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "argv0", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A raw client asks for `sh -c 'touch swapped'` in $PWD/link (-> $PWD/a,
@@ -933,14 +813,14 @@ test_workdir_swapped_between_escalate_and_fds(void **state)
                                       false);
     char *victim = tmpdir_path(w->outside, "victim");
     assert_int_equal(mkdir(victim, 0777), 0);
-    own(victim);
+    attack_own(victim);
     char *py = tmpdir_path(w->wd, "swap.py");
     tmpdir_write_file(py, swap_py, 0644);
-    own(py);
+    attack_own(py);
     char *cmd = mcp_world_fmt("mkdir a && ln -s a link && /usr/bin/python3 swap.py %s; "
                               "echo \"status=$?\"",
                               victim);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     if (mcp_world_exists(victim, "swapped"))
         fail_msg("the escalated program ran in %s, where the link pointed after the decision\n"
                  "output: [%s]",
@@ -953,7 +833,7 @@ test_workdir_swapped_between_escalate_and_fds(void **state)
     free(cmd);
     free(py);
     free(victim);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A variant: the decided workdir itself is moved aside (and a new one
@@ -985,8 +865,8 @@ test_workdir_moved_between_escalate_and_fds(void **state)
         world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
     char *py = tmpdir_path(w->wd, "move.py");
     tmpdir_write_file(py, move_py, 0644);
-    own(py);
-    json_t *a = run(w, "mkdir d && /usr/bin/python3 move.py; echo \"status=$?\"", NULL);
+    attack_own(py);
+    json_t *a = attack_run(w, "mkdir d && /usr/bin/python3 move.py; echo \"status=$?\"", NULL);
     mcp_world_assert_contains(mcp_world_output(a), "exit (0, 126)");
     char *d = tmpdir_path(w->wd, "d"), *d2 = tmpdir_path(w->wd, "d2");
     if (mcp_world_exists(d, "moved") || mcp_world_exists(d2, "moved"))
@@ -996,7 +876,7 @@ test_workdir_moved_between_escalate_and_fds(void **state)
     free(d2);
     json_decref(a);
     free(py);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* `rm -rf build` approved for the session in the workspace does not cover
@@ -1009,16 +889,16 @@ test_session_approval_remembers_the_workdir(void **state)
     assert_int_equal(mkdir(victim, 0755), 0);
     char *build = tmpdir_path(victim, "build");
     assert_int_equal(mkdir(build, 0755), 0);
-    own(victim);
+    attack_own(victim);
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
-    json_t *a = run(w, "mkdir build && rm -rf build; echo \"status=$?\"", &ans);
+    json_t *a = attack_run(w, "mkdir build && rm -rf build; echo \"status=$?\"", &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     json_decref(a);
     free(ans.last_message);
     struct mcp_answers no = {.action = "decline"};
     char *cmd = mcp_world_fmt("cd %s && rm -rf build; echo \"status=$?\"", victim);
-    a = run(w, cmd, &no);
+    a = attack_run(w, cmd, &no);
     if (!mcp_world_exists(victim, "build"))
         fail_msg("%s/build was removed without a question\noutput: [%s]", victim,
                  mcp_world_output(a));
@@ -1029,7 +909,7 @@ test_session_approval_remembers_the_workdir(void **state)
     free(cmd);
     free(build);
     free(victim);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Options that write files or run commands, asked about (nobody can be
@@ -1048,9 +928,9 @@ test_option_gaps(void **state)
                       "tar xf t.tar --one-top-level=%s/one; tar tf t.tar --index-file=%s/index; "
                       "echo \"status=$?\"",
                       w->outside, w->outside, w->outside, w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "sed", a);
-    assert_not_outside(w, "awk", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "sed", a);
+    attack_assert_not_outside(w, "awk", a);
     /* each refusal says what was seen (golden) */
     mcp_world_assert_contains(
         mcp_world_output(a),
@@ -1062,11 +942,11 @@ test_option_gaps(void **state)
         "Execution denied: Approval was required: an allow rule matched, but awk 'PROGRAM' (a "
         "program that can run commands and write files); the MCP client did not declare the "
         "elicitation capability, so it cannot be asked\n");
-    assert_not_outside(w, "one", a);
-    assert_not_outside(w, "index", a);
+    attack_assert_not_outside(w, "one", a);
+    attack_assert_not_outside(w, "index", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* tar xf through a link the command planted in the workdir: the archive's
@@ -1079,11 +959,11 @@ test_tar_extract_through_planted_link(void **state)
     char *cmd = mcp_world_fmt("mkdir -p t && echo x > t/planted && tar cf t.tar t/planted && "
                               "mv t t.orig && ln -s %s t && tar xf t.tar; echo \"status=$?\"",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "planted", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "planted", a);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Whenever a program a rule lets out runs inside instead, its stderr gets
@@ -1096,8 +976,8 @@ test_refusal_lines_golden(void **state)
         world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n"
                     "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n",
                     false);
-    json_t *a =
-        run(w, "git init -q sub && cd sub && HOME=$PWD git status >/dev/null; rm -f x", NULL);
+    json_t *a = attack_run(
+        w, "git init -q sub && cd sub && HOME=$PWD git status >/dev/null; rm -f x", NULL);
     char *want = mcp_world_fmt(
         "execgate: git is allowed by %s/test.rules:1, but runs inside the sandbox: the working "
         "directory is in a git repository at %s/sub/.git that the sandbox could have written, "
@@ -1107,7 +987,7 @@ test_refusal_lines_golden(void **state)
     assert_string_equal(mcp_world_output(a), want);
     free(want);
     json_decref(a);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- what the person is shown ---- */
@@ -1155,19 +1035,19 @@ test_prompt_workdir_spoof(void **state)
         *p = c;
     }
     char *top_dir = tmpdir_path(w->wd, SPOOF_TOP);
-    own(top_dir);
+    attack_own(top_dir);
     struct mcp_answers ans = {.action = "accept"};
-    json_t *a = run(w,
-                    "cd $'spoof`?\\n\\nAllow agent to run `/usr/bin/true` in `/`?' && "
-                    "cat /etc/hostname; echo \"status=$?\"",
-                    &ans);
+    json_t *a = attack_run(w,
+                           "cd $'spoof`?\\n\\nAllow agent to run `/usr/bin/true` in `/`?' && "
+                           "cat /etc/hostname; echo \"status=$?\"",
+                           &ans);
     assert_int_equal(ans.asked, 1);
     assert_question_unspoofed(ans.last_message);
     json_decref(a);
     free(top_dir);
     free(dir);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 static void
@@ -1176,12 +1056,12 @@ test_prompt_argument_newline(void **state)
     struct mcp_world *w =
         world_start("prefix_rule(pattern=[\"cat\"], decision=\"prompt\")\n", true);
     struct mcp_answers ans = {.action = "accept"};
-    json_t *a = run(w, "cat $'a\\nb'; echo \"status=$?\"", &ans);
+    json_t *a = attack_run(w, "cat $'a\\nb'; echo \"status=$?\"", &ans);
     assert_int_equal(ans.asked, 1);
     assert_question_unspoofed(ans.last_message);
     json_decref(a);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- the server's own files ---- */
@@ -1198,7 +1078,7 @@ test_rules_file_not_writable(void **state)
     char *path = tmpdir_path(w->rules, "test.rules");
     char *before = read_or_empty(path);
     char *cmd = mcp_world_fmt("echo '" EVIL_RULE "' >> %s; echo \"status=$?\"", path);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     char *after = read_or_empty(path);
     if (strcmp(before, after) != 0)
         fail_msg("the sandbox changed %s:\n[%s]\noutput: [%s]", path, after, mcp_world_output(a));
@@ -1207,7 +1087,7 @@ test_rules_file_not_writable(void **state)
     free(after);
     free(before);
     free(path);
-    world_end(w);
+    attack_world_end(w);
 }
 
 static void
@@ -1216,16 +1096,16 @@ test_audit_log_not_writable(void **state)
     struct mcp_world *w =
         world_start("prefix_rule(pattern=[\"true\"], decision=\"allow\")\n", false);
     if (!w->audit) {
-        world_end(w);
+        attack_world_end(w);
         skip(); /* EXECGATE_TEST_NO_AUDIT: no audit log */
     }
-    json_t *a = run(w, "/bin/true; echo \"status=$?\"", NULL);
+    json_t *a = attack_run(w, "/bin/true; echo \"status=$?\"", NULL);
     json_decref(a);
     char *before = read_or_empty(w->audit);
     assert_true(strlen(before) > 0); /* the record of /bin/true */
     char *cmd = mcp_world_fmt(": > %s; echo \"status=$?\"; echo forged >> %s; echo \"status=$?\"",
                               w->audit, w->audit);
-    a = run(w, cmd, NULL);
+    a = attack_run(w, cmd, NULL);
     char *after = read_or_empty(w->audit);
     if (strncmp(after, before, strlen(before)) != 0 || strstr(after, "forged"))
         fail_msg("the sandbox rewrote the audit log:\n[%s]\noutput: [%s]", after,
@@ -1234,26 +1114,26 @@ test_audit_log_not_writable(void **state)
     free(cmd);
     free(after);
     free(before);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* No --rules: the server reads $CODEX_HOME/rules, here under /tmp. */
 static void
 test_codex_home_not_writable(void **state)
 {
-    char *ch = scratch_new("codex-home");
+    char *ch = attack_scratch(NULL, "codex-home");
     char *rules_dir = tmpdir_path(ch, "rules");
     assert_int_equal(mkdir(rules_dir, 0755), 0);
     char *def = tmpdir_path(rules_dir, "default.rules");
     tmpdir_write_file(def, "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n", 0644);
     char *config = tmpdir_path(ch, "config.toml");
     tmpdir_write_file(config, "# the user's\n", 0644);
-    own(ch);
+    attack_own(ch);
     char *env = mcp_world_fmt("CODEX_HOME=%s", ch);
     struct mcp_world *w = world_start_opts("", false, true, env);
     /* the server read its rules from there: touch is escalated */
     char *cmd = mcp_world_fmt("touch %s/rules-read", w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     if (!mcp_world_exists(w->outside, "rules-read"))
         fail_msg("the rules in $CODEX_HOME were not used: [%s]", mcp_world_output(a));
     json_decref(a);
@@ -1261,7 +1141,7 @@ test_codex_home_not_writable(void **state)
     cmd = mcp_world_fmt("echo '" EVIL_RULE "' > %s/evil.rules; echo \"status=$?\"; "
                         "echo x > %s; echo \"status=$?\"",
                         rules_dir, config);
-    a = run(w, cmd, NULL);
+    a = attack_run(w, cmd, NULL);
     char *conf = read_or_empty(config);
     bool evil = mcp_world_exists(rules_dir, "evil.rules");
     if (evil || strcmp(conf, "# the user's\n") != 0)
@@ -1274,7 +1154,7 @@ test_codex_home_not_writable(void **state)
     free(config);
     free(def);
     free(rules_dir);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- still works ---- */
@@ -1289,17 +1169,17 @@ test_works_allowed_git_in_protected_repo(void **state)
                     "prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n",
                     false);
     protected_repo(w, false);
-    json_t *a = run(w, "echo x > f && git add f && git status --short", NULL);
+    json_t *a = attack_run(w, "echo x > f && git add f && git status --short", NULL);
     mcp_world_assert_contains(mcp_world_output(a), "A  f\n");
     assert_int_equal(mcp_world_exit(a), 0);
     json_decref(a);
     /* and in the next call, which the first call's sandbox (the same)
      * could not have prepared either */
-    a = run(w, "echo y > g && git add g && git status --short", NULL);
+    a = attack_run(w, "echo y > g && git add g && git status --short", NULL);
     mcp_world_assert_contains(mcp_world_output(a), "A  g\n");
     assert_int_equal(mcp_world_exit(a), 0);
     json_decref(a);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A repository the command made stops only programs that read
@@ -1313,7 +1193,7 @@ test_works_touch_after_git_init(void **state)
     char *cmd = mcp_world_fmt("git init -q && touch %s/t; echo \"status=$?\"; "
                               "printenv GIT_DIR GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     assert_true(mcp_world_exists(w->outside, "t"));
     /* what it starts finds no repository, and git takes no bare one */
@@ -1321,7 +1201,7 @@ test_works_touch_after_git_init(void **state)
                               "status=0\n/dev/null\nsafe.bareRepository\nexplicit\n");
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* git status and git push to a local bare remote outside the workspace,
@@ -1344,20 +1224,20 @@ test_works_git_push_to_local_remote(void **state)
     protected_repo(w, true);
     char *remote = tmpdir_path(w->outside, "remote.git");
     const char *init[] = {"/usr/bin/git", "init", "-q", "--bare", remote, NULL};
-    outside_ok(init, NULL);
+    attack_outside_run(init, NULL, NULL);
     const char *add[] = {"/usr/bin/git", "-C", w->wd, "remote", "add", "origin", remote, NULL};
-    outside_ok(add, NULL);
-    json_t *a = run(w,
-                    "git status --short; git push -q origin HEAD:refs/heads/pushed; "
-                    "echo \"status=$?\"",
-                    NULL);
+    attack_outside_run(add, NULL, NULL);
+    json_t *a = attack_run(w,
+                           "git status --short; git push -q origin HEAD:refs/heads/pushed; "
+                           "echo \"status=$?\"",
+                           NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     json_decref(a);
     const char *check[] = {"/usr/bin/git", "--git-dir",         remote, "rev-parse", "--verify",
                            "-q",           "refs/heads/pushed", NULL};
-    outside_ok(check, NULL);
+    attack_outside_run(check, NULL, NULL);
     free(remote);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Debian's /usr/bin/python3 is a link to python3.X: a rule for python3
@@ -1384,12 +1264,12 @@ test_works_python3_through_symlink(void **state)
     char *cmd = mcp_world_fmt("/usr/bin/python3 -c 'open(\"%s/py\", \"w\").write(\"x\")'; "
                               "echo \"status=$?\"",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
     assert_true(mcp_world_exists(w->outside, "py"));
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* An allowed #! script outside the writable view escalates (its
@@ -1405,15 +1285,15 @@ test_works_escalated_script(void **state)
     char *f = mcp_world_fmt("%s/f", w->outside);
     tmpdir_write_file(f, "data\n", 0644);
     const char *gz[] = {"/bin/gzip", f, NULL};
-    outside_ok(gz, NULL);
+    attack_outside_run(gz, NULL, NULL);
     char *cmd = mcp_world_fmt("gunzip -k %s/f.gz; echo \"status=$?\"", w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "status=0\n");
     assert_true(mcp_world_exists(w->outside, "f"));
     json_decref(a);
     free(cmd);
     free(f);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A trusted script (outside the writable view) whose #! names an
@@ -1427,18 +1307,17 @@ test_script_with_writable_interpreter(void **state)
     char *tool = mcp_world_fmt("%s/tool", w->outside);
     char *text = mcp_world_fmt("#!%s/interp\n", w->wd);
     tmpdir_write_file(tool, text, 0755);
-    if (g.unprivileged)
-        assert_int_equal(chown(tool, g.user.uid, g.user.gid), 0);
+    attack_own(tool);
     char *cmd = mcp_world_fmt("printf '#!/bin/sh\\ntouch %s/pwn\\n' > interp; chmod +x interp; "
                               "%s; echo \"status=$?\"",
                               w->outside, tool);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "pwn", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "pwn", a);
     json_decref(a);
     free(cmd);
     free(text);
     free(tool);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- the escalated environment (the fix's promise) ---- */
@@ -1451,11 +1330,11 @@ test_escalated_env_is_the_servers(void **state)
 {
     struct mcp_world *w =
         world_start("prefix_rule(pattern=[\"printenv\"], decision=\"allow\")\n", false);
-    json_t *tz = run(w, "TZ=UTC0 printenv TZ; echo \"status=$?\"", NULL);
-    json_t *a = run(w,
-                    "export PATH=/bogus-dir:$PATH; HOME=/nonexistent-home FOO=bar "
-                    "printenv HOME PATH FOO; echo \"status=$?\"",
-                    NULL);
+    json_t *tz = attack_run(w, "TZ=UTC0 printenv TZ; echo \"status=$?\"", NULL);
+    json_t *a = attack_run(w,
+                           "export PATH=/bogus-dir:$PATH; HOME=/nonexistent-home FOO=bar "
+                           "printenv HOME PATH FOO; echo \"status=$?\"",
+                           NULL);
     mcp_world_assert_contains(mcp_world_output(tz), "UTC0\nstatus=0\n");
     const char *home = getenv("HOME");
     const char *path = getenv("PATH");
@@ -1470,7 +1349,7 @@ test_escalated_env_is_the_servers(void **state)
     json_decref(a);
     json_decref(tz);
     free(want);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- setup ---- */
@@ -1479,69 +1358,54 @@ int
 main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* the results between the failures' details */
-    g.server = getenv("EXECGATE_TEST_SERVER");
-    if (!g.server) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 1;
-    }
-    const char *extra = getenv("EXECGATE_TEST_EXTRA");
-    g.extra = extra && *extra ? extra : NULL;
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77; /* meson: skipped */
-        }
-        g.unprivileged = true;
-        test_user_create(&g.user);
-        if (test_user_can_serve(&g.user, g.server) == 77)
-            return 77;
-    }
+    int rc = attack_suite_begin("escalation-attack-tests", 30000);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_symlink_alias_of_allowed_program, teardown),
-        cmocka_unit_test_teardown(test_forbidden_program_through_allowed_alias, teardown),
-        cmocka_unit_test_teardown(test_prompt_shows_what_really_runs, teardown),
-        cmocka_unit_test_teardown(test_session_approval_then_repoint, teardown),
-        cmocka_unit_test_teardown(test_nested_repository_made_in_sandbox, teardown),
-        cmocka_unit_test_teardown(test_home_gitconfig, teardown),
-        cmocka_unit_test_teardown(test_xdg_config_home_gitconfig, teardown),
-        cmocka_unit_test_teardown(test_git_dir_env, teardown),
-        cmocka_unit_test_teardown(test_gitdir_file, teardown),
-        cmocka_unit_test_teardown(test_pager_through_pty, teardown),
-        cmocka_unit_test_teardown(test_git_trace, teardown),
-        cmocka_unit_test_teardown(test_git_log_output_option, teardown),
-        cmocka_unit_test_teardown(test_top_level_repository_made_in_earlier_call, teardown),
-        cmocka_unit_test_teardown(test_program_written_by_another_calls_sandbox, teardown),
-        cmocka_unit_test_teardown(test_repository_made_by_another_calls_sandbox, teardown),
-        cmocka_unit_test_teardown(test_dangerous_option_is_asked, teardown),
-        cmocka_unit_test_teardown(test_bare_repository_in_workdir, teardown),
-        cmocka_unit_test_teardown(test_argv0_chooses_git_command, teardown),
-        cmocka_unit_test_teardown(test_workdir_swapped_between_escalate_and_fds, teardown),
-        cmocka_unit_test_teardown(test_workdir_moved_between_escalate_and_fds, teardown),
-        cmocka_unit_test_teardown(test_session_approval_remembers_the_workdir, teardown),
-        cmocka_unit_test_teardown(test_option_gaps, teardown),
-        cmocka_unit_test_teardown(test_tar_extract_through_planted_link, teardown),
-        cmocka_unit_test_teardown(test_refusal_lines_golden, teardown),
-        cmocka_unit_test_teardown(test_works_touch_after_git_init, teardown),
-        cmocka_unit_test_teardown(test_works_git_push_to_local_remote, teardown),
-        cmocka_unit_test_teardown(test_prompt_workdir_spoof, teardown),
-        cmocka_unit_test_teardown(test_prompt_argument_newline, teardown),
-        cmocka_unit_test_teardown(test_rules_file_not_writable, teardown),
-        cmocka_unit_test_teardown(test_audit_log_not_writable, teardown),
-        cmocka_unit_test_teardown(test_codex_home_not_writable, teardown),
-        cmocka_unit_test_teardown(test_works_allowed_git_in_protected_repo, teardown),
-        cmocka_unit_test_teardown(test_works_python3_through_symlink, teardown),
-        cmocka_unit_test_teardown(test_works_escalated_script, teardown),
-        cmocka_unit_test_teardown(test_script_with_writable_interpreter, teardown),
-        cmocka_unit_test_teardown(test_escalated_env_is_the_servers, teardown),
-        cmocka_unit_test_teardown(test_audit_log_hidden, teardown),
-        cmocka_unit_test_teardown(test_fd_exec_named_as_allowed, teardown),
-        cmocka_unit_test_teardown(test_question_escapes_what_it_shows, teardown),
-        cmocka_unit_test_teardown(test_write_options_in_gnu_spellings, teardown),
-        cmocka_unit_test_teardown(test_escalation_socket_malformed, teardown),
+        cmocka_unit_test_teardown(test_symlink_alias_of_allowed_program, attack_teardown),
+        cmocka_unit_test_teardown(test_forbidden_program_through_allowed_alias, attack_teardown),
+        cmocka_unit_test_teardown(test_prompt_shows_what_really_runs, attack_teardown),
+        cmocka_unit_test_teardown(test_session_approval_then_repoint, attack_teardown),
+        cmocka_unit_test_teardown(test_nested_repository_made_in_sandbox, attack_teardown),
+        cmocka_unit_test_teardown(test_home_gitconfig, attack_teardown),
+        cmocka_unit_test_teardown(test_xdg_config_home_gitconfig, attack_teardown),
+        cmocka_unit_test_teardown(test_git_dir_env, attack_teardown),
+        cmocka_unit_test_teardown(test_gitdir_file, attack_teardown),
+        cmocka_unit_test_teardown(test_pager_through_pty, attack_teardown),
+        cmocka_unit_test_teardown(test_git_trace, attack_teardown),
+        cmocka_unit_test_teardown(test_git_log_output_option, attack_teardown),
+        cmocka_unit_test_teardown(test_top_level_repository_made_in_earlier_call, attack_teardown),
+        cmocka_unit_test_teardown(test_program_written_by_another_calls_sandbox, attack_teardown),
+        cmocka_unit_test_teardown(test_repository_made_by_another_calls_sandbox, attack_teardown),
+        cmocka_unit_test_teardown(test_dangerous_option_is_asked, attack_teardown),
+        cmocka_unit_test_teardown(test_bare_repository_in_workdir, attack_teardown),
+        cmocka_unit_test_teardown(test_argv0_chooses_git_command, attack_teardown),
+        cmocka_unit_test_teardown(test_workdir_swapped_between_escalate_and_fds, attack_teardown),
+        cmocka_unit_test_teardown(test_workdir_moved_between_escalate_and_fds, attack_teardown),
+        cmocka_unit_test_teardown(test_session_approval_remembers_the_workdir, attack_teardown),
+        cmocka_unit_test_teardown(test_option_gaps, attack_teardown),
+        cmocka_unit_test_teardown(test_tar_extract_through_planted_link, attack_teardown),
+        cmocka_unit_test_teardown(test_refusal_lines_golden, attack_teardown),
+        cmocka_unit_test_teardown(test_works_touch_after_git_init, attack_teardown),
+        cmocka_unit_test_teardown(test_works_git_push_to_local_remote, attack_teardown),
+        cmocka_unit_test_teardown(test_prompt_workdir_spoof, attack_teardown),
+        cmocka_unit_test_teardown(test_prompt_argument_newline, attack_teardown),
+        cmocka_unit_test_teardown(test_rules_file_not_writable, attack_teardown),
+        cmocka_unit_test_teardown(test_audit_log_not_writable, attack_teardown),
+        cmocka_unit_test_teardown(test_codex_home_not_writable, attack_teardown),
+        cmocka_unit_test_teardown(test_works_allowed_git_in_protected_repo, attack_teardown),
+        cmocka_unit_test_teardown(test_works_python3_through_symlink, attack_teardown),
+        cmocka_unit_test_teardown(test_works_escalated_script, attack_teardown),
+        cmocka_unit_test_teardown(test_script_with_writable_interpreter, attack_teardown),
+        cmocka_unit_test_teardown(test_escalated_env_is_the_servers, attack_teardown),
+        cmocka_unit_test_teardown(test_audit_log_hidden, attack_teardown),
+        cmocka_unit_test_teardown(test_fd_exec_named_as_allowed, attack_teardown),
+        cmocka_unit_test_teardown(test_question_escapes_what_it_shows, attack_teardown),
+        cmocka_unit_test_teardown(test_write_options_in_gnu_spellings, attack_teardown),
+        cmocka_unit_test_teardown(test_escalation_socket_malformed, attack_teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    test_user_release(&g.user);
+    attack_suite_end();
     if (failed) {
         /* a failed assertion skipped its test's frees: leave without the
          * leak report, which would bury the failures */

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "tests/support/attack_suite.h"
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
 #include "tests/support/proc.h"
@@ -37,16 +38,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static struct {
-    const char *server;
-    const char *default_rules; /* examples/default.rules */
-    const char *extra;         /* one more server argument, or NULL */
-    bool unprivileged;
-    struct test_user user;
-    struct mcp_world *world; /* the running test's, for the teardown */
-} g;
-
-static struct mcp_world the_world;
+/* examples/default.rules (EXECGATE_TEST_DEFAULT_RULES) */
+static const char *default_rules;
 
 #define MAKE_ALLOWED "prefix_rule(pattern=[\"make\"], decision=\"allow\")\n"
 #define RM_FORBIDDEN                                                                               \
@@ -56,71 +49,8 @@ static struct mcp_world the_world;
 static struct mcp_world *
 world_start_extra(const char *rules, bool elicitation, const char *extra)
 {
-    struct mcp_world *w = &the_world;
-    const struct mcp_world_options o = {.server = g.server,
-                                        .client_name = "escalation-depth-tests",
-                                        .elicitation = elicitation,
-                                        .extra = extra,
-                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
-                                        .chown = g.unprivileged,
-                                        .owner_uid = g.user.uid,
-                                        .owner_gid = g.user.gid};
-    mcp_world_start(w, rules, &o);
-    g.world = w;
-    return w;
-}
-
-static struct mcp_world *
-world_start(const char *rules, bool elicitation)
-{
-    return world_start_extra(rules, elicitation, g.extra);
-}
-
-static void
-world_end(struct mcp_world *w)
-{
-    mcp_world_end(w);
-    g.world = NULL;
-}
-
-static int
-teardown(void **state)
-{
-    (void)state;
-    if (g.world) {
-        mcp_world_abandon(g.world);
-        g.world = NULL;
-    }
-    return 0;
-}
-
-static json_t *
-run(struct mcp_world *w, const char *command, struct mcp_answers *a)
-{
-    return mcp_world_run(w, command, a, 60000);
-}
-
-/* Runs argv outside any sandbox as the server's user and asserts exit 0;
- * its output (malloc'd) when out is not NULL. */
-static void
-outside_ok(const char *const *argv, char **out)
-{
-    const char *full[32];
-    size_t n = 0;
-    for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
-        full[n++] = g.user.prefix[i];
-    for (size_t i = 0; argv[i]; i++) {
-        assert_true(n < sizeof(full) / sizeof(full[0]) - 1);
-        full[n++] = argv[i];
-    }
-    full[n] = NULL;
-    struct proc_result res;
-    assert_int_equal(proc_run(full, NULL, &res), 0);
-    if (proc_exit_code(&res) != 0)
-        fail_msg("%s %s failed: %s", argv[0], argv[1] ? argv[1] : "", res.err);
-    if (out)
-        *out = strdup(res.out ? res.out : "");
-    proc_result_free(&res);
+    const struct mcp_world_options o = {.elicitation = elicitation, .extra = extra};
+    return attack_world_start(rules, &o);
 }
 
 /* path with text, owned by the server's user. */
@@ -129,17 +59,8 @@ write_owned(const char *dir, const char *name, const char *text)
 {
     char *path = tmpdir_path(dir, name);
     tmpdir_write_file(path, text, 0644);
-    if (g.unprivileged)
-        assert_int_equal(chown(path, g.user.uid, g.user.gid), 0);
+    attack_own(path);
     free(path);
-}
-
-static void
-assert_not_outside(const struct mcp_world *w, const char *name, const json_t *a)
-{
-    if (mcp_world_exists(w->outside, name))
-        fail_msg("%s/%s exists: a program ran outside the sandbox for the command\noutput: [%s]",
-                 w->outside, name, a ? mcp_world_output(a) : "");
 }
 
 /* A Makefile in the workdir (the command's to write) whose one recipe is
@@ -160,12 +81,12 @@ makefile(struct mcp_world *w, const char *recipe)
 static void
 test_unnamed_child_is_asked(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, true);
     char *recipe = mcp_world_fmt("touch %s/made; false", w->outside);
     makefile(w, recipe);
     struct mcp_answers ans = {.action = "decline"};
-    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
-    assert_not_outside(w, "made", a);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", &ans);
+    attack_assert_not_outside(w, "made", a);
     assert_int_equal(ans.asked, 1);
     char *want = mcp_world_fmt("`make` (allowed by test.rules:1) wants to start `/usr/bin/dash -c "
                                "'%s'` outside the sandbox, in `%s`. Allow it?",
@@ -176,7 +97,7 @@ test_unnamed_child_is_asked(void **state)
     free(ans.last_message);
     json_decref(a);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The same without a client that can be asked: refused, and the child's
@@ -185,11 +106,11 @@ test_unnamed_child_is_asked(void **state)
 static void
 test_unnamed_child_is_refused_without_elicitation(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, false);
     char *recipe = mcp_world_fmt("touch %s/made; false", w->outside);
     makefile(w, recipe);
-    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "made", a);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "made", a);
     char *want = mcp_world_fmt(
         "execgate: refused `sh -c %s`: started outside the sandbox by `make` (allowed by "
         "test.rules:1), and no rule names it; no person could be asked. This rule would allow "
@@ -200,7 +121,7 @@ test_unnamed_child_is_refused_without_elicitation(void **state)
     free(want);
     json_decref(a);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A recipe with a quote goes through /bin/sh; dash running one plain
@@ -208,11 +129,11 @@ test_unnamed_child_is_refused_without_elicitation(void **state)
 static void
 test_plain_shell_passes_its_command_on(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, false);
     char *recipe = mcp_world_fmt("touch '%s/made'", w->outside);
     makefile(w, recipe);
-    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "made", a);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "made", a);
     char *want = mcp_world_fmt("execgate: refused `touch %s/made`: started outside the sandbox by "
                                "`make` (allowed by test.rules:1), and no rule names it",
                                w->outside);
@@ -220,7 +141,7 @@ test_plain_shell_passes_its_command_on(void **state)
     free(want);
     json_decref(a);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Shells that read startup files a planted environment can name (bash
@@ -229,7 +150,7 @@ test_plain_shell_passes_its_command_on(void **state)
 static void
 test_other_shells_and_scripts_are_asked(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, false);
     char *bash_mk = mcp_world_fmt("SHELL = /bin/bash\nexport BASH_ENV = %s/env.sh\n"
                                   "all:\n\ttrue 'x'\n",
                                   w->wd);
@@ -241,10 +162,10 @@ test_other_shells_and_scripts_are_asked(void **state)
     char *env = mcp_world_fmt("echo planted > %s/env\n", w->outside);
     write_owned(w->wd, "env.sh", env);
     write_owned(w->wd, "dot.sh", env);
-    json_t *a = run(w, "make -f bash.mk; make -f dash.mk; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "env", a);
-    assert_not_outside(w, "eval", a);
-    assert_not_outside(w, "second", a);
+    json_t *a = attack_run(w, "make -f bash.mk; make -f dash.mk; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "env", a);
+    attack_assert_not_outside(w, "eval", a);
+    attack_assert_not_outside(w, "second", a);
     mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `bash -c true 'x'`");
     mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c eval 'touch ");
     mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c . ./dot.sh`");
@@ -253,7 +174,7 @@ test_other_shells_and_scripts_are_asked(void **state)
     free(dash_mk);
     free(bash_mk);
     json_decref(a);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* dash takes its options before the script: `sh -c -- SCRIPT`, `sh -c +e
@@ -264,7 +185,7 @@ test_other_shells_and_scripts_are_asked(void **state)
 static void
 test_dash_options_before_the_script(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, false);
     const char *flags[] = {"-c --", "-c +e", "-c -e", "-c -i"};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
         char *mk = mcp_world_fmt("SHELL = /bin/sh\n.SHELLFLAGS = %s\nall:\n"
@@ -273,9 +194,9 @@ test_dash_options_before_the_script(void **state)
         char *name = mcp_world_fmt("flags%zu.mk", i);
         write_owned(w->wd, name, mk);
         char *cmd = mcp_world_fmt("make -f %s; echo \"status=$?\"", name);
-        json_t *a = run(w, cmd, NULL);
+        json_t *a = attack_run(w, cmd, NULL);
         char *made = mcp_world_fmt("flags%zu", i);
-        assert_not_outside(w, made, a);
+        attack_assert_not_outside(w, made, a);
         mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `sh -c ");
         free(made);
         json_decref(a);
@@ -283,7 +204,7 @@ test_dash_options_before_the_script(void **state)
         free(name);
         free(mk);
     }
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A file the command wrote, named dash, is not dash: the escalated make
@@ -291,21 +212,20 @@ test_dash_options_before_the_script(void **state)
 static void
 test_planted_dash_is_not_a_plain_shell(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, false);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, false);
     char *script = mcp_world_fmt("#!/bin/sh\necho planted > %s/dash\n", w->outside);
     char *path = tmpdir_path(w->wd, "dash");
     tmpdir_write_file(path, script, 0755);
-    if (g.unprivileged)
-        assert_int_equal(chown(path, g.user.uid, g.user.gid), 0);
+    attack_own(path);
     write_owned(w->wd, "Makefile", "SHELL = ./dash\nall:\n\tls x\n");
-    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "dash", a);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "dash", a);
     mcp_world_assert_contains(mcp_world_output(a),
                               "-c ls x`: started outside the sandbox by `make`");
     json_decref(a);
     free(path);
     free(script);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A person who approved `touch X` for the session inside the sandbox (a
@@ -315,30 +235,30 @@ static void
 test_session_approval_inside_is_not_for_outside(void **state)
 {
     /* shell mode decides no exec of the sandboxed shell's children */
-    if (g.extra && strstr(g.extra, "=shell"))
+    if (attack_suite_extra() && strstr(attack_suite_extra(), "=shell"))
         skip();
     struct mcp_world *w =
-        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
+        attack_world(MAKE_ALLOWED "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n", true);
     /* sh's exec of touch is the tree's, inside the sandbox: approved
      * there, it runs in place */
     char *cmd = mcp_world_fmt("sh -c 'touch %s/sess 2>/dev/null; echo \"status=$?\"'", w->outside);
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
-    json_t *a = run(w, cmd, &ans);
+    json_t *a = attack_run(w, cmd, &ans);
     assert_int_equal(ans.asked, 1);
-    assert_not_outside(w, "sess", a);
+    attack_assert_not_outside(w, "sess", a);
     json_decref(a);
     free(ans.last_message);
     char *recipe = mcp_world_fmt("touch %s/sess", w->outside);
     makefile(w, recipe);
     struct mcp_answers no = {.action = "decline"};
-    a = run(w, "make; echo \"status=$?\"", &no);
-    assert_not_outside(w, "sess", a);
+    a = attack_run(w, "make; echo \"status=$?\"", &no);
+    attack_assert_not_outside(w, "sess", a);
     assert_int_equal(no.asked, 1);
     free(no.last_message);
     json_decref(a);
     free(recipe);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The same when the escalated program runs because a person approved it
@@ -347,24 +267,24 @@ test_session_approval_inside_is_not_for_outside(void **state)
 static void
 test_session_approval_inside_is_not_for_approved_tree(void **state)
 {
-    if (g.extra && strstr(g.extra, "=shell"))
+    if (attack_suite_extra() && strstr(attack_suite_extra(), "=shell"))
         skip();
-    struct mcp_world *w = world_start("prefix_rule(pattern=[\"make\"], decision=\"prompt\")\n"
-                                      "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n",
-                                      true);
+    struct mcp_world *w = attack_world("prefix_rule(pattern=[\"make\"], decision=\"prompt\")\n"
+                                       "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n",
+                                       true);
     char *cmd = mcp_world_fmt("sh -c 'touch %s/sess 2>/dev/null; echo \"status=$?\"'", w->outside);
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
-    json_t *a = run(w, cmd, &ans);
+    json_t *a = attack_run(w, cmd, &ans);
     assert_int_equal(ans.asked, 1);
-    assert_not_outside(w, "sess", a);
+    attack_assert_not_outside(w, "sess", a);
     json_decref(a);
     free(ans.last_message);
     char *recipe = mcp_world_fmt("touch %s/sess", w->outside);
     makefile(w, recipe);
     static const char *const answers[] = {"accept", "decline", NULL};
     struct mcp_answers two = {.actions = answers, .decision = "approved"};
-    a = run(w, "make; echo \"status=$?\"", &two);
-    assert_not_outside(w, "sess", a);
+    a = attack_run(w, "make; echo \"status=$?\"", &two);
+    attack_assert_not_outside(w, "sess", a);
     assert_int_equal(two.asked, 2);
     mcp_world_assert_contains(two.last_message, "(It runs outside the sandbox: a program you let "
                                                 "out started it.)");
@@ -372,7 +292,7 @@ test_session_approval_inside_is_not_for_approved_tree(void **state)
     json_decref(a);
     free(recipe);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The escalated program's environment is reset, but what it exports to
@@ -384,7 +304,7 @@ static void
 test_loader_variables_exported_to_children(void **state)
 {
     struct mcp_world *w =
-        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
+        attack_world(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
     char *lib = mcp_world_fmt("#include <fcntl.h>\n"
                               "__attribute__((constructor)) static void planted(void)\n"
                               "{ open(\"%s/preload\", O_WRONLY | O_CREAT | O_CLOEXEC, 0644); }\n",
@@ -396,14 +316,14 @@ test_loader_variables_exported_to_children(void **state)
                       w->wd);
     write_owned(w->wd, "Makefile", mk);
     json_t *a =
-        run(w, "cc -shared -fPIC -o planted.so planted.c && make; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "preload", a);
+        attack_run(w, "cc -shared -fPIC -o planted.so planted.c && make; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "preload", a);
     mcp_world_assert_contains(mcp_world_output(a),
                               "-c cat x`: started outside the sandbox by `make`");
     json_decref(a);
     /* a program a rule allows, under the same environment */
-    a = run(w, "make allowed; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "preload", a);
+    a = attack_run(w, "make allowed; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "preload", a);
     mcp_world_assert_contains(mcp_world_output(a),
                               "execgate: refused `ls`: started outside the sandbox by `make "
                               "allowed` (allowed by test.rules:1), and a rule allows it, but its "
@@ -411,7 +331,7 @@ test_loader_variables_exported_to_children(void **state)
     json_decref(a);
     free(mk);
     free(lib);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The same for what a shell reads before its script: `ldd` (allowed) is a
@@ -423,13 +343,13 @@ test_shell_variables_exported_to_children(void **state)
     if (access("/usr/bin/ldd", X_OK) != 0)
         skip();
     struct mcp_world *w =
-        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ldd\"], decision=\"allow\")\n", false);
+        attack_world(MAKE_ALLOWED "prefix_rule(pattern=[\"ldd\"], decision=\"allow\")\n", false);
     char *env = mcp_world_fmt("echo planted > %s/bashenv\n", w->outside);
     write_owned(w->wd, "env.sh", env);
     char *mk = mcp_world_fmt("export BASH_ENV = %s/env.sh\nall:\n\tldd /bin/true\n", w->wd);
     write_owned(w->wd, "Makefile", mk);
-    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "bashenv", a);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "bashenv", a);
     mcp_world_assert_contains(mcp_world_output(a),
                               "execgate: refused `ldd /bin/true`: started outside the sandbox by "
                               "`make` (allowed by test.rules:1), and a rule allows it, but its "
@@ -437,7 +357,7 @@ test_shell_variables_exported_to_children(void **state)
     json_decref(a);
     free(mk);
     free(env);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Asked about a child whose environment loads code, the person is told:
@@ -445,11 +365,11 @@ test_shell_variables_exported_to_children(void **state)
 static void
 test_loader_variables_shown_in_the_question(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, true);
     char *mk = mcp_world_fmt("export LD_PRELOAD = %s/planted.so\nall:\n\tcat x\n", w->wd);
     write_owned(w->wd, "Makefile", mk);
     struct mcp_answers ans = {.action = "decline"};
-    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(ans.last_message,
                               "wants to start `/usr/bin/cat x` outside the sandbox, in ");
@@ -460,7 +380,7 @@ test_loader_variables_shown_in_the_question(void **state)
     free(ans.last_message);
     json_decref(a);
     free(mk);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The shell let through for one plain command finds it on the PATH make
@@ -470,20 +390,18 @@ static void
 test_plain_shell_with_planted_path(void **state)
 {
     struct mcp_world *w =
-        world_start(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
+        attack_world(MAKE_ALLOWED "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n", false);
     char *bin = tmpdir_path(w->wd, "bin");
     assert_int_equal(mkdir(bin, 0755), 0);
-    if (g.unprivileged)
-        assert_int_equal(chown(bin, g.user.uid, g.user.gid), 0);
+    attack_own(bin);
     char *ls = tmpdir_path(bin, "ls");
     char *script = mcp_world_fmt("#!/bin/sh\necho planted > %s/path\n", w->outside);
     tmpdir_write_file(ls, script, 0755);
-    if (g.unprivileged)
-        assert_int_equal(chown(ls, g.user.uid, g.user.gid), 0);
+    attack_own(ls);
     write_owned(w->wd, "Makefile",
                 "SHELL = /usr/bin/dash\nexport PATH := $(CURDIR)/bin:$(PATH)\nall:\n\tls x\n");
-    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
-    assert_not_outside(w, "path", a);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", NULL);
+    attack_assert_not_outside(w, "path", a);
     mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `ls x`: started outside the "
                                                    "sandbox by `make` (allowed by test.rules:1), "
                                                    "and a rule allows it, but it lies where the "
@@ -492,7 +410,7 @@ test_plain_shell_with_planted_path(void **state)
     free(script);
     free(ls);
     free(bin);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A program in the workspace approved for the session as make's child is
@@ -502,14 +420,13 @@ test_plain_shell_with_planted_path(void **state)
 static void
 test_session_approval_of_a_replaced_file(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, true);
     write_owned(w->wd, "Makefile", "all:\n\t./tool\n");
     char *tool = tmpdir_path(w->wd, "tool");
     tmpdir_write_file(tool, "#!/bin/sh\necho harmless\n", 0755);
-    if (g.unprivileged)
-        assert_int_equal(chown(tool, g.user.uid, g.user.gid), 0);
+    attack_own(tool);
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
-    json_t *a = run(w, "make", &ans);
+    json_t *a = attack_run(w, "make", &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(mcp_world_output(a), "harmless\n");
     json_decref(a);
@@ -519,14 +436,14 @@ test_session_approval_of_a_replaced_file(void **state)
                       w->outside);
     ans.action = "decline";
     ans.decision = NULL;
-    a = run(w, cmd, &ans);
-    assert_not_outside(w, "evil", a);
+    a = attack_run(w, cmd, &ans);
+    attack_assert_not_outside(w, "evil", a);
     assert_int_equal(ans.asked, 2);
     json_decref(a);
     free(cmd);
     free(ans.last_message);
     free(tool);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Only `git status` is allowed; the command makes its workdir a bare
@@ -539,23 +456,23 @@ static void
 test_planted_fsmonitor_of_allowed_git(void **state)
 {
     struct mcp_world *w =
-        world_start("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", true);
+        attack_world("prefix_rule(pattern=[\"git\", \"status\"], decision=\"allow\")\n", true);
     char *cmd = mcp_world_fmt("git init -q --bare . && git config core.worktree \"$PWD\" && "
                               "git config core.bare false && "
                               "git config core.fsmonitor 'touch %s/fsm; false'",
                               w->outside);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     json_decref(a);
     struct mcp_answers ans = {.action = "decline"};
-    a = run(w, "git status >/dev/null; echo \"status=$?\"", &ans);
-    assert_not_outside(w, "fsm", a);
+    a = attack_run(w, "git status >/dev/null; echo \"status=$?\"", &ans);
+    attack_assert_not_outside(w, "fsm", a);
     if (ans.asked > 0)
         mcp_world_assert_contains(ans.last_message,
                                   "`git status` (allowed by test.rules:1) wants to start `");
     free(ans.last_message);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A shell the rules let out, running a program no rule names: its exec
@@ -565,10 +482,10 @@ static void
 test_refused_child_status_is_126(void **state)
 {
     struct mcp_world *w =
-        world_start("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
+        attack_world("prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"allow\")\n", false);
     char *cmd = mcp_world_fmt("sh -c 'touch %s/x; echo st=$?'", w->outside);
-    json_t *a = run(w, cmd, NULL);
-    assert_not_outside(w, "x", a);
+    json_t *a = attack_run(w, cmd, NULL);
+    attack_assert_not_outside(w, "x", a);
     char *want = mcp_world_fmt("execgate: refused `touch %s/x`: started outside the sandbox by "
                                "`dash -c 'touch %s/x; echo st=$?'` (allowed by test.rules:1), and "
                                "no rule names it; no person could be asked. This rule would "
@@ -580,24 +497,24 @@ test_refused_child_status_is_126(void **state)
     free(want);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* approved_for_session answers the same child's question in later calls. */
 static void
 test_unnamed_child_approved_for_session(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, true);
     char *recipe = mcp_world_fmt("touch %s/made && echo made", w->outside);
     makefile(w, recipe);
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
-    json_t *a = run(w, "make", &ans);
+    json_t *a = attack_run(w, "make", &ans);
     assert_int_equal(ans.asked, 1);
     assert_true(mcp_world_exists(w->outside, "made"));
     json_decref(a);
     char *made = tmpdir_path(w->outside, "made");
     assert_int_equal(unlink(made), 0);
-    a = run(w, "make", &ans);
+    a = attack_run(w, "make", &ans);
     assert_int_equal(ans.asked, 1);
     if (!mcp_world_exists(w->outside, "made"))
         fail_msg("the approved recipe did not run again: [%s]", mcp_world_output(a));
@@ -605,7 +522,7 @@ test_unnamed_child_approved_for_session(void **state)
     free(made);
     free(ans.last_message);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* An allowed make whose recipe starts cc: one question (cc), and what the
@@ -613,24 +530,24 @@ test_unnamed_child_approved_for_session(void **state)
 static void
 test_make_building_with_cc_asks_once(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED, true);
     write_owned(w->wd, "Makefile", "hello: hello.c\n\tcc -o hello hello.c\n");
     write_owned(w->wd, "hello.c",
                 "#include <stdio.h>\nint main(void) { puts(\"hello, world\"); return 0; }\n");
     struct mcp_answers ans = {.action = "accept", .decision = "approved_for_session"};
-    json_t *a = run(w, "make && ./hello", &ans);
+    json_t *a = attack_run(w, "make && ./hello", &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(ans.last_message, "wants to start `");
     mcp_world_assert_contains(ans.last_message, " -o hello hello.c` outside the sandbox");
     mcp_world_assert_contains(mcp_world_output(a), "hello, world\n");
     assert_int_equal(mcp_world_exit(a), 0);
     json_decref(a);
-    a = run(w, "rm hello && make && ./hello", &ans);
+    a = attack_run(w, "rm hello && make && ./hello", &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(mcp_world_output(a), "hello, world\n");
     json_decref(a);
     free(ans.last_message);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* --escalated-children=inherit: the reference's behaviour, the recipe
@@ -641,25 +558,25 @@ test_inherit_option_restores_the_old_behaviour(void **state)
     struct mcp_world *w = world_start_extra(MAKE_ALLOWED, false, "--escalated-children=inherit");
     char *recipe = mcp_world_fmt("touch %s/made", w->outside);
     makefile(w, recipe);
-    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", NULL);
     if (!mcp_world_exists(w->outside, "made"))
         fail_msg("with inherit the recipe should run outside: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     json_decref(a);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A forbidden program stays forbidden under a person's approval. */
 static void
 test_forbidden_child_under_approval(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED RM_FORBIDDEN, true);
     write_owned(w->outside, "victim", "keep me\n");
     char *recipe = mcp_world_fmt("rm -f %s/victim; true", w->outside);
     makefile(w, recipe);
     struct mcp_answers ans = {.action = "accept"};
-    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", &ans);
     assert_int_equal(ans.asked, 1); /* the shell, not rm */
     if (!mcp_world_exists(w->outside, "victim"))
         fail_msg("the forbidden rm ran: [%s]", mcp_world_output(a));
@@ -667,7 +584,7 @@ test_forbidden_child_under_approval(void **state)
     json_decref(a);
     free(ans.last_message);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- /proc/self is the process's own ---- */
@@ -678,42 +595,43 @@ test_forbidden_child_under_approval(void **state)
 static void
 test_proc_self_fd_outside(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED RM_FORBIDDEN, true);
     write_owned(w->outside, "victim", "keep me\n");
     char *recipe = mcp_world_fmt("exec 7</usr/bin/rm; /proc/self/fd/7 -f %s/victim", w->outside);
     makefile(w, recipe);
     struct mcp_answers ans = {.action = "accept"};
-    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", &ans);
     if (!mcp_world_exists(w->outside, "victim"))
         fail_msg("rm ran through /proc/self/fd/7: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
     json_decref(a);
     free(ans.last_message);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The same inside the sandbox, from the shell's own child. */
 static void
 test_proc_self_fd_inside(void **state)
 {
-    struct mcp_world *w = world_start(RM_FORBIDDEN, false);
+    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
     write_owned(w->wd, "victim", "keep me\n");
-    json_t *a = run(w, "exec 7</usr/bin/rm; /proc/self/fd/7 -f victim; echo \"status=$?\"", NULL);
+    json_t *a =
+        attack_run(w, "exec 7</usr/bin/rm; /proc/self/fd/7 -f victim; echo \"status=$?\"", NULL);
     if (!mcp_world_exists(w->wd, "victim"))
         fail_msg("rm ran through /proc/self/fd/7: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
     json_decref(a);
     /* the same through /dev/fd (a link to /proc/self/fd), /proc/thread-self
      * and a link the command made to /proc/self */
-    a = run(w,
-            "exec 7</usr/bin/rm; /dev/fd/7 -f victim; /proc/thread-self/fd/7 -f victim; "
-            "ln -s /proc/self me; ./me/fd/7 -f victim; echo \"status=$?\"",
-            NULL);
+    a = attack_run(w,
+                   "exec 7</usr/bin/rm; /dev/fd/7 -f victim; /proc/thread-self/fd/7 -f victim; "
+                   "ln -s /proc/self me; ./me/fd/7 -f victim; echo \"status=$?\"",
+                   NULL);
     if (!mcp_world_exists(w->wd, "victim"))
         fail_msg("rm ran through a link to /proc/self: [%s]", mcp_world_output(a));
     json_decref(a);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Variants of the two above by other names of the same fd: /dev/fd/7,
@@ -724,7 +642,7 @@ test_proc_self_fd_inside(void **state)
 static void
 test_proc_fd_other_names(void **state)
 {
-    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, true);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED RM_FORBIDDEN, true);
     write_owned(w->outside, "victim", "keep me\n");
     char *recipe = mcp_world_fmt("exec 7</usr/bin/rm; /dev/fd/7 -f %s/victim; "
                                  "/proc/thread-self/fd/7 -f %s/victim; "
@@ -733,23 +651,24 @@ test_proc_fd_other_names(void **state)
                                  w->outside, w->outside, w->outside, w->outside);
     makefile(w, recipe);
     struct mcp_answers ans = {.action = "accept"};
-    json_t *a = run(w, "make; echo \"status=$?\"", &ans);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", &ans);
     if (!mcp_world_exists(w->outside, "victim"))
         fail_msg("rm ran outside by another name of its fd: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
     json_decref(a);
     write_owned(w->wd, "victim", "keep me\n");
-    a = run(w,
-            "exec 7</usr/bin/rm; /proc/$$/fd/7 -f victim; "
-            "cd /usr/bin && /proc/self/cwd/../bin/rm -f \"$OLDPWD/victim\"; echo \"status=$?\"",
-            &ans);
+    a = attack_run(
+        w,
+        "exec 7</usr/bin/rm; /proc/$$/fd/7 -f victim; "
+        "cd /usr/bin && /proc/self/cwd/../bin/rm -f \"$OLDPWD/victim\"; echo \"status=$?\"",
+        &ans);
     if (!mcp_world_exists(w->wd, "victim"))
         fail_msg("rm ran inside by another name of its fd: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
     json_decref(a);
     free(ans.last_message);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Legitimate execs through /proc/self run in the sandbox with no rules:
@@ -758,16 +677,17 @@ test_proc_fd_other_names(void **state)
 static void
 test_proc_self_execs_work(void **state)
 {
-    struct mcp_world *w = world_start("", false);
-    json_t *a = run(w,
-                    "/proc/self/root/usr/bin/true && echo root-ok; "
-                    "exec 8</usr/bin/true; /proc/self/fd/8 && echo fd-ok; "
-                    "/proc/thread-self/root/usr/bin/true && echo thread-ok; "
-                    "cp /usr/bin/true t && exec 9<t && rm t && /proc/self/fd/9 && echo deleted-ok",
-                    NULL);
+    struct mcp_world *w = attack_world("", false);
+    json_t *a =
+        attack_run(w,
+                   "/proc/self/root/usr/bin/true && echo root-ok; "
+                   "exec 8</usr/bin/true; /proc/self/fd/8 && echo fd-ok; "
+                   "/proc/thread-self/root/usr/bin/true && echo thread-ok; "
+                   "cp /usr/bin/true t && exec 9<t && rm t && /proc/self/fd/9 && echo deleted-ok",
+                   NULL);
     mcp_world_assert_contains(mcp_world_output(a), "root-ok\nfd-ok\nthread-ok\ndeleted-ok\n");
     json_decref(a);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- the loader is an interpreter ---- */
@@ -789,10 +709,10 @@ test_loader_running_forbidden_program_inside(void **state)
 {
     if (!loader())
         skip();
-    struct mcp_world *w = world_start(RM_FORBIDDEN, false);
+    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
     write_owned(w->wd, "victim", "keep me\n");
     char *cmd = mcp_world_fmt("%s --argv0 x /usr/bin/rm -f victim; echo \"status=$?\"", loader());
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     if (!mcp_world_exists(w->wd, "victim"))
         fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
@@ -802,12 +722,12 @@ test_loader_running_forbidden_program_inside(void **state)
     cmd = mcp_world_fmt("ln -s %s ld; ./ld --library-path /nowhere --preload '' -- /usr/bin/rm -f "
                         "victim; %s %s /usr/bin/rm -f victim; echo \"status=$?\"",
                         loader(), loader(), loader());
-    a = run(w, cmd, NULL);
+    a = attack_run(w, cmd, NULL);
     if (!mcp_world_exists(w->wd, "victim"))
         fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 static void
@@ -815,17 +735,17 @@ test_loader_running_forbidden_program_outside(void **state)
 {
     if (!loader())
         skip();
-    struct mcp_world *w = world_start(MAKE_ALLOWED RM_FORBIDDEN, false);
+    struct mcp_world *w = attack_world(MAKE_ALLOWED RM_FORBIDDEN, false);
     write_owned(w->outside, "victim", "keep me\n");
     char *recipe = mcp_world_fmt("%s /usr/bin/rm -f %s/victim", loader(), w->outside);
     makefile(w, recipe);
-    json_t *a = run(w, "make; echo \"status=$?\"", NULL);
+    json_t *a = attack_run(w, "make; echo \"status=$?\"", NULL);
     if (!mcp_world_exists(w->outside, "victim"))
         fail_msg("rm ran through the loader: [%s]", mcp_world_output(a));
     mcp_world_assert_contains(mcp_world_output(a), "rm is not for agents");
     json_decref(a);
     free(recipe);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* ---- ordinary work with examples/default.rules ---- */
@@ -836,7 +756,7 @@ static char *
 repo_and_remote(struct mcp_world *w)
 {
     const char *init[] = {"/usr/bin/git", "-C", w->wd, "init", "-q", "-b", "main", NULL};
-    outside_ok(init, NULL);
+    attack_outside_run(init, NULL, NULL);
     const char *commit[] = {"/usr/bin/git",
                             "-C",
                             w->wd,
@@ -850,10 +770,10 @@ repo_and_remote(struct mcp_world *w)
                             "-m",
                             "first commit",
                             NULL};
-    outside_ok(commit, NULL);
+    attack_outside_run(commit, NULL, NULL);
     char *remote = tmpdir_path(w->outside, "remote.git");
     const char *bare[] = {"/usr/bin/git", "init", "-q", "--bare", remote, NULL};
-    outside_ok(bare, NULL);
+    attack_outside_run(bare, NULL, NULL);
     return remote;
 }
 
@@ -862,18 +782,18 @@ repo_and_remote(struct mcp_world *w)
 static void
 test_git_push_with_default_rules(void **state)
 {
-    char *rules = tmpdir_read_file(g.default_rules, NULL);
+    char *rules = tmpdir_read_file(default_rules, NULL);
     assert_non_null(rules);
-    struct mcp_world *w = world_start(rules, true);
+    struct mcp_world *w = attack_world(rules, true);
     char *remote = repo_and_remote(w);
     struct mcp_answers ans = {.action = "accept"};
     char *cmd = mcp_world_fmt("git push -q %s main; echo \"status=$?\"", remote);
-    json_t *a = run(w, cmd, &ans);
+    json_t *a = attack_run(w, cmd, &ans);
     assert_int_equal(ans.asked, 1);
     mcp_world_assert_contains(mcp_world_output(a), "status=0");
     char *log = NULL;
     const char *show[] = {"/usr/bin/git", "--git-dir", remote, "log", "--format=%s", "main", NULL};
-    outside_ok(show, &log);
+    attack_outside_run(show, NULL, &log);
     mcp_world_assert_contains(log, "first commit\n");
     free(log);
     json_decref(a);
@@ -881,7 +801,7 @@ test_git_push_with_default_rules(void **state)
     free(ans.last_message);
     free(remote);
     free(rules);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* An allowed git fetch from a local bare remote outside the workspace:
@@ -890,16 +810,16 @@ test_git_push_with_default_rules(void **state)
 static void
 test_git_fetch_allowed_with_default_rules(void **state)
 {
-    char *rules = tmpdir_read_file(g.default_rules, NULL);
+    char *rules = tmpdir_read_file(default_rules, NULL);
     assert_non_null(rules);
     char *more =
         mcp_world_fmt("%s\nprefix_rule(pattern=[\"git\", \"fetch\"], decision=\"allow\")\n", rules);
-    struct mcp_world *w = world_start(more, false);
+    struct mcp_world *w = attack_world(more, false);
     char *remote = repo_and_remote(w);
     /* a commit the workspace does not have, so objects travel */
     char *other = tmpdir_path(w->outside, "other");
     const char *init[] = {"/usr/bin/git", "init", "-q", other, NULL};
-    outside_ok(init, NULL);
+    attack_outside_run(init, NULL, NULL);
     const char *commit[] = {"/usr/bin/git",
                             "-C",
                             other,
@@ -913,14 +833,14 @@ test_git_fetch_allowed_with_default_rules(void **state)
                             "-m",
                             "from afar",
                             NULL};
-    outside_ok(commit, NULL);
+    attack_outside_run(commit, NULL, NULL);
     const char *push[] = {"/usr/bin/git",        "-C", other, "push", "-q", remote,
                           "HEAD:refs/heads/far", NULL};
-    outside_ok(push, NULL);
+    attack_outside_run(push, NULL, NULL);
     char *cmd = mcp_world_fmt("git fetch -q %s far && git log -1 --format=%%s FETCH_HEAD && "
                               "echo fetched",
                               remote);
-    json_t *a = run(w, cmd, NULL);
+    json_t *a = attack_run(w, cmd, NULL);
     mcp_world_assert_contains(mcp_world_output(a), "from afar\nfetched\n");
     json_decref(a);
     free(cmd);
@@ -928,63 +848,54 @@ test_git_fetch_allowed_with_default_rules(void **state)
     free(remote);
     free(more);
     free(rules);
-    world_end(w);
+    attack_world_end(w);
 }
 
 int
 main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    g.server = getenv("EXECGATE_TEST_SERVER");
-    g.default_rules = getenv("EXECGATE_TEST_DEFAULT_RULES");
-    if (!g.server || !g.default_rules) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER or EXECGATE_TEST_DEFAULT_RULES is not set\n");
+    int rc = attack_suite_begin("escalation-depth-tests", 60000);
+    if (rc != 0)
+        return rc;
+    default_rules = getenv("EXECGATE_TEST_DEFAULT_RULES");
+    if (!default_rules) {
+        fprintf(stderr, "EXECGATE_TEST_DEFAULT_RULES is not set\n");
         return 1;
     }
-    const char *extra = getenv("EXECGATE_TEST_EXTRA");
-    g.extra = extra && *extra ? extra : NULL;
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77;
-        }
-        g.unprivileged = true;
-        test_user_create(&g.user);
-        if (test_user_can_serve(&g.user, g.server) == 77)
-            return 77;
-    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_unnamed_child_is_asked, teardown),
-        cmocka_unit_test_teardown(test_unnamed_child_is_refused_without_elicitation, teardown),
-        cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, teardown),
-        cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, teardown),
-        cmocka_unit_test_teardown(test_dash_options_before_the_script, teardown),
-        cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, teardown),
-        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, teardown),
-        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_approved_tree, teardown),
-        cmocka_unit_test_teardown(test_loader_variables_exported_to_children, teardown),
-        cmocka_unit_test_teardown(test_loader_variables_shown_in_the_question, teardown),
-        cmocka_unit_test_teardown(test_shell_variables_exported_to_children, teardown),
-        cmocka_unit_test_teardown(test_plain_shell_with_planted_path, teardown),
-        cmocka_unit_test_teardown(test_session_approval_of_a_replaced_file, teardown),
-        cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, teardown),
-        cmocka_unit_test_teardown(test_refused_child_status_is_126, teardown),
-        cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, teardown),
-        cmocka_unit_test_teardown(test_make_building_with_cc_asks_once, teardown),
-        cmocka_unit_test_teardown(test_inherit_option_restores_the_old_behaviour, teardown),
-        cmocka_unit_test_teardown(test_forbidden_child_under_approval, teardown),
-        cmocka_unit_test_teardown(test_proc_self_fd_outside, teardown),
-        cmocka_unit_test_teardown(test_proc_self_fd_inside, teardown),
-        cmocka_unit_test_teardown(test_proc_fd_other_names, teardown),
-        cmocka_unit_test_teardown(test_proc_self_execs_work, teardown),
-        cmocka_unit_test_teardown(test_loader_running_forbidden_program_inside, teardown),
-        cmocka_unit_test_teardown(test_loader_running_forbidden_program_outside, teardown),
-        cmocka_unit_test_teardown(test_git_push_with_default_rules, teardown),
-        cmocka_unit_test_teardown(test_git_fetch_allowed_with_default_rules, teardown),
+        cmocka_unit_test_teardown(test_unnamed_child_is_asked, attack_teardown),
+        cmocka_unit_test_teardown(test_unnamed_child_is_refused_without_elicitation,
+                                  attack_teardown),
+        cmocka_unit_test_teardown(test_plain_shell_passes_its_command_on, attack_teardown),
+        cmocka_unit_test_teardown(test_other_shells_and_scripts_are_asked, attack_teardown),
+        cmocka_unit_test_teardown(test_dash_options_before_the_script, attack_teardown),
+        cmocka_unit_test_teardown(test_planted_dash_is_not_a_plain_shell, attack_teardown),
+        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_outside, attack_teardown),
+        cmocka_unit_test_teardown(test_session_approval_inside_is_not_for_approved_tree,
+                                  attack_teardown),
+        cmocka_unit_test_teardown(test_loader_variables_exported_to_children, attack_teardown),
+        cmocka_unit_test_teardown(test_loader_variables_shown_in_the_question, attack_teardown),
+        cmocka_unit_test_teardown(test_shell_variables_exported_to_children, attack_teardown),
+        cmocka_unit_test_teardown(test_plain_shell_with_planted_path, attack_teardown),
+        cmocka_unit_test_teardown(test_session_approval_of_a_replaced_file, attack_teardown),
+        cmocka_unit_test_teardown(test_planted_fsmonitor_of_allowed_git, attack_teardown),
+        cmocka_unit_test_teardown(test_refused_child_status_is_126, attack_teardown),
+        cmocka_unit_test_teardown(test_unnamed_child_approved_for_session, attack_teardown),
+        cmocka_unit_test_teardown(test_make_building_with_cc_asks_once, attack_teardown),
+        cmocka_unit_test_teardown(test_inherit_option_restores_the_old_behaviour, attack_teardown),
+        cmocka_unit_test_teardown(test_forbidden_child_under_approval, attack_teardown),
+        cmocka_unit_test_teardown(test_proc_self_fd_outside, attack_teardown),
+        cmocka_unit_test_teardown(test_proc_self_fd_inside, attack_teardown),
+        cmocka_unit_test_teardown(test_proc_fd_other_names, attack_teardown),
+        cmocka_unit_test_teardown(test_proc_self_execs_work, attack_teardown),
+        cmocka_unit_test_teardown(test_loader_running_forbidden_program_inside, attack_teardown),
+        cmocka_unit_test_teardown(test_loader_running_forbidden_program_outside, attack_teardown),
+        cmocka_unit_test_teardown(test_git_push_with_default_rules, attack_teardown),
+        cmocka_unit_test_teardown(test_git_fetch_allowed_with_default_rules, attack_teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    test_user_release(&g.user);
+    attack_suite_end();
     if (failed) {
         fflush(stdout);
         fflush(stderr);

@@ -35,9 +35,8 @@
 
 #include "tests/support/sandbox_harness.h"
 #include "tests/support/proc.h"
+#include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
-
-#define TEST_USER "execgate-sbx"
 
 static struct {
     const char *attack; /* the attack program */
@@ -50,10 +49,7 @@ static struct {
     char abstract_name[64];
     char *ro, *ws_write, *ws_write_notmp; /* policies */
     bool unprivileged;
-    uid_t uid;
-    gid_t gid;
-    char *prefix_uid, *prefix_gid;
-    const char *prefix[6];
+    struct test_user user; /* the sandboxed commands' user, when unprivileged */
 } g;
 
 static void
@@ -76,28 +72,6 @@ run_ok(const char *const *argv, const char *cwd)
     if (proc_exit_code(&res) != 0)
         fail_msg("%s failed: %s", argv[0], res.err);
     proc_result_free(&res);
-}
-
-static void
-create_test_user(void)
-{
-    struct passwd *pw = getpwnam(TEST_USER);
-    if (pw == NULL) {
-        const char *argv[] = {
-            "/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-            TEST_USER,           NULL};
-        run_ok(argv, NULL);
-        pw = getpwnam(TEST_USER);
-    }
-    must(pw != NULL, "getpwnam " TEST_USER);
-    g.uid = pw->pw_uid;
-    g.gid = pw->pw_gid;
-    must(asprintf(&g.prefix_uid, "--reuid=%u", (unsigned)g.uid) > 0, "asprintf");
-    must(asprintf(&g.prefix_gid, "--regid=%u", (unsigned)g.gid) > 0, "asprintf");
-    const char *prefix[] = {"/usr/bin/setpriv", g.prefix_uid, g.prefix_gid,
-                            "--clear-groups",   "--",         NULL};
-    memcpy(g.prefix, prefix, sizeof prefix);
-    sbx_set_prefix(g.prefix);
 }
 
 static int
@@ -139,7 +113,8 @@ spawn_victim(void)
     if (pid == 0) {
         if (chdir(g.out) != 0)
             _exit(126);
-        if (g.unprivileged && (setgroups(0, NULL) != 0 || setgid(g.gid) != 0 || setuid(g.uid) != 0))
+        if (g.unprivileged &&
+            (setgroups(0, NULL) != 0 || setgid(g.user.gid) != 0 || setuid(g.user.uid) != 0))
             _exit(126);
         execl("/bin/sleep", "sleep", "120", (char *)NULL);
         _exit(127);
@@ -152,6 +127,18 @@ victim_alive(void)
 {
     assert_int_equal(waitpid(g.victim_pid, NULL, WNOHANG), 0);
     assert_int_equal(kill(g.victim_pid, 0), 0);
+}
+
+/* Gives path to the test user when the suite runs as one. */
+static void
+give_to_user(const char *path)
+{
+    if (!g.unprivileged)
+        return;
+    char owner[64];
+    snprintf(owner, sizeof owner, "%u:%u", (unsigned)g.user.uid, (unsigned)g.user.gid);
+    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
+    run_ok(argv, NULL);
 }
 
 /* {"type":TYPE,"sandboxCwd":WS EXTRA} */
@@ -176,12 +163,8 @@ make_workspace(void)
     free(f);
     const char *init[] = {"/usr/bin/git", "init", "-q", g.ws, NULL};
     run_ok(init, NULL);
-    if (g.unprivileged) {
-        char owner[64];
-        snprintf(owner, sizeof owner, "%u:%u", (unsigned)g.uid, (unsigned)g.gid);
-        const char *chown_ws[] = {"/bin/chown", "-R", owner, g.ws, g.out, NULL};
-        run_ok(chown_ws, NULL);
-    }
+    give_to_user(g.ws);
+    give_to_user(g.out);
 }
 
 static int
@@ -219,8 +202,7 @@ group_teardown(void **state)
     free(g.ro);
     free(g.ws_write);
     free(g.ws_write_notmp);
-    free(g.prefix_uid);
-    free(g.prefix_gid);
+    test_user_release(&g.user);
     return 0;
 }
 
@@ -381,12 +363,8 @@ test_gitdir_file_protected(void **state)
     char *hook = in(g.ws, "realgit/hooks/pre-commit");
     must(mkdir(sub, 0755) == 0 && mkdir(real, 0755) == 0 && mkdir(hooks, 0755) == 0, "mkdir");
     tmpdir_write_file(gitfile, "gitdir: ../realgit\n", 0644);
-    if (g.unprivileged) {
-        char owner[64];
-        snprintf(owner, sizeof owner, "%u:%u", (unsigned)g.uid, (unsigned)g.gid);
-        const char *argv[] = {"/bin/chown", "-R", owner, sub, real, NULL};
-        run_ok(argv, NULL);
-    }
+    give_to_user(sub);
+    give_to_user(real);
     char *policy;
     must(asprintf(&policy, "{\"type\":\"workspace-write\",\"sandboxCwd\":\"%s\"}", sub) > 0, "");
     const char *argv[] = {g.attack, "write", hook, NULL};
@@ -412,18 +390,6 @@ test_gitdir_file_protected(void **state)
     free(hooks);
     free(gitfile);
     free(hook);
-}
-
-/* Gives path to the test user when the suite runs as one. */
-static void
-give_to_user(const char *path)
-{
-    if (!g.unprivileged)
-        return;
-    char owner[64];
-    snprintf(owner, sizeof owner, "%u:%u", (unsigned)g.uid, (unsigned)g.gid);
-    const char *argv[] = {"/bin/chown", "-R", owner, path, NULL};
-    run_ok(argv, NULL);
 }
 
 /* Runs the attack under workspace-write with `--protect P` for each of
@@ -494,7 +460,7 @@ test_protect_server_state(void **state)
     struct stat sb;
     assert_int_equal(stat(home, &sb), 0); /* created by the helper, as the user */
     assert_true(S_ISDIR(sb.st_mode));
-    assert_int_equal(sb.st_uid, g.unprivileged ? g.uid : getuid());
+    assert_int_equal(sb.st_uid, g.unprivileged ? g.user.uid : getuid());
 
     /* Control: the same write and rename without --protect. */
     const char *none[] = {NULL};
@@ -629,7 +595,7 @@ test_writable_roots_nosuid_nodev(void **state)
                   g.ws) > 0,
          "asprintf");
     must(asprintf(&want, "nodev nosuid rw null\npty\n%u\n",
-                  (unsigned)(g.unprivileged ? g.uid : getuid())) > 0,
+                  (unsigned)(g.unprivileged ? g.user.uid : getuid())) > 0,
          "asprintf");
     sh_ok(g.ws_write_notmp, script, want);
     unlink(id);
@@ -893,7 +859,7 @@ test_protect_in_unwritable_owned_dir(void **state)
     sbx_result_free(&r);
     assert_int_equal(access(path, F_OK), -1);
 
-    must(chown(locked, (uid_t)-1, g.unprivileged ? g.gid : getgid()) == 0, "chown");
+    must(chown(locked, (uid_t)-1, g.unprivileged ? g.user.gid : getgid()) == 0, "chown");
     must(chmod(locked, 0555) == 0, "chmod"); /* chown cleared nothing, but be sure */
     assert_protected_denied(protect, "write", inner, "");
     struct stat sb;
@@ -1186,7 +1152,7 @@ test_codex_placeholder_of_another_user(void **state)
     sbx_set_prefix(NULL);
     struct sbx_result r;
     sbx_sh(policy, ws, "echo RAN", &r);
-    sbx_set_prefix(g.prefix);
+    sbx_set_prefix(g.user.prefix);
     sbx_assert_code(&r, 125);
     if (strstr(r.res.err, "another user's call holds a placeholder") == NULL)
         fail_msg("stderr: %s", r.res.err);
@@ -1247,7 +1213,7 @@ outside_terminal(char *name, size_t len)
     must(grantpt(m) == 0 && unlockpt(m) == 0, "grantpt");
     must(ptsname_r(m, name, len) == 0, "ptsname_r");
     if (g.unprivileged)
-        must(chown(name, g.uid, (gid_t)-1) == 0, "chown the terminal");
+        must(chown(name, g.user.uid, (gid_t)-1) == 0, "chown the terminal");
     /* held open, as the shell in that window holds it */
     int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
     must(s >= 0, "open the slave");
@@ -1342,8 +1308,8 @@ test_sysv_ipc_outside(void **state)
         struct msqid_ds qd;
         struct shmid_ds md;
         must(msgctl(q, IPC_STAT, &qd) == 0 && shmctl(m, IPC_STAT, &md) == 0, "IPC_STAT");
-        qd.msg_perm.uid = g.uid;
-        md.shm_perm.uid = g.uid;
+        qd.msg_perm.uid = g.user.uid;
+        md.shm_perm.uid = g.user.uid;
         must(msgctl(q, IPC_SET, &qd) == 0 && shmctl(m, IPC_SET, &md) == 0, "IPC_SET");
     }
     char *mem = shmat(m, NULL, 0);
@@ -1805,7 +1771,7 @@ test_identity_and_report(void **state)
     sbx_sh(g.ws_write, g.ws, "id -u", &r);
     sbx_assert_code(&r, 0);
     char want[32];
-    snprintf(want, sizeof want, "%u\n", g.unprivileged ? (unsigned)g.uid : (unsigned)getuid());
+    snprintf(want, sizeof want, "%u\n", g.unprivileged ? (unsigned)g.user.uid : (unsigned)getuid());
     assert_string_equal(r.res.out, want);
     json_t *ns = json_object_get(r.report, "namespaces");
     assert_true(json_is_true(json_object_get(ns, "user")));
@@ -1900,7 +1866,8 @@ main(void)
             return 77; /* meson: skipped */
         }
         g.unprivileged = true;
-        create_test_user();
+        test_user_create(&g.user);
+        sbx_set_prefix(g.user.prefix);
         copy_programs_for_user();
         if (userns_refused_for_user()) {
             printf("unprivileged user namespaces are refused here, and the helper refused "

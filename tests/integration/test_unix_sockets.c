@@ -27,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "tests/support/attack_suite.h"
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
 #include "tests/support/proc.h"
@@ -47,19 +48,20 @@
 #define REFUSED_LINE "execgate: refused `connect "
 
 static struct {
-    const char *server;
     const char *client; /* sock-client */
-    const char *extra;
-    bool unprivileged;
-    struct test_user user;
-    struct mcp_world *world;
-    char *scratch;    /* under $TMPDIR or /tmp: a writable root */
-    pid_t servers[4]; /* outside servers, killed by the teardown */
+    char *scratch;      /* under $TMPDIR or /tmp: a writable root (attack_scratch) */
+    pid_t servers[4];   /* outside servers, killed by the teardown */
 } g;
 
-static struct mcp_world the_world;
-
 /* ---- the world ---- */
+
+/* The server with more arguments (NULL-terminated; NULL: none). */
+static struct mcp_world *
+world_with(const char *const *more)
+{
+    const struct mcp_world_options o = {.extra = attack_suite_extra(), .more = more};
+    return attack_world_start("", &o);
+}
 
 /* The server with one --allow-unix-socket=PATH per entry of allow
  * (NULL-terminated; NULL: none). */
@@ -71,26 +73,10 @@ world_start(const char *const *allow)
         assert_true(i < 3);
         opts[i] = mcp_world_fmt("--allow-unix-socket=%s", allow[i]);
     }
-    const struct mcp_world_options o = {.server = g.server,
-                                        .client_name = "unix-socket-tests",
-                                        .extra = g.extra,
-                                        .more = (const char *const *)opts,
-                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
-                                        .chown = g.unprivileged,
-                                        .owner_uid = g.user.uid,
-                                        .owner_gid = g.user.gid};
-    mcp_world_start(&the_world, "", &o);
+    struct mcp_world *w = world_with((const char *const *)opts);
     for (size_t i = 0; opts[i]; i++)
         free(opts[i]);
-    g.world = &the_world;
-    return g.world;
-}
-
-static void
-world_end(struct mcp_world *w)
-{
-    mcp_world_end(w);
-    g.world = NULL;
+    return w;
 }
 
 /* A directory in /tmp (or $TMPDIR) the server's user and its sandbox
@@ -99,7 +85,7 @@ static const char *
 scratch(void)
 {
     if (!g.scratch) {
-        g.scratch = tmpdir_new("unix-sockets");
+        g.scratch = attack_scratch(NULL, "unix-sockets");
         /* the outside servers run as the server's user */
         assert_int_equal(chmod(g.scratch, 0777), 0);
     }
@@ -111,18 +97,13 @@ scratch(void)
 static void
 start_server(const char *const *argv)
 {
+    const char *full[16];
+    attack_as_server_user(full, sizeof(full) / sizeof(full[0]), argv);
     int p[2];
     assert_int_equal(pipe(p), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        const char *full[16];
-        size_t n = 0;
-        for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
-            full[n++] = g.user.prefix[i];
-        for (size_t i = 0; argv[i]; i++)
-            full[n++] = argv[i];
-        full[n] = NULL;
         dup2(p[1], 1);
         close(p[0]);
         close(p[1]);
@@ -155,11 +136,6 @@ outside_server(const char *path, const char *mark)
 static int
 teardown(void **state)
 {
-    (void)state;
-    if (g.world) {
-        mcp_world_abandon(g.world);
-        g.world = NULL;
-    }
     for (size_t i = 0; i < sizeof g.servers / sizeof g.servers[0]; i++) {
         if (g.servers[i] > 0) {
             kill(-g.servers[i], SIGKILL);
@@ -168,16 +144,8 @@ teardown(void **state)
         }
         g.servers[i] = 0;
     }
-    tmpdir_remove(g.scratch);
-    free(g.scratch);
-    g.scratch = NULL;
-    return 0;
-}
-
-static json_t *
-run(struct mcp_world *w, const char *command)
-{
-    return mcp_world_run(w, command, NULL, 60000);
+    g.scratch = NULL; /* removed by attack_teardown, with the world */
+    return attack_teardown(state);
 }
 
 /* The attack's proof: the outside server was not reached. */
@@ -202,7 +170,7 @@ test_outside_roots_refused(void **state)
     char *mark = tmpdir_path(w->outside, "pwned");
     outside_server(sock, mark);
     char *cmd = mcp_world_fmt("%s connect %s", g.client, sock);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     assert_unreached(mark, a);
     mcp_world_assert_contains(mcp_world_output(a), "connect: Connection refused");
     mcp_world_assert_contains(mcp_world_output(a), REFUSED_LINE);
@@ -212,7 +180,7 @@ test_outside_roots_refused(void **state)
     free(cmd);
     free(mark);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The same socket in /tmp, a writable root: "inside a writable root" is
@@ -234,7 +202,7 @@ test_tmp_and_path_variants_refused(void **state)
                               "(cd $D && $C connect agent.sock)\n"
                               "$C connect $PWD/../$(basename $D)/agent.sock\n",
                               g.client, sock, scratch());
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     assert_unreached(mark, a);
     mcp_world_assert_contains(mcp_world_output(a), REFUSED_LINE);
     assert_null(strstr(mcp_world_output(a), "reply:"));
@@ -242,7 +210,7 @@ test_tmp_and_path_variants_refused(void **state)
     free(cmd);
     free(mark);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A thread rewrites the address between an inside and the outside socket
@@ -264,7 +232,7 @@ test_races_refused(void **state)
                       "$C race-rename $PWD/swap.sock $PWD/in.sock %s 400\n"
                       "kill %%1\n",
                       g.client, sock, sock);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     assert_unreached(mark, a);
     /* both races ran: the outside socket never answered, the inside one did */
@@ -287,7 +255,7 @@ test_races_refused(void **state)
     free(cmd);
     free(mark);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* With IP sockets allowed (the network proxy's namespace), a thread swaps
@@ -299,22 +267,12 @@ test_fd_swap_race_refused(void **state)
 {
     (void)state;
     const char *proxy[] = {"--network-proxy=on", NULL};
-    const struct mcp_world_options o = {.server = g.server,
-                                        .client_name = "unix-socket-tests",
-                                        .extra = g.extra,
-                                        .more = proxy,
-                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
-                                        .chown = g.unprivileged,
-                                        .owner_uid = g.user.uid,
-                                        .owner_gid = g.user.gid};
-    mcp_world_start(&the_world, "", &o);
-    g.world = &the_world;
-    struct mcp_world *w = g.world;
+    struct mcp_world *w = world_with(proxy);
     char *sock = tmpdir_path(scratch(), "agent.sock");
     char *mark = tmpdir_path(w->outside, "pwned");
     outside_server(sock, mark);
     char *cmd = mcp_world_fmt("%s race-fd %s 300", g.client, sock);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     assert_unreached(mark, a);
     mcp_world_assert_contains(out, "outside: 0 of 300");
@@ -322,7 +280,7 @@ test_fd_swap_race_refused(void **state)
     free(cmd);
     free(mark);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The server's epoll registrations that no longer match the fd they
@@ -375,17 +333,7 @@ test_blocking_connect_leaves_no_registration(void **state)
 {
     (void)state;
     const char *proxy[] = {"--network-proxy=on", NULL};
-    const struct mcp_world_options o = {.server = g.server,
-                                        .client_name = "unix-socket-tests",
-                                        .extra = g.extra,
-                                        .more = proxy,
-                                        .prefix = g.unprivileged ? g.user.prefix : NULL,
-                                        .chown = g.unprivileged,
-                                        .owner_uid = g.user.uid,
-                                        .owner_gid = g.user.gid};
-    mcp_world_start(&the_world, "", &o);
-    g.world = &the_world;
-    struct mcp_world *w = g.world;
+    struct mcp_world *w = world_with(proxy);
     const char *cmd = "/usr/bin/python3 -c '\n"
                       "import socket, os, urllib.parse\n"
                       "u = urllib.parse.urlparse(os.environ[\"HTTP_PROXY\"])\n"
@@ -417,7 +365,7 @@ test_blocking_connect_leaves_no_registration(void **state)
     json_decref(jid);
     free(connected);
     free(release);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* A datagram socket outside: neither sendto with its address nor a
@@ -432,7 +380,7 @@ test_datagram_outside_refused(void **state)
     const char *argv[] = {g.client, "serve-dgram", sock, mark, NULL};
     start_server(argv);
     char *cmd = mcp_world_fmt("%s dgram %s", g.client, sock);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     if (access(mark, F_OK) == 0)
         fail_msg("the outside datagram socket got the sandbox's message\noutput: [%s]", out);
@@ -443,7 +391,7 @@ test_datagram_outside_refused(void **state)
     free(cmd);
     free(mark);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The same outside datagram socket (a /dev/log stand-in) with sendmsg and
@@ -462,7 +410,7 @@ test_datagram_sendmsg_outside_refused(void **state)
     start_server(argv);
     char *cmd =
         mcp_world_fmt("C=%s\n$C msg %s\n$C msg-race %s 100 2>/dev/null\n", g.client, sock, sock);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     if (access(mark, F_OK) == 0)
         fail_msg("the outside datagram socket got the sandbox's message\noutput: [%s]", out);
@@ -481,7 +429,7 @@ test_datagram_sendmsg_outside_refused(void **state)
     free(cmd);
     free(mark);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* An abstract socket outside (no file at all) stays unreachable, while
@@ -504,7 +452,7 @@ test_abstract_sockets(void **state)
                       "$C connect @execgate-test-inside-%d\n"
                       "kill %%1\n",
                       g.client, name, (int)getpid(), (int)getpid());
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     assert_unreached(mark, a);
     mcp_world_assert_contains(out, "reply: INSIDE");
@@ -512,7 +460,7 @@ test_abstract_sockets(void **state)
     free(cmd);
     free(name);
     free(mark);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* Another execgate's MCP listener (--listen unix:PATH), which would run a
@@ -529,7 +477,7 @@ test_mcp_listener_session_escape(void **state)
                           "-c",
                           "\"$0\" \"$@\" & while [ ! -S \"$S\" ]; do sleep 0.01; "
                           "done; echo ready; wait",
-                          g.server,
+                          attack_suite_server(),
                           "--listen",
                           listen,
                           "--rules",
@@ -548,18 +496,13 @@ test_mcp_listener_session_escape(void **state)
     /* control: from outside, as the server's user, it answers */
     const char *outside[] = {"/bin/sh", "-c", curl, NULL};
     const char *full[16];
-    size_t n = 0;
-    for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
-        full[n++] = g.user.prefix[i];
-    for (size_t i = 0; outside[i]; i++)
-        full[n++] = outside[i];
-    full[n] = NULL;
+    attack_as_server_user(full, sizeof(full) / sizeof(full[0]), outside);
     struct proc_result res;
     assert_int_equal(proc_run(full, NULL, &res), 0);
     mcp_world_assert_contains(res.out, "protocolVersion");
     proc_result_free(&res);
     char *cmd = mcp_world_fmt("%s; echo \"curl=$?\"", curl);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     assert_null(strstr(out, "protocolVersion"));
     mcp_world_assert_contains(out, "curl=7");
@@ -569,7 +512,7 @@ test_mcp_listener_session_escape(void **state)
     free(curl);
     free(listen);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* The same escape from a call of the listening server itself: a client
@@ -598,7 +541,7 @@ test_own_listener_from_its_call(void **state)
                           "-c",
                           "\"$0\" \"$@\" 2>/dev/null & while [ ! -S \"$S\" ]; do sleep 0.01; "
                           "done; echo ready; wait",
-                          g.server,
+                          attack_suite_server(),
                           "--listen",
                           listen,
                           "--rules",
@@ -633,12 +576,7 @@ test_own_listener_from_its_call(void **state)
     setenv("W", wd, 1);
     const char *client[] = {"/bin/sh", "-c", script, NULL};
     const char *full[16];
-    size_t n = 0;
-    for (size_t i = 0; g.unprivileged && g.user.prefix[i]; i++)
-        full[n++] = g.user.prefix[i];
-    for (size_t i = 0; client[i]; i++)
-        full[n++] = client[i];
-    full[n] = NULL;
+    attack_as_server_user(full, sizeof(full) / sizeof(full[0]), client);
     struct proc_result res;
     assert_int_equal(proc_run(full, NULL, &res), 0);
     unsetenv("S");
@@ -693,7 +631,7 @@ test_workspace_server_reachable(void **state)
         "$C msg-bad-cmsg\n"
         "kill %%1 %%2\n",
         g.client);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     const char *p = out;
     int replies = 0;
@@ -717,7 +655,7 @@ test_workspace_server_reachable(void **state)
     assert_null(strstr(out, "execgate: refused"));
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
 }
 
 /* --allow-unix-socket lets exactly the named sockets through (stream and
@@ -740,7 +678,7 @@ test_allow_option(void **state)
     struct mcp_world *w = world_start(allow);
     char *cmd = mcp_world_fmt("C=%s\n$C connect %s\n$C connect %s\n$C dgram %s\n", g.client, sock,
                               other, dgram);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     const char *out = mcp_world_output(a);
     mcp_world_assert_contains(out, "reply: SECRET");
     assert_int_equal(access(mark, F_OK), 0);
@@ -752,7 +690,7 @@ test_allow_option(void **state)
     assert_int_equal(access(mark3, F_OK), 0);
     json_decref(a);
     free(cmd);
-    world_end(w);
+    attack_world_end(w);
     free(mark);
     free(mark2);
     free(mark3);
@@ -778,38 +716,27 @@ test_allow_is_the_inode(void **state)
     g.servers[0] = 0;
     outside_server(sock, mark); /* unlinks and binds anew: another inode */
     char *cmd = mcp_world_fmt("%s connect %s", g.client, sock);
-    json_t *a = run(w, cmd);
+    json_t *a = attack_run(w, cmd, NULL);
     assert_unreached(mark, a);
     mcp_world_assert_contains(mcp_world_output(a), REFUSED_LINE);
     json_decref(a);
     free(cmd);
     free(mark);
     free(sock);
-    world_end(w);
+    attack_world_end(w);
 }
 
 int
 main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    g.server = getenv("EXECGATE_TEST_SERVER");
+    int rc = attack_suite_begin("unix-socket-tests", 60000);
+    if (rc != 0)
+        return rc;
     g.client = getenv("EXECGATE_TEST_SOCK_CLIENT");
-    if (!g.server || !g.client) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER and EXECGATE_TEST_SOCK_CLIENT must be set\n");
+    if (!g.client) {
+        fprintf(stderr, "EXECGATE_TEST_SOCK_CLIENT is not set\n");
         return 1;
-    }
-    const char *extra = getenv("EXECGATE_TEST_EXTRA");
-    g.extra = extra && *extra ? extra : NULL;
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77;
-        }
-        g.unprivileged = true;
-        test_user_create(&g.user);
-        if (test_user_can_serve(&g.user, g.server) == 77)
-            return 77;
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_outside_roots_refused, teardown),
@@ -826,8 +753,7 @@ main(void)
         cmocka_unit_test_teardown(test_allow_option, teardown),
         cmocka_unit_test_teardown(test_allow_is_the_inode, teardown),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    if (g.unprivileged)
-        test_user_release(&g.user);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    attack_suite_end();
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * The static musl Bash's string functions (subprojects/bash/musl-string.c)
+ * The static musl Bash's string functions (subprojects/shells/bash/musl-string.c)
  * against the C library's, at every alignment and length up to a few
  * blocks, and with strings that end on the last byte before an unmapped
  * page, where a read past the block holding the end would fault.
@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "subprojects/bash/musl-string.h"
+#include "subprojects/shells/bash/musl-string.h"
 
 #define MAX_LEN 80
 

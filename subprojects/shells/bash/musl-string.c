@@ -12,9 +12,9 @@
  * Each block is read from a 16-byte-aligned address, so a read never
  * crosses into a page the string does not touch, even past its end.
  *
- * Built with EXECGATE_REPLACE_LIBC (as build-bash.sh does), the file also
- * defines the C library's names; linked before libc.a, those are the ones
- * Bash and musl get.  musl's strchrnul is a weak name for its own
+ * Built with EXECGATE_REPLACE_LIBC (as build-shell.sh builds it for the
+ * musl Bash), the file also defines the C library's names; linked before
+ * libc.a, those are the ones Bash and musl get.  musl's strchrnul is a weak name for its own
  * __strchrnul, which its other functions keep calling; nothing else of
  * musl's is replaced.  Without the macro (the unit test), only the
  * execgate_ names exist.
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "subprojects/bash/musl-string.h"
+#include "subprojects/shells/bash/musl-string.h"
 
 /* The blocks read run past the string's end (never past its page), which
  * AddressSanitizer would report in the unit test's build. */

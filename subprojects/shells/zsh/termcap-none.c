@@ -1,6 +1,6 @@
 /*
  * termcap-none: the termcap interface with no terminal database behind it,
- * for the musl build of the patched zsh (build-zsh.sh).  zsh's configure
+ * for the musl build of the patched zsh (build-shell.sh).  zsh's configure
  * insists on a termcap library, and Debian has no musl build of ncurses.
  * The shell tool never gives zsh a terminal: zsh reads a terminal's
  * capabilities only when it is interactive, and then, as for a terminal
