@@ -2,7 +2,7 @@
 """bench/bigint.py: rules files that compute integers of millions of digits,
 loaded by execgate-rules and by Codex in the same run.
 
-    python3 bench/bigint.py --rules build-bench/rules/execgate-rules \
+    python3 bench/bigint.py --rules build-bench/rules/cli/execgate-rules \
         [--codex PATH/TO/codex] [--runs 3] [--only NAME...]
 
 Each case is a small .rules file (made in a temporary directory) whose

@@ -18,7 +18,7 @@
 #include "bench/timing.h"
 
 #include "rules/load.h"
-#include "rules/source.h"
+#include "starlark/source.h"
 
 static void
 generate(const char *path, int n)

@@ -1,5 +1,5 @@
 #include "rules/load.h"
-#include "rules/errmsg.h"
+#include "starlark/errmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rules/eval.h"
+#include "starlark/eval.h"
 #include "rules/rule_builtins.h"
-#include "rules/source.h"
+#include "starlark/source.h"
 
 char *
 rules_default_dir(void)
@@ -51,14 +51,14 @@ load_file(struct rules_policy *p, const char *path, unsigned how, char **err)
     char *src = star_source_read(path, &len, err);
     if (src == NULL) {
         if (*err == NULL)
-            *err = rules_errf("%s:1:1: out of memory", path);
+            *err = star_errf("%s:1:1: out of memory", path);
         return -1;
     }
     struct star_vm *vm = star_vm_new();
     struct rules_builder *b = rules_builder_new(p, (how & LOAD_AS_CODEX) != 0);
     int rc = -1;
     if (vm == NULL || b == NULL || rules_builtins_install(vm, b) != 0) {
-        *err = rules_errf("%s:1:1: out of memory", path);
+        *err = star_errf("%s:1:1: out of memory", path);
     } else if ((rc = (how & LOAD_WHOLE) ? star_vm_exec_file(vm, path, src, len)
                                         : star_vm_exec_file_stream(vm, path, src, len)) != 0) {
         if (rc < 0)
@@ -99,7 +99,7 @@ list_dir(const char *dir, char ***names, size_t *n, char **err)
     if (d == NULL) {
         if (errno == ENOENT)
             return 0;
-        *err = rules_errf("%s:1:1: cannot read the rules directory: %s", dir, strerror(errno));
+        *err = star_errf("%s:1:1: cannot read the rules directory: %s", dir, strerror(errno));
         return -1;
     }
     size_t cap = 0;
@@ -126,7 +126,7 @@ list_dir(const char *dir, char ***names, size_t *n, char **err)
     }
     closedir(d);
     if (rc != 0) {
-        *err = rules_errf("%s:1:1: out of memory listing the directory", dir);
+        *err = star_errf("%s:1:1: out of memory listing the directory", dir);
         return -1;
     }
     if (*n > 1)
@@ -153,7 +153,7 @@ load_dir(struct rules_policy *p, const char *dir, unsigned how, char **err)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
-            *err = rules_errf("%s:1:1: out of memory", dir);
+            *err = star_errf("%s:1:1: out of memory", dir);
             rc = -1;
             break;
         }
@@ -225,7 +225,7 @@ rules_each_file(const char *const *paths, size_t n, const char *missing_ok,
         for (size_t k = 0; rc == 0 && k < n_names; k++) {
             char *path = NULL;
             if (asprintf(&path, "%s/%s", paths[i], names[k]) < 0) {
-                *err = rules_errf("%s:1:1: out of memory", paths[i]);
+                *err = star_errf("%s:1:1: out of memory", paths[i]);
                 rc = -1;
                 break;
             }

@@ -5,14 +5,14 @@
  * captures, shared with it), a captured (free) variable, a global slot of
  * the file, or a predeclared built-in.
  */
-#ifndef EXECGATE_RULES_AST_H
-#define EXECGATE_RULES_AST_H
+#ifndef EXECGATE_STARLARK_AST_H
+#define EXECGATE_STARLARK_AST_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rules/value.h"
+#include "starlark/value.h"
 
 struct star_lit_call;
 

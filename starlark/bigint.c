@@ -1,9 +1,9 @@
-#include "rules/bigint.h"
+#include "starlark/bigint.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "rules/vm.h"
+#include "starlark/vm.h"
 
 /*
  * The long operations count their work against the run's step budget:

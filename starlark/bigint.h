@@ -15,8 +15,8 @@
  * in halves, division is long division in 64-bit limbs.  Nothing else
  * fails: division by zero is the caller's to refuse.
  */
-#ifndef EXECGATE_RULES_BIGINT_H
-#define EXECGATE_RULES_BIGINT_H
+#ifndef EXECGATE_STARLARK_BIGINT_H
+#define EXECGATE_STARLARK_BIGINT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
-#include "rules/builtins.h"
-#include "rules/bigint.h"
-#include "rules/unicode.h"
-#include "rules/float.h"
+#include "starlark/builtins.h"
+#include "starlark/bigint.h"
+#include "starlark/unicode.h"
+#include "starlark/float.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -2,11 +2,11 @@
  * star builtins: the predeclared functions of the Starlark language (len,
  * str, sorted, fail, print, ...) and the methods of strings, lists and dicts.
  */
-#ifndef EXECGATE_RULES_BUILTINS_H
-#define EXECGATE_RULES_BUILTINS_H
+#ifndef EXECGATE_STARLARK_BUILTINS_H
+#define EXECGATE_STARLARK_BUILTINS_H
 
-#include "rules/eval.h"
-#include "rules/value.h"
+#include "starlark/eval.h"
+#include "starlark/value.h"
 
 /* Predeclares None, True, False and every language built-in in vm.  Fails
  * the current run (longjmp) on OOM; star_vm_new calls it. */

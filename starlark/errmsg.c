@@ -1,10 +1,10 @@
-#include "rules/errmsg.h"
+#include "starlark/errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
 char *
-rules_errf(const char *fmt, ...)
+star_errf(const char *fmt, ...)
 {
     va_list ap;
     char *s;

@@ -1,13 +1,13 @@
 /*
- * errmsg: the error messages the rules modules hand to their callers.
+ * errmsg: the error messages the interpreter and the rules loader hand to their callers.
  */
-#ifndef EXECGATE_RULES_ERRMSG_H
-#define EXECGATE_RULES_ERRMSG_H
+#ifndef EXECGATE_STARLARK_ERRMSG_H
+#define EXECGATE_STARLARK_ERRMSG_H
 
 /*
  * Formats a message into a new buffer the caller frees.  Returns NULL only
  * when out of memory; callers treat that as "no message", never as success.
  */
-char *rules_errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *star_errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

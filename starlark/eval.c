@@ -1,17 +1,17 @@
-#include "rules/eval.h"
-#include "rules/unicode.h"
+#include "starlark/eval.h"
+#include "starlark/unicode.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/ast.h"
-#include "rules/bigint.h"
-#include "rules/builtins.h"
-#include "rules/float.h"
-#include "rules/lexer.h"
-#include "rules/parser.h"
+#include "starlark/ast.h"
+#include "starlark/bigint.h"
+#include "starlark/builtins.h"
+#include "starlark/float.h"
+#include "starlark/lexer.h"
+#include "starlark/parser.h"
 
 #define INLINE_SLOTS 8
 #define INLINE_ARGS  8

@@ -5,13 +5,13 @@
  * Errors unwind with longjmp to star_vm_exec_file, which turns them into
  * one "FILE:LINE:COL: message" line (star_vm_error).
  */
-#ifndef EXECGATE_RULES_EVAL_H
-#define EXECGATE_RULES_EVAL_H
+#ifndef EXECGATE_STARLARK_EVAL_H
+#define EXECGATE_STARLARK_EVAL_H
 
 #include <stddef.h>
 
-#include "rules/value.h"
-#include "rules/vm.h"
+#include "starlark/value.h"
+#include "starlark/vm.h"
 
 struct star_args {
     struct star_value *pos;

@@ -1,4 +1,4 @@
-#include "rules/float.h"
+#include "starlark/float.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/bigint.h"
-#include "rules/lexer.h"
-#include "rules/vm.h"
+#include "starlark/bigint.h"
+#include "starlark/lexer.h"
+#include "starlark/vm.h"
 
 /* Codex writes 6 digits after the point in %e and %f, and switches str()
  * to the %e form from an exponent of 6 (either way) on. */

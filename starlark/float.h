@@ -8,13 +8,13 @@
  * An int meets a double only through star_num_to_double and
  * star_float_to_int, the two places that know how ints are stored.
  */
-#ifndef EXECGATE_RULES_FLOAT_H
-#define EXECGATE_RULES_FLOAT_H
+#ifndef EXECGATE_STARLARK_FLOAT_H
+#define EXECGATE_STARLARK_FLOAT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "rules/value.h"
+#include "starlark/value.h"
 
 struct star_vm;
 

@@ -1,4 +1,4 @@
-#include "rules/lexer.h"
+#include "starlark/lexer.h"
 
 #include <setjmp.h>
 #include <stdbool.h>
@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/bigint.h"
-#include "rules/unicode.h"
-#include "rules/vm.h"
+#include "starlark/bigint.h"
+#include "starlark/unicode.h"
+#include "starlark/vm.h"
 
 struct indent {
     const char *ws; /* the line's leading whitespace */

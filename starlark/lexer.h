@@ -5,14 +5,14 @@
  * unterminated strings, unclosed brackets, bad indentation and invalid
  * UTF-8 as positioned errors through the vm.
  */
-#ifndef EXECGATE_RULES_LEXER_H
-#define EXECGATE_RULES_LEXER_H
+#ifndef EXECGATE_STARLARK_LEXER_H
+#define EXECGATE_STARLARK_LEXER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rules/value.h"
+#include "starlark/value.h"
 
 enum star_tok {
     T_EOF = 0,

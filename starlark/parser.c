@@ -1,13 +1,13 @@
-#include "rules/parser.h"
-#include "rules/unicode.h"
+#include "starlark/parser.h"
+#include "starlark/unicode.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "rules/bigint.h"
-#include "rules/vm.h"
+#include "starlark/bigint.h"
+#include "starlark/vm.h"
 
 struct parser {
     struct star_vm *vm;

@@ -1,14 +1,14 @@
 /*
  * star parser: tokens to a resolved syntax tree.
  */
-#ifndef EXECGATE_RULES_PARSER_H
-#define EXECGATE_RULES_PARSER_H
+#ifndef EXECGATE_STARLARK_PARSER_H
+#define EXECGATE_STARLARK_PARSER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "rules/ast.h"
-#include "rules/lexer.h"
+#include "starlark/ast.h"
+#include "starlark/lexer.h"
 
 struct star_vm;
 struct star_namemap;

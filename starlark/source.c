@@ -1,5 +1,5 @@
-#include "rules/source.h"
-#include "rules/errmsg.h"
+#include "starlark/source.h"
+#include "starlark/errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rules/vm.h"
+#include "starlark/vm.h"
 
 char *
 star_source_read(const char *path, size_t *len, char **err)
@@ -19,7 +19,7 @@ star_source_read(const char *path, size_t *len, char **err)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        *err = rules_errf("%s:1:1: cannot open: %s", path, strerror(e));
+        *err = star_errf("%s:1:1: cannot open: %s", path, strerror(e));
         errno = e;
         return NULL;
     }
@@ -34,14 +34,14 @@ star_source_read(const char *path, size_t *len, char **err)
     for (;;) {
         if (buf == NULL) {
             close(fd);
-            *err = rules_errf("%s:1:1: out of memory reading the file", path);
+            *err = star_errf("%s:1:1: out of memory reading the file", path);
             return NULL;
         }
         if (n == cap) {
             if (cap > STAR_MAX_FILE_BYTES) {
                 free(buf);
                 close(fd);
-                *err = rules_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
+                *err = star_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
                                   STAR_MAX_FILE_BYTES >> 20);
                 return NULL;
             }
@@ -59,7 +59,7 @@ star_source_read(const char *path, size_t *len, char **err)
             int e = errno;
             free(buf);
             close(fd);
-            *err = rules_errf("%s:1:1: cannot read: %s", path, strerror(e));
+            *err = star_errf("%s:1:1: cannot read: %s", path, strerror(e));
             errno = e;
             return NULL;
         }
@@ -70,7 +70,7 @@ star_source_read(const char *path, size_t *len, char **err)
     close(fd);
     if (n > STAR_MAX_FILE_BYTES) {
         free(buf);
-        *err = rules_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
+        *err = star_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
                           STAR_MAX_FILE_BYTES >> 20);
         return NULL;
     }

@@ -2,8 +2,8 @@
  * star source: reading a Starlark file into memory, refusing files larger
  * than STAR_MAX_FILE_BYTES instead of reading them whole.
  */
-#ifndef EXECGATE_RULES_SOURCE_H
-#define EXECGATE_RULES_SOURCE_H
+#ifndef EXECGATE_STARLARK_SOURCE_H
+#define EXECGATE_STARLARK_SOURCE_H
 
 #include <stddef.h>
 

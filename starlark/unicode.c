@@ -2,7 +2,7 @@
  * unicode: lookups in the generated tables by binary search; ASCII, the
  * common case in rules files, is answered without one.
  */
-#include "rules/unicode.h"
+#include "starlark/unicode.h"
 
 struct unicode_range {
     uint32_t first, last;
@@ -14,7 +14,7 @@ struct unicode_mapping {
     uint32_t to[UNICODE_MAX_MAPPING];
 };
 
-#include "rules/unicode_tables.h"
+#include "starlark/unicode_tables.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

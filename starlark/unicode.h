@@ -5,10 +5,10 @@
  * is_numeric, is_lowercase, is_uppercase, to_uppercase and to_lowercase
  * (a character can map to up to three), plus the Cased and Case_Ignorable
  * properties that decide a final sigma.  The tables are generated
- * (rules/gen/unicode_tables.rs) from the Rust standard library.
+ * (starlark/gen/unicode_tables.rs) from the Rust standard library.
  */
-#ifndef EXECGATE_RULES_UNICODE_H
-#define EXECGATE_RULES_UNICODE_H
+#ifndef EXECGATE_STARLARK_UNICODE_H
+#define EXECGATE_STARLARK_UNICODE_H
 
 #include <stdbool.h>
 #include <stddef.h>

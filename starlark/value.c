@@ -1,17 +1,17 @@
-#include "rules/value.h"
-#include "rules/unicode.h"
+#include "starlark/value.h"
+#include "starlark/unicode.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/ast.h"
-#include "rules/bigint.h"
-#include "rules/eval.h"
-#include "rules/float.h"
-#include "rules/lexer.h"
-#include "rules/vm.h"
+#include "starlark/ast.h"
+#include "starlark/bigint.h"
+#include "starlark/eval.h"
+#include "starlark/float.h"
+#include "starlark/lexer.h"
+#include "starlark/vm.h"
 
 /* ---- constructors ---- */
 

@@ -4,8 +4,8 @@
  * with it, so nothing is reference-counted and an error can unwind
  * (longjmp) from anywhere without leaking.
  */
-#ifndef EXECGATE_RULES_VALUE_H
-#define EXECGATE_RULES_VALUE_H
+#ifndef EXECGATE_STARLARK_VALUE_H
+#define EXECGATE_STARLARK_VALUE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,7 +18,7 @@ enum star_type {
     STAR_NONE,
     STAR_BOOL,
     STAR_INT,
-    STAR_FLOAT, /* a double: rules/float.h */
+    STAR_FLOAT, /* a double: starlark/float.h */
     STAR_STRING,
     STAR_LIST,
     STAR_TUPLE,

@@ -1,11 +1,11 @@
-#include "rules/vm.h"
+#include "starlark/vm.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
-#include "rules/value.h"
+#include "starlark/value.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/asan_interface.h>

@@ -14,8 +14,8 @@
  * The evaluator (eval.h) embeds a machine and adds what only it needs:
  * the predeclared names and the call frames.
  */
-#ifndef EXECGATE_RULES_VM_H
-#define EXECGATE_RULES_VM_H
+#ifndef EXECGATE_STARLARK_VM_H
+#define EXECGATE_STARLARK_VM_H
 
 #include <setjmp.h>
 #include <stdbool.h>

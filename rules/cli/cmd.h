@@ -2,8 +2,8 @@
  * The subcommands of execgate-rules.  Each takes the arguments after its
  * own name (argv[0] is the subcommand) and returns the process exit status.
  */
-#ifndef EXECGATE_RULES_CMD_H
-#define EXECGATE_RULES_CMD_H
+#ifndef EXECGATE_RULES_CLI_CMD_H
+#define EXECGATE_RULES_CLI_CMD_H
 
 /* execgate-rules check [--rules FILE]... [--resolve-host-executables] [--pretty] -- CMD... */
 int rules_cmd_check(int argc, char **argv);

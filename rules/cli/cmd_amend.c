@@ -6,7 +6,7 @@
  * running server reloads it by itself.  Prints the line; exit 0, 1 when it
  * could not be written, 2 on a usage error.
  */
-#include "rules/cmd.h"
+#include "rules/cli/cmd.h"
 
 #include <stdbool.h>
 #include <stdio.h>

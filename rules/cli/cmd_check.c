@@ -4,7 +4,7 @@
  * or not), 1 when the policy cannot be loaded or output fails, 2 on a
  * usage error.
  */
-#include "rules/cmd.h"
+#include "rules/cli/cmd.h"
 
 #include <errno.h>
 #include <stdbool.h>

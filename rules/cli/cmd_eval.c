@@ -3,15 +3,15 @@
  * built-ins only.  Exit 0 when it completes, 1 with one error line on
  * stderr when it fails, 2 on a usage error.
  */
-#include "rules/builtins.h"
-#include "rules/cmd.h"
+#include "starlark/builtins.h"
+#include "rules/cli/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/eval.h"
-#include "rules/source.h"
+#include "starlark/eval.h"
+#include "starlark/source.h"
 
 int
 rules_cmd_eval(int argc, char **argv)

@@ -10,7 +10,7 @@
  * could tell, 1 when the program cannot be found or read, 2 when the
  * rules do not load or on a usage error.
  */
-#include "rules/cmd.h"
+#include "rules/cli/cmd.h"
 
 #include <limits.h>
 #include <stdbool.h>

@@ -6,7 +6,7 @@
  * warn about, 1 when warnings were printed, 2 when a file does not load
  * (its positioned error on stderr, nothing on stdout) or on a usage error.
  */
-#include "rules/cmd.h"
+#include "rules/cli/cmd.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rules/cmd.h"
+#include "rules/cli/cmd.h"
 
 static void
 usage(FILE *out)

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "rules/bigint.h"
-#include "rules/vm.h"
+#include "starlark/bigint.h"
+#include "starlark/vm.h"
 
 struct op_case {
     char op; /* + - * / (floor) % & | ^ ~ < (shift left) > (shift right) */

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "rules/eval.h"
+#include "starlark/eval.h"
 
 /* Runs src as "t.star" (whole, or a statement at a time); returns NULL
  * on success, else a malloc'd error. */
