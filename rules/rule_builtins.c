@@ -576,7 +576,7 @@ example_error(struct star_vm *vm, const struct pending *pd, const char *what,
     char *ex = shlex_join(argv, argc);
     char *pat = pattern_text(pd);
     char *e = star_errf("%s:%u:%u: %s: rule pattern %s, example: %s", vm->file, pd->line, pd->col,
-                         what, pat ? pat : "?", ex ? ex : "?");
+                        what, pat ? pat : "?", ex ? ex : "?");
     free(ex);
     free(pat);
     return e;

@@ -42,7 +42,7 @@ star_source_read(const char *path, size_t *len, char **err)
                 free(buf);
                 close(fd);
                 *err = star_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
-                                  STAR_MAX_FILE_BYTES >> 20);
+                                 STAR_MAX_FILE_BYTES >> 20);
                 return NULL;
             }
             cap *= 2;
@@ -71,7 +71,7 @@ star_source_read(const char *path, size_t *len, char **err)
     if (n > STAR_MAX_FILE_BYTES) {
         free(buf);
         *err = star_errf("%s:1:1: file is too large (the limit is %u MiB)", path,
-                          STAR_MAX_FILE_BYTES >> 20);
+                         STAR_MAX_FILE_BYTES >> 20);
         return NULL;
     }
     buf[n] = '\0';
