@@ -14,8 +14,6 @@
 
 #include "starlark/value.h"
 
-struct star_lit_call;
-
 enum ast_kind {
     /* expressions */
     A_IDENT,
@@ -151,10 +149,6 @@ struct ast_node {
             struct ast_node *fn;
             struct ast_arg *args;
             size_t nargs;
-            /* The lexer's plain call (every argument a string or a list
-             * of strings: nothing to resolve or keep), when the tree has
-             * no nodes for its arguments (args is NULL); else NULL */
-            const struct star_lit_call *lit;
         } call;
         struct {
             struct ast_func *func;

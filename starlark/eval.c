@@ -1122,34 +1122,6 @@ eval_args(struct star_vm *vm, struct star_frame *fr, struct ast_node *call, stru
     }
 }
 
-_Static_assert(STAR_LIT_MAX_ARGS <= INLINE_ARGS, "a plain call's arguments fit in an argbuf");
-
-/* The arguments of the lexer's plain call: each a string, or a new list
- * of strings, as the tree of its tokens would have evaluated to. */
-static void
-literal_args(struct star_vm *vm, const struct star_lit_call *c, struct argbuf *ab)
-{
-    ab->a.pos = ab->pos;
-    ab->a.npos = 0;
-    ab->a.kwnames = ab->kwnames;
-    ab->a.kwvals = ab->kwvals;
-    ab->cap_pos = ab->cap_kw = INLINE_ARGS;
-    ab->a.nkw = c->nargs;
-    for (size_t i = 0; i < c->nargs; i++) {
-        const struct star_lit_arg *a = &c->args[i];
-        ab->kwnames[i] = a->name;
-        if (!a->is_list) {
-            ab->kwvals[i] = star_string_of(a->items[0].s);
-            continue;
-        }
-        struct star_value l = star_list_new(vm, a->n);
-        for (size_t k = 0; k < a->n; k++)
-            l.u.l->items[k] = star_string_of(a->items[k].s);
-        l.u.l->len = a->n;
-        ab->kwvals[i] = l;
-    }
-}
-
 static struct star_value
 eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
 {
@@ -1170,10 +1142,7 @@ eval_call(struct star_vm *vm, struct star_frame *fr, struct ast_node *e)
         return m(vm, &bi, &ab.a);
     }
     struct star_value fn = eval(vm, fr, fnode);
-    if (e->u.call.lit != NULL)
-        literal_args(vm, e->u.call.lit, &ab);
-    else
-        eval_args(vm, fr, e, &ab);
+    eval_args(vm, fr, e, &ab);
     at(vm, e);
     return star_call(vm, fn, &ab.a);
 }
@@ -1571,10 +1540,7 @@ exec_block(struct star_vm *vm, struct star_frame *fr, struct ast_list *body)
         star_step(vm);
         switch (st->kind) {
         case A_EXPR_STMT:
-            if (st->u.x.a->kind == A_CALL && st->u.x.a->u.call.lit != NULL)
-                eval_call(vm, fr, st->u.x.a); /* a plain call: nothing nested */
-            else
-                eval(vm, fr, st->u.x.a);
+            eval(vm, fr, st->u.x.a);
             break;
         case A_ASSIGN: {
             struct star_value v = eval(vm, fr, st->u.x.b);
@@ -1701,8 +1667,6 @@ transient_stmts(const struct ast_list *body)
         if (e->kind != A_CALL || e->u.call.fn->kind != A_IDENT ||
             e->u.call.fn->u.ident.scope != SCOPE_UNIVERSE)
             return false;
-        if (e->u.call.lit != NULL)
-            continue;
         for (size_t k = 0; k < e->u.call.nargs; k++)
             if ((e->u.call.args[k].kind != ARG_POS && e->u.call.args[k].kind != ARG_KW) ||
                 !literal_arg(e->u.call.args[k].value))

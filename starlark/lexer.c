@@ -23,10 +23,6 @@ struct bracket {
 #define LEX_NAME_CACHE      64 /* a power of two */
 #define LEX_INLINE_BRACKETS 32
 
-/* The most arguments and strings a plain call statement (T_CALL_LITERAL)
- * may have; a longer call is lexed token by token like any other. */
-#define LIT_MAX_STRINGS 32
-
 struct lexer {
     struct star_vm *vm;
     const char *src, *p, *end;
@@ -52,17 +48,7 @@ struct lexer {
      * and a name found here needs no hashing and probing of the vm's
      * table.  Interned names live as long as the vm. */
     struct star_str *names[LEX_NAME_CACHE];
-    size_t window;  /* > 0: stop at a top-level statement once this many tokens are out */
-    size_t n_extra; /* tokens of this window's T_CALL_LITERAL beyond the one each is */
-    bool at_stmt;   /* the last window ended where a top-level statement starts */
-    /* The names of the last plain call statement: the called one, then
-     * its keywords (see lit_name). */
-    struct star_str *lit_names[STAR_LIT_MAX_ARGS + 1];
-    /* Its strings, by their place in it: lines of a rules file repeat
-     * many ("allow", "sub"), and strings cannot change, so an equal one
-     * is shared.  Only within a window: star_lex_next forgets them, as
-     * the arena may take back what the last window allocated. */
-    struct star_str *lit_strings[LIT_MAX_STRINGS];
+    size_t window; /* > 0: stop at a top-level statement once this many tokens are out */
     /* The error being raised is a nesting limit, not a syntax error: it
      * is raised at once (lex_until_error), before the parser recurses as
      * deep as the file asks. */
@@ -842,197 +828,6 @@ lex_indent(struct lexer *lx, const char *ws, size_t len)
     }
 }
 
-/* ---- plain call statements (T_CALL_LITERAL) ---- */
-
-static const char *
-lit_spaces(const char *p, const char *end)
-{
-    while (p < end && *p == ' ')
-        p++;
-    return p;
-}
-
-/* Whether a[0..n) equals b[0..n): a name is short, so compared here
- * eight bytes at a time rather than by a call of memcmp. */
-static inline bool
-same_bytes(const char *a, const char *b, size_t n)
-{
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
-        uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return false;
-    }
-    for (; n > 0; a++, b++, n--)
-        if (*a != *b)
-            return false;
-    return true;
-}
-
-/* The name at p, interned, and its end in *after; NULL when there is none
- * or it is a keyword or reserved word.  *last is the name the last plain
- * call had at the same place (lines of a rules file repeat them), tried
- * first, and then this one. */
-static struct star_str *
-lit_name(struct lexer *lx, const char *p, const char **after, struct star_str **last)
-{
-    struct star_str *l = *last;
-    if (l != NULL && (size_t)(lx->end - p) > l->len && same_bytes(p, l->data, l->len) &&
-        !name_byte[(unsigned char)p[l->len]]) {
-        *after = p + l->len;
-        return l;
-    }
-    if (p >= lx->end || !is_ident_start(*p))
-        return NULL;
-    const char *q = p + 1;
-    while (q < lx->end && name_byte[(unsigned char)*q])
-        q++;
-    size_t len = (size_t)(q - p);
-    if (len >= KEYWORD_MIN && len <= KEYWORD_MAX)
-        for (size_t i = keyword_at[len]; i < keyword_at[len + 1]; i++)
-            if (keywords[i].word[0] == p[0] && memcmp(keywords[i].word, p, len) == 0)
-                return NULL;
-    *after = q;
-    return *last = lex_intern(lx, p, len);
-}
-
-/* The plain string at p (printable ASCII between quotes, no backslash)
- * into *out, and its end; NULL when there is none.  *last is the string
- * the last plain call had at the same place, reused when equal. */
-static const char *
-lit_string(struct lexer *lx, const char *p, const char *line_start, uint32_t col0,
-           struct star_lit_string *out, struct star_str **last)
-{
-    if (p >= lx->end || (*p != '"' && *p != '\''))
-        return NULL;
-    char quote = *p;
-    const char *q = p + 1;
-    /* printable ASCII (0x20 to 0x7e) but the quote and a backslash */
-    while (q < lx->end && *q != quote && (unsigned char)(*q - 0x20) < 0x5f && *q != '\\')
-        q++;
-    if (q >= lx->end || *q != *p)
-        return NULL;
-    size_t len = (size_t)(q - p - 1);
-    struct star_str *l = *last;
-    if (l != NULL && l->len == len && memcmp(l->data, p + 1, len) == 0)
-        out->s = l;
-    else
-        out->s = *last = star_str_new(lx->vm, p + 1, len);
-    out->col = col0 + (uint32_t)(p - line_start);
-    return q + 1;
-}
-
-/*
- * At the start of a top-level statement: when it is a plain call
- * statement (struct star_lit_call) of at most STAR_LIT_MAX_ARGS arguments and
- * LIT_MAX_STRINGS strings, each keyword given once, emits it as one
- * T_CALL_LITERAL token and its newline and returns true; else returns
- * false and the statement is lexed token by token (what was allocated
- * meanwhile stays unused in the arena).
- */
-static bool
-lex_literal_call(struct lexer *lx)
-{
-    const char *start = lx->p, *end = lx->end, *p;
-    struct star_str *fn = lit_name(lx, start, &p, &lx->lit_names[0]);
-    if (fn == NULL)
-        return false;
-    const char *fn_end = p;
-    p = lit_spaces(p, end);
-    if (p >= end || *p != '(')
-        return false;
-    /* The statement is ASCII: a byte's column is its offset from the
-     * statement's start. */
-    uint32_t col0 = col_of(lx, start);
-    struct star_lit_arg args[STAR_LIT_MAX_ARGS];
-    struct star_lit_string strs[LIT_MAX_STRINGS];
-    size_t nargs = 0, nstrs = 0, tokens = 3; /* name ( ) */
-    p = lit_spaces(p + 1, end);
-    while (p < end && *p != ')') {
-        if (nargs == STAR_LIT_MAX_ARGS)
-            return false;
-        struct star_lit_arg *a = &args[nargs];
-        if ((a->name = lit_name(lx, p, &p, &lx->lit_names[nargs + 1])) == NULL)
-            return false;
-        for (size_t i = 0; i < nargs; i++)
-            if (args[i].name == a->name)
-                return false; /* given twice: the parser reports it */
-        nargs++;
-        p = lit_spaces(p, end);
-        if (end - p < 2 || p[0] != '=' || p[1] == '=')
-            return false;
-        p = lit_spaces(p + 1, end);
-        a->is_list = p < end && *p == '[';
-        a->col = col0 + (uint32_t)(p - start);
-        a->n = 0;
-        a->items = NULL;
-        size_t first = nstrs;
-        tokens += 2; /* name = */
-        if (a->is_list) {
-            p = lit_spaces(p + 1, end);
-            tokens += 2; /* [ ] */
-        }
-        for (;;) {
-            if (nstrs == LIT_MAX_STRINGS)
-                return false;
-            if ((p = lit_string(lx, p, start, col0, &strs[nstrs], &lx->lit_strings[nstrs])) == NULL)
-                return false;
-            nstrs++;
-            tokens++;
-            p = lit_spaces(p, end);
-            if (!a->is_list)
-                break;
-            if (p < end && *p == ',') {
-                tokens++;
-                p = lit_spaces(p + 1, end);
-            } else if (p >= end || *p != ']') {
-                return false;
-            }
-            if (p < end && *p == ']') {
-                p = lit_spaces(p + 1, end);
-                break;
-            }
-        }
-        a->n = nstrs - first;
-        if (p < end && *p == ',') {
-            tokens++;
-            p = lit_spaces(p + 1, end);
-        } else if (p >= end || *p != ')') {
-            return false;
-        }
-    }
-    if (p >= end || nargs == 0)
-        return false;
-    p = lit_spaces(p + 1, end);
-    if (p >= end || *p != '\n')
-        return false;
-    /* The call, its arguments and their strings in one allocation. */
-    _Static_assert(sizeof(struct star_lit_call) % _Alignof(struct star_lit_arg) == 0 &&
-                       sizeof(struct star_lit_arg) % _Alignof(struct star_lit_string) == 0,
-                   "the parts of a plain call need no padding between them");
-    struct star_lit_call *call =
-        star_alloc(lx->vm, sizeof *call + nargs * sizeof *call->args + nstrs * sizeof *strs);
-    call->args = (struct star_lit_arg *)(call + 1);
-    struct star_lit_string *items = (struct star_lit_string *)(call->args + nargs);
-    memcpy(items, strs, nstrs * sizeof *items);
-    for (size_t i = 0, k = 0; i < nargs; k += args[i].n, i++) {
-        call->args[i] = args[i];
-        call->args[i].items = items + k;
-    }
-    call->nargs = nargs;
-    /* ASCII: columns are offsets, with no counting (see col_of) */
-    struct star_token *t = push_at(lx, T_CALL_LITERAL, start, fn_end, col0);
-    t->sval = fn;
-    t->call = call;
-    push_at(lx, T_NEWLINE, p, p, col0 + (uint32_t)(p - start));
-    lx->p = p + 1;
-    newline(lx, lx->p);
-    lx->bol = true;
-    lx->n_extra += tokens - 1; /* the call's tokens and its newline, less the two pushed */
-    return true;
-}
-
 #define LONE_CR "a carriage return must be followed by a newline (\\r\\n)"
 
 static bool
@@ -1044,11 +839,6 @@ at_line_start(struct lexer *lx)
 static void
 lex_all(struct lexer *lx)
 {
-    /* The window ended where this top-level statement starts. */
-    if (lx->at_stmt) {
-        lx->at_stmt = false;
-        lex_literal_call(lx);
-    }
     while (lx->p < lx->end) {
         char c = *lx->p;
         if (lx->bol && lx->depth == 0) {
@@ -1068,13 +858,9 @@ lex_all(struct lexer *lx)
                 lex_indent(lx, ws, (size_t)(lx->p - ws));
                 /* A window ends where a top-level statement starts (not an
                  * else/elif, which the statement before still needs). */
-                if (lx->window > 0 && lx->n + lx->n_extra >= lx->window && lx->n_indents == 1 &&
-                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l')) {
-                    lx->at_stmt = true;
+                if (lx->window > 0 && lx->n >= lx->window && lx->n_indents == 1 &&
+                    !(lx->end - lx->p >= 2 && lx->p[0] == 'e' && lx->p[1] == 'l'))
                     return;
-                }
-                if (lx->window > 0 && lx->n_indents == 1 && lex_literal_call(lx))
-                    continue;
             }
         }
         switch (c) {
@@ -1267,8 +1053,6 @@ star_lex_next(struct star_lexer *l, size_t *n)
 {
     struct lexer *lx = (struct lexer *)l;
     lx->n = 0; /* the caller is done with the last window: reuse its memory */
-    lx->n_extra = 0;
-    memset(lx->lit_strings, 0, sizeof lx->lit_strings);
     lex_until_error(lx);
     /* One more token past the end, so a look past the window's last
      * statement sees a newline, never stale memory. */
@@ -1394,7 +1178,6 @@ star_tok_name(int kind)
         [T_LTLT_EQ] = "'<<='",
         [T_GTGT_EQ] = "'>>='",
         [T_FLOAT] = "float",
-        [T_CALL_LITERAL] = "name",
         [T_ERROR] = "a bad token",
     };
     if (kind < 0 || (size_t)kind >= sizeof names / sizeof names[0] || names[kind] == NULL)

@@ -84,43 +84,12 @@ enum star_tok {
     T_LTLT_EQ,
     T_GTGT_EQ,
     T_FLOAT,
-    T_CALL_LITERAL, /* a whole plain call statement (struct star_lit_call) */
-    T_BYTES,        /* b"...": sval holds its bytes (any, not necessarily UTF-8) */
+    T_BYTES, /* b"...": sval holds its bytes (any, not necessarily UTF-8) */
     /* A lexical error, the last token: sval is its error line, which the
      * parser raises only when it reaches it (Codex reads tokens as it
      * parses, so a syntax error before a bad character is the one it
      * reports) */
     T_ERROR,
-};
-
-/*
- * A top-level statement of one line that calls a name with keyword
- * arguments only, each a string or a list of strings, written plainly
- * (ASCII, no escapes, spaces only between tokens, nothing after the ')'):
- * `prefix_rule(pattern = ["git", "push"], decision = "prompt")`.  Most
- * lines of a rules file are such calls, and the lexer hands each to the
- * parser as one T_CALL_LITERAL token (its text is the called name) with
- * what its tokens would have said.  The parser makes a call node of it
- * that points here, and the evaluator makes the arguments' values from
- * this description, without tokens or tree nodes for them.  All
- * positions are on the token's line.
- */
-struct star_lit_string {
-    struct star_str *s;
-    uint32_t col; /* its opening quote */
-};
-struct star_lit_arg {
-    struct star_str *name; /* interned */
-    bool is_list;
-    uint32_t col;                  /* the '[' of a list */
-    struct star_lit_string *items; /* the list's items, or the string (n == 1) */
-    size_t n;
-};
-/* The most keyword arguments a plain call may have. */
-#define STAR_LIT_MAX_ARGS 8
-struct star_lit_call {
-    struct star_lit_arg *args;
-    size_t nargs;
 };
 
 struct star_token {
@@ -132,10 +101,8 @@ struct star_token {
         int64_t ival; /* T_INT */
         double dval;  /* T_FLOAT */
     };
-    bool big;                         /* T_INT beyond int64: the parser reads its text */
-    struct star_str *sval;            /* T_NAME (interned), T_STRING, T_FSTRING, T_BYTES (decoded),
-                                         T_CALL_LITERAL (the called name, interned) */
-    const struct star_lit_call *call; /* T_CALL_LITERAL */
+    bool big;              /* T_INT beyond int64: the parser reads its text */
+    struct star_str *sval; /* T_NAME (interned), T_STRING, T_FSTRING, T_BYTES (decoded) */
 };
 
 /*

@@ -88,8 +88,7 @@ fail_tok(struct parser *ps, struct star_token *t, const char *what)
 {
     if (t->kind == T_ERROR)
         star_fail_again(ps->vm, t->sval->data);
-    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_FLOAT || t->kind == T_RESERVED ||
-        t->kind == T_CALL_LITERAL)
+    if (t->kind == T_NAME || t->kind == T_INT || t->kind == T_FLOAT || t->kind == T_RESERVED)
         star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected '%.*s', %s",
                      (int)(t->len > 40 ? 40 : t->len), t->text, what);
     star_fail_at(ps->vm, t->line, t->col, "syntax error: unexpected %s, %s", star_tok_name(t->kind),
@@ -422,22 +421,6 @@ parse_dict_or_comp(struct parser *ps)
     return n;
 }
 
-/* The call node for a T_CALL_LITERAL (the lexer's plain call statement):
- * a call of the name at the token's position, whose arguments the
- * evaluator takes from the lexer's description (eval.c, literal_args);
- * they are strings or lists of strings, so no node is made for them. */
-static struct ast_node *
-literal_call(struct parser *ps, struct star_token *t)
-{
-    struct ast_node *fn = node(ps, A_IDENT, t);
-    fn->u.ident.name = t->sval;
-    struct ast_node *n = node(ps, A_CALL, t);
-    n->u.call.fn = fn;
-    n->u.call.nargs = t->call->nargs;
-    n->u.call.lit = t->call;
-    return n;
-}
-
 /*
  * Where the source of expression e starts: Codex reports a failing
  * operation at the start of its whole expression, and an operand's
@@ -515,9 +498,6 @@ parse_operand(struct parser *ps)
     case T_FSTRING:
         advance(ps);
         return parse_fstring(ps, t);
-    case T_CALL_LITERAL:
-        advance(ps);
-        return literal_call(ps, t);
     case T_LBRACK:
         return parse_list_or_comp(ps);
     case T_LBRACE:
@@ -1336,16 +1316,6 @@ parse_stmt(struct parser *ps, struct vec *out)
                      "'while' loops are not allowed in Starlark: use 'for' over a range");
     case T_INDENT:
         star_fail_at(ps->vm, t->line, t->col, "unexpected indentation");
-    case T_CALL_LITERAL: {
-        /* What parse_simple makes of it: an expression statement, the
-         * call, then the newline the lexer put after it. */
-        advance(ps);
-        struct ast_node *n = node(ps, A_EXPR_STMT, t);
-        n->u.x.a = literal_call(ps, t);
-        vec_push(ps->vm, out, n);
-        expect(ps, T_NEWLINE, "expected a newline after the statement");
-        return;
-    }
     default:
         parse_simple(ps, out);
     }
@@ -1764,8 +1734,6 @@ resolve_expr(struct resolver *r, struct scope *s, struct ast_node *e)
         break;
     case A_CALL:
         resolve_expr(r, s, e->u.call.fn);
-        if (e->u.call.lit != NULL) /* strings only: the name is all there is */
-            break;
         nest_enter(r->vm, &r->nest, NEST_CALL_ARGS, e->line, e->col);
         for (size_t i = 0; i < e->u.call.nargs; i++)
             resolve_expr(r, s, e->u.call.args[i].value);
@@ -1793,12 +1761,6 @@ resolve_block(struct resolver *r, struct scope *s, struct ast_list *body)
         struct ast_node *st = body->items[i];
         switch (st->kind) {
         case A_EXPR_STMT:
-            /* A plain call (top level, one line): only its name to look up,
-             * and no nesting to count. */
-            if (st->u.x.a->kind == A_CALL && st->u.x.a->u.call.lit != NULL) {
-                resolve_ident(r, s, st->u.x.a->u.call.fn);
-                break;
-            }
             resolve_expr(r, s, st->u.x.a);
             break;
         case A_RETURN:
