@@ -21,8 +21,8 @@
 static void
 charge(struct star_vm *vm, uint64_t work)
 {
-    /* Rounded up: the smallest pieces (Karatsuba's leaves of 16 to 31
-     * limbs) would otherwise cost nothing, and they are most of the work. */
+    /* Rounded up: a short operation done many times (a chunk of text
+     * off a small number) would otherwise cost nothing. */
     vm->steps += (work + BIGINT_WORK_PER_STEP - 1) / BIGINT_WORK_PER_STEP;
     if (vm->steps > vm->max_steps)
         star_fail(vm, "too many steps (limit %llu): integers this large cost too much to compute",
@@ -341,27 +341,14 @@ chunk_of(unsigned base, unsigned *digits)
 
 /* ---- 64-bit magnitudes ----
  *
- * The long operations (multiplication, division, conversion to and from
- * text) work on copies of the magnitudes in 64-bit limbs, whose products
- * the compiler computes in one instruction (unsigned __int128): a quarter
- * as many limb products as with 32-bit limbs.  A magnitude here is an
- * array and a length, least significant limb first; leading zero limbs
- * are allowed unless said otherwise.
+ * Multiplication and long division work on copies of the magnitudes in
+ * 64-bit limbs, whose products the compiler computes in one instruction
+ * (unsigned __int128): a quarter as many limb products as with 32-bit
+ * limbs.  A magnitude here is an array and a length, least significant
+ * limb first; leading zero limbs are allowed unless said otherwise.
  */
 
 typedef unsigned __int128 u128;
-
-/*
- * Below this many limbs in the shorter factor, schoolbook multiplication
- * beats Karatsuba's three half-size products and their additions
- * (measured with bench/bigint-mul.rules on x86-64: the two cross at 24 to
- * 40 limbs).
- */
-#define KARATSUBA_LIMBS 32u
-
-/* Below this many limbs, a number is converted to text by repeated
- * division by one chunk of digits, above it by halves (to_text). */
-#define TEXT_SPLIT_LIMBS 32u
 
 /* A 64-bit copy of a's magnitude, with at least `pad` limbs. */
 static uint64_t *
@@ -411,48 +398,6 @@ add64_to(uint64_t *r, size_t n, const uint64_t *a, size_t an)
     return c;
 }
 
-/* r[0..n) -= a[0..an) (an <= n); returns the borrow out of r[n-1]. */
-static uint64_t
-sub64_from(uint64_t *r, size_t n, const uint64_t *a, size_t an)
-{
-    uint64_t b = 0;
-    size_t i = 0;
-    for (; i < an; i++) {
-        uint64_t x = r[i], y = a[i];
-        uint64_t d = x - y - b;
-        b = (x < y) | ((x == y) & b);
-        r[i] = d;
-    }
-    for (; b && i < n; i++)
-        b = r[i]-- == 0;
-    return b;
-}
-
-/* Compares a[0..an) with b[0..bn), either with leading zero limbs. */
-static int
-cmp64(const uint64_t *a, size_t an, const uint64_t *b, size_t bn)
-{
-    an = trim64(a, an);
-    bn = trim64(b, bn);
-    if (an != bn)
-        return an < bn ? -1 : 1;
-    for (size_t i = an; i-- > 0;)
-        if (a[i] != b[i])
-            return a[i] < b[i] ? -1 : 1;
-    return 0;
-}
-
-/* x[0..n) -= 1 (x is not zero). */
-static void
-dec64(uint64_t *x, size_t n)
-{
-    for (size_t i = 0; i < n && x[i]-- == 0; i++)
-        ;
-}
-
-static void div_rec(struct star_vm *vm, const uint64_t *a, size_t an, const uint64_t *b, size_t n,
-                    uint64_t *q, uint64_t *r);
-
 /* r[0..an+bn) = a * b, schoolbook. */
 static void
 mul64_base(uint64_t *r, const uint64_t *a, size_t an, const uint64_t *b, size_t bn)
@@ -470,298 +415,6 @@ mul64_base(uint64_t *r, const uint64_t *a, size_t an, const uint64_t *b, size_t 
         }
         ri[bn] = c;
     }
-}
-
-/* r[0..2n) = a * a, schoolbook: each product of two different limbs is
- * computed once and doubled, so about half the products of mul64_base. */
-static void
-sqr64_base(uint64_t *r, const uint64_t *a, size_t n)
-{
-    memset(r, 0, 2 * n * sizeof *r);
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t x = a[i], c = 0;
-        uint64_t *ri = r + 2 * i + 1;
-        for (size_t j = i + 1; j < n; j++) {
-            u128 t = (u128)x * a[j] + ri[j - i - 1] + c;
-            ri[j - i - 1] = (uint64_t)t;
-            c = (uint64_t)(t >> 64);
-        }
-        r[i + n] = c;
-    }
-    /* Doubled, plus the squares on the diagonal. */
-    uint64_t top = 0, c = 0;
-    for (size_t i = 0; i < 2 * n; i++) {
-        uint64_t x = r[i];
-        r[i] = (x << 1) | top;
-        top = x >> 63;
-    }
-    for (size_t i = 0; i < n; i++) {
-        u128 sq = (u128)a[i] * a[i];
-        u128 t = (u128)r[2 * i] + (uint64_t)sq + c;
-        r[2 * i] = (uint64_t)t;
-        t = (u128)r[2 * i + 1] + (uint64_t)(sq >> 64) + (uint64_t)(t >> 64);
-        r[2 * i + 1] = (uint64_t)t;
-        c = (uint64_t)(t >> 64);
-    }
-}
-
-/* The scratch limbs mul64 needs for factors of an and bn limbs: the
- * recursion halves the longer factor and needs about twice its length at
- * each level, so four times the total plus a few limbs per level bounds
- * it. */
-static size_t
-mul64_scratch(size_t an, size_t bn)
-{
-    return 4 * (an + bn) + 8 * 64;
-}
-
-/*
- * Above this many limbs in both factors (of about equal length),
- * Toom-Cook 3-way: five products of a third of the length instead of
- * Karatsuba's three of half (measured: it wins from about there).
- */
-#define TOOM3_LIMBS 150u
-
-/* x[0..w) = -x[0..w), two's complement. */
-static void
-neg64(uint64_t *x, size_t w)
-{
-    uint64_t c = 1;
-    for (size_t i = 0; i < w; i++) {
-        u128 t = (u128)(uint64_t)~x[i] + c;
-        x[i] = (uint64_t)t;
-        c = (uint64_t)(t >> 64);
-    }
-}
-
-/* x[0..w) /= 3, x a multiple of 3 in two's complement: the quotient's
- * limbs come from the lowest up, each times the inverse of 3 modulo
- * 2^64 (exact division, Jebelean). */
-static void
-div3_64(uint64_t *x, size_t w)
-{
-    const uint64_t inv3 = 0xAAAAAAAAAAAAAAABull;
-    uint64_t c = 0;
-    for (size_t i = 0; i < w; i++) {
-        uint64_t v = x[i], d = v - c;
-        uint64_t borrow = v < c;
-        uint64_t q = d * inv3;
-        x[i] = q;
-        c = (uint64_t)(((u128)q * 3) >> 64) + borrow;
-    }
-}
-
-/* x[0..w) >>= 1, arithmetic (two's complement). */
-static void
-half64(uint64_t *x, size_t w)
-{
-    for (size_t i = 0; i + 1 < w; i++)
-        x[i] = (x[i] >> 1) | (x[i + 1] << 63);
-    x[w - 1] = (uint64_t)((int64_t)x[w - 1] >> 1);
-}
-
-static void mul64(struct star_vm *vm, uint64_t *r, const uint64_t *a, size_t an, const uint64_t *b,
-                  size_t bn, uint64_t *s);
-
-/* a * b into a fresh array of an + bn limbs, for toom3's products. */
-static void
-toom3_product(struct star_vm *vm, uint64_t *r, const uint64_t *a, size_t an, const uint64_t *b,
-              size_t bn)
-{
-    struct star_mark mk;
-    star_mark(vm, &mk);
-    uint64_t *s = star_alloc_array(vm, mul64_scratch(an, bn), sizeof *s);
-    mul64(vm, r, a, an, b, bn, s);
-    star_release(vm, &mk);
-}
-
-/* v[0..k+2) as a magnitude of k + 1 limbs: negated when its top limb
- * says it is negative (two's complement); returns whether it was. */
-static bool
-toom3_abs(uint64_t *v, size_t k)
-{
-    bool neg = v[k + 1] >> 63;
-    if (neg)
-        neg64(v, k + 2);
-    return neg;
-}
-
-/*
- * The values at 1, -1 and -2 of the polynomial a0 + a1 t + a2 t^2 whose
- * coefficients are a's thirds of k limbs: v1, |vm1| and |vm2|, each k + 2
- * limbs (k + 1 used); sets the signs of the last two in *nm1 and *nm2.
- */
-static void
-toom3_eval(const uint64_t *a, size_t an, size_t k, uint64_t *v1, uint64_t *vm1, uint64_t *vm2,
-           bool *nm1, bool *nm2)
-{
-    u128 c1 = 0;
-    __int128 cm1 = 0, cm2 = 0;
-    size_t top = an - 2 * k; /* limbs of a2, at most k */
-    for (size_t i = 0; i < k; i++) {
-        uint64_t x0 = a[i], x1 = a[k + i], x2 = i < top ? a[2 * k + i] : 0;
-        c1 += (u128)x0 + x1 + x2;
-        v1[i] = (uint64_t)c1;
-        c1 >>= 64;
-        cm1 += (__int128)x0 - (__int128)x1 + (__int128)x2;
-        vm1[i] = (uint64_t)cm1;
-        cm1 >>= 64; /* arithmetic: the carry or borrow, signed */
-        cm2 += (__int128)x0 - 2 * (__int128)x1 + 4 * (__int128)x2;
-        vm2[i] = (uint64_t)cm2;
-        cm2 >>= 64;
-    }
-    v1[k] = (uint64_t)c1;
-    vm1[k] = (uint64_t)cm1;
-    vm1[k + 1] = (uint64_t)(cm1 >> 64);
-    vm2[k] = (uint64_t)cm2;
-    vm2[k + 1] = (uint64_t)(cm2 >> 64);
-    *nm1 = toom3_abs(vm1, k);
-    *nm2 = toom3_abs(vm2, k);
-}
-
-/*
- * r[0..an+bn) = a * b by Toom-Cook 3-way (both at least 2k + 1 limbs,
- * k = ceil(an / 3)): the product polynomial's values at 0, 1, -1, -2 and
- * infinity, then its five coefficients from them (Bodrato's sequence),
- * in two's complement of w limbs, then added in at their places.
- */
-static void
-toom3(struct star_vm *vm, uint64_t *r, const uint64_t *a, size_t an, const uint64_t *b, size_t bn)
-{
-    size_t k = (an + 2) / 3, w = 2 * k + 4, e = k + 2;
-    struct star_mark mk;
-    star_mark(vm, &mk);
-    charge(vm, 16 * (uint64_t)(an + bn));
-    uint64_t *pa = star_alloc_array(vm, 3 * e, sizeof *pa);
-    bool am1, am2, bm1, bm2;
-    toom3_eval(a, an, k, pa, pa + e, pa + 2 * e, &am1, &am2);
-    uint64_t *pb = pa; /* a square's products stay squares */
-    bm1 = am1;
-    bm2 = am2;
-    if (a != b || an != bn) {
-        pb = star_alloc_array(vm, 3 * e, sizeof *pb);
-        toom3_eval(b, bn, k, pb, pb + e, pb + 2 * e, &bm1, &bm2);
-    }
-    uint64_t *v1 = star_alloc_array(vm, w, sizeof *v1);
-    uint64_t *vm1 = star_alloc_array(vm, w, sizeof *vm1);
-    uint64_t *vm2 = star_alloc_array(vm, w, sizeof *vm2);
-    toom3_product(vm, v1, pa, k + 1, pb, k + 1);
-    toom3_product(vm, vm1, pa + e, k + 1, pb + e, k + 1);
-    if (am1 != bm1)
-        neg64(vm1, w);
-    toom3_product(vm, vm2, pa + 2 * e, k + 1, pb + 2 * e, k + 1);
-    if (am2 != bm2)
-        neg64(vm2, w);
-    /* The values at 0 and infinity go straight to their places in r. */
-    memset(r + 2 * k, 0, 2 * k * sizeof *r); /* between the two */
-    toom3_product(vm, r, a, k, b, k);
-    size_t hn = an + bn - 4 * k;
-    toom3_product(vm, r + 4 * k, a + 2 * k, an - 2 * k, b + 2 * k, bn - 2 * k);
-    const uint64_t *v0 = r, *vinf = r + 4 * k;
-    /* c3 = (vm2 - v1) / 3, c1 = (v1 - vm1) / 2, c2 = vm1 - v0,
-     * c3 = (c2 - c3) / 2 + 2 vinf, c2 = c2 + c1 - vinf, c1 = c1 - c3. */
-    uint64_t *c3 = vm2, *c1 = v1, *c2 = vm1;
-    sub64_from(c3, w, v1, w);
-    div3_64(c3, w);
-    sub64_from(c1, w, vm1, w);
-    half64(c1, w);
-    sub64_from(c2, w, v0, 2 * k);
-    sub64_from(c3, w, c2, w); /* c3 = -(c2 - c3) */
-    neg64(c3, w);
-    half64(c3, w);
-    add64_to(c3, w, vinf, hn);
-    add64_to(c3, w, vinf, hn);
-    add64_to(c2, w, c1, w);
-    sub64_from(c2, w, vinf, hn);
-    sub64_from(c1, w, c3, w);
-    /* The coefficients are not negative: add them in at k, 2k and 3k. */
-    uint64_t *cs[3] = {c1, c2, c3};
-    for (size_t j = 0; j < 3; j++) {
-        size_t at = (j + 1) * k, room = an + bn - at;
-        size_t len = trim64(cs[j], w);
-        add64_to(r + at, room, cs[j], len < room ? len : room);
-    }
-    star_release(vm, &mk);
-}
-
-/*
- * r[0..an+bn) = a * b, Karatsuba above KARATSUBA_LIMBS: with
- * a = a1 B^h + a0 and b = b1 B^h + b0, the product is
- * a1 b1 B^2h + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) B^h + a0 b0, three
- * half-size products instead of four.  A factor at most half the other's
- * length multiplies each half of the longer one.  s is scratch space of
- * mul64_scratch(an, bn) limbs; r does not overlap a, b or s.  Charges the
- * limb products and additions it does.
- */
-static void
-mul64(struct star_vm *vm, uint64_t *r, const uint64_t *a, size_t an, const uint64_t *b, size_t bn,
-      uint64_t *s)
-{
-    if (an < bn) {
-        const uint64_t *t = a;
-        a = b;
-        b = t;
-        size_t tn = an;
-        an = bn;
-        bn = tn;
-    }
-    bool square = a == b && an == bn;
-    if (bn < KARATSUBA_LIMBS) {
-        charge(vm, (uint64_t)an * bn);
-        if (square)
-            sqr64_base(r, a, an);
-        else
-            mul64_base(r, a, an, b, bn);
-        return;
-    }
-    if (bn >= TOOM3_LIMBS && bn > 2 * ((an + 2) / 3)) {
-        toom3(vm, r, a, an, b, bn);
-        return;
-    }
-    size_t h = (an + 1) / 2;
-    charge(vm, 4 * (uint64_t)(an + bn));
-    if (bn <= h) {
-        /* a0 b into r, a1 b into s, added in at B^h. */
-        mul64(vm, r, a, h, b, bn, s);
-        memset(r + h + bn, 0, (an - h) * sizeof *r);
-        size_t tn = an - h + bn;
-        mul64(vm, s, a + h, an - h, b, bn, s + tn);
-        add64_to(r + h, an + bn - h, s, tn);
-        return;
-    }
-    mul64(vm, r, a, h, b, h, s);                           /* a0 b0 */
-    mul64(vm, r + 2 * h, a + h, an - h, b + h, bn - h, s); /* a1 b1 */
-    uint64_t *sa = s, *sb = s + h + 1, *mid = s + 2 * h + 2;
-    memcpy(sa, a, h * sizeof *sa);
-    sa[h] = add64_to(sa, h, a + h, an - h);
-    if (square) {
-        sb = sa;
-    } else {
-        memcpy(sb, b, h * sizeof *sb);
-        sb[h] = add64_to(sb, h, b + h, bn - h);
-    }
-    mul64(vm, mid, sa, h + 1, sb, h + 1, s + 4 * h + 4);
-    sub64_from(mid, 2 * h + 2, r, 2 * h);
-    sub64_from(mid, 2 * h + 2, r + 2 * h, an + bn - 2 * h);
-    /* The middle term is below B^(an+bn-h): its limbs beyond are zero. */
-    size_t rest = an + bn - h, mn = 2 * h + 2 < rest ? 2 * h + 2 : rest;
-    add64_to(r + h, rest, mid, mn);
-}
-
-/* a * b in a fresh arena array of an + bn limbs (scratch given back). */
-static uint64_t *
-mul64_new(struct star_vm *vm, const uint64_t *a, size_t an, const uint64_t *b, size_t bn)
-{
-    uint64_t *r = star_alloc_array(vm, an + bn ? an + bn : 1, sizeof *r);
-    if (an == 0 || bn == 0)
-        return r;
-    size_t sn = an < KARATSUBA_LIMBS || bn < KARATSUBA_LIMBS ? 0 : mul64_scratch(an, bn);
-    struct star_mark m;
-    star_mark(vm, &m);
-    uint64_t *s = sn ? star_alloc_array(vm, sn, sizeof *s) : NULL;
-    mul64(vm, r, a, an, b, bn, s);
-    star_release(vm, &m);
-    return r;
 }
 
 /*
@@ -835,207 +488,18 @@ div64(struct star_vm *vm, const uint64_t *u, size_t m, const uint64_t *v, size_t
 }
 
 /*
- * Below this many limbs in the divisor or the quotient, long division;
- * above, the recursive division below, which does its work in
- * multiplications (so Karatsuba's) and wins from about there.
- */
-#define DIV_RECURSE_LIMBS 60u
-
-/*
- * div_rec's case of a quotient much shorter than the divisor (m + 2 < n):
- * the quotient of the top 2m + 2 limbs of a by the top m + 2 of b is the
- * true one or one off, so it is made from those, multiplied back by the
- * whole of b and corrected, instead of dragging b's low limbs through
- * every step.
+ * Writes the w digits of a's magnitude (a < base^w, zero-padded on the
+ * left) so that the last one is just before end, by repeated division by
+ * the largest power of the base that fits 32 bits.
  */
 static void
-div_short(struct star_vm *vm, const uint64_t *a, size_t an, const uint64_t *b, size_t n,
-          uint64_t *q, uint64_t *r)
-{
-    size_t m = an - n, t = n - m - 2;
-    struct star_mark mk;
-    star_mark(vm, &mk);
-    charge(vm, 4 * (uint64_t)(an + n));
-    uint64_t *rt = star_alloc_array(vm, n - t, sizeof *rt);
-    div_rec(vm, a + t, an - t, b + t, n - t, q, rt);
-    uint64_t *p = mul64_new(vm, q, m + 1, b, n); /* an + 1 limbs */
-    while (cmp64(p, an + 1, a, an) > 0) {
-        dec64(q, m + 1);
-        sub64_from(p, an + 1, b, n);
-    }
-    uint64_t *x = star_alloc_array(vm, an + 1, sizeof *x);
-    memcpy(x, a, an * sizeof *x);
-    sub64_from(x, an + 1, p, trim64(p, an + 1));
-    while (cmp64(x, an + 1, b, n) >= 0) {
-        add64_to(q, m + 1, (const uint64_t[]){1}, 1);
-        sub64_from(x, an + 1, b, n);
-    }
-    memcpy(r, x, n * sizeof *r);
-    star_release(vm, &mk);
-}
-
-/*
- * Recursive division (Brent and Zimmermann, Modern Computer Arithmetic,
- * 1.4.3): a[0..an) by b[0..n) with m = an - n, 0 <= m <= n, b's top bit
- * set.  The quotient's upper half comes from dividing a's top by b's top
- * n - m/2 limbs, corrected by the product of that quotient and b's low
- * limbs (at most two steps back); the lower half the same way from what
- * remains.  q gets m + 1 limbs, r gets n.
- */
-static void
-div_rec(struct star_vm *vm, const uint64_t *a, size_t an, const uint64_t *b, size_t n, uint64_t *q,
-        uint64_t *r)
-{
-    size_t m = an - n;
-    if (m < DIV_RECURSE_LIMBS) {
-        div64(vm, a, an, b, n, q, r);
-        return;
-    }
-    if (n > m + 2) {
-        div_short(vm, a, an, b, n, q, r);
-        return;
-    }
-    size_t k = m / 2, n1 = n - k;
-    const uint64_t *b1 = b + k;
-    struct star_mark mk;
-    star_mark(vm, &mk);
-    charge(vm, 4 * (uint64_t)(an + n));
-    /* The upper half: a's top divided by b's top. */
-    uint64_t *q1 = star_alloc_array(vm, m - k + 1, sizeof *q1);
-    uint64_t *r1 = star_alloc_array(vm, n1, sizeof *r1);
-    div_rec(vm, a + 2 * k, an - 2 * k, b1, n1, q1, r1);
-    /* x = r1 B^2k + a mod B^2k - q1 b0 B^k, q1 lowered while x < 0. */
-    uint64_t *x = star_alloc_array(vm, n + k + 1, sizeof *x);
-    memcpy(x, a, 2 * k * sizeof *x);
-    memcpy(x + 2 * k, r1, n1 * sizeof *x);
-    uint64_t *t = mul64_new(vm, q1, m - k + 1, b, k);
-    while (cmp64(x + k, n + 1, t, m + 1) < 0) {
-        dec64(q1, m - k + 1);
-        add64_to(x + k, n + 1, b, n);
-    }
-    sub64_from(x + k, n + 1, t, trim64(t, m + 1));
-    /* The lower half: x's top n limbs divided by b's top, likewise. */
-    uint64_t *q0 = star_alloc_array(vm, k + 1, sizeof *q0);
-    uint64_t *r0 = star_alloc_array(vm, n1, sizeof *r0);
-    div_rec(vm, x + k, n, b1, n1, q0, r0);
-    uint64_t *y = star_alloc_array(vm, n + 1, sizeof *y);
-    memcpy(y, x, k * sizeof *y);
-    memcpy(y + k, r0, n1 * sizeof *y);
-    t = mul64_new(vm, q0, k + 1, b, k);
-    while (cmp64(y, n + 1, t, 2 * k + 1) < 0) {
-        dec64(q0, k + 1);
-        add64_to(y, n + 1, b, n);
-    }
-    sub64_from(y, n + 1, t, trim64(t, 2 * k + 1));
-    /* q0 < B^k now, so the halves do not overlap. */
-    memcpy(q, q0, k * sizeof *q);
-    memcpy(q + k, q1, (m - k + 1) * sizeof *q);
-    memcpy(r, y, n * sizeof *r);
-    star_release(vm, &mk);
-}
-
-/*
- * u[0..m) divided by v[0..n) (n >= 2, v[n-1] != 0, m >= n): the quotient
- * into q[0..m-n], the remainder into r[0..n).  Long division when either
- * is short; otherwise, both shifted so v's top bit is set, the quotient
- * is made n limbs at a time from the top, each block by div_rec.
- */
-static void
-div_any(struct star_vm *vm, const uint64_t *u, size_t m, const uint64_t *v, size_t n, uint64_t *q,
-        uint64_t *r)
-{
-    if (n < DIV_RECURSE_LIMBS || m - n < DIV_RECURSE_LIMBS) {
-        div64(vm, u, m, v, n, q, r);
-        return;
-    }
-    struct star_mark mk;
-    star_mark(vm, &mk);
-    uint64_t *vn, *un;
-    int s = normalize(vm, u, m, v, n, &un, &vn);
-    size_t an = m + 1, qlimbs = an - n; /* the quotient has qlimbs + 1 */
-    uint64_t *qn = star_alloc_array(vm, qlimbs + 1, sizeof *qn);
-    uint64_t *rem = star_alloc_array(vm, n, sizeof *rem);
-    /* The top block: what is left over above whole blocks of n limbs. */
-    size_t first = qlimbs % n ? qlimbs % n : n;
-    if (first > qlimbs)
-        first = qlimbs;
-    size_t pos = an - n - first;
-    div_rec(vm, un + pos, n + first, vn, n, qn + pos, rem);
-    uint64_t *x = star_alloc_array(vm, 2 * n, sizeof *x);
-    uint64_t *qb = star_alloc_array(vm, n + 1, sizeof *qb);
-    while (pos > 0) {
-        pos -= n;
-        memcpy(x, un + pos, n * sizeof *x);
-        memcpy(x + n, rem, n * sizeof *x);
-        div_rec(vm, x, 2 * n, vn, n, qb, rem);
-        memcpy(qn + pos, qb, n * sizeof *qn); /* qb[n] is 0: rem < v */
-    }
-    memcpy(q, qn, (m - n + 1) * sizeof *q);
-    for (size_t i = 0; i < n; i++)
-        r[i] = (rem[i] >> s) | (s && i + 1 < n ? rem[i + 1] << (64 - s) : 0);
-    star_release(vm, &mk);
-}
-
-/*
- * The powers of the base that text conversion splits at: level i is
- * base^(digits[i]) with digits[0] the digits of two 32-bit chunks (so
- * level 0 fits one 64-bit limb) and each level the square of the one
- * below.  Made on demand, as far as a conversion needs, for one base.
- */
-struct powers {
-    unsigned base, levels;
-    uint64_t *p[64];
-    size_t n[64];
-    size_t digits[64];
-};
-
-static void
-powers_init(struct powers *pw, unsigned base)
-{
-    memset(pw, 0, sizeof *pw);
-    pw->base = base;
-}
-
-/* Makes sure level i exists. */
-static void
-powers_reach(struct star_vm *vm, struct powers *pw, unsigned i)
-{
-    while (pw->levels <= i) {
-        unsigned l = pw->levels;
-        if (l == 0) {
-            unsigned k;
-            uint64_t c = chunk_of(pw->base, &k);
-            pw->p[0] = star_alloc_array(vm, 1, sizeof(uint64_t));
-            pw->p[0][0] = c * c;
-            pw->n[0] = 1;
-            pw->digits[0] = 2 * (size_t)k;
-        } else {
-            size_t n = pw->n[l - 1];
-            uint64_t *sq = mul64_new(vm, pw->p[l - 1], n, pw->p[l - 1], n);
-            pw->p[l] = sq;
-            pw->n[l] = trim64(sq, 2 * n);
-            pw->digits[l] = 2 * pw->digits[l - 1];
-        }
-        pw->levels++;
-    }
-}
-
-/*
- * Writes the w digits of x[0..n) (x < base^w, zero-padded on the left) so
- * that the last one is just before end, by repeated division by the
- * largest power of the base that fits 32 bits: quadratic, for the short
- * pieces to_text cuts a long number into.
- */
-static void
-text_base(struct star_vm *vm, const uint64_t *x, size_t n, unsigned base, char *end, size_t w,
+text_base(struct star_vm *vm, const struct bigint *a, unsigned base, char *end, size_t w,
           const char *digits)
 {
-    uint32_t tn = (uint32_t)(2 * n);
+    uint32_t tn = a->n;
     uint32_t *t = star_alloc_array(vm, tn ? tn : 1, sizeof *t);
-    if (n > 0)
-        memcpy(t, x, n * sizeof *x);
-    while (tn > 0 && t[tn - 1] == 0)
-        tn--;
+    if (tn > 0)
+        memcpy(t, a->limb, tn * sizeof *t);
     unsigned k;
     uint32_t chunk = chunk_of(base, &k);
     char *p = end;
@@ -1054,46 +518,8 @@ text_base(struct star_vm *vm, const uint64_t *x, size_t n, unsigned base, char *
 }
 
 /*
- * The same for any length, cutting x at the power of level (x is below
- * its square): the quotient gives the left digits, the remainder the
- * right ones, each converted the same way one level down.  With a
- * division that costs what a multiplication does this would be
- * M(n) log n; with long division it costs about half a division of x by
- * its square root, and the constant is small.
- */
-static void
-to_text(struct star_vm *vm, struct powers *pw, const uint64_t *x, size_t n, int level, char *end,
-        size_t w, const char *digits)
-{
-    n = trim64(x, n);
-    if (n <= TEXT_SPLIT_LIMBS || level <= 0) {
-        text_base(vm, x, n, pw->base, end, w, digits);
-        return;
-    }
-    const uint64_t *p = pw->p[level];
-    size_t pn = pw->n[level], pd = pw->digits[level];
-    struct star_mark mk;
-    star_mark(vm, &mk);
-    if (n < pn) {
-        to_text(vm, pw, x, n, level - 1, end, pd, digits);
-        memset(end - w, '0', w - pd);
-    } else {
-        uint64_t *q = star_alloc_array(vm, n - pn + 1, sizeof *q);
-        uint64_t *r = star_alloc_array(vm, pn, sizeof *r);
-        div_any(vm, x, n, p, pn, q, r);
-        to_text(vm, pw, q, n - pn + 1, level - 1, end - pd, w - pd, digits);
-        to_text(vm, pw, r, pn, level - 1, end, pd, digits);
-    }
-    star_release(vm, &mk);
-}
-
-/* Below this many digits a number is parsed chunk by chunk, above it by
- * halves (parse_long). */
-#define PARSE_SPLIT_DIGITS 600u
-
-/*
  * Parses the (checked) digits s[0..len) chunk by chunk into out, which
- * has room for len / 5 + 2 limbs; returns the limbs used.  Quadratic.
+ * has room for len / 5 + 2 limbs; returns the limbs used.
  */
 static uint32_t
 parse_base(struct star_vm *vm, const char *s, size_t len, unsigned base, uint32_t *out)
@@ -1120,44 +546,6 @@ parse_base(struct star_vm *vm, const char *s, size_t len, unsigned base, uint32_
     return used;
 }
 
-/*
- * The value of the (checked) digits s[0..len) into a fresh array of *rn
- * 64-bit limbs: the left digits times the power of the base as long as
- * the right ones, plus the right ones, each half parsed the same way:
- * M(n) log n with Karatsuba's M.
- */
-static uint64_t *
-parse_long(struct star_vm *vm, struct powers *pw, const char *s, size_t len, size_t *rn)
-{
-    /* Each digit needs at most log2(36) < 6 bits. */
-    size_t cap = len * 6 / 64 + 2;
-    uint64_t *r = star_alloc_array(vm, cap, sizeof *r);
-    if (len <= PARSE_SPLIT_DIGITS) {
-        uint32_t *t = star_alloc_array(vm, len / 5 + 2, sizeof *t);
-        uint32_t used = parse_base(vm, s, len, pw->base, t);
-        memcpy(r, t, used * sizeof *t);
-        *rn = trim64(r, cap);
-        return r;
-    }
-    /* The longest power shorter than s (bigint_parse made the table). */
-    unsigned level = 0;
-    while (level + 1 < pw->levels && pw->digits[level + 1] < len)
-        level++;
-    size_t low = pw->digits[level];
-    struct star_mark mk;
-    star_mark(vm, &mk);
-    size_t hn, ln;
-    uint64_t *hi = parse_long(vm, pw, s, len - low, &hn);
-    uint64_t *lo = parse_long(vm, pw, s + len - low, low, &ln);
-    uint64_t *prod = mul64_new(vm, hi, hn, pw->p[level], pw->n[level]);
-    size_t prodn = trim64(prod, hn + pw->n[level]);
-    memcpy(r, prod, prodn * sizeof *r);
-    add64_to(r, cap, lo, ln);
-    star_release(vm, &mk);
-    *rn = trim64(r, cap);
-    return r;
-}
-
 struct bigint *
 bigint_parse(struct star_vm *vm, const char *s, size_t len, unsigned base, bool neg)
 {
@@ -1166,17 +554,6 @@ bigint_parse(struct star_vm *vm, const char *s, size_t len, unsigned base, bool 
     for (size_t i = 0; i < len; i++)
         if (bigint_digit(s[i]) >= (int)base)
             return NULL;
-    if (len > PARSE_SPLIT_DIGITS) {
-        struct powers pw;
-        powers_init(&pw, base);
-        /* Up to the longest power parse_long splits at: shorter than s. */
-        powers_reach(vm, &pw, 0);
-        while (pw.digits[pw.levels - 1] * 2 < len)
-            powers_reach(vm, &pw, pw.levels);
-        size_t n;
-        uint64_t *x = parse_long(vm, &pw, s, len, &n);
-        return from64(vm, x, n, neg);
-    }
     /* Each digit needs at most log2(36) < 6 bits. */
     struct bigint *r = alloc(vm, len / 5 + 2);
     r->n = parse_base(vm, s, len, base, r->limb);
@@ -1233,28 +610,11 @@ bigint_to_string(struct star_vm *vm, const struct bigint *a, unsigned base, bool
         upper ? "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ" : "0123456789abcdefghijklmnopqrstuvwxyz";
     if ((base & (base - 1)) == 0)
         return text_pow2(vm, a, (unsigned)__builtin_ctz(base), digits, len);
-    size_t n;
-    uint64_t *x = to64(vm, a, &n);
-    if (n <= TEXT_SPLIT_LIMBS) {
-        /* At least one bit per digit, plus the sign and the NUL. */
-        size_t w = (size_t)bit_length(a) + 1;
-        char *out = star_alloc(vm, w + 2);
-        char *end = out + 1 + w;
-        text_base(vm, x, n, base, end, w, digits);
-        return text_trim(a, out, end, len);
-    }
-    struct powers pw;
-    powers_init(&pw, base);
-    /* The first level whose square is above a: its limbs, one less, twice
-     * over cover a's. */
-    powers_reach(vm, &pw, 0);
-    while (2 * (pw.n[pw.levels - 1] - 1) < n)
-        powers_reach(vm, &pw, pw.levels);
-    unsigned top = pw.levels - 1;
-    size_t w = 2 * pw.digits[top];
+    /* At least one bit per digit, plus the sign and the NUL. */
+    size_t w = (size_t)bit_length(a) + 1;
     char *out = star_alloc(vm, w + 2);
     char *end = out + 1 + w;
-    to_text(vm, &pw, x, n, (int)top, end, w, digits);
+    text_base(vm, a, base, end, w, digits);
     return text_trim(a, out, end, len);
 }
 
@@ -1332,7 +692,9 @@ bigint_mul(struct star_vm *vm, const struct bigint *a, const struct bigint *b)
     if (a->n >= MUL_SMALL_LIMBS && b->n >= MUL_SMALL_LIMBS) {
         size_t an, bn;
         uint64_t *a64 = to64(vm, a, &an), *b64 = to64(vm, b, &bn);
-        uint64_t *r = mul64_new(vm, a64, an, b64, bn);
+        uint64_t *r = star_alloc_array(vm, an + bn, sizeof *r);
+        charge(vm, (uint64_t)an * bn);
+        mul64_base(r, a64, an, b64, bn);
         return from64(vm, r, an + bn, a->neg != b->neg);
     }
     struct bigint *r = alloc(vm, (size_t)a->n + b->n);
@@ -1377,7 +739,7 @@ bigint_divmod(struct star_vm *vm, const struct bigint *a, const struct bigint *b
         uint64_t *a64 = to64(vm, a, &an), *b64 = to64(vm, b, &bn);
         uint64_t *q64 = star_alloc_array(vm, an - bn + 1, sizeof *q64);
         uint64_t *r64 = star_alloc_array(vm, bn, sizeof *r64);
-        div_any(vm, a64, an, b64, bn, q64, r64);
+        div64(vm, a64, an, b64, bn, q64, r64);
         qm = from64(vm, q64, an - bn + 1, false);
         rm = from64(vm, r64, bn, false);
     }

@@ -10,10 +10,11 @@
  * with the arena's out-of-memory error; the long operations
  * (multiplication, division, conversion to and from text) also count
  * their work against the run's step budget, so no file can keep the
- * interpreter busy for long with a few enormous numbers.  Multiplication
- * is Karatsuba's, conversion to and from decimal text splits the number
- * in halves, division is long division in 64-bit limbs.  Nothing else
- * fails: division by zero is the caller's to refuse.
+ * interpreter busy for long with a few enormous numbers.  Multiplication,
+ * division and conversion to and from text are the schoolbook ones
+ * (quadratic): rules files do no such arithmetic, and the step budget
+ * bounds what a hostile file can make them do.  Nothing else fails:
+ * division by zero is the caller's to refuse.
  */
 #ifndef EXECGATE_STARLARK_BIGINT_H
 #define EXECGATE_STARLARK_BIGINT_H
