@@ -21,9 +21,8 @@
 #include <unistd.h>
 
 #include "rules/amend.h"
+#include "rules/decision.h"
 #include "rules/exec_path.h"
-#include "rules/heuristic.h"
-#include "rules/lint.h"
 #include "rules/load.h"
 #include "rules/shlex.h"
 #include "rules/verdict.h"
@@ -96,38 +95,70 @@ print_match(const struct rules_match *m, const struct rules_match *settled_by)
     free(prefix);
 }
 
+/* A pattern as the rules wrote it: alternatives as [a|b]. */
 static void
-print_names(const struct verdict *v)
+print_pattern(const struct rules_prefix_rule *rule)
 {
-    printf("names:\n");
-    for (size_t i = 0; i < v->n_names; i++) {
-        const struct verdict_name *n = &v->names[i];
-        const char *d = rules_decision_name(n->decision);
-        printf("  %s (%s): %s\n", n->name,
-               n->restricting ? "may only make the answer stricter" : "a path of the program",
-               d ? d : "no rule");
-        for (size_t k = 0; k < n->result.n_matches; k++)
-            print_match(&n->result.matches[k], n->settled_by);
+    printf("%s", rule->program);
+    for (size_t k = 0; k < rule->n_rest; k++) {
+        const struct rules_token *t = &rule->rest[k];
+        printf(" %s", t->n_alts > 1 ? "[" : "");
+        for (size_t i = 0; i < t->n_alts; i++) {
+            char *w = shlex_join(&t->alts[i], 1);
+            printf("%s%s", i ? "|" : "", w ? w : "?");
+            free(w);
+        }
+        printf("%s", t->n_alts > 1 ? "]" : "");
     }
 }
 
-/* What the server does with the verdict. */
 static void
-print_outcome(const struct verdict *v, const struct verdict_rules *vr, const struct verdict_exec *e,
-              const struct exec_path *walk)
+print_misses(const struct decision *d, const char *name)
 {
-    const char *const *argv = e->argv;
-    /* the server reads the options under the program's own name */
-    const char *caution = NULL;
-    const char **words = calloc(e->argc + 1, sizeof(*words));
-    if (words && v->decision == RULES_DECISION_ALLOW) {
-        memcpy(words, argv, e->argc * sizeof(*words));
-        words[0] = walk->canonical ? walk->canonical : walk->absolute;
-        caution = rules_lint_dangerous_use(words, e->argc);
-    } else if (!words) {
-        caution = "an option this could not check (out of memory)";
+    for (size_t i = 0; i < d->n_misses; i++) {
+        const struct decision_miss *m = &d->misses[i];
+        if (m->name != name)
+            continue;
+        printf("      not matched: %s", rules_decision_name(m->rule.decision));
+        if (m->rule.origin.file)
+            printf(" %s:%u:%u", m->rule.origin.file, (unsigned)m->rule.origin.line,
+                   (unsigned)m->rule.origin.col);
+        printf(": ");
+        print_pattern(&m->rule);
+        char *word = m->word ? shlex_join(&m->word, 1) : NULL;
+        if (m->word)
+            printf(" (argument %zu is %s)\n", m->at, word ? word : "?");
+        else
+            printf(" (the command has no argument %zu)\n", m->at);
+        free(word);
     }
-    free(words);
+}
+
+static void
+print_names(const struct decision *d)
+{
+    const struct verdict *v = &d->verdict;
+    printf("names:\n");
+    for (size_t i = 0; i < v->n_names; i++) {
+        const struct verdict_name *n = &v->names[i];
+        const char *dn = rules_decision_name(n->decision);
+        printf("  %s (%s): %s\n", n->name,
+               n->restricting ? "may only make the answer stricter" : "a path of the program",
+               dn ? dn : "no rule");
+        for (size_t k = 0; k < n->result.n_matches; k++)
+            print_match(&n->result.matches[k], n->settled_by);
+        print_misses(d, n->name);
+    }
+    if (d->n_missed > d->n_misses)
+        printf("  (and %zu more rules that did not match)\n", d->n_missed - d->n_misses);
+}
+
+/* What the server does with the decision. */
+static void
+print_outcome(const struct decision *d, const struct verdict_rules *vr,
+              const struct verdict_exec *e, const struct exec_path *walk)
+{
+    const struct verdict *v = &d->verdict;
     printf("decision: ");
     switch (v->decision) {
     case RULES_DECISION_FORBIDDEN:
@@ -138,15 +169,15 @@ print_outcome(const struct verdict *v, const struct verdict_rules *vr, const str
         printf("prompt: a person is asked first; approved, it runs outside the sandbox\n");
         break;
     case RULES_DECISION_ALLOW:
-        if (caution)
+        if (d->caution)
             printf("allow, but it uses %s: a person is asked first; approved, it runs outside "
                    "the sandbox\n",
-                   caution);
+                   d->caution);
         else
             printf("allow: it runs outside the sandbox\n");
         break;
     default:
-        if (heuristic_forces_rm(argv, e->argc))
+        if (d->forced_rm)
             printf("no rule, but a forced rm: a person is asked first; approved, it runs in the "
                    "sandbox\n");
         else
@@ -188,13 +219,13 @@ explain(const struct explain_args *a, const struct rules_policy *rules, const ch
     memset(&walk, 0, sizeof(walk));
     struct exec_interpreters in;
     memset(&in, 0, sizeof(in));
-    struct verdict v;
-    memset(&v, 0, sizeof(v));
+    struct decision d;
+    memset(&d, 0, sizeof(d));
     int rc = getcwd(cwd, sizeof(cwd)) && exec_path_walk(file, cwd, &walk) == 0 ? 0 : -1;
     rc = rc == 0 && exec_path_interpreters(&walk, cwd, &in) == 0 ? 0 : -1;
     const struct verdict_rules vr = {rules, NULL, answers, a->program_paths_only};
     const struct verdict_exec e = {a->cmd, a->n_cmd, NULL, in.names, in.n};
-    rc = rc == 0 && verdict_decide(&vr, &e, &walk, &v) == 0 ? 0 : -1;
+    rc = rc == 0 && decision_make(&vr, &e, cwd, &walk, DECISION_TRACE, &d) == 0 ? 0 : -1;
     if (rc == 0) {
         char *shown = shlex_join(a->cmd, a->n_cmd);
         printf("command: %s\n", shown ? shown : a->cmd[0]);
@@ -204,13 +235,13 @@ explain(const struct explain_args *a, const struct rules_policy *rules, const ch
         printf("\n");
         for (size_t i = 0; i < in.n; i++)
             printf("interpreter: %s\n", in.names[i]);
-        print_names(&v);
-        print_outcome(&v, &vr, &e, &walk);
+        print_names(&d);
+        print_outcome(&d, &vr, &e, &walk);
         free(shown);
     } else {
         fprintf(stderr, "execgate-rules explain: %s: cannot be looked at\n", file);
     }
-    verdict_release(&v);
+    decision_release(&d);
     exec_interpreters_release(&in);
     exec_path_release(&walk);
     free(file);
