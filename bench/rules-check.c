@@ -159,9 +159,17 @@ bench_decision(const struct rules_policy *p, const struct exec_path *walk, int f
                 struct verdict v;
                 if (verdict_decide(&vr, &e, walk, &v) < 0)
                     exit(1);
-                const char *words[] = {walk->canonical, argv[1], argv[2], NULL};
-                sink += v.decision + exec_path_is_loader(walk->canonical) +
+                /* its words and the loader's file were copies, as here */
+                const char **words = calloc(4, sizeof(*words));
+                char *file = strdup(walk->canonical);
+                if (!words || !file)
+                    exit(1);
+                memcpy(words, (const char *[]){walk->canonical, argv[1], argv[2]},
+                       3 * sizeof(*words));
+                sink += v.decision + exec_path_is_loader(file) +
                         (rules_lint_dangerous_use(words, 3) != NULL);
+                free(file);
+                free(words);
                 verdict_release(&v);
             } else {
                 struct decision d;

@@ -62,7 +62,8 @@ struct decision {
 int decision_make(const struct verdict_rules *vr, const struct verdict_exec *e, const char *cwd,
                   const struct exec_path *walk, unsigned flags, struct decision *d);
 
-/* Frees what decision_make stored; safe on a zeroed struct. */
+/* Frees what decision_make stored; safe on a zeroed struct, not on one
+ * decision_make was never given. */
 void decision_release(struct decision *d);
 
 #endif

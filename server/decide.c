@@ -1630,8 +1630,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     out->answered_by = "rules";
     struct exec_path walk;
     struct exec_interpreters in = {.n = 0};
-    struct decision d;
-    memset(&d, 0, sizeof(d));
+    struct decision d; /* made below, once the key is (not zeroed: it is large) */
+    d.verdict.decision = RULES_DECISION_NONE;
     const struct verdict *v = &d.verdict;
     bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0;
     if (ok && e->source == DECIDE_FROM_TREE && e->canonical &&
@@ -1666,7 +1666,9 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     struct verdict_rules vr;
     struct verdict_exec ve;
     verdict_inputs(dc->ds, e, &vr, &ve);
-    ok = ok && make_key(out, e, &walk) == 0 && decision_make(&vr, &ve, e->cwd, &walk, 0, &d) == 0;
+    ok = ok && make_key(out, e, &walk) == 0;
+    bool decided = ok;
+    ok = ok && decision_make(&vr, &ve, e->cwd, &walk, 0, &d) == 0;
     if (ok)
         out->matched = matched_rules(dc, v);
     /* what only an exec that may go outside needs (the tree's run in place) */
@@ -1716,7 +1718,8 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
         out->file = strdup(e->path);
         set_deny(out, "out of memory", NULL);
     }
-    decision_release(&d);
+    if (decided)
+        decision_release(&d);
     exec_interpreters_release(&in);
     exec_path_release(&walk);
 }
