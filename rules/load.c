@@ -164,6 +164,30 @@ load_dir(struct rules_policy *p, const char *dir, unsigned how, char **err)
     return rc;
 }
 
+/* Whether a load that asked to be made again whole (LOAD_AGAIN_WHOLE)
+ * is to be: then *p is freed. */
+static bool
+load_again_whole(struct rules_policy **p, int rc, unsigned how)
+{
+    if (rc != LOAD_AGAIN_WHOLE || (how & LOAD_WHOLE))
+        return false;
+    rules_policy_free(*p);
+    *p = NULL;
+    return true;
+}
+
+/* What a load came to: p, or NULL (p freed) with *err set. */
+static struct rules_policy *
+load_end(struct rules_policy *p, int rc, char **err)
+{
+    if (rc == 0)
+        return p;
+    rules_policy_free(p);
+    if (*err == NULL)
+        *err = strdup("rules: out of memory");
+    return NULL;
+}
+
 static struct rules_policy *
 load_all(const char *dir, const char *const *extra, size_t n_extra, unsigned how, char **err)
 {
@@ -178,17 +202,9 @@ load_all(const char *dir, const char *const *extra, size_t n_extra, unsigned how
         rc = load_dir(p, dir, how, err);
     for (size_t i = 0; rc == 0 && i < n_extra; i++)
         rc = load_file(p, extra[i], how, err);
-    if (rc == LOAD_AGAIN_WHOLE && !(how & LOAD_WHOLE)) {
-        rules_policy_free(p);
+    if (load_again_whole(&p, rc, how))
         return load_all(dir, extra, n_extra, how | LOAD_WHOLE, err);
-    }
-    if (rc != 0) {
-        rules_policy_free(p);
-        if (*err == NULL)
-            *err = strdup("rules: out of memory");
-        return NULL;
-    }
-    return p;
+    return load_end(p, rc, err);
 }
 
 struct rules_policy *
@@ -262,17 +278,9 @@ load_paths(const char *const *paths, size_t n, const char *missing_ok, unsigned 
     }
     struct load_ctx ctx = {p, how, err};
     int rc = rules_each_file(paths, n, missing_ok, load_one, &ctx, err);
-    if (rc == LOAD_AGAIN_WHOLE && !(how & LOAD_WHOLE)) {
-        rules_policy_free(p);
+    if (load_again_whole(&p, rc, how))
         return load_paths(paths, n, missing_ok, how | LOAD_WHOLE, err);
-    }
-    if (rc != 0) {
-        rules_policy_free(p);
-        if (*err == NULL)
-            *err = strdup("rules: out of memory");
-        return NULL;
-    }
-    return p;
+    return load_end(p, rc, err);
 }
 
 struct rules_policy *

@@ -5,6 +5,20 @@
 #ifndef EXECGATE_RULES_CLI_CMD_H
 #define EXECGATE_RULES_CLI_CMD_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+struct rules_policy;
+
+/*
+ * The rules a subcommand reads: the files named, else the default rules
+ * directory; as Codex loads them (check) or as the server does.  NULL
+ * after saying why on stderr, as "execgate-rules CMD: ...", with
+ * name_them telling how to name files when there is no directory.
+ */
+struct rules_policy *rules_cmd_load(const char *cmd, const char *const *files, size_t n,
+                                    bool as_codex, const char *name_them);
+
 /* execgate-rules check [--rules FILE]... [--resolve-host-executables] [--pretty] -- CMD... */
 int rules_cmd_check(int argc, char **argv);
 

@@ -75,29 +75,6 @@ parse_args(int argc, char **argv, struct check_args *a)
     return 0;
 }
 
-static struct rules_policy *
-load_policy(const struct check_args *a)
-{
-    char *err = NULL;
-    struct rules_policy *p = NULL;
-    if (a->n_rules > 0) {
-        p = rules_load_as_codex(NULL, a->rules, a->n_rules, &err);
-    } else {
-        char *dir = rules_default_dir();
-        if (!dir) {
-            fprintf(stderr, "execgate-rules check: no rules directory: set CODEX_HOME or HOME, "
-                            "or pass --rules FILE\n");
-            return NULL;
-        }
-        p = rules_load_as_codex(dir, NULL, 0, &err);
-        free(dir);
-    }
-    if (!p)
-        fprintf(stderr, "execgate-rules check: %s\n", err ? err : "cannot load the rules");
-    free(err);
-    return p;
-}
-
 static int
 print_result(const struct rules_policy *p, const struct check_args *a)
 {
@@ -128,7 +105,8 @@ rules_cmd_check(int argc, char **argv)
     struct check_args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc == 0) {
-        struct rules_policy *p = load_policy(&a);
+        struct rules_policy *p =
+            rules_cmd_load("check", a.rules, a.n_rules, true, "pass --rules FILE");
         rc = p ? print_result(p, &a) : 1;
         rules_policy_free(p);
     }

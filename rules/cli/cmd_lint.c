@@ -20,29 +20,6 @@
 
 #define LINT_USAGE "usage: execgate-rules lint [--] [FILE]...\n"
 
-static struct rules_policy *
-load_policy(const char *const *files, size_t n)
-{
-    char *err = NULL;
-    struct rules_policy *p = NULL;
-    if (n > 0) {
-        p = rules_load(NULL, files, n, &err);
-    } else {
-        char *dir = rules_default_dir();
-        if (!dir) {
-            fprintf(stderr, "execgate-rules lint: no rules directory: set CODEX_HOME or HOME, "
-                            "or name the files\n");
-            return NULL;
-        }
-        p = rules_load(dir, NULL, 0, &err);
-        free(dir);
-    }
-    if (!p)
-        fprintf(stderr, "execgate-rules lint: %s\n", err ? err : "cannot load the rules");
-    free(err);
-    return p;
-}
-
 struct printer {
     bool failed; /* a write to stdout failed */
 };
@@ -75,7 +52,8 @@ rules_cmd_lint(int argc, char **argv)
             return 2;
         }
     }
-    struct rules_policy *p = load_policy((const char *const *)argv + first, (size_t)(argc - first));
+    struct rules_policy *p = rules_cmd_load("lint", (const char *const *)argv + first,
+                                            (size_t)(argc - first), false, "name the files");
     if (!p)
         return 2;
     struct printer pr = {0};
