@@ -504,7 +504,10 @@ text_base(struct star_vm *vm, const struct bigint *a, unsigned base, char *end, 
     uint32_t chunk = chunk_of(base, &k);
     char *p = end;
     while (tn > 0) {
-        charge(vm, tn / 2);
+        /* each limb divided by the chunk, waiting on the last remainder:
+         * 8 units a limb (measured: str() of a 3.2-million-bit number
+         * costs what this charges) */
+        charge(vm, 8 * (uint64_t)tn);
         uint32_t rem = chunk == 1000000000u ? mag_div_1e9(t, tn) : mag_div_small(t, tn, chunk);
         while (tn > 0 && t[tn - 1] == 0)
             tn--;
@@ -541,7 +544,8 @@ parse_base(struct star_vm *vm, const char *s, size_t len, unsigned base, uint32_
         }
         if (carry != 0)
             out[used++] = (uint32_t)carry;
-        charge(vm, used / 2);
+        /* a 32-bit multiply-add a limb: 1.5 units (measured, as above) */
+        charge(vm, 3 * (uint64_t)used / 2);
     }
     return used;
 }

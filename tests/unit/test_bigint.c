@@ -454,7 +454,7 @@ test_step_cost(void **state)
     if (whole < 3 * half || whole > 5 * half)
         fail_msg("%llu steps, %llu for half the digits", (unsigned long long)whole,
                  (unsigned long long)half);
-    if (whole > STAR_MAX_STEPS / 50)
+    if (whole > STAR_MAX_STEPS / 20)
         fail_msg("%llu steps", (unsigned long long)whole);
 }
 
