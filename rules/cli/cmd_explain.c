@@ -4,9 +4,11 @@
  *
  * `check` answers as `codex execpolicy check` does, byte for byte; the
  * server decides more: it finds the program on PATH as the shell would,
- * checks the rules under every name the program goes by (rules/verdict.h),
- * takes the person's standing answers into account, and applies the
- * forced-rm heuristic.  This prints each of those steps.  Exit 0 when it
+ * checks the rules under every name the program goes by, takes the
+ * person's standing answers into account, and applies the forced-rm
+ * heuristic, all in decision_make (rules/decision.h), which this calls as
+ * the server does, asking also for the rules that did not match.  This
+ * prints each of those steps.  Exit 0 when it
  * could tell, 1 when the program cannot be found or read, 2 when the
  * rules do not load or on a usage error.
  */
