@@ -2,6 +2,10 @@
  * Benchmark of rules_policy_check: checks per second on one core against
  * policies of 10, 1 000 and 10 000 rules, and against a baseline that scans
  * every rule of the 1 000-rule policy the way an unindexed engine would.
+ * Then one exec's whole decision (decision_make, as the server makes it,
+ * and with the trace `execgate-rules explain` asks for) against the steps
+ * the server took itself before (the verdict, the loader test, the
+ * option check), on the walk of /bin/sh made once.
  * Times are CPU time of this thread, so a busy machine slows the wall
  * clock but not the figures.  Prints one line per measurement; no
  * assertion.
@@ -11,7 +15,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "rules/decision.h"
+#include "rules/exec_path.h"
+#include "rules/lint.h"
 #include "rules/policy.h"
+#include "rules/verdict.h"
 
 enum { N_COMMANDS = 64 };
 
@@ -131,6 +139,79 @@ bench_scan(struct gen_rule *rules, size_t n_rules, char *cmds[N_COMMANDS][4], do
     return (double)done / (t - start);
 }
 
+/* Decisions per second of `sh -c 'echo hi'` (a prompt rule) under p: the
+ * server's steps of before by hand (flags < 0), or decision_make with
+ * flags. */
+static double
+bench_decision(const struct rules_policy *p, const struct exec_path *walk, int flags,
+               double seconds)
+{
+    const char *argv[] = {"sh", "-c", "echo hi", NULL};
+    const struct verdict_rules vr = {p, NULL, NULL, false};
+    const struct verdict_exec e = {argv, 3, NULL, NULL, 0};
+    size_t done = 0;
+    double start = now(), t = start;
+    while (t - start < seconds) {
+        for (size_t i = 0; i < 256; i++) {
+            if (flags < 0) {
+                /* the steps the server took itself before decision_make:
+                 * the verdict, the loader test, the option check */
+                struct verdict v;
+                if (verdict_decide(&vr, &e, walk, &v) < 0)
+                    exit(1);
+                /* its words and the loader's file were copies, as here */
+                const char **words = calloc(4, sizeof(*words));
+                char *file = strdup(walk->canonical);
+                if (!words || !file)
+                    exit(1);
+                memcpy(words, (const char *[]){walk->canonical, argv[1], argv[2]},
+                       3 * sizeof(*words));
+                sink += v.decision + exec_path_is_loader(file) +
+                        (rules_lint_dangerous_use(words, 3) != NULL);
+                free(file);
+                free(words);
+                verdict_release(&v);
+            } else {
+                struct decision d;
+                if (decision_make(&vr, &e, "/", walk, (unsigned)flags, &d) < 0)
+                    exit(1);
+                sink += d.verdict.decision + d.n_missed;
+                decision_release(&d);
+            }
+        }
+        done += 256;
+        t = now();
+    }
+    return (double)done / (t - start);
+}
+
+static void
+bench_decisions(double seconds)
+{
+    struct gen_rule *rules;
+    struct rules_policy *p = make_policy(1000, &rules);
+    const char *sh[] = {"sh"}, *c[] = {"-c"}, *x[] = {"-x"};
+    const struct rules_token pc[] = {{sh, 1}, {c, 1}}, px[] = {{sh, 1}, {x, 1}};
+    struct exec_path walk;
+    if (rules_policy_add_prefix_rule(p, pc, 2, RULES_DECISION_PROMPT, NULL) < 0 ||
+        rules_policy_add_prefix_rule(p, px, 2, RULES_DECISION_ALLOW, NULL) < 0 ||
+        exec_path_walk("/bin/sh", "/", &walk) < 0) {
+        fprintf(stderr, "cannot set up the decision benchmark\n");
+        exit(1);
+    }
+    double verdict = bench_decision(p, &walk, -1, seconds);
+    double decision = bench_decision(p, &walk, 0, seconds);
+    double traced = bench_decision(p, &walk, DECISION_TRACE, seconds);
+    printf("verdict, loader, options, 1000 rules:  %10.0f decisions/s (baseline)\n", verdict);
+    printf("decision_make, 1000 rules:             %10.0f decisions/s (%.2f of the baseline)\n",
+           decision, decision / verdict);
+    printf("decision_make with its trace:          %10.0f decisions/s (%.2f of the baseline)\n",
+           traced, traced / verdict);
+    exec_path_release(&walk);
+    free_rules(rules, 1000);
+    rules_policy_free(p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -158,5 +239,6 @@ main(int argc, char **argv)
         rules_policy_free(p);
     }
     printf("10000 rules / 10 rules: %.2f (1.00 = policy size costs nothing)\n", rate[2] / rate[0]);
+    bench_decisions(seconds);
     return 0;
 }

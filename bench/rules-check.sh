@@ -17,7 +17,7 @@ taskset -c 0 build-bench/bench/bench-rules-check "$secs"
 # Process level: one process per check, as a user or script would run it.
 # CPU time (perf stat task-clock) is reported: on a shared machine the
 # wall time mostly measures waiting for a core.
-if ninja -C build-bench rules/execgate-rules >/dev/null 2>&1; then
+if ninja -C build-bench rules/cli/execgate-rules >/dev/null 2>&1; then
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     for size in 1000 10000; do
@@ -34,7 +34,7 @@ if ninja -C build-bench rules/execgate-rules >/dev/null 2>&1; then
             awk -F, -v label="$label" '/task-clock/ { printf "%-50s %8.2f ms CPU per check\n", label, $1 }'
     }
     for f in empty bench1000 bench10000; do
-        run "execgate-rules check, $f.rules" taskset -c 0 build-bench/rules/execgate-rules check \
+        run "execgate-rules check, $f.rules" taskset -c 0 build-bench/rules/cli/execgate-rules check \
             --rules "$tmp/$f.rules" --
         if [ -n "${CODEX:-}" ]; then
             RUST_BACKTRACE=0 run "codex execpolicy check, $f.rules (baseline)" taskset -c 0 \

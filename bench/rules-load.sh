@@ -11,7 +11,7 @@ runs=${2:-15}
 if [ ! -d build-bench ]; then
     meson setup build-bench --buildtype=release -Dtests=false >/dev/null
 fi
-ninja -C build-bench bench/bench-rules-load rules/execgate-rules >/dev/null
+ninja -C build-bench bench/bench-rules-load rules/cli/execgate-rules >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 taskset -c 0 build-bench/bench/bench-rules-load "$n" "$runs" "$tmp/bench.rules"
@@ -28,7 +28,7 @@ run() {
     echo "$start $end" | awk '{ printf "%.1f ms per process\n", ($2 - $1) * 100 }'
 }
 printf 'execgate-rules check --rules FILE -- ls (%s rules): ' "$n"
-run taskset -c 0 build-bench/rules/execgate-rules check --rules "$tmp/bench.rules" -- ls
+run taskset -c 0 build-bench/rules/cli/execgate-rules check --rules "$tmp/bench.rules" -- ls
 if [ -n "${CODEX:-}" ]; then
     printf 'codex execpolicy check --rules FILE ls (baseline): '
     RUST_BACKTRACE=0 run taskset -c 0 "$CODEX" execpolicy check --rules "$tmp/bench.rules" ls

@@ -3,7 +3,7 @@
  * runs outside the sandbox, and which commands use an option that writes
  * any file or runs any command.
  *
- * One table (lint.c) holds the knowledge: programs that run code or read
+ * One table (lint_table.c) holds the knowledge: programs that run code or read
  * configuration from the working tree (git, make, npm, cargo, python, ...)
  * or run any program they are given (sh, env, xargs, sudo, timeout, ...),
  * and, per program and subcommand, the options that write files or run

@@ -1,5 +1,5 @@
 #include "rules/load.h"
-#include "rules/errmsg.h"
+#include "starlark/errmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rules/eval.h"
+#include "starlark/eval.h"
 #include "rules/rule_builtins.h"
-#include "rules/source.h"
+#include "starlark/source.h"
 
 char *
 rules_default_dir(void)
@@ -51,14 +51,14 @@ load_file(struct rules_policy *p, const char *path, unsigned how, char **err)
     char *src = star_source_read(path, &len, err);
     if (src == NULL) {
         if (*err == NULL)
-            *err = rules_errf("%s:1:1: out of memory", path);
+            *err = star_errf("%s:1:1: out of memory", path);
         return -1;
     }
     struct star_vm *vm = star_vm_new();
     struct rules_builder *b = rules_builder_new(p, (how & LOAD_AS_CODEX) != 0);
     int rc = -1;
     if (vm == NULL || b == NULL || rules_builtins_install(vm, b) != 0) {
-        *err = rules_errf("%s:1:1: out of memory", path);
+        *err = star_errf("%s:1:1: out of memory", path);
     } else if ((rc = (how & LOAD_WHOLE) ? star_vm_exec_file(vm, path, src, len)
                                         : star_vm_exec_file_stream(vm, path, src, len)) != 0) {
         if (rc < 0)
@@ -99,7 +99,7 @@ list_dir(const char *dir, char ***names, size_t *n, char **err)
     if (d == NULL) {
         if (errno == ENOENT)
             return 0;
-        *err = rules_errf("%s:1:1: cannot read the rules directory: %s", dir, strerror(errno));
+        *err = star_errf("%s:1:1: cannot read the rules directory: %s", dir, strerror(errno));
         return -1;
     }
     size_t cap = 0;
@@ -126,7 +126,7 @@ list_dir(const char *dir, char ***names, size_t *n, char **err)
     }
     closedir(d);
     if (rc != 0) {
-        *err = rules_errf("%s:1:1: out of memory listing the directory", dir);
+        *err = star_errf("%s:1:1: out of memory listing the directory", dir);
         return -1;
     }
     if (*n > 1)
@@ -153,7 +153,7 @@ load_dir(struct rules_policy *p, const char *dir, unsigned how, char **err)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
-            *err = rules_errf("%s:1:1: out of memory", dir);
+            *err = star_errf("%s:1:1: out of memory", dir);
             rc = -1;
             break;
         }
@@ -162,6 +162,30 @@ load_dir(struct rules_policy *p, const char *dir, unsigned how, char **err)
     }
     free_names(names, n);
     return rc;
+}
+
+/* Whether a load that asked to be made again whole (LOAD_AGAIN_WHOLE)
+ * is to be: then *p is freed. */
+static bool
+load_again_whole(struct rules_policy **p, int rc, unsigned how)
+{
+    if (rc != LOAD_AGAIN_WHOLE || (how & LOAD_WHOLE))
+        return false;
+    rules_policy_free(*p);
+    *p = NULL;
+    return true;
+}
+
+/* What a load came to: p, or NULL (p freed) with *err set. */
+static struct rules_policy *
+load_end(struct rules_policy *p, int rc, char **err)
+{
+    if (rc == 0)
+        return p;
+    rules_policy_free(p);
+    if (*err == NULL)
+        *err = strdup("rules: out of memory");
+    return NULL;
 }
 
 static struct rules_policy *
@@ -178,17 +202,9 @@ load_all(const char *dir, const char *const *extra, size_t n_extra, unsigned how
         rc = load_dir(p, dir, how, err);
     for (size_t i = 0; rc == 0 && i < n_extra; i++)
         rc = load_file(p, extra[i], how, err);
-    if (rc == LOAD_AGAIN_WHOLE && !(how & LOAD_WHOLE)) {
-        rules_policy_free(p);
+    if (load_again_whole(&p, rc, how))
         return load_all(dir, extra, n_extra, how | LOAD_WHOLE, err);
-    }
-    if (rc != 0) {
-        rules_policy_free(p);
-        if (*err == NULL)
-            *err = strdup("rules: out of memory");
-        return NULL;
-    }
-    return p;
+    return load_end(p, rc, err);
 }
 
 struct rules_policy *
@@ -225,7 +241,7 @@ rules_each_file(const char *const *paths, size_t n, const char *missing_ok,
         for (size_t k = 0; rc == 0 && k < n_names; k++) {
             char *path = NULL;
             if (asprintf(&path, "%s/%s", paths[i], names[k]) < 0) {
-                *err = rules_errf("%s:1:1: out of memory", paths[i]);
+                *err = star_errf("%s:1:1: out of memory", paths[i]);
                 rc = -1;
                 break;
             }
@@ -262,17 +278,9 @@ load_paths(const char *const *paths, size_t n, const char *missing_ok, unsigned 
     }
     struct load_ctx ctx = {p, how, err};
     int rc = rules_each_file(paths, n, missing_ok, load_one, &ctx, err);
-    if (rc == LOAD_AGAIN_WHOLE && !(how & LOAD_WHOLE)) {
-        rules_policy_free(p);
+    if (load_again_whole(&p, rc, how))
         return load_paths(paths, n, missing_ok, how | LOAD_WHOLE, err);
-    }
-    if (rc != 0) {
-        rules_policy_free(p);
-        if (*err == NULL)
-            *err = strdup("rules: out of memory");
-        return NULL;
-    }
-    return p;
+    return load_end(p, rc, err);
 }
 
 struct rules_policy *

@@ -1,5 +1,5 @@
 #include "rules/rule_builtins.h"
-#include "rules/errmsg.h"
+#include "starlark/errmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "rules/shlex.h"
-#include "rules/unicode.h"
+#include "starlark/unicode.h"
 
 /* A prefix_rule call whose examples are checked when the file is done. */
 struct pending {
@@ -575,8 +575,8 @@ example_error(struct star_vm *vm, const struct pending *pd, const char *what,
 {
     char *ex = shlex_join(argv, argc);
     char *pat = pattern_text(pd);
-    char *e = rules_errf("%s:%u:%u: %s: rule pattern %s, example: %s", vm->file, pd->line, pd->col,
-                         what, pat ? pat : "?", ex ? ex : "?");
+    char *e = star_errf("%s:%u:%u: %s: rule pattern %s, example: %s", vm->file, pd->line, pd->col,
+                        what, pat ? pat : "?", ex ? ex : "?");
     free(ex);
     free(pat);
     return e;
@@ -594,7 +594,7 @@ check_one(struct rules_builder *b, struct star_vm *vm, const struct pending *pd,
                                            NULL) != 0) ||
         rules_policy_copy_host_executables(p, b->policy) != 0) {
         rules_policy_free(p);
-        *err = rules_errf("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);
+        *err = star_errf("%s:%u:%u: out of memory", vm->file, pd->line, pd->col);
         return -1;
     }
     int rc = 0;

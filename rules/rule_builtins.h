@@ -6,7 +6,7 @@
 #ifndef EXECGATE_RULES_RULE_BUILTINS_H
 #define EXECGATE_RULES_RULE_BUILTINS_H
 
-#include "rules/eval.h"
+#include "starlark/eval.h"
 #include <stdbool.h>
 
 #include "rules/policy.h"

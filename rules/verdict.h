@@ -11,8 +11,9 @@
  * never allow, so that neither exec -a, nor a #! line, nor a basename
  * outside a host_executable's list can vouch for a program.
  *
- * The server decides with it (server/decide/decide.c) and `execgate-rules
- * explain` shows it, so both see the same names and the same answer.
+ * decision_make (decision.h), which the server and `execgate-rules
+ * explain` both call, decides with it, so both see the same names and
+ * the same answer.
  * Knows nothing of MCP or libuv.
  */
 #ifndef EXECGATE_RULES_VERDICT_H

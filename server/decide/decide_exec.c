@@ -17,6 +17,7 @@
 #include "rules/exec_path.h"
 /* rules/ and sandbox/ both have a policy.h: named by their directories */
 #include "rules/amend.h"
+#include "rules/decision.h"
 #include "rules/lint.h"
 #include "rules/policy.h"
 #include "rules/shlex.h"
@@ -82,98 +83,13 @@ matched_rules(const struct decide_call *dc, const struct verdict *v)
     return matched;
 }
 
-/* The command as the checks read it: argv[1..] after a first word each
- * check sets to the name it tries (cmd->words[0]).  One per decision. */
-struct command {
-    const char **words;
-    size_t n; /* at least 1 */
-};
-
-static int
-command_init(struct command *cmd, const struct decide_exec *e)
-{
-    cmd->n = e->argc > 0 ? e->argc : 1;
-    cmd->words = calloc(cmd->n + 1, sizeof(*cmd->words));
-    for (size_t i = 1; cmd->words && i < e->argc; i++)
-        cmd->words[i] = e->argv[i];
-    return cmd->words ? 0 : -1;
-}
-
-/* The rules' verdict over every name e goes by (rules/verdict.h).
- * Returns 0, or -1 when out of memory (v released by the caller). */
+/* What the engine decides from (rules/decision.h, rules/verdict.h). */
 static void
 verdict_inputs(const struct decide_server *ds, const struct decide_exec *e,
                struct verdict_rules *vr, struct verdict_exec *ve)
 {
     *vr = (struct verdict_rules){ds->rules, NULL, ds->answers_file, ds->preserve_program_paths};
     *ve = (struct verdict_exec){e->argv, e->argc, e->canonical, e->interpreters, e->n_interpreters};
-}
-
-static int
-rules_verdict(const struct decide_server *ds, const struct decide_exec *e,
-              const struct exec_path *walk, struct verdict *v)
-{
-    struct verdict_rules vr;
-    struct verdict_exec ve;
-    verdict_inputs(ds, e, &vr, &ve);
-    return verdict_decide(&vr, &ve, walk, v);
-}
-
-/*
- * The dynamic loader run as a program starts the program it is given
- * without an exec of it, as a #! interpreter does: that program's names,
- * with its own arguments, count too (exec_path_is_loader).  Like a
- * restricting name they may make v stricter (forbidden, prompt) and never
- * allow; when they do, v takes their names marked restricting, so the
- * exec still runs as the loader (run_as_name) and its rule is shown as
- * the one that restricted it.  Those names are borrowed from the walk of
- * the program the loader runs, which moves into *kept (the caller
- * releases it after v).  A loader running a loader is followed as deep as
- * #! lines are.  Returns 0, or -1 when out of memory.
- */
-static int
-loader_verdict(const struct decide_server *ds, const struct decide_exec *e,
-               const struct exec_path *walk, struct verdict *v, struct exec_path *kept)
-{
-    const char *const *argv = e->argv;
-    size_t argc = e->argc;
-    char *file = strdup(e->canonical ? e->canonical : walk->canonical ? walk->canonical : "");
-    int rc = file ? 0 : -1;
-    for (int depth = 0; rc == 0 && depth < EXEC_PATH_MAX_INTERPRETERS && exec_path_is_loader(file);
-         depth++) {
-        size_t k = exec_path_loader_program(argv, argc);
-        if (k == 0)
-            break;
-        argv += k;
-        argc -= k;
-        struct exec_path inner;
-        struct verdict iv = {.decision = RULES_DECISION_NONE};
-        const struct decide_exec ie = {.argv = argv, .argc = argc, .cwd = e->cwd};
-        rc = exec_path_walk(argv[0], e->cwd, &inner);
-        if (rc == 0)
-            rc = rules_verdict(ds, &ie, &inner, &iv);
-        enum rules_decision d =
-            iv.decision == RULES_DECISION_ALLOW ? RULES_DECISION_NONE : iv.decision;
-        free(file);
-        file = rc == 0 && inner.canonical ? strdup(inner.canonical) : NULL;
-        if (rc == 0 && d > v->decision) {
-            for (size_t i = 0; i < iv.n_names; i++)
-                iv.names[i].restricting = true;
-            struct verdict stricter = iv;
-            iv = *v;
-            *v = stricter;
-            /* v's names now point into inner: keep it as long as v */
-            exec_path_release(kept);
-            *kept = inner;
-            memset(&inner, 0, sizeof(inner));
-        }
-        verdict_release(&iv);
-        exec_path_release(&inner);
-        if (!file)
-            break;
-    }
-    free(file);
-    return rc < 0 ? -1 : 0;
 }
 
 /* Whether walk went through a procfs (a path under /proc, or a link
@@ -214,19 +130,6 @@ peer_canonical(const struct decide_exec *e)
     if (cwd >= 0)
         close(cwd);
     return canonical;
-}
-
-/* The forced-rm heuristic, under the program's own names. */
-static bool
-forces_rm(const struct exec_path *walk, struct command *cmd)
-{
-    bool forced = false;
-    const char *names[] = {walk->absolute, walk->canonical};
-    for (size_t i = 0; i < 2 && !forced; i++) {
-        cmd->words[0] = names[i];
-        forced = names[i] && heuristic_forces_rm(cmd->words, cmd->n);
-    }
-    return forced;
 }
 
 /* ---- may it run outside? ---- */
@@ -547,16 +450,6 @@ answered_before(struct decide_call *dc, const struct decide_exec *e, struct deci
     return false;
 }
 
-/* An option of the command that writes any file or runs any command
- * (rules_lint's table), which an allow rule's prefix cannot have meant to
- * let out of the sandbox unseen: a static description, or NULL. */
-static const char *
-dangerous_use(const struct decide_result *out, struct command *cmd)
-{
-    cmd->words[0] = out->program;
-    return rules_lint_dangerous_use(cmd->words, cmd->n);
-}
-
 /*
  * Whether v allows a program whose arguments name the files it changes
  * (rules_amend_exact_program) only through "always allow" answers (rules
@@ -602,15 +495,16 @@ answer_extended(const struct decide_server *ds, const struct verdict *v,
  * was given for, is asked about. */
 static void
 decide_outside(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-               const struct exec_interpreters *in, struct command *cmd, bool ask,
-               const struct verdict *v, struct decide_result *out)
+               const struct exec_interpreters *in, const struct decision *d, bool ask,
+               struct decide_result *out)
 {
     const char *why = NULL;
     char *why_owned = NULL;
     bool outside = escalatable(dc, e, walk, in, out, &why, &why_owned);
     if (!outside)
         log_info("decide %s: %s runs in the sandbox: %s", dc->label, out->program, why);
-    const char *caution = outside && !ask ? dangerous_use(out, cmd) : NULL;
+    const struct verdict *v = &d->verdict;
+    const char *caution = outside && !ask ? d->caution : NULL;
     if (outside && !ask && !caution && argv0_differs(e, out->run_as))
         caution = "its argv[0] names another program than the one its rule allows (it would "
                   "run under the rule's name)";
@@ -790,22 +684,22 @@ shell_starting_one_program(const struct decide_exec *e, const struct exec_path *
  */
 static void
 decide_child(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-             const struct verdict *v, struct command *cmd, struct decide_result *out)
+             const struct decision *d, struct decide_result *out)
 {
-    bool allowed = v->decision == RULES_DECISION_ALLOW;
+    bool allowed = d->verdict.decision == RULES_DECISION_ALLOW;
     /* a file a sandbox wrote is no program a rule or the shell test knows:
      * one named dash may be any code */
     bool written = walk_writable(dc, walk) || interpreters_writable(dc, e) ||
                    (e->canonical && sandbox_could_write(dc, e->canonical));
     bool planted = allowed && written;
-    const char *caution = allowed && !planted ? dangerous_use(out, cmd) : NULL;
+    const char *caution = allowed && !planted ? d->caution : NULL;
     /* set by the escalated program for its children (its own environment
      * was reset): code a rule could not have meant to let in */
     bool loads = allowed && !planted && !caution && e->code_env;
     if (loads)
         caution = CODE_ENV;
     if ((allowed && !planted && !caution) ||
-        (v->decision == RULES_DECISION_NONE && !written && !e->code_env &&
+        (d->verdict.decision == RULES_DECISION_NONE && !written && !e->code_env &&
          shell_starting_one_program(e, walk))) {
         out->verdict = DECIDE_RUN;
         out->reason = strdup(allowed ? "allowed" : "a shell that starts one program");
@@ -836,9 +730,9 @@ decide_child(struct decide_call *dc, const struct decide_exec *e, const struct e
  */
 static void
 propose_amendment(struct decide_call *dc, const struct decide_exec *e, const struct exec_path *walk,
-                  struct command *cmd, struct decide_result *out)
+                  const struct decision *d, struct decide_result *out)
 {
-    if (e->source == DECIDE_FROM_WRAPPER && dangerous_use(out, cmd))
+    if (e->source == DECIDE_FROM_WRAPPER && d->caution)
         return;
     struct verdict_rules vr;
     struct verdict_exec ve;
@@ -853,11 +747,11 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     out->fd = -1;
     out->answered_by = "rules";
     struct exec_path walk;
-    struct exec_path loaded = {0}; /* what v's names may borrow from (loader_verdict) */
     struct exec_interpreters in = {.n = 0};
-    struct verdict v = {.decision = RULES_DECISION_NONE};
-    struct command cmd = {NULL, 0};
-    bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0 && command_init(&cmd, e) == 0;
+    struct decision d; /* made below, once the key is (not zeroed: it is large) */
+    d.verdict.decision = RULES_DECISION_NONE;
+    const struct verdict *v = &d.verdict;
+    bool ok = exec_path_walk(e->path, e->cwd, &walk) == 0;
     if (ok && e->source == DECIDE_FROM_TREE && e->canonical &&
         (!walk.canonical || strcmp(walk.canonical, e->canonical) != 0)) {
         /* the path names another file in the server's view than in the
@@ -886,60 +780,64 @@ decide_exec(struct decide_call *dc, const struct decide_exec *e, struct decide_r
     const char *program = e->canonical ? e->canonical : walk.canonical;
     ok = ok && (out->file = strdup(walk.absolute)) != NULL &&
          (out->program = strdup(program ? program : walk.absolute)) != NULL;
-    ok = ok && make_key(out, e, &walk) == 0 && rules_verdict(dc->ds, e, &walk, &v) == 0 &&
-         loader_verdict(dc->ds, e, &walk, &v, &loaded) == 0;
+    /* the rules' answer, as `execgate-rules explain` shows it */
+    struct verdict_rules vr;
+    struct verdict_exec ve;
+    verdict_inputs(dc->ds, e, &vr, &ve);
+    ok = ok && make_key(out, e, &walk) == 0;
+    bool decided = ok;
+    ok = ok && decision_make(&vr, &ve, e->cwd, &walk, 0, &d) == 0;
     if (ok)
-        out->matched = matched_rules(dc, &v);
+        out->matched = matched_rules(dc, v);
     /* what only an exec that may go outside needs (the tree's run in place) */
     if (ok && e->source == DECIDE_FROM_WRAPPER) {
-        ok = (out->run_as = run_as_name(&v, &walk)) != NULL;
-        out->rule = rule_origin(&v);
+        ok = (out->run_as = run_as_name(v, &walk)) != NULL;
+        out->rule = rule_origin(v);
     }
     if (!ok) {
         set_deny(out, "out of memory", NULL);
-    } else if (v.decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {
+    } else if (v->decision == RULES_DECISION_FORBIDDEN && e->source == DECIDE_FROM_TREE) {
         /* the tree's refusal is a line on the program's stderr */
-        set_deny(out, v.justification ? v.justification : "forbidden by a rule", NULL);
-    } else if (v.decision == RULES_DECISION_FORBIDDEN) {
-        set_deny(out, REASON_FORBIDDEN, v.justification);
+        set_deny(out, v->justification ? v->justification : "forbidden by a rule", NULL);
+    } else if (v->decision == RULES_DECISION_FORBIDDEN) {
+        set_deny(out, REASON_FORBIDDEN, v->justification);
     } else if (answered_before(dc, e, out)) {
         /* the call has its answer */
-    } else if (v.decision == RULES_DECISION_PROMPT && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, &cmd, true, &v, out);
-    } else if (v.decision == RULES_DECISION_PROMPT) {
+    } else if (v->decision == RULES_DECISION_PROMPT && e->source == DECIDE_FROM_WRAPPER) {
+        decide_outside(dc, e, &walk, &in, &d, true, out);
+    } else if (v->decision == RULES_DECISION_PROMPT) {
         out->verdict = DECIDE_ASK;
-    } else if (v.decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
-        decide_outside(dc, e, &walk, &in, &cmd, false, &v, out);
+    } else if (v->decision == RULES_DECISION_ALLOW && e->source == DECIDE_FROM_WRAPPER) {
+        decide_outside(dc, e, &walk, &in, &d, false, out);
     } else if (e->outside && e->source == DECIDE_FROM_TREE) {
-        decide_child(dc, e, &walk, &v, &cmd, out);
-    } else if (v.decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
-               forces_rm(&walk, &cmd)) {
+        decide_child(dc, e, &walk, &d, out);
+    } else if (v->decision == RULES_DECISION_NONE && e->source == DECIDE_FROM_WRAPPER &&
+               d.forced_rm) {
         /* the reference's heuristic: asked, and an approval runs inside */
         out->verdict = DECIDE_ASK;
         out->reason = strdup("a forced rm");
     } else {
         out->verdict = DECIDE_RUN;
-        out->reason = strdup(v.decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
+        out->reason = strdup(v->decision == RULES_DECISION_ALLOW ? "allowed" : "no rule");
     }
-    if (out->verdict == DECIDE_ASK && v.decision == RULES_DECISION_PROMPT) {
-        propose_amendment(dc, e, &walk, &cmd, out);
+    if (out->verdict == DECIDE_ASK && v->decision == RULES_DECISION_PROMPT) {
+        propose_amendment(dc, e, &walk, &d, out);
         /* shown in the question; without it the question is still asked */
-        if (v.justification && !(out->justification = strdup(v.justification)))
+        if (v->justification && !(out->justification = strdup(v->justification)))
             log_warn("decide: out of memory keeping a rule's justification for its question");
     }
     /* what let an escalated program out, for its children's questions */
     if (ok && e->source == DECIDE_FROM_WRAPPER &&
         (out->verdict == DECIDE_ESCALATE || out->escalate_if_approved))
-        out->parent_rule = rule_text(&v);
+        out->parent_rule = rule_text(v);
     if (out->verdict == DECIDE_ASK && make_approval(out, e, &walk) < 0) {
         decide_result_release(out);
         out->answered_by = "rules";
         out->file = strdup(e->path);
         set_deny(out, "out of memory", NULL);
     }
-    verdict_release(&v);
-    exec_path_release(&loaded);
-    free(cmd.words);
+    if (decided)
+        decision_release(&d);
     exec_interpreters_release(&in);
     exec_path_release(&walk);
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/eval.h"
+#include "starlark/eval.h"
 #include "rules/policy.h"
 #include "rules/rule_builtins.h"
 

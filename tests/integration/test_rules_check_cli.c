@@ -515,6 +515,68 @@ test_explain(void **state)
     free(dir);
 }
 
+/* The dynamic loader run as a program runs the program it is given:
+ * `explain` decides under that program's names too, as the server does
+ * (one decision function), so a forbidden program stays forbidden behind
+ * the loader, its options included. */
+static void
+test_explain_loader(void **state)
+{
+    (void)state;
+    const char *loader = "/lib64/ld-linux-x86-64.so.2";
+    if (access(loader, X_OK) != 0 || access("/usr/bin/rm", X_OK) != 0)
+        skip();
+    char *dir = tmpdir_new("explain-loader");
+    char *team = tmpdir_path(dir, "team.rules");
+    tmpdir_write_file(team,
+                      "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", "
+                      "justification=\"use the trash\")\n",
+                      0644);
+    struct proc_result r;
+    assert_int_equal(explain(dir, NULL, &r, ARGS(loader, "/usr/bin/rm", "-f", "x")), 0);
+    assert_has(r.out,
+               "decision: forbidden: refused (\"Execution forbidden by policy: use the trash\")");
+    proc_result_free(&r);
+    assert_int_equal(
+        explain(dir, NULL, &r, ARGS(loader, "--argv0", "ls", "--", "/usr/bin/rm", "-f", "x")), 0);
+    assert_has(r.out, "decision: forbidden");
+    proc_result_free(&r);
+    free(team);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
+/* `explain` traces the rules that name the program and did not match:
+ * its file and line, and the word that stopped it, or the end of the
+ * command. */
+static void
+test_explain_trace(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("explain-trace");
+    char *team = tmpdir_path(dir, "team.rules");
+    tmpdir_write_file(team,
+                      "prefix_rule(pattern=[\"ls\", [\"-l\", \"-a\"], \"x\"], decision=\"allow\")\n"
+                      "prefix_rule(pattern=[\"cat\"], decision=\"allow\")\n",
+                      0644);
+    struct proc_result r;
+    char *want = NULL;
+    assert_int_equal(explain(dir, NULL, &r, ARGS("ls", "-R", "x")), 0);
+    assert_true(asprintf(&want,
+                         "      not matched: allow %s:1:1: ls [-l|-a] x (argument 1 is -R)\n",
+                         team) > 0);
+    assert_has(r.out, want);
+    free(want);
+    assert_null(strstr(r.out, "cat"));
+    proc_result_free(&r);
+    assert_int_equal(explain(dir, NULL, &r, ARGS("ls", "-a")), 0);
+    assert_has(r.out, "ls [-l|-a] x (the command has no argument 2)\n");
+    proc_result_free(&r);
+    free(team);
+    tmpdir_remove(dir);
+    free(dir);
+}
+
 int
 main(void)
 {
@@ -533,6 +595,8 @@ main(void)
         cmocka_unit_test(test_lint_files_and_usage),
         cmocka_unit_test(test_amend_command),
         cmocka_unit_test(test_explain),
+        cmocka_unit_test(test_explain_loader),
+        cmocka_unit_test(test_explain_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

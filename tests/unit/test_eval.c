@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "rules/eval.h"
+#include "starlark/eval.h"
 
 /* Runs src as "t.star" (whole, or a statement at a time); returns NULL
  * on success, else a malloc'd error. */
@@ -870,9 +870,9 @@ test_lexer_shortcuts(void **state)
 }
 
 /* Plain call statements (one line, keyword arguments that are strings
- * or lists of strings) reach the parser as one token (T_CALL_LITERAL):
- * what they do, and every variant the lexer must leave to the tokens,
- * behave as before, with the same positions and errors. */
+ * or lists of strings), the usual line of a rules file, and the variants
+ * around them: what each does, with its positions and errors, over many
+ * lexer windows. */
 static void
 test_plain_calls(void **state)
 {

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "rules/float.h"
+#include "starlark/float.h"
 
 struct row {
     uint64_t bits;

@@ -1,5 +1,5 @@
 /*
- * Tests for rules/unicode: the code-point walk over UTF-8 and the
+ * Tests for starlark/unicode: the code-point walk over UTF-8 and the
  * properties and case mappings, checked against what Rust's char methods
  * (and so Codex) answer for the characters that differ from ASCII rules.
  */
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "rules/unicode.h"
+#include "starlark/unicode.h"
 
 static void
 test_walk(void **state)
