@@ -42,7 +42,7 @@
     "elicitation capability, so it cannot be asked"
 
 /* A repository at the top of a root whose .git the helper keeps
- * read-only, as first seen by this server (decide_call_attach). */
+ * read-only, as first seen by this server (decide_call_start). */
 struct seen_repo {
     char *root;
     bool present;
@@ -112,7 +112,6 @@ struct decide_call {
     struct kept_repo *kept;
     size_t n_kept;
     struct shell_call *sc; /* while the call runs */
-    struct shell_call_attachment att;
     void (*on_abort)(void *data, const char *why);
     void *abort_data;
     decide_said_fn on_said; /* or NULL */
@@ -735,14 +734,6 @@ in_writable_repo(const struct decide_call *dc, const char *cwd, char **which, ch
 
 /* ---- the call ---- */
 
-static void
-att_release(struct shell_call_attachment *a)
-{
-    struct decide_call *dc = (struct decide_call *)((char *)a - offsetof(struct decide_call, att));
-    dc->sc = NULL;
-    decide_call_unref(dc);
-}
-
 /* writable_view_written_fn: whether a sandbox of an earlier call (or one
  * running) could have written dir. */
 static bool
@@ -824,13 +815,17 @@ decide_call_unref(struct decide_call *dc)
 }
 
 void
-decide_call_attach(struct decide_call *dc, struct shell_call *sc)
+decide_call_start(struct decide_call *dc, struct shell_call *sc)
 {
     note_kept_repos(dc);
     dc->sc = sc;
-    dc->att.release = att_release;
-    decide_call_ref(dc); /* the attachment's, dropped by att_release */
-    shell_call_attach(sc, &dc->att);
+}
+
+void
+decide_call_end(struct decide_call *dc)
+{
+    if (dc)
+        dc->sc = NULL;
 }
 
 const char *

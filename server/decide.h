@@ -172,9 +172,11 @@ void decide_call_unref(struct decide_call *dc);
  * The call is about to start as sc: its timeout clock stops while a
  * person is asked, an abort kills its group, and the repositories its
  * sandbox keeps read-only are noted now (the helper binds them as it
- * starts).  Detaches by itself when sc ends.  Cannot fail.
+ * starts).  decide_call_end: sc has ended, nothing more reaches it
+ * (NULL is a no-op).  Cannot fail.
  */
-void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
+void decide_call_start(struct decide_call *dc, struct shell_call *sc);
+void decide_call_end(struct decide_call *dc);
 
 const char *decide_call_label(const struct decide_call *dc);
 

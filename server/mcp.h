@@ -86,9 +86,6 @@ void mcp_session_feed(struct mcp_session *ss, const char *buf, size_t len);
  * gone.  The caller must not use ss afterwards. */
 void mcp_session_end(struct mcp_session *ss, const char *why);
 
-/* Number of sessions alive, the stdio client's not counted. */
-unsigned mcp_server_session_count(const struct mcp_server *s);
-
 /* Frees s once the loop has run dry after a shutdown. NULL is a no-op. */
 void mcp_server_free(struct mcp_server *s);
 
