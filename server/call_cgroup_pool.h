@@ -1,5 +1,6 @@
 /*
- * call_cgroup_pool: the calls' cgroups, made on demand and kept for reuse.
+ * call_cgroup_pool: the calls' cgroups, made on demand and kept for reuse,
+ * and the guard that removes them if the server dies.
  *
  * Making and removing the directories and setting the limits cost the
  * loop more than the rest of an `echo hi` call, so a cgroup its call left
@@ -13,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <uv.h>
 
 struct call_cgroup;
 struct call_cgroup_probe;
@@ -44,5 +46,19 @@ void call_cgroup_pool_stop(struct call_cgroup_pool *pool);
 
 /* Frees the pool and the cgroups it keeps.  NULL is a no-op. */
 void call_cgroup_pool_free(struct call_cgroup_pool *pool);
+
+/*
+ * The guard: this program again (`execgate --cgroup-guard PID BASE...`),
+ * in a session of its own, with nothing of the server's but stderr.  It
+ * waits for the server to end, however it ends (kill -9 included), then
+ * kills and removes every call cgroup under probe's bases the server
+ * left.  *guard is the guard's child, NULL when there is none (no bases,
+ * or it could not start: logged) or once it has ended.
+ * call_cgroup_guard_release lets it go when the server ends.
+ */
+struct spawn_child;
+void call_cgroup_guard_start(uv_loop_t *loop, const struct call_cgroup_probe *probe,
+                             struct spawn_child **guard);
+void call_cgroup_guard_release(struct spawn_child **guard);
 
 #endif

@@ -2,14 +2,13 @@
 
 #include "execgate-config.h"
 #include "sandbox/policy.h"
-#include "sandbox/profile.h"
 #include "server/call.h"
 #include "server/call_cgroup.h"
 #include "server/call_cgroup_pool.h"
 #include "server/call_net.h"
 #include "server/client_log.h"
 #include "server/decide.h"
-#include "server/exec_watch.h"
+#include "server/enforcement.h"
 #include "server/jsonrpc.h"
 #include "server/leave_sandbox.h"
 #include "server/log.h"
@@ -17,28 +16,18 @@
 #include "server/reaper.h"
 #include "server/rules_watch.h"
 #include "server/sandbox_state.h"
+#include "server/session_sandbox.h"
 #include "server/scheduler.h"
-#include "server/spawn_child.h"
 #include "server/state_paths.h"
 #include "server/strfmt.h"
 #include "server/tool_shell.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define INSTRUCTIONS                                                                               \
-    "This server provides a tool to execute shell commands and return their output."
-#define INSTRUCTIONS_TREE " Exec rules apply to every program a command starts, at any depth."
-#define INSTRUCTIONS_SHELL                                                                         \
-    " Exec rules apply to the programs the shell itself starts, not to programs those start."
 
 static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
                                                 MCP_LATEST_PROTOCOL};
@@ -55,14 +44,9 @@ struct mcp_session {
     bool initialized;
     bool client_elicitation;
 
-    /* The policy for calls that arrive now: a sandboxPolicy object and its
-     * sandboxCwd (NULL: the call's workdir). */
-    json_t *policy;
-    char *policy_cwd;
-    /* Or, when the last update carried a permissionProfile, that update's
-     * state (sandbox_state.h), resolved for each call against its
-     * workdir (globs expanded then); NULL: policy and policy_cwd. */
-    json_t *state;
+    /* the sandbox of the calls that arrive now (unless one carries its
+     * own) */
+    struct session_sandbox sandbox;
 
     /* its calls (scheduler.h); asking is the session's own: calls whose
      * question to leave the sandbox is out */
@@ -104,37 +88,6 @@ struct mcp_server {
     uv_timer_t grace;
     int handles_open;
 };
-
-/* ---- policy ---- */
-
-static int
-set_policy(struct mcp_session *ss, const json_t *policy, const char *cwd, char **err)
-{
-    struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, err);
-    if (!p)
-        return -1;
-    char *desc = sandbox_policy_describe(p);
-    sandbox_policy_free(p);
-    json_t *copy = json_deep_copy(policy);
-    char *cwd_copy = cwd ? strdup(cwd) : NULL;
-    if (!copy || (cwd && !cwd_copy)) {
-        json_decref(copy);
-        free(cwd_copy);
-        free(desc);
-        *err = strdup("out of memory");
-        return -1;
-    }
-    json_decref(ss->policy);
-    free(ss->policy_cwd);
-    json_decref(ss->state);
-    ss->state = NULL;
-    ss->policy = copy;
-    ss->policy_cwd = cwd_copy;
-    log_info("sandbox policy: %s%s%s", desc ? desc : "(?)",
-             cwd ? "" : ", sandbox cwd = ", cwd ? "" : "each call's workdir");
-    free(desc);
-    return 0;
-}
 
 static void reply_error_fmt(struct mcp_session *ss, const json_t *id, int code, const char *fmt,
                             ...) __attribute__((format(printf, 4, 5)));
@@ -180,11 +133,10 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     call_net_client_set(ss->net_client, ss->rpc, ss->client_elicitation, ss->client_log);
     /* records go out from now on: a client hears nothing before initialize */
     client_log_set_rpc(ss->client_log, ss->rpc);
-    json_t *result =
-        json_pack("{s:s, s:{s:o, s:{}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
-                  "capabilities", "experimental", experimental_capabilities(), "tools", "logging",
-                  "serverInfo", "name", EXECGATE_NAME, "version", EXECGATE_VERSION, "instructions",
-                  s->instructions ? s->instructions : INSTRUCTIONS);
+    json_t *result = json_pack("{s:s, s:{s:o, s:{}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion",
+                               version, "capabilities", "experimental", experimental_capabilities(),
+                               "tools", "logging", "serverInfo", "name", EXECGATE_NAME, "version",
+                               EXECGATE_VERSION, "instructions", s->instructions);
     if (!result) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
@@ -198,76 +150,14 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     jsonrpc_reply(ss->rpc, id, result);
 }
 
-/*
- * An update carrying a permissionProfile and no sandboxPolicy (clients
- * newer than the sandboxPolicy form): checked now against the sandbox cwd
- * it names (or "/" when none: each call's workdir stands in for it then),
- * kept as it came, and resolved again for each call.
- */
-static void
-update_profile(struct mcp_session *ss, const json_t *id, const json_t *params)
-{
-    json_t *policy = NULL;
-    char *cwd = NULL, *err = NULL;
-    if (sandbox_state_resolve(params, "/", &policy, &cwd, &err) < 0) {
-        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, err ? err : "out of memory");
-        free(err);
-        return;
-    }
-    char *desc = NULL;
-    struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, &err);
-    if (p)
-        desc = sandbox_policy_describe(p);
-    sandbox_policy_free(p);
-    free(err);
-    json_decref(policy);
-    free(cwd);
-    json_t *copy = json_deep_copy(params);
-    if (!copy) {
-        free(desc);
-        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
-        return;
-    }
-    json_decref(ss->state);
-    ss->state = copy;
-    const json_t *named = json_object_get(params, "sandboxCwd");
-    log_info("sandbox state: permission profile, now %s%s", desc ? desc : "(?)",
-             named && !json_is_null(named) ? "" : " (with \"/\" standing for each call's workdir)");
-    free(desc);
-    jsonrpc_reply(ss->rpc, id, json_object());
-}
-
+/* codex/sandbox-state/update: the sandbox of the session's next calls. */
 static void
 handle_update(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
-    const json_t *policy = json_object_get(params, "sandboxPolicy");
-    const json_t *profile = json_object_get(params, "permissionProfile");
-    if ((!policy || json_is_null(policy)) && profile && !json_is_null(profile)) {
-        update_profile(ss, id, params);
-        return;
-    }
-    const json_t *cwd = json_object_get(params, "sandboxCwd");
-    if (!json_is_object(policy)) {
-        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS,
-                            policy ? "sandboxPolicy: must be an object"
-                                   : "sandboxPolicy: required");
-        return;
-    }
-    if (cwd && json_is_null(cwd))
-        cwd = NULL;
-    char *err = NULL, *path = NULL;
-    if (cwd &&
-        (!json_is_string(cwd) || !(path = sandbox_profile_cwd(json_string_value(cwd), &err)))) {
-        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "%s",
-                        err ? err : "sandboxCwd: must be an absolute path or a file:// URL");
-        free(err);
-        return;
-    }
-    int rc = set_policy(ss, policy, path, &err);
-    free(path);
-    if (rc < 0) {
-        reply_error_fmt(ss, id, JSONRPC_INVALID_PARAMS, "sandboxPolicy: %s",
-                        err ? err : "out of memory");
+    char *err = NULL;
+    if (session_sandbox_update(&ss->sandbox, params, &err) < 0) {
+        jsonrpc_reply_error(ss->rpc, id, err ? JSONRPC_INVALID_PARAMS : JSONRPC_INTERNAL_ERROR,
+                            err ? err : "out of memory");
         free(err);
         return;
     }
@@ -470,39 +360,14 @@ on_leave_answer(const json_t *result, const json_t *error, void *data)
     free(buf);
 }
 
-/*
- * The sandbox r runs under, into r->policy and r->sandbox_cwd: the state
- * in the call's _meta (Codex 0.169 sends it with every call), else the
- * session's from its last update (a permissionProfile resolved now, for
- * this workdir), else the session's sandboxPolicy.  On error answers
- * -32602 (the state in _meta is invalid) and returns -1.
- */
+/* The sandbox r runs under, into r->policy and r->sandbox_cwd
+ * (session_sandbox_for_call).  On error answers and returns -1. */
 static int
 call_sandbox(struct mcp_session *ss, const json_t *id, const json_t *params, struct call_request *r)
 {
     char *err = NULL;
-    int rc = sandbox_state_from_meta(json_object_get(params, "_meta"), r->workdir, &r->policy,
-                                     &r->sandbox_cwd, &err);
-    if (rc == 0 && ss->state) {
-        char *why = NULL;
-        rc = sandbox_state_resolve(ss->state, r->workdir, &r->policy, &r->sandbox_cwd, &why) < 0
-                 ? -1
-                 : 1;
-        err =
-            rc < 0 ? strfmt("the session's sandbox state: %s", why ? why : "out of memory") : NULL;
-        free(why);
-    }
-    if (rc == 0) {
-        r->policy = json_incref(ss->policy);
-        r->sandbox_cwd = strdup(ss->policy_cwd ? ss->policy_cwd : r->workdir);
-        if (!r->sandbox_cwd) {
-            json_decref(r->policy);
-            r->policy = NULL;
-            jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
-            return -1;
-        }
-    }
-    if (rc < 0) {
+    if (session_sandbox_for_call(&ss->sandbox, json_object_get(params, "_meta"), r->workdir,
+                                 &r->policy, &r->sandbox_cwd, &err) < 0) {
         jsonrpc_reply_error(ss->rpc, id, err ? JSONRPC_INVALID_PARAMS : JSONRPC_INTERNAL_ERROR,
                             err ? err : "out of memory");
         free(err);
@@ -675,64 +540,6 @@ static const struct jsonrpc_handler rpc_handler = {
 
 /* ---- life ---- */
 
-/* Tree enforcement when asked for and the kernel can; else shell, said
- * in the log and in initialize's instructions.  Returns -1 when out of
- * memory. */
-static int
-choose_enforcement(struct mcp_server *s)
-{
-    char *why = NULL;
-    const char *mode = INSTRUCTIONS_SHELL;
-    char *fallback = NULL;
-    if (s->o->exec_enforcement == OPTIONS_EXEC_ENFORCEMENT_TREE) {
-        s->cx.tree = exec_watch_probe(&why) == 0;
-        if (s->cx.tree) {
-            mode = INSTRUCTIONS_TREE;
-            log_info("exec enforcement: tree (every exec of each command's process tree)");
-        } else {
-            log_warn("exec enforcement: tree is not available (%s); using shell: rules apply "
-                     "only to the programs the shell starts",
-                     why ? why : "out of memory");
-            if (asprintf(&fallback,
-                         " Exec interception for the whole process tree is not available on "
-                         "this system (%s), so exec rules apply only to the programs the shell "
-                         "itself starts, not to programs those start.",
-                         why ? why : "unknown reason") < 0)
-                fallback = NULL;
-            free(why);
-            if (!fallback)
-                return -1;
-            mode = fallback;
-        }
-    } else {
-        log_info("exec enforcement: shell (--exec-enforcement=shell: only the shell's own execs)");
-        /* but what an escalated program starts is still decided, when the
-         * kernel can tell: it runs outside the sandbox */
-        s->cx.watch_escalated = !s->o->escalated_children_inherit && exec_watch_probe(&why) == 0;
-        if (s->cx.watch_escalated)
-            log_info("exec enforcement: programs run outside the sandbox start under the exec "
-                     "filter: what they start is decided by the rules");
-        else if (!s->o->escalated_children_inherit)
-            log_warn("exec enforcement: %s: what a program run outside the sandbox starts is "
-                     "not decided",
-                     why ? why : "out of memory");
-        free(why);
-        why = NULL;
-    }
-    /* sandboxed sockets are supervised in either mode (exec_watch.h) */
-    s->cx.user_notif = s->cx.tree || exec_watch_probe(&why) == 0;
-    if (!s->cx.user_notif) {
-        log_warn("no seccomp user notification (%s): sandboxed commands can connect to any "
-                 "Unix socket",
-                 why ? why : "out of memory");
-        free(why);
-    }
-    if (asprintf(&s->instructions, "%s%s", INSTRUCTIONS, mode) < 0)
-        s->instructions = NULL;
-    free(fallback);
-    return s->instructions ? 0 : -1;
-}
-
 /* ---- sessions ---- */
 
 bool
@@ -764,9 +571,7 @@ session_free(struct mcp_session *ss)
     if (!ss)
         return;
     scheduler_remove_queue(&ss->q);
-    json_decref(ss->policy);
-    free(ss->policy_cwd);
-    json_decref(ss->state);
+    session_sandbox_release(&ss->sandbox);
     client_log_free(ss->client_log);
     decide_client_unref(ss->client);
     call_net_client_unref(ss->net_client);
@@ -786,17 +591,11 @@ session_new(struct mcp_server *s, char **err)
     if (!ss)
         return NULL;
     ss->s = s;
-    int rc = 0;
-    if (s->o->sandbox) {
-        char *why = NULL;
-        rc = set_policy(ss, s->o->sandbox, s->o->sandbox_cwd, &why);
-        if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
-            *err = NULL;
-        free(why);
-    } else {
-        ss->policy = json_pack("{s:s}", "type", "read-only");
-        rc = ss->policy ? 0 : -1;
-    }
+    char *why = NULL;
+    int rc = session_sandbox_init(&ss->sandbox, s->o->sandbox, s->o->sandbox_cwd, &why);
+    if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
+        *err = NULL;
+    free(why);
     if (rc == 0 && (!(ss->client_log = client_log_new()) || !(ss->client = decide_client_new()) ||
                     !(ss->net_client = call_net_client_new()) ||
                     !(ss->rpc = jsonrpc_new(s->loop, &rpc_handler, ss, s->o->max_message_bytes))))
@@ -963,7 +762,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     s->stdio = s->sched ? session_new(s, err) : NULL;
     int rc = s->stdio ? 0 : -1;
     if (rc == 0) {
-        /* escalation hook: the rules are loaded once, here; a bad rules file
+        /* the rules are loaded once, here; a bad rules file
          * refuses the start */
         struct decide_config dcfg = {
             .rules_paths = (const char *const *)o->rules,
@@ -984,7 +783,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
             log_info("rules: %zu prefix rule(s) loaded", decide_server_rule_count(s->cx.decide));
     }
     if (rc == 0)
-        rc = choose_enforcement(s);
+        rc = enforcement_choose(&s->cx, &s->instructions);
     if (rc == 0 && o->network_proxy != OPTIONS_NETWORK_PROXY_OFF) {
         s->cx.net = call_net_server_new(loop, s->cx.decide);
         rc = s->cx.net ? 0 : -1;
@@ -1054,53 +853,6 @@ on_rules_changed(void *data)
     free(err);
 }
 
-static void
-on_guard_exit(struct spawn_child *c, int64_t exit_status, int term_signal)
-{
-    struct mcp_server *s = spawn_data(c);
-    log_warn("the cgroup guard ended (status %lld, signal %d): what calls leave if the server "
-             "is killed is no longer cleaned up",
-             (long long)exit_status, term_signal);
-    spawn_close(c, NULL);
-    s->guard = NULL;
-}
-
-/*
- * The guard: this program again (`execgate --cgroup-guard PID BASE...`),
- * in a session of its own, with nothing of the server's but stderr.  It
- * waits for the server to end, however it ends (kill -9 included), then
- * kills and removes every call cgroup the server left: what escaped both
- * PR_SET_PDEATHSIG and the PID namespace (a setsid child of an escalated
- * program or of a danger-full-access command) goes with it.
- */
-static void
-start_guard(struct mcp_server *s)
-{
-    size_t n = 0;
-    const char *const *bases = call_cgroup_probe_bases(s->cgroups, &n);
-    if (n == 0)
-        return;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    char pid[24];
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    char *argv[4 + 8] = {self, (char *)"--cgroup-guard", pid};
-    for (size_t i = 0; i < n && i < 8; i++)
-        argv[3 + i] = (char *)bases[i];
-    const struct spawn_fd fds[] = {{STDERR_FILENO, STDERR_FILENO}};
-    struct spawn_options o = {
-        .file = self, .argv = argv, .fds = fds, .n_fds = 1, .new_session = true};
-    int rc = len > 0 ? 0 : -errno;
-    if (rc == 0) {
-        self[len] = '\0';
-        rc = spawn_start(s->loop, &o, on_guard_exit, s, &s->guard);
-    }
-    if (rc < 0)
-        log_warn("cannot start the cgroup guard (%s): if the server is killed, what its calls "
-                 "left in their cgroups stays",
-                 strerror(-rc));
-}
-
 int
 mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
 {
@@ -1114,7 +866,7 @@ mcp_server_start(struct mcp_server *s, int in_fd, int out_fd)
                  "which can wait for the kernel's cgroup lock (%s)",
                  refused);
     s->cx.pool = call_cgroup_pool_new(s->cgroups, s->o->max_processes, s->o->max_memory);
-    start_guard(s);
+    call_cgroup_guard_start(s->loop, s->cgroups, &s->guard);
     /* login calls' snapshots: the store is in a private directory that
      * every call's sandbox binds read-only */
     if (s->o->login_snapshot)
@@ -1232,9 +984,7 @@ maybe_finish(struct mcp_server *s)
         reaper_close(s->reaper);
         s->reaper = NULL;
         /* it outlives the server, and ends by itself when the server has */
-        if (s->guard)
-            spawn_close(s->guard, NULL);
-        s->guard = NULL;
+        call_cgroup_guard_release(&s->guard);
         rules_watch_close(s->rules_watch);
         s->rules_watch = NULL;
         call_net_server_free(s->cx.net); /* no call is left to use it */
