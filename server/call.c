@@ -130,6 +130,7 @@ call_free(struct call *c)
     if (!c->started)
         shell_call_discard(c->sc);
     json_decref(c->id);
+    free(c->label);
     json_decref(c->progress_token);
     free(c->aborted);
     free(c->said);
@@ -341,10 +342,7 @@ sandbox_part(struct call *c, const struct call_request *r, struct decide_client 
 {
     const struct call_context *cx = c->cx;
     struct sandbox_policy *p = sandbox_policy_from_json(r->policy, r->sandbox_cwd, err);
-    char *label = p ? json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    c->dc = label ? decide_call_new(cx->decide, r->policy, r->sandbox_cwd, label, on_abort, c, err)
-                  : NULL;
-    free(label);
+    c->dc = p ? decide_call_new(cx->decide, p, c->id, c->label, on_abort, c, err) : NULL;
     char **argv = NULL;
     if (c->dc) {
         decide_call_set_client(c->dc, cl);
@@ -387,6 +385,13 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
     c->cx = cx;
     c->id = json_incref(id);
     c->ask_id = -1;
+    /* the id as text, once, for logs, the audit log and the cgroup's
+     * messages; records for the client carry the id itself */
+    c->label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!c->label) {
+        call_free(c);
+        return NULL;
+    }
     bool net = false, notify = false;
     char **argv = sandbox_part(c, r, cl, &net, &notify, &err);
     if (!argv) {
@@ -395,15 +400,12 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         free(err);
         return NULL;
     }
-    char *label = net ? json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    if (net && !(label && (c->net = call_net_new(cx->net, ncl, label, r->command)))) {
-        free(label);
+    if (net && !(c->net = call_net_new(cx->net, ncl, c->id, c->label, r->command))) {
         free_strv(argv);
         call_free(c);
         *errp = strdup("network proxy: out of memory");
         return NULL;
     }
-    free(label);
     char **env = NULL;
     if (front_ends(cx, c, notify) < 0 || !(env = call_env(cx))) {
         free_strv(argv);
@@ -453,11 +455,10 @@ start_cgroup(struct call *c)
 {
     if (!c->cx->pool)
         return;
-    char *label = json_dumps(c->id, JSON_ENCODE_ANY | JSON_COMPACT);
     char *err = NULL;
-    c->cg = call_cgroup_pool_get(c->cx->pool, label ? label : "call", &err);
+    c->cg = call_cgroup_pool_get(c->cx->pool, c->label, &err);
     if (!c->cg) {
-        log_warn("call %s: runs without a cgroup of its own: %s", label ? label : "?",
+        log_warn("call %s: runs without a cgroup of its own: %s", c->label,
                  err ? err : "out of memory");
     } else {
         const struct call_cgroup_join *j = call_cgroup_join(c->cg);
@@ -465,7 +466,6 @@ start_cgroup(struct call *c)
         escalation_call_set_join(c->ec, j);
     }
     free(err);
-    free(label);
 }
 
 void

@@ -77,6 +77,7 @@ struct call_request {
 struct call {
     const struct call_context *cx;
     json_t *id;             /* the request's id (a reference) */
+    char *label;            /* id as text, for logs */
     json_t *progress_token; /* NULL: no progress was asked */
     void *session;          /* its owner's, opaque here */
     struct call_queue *q;   /* the scheduler's queue it is on (scheduler.h) */

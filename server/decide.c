@@ -108,6 +108,7 @@ struct decide_call {
     struct decide_client *cl; /* a reference */
     unsigned refs;
     char *label;
+    json_t *id; /* the request's id, for the client's records; or NULL */
     struct writable_view view;
     struct kept_repo *kept;
     size_t n_kept;
@@ -744,7 +745,7 @@ written_before(void *arg, const char *dir)
 }
 
 struct decide_call *
-decide_call_new(struct decide_server *ds, const json_t *policy, const char *sandbox_cwd,
+decide_call_new(struct decide_server *ds, const struct sandbox_policy *policy, const json_t *id,
                 const char *label, void (*on_abort)(void *data, const char *why), void *data,
                 char **err)
 {
@@ -755,7 +756,7 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
         *err = strdup("out of memory");
         return NULL;
     }
-    if (writable_view_init_after(&dc->view, policy, sandbox_cwd, written_before, ds, err) < 0) {
+    if (writable_view_init_after(&dc->view, policy, written_before, ds, err) < 0) {
         free(dc->label);
         free(dc);
         return NULL;
@@ -767,6 +768,7 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
                  "places in all (or memory ran out): from now on nothing runs outside the "
                  "sandbox",
                  label, WRITABLE_HISTORY_MAX_ROOTS);
+    dc->id = id ? json_incref((json_t *)id) : NULL;
     dc->ds = ds;
     dc->cl = ds->client;
     ds->client->refs++;
@@ -810,6 +812,7 @@ decide_call_unref(struct decide_call *dc)
     memo_clear(&dc->declined);
     dc->ds->calls--;
     decide_client_unref(dc->cl);
+    json_decref(dc->id);
     free(dc->label);
     free(dc);
 }
@@ -2221,7 +2224,7 @@ write_always(struct decide_question *q, const char *const *words, size_t n)
                                       ds->answers_file, "rule", line)
                           : json_pack("{s:s, s:s, s:s}", "event", "rules-amend-failed", "file",
                                       ds->answers_file, "error", why);
-    json_t *id = json_loads(q->dc->label, JSON_DECODE_ANY, NULL);
+    json_t *id = q->dc->id ? json_incref(q->dc->id) : NULL;
     if (rec && id)
         json_object_set_new(rec, "requestId", id);
     else
@@ -2608,7 +2611,7 @@ exec_record(struct decide_call *dc, const struct decide_exec *e, const struct de
 static void
 send_to_client(struct decide_call *dc, enum client_log_level level, json_t *rec)
 {
-    json_t *id = json_loads(dc->label, JSON_DECODE_ANY, NULL);
+    json_t *id = dc->id ? json_incref(dc->id) : NULL;
     if (rec && id)
         json_object_set_new(rec, "requestId", id);
     else

@@ -141,17 +141,18 @@ struct audit *decide_server_audit(const struct decide_server *ds);
 bool decide_server_auditing(const struct decide_server *ds);
 
 /*
- * A call's decision state.  policy (a sandboxPolicy object) and
- * sandbox_cwd (absolute) give what its sandbox can write, which from now
- * on counts against every call of ds (writable_history.h); label names the
- * call in logs and the audit log (copied).  on_abort(data, why) runs at
- * most once, when a person answers `abort`: the caller's result should
- * say why (why is borrowed for the callback); the call's process group is
- * killed here.  One reference, the caller's.  Returns NULL with *err
- * malloc'd.
+ * A call's decision state.  policy (parsed; borrowed for the call) gives
+ * what its sandbox can write, which from now on counts against every call
+ * of ds (writable_history.h); label names the call in logs and the audit
+ * log (copied), and id (a JSON value, referenced; or NULL) is the request
+ * id the client's records carry.  on_abort(data, why) runs at most once,
+ * when a person answers `abort`: the caller's result should say why (why
+ * is borrowed for the callback); the call's process group is killed here.
+ * One reference, the caller's.  Returns NULL with *err malloc'd.
  */
-struct decide_call *decide_call_new(struct decide_server *ds, const json_t *policy,
-                                    const char *sandbox_cwd, const char *label,
+struct sandbox_policy;
+struct decide_call *decide_call_new(struct decide_server *ds, const struct sandbox_policy *policy,
+                                    const json_t *id, const char *label,
                                     void (*on_abort)(void *data, const char *why), void *data,
                                     char **err);
 
