@@ -1,6 +1,8 @@
 /*
- * mcp: the MCP server — lifecycle, dispatch, the `shell` tool and
- * `codex/sandbox-state/update` — on top of jsonrpc and shell_call.
+ * mcp: the MCP server — lifecycle, dispatch and sessions — on top of
+ * jsonrpc: it parses each request and answers it.  A tools/call becomes a
+ * call (call.h) that the scheduler (scheduler.h) runs; what a session's
+ * calls run under is its session_sandbox (session_sandbox.h).
  *
  * Requests are handled in arrival order: a call captures the sandbox policy
  * in force when its request arrives, so an update acknowledged before a call
