@@ -400,7 +400,7 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         free(err);
         return NULL;
     }
-    if (net && !(c->net = call_net_new(cx->net, ncl, c->id, c->label, r->command))) {
+    if (net && !(c->net = call_net_new(cx->net, ncl, c->label, r->command))) {
         free_strv(argv);
         call_free(c);
         *errp = strdup("network proxy: out of memory");

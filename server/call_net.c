@@ -46,7 +46,6 @@ struct question {
 struct call_net {
     struct call_net_server *ns;
     struct call_net_client *cl; /* a reference */
-    json_t *id;                 /* the request's id (a reference) */
     char *call_id, *command;
     int sv[2]; /* [0] the server's end, [1] the helper's until spawned */
     uv_poll_t poll;
@@ -79,8 +78,9 @@ hook_event(void *arg, const struct netproxy_event *ev)
                             "host", ev->host, "port", (json_int_t)ev->port, "protocol",
                             ev->protocol, "decision", ev->allowed ? "allow" : "deny", "rule",
                             ev->decision, "justification", ev->rule, "reason", ev->message);
-    json_t *id = cn->id;
+    json_t *id = json_loads(ev->call_id, JSON_DECODE_ANY, NULL);
     if (!rec) {
+        json_decref(id);
         log_warn("network: out of memory recording a decision");
         return;
     }
@@ -98,6 +98,7 @@ hook_event(void *arg, const struct netproxy_event *ev)
             json_object_set(copy, "requestId", id);
         client_log_send(client_log, level, copy);
     }
+    json_decref(id);
     audit_write(decide_server_audit(ns->ds), rec);
 }
 
@@ -267,8 +268,8 @@ call_net_server_free(struct call_net_server *ns)
 /* ---- a call's listener ---- */
 
 struct call_net *
-call_net_new(struct call_net_server *ns, struct call_net_client *cl, const json_t *id,
-             const char *call_id, const char *command)
+call_net_new(struct call_net_server *ns, struct call_net_client *cl, const char *call_id,
+             const char *command)
 {
     struct call_net *cn = calloc(1, sizeof *cn);
     if (!cn)
@@ -285,7 +286,6 @@ call_net_new(struct call_net_server *ns, struct call_net_client *cl, const json_
         return NULL;
     }
     cl->refs++;
-    cn->id = json_incref((json_t *)id);
     return cn;
 }
 
@@ -306,7 +306,6 @@ poll_closed(uv_handle_t *h)
     if (cn->sv[0] >= 0)
         close(cn->sv[0]);
     call_net_client_unref(cn->cl);
-    json_decref(cn->id);
     free(cn->call_id);
     free(cn->command);
     free(cn);
@@ -400,7 +399,6 @@ call_net_free(struct call_net *cn)
     if (cn->sv[0] >= 0)
         close(cn->sv[0]);
     call_net_client_unref(cn->cl);
-    json_decref(cn->id);
     free(cn->call_id);
     free(cn->command);
     free(cn);

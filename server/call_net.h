@@ -16,7 +16,6 @@
 #ifndef EXECGATE_SERVER_CALL_NET_H
 #define EXECGATE_SERVER_CALL_NET_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -53,12 +52,11 @@ void call_net_server_free(struct call_net_server *ns);
 
 /*
  * A call's share, for the client cl (a reference is taken): its questions
- * go to cl, its records to cl's log; call_id (the request id as text) and
- * command (copied) name it in both, and id (a JSON value, referenced) is
- * the requestId of the client's records.  NULL when out of memory.
+ * go to cl, its records to cl's log; call_id and command (copied) name it
+ * in both.  NULL when out of memory.
  */
 struct call_net *call_net_new(struct call_net_server *ns, struct call_net_client *cl,
-                              const json_t *id, const char *call_id, const char *command);
+                              const char *call_id, const char *command);
 
 /*
  * Makes the socket pair: returns the helper's end (close-on-exec, the
