@@ -333,15 +333,18 @@ call_env(const struct call_context *cx)
     return escalation_shell_env(cx->o->execve_wrapper, cx->o->bash_path, wrap_names);
 }
 
-/* The sandbox part of a call: the policy parsed once, the decisions made
- * from it (their writable view) and the helper's command line pinned to
- * that view.  Returns the command line, or NULL with *err. */
+/* The sandbox part of a call: the policy parsed once (by the request's
+ * filler, else here), the decisions made from it (their writable view)
+ * and the helper's command line pinned to that view.  Returns the command
+ * line, or NULL with *err. */
 static char **
 sandbox_part(struct call *c, const struct call_request *r, struct decide_client *cl, bool *net,
              bool *notify, char **err)
 {
     const struct call_context *cx = c->cx;
-    struct sandbox_policy *p = sandbox_policy_from_json(r->policy, r->sandbox_cwd, err);
+    struct sandbox_policy *own =
+        r->parsed ? NULL : sandbox_policy_from_json(r->policy, r->sandbox_cwd, err);
+    struct sandbox_policy *p = r->parsed ? r->parsed : own;
     c->dc = p ? decide_call_new(cx->decide, p, c->id, c->label, on_abort, c, err) : NULL;
     char **argv = NULL;
     if (c->dc) {
@@ -350,7 +353,7 @@ sandbox_part(struct call *c, const struct call_request *r, struct decide_client 
         if (keep_codex_roots(c, decide_call_view(c->dc)) == 0)
             argv = call_argv(cx, p, decide_call_view(c->dc), r, net, notify, err);
     }
-    sandbox_policy_free(p);
+    sandbox_policy_free(own);
     return argv;
 }
 

@@ -35,6 +35,7 @@ struct decide_client;
 struct decide_server;
 struct escalation_call;
 struct exec_watch;
+struct sandbox_policy;
 
 /* What every call of the server shares (borrowed; outlives the calls). */
 struct call_context {
@@ -64,10 +65,13 @@ struct call_request {
      * (justification, or NULL) */
     bool leave_sandbox;
     const char *justification;
-    /* the sandbox the call runs under: a sandboxPolicy object (parsed
-     * once, by call_new) and where it is rooted (absolute); the filler's */
+    /* the sandbox the call runs under: a sandboxPolicy object, where it
+     * is rooted (absolute) and, when the filler has it, the policy parsed
+     * (call_new builds the call's view and command line from it, and
+     * changes it; NULL: call_new parses policy); the filler's */
     json_t *policy;
     char *sandbox_cwd;
+    struct sandbox_policy *parsed;
 };
 
 /*

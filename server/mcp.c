@@ -367,7 +367,7 @@ call_sandbox(struct mcp_session *ss, const json_t *id, const json_t *params, str
 {
     char *err = NULL;
     if (session_sandbox_for_call(&ss->sandbox, json_object_get(params, "_meta"), r->workdir,
-                                 &r->policy, &r->sandbox_cwd, &err) < 0) {
+                                 &r->policy, &r->sandbox_cwd, &r->parsed, &err) < 0) {
         jsonrpc_reply_error(ss->rpc, id, err ? JSONRPC_INVALID_PARAMS : JSONRPC_INTERNAL_ERROR,
                             err ? err : "out of memory");
         free(err);
@@ -406,6 +406,8 @@ handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
     if (r.leave_sandbox) {
         json_decref(r.policy);
         r.policy = json_pack("{s:s}", "type", sandbox_kind_name(SANDBOX_DANGER_FULL_ACCESS));
+        sandbox_policy_free(r.parsed); /* call_new parses the new one */
+        r.parsed = NULL;
     }
     struct call *c = r.policy ? build_call(ss, id, &r) : NULL;
     if (!r.policy)
@@ -417,6 +419,7 @@ handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
     }
     json_decref(r.policy);
     free(r.sandbox_cwd);
+    sandbox_policy_free(r.parsed);
 }
 
 /* Forgets c's question to leave the sandbox and tells the client to close

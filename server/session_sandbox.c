@@ -68,14 +68,11 @@ update_profile(struct session_sandbox *sb, const json_t *params, char **err)
 {
     json_t *policy = NULL;
     char *cwd = NULL;
-    if (sandbox_state_resolve(params, "/", &policy, &cwd, err) < 0)
+    struct sandbox_policy *p = NULL;
+    if (sandbox_state_resolve(params, "/", &policy, &cwd, &p, err) < 0)
         return -1;
-    char *desc = NULL, *why = NULL;
-    struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, &why);
-    if (p)
-        desc = sandbox_policy_describe(p);
+    char *desc = sandbox_policy_describe(p);
     sandbox_policy_free(p);
-    free(why);
     json_decref(policy);
     free(cwd);
     json_t *copy = json_deep_copy(params);
@@ -126,13 +123,13 @@ session_sandbox_update(struct session_sandbox *sb, const json_t *params, char **
 
 int
 session_sandbox_for_call(const struct session_sandbox *sb, const json_t *meta, const char *workdir,
-                         json_t **policy, char **cwd, char **err)
+                         json_t **policy, char **cwd, struct sandbox_policy **parsed, char **err)
 {
     *err = NULL;
-    int rc = sandbox_state_from_meta(meta, workdir, policy, cwd, err);
+    int rc = sandbox_state_from_meta(meta, workdir, policy, cwd, parsed, err);
     if (rc == 0 && sb->state) {
         char *why = NULL;
-        rc = sandbox_state_resolve(sb->state, workdir, policy, cwd, &why) < 0 ? -1 : 1;
+        rc = sandbox_state_resolve(sb->state, workdir, policy, cwd, parsed, &why) < 0 ? -1 : 1;
         if (rc < 0)
             *err = strfmt("the session's sandbox state: %s", why ? why : "out of memory");
         free(why);
@@ -145,6 +142,11 @@ session_sandbox_for_call(const struct session_sandbox *sb, const json_t *meta, c
             *policy = NULL;
             return -1;
         }
+        /* checked when it was set, for the sandbox cwd it had then: parsed
+         * again for this one (NULL here: call_new parses, and says why) */
+        char *why = NULL;
+        *parsed = sandbox_policy_from_json(*policy, *cwd, &why);
+        free(why);
     }
     return rc < 0 ? -1 : 0;
 }

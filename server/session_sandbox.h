@@ -34,14 +34,18 @@ void session_sandbox_release(struct session_sandbox *sb);
 int session_sandbox_update(struct session_sandbox *sb, const json_t *params, char **err);
 
 /*
- * The sandbox of a call in workdir, into *policy (a reference) and *cwd
- * (malloc'd): the state in the call's _meta (Codex 0.169 sends it with
- * every call; meta may be NULL), else the session's from its last update
- * (a permissionProfile resolved now, for this workdir), else its
- * sandboxPolicy.  Returns 0, or -1 with *err (malloc'd; an
+ * The sandbox of a call in workdir, into *policy (a reference), *cwd
+ * (malloc'd) and *parsed (the policy parsed, the one parse of this call:
+ * the caller's to free; NULL only when the session's own policy does not
+ * parse for this workdir): the state in the call's _meta (Codex 0.169
+ * sends it with every call; meta may be NULL), else the session's from
+ * its last update (a permissionProfile resolved now, for this workdir),
+ * else its sandboxPolicy.  Returns 0, or -1 with *err (malloc'd; an
  * invalid-params answer; NULL: out of memory).
  */
+struct sandbox_policy;
 int session_sandbox_for_call(const struct session_sandbox *sb, const json_t *meta,
-                             const char *workdir, json_t **policy, char **cwd, char **err);
+                             const char *workdir, json_t **policy, char **cwd,
+                             struct sandbox_policy **parsed, char **err);
 
 #endif
