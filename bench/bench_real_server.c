@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "sandbox/policy/policy.h"
 #include "server/decide/decide.h"
 #include "server/decide/escalation.h"
 
@@ -46,8 +47,9 @@ bench_real_server_start(void)
     char *err = NULL;
     struct decide_server *ds = decide_server_new(&cfg, &err);
     json_t *policy = json_pack("{s:s}", "type", "workspace-write");
-    struct decide_call *dc =
-        ds ? decide_call_new(ds, policy, dir, "bench", NULL, NULL, &err) : NULL;
+    struct sandbox_policy *p = ds ? sandbox_policy_from_json(policy, dir, &err) : NULL;
+    struct decide_call *dc = p ? decide_call_new(ds, p, NULL, "bench", NULL, NULL, &err) : NULL;
+    sandbox_policy_free(p);
     struct escalation_call *ec = dc ? escalation_call_new(&loop, dc, NULL, NULL, NULL, 0) : NULL;
     int child = -1;
     if (!ec || escalation_call_serve_detached(ec, &child) < 0) {

@@ -2,7 +2,7 @@
  * call_fds: the fds a call's sandbox helper inherits, and their numbers.
  *
  * The one table of those numbers: the helper's command line (--report-fd,
- * --exec-notify-fd, built in mcp.c), the shell's environment
+ * --exec-notify-fd, built in call.c), the shell's environment
  * (CODEX_ESCALATE_SOCKET, escalation.c) and the spawn (shell_call.c) all
  * take them from here.  A struct call_fds says which of the server's fds
  * the child gets at each number; call_fds_spawn_list turns it into

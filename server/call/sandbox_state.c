@@ -30,21 +30,27 @@ state_cwd(const json_t *state, const char *workdir, char **err)
     return sandbox_profile_cwd(s, err);
 }
 
-/* Whether the policy parses: what the helper will be given must. */
+/* Whether the policy parses (what the helper will be given must), into
+ * *parsed unless parsed is NULL. */
 static int
-check_policy(const json_t *policy, const char *cwd, char **err)
+check_policy(const json_t *policy, const char *cwd, struct sandbox_policy **parsed, char **err)
 {
     struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, err);
-    sandbox_policy_free(p);
+    if (parsed)
+        *parsed = p;
+    else
+        sandbox_policy_free(p);
     return p ? 0 : -1;
 }
 
 int
 sandbox_state_resolve(const json_t *state, const char *workdir, json_t **policy, char **cwd,
-                      char **err)
+                      struct sandbox_policy **parsed, char **err)
 {
     *err = NULL;
     *policy = NULL;
+    if (parsed)
+        *parsed = NULL;
     if (!json_is_object(state)) {
         *err = strdup("the sandbox state must be an object");
         return -1;
@@ -66,7 +72,7 @@ sandbox_state_resolve(const json_t *state, const char *workdir, json_t **policy,
         const char *tmpdir = getenv("TMPDIR"); /* the helper's: the call's environment is ours */
         *policy = sandbox_profile_to_policy(profile, *cwd, tmpdir, err);
     }
-    if (*policy == NULL || check_policy(*policy, *cwd, err) < 0) {
+    if (*policy == NULL || check_policy(*policy, *cwd, parsed, err) < 0) {
         json_decref(*policy);
         *policy = NULL;
         free(*cwd);
@@ -78,7 +84,7 @@ sandbox_state_resolve(const json_t *state, const char *workdir, json_t **policy,
 
 int
 sandbox_state_from_meta(const json_t *meta, const char *workdir, json_t **policy, char **cwd,
-                        char **err)
+                        struct sandbox_policy **parsed, char **err)
 {
     *err = NULL;
     const json_t *a = json_object_get(meta, SANDBOX_STATE_KEY);
@@ -96,7 +102,7 @@ sandbox_state_from_meta(const json_t *meta, const char *workdir, json_t **policy
     }
     const char *key = a != NULL ? SANDBOX_STATE_KEY : SANDBOX_STATE_META_KEY;
     char *why = NULL;
-    if (sandbox_state_resolve(a != NULL ? a : b, workdir, policy, cwd, &why) < 0) {
+    if (sandbox_state_resolve(a != NULL ? a : b, workdir, policy, cwd, parsed, &why) < 0) {
         *err = strfmt("_meta[\"%s\"]: %s", key, why ? why : "out of memory");
         free(why);
         return -1;

@@ -25,11 +25,14 @@
  * used: clients that still send it (Codex 0.97) send an incomplete
  * permissionProfile beside it.  Globs are expanded now, against the
  * file system as it is.  On success returns 0 with *policy a new
- * sandboxPolicy object and *cwd a malloc'd absolute path; on error -1
- * with *err a malloc'd message naming the field (NULL: out of memory).
+ * sandboxPolicy object, *cwd a malloc'd absolute path and, unless parsed
+ * is NULL, *parsed the policy parsed (the check's parse, kept: the
+ * caller's to free); on error -1 with *err a malloc'd message naming the
+ * field (NULL: out of memory).
  */
+struct sandbox_policy;
 int sandbox_state_resolve(const json_t *state, const char *workdir, json_t **policy, char **cwd,
-                          char **err);
+                          struct sandbox_policy **parsed, char **err);
 
 /*
  * The state in a tools/call's _meta (meta may be NULL), resolved as
@@ -39,6 +42,6 @@ int sandbox_state_resolve(const json_t *state, const char *workdir, json_t **pol
  * the client meant cannot be known).
  */
 int sandbox_state_from_meta(const json_t *meta, const char *workdir, json_t **policy, char **cwd,
-                            char **err);
+                            struct sandbox_policy **parsed, char **err);
 
 #endif

@@ -78,8 +78,6 @@ struct shell_call {
     bool preview_new; /* output arrived since the last progress report */
     bool line_done;   /* the preview's line has ended: the next byte starts a new one */
 
-    struct shell_call_attachment *attached;
-
     /* the hooks' fds for the child (escalation socket, tree enforcement's
      * hand-over), at their numbers; the output and report pipes join them
      * at the start */
@@ -143,13 +141,6 @@ shell_call_discard(struct shell_call *c)
         free_call(c);
 }
 
-void
-shell_call_attach(struct shell_call *c, struct shell_call_attachment *a)
-{
-    a->next = c->attached;
-    c->attached = a;
-}
-
 static void on_timeout(uv_timer_t *t);
 
 void
@@ -207,10 +198,8 @@ shell_call_signal(struct shell_call *c, int sig)
         if (kill(-c->pid, sig) < 0 && errno != ESRCH)
             log_warn("call pid %d: kill: %s", c->pid, strerror(errno));
     }
-    for (struct shell_call_attachment *a = c->attached; a; a = a->next) {
-        if (a->signal)
-            a->signal(a, sig);
-    }
+    if (c->ev.on_signal)
+        c->ev.on_signal(c, sig, c->data);
 }
 
 void
@@ -423,12 +412,6 @@ maybe_end(struct shell_call *c)
 static void
 report_and_free(struct shell_call *c)
 {
-    for (struct shell_call_attachment *a = c->attached, *next; a; a = next) {
-        next = a->next;
-        if (a->release)
-            a->release(a);
-    }
-    c->attached = NULL;
     struct shell_call_result r = {0};
     r.spawned = c->started && !c->spawn_error;
     r.error = c->spawn_error;

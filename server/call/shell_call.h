@@ -58,6 +58,10 @@ struct shell_call_events {
     /* The end, once, from a close callback; r and its buffers are valid only
      * during the call, after which the call is freed. */
     void (*on_done)(struct shell_call *c, const struct shell_call_result *r, void *data);
+    /* The call's group was sent sig (timeout, cancel, shutdown): what
+     * else runs on the call's behalf (escalated programs) should be too.
+     * May be NULL. */
+    void (*on_signal)(struct shell_call *c, int sig, void *data);
 };
 
 struct shell_call_spec {
@@ -106,22 +110,6 @@ void shell_call_signal(struct shell_call *c, int sig);
 
 /* The process group id of a running call, or 0. */
 int shell_call_pgid(const struct shell_call *c);
-
-/*
- * Something else that belongs to the call and must end with it: the
- * escalation session (its socket, and programs run outside the sandbox on
- * the call's behalf) hooks in here.  signal() is called whenever the call's
- * group is signalled (timeout, cancel, shutdown); release() once, when the
- * call has ended and before on_done.  Both may be NULL.
- */
-struct shell_call_attachment {
-    void (*signal)(struct shell_call_attachment *a, int sig);
-    void (*release)(struct shell_call_attachment *a);
-    struct shell_call_attachment *next; /* the call's list; set by shell_call_attach */
-};
-
-/* Adds a to c (borrowed until its release()). Cannot fail. */
-void shell_call_attach(struct shell_call *c, struct shell_call_attachment *a);
 
 /*
  * The hooks' fds: fd (borrowed, close-on-exec; -1: none) is inherited by

@@ -118,20 +118,17 @@ fill(struct writable_view *v, const struct sandbox_writable *w, writable_view_wr
 }
 
 int
-writable_view_init_after(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+writable_view_init_after(struct writable_view *v, const struct sandbox_policy *p,
                          writable_view_written_fn written, void *arg, char **err)
 {
     memset(v, 0, sizeof(*v));
-    struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
-    if (!p)
-        return -1;
+    *err = NULL;
     /* The helper reads $TMPDIR from its environment, which is the server's
      * (escalation_shell_env copies it, setting only the protocol's
      * variables). */
     struct sandbox_writable *w = sandbox_writable_new(p, getenv("TMPDIR"));
     int rc = w ? fill(v, w, written, arg) : -1;
     sandbox_writable_free(w);
-    sandbox_policy_free(p);
     if (rc < 0) {
         writable_view_release(v);
         *err = strdup("out of memory");
@@ -143,7 +140,11 @@ int
 writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
                    char **err)
 {
-    return writable_view_init_after(v, policy, sandbox_cwd, NULL, NULL, err);
+    memset(v, 0, sizeof(*v));
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
+    int rc = p ? writable_view_init_after(v, p, NULL, NULL, err) : -1;
+    sandbox_policy_free(p);
+    return rc;
 }
 
 int

@@ -44,20 +44,21 @@ int writable_view_init(struct writable_view *v, const json_t *policy, const char
  * (canonical); told by the caller, who knows the other calls. */
 typedef bool (*writable_view_written_fn)(void *arg, const char *dir);
 
+struct sandbox_policy;
+
 /*
- * As writable_view_init, but a root whose path passes through a symbolic
- * link lying where written says some earlier sandbox could write (besides
- * this policy's own roots, which always count) grants nothing: that link
- * may have been planted to choose what this call writes.  written may be
- * NULL.
+ * As writable_view_init, for p (parsed once by the caller, who builds the
+ * helper's command line from the same p), and a root whose path passes
+ * through a symbolic link lying where written says some earlier sandbox
+ * could write (besides this policy's own roots, which always count)
+ * grants nothing: that link may have been planted to choose what this
+ * call writes.  written may be NULL.
  */
-int writable_view_init_after(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
+int writable_view_init_after(struct writable_view *v, const struct sandbox_policy *p,
                              writable_view_written_fn written, void *arg, char **err);
 
 /* Frees what v holds; safe on a zeroed view. */
 void writable_view_release(struct writable_view *v);
-
-struct sandbox_policy;
 
 /*
  * Gives p, the policy v was made from (workspace-write; any other kind is

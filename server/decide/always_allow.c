@@ -51,7 +51,7 @@ always_allow_prefix(const struct always_offer *offer, const json_t *decision, si
 
 void
 always_allow_write(struct decide_server *ds, const char *file, const char *const *words, size_t n,
-                   const char *label, struct client_log *log)
+                   const char *label, const json_t *request_id, struct client_log *log)
 {
     char *err = NULL;
     char *line = rules_amend_rule_line(words, n);
@@ -68,7 +68,7 @@ always_allow_write(struct decide_server *ds, const char *file, const char *const
                                       "rule", line)
                           : json_pack("{s:s, s:s, s:s}", "event", "rules-amend-failed", "file",
                                       file, "error", why);
-    json_t *id = json_loads(label, JSON_DECODE_ANY, NULL);
+    json_t *id = request_id ? json_incref((json_t *)request_id) : NULL;
     if (rec && id)
         json_object_set_new(rec, "requestId", id);
     else

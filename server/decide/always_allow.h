@@ -39,10 +39,11 @@ const char **always_allow_prefix(const struct always_offer *offer, const json_t 
 /*
  * Appends `allow words` to file (ds's standing answers) and reloads ds's
  * rules.  What happened goes to the server's log and to the client's log
- * (borrowed; NULL: none) with the request id label; a failure leaves the
+ * (borrowed; NULL: none), the call named label (its request id, id, a
+ * JSON value or NULL, goes in the client's record); a failure leaves the
  * answer standing for this exec alone.  Cannot fail.
  */
 void always_allow_write(struct decide_server *ds, const char *file, const char *const *words,
-                        size_t n, const char *label, struct client_log *log);
+                        size_t n, const char *label, const json_t *id, struct client_log *log);
 
 #endif

@@ -292,22 +292,6 @@ decide_server_audit(const struct decide_server *ds)
 
 /* ---- the call ---- */
 
-/* dc's attachment to its shell_call while it runs: it holds a reference
- * to dc, and tells the line when the call has ended.  Made with dc, so
- * that attaching cannot fail. */
-struct decide_hold {
-    struct shell_call_attachment att;
-    struct decide_call *dc;
-};
-
-static void
-att_release(struct shell_call_attachment *a)
-{
-    struct decide_call *dc = ((struct decide_hold *)a)->dc;
-    ask_line_attach(dc->line, NULL);
-    decide_call_unref(dc);
-}
-
 /* writable_view_written_fn: whether a sandbox of an earlier call (or one
  * running) could have written dir. */
 static bool
@@ -318,25 +302,21 @@ written_before(void *arg, const char *dir)
 }
 
 struct decide_call *
-decide_call_new(struct decide_server *ds, const json_t *policy, const char *sandbox_cwd,
+decide_call_new(struct decide_server *ds, const struct sandbox_policy *policy, const json_t *id,
                 const char *label, void (*on_abort)(void *data, const char *why), void *data,
                 char **err)
 {
     *err = NULL;
     struct decide_call *dc = calloc(1, sizeof(*dc));
-    if (!dc || !(dc->label = strdup(label)) || !(dc->hold = malloc(sizeof(*dc->hold))) ||
-        !(dc->line = ask_line_new(on_abort, data))) {
-        if (dc) {
+    if (!dc || !(dc->label = strdup(label)) || !(dc->line = ask_line_new(on_abort, data))) {
+        if (dc)
             free(dc->label);
-            free(dc->hold);
-        }
         free(dc);
         *err = strdup("out of memory");
         return NULL;
     }
-    if (writable_view_init_after(&dc->view, policy, sandbox_cwd, written_before, ds, err) < 0) {
+    if (writable_view_init_after(&dc->view, policy, written_before, ds, err) < 0) {
         ask_line_unref(dc->line);
-        free(dc->hold);
         free(dc->label);
         free(dc);
         return NULL;
@@ -348,6 +328,7 @@ decide_call_new(struct decide_server *ds, const json_t *policy, const char *sand
                  "places in all (or memory ran out): from now on nothing runs outside the "
                  "sandbox",
                  label, WRITABLE_HISTORY_MAX_ROOTS);
+    dc->id = id ? json_incref((json_t *)id) : NULL;
     dc->ds = ds;
     dc->cl = ds->client;
     ds->client->refs++;
@@ -393,7 +374,7 @@ decide_call_unref(struct decide_call *dc)
     ask_line_set_peer(dc->line, NULL);
     ask_line_unref(dc->line);
     decide_client_unref(dc->cl);
-    free(dc->hold);
+    json_decref(dc->id);
     free(dc->label);
     free(dc);
 }
@@ -411,13 +392,23 @@ decide_call_asking(struct decide_call *dc)
 }
 
 void
-decide_call_attach(struct decide_call *dc, struct shell_call *sc)
+decide_call_start(struct decide_call *dc, struct shell_call *sc)
 {
     note_kept_repos(dc);
     ask_line_attach(dc->line, sc);
-    *dc->hold = (struct decide_hold){.att.release = att_release, .dc = dc};
-    decide_call_ref(dc); /* the attachment's, dropped by att_release */
-    shell_call_attach(sc, &dc->hold->att);
+}
+
+void
+decide_call_end(struct decide_call *dc)
+{
+    if (dc)
+        ask_line_attach(dc->line, NULL);
+}
+
+const json_t *
+decide_call_id(const struct decide_call *dc)
+{
+    return dc->id;
 }
 
 const char *
@@ -538,7 +529,7 @@ exec_record(struct decide_call *dc, const struct decide_exec *e, const struct de
 static void
 send_to_client(struct decide_call *dc, enum client_log_level level, json_t *rec)
 {
-    json_t *id = json_loads(dc->label, JSON_DECODE_ANY, NULL);
+    json_t *id = dc->id ? json_incref(dc->id) : NULL;
     if (rec && id)
         json_object_set_new(rec, "requestId", id);
     else

@@ -125,17 +125,19 @@ struct audit;
 struct audit *decide_server_audit(const struct decide_server *ds);
 
 /*
- * A call's decision state.  policy (a sandboxPolicy object) and
- * sandbox_cwd (absolute) give what its sandbox can write, which from now
- * on counts against every call of ds (writable_history.h); label names the
- * call in logs and the audit log (copied).  on_abort(data, why) runs at
- * most once, when a person answers `abort` to any question of the call
- * (an exec's or a connection's): the caller's result should say why (why
- * is borrowed for the callback); the call's process group is killed here.  One reference, the
- * caller's.  Returns NULL with *err malloc'd.
+ * A call's decision state.  policy (parsed; borrowed for the call) gives
+ * what its sandbox can write, which from now on counts against every call
+ * of ds (writable_history.h); label names the call in logs and the audit
+ * log (copied), and id (a JSON value, referenced; or NULL) is the request
+ * id the client's records carry.  on_abort(data, why) runs at most once,
+ * when a person answers `abort` to any question of the call (an exec's or
+ * a connection's): the caller's result should say why (why is borrowed for
+ * the callback); the call's process group is killed here.  One reference,
+ * the caller's.  Returns NULL with *err malloc'd.
  */
-struct decide_call *decide_call_new(struct decide_server *ds, const json_t *policy,
-                                    const char *sandbox_cwd, const char *label,
+struct sandbox_policy;
+struct decide_call *decide_call_new(struct decide_server *ds, const struct sandbox_policy *policy,
+                                    const json_t *id, const char *label,
                                     void (*on_abort)(void *data, const char *why), void *data,
                                     char **err);
 
@@ -156,11 +158,15 @@ void decide_call_unref(struct decide_call *dc);
  * The call is about to start as sc: its timeout clock stops while a
  * person is asked, an abort kills its group, and the repositories its
  * sandbox keeps read-only are noted now (the helper binds them as it
- * starts).  Detaches by itself when sc ends.  Cannot fail.
+ * starts).  decide_call_end: sc has ended, nothing more reaches it
+ * (NULL is a no-op).  Cannot fail.
  */
-void decide_call_attach(struct decide_call *dc, struct shell_call *sc);
+void decide_call_start(struct decide_call *dc, struct shell_call *sc);
+void decide_call_end(struct decide_call *dc);
 
 const char *decide_call_label(const struct decide_call *dc);
+/* The request's id (borrowed; NULL: none), for records that carry it. */
+const json_t *decide_call_id(const struct decide_call *dc);
 
 /* The log of the client dc answers to (borrowed; NULL: none): the
  * network proxy's records of the call go there too. */

@@ -221,7 +221,7 @@ how_take_always(void *data, const json_t *decision)
     if (!words)
         return problem;
     struct decide_server *ds = q->dc->ds;
-    always_allow_write(ds, ds->answers_file, words, n, q->dc->label, q->dc->cl->log);
+    always_allow_write(ds, ds->answers_file, words, n, q->dc->label, q->dc->id, q->dc->cl->log);
     free(words);
     return NULL;
 }

@@ -23,7 +23,7 @@
     "elicitation capability, so it cannot be asked"
 
 /* A repository at the top of a root whose .git the helper keeps
- * read-only, as first seen by this server (decide_call_attach). */
+ * read-only, as first seen by this server (decide_call_start). */
 struct seen_repo {
     char *root;
     bool present;
@@ -88,10 +88,10 @@ struct decide_call {
     struct decide_client *cl; /* a reference */
     unsigned refs;
     char *label;
+    json_t *id; /* the request's id, for the client's records; or NULL */
     struct writable_view view;
     struct kept_repo *kept;
     size_t n_kept;
-    struct decide_hold *hold; /* on the call while it runs (decide.c) */
     struct ask_line *line;    /* its questions, exec and network (ask.h) */
     decide_said_fn on_said;   /* or NULL */
     void *said_data;

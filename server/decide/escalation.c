@@ -68,7 +68,6 @@ struct escalation_call {
     struct decide_call *dc; /* a reference */
     const char *label;      /* dc's */
     struct shell_call *sc;
-    struct shell_call_attachment att;
     escalation_adopt_fn adopt;
     void *adopt_data;
     const char *const *pass_env;
@@ -794,13 +793,6 @@ free_call(struct escalation_call *ec)
     free(ec);
 }
 
-void
-escalation_call_discard(struct escalation_call *ec)
-{
-    if (ec)
-        free_call(ec);
-}
-
 static void
 maybe_free_call(struct escalation_call *ec)
 {
@@ -816,11 +808,9 @@ on_call_poll_closed(uv_handle_t *h)
     maybe_free_call(ec);
 }
 
-static void
-att_signal(struct shell_call_attachment *a, int sig)
+void
+escalation_call_signal(struct escalation_call *ec, int sig)
 {
-    struct escalation_call *ec =
-        (struct escalation_call *)((char *)a - offsetof(struct escalation_call, att));
     for (struct session *s = ec->sessions; s; s = s->next) {
         if (s->proc_open && !s->proc_exited && kill(-spawn_pid(s->proc), sig) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
@@ -828,11 +818,11 @@ att_signal(struct shell_call_attachment *a, int sig)
     reaper_signal_groups(ec->groups, ec->n_groups, sig);
 }
 
-static void
-att_release(struct shell_call_attachment *a)
+void
+escalation_call_release(struct escalation_call *ec)
 {
-    struct escalation_call *ec =
-        (struct escalation_call *)((char *)a - offsetof(struct escalation_call, att));
+    if (!ec || ec->released)
+        return;
     ec->released = true;
     ec->sc = NULL;
     /* what escalated programs left in their groups ends with the call */
@@ -894,12 +884,9 @@ start_serving(struct escalation_call *ec)
 }
 
 void
-escalation_call_attach(struct escalation_call *ec, struct shell_call *sc)
+escalation_call_start(struct escalation_call *ec, struct shell_call *sc)
 {
     ec->sc = sc;
-    ec->att.signal = att_signal;
-    ec->att.release = att_release;
-    shell_call_attach(sc, &ec->att);
     if (start_serving(ec) == 0)
         shell_call_set_fd(sc, CALL_FD_ESCALATE, ec->child_fd);
 }
@@ -915,7 +902,7 @@ escalation_call_serve_detached(struct escalation_call *ec, int *child_fd)
 void
 escalation_call_end_detached(struct escalation_call *ec)
 {
-    att_release(&ec->att);
+    escalation_call_release(ec);
 }
 
 void

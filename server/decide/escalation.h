@@ -51,27 +51,33 @@ typedef int (*escalation_adopt_fn)(void *data, int listener, const struct decide
  * listener.  pass_env (n_pass_env names, borrowed for the server's life)
  * are the request's variables that --pass-env lets through to escalated
  * programs.  No fd is opened yet (a call may wait long in the queue): the
- * socket pair is made by escalation_call_attach.  Returns NULL when out
+ * socket pair is made by escalation_call_start.  Returns NULL when out
  * of memory.
  */
 struct escalation_call *escalation_call_new(uv_loop_t *loop, struct decide_call *dc,
                                             escalation_adopt_fn adopt, void *adopt_data,
                                             const char *const *pass_env, size_t n_pass_env);
 
-/* Frees a call that was never attached. NULL is a no-op. */
-void escalation_call_discard(struct escalation_call *ec);
-
 /*
- * Attaches ec to sc (ec is then released with sc, and freed after that),
- * makes the call's socket pair, serves the server's end on the loop and
- * hands the other end to sc (shell_call_set_fd, CALL_FD_ESCALATE).  Call right
- * before shell_call_start; after it, escalation_call_spawned drops the
- * server's copy of the child's end.  When the socket cannot be made the
- * call runs without one (every exec then fails closed in the wrapper) and
- * this is logged.
+ * The call starts as sc: makes the call's socket pair, serves the
+ * server's end on the loop and hands the other end to sc
+ * (shell_call_set_fd, CALL_FD_ESCALATE).  Call right before
+ * shell_call_start; after it, escalation_call_spawned drops the server's
+ * copy of the child's end.  When the socket cannot be made the call runs
+ * without one (every exec then fails closed in the wrapper) and this is
+ * logged.
  */
-void escalation_call_attach(struct escalation_call *ec, struct shell_call *sc);
+void escalation_call_start(struct escalation_call *ec, struct shell_call *sc);
 void escalation_call_spawned(struct escalation_call *ec);
+
+/* The call's group was sent sig (timeout, cancel, shutdown): so are the
+ * programs run outside the sandbox on its behalf.  Cannot fail. */
+void escalation_call_signal(struct escalation_call *ec, int sig);
+
+/* The call ended (or never started): what escalated programs left ends
+ * with it, the socket closes, and ec is freed once its handles have
+ * closed.  Once per ec; NULL is a no-op. */
+void escalation_call_release(struct escalation_call *ec);
 
 /*
  * For tests and the fuzz target: serves ec without a shell call.  *child_fd

@@ -83,10 +83,9 @@ struct listener {
 struct exec_watch {
     uv_loop_t *loop;
     struct decide_call *dc; /* a reference */
-    struct shell_call_attachment att;
-    char *wrapper_real; /* NULL when the wrapper cannot be resolved */
-    char *bash_real;    /* the patched Bash, likewise */
-    char *shell_real;   /* the shell that runs the command (--shell), likewise */
+    char *wrapper_real;     /* NULL when the wrapper cannot be resolved */
+    char *bash_real;        /* the patched Bash, likewise */
+    char *shell_real;       /* the shell that runs the command (--shell), likewise */
     char *label;
     struct listener *listeners;
     struct ask *asks;
@@ -1005,12 +1004,6 @@ resolve_cached(struct resolved *r, const char *path)
     return strdup(r->real);
 }
 
-static void
-att_release(struct shell_call_attachment *a)
-{
-    exec_watch_release((struct exec_watch *)((char *)a - offsetof(struct exec_watch, att)));
-}
-
 struct exec_watch *
 exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper, const char *bash,
                const char *shell)
@@ -1048,13 +1041,6 @@ void
 exec_watch_set_inherit(struct exec_watch *w, bool on)
 {
     w->inherit = on;
-}
-
-void
-exec_watch_attach(struct exec_watch *w, struct shell_call *sc)
-{
-    w->att.release = att_release;
-    shell_call_attach(sc, &w->att);
 }
 
 static void

@@ -14,8 +14,8 @@
  * in the call's sandbox or was allowed (exec_watch_allow_unix).  With
  * shell enforcement the helper's listener carries those alone.
  *
- * A watch ends with its call (exec_watch_attach), or by exec_watch_release
- * for a call that never started.
+ * A watch ends by exec_watch_release, when its call ends or if it never
+ * started.
  */
 #ifndef EXECGATE_SERVER_EXEC_WATCH_H
 #define EXECGATE_SERVER_EXEC_WATCH_H
@@ -49,9 +49,6 @@ int exec_watch_probe(char **why);
  */
 struct exec_watch *exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const char *wrapper,
                                   const char *bash, const char *shell);
-
-/* The watch ends (exec_watch_release) when sc does.  Cannot fail. */
-void exec_watch_attach(struct exec_watch *w, struct shell_call *sc);
 
 /* Strict mode for every listener of w (exec_notify_set_refuse_shared_memory:
  * the check-then-use window, docs/enforcement.md).  Cannot fail. */

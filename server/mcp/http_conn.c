@@ -488,7 +488,7 @@ on_resume(uv_idle_t *h)
 /*
  * The response to the current request is out: the next may be parsed.
  * Not here: the response may be written from deep inside its handler's
- * own work (a call's end, in mcp.c), which the next request (a DELETE of
+ * own work (a call's end, in scheduler.c), which the next request (a DELETE of
  * the same session) must not run into; process() comes on the loop's
  * next turn.
  */

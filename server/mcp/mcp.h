@@ -1,6 +1,8 @@
 /*
- * mcp: the MCP server — lifecycle, dispatch, the `shell` tool and
- * `codex/sandbox-state/update` — on top of jsonrpc and shell_call.
+ * mcp: the MCP server — lifecycle, dispatch and sessions — on top of
+ * jsonrpc: it parses each request and answers it.  A tools/call becomes a
+ * call (call.h) that the scheduler (scheduler.h) runs; what a session's
+ * calls run under is its session_sandbox (session_sandbox.h).
  *
  * Requests are handled in arrival order: a call captures the sandbox policy
  * in force when its request arrives, so an update acknowledged before a call
@@ -85,9 +87,6 @@ void mcp_session_feed(struct mcp_session *ss, const char *buf, size_t len);
  * and its running calls killed, without answers; it is freed once they are
  * gone.  The caller must not use ss afterwards. */
 void mcp_session_end(struct mcp_session *ss, const char *why);
-
-/* Number of sessions alive, the stdio client's not counted. */
-unsigned mcp_server_session_count(const struct mcp_server *s);
 
 /* Frees s once the loop has run dry after a shutdown. NULL is a no-op. */
 void mcp_server_free(struct mcp_server *s);

@@ -1,12 +1,12 @@
-#include "server/mcp/mcp_http.h"
+#include "server/mcp/mcp_http_int.h"
 
 #include "server/mcp/call_peer.h"
+#include "server/mcp/http_auth.h"
 #include "server/mcp/http_conn.h"
 #include "common/log.h"
 #include "server/net/nethost.h"
 #include "common/strfmt.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -15,7 +15,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,436 +24,6 @@
 /* How often idle sessions are looked for, at most and at least. */
 #define SWEEP_MAX_MS 60000u
 #define SWEEP_MIN_MS 10u
-
-struct listener {
-    union {
-        uv_handle_t handle;
-        uv_stream_t stream;
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-    } u;
-    struct mcp_http *h;
-    bool tcp;
-    bool open;
-    char *path; /* a Unix socket's, removed when it closes */
-};
-
-struct hsess;
-struct hconn;
-static void uncharge(struct hconn *hc);
-static void report_drops(struct hsess *se);
-
-/* One connection, and what it owes a session. */
-struct hconn {
-    struct mcp_http *h;
-    struct listener *l;
-    struct http_conn *c;
-    struct hsess *sess; /* while it answers a request of sess, or is its GET stream */
-    json_t *ids;        /* the requests it carried, not answered yet */
-    json_t *tokens;     /* their progress tokens */
-    bool get;
-    /* the session whose messages its queue holds, until written (the
-     * session's --max-pending-output counts them), and its list of them */
-    struct hsess *charged;
-    /* a Unix socket's peer: where it runs (call_peer.h); anything but
-     * OUTSIDE is refused */
-    enum call_peer_origin origin;
-    /* until it authenticates (a request passes every check): its peer's
-     * user (who may hold MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER such
-     * connections), and its place among them, oldest first */
-    bool authed;
-    uid_t peer_uid;
-    uint64_t accepted_ms;
-    struct hconn *uprev, *unext;
-    struct hconn *prev, *next;   /* all connections */
-    struct hconn *sprev, *snext; /* the session's */
-    struct hconn *cprev, *cnext; /* the charged session's */
-};
-
-struct backlog {
-    char *text;
-    size_t len;
-    struct backlog *next;
-};
-
-struct hsess {
-    struct mcp_http *h;
-    char id[2 * 16 + 1];
-    struct mcp_session *ms;
-    struct hconn *conns;
-    struct hconn *get;
-    uint64_t last_used;
-    struct backlog *backlog, **backlog_tail;
-    unsigned n_backlog;
-    size_t backlog_bytes;
-    /* messages dropped from the backlog since the last line that said so:
-     * the first drop is logged at once, the rest as one count (on the next
-     * sweep, when the stream opens or when the session goes) */
-    unsigned long long dropped;
-    struct hconn *charged; /* connections holding its messages */
-    struct hsess *prev, *next;
-};
-
-struct mcp_http {
-    uv_loop_t *loop;
-    struct mcp_server *s;
-    const struct server_options *o;
-    struct listener *listeners;
-    size_t n_listeners;
-    char *token; /* --token-file's; NULL: none (no TCP listener then) */
-    struct hconn *conns;
-    unsigned n_conns;
-    struct hconn *unauth, *unauth_tail; /* not authenticated, oldest first */
-    unsigned n_unauth;
-    struct hsess *sessions;
-    unsigned n_sessions;
-    uv_timer_t sweep;
-    bool sweep_open;
-    /* runs make_room again once the connections too young to go are
-     * not any more */
-    uv_timer_t trim;
-    bool trim_open;
-    bool shutting_down;
-};
-
-/* ---- sessions ---- */
-
-static void
-backlog_clear(struct hsess *se)
-{
-    while (se->backlog) {
-        struct backlog *b = se->backlog;
-        se->backlog = b->next;
-        free(b->text);
-        free(b);
-    }
-    se->backlog_tail = &se->backlog;
-    se->n_backlog = 0;
-    se->backlog_bytes = 0;
-}
-
-/* hc's queue holds messages of se from now on. */
-static void
-charge(struct hconn *hc, struct hsess *se)
-{
-    if (hc->charged == se)
-        return;
-    if (hc->charged)
-        uncharge(hc);
-    hc->charged = se;
-    hc->cprev = NULL;
-    hc->cnext = se->charged;
-    if (se->charged)
-        se->charged->cprev = hc;
-    se->charged = hc;
-}
-
-static void
-uncharge(struct hconn *hc)
-{
-    struct hsess *se = hc->charged;
-    if (!se)
-        return;
-    if (hc->cprev)
-        hc->cprev->cnext = hc->cnext;
-    else
-        se->charged = hc->cnext;
-    if (hc->cnext)
-        hc->cnext->cprev = hc->cprev;
-    hc->cprev = hc->cnext = NULL;
-    hc->charged = NULL;
-}
-
-/* What se's client has not taken yet (mcp_session_pending_fn): messages
- * waiting for its GET stream and those queued on its connections. */
-static size_t
-session_pending(void *data)
-{
-    const struct hsess *se = data;
-    size_t n = se->backlog_bytes;
-    for (const struct hconn *hc = se->charged; hc; hc = hc->cnext)
-        n += http_conn_queued(hc->c);
-    return n;
-}
-
-static struct hsess *
-find_session(struct mcp_http *h, const char *id)
-{
-    for (struct hsess *se = h->sessions; se; se = se->next) {
-        if (strcmp(se->id, id) == 0)
-            return se;
-    }
-    return NULL;
-}
-
-/* hc no longer owes se anything. */
-static void
-unbind(struct hconn *hc)
-{
-    struct hsess *se = hc->sess;
-    if (!se)
-        return;
-    if (hc->sprev)
-        hc->sprev->snext = hc->snext;
-    else
-        se->conns = hc->snext;
-    if (hc->snext)
-        hc->snext->sprev = hc->sprev;
-    hc->sprev = hc->snext = NULL;
-    if (se->get == hc)
-        se->get = NULL;
-    hc->sess = NULL;
-    hc->get = false;
-    json_decref(hc->ids);
-    json_decref(hc->tokens);
-    hc->ids = hc->tokens = NULL;
-}
-
-static void
-bind_conn(struct hconn *hc, struct hsess *se)
-{
-    hc->sess = se;
-    hc->sprev = NULL;
-    hc->snext = se->conns;
-    if (se->conns)
-        se->conns->sprev = hc;
-    se->conns = hc;
-}
-
-static char *
-session_header(const struct hsess *se)
-{
-    return strfmt("Mcp-Session-Id: %s\r\n", se->id);
-}
-
-/* Frees se's record after its session ended or was closed: its GET stream
- * ends, requests still owed an answer get none (their connections close). */
-static void
-session_forget(struct hsess *se)
-{
-    struct mcp_http *h = se->h;
-    while (se->charged)
-        uncharge(se->charged);
-    while (se->conns) {
-        struct hconn *hc = se->conns;
-        /* hc may be freed by what follows (on_conn_close); c lives until
-         * its close callback, on a later turn of the loop */
-        struct http_conn *c = hc->c;
-        bool get = hc->get;
-        unbind(hc);
-        if (h->shutting_down)
-            http_conn_finish(c);
-        if (get)
-            http_conn_stream_end(c);
-        else
-            http_conn_close(c);
-    }
-    report_drops(se);
-    backlog_clear(se);
-    if (se->prev)
-        se->prev->next = se->next;
-    else
-        h->sessions = se->next;
-    if (se->next)
-        se->next->prev = se->prev;
-    h->n_sessions--;
-    free(se);
-}
-
-static void
-session_end(struct hsess *se, const char *why)
-{
-    log_info("http: session %.8s... ends: %s", se->id, why);
-    mcp_session_end(se->ms, why);
-    session_forget(se);
-}
-
-/* ---- messages to clients ---- */
-
-static struct hconn *
-find_by(struct hsess *se, const json_t *value, bool token)
-{
-    if (!value)
-        return NULL;
-    for (struct hconn *hc = se->conns; hc; hc = hc->snext) {
-        const json_t *list = token ? hc->tokens : hc->ids;
-        for (size_t i = 0; list && i < json_array_size(list); i++) {
-            if (json_equal(json_array_get(list, i), value))
-                return hc;
-        }
-    }
-    return NULL;
-}
-
-/* m as one SSE event on hc's stream (begun if need be). */
-static int
-send_event(struct hconn *hc, struct jsonrpc_out *m)
-{
-    if (!http_conn_streaming(hc->c)) {
-        char *hdr = session_header(hc->sess);
-        int rc = hdr ? http_conn_stream_begin(hc->c, "text/event-stream", hdr) : -1;
-        free(hdr);
-        if (rc < 0) {
-            free(m->own[0]);
-            free(m->own[1]);
-            return -1;
-        }
-    }
-    uv_buf_t bufs[8];
-    unsigned n = 0;
-    bufs[n++] = uv_buf_init((char *)"data: ", 6);
-    for (unsigned i = 0; i < m->n && i < 5; i++)
-        bufs[n++] = m->bufs[i];
-    bufs[n++] = uv_buf_init((char *)"\n", 1); /* the message's newline, then the event's */
-    charge(hc, hc->sess);
-    return http_conn_stream_write(hc->c, bufs, n, m->own[0], m->own[1]);
-}
-
-/* Keeps m for the session's GET stream. */
-static int
-keep_for_later(struct hsess *se, struct jsonrpc_out *m)
-{
-    size_t len = 0;
-    for (unsigned i = 0; i < m->n; i++)
-        len += m->bufs[i].len;
-    struct backlog *b = calloc(1, sizeof(*b));
-    char *text = b ? malloc(len) : NULL;
-    if (text) {
-        size_t off = 0;
-        for (unsigned i = 0; i < m->n; i++) {
-            memcpy(text + off, m->bufs[i].base, m->bufs[i].len);
-            off += m->bufs[i].len;
-        }
-    }
-    free(m->own[0]);
-    free(m->own[1]);
-    if (!text) {
-        free(b);
-        log_warn("http: session %.8s...: out of memory: a message is dropped", se->id);
-        return -1;
-    }
-    b->text = text;
-    b->len = len;
-    *se->backlog_tail = b;
-    se->backlog_tail = &b->next;
-    se->backlog_bytes += len;
-    if (++se->n_backlog > MCP_HTTP_BACKLOG) {
-        struct backlog *old = se->backlog;
-        se->backlog = old->next;
-        if (!se->backlog)
-            se->backlog_tail = &se->backlog;
-        se->n_backlog--;
-        se->backlog_bytes -= old->len;
-        free(old->text);
-        free(old);
-        if (se->dropped++ == 0)
-            log_warn("http: session %.8s...: no stream open for %u messages: the oldest is "
-                     "dropped (the next are counted)",
-                     se->id, MCP_HTTP_BACKLOG);
-    }
-    return 0;
-}
-
-/* One line for the drops not said yet (keep_for_later). */
-static void
-report_drops(struct hsess *se)
-{
-    if (se->dropped > 1)
-        log_warn("http: session %.8s...: %llu more messages with no stream open were dropped",
-                 se->id, se->dropped - 1);
-    se->dropped = 0;
-}
-
-static void
-flush_backlog(struct hsess *se, struct hconn *hc)
-{
-    report_drops(se);
-    while (se->backlog) {
-        struct backlog *b = se->backlog;
-        se->backlog = b->next;
-        uv_buf_t buf = uv_buf_init(b->text, (unsigned)b->len);
-        struct jsonrpc_out m = {.bufs = &buf, .n = 1, .own = {b->text, NULL}};
-        send_event(hc, &m);
-        free(b);
-    }
-    se->backlog_tail = &se->backlog;
-    se->n_backlog = 0;
-    se->backlog_bytes = 0;
-}
-
-/* An answer: to the connection that carried its request, as JSON, or as
- * the last event of its stream. */
-static int
-send_answer(struct hsess *se, struct jsonrpc_out *m)
-{
-    struct hconn *hc = find_by(se, m->answers, false);
-    if (!hc) {
-        /* its client hung up, or cancelled it */
-        free(m->own[0]);
-        free(m->own[1]);
-        return -1;
-    }
-    for (size_t i = 0; i < json_array_size(hc->ids); i++) {
-        if (json_equal(json_array_get(hc->ids, i), m->answers)) {
-            json_array_remove(hc->ids, i);
-            break;
-        }
-    }
-    int rc;
-    if (http_conn_streaming(hc->c)) {
-        rc = send_event(hc, m);
-        if (json_array_size(hc->ids) == 0) {
-            unbind(hc);
-            http_conn_stream_end(hc->c);
-        }
-        return rc;
-    }
-    char *hdr = session_header(se);
-    unbind(hc);
-    charge(hc, se);
-    if (!hdr) {
-        free(m->own[0]);
-        free(m->own[1]);
-        http_conn_close(hc->c);
-        return -1;
-    }
-    rc = http_conn_respond(hc->c, 200, "OK", "application/json", hdr, m->bufs, m->n, m->own[0],
-                           m->own[1]);
-    free(hdr);
-    return rc;
-}
-
-/* The session's messages (mcp_session_sink_fn). */
-static int
-session_sink(void *data, struct jsonrpc_out *m)
-{
-    struct hsess *se = data;
-    if (!m) {
-        /* the server's shutdown closed the session */
-        session_forget(se);
-        return 0;
-    }
-    /* what the server sends is not the client's doing: last_used does
-     * not move (a dead client's call that prints on would keep it alive) */
-    if (m->answers)
-        return send_answer(se, m);
-    /* what it is about: a call's progress or log record goes with the
-     * call's answer */
-    struct hconn *hc = NULL;
-    if (m->method && strcmp(m->method, "notifications/progress") == 0)
-        hc = find_by(se, json_object_get(m->params, "progressToken"), true);
-    else if (m->method && strcmp(m->method, "notifications/message") == 0)
-        hc = find_by(se, json_object_get(json_object_get(m->params, "data"), "requestId"), false);
-    if (!hc)
-        hc = se->get;
-    for (struct hconn *p = se->conns; !hc && p; p = p->snext) {
-        if (json_array_size(p->ids) > 0)
-            hc = p;
-    }
-    if (!hc)
-        return keep_for_later(se, m);
-    return send_event(hc, m);
-}
 
 /* ---- requests ---- */
 
@@ -479,77 +48,10 @@ reply_rpc_error(struct hconn *hc, int status, const char *reason, int code, cons
     http_conn_respond(hc->c, status, reason, "application/json", NULL, &b, 1, body, NULL);
 }
 
-/* A loopback origin: http or https, to localhost, 127.0.0.0/8 or [::1],
- * any port. */
-static bool
-origin_is_loopback(const char *origin)
-{
-    const char *p = NULL;
-    if (strncasecmp(origin, "http://", 7) == 0)
-        p = origin + 7;
-    else if (strncasecmp(origin, "https://", 8) == 0)
-        p = origin + 8;
-    if (!p)
-        return false;
-    size_t host_len;
-    char host[64];
-    if (*p == '[') {
-        const char *end = strchr(p, ']');
-        if (!end)
-            return false;
-        host_len = (size_t)(end - p - 1);
-        if (host_len >= sizeof(host))
-            return false;
-        memcpy(host, p + 1, host_len);
-        host[host_len] = '\0';
-        p = end + 1;
-        struct in6_addr a6;
-        if (inet_pton(AF_INET6, host, &a6) != 1 || !IN6_IS_ADDR_LOOPBACK(&a6))
-            return false;
-    } else {
-        host_len = strcspn(p, ":/");
-        if (host_len == 0 || host_len >= sizeof(host))
-            return false;
-        memcpy(host, p, host_len);
-        host[host_len] = '\0';
-        p += host_len;
-        struct in_addr a4;
-        bool ok = strcasecmp(host, "localhost") == 0 ||
-                  (inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127);
-        if (!ok)
-            return false;
-    }
-    if (*p == ':') {
-        p++;
-        if (!*p)
-            return false;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    return *p == '\0' || strcmp(p, "/") == 0;
-}
-
-/* Compares in time independent of where they differ. */
-static bool
-token_matches(const char *given, size_t given_len, const char *token)
-{
-    size_t len = strlen(token);
-    unsigned char diff = given_len != len;
-    for (size_t i = 0; i < len; i++)
-        diff |= (unsigned char)(token[i] ^ (i < given_len ? given[i] : 0));
-    return diff == 0;
-}
-
 static bool
 authorized(const struct mcp_http *h, const struct http_request *r)
 {
-    const char *auth = http_request_header(r, "authorization");
-    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
-        return false;
-    const char *given = auth + 7;
-    while (*given == ' ')
-        given++;
-    return token_matches(given, strlen(given), h->token);
+    return http_auth_bearer(http_request_header(r, "authorization"), h->token);
 }
 
 /* The body as one input line: a JSON text's line breaks are whitespace
@@ -567,59 +69,6 @@ feed(struct hsess *se, const struct http_request *r)
     line[r->body_len] = '\n';
     mcp_session_feed(se->ms, line, r->body_len + 1);
     free(line);
-}
-
-static struct hsess *
-session_create(struct mcp_http *h)
-{
-    struct hsess *se = calloc(1, sizeof(*se));
-    unsigned char raw[16];
-    if (!se || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-        free(se);
-        return NULL;
-    }
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(se->id + 2 * i, 3, "%02x", raw[i]);
-    se->h = h;
-    se->backlog_tail = &se->backlog;
-    se->ms = mcp_session_new(h->s, session_sink, session_pending, se);
-    if (!se->ms) {
-        free(se);
-        return NULL;
-    }
-    se->next = h->sessions;
-    if (h->sessions)
-        h->sessions->prev = se;
-    h->sessions = se;
-    h->n_sessions++;
-    log_info("http: session %.8s... begins (%u open)", se->id, h->n_sessions);
-    return se;
-}
-
-/* A notifications/cancelled for a request hc carries: its exchange ends
- * without an answer (an empty event stream). */
-static void
-cancelled(struct hsess *se, const json_t *msg)
-{
-    const json_t *id = json_object_get(json_object_get(msg, "params"), "requestId");
-    struct hconn *hc = find_by(se, id, false);
-    if (!hc)
-        return;
-    for (size_t i = 0; i < json_array_size(hc->ids); i++) {
-        if (json_equal(json_array_get(hc->ids, i), id)) {
-            json_array_remove(hc->ids, i);
-            break;
-        }
-    }
-    if (json_array_size(hc->ids) > 0)
-        return;
-    if (!http_conn_streaming(hc->c)) {
-        char *hdr = session_header(se);
-        http_conn_stream_begin(hc->c, "text/event-stream", hdr);
-        free(hdr);
-    }
-    unbind(hc);
-    http_conn_stream_end(hc->c);
 }
 
 static void
@@ -654,7 +103,7 @@ handle_post(struct hconn *hc, const struct http_request *r, const char *sid)
     bool is_init = method && strcmp(method, "initialize") == 0;
     struct hsess *se = NULL;
     if (sid) {
-        se = find_session(h, sid);
+        se = hsess_find(h, sid);
         if (!se) {
             reply_rpc_error(hc, 404, "Not Found", -32001, "session not found: it ended");
             json_decref(msg);
@@ -667,7 +116,7 @@ handle_post(struct hconn *hc, const struct http_request *r, const char *sid)
             json_decref(msg);
             return;
         }
-        se = session_create(h);
+        se = hsess_create(h);
         if (!se) {
             reply_rpc_error(hc, 500, "Internal Server Error", -32603,
                             "cannot make a session: out of memory");
@@ -697,13 +146,13 @@ handle_post(struct hconn *hc, const struct http_request *r, const char *sid)
             json_object_get(json_object_get(msg, "params"), "_meta"), "progressToken");
         if (token)
             json_array_append_new(hc->tokens, json_deep_copy(token));
-        bind_conn(hc, se);
+        hconn_bind(hc, se);
     }
     feed(se, r); /* an answer may go out before this returns */
     if (!is_request) {
         if (method && strcmp(method, "notifications/cancelled") == 0)
-            cancelled(se, msg);
-        char *hdr = session_header(se);
+            hsess_cancelled(se, msg);
+        char *hdr = hsess_header(se);
         reply(hc, 202, "Accepted", hdr, NULL);
         free(hdr);
     }
@@ -723,16 +172,16 @@ handle_get(struct hconn *hc, const struct http_request *r, struct hsess *se)
         reply(hc, 409, "Conflict", NULL, "the session's stream is open already");
         return;
     }
-    char *hdr = session_header(se);
+    char *hdr = hsess_header(se);
     int rc = hdr ? http_conn_stream_begin(hc->c, "text/event-stream", hdr) : -1;
     free(hdr);
     if (rc < 0)
         return;
-    bind_conn(hc, se);
+    hconn_bind(hc, se);
     hc->get = true;
     se->get = hc;
     se->last_used = uv_now(hc->h->loop);
-    flush_backlog(se, hc);
+    hsess_flush_backlog(se, hc);
 }
 
 /* ---- connections that have not authenticated ---- */
@@ -957,7 +406,7 @@ on_request(struct http_conn *c, const struct http_request *r, void *data)
         return;
     }
     const char *origin = http_request_header(r, "origin");
-    if (origin && !origin_is_loopback(origin)) {
+    if (origin && !http_auth_origin_loopback(origin)) {
         log_warn("http: a request from origin %s is refused (not a loopback origin)", origin);
         reply(hc, 403, "Forbidden", NULL, "origin not allowed");
         return;
@@ -990,7 +439,7 @@ on_request(struct http_conn *c, const struct http_request *r, void *data)
         reply(hc, 405, "Method Not Allowed", "Allow: GET, POST, DELETE\r\n", NULL);
         return;
     }
-    struct hsess *se = sid ? find_session(h, sid) : NULL;
+    struct hsess *se = sid ? hsess_find(h, sid) : NULL;
     if (!se) {
         reply(hc, sid ? 404 : 400, sid ? "Not Found" : "Bad Request", NULL,
               sid ? "session not found: it ended" : "Mcp-Session-Id header required");
@@ -1000,7 +449,7 @@ on_request(struct http_conn *c, const struct http_request *r, void *data)
         handle_get(hc, r, se);
         return;
     }
-    session_end(se, "the client ended it (DELETE)");
+    hsess_end(se, "the client ended it (DELETE)");
     reply(hc, 200, "OK", NULL, NULL);
 }
 
@@ -1011,10 +460,10 @@ on_conn_close(struct http_conn *c, void *data)
     struct mcp_http *h = hc->h;
     struct hsess *charged = hc->charged;
     unauth_remove(hc);
-    uncharge(hc);
+    hconn_uncharge(hc);
     if (charged)
         mcp_session_output_taken(charged->ms); /* what it held is gone */
-    unbind(hc);
+    hconn_unbind(hc);
     if (hc->prev)
         hc->prev->next = hc->next;
     else
@@ -1038,7 +487,7 @@ on_conn_written(struct http_conn *c, void *data)
      * stream): it is there, and its idle time starts now */
     se->last_used = uv_now(hc->h->loop);
     if (http_conn_queued(c) == 0)
-        uncharge(hc);
+        hconn_uncharge(hc);
     mcp_session_output_taken(se->ms);
 }
 
@@ -1283,100 +732,6 @@ listen_tcp(struct mcp_http *h, struct listener *l, const char *addr, char **err)
     return 0;
 }
 
-/* ---- the token ---- */
-
-/* Creates path (mode 0600, never replacing a file) with a new token. */
-static int
-create_token(const char *path, char **err)
-{
-    unsigned char raw[MCP_HTTP_TOKEN_BYTES];
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-        *err = strfmt("--token-file %s: no random bytes for a token: %s", path, strerror(errno));
-        return -1;
-    }
-    char text[2 * MCP_HTTP_TOKEN_BYTES + 2];
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(text + 2 * i, 3, "%02x", raw[i]);
-    text[2 * MCP_HTTP_TOKEN_BYTES] = '\n';
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        *err = strfmt("--token-file %s: cannot create it: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t len = 2 * MCP_HTTP_TOKEN_BYTES + 1;
-    ssize_t n = write(fd, text, len);
-    int e = errno;
-    if (close(fd) < 0 && n == (ssize_t)len) {
-        n = -1;
-        e = errno;
-    }
-    if (n != (ssize_t)len) {
-        *err = strfmt("--token-file %s: cannot write it: %s", path,
-                      n < 0 ? strerror(e) : "short write");
-        unlink(path);
-        return -1;
-    }
-    log_info("http: made a new token in %s", path);
-    return 0;
-}
-
-/* The token in path (created when missing): its first line, blanks
- * trimmed.  NULL with *err. */
-static char *
-load_token(const char *path, char **err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0 && errno == ENOENT) {
-        if (create_token(path, err) < 0)
-            return NULL;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    }
-    if (fd < 0) {
-        *err = strfmt("--token-file %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) < 0) {
-        *err = strfmt("--token-file %s: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        *err = strfmt("--token-file %s: not a regular file", path);
-    } else if (st.st_mode & 077) {
-        *err = strfmt("--token-file %s: others may read it (mode %03o): make it 0600", path,
-                      (unsigned)(st.st_mode & 0777));
-    } else if ((size_t)st.st_size > MCP_HTTP_MAX_TOKEN_FILE) {
-        *err = strfmt("--token-file %s: larger than %u bytes: not a token", path,
-                      MCP_HTTP_MAX_TOKEN_FILE);
-    } else if (!(buf = calloc(1, (size_t)st.st_size + 1))) {
-        *err = strfmt("out of memory");
-    } else {
-        ssize_t n = read(fd, buf, (size_t)st.st_size);
-        if (n < 0) {
-            *err = strfmt("--token-file %s: %s", path, strerror(errno));
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = '\0';
-        }
-    }
-    close(fd);
-    if (!buf)
-        return NULL;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    size_t n = strlen(buf);
-    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-        buf[--n] = '\0';
-    size_t skip = strspn(buf, " \t");
-    memmove(buf, buf + skip, n - skip + 1);
-    if (strlen(buf) < 16) {
-        *err = strfmt("--token-file %s: the token (its first line) is shorter than 16 characters",
-                      path);
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 /* ---- life ---- */
 
 static void
@@ -1386,7 +741,7 @@ on_sweep(uv_timer_t *t)
     uint64_t now = uv_now(h->loop);
     for (struct hsess *se = h->sessions, *next; se; se = next) {
         next = se->next;
-        report_drops(se);
+        hsess_report_drops(se);
         /* a request waits for its answer on an open connection, or bytes
          * wait on one for the client (until it takes them or
          * --write-timeout-ms closes it): the client is there, or will be
@@ -1397,7 +752,7 @@ on_sweep(uv_timer_t *t)
         for (struct hconn *hc = se->charged; hc && !owed; hc = hc->cnext)
             owed = http_conn_queued(hc->c) > 0;
         if (!owed && now - se->last_used >= h->o->session_idle_ms)
-            session_end(se, "idle (--session-idle-ms)");
+            hsess_end(se, "idle (--session-idle-ms)");
     }
 }
 
@@ -1446,7 +801,7 @@ on_shutdown(void *data)
         struct http_conn *c = hc->c; /* hc may be freed below (on_conn_close) */
         bool get = hc->get;
         if (get)
-            unbind(hc);
+            hconn_unbind(hc);
         http_conn_finish(c);
         if (get)
             http_conn_stream_end(c);
@@ -1476,7 +831,7 @@ mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options 
         *err = strfmt("--listen HOST:PORT needs --token-file PATH (the bearer token clients "
                       "send; made when missing)");
         rc = -1;
-    } else if (o->token_file && !(h->token = load_token(o->token_file, err))) {
+    } else if (o->token_file && !(h->token = http_auth_load_token(o->token_file, err))) {
         /* with a token, every listener asks for it, Unix sockets too */
         rc = -1;
     }
@@ -1525,7 +880,7 @@ mcp_http_free(struct mcp_http *h)
     while (h->sessions) {
         struct hsess *se = h->sessions;
         h->sessions = se->next;
-        backlog_clear(se);
+        hsess_backlog_clear(se);
         free(se);
     }
     free(h->listeners);

@@ -46,10 +46,6 @@
 #define MCP_HTTP_UNAUTHENTICATED_GRACE_MS     1000u
 /* Messages kept per session for a GET stream not open yet; the oldest go. */
 #define MCP_HTTP_BACKLOG 64u
-/* Random bytes in a token --token-file creates (written as hex). */
-#define MCP_HTTP_TOKEN_BYTES 32u
-/* Largest token file read. */
-#define MCP_HTTP_MAX_TOKEN_FILE 4096u
 
 struct mcp_http;
 

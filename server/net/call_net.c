@@ -79,7 +79,8 @@ hook_event(void *arg, const struct netproxy_event *ev)
                             "host", ev->host, "port", (json_int_t)ev->port, "protocol",
                             ev->protocol, "decision", ev->allowed ? "allow" : "deny", "rule",
                             ev->decision, "justification", ev->rule, "reason", ev->message);
-    json_t *id = json_loads(ev->call_id, JSON_DECODE_ANY, NULL);
+    const json_t *request_id = decide_call_id(cn->dc);
+    json_t *id = request_id ? json_incref((json_t *)request_id) : NULL;
     if (!rec) {
         json_decref(id);
         log_warn("network: out of memory recording a decision");

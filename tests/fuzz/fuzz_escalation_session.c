@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "sandbox/policy/policy.h"
 #include "server/decide/decide.h"
 #include "proto/esc_io.h"
 #include "server/decide/escalation.h"
@@ -88,7 +89,9 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *err = NULL;
-    struct decide_call *dc = decide_call_new(ds, policy, "/", "fuzz", NULL, NULL, &err);
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, "/", &err);
+    struct decide_call *dc = p ? decide_call_new(ds, p, NULL, "fuzz", NULL, NULL, &err) : NULL;
+    sandbox_policy_free(p);
     struct escalation_call *ec = dc ? escalation_call_new(&loop, dc, NULL, NULL, NULL, 0) : NULL;
     decide_call_unref(dc);
     if (!ec)

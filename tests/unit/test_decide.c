@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "sandbox/policy/policy.h"
 #include "server/decide/decide.h"
 #include "server/decide/question_text.h"
 
@@ -150,10 +151,14 @@ call_at(struct decide_server *ds, const char *policy_text, const char *cwd)
     json_t *policy = json_loads(policy_text, 0, NULL);
     assert_non_null(policy);
     char *err = NULL;
-    struct decide_call *dc = decide_call_new(ds, policy, cwd, "test-call", NULL, NULL, &err);
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, cwd, &err);
+    if (!p)
+        fail_msg("sandbox_policy_from_json: %s", err ? err : "(no message)");
+    struct decide_call *dc = decide_call_new(ds, p, NULL, "test-call", NULL, NULL, &err);
     if (!dc)
         fail_msg("decide_call_new: %s", err ? err : "(no message)");
     assert_null(err);
+    sandbox_policy_free(p);
     json_decref(policy);
     return dc;
 }
@@ -305,10 +310,11 @@ test_call_ref(void **state)
     decide_call_unref(dc);
     decide_call_unref(NULL);
 
-    /* a policy the sandbox refuses refuses the call */
+    /* a policy the sandbox refuses refuses the call: it is refused as
+     * it is parsed, before there is a call */
     json_t *bad = json_loads("{\"type\":\"everything\"}", 0, NULL);
     char *err = NULL;
-    assert_null(decide_call_new(ds, bad, W, "bad", NULL, NULL, &err));
+    assert_null(sandbox_policy_from_json(bad, W, &err));
     assert_non_null(err);
     free(err);
     json_decref(bad);

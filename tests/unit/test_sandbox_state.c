@@ -28,7 +28,7 @@ from_meta(const char *meta, char **what)
     assert_true(meta == NULL || m != NULL);
     json_t *policy = NULL;
     char *cwd = NULL, *err = NULL;
-    int rc = sandbox_state_from_meta(m, "/work", &policy, &cwd, &err);
+    int rc = sandbox_state_from_meta(m, "/work", &policy, &cwd, NULL, &err);
     if (rc == 1) {
         assert_null(err);
         assert_true(
@@ -114,7 +114,7 @@ meta_round(void *arg)
     }
     json_t *policy = NULL;
     char *cwd = NULL, *err = NULL;
-    int rc = sandbox_state_from_meta(m, "/work", &policy, &cwd, &err);
+    int rc = sandbox_state_from_meta(m, "/work", &policy, &cwd, NULL, &err);
     if (rc == 1) {
         assert_non_null(policy);
         assert_non_null(cwd);

@@ -452,12 +452,15 @@ test_planted_links(void **state)
     json_t *policy = json_loads(text, 0, NULL);
     assert_non_null(policy);
     char *err = NULL;
-    assert_int_equal(writable_view_init_after(&v, policy, w, written_under, scratch, &err), 0);
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, w, &err);
+    assert_non_null(p);
+    assert_int_equal(writable_view_init_after(&v, p, written_under, scratch, &err), 0);
     assert_root(&v, real, false);
     writable_view_release(&v);
-    assert_int_equal(writable_view_init_after(&v, policy, w, written_under, w, &err), 0);
+    assert_int_equal(writable_view_init_after(&v, p, written_under, w, &err), 0);
     assert_root(&v, real, true);
     writable_view_release(&v);
+    sandbox_policy_free(p);
     json_decref(policy);
     unlink(planted);
     free(text);

@@ -1,0 +1,519 @@
+#include "server/mcp/call.h"
+
+#include "sandbox/policy/cmdline.h"
+#include "sandbox/placeholder.h"
+#include "sandbox/policy/policy.h"
+#include "server/call/call_cgroup.h"
+#include "server/call/call_cgroup_pool.h"
+#include "server/call/call_fds.h"
+#include "server/net/call_net.h"
+#include "server/decide/decide.h"
+#include "server/decide/escalation.h"
+#include "server/decide/exec_watch.h"
+#include "common/log.h"
+#include "common/strfmt.h"
+#include "common/utf8.h"
+#include "server/call/writable_view.h"
+#include "rules/policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- lists ---- */
+
+void
+call_list_push(struct call_list *l, struct call *c)
+{
+    c->prev = l->tail;
+    c->next = NULL;
+    if (l->tail)
+        l->tail->next = c;
+    else
+        l->head = c;
+    l->tail = c;
+    l->count++;
+}
+
+void
+call_list_remove(struct call_list *l, struct call *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        l->tail = c->prev;
+    c->prev = c->next = NULL;
+    l->count--;
+}
+
+struct call *
+call_list_find(const struct call_list *l, const json_t *id)
+{
+    for (struct call *c = l->head; c; c = c->next) {
+        if (json_equal(c->id, id))
+            return c;
+    }
+    return NULL;
+}
+
+/* ---- the end ---- */
+
+/*
+ * The server killed c (a timeout, a cancel, an abort, the shutdown): its
+ * helper, killed with SIGKILL, cannot remove the placeholder .codex it
+ * held, so the server does what that helper's end would have done: in
+ * each of the call's roots, a placeholder no sandbox holds any more goes
+ * (sandbox/placeholder.h).
+ */
+static void
+sweep_placeholders(const struct call *c)
+{
+    for (size_t i = 0; c->codex_roots && c->codex_roots[i]; i++) {
+        const char *root = c->codex_roots[i];
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rc = fd < 0 ? -errno : sandbox_placeholder_sweep(fd, ".codex");
+        if (fd >= 0)
+            close(fd);
+        if (rc == 1)
+            log_info("call: removed the placeholder %s/.codex its killed sandbox left", root);
+        else if (rc < 0 && rc != -ENOENT)
+            log_warn("call: cannot remove a placeholder %s/.codex: %s", root, strerror(-rc));
+    }
+}
+
+/*
+ * Every part of c, released once, in the order the command's end needs:
+ * the escalation state (what escalated programs left is killed), the
+ * watch (execs still waiting fail), the decisions (nothing more reaches
+ * the ended shell_call), the network, then the cgroup, which takes
+ * whatever is left of the call with it (call_cgroup_pool.h).
+ */
+static void
+release_parts(struct call *c)
+{
+    if (c->released)
+        return;
+    c->released = true;
+    escalation_call_release(c->ec);
+    exec_watch_release(c->watch);
+    decide_call_end(c->dc);
+    decide_call_unref(c->dc);
+    call_net_free(c->net);
+    call_cgroup_pool_put(c->cx->pool, c->cg);
+    c->watch = NULL;
+    c->ec = NULL;
+    c->dc = NULL;
+    c->net = NULL;
+    c->cg = NULL;
+}
+
+static void
+free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+void
+call_free(struct call *c)
+{
+    if (!c)
+        return;
+    release_parts(c);
+    if (!c->started)
+        shell_call_discard(c->sc);
+    json_decref(c->id);
+    free(c->label);
+    json_decref(c->progress_token);
+    free(c->aborted);
+    free(c->said);
+    free(c->snap_key);
+    free(c->snap_workdir);
+    json_decref(c->snap_policy);
+    free(c->snap_sandbox_cwd);
+    free_strv(c->codex_roots);
+    free(c->held_output);
+    free(c);
+}
+
+/* ---- events ---- */
+
+static void
+on_abort(void *data, const char *why)
+{
+    struct call *c = data;
+    if (!c->aborted)
+        c->aborted = strdup(why);
+    log_info("call: %s", why);
+}
+
+/* A reason typed with an approval, for the call's result (person_said). */
+static void
+on_said(void *data, const char *line)
+{
+    struct call *c = data;
+    char *more = c->said ? strfmt("%s\n%s", c->said, line) : strdup(line);
+    if (!more) {
+        log_warn("call: out of memory keeping what a person said with an approval");
+        return;
+    }
+    free(c->said);
+    c->said = more;
+}
+
+static void
+on_progress(struct shell_call *sc, const char *line, size_t len, uint64_t total, void *data)
+{
+    (void)sc;
+    struct call *c = data;
+    size_t text_len = 0;
+    char *text = utf8_lossy(line, len, &text_len);
+    if (!text)
+        return;
+    json_t *params = json_pack("{s:O, s:I, s:s%}", "progressToken", c->progress_token, "progress",
+                               (json_int_t)total, "message", text, text_len);
+    free(text);
+    if (params && c->progress)
+        c->progress(c, params);
+    else
+        json_decref(params);
+}
+
+static void
+on_signal(struct shell_call *sc, int sig, void *data)
+{
+    (void)sc;
+    struct call *c = data;
+    escalation_call_signal(c->ec, sig);
+}
+
+/* The command has ended: nothing the call started outlives its answer. */
+static void
+on_done(struct shell_call *sc, const struct shell_call_result *r, void *data)
+{
+    (void)sc;
+    struct call *c = data;
+    release_parts(c);
+    c->sc = NULL; /* shell_call frees itself after this */
+    if (r->timed_out || r->cancelled || c->aborted || c->signalled)
+        sweep_placeholders(c);
+    c->on_end(c, r);
+}
+
+static const struct shell_call_events events = {
+    .on_progress = on_progress,
+    .on_done = on_done,
+    .on_signal = on_signal,
+};
+
+/* ---- making one ---- */
+
+/* c's placeholder roots, from its decisions' view (the helper's repo
+ * roots).  Returns 0, or -1 when out of memory. */
+static int
+keep_codex_roots(struct call *c, const struct writable_view *v)
+{
+    if (v->kind != WRITABLE_VIEW_SOME || v->n_repo_roots == 0)
+        return 0;
+    c->codex_roots = calloc(v->n_repo_roots + 1, sizeof(*c->codex_roots));
+    for (size_t i = 0; c->codex_roots && i < v->n_repo_roots; i++) {
+        if (!(c->codex_roots[i] = strdup(v->repo_roots[i])))
+            return -1;
+    }
+    return c->codex_roots ? 0 : -1;
+}
+
+/* tree enforcement: an escalated program's exec filter listener goes to
+ * the call's watch. */
+static int
+adopt_listener(void *watch, int listener, const struct decide_exec *e,
+               const struct decide_result *r, bool by_person)
+{
+    return exec_watch_adopt(watch, listener, e, r, by_person);
+}
+
+/* Whether a call under p reaches the network through the proxy: the
+ * policy keeps the network off and confines the command (read-only or
+ * workspace-write: the helper makes namespaces there), and the proxy is
+ * on, or on by default and the rules hold a network_rule. */
+static bool
+uses_proxy(const struct call_context *cx, const struct sandbox_policy *p)
+{
+    enum sandbox_kind kind = sandbox_policy_kind(p);
+    if (!cx->net || sandbox_policy_network_allowed(p) ||
+        (kind != SANDBOX_READ_ONLY && kind != SANDBOX_WORKSPACE_WRITE))
+        return false;
+    return cx->o->network_proxy == OPTIONS_NETWORK_PROXY_ON ||
+           rules_policy_network_rule_count(decide_server_rules(cx->decide)) > 0;
+}
+
+/* Whether a call under p has its sockets supervised without tree
+ * enforcement: the policy confines (read-only, workspace-write) and the
+ * kernel has user notification. */
+static bool
+supervise_sockets(const struct call_context *cx, const struct sandbox_policy *p)
+{
+    enum sandbox_kind kind = sandbox_policy_kind(p);
+    return cx->user_notif && (kind == SANDBOX_READ_ONLY || kind == SANDBOX_WORKSPACE_WRITE);
+}
+
+/* The helper's command line: the patched Bash runs the command in the
+ * workdir, the helper reports on CALL_FD_REPORT and, with tree
+ * enforcement, hands over its listener on CALL_FD_EXEC_NOTIFY (and, *net
+ * set, the network proxy's on CALL_FD_NET_PROXY).  Its writable roots
+ * are those of view (the call's, resolved as it arrived), however long
+ * the call then waits for a slot: p is pinned to them.  NULL with *err
+ * (malloc'd) on failure. */
+static char **
+call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct writable_view *view,
+          const struct call_request *r, bool *net, bool *notify, char **err)
+{
+    if (writable_view_pin(view, p, err) < 0)
+        return NULL;
+    const char *const program[] = {cx->o->shell_path, r->login ? "-lc" : "-c", r->command, NULL};
+    const struct sandbox_cmdline cmd = {
+        .helper = cx->o->sandbox_helper,
+        .policy = p,
+        .cwd = r->workdir,
+        .report_fd = CALL_FD_REPORT,
+        /* with shell enforcement a confining sandbox still hands over a
+         * listener: for its sockets (exec_watch.h) */
+        .exec_notify_fd =
+            (*notify = cx->tree || supervise_sockets(cx, p)) ? CALL_FD_EXEC_NOTIFY : -1,
+        .notify_sockets_only = !cx->tree,
+        .net_proxy_fd = (*net = uses_proxy(cx, p)) ? CALL_FD_NET_PROXY : 0,
+        .protect = (const char *const *)cx->protect,
+        .n_protect = cx->n_protect,
+        .hide = (const char *const *)cx->hide,
+        .n_hide = cx->n_hide,
+        .program = program,
+    };
+    char **argv = sandbox_cmdline_argv(&cmd);
+    if (!argv)
+        *err = strdup("out of memory");
+    return argv;
+}
+
+/* The call's other front ends, on c: with notify its watch (in tree mode
+ * every exec of the shell's tree and the listeners of escalated programs;
+ * in either mode the sandbox's sockets) and its escalation state (its
+ * socket is made when it starts).  Returns 0, or -1 when out of memory. */
+static int
+front_ends(const struct call_context *cx, struct call *c, bool notify)
+{
+    const struct server_options *o = cx->o;
+    c->helper_notifies = notify;
+    if (notify || cx->watch_escalated) {
+        c->watch = exec_watch_new(cx->loop, c->dc, o->execve_wrapper, o->bash_path, o->shell_path);
+        if (!c->watch)
+            return -1;
+        exec_watch_set_strict(c->watch, o->exec_strict);
+        exec_watch_allow_unix(c->watch, o->allow_unix, o->allow_unix_count);
+        exec_watch_set_inherit(c->watch, o->escalated_children_inherit);
+    }
+    c->ec = escalation_call_new(cx->loop, c->dc, c->watch ? adopt_listener : NULL, c->watch,
+                                (const char *const *)o->pass_env, o->pass_env_count);
+    return c->ec ? 0 : -1;
+}
+
+/* The shell's environment, naming the wrapper and the escalation socket.
+ * With tree enforcement the shell hands the wrapper only what the rules
+ * may escalate: the tree watch judges its other execs. */
+static char **
+call_env(const struct call_context *cx)
+{
+    const char *wrap_names = cx->tree ? decide_server_wrap_names(cx->decide) : NULL;
+    return escalation_shell_env(cx->o->execve_wrapper, cx->o->bash_path, wrap_names);
+}
+
+/* The sandbox part of a call: the policy parsed once (by the request's
+ * filler, else here), the decisions made from it (their writable view)
+ * and the helper's command line pinned to that view.  Returns the command
+ * line, or NULL with *err. */
+static char **
+sandbox_part(struct call *c, const struct call_request *r, struct decide_client *cl, bool *net,
+             bool *notify, char **err)
+{
+    const struct call_context *cx = c->cx;
+    struct sandbox_policy *own =
+        r->parsed ? NULL : sandbox_policy_from_json(r->policy, r->sandbox_cwd, err);
+    struct sandbox_policy *p = r->parsed ? r->parsed : own;
+    c->dc = p ? decide_call_new(cx->decide, p, c->id, c->label, on_abort, c, err) : NULL;
+    char **argv = NULL;
+    if (c->dc) {
+        decide_call_set_client(c->dc, cl);
+        decide_call_on_said(c->dc, on_said, c);
+        if (keep_codex_roots(c, decide_call_view(c->dc)) == 0)
+            argv = call_argv(cx, p, decide_call_view(c->dc), r, net, notify, err);
+    }
+    sandbox_policy_free(own);
+    return argv;
+}
+
+/* login snapshot: what the capture of a login call needs (call_login_key).
+ * Out of memory, the call runs a real login shell. */
+static void
+keep_login(struct call *c, const struct call_request *r)
+{
+    c->snap_key = call_login_key(c->cx, r);
+    c->snap_workdir = strdup(r->workdir);
+    c->snap_policy = json_deep_copy(r->policy);
+    c->snap_sandbox_cwd = strdup(r->sandbox_cwd);
+    if (!c->snap_key || !c->snap_workdir || !c->snap_policy || !c->snap_sandbox_cwd) {
+        free(c->snap_key);
+        free(c->snap_workdir);
+        json_decref(c->snap_policy);
+        free(c->snap_sandbox_cwd);
+        c->snap_key = c->snap_workdir = c->snap_sandbox_cwd = NULL;
+        c->snap_policy = NULL;
+    }
+}
+
+struct call *
+call_new(const struct call_context *cx, json_t *id, const struct call_request *r,
+         struct decide_client *cl, struct call_net_client *ncl, bool snapshots, char **errp)
+{
+    char *err = NULL;
+    *errp = NULL;
+    struct call *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->cx = cx;
+    c->id = json_incref(id);
+    c->ask_id = -1;
+    /* the id as text, once, for logs, the audit log and the cgroup's
+     * messages; records for the client carry the id itself */
+    c->label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!c->label) {
+        call_free(c);
+        return NULL;
+    }
+    bool net = false, notify = false;
+    char **argv = sandbox_part(c, r, cl, &net, &notify, &err);
+    if (!argv) {
+        call_free(c);
+        *errp = strfmt("sandbox policy: %s", err ? err : "out of memory");
+        free(err);
+        return NULL;
+    }
+    if (net && !(c->net = call_net_new(cx->net, ncl, c->dc, r->command))) {
+        free_strv(argv);
+        call_free(c);
+        *errp = strdup("network proxy: out of memory");
+        return NULL;
+    }
+    char **env = NULL;
+    if (front_ends(cx, c, notify) < 0 || !(env = call_env(cx))) {
+        free_strv(argv);
+        call_free(c);
+        *errp = strdup("escalation: out of memory");
+        return NULL;
+    }
+    struct shell_call_spec spec = {
+        .argv = argv,
+        .env = env,
+        .timeout_ms = r->timeout_ms,
+        .max_pause_ms = cx->o->max_ask_ms,
+        .max_output = r->max_output ? r->max_output : cx->o->max_output_bytes,
+        .progress = r->progress_token != NULL,
+        .report = true,
+    };
+    c->sc = shell_call_new(cx->loop, &spec, &events, c); /* takes argv and env */
+    if (r->progress_token)
+        c->progress_token = json_deep_copy(r->progress_token);
+    if (!c->sc || (r->progress_token && !c->progress_token)) {
+        call_free(c);
+        return NULL;
+    }
+    if (r->login && snapshots)
+        keep_login(c, r);
+    return c;
+}
+
+char *
+call_login_key(const struct call_context *cx, const struct call_request *r)
+{
+    char *policy = json_dumps(r->policy, JSON_COMPACT | JSON_SORT_KEYS);
+    char *key =
+        policy ? strfmt("%s\n%s\n%s\n%s", cx->o->shell_path, policy, r->sandbox_cwd, r->workdir)
+               : NULL;
+    free(policy);
+    return key;
+}
+
+/* ---- running ---- */
+
+/* The call's own cgroup, which the helper and every escalated program
+ * join before they run anything: a call that cannot have one runs
+ * without, and says so. */
+static void
+start_cgroup(struct call *c)
+{
+    if (!c->cx->pool)
+        return;
+    char *err = NULL;
+    c->cg = call_cgroup_pool_get(c->cx->pool, c->label, &err);
+    if (!c->cg) {
+        log_warn("call %s: runs without a cgroup of its own: %s", c->label,
+                 err ? err : "out of memory");
+    } else {
+        const struct call_cgroup_join *j = call_cgroup_join(c->cg);
+        shell_call_set_join(c->sc, j);
+        escalation_call_set_join(c->ec, j);
+    }
+    free(err);
+}
+
+void
+call_start(struct call *c)
+{
+    c->started = true;
+    /* escalation: the socket is served from here on, and the server's
+     * copy of the shell's end goes once the shell has it */
+    decide_call_start(c->dc, c->sc);
+    escalation_call_start(c->ec, c->sc);
+    /* tree enforcement: without the socket the helper refuses to run
+     * the command (it fails closed on --exec-notify-fd) */
+    int notify_fd = c->watch && c->helper_notifies ? exec_watch_open(c->watch) : -1;
+    if (c->watch && c->helper_notifies && notify_fd < 0)
+        log_error("cannot make the exec watch's socket: %s: the call will fail",
+                  strerror(-notify_fd));
+    shell_call_set_fd(c->sc, CALL_FD_EXEC_NOTIFY, notify_fd);
+    /* the network proxy: without the socket the helper refuses to run
+     * the command (--net-proxy-fd names no socket) */
+    int net_fd = c->net ? call_net_open(c->net) : -1;
+    if (c->net && net_fd < 0)
+        log_error("cannot make the network proxy's socket: %s: the call will fail",
+                  strerror(-net_fd));
+    if (c->net)
+        shell_call_set_fd(c->sc, CALL_FD_NET_PROXY, net_fd);
+    start_cgroup(c);
+    shell_call_start(c->sc);
+    if (c->net)
+        call_net_spawned(c->net);
+    escalation_call_spawned(c->ec);
+    if (c->watch)
+        exec_watch_spawned(c->watch, notify_fd);
+}
+
+void
+call_cancel(struct call *c)
+{
+    if (c->sc)
+        shell_call_cancel(c->sc);
+}
+
+void
+call_signal(struct call *c, int sig)
+{
+    c->signalled = true;
+    if (c->sc)
+        shell_call_signal(c->sc, sig);
+}
