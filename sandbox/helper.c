@@ -1219,8 +1219,14 @@ apply_exec_notify(struct run *r)
                               "sandboxes have socket calls to notify");
     char *path = resolve_program(o->program_argv[0], o->report_fd);
     /* a filter that notifies sendmsg would hold our own sendmsg of its
-     * listener: the courier sends it (exec_filter.h) */
-    bool courier = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS);
+     * listener: the supervisor takes it by number where it offered to,
+     * else the courier sends it (exec_filter.h).  By number only when our
+     * execve is notified: that is what keeps the listener here until the
+     * supervisor has it. */
+    bool held = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS);
+    bool by_number = held && (notify & SANDBOX_FILTER_NOTIFY_EXECS) &&
+                     sandbox_exec_filter_by_number(o->exec_notify_fd);
+    bool courier = held && !by_number;
     struct sandbox_courier c;
     int rc = courier ? sandbox_exec_filter_courier_start(&c, o->exec_notify_fd, path) : 0;
     if (rc < 0)
@@ -1249,8 +1255,17 @@ apply_exec_notify(struct run *r)
     } else if (listener < 0) {
         sandbox_helper_die(-listener, "exec-notify: loading the filter");
     } else {
-        rc = courier ? 0 : sandbox_exec_filter_send(o->exec_notify_fd, path, listener);
-        close(listener);
+        if (by_number && fcntl(listener, F_SETFD, FD_CLOEXEC) != 0)
+            sandbox_helper_die(errno, "exec-notify: the listener's close-on-exec");
+        if (by_number)
+            rc = sandbox_exec_filter_send_number(o->exec_notify_fd, path, listener);
+        else
+            rc = courier ? 0 : sandbox_exec_filter_send(o->exec_notify_fd, path, listener);
+        /* By number, the listener stays open (close-on-exec) until the
+         * execve: the supervisor takes it from this process while that
+         * execve waits for it. */
+        if (!by_number)
+            close(listener);
         if (rc == 0 &&
             sandbox_exec_filter_report(r->report, notify & SANDBOX_FILTER_NOTIFY_EXECS,
                                        merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS)) != 0)

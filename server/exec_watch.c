@@ -823,6 +823,10 @@ on_handover(uv_poll_t *h, int status, int events)
             log_warn("exec watch %s: %s runs without exec interception (the kernel has no user "
                      "notification)",
                      l->w->label, exec_path ? exec_path : "a command");
+        else if (rc == -EPERM || rc == -ESRCH)
+            log_warn("exec watch %s: cannot take the listener from the sandbox (%s); its command "
+                     "is killed, since nothing would decide its execs",
+                     l->w->label, strerror(-rc));
         else if (rc != -EPIPE)
             log_warn("exec watch %s: bad hand-over: %s", l->w->label, strerror(-rc));
         /* -EPIPE: the helper failed before handing over; it says why */
@@ -855,6 +859,10 @@ exec_watch_open(struct exec_watch *w)
         free(l);
         return -e;
     }
+    /* the helper may leave its listener for us to take (no courier
+     * process per call) where this kernel and process allow it; otherwise
+     * it sends it itself (exec_filter.h) */
+    (void)exec_notify_offer_take(sv[0]);
     /* uv_poll_init makes the server's end non-blocking; the helper's stays
      * as a helper expects it */
     int rc = uv_poll_init(w->loop, &l->sock_poll, sv[0]);
