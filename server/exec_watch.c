@@ -92,7 +92,8 @@ struct exec_watch {
     struct ask *asks;
     struct unix_connect_config sockets; /* the tree's connects (unix_connect.h) */
     bool strict;
-    bool inherit; /* --escalated-children=inherit: outside trees are not asked about */
+    bool take_listener; /* offer to take the helper's listener by number */
+    bool inherit;       /* --escalated-children=inherit: outside trees are not asked about */
     bool released;
 };
 
@@ -861,8 +862,12 @@ exec_watch_open(struct exec_watch *w)
     }
     /* the helper may leave its listener for us to take (no courier
      * process per call) where this kernel and process allow it; otherwise
-     * it sends it itself (exec_filter.h) */
-    (void)exec_notify_offer_take(sv[0]);
+     * it sends it itself (exec_filter.h).  Only where the helper's own
+     * execve is notified, which holds the listener until it is taken:
+     * with the courier (shell mode) SO_PASSPIDFD on this end made calls
+     * lose their listener now and then (ENOSYS in the sandbox). */
+    if (w->take_listener)
+        (void)exec_notify_offer_take(sv[0]);
     /* uv_poll_init makes the server's end non-blocking; the helper's stays
      * as a helper expects it */
     int rc = uv_poll_init(w->loop, &l->sock_poll, sv[0]);
@@ -1043,6 +1048,12 @@ void
 exec_watch_set_strict(struct exec_watch *w, bool on)
 {
     w->strict = on;
+}
+
+void
+exec_watch_set_take_listener(struct exec_watch *w, bool on)
+{
+    w->take_listener = on;
 }
 
 void

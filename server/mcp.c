@@ -1010,6 +1010,7 @@ call_front_ends(struct mcp_server *s, struct mcp_call *c, bool notify)
         if (!c->watch)
             return -1;
         exec_watch_set_strict(c->watch, s->o->exec_strict);
+        exec_watch_set_take_listener(c->watch, s->tree);
         exec_watch_allow_unix(c->watch, s->o->allow_unix, s->o->allow_unix_count);
         exec_watch_set_inherit(c->watch, s->o->escalated_children_inherit);
     }
