@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/cpu_per_call.py: CPU time per `shell` call, builds side by side.
 
-    bench/cpu_per_call.py LABEL=PATH/server/execgate [LABEL=...]... \
+    bench/cpu_per_call.py 'LABEL=PATH/server/execgate [ARG...]' [LABEL=...]... \
         [--rounds 8] [--seq 100] [--par 320]
 
 Each server runs in a cgroup of its own (cgroup v1 cpuacct, or a v2 cgroup
@@ -18,6 +18,7 @@ rounds), then each of them as a ratio against the first server.
 """
 import argparse
 import os
+import shlex
 import shutil
 import statistics
 import sys
@@ -56,9 +57,15 @@ class CpuGroup:
 
     def argv(self, server):
         # the server joins the cgroup before it execs: all it starts is counted
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self.procs, server]
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self.procs] + server
 
     def remove(self):
+        # the last processes may still be on their way out
+        for _ in range(50):
+            with open(self.procs) as f:
+                if not f.read().strip():
+                    break
+            time.sleep(0.05)
         # the server's own directories below (v2) go first
         for root, dirs, _ in os.walk(self.path, topdown=False):
             for d in dirs:
@@ -84,10 +91,10 @@ def main():
     groups, clients, res = {}, {}, {}
     try:
         for spec in args.servers:
-            label, _, path = spec.partition("=")
+            label, _, words = spec.partition("=")
             g = CpuGroup(f"execgate-cpu-{os.getpid()}-{len(groups)}")
             groups[label] = g
-            clients[label] = start(g.argv(path), env, update, label)
+            clients[label] = start(g.argv(shlex.split(words)), env, update, label)
             res[label] = {"seq": [], "seq_cpu": [], "par_n": 0, "par_t": 0.0, "par_cpu": []}
         for _ in range(20):  # warm-up
             for c in clients.values():

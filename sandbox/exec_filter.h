@@ -73,7 +73,8 @@ int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
  * came with the message (exec_notify.h) and answered; the execve closes
  * the loader's copy.  No extra process and no wait in the loader.  A
  * supervisor that cannot take it kills the sender: nothing answers that
- * execve otherwise.
+ * execve otherwise.  Only for a filter that notifies execve: without that
+ * wait the execve would close the listener before it is taken.
  *
  * The supervisor says it can (its end of sock has SO_PASSPIDFD and it may
  * take fds from its descendants) with one message queued before the
