@@ -82,6 +82,9 @@ int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
  * sandbox_exec_filter_by_number reads it if it is there (without
  * waiting): true when the offer came, false otherwise (an older
  * supervisor, a kernel without SO_PASSPIDFD: the courier then sends).
+ * The helper reads it first thing, whatever path it takes: an unread
+ * message on a socket that closes resets the connection (ECONNRESET),
+ * and the supervisor would lose the hand-over queued behind it.
  * sandbox_exec_filter_send_number sends the 'N' message: 0 or -errno.
  * Neither calls malloc.
  */

@@ -254,6 +254,10 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
                                    &flags, &pidfd);
     if (n < 0) {
         free(buf);
+        /* ECONNRESET: the helper closed its end with the offer
+         * (exec_notify_offer_take) unread: it failed before the hand-over */
+        if (n == -ECONNRESET)
+            return -EPIPE;
         return n == -EBADMSG || n == -EMSGSIZE ? -EPROTO : (int)n;
     }
     if (nfds == 0)

@@ -313,6 +313,10 @@ struct run {
      * released by the process outside the PID namespace when the command
      * has ended */
     struct codex_hold *codex;
+    /* the supervisor offered to take the listener by number (read at
+     * once: an offer left unread when the socket closes would reset the
+     * connection, and the supervisor lose the hand-over) */
+    bool take_offered;
     bool restrict_net;
     json_t *report;
     json_t *degraded; /* borrowed from report */
@@ -1224,8 +1228,7 @@ apply_exec_notify(struct run *r)
      * execve is notified: that is what keeps the listener here until the
      * supervisor has it. */
     bool held = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS);
-    bool by_number = held && (notify & SANDBOX_FILTER_NOTIFY_EXECS) &&
-                     sandbox_exec_filter_by_number(o->exec_notify_fd);
+    bool by_number = held && (notify & SANDBOX_FILTER_NOTIFY_EXECS) && r->take_offered;
     bool courier = held && !by_number;
     struct sandbox_courier c;
     int rc = courier ? sandbox_exec_filter_courier_start(&c, o->exec_notify_fd, path) : 0;
@@ -1397,6 +1400,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     check_exec_notify_fd(o);
     check_net_proxy_fd(o);
     run_init(&r, o);
+    r.take_offered = o->exec_notify_fd >= 0 && sandbox_exec_filter_by_number(o->exec_notify_fd);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
     bool notify = o->exec_notify_fd >= 0;
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {

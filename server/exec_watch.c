@@ -862,10 +862,9 @@ exec_watch_open(struct exec_watch *w)
     }
     /* the helper may leave its listener for us to take (no courier
      * process per call) where this kernel and process allow it; otherwise
-     * it sends it itself (exec_filter.h).  Only where the helper's own
-     * execve is notified, which holds the listener until it is taken:
-     * with the courier (shell mode) SO_PASSPIDFD on this end made calls
-     * lose their listener now and then (ENOSYS in the sandbox). */
+     * it sends it itself (exec_filter.h).  Only in tree mode: in shell
+     * mode the helper's own execve is not notified, so it cannot wait
+     * there for the listener to be taken. */
     if (w->take_listener)
         (void)exec_notify_offer_take(sv[0]);
     /* uv_poll_init makes the server's end non-blocking; the helper's stays
