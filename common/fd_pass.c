@@ -1,6 +1,7 @@
 /*
  * fd_pass: sendmsg/recvmsg with SCM_RIGHTS, and the adopt-or-close walk
- * over what a receive brought in.
+ * over what a receive brought in (and the sender's SCM_PIDFD, for the
+ * receivers that ask for it).
  */
 #include "common/fd_pass.h"
 
@@ -15,8 +16,12 @@
  * clone(CLONE_VM) child, which must not allocate. */
 union fd_pass_cmsg {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int) * FD_PASS_MAX_FDS)];
+    char buf[CMSG_SPACE(sizeof(int) * FD_PASS_MAX_FDS) + CMSG_SPACE(sizeof(int))];
 };
+
+#ifndef SCM_PIDFD
+#define SCM_PIDFD 0x04 /* Linux 6.5; older libc headers lack it */
+#endif
 
 /* Closes an fd that arrived with a message, keeping errno as it was (a
  * caller may still report the errno of what failed before). */
@@ -75,6 +80,23 @@ take_rights(const struct cmsghdr *c, int *fds, size_t max, size_t *nfds)
     return rc;
 }
 
+/* The one SCM_PIDFD a receiver asked for (pidfd non-NULL, still -1), or
+ * false: a second one, or one nobody asked for, is closed. */
+static bool
+take_pidfd(const struct cmsghdr *c, int *pidfd)
+{
+    int fd;
+    if (c->cmsg_len != CMSG_LEN(sizeof fd))
+        return false;
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    if (pidfd != NULL && *pidfd < 0) {
+        *pidfd = fd;
+        return true;
+    }
+    close_keep_errno(fd);
+    return false;
+}
+
 /*
  * Walks every control message of one recvmsg.  Each fd is stored or
  * closed; on any problem the stored ones are closed too, so the caller
@@ -82,15 +104,18 @@ take_rights(const struct cmsghdr *c, int *fds, size_t max, size_t *nfds)
  * truncated control data makes the message untrustworthy (-EBADMSG, which
  * wins over -EMSGSIZE); the kernel installs the fds of a truncated
  * message only in part (those that fit; none past an EMFILE), and those
- * are closed like the rest.
+ * are closed like the rest.  The sender's pidfd is a foreign message
+ * unless pidfd asks for it.
  */
 static int
-take_all(struct msghdr *mh, int *fds, size_t max, size_t *nfds)
+take_all(struct msghdr *mh, int *fds, size_t max, size_t *nfds, int *pidfd)
 {
     bool bad = (mh->msg_flags & MSG_CTRUNC) != 0;
     bool too_many = false;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_PIDFD)
+            bad |= !take_pidfd(c, pidfd);
+        else if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             bad = true;
         else if (take_rights(c, fds, max, nfds) < 0)
             too_many = true;
@@ -100,11 +125,16 @@ take_all(struct msghdr *mh, int *fds, size_t max, size_t *nfds)
     for (size_t i = 0; i < *nfds; i++)
         close_keep_errno(fds[i]);
     *nfds = 0;
+    if (pidfd != NULL && *pidfd >= 0) {
+        close_keep_errno(*pidfd);
+        *pidfd = -1;
+    }
     return bad ? -EBADMSG : -EMSGSIZE;
 }
 
 ssize_t
-fd_pass_recv(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds, int *msg_flags)
+fd_pass_recv_pidfd(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds,
+                   int *msg_flags, int *pidfd)
 {
     union fd_pass_cmsg ctl;
     struct iovec iov = {.iov_base = buf, .iov_len = len};
@@ -117,6 +147,8 @@ fd_pass_recv(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds
     *nfds = 0;
     if (msg_flags != NULL)
         *msg_flags = 0;
+    if (pidfd != NULL)
+        *pidfd = -1;
     ssize_t n;
     do
         n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
@@ -125,6 +157,12 @@ fd_pass_recv(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds
         return -errno; /* nothing was installed */
     if (msg_flags != NULL)
         *msg_flags = mh.msg_flags;
-    int rc = take_all(&mh, fds, max, nfds);
+    int rc = take_all(&mh, fds, max, nfds, pidfd);
     return rc < 0 ? rc : n;
+}
+
+ssize_t
+fd_pass_recv(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds, int *msg_flags)
+{
+    return fd_pass_recv_pidfd(sock, buf, len, fds, max, nfds, msg_flags, NULL);
 }

@@ -55,4 +55,15 @@ ssize_t fd_pass_send(int sock, const struct iovec *iov, size_t iovcnt, const int
 ssize_t fd_pass_recv(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds,
                      int *msg_flags);
 
+/*
+ * fd_pass_recv that also takes the sender's pidfd (SCM_PIDFD, which the
+ * kernel adds to each message when the receiver set SO_PASSPIDFD on sock,
+ * Linux 6.5): *pidfd is that pidfd (close-on-exec, the caller's) or -1
+ * when none came.  It names the process that sent the message even after
+ * its pid is reused.  On every error *pidfd is -1 and closed with the
+ * rest.
+ */
+ssize_t fd_pass_recv_pidfd(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds,
+                           int *msg_flags, int *pidfd);
+
 #endif

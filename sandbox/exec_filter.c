@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -37,6 +38,10 @@
 #else
 #error "exec_filter: add this architecture's AUDIT_ARCH"
 #endif
+
+/* The longest path a hand-over carries (exec_notify.h's
+ * EXEC_NOTIFY_MAX_PATH: the supervisor refuses longer ones). */
+#define EXEC_FILTER_MAX_PATH 4096
 
 /* x32 calls share x86-64's audit arch and set this bit in the number. */
 #define X32_SYSCALL_BIT 0x40000000u
@@ -81,6 +86,43 @@ int
 sandbox_exec_filter_send_degraded(int sock, const char *exec_path)
 {
     return send_message(sock, SANDBOX_EXEC_NOTIFY_DEGRADED, exec_path, -1);
+}
+
+bool
+sandbox_exec_filter_by_number(int sock)
+{
+    char offer[sizeof SANDBOX_EXEC_NOTIFY_OFFER];
+    ssize_t n;
+    do
+        n = recv(sock, offer, sizeof offer, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)strlen(SANDBOX_EXEC_NOTIFY_OFFER) &&
+           memcmp(offer, SANDBOX_EXEC_NOTIFY_OFFER, (size_t)n) == 0;
+}
+
+/* One send(2), not sendmsg: a sendto without an address is the one send
+ * the sandbox's filter lets through without asking the supervisor, which
+ * has not got the listener yet.  So the message is built in one buffer
+ * (on the stack: no allocation). */
+int
+sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener)
+{
+    char msg[5 + sizeof listener + EXEC_FILTER_MAX_PATH];
+    size_t plen = strlen(exec_path);
+    if (plen > EXEC_FILTER_MAX_PATH)
+        return -ENAMETOOLONG;
+    memcpy(msg, SANDBOX_EXEC_NOTIFY_MAGIC, 4);
+    msg[4] = SANDBOX_EXEC_NOTIFY_BY_NUMBER;
+    memcpy(msg + 5, &listener, sizeof listener);
+    memcpy(msg + 5 + sizeof listener, exec_path, plen);
+    size_t len = 5 + sizeof listener + plen;
+    ssize_t n;
+    do
+        n = send(sock, msg, len, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    return (size_t)n == len ? 0 : -EMSGSIZE;
 }
 
 int

@@ -4,8 +4,10 @@
  * (SECCOMP_RET_USER_NOTIF) and the sending of its listener.
  *
  * Wire format, one datagram on the given SOCK_SEQPACKET/SOCK_DGRAM socket:
- * "EGX1" then one byte, 'L' (the listener fd rides along as SCM_RIGHTS) or
- * 'D' (degraded: the kernel has no user notification, no fd), then the path
+ * "EGX1" then one byte, 'L' (the listener fd rides along as SCM_RIGHTS),
+ * 'N' (the listener stays in the sender's fd table: its number follows as
+ * 4 bytes, native order, and the supervisor takes it from there) or 'D'
+ * (degraded: the kernel has no user notification, no fd), then the path
  * the helper is about to pass to execve (no NUL).  The supervisor allows the
  * first notification of the listener when its path is this one: until that
  * execve only the helper runs under the filter, so nothing else can make it.
@@ -17,9 +19,11 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#define SANDBOX_EXEC_NOTIFY_MAGIC    "EGX1"
-#define SANDBOX_EXEC_NOTIFY_LISTENER 'L'
-#define SANDBOX_EXEC_NOTIFY_DEGRADED 'D'
+#define SANDBOX_EXEC_NOTIFY_MAGIC     "EGX1"
+#define SANDBOX_EXEC_NOTIFY_LISTENER  'L'
+#define SANDBOX_EXEC_NOTIFY_DEGRADED  'D'
+#define SANDBOX_EXEC_NOTIFY_BY_NUMBER 'N'
+#define SANDBOX_EXEC_NOTIFY_OFFER     SANDBOX_EXEC_NOTIFY_MAGIC "N"
 
 /*
  * sandbox_exec_filter_load installs the exec filter in the calling thread
@@ -58,6 +62,34 @@ struct sandbox_courier {
 };
 int sandbox_exec_filter_courier_start(struct sandbox_courier *c, int sock, const char *exec_path);
 int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
+
+/*
+ * The hand-over without a courier, where the kernel can say who sent a
+ * message (SO_PASSPIDFD and SCM_PIDFD, Linux 6.5; pidfd_getfd, 5.6).  The
+ * loader sends only the listener's number, with send(2), which no filter
+ * notifies (sendto without an address), and keeps the listener open,
+ * close-on-exec: its own execve, the first notification, then waits until
+ * the supervisor has taken its copy with pidfd_getfd from the pidfd that
+ * came with the message (exec_notify.h) and answered; the execve closes
+ * the loader's copy.  No extra process and no wait in the loader.  A
+ * supervisor that cannot take it kills the sender: nothing answers that
+ * execve otherwise.  Only for a filter that notifies execve: without that
+ * wait the execve would close the listener before it is taken.
+ *
+ * The supervisor says it can (its end of sock has SO_PASSPIDFD and it may
+ * take fds from its descendants) with one message queued before the
+ * helper starts: SANDBOX_EXEC_NOTIFY_OFFER, the magic and 'N'.
+ * sandbox_exec_filter_by_number reads it if it is there (without
+ * waiting): true when the offer came, false otherwise (an older
+ * supervisor, a kernel without SO_PASSPIDFD: the courier then sends).
+ * The helper reads it first thing, whatever path it takes: an unread
+ * message on a socket that closes resets the connection (ECONNRESET),
+ * and the supervisor would lose the hand-over queued behind it.
+ * sandbox_exec_filter_send_number sends the 'N' message: 0 or -errno.
+ * Neither calls malloc.
+ */
+bool sandbox_exec_filter_by_number(int sock);
+int sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener);
 
 /* Adds the "exec_notify" object to the helper's report, "notified" naming
  * the execs and the socket calls as the filter notifies them: 0 or

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,16 +61,42 @@ struct exec_notify {
 
 /* ---- receiving the listener ---- */
 
+/* The listener's number in an 'N' message, after the kind byte. */
+#define NUMBER_LEN sizeof(int)
+
+/* Where the path starts in a hand-over of kind k. */
+static size_t
+path_at(char k)
+{
+    return k == SANDBOX_EXEC_NOTIFY_BY_NUMBER ? 5 + NUMBER_LEN : 5;
+}
+
 /* Whether msg is a hand-over: the magic, a kind that says whether an fd
- * came along, and a path without NUL. */
+ * came along (none with 'N': it stays with the sender), and a path
+ * without NUL. */
 static bool
 handover_ok(const char *msg, size_t len, int fd)
 {
     if (len < 5 || len > EXEC_NOTIFY_HANDOVER_MAX || memcmp(msg, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0)
         return false;
     bool kind_ok = (msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER && fd >= 0) ||
-                   (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0);
-    return kind_ok && memchr(msg + 5, '\0', len - 5) == NULL;
+                   (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0) ||
+                   (msg[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER && fd < 0 && len >= path_at(msg[4]));
+    size_t at = path_at(msg[4]);
+    return kind_ok && len - at <= EXEC_NOTIFY_MAX_PATH && memchr(msg + at, '\0', len - at) == NULL;
+}
+
+/* The message's path, or NULL (-EPROTO or -ENOMEM in *rc); fd closed
+ * when it is refused. */
+static char *
+handover_path(const char *m, size_t len, int fd, int *rc)
+{
+    bool ok = handover_ok(m, len, fd);
+    char *path = ok ? strndup(m + path_at(m[4]), len - path_at(m[4])) : NULL;
+    if (path == NULL && fd >= 0)
+        close(fd);
+    *rc = path ? 0 : ok ? -ENOMEM : -EPROTO;
+    return path;
 }
 
 int
@@ -78,12 +105,13 @@ exec_notify_parse_listener(const void *msg, size_t len, int fd, int *listener, c
     *listener = -1;
     *exec_path = NULL;
     const char *m = msg;
-    bool ok = handover_ok(m, len, fd);
-    char *path = ok ? strndup(m + 5, len - 5) : NULL;
-    if (path == NULL) {
-        if (fd >= 0)
-            close(fd);
-        return ok ? -ENOMEM : -EPROTO;
+    int rc;
+    char *path = handover_path(m, len, fd, &rc);
+    if (path == NULL)
+        return rc;
+    if (m[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER) {
+        free(path); /* no sender to take it from here */
+        return -EPROTO;
     }
     *exec_path = path;
     *listener = fd;
@@ -106,6 +134,107 @@ exec_notify_recv_handover(int sock, char *buf, int *fd, int *flags)
     return n;
 }
 
+/* Whether fd is a seccomp listener (an anonymous inode of that name). */
+static bool
+is_listener(int fd)
+{
+    char link[64], target[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n < 0)
+        return false;
+    target[n] = '\0';
+    return strcmp(target, "anon_inode:seccomp notify") == 0;
+}
+
+/*
+ * An 'N' hand-over: the listener is fd number in the table of the process
+ * pidfd names, the one that sent the message (SCM_PIDFD: not a pid that
+ * could be reused).  That process waits in its execve for this
+ * supervisor; if the listener cannot be taken nothing will answer it, so
+ * it is killed.  Returns 0 with *listener, or -errno.
+ */
+static int
+take_by_number(const char *m, int pidfd, int *listener)
+{
+    int number;
+    memcpy(&number, m + 5, sizeof number);
+    int rc = -EPROTO; /* no pidfd: the server's end lacks SO_PASSPIDFD */
+    if (pidfd >= 0) {
+        long fd = syscall(SYS_pidfd_getfd, pidfd, number, 0);
+        rc = fd < 0 ? -errno : 0;
+        if (rc == 0 && !is_listener((int)fd)) {
+            close((int)fd);
+            rc = -EPROTO;
+        }
+        if (rc == 0)
+            *listener = (int)fd;
+        else
+            (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    }
+    return rc;
+}
+
+/* SO_PASSPIDFD, Linux 6.5 (older libc headers lack it). */
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+
+/*
+ * Whether this process may take an fd from a descendant (pidfd_getfd: the
+ * ptrace access check, which Yama's ptrace_scope 2 or 3 refuses to a
+ * process without CAP_SYS_PTRACE): tried once on a child that waits on a
+ * pipe, taking the child's copy of that pipe.  The answer holds for the
+ * helpers, whose user namespaces this process owns.
+ */
+static bool
+can_take_fds(void)
+{
+    static int known; /* 0: not tried, 1: yes, -1: no */
+    if (known != 0)
+        return known > 0;
+    known = -1;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char b;
+        close(p[1]);
+        _exit(read(p[0], &b, 1) < 0);
+    }
+    if (pid > 0) {
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        long fd = pidfd >= 0 ? syscall(SYS_pidfd_getfd, pidfd, p[0], 0) : -1;
+        if (fd >= 0) {
+            known = 1;
+            close((int)fd);
+        }
+        if (pidfd >= 0)
+            close(pidfd);
+    }
+    close(p[0]);
+    close(p[1]); /* the child reads EOF and exits */
+    while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return known > 0;
+}
+
+int
+exec_notify_offer_take(int sock)
+{
+    int on = 1;
+    if (!can_take_fds())
+        return -EPERM;
+    if (setsockopt(sock, SOL_SOCKET, SO_PASSPIDFD, &on, sizeof on) != 0)
+        return -errno;
+    const char offer[] = SANDBOX_EXEC_NOTIFY_OFFER;
+    ssize_t n = send(sock, offer, sizeof offer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0)
+        return -errno;
+    return n == (ssize_t)(sizeof offer - 1) ? 0 : -EMSGSIZE;
+}
+
 int
 exec_notify_receive_listener(int sock, int *listener, char **exec_path)
 {
@@ -116,22 +245,42 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
     char *buf = malloc(EXEC_NOTIFY_HANDOVER_MAX + 1);
     if (buf == NULL)
         return -ENOMEM;
-    int taken = -1;
+    int taken = -1, pidfd = -1;
     int flags = 0;
-    ssize_t n = exec_notify_recv_handover(sock, buf, &taken, &flags);
+    size_t nfds = 0;
+    /* one fd at most: more, or control data of another kind, and every
+     * fd that came is closed and the message refused */
+    ssize_t n = fd_pass_recv_pidfd(sock, buf, EXEC_NOTIFY_HANDOVER_MAX + 1, &taken, 1, &nfds,
+                                   &flags, &pidfd);
     if (n < 0) {
         free(buf);
-        return (int)n;
+        /* ECONNRESET: the helper closed its end with the offer
+         * (exec_notify_offer_take) unread: it failed before the hand-over */
+        if (n == -ECONNRESET)
+            return -EPIPE;
+        return n == -EBADMSG || n == -EMSGSIZE ? -EPROTO : (int)n;
     }
+    if (nfds == 0)
+        taken = -1;
     int rc;
     if (n == 0 || (flags & MSG_TRUNC)) {
         if (taken >= 0)
             close(taken);
         /* nothing sent: the helper closed the socket (it failed) */
         rc = n == 0 ? -EPIPE : -EPROTO;
+    } else if (n >= 5 && buf[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER) {
+        char *path = handover_path(buf, (size_t)n, taken, &rc);
+        if (path != NULL)
+            rc = take_by_number(buf, pidfd, listener);
+        if (rc == 0)
+            *exec_path = path;
+        else
+            free(path);
     } else {
         rc = exec_notify_parse_listener(buf, (size_t)n, taken, listener, exec_path);
     }
+    if (pidfd >= 0)
+        close(pidfd);
     free(buf);
     return rc;
 }

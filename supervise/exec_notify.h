@@ -63,15 +63,30 @@ typedef void (*exec_notify_decide_fn)(void *arg, const struct exec_notify_reques
 /* Told of each ASK as it is kept pending (the request is borrowed). */
 typedef void (*exec_notify_ask_fn)(void *arg, const struct exec_notify_request *req);
 
-/* The longest hand-over message (exec_filter.h): magic, kind and a path
- * of EXEC_NOTIFY_MAX_PATH bytes. */
-#define EXEC_NOTIFY_HANDOVER_MAX (5 + EXEC_NOTIFY_MAX_PATH)
+/* The longest hand-over message (exec_filter.h): magic, kind, the
+ * listener's number ('N') and a path of EXEC_NOTIFY_MAX_PATH bytes. */
+#define EXEC_NOTIFY_HANDOVER_MAX (5 + sizeof(int) + EXEC_NOTIFY_MAX_PATH)
+
+/*
+ * Offers the helper that will get the other end of sock to take its
+ * listener by number (exec_filter.h): sets SO_PASSPIDFD on sock and queues
+ * the offer, when this process may take fds from its descendants (tried
+ * once per process).  0, or -errno: -EPERM (not allowed: Yama),
+ * -ENOPROTOOPT (a kernel before 6.5); the helper then sends the listener
+ * itself, as it does for a supervisor that made no offer.
+ */
+int exec_notify_offer_take(int sock);
 
 /*
  * Receives the helper's message from sock (one fd_pass_recv: on a
  * non-blocking socket -EAGAIN when none is waiting).  On success returns 0
  * with *listener (close-on-exec, taken) and *exec_path (malloc'd, the path
- * of the helper's own execve).  Returns -EOPNOTSUPP with *exec_path set and
+ * of the helper's own execve).  A listener sent by number is taken from
+ * the sender (pidfd_getfd through the message's SCM_PIDFD) and checked to
+ * be a seccomp listener; when it cannot be, the sender is killed (it waits
+ * in an execve nothing else would answer) and -errno returned (-EPERM:
+ * not allowed to take it; -EPROTO: no pidfd came, or not a listener).
+ * Returns -EOPNOTSUPP with *exec_path set and
  * *listener -1 when the helper runs degraded without interception;
  * -EPIPE when the helper closed the socket without sending (it failed);
  * -EPROTO for a malformed message (every fd that came with it closed);

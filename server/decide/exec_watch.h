@@ -54,6 +54,11 @@ struct exec_watch *exec_watch_new(uv_loop_t *loop, struct decide_call *dc, const
  * the check-then-use window, docs/enforcement.md).  Cannot fail. */
 void exec_watch_set_strict(struct exec_watch *w, bool on);
 
+/* With on (tree mode: the helper's execs are notified), each hand-over
+ * socket offers the helper to leave its listener for the server to take
+ * (exec_notify_offer_take), which saves it a courier process. */
+void exec_watch_set_take_listener(struct exec_watch *w, bool on);
+
 /*
  * The socket files a sandboxed command of w may connect to although their
  * server runs outside (--allow-unix-socket; borrowed: they must outlive

@@ -315,6 +315,7 @@ front_ends(const struct call_context *cx, struct call *c, bool notify)
         if (!c->watch)
             return -1;
         exec_watch_set_strict(c->watch, o->exec_strict);
+        exec_watch_set_take_listener(c->watch, cx->tree);
         exec_watch_allow_unix(c->watch, o->allow_unix, o->allow_unix_count);
         exec_watch_set_inherit(c->watch, o->escalated_children_inherit);
     }

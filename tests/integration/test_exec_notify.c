@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,12 @@
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "supervise/exec_notify.h"
+#include "supervise/unix_connect.h"
 #include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 
@@ -723,6 +726,166 @@ test_helper_hands_over_listener_and_reports(void **state)
     free(policy);
 }
 
+/*
+ * The hand-over without a courier (exec_filter.h): the supervisor offers
+ * to take the listener, the helper leaves it in its fd table and the
+ * supervisor takes it with pidfd_getfd.  The attack is the window that
+ * could open: a command that connects to an outside socket as its very
+ * first act, from its main thread and from a thread started at once.
+ * Every connect must reach the supervisor (and be refused: the listener
+ * runs outside the sandbox); the outside socket accepts nothing.
+ */
+struct refusals {
+    int count;
+};
+
+static void
+count_refused(void *arg, pid_t pid, const char *what, const char *reason)
+{
+    (void)pid;
+    (void)what;
+    (void)reason;
+    ((struct refusals *)arg)->count++;
+}
+
+#define FIRST_ACT_CONNECT                                                                          \
+    "import socket, sys, threading\n"                                                              \
+    "def hit():\n"                                                                                 \
+    "    for _ in range(20):\n"                                                                    \
+    "        s = socket.socket(socket.AF_UNIX)\n"                                                  \
+    "        e = s.connect_ex(sys.argv[1])\n"                                                      \
+    "        print('reached' if e == 0 else 'errno %d' % e)\n"                                     \
+    "        if e == 0: s.send(b'PWNED')\n"                                                        \
+    "        s.close()\n"                                                                          \
+    "t = threading.Thread(target=hit); t.start(); hit(); t.join()\n"
+
+static void
+test_listener_taken_by_number(void **state)
+{
+    struct fixture *f = *state;
+    const char *helper = env_or_skip("EXECGATE_TEST_SANDBOX");
+    char *policy = policy_for(f, false);
+    char *sock_path = tmpdir_path(f->dir, "outside.sock");
+    int outside = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    assert_true(strlen(sock_path) < sizeof sa.sun_path);
+    strcpy(sa.sun_path, sock_path);
+    assert_int_equal(bind(outside, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(outside, 64), 0);
+    int sv[2], rep[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    int offered = exec_notify_offer_take(sv[0]);
+    if (offered == -ENOPROTOOPT || offered == -EPERM)
+        skip(); /* a kernel before 6.5, or Yama: the courier's path, tested above */
+    assert_int_equal(offered, 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        fcntl(sv[1], F_SETFD, 0);
+        fcntl(rep[1], F_SETFD, 0);
+        char s[16], r[16];
+        snprintf(s, sizeof s, "%d", sv[1]);
+        snprintf(r, sizeof r, "%d", rep[1]);
+        execl(helper, helper, "--policy", policy, "--cwd", f->dir, "--report-fd", r,
+              "--exec-notify-fd", s, "--", "python3", "-c", FIRST_ACT_CONNECT, sock_path,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(sv[1]);
+    close(rep[1]);
+    int listener = -1;
+    char *path = NULL;
+    assert_int_equal(exec_notify_receive_listener(sv[0], &listener, &path), 0);
+    close(sv[0]);
+    assert_non_null(strstr(path, "/python3"));
+    int decisions = 0;
+    struct exec_notify *n = exec_notify_new(listener, path, count_decisions, NULL, &decisions);
+    assert_non_null(n);
+    free(path);
+    struct refusals refused = {0};
+    const struct unix_connect_config cfg = {.refused = count_refused, .arg = &refused};
+    exec_notify_set_connect(n, &cfg, NULL, NULL);
+    int st = 0;
+    while (pid > 0) {
+        struct pollfd p = {.fd = exec_notify_fd(n), .events = POLLIN};
+        assert_true(poll(&p, 1, 100) >= 0);
+        if (p.revents & POLLIN)
+            assert_true(exec_notify_process(n) >= 0);
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            pid = -1;
+    }
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    exec_notify_free(n);
+    /* all 40 connects went to the supervisor and were refused: the
+     * outside socket saw only the supervisor's own look at its peer,
+     * closed with nothing sent */
+    assert_int_equal(refused.count, 40);
+    int conn;
+    while ((conn = accept(outside, NULL, NULL)) >= 0) {
+        char b[8];
+        assert_int_equal(recv(conn, b, sizeof b, MSG_DONTWAIT), 0);
+        close(conn);
+    }
+    assert_int_equal(errno, EAGAIN);
+    close(outside);
+    char buf[4096];
+    ssize_t len = read(rep[0], buf, sizeof buf - 1);
+    close(rep[0]);
+    assert_true(len > 0);
+    buf[len] = '\0';
+    assert_non_null(strstr(
+        buf,
+        "\"notified\":[\"execve\",\"execveat\",\"connect\",\"sendto\",\"sendmsg\",\"sendmmsg\"]"));
+    free(sock_path);
+    free(policy);
+}
+
+/* A hand-over by number that names no listener (a closed fd, or a pipe):
+ * refused, and the sender, which would otherwise wait in an execve nobody
+ * answers, is killed. */
+static void
+test_bad_number_kills_sender(void **state)
+{
+    (void)state;
+    for (int which = 0; which < 2; which++) {
+        int sv[2], p[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        int offered = exec_notify_offer_take(sv[0]);
+        if (offered == -ENOPROTOOPT || offered == -EPERM)
+            skip();
+        assert_int_equal(offered, 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            int number = which == 0 ? 999 : p[0];
+            char msg[64] = "EGX1N";
+            memcpy(msg + 5, &number, sizeof number);
+            memcpy(msg + 5 + sizeof number, "/bin/true", 9);
+            if (send(sv[1], msg, 5 + sizeof number + 9, 0) < 0)
+                _exit(1);
+            pause();
+            _exit(2);
+        }
+        close(sv[1]);
+        int listener = -1;
+        char *path = NULL;
+        int rc = exec_notify_receive_listener(sv[0], &listener, &path);
+        assert_int_equal(rc, which == 0 ? -EBADF : -EPROTO);
+        assert_int_equal(listener, -1);
+        assert_null(path);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFSIGNALED(st));
+        assert_int_equal(WTERMSIG(st), SIGKILL);
+        close(sv[0]);
+        close(p[0]);
+        close(p[1]);
+    }
+}
+
 int
 main(void)
 {
@@ -755,6 +918,8 @@ main(void)
         T(test_make_200_files),
         T(test_helper_rejects_bad_notify_fd),
         T(test_helper_hands_over_listener_and_reports),
+        T(test_listener_taken_by_number),
+        T(test_bad_number_kills_sender),
         T(test_no_user_notif_fails_closed),
         T(test_shared_memory_default_allows),
         T(test_shared_memory_strict_refuses),
