@@ -5,6 +5,7 @@
 #include "sandbox/ns.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
+#include "common/path_dot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +34,7 @@ sandbox_protect_arg_error(const char *path)
     for (const char *c = path; *c != '\0';) {
         c += strspn(c, "/");
         size_t len = strcspn(c, "/");
-        if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+        if (path_dot(c, len) != PATH_DOT_NONE)
             return "has a \".\" or \"..\" component";
         c += len;
     }

@@ -8,6 +8,7 @@
 #include "proto/esc_proto.h"
 #include "server/decide/escalated_env.h"
 #include "common/log.h"
+#include "common/peer_cred.h"
 #include "server/call/reaper.h"
 #include "server/call/spawn_child.h"
 
@@ -224,8 +225,7 @@ static pid_t
 peer_pid(int fd)
 {
     struct ucred cred;
-    socklen_t len = sizeof(cred);
-    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+    return peer_cred(fd, &cred) == 0 ? cred.pid : 0;
 }
 
 /*

@@ -1,5 +1,6 @@
-/* common/: the intrusive list, string vectors, the growable buffer and
- * container_of/ARRAY_SIZE. */
+/* common/: the intrusive list, string vectors, the growable buffer,
+ * container_of/ARRAY_SIZE, dot components, file identity and a socket
+ * peer's credentials. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,14 +9,20 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "common/file_id.h"
 #include "common/list.h"
 #include "common/macros.h"
+#include "common/path_dot.h"
+#include "common/peer_cred.h"
 #include "common/strv.h"
 #include "tests/support/alloc_fail.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 struct item {
     int value;
@@ -190,6 +197,69 @@ test_buf_allocation_failures(void **state)
     assert_true(alloc_fail_sweep(buf_round, NULL) >= 2);
 }
 
+static void
+test_path_dot(void **state)
+{
+    (void)state;
+    assert_int_equal(path_dot(".", 1), PATH_DOT_SELF);
+    assert_int_equal(path_dot("..", 2), PATH_DOT_PARENT);
+    /* only the component's own bytes count: "./x" and "../x" start with one */
+    assert_int_equal(path_dot("./x", 1), PATH_DOT_SELF);
+    assert_int_equal(path_dot("../x", 2), PATH_DOT_PARENT);
+    assert_int_equal(path_dot("...", 3), PATH_DOT_NONE);
+    assert_int_equal(path_dot(".x", 2), PATH_DOT_NONE);
+    assert_int_equal(path_dot("x.", 2), PATH_DOT_NONE);
+    assert_int_equal(path_dot("..", 1), PATH_DOT_SELF);
+    assert_int_equal(path_dot("", 0), PATH_DOT_NONE);
+}
+
+static void
+test_file_id(void **state)
+{
+    (void)state;
+    int a = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
+    int b = open("/", O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+    int other = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(a >= 0 && b >= 0 && other >= 0);
+    assert_true(file_id_same_fd(a, b));
+    assert_false(file_id_same_fd(a, other));
+    struct stat sa, so;
+    assert_int_equal(fstat(a, &sa), 0);
+    assert_int_equal(fstat(other, &so), 0);
+    assert_true(file_id_same(&sa, &sa));
+    assert_false(file_id_same(&sa, &so));
+    /* the same inode number on another device is another file */
+    so.st_ino = sa.st_ino;
+    assert_false(file_id_same(&sa, &so));
+    close(other);
+    /* a closed fd is the same as nothing */
+    assert_false(file_id_same_fd(a, other));
+    close(a);
+    close(b);
+}
+
+static void
+test_peer_cred(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    struct ucred c = {0, (uid_t)-1, (gid_t)-1};
+    assert_int_equal(peer_cred(sv[0], &c), 0);
+    assert_int_equal(c.pid, getpid());
+    assert_int_equal(c.uid, geteuid());
+    assert_int_equal(c.gid, getegid());
+    close(sv[0]);
+    close(sv[1]);
+    /* not a socket: an error, and *out left alone */
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    struct ucred untouched = {12345, 1, 2};
+    assert_int_equal(peer_cred(fd, &untouched), -ENOTSOCK);
+    assert_int_equal(untouched.pid, 12345);
+    close(fd);
+}
+
 int
 main(void)
 {
@@ -201,6 +271,9 @@ main(void)
         cmocka_unit_test(test_buf_grows_and_terminates),
         cmocka_unit_test(test_buf_overflow_is_refused),
         cmocka_unit_test(test_buf_allocation_failures),
+        cmocka_unit_test(test_path_dot),
+        cmocka_unit_test(test_file_id),
+        cmocka_unit_test(test_peer_cred),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
