@@ -186,12 +186,6 @@ exec_notify_fd(const struct exec_notify *n)
     return n->fd;
 }
 
-size_t
-exec_notify_pending(const struct exec_notify *n)
-{
-    return n->n_pending;
-}
-
 bool
 exec_notify_hung_up(const struct exec_notify *n)
 {
