@@ -2,6 +2,7 @@
 
 #include "server/decide/escalated_env.h"
 #include "common/strfmt.h"
+#include "common/macros.h"
 #include "sandbox/policy/policy.h"
 #include "execgate-config.h"
 
@@ -515,9 +516,9 @@ static int
 apply_number(struct server_options *o, int c, const char *arg, char **err)
 {
     size_t i = 0;
-    while (i < sizeof(number_options) / sizeof(number_options[0]) && number_options[i].id != c)
+    while (i < ARRAY_SIZE(number_options) && number_options[i].id != c)
         i++;
-    if (i == sizeof(number_options) / sizeof(number_options[0])) {
+    if (i == ARRAY_SIZE(number_options)) {
         *err = strfmt("option %d is not handled (a bug)", c);
         return -1;
     }

@@ -8,6 +8,7 @@
 #include "proto/esc_proto.h"
 #include "server/decide/escalated_env.h"
 #include "common/log.h"
+#include "common/macros.h"
 #include "common/peer_cred.h"
 #include "server/call/reaper.h"
 #include "server/call/spawn_child.h"
@@ -819,8 +820,7 @@ on_call_poll_closed(uv_handle_t *h)
 static void
 att_signal(struct shell_call_attachment *a, int sig)
 {
-    struct escalation_call *ec =
-        (struct escalation_call *)((char *)a - offsetof(struct escalation_call, att));
+    struct escalation_call *ec = container_of(a, struct escalation_call, att);
     for (struct session *s = ec->sessions; s; s = s->next) {
         if (s->proc_open && !s->proc_exited && kill(-spawn_pid(s->proc), sig) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
@@ -831,8 +831,7 @@ att_signal(struct shell_call_attachment *a, int sig)
 static void
 att_release(struct shell_call_attachment *a)
 {
-    struct escalation_call *ec =
-        (struct escalation_call *)((char *)a - offsetof(struct escalation_call, att));
+    struct escalation_call *ec = container_of(a, struct escalation_call, att);
     ec->released = true;
     ec->sc = NULL;
     /* what escalated programs left in their groups ends with the call */
@@ -942,7 +941,7 @@ is_protocol_env(const char *entry)
 {
     static const char *const names[] = {ESC_ENV_ALL};
     size_t len = strcspn(entry, "=");
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
         if (strlen(names[i]) == len && strncmp(entry, names[i], len) == 0)
             return true;
     }

@@ -1,6 +1,7 @@
 #include "server/net/netproxy_conn.h"
 
 #include "server/net/nethost.h"
+#include "common/macros.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -109,7 +110,7 @@ dropped_header(const struct conn *c, struct span name)
 {
     static const char *const drop[] = {"connection", "proxy-connection", "proxy-authorization",
                                        "keep-alive", "upgrade",          "te"};
-    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
         if (span_is(c, name, drop[i]))
             return true;
     return false;
