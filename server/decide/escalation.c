@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/peer_cred.h"
+#include "common/strv.h"
 #include "server/call/reaper.h"
 #include "server/call/spawn_child.h"
 
@@ -481,19 +482,19 @@ session_spawn(struct session *s, const int *targets, size_t count)
     char **argv = run_as_argv(s);
     if (env && s->decision.git_ceiling &&
         escalated_env_add(&env, "GIT_CEILING_DIRECTORIES", s->decision.git_ceiling) < 0) {
-        escalated_env_free(env);
+        strv_free(env);
         env = NULL;
     }
     /* in a repository the sandbox could have written: any git the
      * program starts fails ("not a git repository") instead of reading it */
     if (env && s->decision.git_fenced && escalated_env_add(&env, "GIT_DIR", "/dev/null") < 0) {
-        escalated_env_free(env);
+        strv_free(env);
         env = NULL;
     }
     if (!fds || !env || !argv) {
         free(fds);
         free(argv);
-        escalated_env_free(env);
+        strv_free(env);
         session_end(s);
         return;
     }
@@ -534,7 +535,7 @@ session_spawn(struct session *s, const int *targets, size_t count)
     }
     free(fds);
     free(argv);
-    escalated_env_free(env);
+    strv_free(env);
     /* the program has its copies; ours go, so its readers see EOF with it */
     esc_fdlist_close(&s->fds);
     if (rc < 0) {
