@@ -3,6 +3,7 @@
  * docs/escalation-protocol.md).
  */
 #include "proto/esc_proto.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -86,41 +87,6 @@ esc_signal_forwardable(int signo)
     return signo == SIGHUP || signo == SIGINT || signo == SIGTERM;
 }
 
-int
-esc_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        size_t n;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        if (len - i - 1 < n)
-            return 0;
-        for (size_t k = 1; k <= n; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += n + 1;
-    }
-    return 1;
-}
-
 /* Which string rule a field follows; one place so encoder and decoder agree. */
 enum str_kind { STR_FILE, STR_ARG, STR_WORKDIR, STR_ENV, STR_REASON };
 
@@ -167,7 +133,7 @@ str_check(enum str_kind kind, const char *s, size_t len, const char **why)
             *why = "reason is empty";
             return -EBADMSG;
         }
-        if (!esc_utf8_valid(s, len)) {
+        if (!utf8_valid(s, len)) {
             *why = "reason is not valid UTF-8";
             return -EBADMSG;
         }
