@@ -1,6 +1,6 @@
 /* common/: the intrusive list, string vectors, the growable buffer,
- * container_of/ARRAY_SIZE, dot components, file identity and a socket
- * peer's credentials. */
+ * container_of/ARRAY_SIZE, dot components, file identity, a socket
+ * peer's credentials and /proc/PID/stat. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,14 +14,17 @@
 #include "common/macros.h"
 #include "common/path_dot.h"
 #include "common/peer_cred.h"
+#include "common/proc_stat.h"
 #include "common/strv.h"
 #include "tests/support/alloc_fail.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct item {
@@ -260,6 +263,55 @@ test_peer_cred(void **state)
     close(fd);
 }
 
+static void
+test_proc_stat_parse(void **state)
+{
+    (void)state;
+    struct proc_stat st = {0, 0};
+    /* a name with ") " and digits in it: read from the last ')' */
+    assert_int_equal(proc_stat_parse("42 (a) 1 2 (b) S 7 42 42 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 "
+                                     "0 98765 1000 10",
+                                     &st),
+                     0);
+    assert_int_equal(st.ppid, 7);
+    assert_int_equal(st.start, 98765);
+    struct proc_stat kept = {3, 4};
+    assert_int_equal(proc_stat_parse("42 no parenthesis S 7", &kept), -EINVAL);
+    assert_int_equal(proc_stat_parse("42 (x) S", &kept), -EINVAL);
+    assert_int_equal(proc_stat_parse("42 (x) S 7 1 2", &kept), -EINVAL); /* no starttime */
+    assert_int_equal(proc_stat_parse("42 (x) S -1 1 1 0 -1 0 1 2 3 4 5 6 7 8 20 0 1 0 9", &kept),
+                     -EINVAL);
+    assert_int_equal(kept.ppid, 3); /* untouched on failure */
+    assert_int_equal(kept.start, 4);
+}
+
+static void
+test_proc_stat_read(void **state)
+{
+    (void)state;
+    struct proc_stat me, again;
+    assert_int_equal(proc_stat_read(getpid(), &me), 0);
+    assert_int_equal(me.ppid, getppid());
+    assert_true(me.start > 0);
+    assert_int_equal(proc_stat_read(getpid(), &again), 0);
+    assert_true(again.start == me.start);
+    /* a child started later has this process as parent and a start no
+     * earlier */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    struct proc_stat c;
+    assert_int_equal(proc_stat_read(child, &c), 0);
+    assert_int_equal(c.ppid, getpid());
+    assert_true(c.start >= me.start);
+    kill(child, SIGKILL);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    assert_int_equal(proc_stat_read(child, &c), -ENOENT);
+}
+
 int
 main(void)
 {
@@ -274,6 +326,8 @@ main(void)
         cmocka_unit_test(test_path_dot),
         cmocka_unit_test(test_file_id),
         cmocka_unit_test(test_peer_cred),
+        cmocka_unit_test(test_proc_stat_parse),
+        cmocka_unit_test(test_proc_stat_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
