@@ -5,6 +5,7 @@
 #include "sandbox/ns.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
+#include "common/no_link.h"
 #include "common/path_dot.h"
 
 #include <errno.h>
@@ -269,11 +270,11 @@ create_missing(const char *path, size_t *missing, char **err)
                 rc = failf(err, -e, "creating", dir);
             break;
         }
-        int sub = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int sub = no_link_step(fd, name, len, O_DIRECTORY);
         free(name);
         if (sub < 0) {
             /* A symlink or a file where a directory was to be created. */
-            rc = -errno;
+            rc = sub;
             if (asprintf(err, "creating %s: %s is in the way", path, dir) < 0)
                 *err = NULL;
             break;

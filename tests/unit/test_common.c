@@ -1,6 +1,6 @@
 /* common/: the intrusive list, string vectors, the growable buffer,
  * container_of/ARRAY_SIZE, dot components, file identity, a socket
- * peer's credentials and /proc/PID/stat. */
+ * peer's credentials, /proc/PID/stat and opening without links. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,7 @@
 #include "common/file_id.h"
 #include "common/list.h"
 #include "common/macros.h"
+#include "common/no_link.h"
 #include "common/path_dot.h"
 #include "common/peer_cred.h"
 #include "common/proc_stat.h"
@@ -19,11 +20,14 @@
 #include "tests/support/alloc_fail.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -312,6 +316,74 @@ test_proc_stat_read(void **state)
     assert_int_equal(proc_stat_read(child, &c), -ENOENT);
 }
 
+/* Whether fd holds the file at path (following links). */
+static bool
+holds(int fd, const char *path)
+{
+    struct stat a, b;
+    return fd >= 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && file_id_same(&a, &b);
+}
+
+static void
+test_no_link(void **state)
+{
+    (void)state;
+    char tmpl[] = "/tmp/common-no-link-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    /* the walk starts at "/": the test's own directory without links */
+    char *top = realpath(tmpl, NULL);
+    assert_non_null(top);
+    char path[PATH_MAX];
+#define AT(sub) (snprintf(path, sizeof(path), "%s/%s", top, sub), path)
+    assert_int_equal(mkdir(AT("a"), 0700), 0);
+    assert_int_equal(mkdir(AT("a/b"), 0700), 0);
+    assert_int_equal(symlink("a", AT("link")), 0);
+    assert_int_equal(symlink("b", AT("a/last")), 0);
+    int f = open(AT("a/file"), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    assert_true(f >= 0);
+    close(f);
+
+    int fd = no_link_open(AT("a/b"));
+    assert_true(holds(fd, AT("a/b")));
+    close(fd);
+    snprintf(path, sizeof(path), "/%s//a///b", top);
+    fd = no_link_open(path);
+    assert_true(holds(fd, AT("a/b"))); /* repeated slashes are one */
+    close(fd);
+    /* a link on the way, or as the last component, is refused */
+    assert_int_equal(no_link_open(AT("link/b")), -ELOOP);
+    assert_int_equal(no_link_open(AT("link")), -ELOOP);
+    assert_int_equal(no_link_open(AT("a/last")), -ELOOP);
+    assert_int_equal(no_link_open(AT("a/missing")), -ENOENT);
+    assert_int_equal(no_link_open(AT("a/file/x")), -ENOTDIR);
+
+    int dir = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dir >= 0);
+    fd = no_link_step(dir, "a/b", 1, O_DIRECTORY); /* only n bytes count */
+    assert_true(holds(fd, AT("a")));
+    close(fd);
+    assert_int_equal(no_link_step(dir, "link", 4, 0), -ELOOP);
+    assert_int_equal(no_link_step(dir, "link", 4, O_DIRECTORY), -ENOTDIR);
+    int a = no_link_step(dir, "a", 1, O_DIRECTORY);
+    assert_true(a >= 0);
+    assert_int_equal(no_link_step(a, "file", 4, O_DIRECTORY), -ENOTDIR);
+    fd = no_link_step(a, "file", 4, 0);
+    assert_true(holds(fd, AT("a/file")));
+    close(fd);
+    assert_int_equal(no_link_step(a, "", 0, 0), -ENOENT);
+    char longname[NAME_MAX + 2];
+    memset(longname, 'x', sizeof(longname));
+    assert_int_equal(no_link_step(a, longname, sizeof(longname), 0), -ENAMETOOLONG);
+    close(a);
+    close(dir);
+#undef AT
+    /* clean up */
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+    assert_int_equal(system(cmd), 0);
+    free(top);
+}
+
 int
 main(void)
 {
@@ -328,6 +400,7 @@ main(void)
         cmocka_unit_test(test_peer_cred),
         cmocka_unit_test(test_proc_stat_parse),
         cmocka_unit_test(test_proc_stat_read),
+        cmocka_unit_test(test_no_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
