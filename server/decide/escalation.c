@@ -7,6 +7,7 @@
 #include "proto/esc_io.h"
 #include "proto/esc_proto.h"
 #include "server/decide/escalated_env.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/peer_cred.h"
@@ -63,7 +64,7 @@ struct session {
     bool decided;
     struct decide_question *question; /* a person is asked, or NULL */
     const char *answered_by;
-    struct session *prev, *next;
+    struct list node; /* in ec's sessions */
 };
 
 struct escalation_call {
@@ -80,7 +81,7 @@ struct escalation_call {
     uv_poll_t poll;
     bool poll_open, released;
     int handles_open;
-    struct session *sessions;
+    struct list sessions;
     unsigned n_sessions;
     size_t buffered;                     /* received and not yet decoded, all sessions together */
     const struct call_cgroup_join *join; /* the call's cgroup, or NULL */
@@ -363,12 +364,7 @@ static void
 session_free(struct session *s)
 {
     struct escalation_call *ec = s->ec;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        ec->sessions = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    list_unlink(&s->node);
     ec->n_sessions--;
     server_sessions--;
     ec->buffered -= s->in.len;
@@ -715,10 +711,7 @@ session_start(struct escalation_call *ec, int fd, struct esc_msg *first)
     s->ec = ec;
     s->fd = fd;
     s->workdir_fd = -1;
-    s->next = ec->sessions;
-    if (ec->sessions)
-        ec->sessions->prev = s;
-    ec->sessions = s;
+    list_insert_head(&ec->sessions, &s->node);
     ec->n_sessions++;
     server_sessions++;
     if (first->type == ESC_MSG_REQUEST) {
@@ -774,6 +767,7 @@ escalation_call_new(uv_loop_t *loop, struct decide_call *dc, escalation_adopt_fn
     if (!ec)
         return NULL;
     ec->loop = loop;
+    list_init(&ec->sessions);
     ec->dc = decide_call_ref(dc);
     ec->label = decide_call_label(dc);
     ec->adopt = adopt;
@@ -806,7 +800,7 @@ escalation_call_discard(struct escalation_call *ec)
 static void
 maybe_free_call(struct escalation_call *ec)
 {
-    if (ec->released && ec->handles_open == 0 && !ec->sessions)
+    if (ec->released && ec->handles_open == 0 && list_empty(&ec->sessions))
         free_call(ec);
 }
 
@@ -822,7 +816,10 @@ static void
 att_signal(struct shell_call_attachment *a, int sig)
 {
     struct escalation_call *ec = container_of(a, struct escalation_call, att);
-    for (struct session *s = ec->sessions; s; s = s->next) {
+    struct list *pos;
+    list_foreach(pos, &ec->sessions)
+    {
+        struct session *s = list_entry(pos, struct session, node);
         if (s->proc_open && !s->proc_exited && kill(-spawn_pid(s->proc), sig) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
     }
@@ -837,9 +834,10 @@ att_release(struct shell_call_attachment *a)
     ec->sc = NULL;
     /* what escalated programs left in their groups ends with the call */
     reaper_signal_groups(ec->groups, ec->n_groups, SIGKILL);
-    for (struct session *s = ec->sessions, *next; s; s = next) {
-        next = s->next;
-        session_end(s);
+    struct list *pos, *tmp;
+    list_foreach_safe(pos, tmp, &ec->sessions)
+    {
+        session_end(list_entry(pos, struct session, node));
     }
     if (ec->poll_open) {
         ec->poll_open = false;
