@@ -153,6 +153,18 @@ cgfs_next_line(char **text)
     return line;
 }
 
+bool
+cgfs_proc_line(char *line, struct cgfs_proc_line *out)
+{
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+        return false;
+    *c1 = *c2 = '\0';
+    *out = (struct cgfs_proc_line){line, c1 + 1, c2 + 1};
+    return true;
+}
+
 int64_t
 cgfs_now_ms(void)
 {

@@ -258,23 +258,31 @@ proxy_side_shutdown(struct conn *c, struct side *s)
 
 /* ---- events and refusals ---- */
 
-static void
-report(struct conn *c, bool allowed, const char *message)
+/* What the hooks are told of c (the strings borrowed from c), with the
+ * decision as given. */
+static struct netproxy_event
+conn_event(const struct conn *c, const char *decision)
 {
-    if (!c->p->hooks.event || !c->l)
-        return;
-    struct netproxy_event ev = {
+    return (struct netproxy_event){
         .owner = c->l->owner,
         .call_id = c->l->call_id,
         .command = c->l->command,
         .host = c->host,
         .port = c->port,
         .protocol = c->proto,
-        .decision = c->decision ? c->decision : "none",
-        .allowed = allowed,
+        .decision = decision,
         .rule = c->rule_copy,
-        .message = message,
     };
+}
+
+static void
+report(struct conn *c, bool allowed, const char *message)
+{
+    if (!c->p->hooks.event || !c->l)
+        return;
+    struct netproxy_event ev = conn_event(c, c->decision ? c->decision : "none");
+    ev.allowed = allowed;
+    ev.message = message;
     c->p->hooks.event(c->p->hooks.arg, &ev);
 }
 
@@ -539,16 +547,7 @@ decide(struct conn *c)
     ask->c = c;
     c->ask = ask;
     c->st = ST_ASKING;
-    struct netproxy_event what = {
-        .owner = c->l->owner,
-        .call_id = c->l->call_id,
-        .command = c->l->command,
-        .host = c->host,
-        .port = c->port,
-        .protocol = c->proto,
-        .decision = "prompt",
-        .rule = c->rule_copy,
-    };
+    struct netproxy_event what = conn_event(c, "prompt");
     p->hooks.ask(p->hooks.arg, ask, &what);
 }
 

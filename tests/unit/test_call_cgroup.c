@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "server/call/call_cgroup.h"
+#include "server/call/call_cgroup_fs.h"
 #include "server/call/spawn_child.h"
 #include "server/call/spawn_filtered.h"
 
@@ -958,10 +959,34 @@ test_memory_limit(void **state)
     (void)state;
 }
 
+/* /proc/PID/cgroup's lines, split in one place for the probe and the
+ * kill's membership check. */
+static void
+test_proc_line(void **state)
+{
+    (void)state;
+    struct cgfs_proc_line f;
+    char v2[] = "0::/user.slice/a:b";
+    assert_true(cgfs_proc_line(v2, &f));
+    assert_string_equal(f.id, "0");
+    assert_string_equal(f.controllers, "");
+    assert_string_equal(f.path, "/user.slice/a:b"); /* a ':' in the path stays */
+    char v1[] = "4:cpu,cpuacct:/x";
+    assert_true(cgfs_proc_line(v1, &f));
+    assert_string_equal(f.id, "4");
+    assert_string_equal(f.controllers, "cpu,cpuacct");
+    assert_string_equal(f.path, "/x");
+    char bad[] = "4:cpu";
+    assert_false(cgfs_proc_line(bad, &f));
+    char empty[] = "";
+    assert_false(cgfs_proc_line(empty, &f));
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_proc_line),
         cmocka_unit_test(test_forced_unavailable),
         cmocka_unit_test(test_unreadable_files),
         cmocka_unit_test(test_no_cgroup_mounted),
