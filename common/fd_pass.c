@@ -3,6 +3,7 @@
  * over what a receive brought in.
  */
 #include "common/fd_pass.h"
+#include "common/close_keep_errno.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -17,16 +18,6 @@ union fd_pass_cmsg {
     struct cmsghdr align;
     char buf[CMSG_SPACE(sizeof(int) * FD_PASS_MAX_FDS)];
 };
-
-/* Closes an fd that arrived with a message, keeping errno as it was (a
- * caller may still report the errno of what failed before). */
-static void
-close_keep_errno(int fd)
-{
-    int saved = errno;
-    (void)close(fd);
-    errno = saved;
-}
 
 ssize_t
 fd_pass_send(int sock, const struct iovec *iov, size_t iovcnt, const int *fds, size_t nfds)

@@ -1,6 +1,7 @@
 /* common/: the intrusive list, string vectors, the growable buffer,
  * container_of/ARRAY_SIZE, dot components, file identity, a socket
- * peer's credentials, /proc/PID/stat and opening without links. */
+ * peer's credentials, /proc/PID/stat, opening without links, writing all
+ * of a buffer and closing without losing errno. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "common/close_keep_errno.h"
 #include "common/file_id.h"
 #include "common/list.h"
 #include "common/macros.h"
@@ -17,6 +19,7 @@
 #include "common/peer_cred.h"
 #include "common/proc_stat.h"
 #include "common/strv.h"
+#include "common/write_all.h"
 #include "tests/support/alloc_fail.h"
 
 #include <errno.h>
@@ -384,6 +387,60 @@ test_no_link(void **state)
     free(top);
 }
 
+static void
+test_write_all(void **state)
+{
+    (void)state;
+    /* more than a pipe holds at once: the writes come in parts, read by a
+     * child as they come */
+    static char data[256 * 1024];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (char)(i * 7);
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(p[1]);
+        size_t got = 0;
+        char chunk[4096];
+        ssize_t n;
+        while ((n = read(p[0], chunk, sizeof(chunk))) > 0) {
+            for (ssize_t i = 0; i < n; i++)
+                if (chunk[i] != data[got + (size_t)i])
+                    _exit(2);
+            got += (size_t)n;
+        }
+        _exit(got == sizeof(data) ? 0 : 1);
+    }
+    close(p[0]);
+    assert_int_equal(write_all(p[1], data, sizeof(data)), 0);
+    assert_int_equal(write_all(p[1], data, 0), 0);
+    close(p[1]);
+    int st;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    /* a failed write is its errno */
+    assert_int_equal(write_all(p[1], "x", 1), -EBADF);
+}
+
+static void
+test_close_keep_errno(void **state)
+{
+    (void)state;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    errno = E2BIG;
+    close_keep_errno(fd);
+    assert_int_equal(errno, E2BIG);
+    assert_int_equal(fcntl(fd, F_GETFD), -1); /* closed */
+    /* a close that fails (EBADF) leaves errno too */
+    errno = ERANGE;
+    close_keep_errno(fd);
+    assert_int_equal(errno, ERANGE);
+}
+
 int
 main(void)
 {
@@ -401,6 +458,8 @@ main(void)
         cmocka_unit_test(test_proc_stat_parse),
         cmocka_unit_test(test_proc_stat_read),
         cmocka_unit_test(test_no_link),
+        cmocka_unit_test(test_write_all),
+        cmocka_unit_test(test_close_keep_errno),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
