@@ -3,10 +3,12 @@
  * docs/escalation-protocol.md).
  */
 #include "proto/esc_proto.h"
+#include "common/macros.h"
 #include "common/utf8.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +83,15 @@ esc_msg_type_name(int type)
     }
 }
 
-int
-esc_signal_forwardable(int signo)
+/* Whether signo may travel in a SIGNAL message. */
+static bool
+signal_forwardable(int signo)
 {
-    return signo == SIGHUP || signo == SIGINT || signo == SIGTERM;
+    static const int forwarded[] = {ESC_FORWARDED_SIGNALS};
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+        if (forwarded[i] == signo)
+            return true;
+    return false;
 }
 
 /* Which string rule a field follows; one place so encoder and decoder agree. */
@@ -285,7 +292,7 @@ body_size(const struct esc_msg *msg, size_t *size, const char **why)
         *size = 4 + 4 * msg->u.fds.count;
         break;
     case ESC_MSG_SIGNAL:
-        rc = esc_signal_forwardable(msg->u.signo) ? 0 : -EINVAL;
+        rc = signal_forwardable(msg->u.signo) ? 0 : -EINVAL;
         if (rc < 0)
             *why = "signal is not one that is forwarded";
         *size = 4;
@@ -542,7 +549,7 @@ decode_body(struct reader *r, struct esc_msg *msg)
     case ESC_MSG_SIGNAL:
         if ((rc = r_u32(r, &a)) < 0)
             break;
-        if (a > 64 || !esc_signal_forwardable((int)a)) {
+        if (a > 64 || !signal_forwardable((int)a)) {
             *r->why = "signal is not one that is forwarded";
             return -EBADMSG;
         }
