@@ -4,6 +4,7 @@
  */
 #include "proto/esc_proto.h"
 #include "common/macros.h"
+#include "common/strv.h"
 #include "common/utf8.h"
 
 #include <errno.h>
@@ -614,16 +615,6 @@ esc_msg_decode(const void *buf, size_t len, struct esc_msg *out, size_t *consume
     return 1;
 }
 
-static void
-strvec_free(char **v, size_t n)
-{
-    if (v == NULL)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 void
 esc_msg_free(struct esc_msg *msg)
 {
@@ -632,9 +623,9 @@ esc_msg_free(struct esc_msg *msg)
     switch (msg->type) {
     case ESC_MSG_REQUEST:
         free(msg->u.request.file);
-        strvec_free(msg->u.request.argv, msg->u.request.argc);
+        strv_free_n(msg->u.request.argv, msg->u.request.argc);
         free(msg->u.request.workdir);
-        strvec_free(msg->u.request.env, msg->u.request.envc);
+        strv_free_n(msg->u.request.env, msg->u.request.envc);
         break;
     case ESC_MSG_DENY:
         free(msg->u.deny_reason);

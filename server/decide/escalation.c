@@ -978,9 +978,7 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
     if (ok)
         ok = (env[k++] = env_entry(ESC_ENV_BASH, bash)) != NULL;
     if (!ok) {
-        for (size_t i = 0; i < k; i++)
-            free(env[i]);
-        free(env);
+        strv_free(env); /* a failed entry is the first NULL */
         return NULL;
     }
     return env;

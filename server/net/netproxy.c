@@ -34,6 +34,7 @@
 
 #include "rules/policy.h"
 #include "server/net/nethost.h"
+#include "common/strv.h"
 
 struct netproxy_session {
     unsigned refs;
@@ -373,9 +374,7 @@ netproxy_session_unref(struct netproxy_session *ps)
 {
     if (!ps || --ps->refs > 0)
         return;
-    for (size_t i = 0; i < ps->n_keys; i++)
-        free(ps->keys[i]);
-    free(ps->keys);
+    strv_free_n(ps->keys, ps->n_keys);
     free(ps);
 }
 

@@ -138,6 +138,22 @@ test_strv(void **state)
 }
 
 static void
+test_strv_free_n(void **state)
+{
+    (void)state;
+    strv_free_n(NULL, 3);
+    /* counted, not NULL-terminated: NULL entries in the middle are
+     * skipped, the ones after them freed all the same */
+    char **v = malloc(3 * sizeof(*v));
+    assert_non_null(v);
+    v[0] = strdup("one");
+    v[1] = NULL;
+    v[2] = strdup("three");
+    strv_free_n(v, 3); /* ASan's leak check sees v[2] freed */
+    strv_free_n(malloc(1), 0);
+}
+
+static void
 test_buf_grows_and_terminates(void **state)
 {
     struct buf b = BUF_INIT;
@@ -449,6 +465,7 @@ main(void)
         cmocka_unit_test(test_list_insert_and_unlink),
         cmocka_unit_test(test_list_foreach_safe_frees),
         cmocka_unit_test(test_strv),
+        cmocka_unit_test(test_strv_free_n),
         cmocka_unit_test(test_buf_grows_and_terminates),
         cmocka_unit_test(test_buf_overflow_is_refused),
         cmocka_unit_test(test_buf_allocation_failures),
