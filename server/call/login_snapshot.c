@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "common/strfmt.h"
+#include "common/strv.h"
 #include "common/write_all.h"
 #include "server/call/login_shells.h"
 #include "server/call/login_startup.h"
@@ -579,11 +580,7 @@ login_snapshot_use(const struct login_snapshot *ls, const struct login_snapshot_
                    char ***argvp, char ***envp)
 {
     char **argv = *argvp, **env = *envp;
-    size_t argc = 0, envc = 0;
-    while (argv[argc])
-        argc++;
-    while (env && env[envc])
-        envc++;
+    size_t argc = strv_len(argv), envc = strv_len(env);
     if (!env || argc < 3 || strcmp(argv[argc - 2], "-lc") != 0)
         return -1;
     bool bash = k->use == USE_BASH_ENV;

@@ -50,12 +50,6 @@ spawn_pid(const struct spawn_child *c)
     return c->pid;
 }
 
-bool
-spawn_exited(const struct spawn_child *c)
-{
-    return c->exited;
-}
-
 void *
 spawn_data(const struct spawn_child *c)
 {

@@ -434,9 +434,7 @@ escalated_env_build(char *const *server_env, char *const *request_env,
 int
 escalated_env_add(char ***env, const char *name, const char *value)
 {
-    size_t n = 0;
-    while ((*env)[n])
-        n++;
+    size_t n = strv_len(*env);
     char *entry = join(name, value);
     char **grown = entry ? realloc(*env, (n + 2) * sizeof(char *)) : NULL;
     if (!grown) {

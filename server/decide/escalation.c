@@ -950,9 +950,7 @@ is_protocol_env(const char *entry)
 char **
 escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_names)
 {
-    size_t n = 0;
-    while (environ[n])
-        n++;
+    size_t n = strv_len(environ);
     char **env = calloc(n + 6, sizeof(char *));
     if (!env)
         return NULL;

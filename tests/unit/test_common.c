@@ -173,7 +173,7 @@ test_buf_grows_and_terminates(void **state)
     assert_true(b.cap > b.len);
     assert_int_equal(b.data[b.len], '\0');
     assert_memory_equal(b.data, want, sizeof(want));
-    assert_int_equal(buf_append_str(&b, "end"), 0);
+    assert_int_equal(buf_append(&b, "end", 3), 0);
     assert_string_equal(b.data + sizeof(want), "end");
     char *s = buf_steal(&b, &len);
     assert_int_equal(len, sizeof(want) + 3);
@@ -187,7 +187,7 @@ static void
 test_buf_overflow_is_refused(void **state)
 {
     struct buf b = BUF_INIT;
-    assert_int_equal(buf_append_str(&b, "kept"), 0);
+    assert_int_equal(buf_append(&b, "kept", 4), 0);
     errno = 0;
     assert_int_equal(buf_reserve(&b, SIZE_MAX - 2), -1);
     assert_int_equal(errno, ENOMEM);
@@ -204,7 +204,7 @@ buf_round(void *arg)
     struct buf b = BUF_INIT;
     int rc = 0;
     for (int i = 0; i < 40 && rc == 0; i++)
-        rc = buf_append_str(&b, "0123456789");
+        rc = buf_append(&b, "0123456789", 10);
     if (alloc_fail_injected()) {
         assert_int_equal(rc, -1);
         assert_int_equal(b.len % 10, 0);
