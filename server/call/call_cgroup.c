@@ -293,19 +293,6 @@ call_cgroup_join(const struct call_cgroup *cg)
     return &cg->join;
 }
 
-int
-call_cgroup_add(const struct call_cgroup *cg, pid_t pid)
-{
-    char text[24];
-    snprintf(text, sizeof(text), "%d", (int)pid);
-    for (size_t i = 0; i < cg->n; i++) {
-        int rc = cgfs_write_at(cg->dirs[i], "cgroup.procs", text);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
 /* ---- killing ---- */
 
 /* /proc/PID/cgroup's line for hierarchy h, or NULL. */

@@ -451,31 +451,6 @@ test_new_and_free(void **state)
     (void)state;
 }
 
-/* call_cgroup_add: a process started without the fds. */
-static void
-test_add_pid(void **state)
-{
-    struct call_cgroup_probe *p = root_probe(NULL);
-    struct call_cgroup *cg = new_cgroup(p, "add", BOMB_MAX_PIDS, 64 * MiB);
-    pid_t child = fork();
-    assert_true(child >= 0);
-    if (child == 0) {
-        for (;;)
-            pause();
-    }
-    assert_int_equal(call_cgroup_add(cg, child), 0);
-    assert_int_equal(call_cgroup_empty(cg), 0);
-    assert_int_equal(call_cgroup_pids_current(cg), 1);
-    assert_int_equal(call_cgroup_kill(cg), 0);
-    wait_empty(cg, true);
-    int st = 0;
-    assert_int_equal(waitpid(child, &st, 0), child);
-    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-    free_and_check_removed(cg);
-    call_cgroup_probe_free(p);
-    (void)state;
-}
-
 /* What the bomb's first process reports once it has tried every fork. */
 struct bomb_report {
     int started, eagain, other;
@@ -997,7 +972,6 @@ main(void)
         cmocka_unit_test(test_probe_describes_this_machine),
         cmocka_unit_test(test_forced_kill_unknown),
         cmocka_unit_test(test_new_and_free),
-        cmocka_unit_test(test_add_pid),
         cmocka_unit_test(test_bomb_best_kill),
         cmocka_unit_test(test_bomb_cgroup_kill),
         cmocka_unit_test(test_bomb_cgroup_freeze),
