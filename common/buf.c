@@ -41,12 +41,6 @@ buf_append(struct buf *b, const void *data, size_t n)
     return 0;
 }
 
-int
-buf_append_str(struct buf *b, const char *s)
-{
-    return buf_append(b, s, strlen(s));
-}
-
 char *
 buf_steal(struct buf *b, size_t *len)
 {

@@ -28,9 +28,6 @@ int buf_reserve(struct buf *b, size_t n);
 /* Appends data[0..n).  0, or -1 (errno ENOMEM). */
 int buf_append(struct buf *b, const void *data, size_t n);
 
-/* Appends the string s without its NUL.  0, or -1 (errno ENOMEM). */
-int buf_append_str(struct buf *b, const char *s);
-
 /* Hands over the bytes (NUL-terminated; an empty string for an empty
  * buffer, NULL when out of memory) and empties b.  Caller frees. */
 char *buf_steal(struct buf *b, size_t *len);

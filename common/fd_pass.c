@@ -4,6 +4,7 @@
  * receivers that ask for it).
  */
 #include "common/fd_pass.h"
+#include "common/close_keep_errno.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -22,17 +23,6 @@ union fd_pass_cmsg {
 #ifndef SCM_PIDFD
 #define SCM_PIDFD 0x04 /* Linux 6.5; older libc headers lack it */
 #endif
-
-/* Closes an fd that arrived with a message, keeping errno as it was (a
- * caller may still report the errno of what failed before). */
-static void
-close_keep_errno(int fd)
-{
-    int saved = errno;
-    (void)close(fd);
-    errno = saved;
-}
-
 ssize_t
 fd_pass_send(int sock, const struct iovec *iov, size_t iovcnt, const int *fds, size_t nfds)
 {

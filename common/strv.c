@@ -12,6 +12,16 @@ strv_free(char **v)
     free(v);
 }
 
+void
+strv_free_n(char **v, size_t n)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 size_t
 strv_len(char *const *v)
 {

@@ -43,6 +43,20 @@ valid_len(const unsigned char *s, size_t n, size_t *bad)
     return need;
 }
 
+bool
+utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t bad;
+    for (size_t i = 0; i < n;) {
+        size_t v = valid_len(p + i, n - i, &bad);
+        if (v == 0)
+            return false;
+        i += v;
+    }
+    return true;
+}
+
 char *
 utf8_lossy(const char *in, size_t n, size_t *out_len)
 {

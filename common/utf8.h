@@ -4,7 +4,16 @@
 #ifndef EXECGATE_COMMON_UTF8_H
 #define EXECGATE_COMMON_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/*
+ * Whether the n bytes at s are well-formed UTF-8: no overlong form, no
+ * surrogate, nothing above U+10FFFF, no truncated sequence (NUL bytes are
+ * valid).  The one validator of the project: the escalation protocol's
+ * text and the repair below read bytes the same way.
+ */
+bool utf8_valid(const char *s, size_t n);
 
 /*
  * Copies the n bytes at in into a new NUL-terminated UTF-8 string, each

@@ -8,6 +8,7 @@
  */
 #include "proto/esc_client.h"
 #include "proto/esc_env.h"
+#include "common/macros.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -264,10 +265,10 @@ escalate(int dgram, int stream, struct esc_buf *in, const char *file)
 {
     /* A signal Bash told us to ignore (SIGINT for `cmd &` in a script) is
      * not the program's to receive either: only the others are forwarded. */
-    static const int forwarded[] = {SIGHUP, SIGINT, SIGTERM};
+    static const int forwarded[] = {ESC_FORWARDED_SIGNALS};
     sigset_t set;
     sigemptyset(&set);
-    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++) {
         struct sigaction old;
         if (sigaction(forwarded[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
             sigaddset(&set, forwarded[i]);
@@ -280,7 +281,7 @@ escalate(int dgram, int stream, struct esc_buf *in, const char *file)
 
     int fds[ESC_MAX_FDS];
     int skip[] = {dgram, stream, sfd};
-    size_t n = collect_fds(fds, skip, sizeof skip / sizeof skip[0]);
+    size_t n = collect_fds(fds, skip, ARRAY_SIZE(skip));
     struct esc_msg m = {.type = ESC_MSG_FDS, .u.fds = {.targets = fds, .count = n}};
     int rc = esc_io_send_msg(stream, &m, fds, n, NULL);
     if (rc < 0)

@@ -4,6 +4,7 @@
  */
 #include "proto/esc_io.h"
 
+#include "common/close_keep_errno.h"
 #include "common/fd_pass.h"
 
 #include <errno.h>
@@ -12,15 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-/* Closes an fd the protocol received, keeping errno as it was. */
-static void
-close_keep_errno(int fd)
-{
-    int saved = errno;
-    (void)close(fd);
-    errno = saved;
-}
 
 void
 esc_fdlist_close(struct esc_fdlist *list)

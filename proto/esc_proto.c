@@ -3,9 +3,13 @@
  * docs/escalation-protocol.md).
  */
 #include "proto/esc_proto.h"
+#include "common/macros.h"
+#include "common/strv.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,45 +84,15 @@ esc_msg_type_name(int type)
     }
 }
 
-int
-esc_signal_forwardable(int signo)
+/* Whether signo may travel in a SIGNAL message. */
+static bool
+signal_forwardable(int signo)
 {
-    return signo == SIGHUP || signo == SIGINT || signo == SIGTERM;
-}
-
-int
-esc_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        size_t n;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        if (len - i - 1 < n)
-            return 0;
-        for (size_t k = 1; k <= n; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += n + 1;
-    }
-    return 1;
+    static const int forwarded[] = {ESC_FORWARDED_SIGNALS};
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+        if (forwarded[i] == signo)
+            return true;
+    return false;
 }
 
 /* Which string rule a field follows; one place so encoder and decoder agree. */
@@ -167,7 +141,7 @@ str_check(enum str_kind kind, const char *s, size_t len, const char **why)
             *why = "reason is empty";
             return -EBADMSG;
         }
-        if (!esc_utf8_valid(s, len)) {
+        if (!utf8_valid(s, len)) {
             *why = "reason is not valid UTF-8";
             return -EBADMSG;
         }
@@ -319,7 +293,7 @@ body_size(const struct esc_msg *msg, size_t *size, const char **why)
         *size = 4 + 4 * msg->u.fds.count;
         break;
     case ESC_MSG_SIGNAL:
-        rc = esc_signal_forwardable(msg->u.signo) ? 0 : -EINVAL;
+        rc = signal_forwardable(msg->u.signo) ? 0 : -EINVAL;
         if (rc < 0)
             *why = "signal is not one that is forwarded";
         *size = 4;
@@ -576,7 +550,7 @@ decode_body(struct reader *r, struct esc_msg *msg)
     case ESC_MSG_SIGNAL:
         if ((rc = r_u32(r, &a)) < 0)
             break;
-        if (a > 64 || !esc_signal_forwardable((int)a)) {
+        if (a > 64 || !signal_forwardable((int)a)) {
             *r->why = "signal is not one that is forwarded";
             return -EBADMSG;
         }
@@ -641,16 +615,6 @@ esc_msg_decode(const void *buf, size_t len, struct esc_msg *out, size_t *consume
     return 1;
 }
 
-static void
-strvec_free(char **v, size_t n)
-{
-    if (v == NULL)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 void
 esc_msg_free(struct esc_msg *msg)
 {
@@ -659,9 +623,9 @@ esc_msg_free(struct esc_msg *msg)
     switch (msg->type) {
     case ESC_MSG_REQUEST:
         free(msg->u.request.file);
-        strvec_free(msg->u.request.argv, msg->u.request.argc);
+        strv_free_n(msg->u.request.argv, msg->u.request.argc);
         free(msg->u.request.workdir);
-        strvec_free(msg->u.request.env, msg->u.request.envc);
+        strv_free_n(msg->u.request.env, msg->u.request.envc);
         break;
     case ESC_MSG_DENY:
         free(msg->u.deny_reason);

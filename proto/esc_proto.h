@@ -151,11 +151,8 @@ void esc_msg_free(struct esc_msg *msg);
 /* Name of a message type for diagnostics ("REQUEST"), "unknown" otherwise. */
 const char *esc_msg_type_name(int type);
 
-/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates,
- * nothing above U+10FFFF), else 0. */
-int esc_utf8_valid(const char *s, size_t len);
-
-/* 1 when signo may travel in a SIGNAL message (SIGHUP, SIGINT, SIGTERM). */
-int esc_signal_forwardable(int signo);
+/* The signals a SIGNAL message may carry, which the client forwards to
+ * an escalated program (names from <signal.h>, for an array's braces). */
+#define ESC_FORWARDED_SIGNALS SIGHUP, SIGINT, SIGTERM
 
 #endif

@@ -2,6 +2,7 @@
  * filter-rules: the sandbox's seccomp rules, built with libseccomp.
  */
 #include "sandbox/filter-rules.h"
+#include "common/macros.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,7 +111,7 @@ deny_privilege_bits(scmp_filter_ctx ctx, sandbox_filter_note_fn note, void *arg)
     static const unsigned bits[] = {S_ISUID, S_ISGID};
     static const unsigned creating[] = {O_CREAT, O_TMPFILE & ~O_DIRECTORY};
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof mode_calls / sizeof mode_calls[0]; i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(mode_calls); i++) {
         const struct mode_call *c = &mode_calls[i];
         int nr = seccomp_syscall_resolve_name(c->name);
         if (nr == __NR_SCMP_ERROR)
@@ -188,8 +189,7 @@ add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, unsigned not
     int rc = notify & SANDBOX_NOTIFY_EXECS ? notify_execs(ctx) : 0;
     if (rc == 0 && (notify & SANDBOX_NOTIFY_SOCKETS))
         rc = notify_sockets(ctx);
-    for (size_t i = 0; confine && rc == 0 && i < sizeof always_denied / sizeof always_denied[0];
-         i++)
+    for (size_t i = 0; confine && rc == 0 && i < ARRAY_SIZE(always_denied); i++)
         rc = deny(ctx, always_denied[i], note, arg);
     if (confine && rc == 0)
         rc = deny_tty_injection(ctx, note, arg);
@@ -199,8 +199,7 @@ add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, unsigned not
      * denied in every confining policy, where the network is off, and
      * where sockets are supervised */
     bool uring = confine || restrict_network || (notify & SANDBOX_NOTIFY_SOCKETS);
-    for (size_t i = 0; uring && rc == 0 && i < sizeof io_uring_calls / sizeof io_uring_calls[0];
-         i++)
+    for (size_t i = 0; uring && rc == 0 && i < ARRAY_SIZE(io_uring_calls); i++)
         rc = deny(ctx, io_uring_calls[i], note, arg);
     if (!restrict_network)
         return rc;

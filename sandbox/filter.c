@@ -3,6 +3,7 @@
  */
 #include "sandbox/filter.h"
 #include "sandbox/filter-bpf.h"
+#include "common/macros.h"
 
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -10,9 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-#define PROGRAM(n) sandbox_filter_bpf_##n, COUNT(sandbox_filter_bpf_##n), sandbox_filter_names_##n
+#define PROGRAM(n)                                                                                 \
+    sandbox_filter_bpf_##n, ARRAY_SIZE(sandbox_filter_bpf_##n), sandbox_filter_names_##n
 
 /* Indexed as filter-gen numbers them: 8 notify sockets, 4 notify execs,
  * 2 confine, 1 network. */

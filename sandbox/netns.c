@@ -2,6 +2,7 @@
  * netns: a network namespace with only loopback, and a listener in it.
  */
 #include "sandbox/netns.h"
+#include "common/macros.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -78,7 +79,7 @@ sandbox_netns_set_env(unsigned port)
                                            {"ALL_PROXY", "all_proxy"},
                                            {"NO_PROXY", "no_proxy"}};
     const char *values[] = {http, http, socks, ""};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
         for (size_t j = 0; j < 2; j++)
             if (setenv(names[i][j], values[i], 1) != 0)
                 return -errno;

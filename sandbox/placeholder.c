@@ -3,6 +3,7 @@
  * last holder.
  */
 #include "sandbox/placeholder.h"
+#include "common/file_id.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +25,6 @@ static bool
 marked(const struct stat *st)
 {
     return marked_any(st) && st->st_uid == geteuid();
-}
-
-static bool
-same_file(const struct stat *a, const struct stat *b)
-{
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
 /* flock(fd, op), again when a signal interrupts it.  Returns 0 or -errno. */
@@ -87,7 +82,7 @@ still_there(int dirfd, const char *name, int fd)
         return -errno;
     if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT || errno == ENOTDIR ? -EAGAIN : -errno;
-    if (!same_file(&mine, &now))
+    if (!file_id_same(&mine, &now))
         return -EAGAIN;
     return marked(&mine) ? 1 : 0;
 }

@@ -5,6 +5,8 @@
 #include "sandbox/ns.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
+#include "common/no_link.h"
+#include "common/path_dot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +35,7 @@ sandbox_protect_arg_error(const char *path)
     for (const char *c = path; *c != '\0';) {
         c += strspn(c, "/");
         size_t len = strcspn(c, "/");
-        if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+        if (path_dot(c, len) != PATH_DOT_NONE)
             return "has a \".\" or \"..\" component";
         c += len;
     }
@@ -268,11 +270,11 @@ create_missing(const char *path, size_t *missing, char **err)
                 rc = failf(err, -e, "creating", dir);
             break;
         }
-        int sub = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int sub = no_link_step(fd, name, len, O_DIRECTORY);
         free(name);
         if (sub < 0) {
             /* A symlink or a file where a directory was to be created. */
-            rc = -errno;
+            rc = sub;
             if (asprintf(err, "creating %s: %s is in the way", path, dir) < 0)
                 *err = NULL;
             break;

@@ -7,6 +7,7 @@
 #include "server/call/spawn_child.h"
 #include "server/call/spawn_filtered.h"
 #include "common/strfmt.h"
+#include "common/strv.h"
 #include "execgate-config.h"
 #include "rules/load.h"
 #include "rules/policy.h"
@@ -142,9 +143,7 @@ check_rules(struct doctor *d, const struct server_options *o)
             fprintf(d->out, "             %s (%zu)\n", f.names[i], c.n);
         }
     }
-    for (size_t i = 0; i < f.n; i++)
-        free(f.names[i]);
-    free(f.names);
+    strv_free_n(f.names, f.n);
     rules_policy_free(p);
 }
 

@@ -2,6 +2,8 @@
 
 #include "server/decide/escalated_env.h"
 #include "common/strfmt.h"
+#include "common/strv.h"
+#include "common/macros.h"
 #include "sandbox/policy/policy.h"
 #include "execgate-config.h"
 
@@ -515,9 +517,9 @@ static int
 apply_number(struct server_options *o, int c, const char *arg, char **err)
 {
     size_t i = 0;
-    while (i < sizeof(number_options) / sizeof(number_options[0]) && number_options[i].id != c)
+    while (i < ARRAY_SIZE(number_options) && number_options[i].id != c)
         i++;
-    if (i == sizeof(number_options) / sizeof(number_options[0])) {
+    if (i == ARRAY_SIZE(number_options)) {
         *err = strfmt("option %d is not handled (a bug)", c);
         return -1;
     }
@@ -791,15 +793,9 @@ options_release(struct server_options *o)
     free(o->shell_path);
     free(o->execve_wrapper);
     free(o->sandbox_helper);
-    for (size_t i = 0; o->rules && i < o->rules_count; i++)
-        free(o->rules[i]);
-    free(o->rules);
-    for (size_t i = 0; o->pass_env && i < o->pass_env_count; i++)
-        free(o->pass_env[i]);
-    free(o->pass_env);
-    for (size_t i = 0; o->listen && i < o->listen_count; i++)
-        free(o->listen[i]);
-    free(o->listen);
+    strv_free_n(o->rules, o->rules_count);
+    strv_free_n(o->pass_env, o->pass_env_count);
+    strv_free_n(o->listen, o->listen_count);
     for (size_t i = 0; o->allow_unix && i < o->allow_unix_count; i++)
         close(o->allow_unix[i].pin);
     free(o->allow_unix);

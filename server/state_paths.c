@@ -1,6 +1,7 @@
 #include "server/state_paths.h"
 
 #include "server/options.h"
+#include "common/strv.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -101,6 +102,16 @@ add(char ***list, size_t *n, const char *path)
     return 0;
 }
 
+/* list, or NULL (freeing it) when rc says adding to it failed. */
+static char **
+finish(char **list, int rc)
+{
+    if (rc == 0)
+        return list;
+    strv_free(list);
+    return NULL;
+}
+
 char **
 state_paths_new(const struct server_options *o, size_t *n)
 {
@@ -121,11 +132,7 @@ state_paths_new(const struct server_options *o, size_t *n)
         rc = add(&list, n, o->rules[i]);
     if (rc == 0)
         rc = add(&list, n, o->audit_log);
-    if (rc < 0) {
-        state_paths_free(list);
-        return NULL;
-    }
-    return list;
+    return finish(list, rc);
 }
 
 char **
@@ -142,17 +149,11 @@ state_paths_hidden(const struct server_options *o, size_t *n)
     }
     if (rc == 0)
         rc = add(&list, n, o->audit_log);
-    if (rc < 0) {
-        state_paths_free(list);
-        return NULL;
-    }
-    return list;
+    return finish(list, rc);
 }
 
 void
 state_paths_free(char **paths)
 {
-    for (size_t i = 0; paths && paths[i]; i++)
-        free(paths[i]);
-    free(paths);
+    strv_free(paths);
 }

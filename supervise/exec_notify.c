@@ -12,6 +12,7 @@
 #include "supervise/unix_connect.h"
 #include "rules/exec_path.h"
 #include "common/fd_pass.h"
+#include "common/strv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -335,12 +336,6 @@ exec_notify_fd(const struct exec_notify *n)
     return n->fd;
 }
 
-size_t
-exec_notify_pending(const struct exec_notify *n)
-{
-    return n->n_pending;
-}
-
 bool
 exec_notify_hung_up(const struct exec_notify *n)
 {
@@ -452,14 +447,6 @@ read_string(struct mem_reader *r, uint64_t addr, size_t max, int too_long, char 
     }
 }
 
-static void
-free_argv(char **argv, size_t argc)
-{
-    for (size_t i = 0; argv != NULL && i < argc; i++)
-        free(argv[i]);
-    free(argv);
-}
-
 /* argv from the pointer array at addr; NULL addr is an empty argv (Linux
  * accepts it).  Pointers are read from their own reader, so the array and
  * the strings, usually on other pages, do not evict each other. */
@@ -478,7 +465,7 @@ read_argv(struct mem_reader *ptrs, struct mem_reader *strs, uint64_t addr, char 
             const char *src;
             ssize_t got = mem_at(ptrs, addr + argc * sizeof p + have, sizeof p - have, &src);
             if (got < 0) {
-                free_argv(argv, argc);
+                strv_free_n(argv, argc);
                 return -EFAULT;
             }
             memcpy(bytes_p + have, src, (size_t)got);
@@ -487,13 +474,13 @@ read_argv(struct mem_reader *ptrs, struct mem_reader *strs, uint64_t addr, char 
         if (p == 0)
             break;
         if (argc >= EXEC_NOTIFY_MAX_ARGC) {
-            free_argv(argv, argc);
+            strv_free_n(argv, argc);
             return -E2BIG;
         }
         if (argc == cap) {
             char **a = realloc(argv, (cap * 2 + 1) * sizeof *a);
             if (a == NULL) {
-                free_argv(argv, argc);
+                strv_free_n(argv, argc);
                 return -ENOMEM;
             }
             argv = a;
@@ -501,7 +488,7 @@ read_argv(struct mem_reader *ptrs, struct mem_reader *strs, uint64_t addr, char 
         }
         int rc = read_string(strs, p, EXEC_NOTIFY_MAX_ARG_BYTES - bytes, E2BIG, &argv[argc]);
         if (rc < 0) {
-            free_argv(argv, argc);
+            strv_free_n(argv, argc);
             return rc;
         }
         bytes += strlen(argv[argc]) + 1;
@@ -563,8 +550,8 @@ target_free(struct target *t)
     free(t->resolved);
     free(t->canonical);
     free(t->cwd);
-    free_argv(t->argv, t->argc);
-    free_argv(t->envp, t->envc);
+    strv_free_n(t->argv, t->argc);
+    strv_free_n(t->envp, t->envc);
     for (size_t i = 0; i < EXEC_NOTIFY_MAX_INTERP_DEPTH; i++)
         free(t->interp[i]);
     if (t->file >= 0)

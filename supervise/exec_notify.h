@@ -206,9 +206,6 @@ void exec_notify_set_connect(struct exec_notify *n, const struct unix_connect_co
  */
 void exec_notify_tell(pid_t pid, const char *display, const char *reason);
 
-/* Number of ASKs waiting for an answer. */
-size_t exec_notify_pending(const struct exec_notify *n);
-
 /* Counters since exec_notify_new. */
 struct exec_notify_stats {
     uint64_t continued; /* CONTINUE sent */

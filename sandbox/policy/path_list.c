@@ -1,4 +1,5 @@
 #include "sandbox/policy/path_list.h"
+#include "common/strv.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,7 +40,5 @@ path_list_has(char *const *list, size_t n, const char *path)
 void
 path_list_free(char **list, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
+    strv_free_n(list, n);
 }

@@ -8,6 +8,7 @@
 #include "sandbox/policy/profile.h"
 
 #include "sandbox/policy/policy.h"
+#include "common/path_dot.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,10 +59,11 @@ lexical_path(const char *path)
     size_t o = 0;
     for (const char *c = path; *c != '\0';) {
         size_t n = strcspn(c, "/");
-        if (n == 2 && c[0] == '.' && c[1] == '.') {
+        enum path_dot dot = path_dot(c, n);
+        if (dot == PATH_DOT_PARENT) {
             while (o > 0 && out[--o] != '/')
                 ;
-        } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+        } else if (n > 0 && dot == PATH_DOT_NONE) {
             out[o++] = '/';
             memcpy(out + o, c, n);
             o += n;

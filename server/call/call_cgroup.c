@@ -293,19 +293,6 @@ call_cgroup_join(const struct call_cgroup *cg)
     return &cg->join;
 }
 
-int
-call_cgroup_add(const struct call_cgroup *cg, pid_t pid)
-{
-    char text[24];
-    snprintf(text, sizeof(text), "%d", (int)pid);
-    for (size_t i = 0; i < cg->n; i++) {
-        int rc = cgfs_write_at(cg->dirs[i], "cgroup.procs", text);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
 /* ---- killing ---- */
 
 /* /proc/PID/cgroup's line for hierarchy h, or NULL. */
@@ -313,16 +300,14 @@ static const char *
 line_for(char *text, const struct hier *h)
 {
     char *line;
+    struct cgfs_proc_line f;
     while ((line = cgfs_next_line(&text))) {
-        char *c1 = strchr(line, ':');
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2)
+        if (!cgfs_proc_line(line, &f))
             continue;
-        *c2 = '\0';
-        bool match = h->v2 ? strcmp(line, "0:") == 0
-                           : cgfs_listed(c1 + 1, call_cgroup_ctl_name(h->ctl), ",");
+        bool match = h->v2 ? strcmp(f.id, "0") == 0 && !*f.controllers
+                           : cgfs_listed(f.controllers, call_cgroup_ctl_name(h->ctl), ",");
         if (match)
-            return c2 + 1;
+            return f.path;
     }
     return NULL;
 }

@@ -151,14 +151,6 @@ struct call_cgroup_join {
 const struct call_cgroup_join *call_cgroup_join(const struct call_cgroup *cg);
 
 /*
- * Moves process pid (all its threads) into every directory of cg, for
- * processes started otherwise.  It writes each directory's cgroup.procs,
- * so it may wait as described above.  Returns 0 or a negative errno (then
- * pid may be in some and not others: kill it).
- */
-int call_cgroup_add(const struct call_cgroup *cg, pid_t pid);
-
-/*
  * Kills every process in cg and returns without waiting for them to die.
  * With cgroup.kill one call is enough, processes forked meanwhile
  * included; with the other ways, one call is one pass (freeze, SIGKILL each

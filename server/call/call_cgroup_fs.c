@@ -1,5 +1,6 @@
 #include "server/call/call_cgroup_fs.h"
 
+#include "common/buf.h"
 #include "common/strfmt.h"
 
 #include <errno.h>
@@ -28,35 +29,27 @@ cgfs_path_join(const char *dir, const char *name)
 int
 cgfs_read_fd(int fd, char **out)
 {
-    size_t cap = 256, len = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return -ENOMEM;
+    struct buf b = BUF_INIT;
     for (;;) {
-        if (len + 1 == cap) {
-            char *more = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!more) {
-                free(buf);
-                return -ENOMEM;
-            }
-            buf = more;
-            cap *= 2;
+        if (buf_reserve(&b, 256) != 0) {
+            buf_free(&b);
+            return -ENOMEM;
         }
-        ssize_t r = pread(fd, buf + len, cap - 1 - len, (off_t)len);
+        b.data[b.len] = '\0'; /* where the text ends if nothing more comes */
+        ssize_t r = pread(fd, b.data + b.len, b.cap - 1 - b.len, (off_t)b.len);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
             int e = errno;
-            free(buf);
+            buf_free(&b);
             return -e;
         }
         if (r == 0)
             break;
-        len += (size_t)r;
+        b.len += (size_t)r;
     }
-    buf[len] = '\0';
-    *out = buf;
-    return 0;
+    *out = buf_steal(&b, NULL);
+    return *out ? 0 : -ENOMEM;
 }
 
 /* dir/file opened with flags, close-on-exec: the fd, or -errno. */
@@ -158,6 +151,18 @@ cgfs_next_line(char **text)
         *text = line + strlen(line);
     }
     return line;
+}
+
+bool
+cgfs_proc_line(char *line, struct cgfs_proc_line *out)
+{
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+        return false;
+    *c1 = *c2 = '\0';
+    *out = (struct cgfs_proc_line){line, c1 + 1, c2 + 1};
+    return true;
 }
 
 int64_t

@@ -37,6 +37,14 @@ bool cgfs_listed(const char *list, const char *word, const char *seps);
 /* The next line of *text, NUL-terminated in place; NULL at the end. */
 char *cgfs_next_line(char **text);
 
+/* One line of /proc/PID/cgroup, "ID:CONTROLLERS:PATH" (cgroup v2's is
+ * "0::PATH"; a path may hold ':'), split in place into its fields.
+ * Returns false for a line without them. */
+struct cgfs_proc_line {
+    const char *id, *controllers, *path;
+};
+bool cgfs_proc_line(char *line, struct cgfs_proc_line *out);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t cgfs_now_ms(void);
 

@@ -55,15 +55,13 @@ static int
 parse_proc_cgroup(struct layout *l, char *text)
 {
     char *line;
+    struct cgfs_proc_line f;
     while ((line = cgfs_next_line(&text))) {
-        char *c1 = strchr(line, ':');
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2)
+        if (!cgfs_proc_line(line, &f))
             continue;
-        *c1 = *c2 = '\0';
-        const char *ctrls = c1 + 1, *path = c2 + 1;
+        const char *ctrls = f.controllers, *path = f.path;
         int rc = 0;
-        if (strcmp(line, "0") == 0 && !*ctrls)
+        if (strcmp(f.id, "0") == 0 && !*ctrls)
             rc = set_path(&l->own_v2, path);
         for (int c = 0; c < N_CTL && rc == 0; c++) {
             if (cgfs_listed(ctrls, ctl_name[c], ","))

@@ -61,6 +61,22 @@ login_snapshot_kind_captures(const struct login_snapshot_kind *k)
     return k->capture != NULL;
 }
 
+/* The case pattern of the variables a snapshot does not carry: the
+ * shell's own (base, "A|B|...") and the server's (esc_env.h), which the
+ * server sets anew for every call.  Malloc'd; NULL when out of memory. */
+static char *
+skip_pattern(const char *base)
+{
+    char *skip = strdup(base);
+    static const char *const own[] = {ESC_ENV_ALL};
+    for (size_t i = 0; skip && i < ARRAY_SIZE(own); i++) {
+        char *more = strfmt("%s|%s", skip, own[i]);
+        free(skip);
+        skip = more;
+    }
+    return skip;
+}
+
 /* ---- bash ---- */
 
 extern char **environ;
@@ -155,17 +171,9 @@ bash_capture(const char *nonce)
     size_t k = 0;
     for (size_t i = 0; letters[i]; i++)
         k += (size_t)snprintf(names + k, sizeof(names) - k, " ${!%c*}", letters[i]);
-    char *skip = strdup(bash_skip);
+    char *skip = skip_pattern(bash_skip);
     if (!skip)
         return NULL;
-    /* the server's own variables join the list */
-    static const char *const own[] = {ESC_ENV_ALL};
-    for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
-        char *more = strfmt("%s|%s", skip, own[i]);
-        free(skip);
-        if (!(skip = more))
-            return NULL;
-    }
     char *inherited = inherited_env();
     if (!inherited) {
         free(skip);
@@ -326,16 +334,9 @@ static const char zsh_proxy[] =
 static char *
 zsh_capture(const char *nonce)
 {
-    char *skip = strdup(zsh_skip);
+    char *skip = skip_pattern(zsh_skip);
     if (!skip)
         return NULL;
-    static const char *const own[] = {ESC_ENV_ALL};
-    for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
-        char *more = strfmt("%s|%s", skip, own[i]);
-        free(skip);
-        if (!(skip = more))
-            return NULL;
-    }
     char *inherited = inherited_env();
     char *rest =
         inherited

@@ -2,6 +2,8 @@
 
 #include "common/log.h"
 #include "common/strfmt.h"
+#include "common/strv.h"
+#include "common/write_all.h"
 #include "server/call/login_shells.h"
 #include "server/call/login_startup.h"
 
@@ -423,16 +425,7 @@ static int
 write_whole(const char *path, int how, const char *text, size_t len)
 {
     int fd = open(path, O_WRONLY | O_CREAT | how | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int err = fd < 0 ? errno : 0;
-    for (size_t done = 0; !err && done < len;) {
-        ssize_t n = write(fd, text + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            err = errno;
-        else
-            done += (size_t)n;
-    }
+    int err = fd < 0 ? errno : -write_all(fd, text, len);
     if (fd >= 0 && close(fd) < 0 && !err)
         err = errno;
     return err;
@@ -465,17 +458,8 @@ make_sealed(const char *body, size_t len, int fd_at, char **why)
     int err = fd < 0 ? errno : 0;
     const char *parts[2] = {head, body};
     size_t lens[2] = {strlen(head), len};
-    for (int i = 0; i < 2 && !err; i++) {
-        for (size_t done = 0; !err && done < lens[i];) {
-            ssize_t n = write(fd, parts[i] + done, lens[i] - done);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                err = errno;
-            else
-                done += (size_t)n;
-        }
-    }
+    for (int i = 0; i < 2 && !err; i++)
+        err = -write_all(fd, parts[i], lens[i]);
     free(head);
     if (!err &&
         fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
@@ -596,11 +580,7 @@ login_snapshot_use(const struct login_snapshot *ls, const struct login_snapshot_
                    char ***argvp, char ***envp)
 {
     char **argv = *argvp, **env = *envp;
-    size_t argc = 0, envc = 0;
-    while (argv[argc])
-        argc++;
-    while (env && env[envc])
-        envc++;
+    size_t argc = strv_len(argv), envc = strv_len(env);
     if (!env || argc < 3 || strcmp(argv[argc - 2], "-lc") != 0)
         return -1;
     bool bash = k->use == USE_BASH_ENV;

@@ -5,6 +5,7 @@
  */
 #include "server/call/spawn_child.h"
 
+#include "common/list.h"
 #include "common/log.h"
 #include "server/call/spawn_filtered.h"
 
@@ -38,33 +39,15 @@ struct spawn_child {
     void *data;
     /* the open children not yet reaped, for spawn_reap (the loop runs on
      * one thread, and pids are the process's, so one list serves all) */
-    struct spawn_child *prev, *next;
+    struct list node;
 };
 
-static struct spawn_child *unreaped;
-
-static void
-unlist(struct spawn_child *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (unreaped == c)
-        unreaped = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-}
+static struct list unreaped = {&unreaped, &unreaped};
 
 pid_t
 spawn_pid(const struct spawn_child *c)
 {
     return c->pid;
-}
-
-bool
-spawn_exited(const struct spawn_child *c)
-{
-    return c->exited;
 }
 
 void *
@@ -79,7 +62,7 @@ static void
 report_exit(struct spawn_child *c, const siginfo_t *info)
 {
     c->exited = true;
-    unlist(c);
+    list_unlink(&c->node);
     uv_poll_stop(&c->poll);
     int64_t status = 0;
     int sig = 0;
@@ -124,7 +107,10 @@ on_pidfd(uv_poll_t *h, int status, int events)
 bool
 spawn_reap(pid_t pid)
 {
-    for (struct spawn_child *c = unreaped; c; c = c->next) {
+    struct list *pos;
+    list_foreach(pos, &unreaped)
+    {
+        struct spawn_child *c = list_entry(pos, struct spawn_child, node);
         if (c->pid == pid) {
             try_reap(c);
             return true;
@@ -275,6 +261,7 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     struct spawn_child *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
+    list_init(&c->node);
     pid_t pid = -1;
     int listener = -1;
     int rc;
@@ -312,10 +299,7 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     c->on_exit = on_exit;
     c->data = data;
     c->poll.data = c;
-    c->next = unreaped;
-    if (unreaped)
-        unreaped->prev = c;
-    unreaped = c;
+    list_insert_head(&unreaped, &c->node);
     if (o->exec_listener)
         *o->exec_listener = listener;
     *out = c;
@@ -341,6 +325,6 @@ spawn_close(struct spawn_child *c, spawn_close_cb on_close)
         return;
     c->closing = true;
     c->on_close = on_close;
-    unlist(c);
+    list_unlink(&c->node);
     uv_close((uv_handle_t *)&c->poll, on_poll_closed);
 }

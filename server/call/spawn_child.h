@@ -104,9 +104,6 @@ int spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on
  * (not reused by another process) until its exit was reported. */
 pid_t spawn_pid(const struct spawn_child *c);
 
-/* Whether its exit has been reported. */
-bool spawn_exited(const struct spawn_child *c);
-
 void *spawn_data(const struct spawn_child *c);
 
 /*

@@ -1,6 +1,7 @@
 #include "server/decide/escalated_env.h"
 
 #include "common/macros.h"
+#include "common/strv.h"
 #include "proto/esc_env.h"
 
 #include "server/decide/exec_checks.h"
@@ -367,16 +368,6 @@ join(const char *name, const char *value)
     return s;
 }
 
-void
-escalated_env_free(char **env)
-{
-    if (!env)
-        return;
-    for (size_t i = 0; env[i]; i++)
-        free(env[i]);
-    free(env);
-}
-
 /* Appends s, which out then owns, to out[*k]; false when s is NULL (out of
  * memory). */
 static bool
@@ -434,7 +425,7 @@ escalated_env_build(char *const *server_env, char *const *request_env,
     free(r.pass_usable);
     free(r.allowed_passed);
     if (!ok) {
-        escalated_env_free(out);
+        strv_free(out);
         return NULL;
     }
     return out;
@@ -443,9 +434,7 @@ escalated_env_build(char *const *server_env, char *const *request_env,
 int
 escalated_env_add(char ***env, const char *name, const char *value)
 {
-    size_t n = 0;
-    while ((*env)[n])
-        n++;
+    size_t n = strv_len(*env);
     char *entry = join(name, value);
     char **grown = entry ? realloc(*env, (n + 2) * sizeof(char *)) : NULL;
     if (!grown) {

@@ -61,7 +61,7 @@ struct escalated_env_forced {
  * may be NULL: empty); pass_names[0..n_pass) the --pass-env names; workdir
  * the program's cwd (NULL: no PWD).  Nothing given is kept or changed.
  * Returns a NULL-terminated malloc'd array of malloc'd strings, which the
- * caller frees with escalated_env_free, or NULL out of memory.
+ * caller frees with strv_free (common/strv.h), or NULL out of memory.
  */
 char **escalated_env_build(char *const *server_env, char *const *request_env,
                            const char *const *pass_names, size_t n_pass, const char *workdir);
@@ -71,9 +71,6 @@ char **escalated_env_build(char *const *server_env, char *const *request_env,
  * GIT_CEILING_DIRECTORIES).  Returns 0, or -1 when out of memory (*env
  * unchanged). */
 int escalated_env_add(char ***env, const char *name, const char *value);
-
-/* Frees what escalated_env_build returned; NULL is a no-op. */
-void escalated_env_free(char **env);
 
 /*
  * NULL when name may be given to --pass-env, else why not, as a static

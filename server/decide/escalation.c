@@ -7,7 +7,11 @@
 #include "proto/esc_io.h"
 #include "proto/esc_proto.h"
 #include "server/decide/escalated_env.h"
+#include "common/list.h"
 #include "common/log.h"
+#include "common/macros.h"
+#include "common/peer_cred.h"
+#include "common/strv.h"
 #include "server/call/reaper.h"
 #include "server/call/spawn_child.h"
 
@@ -60,7 +64,7 @@ struct session {
     bool decided;
     struct decide_question *question; /* a person is asked, or NULL */
     const char *answered_by;
-    struct session *prev, *next;
+    struct list node; /* in ec's sessions */
 };
 
 struct escalation_call {
@@ -76,7 +80,7 @@ struct escalation_call {
     uv_poll_t poll;
     bool poll_open, released;
     int handles_open;
-    struct session *sessions;
+    struct list sessions;
     unsigned n_sessions;
     size_t buffered;                     /* received and not yet decoded, all sessions together */
     const struct call_cgroup_join *join; /* the call's cgroup, or NULL */
@@ -223,8 +227,7 @@ static pid_t
 peer_pid(int fd)
 {
     struct ucred cred;
-    socklen_t len = sizeof(cred);
-    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+    return peer_cred(fd, &cred) == 0 ? cred.pid : 0;
 }
 
 /*
@@ -360,12 +363,7 @@ static void
 session_free(struct session *s)
 {
     struct escalation_call *ec = s->ec;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        ec->sessions = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    list_unlink(&s->node);
     ec->n_sessions--;
     server_sessions--;
     ec->buffered -= s->in.len;
@@ -479,19 +477,19 @@ session_spawn(struct session *s, const int *targets, size_t count)
     char **argv = run_as_argv(s);
     if (env && s->decision.git_ceiling &&
         escalated_env_add(&env, "GIT_CEILING_DIRECTORIES", s->decision.git_ceiling) < 0) {
-        escalated_env_free(env);
+        strv_free(env);
         env = NULL;
     }
     /* in a repository the sandbox could have written: any git the
      * program starts fails ("not a git repository") instead of reading it */
     if (env && s->decision.git_fenced && escalated_env_add(&env, "GIT_DIR", "/dev/null") < 0) {
-        escalated_env_free(env);
+        strv_free(env);
         env = NULL;
     }
     if (!fds || !env || !argv) {
         free(fds);
         free(argv);
-        escalated_env_free(env);
+        strv_free(env);
         session_end(s);
         return;
     }
@@ -532,7 +530,7 @@ session_spawn(struct session *s, const int *targets, size_t count)
     }
     free(fds);
     free(argv);
-    escalated_env_free(env);
+    strv_free(env);
     /* the program has its copies; ours go, so its readers see EOF with it */
     esc_fdlist_close(&s->fds);
     if (rc < 0) {
@@ -712,10 +710,7 @@ session_start(struct escalation_call *ec, int fd, struct esc_msg *first)
     s->ec = ec;
     s->fd = fd;
     s->workdir_fd = -1;
-    s->next = ec->sessions;
-    if (ec->sessions)
-        ec->sessions->prev = s;
-    ec->sessions = s;
+    list_insert_head(&ec->sessions, &s->node);
     ec->n_sessions++;
     server_sessions++;
     if (first->type == ESC_MSG_REQUEST) {
@@ -771,6 +766,7 @@ escalation_call_new(uv_loop_t *loop, struct decide_call *dc, escalation_adopt_fn
     if (!ec)
         return NULL;
     ec->loop = loop;
+    list_init(&ec->sessions);
     ec->dc = decide_call_ref(dc);
     ec->label = decide_call_label(dc);
     ec->adopt = adopt;
@@ -796,7 +792,7 @@ free_call(struct escalation_call *ec)
 static void
 maybe_free_call(struct escalation_call *ec)
 {
-    if (ec->released && ec->handles_open == 0 && !ec->sessions)
+    if (ec->released && ec->handles_open == 0 && list_empty(&ec->sessions))
         free_call(ec);
 }
 
@@ -811,7 +807,10 @@ on_call_poll_closed(uv_handle_t *h)
 void
 escalation_call_signal(struct escalation_call *ec, int sig)
 {
-    for (struct session *s = ec->sessions; s; s = s->next) {
+    struct list *pos;
+    list_foreach(pos, &ec->sessions)
+    {
+        struct session *s = list_entry(pos, struct session, node);
         if (s->proc_open && !s->proc_exited && kill(-spawn_pid(s->proc), sig) < 0 && errno != ESRCH)
             log_warn("escalation: kill: %s", strerror(errno));
     }
@@ -827,9 +826,10 @@ escalation_call_release(struct escalation_call *ec)
     ec->sc = NULL;
     /* what escalated programs left in their groups ends with the call */
     reaper_signal_groups(ec->groups, ec->n_groups, SIGKILL);
-    for (struct session *s = ec->sessions, *next; s; s = next) {
-        next = s->next;
-        session_end(s);
+    struct list *pos, *tmp;
+    list_foreach_safe(pos, tmp, &ec->sessions)
+    {
+        session_end(list_entry(pos, struct session, node));
     }
     if (ec->poll_open) {
         ec->poll_open = false;
@@ -929,7 +929,7 @@ is_protocol_env(const char *entry)
 {
     static const char *const names[] = {ESC_ENV_ALL};
     size_t len = strcspn(entry, "=");
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
         if (strlen(names[i]) == len && strncmp(entry, names[i], len) == 0)
             return true;
     }
@@ -939,9 +939,7 @@ is_protocol_env(const char *entry)
 char **
 escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_names)
 {
-    size_t n = 0;
-    while (environ[n])
-        n++;
+    size_t n = strv_len(environ);
     char **env = calloc(n + 6, sizeof(char *));
     if (!env)
         return NULL;
@@ -967,9 +965,7 @@ escalation_shell_env(const char *wrapper, const char *bash, const char *wrap_nam
     if (ok)
         ok = (env[k++] = env_entry(ESC_ENV_BASH, bash)) != NULL;
     if (!ok) {
-        for (size_t i = 0; i < k; i++)
-            free(env[i]);
-        free(env);
+        strv_free(env); /* a failed entry is the first NULL */
         return NULL;
     }
     return env;

@@ -3,6 +3,7 @@
 #include "server/decide/question_form.h"
 #include "server/decide/question_text.h"
 #include "common/strfmt.h"
+#include "common/macros.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ leave_sandbox_question(const char *command, const char *workdir, bool login,
         {DENY, "No, do not run it"},
     };
     json_t *schema =
-        msg ? question_form_schema(choices, sizeof(choices) / sizeof(choices[0]),
+        msg ? question_form_schema(choices, ARRAY_SIZE(choices),
                                    APPROVE ": run it outside the sandbox; " DENY ": do not run it",
                                    "Told to the agent when you refuse")
             : NULL;

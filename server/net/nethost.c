@@ -44,13 +44,6 @@ nethost_normalize(const char *name, size_t len)
     return out;
 }
 
-bool
-nethost_is_ip_literal(const char *host)
-{
-    unsigned char buf[sizeof(struct in6_addr)];
-    return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
-}
-
 static bool
 v4_is_local(uint32_t a)
 {

@@ -27,9 +27,6 @@
  */
 char *nethost_normalize(const char *name, size_t len);
 
-/* True when host (normalised) is an IPv4 or IPv6 literal. */
-bool nethost_is_ip_literal(const char *host);
-
 /*
  * True when host (normalised) names the local machine or a private
  * network by itself: an IP literal nethost_addr_is_local calls local, or

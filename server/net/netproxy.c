@@ -34,6 +34,7 @@
 
 #include "rules/policy.h"
 #include "server/net/nethost.h"
+#include "common/strv.h"
 
 struct netproxy_session {
     unsigned refs;
@@ -162,7 +163,7 @@ proxy_conn_unref(struct conn *c)
     if (--c->refs > 0)
         return;
     struct netproxy *p = c->p;
-    free(c->in);
+    buf_free(&c->in);
     free(c->hdrs);
     free(c->host);
     free(c->rule_copy);
@@ -258,23 +259,31 @@ proxy_side_shutdown(struct conn *c, struct side *s)
 
 /* ---- events and refusals ---- */
 
-static void
-report(struct conn *c, bool allowed, const char *message)
+/* What the hooks are told of c (the strings borrowed from c), with the
+ * decision as given. */
+static struct netproxy_event
+conn_event(const struct conn *c, const char *decision)
 {
-    if (!c->p->hooks.event || !c->l)
-        return;
-    struct netproxy_event ev = {
+    return (struct netproxy_event){
         .owner = c->l->owner,
         .call_id = c->l->call_id,
         .command = c->l->command,
         .host = c->host,
         .port = c->port,
         .protocol = c->proto,
-        .decision = c->decision ? c->decision : "none",
-        .allowed = allowed,
+        .decision = decision,
         .rule = c->rule_copy,
-        .message = message,
     };
+}
+
+static void
+report(struct conn *c, bool allowed, const char *message)
+{
+    if (!c->p->hooks.event || !c->l)
+        return;
+    struct netproxy_event ev = conn_event(c, c->decision ? c->decision : "none");
+    ev.allowed = allowed;
+    ev.message = message;
     c->p->hooks.event(c->p->hooks.arg, &ev);
 }
 
@@ -365,9 +374,7 @@ netproxy_session_unref(struct netproxy_session *ps)
 {
     if (!ps || --ps->refs > 0)
         return;
-    for (size_t i = 0; i < ps->n_keys; i++)
-        free(ps->keys[i]);
-    free(ps->keys);
+    strv_free_n(ps->keys, ps->n_keys);
     free(ps);
 }
 
@@ -539,16 +546,7 @@ decide(struct conn *c)
     ask->c = c;
     c->ask = ask;
     c->st = ST_ASKING;
-    struct netproxy_event what = {
-        .owner = c->l->owner,
-        .call_id = c->l->call_id,
-        .command = c->l->command,
-        .host = c->host,
-        .port = c->port,
-        .protocol = c->proto,
-        .decision = "prompt",
-        .rule = c->rule_copy,
-    };
+    struct netproxy_event what = conn_event(c, "prompt");
     p->hooks.ask(p->hooks.arg, ask, &what);
 }
 
@@ -611,25 +609,14 @@ proxy_destination(struct conn *c, const char *host, size_t len, unsigned port, c
 static int
 append_in(struct conn *c, const char *data, size_t n)
 {
-    if (c->n_in + n > NETPROXY_HEAD_MAX) {
+    if (c->in.len + n > NETPROXY_HEAD_MAX) {
         proxy_refuse(c, 431, SOCKS_FAILURE, "execgate: the request head is too long for the proxy");
         return -1;
     }
-    if (c->n_in + n > c->cap_in) {
-        size_t cap = c->cap_in ? c->cap_in : 1024;
-        while (cap < c->n_in + n)
-            cap *= 2;
-        char *in = realloc(c->in, cap + 1);
-        if (!in) {
-            proxy_conn_close(c);
-            return -1;
-        }
-        c->in = in;
-        c->cap_in = cap;
+    if (buf_append(&c->in, data, n) != 0) {
+        proxy_conn_close(c);
+        return -1;
     }
-    memcpy(c->in + c->n_in, data, n);
-    c->n_in += n;
-    c->in[c->n_in] = '\0';
     return 0;
 }
 
@@ -637,9 +624,9 @@ static bool
 head_complete(const struct conn *c, size_t old)
 {
     size_t from = old > 3 ? old - 3 : 0;
-    for (size_t i = from; i < c->n_in; i++)
-        if (c->in[i] == '\n' && ((i >= 1 && c->in[i - 1] == '\n') ||
-                                 (i >= 3 && memcmp(c->in + i - 3, "\r\n\r\n", 4) == 0)))
+    for (size_t i = from; i < c->in.len; i++)
+        if (c->in.data[i] == '\n' && ((i >= 1 && c->in.data[i - 1] == '\n') ||
+                                      (i >= 3 && memcmp(c->in.data + i - 3, "\r\n\r\n", 4) == 0)))
             return true;
     return false;
 }
@@ -694,13 +681,13 @@ client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         proxy_send_to(c, &c->u, &c->c, buf->base, buf->base, used);
         return;
     }
-    size_t old = c->n_in;
+    size_t old = c->in.len;
     int rc = append_in(c, buf->base, (size_t)n);
     free(buf->base);
     if (rc < 0)
         return;
     if (c->st == ST_SNIFF)
-        c->st = c->in[0] == 5 ? ST_SOCKS_GREET : ST_HTTP_HEAD;
+        c->st = c->in.data[0] == 5 ? ST_SOCKS_GREET : ST_HTTP_HEAD;
     if (c->st == ST_SOCKS_GREET || c->st == ST_SOCKS_REQ) {
         c->kind = K_SOCKS;
         proxy_socks_input(c);

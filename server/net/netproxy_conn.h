@@ -10,6 +10,7 @@
 #ifndef EXECGATE_SERVER_NETPROXY_CONN_H
 #define EXECGATE_SERVER_NETPROXY_CONN_H
 
+#include "common/buf.h"
 #include "common/list.h"
 #include "server/net/netproxy.h"
 
@@ -67,8 +68,7 @@ struct conn {
     enum conn_state st;
     enum conn_kind kind;
     struct side c, u;
-    char *in; /* client bytes not yet handled */
-    size_t n_in, cap_in;
+    struct buf in; /* client bytes not yet handled (NUL after them) */
     http_parser hp;
     struct span url;
     struct span *hdrs; /* name, value, name, value, ... */

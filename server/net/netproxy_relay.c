@@ -175,8 +175,8 @@ splice_start(struct conn *c)
 static int
 tunnel_start(struct conn *c, const char *answer, size_t n_answer)
 {
-    const char *rest = c->in + c->rest_off;
-    size_t n_rest = c->n_in - c->rest_off;
+    const char *rest = c->in.data + c->rest_off;
+    size_t n_rest = c->in.len - c->rest_off;
     if (write_now(&c->c, &answer, &n_answer) && write_now(&c->u, &rest, &n_rest) &&
         splice_start(c) == 0)
         return 1;
@@ -207,19 +207,19 @@ proxy_connected(struct conn *c)
          * follows, up to the message's end. */
         http_parser_pause(&c->hp, 0);
         size_t from = c->rest_off - 1;
-        size_t n = http_parser_execute(&c->hp, &proxy_body_settings, c->in + from, c->n_in - from);
+        size_t n =
+            http_parser_execute(&c->hp, &proxy_body_settings, c->in.data + from, c->in.len - from);
         enum http_errno e = HTTP_PARSER_ERRNO(&c->hp);
         if (e != HPE_OK && e != HPE_PAUSED) {
             proxy_conn_close(c);
             return;
         }
         c->msg_done = e == HPE_PAUSED;
-        if (n > 1 && proxy_send_copy(c, &c->u, c->in + c->rest_off, n - 1) < 0)
+        if (n > 1 && proxy_send_copy(c, &c->u, c->in.data + c->rest_off, n - 1) < 0)
             return;
     }
-    free(c->in);
-    c->in = NULL;
-    c->n_in = c->cap_in = c->rest_off = 0;
+    buf_free(&c->in);
+    c->rest_off = 0;
     if (proxy_side_read_start(c, &c->u) < 0 ||
         (!c->msg_done && proxy_side_read_start(c, &c->c) < 0))
         proxy_conn_close(c);

@@ -1,6 +1,7 @@
 #include "server/net/netproxy_conn.h"
 
 #include "server/net/nethost.h"
+#include "common/macros.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@ static int
 on_url(http_parser *hp, const char *at, size_t len)
 {
     struct conn *c = conn_of(hp);
-    size_t off = (size_t)(at - c->in);
+    size_t off = (size_t)(at - c->in.data);
     if (c->url.len && c->url.off + c->url.len == off)
         c->url.len += len;
     else
@@ -31,7 +32,7 @@ on_url(http_parser *hp, const char *at, size_t len)
 static int
 add_span(struct conn *c, const char *at, size_t len, bool value)
 {
-    size_t off = (size_t)(at - c->in);
+    size_t off = (size_t)(at - c->in.data);
     if (value == c->in_value && c->n_hdrs > 0) {
         struct span *s = &c->hdrs[c->n_hdrs - 1];
         if (s->off + s->len == off) {
@@ -100,7 +101,7 @@ static const http_parser_settings head_settings = {
 static bool
 span_is(const struct conn *c, struct span s, const char *word)
 {
-    return s.len == strlen(word) && strncasecmp(c->in + s.off, word, s.len) == 0;
+    return s.len == strlen(word) && strncasecmp(c->in.data + s.off, word, s.len) == 0;
 }
 
 /* Hop-by-hop and proxy headers, not passed on. */
@@ -109,7 +110,7 @@ dropped_header(const struct conn *c, struct span name)
 {
     static const char *const drop[] = {"connection", "proxy-connection", "proxy-authorization",
                                        "keep-alive", "upgrade",          "te"};
-    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
         if (span_is(c, name, drop[i]))
             return true;
     return false;
@@ -129,7 +130,8 @@ build_out_head(struct conn *c, const char *path, size_t n_path, bool have_host)
     for (size_t i = 0; i + 1 < c->n_hdrs; i += 2) {
         struct span n = c->hdrs[i], v = c->hdrs[i + 1];
         if (!dropped_header(c, n))
-            fprintf(f, "%.*s: %.*s\r\n", (int)n.len, c->in + n.off, (int)v.len, c->in + v.off);
+            fprintf(f, "%.*s: %.*s\r\n", (int)n.len, c->in.data + n.off, (int)v.len,
+                    c->in.data + v.off);
     }
     if (!have_host)
         fprintf(f, "Host: %s:%u\r\n", c->host, c->port);
@@ -147,13 +149,13 @@ proxy_parse_head(struct conn *c)
 {
     http_parser_init(&c->hp, HTTP_REQUEST);
     c->hp.data = c;
-    size_t n = http_parser_execute(&c->hp, &head_settings, c->in, c->n_in);
+    size_t n = http_parser_execute(&c->hp, &head_settings, c->in.data, c->in.len);
     if (HTTP_PARSER_ERRNO(&c->hp) != HPE_PAUSED || c->url.len == 0) {
         proxy_refuse(c, 400, 0, "execgate: the proxy could not parse this request");
         return;
     }
     c->rest_off = n + 1; /* the parser paused on the head's last byte */
-    const char *url = c->in + c->url.off;
+    const char *url = c->in.data + c->url.off;
     struct http_parser_url u;
     http_parser_url_init(&u);
     if (c->hp.method == HTTP_CONNECT) {
@@ -196,7 +198,7 @@ proxy_parse_head(struct conn *c)
         struct http_parser_url hu;
         http_parser_url_init(&hu);
         char *h = nethost_normalize(host, n_host);
-        const char *hv = c->in + host_hdr.off;
+        const char *hv = c->in.data + host_hdr.off;
         bool same = false;
         if (h && http_parser_parse_url(hv, host_hdr.len, 1, &hu) == 0) {
             char *hh =
@@ -243,9 +245,9 @@ proxy_parse_head(struct conn *c)
 void
 proxy_socks_input(struct conn *c)
 {
-    const unsigned char *b = (const unsigned char *)c->in;
+    const unsigned char *b = (const unsigned char *)c->in.data;
     if (c->st == ST_SOCKS_GREET) {
-        if (c->n_in < 2 || c->n_in < 2u + b[1])
+        if (c->in.len < 2 || c->in.len < 2u + b[1])
             return;
         bool no_auth = false;
         for (size_t i = 0; i < b[1]; i++)
@@ -260,14 +262,15 @@ proxy_socks_input(struct conn *c)
         }
         static const unsigned char ok[2] = {5, 0};
         size_t used = 2u + b[1];
-        memmove(c->in, c->in + used, c->n_in - used);
-        c->n_in -= used;
+        /* the NUL after the bytes moves with them (buf.h) */
+        memmove(c->in.data, c->in.data + used, c->in.len - used + 1);
+        c->in.len -= used;
         c->st = ST_SOCKS_REQ;
         if (proxy_send_copy(c, &c->c, ok, 2) < 0)
             return;
-        b = (const unsigned char *)c->in;
+        b = (const unsigned char *)c->in.data;
     }
-    if (c->n_in < 5)
+    if (c->in.len < 5)
         return;
     if (b[0] != 5) {
         proxy_conn_close(c);
@@ -288,7 +291,7 @@ proxy_socks_input(struct conn *c)
         proxy_refuse(c, 0, SOCKS_ATYP_UNSUPPORTED, "");
         return;
     }
-    if (c->n_in < need)
+    if (c->in.len < need)
         return;
     if (b[1] != 1) { /* only CONNECT: no rule here reaches UDP or BIND */
         proxy_refuse(c, 0, SOCKS_CMD_UNSUPPORTED, "");

@@ -1,6 +1,6 @@
 /*
  * exec-notify: execgate-sandbox --exec-notify-fd under the test supervisor
- * (exec_notify + exec_notify_rules).  With `rm` forbidden, every way of
+ * (exec_notify + the server's decide_exec).  With `rm` forbidden, every way of
  * starting rm from inside the command's process tree must fail, leave the
  * file in place and print the refusal; prompts ask for descendants; normal
  * work runs.

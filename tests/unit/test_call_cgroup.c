@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "server/call/call_cgroup.h"
+#include "server/call/call_cgroup_fs.h"
 #include "server/call/spawn_child.h"
 #include "server/call/spawn_filtered.h"
 
@@ -445,31 +446,6 @@ test_new_and_free(void **state)
     const char *const *other_dirs = call_cgroup_dirs(other, &n);
     assert_string_not_equal(other_dirs[0], dirs[0]);
     free_and_check_removed(other);
-    free_and_check_removed(cg);
-    call_cgroup_probe_free(p);
-    (void)state;
-}
-
-/* call_cgroup_add: a process started without the fds. */
-static void
-test_add_pid(void **state)
-{
-    struct call_cgroup_probe *p = root_probe(NULL);
-    struct call_cgroup *cg = new_cgroup(p, "add", BOMB_MAX_PIDS, 64 * MiB);
-    pid_t child = fork();
-    assert_true(child >= 0);
-    if (child == 0) {
-        for (;;)
-            pause();
-    }
-    assert_int_equal(call_cgroup_add(cg, child), 0);
-    assert_int_equal(call_cgroup_empty(cg), 0);
-    assert_int_equal(call_cgroup_pids_current(cg), 1);
-    assert_int_equal(call_cgroup_kill(cg), 0);
-    wait_empty(cg, true);
-    int st = 0;
-    assert_int_equal(waitpid(child, &st, 0), child);
-    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     free_and_check_removed(cg);
     call_cgroup_probe_free(p);
     (void)state;
@@ -958,10 +934,34 @@ test_memory_limit(void **state)
     (void)state;
 }
 
+/* /proc/PID/cgroup's lines, split in one place for the probe and the
+ * kill's membership check. */
+static void
+test_proc_line(void **state)
+{
+    (void)state;
+    struct cgfs_proc_line f;
+    char v2[] = "0::/user.slice/a:b";
+    assert_true(cgfs_proc_line(v2, &f));
+    assert_string_equal(f.id, "0");
+    assert_string_equal(f.controllers, "");
+    assert_string_equal(f.path, "/user.slice/a:b"); /* a ':' in the path stays */
+    char v1[] = "4:cpu,cpuacct:/x";
+    assert_true(cgfs_proc_line(v1, &f));
+    assert_string_equal(f.id, "4");
+    assert_string_equal(f.controllers, "cpu,cpuacct");
+    assert_string_equal(f.path, "/x");
+    char bad[] = "4:cpu";
+    assert_false(cgfs_proc_line(bad, &f));
+    char empty[] = "";
+    assert_false(cgfs_proc_line(empty, &f));
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_proc_line),
         cmocka_unit_test(test_forced_unavailable),
         cmocka_unit_test(test_unreadable_files),
         cmocka_unit_test(test_no_cgroup_mounted),
@@ -972,7 +972,6 @@ main(void)
         cmocka_unit_test(test_probe_describes_this_machine),
         cmocka_unit_test(test_forced_kill_unknown),
         cmocka_unit_test(test_new_and_free),
-        cmocka_unit_test(test_add_pid),
         cmocka_unit_test(test_bomb_best_kill),
         cmocka_unit_test(test_bomb_cgroup_kill),
         cmocka_unit_test(test_bomb_cgroup_freeze),

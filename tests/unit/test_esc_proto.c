@@ -711,20 +711,6 @@ test_encode_refuses(void **state)
 }
 
 static void
-test_utf8(void **state)
-{
-    assert_true(esc_utf8_valid("", 0));
-    assert_true(esc_utf8_valid("plain", 5));
-    assert_true(esc_utf8_valid("\xc3\xa9", 2));
-    assert_true(esc_utf8_valid("\xef\xbf\xbf", 3));
-    assert_true(esc_utf8_valid("\xf4\x8f\xbf\xbf", 4));
-    assert_false(esc_utf8_valid("\xe0\x80\x80", 3)); /* overlong */
-    assert_false(esc_utf8_valid("\xf0\x80\x80\x80", 4));
-    assert_false(esc_utf8_valid("\xc3", 1));
-    assert_false(esc_utf8_valid("\xf8\x88\x80\x80\x80", 5));
-}
-
-static void
 test_names(void **state)
 {
     assert_string_equal(esc_msg_type_name(ESC_MSG_REQUEST), "REQUEST");
@@ -843,7 +829,6 @@ main(void)
         cmocka_unit_test(test_fds_malformed),
         cmocka_unit_test(test_signal_and_exit_malformed),
         cmocka_unit_test(test_encode_refuses),
-        cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_decode_allocation_failures),
         cmocka_unit_test(test_encode_allocation_failure),

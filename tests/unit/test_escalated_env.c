@@ -10,6 +10,7 @@
 
 #include "server/decide/escalated_env.h"
 #include "server/decide/exec_checks.h"
+#include "common/strv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,7 @@ test_request_paths_and_programs_never_pass(void **state)
     assert_value(env, "TERMINFO", NULL);
     assert_value(env, "LOCPATH", NULL);
     assert_value(env, "SSH_AUTH_SOCK", NULL);
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -140,7 +141,7 @@ test_allow_list_overrides_server(void **state)
     assert_value(env, "LANGUAGE", "de:en");
     assert_value(env, "LC_MESSAGES", "fr_FR@euro");
     assert_value(env, "LC_TIME", "");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 /* For the allow-list the request decides: a name it unset stays unset. */
@@ -152,11 +153,11 @@ test_allow_list_absent_in_request_is_unset(void **state)
     assert_value(env, "TZ", NULL);
     assert_value(env, "TERM", NULL);
     assert_value(env, "HOME", "/home/user");
-    escalated_env_free(env);
+    strv_free(env);
     env = build(server_env_fixture, NULL, NULL, 0, "/work");
     assert_value(env, "LANG", NULL);
     assert_value(env, "HOME", "/home/user");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -171,7 +172,7 @@ test_allow_list_values_checked(void **state)
                                         "COLUMNS", "LINES",  "LC_TIME",  "LANGUAGE", "CI"};
     for (size_t i = 0; i < sizeof(unset) / sizeof(unset[0]); i++)
         assert_value(env, unset[i], NULL);
-    escalated_env_free(env);
+    strv_free(env);
 
     /* time zones: relative names, POSIX rules, the zoneinfo directory */
     static const char *const good_tz[] = {
@@ -187,7 +188,7 @@ test_allow_list_values_checked(void **state)
     for (size_t i = 0; i < sizeof(good_tz) / sizeof(good_tz[0]); i++) {
         env = build(NULL, ENV(good_tz[i]), NULL, 0, NULL);
         assert_value(env, "TZ", good_tz[i] + 3);
-        escalated_env_free(env);
+        strv_free(env);
     }
     static const char *const bad_tz[] = {
         "TZ=/etc/localtime",
@@ -203,12 +204,12 @@ test_allow_list_values_checked(void **state)
         env = build(NULL, ENV(bad_tz[i]), NULL, 0, NULL);
         if (get(env, "TZ"))
             fail_msg("%s was taken", bad_tz[i]);
-        escalated_env_free(env);
+        strv_free(env);
     }
     env = build(NULL, ENV("COLUMNS=123456", "LINES=99999"), NULL, 0, NULL);
     assert_value(env, "COLUMNS", NULL);
     assert_value(env, "LINES", "99999");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -222,7 +223,7 @@ test_pass_names(void **state)
     assert_value(env, "CARGO_TARGET_DIR", "/work/target");
     assert_value(env, "NPM_TOKEN", "x");
     assert_value(env, "FOO", NULL);
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 /* A pass name the request lacks keeps the server's value, or none. */
@@ -233,12 +234,12 @@ test_pass_name_absent_in_request(void **state)
                        NAMES("VIRTUAL_ENV", "GOPATH"), "/work");
     assert_value(env, "VIRTUAL_ENV", "/home/user/venv");
     assert_value(env, "GOPATH", NULL);
-    escalated_env_free(env);
+    strv_free(env);
     /* present in the request: the request's replaces the server's */
     env = build(ENV("VIRTUAL_ENV=/home/user/venv"), ENV("VIRTUAL_ENV=/work/.venv"),
                 NAMES("VIRTUAL_ENV"), "/work");
     assert_value(env, "VIRTUAL_ENV", "/work/.venv");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 /* Passing HOME is the user's choice; the value then is taken as is, also
@@ -251,7 +252,7 @@ test_pass_name_overrides_allow_list_check(void **state)
     assert_value(env, "HOME", "/work/home");
     assert_value(env, "TZ", "/etc/localtime");
     assert_value(env, "LANG", "en_US.UTF-8");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 /* Pass names that --pass-env would refuse are ignored here too. */
@@ -273,7 +274,7 @@ test_refused_pass_names_ignored(void **state)
     assert_value(env, "EXECGATE_WRAP_IN_SHELL", NULL);
     assert_value(env, "GIT_SSH_COMMAND", NULL);
     assert_value(env, "A", NULL);
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -307,7 +308,7 @@ test_forced_values_win(void **state)
     assert_true(n > 0);
     for (size_t i = 0; i < n; i++)
         assert_value(env, forced[i].name, forced[i].value);
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -331,7 +332,7 @@ test_server_drop_list_still_applies(void **state)
             strncmp(env[i], "GIT_CONFIG_", 11) != 0)
             fail_msg("dropped entry %s kept", env[i]);
     }
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 /* Where git finds its repository is the decision's: no location from
@@ -359,7 +360,7 @@ test_git_location_never_passes(void **state)
     assert_int_equal(escalated_env_add(&env, "GIT_CEILING_DIRECTORIES", "/home/user"), 0);
     assert_value(env, "GIT_CEILING_DIRECTORIES", "/home/user");
     assert_value(env, "HOME", "/home/user");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -374,7 +375,7 @@ test_own_variables_never_appear(void **state)
         assert_null(strstr(env[i], "EXEC"));
         assert_null(strstr(env[i], "CODEX_ESCALATE"));
     }
-    escalated_env_free(env);
+    strv_free(env);
     assert_true(escalated_env_is_own("EXECGATE_WRAP_IN_SHELL=1"));
     assert_true(escalated_env_is_own("CODEX_ESCALATE_SOCKET"));
     assert_true(escalated_env_is_own("BASH_EXEC_WRAPPER=/w"));
@@ -395,7 +396,7 @@ test_duplicates(void **state)
     assert_value(env, "LANG", "C");
     assert_value(env, "TZ", NULL);
     assert_value(env, "V", "1");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -412,7 +413,7 @@ test_malformed_entries(void **state)
         assert_string_not_equal(env[i], "NOEQUALS");
         assert_true(env[i][0] != '=');
     }
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -422,10 +423,10 @@ test_pwd(void **state)
                        NULL, 0, "/home/user/project dir");
     assert_value(env, "PWD", "/home/user/project dir");
     assert_value(env, "OLDPWD", NULL);
-    escalated_env_free(env);
+    strv_free(env);
     env = build(ENV("PWD=/srv/server"), NULL, NULL, 0, NULL);
     assert_value(env, "PWD", NULL);
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 static void
@@ -440,8 +441,8 @@ test_empty_inputs(void **state)
     while (env[n])
         n++;
     assert_int_equal(n, n_set);
-    escalated_env_free(env);
-    escalated_env_free(NULL);
+    strv_free(env);
+    strv_free(NULL);
 }
 
 /* The inputs are read only: the result owns copies. */
@@ -462,7 +463,7 @@ test_result_owns_copies(void **state)
     assert_string_equal(home, "HOME=Xhome/user");
     assert_value(env, "HOME", "/home/user");
     assert_value(env, "LANG", "C");
-    escalated_env_free(env);
+    strv_free(env);
 }
 
 /* A large request (the protocol allows 32768 entries) is handled. */
@@ -480,7 +481,7 @@ test_large_request(void **state)
     assert_value(env, "V32766", "v");
     assert_value(env, "V1", NULL);
     assert_value(env, "LC_X1", NULL); /* not a glibc category */
-    escalated_env_free(env);
+    strv_free(env);
     for (size_t i = 0; i < n; i++)
         free(request[i]);
     free(request);

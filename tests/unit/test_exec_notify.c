@@ -1,7 +1,8 @@
 /*
  * exec_notify: the helper's hand-over message as the supervisor receives
- * it (good, degraded, malformed, no fd leaks), and exec_notify_rules'
- * decision under every name an exec can go by.
+ * it (good, degraded, malformed, no fd leaks).  What each exec gets is the
+ * server's decision (tests/unit/test_decide.c; the exec-notify suite runs
+ * it on real execs).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +22,6 @@
 
 #include "proto/esc_io.h"
 #include "supervise/exec_notify.h"
-#include "supervise/exec_notify_rules.h"
-#include "rules/load.h"
-#include "tests/support/tmpdir.h"
 
 /* ---- the hand-over message ---- */
 
@@ -182,125 +180,6 @@ test_parse_listener(void **state)
     assert_int_equal(lowest_free_fd(), before);
 }
 
-/* ---- decisions from the rules ---- */
-
-struct rules_fixture {
-    char *dir;
-    struct rules_policy *policy;
-};
-
-static int
-rules_setup(void **state)
-{
-    struct rules_fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    f->dir = tmpdir_new("exnf-unit");
-    char *file = tmpdir_path(f->dir, "t.rules");
-    tmpdir_write_file(
-        file,
-        "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\", justification=\"no rm\")\n"
-        "prefix_rule(pattern=[\"touch\"], decision=\"prompt\")\n"
-        "prefix_rule(pattern=[\"git\", \"push\"], decision=\"forbidden\")\n"
-        "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n",
-        0644);
-    char *err = NULL;
-    const char *files[] = {file};
-    f->policy = rules_load(NULL, files, 1, &err);
-    if (f->policy == NULL)
-        fprintf(stderr, "%s\n", err);
-    assert_non_null(f->policy);
-    free(file);
-    *state = f;
-    return 0;
-}
-
-static int
-rules_teardown(void **state)
-{
-    struct rules_fixture *f = *state;
-    rules_policy_free(f->policy);
-    tmpdir_remove(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-/* Decides an exec of `path` (resolved as given) with argv; canonical and
- * one interpreter optional. */
-static struct exec_notify_decision
-decide(struct rules_fixture *f, const char *path, const char *canonical, const char *interp,
-       const char *const *argv)
-{
-    size_t argc = 0;
-    while (argv[argc] != NULL)
-        argc++;
-    const char *interps[] = {interp};
-    struct exec_notify_request req = {
-        .id = 1,
-        .pid = 1,
-        .path = path,
-        .resolved = path,
-        .canonical = canonical,
-        .interpreters = interps,
-        .n_interpreters = interp ? 1 : 0,
-        .argv = argv,
-        .argc = argc,
-        .cwd = "/",
-    };
-    struct exec_notify_decision d = {0};
-    exec_notify_rules_decide(f->policy, &req, &d);
-    return d;
-}
-
-static void
-expect(struct exec_notify_decision d, enum exec_notify_verdict v, const char *reason)
-{
-    assert_int_equal(d.verdict, v);
-    if (v == EXEC_NOTIFY_REFUSE)
-        assert_int_equal(d.err, EACCES);
-    if (reason != NULL)
-        assert_string_equal(d.reason, reason);
-    free(d.reason);
-}
-
-static void
-test_rules_names(void **state)
-{
-    struct rules_fixture *f = *state;
-    const char *rm_a[] = {"rm", "a", NULL};
-    const char *ls_a[] = {"ls", "a", NULL};
-    const char *none[] = {NULL};
-    /* By path, whatever argv[0] says. */
-    expect(decide(f, "/bin/rm", NULL, NULL, ls_a), EXEC_NOTIFY_REFUSE, "no rm");
-    /* A symlink under another name: the canonical file decides. */
-    expect(decide(f, "/tmp/zap", "/usr/bin/rm", NULL, ls_a), EXEC_NOTIFY_REFUSE, "no rm");
-    /* A #! interpreter. */
-    expect(decide(f, "/tmp/script", "/tmp/script", "/usr/bin/rm", ls_a), EXEC_NOTIFY_REFUSE,
-           "no rm");
-    /* A multi-call binary dispatching on argv[0]. */
-    expect(decide(f, "/bin/busybox", "/bin/busybox", NULL, rm_a), EXEC_NOTIFY_REFUSE, "no rm");
-    /* An empty argv still names the program by its path. */
-    expect(decide(f, "/usr/bin/rm", NULL, NULL, none), EXEC_NOTIFY_REFUSE, "no rm");
-    /* Allowed and unmatched programs continue. */
-    expect(decide(f, "/bin/ls", "/usr/bin/ls", NULL, ls_a), EXEC_NOTIFY_CONTINUE, NULL);
-    const char *cat[] = {"cat", "x", NULL};
-    expect(decide(f, "/bin/cat", NULL, NULL, cat), EXEC_NOTIFY_CONTINUE, NULL);
-}
-
-static void
-test_rules_args_and_prompt(void **state)
-{
-    struct rules_fixture *f = *state;
-    const char *push[] = {"git", "push", "origin", NULL};
-    const char *status[] = {"git", "status", NULL};
-    const char *touch[] = {"touch", "x", NULL};
-    expect(decide(f, "/usr/bin/git", NULL, NULL, push), EXEC_NOTIFY_REFUSE, "forbidden by a rule");
-    expect(decide(f, "/usr/bin/git", NULL, NULL, status), EXEC_NOTIFY_CONTINUE, NULL);
-    expect(decide(f, "/usr/bin/touch", NULL, NULL, touch), EXEC_NOTIFY_ASK, NULL);
-    /* The strictest name wins: a prompt program whose file is rm. */
-    expect(decide(f, "/usr/bin/touch", "/usr/bin/rm", NULL, touch), EXEC_NOTIFY_REFUSE, "no rm");
-}
-
 int
 main(void)
 {
@@ -310,8 +189,6 @@ main(void)
         cmocka_unit_test_setup_teardown(test_malformed_messages, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_peer_closed, pair_setup, pair_teardown),
         cmocka_unit_test(test_parse_listener),
-        cmocka_unit_test_setup_teardown(test_rules_names, rules_setup, rules_teardown),
-        cmocka_unit_test_setup_teardown(test_rules_args_and_prompt, rules_setup, rules_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include "common/utf8.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,10 +180,59 @@ test_escape_random_bytes(void **state)
     }
 }
 
+static void
+test_valid(void **state)
+{
+    (void)state;
+    assert_true(utf8_valid("", 0));
+    assert_true(utf8_valid("plain", 5));
+    assert_true(utf8_valid("a\0b", 3)); /* NUL is a character */
+    assert_true(utf8_valid("\xc3\xa9", 2));
+    assert_true(utf8_valid("\xef\xbf\xbf", 3));
+    assert_true(utf8_valid("\xf4\x8f\xbf\xbf", 4));      /* U+10FFFF */
+    assert_false(utf8_valid("\xe0\x80\x80", 3));         /* overlong */
+    assert_false(utf8_valid("\xc0\xaf", 2));             /* overlong '/' */
+    assert_false(utf8_valid("\xf0\x80\x80\x80", 4));     /* overlong */
+    assert_false(utf8_valid("\xed\xa0\x80", 3));         /* a surrogate */
+    assert_false(utf8_valid("\xf4\x90\x80\x80", 4));     /* above U+10FFFF */
+    assert_false(utf8_valid("\xc3", 1));                 /* truncated */
+    assert_false(utf8_valid("\xc3\xa9", 1));             /* cut by n */
+    assert_false(utf8_valid("\xf8\x88\x80\x80\x80", 5)); /* five bytes */
+    assert_false(utf8_valid("\x80", 1));                 /* a lone continuation */
+}
+
+/* The validator and the repair read bytes alike: text is valid exactly
+ * when the repair leaves it as it is. */
+static void
+test_valid_agrees_with_repair(void **state)
+{
+    (void)state;
+    static const char pool[] = "a\x00\x7f\x80\xbf\xc2\xc3\xa9\xe0\xa0\xed\x9f\xf0\x90\xf4\x8f\xff";
+    char buf[12];
+    unsigned seed = 11;
+    for (int round = 0; round < 20000; round++) {
+        size_t n = (size_t)round % sizeof(buf);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            buf[i] = pool[(seed >> 16) % (sizeof(pool) - 1)];
+        }
+        size_t len = 0;
+        char *out = utf8_lossy(buf, n, &len);
+        assert_non_null(out);
+        bool same = len == n && memcmp(out, buf, n) == 0;
+        if (utf8_valid(buf, n) != same)
+            fail_msg("round %d: utf8_valid says %d, the repair %s the text", round,
+                     utf8_valid(buf, n), same ? "keeps" : "changes");
+        free(out);
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid),
+        cmocka_unit_test(test_valid_agrees_with_repair),
         cmocka_unit_test(test_valid_text_is_unchanged),
         cmocka_unit_test(test_bad_bytes_are_replaced),
         cmocka_unit_test(test_truncated_sequences),

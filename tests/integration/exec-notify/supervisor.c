@@ -1,7 +1,8 @@
 /*
  * exec-notify-supervisor (tests and bench only): runs execgate-sandbox with
  * --exec-notify-fd and answers every exec of the command's process tree
- * with exec_notify and the rules of one file.
+ * with exec_notify and the server's own decision (decide_exec, as the
+ * exec watch asks it) under the rules of one file.
  *
  *   exec-notify-supervisor RULES_FILE|- HELPER POLICY_JSON CWD -- PROGRAM ARGS...
  *
@@ -13,9 +14,9 @@
  * helper's status once no process is left under the filter.
  * EXEC_NOTIFY_STRICT=1 turns on exec_notify_set_refuse_shared_memory.
  */
+#include "sandbox/policy/policy.h"
+#include "server/decide/decide.h"
 #include "supervise/exec_notify.h"
-#include "supervise/exec_notify_rules.h"
-#include "rules/load.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +32,7 @@
 #include <unistd.h>
 
 struct sup {
-    struct rules_policy *rules; /* NULL: everything continues */
+    struct decide_call *dc; /* NULL: everything continues */
     uint64_t *asked;
     size_t n_asked, cap_asked;
 };
@@ -52,14 +53,69 @@ on_ask(void *arg, const struct exec_notify_request *req)
     s->asked[s->n_asked++] = req->id;
 }
 
+/* The exec as the server's exec watch hands it to the decision. */
 static void
 decide(void *arg, const struct exec_notify_request *req, struct exec_notify_decision *out)
 {
     struct sup *s = arg;
-    if (s->rules != NULL)
-        exec_notify_rules_decide(s->rules, req, out);
-    else
-        out->verdict = EXEC_NOTIFY_CONTINUE;
+    out->verdict = EXEC_NOTIFY_CONTINUE;
+    if (s->dc == NULL)
+        return;
+    const struct decide_exec e = {
+        .source = DECIDE_FROM_TREE,
+        .path = req->resolved,
+        .cwd = req->cwd[0] ? req->cwd : "/",
+        .argv = req->argv,
+        .argc = req->argc,
+        .canonical = req->canonical,
+        .interpreters = req->interpreters,
+        .n_interpreters = req->n_interpreters,
+        .pid = req->pid,
+    };
+    struct decide_result r;
+    decide_exec(s->dc, &e, &r);
+    switch (r.verdict) {
+    case DECIDE_RUN:
+        break;
+    case DECIDE_ASK:
+        out->verdict = EXEC_NOTIFY_ASK;
+        break;
+    case DECIDE_DENY:
+    case DECIDE_ESCALATE: /* never for the tree: refused all the same */
+        out->verdict = EXEC_NOTIFY_REFUSE;
+        out->err = EACCES;
+        out->reason = r.reason;
+        r.reason = NULL;
+        break;
+    }
+    decide_result_release(&r);
+}
+
+/* The server's decision state for one call under the rules of file, with
+ * the sandbox policy (JSON) and cwd the helper runs with. */
+static int
+decide_open(const char *file, const char *policy_json, const char *cwd, struct decide_server **ds,
+            struct decide_call **dc)
+{
+    char *err = NULL;
+    const char *paths[] = {file};
+    const struct decide_config cfg = {.rules_paths = paths, .n_rules_paths = 1};
+    json_t *policy = json_loads(policy_json, 0, NULL);
+    struct sandbox_policy *parsed = policy ? sandbox_policy_from_json(policy, cwd, &err) : NULL;
+    *ds = parsed ? decide_server_new(&cfg, &err) : NULL;
+    *dc = *ds ? decide_call_new(*ds, parsed, NULL, "supervisor", NULL, NULL, &err) : NULL;
+    sandbox_policy_free(parsed);
+    json_decref(policy);
+    if (*dc != NULL)
+        return 0;
+    fprintf(stderr, "exec-notify-supervisor: %s\n",
+            policy == NULL ? "the policy is not JSON"
+            : err          ? err
+                           : "out of memory");
+    free(err);
+    decide_server_free(*ds);
+    *ds = NULL;
+    return -1;
 }
 
 static pid_t
@@ -119,17 +175,10 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: exec-notify-supervisor RULES|- HELPER POLICY CWD -- PROGRAM...\n");
         return 2;
     }
-    struct rules_policy *rules = NULL;
-    if (strcmp(argv[1], "-") != 0) {
-        char *err = NULL;
-        const char *files[] = {argv[1]};
-        rules = rules_load(NULL, files, 1, &err);
-        if (rules == NULL) {
-            fprintf(stderr, "exec-notify-supervisor: %s\n", err ? err : "out of memory");
-            free(err);
-            return 2;
-        }
-    }
+    struct decide_server *ds = NULL;
+    struct decide_call *dc = NULL;
+    if (strcmp(argv[1], "-") != 0 && decide_open(argv[1], argv[3], argv[4], &ds, &dc) != 0)
+        return 2;
     const char *answer = getenv("EXEC_NOTIFY_ANSWER");
     bool approve = answer != NULL && strcmp(answer, "approve") == 0;
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -153,7 +202,7 @@ main(int argc, char **argv)
     int rc = exec_notify_receive_listener(sv[0], &listener, &exec_path);
     close(sv[0]);
     struct exec_notify *n = NULL;
-    struct sup s = {.rules = rules};
+    struct sup s = {.dc = dc};
     if (rc == 0)
         n = exec_notify_new(listener, exec_path, decide, on_ask, &s);
     else if (rc != -EPIPE)
@@ -194,6 +243,7 @@ main(int argc, char **argv)
     }
     exec_notify_free(n);
     free(s.asked);
-    rules_policy_free(rules);
+    decide_call_unref(dc);
+    decide_server_free(ds);
     return helper_status;
 }
