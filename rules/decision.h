@@ -1,6 +1,6 @@
 /*
  * decision: the rules' whole answer for one exec, in the one function the
- * server (server/decide.c) and `execgate-rules explain` both call, so that
+ * server (server/decide/decide_exec.c) and `execgate-rules explain` both call, so that
  * what explain shows is what the server does.
  *
  * From the exec's command and the walk of its path (exec_path_walk) it
