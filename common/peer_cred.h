@@ -10,10 +10,12 @@
 
 /* The pid, uid and gid of fd's peer into *out.  Returns 0, or -errno:
  * -EPROTO when the kernel answered with a struct of another size (then
- * *out is not to be trusted, so it is not filled). */
+ * what it answered is not to be trusted).  On failure *out is zeroed, so
+ * that no caller can read what was never written. */
 static inline int
 peer_cred(int fd, struct ucred *out)
 {
+    *out = (struct ucred){0};
     struct ucred cred;
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)

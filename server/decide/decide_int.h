@@ -92,8 +92,8 @@ struct decide_call {
     struct writable_view view;
     struct kept_repo *kept;
     size_t n_kept;
-    struct ask_line *line;    /* its questions, exec and network (ask.h) */
-    decide_said_fn on_said;   /* or NULL */
+    struct ask_line *line;  /* its questions, exec and network (ask.h) */
+    decide_said_fn on_said; /* or NULL */
     void *said_data;
     struct memo_list expected, declined;
 };

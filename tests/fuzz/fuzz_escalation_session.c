@@ -131,8 +131,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ssize_t n = recv(peer, buf, sizeof(buf), MSG_DONTWAIT);
         closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
         if (!closed && sent == size) {
-            struct pollfd p = {.fd = peer, .events = POLLIN};
-            poll(&p, 1, 1); /* an escalated /bin/true may be running */
+            struct pollfd pfd = {.fd = peer, .events = POLLIN};
+            poll(&pfd, 1, 1); /* an escalated /bin/true may be running */
         }
     }
     close(peer);
