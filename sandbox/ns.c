@@ -547,8 +547,8 @@ static const struct {
 
 /* A detached tmpfs (mode 0755, nosuid, noexec) holding an empty file for
  * each kept device, the directories pts and shm and the fd links: the
- * sandbox's /dev before the devices are bound onto it.  Returns its fd or
- * -errno. */
+ * sandbox's /dev before the devices are bound onto it.  The files are made
+ * by mknodat (one call each, no fd to close).  Returns its fd or -errno. */
 static int
 dev_tmpfs(void)
 {
@@ -562,11 +562,8 @@ dev_tmpfs(void)
     int rc = mnt < 0 ? -errno : 0;
     close(fs);
     for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
-        int f = openat(mnt, kept_devices[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-        if (f < 0)
+        if (mknodat(mnt, kept_devices[i], S_IFREG, 0) != 0)
             rc = -errno;
-        else
-            close(f);
     }
     if (rc == 0 && (mkdirat(mnt, "pts", 0755) != 0 || mkdirat(mnt, "shm", 01777) != 0))
         rc = -errno;
@@ -579,19 +576,15 @@ dev_tmpfs(void)
     return rc < 0 ? rc : mnt;
 }
 
-/* Moves the detached mount tree onto dir/name (no link followed). */
-static int
-move_onto(int tree, int dir, const char *name)
-{
-    int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (at < 0)
-        return -errno;
-    int rc = ns_move_mount(tree, "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH);
-    rc = rc == 0 ? 0 : -errno;
-    close(at);
-    return rc;
-}
-
+/*
+ * The devices are bound onto their files through the tmpfs's own fd once
+ * it is mounted on /dev (that fd then names the mounted copy: the root of
+ * the tmpfs, where /dev leads), each by its name there: the tmpfs is this
+ * process's, made a moment ago, and holds no link by those names, so no
+ * lookup can be led elsewhere (move_mount follows no final link without
+ * MOVE_MOUNT_T_SYMLINKS).  One move_mount per device, and no reopening of
+ * /dev.
+ */
 int
 sandbox_ns_minimal_dev(void)
 {
@@ -616,19 +609,14 @@ sandbox_ns_minimal_dev(void)
         rc = -errno;
     if (dev >= 0)
         close(dev);
-    /* the new /dev, now mounted */
-    dev = rc == 0 ? open("/dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (rc == 0 && dev < 0)
-        rc = -errno;
     for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
-        if (clones[i] >= 0)
-            rc = move_onto(clones[i], dev, kept_devices[i]);
+        if (clones[i] >= 0 &&
+            ns_move_mount(clones[i], "", mnt, kept_devices[i], NS_MOVE_F_EMPTY_PATH) != 0)
+            rc = -errno;
     }
     /* nothing more can be made there */
-    if (rc == 0 && ns_mount_setattr(dev, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
+    if (rc == 0 && ns_mount_setattr(mnt, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
         rc = -errno;
-    if (dev >= 0)
-        close(dev);
     if (mnt >= 0)
         close(mnt);
     for (size_t i = 0; i < N_KEPT; i++) {
