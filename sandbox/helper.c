@@ -38,6 +38,7 @@
 #include <jansson.h>
 
 #include "common/fd_pass.h"
+#include "common/sig_defaults.h"
 
 __attribute__((format(printf, 2, 0))) static void
 vmessage(int errnum, const char *fmt, va_list ap)
@@ -82,7 +83,8 @@ sandbox_helper_warn(const char *fmt, ...)
 }
 
 /* The spawner may have left signals blocked or ignored; the program must
- * start from defaults whatever they were. */
+ * start from defaults whatever they were.  The execve that started the
+ * helper reset every caught signal already: the ignored ones are left. */
 static void
 reset_signals(void)
 {
@@ -90,13 +92,7 @@ reset_signals(void)
     sigemptyset(&all);
     if (sigprocmask(SIG_SETMASK, &all, NULL) != 0)
         sandbox_helper_die(errno, "resetting the signal mask");
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int s = 1; s < NSIG; s++) {
-        if (s == SIGKILL || s == SIGSTOP)
-            continue;
-        /* EINVAL for the signal numbers libc reserves: nothing to reset. */
-        (void)sigaction(s, &dfl, NULL);
-    }
+    sig_defaults_restore(false);
 }
 
 /* The report fd must be open and must not leak into the program. */

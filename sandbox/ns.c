@@ -348,36 +348,33 @@ sandbox_ns_unbind_above(const char *path)
     return n;
 }
 
-/* Whether fds a and b hold the same file. */
+/* A writable root while the world is made read-only: its copy, and the
+ * device and inode its fd held at the start, which its path must still
+ * lead to at each later step. */
+struct root_copy {
+    int tree;
+    dev_t dev;
+    ino_t ino;
+};
+
+/* Whether fd holds the directory rc was. */
 static bool
-same_file(int a, int b)
+same_root(int fd, const struct root_copy *rc)
 {
-    struct stat sa, sb;
-    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == rc->dev && st.st_ino == rc->ino;
 }
 
-/* Whether fd holds the namespace's root directory. */
-static bool
-is_root(int fd)
-{
-    int root = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
-    bool same = root >= 0 && same_file(fd, root);
-    if (root >= 0)
-        close(root);
-    return same;
-}
-
-/* Root i's copy (trees[i]), moved onto where its path leads now. */
+/* Root i's copy (c[i].tree), moved onto where its path leads now. */
 static int
-put_back(int *fds, int *trees, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
+put_back(const struct root_copy *c, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
 {
     int at = reopen(arg, i);
     if (at < 0)
         return at;
-    int rc = same_file(at, fds[i]) ? 0 : -EAGAIN;
+    int rc = same_root(at, &c[i]) ? 0 : -EAGAIN;
     if (rc == 0 &&
-        ns_move_mount(trees[i], "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
+        ns_move_mount(c[i].tree, "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
         rc = -errno;
     close(at);
     return rc;
@@ -385,12 +382,12 @@ put_back(int *fds, int *trees, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
 
 /* fds[i] replaced by root i as its path leads now (the same directory). */
 static int
-reopen_root(int *fds, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
+reopen_root(int *fds, const struct root_copy *c, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
 {
     int at = reopen(arg, i);
     if (at < 0)
         return at;
-    if (!same_file(at, fds[i])) {
+    if (!same_root(at, &c[i])) {
         close(at);
         return -EAGAIN;
     }
@@ -399,46 +396,68 @@ reopen_root(int *fds, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
     return 0;
 }
 
+/* Each root's device and inode into c (tree -1); 1 when one of them is
+ * the namespace's root directory, 0, or -errno. */
+static int
+roots_examine(const int *fds, size_t n, struct root_copy *c)
+{
+    struct stat root, st;
+    if (stat("/", &root) != 0)
+        return -errno;
+    for (size_t i = 0; i < n; i++) {
+        c[i] = (struct root_copy){.tree = -1};
+        if (fds[i] < 0)
+            continue;
+        if (fstat(fds[i], &st) != 0)
+            return -errno;
+        c[i].dev = st.st_dev;
+        c[i].ino = st.st_ino;
+        if (st.st_dev == root.st_dev && st.st_ino == root.st_ino)
+            return 1;
+    }
+    return 0;
+}
+
 int
 sandbox_ns_read_only_world(int *fds, char *const *names, size_t n, sandbox_ns_reopen_fn reopen,
                            void *arg, char **err)
 {
     *err = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (fds[i] >= 0 && is_root(fds[i]))
-            return 0; /* "/" is writable: nothing lies outside the roots */
-    }
-    int *trees = malloc((n ? n : 1) * sizeof *trees);
-    if (trees == NULL)
+    struct root_copy *c = malloc((n ? n : 1) * sizeof *c);
+    if (c == NULL)
         return -ENOMEM;
-    int rc = 0;
+    int rc = roots_examine(fds, n, c);
+    if (rc != 0) {
+        free(c);
+        /* 1: "/" is writable, nothing lies outside the roots */
+        return rc > 0 ? 0 : failf(err, rc, "examining", "the writable roots");
+    }
     for (size_t i = 0; i < n; i++) {
-        trees[i] = -1;
         if (rc < 0 || fds[i] < 0)
             continue;
         /* Copied before the world is read-only: writable as it is now. */
-        trees[i] = ns_open_tree(fds[i], "", NS_OPEN_TREE_CLONE | NS_AT_RECURSIVE | AT_EMPTY_PATH);
-        if (trees[i] < 0)
+        c[i].tree = ns_open_tree(fds[i], "", NS_OPEN_TREE_CLONE | NS_AT_RECURSIVE | AT_EMPTY_PATH);
+        if (c[i].tree < 0)
             rc = failf(err, -errno, "copying the mounts of the writable root", names[i]);
-        else if (ns_mount_setattr(trees[i], "", AT_EMPTY_PATH | NS_AT_RECURSIVE,
+        else if (ns_mount_setattr(c[i].tree, "", AT_EMPTY_PATH | NS_AT_RECURSIVE,
                                   NS_ATTR_NOSUID | NS_ATTR_NODEV, 0) != 0)
             rc = failf(err, -errno, "making nosuid,nodev the writable root", names[i]);
     }
     if (rc == 0 && ns_mount_setattr(AT_FDCWD, "/", NS_AT_RECURSIVE, NS_ATTR_RDONLY, 0) != 0)
         rc = failf(err, -errno, "making every mount read-only:", "/");
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (trees[i] >= 0 && (rc = put_back(fds, trees, i, reopen, arg)) < 0)
+        if (c[i].tree >= 0 && (rc = put_back(c, i, reopen, arg)) < 0)
             failf(err, rc, "putting back the writable root", names[i]);
     }
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (fds[i] >= 0 && (rc = reopen_root(fds, i, reopen, arg)) < 0)
+        if (fds[i] >= 0 && (rc = reopen_root(fds, c, i, reopen, arg)) < 0)
             failf(err, rc, "reopening the writable root", names[i]);
     }
     for (size_t i = 0; i < n; i++) {
-        if (trees[i] >= 0)
-            close(trees[i]);
+        if (c[i].tree >= 0)
+            close(c[i].tree);
     }
-    free(trees);
+    free(c);
     return rc;
 }
 
@@ -547,8 +566,8 @@ static const struct {
 
 /* A detached tmpfs (mode 0755, nosuid, noexec) holding an empty file for
  * each kept device, the directories pts and shm and the fd links: the
- * sandbox's /dev before the devices are bound onto it.  Returns its fd or
- * -errno. */
+ * sandbox's /dev before the devices are bound onto it.  The files are made
+ * by mknodat (one call each, no fd to close).  Returns its fd or -errno. */
 static int
 dev_tmpfs(void)
 {
@@ -562,11 +581,8 @@ dev_tmpfs(void)
     int rc = mnt < 0 ? -errno : 0;
     close(fs);
     for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
-        int f = openat(mnt, kept_devices[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-        if (f < 0)
+        if (mknodat(mnt, kept_devices[i], S_IFREG, 0) != 0)
             rc = -errno;
-        else
-            close(f);
     }
     if (rc == 0 && (mkdirat(mnt, "pts", 0755) != 0 || mkdirat(mnt, "shm", 01777) != 0))
         rc = -errno;
@@ -579,19 +595,15 @@ dev_tmpfs(void)
     return rc < 0 ? rc : mnt;
 }
 
-/* Moves the detached mount tree onto dir/name (no link followed). */
-static int
-move_onto(int tree, int dir, const char *name)
-{
-    int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (at < 0)
-        return -errno;
-    int rc = ns_move_mount(tree, "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH);
-    rc = rc == 0 ? 0 : -errno;
-    close(at);
-    return rc;
-}
-
+/*
+ * The devices are bound onto their files through the tmpfs's own fd once
+ * it is mounted on /dev (that fd then names the mounted copy: the root of
+ * the tmpfs, where /dev leads), each by its name there: the tmpfs is this
+ * process's, made a moment ago, and holds no link by those names, so no
+ * lookup can be led elsewhere (move_mount follows no final link without
+ * MOVE_MOUNT_T_SYMLINKS).  One move_mount per device, and no reopening of
+ * /dev.
+ */
 int
 sandbox_ns_minimal_dev(void)
 {
@@ -616,19 +628,14 @@ sandbox_ns_minimal_dev(void)
         rc = -errno;
     if (dev >= 0)
         close(dev);
-    /* the new /dev, now mounted */
-    dev = rc == 0 ? open("/dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (rc == 0 && dev < 0)
-        rc = -errno;
     for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
-        if (clones[i] >= 0)
-            rc = move_onto(clones[i], dev, kept_devices[i]);
+        if (clones[i] >= 0 &&
+            ns_move_mount(clones[i], "", mnt, kept_devices[i], NS_MOVE_F_EMPTY_PATH) != 0)
+            rc = -errno;
     }
     /* nothing more can be made there */
-    if (rc == 0 && ns_mount_setattr(dev, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
+    if (rc == 0 && ns_mount_setattr(mnt, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
         rc = -errno;
-    if (dev >= 0)
-        close(dev);
     if (mnt >= 0)
         close(mnt);
     for (size_t i = 0; i < N_KEPT; i++) {

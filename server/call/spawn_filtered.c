@@ -22,9 +22,9 @@
  *   that it is created there): it shares the server's memory (nothing is
  *   copied, as with posix_spawn) but not its fd table or signal handlers.
  *   It calls nothing that allocates (the server's allocator is shared with
- *   it), resets every signal's disposition before anything can be
- *   delivered, arranges its fds from an explicit list, and execs or
- *   _exits.
+ *   it), resets every signal the server catches or ignores to its default
+ *   before anything can be delivered, arranges its fds from an explicit
+ *   list, and execs or _exits.
  * - The server blocks every signal until the child has exec'd (the child
  *   shares its errno), and waits for the exec on a socket rather than the
  *   vfork way: with the filter, the first exec is notified to the listener
@@ -42,6 +42,7 @@
 #include "sandbox/exec_filter.h"
 #include "supervise/exec_notify.h"
 #include "common/fd_pass.h"
+#include "common/sig_defaults.h"
 #include "rules/exec_path.h"
 
 #include <errno.h>
@@ -187,12 +188,10 @@ filtered_child(void *arg)
     /* the server died before the signal was asked for: it never comes */
     if (o->die_with_server && getppid() != f->server)
         filtered_fail(f->sock, ESRCH);
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int s = 1; s < NSIG; s++) {
-        /* EINVAL for the numbers libc reserves: nothing to reset */
-        if (s != SIGKILL && s != SIGSTOP)
-            (void)sigaction(s, &dfl, NULL);
-    }
+    /* the server's handlers and ignored signals, which the kernel lists:
+     * a handler left here could run on the server's memory once the mask
+     * is cleared before the execve */
+    sig_defaults_restore(true);
     if (o->new_session && setsid() < 0)
         filtered_fail(f->sock, errno);
     /* the checked directory, by its fd: before filtered_fds closes it */

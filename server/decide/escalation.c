@@ -226,7 +226,7 @@ session_ask(struct session *s)
 static pid_t
 peer_pid(int fd)
 {
-    struct ucred cred;
+    struct ucred cred = {0};
     return peer_cred(fd, &cred) == 0 ? cred.pid : 0;
 }
 

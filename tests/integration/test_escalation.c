@@ -97,6 +97,30 @@ test_allow_escalates_with_output_and_status(void **state)
     mcp_world_end(&w);
 }
 
+/* The server ignores SIGPIPE and SIGXFSZ and catches others; a program it
+ * starts, escalated or in the sandbox, starts with every signal at its
+ * default (a pipeline's writer must die of SIGPIPE as it would anywhere). */
+static void
+test_programs_start_with_default_signals(void **state)
+{
+    struct mcp_world w;
+    world_start(&w, "prefix_rule(pattern=[\"grep\", \"-H\"], decision=\"allow\")\n", false);
+    json_t *a = run(&w,
+                    "grep -H '^SigIgn:' /proc/self/status; grep '^SigIgn:' /proc/self/status; "
+                    "echo \"status=$?\"",
+                    NULL);
+    /* grep -H escalated (it names its file), plain grep in the sandbox */
+    mcp_world_assert_contains(mcp_world_output(a), "/proc/self/status:SigIgn:\t0000000000000000\n"
+                                                   "SigIgn:\t0000000000000000\nstatus=0\n");
+    json_decref(a);
+    if (w.audit) {
+        char *log = tmpdir_read_file(w.audit, NULL);
+        mcp_world_assert_contains(log, "\"decision\":\"escalate\"");
+        free(log);
+    }
+    mcp_world_end(&w);
+}
+
 /* The server has the patched Bash ask in its own process
  * (EXECGATE_WRAP_IN_SHELL=1); without that variable the Bash execs the
  * wrapper, which asks the same: the same decisions either way. */
@@ -1884,6 +1908,7 @@ main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allow_escalates_with_output_and_status),
+        cmocka_unit_test(test_programs_start_with_default_signals),
         cmocka_unit_test(test_in_shell_and_wrapper_exec_decide_alike),
         cmocka_unit_test(test_forbidden_denies),
         cmocka_unit_test(test_forbidden_through_shell_constructs),

@@ -358,6 +358,32 @@ test_external_sandbox(void **state)
     free(file);
 }
 
+/* Signals the spawner left ignored (as nohup and some shells leave them)
+ * reach the command at their defaults, under every policy: the helper
+ * resets those the kernel lists as ignored, the low, middle and real-time
+ * ones alike. */
+static void
+test_ignored_signals_reset(void **state)
+{
+    struct fixture *f = *state;
+    static const int ignored[] = {SIGHUP, SIGINT, SIGPIPE, SIGUSR2, SIGXFSZ, 40, 64};
+    struct sigaction ign = {.sa_handler = SIG_IGN}, was[7];
+    for (size_t i = 0; i < 7; i++)
+        assert_int_equal(sigaction(ignored[i], &ign, &was[i]), 0);
+    char *ws = ws_policy(f->dir, "");
+    const char *policies[] = {DANGER, ws};
+    for (size_t i = 0; i < 2; i++) {
+        struct sbx_result r;
+        run_env(policies[i], f->dir, NULL, NULL, "grep '^SigIgn:' /proc/self/status", &r);
+        sbx_assert_code(&r, 0);
+        assert_string_equal(r.res.out, "SigIgn:\t0000000000000000\n");
+        sbx_result_free(&r);
+    }
+    free(ws);
+    for (size_t i = 0; i < 7; i++)
+        assert_int_equal(sigaction(ignored[i], &was[i], NULL), 0);
+}
+
 static void
 test_exit_status_propagates(void **state)
 {
@@ -1510,6 +1536,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_namespaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_external_sandbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_status_propagates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ignored_signals_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_placeholder_read_only_and_removed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_codex_of_the_user_kept, setup, teardown),
