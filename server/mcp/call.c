@@ -388,7 +388,6 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         return NULL;
     c->cx = cx;
     c->id = json_incref(id);
-    c->ask_id = -1;
     /* the id as text, once, for logs, the audit log and the cgroup's
      * messages; records for the client carry the id itself */
     c->label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);

@@ -267,28 +267,7 @@ full_access(const json_t *policy)
     return type && strcmp(type, sandbox_kind_name(SANDBOX_DANGER_FULL_ACCESS)) == 0;
 }
 
-static void on_leave_answer(const json_t *result, const json_t *error, void *data);
-
-/* The first startup file a login shell of s's would run (with the
- * server's HOME) that a sandbox could have written: outside, it would run
- * code the person never saw.  NULL when none (malloc'd); "" when out of
- * memory (refused all the same). */
-static char *
-planted_startup_file(const struct mcp_server *s)
-{
-    const struct login_snapshot_kind *k =
-        login_snapshot_kind_find(s->o->shell == OPTIONS_SHELL_ZSH ? "zsh" : "bash");
-    char **files = k ? login_snapshot_startup_files(k, getenv("HOME")) : NULL;
-    if (!files)
-        return strdup("");
-    char *found = NULL;
-    for (size_t i = 0; files[i] && !found; i++) {
-        if (decide_server_sandbox_wrote(s->cx.decide, files[i]))
-            found = strdup(files[i]);
-    }
-    login_snapshot_strv_free(files);
-    return found;
-}
+static void on_leave_answer(void *data, const char *refused, char *said);
 
 /* require_escalated: asks the person whether c (built for r, under full
  * access) may run outside the sandbox; c waits on the asking list for the
@@ -296,37 +275,30 @@ planted_startup_file(const struct mcp_server *s)
 static void
 ask_leave_sandbox(struct mcp_session *ss, struct call *c, const struct call_request *r)
 {
-    const char *why = LEAVE_SANDBOX_NO_ELICITATION;
-    char *planted = r->login ? planted_startup_file(ss->s) : NULL;
-    if (planted) {
+    const char *why = NULL;
+    char *planted = NULL;
+    if (r->login &&
+        leave_sandbox_planted(ss->s->cx.decide,
+                              ss->s->o->shell == OPTIONS_SHELL_ZSH ? "zsh" : "bash", &planted)) {
         /* nobody is asked: the question could not show that code */
-        char *said = strfmt("Not run: a login shell outside the sandbox would first run the "
-                            "startup file `%s`, which a sandbox could have written; ask again "
-                            "with login false to leave the sandbox without it",
-                            planted[0] ? planted : "(unknown: out of memory)");
-        const char *text = said ? said
-                                : "Not run: a login shell outside the sandbox would first run a "
-                                  "startup file a sandbox could have written";
-        log_info("call: %s", text);
-        jsonrpc_reply(ss->rpc, c->id, failure_json(text));
-        free(said);
+        why = planted ? planted : LEAVE_SANDBOX_PLANTED;
+        log_info("call: %s", why);
+        jsonrpc_reply(ss->rpc, c->id, failure_json(why));
         free(planted);
         call_free(c);
         return;
     }
-    if (ss->client_elicitation) {
-        json_t *params = leave_sandbox_question(r->command, r->workdir, r->login, r->justification);
-        /* jsonrpc_request takes params, also on failure */
-        c->ask_id = params
-                        ? jsonrpc_request(ss->rpc, "elicitation/create", params, on_leave_answer, c)
-                        : -1;
-        if (c->ask_id >= 0) {
-            log_info("call: asking whether it may run outside the sandbox");
-            call_list_push(&ss->q.asking, c);
-            return;
-        }
-        why = "Not run: the person could not be asked to approve running it outside the "
-              "sandbox (out of memory)";
+    const struct leave_sandbox_what what = {
+        .command = r->command,
+        .workdir = r->workdir,
+        .login = r->login,
+        .justification = r->justification,
+    };
+    c->leave = leave_sandbox_ask(decide_call_asking(c->dc), &what, on_leave_answer, c, &why);
+    if (c->leave) {
+        log_info("call: asking whether it may run outside the sandbox");
+        call_list_push(&ss->q.asking, c);
+        return;
     }
     log_info("call: not run outside the sandbox: %s", why);
     jsonrpc_reply(ss->rpc, c->id, failure_json(why));
@@ -336,27 +308,25 @@ ask_leave_sandbox(struct mcp_session *ss, struct call *c, const struct call_requ
 /* The answer to ask_leave_sandbox's question: approved, the call waits
  * for its turn like any other; else its result says why it did not run. */
 static void
-on_leave_answer(const json_t *result, const json_t *error, void *data)
+on_leave_answer(void *data, const char *refused, char *said)
 {
     struct call *c = data;
     struct mcp_session *ss = c->session;
-    char *buf = NULL;
-    const char *refused = leave_sandbox_answer(result, error, &buf);
+    c->leave = NULL;
     if (!refused && (ss->ending || ss->s->shutting_down))
         refused = "Not run: execgate is shutting down";
     call_list_remove(&ss->q.asking, c);
-    c->ask_id = -1;
     if (refused) {
         log_info("call: %s", refused);
         if (ss->rpc && !ss->ending)
             jsonrpc_reply(ss->rpc, c->id, failure_json(refused));
+        free(said);
         call_free(c);
     } else {
         log_info("call: approved to run outside the sandbox");
-        c->said = leave_sandbox_said(result); /* the first line of person_said */
+        c->said = said; /* the first line of person_said */
         scheduler_submit(&ss->q, c);
     }
-    free(buf);
 }
 
 /* The sandbox r runs under, into r->policy and r->sandbox_cwd
@@ -424,15 +394,10 @@ handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
 /* Forgets c's question to leave the sandbox and tells the client to close
  * it. */
 static void
-leave_question_close(struct mcp_session *ss, struct call *c)
+leave_question_close(struct call *c)
 {
-    if (c->ask_id < 0 || !ss->rpc)
-        return;
-    jsonrpc_forget_request(ss->rpc, c->ask_id);
-    jsonrpc_notify(ss->rpc, "notifications/cancelled",
-                   json_pack("{s:I, s:s}", "requestId", (json_int_t)c->ask_id, "reason",
-                             "the call it asked about no longer waits for an answer"));
-    c->ask_id = -1;
+    leave_sandbox_withdraw(c->leave);
+    c->leave = NULL;
 }
 
 static void
@@ -444,7 +409,7 @@ handle_cancelled(struct mcp_session *ss, const json_t *params)
     struct call *c = call_list_find(&ss->q.asking, id);
     if (c) {
         call_list_remove(&ss->q.asking, c);
-        leave_question_close(ss, c);
+        leave_question_close(c);
         call_free(c);
         log_info("a call was cancelled while a person was asked to let it leave the sandbox");
         return;
@@ -669,7 +634,7 @@ session_drop_waiting(struct mcp_session *ss, const char *answer)
     while (ss->q.asking.head) {
         struct call *c = ss->q.asking.head;
         call_list_remove(&ss->q.asking, c);
-        leave_question_close(ss, c);
+        leave_question_close(c);
         if (answer)
             jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR, answer);
         call_free(c);
