@@ -451,7 +451,8 @@ write_without_sigpipe(int fd, const char *data, size_t len)
 static void
 tell_target(pid_t pid, const char *display, const char *reason)
 {
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    /* pid is the thread that asked: its fd 2 is its process's */
+    int pidfd = exec_target_pidfd(pid);
     if (pidfd < 0)
         return;
     int fd = (int)syscall(SYS_pidfd_getfd, pidfd, 2, 0);

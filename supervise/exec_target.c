@@ -17,6 +17,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* pidfd_open's PIDFD_THREAD (O_EXCL), Linux 6.9. */
+#define PIDFD_THREAD_FLAG 0x80
+
+int
+exec_target_pidfd(pid_t tid)
+{
+    /* pidfds are close-on-exec always */
+    int pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+    if (pidfd < 0 && (errno == EINVAL || errno == ENOENT))
+        pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD_FLAG);
+    return pidfd;
+}
+
 /* The target's memory, read a page at a time: one pread (one page lookup
  * in the kernel) serves the pointer array and the strings on that page,
  * where a pread per pointer and per string cost a system call each. */

@@ -4,7 +4,7 @@
  * from its memory and /proc, the file the exec names opened (O_PATH) as
  * the target itself would open it, and the interpreters its "#!" lines
  * name; and whether another thread could change the memory those were
- * read from (strict mode).
+ * read from (strict mode); and a pidfd for the thread that asked.
  */
 #ifndef EXECGATE_SUPERVISE_EXEC_TARGET_H
 #define EXECGATE_SUPERVISE_EXEC_TARGET_H
@@ -51,6 +51,12 @@ int exec_target_read(const struct exec_target_how *how, const struct seccomp_not
                      struct exec_target *t);
 
 void exec_target_free(struct exec_target *t);
+
+/* A pidfd (O_CLOEXEC) for the thread tid that made a notification
+ * (sn->pid is the calling thread's id): a thread other than its process's
+ * first has a pidfd only as a thread (PIDFD_THREAD, Linux 6.9), where a
+ * plain pidfd_open of its id fails EINVAL or ENOENT.  -1 with errno. */
+int exec_target_pidfd(pid_t tid);
 
 /* Whether another running thread may write pid's memory: its own threads,
  * or a parent it shares memory with that has threads besides the one

@@ -13,6 +13,7 @@
  */
 #include "supervise/unix_connect.h"
 #include "supervise/exec_notify.h"
+#include "supervise/exec_target.h"
 #include "supervise/unix_holder.h"
 #include "supervise/unix_msg.h"
 
@@ -55,9 +56,6 @@ unix_connect_handles(int nr)
 {
     return nr == SYS_connect || nr == SYS_sendto || nr == SYS_sendmsg || nr == SYS_sendmmsg;
 }
-
-/* pidfd_open's PIDFD_THREAD (O_EXCL), Linux 6.9. */
-#define PIDFD_THREAD_FLAG 0x80
 
 /* One notification and what was taken from the target for it. */
 struct call {
@@ -622,13 +620,9 @@ static int
 take(struct call *c)
 {
     const struct seccomp_notif *sn = c->sn;
-    /* sn->pid is the calling thread's id: a thread other than the
-     * process's first one has a pidfd only as a thread (PIDFD_THREAD,
-     * Linux 6.9); a plain pidfd_open of its id is EINVAL or ENOENT.  A
-     * call that cannot be looked at is refused, never left waiting. */
-    c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
-    if (c->pidfd < 0 && (errno == EINVAL || errno == ENOENT))
-        c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, PIDFD_THREAD_FLAG);
+    /* sn->pid is the calling thread's id (exec_target_pidfd).  A call
+     * that cannot be looked at is refused, never left waiting. */
+    c->pidfd = exec_target_pidfd(c->pid);
     if (c->pidfd < 0) {
         int rc = answer(c->listener, sn->id, 0, EACCES);
         return rc < 0 ? rc : 1;
