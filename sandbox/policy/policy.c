@@ -4,7 +4,6 @@
  */
 #include "sandbox/policy/policy.h"
 
-#include "sandbox/policy/cmdline.h"
 #include "sandbox/policy/path_list.h"
 
 #include <errno.h>
@@ -860,49 +859,4 @@ sandbox_policy_describe(const struct sandbox_policy *p)
         return NULL;
     }
     return b.data;
-}
-
-char **
-sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
-                    int report_fd, const char *const *program_argv)
-{
-    return sandbox_helper_argv_flags(p, helper_path, cwd, report_fd, 0, program_argv);
-}
-
-char **
-sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
-                          int report_fd, unsigned flags, const char *const *program_argv)
-{
-    return sandbox_helper_argv_protect(p, helper_path, cwd, report_fd, flags, NULL, 0,
-                                       program_argv);
-}
-
-char **
-sandbox_helper_argv_protect(const struct sandbox_policy *p, const char *helper_path,
-                            const char *cwd, int report_fd, unsigned flags,
-                            const char *const *protect, size_t n_protect,
-                            const char *const *program_argv)
-{
-    const struct sandbox_cmdline c = {
-        .helper = helper_path,
-        .policy = p,
-        .cwd = cwd,
-        .report_fd = report_fd,
-        .exec_notify_fd = -1,
-        .allow_degraded = (flags & SANDBOX_ARGV_ALLOW_DEGRADED) != 0,
-        .protect = protect,
-        .n_protect = n_protect,
-        .program = program_argv,
-    };
-    return sandbox_cmdline_argv(&c);
-}
-
-void
-sandbox_argv_free(char **argv)
-{
-    if (argv == NULL)
-        return;
-    for (char **a = argv; *a != NULL; a++)
-        free(*a);
-    free(argv);
 }

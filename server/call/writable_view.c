@@ -137,17 +137,6 @@ writable_view_init_after(struct writable_view *v, const struct sandbox_policy *p
 }
 
 int
-writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
-                   char **err)
-{
-    memset(v, 0, sizeof(*v));
-    struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
-    int rc = p ? writable_view_init_after(v, p, NULL, NULL, err) : -1;
-    sandbox_policy_free(p);
-    return rc;
-}
-
-int
 writable_view_pin(const struct writable_view *v, struct sandbox_policy *p, char **err)
 {
     *err = NULL;
