@@ -57,12 +57,6 @@ path_set_take(struct path_set *s, char *p)
     s->v[s->n] = NULL;
 }
 
-void
-login_snapshot_strv_free(char **v)
-{
-    strv_free(v);
-}
-
 /* The path a source command names, when it is literal enough to follow:
  * quotes dropped, "~/", "$HOME/" and "${HOME}/" expanded; NULL (and
  * *oom false) when it is not, or names a relative path. */
@@ -242,7 +236,7 @@ login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *ho
         free(text);
     }
     if (s.oom || !s.v) {
-        login_snapshot_strv_free(s.v);
+        strv_free(s.v);
         if (s.oom)
             return NULL;
         return calloc(1, sizeof(char *));
@@ -255,7 +249,7 @@ login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *ho
 void
 login_fingerprint_release(struct fingerprint *f)
 {
-    login_snapshot_strv_free(f->files);
+    strv_free(f->files);
     free(f->marks);
     memset(f, 0, sizeof(*f));
 }

@@ -1,4 +1,5 @@
 #include "server/decide/leave_sandbox.h"
+#include "common/strv.h"
 
 #include "common/macros.h"
 #include "common/strfmt.h"
@@ -40,7 +41,7 @@ leave_sandbox_planted(const struct decide_server *ds, const char *shell, char **
                            "with login false to leave the sandbox without it",
                            found)
                   : NULL;
-    login_snapshot_strv_free(files);
+    strv_free(files);
     return found != NULL;
 }
 
