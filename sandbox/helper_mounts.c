@@ -6,6 +6,7 @@
  * .codex placeholders held for the call and released after it.
  */
 #include "sandbox/helper_run.h"
+#include "common/no_link.h"
 #include "sandbox/protect.h"
 
 #include <errno.h>
@@ -15,41 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Opens path one component at a time, refusing a symbolic link
- * anywhere (O_PATH).  Returns the fd or -errno (-ELOOP: a link). */
-static int
-open_without_links(const char *path)
-{
-    int dir = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
-    if (dir < 0)
-        return -errno;
-    for (const char *c = path; *c != '\0';) {
-        size_t n = strcspn(c, "/");
-        if (n == 0) {
-            c++;
-            continue;
-        }
-        char *name = strndup(c, n);
-        if (name == NULL)
-            sandbox_helper_die(ENOMEM, "%s", path);
-        int next = openat(dir, name, O_PATH | O_CLOEXEC | O_NOFOLLOW);
-        int e = errno;
-        free(name);
-        close(dir);
-        if (next < 0)
-            return -e;
-        struct stat st;
-        e = fstat(next, &st) != 0 ? errno : S_ISLNK(st.st_mode) ? ELOOP : 0;
-        if (e != 0) {
-            close(next);
-            return -e;
-        }
-        dir = next;
-        c += n;
-    }
-    return dir;
-}
 
 /*
  * Opens each writable root once, after the namespaces are made (the binds
@@ -71,7 +37,7 @@ helper_open_roots(struct run *r)
         sandbox_helper_die(ENOMEM, "the writable roots");
     for (size_t i = 0; i < r->w->n_roots; i++) {
         const char *root = r->w->roots[i];
-        int fd = r->w->canonical ? open_without_links(root) : open(root, O_PATH | O_CLOEXEC);
+        int fd = r->w->canonical ? no_link_open(root) : open(root, O_PATH | O_CLOEXEC);
         if (fd < 0 && !r->w->canonical)
             fd = -errno;
         if (fd == -ELOOP && r->w->canonical)
@@ -96,7 +62,7 @@ reopen_root(void *arg, size_t i)
     struct run *r = arg;
     const char *root = r->w->roots[i];
     if (r->w->canonical)
-        return open_without_links(root);
+        return no_link_open(root);
     int fd = open(root, O_PATH | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }

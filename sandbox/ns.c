@@ -3,6 +3,9 @@
  * covers for hidden paths and /proc.
  */
 #include "sandbox/ns.h"
+
+#include "common/file_id.h"
+#include "common/macros.h"
 #include "sandbox/placeholder.h"
 #include "sandbox/protect.h"
 
@@ -348,21 +351,12 @@ sandbox_ns_unbind_above(const char *path)
     return n;
 }
 
-/* Whether fds a and b hold the same file. */
-static bool
-same_file(int a, int b)
-{
-    struct stat sa, sb;
-    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
-
 /* Whether fd holds the namespace's root directory. */
 static bool
 is_root(int fd)
 {
     int root = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
-    bool same = root >= 0 && same_file(fd, root);
+    bool same = root >= 0 && file_id_same_fd(fd, root);
     if (root >= 0)
         close(root);
     return same;
@@ -375,7 +369,7 @@ put_back(int *fds, int *trees, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
     int at = reopen(arg, i);
     if (at < 0)
         return at;
-    int rc = same_file(at, fds[i]) ? 0 : -EAGAIN;
+    int rc = file_id_same_fd(at, fds[i]) ? 0 : -EAGAIN;
     if (rc == 0 &&
         ns_move_mount(trees[i], "", at, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
         rc = -errno;
@@ -390,7 +384,7 @@ reopen_root(int *fds, size_t i, sandbox_ns_reopen_fn reopen, void *arg)
     int at = reopen(arg, i);
     if (at < 0)
         return at;
-    if (!same_file(at, fds[i])) {
+    if (!file_id_same_fd(at, fds[i])) {
         close(at);
         return -EAGAIN;
     }
@@ -535,7 +529,6 @@ sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err)
 static const char *const kept_devices[] = {
     "null", "zero", "full", "random", "urandom", "tty",
 };
-#define N_KEPT (sizeof kept_devices / sizeof kept_devices[0])
 
 /* The links every /dev has, to the process's own fds. */
 static const struct {
@@ -561,7 +554,7 @@ dev_tmpfs(void)
         mnt = (int)syscall(SYS_fsmount, fs, NS_FSMOUNT_CLOEXEC, NS_ATTR_NOSUID | NS_ATTR_NOEXEC);
     int rc = mnt < 0 ? -errno : 0;
     close(fs);
-    for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(kept_devices); i++) {
         int f = openat(mnt, kept_devices[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
         if (f < 0)
             rc = -errno;
@@ -570,7 +563,7 @@ dev_tmpfs(void)
     }
     if (rc == 0 && (mkdirat(mnt, "pts", 0755) != 0 || mkdirat(mnt, "shm", 01777) != 0))
         rc = -errno;
-    for (size_t i = 0; rc == 0 && i < sizeof dev_links / sizeof dev_links[0]; i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(dev_links); i++) {
         if (symlinkat(dev_links[i].target, mnt, dev_links[i].name) != 0)
             rc = -errno;
     }
@@ -595,9 +588,9 @@ move_onto(int tree, int dir, const char *name)
 int
 sandbox_ns_minimal_dev(void)
 {
-    int clones[N_KEPT];
+    int clones[ARRAY_SIZE(kept_devices)];
     int rc = 0;
-    for (size_t i = 0; i < N_KEPT; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(kept_devices); i++) {
         char path[32];
         snprintf(path, sizeof path, "/dev/%s", kept_devices[i]);
         clones[i] =
@@ -620,7 +613,7 @@ sandbox_ns_minimal_dev(void)
     dev = rc == 0 ? open("/dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (rc == 0 && dev < 0)
         rc = -errno;
-    for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(kept_devices); i++) {
         if (clones[i] >= 0)
             rc = move_onto(clones[i], dev, kept_devices[i]);
     }
@@ -631,7 +624,7 @@ sandbox_ns_minimal_dev(void)
         close(dev);
     if (mnt >= 0)
         close(mnt);
-    for (size_t i = 0; i < N_KEPT; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(kept_devices); i++) {
         if (clones[i] >= 0)
             close(clones[i]);
     }
