@@ -4,6 +4,8 @@
  */
 #include "sandbox/policy/policy.h"
 
+#include "common/macros.h"
+#include "common/path_dot.h"
 #include "sandbox/policy/path_list.h"
 
 #include <errno.h>
@@ -53,7 +55,7 @@ static const char *const kind_names[] = {
 const char *
 sandbox_kind_name(enum sandbox_kind kind)
 {
-    if ((size_t)kind >= sizeof kind_names / sizeof kind_names[0])
+    if ((size_t)kind >= ARRAY_SIZE(kind_names))
         return "unknown";
     return kind_names[kind];
 }
@@ -150,7 +152,7 @@ canonical_form(const char *path)
         return true;
     for (const char *c = path + 1;;) {
         size_t n = strcspn(c, "/");
-        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+        if (n == 0 || path_dot(c, n) != PATH_DOT_NONE)
             return false;
         if (c[n] == '\0')
             return true;
@@ -263,7 +265,7 @@ parse_kind(const json_t *policy, enum sandbox_kind *kind, char **err)
     if (!json_is_string(t))
         return sandbox_fail(err, "sandbox policy: type must be a string");
     const char *s = json_string_value(t);
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++) {
         if (strcmp(s, kind_names[i]) == 0) {
             *kind = (enum sandbox_kind)i;
             return 0;
@@ -570,7 +572,7 @@ static int
 add_devices(struct sandbox_writable *w)
 {
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof writable_devices / sizeof writable_devices[0]; i++)
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(writable_devices); i++)
         rc = path_list_add(&w->devices, &w->n_devices, writable_devices[i]);
     return rc;
 }

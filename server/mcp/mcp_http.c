@@ -4,6 +4,7 @@
 #include "server/mcp/http_auth.h"
 #include "server/mcp/http_conn.h"
 #include "common/log.h"
+#include "common/peer_cred.h"
 #include "server/net/nethost.h"
 #include "common/strfmt.h"
 
@@ -366,10 +367,7 @@ peer_uid(struct hconn *hc)
     if (hc->l->tcp)
         return call_peer_tcp_uid(fd);
     struct ucred cred;
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
-        return (uid_t)-1;
-    return cred.uid;
+    return peer_cred(fd, &cred) == 0 ? cred.uid : (uid_t)-1;
 }
 
 /* A peer that runs in one of this server's calls (or may: it could not
