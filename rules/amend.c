@@ -4,6 +4,7 @@
  */
 #include "rules/amend.h"
 
+#include "common/macros.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -402,7 +403,7 @@ rules_amend_exact_program(const char *program)
 {
     const char *slash = strrchr(program, '/');
     const char *name = slash ? slash + 1 : program;
-    for (size_t i = 0; i < sizeof(exact_programs) / sizeof(exact_programs[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(exact_programs); i++) {
         if (strcmp(exact_programs[i], name) == 0)
             return true;
     }

@@ -5,6 +5,7 @@
  */
 #include "rules/result.h"
 
+#include "common/macros.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@ static const char *const decision_names[] = {NULL, "allow", "prompt", "forbidden
 const char *
 rules_decision_name(enum rules_decision d)
 {
-    if ((unsigned)d >= sizeof decision_names / sizeof decision_names[0])
+    if ((unsigned)d >= ARRAY_SIZE(decision_names))
         return NULL;
     return decision_names[d];
 }
@@ -24,7 +25,7 @@ rules_decision_name(enum rules_decision d)
 int
 rules_decision_parse(const char *name, enum rules_decision *out)
 {
-    for (size_t i = 1; i < sizeof decision_names / sizeof decision_names[0]; i++) {
+    for (size_t i = 1; i < ARRAY_SIZE(decision_names); i++) {
         if (name && strcmp(name, decision_names[i]) == 0) {
             *out = (enum rules_decision)i;
             return 0;

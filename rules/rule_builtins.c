@@ -1,4 +1,6 @@
 #include "rules/rule_builtins.h"
+
+#include "common/macros.h"
 #include "starlark/errmsg.h"
 
 #include <errno.h>
@@ -488,7 +490,7 @@ bi_network_rule(struct star_vm *vm, struct star_builtin *self, struct star_args 
         {"http", "http"},          {"https", "https"},           {"https_connect", "https"},
         {"http-connect", "https"}, {"socks5_tcp", "socks5_tcp"}, {"socks5_udp", "socks5_udp"}};
     const char *proto = NULL;
-    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(protocols); i++)
         if (strcmp(protocol, protocols[i].in) == 0)
             proto = protocols[i].out;
     if (proto == NULL)

@@ -12,6 +12,8 @@
  * again: the supervisor's answer is the call's result.
  */
 #include "supervise/unix_connect.h"
+
+#include "common/macros.h"
 #include "supervise/exec_notify.h"
 #include "supervise/exec_target.h"
 #include "supervise/unix_holder.h"
@@ -322,7 +324,7 @@ copy_options(int from, int to)
 {
     static const int opts[] = {SO_PASSCRED, SO_SNDBUF, SO_RCVBUF, SO_RCVTIMEO, SO_SNDTIMEO};
     static char zero[32];
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
         char v[32];
         socklen_t len = sizeof v;
         bool buffer = opts[i] == SO_SNDBUF || opts[i] == SO_RCVBUF;

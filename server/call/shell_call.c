@@ -1,5 +1,6 @@
 #include "server/call/shell_call.h"
 
+#include "common/macros.h"
 #include "common/strv.h"
 #include "common/log.h"
 #include "server/call/output_ring.h"
@@ -12,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define READ_CHUNK (64u * 1024)
 

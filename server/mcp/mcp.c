@@ -1,5 +1,6 @@
 #include "server/mcp/mcp.h"
 
+#include "common/macros.h"
 #include "execgate-config.h"
 #include "sandbox/policy/policy.h"
 #include "server/mcp/call.h"
@@ -123,7 +124,7 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     }
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
     const char *version = MCP_LATEST_PROTOCOL;
-    for (size_t i = 0; asked && i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++) {
+    for (size_t i = 0; asked && i < ARRAY_SIZE(protocol_versions); i++) {
         if (strcmp(asked, protocol_versions[i]) == 0)
             version = protocol_versions[i];
     }
@@ -180,7 +181,7 @@ failure_json(const char *why)
 static struct mcp_session *
 queue_session(const struct call_queue *q)
 {
-    return (struct mcp_session *)((char *)q - offsetof(struct mcp_session, q));
+    return container_of(q, struct mcp_session, q);
 }
 
 static void
@@ -512,7 +513,7 @@ static const struct jsonrpc_handler rpc_handler = {
 bool
 mcp_protocol_supported(const char *version)
 {
-    for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(protocol_versions); i++) {
         if (strcmp(version, protocol_versions[i]) == 0)
             return true;
     }

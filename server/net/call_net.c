@@ -4,6 +4,7 @@
  */
 #include "server/net/call_net.h"
 
+#include "common/macros.h"
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -133,7 +134,7 @@ how_params(void *data, const char *note)
     char *msg = note ? strfmt("Asked again: %s. %s", note, q->message) : NULL;
     json_t *schema = !note || msg
                          ? question_form_schema(
-                               choices, sizeof(choices) / sizeof(choices[0]),
+                               choices, ARRAY_SIZE(choices),
                                "approved: this connection; approved_for_session: this host for the "
                                "rest of the session; denied; abort: stop the whole tool call",
                                "Optional reason for allowing or denying")
