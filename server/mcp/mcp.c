@@ -12,6 +12,7 @@
 #include "server/mcp/enforcement.h"
 #include "server/rpc/jsonrpc.h"
 #include "server/decide/leave_sandbox.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "server/call/login_snapshot.h"
 #include "server/call/reaper.h"
@@ -21,6 +22,7 @@
 #include "server/mcp/scheduler.h"
 #include "server/state_paths.h"
 #include "common/strfmt.h"
+#include "common/strv.h"
 #include "server/mcp/tool_shell.h"
 
 #include <signal.h>
@@ -61,14 +63,16 @@ struct mcp_session {
     mcp_session_pending_fn pending;
     void *sink_data;
     bool ending, rpc_closing;
-    struct mcp_session *prev, *next;
+    struct list node; /* in its server's sessions */
 };
+
+#define SESSION(n) list_entry(n, struct mcp_session, node)
 
 struct mcp_server {
     uv_loop_t *loop;
     const struct server_options *o;
     struct mcp_session *stdio; /* the stdio client, or NULL when serving HTTP */
-    struct mcp_session *sessions;
+    struct list sessions;      /* of struct mcp_session, the newest first */
     unsigned n_sessions;
     void (*on_shutdown)(void *data);
     void *on_shutdown_data;
@@ -559,6 +563,7 @@ session_new(struct mcp_server *s, char **err)
     if (!ss)
         return NULL;
     ss->s = s;
+    list_init(&ss->node);
     char *why = NULL;
     int rc = session_sandbox_init(&ss->sandbox, s->o->sandbox, s->o->sandbox_cwd, &why);
     if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
@@ -576,10 +581,7 @@ session_new(struct mcp_server *s, char **err)
     ss->q.client = ss->client;
     ss->q.net = ss->net_client;
     scheduler_add_queue(s->sched, &ss->q);
-    ss->next = s->sessions;
-    if (s->sessions)
-        s->sessions->prev = ss;
-    s->sessions = ss;
+    list_insert_head(&s->sessions, &ss->node);
     s->n_sessions++;
     return ss;
 }
@@ -594,12 +596,7 @@ on_session_rpc_closed(void *data)
     ss->rpc = NULL;
     decide_client_set(ss->client, NULL, false, NULL);
     client_log_set_rpc(ss->client_log, NULL);
-    if (ss->prev)
-        ss->prev->next = ss->next;
-    else
-        s->sessions = ss->next;
-    if (ss->next)
-        ss->next->prev = ss->prev;
+    list_unlink(&ss->node);
     if (s->stdio == ss)
         s->stdio = NULL;
     s->n_sessions--;
@@ -722,6 +719,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     }
     s->loop = loop;
     s->o = o;
+    list_init(&s->sessions);
     s->cx.loop = loop;
     s->cx.o = o;
     s->sched = scheduler_new(&s->cx);
@@ -766,8 +764,8 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         scheduler_free(s->sched);
         decide_server_free(s->cx.decide);
         free(s->instructions);
-        state_paths_free(s->cx.protect);
-        state_paths_free(s->cx.hide);
+        strv_free(s->cx.protect);
+        strv_free(s->cx.hide);
         free(s);
         return NULL;
     }
@@ -778,8 +776,12 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
 static void
 log_all(struct mcp_server *s, enum client_log_level level, json_t *data)
 {
-    for (struct mcp_session *ss = s->sessions; ss && data; ss = ss->next)
-        client_log_send(ss->client_log, level, json_deep_copy(data));
+    struct list *n;
+    list_foreach(n, &s->sessions)
+    {
+        if (data)
+            client_log_send(SESSION(n)->client_log, level, json_deep_copy(data));
+    }
     json_decref(data);
 }
 
@@ -889,10 +891,11 @@ on_grace_expired(uv_timer_t *t)
         /* the client does not read what is left: stop waiting for it */
         log_warn("output not flushed within %llu ms of shutdown; dropping it",
                  (unsigned long long)s->o->kill_grace_ms);
-        for (struct mcp_session *ss = s->sessions, *next; ss; ss = next) {
-            next = ss->next;
-            if (ss->rpc)
-                jsonrpc_close(ss->rpc, 1, NULL, NULL);
+        struct list *n, *next;
+        list_foreach_safe(n, next, &s->sessions)
+        {
+            if (SESSION(n)->rpc)
+                jsonrpc_close(SESSION(n)->rpc, 1, NULL, NULL);
         }
         return;
     }
@@ -909,16 +912,17 @@ mcp_server_shutdown(struct mcp_server *s, const char *why)
     s->shutting_down = true;
     scheduler_stop(s->sched);
     unsigned waiting = 0;
-    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next)
-        waiting += ss->q.waiting.count;
+    struct list *n;
+    list_foreach(n, &s->sessions) waiting += SESSION(n)->q.waiting.count;
     log_info("shutting down (%s): %u call(s) running, %u waiting", why, scheduler_running(s->sched),
              waiting);
     /* no new clients (the HTTP transport closes its listeners) */
     if (s->on_shutdown)
         s->on_shutdown(s->on_shutdown_data);
-    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next) {
-        jsonrpc_stop_reading(ss->rpc);
-        session_drop_waiting(ss, "execgate is shutting down: the call did not start");
+    list_foreach(n, &s->sessions)
+    {
+        jsonrpc_stop_reading(SESSION(n)->rpc);
+        session_drop_waiting(SESSION(n), "execgate is shutting down: the call did not start");
     }
     scheduler_signal(s->sched, SIGTERM);
     if (scheduler_running(s->sched) > 0 && s->started)
@@ -963,10 +967,8 @@ maybe_finish(struct mcp_server *s)
         uv_close((uv_handle_t *)&s->grace, on_grace_closed);
         return;
     }
-    for (struct mcp_session *ss = s->sessions, *next; ss; ss = next) {
-        next = ss->next;
-        session_maybe_close(ss);
-    }
+    struct list *n, *next;
+    list_foreach_safe(n, next, &s->sessions) session_maybe_close(SESSION(n));
 }
 
 void
@@ -974,16 +976,16 @@ mcp_server_free(struct mcp_server *s)
 {
     if (!s)
         return;
-    while (s->sessions) {
+    while (!list_empty(&s->sessions)) {
         /* none is left after a loop that ran dry; freed all the same */
-        struct mcp_session *ss = s->sessions;
-        s->sessions = ss->next;
+        struct mcp_session *ss = SESSION(s->sessions.next);
+        list_unlink(&ss->node);
         session_free(ss);
     }
     scheduler_free(s->sched);
     free(s->instructions);
-    state_paths_free(s->cx.protect);
-    state_paths_free(s->cx.hide);
+    strv_free(s->cx.protect);
+    strv_free(s->cx.hide);
     call_net_server_free(s->cx.net);
     decide_server_free(s->cx.decide);
     call_cgroup_pool_free(s->cx.pool);
