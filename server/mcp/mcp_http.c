@@ -187,6 +187,8 @@ handle_get(struct hconn *hc, const struct http_request *r, struct hsess *se)
 
 /* ---- connections that have not authenticated ---- */
 
+#define UNAUTH(n) list_entry(n, struct hconn, unode)
+
 static void
 unauth_remove(struct hconn *hc)
 {
@@ -194,15 +196,7 @@ unauth_remove(struct hconn *hc)
     if (hc->authed)
         return;
     hc->authed = true;
-    if (hc->uprev)
-        hc->uprev->unext = hc->unext;
-    else
-        h->unauth = hc->unext;
-    if (hc->unext)
-        hc->unext->uprev = hc->uprev;
-    else
-        h->unauth_tail = hc->uprev;
-    hc->uprev = hc->unext = NULL;
+    list_unlink(&hc->unode);
     h->n_unauth--;
 }
 
@@ -211,13 +205,7 @@ unauth_add(struct hconn *hc)
 {
     struct mcp_http *h = hc->h;
     hc->authed = false;
-    hc->unext = NULL;
-    hc->uprev = h->unauth_tail;
-    if (h->unauth_tail)
-        h->unauth_tail->unext = hc;
-    else
-        h->unauth = hc;
-    h->unauth_tail = hc;
+    list_insert_tail(&h->unauth, &hc->unode);
     h->n_unauth++;
 }
 
@@ -242,7 +230,10 @@ pick_victim(struct mcp_http *h, bool one_user, uid_t uid, bool grace, unsigned *
     uint64_t now = uv_now(h->loop);
     struct hconn *first = NULL, *idle = NULL;
     *count = 0;
-    for (struct hconn *hc = h->unauth; hc; hc = hc->unext) {
+    struct list *n;
+    list_foreach(n, &h->unauth)
+    {
+        struct hconn *hc = UNAUTH(n);
         if (one_user && hc->peer_uid != uid)
             continue;
         ++*count;
@@ -285,7 +276,10 @@ trim_all(struct mcp_http *h)
         unsigned n;
     } counts[MCP_HTTP_MAX_CONNECTIONS];
     size_t n_users = 0;
-    for (struct hconn *hc = h->unauth; hc; hc = hc->unext) {
+    struct list *n, *next;
+    list_foreach(n, &h->unauth)
+    {
+        struct hconn *hc = UNAUTH(n);
         size_t i = 0;
         while (i < n_users && counts[i].uid != hc->peer_uid)
             i++;
@@ -296,8 +290,9 @@ trim_all(struct mcp_http *h)
     }
     uint64_t now = uv_now(h->loop);
     bool later = false;
-    for (struct hconn *hc = h->unauth, *next; hc; hc = next) {
-        next = hc->unext;
+    list_foreach_safe(n, next, &h->unauth)
+    {
+        struct hconn *hc = UNAUTH(n);
         size_t i = 0;
         while (i < n_users && counts[i].uid != hc->peer_uid)
             i++;
@@ -462,12 +457,7 @@ on_conn_close(struct http_conn *c, void *data)
     if (charged)
         mcp_session_output_taken(charged->ms); /* what it held is gone */
     hconn_unbind(hc);
-    if (hc->prev)
-        hc->prev->next = hc->next;
-    else
-        h->conns = hc->next;
-    if (hc->next)
-        hc->next->prev = hc->prev;
+    list_unlink(&hc->node);
     h->n_conns--;
     free(hc);
 }
@@ -546,6 +536,8 @@ on_connection(uv_stream_t *server, int status)
     }
     hc->h = h;
     hc->l = l;
+    list_init(&hc->node);
+    list_init(&hc->unode);
     int rc = http_conn_accept(server, h->o->max_message_bytes, h->o->header_timeout_ms,
                               h->o->write_timeout_ms, &conn_handler, hc, &hc->c);
     if (rc < 0) {
@@ -558,10 +550,7 @@ on_connection(uv_stream_t *server, int status)
     hc->origin = l->tcp ? CALL_PEER_OUTSIDE : call_peer_origin(http_conn_fd(hc->c), getpid());
     hc->peer_uid = peer_uid(hc);
     hc->accepted_ms = uv_now(h->loop);
-    hc->next = h->conns;
-    if (h->conns)
-        h->conns->prev = hc;
-    h->conns = hc;
+    list_insert_head(&h->conns, &hc->node);
     h->n_conns++;
     unauth_add(hc);
     make_room(h, hc); /* may close hc itself */
@@ -794,8 +783,10 @@ on_shutdown(void *data)
     struct mcp_http *h = data;
     h->shutting_down = true;
     close_listeners(h);
-    for (struct hconn *hc = h->conns, *next; hc; hc = next) {
-        next = hc->next;
+    struct list *n, *next;
+    list_foreach_safe(n, next, &h->conns)
+    {
+        struct hconn *hc = list_entry(n, struct hconn, node);
         struct http_conn *c = hc->c; /* hc may be freed below (on_conn_close) */
         bool get = hc->get;
         if (get)
@@ -821,6 +812,8 @@ mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options 
     h->loop = loop;
     h->s = s;
     h->o = o;
+    list_init(&h->conns);
+    list_init(&h->unauth);
     bool tcp = false;
     for (size_t i = 0; i < o->listen_count; i++)
         tcp = tcp || strncmp(o->listen[i], "unix:", 5) != 0;

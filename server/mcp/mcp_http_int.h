@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "common/list.h"
 #include "server/mcp/call_peer.h"
 #include "server/mcp/http_conn.h"
 #include "server/mcp/mcp_http.h"
@@ -54,8 +55,8 @@ struct hconn {
     bool authed;
     uid_t peer_uid;
     uint64_t accepted_ms;
-    struct hconn *uprev, *unext;
-    struct hconn *prev, *next;   /* all connections */
+    struct list unode;           /* in unauth, while not authenticated */
+    struct list node;            /* in conns: all connections */
     struct hconn *sprev, *snext; /* the session's */
     struct hconn *cprev, *cnext; /* the charged session's */
 };
@@ -90,10 +91,10 @@ struct mcp_http {
     const struct server_options *o;
     struct listener *listeners;
     size_t n_listeners;
-    char *token; /* --token-file's; NULL: none (no TCP listener then) */
-    struct hconn *conns;
+    char *token;       /* --token-file's; NULL: none (no TCP listener then) */
+    struct list conns; /* of struct hconn (node) */
     unsigned n_conns;
-    struct hconn *unauth, *unauth_tail; /* not authenticated, oldest first */
+    struct list unauth; /* of struct hconn (unode): not authenticated, oldest first */
     unsigned n_unauth;
     struct hsess *sessions;
     unsigned n_sessions;
