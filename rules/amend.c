@@ -5,6 +5,7 @@
 #include "rules/amend.h"
 
 #include "common/macros.h"
+#include "common/write_all.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -160,21 +161,6 @@ read_all(int fd, struct abuf *b)
         if (ab_put(b, chunk, (size_t)got) < 0)
             return -ENOMEM;
     }
-}
-
-static int
-write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t put = write(fd, data, len);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put < 0)
-            return -errno;
-        data += put;
-        len -= (size_t)put;
-    }
-    return 0;
 }
 
 static bool

@@ -6,6 +6,7 @@
 #include "rules/result.h"
 
 #include "common/macros.h"
+#include "common/utf8.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,7 +103,7 @@ jb_string_n(struct textbuf *b, const char *s, size_t len)
         char esc[7];
         const char *e = NULL;
         if (*p >= 0x80) {
-            size_t n = rules_utf8_seq_len(p); /* stops at a NUL, and s[len] is one */
+            size_t n = utf8_seq_len((const char *)p, (size_t)(end - p));
             if (n > 0) {
                 p += n - 1;
                 continue;

@@ -1,5 +1,7 @@
 #include "rules/rule_builtins.h"
 
+#include "common/strv.h"
+
 #include "common/macros.h"
 #include "starlark/errmsg.h"
 
@@ -215,7 +217,7 @@ parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
             star_fail(vm, "invalid example: example string has invalid shell syntax (%s)",
                       why ? why : "bad quoting");
         if (n == 0) {
-            shlex_words_free(words);
+            strv_free(words);
             star_fail(vm, "invalid example: example cannot be an empty string");
         }
         for (size_t i = 0; i < n; i++) {
@@ -225,7 +227,7 @@ parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
             text += wl + 1;
         }
         argv[n] = NULL;
-        shlex_words_free(words);
+        strv_free(words);
         *argc = n;
         return argv;
     }
