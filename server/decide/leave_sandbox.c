@@ -79,18 +79,9 @@ how_params(void *data, const char *note)
         {APPROVE, "Yes, run it outside the sandbox"},
         {DENY, "No, do not run it"},
     };
-    char *msg = note ? strfmt("Asked again: %s. %s", note, q->message) : NULL;
-    json_t *schema =
-        !note || msg
-            ? question_form_schema(choices, ARRAY_SIZE(choices),
-                                   APPROVE ": run it outside the sandbox; " DENY ": do not run it",
-                                   "Told to the agent when you refuse")
-            : NULL;
-    json_t *params = schema ? json_pack("{s:s, s:o}", "message", msg ? msg : q->message,
-                                        "requestedSchema", schema)
-                            : NULL;
-    free(msg);
-    return params;
+    return question_form_params(q->message, note, choices, ARRAY_SIZE(choices),
+                                APPROVE ": run it outside the sandbox; " DENY ": do not run it",
+                                "Told to the agent when you refuse");
 }
 
 /* The call's line for a refusal (ask.h's meaning, in this question's

@@ -125,19 +125,11 @@ how_params(void *data, const char *note)
         {"denied", "No, refuse it (the agent is told and goes on)"},
         {"abort", "No, and stop the whole tool call"},
     };
-    char *msg = note ? strfmt("Asked again: %s. %s", note, q->message) : NULL;
-    json_t *schema = !note || msg
-                         ? question_form_schema(
-                               choices, ARRAY_SIZE(choices),
-                               "approved: this connection; approved_for_session: this host for the "
-                               "rest of the session; denied; abort: stop the whole tool call",
-                               "Optional reason for allowing or denying")
-                         : NULL;
-    json_t *params = schema ? json_pack("{s:s, s:o}", "message", msg ? msg : q->message,
-                                        "requestedSchema", schema)
-                            : NULL;
-    free(msg);
-    return params;
+    return question_form_params(
+        q->message, note, choices, ARRAY_SIZE(choices),
+        "approved: this connection; approved_for_session: this host for the rest of the "
+        "session; denied; abort: stop the whole tool call",
+        "Optional reason for allowing or denying");
 }
 
 /* The answer (ask.h's meaning): the connection goes ahead or is refused;
