@@ -236,8 +236,8 @@ rules_result_to_json(const struct rules_result *r, bool pretty)
     jb_nl(&b, pretty, 0);
     textbuf_put(&b, "}", 1);
     if (b.failed) {
-        free(b.data);
+        buf_free(&b.buf);
         return NULL;
     }
-    return b.data;
+    return b.buf.data;
 }
