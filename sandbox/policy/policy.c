@@ -6,6 +6,7 @@
 
 #include "common/macros.h"
 #include "common/path_dot.h"
+#include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 
 #include <errno.h>
@@ -614,10 +615,10 @@ sandbox_writable_free(struct sandbox_writable *w)
 {
     if (w == NULL)
         return;
-    path_list_free(w->roots, w->n_roots);
-    path_list_free(w->devices, w->n_devices);
-    path_list_free(w->repo_roots, w->n_repo_roots);
-    path_list_free(w->read_only, w->n_read_only);
+    strv_free_n(w->roots, w->n_roots);
+    strv_free_n(w->devices, w->n_devices);
+    strv_free_n(w->repo_roots, w->n_repo_roots);
+    strv_free_n(w->read_only, w->n_read_only);
     free(w);
 }
 
