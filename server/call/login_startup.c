@@ -2,6 +2,7 @@
 
 #include "common/strfmt.h"
 #include "common/strv.h"
+#include "sandbox/policy/path_list.h"
 #include "server/call/login_shells.h"
 
 #include <dirent.h>
@@ -20,16 +21,6 @@ struct path_set {
     bool oom;
 };
 
-static bool
-path_set_has(const struct path_set *s, const char *p)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        if (strcmp(s->v[i], p) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Adds p (taken) unless it is there or the list is full. */
 static void
 path_set_take(struct path_set *s, char *p)
@@ -38,7 +29,7 @@ path_set_take(struct path_set *s, char *p)
         s->oom = true;
         return;
     }
-    if (s->n >= LOGIN_SNAPSHOT_MAX_FILES || path_set_has(s, p)) {
+    if (s->n >= LOGIN_SNAPSHOT_MAX_FILES || path_list_has(s->v, s->n, p)) {
         free(p);
         return;
     }
