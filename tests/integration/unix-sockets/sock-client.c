@@ -10,6 +10,9 @@
  *                                        reply ("reply: ..."); 0 when connected
  *   sock-client connect-thread PATH      connect, from a second thread (its
  *                                        thread id is not the process's id)
+ *   sock-client exec-thread PROGRAM ARG...
+ *                                        execs PROGRAM from a second thread;
+ *                                        prints "exec: ERROR" when refused
  *   sock-client dgram PATH               sendto PATH, then connect + send;
  *                                        prints each outcome; 0 when one went
  *   sock-client race INSIDE OUTSIDE N    N connects (more until one reaches
@@ -186,6 +189,30 @@ connect_thread(const char *path)
         return 2;
     }
     fflush(stdout);
+    return (int)(intptr_t)rc;
+}
+
+static void *
+exec_thread_main(void *argv)
+{
+    char **v = argv;
+    execv(v[0], v);
+    printf("exec: %s\n", strerror(errno));
+    fflush(stdout);
+    return (void *)1;
+}
+
+/* execv from a thread other than the first (the supervisor reaches the
+ * thread that asked by its own id). */
+static int
+exec_thread(char **argv)
+{
+    pthread_t t;
+    void *rc = NULL;
+    if (pthread_create(&t, NULL, exec_thread_main, argv) != 0 || pthread_join(t, &rc) != 0) {
+        fprintf(stderr, "sock-client: no thread\n");
+        return 2;
+    }
     return (int)(intptr_t)rc;
 }
 
@@ -614,6 +641,8 @@ main(int argc, char **argv)
         return connect_once(argv[2]);
     if (argc == 3 && strcmp(argv[1], "connect-thread") == 0)
         return connect_thread(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "exec-thread") == 0)
+        return exec_thread(&argv[2]);
     if (argc == 3 && strcmp(argv[1], "dgram") == 0)
         return dgram(argv[2]);
     if (argc == 5 && strcmp(argv[1], "race") == 0)
