@@ -726,8 +726,10 @@ on_sweep(uv_timer_t *t)
 {
     struct mcp_http *h = t->data;
     uint64_t now = uv_now(h->loop);
-    for (struct hsess *se = h->sessions, *next; se; se = next) {
-        next = se->next;
+    struct list *n, *next;
+    list_foreach_safe(n, next, &h->sessions)
+    {
+        struct hsess *se = list_entry(n, struct hsess, node);
         hsess_report_drops(se);
         /* a request waits for its answer on an open connection, or bytes
          * wait on one for the client (until it takes them or
@@ -814,6 +816,7 @@ mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options 
     h->o = o;
     list_init(&h->conns);
     list_init(&h->unauth);
+    list_init(&h->sessions);
     bool tcp = false;
     for (size_t i = 0; i < o->listen_count; i++)
         tcp = tcp || strncmp(o->listen[i], "unix:", 5) != 0;
@@ -868,9 +871,9 @@ mcp_http_free(struct mcp_http *h)
 {
     if (!h)
         return;
-    while (h->sessions) {
-        struct hsess *se = h->sessions;
-        h->sessions = se->next;
+    while (!list_empty(&h->sessions)) {
+        struct hsess *se = list_entry(h->sessions.next, struct hsess, node);
+        list_unlink(&se->node);
         hsess_backlog_clear(se);
         free(se);
     }

@@ -82,7 +82,7 @@ struct hsess {
      * sweep, when the stream opens or when the session goes) */
     unsigned long long dropped;
     struct hconn *charged; /* connections holding its messages */
-    struct hsess *prev, *next;
+    struct list node;      /* in the transport's sessions */
 };
 
 struct mcp_http {
@@ -96,7 +96,7 @@ struct mcp_http {
     unsigned n_conns;
     struct list unauth; /* of struct hconn (unode): not authenticated, oldest first */
     unsigned n_unauth;
-    struct hsess *sessions;
+    struct list sessions; /* of struct hsess, the newest first */
     unsigned n_sessions;
     uv_timer_t sweep;
     bool sweep_open;

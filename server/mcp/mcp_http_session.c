@@ -71,7 +71,10 @@ hsess_pending(void *data)
 struct hsess *
 hsess_find(struct mcp_http *h, const char *id)
 {
-    for (struct hsess *se = h->sessions; se; se = se->next) {
+    struct list *n;
+    list_foreach(n, &h->sessions)
+    {
+        struct hsess *se = list_entry(n, struct hsess, node);
         if (strcmp(se->id, id) == 0)
             return se;
     }
@@ -142,12 +145,7 @@ hsess_forget(struct hsess *se)
     }
     hsess_report_drops(se);
     hsess_backlog_clear(se);
-    if (se->prev)
-        se->prev->next = se->next;
-    else
-        h->sessions = se->next;
-    if (se->next)
-        se->next->prev = se->prev;
+    list_unlink(&se->node);
     h->n_sessions--;
     free(se);
 }
@@ -359,16 +357,14 @@ hsess_create(struct mcp_http *h)
     for (size_t i = 0; i < sizeof(raw); i++)
         snprintf(se->id + 2 * i, 3, "%02x", raw[i]);
     se->h = h;
+    list_init(&se->node);
     se->backlog_tail = &se->backlog;
     se->ms = mcp_session_new(h->s, hsess_sink, hsess_pending, se);
     if (!se->ms) {
         free(se);
         return NULL;
     }
-    se->next = h->sessions;
-    if (h->sessions)
-        h->sessions->prev = se;
-    h->sessions = se;
+    list_insert_head(&h->sessions, &se->node);
     h->n_sessions++;
     log_info("http: session %.8s... begins (%u open)", se->id, h->n_sessions);
     return se;
