@@ -913,7 +913,10 @@ mcp_server_shutdown(struct mcp_server *s, const char *why)
     scheduler_stop(s->sched);
     unsigned waiting = 0;
     struct list *n;
-    list_foreach(n, &s->sessions) waiting += SESSION(n)->q.waiting.count;
+    list_foreach(n, &s->sessions)
+    {
+        waiting += SESSION(n)->q.waiting.count;
+    }
     log_info("shutting down (%s): %u call(s) running, %u waiting", why, scheduler_running(s->sched),
              waiting);
     /* no new clients (the HTTP transport closes its listeners) */
@@ -968,7 +971,10 @@ maybe_finish(struct mcp_server *s)
         return;
     }
     struct list *n, *next;
-    list_foreach_safe(n, next, &s->sessions) session_maybe_close(SESSION(n));
+    list_foreach_safe(n, next, &s->sessions)
+    {
+        session_maybe_close(SESSION(n));
+    }
 }
 
 void

@@ -538,6 +538,8 @@ on_connection(uv_stream_t *server, int status)
     hc->l = l;
     list_init(&hc->node);
     list_init(&hc->unode);
+    list_init(&hc->snode);
+    list_init(&hc->cnode);
     int rc = http_conn_accept(server, h->o->max_message_bytes, h->o->header_timeout_ms,
                               h->o->write_timeout_ms, &conn_handler, hc, &hc->c);
     if (rc < 0) {
@@ -736,10 +738,15 @@ on_sweep(uv_timer_t *t)
          * --write-timeout-ms closes it): the client is there, or will be
          * found gone */
         bool owed = false;
-        for (struct hconn *hc = se->conns; hc && !owed; hc = hc->snext)
-            owed = json_array_size(hc->ids) > 0;
-        for (struct hconn *hc = se->charged; hc && !owed; hc = hc->cnext)
-            owed = http_conn_queued(hc->c) > 0;
+        struct list *l;
+        list_foreach(l, &se->conns)
+        {
+            owed = owed || json_array_size(SESSION_CONN(l)->ids) > 0;
+        }
+        list_foreach(l, &se->charged)
+        {
+            owed = owed || http_conn_queued(CHARGED_CONN(l)->c) > 0;
+        }
         if (!owed && now - se->last_used >= h->o->session_idle_ms)
             hsess_end(se, "idle (--session-idle-ms)");
     }
