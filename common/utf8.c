@@ -43,6 +43,13 @@ valid_len(const unsigned char *s, size_t n, size_t *bad)
     return need;
 }
 
+size_t
+utf8_seq_len(const char *s, size_t n)
+{
+    size_t bad;
+    return valid_len((const unsigned char *)s, n, &bad);
+}
+
 bool
 utf8_valid(const char *s, size_t n)
 {

@@ -15,6 +15,11 @@
  */
 bool utf8_valid(const char *s, size_t n);
 
+/* The length (1 to 4) of the well-formed sequence at s, n > 0 bytes left,
+ * or 0 when the bytes there are not one: what utf8_valid checks, one
+ * character at a time (for a caller that repairs or escapes as it goes). */
+size_t utf8_seq_len(const char *s, size_t n);
+
 /*
  * Copies the n bytes at in into a new NUL-terminated UTF-8 string, each
  * invalid, overlong, surrogate or truncated sequence replaced by U+FFFD

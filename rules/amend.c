@@ -4,6 +4,8 @@
  */
 #include "rules/amend.h"
 
+#include "common/macros.h"
+#include "common/write_all.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -159,21 +161,6 @@ read_all(int fd, struct abuf *b)
         if (ab_put(b, chunk, (size_t)got) < 0)
             return -ENOMEM;
     }
-}
-
-static int
-write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t put = write(fd, data, len);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put < 0)
-            return -errno;
-        data += put;
-        len -= (size_t)put;
-    }
-    return 0;
 }
 
 static bool
@@ -402,7 +389,7 @@ rules_amend_exact_program(const char *program)
 {
     const char *slash = strrchr(program, '/');
     const char *name = slash ? slash + 1 : program;
-    for (size_t i = 0; i < sizeof(exact_programs) / sizeof(exact_programs[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(exact_programs); i++) {
         if (strcmp(exact_programs[i], name) == 0)
             return true;
     }

@@ -5,6 +5,8 @@
  */
 #include "rules/heuristic.h"
 
+#include "common/strv.h"
+
 #include "rules/shlex.h"
 
 #include <errno.h>
@@ -123,7 +125,7 @@ shell_script_forces_rm(const char *const *words, size_t n, int depth)
         if (rc < 0)
             return 0;
         int forced = split_script_forces_rm(inner, m, depth + 1);
-        shlex_words_free(inner);
+        strv_free(inner);
         return forced;
     }
     return 0;

@@ -410,14 +410,14 @@ struct lint_run {
 static void
 emit(struct lint_run *run, struct textbuf *b)
 {
-    int added = b->failed ? -1 : seen_add(&run->seen, b->data);
+    int added = b->failed ? -1 : seen_add(&run->seen, b->buf.data);
     if (added < 0) {
         run->oom = true;
     } else if (added > 0) {
-        run->warn(run->arg, b->data);
+        run->warn(run->arg, b->buf.data);
         run->count++;
     }
-    free(b->data);
+    buf_free(&b->buf);
     *b = (struct textbuf){0};
 }
 

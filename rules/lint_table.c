@@ -4,6 +4,7 @@
  */
 #include "rules/lint_table.h"
 
+#include "common/macros.h"
 #define WORDS(...)   ((const char *const[]){__VA_ARGS__, NULL})
 #define OPTIONS(...) ((const struct lint_option[]){__VA_ARGS__, {0}})
 /* prog: the program (and subcommand) as the runtime description names it. */
@@ -405,4 +406,4 @@ const struct lint_entry lint_table[] = {
     },
 };
 
-const size_t lint_table_len = sizeof lint_table / sizeof lint_table[0];
+const size_t lint_table_len = ARRAY_SIZE(lint_table);

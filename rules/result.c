@@ -5,6 +5,8 @@
  */
 #include "rules/result.h"
 
+#include "common/macros.h"
+#include "common/utf8.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +18,7 @@ static const char *const decision_names[] = {NULL, "allow", "prompt", "forbidden
 const char *
 rules_decision_name(enum rules_decision d)
 {
-    if ((unsigned)d >= sizeof decision_names / sizeof decision_names[0])
+    if ((unsigned)d >= ARRAY_SIZE(decision_names))
         return NULL;
     return decision_names[d];
 }
@@ -24,7 +26,7 @@ rules_decision_name(enum rules_decision d)
 int
 rules_decision_parse(const char *name, enum rules_decision *out)
 {
-    for (size_t i = 1; i < sizeof decision_names / sizeof decision_names[0]; i++) {
+    for (size_t i = 1; i < ARRAY_SIZE(decision_names); i++) {
         if (name && strcmp(name, decision_names[i]) == 0) {
             *out = (enum rules_decision)i;
             return 0;
@@ -101,7 +103,7 @@ jb_string_n(struct textbuf *b, const char *s, size_t len)
         char esc[7];
         const char *e = NULL;
         if (*p >= 0x80) {
-            size_t n = rules_utf8_seq_len(p); /* stops at a NUL, and s[len] is one */
+            size_t n = utf8_seq_len((const char *)p, (size_t)(end - p));
             if (n > 0) {
                 p += n - 1;
                 continue;
@@ -234,8 +236,8 @@ rules_result_to_json(const struct rules_result *r, bool pretty)
     jb_nl(&b, pretty, 0);
     textbuf_put(&b, "}", 1);
     if (b.failed) {
-        free(b.data);
+        buf_free(&b.buf);
         return NULL;
     }
-    return b.data;
+    return b.buf.data;
 }

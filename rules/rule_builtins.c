@@ -1,4 +1,8 @@
 #include "rules/rule_builtins.h"
+
+#include "common/strv.h"
+
+#include "common/macros.h"
 #include "starlark/errmsg.h"
 
 #include <errno.h>
@@ -213,7 +217,7 @@ parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
             star_fail(vm, "invalid example: example string has invalid shell syntax (%s)",
                       why ? why : "bad quoting");
         if (n == 0) {
-            shlex_words_free(words);
+            strv_free(words);
             star_fail(vm, "invalid example: example cannot be an empty string");
         }
         for (size_t i = 0; i < n; i++) {
@@ -223,7 +227,7 @@ parse_example(struct star_vm *vm, struct star_value e, size_t *argc)
             text += wl + 1;
         }
         argv[n] = NULL;
-        shlex_words_free(words);
+        strv_free(words);
         *argc = n;
         return argv;
     }
@@ -488,7 +492,7 @@ bi_network_rule(struct star_vm *vm, struct star_builtin *self, struct star_args 
         {"http", "http"},          {"https", "https"},           {"https_connect", "https"},
         {"http-connect", "https"}, {"socks5_tcp", "socks5_tcp"}, {"socks5_udp", "socks5_udp"}};
     const char *proto = NULL;
-    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(protocols); i++)
         if (strcmp(protocol, protocols[i].in) == 0)
             proto = protocols[i].out;
     if (proto == NULL)

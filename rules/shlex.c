@@ -5,6 +5,8 @@
  */
 #include "rules/shlex.h"
 
+#include "common/strv.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -175,16 +177,6 @@ fail:
     *words = NULL;
     *n_words = 0;
     return rc;
-}
-
-void
-shlex_words_free(char **words)
-{
-    if (!words)
-        return;
-    for (char **w = words; *w; w++)
-        free(*w);
-    free(words);
 }
 
 static bool

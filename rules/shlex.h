@@ -19,13 +19,10 @@
  * word).
  * A NUL byte inside s is an error.
  * Returns 0 with *words (NULL-terminated, *n_words entries; free with
- * shlex_words_free), -EINVAL with *err set to a static message
+ * strv_free, common/strv.h), -EINVAL with *err set to a static message
  * ("No closing quotation", "No escaped character", ...), or -ENOMEM.
  */
 int shlex_split(const char *s, size_t len, char ***words, size_t *n_words, const char **err);
-
-/* Frees what shlex_split returned; NULL is a no-op. */
-void shlex_words_free(char **words);
 
 /*
  * s quoted for a POSIX shell: unchanged when it is non-empty and made only

@@ -36,13 +36,4 @@ bool rules_has_nul_standin(const char *s);
  * characters \0, so that an error naming such a string stays UTF-8. */
 void rules_show_nul_standins(char *s);
 
-/* True when s is well-formed UTF-8 (as Codex requires of commands and
- * files).  Cannot fail. */
-bool rules_text_is_utf8(const char *s);
-
-/* The length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when
- * the bytes there are not one (overlong forms, surrogates and values past
- * U+10FFFF included); a NUL byte ends any sequence.  Cannot fail. */
-size_t rules_utf8_seq_len(const unsigned char *p);
-
 #endif

@@ -11,6 +11,7 @@
  */
 #include "sandbox/exec_filter.h"
 
+#include "common/macros.h"
 #include "common/fd_pass.h"
 
 #include <errno.h>
@@ -128,7 +129,7 @@ sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener)
 int
 sandbox_exec_filter_load(void)
 {
-    const struct sock_fprog prog = {.len = sizeof program / sizeof program[0],
+    const struct sock_fprog prog = {.len = ARRAY_SIZE(program),
                                     .filter = (struct sock_filter *)program};
     int listener =
         (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);

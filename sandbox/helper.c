@@ -39,6 +39,8 @@
 
 #include "common/fd_pass.h"
 #include "common/sig_defaults.h"
+#include "common/macros.h"
+#include "common/write_all.h"
 
 __attribute__((format(printf, 2, 0))) static void
 vmessage(int errnum, const char *fmt, va_list ap)
@@ -114,20 +116,11 @@ check_report_fd(int fd)
 static void
 write_line(int fd, const char *text)
 {
-    size_t len = strlen(text);
-    while (len > 0) {
-        ssize_t n = write(fd, text, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            sandbox_helper_die(errno, "writing the report to fd %d", fd);
-        text += n;
-        len -= (size_t)n;
-    }
-    while (write(fd, "\n", 1) < 0) {
-        if (errno != EINTR)
-            sandbox_helper_die(errno, "writing the report to fd %d", fd);
-    }
+    int rc = write_all(fd, text, strlen(text));
+    if (rc == 0)
+        rc = write_all(fd, "\n", 1);
+    if (rc < 0)
+        sandbox_helper_die(-rc, "writing the report to fd %d", fd);
 }
 
 static void
@@ -414,7 +407,7 @@ allow_reads(struct run *r, struct sandbox_ll *ll)
     json_t *readable = helper_new_array();
     helper_put(r->report, "readable", readable);
     if (sandbox_policy_platform_defaults(r->p)) {
-        for (size_t i = 0; i < sizeof platform / sizeof platform[0]; i++)
+        for (size_t i = 0; i < ARRAY_SIZE(platform); i++)
             allow_path(r, ll, platform[i], SANDBOX_LL_READ);
         helper_append(readable, "+platform");
     }
@@ -638,7 +631,7 @@ drop_file_capabilities(struct run *r)
         sandbox_helper_die(errno, "reading the capabilities");
     json_t *names = helper_new_array();
     helper_put(r->report, "capabilities_dropped", names);
-    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
         int cap = caps[i].cap;
         __u32 bit = 1u << (cap % 32);
         bool held = (data[cap / 32].permitted & bit) != 0;

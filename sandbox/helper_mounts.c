@@ -6,6 +6,7 @@
  * .codex placeholders held for the call and released after it.
  */
 #include "sandbox/helper_run.h"
+#include "common/no_link.h"
 #include "sandbox/protect.h"
 
 #include <errno.h>
@@ -17,61 +18,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-
-/* openat2's struct open_how and RESOLVE_NO_SYMLINKS (linux/openat2.h,
- * which musl's headers lack), under names of our own. */
-struct open_how_ {
-    uint64_t flags, mode, resolve;
-};
-#define RESOLVE_NO_SYMLINKS_ 0x04u
-
-/* Opens path one component at a time, refusing a symbolic link
- * anywhere (O_PATH): the kernel's walk (openat2 with
- * RESOLVE_NO_SYMLINKS, Linux 5.6: one call), or where it has none the
- * same walk here, a call or three per component.  Returns the fd or
- * -errno (-ELOOP: a link). */
-static int
-open_without_links(const char *path)
-{
-    struct open_how_ how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS_};
-    int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-    if (fd >= 0)
-        return fd;
-    if (errno != ENOSYS)
-        return -errno;
-    int dir = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
-    if (dir < 0)
-        return -errno;
-    for (const char *c = path; *c != '\0';) {
-        size_t n = strcspn(c, "/");
-        if (n == 0) {
-            c++;
-            continue;
-        }
-        char *name = strndup(c, n);
-        if (name == NULL)
-            sandbox_helper_die(ENOMEM, "%s", path);
-        int next = openat(dir, name, O_PATH | O_CLOEXEC | O_NOFOLLOW);
-        int e = errno;
-        free(name);
-        close(dir);
-        if (next < 0)
-            return -e;
-        struct stat st;
-        e = fstat(next, &st) != 0 ? errno : S_ISLNK(st.st_mode) ? ELOOP : 0;
-        if (e != 0) {
-            close(next);
-            return -e;
-        }
-        dir = next;
-        c += n;
-    }
-    return dir;
-}
 
 /*
  * Opens each writable root once, after the namespaces are made (the binds
@@ -93,7 +39,7 @@ helper_open_roots(struct run *r)
         sandbox_helper_die(ENOMEM, "the writable roots");
     for (size_t i = 0; i < r->w->n_roots; i++) {
         const char *root = r->w->roots[i];
-        int fd = r->w->canonical ? open_without_links(root) : open(root, O_PATH | O_CLOEXEC);
+        int fd = r->w->canonical ? no_link_open(root) : open(root, O_PATH | O_CLOEXEC);
         if (fd < 0 && !r->w->canonical)
             fd = -errno;
         if (fd == -ELOOP && r->w->canonical)
@@ -118,7 +64,7 @@ reopen_root(void *arg, size_t i)
     struct run *r = arg;
     const char *root = r->w->roots[i];
     if (r->w->canonical)
-        return open_without_links(root);
+        return no_link_open(root);
     int fd = open(root, O_PATH | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }

@@ -6,6 +6,8 @@
  */
 #include "sandbox/helper_run.h"
 
+#include "common/macros.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -53,7 +55,7 @@ block_forwarded(bool block)
 {
     sigset_t set;
     sigemptyset(&set);
-    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
         sigaddset(&set, forwarded_signals[i]);
     if (sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL) != 0)
         sandbox_helper_die(errno, "%s the forwarded signals", block ? "blocking" : "unblocking");
@@ -68,7 +70,7 @@ install_forwarding(volatile sig_atomic_t *slot, void (*handler)(int), pid_t chil
     *slot = child;
     struct sigaction sa = {.sa_handler = handler, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
         sigaction(forwarded_signals[i], &sa, NULL);
     block_forwarded(false);
 }

@@ -3,6 +3,8 @@
  * covers for hidden paths and /proc.
  */
 #include "sandbox/ns.h"
+
+#include "common/macros.h"
 #include "sandbox/placeholder.h"
 #include "sandbox/protect.h"
 
@@ -554,7 +556,6 @@ sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **err)
 static const char *const kept_devices[] = {
     "null", "zero", "full", "random", "urandom", "tty",
 };
-#define N_KEPT (sizeof kept_devices / sizeof kept_devices[0])
 
 /* The links every /dev has, to the process's own fds. */
 static const struct {
@@ -580,13 +581,13 @@ dev_tmpfs(void)
         mnt = (int)syscall(SYS_fsmount, fs, NS_FSMOUNT_CLOEXEC, NS_ATTR_NOSUID | NS_ATTR_NOEXEC);
     int rc = mnt < 0 ? -errno : 0;
     close(fs);
-    for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(kept_devices); i++) {
         if (mknodat(mnt, kept_devices[i], S_IFREG, 0) != 0)
             rc = -errno;
     }
     if (rc == 0 && (mkdirat(mnt, "pts", 0755) != 0 || mkdirat(mnt, "shm", 01777) != 0))
         rc = -errno;
-    for (size_t i = 0; rc == 0 && i < sizeof dev_links / sizeof dev_links[0]; i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(dev_links); i++) {
         if (symlinkat(dev_links[i].target, mnt, dev_links[i].name) != 0)
             rc = -errno;
     }
@@ -607,9 +608,9 @@ dev_tmpfs(void)
 int
 sandbox_ns_minimal_dev(void)
 {
-    int clones[N_KEPT];
+    int clones[ARRAY_SIZE(kept_devices)];
     int rc = 0;
-    for (size_t i = 0; i < N_KEPT; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(kept_devices); i++) {
         char path[32];
         snprintf(path, sizeof path, "/dev/%s", kept_devices[i]);
         clones[i] =
@@ -628,7 +629,7 @@ sandbox_ns_minimal_dev(void)
         rc = -errno;
     if (dev >= 0)
         close(dev);
-    for (size_t i = 0; rc == 0 && i < N_KEPT; i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(kept_devices); i++) {
         if (clones[i] >= 0 &&
             ns_move_mount(clones[i], "", mnt, kept_devices[i], NS_MOVE_F_EMPTY_PATH) != 0)
             rc = -errno;
@@ -638,7 +639,7 @@ sandbox_ns_minimal_dev(void)
         rc = -errno;
     if (mnt >= 0)
         close(mnt);
-    for (size_t i = 0; i < N_KEPT; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(kept_devices); i++) {
         if (clones[i] >= 0)
             close(clones[i]);
     }

@@ -3,6 +3,7 @@
  */
 #include "sandbox/protect.h"
 #include "sandbox/ns.h"
+#include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
 #include "common/no_link.h"
@@ -89,9 +90,9 @@ sandbox_protect_free(struct sandbox_protect *sp)
 {
     if (sp == NULL)
         return;
-    path_list_free(sp->loc, sp->n_loc);
-    path_list_free(sp->bound, sp->n_bound);
-    path_list_free(sp->pinned, sp->n_pinned);
+    strv_free_n(sp->loc, sp->n_loc);
+    strv_free_n(sp->bound, sp->n_bound);
+    strv_free_n(sp->pinned, sp->n_pinned);
     free(sp);
 }
 

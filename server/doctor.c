@@ -336,7 +336,7 @@ try_sandbox(const struct server_options *o, bool shell_ok, const json_t *policy,
     if (!argv)
         return -1;
     int rc = run_trial(argv, t);
-    sandbox_argv_free(argv);
+    strv_free(argv);
     if (rc < 0)
         *why = strfmt("starting %s: %s", o->sandbox_helper, strerror(errno));
     return rc;

@@ -151,9 +151,3 @@ state_paths_hidden(const struct server_options *o, size_t *n)
         rc = add(&list, n, o->audit_log);
     return finish(list, rc);
 }
-
-void
-state_paths_free(char **paths)
-{
-    strv_free(paths);
-}

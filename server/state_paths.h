@@ -19,7 +19,7 @@ struct server_options;
  * the missing rest appended; made absolute against the server's cwd),
  * each once.  Computed once, at start: a path named by a link the sandbox
  * may later repoint is pinned to what it named then.  Returns a
- * NULL-terminated array (*n entries) to free with state_paths_free, or
+ * NULL-terminated array (*n entries) to free with strv_free, or
  * NULL when out of memory.
  */
 char **state_paths_new(const struct server_options *o, size_t *n);
@@ -32,10 +32,6 @@ char **state_paths_new(const struct server_options *o, size_t *n);
  * state_paths_new.
  */
 char **state_paths_hidden(const struct server_options *o, size_t *n);
-
-/* Frees what state_paths_new or state_paths_hidden returned; NULL is a
- * no-op. */
-void state_paths_free(char **paths);
 
 /* path made absolute and canonical as state_paths_new does it, or NULL
  * (out of memory, or a path that cannot be made so: a loop).  Caller frees. */

@@ -115,12 +115,6 @@ unicode_is_ascii(const char *s, size_t len)
     return true;
 }
 
-size_t
-unicode_width(uint32_t cp)
-{
-    return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-}
-
 bool
 unicode_is_whitespace(uint32_t cp)
 {

@@ -29,8 +29,6 @@ size_t unicode_count(const char *s, size_t len);
 size_t unicode_offset(const char *s, size_t len, size_t n);
 /* Whether s[0..len) is ASCII only (then bytes are code points). */
 bool unicode_is_ascii(const char *s, size_t len);
-/* Bytes of the UTF-8 encoding of cp (1..4). */
-size_t unicode_width(uint32_t cp);
 /* How many bytes of s[0..n) (n > 0, s[0] not ASCII) a UTF-8 sequence
  * takes before it goes wrong, and in *whole whether they make a character
  * (well-formed as Unicode's table 3-7 has it: no overlong form, no

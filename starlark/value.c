@@ -174,12 +174,6 @@ star_dict_len(const struct star_dict *d)
     return d->len;
 }
 
-bool
-star_dict_frozen(const struct star_dict *d)
-{
-    return d->frozen;
-}
-
 void
 star_dict_iter_begin(struct star_dict *d)
 {

@@ -120,7 +120,6 @@ bool star_dict_next(const struct star_dict *d, size_t *pos, struct star_value *k
 void star_dict_check_mutable(struct star_vm *vm, struct star_dict *d);
 void star_dict_iter_begin(struct star_dict *d);
 void star_dict_iter_end(struct star_dict *d);
-bool star_dict_frozen(const struct star_dict *d);
 
 /* ---- operations on any value ---- */
 

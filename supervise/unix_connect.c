@@ -12,7 +12,10 @@
  * again: the supervisor's answer is the call's result.
  */
 #include "supervise/unix_connect.h"
+
+#include "common/macros.h"
 #include "supervise/exec_notify.h"
+#include "supervise/exec_target.h"
 #include "supervise/unix_holder.h"
 #include "supervise/unix_msg.h"
 
@@ -55,9 +58,6 @@ unix_connect_handles(int nr)
 {
     return nr == SYS_connect || nr == SYS_sendto || nr == SYS_sendmsg || nr == SYS_sendmmsg;
 }
-
-/* pidfd_open's PIDFD_THREAD (O_EXCL), Linux 6.9. */
-#define PIDFD_THREAD_FLAG 0x80
 
 /* One notification and what was taken from the target for it. */
 struct call {
@@ -324,7 +324,7 @@ copy_options(int from, int to)
 {
     static const int opts[] = {SO_PASSCRED, SO_SNDBUF, SO_RCVBUF, SO_RCVTIMEO, SO_SNDTIMEO};
     static char zero[32];
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
         char v[32];
         socklen_t len = sizeof v;
         bool buffer = opts[i] == SO_SNDBUF || opts[i] == SO_RCVBUF;
@@ -622,13 +622,9 @@ static int
 take(struct call *c)
 {
     const struct seccomp_notif *sn = c->sn;
-    /* sn->pid is the calling thread's id: a thread other than the
-     * process's first one has a pidfd only as a thread (PIDFD_THREAD,
-     * Linux 6.9); a plain pidfd_open of its id is EINVAL or ENOENT.  A
-     * call that cannot be looked at is refused, never left waiting. */
-    c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
-    if (c->pidfd < 0 && (errno == EINVAL || errno == ENOENT))
-        c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, PIDFD_THREAD_FLAG);
+    /* sn->pid is the calling thread's id (exec_target_pidfd).  A call
+     * that cannot be looked at is refused, never left waiting. */
+    c->pidfd = exec_target_pidfd(c->pid);
     if (c->pidfd < 0) {
         int rc = answer(c->listener, sn->id, 0, EACCES);
         return rc < 0 ? rc : 1;

@@ -6,6 +6,8 @@
  */
 #include "rules/cli/cmd.h"
 
+#include "common/utf8.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -68,7 +70,7 @@ parse_args(int argc, char **argv, struct check_args *a)
     if (i >= argc)
         return usage_error("no command to check", NULL);
     for (int j = i; j < argc; j++)
-        if (!rules_text_is_utf8(argv[j]))
+        if (!utf8_valid(argv[j], strlen(argv[j])))
             return usage_error("command word is not valid UTF-8", NULL);
     a->command = argv + i;
     a->n_command = (size_t)(argc - i);

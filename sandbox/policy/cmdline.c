@@ -3,6 +3,7 @@
  */
 #include "sandbox/policy/cmdline.h"
 
+#include "common/strv.h"
 #include "sandbox/policy/policy.h"
 
 #include <errno.h>
@@ -55,7 +56,7 @@ add_fd_option(struct argv_builder *b, const char *option, int fd)
 }
 
 /* The options before --policy: the server's additions, then the flags
- * and the protected paths (the order sandbox_helper_argv* always had). */
+ * and the protected paths. */
 static void
 add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
 {
@@ -108,7 +109,7 @@ sandbox_cmdline_argv(const struct sandbox_cmdline *c)
     for (size_t k = 0; k < nprog; k++)
         add_copy(&b, c->program[k]);
     if (!b.ok) {
-        sandbox_argv_free(b.v); /* NULL-terminated: calloc'd, filled in order */
+        strv_free(b.v); /* NULL-terminated: calloc'd, filled in order */
         return NULL;
     }
     return b.v;

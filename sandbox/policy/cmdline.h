@@ -69,7 +69,7 @@ struct sandbox_cmdline {
  *          --policy JSON --cwd CWD [--report-fd N]
  *          -- PROGRAM ARGS...
  * Returns a NULL-terminated array of malloc'd strings that the caller
- * frees with sandbox_argv_free (policy.h), or NULL when out of memory
+ * frees with strv_free (common/strv.h), or NULL when out of memory
  * (n_protect + n_hide too large for any array included).
  */
 char **sandbox_cmdline_argv(const struct sandbox_cmdline *c);

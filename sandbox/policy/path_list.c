@@ -36,9 +36,3 @@ path_list_has(char *const *list, size_t n, const char *path)
     }
     return false;
 }
-
-void
-path_list_free(char **list, size_t n)
-{
-    strv_free_n(list, n);
-}

@@ -1,7 +1,8 @@
 /*
  * path_list: a growable array of malloc'd paths (char **list, size_t n),
  * the shape the policy's writable set, the --protect locations and the
- * server's writable view keep their paths in.  An empty list is NULL, 0.
+ * server's writable view keep their paths in.  An empty list is NULL, 0;
+ * a list is freed with strv_free_n (common/strv.h).
  */
 #ifndef EXECGATE_SANDBOX_PATH_LIST_H
 #define EXECGATE_SANDBOX_PATH_LIST_H
@@ -18,8 +19,5 @@ int path_list_take(char ***list, size_t *n, char *path);
 
 /* Whether path is in the list (same bytes). */
 bool path_list_has(char *const *list, size_t n, const char *path);
-
-/* Frees every path and the array. */
-void path_list_free(char **list, size_t n);
 
 #endif

@@ -4,7 +4,9 @@
  */
 #include "sandbox/policy/policy.h"
 
-#include "sandbox/policy/cmdline.h"
+#include "common/macros.h"
+#include "common/path_dot.h"
+#include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 
 #include <errno.h>
@@ -54,7 +56,7 @@ static const char *const kind_names[] = {
 const char *
 sandbox_kind_name(enum sandbox_kind kind)
 {
-    if ((size_t)kind >= sizeof kind_names / sizeof kind_names[0])
+    if ((size_t)kind >= ARRAY_SIZE(kind_names))
         return "unknown";
     return kind_names[kind];
 }
@@ -151,7 +153,7 @@ canonical_form(const char *path)
         return true;
     for (const char *c = path + 1;;) {
         size_t n = strcspn(c, "/");
-        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+        if (n == 0 || path_dot(c, n) != PATH_DOT_NONE)
             return false;
         if (c[n] == '\0')
             return true;
@@ -264,7 +266,7 @@ parse_kind(const json_t *policy, enum sandbox_kind *kind, char **err)
     if (!json_is_string(t))
         return sandbox_fail(err, "sandbox policy: type must be a string");
     const char *s = json_string_value(t);
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++) {
         if (strcmp(s, kind_names[i]) == 0) {
             *kind = (enum sandbox_kind)i;
             return 0;
@@ -571,7 +573,7 @@ static int
 add_devices(struct sandbox_writable *w)
 {
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof writable_devices / sizeof writable_devices[0]; i++)
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(writable_devices); i++)
         rc = path_list_add(&w->devices, &w->n_devices, writable_devices[i]);
     return rc;
 }
@@ -613,10 +615,10 @@ sandbox_writable_free(struct sandbox_writable *w)
 {
     if (w == NULL)
         return;
-    path_list_free(w->roots, w->n_roots);
-    path_list_free(w->devices, w->n_devices);
-    path_list_free(w->repo_roots, w->n_repo_roots);
-    path_list_free(w->read_only, w->n_read_only);
+    strv_free_n(w->roots, w->n_roots);
+    strv_free_n(w->devices, w->n_devices);
+    strv_free_n(w->repo_roots, w->n_repo_roots);
+    strv_free_n(w->read_only, w->n_read_only);
     free(w);
 }
 
@@ -860,49 +862,4 @@ sandbox_policy_describe(const struct sandbox_policy *p)
         return NULL;
     }
     return b.data;
-}
-
-char **
-sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
-                    int report_fd, const char *const *program_argv)
-{
-    return sandbox_helper_argv_flags(p, helper_path, cwd, report_fd, 0, program_argv);
-}
-
-char **
-sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
-                          int report_fd, unsigned flags, const char *const *program_argv)
-{
-    return sandbox_helper_argv_protect(p, helper_path, cwd, report_fd, flags, NULL, 0,
-                                       program_argv);
-}
-
-char **
-sandbox_helper_argv_protect(const struct sandbox_policy *p, const char *helper_path,
-                            const char *cwd, int report_fd, unsigned flags,
-                            const char *const *protect, size_t n_protect,
-                            const char *const *program_argv)
-{
-    const struct sandbox_cmdline c = {
-        .helper = helper_path,
-        .policy = p,
-        .cwd = cwd,
-        .report_fd = report_fd,
-        .exec_notify_fd = -1,
-        .allow_degraded = (flags & SANDBOX_ARGV_ALLOW_DEGRADED) != 0,
-        .protect = protect,
-        .n_protect = n_protect,
-        .program = program_argv,
-    };
-    return sandbox_cmdline_argv(&c);
-}
-
-void
-sandbox_argv_free(char **argv)
-{
-    if (argv == NULL)
-        return;
-    for (char **a = argv; *a != NULL; a++)
-        free(*a);
-    free(argv);
 }

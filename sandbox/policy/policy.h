@@ -79,51 +79,6 @@ char *sandbox_policy_to_json(const struct sandbox_policy *p);
  * caller frees. NULL only when out of memory. */
 char *sandbox_policy_describe(const struct sandbox_policy *p);
 
-/*
- * The argv that runs program_argv under p (sandbox_cmdline_argv,
- * cmdline.h, with these fields; the server fills a struct sandbox_cmdline
- * itself):
- *   HELPER --policy JSON --cwd CWD [--report-fd N] -- PROGRAM ARGS...
- * report_fd < 0 leaves out --report-fd.  Returns a NULL-terminated array
- * that the caller frees with sandbox_argv_free, or NULL when out of memory.
- */
-char **sandbox_helper_argv(const struct sandbox_policy *p, const char *helper_path, const char *cwd,
-                           int report_fd, const char *const *program_argv);
-
-/* Flags for sandbox_helper_argv_flags. */
-#define SANDBOX_ARGV_ALLOW_DEGRADED 1u /* adds --allow-degraded (see docs/sandbox.md) */
-
-/* As sandbox_helper_argv, with flags (SANDBOX_ARGV_*) that add options
- * before --policy.  Same result and ownership. */
-char **sandbox_helper_argv_flags(const struct sandbox_policy *p, const char *helper_path,
-                                 const char *cwd, int report_fd, unsigned flags,
-                                 const char *const *program_argv);
-
-/*
- * As sandbox_helper_argv_flags, with `--protect PATH` for each of the
- * n_protect paths of protect (in order, after the flags' options and
- * before --policy):
- *   HELPER [--allow-degraded] [--protect PATH]... --policy JSON --cwd CWD
- *          [--report-fd N] -- PROGRAM ARGS...
- * Under workspace-write the helper keeps each PATH that lies (symlinks
- * resolved) in a location the policy makes writable read-only for the
- * command, creating it as an empty directory (0700) when it is missing;
- * for the server's own state there: its rules directories, CODEX_HOME,
- * its audit log (docs/sandbox.md, "Protected paths").  The paths are
- * passed as given: each must be absolute with no "." or ".." component,
- * or the helper refuses to run anything (exit 125).  protect may be NULL
- * when n_protect is 0.  Borrows every argument; returns a NULL-terminated
- * array that the caller frees with sandbox_argv_free, or NULL when out of
- * memory.
- */
-char **sandbox_helper_argv_protect(const struct sandbox_policy *p, const char *helper_path,
-                                   const char *cwd, int report_fd, unsigned flags,
-                                   const char *const *protect, size_t n_protect,
-                                   const char *const *program_argv);
-
-/* Frees an array from sandbox_helper_argv*; NULL is a no-op. */
-void sandbox_argv_free(char **argv);
-
 /* --- Accessors for the helper and tests (borrowed results, cannot fail) --- */
 
 /* The sandbox cwd (absolute), or NULL when the policy was given none. */

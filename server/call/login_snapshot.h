@@ -67,11 +67,10 @@ bool login_snapshot_kind_captures(const struct login_snapshot_kind *k);
  * none of the personal ones), and those they source by a literal path
  * (`. ~/.bashrc`, `source "$HOME/.cargo/env"`), as far as they exist;
  * at most LOGIN_SNAPSHOT_MAX_FILES.  A NULL-terminated array of malloc'd
- * absolute paths (free with login_snapshot_strv_free), or NULL when out of
+ * absolute paths (free with strv_free), or NULL when out of
  * memory.
  */
 char **login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *home);
-void login_snapshot_strv_free(char **v);
 
 /*
  * Where the store's directory goes (malloc'd): $XDG_RUNTIME_DIR when it is

@@ -2,6 +2,7 @@
 
 #include "common/strfmt.h"
 #include "common/strv.h"
+#include "sandbox/policy/path_list.h"
 #include "server/call/login_shells.h"
 
 #include <dirent.h>
@@ -20,16 +21,6 @@ struct path_set {
     bool oom;
 };
 
-static bool
-path_set_has(const struct path_set *s, const char *p)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        if (strcmp(s->v[i], p) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Adds p (taken) unless it is there or the list is full. */
 static void
 path_set_take(struct path_set *s, char *p)
@@ -38,7 +29,7 @@ path_set_take(struct path_set *s, char *p)
         s->oom = true;
         return;
     }
-    if (s->n >= LOGIN_SNAPSHOT_MAX_FILES || path_set_has(s, p)) {
+    if (s->n >= LOGIN_SNAPSHOT_MAX_FILES || path_list_has(s->v, s->n, p)) {
         free(p);
         return;
     }
@@ -55,12 +46,6 @@ path_set_take(struct path_set *s, char *p)
     }
     s->v[s->n++] = p;
     s->v[s->n] = NULL;
-}
-
-void
-login_snapshot_strv_free(char **v)
-{
-    strv_free(v);
 }
 
 /* The path a source command names, when it is literal enough to follow:
@@ -242,7 +227,7 @@ login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *ho
         free(text);
     }
     if (s.oom || !s.v) {
-        login_snapshot_strv_free(s.v);
+        strv_free(s.v);
         if (s.oom)
             return NULL;
         return calloc(1, sizeof(char *));
@@ -255,7 +240,7 @@ login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *ho
 void
 login_fingerprint_release(struct fingerprint *f)
 {
-    login_snapshot_strv_free(f->files);
+    strv_free(f->files);
     free(f->marks);
     memset(f, 0, sizeof(*f));
 }

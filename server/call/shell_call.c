@@ -1,5 +1,7 @@
 #include "server/call/shell_call.h"
 
+#include "common/macros.h"
+#include "common/strv.h"
 #include "common/log.h"
 #include "server/call/output_ring.h"
 #include "server/call/spawn_child.h"
@@ -11,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define READ_CHUNK (64u * 1024)
 
@@ -90,22 +90,14 @@ struct shell_call {
     uint64_t timeout_left_ms;
 };
 
-static void
-free_strv(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 struct shell_call *
 shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell_call_events *ev,
                void *data)
 {
     struct shell_call *c = calloc(1, sizeof(*c));
     if (!c) {
-        free_strv(spec->argv);
-        free_strv(spec->env);
+        strv_free(spec->argv);
+        strv_free(spec->env);
         return NULL;
     }
     c->loop = loop;
@@ -121,8 +113,8 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
 static void
 free_call(struct shell_call *c)
 {
-    free_strv(c->spec.argv);
-    free_strv(c->spec.env);
+    strv_free(c->spec.argv);
+    strv_free(c->spec.env);
     free(c->spawn_error);
     output_ring_release(&c->kept);
     free(c);

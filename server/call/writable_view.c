@@ -1,5 +1,6 @@
 #include "server/call/writable_view.h"
 
+#include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
 
@@ -113,7 +114,7 @@ fill(struct writable_view *v, const struct sandbox_writable *w, writable_view_wr
     /* a repo root that does not resolve is no root: the helper skips it */
     if (rc == 0)
         rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots, &pw);
-    path_list_free(locs, pw.n);
+    strv_free_n(locs, pw.n);
     return rc;
 }
 
@@ -137,17 +138,6 @@ writable_view_init_after(struct writable_view *v, const struct sandbox_policy *p
 }
 
 int
-writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
-                   char **err)
-{
-    memset(v, 0, sizeof(*v));
-    struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
-    int rc = p ? writable_view_init_after(v, p, NULL, NULL, err) : -1;
-    sandbox_policy_free(p);
-    return rc;
-}
-
-int
 writable_view_pin(const struct writable_view *v, struct sandbox_policy *p, char **err)
 {
     *err = NULL;
@@ -161,9 +151,9 @@ writable_view_pin(const struct writable_view *v, struct sandbox_policy *p, char 
 void
 writable_view_release(struct writable_view *v)
 {
-    path_list_free(v->roots, v->n);
-    path_list_free(v->devices, v->n_devices);
-    path_list_free(v->repo_roots, v->n_repo_roots);
+    strv_free_n(v->roots, v->n);
+    strv_free_n(v->devices, v->n_devices);
+    strv_free_n(v->repo_roots, v->n_repo_roots);
     memset(v, 0, sizeof(*v));
 }
 

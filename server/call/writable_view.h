@@ -26,20 +26,6 @@ struct writable_view {
     size_t n_repo_roots;
 };
 
-/*
- * The view of policy (a sandboxPolicy object) with sandbox_cwd (absolute)
- * and the server's $TMPDIR, which is the helper's (the call's environment
- * is the server's own): sandbox_writable_new's set (sandbox/policy/policy.h says
- * what each kind of policy yields), each path resolved, those that do not
- * resolve left out (they grant nothing), and so are those reached through
- * a symbolic link lying in one of the policy's roots (a sandboxed command
- * may have planted it); ALL when it is everything.
- * Returns 0, or -1 with *err a malloc'd message (the policy's error, or
- * out of memory); *v is then empty.  Release with writable_view_release.
- */
-int writable_view_init(struct writable_view *v, const json_t *policy, const char *sandbox_cwd,
-                       char **err);
-
 /* Whether some sandbox other than this call's could have written dir
  * (canonical); told by the caller, who knows the other calls. */
 typedef bool (*writable_view_written_fn)(void *arg, const char *dir);
@@ -47,12 +33,18 @@ typedef bool (*writable_view_written_fn)(void *arg, const char *dir);
 struct sandbox_policy;
 
 /*
- * As writable_view_init, for p (parsed once by the caller, who builds the
- * helper's command line from the same p), and a root whose path passes
- * through a symbolic link lying where written says some earlier sandbox
- * could write (besides this policy's own roots, which always count)
- * grants nothing: that link may have been planted to choose what this
- * call writes.  written may be NULL.
+ * The view of p (parsed once by the caller, who builds the helper's
+ * command line from the same p) with the server's $TMPDIR, which is the
+ * helper's (the call's environment is the server's own):
+ * sandbox_writable_new's set (sandbox/policy/policy.h says what each kind
+ * of policy yields), each path resolved, those that do not resolve left
+ * out (they grant nothing), and so are those reached through a symbolic
+ * link lying in one of the policy's roots (a sandboxed command may have
+ * planted it) or where written says some earlier sandbox could write:
+ * that link may have been planted to choose what this call writes.
+ * written may be NULL.  ALL when it is everything.  Returns 0, or -1 with
+ * *err a malloc'd message (out of memory); *v is then empty.  Release
+ * with writable_view_release.
  */
 int writable_view_init_after(struct writable_view *v, const struct sandbox_policy *p,
                              writable_view_written_fn written, void *arg, char **err);

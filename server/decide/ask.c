@@ -146,12 +146,13 @@ question_free(struct ask_question *q)
 /* q's answer to its asker; q is freed first (the asker may free what
  * data holds). */
 static void
-tell(struct ask_question *q, enum ask_kind kind, const char *reason, const json_t *content)
+tell(struct ask_question *q, enum ask_kind kind, enum ask_refusal refusal, const char *reason,
+     const json_t *content)
 {
     const struct ask_how *how = q->how;
     void *data = q->data;
     question_free(q);
-    struct ask_answer a = {.kind = kind, .reason = reason, .content = content};
+    struct ask_answer a = {.kind = kind, .refusal = refusal, .reason = reason, .content = content};
     how->done(data, &a);
 }
 
@@ -175,9 +176,9 @@ ask_next(struct ask_line *l)
             continue;
         }
         if (settled)
-            tell(q, ASK_APPROVED, NULL, NULL);
+            tell(q, ASK_APPROVED, ASK_REFUSED_NONE, NULL, NULL);
         else
-            tell(q, ASK_UNASKED, REASON_UNASKED, NULL);
+            tell(q, ASK_UNASKED, ASK_REFUSED_NONE, REASON_UNASKED, NULL);
     }
 }
 
@@ -227,17 +228,19 @@ with_said(const char *reason, const json_t *content, char **buf)
 }
 
 /*
- * What an answer means (ask.h's table): the kind, and for a refusal the
- * reason (static, or in *buf).  *again is set instead when an "always"
- * answer cannot be taken: the question is to be asked again, saying why.
- * An abort stops the call here.
+ * What an answer means (ask.h's table): the kind, and for a refusal how
+ * it came (*refusal) and the reason (static, or in *buf).  *again is set
+ * instead when an "always" answer cannot be taken: the question is to be
+ * asked again, saying why.  An abort stops the call here.
  */
 static enum ask_kind
-meaning(struct ask_question *q, const json_t *result, const json_t *error, const char **reason,
-        char **buf, const char **again)
+meaning(struct ask_question *q, const json_t *result, const json_t *error,
+        enum ask_refusal *refusal, const char **reason, char **buf, const char **again)
 {
     *again = NULL;
     *reason = NULL;
+    *refusal = ASK_REFUSED_NONE;
+    bool explicit = q->how->explicit_approval;
     const char *action = json_string_value(json_object_get(result, "action"));
     const json_t *content = json_object_get(result, "content");
     const json_t *decision_json = json_object_get(content, "decision");
@@ -246,15 +249,18 @@ meaning(struct ask_question *q, const json_t *result, const json_t *error, const
         const char *msg = json_string_value(json_object_get(error, "message"));
         *buf = strfmt(REASON_UNASKED ": %s", msg ? msg : "error");
         *reason = *buf ? *buf : REASON_CANCELLED;
+        *refusal = ASK_REFUSED_FAILED;
         return ASK_DENIED;
     }
     if (!action || strcmp(action, "accept") != 0) {
-        *reason = action && strcmp(action, "decline") == 0 ? REASON_DECLINED : REASON_CANCELLED;
+        bool declined = action && strcmp(action, "decline") == 0;
+        *reason = declined ? REASON_DECLINED : REASON_CANCELLED;
+        *refusal = declined ? ASK_REFUSED_DECLINED : ASK_REFUSED_CANCELLED;
         return ASK_DENIED;
     }
-    if (!decision_json || (decision && strcmp(decision, "approved") == 0))
+    if ((!decision_json && !explicit) || (decision && strcmp(decision, "approved") == 0))
         return ASK_APPROVED;
-    if (decision && strcmp(decision, "approved_for_session") == 0)
+    if (decision && strcmp(decision, "approved_for_session") == 0 && !explicit)
         return ASK_APPROVED_FOR_SESSION;
     if (decision && strcmp(decision, "abort") == 0) {
         *reason = with_said(REASON_ABORTED, content, buf);
@@ -267,6 +273,7 @@ meaning(struct ask_question *q, const json_t *result, const json_t *error, const
         return ASK_ALWAYS;
     }
     /* denied, and any decision not offered: refused */
+    *refusal = ASK_REFUSED_IN_FORM;
     *reason =
         with_said(decision && strcmp(decision, "denied") == 0 ? REASON_DENIED : REASON_DECLINED,
                   content, buf);
@@ -281,7 +288,8 @@ on_reply(const json_t *result, const json_t *error, void *data)
     clock_pause(l, false);
     char *buf = NULL;
     const char *reason = NULL, *again = NULL;
-    enum ask_kind kind = meaning(q, result, error, &reason, &buf, &again);
+    enum ask_refusal refusal;
+    enum ask_kind kind = meaning(q, result, error, &refusal, &reason, &buf, &again);
     if (again) {
         log_info("ask: an answer could not be taken: %s", again);
         if (q->asks_left > 0 && !l->aborted) {
@@ -292,11 +300,12 @@ on_reply(const json_t *result, const json_t *error, void *data)
         buf = strfmt("The answer could not be taken: %s", again);
         reason = buf ? buf : REASON_DECLINED;
         kind = ASK_DENIED;
+        refusal = ASK_REFUSED_FAILED;
     }
     /* the asker told may let go of the line's last other holder */
     l->refs++;
     l->asking = NULL;
-    tell(q, kind, reason, json_object_get(result, "content"));
+    tell(q, kind, refusal, reason, json_object_get(result, "content"));
     free(buf);
     ask_next(l);
     ask_line_unref(l);

@@ -5,6 +5,8 @@
  *
  *   accept, decision approved (or none)     ASK_APPROVED
  *   accept, approved_for_session            ASK_APPROVED_FOR_SESSION
+ *   (a question that needs an explicit      ASK_DENIED
+ *   approval: none, approved_for_session)
  *   accept, approved_execpolicy_amendment   ASK_ALWAYS, when the asker can
  *                                           take it; else asked again
  *                                           (twice at most), then refused
@@ -15,6 +17,9 @@
  *   decline, cancel, another decision, an   ASK_DENIED
  *   error answer
  *   nobody to ask, or the request not sent  ASK_UNASKED
+ *
+ * A DENIED answer also says how it came (enum ask_refusal), for an asker
+ * that words its own refusals.
  *
  * One struct ask_peer per client (MCP session): where questions go.  One
  * struct ask_line per call: its questions go out one at a time, in the
@@ -46,9 +51,20 @@ enum ask_kind {
     ASK_ABORTED,
 };
 
+/* How a DENIED answer came. */
+enum ask_refusal {
+    ASK_REFUSED_NONE,      /* not refused */
+    ASK_REFUSED_IN_FORM,   /* accept, with a decision that refuses, that was not offered, or
+                              with none where one is needed */
+    ASK_REFUSED_DECLINED,  /* decline */
+    ASK_REFUSED_CANCELLED, /* cancel, or no action */
+    ASK_REFUSED_FAILED,    /* an error answer, or an "always" that could not be taken */
+};
+
 /* An answer, borrowed for the callback. */
 struct ask_answer {
     enum ask_kind kind;
+    enum ask_refusal refusal;
     /* DENIED, ABORTED, UNASKED: what the agent is told ("User denied
      * execution, saying: ..." with what the person typed); else NULL */
     const char *reason;
@@ -70,6 +86,10 @@ struct ask_how {
     const char *(*take_always)(void *data, const json_t *decision);
     /* The answer: once, unless the question is withdrawn first. */
     void (*done)(void *data, const struct ask_answer *a);
+    /* Only "approved" approves: the question offers no approval for the
+     * session, and a form accepted without a decision is no approval
+     * (leaving the sandbox is asked so). */
+    bool explicit_approval;
 };
 
 struct ask_line;

@@ -4,6 +4,7 @@
  */
 #include "server/decide/decide_int.h"
 
+#include "common/macros.h"
 #include "server/decide/always_allow.h"
 #include "server/decide/approvals.h"
 #include "server/decide/ask.h"
@@ -148,7 +149,7 @@ question_params(const struct decide_question *q, const char *note)
     json_t *schema =
         msg && (!q->amendment || always)
             ? question_form_schema(
-                  choices, sizeof(choices) / sizeof(choices[0]),
+                  choices, ARRAY_SIZE(choices),
                   q->amendment
                       ? "approved: this once; approved_for_session: this command for the rest of "
                         "the session; " ALWAYS_DECISION ": every command starting with "

@@ -3,6 +3,7 @@
 #include "server/decide/decide.h"
 #include "common/fd_pass.h"
 #include "common/log.h"
+#include "common/proc_stat.h"
 #include "server/call/shell_call.h"
 #include "supervise/exec_notify.h"
 #include "rules/shlex.h"
@@ -106,31 +107,16 @@ refuse(struct exec_notify_decision *out, const char *reason)
     out->reason = strdup(reason);
 }
 
-/* The parent and start time (clock ticks since boot) of pid from
- * /proc/PID/stat.  Returns 0, or -1 when it cannot be read. */
+/* The parent and start time (clock ticks since boot) of pid
+ * (proc_stat_read).  Returns 0, or -1 when it cannot be read. */
 static int
 proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
 {
-    char name[64], buf[1024];
-    snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
-    int fd = open(name, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
+    struct proc_stat st;
+    if (proc_stat_read(pid, &st) < 0)
         return -1;
-    buf[n] = '\0';
-    /* after the command's name, which may hold anything but ends at the
-     * last ')': state, ppid, then starttime is the 20th field */
-    char *p = strrchr(buf, ')');
-    int parent = 0;
-    if (!p || sscanf(p + 1, " %*c %d", &parent) != 1)
-        return -1;
-    for (int field = 0; field < 20 && p; field++)
-        p = strchr(p + 1, ' ');
-    if (!p || sscanf(p + 1, "%llu", start) != 1)
-        return -1;
-    *ppid = parent;
+    *ppid = st.ppid;
+    *start = st.start;
     return 0;
 }
 

@@ -5,6 +5,7 @@
  */
 #include "server/decide/exec_watch.h"
 
+#include "common/macros.h"
 #include "common/fd_pass.h"
 
 #include <errno.h>
@@ -33,7 +34,7 @@ probe_child(int sock)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
+    struct sock_fprog prog = {ARRAY_SIZE(code), code};
     long ppid = syscall(SYS_getppid);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return 2;

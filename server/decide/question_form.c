@@ -1,6 +1,9 @@
 #include "server/decide/question_form.h"
 
+#include "common/strfmt.h"
+
 #include <stdbool.h>
+#include <stdlib.h>
 
 json_t *
 question_form_schema(const struct question_choice *choices, size_t n, const char *description,
@@ -31,4 +34,19 @@ question_form_schema(const struct question_choice *choices, size_t n, const char
     return json_pack("{s:s, s:{s:o, s:{s:s, s:s, s:s}}}", "type", "object", "properties",
                      "decision", decision, "reason", "type", "string", "title", "Reason (optional)",
                      "description", reason_description);
+}
+
+json_t *
+question_form_params(const char *message, const char *note, const struct question_choice *choices,
+                     size_t n, const char *description, const char *reason_description)
+{
+    char *again = note ? strfmt("Asked again: %s. %s", note, message) : NULL;
+    json_t *schema =
+        !note || again ? question_form_schema(choices, n, description, reason_description) : NULL;
+    /* "o" takes schema, also on failure */
+    json_t *params = schema ? json_pack("{s:s, s:o}", "message", again ? again : message,
+                                        "requestedSchema", schema)
+                            : NULL;
+    free(again);
+    return params;
 }

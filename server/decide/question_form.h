@@ -36,4 +36,13 @@ struct question_choice {
 json_t *question_form_schema(const struct question_choice *choices, size_t n,
                              const char *description, const char *reason_description);
 
+/*
+ * elicitation/create's params: {"message": message, "requestedSchema":
+ * the schema above}; asked again, saying why (note not NULL), the message
+ * is "Asked again: NOTE. MESSAGE".  NULL when out of memory.
+ */
+json_t *question_form_params(const char *message, const char *note,
+                             const struct question_choice *choices, size_t n,
+                             const char *description, const char *reason_description);
+
 #endif

@@ -10,6 +10,7 @@
 #include "server/decide/decide.h"
 #include "server/decide/escalation.h"
 #include "server/decide/exec_watch.h"
+#include "common/strv.h"
 #include "common/log.h"
 #include "common/strfmt.h"
 #include "common/utf8.h"
@@ -113,14 +114,6 @@ release_parts(struct call *c)
     c->cg = NULL;
 }
 
-static void
-free_strv(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 void
 call_free(struct call *c)
 {
@@ -138,7 +131,7 @@ call_free(struct call *c)
     free(c->snap_workdir);
     json_decref(c->snap_policy);
     free(c->snap_sandbox_cwd);
-    free_strv(c->codex_roots);
+    strv_free(c->codex_roots);
     free(c->held_output);
     free(c);
 }
@@ -388,7 +381,6 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         return NULL;
     c->cx = cx;
     c->id = json_incref(id);
-    c->ask_id = -1;
     /* the id as text, once, for logs, the audit log and the cgroup's
      * messages; records for the client carry the id itself */
     c->label = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
@@ -405,14 +397,14 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         return NULL;
     }
     if (net && !(c->net = call_net_new(cx->net, ncl, c->dc, r->command))) {
-        free_strv(argv);
+        strv_free(argv);
         call_free(c);
         *errp = strdup("network proxy: out of memory");
         return NULL;
     }
     char **env = NULL;
     if (front_ends(cx, c, notify) < 0 || !(env = call_env(cx))) {
-        free_strv(argv);
+        strv_free(argv);
         call_free(c);
         *errp = strdup("escalation: out of memory");
         return NULL;

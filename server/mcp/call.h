@@ -35,6 +35,7 @@ struct decide_client;
 struct decide_server;
 struct escalation_call;
 struct exec_watch;
+struct leave_sandbox;
 struct sandbox_policy;
 
 /* What every call of the server shares (borrowed; outlives the calls). */
@@ -110,7 +111,7 @@ struct call {
     bool snap_capture; /* it is the capture itself */
 
     /* require_escalated: the question to leave the sandbox, while out */
-    long long ask_id;
+    struct leave_sandbox *leave;
     /* the roots where its sandbox may hold a placeholder .codex
      * (canonical; NULL-terminated, or NULL: none) */
     char **codex_roots;

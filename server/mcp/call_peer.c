@@ -1,5 +1,8 @@
 #include "server/mcp/call_peer.h"
 
+#include "common/peer_cred.h"
+#include "common/proc_stat.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/inet_diag.h>
@@ -23,32 +26,12 @@
  * exits under it (its children then have a new parent). */
 #define WALK_TRIES 3
 
-/* The parent of pid (/proc/PID/stat's fourth field), or -1 when pid is
- * gone or its stat cannot be read. */
+/* The parent of pid, or -1 when pid is gone or its stat cannot be read. */
 static pid_t
 parent_of(pid_t pid)
 {
-    char path[40];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    /* the parent comes right after the name, which is at most 64 bytes:
-     * the first 512 bytes hold it */
-    char buf[512];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    /* the name may hold ')' and blanks: what follows the last ')' is
-     * numbers and the state letter only */
-    const char *p = strrchr(buf, ')');
-    char state;
-    int ppid;
-    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 || ppid < 0)
-        return -1;
-    return ppid;
+    struct proc_stat st;
+    return proc_stat_read(pid, &st) == 0 && st.ppid >= 0 ? st.ppid : -1;
 }
 
 /* CALL_PEER_CALL when pid descends from server, OUTSIDE when its chain
@@ -182,8 +165,7 @@ enum call_peer_origin
 call_peer_origin(int fd, pid_t server)
 {
     struct ucred cred;
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
+    if (peer_cred(fd, &cred) < 0)
         return CALL_PEER_UNKNOWN;
     int pidfd = -1;
     socklen_t plen = sizeof(pidfd);

@@ -1,5 +1,6 @@
 #include "server/mcp/mcp.h"
 
+#include "common/macros.h"
 #include "execgate-config.h"
 #include "sandbox/policy/policy.h"
 #include "server/mcp/call.h"
@@ -11,6 +12,7 @@
 #include "server/mcp/enforcement.h"
 #include "server/rpc/jsonrpc.h"
 #include "server/decide/leave_sandbox.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "server/call/login_snapshot.h"
 #include "server/call/reaper.h"
@@ -20,6 +22,7 @@
 #include "server/mcp/scheduler.h"
 #include "server/state_paths.h"
 #include "common/strfmt.h"
+#include "common/strv.h"
 #include "server/mcp/tool_shell.h"
 
 #include <signal.h>
@@ -60,14 +63,16 @@ struct mcp_session {
     mcp_session_pending_fn pending;
     void *sink_data;
     bool ending, rpc_closing;
-    struct mcp_session *prev, *next;
+    struct list node; /* in its server's sessions */
 };
+
+#define SESSION(n) list_entry(n, struct mcp_session, node)
 
 struct mcp_server {
     uv_loop_t *loop;
     const struct server_options *o;
     struct mcp_session *stdio; /* the stdio client, or NULL when serving HTTP */
-    struct mcp_session *sessions;
+    struct list sessions;      /* of struct mcp_session, the newest first */
     unsigned n_sessions;
     void (*on_shutdown)(void *data);
     void *on_shutdown_data;
@@ -123,7 +128,7 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     }
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
     const char *version = MCP_LATEST_PROTOCOL;
-    for (size_t i = 0; asked && i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++) {
+    for (size_t i = 0; asked && i < ARRAY_SIZE(protocol_versions); i++) {
         if (strcmp(asked, protocol_versions[i]) == 0)
             version = protocol_versions[i];
     }
@@ -180,7 +185,7 @@ failure_json(const char *why)
 static struct mcp_session *
 queue_session(const struct call_queue *q)
 {
-    return (struct mcp_session *)((char *)q - offsetof(struct mcp_session, q));
+    return container_of(q, struct mcp_session, q);
 }
 
 static void
@@ -267,28 +272,7 @@ full_access(const json_t *policy)
     return type && strcmp(type, sandbox_kind_name(SANDBOX_DANGER_FULL_ACCESS)) == 0;
 }
 
-static void on_leave_answer(const json_t *result, const json_t *error, void *data);
-
-/* The first startup file a login shell of s's would run (with the
- * server's HOME) that a sandbox could have written: outside, it would run
- * code the person never saw.  NULL when none (malloc'd); "" when out of
- * memory (refused all the same). */
-static char *
-planted_startup_file(const struct mcp_server *s)
-{
-    const struct login_snapshot_kind *k =
-        login_snapshot_kind_find(s->o->shell == OPTIONS_SHELL_ZSH ? "zsh" : "bash");
-    char **files = k ? login_snapshot_startup_files(k, getenv("HOME")) : NULL;
-    if (!files)
-        return strdup("");
-    char *found = NULL;
-    for (size_t i = 0; files[i] && !found; i++) {
-        if (decide_server_sandbox_wrote(s->cx.decide, files[i]))
-            found = strdup(files[i]);
-    }
-    login_snapshot_strv_free(files);
-    return found;
-}
+static void on_leave_answer(void *data, const char *refused, char *said);
 
 /* require_escalated: asks the person whether c (built for r, under full
  * access) may run outside the sandbox; c waits on the asking list for the
@@ -296,37 +280,30 @@ planted_startup_file(const struct mcp_server *s)
 static void
 ask_leave_sandbox(struct mcp_session *ss, struct call *c, const struct call_request *r)
 {
-    const char *why = LEAVE_SANDBOX_NO_ELICITATION;
-    char *planted = r->login ? planted_startup_file(ss->s) : NULL;
-    if (planted) {
+    const char *why = NULL;
+    char *planted = NULL;
+    if (r->login &&
+        leave_sandbox_planted(ss->s->cx.decide,
+                              ss->s->o->shell == OPTIONS_SHELL_ZSH ? "zsh" : "bash", &planted)) {
         /* nobody is asked: the question could not show that code */
-        char *said = strfmt("Not run: a login shell outside the sandbox would first run the "
-                            "startup file `%s`, which a sandbox could have written; ask again "
-                            "with login false to leave the sandbox without it",
-                            planted[0] ? planted : "(unknown: out of memory)");
-        const char *text = said ? said
-                                : "Not run: a login shell outside the sandbox would first run a "
-                                  "startup file a sandbox could have written";
-        log_info("call: %s", text);
-        jsonrpc_reply(ss->rpc, c->id, failure_json(text));
-        free(said);
+        why = planted ? planted : LEAVE_SANDBOX_PLANTED;
+        log_info("call: %s", why);
+        jsonrpc_reply(ss->rpc, c->id, failure_json(why));
         free(planted);
         call_free(c);
         return;
     }
-    if (ss->client_elicitation) {
-        json_t *params = leave_sandbox_question(r->command, r->workdir, r->login, r->justification);
-        /* jsonrpc_request takes params, also on failure */
-        c->ask_id = params
-                        ? jsonrpc_request(ss->rpc, "elicitation/create", params, on_leave_answer, c)
-                        : -1;
-        if (c->ask_id >= 0) {
-            log_info("call: asking whether it may run outside the sandbox");
-            call_list_push(&ss->q.asking, c);
-            return;
-        }
-        why = "Not run: the person could not be asked to approve running it outside the "
-              "sandbox (out of memory)";
+    const struct leave_sandbox_what what = {
+        .command = r->command,
+        .workdir = r->workdir,
+        .login = r->login,
+        .justification = r->justification,
+    };
+    c->leave = leave_sandbox_ask(decide_call_asking(c->dc), &what, on_leave_answer, c, &why);
+    if (c->leave) {
+        log_info("call: asking whether it may run outside the sandbox");
+        call_list_push(&ss->q.asking, c);
+        return;
     }
     log_info("call: not run outside the sandbox: %s", why);
     jsonrpc_reply(ss->rpc, c->id, failure_json(why));
@@ -336,27 +313,25 @@ ask_leave_sandbox(struct mcp_session *ss, struct call *c, const struct call_requ
 /* The answer to ask_leave_sandbox's question: approved, the call waits
  * for its turn like any other; else its result says why it did not run. */
 static void
-on_leave_answer(const json_t *result, const json_t *error, void *data)
+on_leave_answer(void *data, const char *refused, char *said)
 {
     struct call *c = data;
     struct mcp_session *ss = c->session;
-    char *buf = NULL;
-    const char *refused = leave_sandbox_answer(result, error, &buf);
+    c->leave = NULL;
     if (!refused && (ss->ending || ss->s->shutting_down))
         refused = "Not run: execgate is shutting down";
     call_list_remove(&ss->q.asking, c);
-    c->ask_id = -1;
     if (refused) {
         log_info("call: %s", refused);
         if (ss->rpc && !ss->ending)
             jsonrpc_reply(ss->rpc, c->id, failure_json(refused));
+        free(said);
         call_free(c);
     } else {
         log_info("call: approved to run outside the sandbox");
-        c->said = leave_sandbox_said(result); /* the first line of person_said */
+        c->said = said; /* the first line of person_said */
         scheduler_submit(&ss->q, c);
     }
-    free(buf);
 }
 
 /* The sandbox r runs under, into r->policy and r->sandbox_cwd
@@ -424,15 +399,10 @@ handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
 /* Forgets c's question to leave the sandbox and tells the client to close
  * it. */
 static void
-leave_question_close(struct mcp_session *ss, struct call *c)
+leave_question_close(struct call *c)
 {
-    if (c->ask_id < 0 || !ss->rpc)
-        return;
-    jsonrpc_forget_request(ss->rpc, c->ask_id);
-    jsonrpc_notify(ss->rpc, "notifications/cancelled",
-                   json_pack("{s:I, s:s}", "requestId", (json_int_t)c->ask_id, "reason",
-                             "the call it asked about no longer waits for an answer"));
-    c->ask_id = -1;
+    leave_sandbox_withdraw(c->leave);
+    c->leave = NULL;
 }
 
 static void
@@ -444,7 +414,7 @@ handle_cancelled(struct mcp_session *ss, const json_t *params)
     struct call *c = call_list_find(&ss->q.asking, id);
     if (c) {
         call_list_remove(&ss->q.asking, c);
-        leave_question_close(ss, c);
+        leave_question_close(c);
         call_free(c);
         log_info("a call was cancelled while a person was asked to let it leave the sandbox");
         return;
@@ -547,7 +517,7 @@ static const struct jsonrpc_handler rpc_handler = {
 bool
 mcp_protocol_supported(const char *version)
 {
-    for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(protocol_versions); i++) {
         if (strcmp(version, protocol_versions[i]) == 0)
             return true;
     }
@@ -593,6 +563,7 @@ session_new(struct mcp_server *s, char **err)
     if (!ss)
         return NULL;
     ss->s = s;
+    list_init(&ss->node);
     char *why = NULL;
     int rc = session_sandbox_init(&ss->sandbox, s->o->sandbox, s->o->sandbox_cwd, &why);
     if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
@@ -610,10 +581,7 @@ session_new(struct mcp_server *s, char **err)
     ss->q.client = ss->client;
     ss->q.net = ss->net_client;
     scheduler_add_queue(s->sched, &ss->q);
-    ss->next = s->sessions;
-    if (s->sessions)
-        s->sessions->prev = ss;
-    s->sessions = ss;
+    list_insert_head(&s->sessions, &ss->node);
     s->n_sessions++;
     return ss;
 }
@@ -628,12 +596,7 @@ on_session_rpc_closed(void *data)
     ss->rpc = NULL;
     decide_client_set(ss->client, NULL, false, NULL);
     client_log_set_rpc(ss->client_log, NULL);
-    if (ss->prev)
-        ss->prev->next = ss->next;
-    else
-        s->sessions = ss->next;
-    if (ss->next)
-        ss->next->prev = ss->prev;
+    list_unlink(&ss->node);
     if (s->stdio == ss)
         s->stdio = NULL;
     s->n_sessions--;
@@ -669,7 +632,7 @@ session_drop_waiting(struct mcp_session *ss, const char *answer)
     while (ss->q.asking.head) {
         struct call *c = ss->q.asking.head;
         call_list_remove(&ss->q.asking, c);
-        leave_question_close(ss, c);
+        leave_question_close(c);
         if (answer)
             jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR, answer);
         call_free(c);
@@ -756,6 +719,7 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
     }
     s->loop = loop;
     s->o = o;
+    list_init(&s->sessions);
     s->cx.loop = loop;
     s->cx.o = o;
     s->sched = scheduler_new(&s->cx);
@@ -800,8 +764,8 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
         scheduler_free(s->sched);
         decide_server_free(s->cx.decide);
         free(s->instructions);
-        state_paths_free(s->cx.protect);
-        state_paths_free(s->cx.hide);
+        strv_free(s->cx.protect);
+        strv_free(s->cx.hide);
         free(s);
         return NULL;
     }
@@ -812,8 +776,12 @@ mcp_server_new(uv_loop_t *loop, const struct server_options *o, char **err)
 static void
 log_all(struct mcp_server *s, enum client_log_level level, json_t *data)
 {
-    for (struct mcp_session *ss = s->sessions; ss && data; ss = ss->next)
-        client_log_send(ss->client_log, level, json_deep_copy(data));
+    struct list *n;
+    list_foreach(n, &s->sessions)
+    {
+        if (data)
+            client_log_send(SESSION(n)->client_log, level, json_deep_copy(data));
+    }
     json_decref(data);
 }
 
@@ -923,10 +891,11 @@ on_grace_expired(uv_timer_t *t)
         /* the client does not read what is left: stop waiting for it */
         log_warn("output not flushed within %llu ms of shutdown; dropping it",
                  (unsigned long long)s->o->kill_grace_ms);
-        for (struct mcp_session *ss = s->sessions, *next; ss; ss = next) {
-            next = ss->next;
-            if (ss->rpc)
-                jsonrpc_close(ss->rpc, 1, NULL, NULL);
+        struct list *n, *next;
+        list_foreach_safe(n, next, &s->sessions)
+        {
+            if (SESSION(n)->rpc)
+                jsonrpc_close(SESSION(n)->rpc, 1, NULL, NULL);
         }
         return;
     }
@@ -943,16 +912,20 @@ mcp_server_shutdown(struct mcp_server *s, const char *why)
     s->shutting_down = true;
     scheduler_stop(s->sched);
     unsigned waiting = 0;
-    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next)
-        waiting += ss->q.waiting.count;
+    struct list *n;
+    list_foreach(n, &s->sessions)
+    {
+        waiting += SESSION(n)->q.waiting.count;
+    }
     log_info("shutting down (%s): %u call(s) running, %u waiting", why, scheduler_running(s->sched),
              waiting);
     /* no new clients (the HTTP transport closes its listeners) */
     if (s->on_shutdown)
         s->on_shutdown(s->on_shutdown_data);
-    for (struct mcp_session *ss = s->sessions; ss; ss = ss->next) {
-        jsonrpc_stop_reading(ss->rpc);
-        session_drop_waiting(ss, "execgate is shutting down: the call did not start");
+    list_foreach(n, &s->sessions)
+    {
+        jsonrpc_stop_reading(SESSION(n)->rpc);
+        session_drop_waiting(SESSION(n), "execgate is shutting down: the call did not start");
     }
     scheduler_signal(s->sched, SIGTERM);
     if (scheduler_running(s->sched) > 0 && s->started)
@@ -997,9 +970,10 @@ maybe_finish(struct mcp_server *s)
         uv_close((uv_handle_t *)&s->grace, on_grace_closed);
         return;
     }
-    for (struct mcp_session *ss = s->sessions, *next; ss; ss = next) {
-        next = ss->next;
-        session_maybe_close(ss);
+    struct list *n, *next;
+    list_foreach_safe(n, next, &s->sessions)
+    {
+        session_maybe_close(SESSION(n));
     }
 }
 
@@ -1008,16 +982,16 @@ mcp_server_free(struct mcp_server *s)
 {
     if (!s)
         return;
-    while (s->sessions) {
+    while (!list_empty(&s->sessions)) {
         /* none is left after a loop that ran dry; freed all the same */
-        struct mcp_session *ss = s->sessions;
-        s->sessions = ss->next;
+        struct mcp_session *ss = SESSION(s->sessions.next);
+        list_unlink(&ss->node);
         session_free(ss);
     }
     scheduler_free(s->sched);
     free(s->instructions);
-    state_paths_free(s->cx.protect);
-    state_paths_free(s->cx.hide);
+    strv_free(s->cx.protect);
+    strv_free(s->cx.hide);
     call_net_server_free(s->cx.net);
     decide_server_free(s->cx.decide);
     call_cgroup_pool_free(s->cx.pool);

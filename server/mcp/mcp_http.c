@@ -4,6 +4,7 @@
 #include "server/mcp/http_auth.h"
 #include "server/mcp/http_conn.h"
 #include "common/log.h"
+#include "common/peer_cred.h"
 #include "server/net/nethost.h"
 #include "common/strfmt.h"
 
@@ -186,6 +187,8 @@ handle_get(struct hconn *hc, const struct http_request *r, struct hsess *se)
 
 /* ---- connections that have not authenticated ---- */
 
+#define UNAUTH(n) list_entry(n, struct hconn, unode)
+
 static void
 unauth_remove(struct hconn *hc)
 {
@@ -193,15 +196,7 @@ unauth_remove(struct hconn *hc)
     if (hc->authed)
         return;
     hc->authed = true;
-    if (hc->uprev)
-        hc->uprev->unext = hc->unext;
-    else
-        h->unauth = hc->unext;
-    if (hc->unext)
-        hc->unext->uprev = hc->uprev;
-    else
-        h->unauth_tail = hc->uprev;
-    hc->uprev = hc->unext = NULL;
+    list_unlink(&hc->unode);
     h->n_unauth--;
 }
 
@@ -210,13 +205,7 @@ unauth_add(struct hconn *hc)
 {
     struct mcp_http *h = hc->h;
     hc->authed = false;
-    hc->unext = NULL;
-    hc->uprev = h->unauth_tail;
-    if (h->unauth_tail)
-        h->unauth_tail->unext = hc;
-    else
-        h->unauth = hc;
-    h->unauth_tail = hc;
+    list_insert_tail(&h->unauth, &hc->unode);
     h->n_unauth++;
 }
 
@@ -241,7 +230,10 @@ pick_victim(struct mcp_http *h, bool one_user, uid_t uid, bool grace, unsigned *
     uint64_t now = uv_now(h->loop);
     struct hconn *first = NULL, *idle = NULL;
     *count = 0;
-    for (struct hconn *hc = h->unauth; hc; hc = hc->unext) {
+    struct list *n;
+    list_foreach(n, &h->unauth)
+    {
+        struct hconn *hc = UNAUTH(n);
         if (one_user && hc->peer_uid != uid)
             continue;
         ++*count;
@@ -284,7 +276,10 @@ trim_all(struct mcp_http *h)
         unsigned n;
     } counts[MCP_HTTP_MAX_CONNECTIONS];
     size_t n_users = 0;
-    for (struct hconn *hc = h->unauth; hc; hc = hc->unext) {
+    struct list *n, *next;
+    list_foreach(n, &h->unauth)
+    {
+        struct hconn *hc = UNAUTH(n);
         size_t i = 0;
         while (i < n_users && counts[i].uid != hc->peer_uid)
             i++;
@@ -295,8 +290,9 @@ trim_all(struct mcp_http *h)
     }
     uint64_t now = uv_now(h->loop);
     bool later = false;
-    for (struct hconn *hc = h->unauth, *next; hc; hc = next) {
-        next = hc->unext;
+    list_foreach_safe(n, next, &h->unauth)
+    {
+        struct hconn *hc = UNAUTH(n);
         size_t i = 0;
         while (i < n_users && counts[i].uid != hc->peer_uid)
             i++;
@@ -366,10 +362,7 @@ peer_uid(struct hconn *hc)
     if (hc->l->tcp)
         return call_peer_tcp_uid(fd);
     struct ucred cred;
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
-        return (uid_t)-1;
-    return cred.uid;
+    return peer_cred(fd, &cred) == 0 ? cred.uid : (uid_t)-1;
 }
 
 /* A peer that runs in one of this server's calls (or may: it could not
@@ -464,12 +457,7 @@ on_conn_close(struct http_conn *c, void *data)
     if (charged)
         mcp_session_output_taken(charged->ms); /* what it held is gone */
     hconn_unbind(hc);
-    if (hc->prev)
-        hc->prev->next = hc->next;
-    else
-        h->conns = hc->next;
-    if (hc->next)
-        hc->next->prev = hc->prev;
+    list_unlink(&hc->node);
     h->n_conns--;
     free(hc);
 }
@@ -548,6 +536,10 @@ on_connection(uv_stream_t *server, int status)
     }
     hc->h = h;
     hc->l = l;
+    list_init(&hc->node);
+    list_init(&hc->unode);
+    list_init(&hc->snode);
+    list_init(&hc->cnode);
     int rc = http_conn_accept(server, h->o->max_message_bytes, h->o->header_timeout_ms,
                               h->o->write_timeout_ms, &conn_handler, hc, &hc->c);
     if (rc < 0) {
@@ -560,10 +552,7 @@ on_connection(uv_stream_t *server, int status)
     hc->origin = l->tcp ? CALL_PEER_OUTSIDE : call_peer_origin(http_conn_fd(hc->c), getpid());
     hc->peer_uid = peer_uid(hc);
     hc->accepted_ms = uv_now(h->loop);
-    hc->next = h->conns;
-    if (h->conns)
-        h->conns->prev = hc;
-    h->conns = hc;
+    list_insert_head(&h->conns, &hc->node);
     h->n_conns++;
     unauth_add(hc);
     make_room(h, hc); /* may close hc itself */
@@ -739,18 +728,25 @@ on_sweep(uv_timer_t *t)
 {
     struct mcp_http *h = t->data;
     uint64_t now = uv_now(h->loop);
-    for (struct hsess *se = h->sessions, *next; se; se = next) {
-        next = se->next;
+    struct list *n, *next;
+    list_foreach_safe(n, next, &h->sessions)
+    {
+        struct hsess *se = list_entry(n, struct hsess, node);
         hsess_report_drops(se);
         /* a request waits for its answer on an open connection, or bytes
          * wait on one for the client (until it takes them or
          * --write-timeout-ms closes it): the client is there, or will be
          * found gone */
         bool owed = false;
-        for (struct hconn *hc = se->conns; hc && !owed; hc = hc->snext)
-            owed = json_array_size(hc->ids) > 0;
-        for (struct hconn *hc = se->charged; hc && !owed; hc = hc->cnext)
-            owed = http_conn_queued(hc->c) > 0;
+        struct list *l;
+        list_foreach(l, &se->conns)
+        {
+            owed = owed || json_array_size(SESSION_CONN(l)->ids) > 0;
+        }
+        list_foreach(l, &se->charged)
+        {
+            owed = owed || http_conn_queued(CHARGED_CONN(l)->c) > 0;
+        }
         if (!owed && now - se->last_used >= h->o->session_idle_ms)
             hsess_end(se, "idle (--session-idle-ms)");
     }
@@ -796,8 +792,10 @@ on_shutdown(void *data)
     struct mcp_http *h = data;
     h->shutting_down = true;
     close_listeners(h);
-    for (struct hconn *hc = h->conns, *next; hc; hc = next) {
-        next = hc->next;
+    struct list *n, *next;
+    list_foreach_safe(n, next, &h->conns)
+    {
+        struct hconn *hc = list_entry(n, struct hconn, node);
         struct http_conn *c = hc->c; /* hc may be freed below (on_conn_close) */
         bool get = hc->get;
         if (get)
@@ -823,6 +821,9 @@ mcp_http_new(uv_loop_t *loop, struct mcp_server *s, const struct server_options 
     h->loop = loop;
     h->s = s;
     h->o = o;
+    list_init(&h->conns);
+    list_init(&h->unauth);
+    list_init(&h->sessions);
     bool tcp = false;
     for (size_t i = 0; i < o->listen_count; i++)
         tcp = tcp || strncmp(o->listen[i], "unix:", 5) != 0;
@@ -877,9 +878,9 @@ mcp_http_free(struct mcp_http *h)
 {
     if (!h)
         return;
-    while (h->sessions) {
-        struct hsess *se = h->sessions;
-        h->sessions = se->next;
+    while (!list_empty(&h->sessions)) {
+        struct hsess *se = list_entry(h->sessions.next, struct hsess, node);
+        list_unlink(&se->node);
         hsess_backlog_clear(se);
         free(se);
     }

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "common/list.h"
 #include "server/mcp/call_peer.h"
 #include "server/mcp/http_conn.h"
 #include "server/mcp/mcp_http.h"
@@ -54,10 +55,10 @@ struct hconn {
     bool authed;
     uid_t peer_uid;
     uint64_t accepted_ms;
-    struct hconn *uprev, *unext;
-    struct hconn *prev, *next;   /* all connections */
-    struct hconn *sprev, *snext; /* the session's */
-    struct hconn *cprev, *cnext; /* the charged session's */
+    struct list unode; /* in unauth, while not authenticated */
+    struct list node;  /* in conns: all connections */
+    struct list snode; /* in its session's conns */
+    struct list cnode; /* in its charged session's charged */
 };
 
 struct backlog {
@@ -70,7 +71,7 @@ struct hsess {
     struct mcp_http *h;
     char id[2 * 16 + 1];
     struct mcp_session *ms;
-    struct hconn *conns;
+    struct list conns; /* of struct hconn (snode) */
     struct hconn *get;
     uint64_t last_used;
     struct backlog *backlog, **backlog_tail;
@@ -80,9 +81,12 @@ struct hsess {
      * the first drop is logged at once, the rest as one count (on the next
      * sweep, when the stream opens or when the session goes) */
     unsigned long long dropped;
-    struct hconn *charged; /* connections holding its messages */
-    struct hsess *prev, *next;
+    struct list charged; /* of struct hconn (cnode): connections holding its messages */
+    struct list node;    /* in the transport's sessions */
 };
+
+#define SESSION_CONN(n) list_entry(n, struct hconn, snode)
+#define CHARGED_CONN(n) list_entry(n, struct hconn, cnode)
 
 struct mcp_http {
     uv_loop_t *loop;
@@ -90,12 +94,12 @@ struct mcp_http {
     const struct server_options *o;
     struct listener *listeners;
     size_t n_listeners;
-    char *token; /* --token-file's; NULL: none (no TCP listener then) */
-    struct hconn *conns;
+    char *token;       /* --token-file's; NULL: none (no TCP listener then) */
+    struct list conns; /* of struct hconn (node) */
     unsigned n_conns;
-    struct hconn *unauth, *unauth_tail; /* not authenticated, oldest first */
+    struct list unauth; /* of struct hconn (unode): not authenticated, oldest first */
     unsigned n_unauth;
-    struct hsess *sessions;
+    struct list sessions; /* of struct hsess, the newest first */
     unsigned n_sessions;
     uv_timer_t sweep;
     bool sweep_open;

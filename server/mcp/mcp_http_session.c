@@ -33,11 +33,7 @@ hconn_charge(struct hconn *hc, struct hsess *se)
     if (hc->charged)
         hconn_uncharge(hc);
     hc->charged = se;
-    hc->cprev = NULL;
-    hc->cnext = se->charged;
-    if (se->charged)
-        se->charged->cprev = hc;
-    se->charged = hc;
+    list_insert_head(&se->charged, &hc->cnode);
 }
 
 void
@@ -46,13 +42,7 @@ hconn_uncharge(struct hconn *hc)
     struct hsess *se = hc->charged;
     if (!se)
         return;
-    if (hc->cprev)
-        hc->cprev->cnext = hc->cnext;
-    else
-        se->charged = hc->cnext;
-    if (hc->cnext)
-        hc->cnext->cprev = hc->cprev;
-    hc->cprev = hc->cnext = NULL;
+    list_unlink(&hc->cnode);
     hc->charged = NULL;
 }
 
@@ -61,17 +51,23 @@ hconn_uncharge(struct hconn *hc)
 static size_t
 hsess_pending(void *data)
 {
-    const struct hsess *se = data;
+    struct hsess *se = data;
     size_t n = se->backlog_bytes;
-    for (const struct hconn *hc = se->charged; hc; hc = hc->cnext)
-        n += http_conn_queued(hc->c);
+    struct list *l;
+    list_foreach(l, &se->charged)
+    {
+        n += http_conn_queued(CHARGED_CONN(l)->c);
+    }
     return n;
 }
 
 struct hsess *
 hsess_find(struct mcp_http *h, const char *id)
 {
-    for (struct hsess *se = h->sessions; se; se = se->next) {
+    struct list *n;
+    list_foreach(n, &h->sessions)
+    {
+        struct hsess *se = list_entry(n, struct hsess, node);
         if (strcmp(se->id, id) == 0)
             return se;
     }
@@ -85,13 +81,7 @@ hconn_unbind(struct hconn *hc)
     struct hsess *se = hc->sess;
     if (!se)
         return;
-    if (hc->sprev)
-        hc->sprev->snext = hc->snext;
-    else
-        se->conns = hc->snext;
-    if (hc->snext)
-        hc->snext->sprev = hc->sprev;
-    hc->sprev = hc->snext = NULL;
+    list_unlink(&hc->snode);
     if (se->get == hc)
         se->get = NULL;
     hc->sess = NULL;
@@ -105,11 +95,7 @@ void
 hconn_bind(struct hconn *hc, struct hsess *se)
 {
     hc->sess = se;
-    hc->sprev = NULL;
-    hc->snext = se->conns;
-    if (se->conns)
-        se->conns->sprev = hc;
-    se->conns = hc;
+    list_insert_head(&se->conns, &hc->snode);
 }
 
 char *
@@ -124,10 +110,10 @@ static void
 hsess_forget(struct hsess *se)
 {
     struct mcp_http *h = se->h;
-    while (se->charged)
-        hconn_uncharge(se->charged);
-    while (se->conns) {
-        struct hconn *hc = se->conns;
+    while (!list_empty(&se->charged))
+        hconn_uncharge(CHARGED_CONN(se->charged.next));
+    while (!list_empty(&se->conns)) {
+        struct hconn *hc = SESSION_CONN(se->conns.next);
         /* hc may be freed by what follows (on_conn_close); c lives until
          * its close callback, on a later turn of the loop */
         struct http_conn *c = hc->c;
@@ -142,12 +128,7 @@ hsess_forget(struct hsess *se)
     }
     hsess_report_drops(se);
     hsess_backlog_clear(se);
-    if (se->prev)
-        se->prev->next = se->next;
-    else
-        h->sessions = se->next;
-    if (se->next)
-        se->next->prev = se->prev;
+    list_unlink(&se->node);
     h->n_sessions--;
     free(se);
 }
@@ -167,7 +148,10 @@ find_by(struct hsess *se, const json_t *value, bool token)
 {
     if (!value)
         return NULL;
-    for (struct hconn *hc = se->conns; hc; hc = hc->snext) {
+    struct list *l;
+    list_foreach(l, &se->conns)
+    {
+        struct hconn *hc = SESSION_CONN(l);
         const json_t *list = token ? hc->tokens : hc->ids;
         for (size_t i = 0; list && i < json_array_size(list); i++) {
             if (json_equal(json_array_get(list, i), value))
@@ -338,9 +322,11 @@ hsess_sink(void *data, struct jsonrpc_out *m)
         hc = find_by(se, json_object_get(json_object_get(m->params, "data"), "requestId"), false);
     if (!hc)
         hc = se->get;
-    for (struct hconn *p = se->conns; !hc && p; p = p->snext) {
-        if (json_array_size(p->ids) > 0)
-            hc = p;
+    struct list *l;
+    list_foreach(l, &se->conns)
+    {
+        if (!hc && json_array_size(SESSION_CONN(l)->ids) > 0)
+            hc = SESSION_CONN(l);
     }
     if (!hc)
         return keep_for_later(se, m);
@@ -359,16 +345,16 @@ hsess_create(struct mcp_http *h)
     for (size_t i = 0; i < sizeof(raw); i++)
         snprintf(se->id + 2 * i, 3, "%02x", raw[i]);
     se->h = h;
+    list_init(&se->node);
+    list_init(&se->conns);
+    list_init(&se->charged);
     se->backlog_tail = &se->backlog;
     se->ms = mcp_session_new(h->s, hsess_sink, hsess_pending, se);
     if (!se->ms) {
         free(se);
         return NULL;
     }
-    se->next = h->sessions;
-    if (h->sessions)
-        h->sessions->prev = se;
-    h->sessions = se;
+    list_insert_head(&h->sessions, &se->node);
     h->n_sessions++;
     log_info("http: session %.8s... begins (%u open)", se->id, h->n_sessions);
     return se;

@@ -4,6 +4,8 @@
  */
 #include "server/net/call_net.h"
 
+#include "common/list.h"
+#include "common/macros.h"
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -39,9 +41,8 @@ struct call_net_client {
 struct question {
     struct netproxy_ask *ask;
     struct ask_question *aq;
-    struct call_net *cn;
     char *message;
-    struct question *prev, *next;
+    struct list node; /* in its call's questions */
 };
 
 struct call_net {
@@ -53,7 +54,7 @@ struct call_net {
     uv_poll_t poll;
     bool poll_open; /* poll initialised: it ends in its close callback */
     struct netproxy_listener *listener;
-    struct question *questions;
+    struct list questions; /* of struct question, the newest first */
 };
 
 /* ---- hooks ---- */
@@ -107,13 +108,7 @@ hook_event(void *arg, const struct netproxy_event *ev)
 static void
 question_free(struct question *q)
 {
-    struct call_net *cn = q->cn;
-    if (q->prev)
-        q->prev->next = q->next;
-    else
-        cn->questions = q->next;
-    if (q->next)
-        q->next->prev = q->prev;
+    list_unlink(&q->node);
     free(q->message);
     free(q);
 }
@@ -130,19 +125,11 @@ how_params(void *data, const char *note)
         {"denied", "No, refuse it (the agent is told and goes on)"},
         {"abort", "No, and stop the whole tool call"},
     };
-    char *msg = note ? strfmt("Asked again: %s. %s", note, q->message) : NULL;
-    json_t *schema = !note || msg
-                         ? question_form_schema(
-                               choices, sizeof(choices) / sizeof(choices[0]),
-                               "approved: this connection; approved_for_session: this host for the "
-                               "rest of the session; denied; abort: stop the whole tool call",
-                               "Optional reason for allowing or denying")
-                         : NULL;
-    json_t *params = schema ? json_pack("{s:s, s:o}", "message", msg ? msg : q->message,
-                                        "requestedSchema", schema)
-                            : NULL;
-    free(msg);
-    return params;
+    return question_form_params(
+        q->message, note, choices, ARRAY_SIZE(choices),
+        "approved: this connection; approved_for_session: this host for the rest of the "
+        "session; denied; abort: stop the whole tool call",
+        "Optional reason for allowing or denying");
 }
 
 /* The answer (ask.h's meaning): the connection goes ahead or is refused;
@@ -206,10 +193,8 @@ hook_ask(void *arg, struct netproxy_ask *ask, const struct netproxy_event *what)
         netproxy_ask_answer(ask, NETPROXY_DENIED);
         return;
     }
-    *q = (struct question){.ask = ask, .cn = cn, .message = q->message, .next = cn->questions};
-    if (cn->questions)
-        cn->questions->prev = q;
-    cn->questions = q;
+    *q = (struct question){.ask = ask, .message = q->message};
+    list_insert_head(&cn->questions, &q->node);
     /* the call's timeout stops while a person thinks, as for exec
      * questions (--max-ask-ms bounds it) */
     q->aq = ask_put(line, &net_question, q);
@@ -286,6 +271,7 @@ call_net_new(struct call_net_server *ns, struct call_net_client *cl, struct deci
     cn->ns = ns;
     cn->cl = cl;
     cn->sv[0] = cn->sv[1] = -1;
+    list_init(&cn->questions);
     cn->call_id = strdup(decide_call_label(dc));
     cn->command = strdup(command);
     if (!cn->call_id || !cn->command) {
@@ -402,8 +388,8 @@ call_net_free(struct call_net *cn)
         return;
     /* questions still out are withdrawn (the client told to close
      * them), their connections refused */
-    while (cn->questions) {
-        struct question *q = cn->questions;
+    while (!list_empty(&cn->questions)) {
+        struct question *q = list_entry(cn->questions.next, struct question, node);
         struct netproxy_ask *ask = q->ask;
         ask_withdraw(q->aq);
         question_free(q);

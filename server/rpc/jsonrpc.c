@@ -1,5 +1,6 @@
 #include "server/rpc/jsonrpc.h"
 
+#include "common/buf.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -54,8 +55,7 @@ struct jsonrpc {
     bool reading, paused, input_done, eof_reported, out_failed;
     int open_handles;
 
-    char *line;
-    size_t line_len, line_cap;
+    struct buf line; /* a message split across reads, until its newline */
     bool discarding;
     char chunk[READ_CHUNK];
 
@@ -576,20 +576,13 @@ refuse_oversized(struct jsonrpc *rpc)
     jsonrpc_reply_error(rpc, NULL, JSONRPC_INVALID_REQUEST, text);
 }
 
-static int
-line_reserve(struct jsonrpc *rpc, size_t need)
+/* The line taken so far is done with (its room kept for the next). */
+static void
+line_reset(struct jsonrpc *rpc)
 {
-    if (need <= rpc->line_cap)
-        return 0;
-    size_t cap = rpc->line_cap ? rpc->line_cap : 4096;
-    while (cap < need)
-        cap *= 2;
-    char *grown = realloc(rpc->line, cap);
-    if (!grown)
-        return -1;
-    rpc->line = grown;
-    rpc->line_cap = cap;
-    return 0;
+    rpc->line.len = 0;
+    if (rpc->line.data)
+        rpc->line.data[0] = '\0';
 }
 
 void
@@ -601,25 +594,21 @@ jsonrpc_feed(struct jsonrpc *rpc, const char *buf, size_t len)
         size_t used = take + (nl ? 1 : 0);
         if (rpc->discarding) {
             rpc->discarding = !nl;
-        } else if (rpc->line_len + take > rpc->max_message) {
+        } else if (rpc->line.len + take > rpc->max_message) {
             refuse_oversized(rpc);
-            rpc->line_len = 0;
+            line_reset(rpc);
             rpc->discarding = !nl;
-        } else if (nl && rpc->line_len == 0) {
+        } else if (nl && rpc->line.len == 0) {
             process_line(rpc, buf, take);
-        } else if (line_reserve(rpc, rpc->line_len + take) < 0) {
+        } else if (buf_append(&rpc->line, buf, take) < 0) {
             jsonrpc_reply_error(rpc, NULL, JSONRPC_INTERNAL_ERROR,
                                 "out of memory while reading a message");
-            rpc->line_len = 0;
+            line_reset(rpc);
             rpc->discarding = !nl;
-        } else {
-            memcpy(rpc->line + rpc->line_len, buf, take);
-            rpc->line_len += take;
-            if (nl) {
-                size_t total = rpc->line_len;
-                rpc->line_len = 0;
-                process_line(rpc, rpc->line, total);
-            }
+        } else if (nl) {
+            size_t total = rpc->line.len;
+            rpc->line.len = 0;
+            process_line(rpc, rpc->line.data, total);
         }
         buf += used;
         len -= used;
@@ -648,10 +637,10 @@ on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     if (n != UV_EOF)
         log_warn("stdin: %s", uv_strerror((int)n));
     /* A last message without its newline still counts. */
-    if (rpc->line_len > 0 && !rpc->discarding && !rpc->input_done) {
-        size_t l = rpc->line_len;
-        rpc->line_len = 0;
-        process_line(rpc, rpc->line, l);
+    if (rpc->line.len > 0 && !rpc->discarding && !rpc->input_done) {
+        size_t l = rpc->line.len;
+        rpc->line.len = 0;
+        process_line(rpc, rpc->line.data, l);
     }
     jsonrpc_stop_reading(rpc);
     report_eof(rpc);
@@ -742,7 +731,7 @@ free_rpc(struct jsonrpc *rpc)
 {
     void (*done)(void *) = rpc->done;
     void *data = rpc->done_data;
-    free(rpc->line);
+    buf_free(&rpc->line);
     free(rpc);
     if (done)
         done(data);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strv.h"
 #include "rules/shlex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,8 +30,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < n; i++)
         if (strcmp(words[i], again[i]) != 0)
             abort();
-    shlex_words_free(again);
+    strv_free(again);
     free(joined);
-    shlex_words_free(words);
+    strv_free(words);
     return 0;
 }

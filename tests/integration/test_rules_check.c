@@ -24,6 +24,8 @@
 #include <cmocka.h>
 
 #include "tests/support/proc.h"
+
+#include "common/strv.h"
 #include "rules/shlex.h"
 #include "tests/support/tmpdir.h"
 
@@ -143,7 +145,7 @@ run_case(const char *line)
     free(want_err);
     proc_result_free(&res);
     free(argv);
-    shlex_words_free(words);
+    strv_free(words);
     return bad;
 }
 
@@ -267,7 +269,7 @@ run_deep_case(const char *line, void *dir)
     free(want_status);
     proc_result_free(&res);
     free(file);
-    shlex_words_free(w);
+    strv_free(w);
     return bad;
 }
 

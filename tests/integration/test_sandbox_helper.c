@@ -24,6 +24,8 @@
 #include "tests/support/sandbox_harness.h"
 #include "sandbox/policy/policy.h"
 #include "tests/support/proc.h"
+#include "sandbox/policy/cmdline.h"
+#include "common/strv.h"
 #include "tests/support/tmpdir.h"
 
 #define DANGER "{\"type\":\"danger-full-access\"}"
@@ -31,6 +33,27 @@
 struct fixture {
     char *dir;
 };
+
+/* The helper's argv for p (the real builder, sandbox_cmdline_argv, with
+ * the fields these tests set). */
+static char **
+helper_argv(const struct sandbox_policy *p, const char *helper, const char *cwd, int report_fd,
+            bool allow_degraded, const char *const *protect, size_t n_protect,
+            const char *const *prog)
+{
+    const struct sandbox_cmdline c = {
+        .helper = helper,
+        .policy = p,
+        .cwd = cwd,
+        .report_fd = report_fd,
+        .exec_notify_fd = -1,
+        .allow_degraded = allow_degraded,
+        .protect = protect,
+        .n_protect = n_protect,
+        .program = prog,
+    };
+    return sandbox_cmdline_argv(&c);
+}
 
 static int
 setup(void **state)
@@ -1404,7 +1427,7 @@ test_library_argv_runs(void **state)
     assert_non_null(p);
     const char *prog[] = {"/bin/sh", "-c", "echo in > x && cat x && echo no > /tmp/x-$$ || true",
                           NULL};
-    char **argv = sandbox_helper_argv(p, sbx_helper(), f->dir, -1, prog);
+    char **argv = helper_argv(p, sbx_helper(), f->dir, -1, false, NULL, 0, prog);
     assert_non_null(argv);
     struct proc_result res;
     assert_int_equal(proc_run((const char *const *)argv, NULL, &res), 0);
@@ -1412,7 +1435,7 @@ test_library_argv_runs(void **state)
     assert_string_equal(res.out, "in\n");
     assert_non_null(strstr(res.err, "Read-only file system")); /* /tmp excluded */
     proc_result_free(&res);
-    sandbox_argv_free(argv);
+    strv_free(argv);
     sandbox_policy_free(p);
     json_decref(j);
 }
@@ -1435,7 +1458,7 @@ test_library_argv_protect_runs(void **state)
                           "exec 2>/dev/null; echo x >> audit.log || echo no-log;"
                           " touch home/config.toml || echo no-home; echo in > x && cat x",
                           NULL};
-    char **argv = sandbox_helper_argv_protect(p, sbx_helper(), f->dir, -1, 0, protect, 2, prog);
+    char **argv = helper_argv(p, sbx_helper(), f->dir, -1, false, protect, 2, prog);
     assert_non_null(argv);
     struct proc_result res;
     assert_int_equal(proc_run((const char *const *)argv, NULL, &res), 0);
@@ -1443,7 +1466,7 @@ test_library_argv_protect_runs(void **state)
     assert_string_equal(res.out, "no-log\nno-home\nin\n");
     proc_result_free(&res);
     assert_file_is(log, "kept\n");
-    sandbox_argv_free(argv);
+    strv_free(argv);
     sandbox_policy_free(p);
     json_decref(j);
     free(log);

@@ -183,6 +183,54 @@ test_outside_roots_refused(void **state)
     attack_world_end(w);
 }
 
+/* The same refusal from a thread other than the process's first: the
+ * refusal line still reaches the command's stderr (the supervisor reaches
+ * the thread that called, by its thread id). */
+static void
+test_refused_from_second_thread_says_why(void **state)
+{
+    (void)state;
+    struct mcp_world *w = world_start(NULL);
+    char *sock = tmpdir_path(w->outside, "agent.sock");
+    char *mark = tmpdir_path(w->outside, "pwned");
+    outside_server(sock, mark);
+    char *cmd = mcp_world_fmt("%s connect-thread %s", g.client, sock);
+    json_t *a = attack_run(w, cmd, NULL);
+    assert_unreached(mark, a);
+    mcp_world_assert_contains(mcp_world_output(a), "connect: Connection refused");
+    mcp_world_assert_contains(mcp_world_output(a), REFUSED_LINE);
+    mcp_world_assert_contains(mcp_world_output(a), "--allow-unix-socket");
+    json_decref(a);
+    free(cmd);
+    free(mark);
+    free(sock);
+    attack_world_end(w);
+}
+
+/* The variant for execs (tree enforcement): a program a rule forbids,
+ * exec'd from a second thread, is refused with its line on stderr. */
+static void
+test_exec_refused_from_second_thread_says_why(void **state)
+{
+    (void)state;
+    const char *extra = getenv("EXECGATE_TEST_EXTRA");
+    if (extra && strstr(extra, "--exec-enforcement=shell"))
+        skip(); /* shell enforcement does not see a program's own execs */
+    const struct mcp_world_options o = {.extra = attack_suite_extra()};
+    struct mcp_world *w =
+        attack_world_start("prefix_rule(pattern=[\"touch\"], decision=\"forbidden\")\n", &o);
+    char *mark = tmpdir_path(w->outside, "touched");
+    char *cmd = mcp_world_fmt("%s exec-thread /usr/bin/touch %s", g.client, mark);
+    json_t *a = attack_run(w, cmd, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "exec: Permission denied");
+    mcp_world_assert_contains(mcp_world_output(a), "execgate: refused `touch ");
+    assert_int_not_equal(access(mark, F_OK), 0);
+    json_decref(a);
+    free(cmd);
+    free(mark);
+    attack_world_end(w);
+}
+
 /* The same socket in /tmp, a writable root: "inside a writable root" is
  * not the test.  Also through a symlink and a hard link the command makes,
  * /proc/self/root, and a relative path. */
@@ -740,6 +788,8 @@ main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_outside_roots_refused, teardown),
+        cmocka_unit_test_teardown(test_refused_from_second_thread_says_why, teardown),
+        cmocka_unit_test_teardown(test_exec_refused_from_second_thread_says_why, teardown),
         cmocka_unit_test_teardown(test_tmp_and_path_variants_refused, teardown),
         cmocka_unit_test_teardown(test_races_refused, teardown),
         cmocka_unit_test_teardown(test_fd_swap_race_refused, teardown),

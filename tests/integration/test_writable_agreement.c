@@ -37,6 +37,19 @@
  * L (a link to R2, given as a writable root), T ($TMPDIR) and LT (a link
  * to it), O (written by no policy) and t (what a relative $TMPDIR "t"
  * would name from S); M (a writable root) does not exist. */
+
+/* The view of a sandboxPolicy object, as the server makes it: the policy
+ * parsed (its errors are the parser's), then the view of what it grants. */
+static int
+view_from_json(struct writable_view *v, const json_t *policy, const char *sandbox_cwd, char **err)
+{
+    memset(v, 0, sizeof(*v));
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
+    int rc = p ? writable_view_init_after(v, p, NULL, NULL, err) : -1;
+    sandbox_policy_free(p);
+    return rc;
+}
+
 static struct {
     char *s, *c, *r, *r2, *l, *t, *lt, *o, *rel_t, *m;
     char *shm_probe, *tmp_probe, *dev_probe;
@@ -220,8 +233,8 @@ check_agreement(const char *policy_text, const char *tmpdir, bool confining)
     assert_non_null(policy);
     struct writable_view v;
     char *err = NULL;
-    if (writable_view_init(&v, policy, g.c, &err) != 0)
-        fail_msg("writable_view_init(%s): %s", policy_text, err);
+    if (view_from_json(&v, policy, g.c, &err) != 0)
+        fail_msg("view_from_json(%s): %s", policy_text, err);
     assert_int_equal(json_object_set_new(policy, "sandboxCwd", json_string(g.c)), 0);
     char *helper_policy = json_dumps(policy, JSON_COMPACT);
     assert_non_null(helper_policy);

@@ -43,6 +43,7 @@ struct asker {
     char *last_note;
     int told;
     enum ask_kind kind;
+    enum ask_refusal refusal;
     char *reason;
     bool had_content;
 };
@@ -190,6 +191,7 @@ done(void *data, const struct ask_answer *ans)
     struct asker *a = data;
     a->told++;
     a->kind = ans->kind;
+    a->refusal = ans->refusal;
     free(a->reason);
     a->reason = ans->reason ? strdup(ans->reason) : NULL;
     a->had_content = ans->content != NULL;
@@ -197,6 +199,8 @@ done(void *data, const struct ask_answer *ans)
 
 static const struct ask_how how = {.params = params, .take_always = take_always, .done = done};
 static const struct ask_how how_no_always = {.params = params, .done = done};
+static const struct ask_how how_explicit = {
+    .params = params, .done = done, .explicit_approval = true};
 
 static void
 asker_release(struct asker *a)
@@ -214,27 +218,30 @@ test_meaning_of_each_answer(void **state)
         const char *body;
         enum ask_kind kind;
         const char *reason; /* NULL: none */
+        enum ask_refusal refusal;
     } rows[] = {
-        {"\"result\":{\"action\":\"accept\"}", ASK_APPROVED, NULL},
+        {"\"result\":{\"action\":\"accept\"}", ASK_APPROVED, NULL, ASK_REFUSED_NONE},
         {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":\"approved\"}}", ASK_APPROVED,
-         NULL},
+         NULL, ASK_REFUSED_NONE},
         {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":\"approved_for_session\"}}",
-         ASK_APPROVED_FOR_SESSION, NULL},
+         ASK_APPROVED_FOR_SESSION, NULL, ASK_REFUSED_NONE},
         {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":"
          "\"approved_execpolicy_amendment\"}}",
-         ASK_ALWAYS, NULL},
+         ASK_ALWAYS, NULL, ASK_REFUSED_NONE},
         {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":\"denied\",\"reason\":"
          "\" not\\nnow\"}}",
-         ASK_DENIED, "User denied execution, saying: not\\nnow"},
+         ASK_DENIED, "User denied execution, saying: not\\nnow", ASK_REFUSED_IN_FORM},
         {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":\"maybe\"}}", ASK_DENIED,
-         "User declined execution"},
+         "User declined execution", ASK_REFUSED_IN_FORM},
         {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":{\"other\":1}}}", ASK_DENIED,
-         "User declined execution"},
-        {"\"result\":{\"action\":\"decline\"}", ASK_DENIED, "User declined execution"},
-        {"\"result\":{\"action\":\"cancel\"}", ASK_DENIED, "User cancelled execution"},
-        {"\"result\":{}", ASK_DENIED, "User cancelled execution"},
+         "User declined execution", ASK_REFUSED_IN_FORM},
+        {"\"result\":{\"action\":\"decline\"}", ASK_DENIED, "User declined execution",
+         ASK_REFUSED_DECLINED},
+        {"\"result\":{\"action\":\"cancel\"}", ASK_DENIED, "User cancelled execution",
+         ASK_REFUSED_CANCELLED},
+        {"\"result\":{}", ASK_DENIED, "User cancelled execution", ASK_REFUSED_CANCELLED},
         {"\"error\":{\"code\":-32601,\"message\":\"no form\"}", ASK_DENIED,
-         "The MCP client could not be asked for approval: no form"},
+         "The MCP client could not be asked for approval: no form", ASK_REFUSED_FAILED},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         struct asker a = {0};
@@ -246,6 +253,7 @@ test_meaning_of_each_answer(void **state)
         json_decref(req);
         assert_int_equal(a.told, 1);
         assert_int_equal(a.kind, rows[i].kind);
+        assert_int_equal(a.refusal, rows[i].refusal);
         if (rows[i].reason)
             assert_string_equal(a.reason, rows[i].reason);
         else
@@ -253,6 +261,38 @@ test_meaning_of_each_answer(void **state)
         asker_release(&a);
     }
     assert_int_equal(f->aborts, 0);
+}
+
+/* A question that needs an explicit approval (leaving the sandbox): a
+ * form accepted blank and an approval for the session are refusals in
+ * the form; approved approves; the rest mean what they mean for all. */
+static void
+test_explicit_approval(void **state)
+{
+    struct fixture *f = *state;
+    static const struct {
+        const char *body;
+        enum ask_kind kind;
+        enum ask_refusal refusal;
+    } rows[] = {
+        {"\"result\":{\"action\":\"accept\"}", ASK_DENIED, ASK_REFUSED_IN_FORM},
+        {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":\"approved_for_session\"}}",
+         ASK_DENIED, ASK_REFUSED_IN_FORM},
+        {"\"result\":{\"action\":\"accept\",\"content\":{\"decision\":\"approved\"}}", ASK_APPROVED,
+         ASK_REFUSED_NONE},
+        {"\"result\":{\"action\":\"decline\"}", ASK_DENIED, ASK_REFUSED_DECLINED},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct asker a = {0};
+        assert_non_null(ask_put(f->line, &how_explicit, &a));
+        json_t *req = next_message(f);
+        reply(f, req, rows[i].body, &a);
+        json_decref(req);
+        assert_int_equal(a.told, 1);
+        assert_int_equal(a.kind, rows[i].kind);
+        assert_int_equal(a.refusal, rows[i].refusal);
+        asker_release(&a);
+    }
 }
 
 /* abort stops the call before the asker hears of it, once, whichever
@@ -370,6 +410,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_meaning_of_each_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_explicit_approval, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_stops_the_call_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_always_not_taken_is_asked_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_at_a_time_and_withdraw, setup, teardown),

@@ -277,12 +277,13 @@ test_peer_cred(void **state)
     assert_int_equal(c.gid, getegid());
     close(sv[0]);
     close(sv[1]);
-    /* not a socket: an error, and *out left alone */
+    /* not a socket: an error, and *out zeroed (nothing stale to read) */
     int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     assert_true(fd >= 0);
-    struct ucred untouched = {12345, 1, 2};
-    assert_int_equal(peer_cred(fd, &untouched), -ENOTSOCK);
-    assert_int_equal(untouched.pid, 12345);
+    struct ucred zeroed = {12345, 1, 2};
+    assert_int_equal(peer_cred(fd, &zeroed), -ENOTSOCK);
+    assert_int_equal(zeroed.pid, 0);
+    assert_int_equal(zeroed.uid, 0);
     close(fd);
 }
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "server/call/login_snapshot.h"
+#include "common/strv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -127,14 +128,14 @@ test_startup_files(void **state)
         for (size_t j = i + 1; f[j]; j++)
             assert_string_not_equal(f[i], f[j]);
     }
-    login_snapshot_strv_free(f);
+    strv_free(f);
     /* without HOME only the system's */
     f = login_snapshot_startup_files(login_snapshot_kind_find("bash"), NULL);
     assert_non_null(f);
     assert_true(has(f, "/etc/profile"));
     for (size_t i = 0; f[i]; i++)
         assert_null(strstr(f[i], home));
-    login_snapshot_strv_free(f);
+    strv_free(f);
 }
 
 /* zsh's: the zsh files, and with ZDOTDIR in the environment its personal
@@ -159,7 +160,7 @@ test_zsh_startup_files(void **state)
         free(p);
     }
     assert_false(has(f, zprofile));
-    login_snapshot_strv_free(f);
+    strv_free(f);
     setenv("ZDOTDIR", zd, 1);
     f = login_snapshot_startup_files(k, home);
     unsetenv("ZDOTDIR");
@@ -168,7 +169,7 @@ test_zsh_startup_files(void **state)
     char *more = in_home(".zsh-more");
     assert_true(has(f, more));
     free(more);
-    login_snapshot_strv_free(f);
+    strv_free(f);
     free(zprofile);
     free(zd);
 }
@@ -461,15 +462,6 @@ strv(const char *const *in)
     for (size_t i = 0; i < n; i++)
         v[i] = strdup(in[i]);
     return v;
-}
-
-/* Frees a vector from strv (or one login_snapshot_use replaced). */
-static void
-strv_free(char **v)
-{
-    for (size_t i = 0; v[i]; i++)
-        free(v[i]);
-    free(v);
 }
 
 static void
@@ -828,8 +820,8 @@ zsh_with_snapshot(const char *probe, int *status)
     snap_fd = snap;
     char *got = run((const char *const *)argv, env, status);
     snap_fd = -1;
-    login_snapshot_strv_free(argv);
-    login_snapshot_strv_free(env);
+    strv_free(argv);
+    strv_free(env);
     free(noise);
     free(out);
     free(cmd);

@@ -2,6 +2,7 @@
  * path_list: appending copies and taken paths, membership, and that a
  * failed append leaves the list as it was and leaks nothing.
  */
+#include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 
 #include "tests/support/alloc_fail.h"
@@ -33,8 +34,8 @@ test_add_copies_and_keeps_order(void **state)
     assert_false(path_list_has(list, n, "/work"));
     assert_false(path_list_has(list, n, "/tmp/"));
     assert_false(path_list_has(NULL, 0, "/tmp"));
-    path_list_free(list, n);
-    path_list_free(NULL, 0);
+    strv_free_n(list, n);
+    strv_free_n(NULL, 0);
 }
 
 static void
@@ -47,7 +48,7 @@ test_take_owns_the_path(void **state)
     assert_non_null(p);
     assert_int_equal(path_list_take(&list, &n, p), 0);
     assert_ptr_equal(list[0], p);
-    path_list_free(list, n);
+    strv_free_n(list, n);
 }
 
 /* One round: three appends (copies, then a taken path) into an empty
@@ -75,7 +76,7 @@ append_round(void *arg)
         assert_int_equal(n, 3);
         assert_string_equal(list[2], "/c");
     }
-    path_list_free(list, n);
+    strv_free_n(list, n);
 }
 
 static void

@@ -14,9 +14,33 @@
 
 #include "tests/support/alloc_fail.h"
 #include "sandbox/policy/policy.h"
+#include "sandbox/policy/cmdline.h"
+#include "common/strv.h"
 
 /* Parses text as JSON and then as a policy with cwd; returns the policy or
  * NULL with *err set. */
+
+/* The helper's argv for p (the real builder, sandbox_cmdline_argv, with
+ * the fields these tests set). */
+static char **
+helper_argv(const struct sandbox_policy *p, const char *helper, const char *cwd, int report_fd,
+            bool allow_degraded, const char *const *protect, size_t n_protect,
+            const char *const *prog)
+{
+    const struct sandbox_cmdline c = {
+        .helper = helper,
+        .policy = p,
+        .cwd = cwd,
+        .report_fd = report_fd,
+        .exec_notify_fd = -1,
+        .allow_degraded = allow_degraded,
+        .protect = protect,
+        .n_protect = n_protect,
+        .program = prog,
+    };
+    return sandbox_cmdline_argv(&c);
+}
+
 static struct sandbox_policy *
 parse_with(const char *text, const char *cwd, char **err)
 {
@@ -274,7 +298,7 @@ test_helper_argv(void **state)
     char *err = NULL;
     struct sandbox_policy *p = parse_with("{\"type\":\"read-only\"}", "/w", &err);
     const char *prog[] = {"/bin/echo", "a b", NULL};
-    char **argv = sandbox_helper_argv(p, "/x/execgate-sandbox", "/w/sub", 5, prog);
+    char **argv = helper_argv(p, "/x/execgate-sandbox", "/w/sub", 5, false, NULL, 0, prog);
     assert_non_null(argv);
     char *canon = sandbox_policy_to_json(p);
     const char *want[] = {"/x/execgate-sandbox", "--policy", canon, "--cwd",     "/w/sub",
@@ -283,22 +307,22 @@ test_helper_argv(void **state)
     for (size_t i = 0; i < n; i++)
         assert_string_equal(argv[i], want[i]);
     assert_null(argv[n]);
-    sandbox_argv_free(argv);
+    strv_free(argv);
 
-    argv = sandbox_helper_argv(p, "h", "/w", -1, prog);
+    argv = helper_argv(p, "h", "/w", -1, false, NULL, 0, prog);
     assert_string_equal(argv[5], "--");
     assert_string_equal(argv[6], "/bin/echo");
     assert_null(argv[8]);
-    sandbox_argv_free(argv);
+    strv_free(argv);
 
-    argv = sandbox_helper_argv_flags(p, "h", "/w", -1, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
+    argv = helper_argv(p, "h", "/w", -1, true, NULL, 0, prog);
     assert_string_equal(argv[1], "--allow-degraded");
     assert_string_equal(argv[2], "--policy");
     assert_string_equal(argv[6], "--");
     assert_string_equal(argv[8], "a b");
     assert_null(argv[9]);
-    sandbox_argv_free(argv);
-    sandbox_argv_free(NULL);
+    strv_free(argv);
+    strv_free(NULL);
     sandbox_policy_free(NULL);
     free(canon);
     sandbox_policy_free(p);
@@ -316,8 +340,7 @@ test_helper_argv_protect(void **state)
     char *canon = sandbox_policy_to_json(p);
     const char *prog[] = {"/bin/echo", "a b", NULL};
     const char *protect[] = {"/home/u/.codex", "/tmp/execgate audit.log", "/home/u/.codex"};
-    char **argv = sandbox_helper_argv_protect(p, "/x/execgate-sandbox", "/w/sub", 5,
-                                              SANDBOX_ARGV_ALLOW_DEGRADED, protect, 3, prog);
+    char **argv = helper_argv(p, "/x/execgate-sandbox", "/w/sub", 5, true, protect, 3, prog);
     assert_non_null(argv);
     const char *want[] = {"/x/execgate-sandbox",
                           "--allow-degraded",
@@ -340,29 +363,29 @@ test_helper_argv_protect(void **state)
     for (size_t i = 0; i < n; i++)
         assert_string_equal(argv[i], want[i]);
     assert_null(argv[n]);
-    sandbox_argv_free(argv);
+    strv_free(argv);
 
     /* Without flags: the first --protect right after the helper. */
-    argv = sandbox_helper_argv_protect(p, "h", "/w", -1, 0, protect, 1, prog);
+    argv = helper_argv(p, "h", "/w", -1, false, protect, 1, prog);
     assert_string_equal(argv[1], "--protect");
     assert_string_equal(argv[2], "/home/u/.codex");
     assert_string_equal(argv[3], "--policy");
     assert_string_equal(argv[7], "--");
     assert_null(argv[10]);
-    sandbox_argv_free(argv);
+    strv_free(argv);
 
-    /* None (protect may then be NULL): exactly the flags variant's argv. */
-    char **plain = sandbox_helper_argv_flags(p, "h", "/w", 3, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
-    argv = sandbox_helper_argv_protect(p, "h", "/w", 3, SANDBOX_ARGV_ALLOW_DEGRADED, NULL, 0, prog);
+    /* None: protect may then be NULL, and the argv is the same either way. */
+    char **plain = helper_argv(p, "h", "/w", 3, true, NULL, 0, prog);
+    argv = helper_argv(p, "h", "/w", 3, true, protect, 0, prog);
     size_t k = 0;
     for (; plain[k] != NULL; k++)
         assert_string_equal(argv[k], plain[k]);
     assert_null(argv[k]);
-    sandbox_argv_free(plain);
-    sandbox_argv_free(argv);
+    strv_free(plain);
+    strv_free(argv);
 
     /* A count no argv can hold: refused, not overflowed. */
-    assert_null(sandbox_helper_argv_protect(p, "h", "/w", -1, 0, protect, SIZE_MAX / 2, prog));
+    assert_null(helper_argv(p, "h", "/w", -1, false, protect, SIZE_MAX / 2, prog));
     free(canon);
     sandbox_policy_free(p);
 }
@@ -682,10 +705,9 @@ policy_round(void *arg)
     char *canon = sandbox_policy_to_json(p);
     char *desc = sandbox_policy_describe(p);
     const char *prog[] = {"/bin/sh", "-c", "true", NULL};
-    char **argv = sandbox_helper_argv_flags(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED, prog);
+    char **argv = helper_argv(p, "/h", "/w", 4, true, NULL, 0, prog);
     const char *protect[] = {"/p/rules", "/p/audit.log"};
-    char **pargv = sandbox_helper_argv_protect(p, "/h", "/w", 4, SANDBOX_ARGV_ALLOW_DEGRADED,
-                                               protect, 2, prog);
+    char **pargv = helper_argv(p, "/h", "/w", 4, true, protect, 2, prog);
     struct sandbox_writable *w = sandbox_writable_new(p, "/t");
     if (!alloc_fail_injected()) {
         assert_non_null(canon);
@@ -701,8 +723,8 @@ policy_round(void *arg)
         free(err);
     }
     sandbox_writable_free(w);
-    sandbox_argv_free(pargv);
-    sandbox_argv_free(argv);
+    strv_free(pargv);
+    strv_free(argv);
     free(desc);
     free(canon);
     sandbox_policy_free(p);

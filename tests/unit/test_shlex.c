@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "common/strv.h"
 #include "rules/shlex.h"
 
 /* Splits s and compares with the NULL-terminated expected words. */
@@ -28,7 +29,7 @@ expect_split(const char *s, const char *const *want)
     for (size_t i = 0; i < n; i++)
         assert_string_equal(words[i], want[i]);
     assert_null(words[n]);
-    shlex_words_free(words);
+    strv_free(words);
 }
 
 static void
@@ -123,8 +124,8 @@ test_length_is_respected(void **state)
     assert_int_equal(shlex_split("ab cd 'x", 5, &words, &n, &err), 0);
     assert_int_equal(n, 2);
     assert_string_equal(words[1], "cd");
-    shlex_words_free(words);
-    shlex_words_free(NULL);
+    strv_free(words);
+    strv_free(NULL);
 }
 
 static void
@@ -140,7 +141,7 @@ expect_quote(const char *in, const char *want)
     assert_int_equal(shlex_split(q, strlen(q), &words, &n, &err), 0);
     assert_int_equal(n, 1);
     assert_string_equal(words[0], in);
-    shlex_words_free(words);
+    strv_free(words);
     free(q);
 }
 
@@ -175,7 +176,7 @@ test_join_round_trip(void **state)
     assert_int_equal(got, n);
     for (size_t i = 0; i < n; i++)
         assert_string_equal(words[i], argv[i]);
-    shlex_words_free(words);
+    strv_free(words);
     free(joined);
     char *empty = shlex_join(NULL, 0);
     assert_string_equal(empty, "");

@@ -16,6 +16,7 @@
 
 #include "server/options.h"
 #include "server/state_paths.h"
+#include "common/strv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,7 +179,7 @@ assert_paths(char **paths, size_t n, const char *const *want, size_t n_want)
         free(w);
     }
     assert_null(paths[n]);
-    state_paths_free(paths);
+    strv_free(paths);
 }
 
 /* The list: CODEX_HOME, the rules paths, the audit log; canonical, each
@@ -212,8 +213,8 @@ test_new(void **state)
     char *w = at("real/.codex");
     assert_string_equal(paths[0], w);
     free(w);
-    state_paths_free(paths);
-    state_paths_free(NULL);
+    strv_free(paths);
+    strv_free(NULL);
 
     free(h);
     free(o.audit_log);
@@ -251,7 +252,7 @@ test_hidden(void **state)
     assert_non_null(paths);
     assert_int_equal(n, 0);
     assert_null(paths[0]);
-    state_paths_free(paths);
+    strv_free(paths);
 
     free(o.audit_log);
     free(again);

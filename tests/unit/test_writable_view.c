@@ -22,6 +22,19 @@
 
 /* Scratch directories, canonical: S under /var/tmp (outside /tmp, so
  * that only what a test grants covers it), T another one for $TMPDIR. */
+
+/* The view of a sandboxPolicy object, as the server makes it: the policy
+ * parsed (its errors are the parser's), then the view of what it grants. */
+static int
+view_from_json(struct writable_view *v, const json_t *policy, const char *sandbox_cwd, char **err)
+{
+    memset(v, 0, sizeof(*v));
+    struct sandbox_policy *p = sandbox_policy_from_json(policy, sandbox_cwd, err);
+    int rc = p ? writable_view_init_after(v, p, NULL, NULL, err) : -1;
+    sandbox_policy_free(p);
+    return rc;
+}
+
 static char *scratch;
 static char *tmpdir_root;
 static char *saved_tmpdir;
@@ -90,9 +103,9 @@ view_of(struct writable_view *v, const char *policy_text, const char *cwd)
     if (!policy)
         fail_msg("bad test policy %s: %s", policy_text, jerr.text);
     char *err = NULL;
-    int rc = writable_view_init(v, policy, cwd, &err);
+    int rc = view_from_json(v, policy, cwd, &err);
     if (rc != 0)
-        fail_msg("writable_view_init(%s): %s", policy_text, err ? err : "(no message)");
+        fail_msg("view_from_json(%s): %s", policy_text, err ? err : "(no message)");
     assert_null(err);
     json_decref(policy);
 }
@@ -676,7 +689,7 @@ test_refused_and_release(void **state)
     json_t *bad = json_loads("{\"type\":\"everything\"}", 0, NULL);
     assert_non_null(bad);
     char *err = NULL;
-    assert_int_equal(writable_view_init(&v, bad, "/", &err), -1);
+    assert_int_equal(view_from_json(&v, bad, "/", &err), -1);
     assert_non_null(err);
     assert_non_null(strstr(err, "everything"));
     assert_null(v.roots);
@@ -699,7 +712,7 @@ test_copy_and_equal(void **state)
     char *w = tmpdir_path(scratch, "w");
     struct writable_view v, c;
     char *err = NULL;
-    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    assert_int_equal(view_from_json(&v, policy, w, &err), 0);
     assert_int_equal(v.n, 2);
     assert_int_equal(v.n_repo_roots, 2);
     assert_true(v.n_devices > 0);
@@ -755,7 +768,7 @@ test_pin(void **state)
     assert_non_null(policy);
     struct writable_view v;
     char *err = NULL;
-    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    assert_int_equal(view_from_json(&v, policy, w, &err), 0);
     struct sandbox_policy *p = sandbox_policy_from_json(policy, w, &err);
     assert_non_null(p);
     assert_int_equal(writable_view_pin(&v, p, &err), 0);
@@ -783,7 +796,7 @@ test_pin(void **state)
     json_decref(policy);
 
     policy = json_pack("{s:s}", "type", "read-only");
-    assert_int_equal(writable_view_init(&v, policy, w, &err), 0);
+    assert_int_equal(view_from_json(&v, policy, w, &err), 0);
     p = sandbox_policy_from_json(policy, w, &err);
     assert_int_equal(writable_view_pin(&v, p, &err), 0);
     set = sandbox_writable_new(p, NULL);

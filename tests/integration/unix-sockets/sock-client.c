@@ -8,6 +8,11 @@
  *   sock-client serve-dgram PATH MARK    datagram server: "PWNED" creates MARK
  *   sock-client connect PATH             connects, sends "PWNED", prints the
  *                                        reply ("reply: ..."); 0 when connected
+ *   sock-client connect-thread PATH      connect, from a second thread (its
+ *                                        thread id is not the process's id)
+ *   sock-client exec-thread PROGRAM ARG...
+ *                                        execs PROGRAM from a second thread;
+ *                                        prints "exec: ERROR" when refused
  *   sock-client dgram PATH               sendto PATH, then connect + send;
  *                                        prints each outcome; 0 when one went
  *   sock-client race INSIDE OUTSIDE N    N connects (more until one reaches
@@ -61,6 +66,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -162,6 +168,52 @@ connect_once(const char *path)
     printf("reply: %s\n", n > 0 ? buf : "(none)");
     close(s);
     return 0;
+}
+
+static void *
+connect_thread_main(void *path)
+{
+    return (void *)(intptr_t)connect_once(path);
+}
+
+/* connect_once from a thread other than the first: the supervisor reaches
+ * that thread by its own id. */
+static int
+connect_thread(const char *path)
+{
+    pthread_t t;
+    void *rc = NULL;
+    if (pthread_create(&t, NULL, connect_thread_main, (void *)path) != 0 ||
+        pthread_join(t, &rc) != 0) {
+        fprintf(stderr, "sock-client: no thread\n");
+        return 2;
+    }
+    fflush(stdout);
+    return (int)(intptr_t)rc;
+}
+
+static void *
+exec_thread_main(void *argv)
+{
+    char **v = argv;
+    execv(v[0], v);
+    printf("exec: %s\n", strerror(errno));
+    fflush(stdout);
+    return (void *)1;
+}
+
+/* execv from a thread other than the first (the supervisor reaches the
+ * thread that asked by its own id). */
+static int
+exec_thread(char **argv)
+{
+    pthread_t t;
+    void *rc = NULL;
+    if (pthread_create(&t, NULL, exec_thread_main, argv) != 0 || pthread_join(t, &rc) != 0) {
+        fprintf(stderr, "sock-client: no thread\n");
+        return 2;
+    }
+    return (int)(intptr_t)rc;
 }
 
 static int
@@ -587,6 +639,10 @@ main(int argc, char **argv)
         serve_dgram(argv[2], argv[3]);
     if (argc == 3 && strcmp(argv[1], "connect") == 0)
         return connect_once(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "connect-thread") == 0)
+        return connect_thread(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "exec-thread") == 0)
+        return exec_thread(&argv[2]);
     if (argc == 3 && strcmp(argv[1], "dgram") == 0)
         return dgram(argv[2]);
     if (argc == 5 && strcmp(argv[1], "race") == 0)
