@@ -230,7 +230,7 @@ def main():
                       workdir, args.calls // 2)
     for c in clients.values():
         c.close()
-    bash = os.path.join(os.path.dirname(args.execgate), "..", "subprojects", "bash", "bash")
+    bash = os.path.join(os.path.dirname(args.execgate), "..", "subprojects", "shells", "bash")
     bare_wall, bare_cpu = bare_loop(bash, args.rounds, args.loop)
     print(f"one Run exec of /bin/true, {args.loop} in a loop per call, {args.rounds} calls: "
           f"wall ms per exec (median) / CPU ms per exec (whole tree)")

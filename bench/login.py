@@ -66,7 +66,7 @@ def write_profile(home, ms, shell):
 
 def zsh_path(execgate):
     """The patched zsh of execgate's build tree, else zsh on PATH."""
-    built = os.path.join(os.path.dirname(os.path.abspath(execgate)), "..", "subprojects", "zsh",
+    built = os.path.join(os.path.dirname(os.path.abspath(execgate)), "..", "subprojects", "shells",
                          "zsh")
     return os.path.normpath(built) if os.access(built, os.X_OK) else "zsh"
 
