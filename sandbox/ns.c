@@ -6,7 +6,7 @@
 
 #include "common/macros.h"
 #include "sandbox/placeholder.h"
-#include "sandbox/protect.h"
+#include "sandbox/protect_arg.h"
 
 #include <errno.h>
 #include <fcntl.h>

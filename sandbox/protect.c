@@ -7,7 +7,6 @@
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
 #include "common/no_link.h"
-#include "common/path_dot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,23 +24,6 @@ struct sandbox_protect {
     char **pinned; /* directories pinned through this set */
     size_t n_pinned;
 };
-
-const char *
-sandbox_protect_arg_error(const char *path)
-{
-    if (path[0] == '\0')
-        return "empty path";
-    if (path[0] != '/')
-        return "not an absolute path";
-    for (const char *c = path; *c != '\0';) {
-        c += strspn(c, "/");
-        size_t len = strcspn(c, "/");
-        if (path_dot(c, len) != PATH_DOT_NONE)
-            return "has a \".\" or \"..\" component";
-        c += len;
-    }
-    return NULL;
-}
 
 bool
 sandbox_path_within(const char *path, const char *root)

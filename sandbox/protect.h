@@ -20,15 +20,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sandbox/protect_arg.h" /* sandbox_protect_arg_error */
+
 struct sandbox_protect;
 struct sandbox_writable;
-
-/*
- * Why path cannot be a --protect argument, or NULL when it can: it must be
- * non-empty, absolute, and have no "." or ".." component.  (A NUL byte
- * cannot occur in a C string, hence in argv.)  Returns a static string.
- */
-const char *sandbox_protect_arg_error(const char *path);
 
 /*
  * The writable locations of w (sandbox_writable_new), canonical
