@@ -3,7 +3,7 @@
 #include "common/log.h"
 #include "common/strfmt.h"
 #include "server/call/call_cgroup_fs.h"
-#include "server/call/call_cgroup_probe.h"
+#include "server/call/call_cgroup_probe_int.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
 #include "server/call/call_cgroup_probe.h"
+#include "server/call/call_cgroup_probe_int.h"
 
 #include "common/log.h"
 #include "common/strfmt.h"

@@ -1,14 +1,15 @@
 /*
- * call_cgroup_probe: what call_cgroup's probe found, shared by the probe
+ * call_cgroup_probe_int: what call_cgroup's probe found, shared by the probe
  * (call_cgroup_probe.c: reading /proc, trying each hierarchy, choosing how
  * to kill) and each call's cgroup (call_cgroup.c), which makes its
  * directories in these hierarchies and kills the way chosen here.  Only
- * those two files include it; everyone else sees call_cgroup.h.
+ * those two files include it; everyone else sees call_cgroup.h (and
+ * through it call_cgroup_probe.h).
  */
-#ifndef EXECGATE_SERVER_CALL_CGROUP_PROBE_H
-#define EXECGATE_SERVER_CALL_CGROUP_PROBE_H
+#ifndef EXECGATE_SERVER_CALL_CGROUP_PROBE_INT_H
+#define EXECGATE_SERVER_CALL_CGROUP_PROBE_INT_H
 
-#include "server/call/call_cgroup.h"
+#include "server/call/call_cgroup_probe.h"
 
 #include <stdbool.h>
 #include <stddef.h>
