@@ -121,16 +121,6 @@ spawn_reap(pid_t pid)
 
 /* ---- the start ---- */
 
-bool
-spawn_options_fd_given(const struct spawn_options *o, int at)
-{
-    for (size_t i = 0; i < o->n_fds; i++) {
-        if (o->fds[i].at == at)
-            return true;
-    }
-    return false;
-}
-
 /*
  * The file actions for o->fds.  A dup2 would overwrite a source that is
  * another entry's target (fd 5 to 3 and fd 3 to 5): then every source is

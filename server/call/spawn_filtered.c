@@ -38,7 +38,7 @@
  *   until the child's exec, and no longer.
  */
 #include "server/call/spawn_filtered.h"
-
+#include "server/call/call_cgroup.h"
 #include "sandbox/exec_filter.h"
 #include "supervise/exec_notify.h"
 #include "common/fd_pass.h"

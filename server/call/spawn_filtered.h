@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "server/call/spawn_child.h"
+#include "server/call/spawn_options.h"
 
 /*
  * Starts o->file as spawn_start describes (the same fds, signals and
