@@ -1,4 +1,5 @@
 #include "server/call/login_shells.h"
+#include "server/call/login_shells_int.h"
 
 #include "common/macros.h"
 #include "common/strfmt.h"

@@ -4,7 +4,7 @@
 #include "common/strfmt.h"
 #include "common/strv.h"
 #include "common/write_all.h"
-#include "server/call/login_shells.h"
+#include "server/call/login_shells_int.h"
 #include "server/call/login_startup.h"
 
 #include <dirent.h>
@@ -53,7 +53,7 @@ struct login_snapshot {
     bool zdotdir; /* ZSH_ZDOTDIR is made */
 };
 
-/* ZSH_ZDOTDIR's .zshenv and .zlogin (login_shells.h). */
+/* ZSH_ZDOTDIR's .zshenv and .zlogin (login_shells_int.h). */
 static const char zsh_zshenv[] = "builtin setopt no_global_rcs\n";
 static const char zsh_zlogin[] = "builtin . \"$" ZSH_SNAPSHOT_VAR "\"\n";
 

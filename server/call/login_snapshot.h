@@ -29,6 +29,9 @@
 #ifndef EXECGATE_SERVER_LOGIN_SNAPSHOT_H
 #define EXECGATE_SERVER_LOGIN_SNAPSHOT_H
 
+#include "server/call/login_shells.h"  /* the shell kinds */
+#include "server/call/login_startup.h" /* the startup files a kind reads */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,36 +44,10 @@
 #define LOGIN_SNAPSHOT_MAX_BYTES (8u * 1024 * 1024)
 /* Snapshots kept at once (keys); the least recently used goes first. */
 #define LOGIN_SNAPSHOT_MAX_KEPT 8
-/* Startup files followed (the standard set, /etc/profile.d's scripts and
- * the files they source by a literal path), and the bytes of each read to
- * find what it sources. */
-#define LOGIN_SNAPSHOT_MAX_FILES  64
-#define LOGIN_SNAPSHOT_SCAN_BYTES (1024u * 1024)
 /* The profile's own output, logged at capture, is cut to this many bytes. */
 #define LOGIN_SNAPSHOT_LOG_BYTES 2000
 
-struct login_snapshot_kind;
 struct login_snapshot;
-
-/* The kind for a shell named name ("bash", "zsh": the basename of the
- * shell's path is enough), or NULL when it has none. */
-const struct login_snapshot_kind *login_snapshot_kind_find(const char *name);
-
-/* The kind's name ("bash"). */
-const char *login_snapshot_kind_name(const struct login_snapshot_kind *k);
-
-/* Whether the kind can capture at all (both do). */
-bool login_snapshot_kind_captures(const struct login_snapshot_kind *k);
-
-/*
- * The startup files a login shell of kind k reads with HOME home (NULL:
- * none of the personal ones), and those they source by a literal path
- * (`. ~/.bashrc`, `source "$HOME/.cargo/env"`), as far as they exist;
- * at most LOGIN_SNAPSHOT_MAX_FILES.  A NULL-terminated array of malloc'd
- * absolute paths (free with strv_free), or NULL when out of
- * memory.
- */
-char **login_snapshot_startup_files(const struct login_snapshot_kind *k, const char *home);
 
 /*
  * Where the store's directory goes (malloc'd): $XDG_RUNTIME_DIR when it is

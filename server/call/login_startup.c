@@ -3,7 +3,7 @@
 #include "common/strfmt.h"
 #include "common/strv.h"
 #include "sandbox/policy/path_list.h"
-#include "server/call/login_shells.h"
+#include "server/call/login_shells_int.h"
 
 #include <dirent.h>
 #include <errno.h>
