@@ -13,36 +13,13 @@
 #ifndef EXECGATE_SUPERVISE_EXEC_NOTIFY_H
 #define EXECGATE_SUPERVISE_EXEC_NOTIFY_H
 
+#include "supervise/exec_notify_types.h" /* the request, its bounds, the quick decision */
+#include "supervise/exec_tell.h"         /* exec_notify_tell */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/* Bounds on what is read from a target (larger execs are refused E2BIG). */
-#define EXEC_NOTIFY_MAX_PATH         4096
-#define EXEC_NOTIFY_MAX_ARGC         65536
-#define EXEC_NOTIFY_MAX_ARG_BYTES    (4u << 20)
-#define EXEC_NOTIFY_MAX_INTERP_DEPTH 4
-
-/* One exec, as the target asked for it.  Borrowed for the callback's
- * duration only. */
-struct exec_notify_request {
-    uint64_t id;
-    pid_t pid;
-    bool execveat;
-    const char *path;                /* the path argument as the target passed it */
-    const char *resolved;            /* made absolute against the cwd or the dirfd */
-    const char *canonical;           /* symlinks followed; NULL when the file cannot be opened */
-    const char *const *interpreters; /* #! interpreters, outermost first */
-    size_t n_interpreters;
-    const char *const *argv; /* argv[argc] is NULL */
-    size_t argc;
-    /* the environment the exec passes, NAME=value each (envp[envc] is
-     * NULL); empty when only the path was read */
-    const char *const *envp;
-    size_t envc;
-    const char *cwd; /* the target's cwd; "" when unreadable */
-};
 
 enum exec_notify_verdict {
     EXEC_NOTIFY_CONTINUE = 0, /* the kernel runs the exec */
@@ -163,17 +140,7 @@ void exec_notify_set_refuse_shared_memory(struct exec_notify *n, bool on);
  * default: a tree in the sandbox is decided without it). */
 void exec_notify_set_read_env(struct exec_notify *n, bool on);
 
-/*
- * A decision the caller can make from the file alone: called, once the
- * first exec is past, for an exec of an absolute path that opens, with its
- * canonical path (borrowed) and the pid (stopped in this exec: the
- * notification is re-validated after the call, before the answer).  True
- * continues the exec without reading its argv, cwd or #! lines and without
- * calling decide — the exec the caller expects, such as the patched Bash's
- * exec of the wrapper; false decides it as any other.  Strict mode applies
- * either way.
- */
-typedef bool (*exec_notify_quick_fn)(void *arg, pid_t pid, const char *canonical);
+/* Sets the quick decision (exec_notify_quick_fn, exec_notify_types.h). */
 void exec_notify_set_quick(struct exec_notify *n, exec_notify_quick_fn quick);
 
 /* Whether exec_notify_process's last look at the listener found no
@@ -198,13 +165,6 @@ struct unix_connect_wait;
 typedef void (*exec_notify_wait_fn)(void *arg, const struct unix_connect_wait *wait);
 void exec_notify_set_connect(struct exec_notify *n, const struct unix_connect_config *cfg,
                              exec_notify_wait_fn wait, void *arg);
-
-/*
- * One line on pid's stderr, "execgate: refused `DISPLAY`: REASON", written
- * as a refused exec's is (through the target's own fd 2; skipped where it
- * could block).  Best effort.
- */
-void exec_notify_tell(pid_t pid, const char *display, const char *reason);
 
 /* Counters since exec_notify_new. */
 struct exec_notify_stats {

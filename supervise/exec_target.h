@@ -9,7 +9,7 @@
 #ifndef EXECGATE_SUPERVISE_EXEC_TARGET_H
 #define EXECGATE_SUPERVISE_EXEC_TARGET_H
 
-#include "supervise/exec_notify.h"
+#include "supervise/exec_notify_types.h"
 
 #include <linux/seccomp.h>
 #include <stdbool.h>

@@ -14,7 +14,7 @@
 #include "supervise/unix_connect.h"
 
 #include "common/macros.h"
-#include "supervise/exec_notify.h"
+#include "supervise/exec_tell.h"
 #include "supervise/exec_target.h"
 #include "supervise/unix_holder.h"
 #include "supervise/unix_msg.h"
