@@ -14,7 +14,6 @@ import { check, startServer, stopServer } from "./server.mjs";
 
 const server = process.argv[2];
 const MAX_CONNECTIONS = 512; // MCP_HTTP_MAX_CONNECTIONS
-const MAX_UNAUTHENTICATED = 64; // MCP_HTTP_MAX_UNAUTHENTICATED
 const MAX_UNAUTHENTICATED_PER_PEER = 16; // MCP_HTTP_MAX_UNAUTHENTICATED_PER_PEER
 
 const top = mkdtempSync(join(tmpdir(), "execgate-sdk-http-limits-"));
@@ -88,8 +87,11 @@ check(cr.status === 200 && /C-done/.test(cr.text), `the session whose call ran w
   const ping = await rpc({ jsonrpc: "2.0", id: 9, method: "ping" }, c.sid);
   check(ping.status === 200 || ping.status === 404,
     `a client with the token is served beside them (got ${ping.status})`);
-  await until("all but a few of them are closed",
-    () => closedEarly >= socks.length - MAX_UNAUTHENTICATED);
+  // The server drops the oldest as each new one comes; the client hears
+  // of each close a little later, so wait for all but the per-user share
+  // (a server that keeps more never gets there, and the wait fails).
+  await until(`all but ${MAX_UNAUTHENTICATED_PER_PEER} of them are closed`,
+    () => closedEarly >= socks.length - MAX_UNAUTHENTICATED_PER_PEER);
   const open = socks.filter((s) => !s.destroyed && s.readyState === "open").length;
   check(open <= MAX_UNAUTHENTICATED_PER_PEER, `at most ${MAX_UNAUTHENTICATED_PER_PEER} stay open (${open} of ${socks.length})`);
   for (const s of socks) s.destroy();
