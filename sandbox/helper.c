@@ -210,6 +210,25 @@ check_net_proxy_fd(const struct sandbox_helper_options *o)
         sandbox_helper_die(errno, "--net-proxy-fd %d: setting close-on-exec", fd);
 }
 
+/* --net-ns-fd: not one of the other fds, and not left to the program.
+ * An fd that is not open is no error here: the join fails and the
+ * command has no network, as for any namespace that cannot be joined. */
+static void
+check_net_ns_fd(const struct sandbox_helper_options *o)
+{
+    int fd = o->net_ns_fd;
+    if (fd < 0)
+        return;
+    if (fd <= 2 || fd == o->report_fd || fd == o->exec_notify_fd || fd == o->net_proxy_fd)
+        sandbox_helper_die(0,
+                           "--net-ns-fd %d: must not be stdio, the report, exec-notify or "
+                           "net-proxy fd",
+                           fd);
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0 && fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+        sandbox_helper_die(errno, "--net-ns-fd %d: setting close-on-exec", fd);
+}
+
 /* exec-notify: the path execvp would run, found before the filter is in
  * place, so that the helper's own execve is one call with a path the
  * supervisor was told in advance.  Dies 127 when nothing is found
@@ -329,8 +348,45 @@ set_no_new_privs(struct run *r)
 }
 
 /*
- * --net-proxy-fd: the command's network is a namespace of its own with
- * only loopback, where the helper listens; the listener goes to the
+ * --net-ns-fd: the session's network namespace (docs/network.md), which
+ * has only loopback, joined before the helper makes its own namespaces,
+ * so that its user namespace nests in the one owning the network (the
+ * command then holds no capability over the network it shares with the
+ * session's other commands).  IP sockets are then allowed: the namespace
+ * is the limit.  When it cannot be joined the command has no network at
+ * all (seccomp, Landlock), and the report says "session_network": false.
+ * With the network on there is nothing to join.
+ */
+static void
+join_session_network(struct run *r)
+{
+    int fd = r->o->net_ns_fd;
+    if (fd < 0)
+        return;
+    r->o->net_ns_fd = -1;
+    if (!r->restrict_net) {
+        close(fd);
+        return;
+    }
+    const char *what = "";
+    int rc = sandbox_netns_join(fd, &what);
+    close(fd);
+    if (rc < 0) {
+        sandbox_helper_warn("session network: %s: %s; the command has no network", what,
+                            strerror(-rc));
+        r->session_net = -1;
+        helper_put(r->report, "session_network", json_false());
+        return;
+    }
+    r->session_net = 1;
+    r->restrict_net = false;
+    helper_put(r->report, "session_network", json_true());
+}
+
+/*
+ * --net-proxy-fd: the command's network is the session's namespace
+ * (above), or else a namespace of its own with only loopback, where the
+ * helper listens; the listener goes to the
  * server (whose proxy serves it) and the proxy variables to the command.
  * IP sockets are then allowed (the namespace is the limit).  Without the
  * namespace the command has no network at all (seccomp), and the report
@@ -343,8 +399,13 @@ enter_proxy_network(struct run *r)
     if (sock < 0)
         return;
     unsigned port = 0;
-    const char *what = "unshare";
-    int fd = sandbox_netns_enter(&port, &what);
+    const char *what = "the session's network namespace could not be joined";
+    /* in the session's namespace when one was given (a listener of its
+     * own per call: the port says whose connection it is), else in one
+     * of the call's own */
+    int fd = r->session_net > 0    ? sandbox_netns_listen(&port, &what)
+             : r->session_net == 0 ? sandbox_netns_enter(&port, &what)
+                                   : -EPERM;
     if (fd < 0) {
         sandbox_helper_warn("network proxy: %s: %s; the command has no network", what,
                             strerror(-fd));
@@ -698,6 +759,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     check_report_fd(o->report_fd);
     check_exec_notify_fd(o);
     check_net_proxy_fd(o);
+    check_net_ns_fd(o);
     run_init(&r, o);
     r.take_offered = o->exec_notify_fd >= 0 && sandbox_exec_filter_by_number(o->exec_notify_fd);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
@@ -722,7 +784,12 @@ sandbox_helper_run(struct sandbox_helper_options *o)
         close(o->net_proxy_fd); /* no namespaces here: the policy's network stands */
         o->net_proxy_fd = -1;
     }
+    if (!confine && o->net_ns_fd >= 0) {
+        close(o->net_ns_fd);
+        o->net_ns_fd = -1;
+    }
     if (confine) {
+        join_session_network(&r);
         helper_enter_namespaces(&r);
         enter_proxy_network(&r);
         if (r.ns.pid)

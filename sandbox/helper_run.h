@@ -47,6 +47,9 @@ struct run {
      * connection, and the supervisor lose the hand-over) */
     bool take_offered;
     bool restrict_net;
+    /* --net-ns-fd: 1 the session's network namespace joined, -1 it could
+     * not be (the command has no network), 0 none was given */
+    int session_net;
     json_t *report;
     json_t *degraded; /* borrowed from report */
     json_t *read_only;

@@ -27,7 +27,7 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
-            "                        [--notify-sockets-only] [--net-proxy-fd N]\n"
+            "                        [--notify-sockets-only] [--net-proxy-fd N] [--net-ns-fd N]\n"
             "                        [--allow-degraded] [--argv0 NAME] [--protect PATH]...\n"
             "                        [--hide PATH]...\n"
             "                        -- PROGRAM [ARGS...]\n"
@@ -48,6 +48,10 @@ usage(FILE *out)
             "namespace with only loopback; the socket listening on 127.0.0.1 there is sent\n"
             "over the SOCK_SEQPACKET socket N, and the proxy variables point at it (see\n"
             "docs/network.md).\n"
+            "--net-ns-fd N: under read-only or workspace-write with the network off,\n"
+            "PROGRAM joins the network namespace N names (and its user namespace) and may\n"
+            "use IP sockets there; the --net-proxy-fd listener is made in it.  When N\n"
+            "cannot be joined, PROGRAM has no network at all.\n"
             "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
             "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
             "(symlinks resolved) lies in a writable location, it is kept read-only\n"
@@ -76,6 +80,7 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
     o->report_fd = -1;
     o->exec_notify_fd = -1;
     o->net_proxy_fd = -1;
+    o->net_ns_fd = -1;
     /* at most one per argument */
     o->protect = calloc((size_t)argc, sizeof *o->protect);
     o->hide = calloc((size_t)argc, sizeof *o->hide);
@@ -107,6 +112,11 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             o->net_proxy_fd = parse_fd(argv[++i]);
             if (o->net_proxy_fd < 0)
                 sandbox_helper_die(0, "--net-proxy-fd: \"%s\" is not a file descriptor number",
+                                   argv[i]);
+        } else if (strcmp(a, SANDBOX_OPT_NET_NS_FD) == 0 && has_value) {
+            o->net_ns_fd = parse_fd(argv[++i]);
+            if (o->net_ns_fd < 0)
+                sandbox_helper_die(0, "--net-ns-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
         } else if (strcmp(a, SANDBOX_OPT_ARGV0) == 0 && has_value) {
             o->argv0 = argv[++i];

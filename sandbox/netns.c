@@ -1,19 +1,25 @@
 /*
- * netns: a network namespace with only loopback, and a listener in it.
+ * netns: a network namespace with only loopback, joining one, and a
+ * listener in it.
  */
 #include "sandbox/netns.h"
+#include "sandbox/ns.h"
 #include "common/macros.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A new namespace's loopback exists but is down. */
@@ -38,6 +44,89 @@ loopback_up(void)
     return rc;
 }
 
+/* The test knob of sandbox_ns_unshare: a kernel without namespaces. */
+static bool
+namespaces_off(void)
+{
+    const char *off = getenv("EXECGATE_SANDBOX_NO_NAMESPACES");
+    return off != NULL && strcmp(off, "1") == 0;
+}
+
+int
+sandbox_netns_make(const char **what)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (namespaces_off()) {
+        *what = "unshare(CLONE_NEWNET)";
+        return -EPERM;
+    }
+    /* A user namespace of its own owns the network namespace: the
+     * commands, each in a user namespace nested in it, hold no capability
+     * over the network they share (they cannot take its loopback down or
+     * add an interface).  Root may go without, where the kernel refuses
+     * user namespaces. */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
+        int rc = sandbox_ns_write_id_maps(uid, gid);
+        if (rc < 0) {
+            *what = "mapping the ids of its user namespace";
+            return rc;
+        }
+    } else if (unshare(CLONE_NEWNET) != 0) {
+        *what = "unshare(CLONE_NEWUSER | CLONE_NEWNET)";
+        return -errno;
+    }
+    int rc = loopback_up();
+    if (rc < 0)
+        *what = "bringing the loopback interface up";
+    return rc;
+}
+
+/* Whether fd names the caller's own user namespace (-errno: cannot tell). */
+static int
+is_own_user_ns(int fd)
+{
+    struct stat theirs, ours;
+    if (fstat(fd, &theirs) != 0 || stat("/proc/self/ns/user", &ours) != 0)
+        return -errno;
+    return theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+}
+
+int
+sandbox_netns_join(int fd, const char **what)
+{
+    if (namespaces_off()) {
+        *what = "setns";
+        return -EPERM;
+    }
+    *what = "the fd is not a network namespace";
+    int type = ioctl(fd, NS_GET_NSTYPE);
+    if (type < 0)
+        return -errno;
+    if (type != CLONE_NEWNET)
+        return -EINVAL;
+    *what = "finding the namespace's user namespace";
+    int user = ioctl(fd, NS_GET_USERNS);
+    if (user < 0)
+        return -errno;
+    int rc = is_own_user_ns(user);
+    /* Joining a network namespace takes CAP_SYS_ADMIN in the user
+     * namespace that owns it: the caller enters that one first (it is
+     * its owner's, the server's user), and nests its own in it after. */
+    if (rc == 0 && setns(user, CLONE_NEWUSER) != 0)
+        rc = -errno;
+    close(user);
+    if (rc < 0) {
+        *what = "entering the namespace's user namespace";
+        return rc;
+    }
+    if (setns(fd, CLONE_NEWNET) != 0) {
+        *what = "setns(CLONE_NEWNET)";
+        return -errno;
+    }
+    return 0;
+}
+
 int
 sandbox_netns_enter(unsigned *port, const char **what)
 {
@@ -50,6 +139,12 @@ sandbox_netns_enter(unsigned *port, const char **what)
         *what = "bringing the loopback interface up";
         return rc;
     }
+    return sandbox_netns_listen(port, what);
+}
+
+int
+sandbox_netns_listen(unsigned *port, const char **what)
+{
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         *what = "socket";
@@ -59,7 +154,7 @@ sandbox_netns_enter(unsigned *port, const char **what)
     socklen_t len = sizeof a;
     if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        rc = -errno;
+        int rc = -errno;
         close(fd);
         *what = "listening on 127.0.0.1";
         return rc;

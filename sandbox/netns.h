@@ -1,9 +1,13 @@
 /*
- * netns: the network namespace a call's sandbox gets when its network is
- * reached only through the server's proxy (docs/network.md).
+ * netns: the network namespace a sandbox gets when its network is off
+ * (docs/network.md).
  *
- * The namespace holds nothing but its loopback interface; the helper
- * listens on 127.0.0.1 in it and hands the listening socket to the server
+ * The namespace holds nothing but its loopback interface.  The server
+ * makes one per MCP session (sandbox_netns_make, in a child of its own)
+ * and keeps an fd to it; each call's helper joins it (--net-ns-fd,
+ * sandbox_netns_join), so the session's commands reach each other on
+ * 127.0.0.1 and nothing else.  With network rules the helper also listens
+ * on 127.0.0.1 in it and hands the listening socket to the server
  * (--net-proxy-fd), whose proxy serves it from outside: a connection made
  * in the sandbox to that address is a connection to the proxy, and no
  * other address leads anywhere.  Knows nothing of MCP or libuv.
@@ -12,10 +16,36 @@
 #define EXECGATE_SANDBOX_NETNS_H
 
 /*
+ * Moves the calling single-threaded process into a new user namespace
+ * (its ids mapped to themselves; root goes without one where the kernel
+ * refuses it) and a new network namespace owned by it, with loopback up.
+ * Returns 0, or -errno with *what naming the step that failed.
+ * $EXECGATE_SANDBOX_NO_NAMESPACES=1 fails it (sandbox_ns_unshare's knob).
+ */
+int sandbox_netns_make(const char **what);
+
+/*
+ * Joins the network namespace fd names (checked to be one), entering
+ * first the user namespace that owns it unless that is the caller's own:
+ * call before sandbox_ns_unshare, whose user namespace then nests in it.
+ * Returns 0, or -errno with *what naming the step that failed (the
+ * caller may be in the owner's user namespace by then, never in the
+ * network namespace).  Fails under $EXECGATE_SANDBOX_NO_NAMESPACES=1.
+ */
+int sandbox_netns_join(int fd, const char **what);
+
+/*
+ * Listens on 127.0.0.1 in the caller's network namespace, on a port the
+ * kernel chooses.  Returns the listening socket (close-on-exec) with
+ * *port set, or -errno with *what naming the step that failed.
+ */
+int sandbox_netns_listen(unsigned *port, const char **what);
+
+/*
  * Moves the calling process into a new network namespace (it needs
  * CAP_NET_ADMIN and CAP_SYS_ADMIN over its user namespace: call after
  * sandbox_ns_unshare), brings its loopback up and listens on 127.0.0.1
- * on a port the kernel chooses.  Returns the listening socket
+ * on a port the kernel chooses (sandbox_netns_listen).  Returns the listening socket
  * (close-on-exec) with *port set, or -errno with *what naming the step
  * that failed.
  */

@@ -87,8 +87,8 @@ write_file(const char *path, const char *text)
  * need a writer outside), so even root gets a single id: files of other
  * owners then show as the overflow id and root's DAC override does not
  * reach them (see docs/sandbox.md). */
-static int
-write_id_maps(uid_t uid, gid_t gid)
+int
+sandbox_ns_write_id_maps(uid_t uid, gid_t gid)
 {
     char map[64];
     snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
@@ -115,7 +115,7 @@ sandbox_ns_unshare(struct sandbox_ns_state *st)
      * the read-only world could stand in front of */
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) == 0) {
         st->user = true;
-        int rc = write_id_maps(uid, gid);
+        int rc = sandbox_ns_write_id_maps(uid, gid);
         if (rc < 0)
             return rc;
     } else if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) != 0) {

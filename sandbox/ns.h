@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct sandbox_placeholder;
 
@@ -32,6 +33,14 @@ struct sandbox_ns_state {
  * with *st filled, or -errno with nothing changed.
  */
 int sandbox_ns_unshare(struct sandbox_ns_state *st);
+
+/*
+ * In a user namespace the caller has just made: uid and gid map to
+ * themselves (one id each: from inside, a process may map only its own),
+ * and setgroups is denied (the kernel's condition for the gid map).
+ * Returns 0 or -errno.
+ */
+int sandbox_ns_write_id_maps(uid_t uid, gid_t gid);
 
 /*
  * Keeps root/.git (the directory, or a .git file and the gitdir it names)

@@ -26,6 +26,7 @@ struct sandbox_policy;
 #define SANDBOX_OPT_PROTECT        "--protect"
 #define SANDBOX_OPT_HIDE           "--hide"
 #define SANDBOX_OPT_NET_PROXY_FD   "--net-proxy-fd"
+#define SANDBOX_OPT_NET_NS_FD      "--net-ns-fd"
 #define SANDBOX_OPT_SOCKETS_ONLY   "--notify-sockets-only"
 
 /* How a line on --report-fd begins when PROGRAM could not be started (the
@@ -49,6 +50,9 @@ struct sandbox_cmdline {
      * 0 for none: 0 is stdin, never such a socket, and so callers that
      * do not name the field ask for nothing */
     int net_proxy_fd;
+    /* --net-ns-fd N (the session's network namespace, to join), or 0 for
+     * none, as for net_proxy_fd */
+    int net_ns_fd;
     const char *argv0;   /* --argv0 NAME for the program, or NULL */
     bool allow_degraded; /* --allow-degraded */
     /* --protect PATH for each, in order (docs/sandbox.md); may be NULL
@@ -65,7 +69,7 @@ struct sandbox_cmdline {
 /*
  * The argv for c:
  *   HELPER [--exec-notify-fd N [--notify-sockets-only]] [--net-proxy-fd N]
- *          [--argv0 NAME] [--allow-degraded] [--protect PATH]... [--hide PATH]...
+ *          [--net-ns-fd N] [--argv0 NAME] [--allow-degraded] [--protect PATH]... [--hide PATH]...
  *          --policy JSON --cwd CWD [--report-fd N]
  *          -- PROGRAM ARGS...
  * Returns a NULL-terminated array of malloc'd strings that the caller
