@@ -2,7 +2,7 @@
  * call_fds: the fds a call's sandbox helper inherits, and their numbers.
  *
  * The one table of those numbers: the helper's command line (--report-fd,
- * --exec-notify-fd, built in call.c), the shell's environment
+ * --exec-notify-fd, --net-proxy-fd, --net-ns-fd, built in call.c), the shell's environment
  * (CODEX_ESCALATE_SOCKET, escalation.c) and the spawn (shell_call.c) all
  * take them from here.  A struct call_fds says which of the server's fds
  * the child gets at each number; call_fds_spawn_list turns it into
@@ -24,7 +24,8 @@ enum call_fd {
     CALL_FD_EXEC_NOTIFY = 5,    /* tree enforcement's hand-over socket (--exec-notify-fd) */
     CALL_FD_NET_PROXY = 6,      /* the network namespace's hand-over socket (--net-proxy-fd) */
     CALL_FD_LOGIN_SNAPSHOT = 7, /* a login call's sealed snapshot (login_snapshot.h) */
-    CALL_FD_COUNT = 8           /* numbers in the table: 0 to 7 */
+    CALL_FD_NET_NS = 8,         /* the session's network namespace (--net-ns-fd) */
+    CALL_FD_COUNT = 9           /* numbers in the table: 0 to 8 */
 };
 
 /* For each number, the server's fd the child gets there (borrowed,

@@ -106,7 +106,9 @@ release_parts(struct call *c)
     decide_call_end(c->dc);
     decide_call_unref(c->dc);
     call_net_free(c->net);
+    call_net_client_unref(c->netns);
     call_cgroup_pool_put(c->cx->pool, c->cg);
+    c->netns = NULL;
     c->watch = NULL;
     c->ec = NULL;
     c->dc = NULL;
@@ -247,6 +249,18 @@ uses_proxy(const struct call_context *cx, const struct sandbox_policy *p)
            rules_policy_network_rule_count(decide_server_rules(cx->decide)) > 0;
 }
 
+/* Whether a call under p joins its session's network namespace (ncl's):
+ * the policy keeps the network off and confines the command, and the
+ * namespace is there (else the command has no network at all). */
+static bool
+uses_session_net(const struct sandbox_policy *p, struct call_net_client *ncl)
+{
+    enum sandbox_kind kind = sandbox_policy_kind(p);
+    return !sandbox_policy_network_allowed(p) &&
+           (kind == SANDBOX_READ_ONLY || kind == SANDBOX_WORKSPACE_WRITE) &&
+           call_net_client_netns(ncl) >= 0;
+}
+
 /* Whether a call under p has its sockets supervised without tree
  * enforcement: the policy confines (read-only, workspace-write) and the
  * kernel has user notification. */
@@ -260,13 +274,15 @@ supervise_sockets(const struct call_context *cx, const struct sandbox_policy *p)
 /* The helper's command line: the patched Bash runs the command in the
  * workdir, the helper reports on CALL_FD_REPORT and, with tree
  * enforcement, hands over its listener on CALL_FD_EXEC_NOTIFY (and, *net
- * set, the network proxy's on CALL_FD_NET_PROXY).  Its writable roots
+ * set, the network proxy's on CALL_FD_NET_PROXY); *netns set, it joins
+ * the session's network namespace (ncl's), given at CALL_FD_NET_NS.  Its writable roots
  * are those of view (the call's, resolved as it arrived), however long
  * the call then waits for a slot: p is pinned to them.  NULL with *err
  * (malloc'd) on failure. */
 static char **
 call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct writable_view *view,
-          const struct call_request *r, bool *net, bool *notify, char **err)
+          const struct call_request *r, struct call_net_client *ncl, bool *net, bool *netns,
+          bool *notify, char **err)
 {
     if (writable_view_pin(view, p, err) < 0)
         return NULL;
@@ -282,6 +298,7 @@ call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct 
             (*notify = cx->tree || supervise_sockets(cx, p)) ? CALL_FD_EXEC_NOTIFY : -1,
         .notify_sockets_only = !cx->tree,
         .net_proxy_fd = (*net = uses_proxy(cx, p)) ? CALL_FD_NET_PROXY : 0,
+        .net_ns_fd = (*netns = uses_session_net(p, ncl)) ? CALL_FD_NET_NS : 0,
         .protect = (const char *const *)cx->protect,
         .n_protect = cx->n_protect,
         .hide = (const char *const *)cx->hide,
@@ -332,8 +349,8 @@ call_env(const struct call_context *cx)
  * and the helper's command line pinned to that view.  Returns the command
  * line, or NULL with *err. */
 static char **
-sandbox_part(struct call *c, const struct call_request *r, struct decide_client *cl, bool *net,
-             bool *notify, char **err)
+sandbox_part(struct call *c, const struct call_request *r, struct decide_client *cl,
+             struct call_net_client *ncl, bool *net, bool *netns, bool *notify, char **err)
 {
     const struct call_context *cx = c->cx;
     struct sandbox_policy *own =
@@ -345,7 +362,7 @@ sandbox_part(struct call *c, const struct call_request *r, struct decide_client 
         decide_call_set_client(c->dc, cl);
         decide_call_on_said(c->dc, on_said, c);
         if (keep_codex_roots(c, decide_call_view(c->dc)) == 0)
-            argv = call_argv(cx, p, decide_call_view(c->dc), r, net, notify, err);
+            argv = call_argv(cx, p, decide_call_view(c->dc), r, ncl, net, netns, notify, err);
     }
     sandbox_policy_free(own);
     return argv;
@@ -388,8 +405,8 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         call_free(c);
         return NULL;
     }
-    bool net = false, notify = false;
-    char **argv = sandbox_part(c, r, cl, &net, &notify, &err);
+    bool net = false, netns = false, notify = false;
+    char **argv = sandbox_part(c, r, cl, ncl, &net, &netns, &notify, &err);
     if (!argv) {
         call_free(c);
         *errp = strfmt("sandbox policy: %s", err ? err : "out of memory");
@@ -402,6 +419,8 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         *errp = strdup("network proxy: out of memory");
         return NULL;
     }
+    if (netns)
+        c->netns = call_net_client_ref(ncl);
     char **env = NULL;
     if (front_ends(cx, c, notify) < 0 || !(env = call_env(cx))) {
         strv_free(argv);
@@ -487,6 +506,9 @@ call_start(struct call *c)
                   strerror(-net_fd));
     if (c->net)
         shell_call_set_fd(c->sc, CALL_FD_NET_PROXY, net_fd);
+    /* the session's network: made when the call was, held by its client */
+    if (c->netns)
+        shell_call_set_fd(c->sc, CALL_FD_NET_NS, call_net_client_netns(c->netns));
     start_cgroup(c);
     shell_call_start(c->sc);
     if (c->net)

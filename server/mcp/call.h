@@ -95,8 +95,11 @@ struct call {
     struct escalation_call *ec;
     struct exec_watch *watch; /* or NULL: neither tree mode nor supervised sockets */
     struct call_net *net;     /* or NULL: no proxy */
-    struct call_cgroup *cg;   /* once it runs; or NULL */
-    bool helper_notifies;     /* the helper hands the watch its listener */
+    /* its session's (a reference) while its sandbox joins the session's
+     * network namespace; or NULL */
+    struct call_net_client *netns;
+    struct call_cgroup *cg; /* once it runs; or NULL */
+    bool helper_notifies;   /* the helper hands the watch its listener */
     bool started, released;
     bool signalled; /* call_signal: the server's shutdown killed it */
 

@@ -22,6 +22,7 @@
 #include "server/decide/question_form.h"
 #include "server/decide/question_text.h"
 #include "server/net/netproxy.h"
+#include "server/net/session_net.h"
 #include "common/strfmt.h"
 #include "common/fd_pass.h"
 
@@ -34,6 +35,7 @@ struct call_net_server {
 struct call_net_client {
     unsigned refs;
     struct netproxy_session *approved; /* what its person approved for the session */
+    struct session_net *netns;         /* its private network */
 };
 
 /* A question about a connection, on its call's line (ask.h) until the
@@ -234,10 +236,20 @@ call_net_client_new(void)
         return NULL;
     cl->refs = 1;
     cl->approved = netproxy_session_new();
-    if (!cl->approved) {
+    cl->netns = session_net_new();
+    if (!cl->approved || !cl->netns) {
+        netproxy_session_unref(cl->approved);
+        session_net_free(cl->netns);
         free(cl);
         return NULL;
     }
+    return cl;
+}
+
+struct call_net_client *
+call_net_client_ref(struct call_net_client *cl)
+{
+    cl->refs++;
     return cl;
 }
 
@@ -247,7 +259,21 @@ call_net_client_unref(struct call_net_client *cl)
     if (!cl || --cl->refs > 0)
         return;
     netproxy_session_unref(cl->approved);
+    session_net_free(cl->netns);
     free(cl);
+}
+
+int
+call_net_client_netns(struct call_net_client *cl)
+{
+    const char *why = NULL;
+    bool first = !session_net_made(cl->netns);
+    int fd = session_net_fd(cl->netns, &why);
+    if (fd < 0 && first)
+        log_warn("network: the session's network namespace: %s: %s; its sandboxed commands have "
+                 "no network",
+                 why ? why : "making it", strerror(-fd));
+    return fd;
 }
 
 void

@@ -6,7 +6,8 @@
  * person asked for a `prompt` rule, and each decision written to the
  * audit log and the client's log.  One struct call_net_client per MCP
  * session (client): its "approved_for_session" holds for that host for
- * its calls only.  One
+ * its calls only, and it holds the session's private network namespace
+ * (session_net.h), which its calls' sandboxes join.  One
  * struct call_net per call whose sandbox has a network namespace: the
  * socket its sandbox helper sends the namespace's listener on
  * (--net-proxy-fd), then that listener, served by the proxy until the
@@ -37,8 +38,20 @@ struct call_net_server *call_net_server_new(uv_loop_t *loop, struct decide_serve
  * another.  NULL when out of memory. */
 struct call_net_client *call_net_client_new(void);
 
-/* Releases a reference; NULL is a no-op. */
+/* Takes a reference on cl; returns cl. */
+struct call_net_client *call_net_client_ref(struct call_net_client *cl);
+
+/* Releases a reference; NULL is a no-op.  The last one closes the
+ * session's network namespace. */
 void call_net_client_unref(struct call_net_client *cl);
+
+/*
+ * The session's network namespace (session_net.h): its fd (borrowed:
+ * valid while a reference on cl is held), made at the first ask; or
+ * -errno when it cannot be (then the session's commands have no network;
+ * the reason is logged once).
+ */
+int call_net_client_netns(struct call_net_client *cl);
 
 /* Closes the proxy and every connection (the loop finishes the closing).
  * NULL is a no-op. */

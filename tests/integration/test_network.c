@@ -201,6 +201,111 @@ test_ignoring_the_proxy_reaches_nothing(void **state)
     mcp_world_end(&w);
 }
 
+/* The network namespace a call of w's session runs in ("net:[INODE]"). */
+static char *
+call_netns(struct mcp_world *w)
+{
+    json_t *a = run(w, "readlink /proc/self/ns/net", NULL);
+    assert_int_equal(mcp_world_exit(a), 0);
+    char *ns = strdup(mcp_world_output(a));
+    assert_non_null(ns);
+    ns[strcspn(ns, "\n")] = '\0';
+    assert_non_null(strstr(ns, "net:["));
+    json_decref(a);
+    return ns;
+}
+
+/* This process's network namespace, the host's ("net:[INODE]"). */
+static char *
+host_netns(void)
+{
+    char buf[64];
+    ssize_t n = readlink("/proc/self/ns/net", buf, sizeof buf - 1);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+/* A server on 127.0.0.1 and a client, in one call: both in the
+ * namespace's loopback. */
+static const char loopback_pair[] =
+    "python3 -c 'import socket, threading\n"
+    "s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1)\n"
+    "def serve():\n"
+    "    c, _ = s.accept(); c.sendall(b\"hello over loopback\\n\"); c.close()\n"
+    "threading.Thread(target=serve).start()\n"
+    "c = socket.create_connection(s.getsockname(), timeout=10)\n"
+    "print(c.recv(100).decode(), end=\"\")'";
+
+/*
+ * With the network off and no network rule (so no proxy), a command may
+ * still listen on 127.0.0.1 and reach itself there, in its session's own
+ * namespace; nothing outside it is reachable: neither a listener on the
+ * host's loopback nor an outside address.
+ */
+static void
+test_localhost_with_the_network_off(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "", false);
+    json_t *a = run(&w, loopback_pair, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "hello over loopback\n");
+    assert_int_equal(mcp_world_exit(a), 0);
+    json_decref(a);
+    char *cmd = mcp_world_fmt(
+        "python3 -c 'import socket\n"
+        "try:\n"
+        "    socket.create_connection((\"127.0.0.1\", %u), timeout=5); print(\"reached\")\n"
+        "except OSError as e: print(\"refused\", e.errno)\n"
+        "try:\n"
+        "    socket.create_connection((\"1.1.1.1\", 80), timeout=5); print(\"reached\")\n"
+        "except OSError as e: print(\"unreachable\", e.errno)'",
+        http_port);
+    a = run(&w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    assert_null(strstr(out, "reached"));
+    mcp_world_assert_contains(out, "refused 111\nunreachable 101\n");
+    json_decref(a);
+    free(cmd);
+    mcp_world_end(&w);
+}
+
+/*
+ * A session's calls share one namespace, not the host's; another
+ * session's is another.  With network rules the proxy's listener is made
+ * in that same namespace, and a command there still reaches its own
+ * loopback.
+ */
+static void
+test_one_namespace_per_session(void **state)
+{
+    (void)state;
+    char *host = host_netns();
+    struct mcp_world w, other;
+    world_start(&w, "", false);
+    char *first = call_netns(&w);
+    char *second = call_netns(&w);
+    assert_string_equal(first, second);
+    assert_string_not_equal(first, host);
+    world_start(&other, prompt_localhost, false);
+    char *theirs = call_netns(&other);
+    assert_string_not_equal(theirs, first);
+    assert_string_not_equal(theirs, host);
+    char *again = call_netns(&other);
+    assert_string_equal(theirs, again);
+    json_t *a = run(&other, loopback_pair, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "hello over loopback\n");
+    json_decref(a);
+    free(first);
+    free(second);
+    free(theirs);
+    free(again);
+    free(host);
+    mcp_world_end(&other);
+    mcp_world_end(&w);
+}
+
 /* A CONNECT tunnel (the proxy from HTTPS_PROXY) carries bytes both ways,
  * and the half-close; to a host without a rule it is refused. */
 static void
@@ -468,6 +573,8 @@ main(void)
         cmocka_unit_test(test_allowed_host_gets_the_page),
         cmocka_unit_test(test_no_rule_is_refused_naming_the_host),
         cmocka_unit_test(test_ignoring_the_proxy_reaches_nothing),
+        cmocka_unit_test(test_localhost_with_the_network_off),
+        cmocka_unit_test(test_one_namespace_per_session),
         cmocka_unit_test(test_connect_tunnel),
         cmocka_unit_test(test_socks5),
         cmocka_unit_test(test_prompt_once_per_session),

@@ -21,7 +21,8 @@ test_empty(void **state)
 
 /* The numbers the helper's command line and the shell's environment
  * name: the report line, the escalation socket, the hand-over sockets,
- * and the login snapshot the shell reads through /proc/self/fd/7. */
+ * the login snapshot the shell reads through /proc/self/fd/7, and the
+ * session's network namespace. */
 static void
 test_numbers(void **state)
 {
@@ -32,7 +33,8 @@ test_numbers(void **state)
     assert_int_equal(CALL_FD_EXEC_NOTIFY, 5);
     assert_int_equal(CALL_FD_NET_PROXY, 6);
     assert_int_equal(CALL_FD_LOGIN_SNAPSHOT, 7);
-    assert_int_equal(CALL_FD_COUNT, CALL_FD_LOGIN_SNAPSHOT + 1);
+    assert_int_equal(CALL_FD_NET_NS, 8);
+    assert_int_equal(CALL_FD_COUNT, CALL_FD_NET_NS + 1);
 }
 
 static void
