@@ -13,6 +13,7 @@
 #include "sandbox/policy/cmdline.h"
 #include "execgate-config.h"
 #include "sandbox/helper.h"
+#include "sandbox/netns.h"
 #include "sandbox/policy/policy.h"
 #include "sandbox/ns.h"
 #include "sandbox/protect.h"
@@ -52,6 +53,8 @@ usage(FILE *out)
             "PROGRAM joins the network namespace N names (and its user namespace) and may\n"
             "use IP sockets there; the --net-proxy-fd listener is made in it.  When N\n"
             "cannot be joined, PROGRAM has no network at all.\n"
+            "execgate-sandbox --net-ns-keeper N: makes a network namespace with only\n"
+            "loopback and keeps it for the server on the SOCK_SEQPACKET socket N.\n"
             "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
             "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
             "(symlinks resolved) lies in a writable location, it is kept read-only\n"
@@ -162,6 +165,14 @@ main(int argc, char **argv)
     if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
         printf("execgate-sandbox %s\n", EXECGATE_VERSION);
         return 0;
+    }
+    /* the keeper of a session's network namespace (netns.h): no policy,
+     * no program */
+    if (argc == 3 && strcmp(argv[1], SANDBOX_OPT_NET_NS_KEEPER) == 0) {
+        int fd = parse_fd(argv[2]);
+        if (fd < 3)
+            sandbox_helper_die(0, "--net-ns-keeper: \"%s\" is not a socket's fd number", argv[2]);
+        sandbox_netns_keep(fd);
     }
     struct sandbox_helper_options o = {0};
     parse_args(argc, argv, &o);

@@ -4,12 +4,15 @@
  */
 #include "sandbox/netns.h"
 #include "sandbox/ns.h"
+#include "common/fd_pass.h"
 #include "common/macros.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/nsfs.h>
+#include <linux/sock_diag.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -80,6 +83,61 @@ sandbox_netns_make(const char **what)
     if (rc < 0)
         *what = "bringing the loopback interface up";
     return rc;
+}
+
+/* Whether the keeper makes this kind of socket. */
+static bool
+keeper_makes(const struct sandbox_netns_request *r)
+{
+    if (r->domain == AF_UNIX)
+        return r->protocol == 0 &&
+               (r->type == SOCK_STREAM || r->type == SOCK_SEQPACKET || r->type == SOCK_DGRAM);
+    return r->domain == AF_NETLINK && r->type == SOCK_DGRAM && r->protocol == NETLINK_SOCK_DIAG;
+}
+
+noreturn void
+sandbox_netns_keep(int sock)
+{
+    struct sandbox_netns_hello hello = {0, ""};
+    const char *what = "";
+    int rc = sandbox_netns_make(&what);
+    int fd = rc < 0 ? rc : open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (rc == 0 && fd < 0) {
+        fd = -errno;
+        what = "opening /proc/self/ns/net";
+    }
+    if (fd < 0) {
+        hello.err = -fd;
+        snprintf(hello.what, sizeof hello.what, "%s", what);
+    }
+    struct iovec iov = {.iov_base = &hello, .iov_len = sizeof hello};
+    if (fd_pass_send(sock, &iov, 1, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0) < 0)
+        _exit(1);
+    if (fd < 0)
+        _exit(0);
+    close(fd);
+    for (;;) {
+        struct sandbox_netns_request req;
+        ssize_t n = recv(sock, &req, sizeof req, 0);
+        if (n == 0)
+            _exit(0); /* the server is gone, or done with the namespace */
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof req)
+            _exit(1);
+        struct sandbox_netns_reply reply = {0};
+        int made = -1;
+        if (!keeper_makes(&req))
+            reply.err = EPERM;
+        else if ((made = socket(req.domain, req.type | SOCK_CLOEXEC, req.protocol)) < 0)
+            reply.err = errno;
+        iov = (struct iovec){.iov_base = &reply, .iov_len = sizeof reply};
+        ssize_t sent = fd_pass_send(sock, &iov, 1, made >= 0 ? &made : NULL, made >= 0 ? 1 : 0);
+        if (made >= 0)
+            close(made);
+        if (sent < 0)
+            _exit(1);
+    }
 }
 
 /* Whether fd names the caller's own user namespace (-errno: cannot tell). */

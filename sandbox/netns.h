@@ -15,6 +15,8 @@
 #ifndef EXECGATE_SANDBOX_NETNS_H
 #define EXECGATE_SANDBOX_NETNS_H
 
+#include <stdnoreturn.h>
+
 /*
  * Moves the calling single-threaded process into a new user namespace
  * (its ids mapped to themselves; root goes without one where the kernel
@@ -23,6 +25,33 @@
  * $EXECGATE_SANDBOX_NO_NAMESPACES=1 fails it (sandbox_ns_unshare's knob).
  */
 int sandbox_netns_make(const char **what);
+
+/* The keeper's messages (sandbox_netns_keep), over a SOCK_SEQPACKET
+ * socket: first its answer to being started, then one reply per
+ * request. */
+struct sandbox_netns_hello {
+    int err;       /* 0: the namespace's fd comes with it; else an errno */
+    char what[96]; /* the step that failed ("" on success) */
+};
+struct sandbox_netns_request {
+    int domain, type, protocol; /* as socket(2) takes them */
+};
+struct sandbox_netns_reply {
+    int err; /* 0: the socket comes with it; else an errno */
+};
+
+/*
+ * The keeper of a session's network namespace, the helper run as
+ * `execgate-sandbox --net-ns-keeper N`: makes the namespace
+ * (sandbox_netns_make), sends a hello with its fd on the socket N, then
+ * makes sockets there for whoever holds the other end (the server's
+ * supervisor connects to a sandbox's abstract socket, or lists the Unix
+ * sockets with sock_diag, from a socket of the sandbox's network
+ * namespace): one per request, close-on-exec.  Only Unix sockets (stream,
+ * seqpacket, datagram) and NETLINK_SOCK_DIAG are made (EPERM for the
+ * rest).  Exits 0 when the other end is closed, 1 when it cannot talk.
+ */
+noreturn void sandbox_netns_keep(int sock);
 
 /*
  * Joins the network namespace fd names (checked to be one), entering

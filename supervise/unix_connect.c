@@ -21,7 +21,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/nsfs.h>
+#include <linux/sock_diag.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -239,6 +241,31 @@ shares_namespace(pid_t pid, const char *what)
     return same_inode(&mine, &theirs);
 }
 
+/*
+ * A fresh socket(domain, type, protocol) in the target's network
+ * namespace: the supervisor's own when it shares that one (-1: the caller
+ * makes it), else one made in cfg->netns when that is the target's.
+ * Returns the fd, -1, or -errno (-EXDEV: the target is in neither).
+ */
+static int
+target_net_socket(const struct call *c, int domain, int type, int protocol)
+{
+    int same = shares_namespace(c->pid, "net");
+    if (same == 1)
+        return -1;
+    const struct unix_connect_netns *ns = c->cfg ? c->cfg->netns : NULL;
+    if (same < 0 || ns == NULL)
+        return same < 0 ? same : -EXDEV;
+    char name[64];
+    struct stat theirs;
+    snprintf(name, sizeof name, "/proc/%d/ns/net", (int)c->pid);
+    if (stat(name, &theirs) != 0)
+        return -errno;
+    if (theirs.st_dev != ns->dev || theirs.st_ino != ns->ino)
+        return -EXDEV;
+    return ns->socket(ns->arg, domain, type, protocol);
+}
+
 /* Why a peer is not inside (peer_inside), for the refusal line. */
 static const char *const not_inside[] = {
     NULL,
@@ -337,6 +364,15 @@ copy_options(int from, int to)
         (void)fcntl(to, F_SETFL, fcntl(to, F_GETFL) & ~O_NONBLOCK);
 }
 
+/* Closes made (when >= 0) and answers err. */
+static int
+close_reply(struct call *c, int made, int err)
+{
+    if (made >= 0)
+        close(made);
+    return reply(c, 0, err);
+}
+
 /*
  * A Unix stream or seqpacket connect to dest (an address the supervisor
  * resolves the same way: its own O_PATH fd, or an abstract name): a fresh
@@ -346,19 +382,25 @@ copy_options(int from, int to)
  * made before the check.
  */
 static int
-stream_connect(struct call *c, const struct sockaddr_un *dest, socklen_t destlen, bool ok)
+stream_connect(struct call *c, const struct sockaddr_un *dest, socklen_t destlen, bool ok, int made)
 {
     struct sockaddr_storage peer;
     socklen_t plen = sizeof peer;
     int listening = 0;
     socklen_t llen = sizeof listening;
     if (getpeername(c->sock, (struct sockaddr *)&peer, &plen) == 0)
-        return reply(c, 0, EISCONN);
+        return close_reply(c, made, EISCONN);
     if (getsockopt(c->sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &llen) == 0 && listening)
-        return reply(c, 0, EINVAL);
-    int s = socket(AF_UNIX, c->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        return close_reply(c, made, EINVAL);
+    /* made: a socket of the target's network namespace, where an
+     * abstract name means what it means to the target */
+    int s = made >= 0 ? made : socket(AF_UNIX, c->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return reply(c, 0, errno);
+    if (made >= 0 && fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK) != 0) {
+        close(s);
+        return reply(c, 0, EIO);
+    }
     if (connect(s, (const struct sockaddr *)dest, destlen) != 0) {
         int e = errno;
         close(s);
@@ -551,6 +593,17 @@ unix_connect_abandon(struct unix_connect_wait *wait)
     }
 }
 
+/* Whether a process of the target's sandbox holds the datagram socket
+ * bound to st: sock_diag asked in the target's network namespace. */
+static int
+dgram_holder_inside(const struct call *c, const struct stat *st)
+{
+    int diag = target_net_socket(c, AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG);
+    if (diag < -1)
+        return diag;
+    return unix_holder_inside(c->pid, st, diag);
+}
+
 /* A pathname address: the inode it names decides (module comment). */
 static int
 pathname_call(struct call *c)
@@ -577,8 +630,8 @@ pathname_call(struct call *c)
     if (!S_ISSOCK(st.st_mode))
         rc = reply(c, 0, ECONNREFUSED);
     else if (c->type != SOCK_DGRAM)
-        rc = stream_connect(c, &pinned, plen, ok);
-    else if (!ok && unix_holder_inside(c->pid, &st) != 1)
+        rc = stream_connect(c, &pinned, plen, ok, -1);
+    else if (!ok && dgram_holder_inside(c, &st) != 1)
         rc = refuse(c, ECONNREFUSED,
                     "no process of this sandbox holds that datagram socket (to allow this "
                     "socket, start execgate with --allow-unix-socket PATH)");
@@ -609,11 +662,12 @@ unix_call(struct call *c)
         return pathname_call(c);
     /* abstract: looked up in the caller's network namespace, so the
      * supervisor's must be the target's for the name to mean the same */
-    if (c->type == SOCK_DGRAM || shares_namespace(c->pid, "net") != 1)
+    int made = c->type == SOCK_DGRAM ? -EPERM : target_net_socket(c, AF_UNIX, c->type, 0);
+    if (made < -1)
         return refuse(c, EPERM,
                       "abstract Unix sockets are reachable only as stream sockets of this "
                       "sandbox");
-    return stream_connect(c, un, c->addrlen, false);
+    return stream_connect(c, un, c->addrlen, false, made);
 }
 
 /* Takes the target's socket and address.  Returns 0 with c filled, 1 when

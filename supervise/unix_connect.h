@@ -21,8 +21,9 @@
  *    the sandbox holds (unix_holder.h: a datagram socket has no listening
  *    process to check), or an allowed inode;
  *  - an abstract Unix address: as a pathname one when the target shares
- *    the supervisor's network namespace (where the name is looked up),
- *    EPERM otherwise;
+ *    the supervisor's network namespace (where the name is looked up), or
+ *    the one the caller makes sockets in (cfg->netns: the fresh socket is
+ *    made there), EPERM otherwise;
  *  - any other socket (TCP, UDP...): connected, or sent on, as asked, on
  *    the target's own socket with the address as read once;
  *  - sendmsg without an address: sent as it is, from the copy of the
@@ -52,7 +53,21 @@ struct unix_connect_inode {
 /* Told of each refusal (what: "connect /path", reason: the line's). */
 typedef void (*unix_connect_refused_fn)(void *arg, pid_t pid, const char *what, const char *reason);
 
+/* A network namespace the sandboxes run in that is not the supervisor's
+ * (their session's, docs/network.md), and a way to make sockets there:
+ * abstract names and sock_diag's answers are the network namespace's. */
+struct unix_connect_netns {
+    dev_t dev; /* the namespace, as fstat of an fd to it says */
+    ino_t ino;
+    /* socket(2) in that namespace, close-on-exec; -errno on failure */
+    int (*socket)(void *arg, int domain, int type, int protocol);
+    void *arg;
+};
+
 struct unix_connect_config {
+    /* the sandboxes' network namespace when not the supervisor's; or NULL
+     * (borrowed) */
+    const struct unix_connect_netns *netns;
     const struct unix_connect_inode *allowed; /* borrowed */
     size_t n_allowed;
     unix_connect_refused_fn refused; /* may be NULL */

@@ -2,8 +2,8 @@
  * unix_holder: from a socket file to the processes that hold its socket.
  *
  * sock_diag answers for the sockets of the asker's network namespace: a
- * sandbox with a network namespace of its own (the network proxy's) has
- * its sockets out of sight, and its datagram destinations are refused.
+ * sandbox in another network namespace (its session's) is asked about
+ * through a socket made there, which the caller passes.
  */
 #include "supervise/unix_holder.h"
 
@@ -63,9 +63,9 @@ scan_batch(const char *buf, ssize_t n, const struct stat *st, unsigned *ino, int
 /* The inode of the socket bound to the file st, 0 when none is, and its
  * type in *type; -errno when the dump fails. */
 static long
-socket_of(const struct stat *st, int *type)
+socket_of(const struct stat *st, int *type, int diag)
 {
-    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    int nl = diag >= 0 ? diag : socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (nl < 0)
         return -errno;
     struct {
@@ -139,10 +139,10 @@ sandbox_proc(pid_t target)
 }
 
 int
-unix_holder_inside(pid_t target, const struct stat *st)
+unix_holder_inside(pid_t target, const struct stat *st, int diag)
 {
     int type = -1;
-    long ino = socket_of(st, &type);
+    long ino = socket_of(st, &type, diag);
     if (ino <= 0 || type != SOCK_DGRAM)
         return ino < 0 ? (int)ino : 0;
     int proc = sandbox_proc(target);

@@ -4,7 +4,8 @@
  * have no listening process to ask).
  *
  * The file's inode leads to its socket through sock_diag (UNIX_DIAG_VFS,
- * in the supervisor's network namespace), and the socket to its holders
+ * in the supervisor's network namespace, or through a socket the caller
+ * made in the target's), and the socket to its holders
  * through the fds of the processes of the sandbox's own /proc.
  */
 #ifndef EXECGATE_SUPERVISE_UNIX_HOLDER_H
@@ -19,8 +20,10 @@
  * through the procfs mounted at /proc in target's root, which must be that
  * namespace's.  Returns 1 held inside, 0 not (no such socket in the
  * supervisor's network namespace, another type, or held only outside), or
- * -errno (unreadable: the caller refuses).
+ * -errno (unreadable: the caller refuses).  diag: a NETLINK_SOCK_DIAG
+ * socket of the target's network namespace to ask (taken: closed here),
+ * or -1 to ask in the supervisor's.
  */
-int unix_holder_inside(pid_t target, const struct stat *st);
+int unix_holder_inside(pid_t target, const struct stat *st, int diag);
 
 #endif

@@ -27,7 +27,10 @@ struct sandbox_policy;
 #define SANDBOX_OPT_HIDE           "--hide"
 #define SANDBOX_OPT_NET_PROXY_FD   "--net-proxy-fd"
 #define SANDBOX_OPT_NET_NS_FD      "--net-ns-fd"
-#define SANDBOX_OPT_SOCKETS_ONLY   "--notify-sockets-only"
+/* alone with its fd: the keeper of a session's network namespace
+ * (sandbox/netns.h), not a sandbox */
+#define SANDBOX_OPT_NET_NS_KEEPER "--net-ns-keeper"
+#define SANDBOX_OPT_SOCKETS_ONLY  "--notify-sockets-only"
 
 /* How a line on --report-fd begins when PROGRAM could not be started (the
  * rest of the line is the errno and "}"): the helper's 126 or 127 then

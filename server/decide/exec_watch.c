@@ -91,6 +91,7 @@ struct exec_watch {
     struct listener *listeners;
     struct ask *asks;
     struct unix_connect_config sockets; /* the tree's connects (unix_connect.h) */
+    struct unix_connect_netns netns;    /* sockets.netns points here when set */
     bool strict;
     bool take_listener; /* offer to take the helper's listener by number */
     bool inherit;       /* --escalated-children=inherit: outside trees are not asked about */
@@ -925,6 +926,13 @@ exec_watch_allow_unix(struct exec_watch *w, const struct unix_connect_inode *all
 {
     w->sockets.allowed = allowed;
     w->sockets.n_allowed = n;
+}
+
+void
+exec_watch_set_netns(struct exec_watch *w, const struct unix_connect_netns *ns)
+{
+    w->netns = *ns;
+    w->sockets.netns = &w->netns;
 }
 
 void

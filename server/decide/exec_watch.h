@@ -69,6 +69,12 @@ struct unix_connect_inode;
 void exec_watch_allow_unix(struct exec_watch *w, const struct unix_connect_inode *allowed,
                            size_t n);
 
+/* The sandbox runs in the network namespace ns describes (copied), not
+ * the server's: the tree's abstract Unix names and datagram sockets are
+ * looked up there (unix_connect.h). */
+struct unix_connect_netns;
+void exec_watch_set_netns(struct exec_watch *w, const struct unix_connect_netns *ns);
+
 /*
  * A hand-over socket for one child about to be spawned with
  * --exec-notify-fd: returns the child's end (close-on-exec; the spawn makes

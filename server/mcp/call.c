@@ -10,6 +10,7 @@
 #include "server/decide/decide.h"
 #include "server/decide/escalation.h"
 #include "server/decide/exec_watch.h"
+#include "supervise/unix_connect.h"
 #include "common/strv.h"
 #include "common/log.h"
 #include "common/strfmt.h"
@@ -21,6 +22,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- lists ---- */
@@ -311,6 +313,21 @@ call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct 
     return argv;
 }
 
+/* The watch's Unix socket lookups in the session's network namespace,
+ * where c's sandbox runs: abstract names and sock_diag are that
+ * namespace's. */
+static void
+watch_session_net(struct exec_watch *watch, struct call_net_client *ncl)
+{
+    struct stat st;
+    int fd = call_net_client_netns(ncl);
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return; /* not joined: the sandbox has no network */
+    const struct unix_connect_netns ns = {
+        .dev = st.st_dev, .ino = st.st_ino, .socket = call_net_client_socket, .arg = ncl};
+    exec_watch_set_netns(watch, &ns);
+}
+
 /* The call's other front ends, on c: with notify its watch (in tree mode
  * every exec of the shell's tree and the listeners of escalated programs;
  * in either mode the sandbox's sockets) and its escalation state (its
@@ -328,6 +345,8 @@ front_ends(const struct call_context *cx, struct call *c, bool notify)
         exec_watch_set_take_listener(c->watch, cx->tree);
         exec_watch_allow_unix(c->watch, o->allow_unix, o->allow_unix_count);
         exec_watch_set_inherit(c->watch, o->escalated_children_inherit);
+        if (c->netns)
+            watch_session_net(c->watch, c->netns);
     }
     c->ec = escalation_call_new(cx->loop, c->dc, c->watch ? adopt_listener : NULL, c->watch,
                                 (const char *const *)o->pass_env, o->pass_env_count);

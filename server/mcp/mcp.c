@@ -570,7 +570,7 @@ session_new(struct mcp_server *s, char **err)
         *err = NULL;
     free(why);
     if (rc == 0 && (!(ss->client_log = client_log_new()) || !(ss->client = decide_client_new()) ||
-                    !(ss->net_client = call_net_client_new()) ||
+                    !(ss->net_client = call_net_client_new(s->loop, s->o->sandbox_helper)) ||
                     !(ss->rpc = jsonrpc_new(s->loop, &rpc_handler, ss, s->o->max_message_bytes))))
         rc = -1;
     if (rc < 0) {

@@ -229,14 +229,14 @@ call_net_server_new(uv_loop_t *loop, struct decide_server *ds)
 /* ---- a client ---- */
 
 struct call_net_client *
-call_net_client_new(void)
+call_net_client_new(uv_loop_t *loop, const char *helper)
 {
     struct call_net_client *cl = calloc(1, sizeof *cl);
     if (!cl)
         return NULL;
     cl->refs = 1;
     cl->approved = netproxy_session_new();
-    cl->netns = session_net_new();
+    cl->netns = session_net_new(loop, helper);
     if (!cl->approved || !cl->netns) {
         netproxy_session_unref(cl->approved);
         session_net_free(cl->netns);
@@ -274,6 +274,13 @@ call_net_client_netns(struct call_net_client *cl)
                  "no network",
                  why ? why : "making it", strerror(-fd));
     return fd;
+}
+
+int
+call_net_client_socket(void *cl, int domain, int type, int protocol)
+{
+    struct call_net_client *c = cl;
+    return session_net_socket(c->netns, domain, type, protocol);
 }
 
 void

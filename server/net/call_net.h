@@ -33,10 +33,12 @@ struct call_net;
  * out of memory. */
 struct call_net_server *call_net_server_new(uv_loop_t *loop, struct decide_server *ds);
 
-/* A client (one MCP session) with nobody to ask yet and nothing approved.
- * Reference counted: the creator holds one, each call_net given it
- * another.  NULL when out of memory. */
-struct call_net_client *call_net_client_new(void);
+/* A client (one MCP session) with nobody to ask yet and nothing approved;
+ * its network namespace, when one is asked for, is made by the sandbox
+ * helper at the path helper (borrowed) and watched on loop.  Reference
+ * counted: the creator holds one, each call_net or call given it another.
+ * NULL when out of memory. */
+struct call_net_client *call_net_client_new(uv_loop_t *loop, const char *helper);
 
 /* Takes a reference on cl; returns cl. */
 struct call_net_client *call_net_client_ref(struct call_net_client *cl);
@@ -52,6 +54,10 @@ void call_net_client_unref(struct call_net_client *cl);
  * the reason is logged once).
  */
 int call_net_client_netns(struct call_net_client *cl);
+
+/* A socket made in that namespace (session_net_socket), for the
+ * supervisor; -errno when there is none.  Takes (void *)cl. */
+int call_net_client_socket(void *cl, int domain, int type, int protocol);
 
 /* Closes the proxy and every connection (the loop finishes the closing).
  * NULL is a no-op. */

@@ -23,6 +23,7 @@
 #include "tests/support/tmpdir.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -267,10 +268,10 @@ status_of(const char *resp)
     return status;
 }
 
-/* A POST of body on fd with the token (NULL: none) and session id (NULL:
- * none); the response. */
-static char *
-post(int fd, const char *token, const char *sid, const char *body)
+/* Sends a POST of body on fd with the token (NULL: none) and session id
+ * (NULL: none), its response left to read. */
+static void
+post_send(int fd, const char *token, const char *sid, const char *body)
 {
     char *auth = token ? mcp_world_fmt("Authorization: Bearer %s\r\n", token) : strdup("");
     char *sess = sid ? mcp_world_fmt("Mcp-Session-Id: %s\r\n", sid) : strdup("");
@@ -283,6 +284,14 @@ post(int fd, const char *token, const char *sid, const char *body)
     free(req);
     free(auth);
     free(sess);
+}
+
+/* A POST of body on fd with the token (NULL: none) and session id (NULL:
+ * none); the response. */
+static char *
+post(int fd, const char *token, const char *sid, const char *body)
+{
+    post_send(fd, token, sid, body);
     return read_response(fd);
 }
 
@@ -373,9 +382,9 @@ sess_ping(struct sess *se)
     return ok;
 }
 
-/* A shell call (login false) in cwd; its output. */
-static char *
-sess_shell(struct sess *se, const char *command, const char *cwd)
+/* Sends a shell call (login false) in cwd; returns its id. */
+static long long
+sess_shell_send(struct sess *se, const char *command, const char *cwd)
 {
     long long id = se->next_id++;
     json_t *req = json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s, s:b}}}", "jsonrpc", "2.0", "id",
@@ -383,7 +392,16 @@ sess_shell(struct sess *se, const char *command, const char *cwd)
                             "command", command, "workdir", cwd, "login", 0);
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
-    char *r = post(se->fd, se->token, se->sid, body);
+    post_send(se->fd, se->token, se->sid, body);
+    free(body);
+    return id;
+}
+
+/* The output of the shell call id sent on se's connection. */
+static char *
+sess_shell_output(struct sess *se, long long id)
+{
+    char *r = read_response(se->fd);
     json_t *a = answer_of(r, id);
     const char *out = json_string_value(json_object_get(
         json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
@@ -392,8 +410,31 @@ sess_shell(struct sess *se, const char *command, const char *cwd)
     char *copy = strdup(out);
     json_decref(a);
     free(r);
-    free(body);
     return copy;
+}
+
+/* A shell call (login false) in cwd; its output. */
+static char *
+sess_shell(struct sess *se, const char *command, const char *cwd)
+{
+    return sess_shell_output(se, sess_shell_send(se, command, cwd));
+}
+
+/* Ends the session (HTTP DELETE on its connection); the status. */
+static int
+sess_delete(struct sess *se)
+{
+    char *auth = se->token ? mcp_world_fmt("Authorization: Bearer %s\r\n", se->token) : strdup("");
+    char *req = mcp_world_fmt("DELETE /mcp HTTP/1.1\r\nHost: localhost\r\n%s"
+                              "Mcp-Session-Id: %s\r\nContent-Length: 0\r\n\r\n",
+                              auth, se->sid);
+    send_all(se->fd, req);
+    char *r = read_response(se->fd);
+    int status = status_of(r);
+    free(r);
+    free(req);
+    free(auth);
+    return status;
 }
 
 static void
@@ -930,6 +971,132 @@ test_write_timeout(void **state)
     srv_stop(&s);
 }
 
+/* How many of pid's fds name the namespace ns ("net:[INODE]"). */
+static int
+fds_naming(pid_t pid, const char *ns)
+{
+    char *dir = mcp_world_fmt("/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char *path = mcp_world_fmt("%s/%s", dir, e->d_name);
+        char link[128];
+        ssize_t len = readlink(path, link, sizeof link - 1);
+        if (len > 0) {
+            link[len] = '\0';
+            n += strcmp(link, ns) == 0;
+        }
+        free(path);
+    }
+    closedir(d);
+    free(dir);
+    return n;
+}
+
+/* The network namespace a call of se runs in ("net:[INODE]"). */
+static char *
+sess_netns(struct sess *se, const char *wd)
+{
+    char *ns = sess_shell(se, "readlink /proc/self/ns/net", wd);
+    ns[strcspn(ns, "\n")] = '\0';
+    assert_non_null(strstr(ns, "net:["));
+    return ns;
+}
+
+/* A listener on 127.0.0.1 in the call's namespace, its port written to
+ * the file port in its workdir, serving until a file done appears. */
+static const char listen_until_done[] =
+    "python3 -c 'import socket, os\n"
+    "s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(8); s.settimeout(0.05)\n"
+    "open(\"port.tmp\", \"w\").write(str(s.getsockname()[1])); os.rename(\"port.tmp\", "
+    "\"port\")\n"
+    "served = 0\n"
+    "while not os.path.exists(\"done\"):\n"
+    "    try:\n"
+    "        c, _ = s.accept(); c.sendall(b\"hello from the first session\\n\"); c.close(); "
+    "served += 1\n"
+    "    except socket.timeout: pass\n"
+    "print(\"served\", served)'";
+
+/*
+ * Each HTTP session has a network namespace of its own, shared by its
+ * calls: a listener one call of session A keeps open is reached by
+ * another call of A and not by a call of session B, on the same port of
+ * 127.0.0.1.  The server holds each namespace by one fd, and no process:
+ * once A is ended (DELETE), the server has no fd to A's namespace left,
+ * while B's stays.
+ */
+static void
+test_session_networks(void **state)
+{
+    (void)state;
+    struct srv s;
+    srv_start(&s, true, true, NULL, NULL);
+    struct sess a, b;
+    char *wda, *wdb;
+    tcp_session(&a, &s, "workspace-write", &wda);
+    tcp_session(&b, &s, "workspace-write", &wdb);
+    char *na = sess_netns(&a, wda), *na2 = sess_netns(&a, wda);
+    char *nb = sess_netns(&b, wdb);
+    assert_string_equal(na, na2);
+    assert_string_not_equal(na, nb);
+    assert_int_equal(fds_naming(s.pid, na), 1);
+    assert_int_equal(fds_naming(s.pid, nb), 1);
+
+    /* a's listener, on a connection of its own, while a's other call
+     * and b's try it */
+    struct sess held = a;
+    held.fd = connect_tcp(s.port);
+    held.next_id = 1000;
+    long long id = sess_shell_send(&held, listen_until_done, wda);
+    bool ready = false;
+    for (int waited = 0; waited < WAIT_MS && !(ready = mcp_world_exists(wda, "port")); waited += 10)
+        usleep(10000);
+    assert_true(ready);
+    char *portfile = tmpdir_path(wda, "port");
+    char *client =
+        mcp_world_fmt("python3 -c 'import socket\n"
+                      "port = int(open(\"%s\").read())\n"
+                      "try:\n"
+                      "    c = socket.create_connection((\"127.0.0.1\", port), timeout=5)\n"
+                      "    print(c.recv(100).decode(), end=\"\")\n"
+                      "except OSError as e: print(\"refused\", e.errno)'",
+                      portfile);
+    char *from_b = sess_shell(&b, client, wdb);
+    char *from_a = sess_shell(&a, client, wda);
+    mcp_world_assert_contains(from_b, "refused 111\n");
+    mcp_world_assert_contains(from_a, "hello from the first session\n");
+    char *done = tmpdir_path(wda, "done");
+    tmpdir_write_file(done, "", 0644);
+    char *served = sess_shell_output(&held, id);
+    mcp_world_assert_contains(served, "served 1\n");
+    close(held.fd);
+
+    /* the end of a's session closes its namespace's fd, not b's */
+    int status = sess_delete(&a);
+    assert_true(status == 200 || status == 204);
+    int left = 1;
+    for (int waited = 0; waited < WAIT_MS && (left = fds_naming(s.pid, na)) > 0; waited += 10)
+        usleep(10000);
+    assert_int_equal(left, 0);
+    assert_int_equal(fds_naming(s.pid, nb), 1);
+
+    free(done);
+    free(served);
+    free(from_a);
+    free(from_b);
+    free(client);
+    free(portfile);
+    free(na);
+    free(na2);
+    free(nb);
+    sess_close(&a);
+    tmpdir_remove(wda);
+    free(wda);
+    tcp_session_end(&b, wdb, &s);
+}
+
 int
 main(void)
 {
@@ -948,7 +1115,7 @@ main(void)
         cmocka_unit_test(test_proxy_refuses_own_port), cmocka_unit_test(test_header_deadline),
         cmocka_unit_test(test_unauthenticated_flood),  cmocka_unit_test(test_stuck_reader),
         cmocka_unit_test(test_stuck_reader_stdio),     cmocka_unit_test(test_dead_client),
-        cmocka_unit_test(test_write_timeout),
+        cmocka_unit_test(test_write_timeout),          cmocka_unit_test(test_session_networks),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (unprivileged)
