@@ -994,6 +994,39 @@ fds_naming(pid_t pid, const char *ns)
     return n;
 }
 
+/* How many processes are in the network namespace ns ("net:[INODE]")
+ * and children of parent. */
+static int
+children_in(pid_t parent, const char *ns)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        char *stat_path = mcp_world_fmt("/proc/%d/stat", pid);
+        char *ns_path = mcp_world_fmt("/proc/%d/ns/net", pid);
+        char *text = read_all(stat_path);
+        const char *end = text ? strrchr(text, ')') : NULL;
+        char state;
+        int ppid = 0;
+        char link[128];
+        ssize_t len = readlink(ns_path, link, sizeof link - 1);
+        if (end && sscanf(end + 1, " %c %d", &state, &ppid) == 2 && ppid == (int)parent &&
+            state != 'Z' && len > 0) {
+            link[len] = '\0';
+            n += strcmp(link, ns) == 0;
+        }
+        free(text);
+        free(stat_path);
+        free(ns_path);
+    }
+    closedir(d);
+    return n;
+}
+
 /* The network namespace a call of se runs in ("net:[INODE]"). */
 static char *
 sess_netns(struct sess *se, const char *wd)
@@ -1023,9 +1056,9 @@ static const char listen_until_done[] =
  * Each HTTP session has a network namespace of its own, shared by its
  * calls: a listener one call of session A keeps open is reached by
  * another call of A and not by a call of session B, on the same port of
- * 127.0.0.1.  The server holds each namespace by one fd, and no process:
- * once A is ended (DELETE), the server has no fd to A's namespace left,
- * while B's stays.
+ * 127.0.0.1.  The server holds each namespace by one fd and its keeper
+ * process: once A is ended (DELETE), neither is left for A's namespace,
+ * while B's stay.
  */
 static void
 test_session_networks(void **state)
@@ -1043,6 +1076,10 @@ test_session_networks(void **state)
     assert_string_not_equal(na, nb);
     assert_int_equal(fds_naming(s.pid, na), 1);
     assert_int_equal(fds_naming(s.pid, nb), 1);
+    /* and one keeper each (session_net.h), the namespace's only process
+     * between calls */
+    assert_int_equal(children_in(s.pid, na), 1);
+    assert_int_equal(children_in(s.pid, nb), 1);
 
     /* a's listener, on a connection of its own, while a's other call
      * and b's try it */
@@ -1080,7 +1117,11 @@ test_session_networks(void **state)
     for (int waited = 0; waited < WAIT_MS && (left = fds_naming(s.pid, na)) > 0; waited += 10)
         usleep(10000);
     assert_int_equal(left, 0);
+    for (int waited = 0; waited < WAIT_MS && (left = children_in(s.pid, na)) > 0; waited += 10)
+        usleep(10000);
+    assert_int_equal(left, 0);
     assert_int_equal(fds_naming(s.pid, nb), 1);
+    assert_int_equal(children_in(s.pid, nb), 1);
 
     free(done);
     free(served);

@@ -102,8 +102,70 @@ wait_sleeps(const char *arg, bool more, int want, int ms)
     }
 }
 
+/* The state letter of process pid ('?' when it is gone) and its parent. */
+static char
+proc_state(pid_t pid, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')');
+    char state = '?';
+    int parent = 0;
+    if (!end || sscanf(end + 1, " %c %d", &state, &parent) != 2)
+        return '?';
+    *ppid = parent;
+    return state;
+}
+
+/* The keeper of a session network of the server's (a child of server
+ * running execgate-sandbox --net-ns-keeper), or 0. */
+static pid_t
+keeper_of(pid_t server)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    pid_t found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        pid_t pid = (pid_t)atoi(e->d_name), ppid = 0;
+        if (pid <= 0 || proc_state(pid, &ppid) == '?' || ppid != server)
+            continue;
+        char path[64], cmd[4096];
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+        FILE *f = fopen(path, "re");
+        size_t n = f ? fread(cmd, 1, sizeof cmd, f) : 0;
+        if (f)
+            fclose(f);
+        if (memmem(cmd, n, "--net-ns-keeper", strlen("--net-ns-keeper")))
+            found = pid;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Whether pid has ended (gone, or a zombie) within ms. */
+static bool
+pid_ends(pid_t pid, int ms)
+{
+    for (int waited = 0;; waited += 20) {
+        pid_t ppid;
+        char state = proc_state(pid, &ppid);
+        if (state == '?' || state == 'Z')
+            return true;
+        if (waited >= ms)
+            return false;
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* 8 calls, each with a background, a nohup and a setsid sleep beside its
- * own, and one escalated sleep; then the server is killed hard. */
+ * own, and one escalated sleep; then the server is killed hard.  The
+ * session's network keeper (its calls' network is off) ends with it. */
 static void
 killed_server_takes_its_calls(const char *policy)
 {
@@ -128,6 +190,10 @@ killed_server_takes_its_calls(const char *policy)
                                       "command", esc, "workdir", w.wd, "login", 0));
     assert_int_equal(wait_sleeps(inside, true, 32, 20000), 32);
     assert_int_equal(wait_sleeps(outside, true, 1, 20000), 1);
+    /* danger-full-access has the server's network: no keeper */
+    bool network_off = strcmp(policy, "danger-full-access") != 0;
+    pid_t keeper = keeper_of(mcp_client_pid(w.c));
+    assert_int_equal(keeper > 0, network_off);
     assert_int_equal(kill(mcp_client_pid(w.c), SIGKILL), 0);
     int left_inside = wait_sleeps(inside, false, 0, 2000);
     int left_outside = wait_sleeps(outside, false, 0, 2000);
@@ -142,6 +208,7 @@ killed_server_takes_its_calls(const char *policy)
     }
     assert_int_equal(left_inside, 0);
     assert_int_equal(left_outside, 0);
+    assert_true(!network_off || pid_ends(keeper, 2000));
     mcp_world_abandon(&w);
     free(pkill);
     free(esc);
