@@ -51,6 +51,37 @@ deny_ip_sockets(scmp_filter_ctx ctx)
     return rc;
 }
 
+/* In a network namespace of the sandbox's own, IP is the namespace's to
+ * limit, but not every family is namespaced: vsock reaches the
+ * hypervisor's host, Bluetooth the radios around.  Allowed: Unix, IPv4,
+ * IPv6 and netlink (the namespace's own routes and addresses, which
+ * getaddrinfo reads); every other family fails with EAFNOSUPPORT, as
+ * where the kernel lacks it. */
+static int
+deny_foreign_sockets(scmp_filter_ctx ctx)
+{
+    static const int allowed[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+    static const int calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
+    int rc = 0;
+    for (size_t c = 0; rc == 0 && c < ARRAY_SIZE(calls); c++) {
+        for (int family = 0; rc == 0 && family <= AF_NETLINK; family++) {
+            bool ok = false;
+            for (size_t i = 0; i < ARRAY_SIZE(allowed); i++)
+                ok |= family == allowed[i];
+            const struct scmp_arg_cmp is = {
+                .arg = 0, .op = SCMP_CMP_EQ, .datum_a = (scmp_datum_t)family, .datum_b = 0};
+            if (!ok)
+                rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, &is);
+        }
+        /* above netlink, and any value with high bits set: refused too */
+        const struct scmp_arg_cmp gt = {
+            .arg = 0, .op = SCMP_CMP_GT, .datum_a = AF_NETLINK, .datum_b = 0};
+        if (rc == 0)
+            rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, &gt);
+    }
+    return rc;
+}
+
 /* TIOCSTI and TIOCLINUX push input into a terminal: on a terminal the
  * command shares with its user, that is typing commands outside the
  * sandbox.  The kernel only looks at the low 32 bits of the request. */
@@ -183,8 +214,8 @@ notify_sockets(scmp_filter_ctx ctx)
 }
 
 static int
-add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, unsigned notify,
-          sandbox_filter_note_fn note, void *arg)
+add_rules(scmp_filter_ctx ctx, bool confine, int net, unsigned notify, sandbox_filter_note_fn note,
+          void *arg)
 {
     int rc = notify & SANDBOX_NOTIFY_EXECS ? notify_execs(ctx) : 0;
     if (rc == 0 && (notify & SANDBOX_NOTIFY_SOCKETS))
@@ -198,19 +229,19 @@ add_rules(scmp_filter_ctx ctx, bool confine, bool restrict_network, unsigned not
     /* io_uring's requests (connect, sendmsg, openat, ...) bypass seccomp:
      * denied in every confining policy, where the network is off, and
      * where sockets are supervised */
-    bool uring = confine || restrict_network || (notify & SANDBOX_NOTIFY_SOCKETS);
+    bool uring = confine || net == SANDBOX_NET_UNIX || (notify & SANDBOX_NOTIFY_SOCKETS);
     for (size_t i = 0; uring && rc == 0 && i < ARRAY_SIZE(io_uring_calls); i++)
         rc = deny(ctx, io_uring_calls[i], note, arg);
-    if (!restrict_network)
-        return rc;
-    if (rc == 0)
+    if (rc == 0 && net == SANDBOX_NET_UNIX)
         rc = deny_ip_sockets(ctx);
+    if (rc == 0 && net == SANDBOX_NET_OWN)
+        rc = deny_foreign_sockets(ctx);
     return rc;
 }
 
 scmp_filter_ctx
-sandbox_filter_rules_new(bool confine, bool restrict_network, unsigned notify,
-                         sandbox_filter_note_fn note, void *arg, int *rc)
+sandbox_filter_rules_new(bool confine, int net, unsigned notify, sandbox_filter_note_fn note,
+                         void *arg, int *rc)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == NULL) {
@@ -230,7 +261,7 @@ sandbox_filter_rules_new(bool confine, bool restrict_network, unsigned notify,
     if (*rc == 0)
         *rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     if (*rc == 0)
-        *rc = add_rules(ctx, confine, restrict_network, notify, note, arg);
+        *rc = add_rules(ctx, confine, net, notify, note, arg);
     if (*rc != 0) {
         seccomp_release(ctx);
         return NULL;

@@ -14,35 +14,37 @@
 #define PROGRAM(n)                                                                                 \
     sandbox_filter_bpf_##n, ARRAY_SIZE(sandbox_filter_bpf_##n), sandbox_filter_names_##n
 
-/* Indexed as filter-gen numbers them: 8 notify sockets, 4 notify execs,
- * 2 confine, 1 network. */
+/* Indexed as filter-gen numbers them: 16 a network namespace of its
+ * own, 8 notify sockets, 4 notify execs, 2 confine, 1 network off. */
 static const struct {
     const struct sock_filter *prog;
     size_t len;
     const char *const *names;
-} variants[16] = {
-    {NULL, 0, NULL}, {PROGRAM(1)},    {PROGRAM(2)},  {PROGRAM(3)},
-    {NULL, 0, NULL}, {PROGRAM(5)},    {PROGRAM(6)},  {PROGRAM(7)},
-    {NULL, 0, NULL}, {NULL, 0, NULL}, {PROGRAM(10)}, {PROGRAM(11)},
-    {NULL, 0, NULL}, {NULL, 0, NULL}, {PROGRAM(14)}, {PROGRAM(15)},
+} variants[32] = {
+    [1] = {PROGRAM(1)},   [2] = {PROGRAM(2)},   [3] = {PROGRAM(3)},   [5] = {PROGRAM(5)},
+    [6] = {PROGRAM(6)},   [7] = {PROGRAM(7)},   [10] = {PROGRAM(10)}, [11] = {PROGRAM(11)},
+    [14] = {PROGRAM(14)}, [15] = {PROGRAM(15)}, [18] = {PROGRAM(18)}, [22] = {PROGRAM(22)},
+    [26] = {PROGRAM(26)}, [30] = {PROGRAM(30)},
 };
 
 const struct sock_filter *
-sandbox_filter_program(bool confine, bool restrict_network, unsigned notify, size_t *len,
+sandbox_filter_program(bool confine, enum sandbox_filter_net net, unsigned notify, size_t *len,
                        const char *const **names)
 {
     /* [4], exec notification alone, is empty: that is exec_filter.c's;
-     * sockets are notified only where the sandbox confines */
-    int v = (notify & SANDBOX_FILTER_NOTIFY_SOCKETS ? 8 : 0) |
+     * sockets are notified, and a network namespace is the sandbox's own,
+     * only where the sandbox confines */
+    int v = (net == SANDBOX_FILTER_NET_OWN ? 16 : 0) |
+            (notify & SANDBOX_FILTER_NOTIFY_SOCKETS ? 8 : 0) |
             (notify & SANDBOX_FILTER_NOTIFY_EXECS ? 4 : 0) | (confine ? 2 : 0) |
-            (restrict_network ? 1 : 0);
+            (net == SANDBOX_FILTER_NET_UNIX ? 1 : 0);
     *len = variants[v].len;
     *names = variants[v].names;
     return variants[v].prog;
 }
 
 static int
-report_filter(json_t *report, const char *const *names, bool restrict_network)
+report_filter(json_t *report, const char *const *names, enum sandbox_filter_net net)
 {
     json_t *o = json_object();
     json_t *denied = json_array();
@@ -54,7 +56,8 @@ report_filter(json_t *report, const char *const *names, bool restrict_network)
         json_decref(denied);
         return -ENOMEM;
     }
-    rc = json_object_set_new(o, "sockets", json_string(restrict_network ? "unix-only" : "any"));
+    static const char *const sockets[] = {"any", "unix-only", "unix-ip-netlink"};
+    rc = json_object_set_new(o, "sockets", json_string(sockets[net]));
     rc |= json_object_set_new(o, "denied", denied);
     rc |= json_object_set_new(o, "other_arch", json_string("kill"));
     rc |= json_object_set_new(report, "seccomp", o);
@@ -78,18 +81,17 @@ load(const struct sock_fprog *prog, bool notify)
 }
 
 static int
-apply(bool confine, bool restrict_network, unsigned notify, json_t *report)
+apply(bool confine, enum sandbox_filter_net net, unsigned notify, json_t *report)
 {
     size_t len;
     const char *const *names;
-    const struct sock_filter *insns =
-        sandbox_filter_program(confine, restrict_network, notify, &len, &names);
+    const struct sock_filter *insns = sandbox_filter_program(confine, net, notify, &len, &names);
     if (insns == NULL)
         return -EINVAL;
     /* Built before loading: after it, the report only needs memory already
      * held, and a failure leaves nothing loaded. */
     json_t *scratch = json_object();
-    if (scratch == NULL || report_filter(scratch, names, restrict_network) != 0) {
+    if (scratch == NULL || report_filter(scratch, names, net) != 0) {
         json_decref(scratch);
         return -ENOMEM;
     }
@@ -106,13 +108,14 @@ apply(bool confine, bool restrict_network, unsigned notify, json_t *report)
 }
 
 int
-sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
+sandbox_filter_apply(bool confine, enum sandbox_filter_net net, json_t *report)
 {
-    return apply(confine, restrict_network, 0, report);
+    return apply(confine, net, 0, report);
 }
 
 int
-sandbox_filter_apply_notify(bool confine, bool restrict_network, unsigned notify, json_t *report)
+sandbox_filter_apply_notify(bool confine, enum sandbox_filter_net net, unsigned notify,
+                            json_t *report)
 {
-    return notify == 0 ? -EINVAL : apply(confine, restrict_network, notify, report);
+    return notify == 0 ? -EINVAL : apply(confine, net, notify, report);
 }

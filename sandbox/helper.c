@@ -380,6 +380,7 @@ join_session_network(struct run *r)
     }
     r->session_net = 1;
     r->restrict_net = false;
+    r->own_net = true;
     helper_put(r->report, "session_network", json_true());
 }
 
@@ -424,6 +425,7 @@ enter_proxy_network(struct run *r)
     if (rc < 0)
         sandbox_helper_die(-rc, "network proxy: setting the proxy variables");
     r->restrict_net = false;
+    r->own_net = true;
     helper_put(r->report, "network_proxy", json_integer(port));
 }
 
@@ -530,6 +532,17 @@ apply_landlock(struct run *r)
     sandbox_ll_free(ll);
 }
 
+/* The filter's sockets: none but Unix with the network off; in a
+ * network namespace the sandbox entered (its session's, or its own for
+ * the proxy) the families that namespace holds; else any. */
+static enum sandbox_filter_net
+filter_net(const struct run *r)
+{
+    if (r->restrict_net)
+        return SANDBOX_FILTER_NET_UNIX;
+    return r->own_net ? SANDBOX_FILTER_NET_OWN : SANDBOX_FILTER_NET_ANY;
+}
+
 /* Whether the policy has a seccomp filter of its own (beside exec-notify's). */
 static bool
 has_filter(const struct run *r)
@@ -551,7 +564,7 @@ apply_filter(struct run *r)
 {
     if (!has_filter(r))
         return;
-    int rc = sandbox_filter_apply(r->kind != SANDBOX_EXTERNAL, r->restrict_net, r->report);
+    int rc = sandbox_filter_apply(r->kind != SANDBOX_EXTERNAL, filter_net(r), r->report);
     if (refused_by_kernel(rc))
         helper_require(r, "seccomp", "the kernel refused the seccomp filter");
     else if (rc < 0)
@@ -594,8 +607,8 @@ apply_exec_notify(struct run *r)
     int rc = courier ? sandbox_exec_filter_courier_start(&c, o->exec_notify_fd, path) : 0;
     if (rc < 0)
         sandbox_helper_die(-rc, "exec-notify: starting the listener's courier");
-    int listener = merged ? sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL,
-                                                        r->restrict_net, notify, r->report)
+    int listener = merged ? sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL, filter_net(r),
+                                                        notify, r->report)
                           : sandbox_exec_filter_load();
     if (courier) {
         rc = sandbox_exec_filter_courier_send(&c, listener);

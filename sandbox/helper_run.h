@@ -47,6 +47,10 @@ struct run {
      * connection, and the supervisor lose the hand-over) */
     bool take_offered;
     bool restrict_net;
+    /* the network is a namespace the helper entered (the session's, or
+     * its own for the proxy): the filter lets only the families through
+     * that it holds (filter.h) */
+    bool own_net;
     /* --net-ns-fd: 1 the session's network namespace joined, -1 it could
      * not be (the command has no network), 0 none was given */
     int session_net;

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/macros.h"
 #include "sandbox/filter-rules.h"
 #include "sandbox/filter.h"
 
@@ -46,7 +47,7 @@ collect(void *arg, const char *name)
 
 /* What libseccomp exports for this combination, read back from a file. */
 static void *
-runtime_program(bool confine, bool net, unsigned notify, struct names *ns, size_t *bytes)
+runtime_program(bool confine, int net, unsigned notify, struct names *ns, size_t *bytes)
 {
     int rc = 0;
     scmp_filter_ctx ctx = sandbox_filter_rules_new(confine, net, notify, collect, ns, &rc);
@@ -68,7 +69,7 @@ runtime_program(bool confine, bool net, unsigned notify, struct names *ns, size_
 }
 
 static void
-check_combination(bool confine, bool net, unsigned notify)
+check_combination(bool confine, int net, unsigned notify)
 {
     struct names ns = {0};
     size_t bytes;
@@ -98,11 +99,13 @@ test_generated_equals_runtime(void **state)
         check_combination(true, true, notify);  /* read-only, workspace-write, network off */
         check_combination(true, false, notify); /* the same with network on */
         check_combination(false, true, notify); /* external-sandbox, network off */
+        check_combination(true, SANDBOX_FILTER_NET_OWN, notify); /* its own namespace */
     }
     /* a confining sandbox's sockets, with and without its execs */
     for (unsigned execs = 0; execs <= SANDBOX_FILTER_NOTIFY_EXECS; execs++) {
         check_combination(true, true, execs | SANDBOX_FILTER_NOTIFY_SOCKETS);
         check_combination(true, false, execs | SANDBOX_FILTER_NOTIFY_SOCKETS);
+        check_combination(true, SANDBOX_FILTER_NET_OWN, execs | SANDBOX_FILTER_NOTIFY_SOCKETS);
     }
 }
 
@@ -239,6 +242,65 @@ test_notify_variant_refuses_and_notifies(void **state)
     assert_int_equal(run_probe(true, false, true), 2 | 4 | 8);
 }
 
+/* Child: under the filter of a sandbox in a network namespace of its own,
+ * which families socket(2) makes: 0 when each probe answered as it
+ * should, else 10 + the first probe that did not. */
+static int
+own_namespace_child(void)
+{
+    json_t *report = json_object();
+    if (report == NULL || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        sandbox_filter_apply(true, SANDBOX_FILTER_NET_OWN, report) != 0)
+        return 255;
+    const char *sockets =
+        json_string_value(json_object_get(json_object_get(report, "seccomp"), "sockets"));
+    if (sockets == NULL || strcmp(sockets, "unix-ip-netlink") != 0)
+        return 254;
+    json_decref(report);
+    static const struct {
+        long family;
+        int type;
+        bool made;
+    } probes[] = {
+        {AF_UNIX, SOCK_STREAM, true},
+        {AF_INET, SOCK_STREAM, true},
+        {AF_INET6, SOCK_DGRAM, true},
+        {AF_NETLINK, SOCK_DGRAM, true},
+        {AF_VSOCK, SOCK_STREAM, false},
+        {AF_PACKET, SOCK_DGRAM, false},
+        {AF_BLUETOOTH, SOCK_STREAM, false},
+        {0, SOCK_STREAM, false},
+        {0x100000000L | AF_INET, SOCK_STREAM, false},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
+        long fd = syscall(SYS_socket, probes[i].family, probes[i].type, 0);
+        int e = errno;
+        if (fd >= 0)
+            close((int)fd);
+        bool ok = probes[i].made ? fd >= 0 : fd < 0 && e == EAFNOSUPPORT;
+        if (!ok)
+            return 10 + (int)i;
+    }
+    return 0;
+}
+
+/* In a network namespace of its own a sandbox has Unix, IP and netlink
+ * sockets, and none of the families that reach past the namespace. */
+static void
+test_own_namespace_variant(void **state)
+{
+    (void)state;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(own_namespace_child());
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int
 main(void)
 {
@@ -248,6 +310,7 @@ main(void)
         cmocka_unit_test(test_names_cover_policy),
         cmocka_unit_test(test_loaded_filter_refuses),
         cmocka_unit_test(test_notify_variant_refuses_and_notifies),
+        cmocka_unit_test(test_own_namespace_variant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
