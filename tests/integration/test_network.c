@@ -306,6 +306,42 @@ test_one_namespace_per_session(void **state)
     mcp_world_end(&w);
 }
 
+/*
+ * Attacks on the session's namespace from a call: taking its loopback
+ * down (which would cut the session's later calls off from each other),
+ * and a vsock socket (which no network namespace holds: it would reach
+ * the hypervisor's host).  Both refused; the next call still has its
+ * loopback.
+ */
+static void
+test_session_network_cannot_be_changed_or_left(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "", false);
+    json_t *a =
+        run(&w,
+            "python3 -c 'import socket, fcntl, struct\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "try:\n"
+            "    fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14x\", b\"lo\", 0)); "
+            "print(\"lo taken down\")\n"
+            "except OSError as e: print(\"ifdown\", e.errno)\n"
+            "try:\n"
+            "    socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM); print(\"vsock made\")\n"
+            "except OSError as e: print(\"vsock\", e.errno)'",
+            NULL);
+    const char *out = mcp_world_output(a);
+    assert_null(strstr(out, "lo taken down"));
+    assert_null(strstr(out, "vsock made"));
+    mcp_world_assert_contains(out, "ifdown 1\nvsock 97\n");
+    json_decref(a);
+    a = run(&w, loopback_pair, NULL);
+    mcp_world_assert_contains(mcp_world_output(a), "hello over loopback\n");
+    json_decref(a);
+    mcp_world_end(&w);
+}
+
 /* A CONNECT tunnel (the proxy from HTTPS_PROXY) carries bytes both ways,
  * and the half-close; to a host without a rule it is refused. */
 static void
@@ -575,6 +611,7 @@ main(void)
         cmocka_unit_test(test_ignoring_the_proxy_reaches_nothing),
         cmocka_unit_test(test_localhost_with_the_network_off),
         cmocka_unit_test(test_one_namespace_per_session),
+        cmocka_unit_test(test_session_network_cannot_be_changed_or_left),
         cmocka_unit_test(test_connect_tunnel),
         cmocka_unit_test(test_socks5),
         cmocka_unit_test(test_prompt_once_per_session),
