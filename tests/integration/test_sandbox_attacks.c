@@ -31,6 +31,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "tests/support/sandbox_harness.h"
@@ -1850,6 +1851,88 @@ userns_refused_for_user(void)
     return refused;
 }
 
+/* A network namespace made by this process's user (root, or the test
+ * user's when unprivileged: not), open at fd 9 for the helper; -1 when
+ * none can be made here. */
+static int
+foreign_netns_at_9(void)
+{
+    int ready[2];
+    must(pipe2(ready, O_CLOEXEC) == 0, "pipe");
+    pid_t pid = fork();
+    must(pid >= 0, "fork");
+    if (pid == 0) {
+        char ok = unshare(CLONE_NEWNET) == 0 ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char ok = 'n';
+    int fd = -1;
+    if (read(ready[0], &ok, 1) == 1 && ok == 'y') {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+        fd = open(path, O_RDONLY);
+    }
+    close(ready[0]);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (fd < 0)
+        return -1;
+    must(dup2(fd, 9) == 9, "dup2");
+    close(fd);
+    return 9;
+}
+
+/* --net-ns-fd with the network off: a namespace the helper cannot join
+ * leaves the command no network at all (an IP socket refused), and the
+ * report says so; one it may join gives it IP sockets there. */
+static void
+net_ns_case(const char *policy, bool joinable)
+{
+    const char *extra[] = {"--net-ns-fd", "9", NULL};
+    const char *argv[] = {
+        "/usr/bin/python3", "-c",
+        "import socket\n"
+        "try:\n"
+        "    socket.socket(socket.AF_INET, socket.SOCK_STREAM); print(\"ip made\")\n"
+        "except OSError as e: print(\"ip refused\", e.errno)",
+        NULL};
+    struct sbx_result r;
+    sbx_run(policy, g.ws, extra, argv, NULL, &r);
+    sbx_assert_code(&r, 0);
+    json_t *joined = json_object_get(r.report, "session_network");
+    if (!json_is_boolean(joined) || json_is_true(joined) != joinable ||
+        strstr(r.res.out, joinable ? "ip made" : "ip refused 1") == NULL)
+        fail_msg("--net-ns-fd (joinable %d): session_network %s, stdout %s, stderr %s", joinable,
+                 joined ? (json_is_true(joined) ? "true" : "false") : "absent", r.res.out,
+                 r.res.err);
+    if (!joinable && strstr(r.res.err, "the command has no network") == NULL)
+        fail_msg("--net-ns-fd: no reason on stderr: %s", r.res.err);
+    sbx_result_free(&r);
+}
+
+static void
+test_net_ns_fd_fails_closed(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        /* not a namespace at all */
+        int null = open("/dev/null", O_RDONLY);
+        must(null >= 0 && dup2(null, 9) == 9, "dup2");
+        close(null);
+        net_ns_case(confining(i), false);
+        /* a namespace of another user's (root's, for the test user): it
+         * cannot enter the user namespace that owns it */
+        close(9);
+        if (foreign_netns_at_9() == 9)
+            net_ns_case(confining(i), !g.unprivileged);
+        close(9);
+    }
+}
+
 int
 main(void)
 {
@@ -1914,6 +1997,7 @@ main(void)
         cmocka_unit_test(test_tmp_writes),
         cmocka_unit_test(test_sees_only_its_processes),
         cmocka_unit_test(test_identity_and_report),
+        cmocka_unit_test(test_net_ns_fd_fails_closed),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
     if (programs_dir != NULL) {
