@@ -431,9 +431,9 @@ say_namespaces(struct doctor *d, const json_t *report)
     else
         say(d, "ok", false, "PID namespace, with its own /proc");
     say(d, "-", false,
-        "network namespace: only for calls that reach the network through the proxy "
-        "(--network-proxy); otherwise the network is turned off by the seccomp filter, and by "
-        "Landlock from ABI 4");
+        "network namespace: one per session, for its calls with the network off (only "
+        "loopback; the proxy's listeners); without one the network is turned off by the seccomp "
+        "filter, and by Landlock from ABI 4");
 }
 
 /* How a trial of the shell under a policy (described as desc) ended. */
