@@ -5,7 +5,10 @@
  * (network/servers.py: a page server and an echo server).  Proves what a
  * network_rule lets through, what it refuses and how, that a prompt rule
  * asks once per session with approved_for_session, and that a program
- * that ignores the proxy variables reaches nothing.
+ * that ignores the proxy variables reaches nothing.  Without rules: the
+ * session's own network namespace, its loopback working and nothing
+ * outside it reachable, the same for each call of a session and another
+ * for another session's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
