@@ -19,6 +19,7 @@
 #include "supervise/unix_holder.h"
 #include "supervise/unix_msg.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -153,6 +154,37 @@ refuse(struct call *c, int err, const char *reason)
     if (c->cfg && c->cfg->refused)
         c->cfg->refused(c->cfg->arg, c->pid, what, reason);
     return reply(c, 0, err);
+}
+
+/* An IPv4 or IPv6 destination the caller refuses (cfg->netns's
+ * ip_refused): ECONNREFUSED and the line, naming ADDRESS:PORT.  Returns
+ * 1 when it did not refuse (nothing answered), else refuse's result. */
+static int
+ip_refused(struct call *c)
+{
+    const struct unix_connect_netns *ns = c->cfg ? c->cfg->netns : NULL;
+    if (ns == NULL || ns->ip_refused == NULL || c->addrlen < sizeof(sa_family_t) ||
+        (c->addr.ss_family != AF_INET && c->addr.ss_family != AF_INET6))
+        return 1;
+    const char *why = ns->ip_refused(ns->ip_arg, (const struct sockaddr *)&c->addr, c->addrlen);
+    if (why == NULL)
+        return 1;
+    char host[INET6_ADDRSTRLEN] = "?", what[INET6_ADDRSTRLEN + 32];
+    unsigned port = 0;
+    if (c->addr.ss_family == AF_INET && c->addrlen >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&c->addr;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+    } else if (c->addr.ss_family == AF_INET6 && c->addrlen >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&c->addr;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(what, sizeof what, "%s %s:%u", c->verb, host, port);
+    exec_notify_tell(c->pid, what, why);
+    if (c->cfg->refused)
+        c->cfg->refused(c->cfg->arg, c->pid, what, why);
+    return reply(c, 0, ECONNREFUSED);
 }
 
 /* The destination named by a pathname address, opened O_PATH as the
@@ -745,7 +777,7 @@ sendmsg_one(struct call *c, uint64_t addr)
             rc = send_for(c, NULL, 0);
         else if (c->family == AF_UNIX)
             rc = unix_call(c);
-        else
+        else if ((rc = ip_refused(c)) == 1)
             rc = send_for(c, (struct sockaddr *)&c->addr, c->addrlen);
         c->msg = NULL;
     }
@@ -824,10 +856,9 @@ unix_connect_handle(int listener, const struct seccomp_notif *sn,
         rc = sendmmsg_all(&c);
     else if (rc == 0 && c.family == AF_UNIX)
         rc = unix_call(&c);
-    else if (rc == 0 && c.sendto)
-        rc = send_for(&c, (struct sockaddr *)&c.addr, c.addrlen);
-    else if (rc == 0)
-        rc = other_connect(&c, wait);
+    else if (rc == 0 && (rc = ip_refused(&c)) == 1) /* else refused, answered */
+        rc = c.sendto ? send_for(&c, (struct sockaddr *)&c.addr, c.addrlen)
+                      : other_connect(&c, wait);
     if (c.sock >= 0)
         close(c.sock);
     if (c.pidfd >= 0)

@@ -25,7 +25,8 @@
  *    the one the caller makes sockets in (cfg->netns: the fresh socket is
  *    made there), EPERM otherwise;
  *  - any other socket (TCP, UDP...): connected, or sent on, as asked, on
- *    the target's own socket with the address as read once;
+ *    the target's own socket with the address as read once, unless
+ *    cfg->netns's ip_refused says why not (ECONNREFUSED and a line);
  *  - sendmsg without an address: sent as it is, from the copy of the
  *    message read once (unix_msg.h), on the target's own socket.
  *
@@ -39,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 /* A socket file the user allowed, by the inode the server resolved.  The
@@ -62,6 +64,11 @@ struct unix_connect_netns {
     /* socket(2) in that namespace, close-on-exec; -errno on failure */
     int (*socket)(void *arg, int domain, int type, int protocol);
     void *arg;
+    /* May be NULL.  Why an IPv4 or IPv6 connect or send to addr must not
+     * be made (a static string for the refusal line: the address is
+     * another call's of the session, say), or NULL when it may. */
+    const char *(*ip_refused)(void *arg, const struct sockaddr *addr, socklen_t len);
+    void *ip_arg;
 };
 
 struct unix_connect_config {

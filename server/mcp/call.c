@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -313,19 +314,38 @@ call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct 
     return argv;
 }
 
+/* A connection to another running call's proxy listener (its port, in
+ * the namespace the session's calls share) would be decided, asked about
+ * and recorded as that call's: refused (call_net.h). */
+static const char *
+other_calls_proxy(void *arg, const struct sockaddr *sa, socklen_t len)
+{
+    const struct call *c = arg;
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+        port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))
+        port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return port != 0 ? call_net_client_other_port(c->netns, c->net, port) : NULL;
+}
+
 /* The watch's Unix socket lookups in the session's network namespace,
  * where c's sandbox runs: abstract names and sock_diag are that
  * namespace's. */
 static void
-watch_session_net(struct exec_watch *watch, struct call_net_client *ncl)
+watch_session_net(struct call *c)
 {
     struct stat st;
-    int fd = call_net_client_netns(ncl);
+    int fd = call_net_client_netns(c->netns);
     if (fd < 0 || fstat(fd, &st) != 0)
         return; /* not joined: the sandbox has no network */
-    const struct unix_connect_netns ns = {
-        .dev = st.st_dev, .ino = st.st_ino, .socket = call_net_client_socket, .arg = ncl};
-    exec_watch_set_netns(watch, &ns);
+    const struct unix_connect_netns ns = {.dev = st.st_dev,
+                                          .ino = st.st_ino,
+                                          .socket = call_net_client_socket,
+                                          .arg = c->netns,
+                                          .ip_refused = other_calls_proxy,
+                                          .ip_arg = c};
+    exec_watch_set_netns(c->watch, &ns);
 }
 
 /* The call's other front ends, on c: with notify its watch (in tree mode
@@ -346,7 +366,7 @@ front_ends(const struct call_context *cx, struct call *c, bool notify)
         exec_watch_allow_unix(c->watch, o->allow_unix, o->allow_unix_count);
         exec_watch_set_inherit(c->watch, o->escalated_children_inherit);
         if (c->netns)
-            watch_session_net(c->watch, c->netns);
+            watch_session_net(c);
     }
     c->ec = escalation_call_new(cx->loop, c->dc, c->watch ? adopt_listener : NULL, c->watch,
                                 (const char *const *)o->pass_env, o->pass_env_count);

@@ -7,6 +7,7 @@
 #include "common/list.h"
 #include "common/macros.h"
 #include <errno.h>
+#include <netinet/in.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ struct call_net_client {
     unsigned refs;
     struct netproxy_session *approved; /* what its person approved for the session */
     struct session_net *netns;         /* its private network */
+    struct list calls;                 /* of struct call_net: its calls' listeners */
 };
 
 /* A question about a connection, on its call's line (ask.h) until the
@@ -56,6 +58,8 @@ struct call_net {
     uv_poll_t poll;
     bool poll_open; /* poll initialised: it ends in its close callback */
     struct netproxy_listener *listener;
+    unsigned port;         /* the listener's on 127.0.0.1, once it came; or 0 */
+    struct list node;      /* in its client's calls */
     struct list questions; /* of struct question, the newest first */
 };
 
@@ -235,6 +239,7 @@ call_net_client_new(uv_loop_t *loop, const char *helper)
     if (!cl)
         return NULL;
     cl->refs = 1;
+    list_init(&cl->calls);
     cl->approved = netproxy_session_new();
     cl->netns = session_net_new(loop, helper);
     if (!cl->approved || !cl->netns) {
@@ -276,6 +281,22 @@ call_net_client_netns(struct call_net_client *cl)
     return fd;
 }
 
+const char *
+call_net_client_other_port(const struct call_net_client *cl, const struct call_net *own,
+                           unsigned port)
+{
+    struct list *n;
+    list_foreach(n, &cl->calls)
+    {
+        const struct call_net *cn = list_entry(n, struct call_net, node);
+        if (cn != own && cn->port != 0 && cn->port == port)
+            return "that port is the network proxy of another call of this session, which "
+                   "decides and records its connections as that call's (use this call's own "
+                   "HTTP_PROXY)";
+    }
+    return NULL;
+}
+
 int
 call_net_client_socket(void *cl, int domain, int type, int protocol)
 {
@@ -305,6 +326,7 @@ call_net_new(struct call_net_server *ns, struct call_net_client *cl, struct deci
     cn->cl = cl;
     cn->sv[0] = cn->sv[1] = -1;
     list_init(&cn->questions);
+    list_init(&cn->node);
     cn->call_id = strdup(decide_call_label(dc));
     cn->command = strdup(command);
     if (!cn->call_id || !cn->command) {
@@ -314,6 +336,7 @@ call_net_new(struct call_net_server *ns, struct call_net_client *cl, struct deci
         return NULL;
     }
     cl->refs++;
+    list_insert_head(&cl->calls, &cn->node);
     cn->dc = decide_call_ref(dc);
     return cn;
 }
@@ -334,6 +357,7 @@ release(struct call_net *cn)
 {
     if (cn->sv[0] >= 0)
         close(cn->sv[0]);
+    list_unlink(&cn->node);
     call_net_client_unref(cn->cl);
     decide_call_unref(cn->dc);
     free(cn->call_id);
@@ -385,6 +409,10 @@ on_listener(uv_poll_t *p, int status, int events)
             close(fd);
         return;
     }
+    struct sockaddr_in at;
+    socklen_t len = sizeof at;
+    if (getsockname(fd, (struct sockaddr *)&at, &len) == 0 && at.sin_family == AF_INET)
+        cn->port = ntohs(at.sin_port);
     char *why = NULL;
     if (netproxy_listen_fd(cn->ns->proxy, fd, cn->call_id, cn->command, cn->cl->approved, cn,
                            &cn->listener, &why) < 0) {
@@ -429,6 +457,8 @@ call_net_free(struct call_net *cn)
         netproxy_ask_answer(ask, NETPROXY_DENIED);
     }
     netproxy_listener_close(cn->listener);
+    cn->port = 0;
+    list_unlink(&cn->node);
     if (cn->sv[1] >= 0)
         close(cn->sv[1]);
     if (cn->poll_open)

@@ -55,6 +55,15 @@ void call_net_client_unref(struct call_net_client *cl);
  */
 int call_net_client_netns(struct call_net_client *cl);
 
+/*
+ * Why a connection of a call whose proxy share is own (NULL: none) to port
+ * on an IP address must not be made: the port is the proxy listener of
+ * another running call of cl's session, which would decide, ask about and
+ * record it as that call's.  A static string, or NULL when it may.
+ */
+const char *call_net_client_other_port(const struct call_net_client *cl, const struct call_net *own,
+                                       unsigned port);
+
 /* A socket made in that namespace (session_net_socket), for the
  * supervisor; -errno when there is none.  Takes (void *)cl. */
 int call_net_client_socket(void *cl, int domain, int type, int protocol);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *server_path;
@@ -345,6 +346,60 @@ test_session_network_cannot_be_changed_or_left(void **state)
     mcp_world_end(&w);
 }
 
+/*
+ * The session's calls share one namespace, but each has a proxy listener
+ * of its own, by which the proxy tells whose a connection is: a call that
+ * connects to another running call's listener is refused (the connection
+ * would be decided, asked about and recorded as the other call's), while
+ * its own proxy serves it.
+ */
+static void
+test_another_calls_proxy_is_refused(void **state)
+{
+    (void)state;
+    struct mcp_world w;
+    world_start(&w, "network_rule(host=\"localhost\", protocol=\"http\", decision=\"allow\")\n",
+                false);
+    const char *hold = "echo \"${HTTP_PROXY##*:}\" > port.tmp && mv port.tmp port; "
+                       "while [ ! -e done ]; do sleep 0.02; done; echo held";
+    long long id =
+        mcp_client_send_request(w.c, "tools/call",
+                                json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                          "command", hold, "workdir", w.wd, "login", 0));
+    bool ready = false;
+    for (int i = 0; i < 3000 && !(ready = mcp_world_exists(w.wd, "port")); i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(ready);
+    char *portfile = tmpdir_path(w.wd, "port");
+    char *port = tmpdir_read_file(portfile, NULL);
+    assert_non_null(port);
+    port[strcspn(port, "\n")] = '\0';
+    char *cmd = mcp_world_fmt("curl -sS -x http://127.0.0.1:%s http://localhost:%u/x; "
+                              "echo \"rc=$?\"; curl -sS http://localhost:%u/y",
+                              port, http_port, http_port);
+    json_t *a = run(&w, cmd, NULL);
+    const char *out = mcp_world_output(a);
+    assert_null(strstr(out, "page x"));
+    mcp_world_assert_contains(out, "another call of this session");
+    mcp_world_assert_contains(out, "rc=7\n");
+    mcp_world_assert_contains(out, "page y");
+    json_decref(a);
+    char *done = tmpdir_path(w.wd, "done");
+    tmpdir_write_file(done, "", 0644);
+    json_t *idj = json_integer(id);
+    a = mcp_client_response(w.c, idj, 30000);
+    json_decref(idj);
+    mcp_world_assert_contains(mcp_world_output(a), "held\n");
+    json_decref(a);
+    free(done);
+    free(cmd);
+    free(port);
+    free(portfile);
+    mcp_world_end(&w);
+}
+
 /* A CONNECT tunnel (the proxy from HTTPS_PROXY) carries bytes both ways,
  * and the half-close; to a host without a rule it is refused. */
 static void
@@ -615,6 +670,7 @@ main(void)
         cmocka_unit_test(test_localhost_with_the_network_off),
         cmocka_unit_test(test_one_namespace_per_session),
         cmocka_unit_test(test_session_network_cannot_be_changed_or_left),
+        cmocka_unit_test(test_another_calls_proxy_is_refused),
         cmocka_unit_test(test_connect_tunnel),
         cmocka_unit_test(test_socks5),
         cmocka_unit_test(test_prompt_once_per_session),
