@@ -83,22 +83,77 @@ send_message(int sock, char kind, const char *exec_path, int fd)
     return (size_t)n == sizeof head + plen ? 0 : -EMSGSIZE;
 }
 
+/* The low or high 32 bits of argument i of seccomp_data. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#define ARG_HI(i) (offsetof(struct seccomp_data, args) + 8 * (i) + 4)
+#else
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i) + 4)
+#define ARG_HI(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#endif
+#define LD_AT(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
+/* Compare with k; on a mismatch jump past the prefix (instruction i). */
+#define EQ_OR_OUT(k, i)                                                                            \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), 0, SANDBOX_EXEC_FD_PREFIX_LEN - 1 - (i))
+
+/* Only this exact call passes: the architecture first (another one's
+ * numbers mean other calls), then the number, the fd in both halves and
+ * the flags in both halves; any other flag, AT_SYMLINK_NOFOLLOW
+ * included, is left to the filter that follows, which notifies it. */
+void
+sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd)
+{
+    const struct sock_filter prefix[SANDBOX_EXEC_FD_PREFIX_LEN] = {
+        LD_ARCH,
+        EQ_OR_OUT(NATIVE_ARCH, 1),
+        LD_NR,
+        EQ_OR_OUT(SYS_execveat, 3),
+        LD_AT(ARG_LO(0)),
+        EQ_OR_OUT((unsigned)exec_fd, 5),
+        LD_AT(ARG_HI(0)),
+        EQ_OR_OUT(0, 7),
+        LD_AT(ARG_LO(4)),
+        EQ_OR_OUT(AT_EMPTY_PATH, 9),
+        LD_AT(ARG_HI(4)),
+        EQ_OR_OUT(0, 11),
+        RET(SECCOMP_RET_ALLOW),
+    };
+    memcpy(out, prefix, sizeof prefix);
+}
+
 int
 sandbox_exec_filter_send_degraded(int sock, const char *exec_path)
 {
     return send_message(sock, SANDBOX_EXEC_NOTIFY_DEGRADED, exec_path, -1);
 }
 
-bool
-sandbox_exec_filter_by_number(int sock)
+unsigned
+sandbox_exec_filter_offers(int sock)
 {
-    char offer[sizeof SANDBOX_EXEC_NOTIFY_OFFER];
+    char offer[8];
     ssize_t n;
     do
         n = recv(sock, offer, sizeof offer, MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
-    return n == (ssize_t)strlen(SANDBOX_EXEC_NOTIFY_OFFER) &&
-           memcmp(offer, SANDBOX_EXEC_NOTIFY_OFFER, (size_t)n) == 0;
+    if (n < 5 || memcmp(offer, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0)
+        return 0;
+    unsigned bits = 0;
+    ssize_t i = 4;
+    if (i < n && offer[i] == 'N') {
+        bits |= SANDBOX_OFFER_NUMBER;
+        i++;
+    }
+    if (i < n && offer[i] == 'F') {
+        bits |= SANDBOX_OFFER_FD;
+        i++;
+    }
+    return i == n ? bits : 0; /* anything else: no offer understood */
+}
+
+bool
+sandbox_exec_filter_by_number(int sock)
+{
+    return sandbox_exec_filter_offers(sock) & SANDBOX_OFFER_NUMBER;
 }
 
 /* One send(2), not sendmsg: a sendto without an address is the one send
@@ -108,12 +163,36 @@ sandbox_exec_filter_by_number(int sock)
 int
 sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener)
 {
+    return sandbox_exec_filter_send_number_kind(sock, false, exec_path, listener);
+}
+
+/* The supervisor's word that it took the listener: recv is no call the
+ * filter notifies. */
+static int
+wait_taken(int sock)
+{
+    char ack[sizeof SANDBOX_EXEC_NOTIFY_TAKEN];
+    ssize_t n;
+    do
+        n = recv(sock, ack, sizeof ack, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if (n != (ssize_t)strlen(SANDBOX_EXEC_NOTIFY_TAKEN) ||
+        memcmp(ack, SANDBOX_EXEC_NOTIFY_TAKEN, (size_t)n) != 0)
+        return -EPIPE;
+    return 0;
+}
+
+int
+sandbox_exec_filter_send_number_kind(int sock, bool by_fd, const char *exec_path, int listener)
+{
     char msg[5 + sizeof listener + EXEC_FILTER_MAX_PATH];
     size_t plen = strlen(exec_path);
     if (plen > EXEC_FILTER_MAX_PATH)
         return -ENAMETOOLONG;
     memcpy(msg, SANDBOX_EXEC_NOTIFY_MAGIC, 4);
-    msg[4] = SANDBOX_EXEC_NOTIFY_BY_NUMBER;
+    msg[4] = by_fd ? SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD : SANDBOX_EXEC_NOTIFY_BY_NUMBER;
     memcpy(msg + 5, &listener, sizeof listener);
     memcpy(msg + 5 + sizeof listener, exec_path, plen);
     size_t len = 5 + sizeof listener + plen;
@@ -123,7 +202,9 @@ sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener)
     while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
-    return (size_t)n == len ? 0 : -EMSGSIZE;
+    if ((size_t)n != len)
+        return -EMSGSIZE;
+    return by_fd ? wait_taken(sock) : 0;
 }
 
 int
@@ -142,6 +223,12 @@ sandbox_exec_filter_send(int sock, const char *exec_path, int listener)
     return send_message(sock, SANDBOX_EXEC_NOTIFY_LISTENER, exec_path, listener);
 }
 
+int
+sandbox_exec_filter_send_kind(int sock, char kind, const char *exec_path, int listener)
+{
+    return send_message(sock, kind, exec_path, listener);
+}
+
 /* The courier's side: one listener number from the pipe, then the
  * message; its exit status is the send's errno (0: sent, or told to send
  * nothing). */
@@ -157,7 +244,7 @@ courier_run(struct sandbox_courier *c, int sock, const char *exec_path, pid_t lo
     while (n < 0 && errno == EINTR);
     if (n != (ssize_t)sizeof listener || listener < 0)
         _exit(0);
-    int rc = sandbox_exec_filter_send(sock, exec_path, listener);
+    int rc = send_message(sock, c->kind, exec_path, listener);
     _exit(rc < 0 ? (-rc & 0xff) : 0);
 }
 

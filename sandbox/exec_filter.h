@@ -16,6 +16,7 @@
 #define EXECGATE_SANDBOX_EXEC_FILTER_H
 
 #include <jansson.h>
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -24,6 +25,31 @@
 #define SANDBOX_EXEC_NOTIFY_DEGRADED  'D'
 #define SANDBOX_EXEC_NOTIFY_BY_NUMBER 'N'
 #define SANDBOX_EXEC_NOTIFY_OFFER     SANDBOX_EXEC_NOTIFY_MAGIC "N"
+
+/*
+ * The first exec by fd (sandbox/helper.c): the helper opened the program
+ * it runs at fd number K, lowered its RLIMIT_NOFILE hard limit to K (so
+ * that no process of the sandbox can ever hold an fd at K again), and
+ * its filter lets execveat(K, "", ..., AT_EMPTY_PATH) pass without a
+ * notification (sandbox_exec_filter_fd_prefix).  The hand-over says so
+ * with the lower-case kinds, 'l' (as 'L') and 'n' (as 'N'): the
+ * supervisor then has no first exec to allow, and decides every
+ * notification.  After an 'n' the helper waits, before its execveat
+ * closes the listener, for SANDBOX_EXEC_NOTIFY_TAKEN: the supervisor has
+ * its copy.
+ */
+#define SANDBOX_EXEC_NOTIFY_LISTENER_FD  'l'
+#define SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD 'n'
+#define SANDBOX_EXEC_NOTIFY_TAKEN        SANDBOX_EXEC_NOTIFY_MAGIC "T"
+
+/*
+ * The instructions put before a filter so that execveat(exec_fd, "", argv,
+ * envp, AT_EMPTY_PATH) of the native architecture returns ALLOW at once,
+ * and every other call falls through to the first instruction after
+ * them.  Writes SANDBOX_EXEC_FD_PREFIX_LEN instructions to out.
+ */
+#define SANDBOX_EXEC_FD_PREFIX_LEN 13
+void sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd);
 
 /*
  * sandbox_exec_filter_load installs the exec filter in the calling thread
@@ -37,6 +63,8 @@
  */
 int sandbox_exec_filter_load(void);
 int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
+/* The same with the kind given ('L' or 'l'). */
+int sandbox_exec_filter_send_kind(int sock, char kind, const char *exec_path, int listener);
 
 /*
  * The courier: a filter that notifies sendmsg (the sandbox's, with its
@@ -57,6 +85,7 @@ int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
  */
 struct sandbox_courier {
     pid_t pid;
+    char kind;  /* 'L', or 'l' (the first exec by fd): set before the start */
     int pipe_w; /* the loader writes the listener's number here */
     int pipe_r;
 };
@@ -89,7 +118,21 @@ int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
  * Neither calls malloc.
  */
 bool sandbox_exec_filter_by_number(int sock);
+
+/*
+ * The offer may also say, with 'F' after the 'N' or alone ("EGX1NF",
+ * "EGX1F"), that the supervisor understands the first exec by fd ('l',
+ * 'n'); a helper uses it only then.  sandbox_exec_filter_offers reads the
+ * offer as sandbox_exec_filter_by_number does and returns its bits.
+ */
+#define SANDBOX_OFFER_NUMBER 1u
+#define SANDBOX_OFFER_FD     2u
+unsigned sandbox_exec_filter_offers(int sock);
 int sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener);
+/* 'n' instead of 'N' when by_fd, then (by_fd only) waits for
+ * SANDBOX_EXEC_NOTIFY_TAKEN: 0, or -errno (-EPIPE: the supervisor closed
+ * without it; it kills a helper whose listener it could not take). */
+int sandbox_exec_filter_send_number_kind(int sock, bool by_fd, const char *exec_path, int listener);
 
 /* Adds the "exec_notify" object to the helper's report, "notified" naming
  * the execs and the socket calls as the filter notifies them: 0 or

@@ -3,9 +3,12 @@
  */
 #include "sandbox/filter.h"
 #include "sandbox/filter-bpf.h"
+#include "sandbox/exec_filter.h"
 #include "common/macros.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -77,8 +80,24 @@ load(const struct sock_fprog *prog, bool notify)
     return -errno;
 }
 
+/* insns with exec_fd's prefix before them (exec_filter.h), malloc'd; the
+ * program's jumps are relative, so it runs unchanged after the prefix. */
+static struct sock_filter *
+with_prefix(const struct sock_filter *insns, size_t *len, int exec_fd)
+{
+    if (*len + SANDBOX_EXEC_FD_PREFIX_LEN > BPF_MAXINSNS)
+        return NULL;
+    struct sock_filter *all = calloc(*len + SANDBOX_EXEC_FD_PREFIX_LEN, sizeof *all);
+    if (all == NULL)
+        return NULL;
+    sandbox_exec_filter_fd_prefix(all, exec_fd);
+    memcpy(all + SANDBOX_EXEC_FD_PREFIX_LEN, insns, *len * sizeof *all);
+    *len += SANDBOX_EXEC_FD_PREFIX_LEN;
+    return all;
+}
+
 static int
-apply(bool confine, bool restrict_network, unsigned notify, json_t *report)
+apply(bool confine, bool restrict_network, unsigned notify, int exec_fd, json_t *report)
 {
     size_t len;
     const char *const *names;
@@ -86,16 +105,21 @@ apply(bool confine, bool restrict_network, unsigned notify, json_t *report)
         sandbox_filter_program(confine, restrict_network, notify, &len, &names);
     if (insns == NULL)
         return -EINVAL;
+    struct sock_filter *joined = NULL;
+    if (exec_fd >= 0 && (insns = joined = with_prefix(insns, &len, exec_fd)) == NULL)
+        return -ENOMEM;
     /* Built before loading: after it, the report only needs memory already
      * held, and a failure leaves nothing loaded. */
     json_t *scratch = json_object();
     if (scratch == NULL || report_filter(scratch, names, restrict_network) != 0) {
         json_decref(scratch);
+        free(joined);
         return -ENOMEM;
     }
     const struct sock_fprog prog = {.len = (unsigned short)len,
                                     .filter = (struct sock_filter *)insns};
     int rc = load(&prog, notify);
+    free(joined);
     if (rc >= 0 && json_object_update(report, scratch) != 0) {
         if (notify)
             close(rc);
@@ -108,11 +132,20 @@ apply(bool confine, bool restrict_network, unsigned notify, json_t *report)
 int
 sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
 {
-    return apply(confine, restrict_network, 0, report);
+    return apply(confine, restrict_network, 0, -1, report);
 }
 
 int
 sandbox_filter_apply_notify(bool confine, bool restrict_network, unsigned notify, json_t *report)
 {
-    return notify == 0 ? -EINVAL : apply(confine, restrict_network, notify, report);
+    return notify == 0 ? -EINVAL : apply(confine, restrict_network, notify, -1, report);
+}
+
+int
+sandbox_filter_apply_notify_fd(bool confine, bool restrict_network, unsigned notify, int exec_fd,
+                               json_t *report)
+{
+    if (notify == 0 || exec_fd < 0 || !(notify & SANDBOX_FILTER_NOTIFY_EXECS))
+        return -EINVAL;
+    return apply(confine, restrict_network, notify, exec_fd, report);
 }

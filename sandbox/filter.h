@@ -46,6 +46,15 @@ int sandbox_filter_apply_notify(bool confine, bool restrict_network, unsigned no
                                 json_t *report);
 
 /*
+ * The same, execs notified, but for the one execveat of exec_fd with
+ * AT_EMPTY_PATH (exec_filter.h: the helper's exec of its program, at an fd
+ * number no process of the sandbox can hold again).  -EINVAL when notify
+ * does not name execs or exec_fd < 0.
+ */
+int sandbox_filter_apply_notify_fd(bool confine, bool restrict_network, unsigned notify,
+                                   int exec_fd, json_t *report);
+
+/*
  * The precompiled program for this combination (notify: the flags above) and its instruction count
  * in *len, and in *names the NULL-terminated names of the denied calls
  * (static storage, never freed).  NULL when the combination installs no

@@ -46,6 +46,7 @@ struct run {
      * once: an offer left unread when the socket closes would reset the
      * connection, and the supervisor lose the hand-over) */
     bool take_offered;
+    bool fd_offered; /* the supervisor understands the first exec by fd */
     bool restrict_net;
     json_t *report;
     json_t *degraded; /* borrowed from report */

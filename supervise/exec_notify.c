@@ -70,7 +70,23 @@ struct exec_notify {
 static size_t
 path_at(char k)
 {
-    return k == SANDBOX_EXEC_NOTIFY_BY_NUMBER ? 5 + NUMBER_LEN : 5;
+    return k == SANDBOX_EXEC_NOTIFY_BY_NUMBER || k == SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD
+               ? 5 + NUMBER_LEN
+               : 5;
+}
+
+/* Whether kind k says the helper's own exec is by fd, not notified. */
+static bool
+first_by_fd(char k)
+{
+    return k == SANDBOX_EXEC_NOTIFY_LISTENER_FD || k == SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD;
+}
+
+/* 'N' or 'n': the listener stays with the sender. */
+static bool
+by_number(char k)
+{
+    return k == SANDBOX_EXEC_NOTIFY_BY_NUMBER || k == SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD;
 }
 
 /* Whether msg is a hand-over: the magic, a kind that says whether an fd
@@ -81,9 +97,11 @@ handover_ok(const char *msg, size_t len, int fd)
 {
     if (len < 5 || len > EXEC_NOTIFY_HANDOVER_MAX || memcmp(msg, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0)
         return false;
-    bool kind_ok = (msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER && fd >= 0) ||
-                   (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0) ||
-                   (msg[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER && fd < 0 && len >= path_at(msg[4]));
+    bool kind_ok =
+        ((msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER || msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER_FD) &&
+         fd >= 0) ||
+        (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0) ||
+        (by_number(msg[4]) && fd < 0 && len >= path_at(msg[4]));
     size_t at = path_at(msg[4]);
     return kind_ok && len - at <= EXEC_NOTIFY_MAX_PATH && memchr(msg + at, '\0', len - at) == NULL;
 }
@@ -111,12 +129,16 @@ exec_notify_parse_listener(const void *msg, size_t len, int fd, int *listener, c
     char *path = handover_path(m, len, fd, &rc);
     if (path == NULL)
         return rc;
-    if (m[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER) {
+    if (by_number(m[4])) {
         free(path); /* no sender to take it from here */
         return -EPROTO;
     }
-    *exec_path = path;
     *listener = fd;
+    if (first_by_fd(m[4])) {
+        free(path); /* no first exec to allow by its path */
+        return 0;
+    }
+    *exec_path = path;
     return m[4] == SANDBOX_EXEC_NOTIFY_LISTENER ? 0 : -EOPNOTSUPP;
 }
 
@@ -177,6 +199,26 @@ take_by_number(const char *m, int pidfd, int *listener)
     return rc;
 }
 
+/* After an 'n': the sender waits for this before its execveat closes its
+ * copy.  A sender that cannot be told would wait for ever: it is killed,
+ * and the listener given up. */
+static int
+say_taken(int sock, int pidfd, int *listener)
+{
+    const char ack[] = SANDBOX_EXEC_NOTIFY_TAKEN;
+    ssize_t n;
+    do
+        n = send(sock, ack, sizeof ack - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)(sizeof ack - 1))
+        return 0;
+    int rc = n < 0 ? -errno : -EMSGSIZE;
+    (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    close(*listener);
+    *listener = -1;
+    return rc;
+}
+
 /* SO_PASSPIDFD, Linux 6.5 (older libc headers lack it). */
 #ifndef SO_PASSPIDFD
 #define SO_PASSPIDFD 76
@@ -223,18 +265,34 @@ can_take_fds(void)
 }
 
 int
-exec_notify_offer_take(int sock)
+exec_notify_offer(int sock, bool take, bool first_by_fd)
 {
-    int on = 1;
-    if (!can_take_fds())
-        return -EPERM;
-    if (setsockopt(sock, SOL_SOCKET, SO_PASSPIDFD, &on, sizeof on) != 0)
-        return -errno;
-    const char offer[] = SANDBOX_EXEC_NOTIFY_OFFER;
-    ssize_t n = send(sock, offer, sizeof offer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    int on = 1, rc = 0;
+    if (take && !can_take_fds())
+        rc = -EPERM;
+    else if (take && setsockopt(sock, SOL_SOCKET, SO_PASSPIDFD, &on, sizeof on) != 0)
+        rc = -errno;
+    take = take && rc == 0;
+    if (!take && !first_by_fd)
+        return rc;
+    char offer[8] = SANDBOX_EXEC_NOTIFY_MAGIC;
+    size_t len = 4;
+    if (take)
+        offer[len++] = 'N';
+    if (first_by_fd)
+        offer[len++] = 'F';
+    ssize_t n = send(sock, offer, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0)
         return -errno;
-    return n == (ssize_t)(sizeof offer - 1) ? 0 : -EMSGSIZE;
+    if (n != (ssize_t)len)
+        return -EMSGSIZE;
+    return rc;
+}
+
+int
+exec_notify_offer_take(int sock)
+{
+    return exec_notify_offer(sock, true, false);
 }
 
 int
@@ -270,11 +328,13 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
             close(taken);
         /* nothing sent: the helper closed the socket (it failed) */
         rc = n == 0 ? -EPIPE : -EPROTO;
-    } else if (n >= 5 && buf[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER) {
+    } else if (n >= 5 && by_number(buf[4])) {
         char *path = handover_path(buf, (size_t)n, taken, &rc);
         if (path != NULL)
             rc = take_by_number(buf, pidfd, listener);
-        if (rc == 0)
+        if (rc == 0 && first_by_fd(buf[4]))
+            rc = say_taken(sock, pidfd, listener);
+        if (rc == 0 && !first_by_fd(buf[4]))
             *exec_path = path;
         else
             free(path);
