@@ -92,31 +92,40 @@ send_message(int sock, char kind, const char *exec_path, int fd)
 #define ARG_HI(i) (offsetof(struct seccomp_data, args) + 8 * (i))
 #endif
 #define LD_AT(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
-/* Compare with k; on a mismatch jump past the prefix (instruction i). */
-#define EQ_OR_OUT(k, i)                                                                            \
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), 0, SANDBOX_EXEC_FD_PREFIX_LEN - 1 - (i))
+/* At instruction i: compare with k, and on a mismatch jump past the
+ * prefix (OUT) or to instruction to. */
+#define OUT               SANDBOX_EXEC_FD_PREFIX_LEN
+#define EQ_ELSE(k, i, to) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), 0, (to) - (i)-1)
+#define EQ_OR_OUT(k, i)   EQ_ELSE(k, i, OUT)
 
-/* Only this exact call passes: the architecture first (another one's
- * numbers mean other calls), then the number, the fd in both halves and
- * the flags in both halves; any other flag, AT_SYMLINK_NOFOLLOW
- * included, is left to the filter that follows, which notifies it. */
+/* Only these exact calls pass: the architecture first (another one's
+ * numbers mean other calls), then the number, the fd in both halves and,
+ * for execveat, the flags in both halves; any other flag,
+ * AT_SYMLINK_NOFOLLOW included, is left to the filter that follows, which
+ * notifies it. */
 void
-sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd)
+sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd, int sock_fd)
 {
     const struct sock_filter prefix[SANDBOX_EXEC_FD_PREFIX_LEN] = {
-        LD_ARCH,
-        EQ_OR_OUT(NATIVE_ARCH, 1),
-        LD_NR,
-        EQ_OR_OUT(SYS_execveat, 3),
-        LD_AT(ARG_LO(0)),
-        EQ_OR_OUT((unsigned)exec_fd, 5),
-        LD_AT(ARG_HI(0)),
-        EQ_OR_OUT(0, 7),
-        LD_AT(ARG_LO(4)),
-        EQ_OR_OUT(AT_EMPTY_PATH, 9),
-        LD_AT(ARG_HI(4)),
-        EQ_OR_OUT(0, 11),
-        RET(SECCOMP_RET_ALLOW),
+        /* 0 */ LD_ARCH,
+        /* 1 */ EQ_OR_OUT(NATIVE_ARCH, 1),
+        /* 2 */ LD_NR,
+        /* 3 */ EQ_ELSE(SYS_execveat, 3, 13),
+        /* 4 */ LD_AT(ARG_LO(0)),
+        /* 5 */ EQ_OR_OUT((unsigned)exec_fd, 5),
+        /* 6 */ LD_AT(ARG_HI(0)),
+        /* 7 */ EQ_OR_OUT(0, 7),
+        /* 8 */ LD_AT(ARG_LO(4)),
+        /* 9 */ EQ_OR_OUT(AT_EMPTY_PATH, 9),
+        /* 10 */ LD_AT(ARG_HI(4)),
+        /* 11 */ EQ_OR_OUT(0, 11),
+        /* 12 */ RET(SECCOMP_RET_ALLOW),
+        /* 13 */ EQ_OR_OUT(SYS_sendmsg, 13), /* the accumulator still holds nr */
+        /* 14 */ LD_AT(ARG_LO(0)),
+        /* 15 */ EQ_OR_OUT((unsigned)sock_fd, 15),
+        /* 16 */ LD_AT(ARG_HI(0)),
+        /* 17 */ EQ_OR_OUT(0, 17),
+        /* 18 */ RET(SECCOMP_RET_ALLOW),
     };
     memcpy(out, prefix, sizeof prefix);
 }
@@ -163,36 +172,12 @@ sandbox_exec_filter_by_number(int sock)
 int
 sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener)
 {
-    return sandbox_exec_filter_send_number_kind(sock, false, exec_path, listener);
-}
-
-/* The supervisor's word that it took the listener: recv is no call the
- * filter notifies. */
-static int
-wait_taken(int sock)
-{
-    char ack[sizeof SANDBOX_EXEC_NOTIFY_TAKEN];
-    ssize_t n;
-    do
-        n = recv(sock, ack, sizeof ack, 0);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    if (n != (ssize_t)strlen(SANDBOX_EXEC_NOTIFY_TAKEN) ||
-        memcmp(ack, SANDBOX_EXEC_NOTIFY_TAKEN, (size_t)n) != 0)
-        return -EPIPE;
-    return 0;
-}
-
-int
-sandbox_exec_filter_send_number_kind(int sock, bool by_fd, const char *exec_path, int listener)
-{
     char msg[5 + sizeof listener + EXEC_FILTER_MAX_PATH];
     size_t plen = strlen(exec_path);
     if (plen > EXEC_FILTER_MAX_PATH)
         return -ENAMETOOLONG;
     memcpy(msg, SANDBOX_EXEC_NOTIFY_MAGIC, 4);
-    msg[4] = by_fd ? SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD : SANDBOX_EXEC_NOTIFY_BY_NUMBER;
+    msg[4] = SANDBOX_EXEC_NOTIFY_BY_NUMBER;
     memcpy(msg + 5, &listener, sizeof listener);
     memcpy(msg + 5 + sizeof listener, exec_path, plen);
     size_t len = 5 + sizeof listener + plen;
@@ -202,9 +187,7 @@ sandbox_exec_filter_send_number_kind(int sock, bool by_fd, const char *exec_path
     while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
-    if ((size_t)n != len)
-        return -EMSGSIZE;
-    return by_fd ? wait_taken(sock) : 0;
+    return (size_t)n == len ? 0 : -EMSGSIZE;
 }
 
 int
@@ -244,7 +227,7 @@ courier_run(struct sandbox_courier *c, int sock, const char *exec_path, pid_t lo
     while (n < 0 && errno == EINTR);
     if (n != (ssize_t)sizeof listener || listener < 0)
         _exit(0);
-    int rc = send_message(sock, c->kind, exec_path, listener);
+    int rc = sandbox_exec_filter_send(sock, exec_path, listener);
     _exit(rc < 0 ? (-rc & 0xff) : 0);
 }
 

@@ -28,28 +28,26 @@
 
 /*
  * The first exec by fd (sandbox/helper.c): the helper opened the program
- * it runs at fd number K, lowered its RLIMIT_NOFILE hard limit to K (so
- * that no process of the sandbox can ever hold an fd at K again), and
- * its filter lets execveat(K, "", ..., AT_EMPTY_PATH) pass without a
- * notification (sandbox_exec_filter_fd_prefix).  The hand-over says so
- * with the lower-case kinds, 'l' (as 'L') and 'n' (as 'N'): the
- * supervisor then has no first exec to allow, and decides every
- * notification.  After an 'n' the helper waits, before its execveat
- * closes the listener, for SANDBOX_EXEC_NOTIFY_TAKEN: the supervisor has
- * its copy.
+ * it runs at fd number K and moved the hand-over socket to K - 1, lowered
+ * its RLIMIT_NOFILE hard limit to K - 1 (so that no process of the sandbox
+ * can ever hold an fd at either number again), and its filter lets
+ * execveat(K, "", ..., AT_EMPTY_PATH) and sendmsg(K - 1, ...) pass without
+ * a notification (sandbox_exec_filter_fd_prefix).  The hand-over is an 'l'
+ * (as 'L', the listener as SCM_RIGHTS), so the supervisor has no first
+ * exec to allow, and decides every notification; the helper waits for
+ * nothing.
  */
-#define SANDBOX_EXEC_NOTIFY_LISTENER_FD  'l'
-#define SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD 'n'
-#define SANDBOX_EXEC_NOTIFY_TAKEN        SANDBOX_EXEC_NOTIFY_MAGIC "T"
+#define SANDBOX_EXEC_NOTIFY_LISTENER_FD 'l'
 
 /*
- * The instructions put before a filter so that execveat(exec_fd, "", argv,
- * envp, AT_EMPTY_PATH) of the native architecture returns ALLOW at once,
- * and every other call falls through to the first instruction after
- * them.  Writes SANDBOX_EXEC_FD_PREFIX_LEN instructions to out.
+ * The instructions put before a filter so that, of the native
+ * architecture, execveat(exec_fd, "", argv, envp, AT_EMPTY_PATH) and
+ * sendmsg(sock_fd, ...) return ALLOW at once, and every other call falls
+ * through to the first instruction after them.  Writes
+ * SANDBOX_EXEC_FD_PREFIX_LEN instructions to out.
  */
-#define SANDBOX_EXEC_FD_PREFIX_LEN 13
-void sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd);
+#define SANDBOX_EXEC_FD_PREFIX_LEN 19
+void sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd, int sock_fd);
 
 /*
  * sandbox_exec_filter_load installs the exec filter in the calling thread
@@ -85,7 +83,6 @@ int sandbox_exec_filter_send_kind(int sock, char kind, const char *exec_path, in
  */
 struct sandbox_courier {
     pid_t pid;
-    char kind;  /* 'L', or 'l' (the first exec by fd): set before the start */
     int pipe_w; /* the loader writes the listener's number here */
     int pipe_r;
 };
@@ -121,18 +118,14 @@ bool sandbox_exec_filter_by_number(int sock);
 
 /*
  * The offer may also say, with 'F' after the 'N' or alone ("EGX1NF",
- * "EGX1F"), that the supervisor understands the first exec by fd ('l',
- * 'n'); a helper uses it only then.  sandbox_exec_filter_offers reads the
+ * "EGX1F"), that the supervisor understands the first exec by fd ('l'); a
+ * helper uses it only then.  sandbox_exec_filter_offers reads the
  * offer as sandbox_exec_filter_by_number does and returns its bits.
  */
 #define SANDBOX_OFFER_NUMBER 1u
 #define SANDBOX_OFFER_FD     2u
 unsigned sandbox_exec_filter_offers(int sock);
 int sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener);
-/* 'n' instead of 'N' when by_fd, then (by_fd only) waits for
- * SANDBOX_EXEC_NOTIFY_TAKEN: 0, or -errno (-EPIPE: the supervisor closed
- * without it; it kills a helper whose listener it could not take). */
-int sandbox_exec_filter_send_number_kind(int sock, bool by_fd, const char *exec_path, int listener);
 
 /* Adds the "exec_notify" object to the helper's report, "notified" naming
  * the execs and the socket calls as the filter notifies them: 0 or

@@ -83,21 +83,22 @@ load(const struct sock_fprog *prog, bool notify)
 /* insns with exec_fd's prefix before them (exec_filter.h), malloc'd; the
  * program's jumps are relative, so it runs unchanged after the prefix. */
 static struct sock_filter *
-with_prefix(const struct sock_filter *insns, size_t *len, int exec_fd)
+with_prefix(const struct sock_filter *insns, size_t *len, int exec_fd, int sock_fd)
 {
     if (*len + SANDBOX_EXEC_FD_PREFIX_LEN > BPF_MAXINSNS)
         return NULL;
     struct sock_filter *all = calloc(*len + SANDBOX_EXEC_FD_PREFIX_LEN, sizeof *all);
     if (all == NULL)
         return NULL;
-    sandbox_exec_filter_fd_prefix(all, exec_fd);
+    sandbox_exec_filter_fd_prefix(all, exec_fd, sock_fd);
     memcpy(all + SANDBOX_EXEC_FD_PREFIX_LEN, insns, *len * sizeof *all);
     *len += SANDBOX_EXEC_FD_PREFIX_LEN;
     return all;
 }
 
 static int
-apply(bool confine, bool restrict_network, unsigned notify, int exec_fd, json_t *report)
+apply(bool confine, bool restrict_network, unsigned notify, int exec_fd, int sock_fd,
+      json_t *report)
 {
     size_t len;
     const char *const *names;
@@ -106,7 +107,7 @@ apply(bool confine, bool restrict_network, unsigned notify, int exec_fd, json_t 
     if (insns == NULL)
         return -EINVAL;
     struct sock_filter *joined = NULL;
-    if (exec_fd >= 0 && (insns = joined = with_prefix(insns, &len, exec_fd)) == NULL)
+    if (exec_fd >= 0 && (insns = joined = with_prefix(insns, &len, exec_fd, sock_fd)) == NULL)
         return -ENOMEM;
     /* Built before loading: after it, the report only needs memory already
      * held, and a failure leaves nothing loaded. */
@@ -132,20 +133,20 @@ apply(bool confine, bool restrict_network, unsigned notify, int exec_fd, json_t 
 int
 sandbox_filter_apply(bool confine, bool restrict_network, json_t *report)
 {
-    return apply(confine, restrict_network, 0, -1, report);
+    return apply(confine, restrict_network, 0, -1, -1, report);
 }
 
 int
 sandbox_filter_apply_notify(bool confine, bool restrict_network, unsigned notify, json_t *report)
 {
-    return notify == 0 ? -EINVAL : apply(confine, restrict_network, notify, -1, report);
+    return notify == 0 ? -EINVAL : apply(confine, restrict_network, notify, -1, -1, report);
 }
 
 int
 sandbox_filter_apply_notify_fd(bool confine, bool restrict_network, unsigned notify, int exec_fd,
-                               json_t *report)
+                               int sock_fd, json_t *report)
 {
-    if (notify == 0 || exec_fd < 0 || !(notify & SANDBOX_FILTER_NOTIFY_EXECS))
+    if (notify == 0 || exec_fd < 0 || sock_fd < 0 || !(notify & SANDBOX_FILTER_NOTIFY_EXECS))
         return -EINVAL;
-    return apply(confine, restrict_network, notify, exec_fd, report);
+    return apply(confine, restrict_network, notify, exec_fd, sock_fd, report);
 }

@@ -46,13 +46,14 @@ int sandbox_filter_apply_notify(bool confine, bool restrict_network, unsigned no
                                 json_t *report);
 
 /*
- * The same, execs notified, but for the one execveat of exec_fd with
- * AT_EMPTY_PATH (exec_filter.h: the helper's exec of its program, at an fd
- * number no process of the sandbox can hold again).  -EINVAL when notify
- * does not name execs or exec_fd < 0.
+ * The same, execs notified, but for the execveat of exec_fd with
+ * AT_EMPTY_PATH and the sendmsg on sock_fd (exec_filter.h: the helper's
+ * exec of its program and the hand-over of the listener, at fd numbers no
+ * process of the sandbox can hold again).  -EINVAL when notify does not
+ * name execs or a fd is < 0.
  */
 int sandbox_filter_apply_notify_fd(bool confine, bool restrict_network, unsigned notify,
-                                   int exec_fd, json_t *report);
+                                   int exec_fd, int sock_fd, json_t *report);
 
 /*
  * The precompiled program for this combination (notify: the flags above) and its instruction count

@@ -503,18 +503,21 @@ apply_filter(struct run *r)
 }
 
 /*
- * The first exec by fd (exec_filter.h): the highest fd number the hard
- * RLIMIT_NOFILE allows, K, is the only one the filter lets execveat
- * without the supervisor, so the program is opened there (close-on-exec)
- * and the hard limit lowered to K: from then on no process of the sandbox
- * can allocate fd K, and none can raise the limit back, which takes
- * CAP_SYS_RESOURCE in the first user namespace (dropped here, and checked
- * by trying).  The command keeps every fd number below K.  The kernel
- * sizes the fd table to K, so this is done only where that table is
- * small (EXEC_FD_MAX_LIMIT); a script (its interpreter would have to open
- * it by a name the close-on-exec fd does not have), a program that cannot
- * be opened for reading, or a K already in use keep the exec by path,
- * which the supervisor allows as the first one.  Returns K or -1.
+ * The first exec by fd (exec_filter.h): the two highest fd numbers the
+ * hard RLIMIT_NOFILE allows, K and K - 1, are the only ones the filter lets
+ * execveat (K, the program) and sendmsg (K - 1, the hand-over socket)
+ * without the supervisor.  So the program is opened at K and the socket
+ * moved to K - 1 (both close-on-exec), and the hard limit lowered to K - 1:
+ * from then on no process of the sandbox can allocate either number, and
+ * none can raise the limit back, which takes CAP_SYS_RESOURCE in the first
+ * user namespace (dropped here, and checked by trying).  The command keeps
+ * every fd number below K - 1.  The kernel sizes the fd table to K, so
+ * this is done only where that table is small (EXEC_FD_MAX_LIMIT); a
+ * script (its interpreter would have to open it by a name the
+ * close-on-exec fd does not have), a program that cannot be opened for
+ * reading, or a number already in use keep the exec by path, which the
+ * supervisor allows as the first one.  Returns K, with *sock moved, or -1
+ * with nothing changed.
  */
 #define EXEC_FD_MIN_LIMIT 64
 #define EXEC_FD_MAX_LIMIT 65536
@@ -539,7 +542,7 @@ drop_resource_capability(void)
 }
 
 static int
-open_program_at_top(const char *path)
+open_program_at_top(const char *path, int *sock)
 {
     struct rlimit lim;
     if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
@@ -547,8 +550,8 @@ open_program_at_top(const char *path)
     if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max < EXEC_FD_MIN_LIMIT ||
         lim.rlim_max > EXEC_FD_MAX_LIMIT)
         return -1;
-    int k = (int)lim.rlim_max - 1;
-    if (fcntl(k, F_GETFD) >= 0 || errno != EBADF)
+    int k = (int)lim.rlim_max - 1, s = k - 1;
+    if (fcntl(k, F_GETFD) >= 0 || errno != EBADF || fcntl(s, F_GETFD) >= 0 || errno != EBADF)
         return -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -564,13 +567,17 @@ open_program_at_top(const char *path)
     if (dup3(fd, k, O_CLOEXEC) != k)
         sandbox_helper_die(errno, "opening %s at fd %d", path, k);
     close(fd);
+    if (dup3(*sock, s, O_CLOEXEC) != s)
+        sandbox_helper_die(errno, "moving --exec-notify-fd to fd %d", s);
+    close(*sock);
+    *sock = s;
     drop_resource_capability();
-    const struct rlimit low = {lim.rlim_cur < (rlim_t)k ? lim.rlim_cur : (rlim_t)k, (rlim_t)k};
+    const struct rlimit low = {lim.rlim_cur < (rlim_t)s ? lim.rlim_cur : (rlim_t)s, (rlim_t)s};
     if (setrlimit(RLIMIT_NOFILE, &low) != 0)
-        sandbox_helper_die(errno, "lowering RLIMIT_NOFILE to %d", k);
+        sandbox_helper_die(errno, "lowering RLIMIT_NOFILE to %d", s);
     const struct rlimit back = {low.rlim_cur, lim.rlim_max};
     if (setrlimit(RLIMIT_NOFILE, &back) == 0 || errno != EPERM)
-        sandbox_helper_die(0, "RLIMIT_NOFILE could be raised again past fd %d", k);
+        sandbox_helper_die(0, "RLIMIT_NOFILE could be raised again past fd %d", s);
     return k;
 }
 
@@ -603,26 +610,26 @@ apply_exec_notify(struct run *r, int *exec_fd)
      * said it knows the hand-over kinds that say so */
     bool confine = r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE;
     *exec_fd = confine && r->fd_offered && (notify & SANDBOX_FILTER_NOTIFY_EXECS)
-                   ? open_program_at_top(path)
+                   ? open_program_at_top(path, &o->exec_notify_fd)
                    : -1;
     bool by_fd = *exec_fd >= 0;
     /* a filter that notifies sendmsg would hold our own sendmsg of its
      * listener: the supervisor takes it by number where it offered to,
      * else the courier sends it (exec_filter.h).  By number only when our
      * execve is notified: that is what keeps the listener here until the
-     * supervisor has it. */
-    bool held = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS);
+     * supervisor has it.  By fd, the filter lets the sendmsg on the moved
+     * socket pass, and none of that is needed. */
+    bool held = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS) && !by_fd;
     bool by_number = held && (notify & SANDBOX_FILTER_NOTIFY_EXECS) && r->take_offered;
     bool courier = held && !by_number;
-    struct sandbox_courier c = {.kind = by_fd ? SANDBOX_EXEC_NOTIFY_LISTENER_FD
-                                              : SANDBOX_EXEC_NOTIFY_LISTENER};
+    struct sandbox_courier c;
     int rc = courier ? sandbox_exec_filter_courier_start(&c, o->exec_notify_fd, path) : 0;
     if (rc < 0)
         sandbox_helper_die(-rc, "exec-notify: starting the listener's courier");
     int listener =
         !merged ? sandbox_exec_filter_load()
         : by_fd ? sandbox_filter_apply_notify_fd(r->kind != SANDBOX_EXTERNAL, r->restrict_net,
-                                                 notify, *exec_fd, r->report)
+                                                 notify, *exec_fd, o->exec_notify_fd, r->report)
                 : sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL, r->restrict_net, notify,
                                               r->report);
     if (courier) {
@@ -649,13 +656,16 @@ apply_exec_notify(struct run *r, int *exec_fd)
         if (by_number && fcntl(listener, F_SETFD, FD_CLOEXEC) != 0)
             sandbox_helper_die(errno, "exec-notify: the listener's close-on-exec");
         if (by_number)
-            rc = sandbox_exec_filter_send_number_kind(o->exec_notify_fd, by_fd, path, listener);
+            rc = sandbox_exec_filter_send_number(o->exec_notify_fd, path, listener);
         else if (!courier)
-            rc = sandbox_exec_filter_send_kind(o->exec_notify_fd, c.kind, path, listener);
+            rc = sandbox_exec_filter_send_kind(o->exec_notify_fd,
+                                               by_fd ? SANDBOX_EXEC_NOTIFY_LISTENER_FD
+                                                     : SANDBOX_EXEC_NOTIFY_LISTENER,
+                                               path, listener);
         /* By number, the listener stays open (close-on-exec) until the
-         * supervisor has taken it: by fd, it said so; by path, that is
-         * while the execve waits for it. */
-        if (!by_number || by_fd)
+         * execve: the supervisor takes it from this process while that
+         * execve waits for it. */
+        if (!by_number)
             close(listener);
         if (rc == 0 &&
             sandbox_exec_filter_report(r->report, notify & SANDBOX_FILTER_NOTIFY_EXECS,

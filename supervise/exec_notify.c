@@ -70,23 +70,7 @@ struct exec_notify {
 static size_t
 path_at(char k)
 {
-    return k == SANDBOX_EXEC_NOTIFY_BY_NUMBER || k == SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD
-               ? 5 + NUMBER_LEN
-               : 5;
-}
-
-/* Whether kind k says the helper's own exec is by fd, not notified. */
-static bool
-first_by_fd(char k)
-{
-    return k == SANDBOX_EXEC_NOTIFY_LISTENER_FD || k == SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD;
-}
-
-/* 'N' or 'n': the listener stays with the sender. */
-static bool
-by_number(char k)
-{
-    return k == SANDBOX_EXEC_NOTIFY_BY_NUMBER || k == SANDBOX_EXEC_NOTIFY_BY_NUMBER_FD;
+    return k == SANDBOX_EXEC_NOTIFY_BY_NUMBER ? 5 + NUMBER_LEN : 5;
 }
 
 /* Whether msg is a hand-over: the magic, a kind that says whether an fd
@@ -101,7 +85,7 @@ handover_ok(const char *msg, size_t len, int fd)
         ((msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER || msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER_FD) &&
          fd >= 0) ||
         (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0) ||
-        (by_number(msg[4]) && fd < 0 && len >= path_at(msg[4]));
+        (msg[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER && fd < 0 && len >= path_at(msg[4]));
     size_t at = path_at(msg[4]);
     return kind_ok && len - at <= EXEC_NOTIFY_MAX_PATH && memchr(msg + at, '\0', len - at) == NULL;
 }
@@ -129,12 +113,12 @@ exec_notify_parse_listener(const void *msg, size_t len, int fd, int *listener, c
     char *path = handover_path(m, len, fd, &rc);
     if (path == NULL)
         return rc;
-    if (by_number(m[4])) {
+    if (m[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER) {
         free(path); /* no sender to take it from here */
         return -EPROTO;
     }
     *listener = fd;
-    if (first_by_fd(m[4])) {
+    if (m[4] == SANDBOX_EXEC_NOTIFY_LISTENER_FD) {
         free(path); /* no first exec to allow by its path */
         return 0;
     }
@@ -196,26 +180,6 @@ take_by_number(const char *m, int pidfd, int *listener)
         else
             (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     }
-    return rc;
-}
-
-/* After an 'n': the sender waits for this before its execveat closes its
- * copy.  A sender that cannot be told would wait for ever: it is killed,
- * and the listener given up. */
-static int
-say_taken(int sock, int pidfd, int *listener)
-{
-    const char ack[] = SANDBOX_EXEC_NOTIFY_TAKEN;
-    ssize_t n;
-    do
-        n = send(sock, ack, sizeof ack - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)(sizeof ack - 1))
-        return 0;
-    int rc = n < 0 ? -errno : -EMSGSIZE;
-    (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    close(*listener);
-    *listener = -1;
     return rc;
 }
 
@@ -328,13 +292,11 @@ exec_notify_receive_listener(int sock, int *listener, char **exec_path)
             close(taken);
         /* nothing sent: the helper closed the socket (it failed) */
         rc = n == 0 ? -EPIPE : -EPROTO;
-    } else if (n >= 5 && by_number(buf[4])) {
+    } else if (n >= 5 && buf[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER) {
         char *path = handover_path(buf, (size_t)n, taken, &rc);
         if (path != NULL)
             rc = take_by_number(buf, pidfd, listener);
-        if (rc == 0 && first_by_fd(buf[4]))
-            rc = say_taken(sock, pidfd, listener);
-        if (rc == 0 && !first_by_fd(buf[4]))
+        if (rc == 0)
             *exec_path = path;
         else
             free(path);

@@ -56,7 +56,7 @@ int exec_notify_offer_take(int sock);
 
 /*
  * The same, and with first_by_fd also the offer to take the helper's own
- * exec by fd, unnotified (exec_filter.h: 'l' and 'n' hand-overs, which
+ * exec by fd, unnotified (exec_filter.h: 'l' hand-overs, which
  * exec_notify_receive_listener understands).  An offer to take that this
  * process cannot make is left out (its -errno returned after the rest of
  * the offer is queued).
@@ -72,10 +72,9 @@ int exec_notify_offer(int sock, bool take, bool first_by_fd);
  * be a seccomp listener; when it cannot be, the sender is killed (it waits
  * in an execve nothing else would answer) and -errno returned (-EPERM:
  * not allowed to take it; -EPROTO: no pidfd came, or not a listener).
- * A hand-over of kind 'l' or 'n' (exec_filter.h: the helper's own exec is
- * by fd and never notified) gives *exec_path NULL, so that every
- * notification is decided; after an 'n' the sender is told the listener
- * was taken (SANDBOX_EXEC_NOTIFY_TAKEN), or killed when it cannot be told.
+ * A hand-over of kind 'l' (exec_filter.h: the helper's own exec is by fd
+ * and never notified) gives *exec_path NULL, so that every notification
+ * is decided.
  * Returns -EOPNOTSUPP with *exec_path set and
  * *listener -1 when the helper runs degraded without interception;
  * -EPIPE when the helper closed the socket without sending (it failed);

@@ -4,13 +4,14 @@
  *
  * The helper's own exec of the shell by fd, which the server is not asked
  * about (docs/enforcement.md): the helper opens the shell at fd K, the
- * highest number its hard RLIMIT_NOFILE allows, lowers that limit to K and
- * lets its filter pass execveat(K, "", ..., AT_EMPTY_PATH) alone.  These
- * attacks, from a command of a call through the real server, try to use
- * that pass afterwards: raise the limit back, put a program at fd K (by
- * dup2 and by F_DUPFD), execveat fd K, and execveat the highest fd the
- * command may hold.  rm is forbidden: the victim file must stay and every
- * exec must have been refused with the rule's line.
+ * highest number its hard RLIMIT_NOFILE allows, and its hand-over socket
+ * at K - 1, lowers that limit to K - 1 and lets its filter pass
+ * execveat(K, "", ..., AT_EMPTY_PATH) and sendmsg(K - 1, ...) alone.
+ * These attacks, from a command of a call through the real server, try to
+ * use those passes afterwards: raise the limit back, put a program at fd K
+ * (by dup2 and by F_DUPFD) or anything at K - 1, execveat fd K, sendmsg
+ * on K - 1, and execveat the highest fd the command may hold.  rm is forbidden: the victim file
+ * must stay and every exec must have been refused with the rule's line.
  *
  * The placeholder .codex kept for the session (docs/sandbox.md): made by
  * the session's first call, the same directory in the next call, the
@@ -49,7 +50,8 @@
 static const char attack_src[] =
     "#define _GNU_SOURCE\n"
     "#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n"
-    "#include <stdlib.h>\n#include <sys/resource.h>\n#include <sys/syscall.h>\n"
+    "#include <stdlib.h>\n#include <sys/resource.h>\n#include <sys/socket.h>\n"
+    "#include <sys/syscall.h>\n"
     "#include <unistd.h>\n"
     "static void say(const char *what, int ok) {\n"
     "    printf(\"%s=%s\\n\", what, ok ? \"ok\" : strerror(errno)); fflush(stdout);\n}\n"
@@ -66,10 +68,13 @@ static const char attack_src[] =
     "    say(\"open\", fd >= 0);\n"
     "    say(\"dup2_top\", dup2(fd, k) == k);\n"
     "    say(\"dupfd_top\", fcntl(fd, F_DUPFD_CLOEXEC, k) >= 0);\n"
+    "    say(\"dup2_sock\", dup2(fd, k - 1) == k - 1);\n"
+    "    struct msghdr mh = {0};\n"
+    "    say(\"sendmsg_sock\", sendmsg(k - 1, &mh, 0) >= 0);\n"
     "    syscall(SYS_execveat, k, \"\", &argv[3], environ, AT_EMPTY_PATH);\n"
     "    say(\"execveat_top\", 0);\n"
-    "    int low = dup3(fd, k - 1, O_CLOEXEC);\n"
-    "    say(\"dup_below\", low == k - 1);\n"
+    "    int low = dup3(fd, k - 2, O_CLOEXEC);\n"
+    "    say(\"dup_below\", low == k - 2);\n"
     "    syscall(SYS_execveat, low, \"\", &argv[3], environ, AT_EMPTY_PATH);\n"
     "    say(\"execveat_below\", 0);\n"
     "    return 0;\n"
@@ -90,7 +95,7 @@ compile(const char *src, const char *bin)
 }
 
 /* The limit the sandbox's command must see: the server's own hard limit
- * (this process's: the server inherits it) minus the one fd, where the
+ * (this process's: the server inherits it) minus the two fds, where the
  * helper takes the fd route (a hard limit of at most 65536). */
 static long
 expected_hard(void)
@@ -99,7 +104,7 @@ expected_hard(void)
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &r), 0);
     if (r.rlim_max == RLIM_INFINITY || r.rlim_max > 65536 || r.rlim_max < 64)
         return -1; /* no fd route: nothing to attack */
-    return (long)r.rlim_max - 1;
+    return (long)r.rlim_max - 2;
 }
 
 static void
@@ -124,8 +129,8 @@ test_fd_k_out_of_reach(void **state)
     compile(src, bin);
     tmpdir_write_file(victim, "keep me", 0644);
     attack_own(w->wd);
-    /* K is where the helper put the shell: the command's hard limit */
-    char *cmd = mcp_world_fmt("./fdtop %ld /bin/rm rm -f f; echo \"status=$?\"", hard);
+    /* K, where the helper put the shell: the command's hard limit + 1 */
+    char *cmd = mcp_world_fmt("./fdtop %ld /bin/rm rm -f f; echo \"status=$?\"", hard + 1);
     json_t *r = attack_run(w, cmd, NULL);
     free(cmd);
     const char *out = mcp_world_output(r);
@@ -140,6 +145,8 @@ test_fd_k_out_of_reach(void **state)
     mcp_world_assert_contains(out, "open=ok\n");
     mcp_world_assert_contains(out, "dup2_top=Bad file descriptor\n");
     mcp_world_assert_contains(out, "dupfd_top=Invalid argument\n");
+    mcp_world_assert_contains(out, "dup2_sock=Bad file descriptor\n");
+    mcp_world_assert_contains(out, "sendmsg_sock=Bad file descriptor\n");
     mcp_world_assert_contains(out, "execveat_top=Bad file descriptor\n");
     mcp_world_assert_contains(out, "dup_below=ok\n");
     /* the one the command can make is notified, and refused by the rule */
