@@ -595,6 +595,10 @@ static char *
 apply_exec_notify(struct run *r, int *exec_fd)
 {
     struct sandbox_helper_options *o = r->o;
+    /* the socket, which the fd route moves: a local, since o is shared
+     * with the PID namespace's init (CLONE_VM), which closes its own copy
+     * by the original number */
+    int sock = o->exec_notify_fd;
     bool merged = has_filter(r);
     /* a confined command's sockets go to the supervisor too (the one
      * listener a filter chain may have: docs/enforcement.md) */
@@ -610,7 +614,7 @@ apply_exec_notify(struct run *r, int *exec_fd)
      * said it knows the hand-over kinds that say so */
     bool confine = r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE;
     *exec_fd = confine && r->fd_offered && (notify & SANDBOX_FILTER_NOTIFY_EXECS)
-                   ? open_program_at_top(path, &o->exec_notify_fd)
+                   ? open_program_at_top(path, &sock)
                    : -1;
     bool by_fd = *exec_fd >= 0;
     /* a filter that notifies sendmsg would hold our own sendmsg of its
@@ -623,20 +627,19 @@ apply_exec_notify(struct run *r, int *exec_fd)
     bool by_number = held && (notify & SANDBOX_FILTER_NOTIFY_EXECS) && r->take_offered;
     bool courier = held && !by_number;
     struct sandbox_courier c;
-    int rc = courier ? sandbox_exec_filter_courier_start(&c, o->exec_notify_fd, path) : 0;
+    int rc = courier ? sandbox_exec_filter_courier_start(&c, sock, path) : 0;
     if (rc < 0)
         sandbox_helper_die(-rc, "exec-notify: starting the listener's courier");
     int listener =
         !merged ? sandbox_exec_filter_load()
         : by_fd ? sandbox_filter_apply_notify_fd(r->kind != SANDBOX_EXTERNAL, r->restrict_net,
-                                                 notify, *exec_fd, o->exec_notify_fd, r->report)
+                                                 notify, *exec_fd, sock, r->report)
                 : sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL, r->restrict_net, notify,
                                               r->report);
     if (courier) {
         rc = sandbox_exec_filter_courier_send(&c, listener);
         if (rc < 0)
-            sandbox_helper_die(-rc, "exec-notify: the courier sending the listener on fd %d",
-                               o->exec_notify_fd);
+            sandbox_helper_die(-rc, "exec-notify: the courier sending the listener on fd %d", sock);
     }
     if (refused_by_kernel(listener)) {
         if (merged)
@@ -649,19 +652,18 @@ apply_exec_notify(struct run *r, int *exec_fd)
         sandbox_helper_warn("running without exec-notify: no seccomp user notification "
                             "(--allow-degraded)");
         helper_append(r->degraded, "exec-notify");
-        rc = sandbox_exec_filter_send_degraded(o->exec_notify_fd, path);
+        rc = sandbox_exec_filter_send_degraded(sock, path);
     } else if (listener < 0) {
         sandbox_helper_die(-listener, "exec-notify: loading the filter");
     } else {
         if (by_number && fcntl(listener, F_SETFD, FD_CLOEXEC) != 0)
             sandbox_helper_die(errno, "exec-notify: the listener's close-on-exec");
         if (by_number)
-            rc = sandbox_exec_filter_send_number(o->exec_notify_fd, path, listener);
+            rc = sandbox_exec_filter_send_number(sock, path, listener);
         else if (!courier)
-            rc = sandbox_exec_filter_send_kind(o->exec_notify_fd,
-                                               by_fd ? SANDBOX_EXEC_NOTIFY_LISTENER_FD
-                                                     : SANDBOX_EXEC_NOTIFY_LISTENER,
-                                               path, listener);
+            rc = sandbox_exec_filter_send_kind(
+                sock, by_fd ? SANDBOX_EXEC_NOTIFY_LISTENER_FD : SANDBOX_EXEC_NOTIFY_LISTENER, path,
+                listener);
         /* By number, the listener stays open (close-on-exec) until the
          * execve: the supervisor takes it from this process while that
          * execve waits for it. */
@@ -673,8 +675,8 @@ apply_exec_notify(struct run *r, int *exec_fd)
             sandbox_helper_die(ENOMEM, "building the report");
     }
     if (rc < 0)
-        sandbox_helper_die(-rc, "exec-notify: sending the listener on fd %d", o->exec_notify_fd);
-    close(o->exec_notify_fd);
+        sandbox_helper_die(-rc, "exec-notify: sending the listener on fd %d", sock);
+    close(sock);
     return path;
 }
 
