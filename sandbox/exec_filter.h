@@ -16,6 +16,7 @@
 #define EXECGATE_SANDBOX_EXEC_FILTER_H
 
 #include <jansson.h>
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -24,6 +25,29 @@
 #define SANDBOX_EXEC_NOTIFY_DEGRADED  'D'
 #define SANDBOX_EXEC_NOTIFY_BY_NUMBER 'N'
 #define SANDBOX_EXEC_NOTIFY_OFFER     SANDBOX_EXEC_NOTIFY_MAGIC "N"
+
+/*
+ * The first exec by fd (sandbox/helper.c): the helper opened the program
+ * it runs at fd number K and moved the hand-over socket to K - 1, lowered
+ * its RLIMIT_NOFILE hard limit to K - 1 (so that no process of the sandbox
+ * can ever hold an fd at either number again), and its filter lets
+ * execveat(K, "", ..., AT_EMPTY_PATH) and sendmsg(K - 1, ...) pass without
+ * a notification (sandbox_exec_filter_fd_prefix).  The hand-over is an 'l'
+ * (as 'L', the listener as SCM_RIGHTS), so the supervisor has no first
+ * exec to allow, and decides every notification; the helper waits for
+ * nothing.
+ */
+#define SANDBOX_EXEC_NOTIFY_LISTENER_FD 'l'
+
+/*
+ * The instructions put before a filter so that, of the native
+ * architecture, execveat(exec_fd, "", argv, envp, AT_EMPTY_PATH) and
+ * sendmsg(sock_fd, ...) return ALLOW at once, and every other call falls
+ * through to the first instruction after them.  Writes
+ * SANDBOX_EXEC_FD_PREFIX_LEN instructions to out.
+ */
+#define SANDBOX_EXEC_FD_PREFIX_LEN 19
+void sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd, int sock_fd);
 
 /*
  * sandbox_exec_filter_load installs the exec filter in the calling thread
@@ -37,6 +61,8 @@
  */
 int sandbox_exec_filter_load(void);
 int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
+/* The same with the kind given ('L' or 'l'). */
+int sandbox_exec_filter_send_kind(int sock, char kind, const char *exec_path, int listener);
 
 /*
  * The courier: a filter that notifies sendmsg (the sandbox's, with its
@@ -89,6 +115,16 @@ int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
  * Neither calls malloc.
  */
 bool sandbox_exec_filter_by_number(int sock);
+
+/*
+ * The offer may also say, with 'F' after the 'N' or alone ("EGX1NF",
+ * "EGX1F"), that the supervisor understands the first exec by fd ('l'); a
+ * helper uses it only then.  sandbox_exec_filter_offers reads the
+ * offer as sandbox_exec_filter_by_number does and returns its bits.
+ */
+#define SANDBOX_OFFER_NUMBER 1u
+#define SANDBOX_OFFER_FD     2u
+unsigned sandbox_exec_filter_offers(int sock);
 int sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener);
 
 /* Adds the "exec_notify" object to the helper's report, "notified" naming

@@ -74,23 +74,71 @@ through_planted_link(const char *path, const struct planted_where *pw)
     return planted;
 }
 
+/* One fill's resolutions: a path is resolved (and checked for a planted
+ * link) once, however many of the lists name it (a writable root is most
+ * often a repo root too, and the roots are resolved first as the places
+ * links could be planted in). */
+struct memo {
+    const char *path; /* borrowed from the writable set */
+    char *real;       /* NULL: it does not resolve */
+    int planted;      /* -1: not checked yet */
+};
+
+struct memos {
+    struct memo *v;
+    size_t n, cap;
+};
+
+/* The memo of path, resolved now if it is new; NULL when out of memory. */
+static struct memo *
+memo_of(struct memos *ms, const char *path)
+{
+    for (size_t i = 0; i < ms->n; i++) {
+        if (strcmp(ms->v[i].path, path) == 0)
+            return &ms->v[i];
+    }
+    if (ms->n == ms->cap) {
+        size_t cap = ms->cap ? ms->cap * 2 : 8;
+        struct memo *v = realloc(ms->v, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        ms->v = v;
+        ms->cap = cap;
+    }
+    struct memo *m = &ms->v[ms->n];
+    *m = (struct memo){.path = path, .real = realpath(path, NULL), .planted = -1};
+    if (!m->real && errno == ENOMEM)
+        return NULL;
+    ms->n++;
+    return m;
+}
+
+static void
+memos_free(struct memos *ms)
+{
+    for (size_t i = 0; i < ms->n; i++)
+        free(ms->v[i].real);
+    free(ms->v);
+}
+
 /* Appends the resolved form of each of the n paths to list, except those
  * that do not resolve (Landlock grants nothing there) and those reached
  * through a link a sandbox could have planted among the locs. */
 static int
-append_all_real(char ***list, size_t *n, char *const *paths, size_t n_paths,
+append_all_real(struct memos *ms, char ***list, size_t *n, char *const *paths, size_t n_paths,
                 const struct planted_where *pw)
 {
     for (size_t i = 0; i < n_paths; i++) {
-        if (pw && through_planted_link(paths[i], pw))
+        struct memo *m = memo_of(ms, paths[i]);
+        if (!m)
+            return -1;
+        if (!m->real)
             continue;
-        char *real = realpath(paths[i], NULL);
-        if (!real) {
-            if (errno == ENOMEM)
-                return -1;
+        if (pw && m->planted < 0)
+            m->planted = through_planted_link(paths[i], pw);
+        if (pw && m->planted)
             continue;
-        }
-        if (path_list_take(list, n, real) < 0)
+        if (path_list_add(list, n, m->real) < 0)
             return -1;
     }
     return 0;
@@ -101,20 +149,23 @@ fill(struct writable_view *v, const struct sandbox_writable *w, writable_view_wr
      void *arg)
 {
     v->kind = w->everything ? WRITABLE_VIEW_ALL : WRITABLE_VIEW_SOME;
+    struct memos ms = {0};
     /* first every root as it resolves: where a sandbox of this policy
      * could have made a link */
     struct planted_where pw = {.written = written, .arg = arg};
     char **locs = NULL;
-    int rc = append_all_real(&locs, &pw.n, w->roots, w->n_roots, NULL);
+    int rc = append_all_real(&ms, &locs, &pw.n, w->roots, w->n_roots, NULL);
     pw.locs = locs;
     if (rc == 0)
-        rc = append_all_real(&v->roots, &v->n, w->roots, w->n_roots, &pw);
+        rc = append_all_real(&ms, &v->roots, &v->n, w->roots, w->n_roots, &pw);
     if (rc == 0)
-        rc = append_all_real(&v->devices, &v->n_devices, w->devices, w->n_devices, NULL);
+        rc = append_all_real(&ms, &v->devices, &v->n_devices, w->devices, w->n_devices, NULL);
     /* a repo root that does not resolve is no root: the helper skips it */
     if (rc == 0)
-        rc = append_all_real(&v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots, &pw);
+        rc = append_all_real(&ms, &v->repo_roots, &v->n_repo_roots, w->repo_roots, w->n_repo_roots,
+                             &pw);
     strv_free_n(locs, pw.n);
+    memos_free(&ms);
     return rc;
 }
 

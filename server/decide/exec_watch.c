@@ -736,9 +736,11 @@ exec_watch_open(struct exec_watch *w)
      * process per call) where this kernel and process allow it; otherwise
      * it sends it itself (exec_filter.h).  Only in tree mode: in shell
      * mode the helper's own execve is not notified, so it cannot wait
-     * there for the listener to be taken. */
+     * there for the listener to be taken.  Its own exec may then be by fd,
+     * never notified (exec_filter.h): every exec that reaches us is the
+     * command's. */
     if (w->take_listener)
-        (void)exec_notify_offer_take(sv[0]);
+        (void)exec_notify_offer(sv[0], true, true);
     /* uv_poll_init makes the server's end non-blocking; the helper's stays
      * as a helper expects it */
     int rc = uv_poll_init(w->loop, &l->sock_poll, sv[0]);

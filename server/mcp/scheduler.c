@@ -4,6 +4,7 @@
 #include "server/call/call_fds.h"
 #include "common/log.h"
 #include "server/call/login_snapshot.h"
+#include "server/call/session_codex.h"
 #include "server/state_paths.h"
 
 #include <stdlib.h>
@@ -223,6 +224,7 @@ start_call(struct call *c)
     call_list_push(&q->running, c);
     q->sched->n_running++;
     c->on_end = on_call_end;
+    session_codex_hold(&q->codex, (const char *const *)c->codex_roots);
     call_start(c);
 }
 
@@ -409,6 +411,7 @@ scheduler_remove_queue(struct call_queue *q)
         call_list_remove(&q->held, c);
         call_free(c);
     }
+    session_codex_release(&q->codex);
     if (!sch)
         return;
     if (q->prev)

@@ -22,6 +22,7 @@ struct scheduler;
 struct call_queue;
 struct decide_client;
 struct call_net_client;
+struct session_codex;
 
 struct call_queue_ops {
     /* answers c with its result */
@@ -52,6 +53,9 @@ struct call_queue {
      * UINT64_MAX: none (answer_fits) */
     uint64_t sent_oldest;
     struct call_queue *prev, *next; /* the turns */
+    /* the placeholders its calls' sandboxes join, held from the first
+     * call that needs one until scheduler_remove_queue (session_codex.h) */
+    struct session_codex *codex;
 };
 
 /* A scheduler for the calls of cx (borrowed; outlives it).  NULL when
