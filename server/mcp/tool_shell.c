@@ -76,6 +76,12 @@ tool_shell_definition(const struct server_options *o)
     return tool;
 }
 
+int
+tool_shell_offer_tasks(json_t *tool)
+{
+    return json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "optional"));
+}
+
 static int
 check_permissions(const json_t *args, struct call_request *r, char **err)
 {
