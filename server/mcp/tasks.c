@@ -600,6 +600,21 @@ cancel_task(struct tasks *ts, struct task *t, struct jsonrpc *rpc, const json_t 
     task_unref(t);
 }
 
+/* Request id waits for t's end.  The oldest of TASKS_MAX_WAITERS waiting
+ * makes room: a client that dropped a request without cancelling it
+ * (gone with its HTTP connection) is likely the one asking again. */
+static void
+wait_for(struct task *t, struct jsonrpc *rpc, const json_t *id)
+{
+    if (json_array_size(t->waiters) >= TASKS_MAX_WAITERS) {
+        jsonrpc_reply_error(rpc, json_array_get(t->waiters, 0), JSONRPC_INTERNAL_ERROR,
+                            "a later tasks/result request for this task took this one's place");
+        json_array_remove(t->waiters, 0);
+    }
+    if (json_array_append(t->waiters, (json_t *)id) < 0) /* referenced */
+        jsonrpc_reply_error(rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+}
+
 void
 tasks_request(struct tasks *ts, const json_t *id, const char *method, const json_t *params)
 {
@@ -631,11 +646,8 @@ tasks_request(struct tasks *ts, const json_t *id, const char *method, const json
         cancel_task(ts, t, rpc, id);
     } else if (terminal(t)) {
         send_answer(t, rpc, id);
-    } else if (json_array_size(t->waiters) >= TASKS_MAX_WAITERS) {
-        jsonrpc_reply_error(rpc, id, JSONRPC_INVALID_REQUEST,
-                            "too many tasks/result requests wait for this task already");
-    } else if (json_array_append(t->waiters, (json_t *)id) < 0) { /* referenced */
-        jsonrpc_reply_error(rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+    } else {
+        wait_for(t, rpc, id);
     }
 }
 

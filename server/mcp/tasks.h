@@ -32,7 +32,8 @@
 #define TASKS_POLL_INTERVAL_MS 1000
 /* Tasks in one tasks/list answer; nextCursor leads to the rest. */
 #define TASKS_LIST_PAGE 8
-/* tasks/result requests that may wait for one task at once. */
+/* tasks/result requests that may wait for one task at once; one more
+ * ends the oldest's wait (with an error). */
 #define TASKS_MAX_WAITERS 8
 
 struct jsonrpc;

@@ -347,6 +347,167 @@ test_input_required(void **state)
     finish(&w);
 }
 
+/* The next elicitation/create (other messages are dropped). */
+static json_t *
+next_question(struct world *w)
+{
+    for (;;) {
+        json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(m);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        if (method && strcmp(method, "elicitation/create") == 0)
+            return m;
+        json_decref(m);
+    }
+}
+
+static const char *
+created_id(const json_t *answer)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(answer, "result"), "task"), "taskId"));
+}
+
+/* A call that asks to leave the sandbox: input_required while asked; a
+ * refusal fails the task, and tasks/result returns the plain call's
+ * refusal (isError).  Cancelled while asked, the question is withdrawn. */
+static void
+test_leave_sandbox(void **state)
+{
+    struct world w;
+    start(&w, TASKS_PROTOCOL, true, NULL, NULL);
+    json_t *args =
+        json_pack("{s:s, s:s, s:b, s:s, s:s}", "command", "echo outside", "workdir", w.dir, "login",
+                  0, "sandbox_permissions", "require_escalated", "justification", "the test asks");
+    json_t *a =
+        mcp_client_call(w.c, "tools/call",
+                        json_pack("{s:s, s:O, s:{}}", "name", "shell", "arguments", args, "task"));
+    const char *id = created_id(a);
+    assert_non_null(id);
+    json_t *ask = next_question(&w);
+    const json_t *meta = json_object_get(json_object_get(ask, "params"), "_meta");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(meta, RELATED), "taskId")), id);
+    json_t *g = task_call(&w, "tasks/get", id);
+    assert_string_equal(status_of(g), "input_required");
+    mcp_client_send(w.c, json_pack("{s:s, s:O, s:{s:s}}", "jsonrpc", "2.0", "id",
+                                   json_object_get(ask, "id"), "result", "action", "decline"));
+    json_t *r = task_call(&w, "tasks/result", id);
+    assert_true(json_is_true(json_object_get(json_object_get(r, "result"), "isError")));
+    json_t *f = task_call(&w, "tasks/get", id);
+    assert_string_equal(status_of(f), "failed");
+    assert_non_null(json_object_get(json_object_get(f, "result"), "statusMessage"));
+
+    /* cancelled while asked: the client is told to close the question */
+    json_t *b =
+        mcp_client_call(w.c, "tools/call",
+                        json_pack("{s:s, s:O, s:{}}", "name", "shell", "arguments", args, "task"));
+    const char *id2 = created_id(b);
+    assert_non_null(id2);
+    json_t *ask2 = next_question(&w);
+    json_t *c = task_call(&w, "tasks/cancel", id2);
+    assert_string_equal(status_of(c), "cancelled");
+    json_t *closed = mcp_client_notification(w.c, "notifications/cancelled", MCP_CLIENT_WAIT_MS);
+    assert_non_null(closed);
+    assert_true(json_equal(json_object_get(json_object_get(closed, "params"), "requestId"),
+                           json_object_get(ask2, "id")));
+    json_decref(closed);
+    json_decref(c);
+    json_decref(ask2);
+    json_decref(b);
+    json_decref(f);
+    json_decref(r);
+    json_decref(g);
+    json_decref(ask);
+    json_decref(a);
+    json_decref(args);
+    finish(&w);
+}
+
+/* A task's progress notifications carry the progress token and name the
+ * task. */
+static void
+test_progress(void **state)
+{
+    struct world w;
+    start(&w, TASKS_PROTOCOL, false, NULL, NULL);
+    json_t *p =
+        shell_params(&w, "echo begin; while [ ! -e go ]; do sleep 0.02; done", json_object());
+    json_object_set_new(p, "_meta", json_pack("{s:s}", "progressToken", "tok-task"));
+    json_t *a = mcp_client_call(w.c, "tools/call", p);
+    const char *id = created_id(a);
+    assert_non_null(id);
+    json_t *n = mcp_client_notification(w.c, "notifications/progress", MCP_CLIENT_WAIT_MS);
+    assert_non_null(n);
+    const json_t *np = json_object_get(n, "params");
+    assert_string_equal(json_string_value(json_object_get(np, "progressToken")), "tok-task");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(np, "_meta"), RELATED), "taskId")),
+                        id);
+    char *go = tmpdir_path(w.dir, "go");
+    tmpdir_write_file(go, "", 0644);
+    json_decref(task_call(&w, "tasks/result", id));
+    free(go);
+    json_decref(n);
+    json_decref(a);
+    finish(&w);
+}
+
+/* tasks/result requests waiting for one task are bounded: one more ends
+ * the oldest's wait with an error; the others get the result. */
+static void
+test_waiters_bounded(void **state)
+{
+    struct world w;
+    start(&w, TASKS_PROTOCOL, false, NULL, NULL);
+    json_t *t = start_task(&w, "while [ ! -e go ]; do sleep 0.02; done; echo end", NULL);
+    enum { N = 9 }; /* TASKS_MAX_WAITERS + 1 */
+    json_t *ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = json_integer(
+            mcp_client_send_request(w.c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
+    json_t *first = mcp_client_response(w.c, ids[0], MCP_CLIENT_WAIT_MS);
+    assert_int_equal(error_code(first), -32603);
+    char *go = tmpdir_path(w.dir, "go");
+    tmpdir_write_file(go, "", 0644);
+    for (int i = 1; i < N; i++) {
+        json_t *r = mcp_client_response(w.c, ids[i], MCP_CLIENT_WAIT_MS);
+        assert_non_null(json_object_get(r, "result"));
+        json_decref(r);
+    }
+    for (int i = 0; i < N; i++)
+        json_decref(ids[i]);
+    free(go);
+    json_decref(first);
+    json_decref(t);
+    finish(&w);
+}
+
+/* At the end of input the server stops its running task's command and
+ * answers the tasks/result waiting for it before it exits. */
+static void
+test_eof_answers_waiters(void **state)
+{
+    struct world w;
+    start(&w, TASKS_PROTOCOL, false, NULL, NULL);
+    json_t *t = start_task(&w, "exec sleep 300", NULL);
+    json_t *rid = json_integer(
+        mcp_client_send_request(w.c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
+    json_t *g = task_call(&w, "tasks/get", task_id(t));
+    assert_string_equal(status_of(g), "working");
+    mcp_client_close_stdin(w.c);
+    json_t *r = mcp_client_response(w.c, rid, MCP_CLIENT_WAIT_MS);
+    assert_non_null(r);
+    const json_t *sc = json_object_get(json_object_get(r, "result"), "structuredContent");
+    assert_non_null(sc);
+    assert_int_not_equal(json_integer_value(json_object_get(sc, "exit_code")), 0);
+    json_decref(r);
+    json_decref(g);
+    json_decref(rid);
+    json_decref(t);
+    finish(&w);
+}
+
 /* The spec's errors: an unknown task, no taskId, a bad cursor. */
 static void
 test_errors(void **state)
@@ -527,6 +688,10 @@ main(void)
         cmocka_unit_test(test_max_tasks),
         cmocka_unit_test(test_ttl),
         cmocka_unit_test(test_older_protocol),
+        cmocka_unit_test(test_leave_sandbox),
+        cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_waiters_bounded),
+        cmocka_unit_test(test_eof_answers_waiters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
