@@ -151,6 +151,58 @@ async function common(client, state, how) {
   check(listed.tasks.some((x) => x.taskId === victim), `${how}: tasks/list shows the session's tasks`);
 }
 
+// A client that never opens the GET stream (MCP lets it): the question a
+// task's call asks waits for a stream; the client's tasks/result, sent
+// because the task is input_required, is where it arrives, and the
+// answer to it lets the task end on that same stream.
+async function noGetStream(url, token) {
+  let sid = null;
+  const post = (msg) => fetch(url, {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${token}`, "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25",
+      ...(sid ? { "Mcp-Session-Id": sid } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", ...msg }),
+  });
+  let r = await post({ id: 1, method: "initialize", params: {
+    protocolVersion: "2025-11-25", capabilities: { elicitation: {} }, clientInfo: { name: "raw", version: "1" } } });
+  sid = r.headers.get("mcp-session-id");
+  await r.text();
+  await (await post({ method: "notifications/initialized" })).text();
+  r = await post({ id: 2, method: "tools/call", params: { name: "shell", arguments: args("sh -c 'echo raw-ran'"), task: {} } });
+  const t = (await r.json()).result.task.taskId;
+  await until("raw: input_required", async () =>
+    (await (await post({ id: 3, method: "tasks/get", params: { taskId: t } })).json()).result.status === "input_required");
+  const res = await post({ id: 4, method: "tasks/result", params: { taskId: t } });
+  check(res.headers.get("content-type").startsWith("text/event-stream"), "raw: tasks/result streams what waited");
+  const reader = res.body.getReader();
+  let buf = "", question = null, result = null;
+  while (!result) {
+    const { value, done } = await reader.read();
+    check(!done, `raw: the stream ended before the result (${buf})`);
+    buf += new TextDecoder().decode(value);
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (!line.startsWith("data: ")) continue;
+      const m = JSON.parse(line.slice(6));
+      if (m.method === "elicitation/create") {
+        question = m;
+        check(m.params._meta?.[RELATED]?.taskId === t, "raw: the question names the task");
+        await (await post({ id: m.id, result: { action: "accept", content: { decision: "approved" } } })).text();
+      } else if (m.id === 4) {
+        result = m;
+      }
+    }
+  }
+  check(question, "raw: the question came on the tasks/result stream");
+  check(result.result?.structuredContent?.output === "raw-ran\n", `raw: the result after the answer (got ${JSON.stringify(result)})`);
+  await fetch(url, { method: "DELETE", headers: { Authorization: `Bearer ${token}`, "Mcp-Session-Id": sid } });
+}
+
 // ---- stdio ----
 {
   const state = { asked: [] };
@@ -183,6 +235,7 @@ async function common(client, state, how) {
     await client.connect(transport);
     return { client, transport, state };
   }
+  await noGetStream(srv.url, token);
   const A = await connect("session-a"), B = await connect("session-b");
   await common(A.client, A.state, "http");
 
