@@ -373,8 +373,16 @@ task_call_id(const struct task *t)
 json_t *
 task_created_json(const struct task *t)
 {
-    json_t *task = task_json(t);
-    return task ? json_pack("{s:o}", "task", task) : NULL;
+    /* what a host may hand its model meanwhile (the spec's provisional
+     * model-immediate-response) */
+    char *now = strfmt("The command runs in the background as task %s; its result comes with "
+                       "tasks/result.",
+                       t->id);
+    json_t *task = now ? task_json(t) : NULL;
+    json_t *r =
+        task ? json_pack("{s:o, s:{s:s}}", "task", task, "_meta", TASKS_IMMEDIATE_META, now) : NULL;
+    free(now);
+    return r;
 }
 
 void

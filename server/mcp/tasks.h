@@ -28,6 +28,9 @@
 
 /* The key of a message's _meta that names the task it is about. */
 #define TASKS_RELATED_META "io.modelcontextprotocol/related-task"
+/* The key of CreateTaskResult's _meta whose text a host may give its
+ * model while the task runs. */
+#define TASKS_IMMEDIATE_META "io.modelcontextprotocol/model-immediate-response"
 /* The polling interval suggested to clients, in milliseconds. */
 #define TASKS_POLL_INTERVAL_MS 1000
 /* Tasks in one tasks/list answer; nextCursor leads to the rest. */

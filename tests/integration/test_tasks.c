@@ -105,6 +105,12 @@ shell_params(struct world *w, const char *command, json_t *task)
     return p;
 }
 
+static const char *
+task_id(const json_t *t)
+{
+    return json_string_value(json_object_get(t, "taskId"));
+}
+
 /* A task-augmented shell call of command: its task (checked), owned. */
 static json_t *
 start_task(struct world *w, const char *command, json_t *task)
@@ -121,14 +127,13 @@ start_task(struct world *w, const char *command, json_t *task)
     assert_non_null(json_string_value(json_object_get(t, "lastUpdatedAt")));
     assert_true(json_integer_value(json_object_get(t, "ttl")) > 0);
     assert_true(json_integer_value(json_object_get(t, "pollInterval")) > 0);
+    const char *now =
+        json_string_value(json_object_get(json_object_get(json_object_get(a, "result"), "_meta"),
+                                          "io.modelcontextprotocol/model-immediate-response"));
+    assert_non_null(now);
+    assert_non_null(strstr(now, task_id(t)));
     json_decref(a);
     return t;
-}
-
-static const char *
-task_id(const json_t *t)
-{
-    return json_string_value(json_object_get(t, "taskId"));
 }
 
 /* A request of the tasks methods about task id: the whole answer. */
