@@ -818,6 +818,10 @@ mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, mcp_session_pend
     ss->pending = pending;
     ss->sink_data = data;
     ss->q.streams = true;
+    /* over HTTP a notification with no stream open waits in a bounded
+     * backlog, where status changes the client polls for anyway could
+     * push out a question it has not fetched yet */
+    tasks_set_notify(ss->tasks, false);
     jsonrpc_start_sink(ss->rpc, session_sink, ss);
     return ss;
 }

@@ -74,6 +74,7 @@ struct tasks {
     void *data;
     uint64_t ttl_ms;
     unsigned max, count;
+    bool notify; /* notifications/tasks/status */
     uint64_t next_seq;
     struct list list; /* of struct task, the oldest first */
 };
@@ -149,7 +150,7 @@ set_status(struct task *t, enum task_status status, const char *message)
     stamp(t->updated);
     if (terminal(t))
         t->ended_ms = now_ms();
-    struct jsonrpc *rpc = t->ts ? t->ts->ops->rpc(t->ts->data) : NULL;
+    struct jsonrpc *rpc = t->ts && t->ts->notify ? t->ts->ops->rpc(t->ts->data) : NULL;
     if (rpc)
         jsonrpc_notify(rpc, "notifications/tasks/status", task_json(t));
     log_info("task %.8s...: %s%s%s", t->id, status_names[status], message ? ": " : "",
@@ -259,8 +260,15 @@ tasks_new(uint64_t ttl_ms, unsigned max, const struct tasks_ops *ops, void *data
     ts->data = data;
     ts->ttl_ms = ttl_ms;
     ts->max = max;
+    ts->notify = true;
     list_init(&ts->list);
     return ts;
+}
+
+void
+tasks_set_notify(struct tasks *ts, bool notify)
+{
+    ts->notify = notify;
 }
 
 void

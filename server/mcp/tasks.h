@@ -57,6 +57,10 @@ struct tasks_ops {
  * out of memory. */
 struct tasks *tasks_new(uint64_t ttl_ms, unsigned max, const struct tasks_ops *ops, void *data);
 
+/* Whether each change of a task's status is sent as
+ * notifications/tasks/status (the default: yes).  Cannot fail. */
+void tasks_set_notify(struct tasks *ts, bool notify);
+
 /* Frees ts and its tasks; requests waiting for them get no answer (the
  * transport is gone).  NULL is a no-op. */
 void tasks_free(struct tasks *ts);

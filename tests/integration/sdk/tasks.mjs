@@ -189,6 +189,8 @@ async function noGetStream(url, token) {
       buf = buf.slice(nl + 1);
       if (!line.startsWith("data: ")) continue;
       const m = JSON.parse(line.slice(6));
+      check(m.method !== "notifications/tasks/status",
+        "raw: no status notifications over HTTP (they would crowd the backlog)");
       if (m.method === "elicitation/create") {
         question = m;
         check(m.params._meta?.[RELATED]?.taskId === t, "raw: the question names the task");
