@@ -181,7 +181,8 @@ comparable(const json_t *answer)
 static json_t *
 poll_until_ended(struct world *w, const char *id)
 {
-    for (;;) {
+    for (int waited = 0;; waited += 20) {
+        assert_true(waited < MCP_CLIENT_WAIT_MS); /* a safety limit, not a timing */
         json_t *g = task_call(w, "tasks/get", id);
         const char *st = status_of(g);
         assert_non_null(st);
@@ -277,8 +278,10 @@ test_cancel(void **state)
     /* a waiter from before the cancel is answered by it */
     json_t *rid = json_integer(
         mcp_client_send_request(w.c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
-    while (!proc_with_marker(marker))
+    for (int waited = 0; !proc_with_marker(marker); waited += 20) {
+        assert_true(waited < MCP_CLIENT_WAIT_MS); /* a safety limit, not a timing */
         usleep(20000);
+    }
     json_t *c = task_call(&w, "tasks/cancel", task_id(t));
     assert_string_equal(status_of(c), "cancelled");
     json_t *waited = mcp_client_response(w.c, rid, MCP_CLIENT_WAIT_MS);
