@@ -344,9 +344,15 @@ test_input_required(void **state)
     json_t *after = task_call(&w, "tasks/get", task_id(t));
     assert_string_equal(status_of(after), "completed");
     /* the status went input_required, then back (notifications/tasks/status) */
-    json_t *n = mcp_client_notification(w.c, "notifications/tasks/status", MCP_CLIENT_WAIT_MS);
-    assert_non_null(n);
-    json_decref(n);
+    const char *expect[] = {"input_required", "working", "completed"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *n = mcp_client_notification(w.c, "notifications/tasks/status", MCP_CLIENT_WAIT_MS);
+        assert_non_null(n);
+        const json_t *np = json_object_get(n, "params");
+        assert_string_equal(json_string_value(json_object_get(np, "taskId")), task_id(t));
+        assert_string_equal(json_string_value(json_object_get(np, "status")), expect[i]);
+        json_decref(n);
+    }
     json_decref(after);
     json_decref(r);
     json_decref(g);
