@@ -720,8 +720,9 @@ session_new(struct mcp_server *s, char **err)
     if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
         *err = NULL;
     free(why);
-    if (rc == 0 && (!(ss->tasks = tasks_new(s->o->task_ttl_ms, s->o->max_tasks, &tasks_ops, ss)) ||
-                    !(ss->client_log = client_log_new()) || !(ss->client = decide_client_new()) ||
+    if (rc == 0 && !(ss->tasks = tasks_new(s->o->task_ttl_ms, s->o->max_tasks, &tasks_ops, ss)))
+        rc = -1;
+    if (rc == 0 && (!(ss->client_log = client_log_new()) || !(ss->client = decide_client_new()) ||
                     !(ss->net_client = call_net_client_new()) ||
                     !(ss->rpc = jsonrpc_new(s->loop, &rpc_handler, ss, s->o->max_message_bytes))))
         rc = -1;
