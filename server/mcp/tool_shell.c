@@ -76,12 +76,6 @@ tool_shell_definition(const struct server_options *o)
     return tool;
 }
 
-int
-tool_shell_offer_tasks(json_t *tool)
-{
-    return json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "optional"));
-}
-
 static int
 check_permissions(const json_t *args, struct call_request *r, char **err)
 {
@@ -197,4 +191,10 @@ tool_shell_request(const struct server_options *o, const json_t *params, const j
     const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     r->progress_token = json_is_string(token) || json_is_integer(token) ? token : NULL;
     return 0;
+}
+
+int
+tool_shell_offer_tasks(json_t *tool)
+{
+    return json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "optional"));
 }
