@@ -69,7 +69,7 @@ _execgate()
         --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
         --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms | \
         --listen | --session-idle-ms | --header-timeout-ms | --max-sessions | \
-        --write-timeout-ms)
+        --write-timeout-ms | --task-ttl-ms | --max-tasks)
         # JSON or a number: nothing to offer
         COMPREPLY=()
         return
@@ -84,7 +84,7 @@ _execgate()
         --escalated-children --allow-unix-socket
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
         --listen --token-file --session-idle-ms --header-timeout-ms --max-sessions
-        --write-timeout-ms
+        --write-timeout-ms --task-ttl-ms --max-tasks
         --help --version' -- "$cur")
 }
 complete -F _execgate execgate

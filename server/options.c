@@ -54,6 +54,8 @@ enum {
     OPT_MAX_SESSIONS,
     OPT_HEADER_TIMEOUT,
     OPT_WRITE_TIMEOUT,
+    OPT_TASK_TTL,
+    OPT_MAX_TASKS,
 };
 
 static const struct option long_options[] = {
@@ -93,6 +95,8 @@ static const struct option long_options[] = {
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"header-timeout-ms", required_argument, NULL, OPT_HEADER_TIMEOUT},
     {"write-timeout-ms", required_argument, NULL, OPT_WRITE_TIMEOUT},
+    {"task-ttl-ms", required_argument, NULL, OPT_TASK_TTL},
+    {"max-tasks", required_argument, NULL, OPT_MAX_TASKS},
     {NULL, 0, NULL, 0},
 };
 
@@ -134,6 +138,11 @@ usage(FILE *out)
             "                            while a person is asked (600000)\n"
             "  --max-message-bytes N     largest JSON-RPC message accepted (16777216)\n"
             "  --kill-grace-ms N         SIGTERM-to-SIGKILL grace at shutdown (2000)\n"
+            "  --task-ttl-ms MS          a task (a tools/call run as an MCP task) is kept\n"
+            "                            this long after it ends; the most a client may ask\n"
+            "                            for (3600000)\n"
+            "  --max-tasks N             tasks a session keeps at once, running or ended\n"
+            "                            (16)\n"
             "  --log-level LEVEL         error, warn, info or debug (info); logs go to stderr\n"
             "  --log-format FORMAT       text (a time, the level, the message) or json (one\n"
             "                            object a line, the exec records as the client's)\n"
@@ -509,6 +518,8 @@ static const struct {
     {OPT_MAX_SESSIONS, "--max-sessions", 1, 65536},
     {OPT_HEADER_TIMEOUT, "--header-timeout-ms", 1, UINT64_C(1) << 53},
     {OPT_WRITE_TIMEOUT, "--write-timeout-ms", 1, UINT64_C(1) << 53},
+    {OPT_TASK_TTL, "--task-ttl-ms", 1, OPTIONS_MAX_TIMEOUT_MS},
+    {OPT_MAX_TASKS, "--max-tasks", 1, 4096},
 };
 
 /* An option of number_options; 0, or -1 with *err naming the option and
@@ -569,6 +580,12 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_WRITE_TIMEOUT:
         o->write_timeout_ms = n;
+        break;
+    case OPT_TASK_TTL:
+        o->task_ttl_ms = n;
+        break;
+    case OPT_MAX_TASKS:
+        o->max_tasks = (unsigned)n;
         break;
     default: /* OPT_MAX_CALLS: at most 4096 */
         o->max_calls = (unsigned)n;
@@ -744,6 +761,8 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->header_timeout_ms = OPTIONS_DEFAULT_HEADER_TIMEOUT_MS;
     o->write_timeout_ms = OPTIONS_DEFAULT_WRITE_TIMEOUT_MS;
     o->max_sessions = OPTIONS_DEFAULT_MAX_SESSIONS;
+    o->task_ttl_ms = OPTIONS_DEFAULT_TASK_TTL_MS;
+    o->max_tasks = OPTIONS_DEFAULT_MAX_TASKS;
     o->log_level = LOG_LEVEL_INFO;
     /* at most one entry per argument, plus the default and the NULL */
     o->rules = calloc((size_t)argc + 2, sizeof(char *));

@@ -39,6 +39,9 @@
 #define OPTIONS_MAX_TIMEOUT_MS (24u * 60 * 60 * 1000)
 /* HTTP: a client that takes none of what waits for it for 60 s is gone */
 #define OPTIONS_DEFAULT_WRITE_TIMEOUT_MS 60000u
+/* MCP tasks (tasks.h): kept an hour after they end; 16 per session */
+#define OPTIONS_DEFAULT_TASK_TTL_MS (60u * 60 * 1000)
+#define OPTIONS_DEFAULT_MAX_TASKS   16u
 
 enum options_exec_enforcement {
     OPTIONS_EXEC_ENFORCEMENT_TREE = 0, /* every exec of the tree (exec_watch) */
@@ -118,6 +121,10 @@ struct server_options {
     /* --write-timeout-ms: a connection whose peer takes none of the bytes
      * waiting for it this long closes (http_conn.h) */
     uint64_t write_timeout_ms;
+    /* --task-ttl-ms: an ended task is kept this long (and a client asks
+     * for no longer); --max-tasks: a session's tasks at once (tasks.h) */
+    uint64_t task_ttl_ms;
+    unsigned max_tasks;
 };
 
 enum options_outcome {

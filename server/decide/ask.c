@@ -37,6 +37,12 @@ struct ask_line {
     void *abort_data;
     struct ask_question *asking; /* the one out, or NULL */
     struct ask_question *waiting, **waiting_tail;
+    /* ask_line_watch's, while it lasts; watch_out: what it was last told */
+    json_t *watch_meta;
+    void (*watch_fn)(void *data, bool out);
+    void (*watch_release)(void *data);
+    void *watch_data;
+    bool watch_out;
 };
 
 struct ask_question {
@@ -61,17 +67,62 @@ ask_line_new(void (*on_abort)(void *data, const char *why), void *data)
     return l;
 }
 
+/* Ends l's watch: its release runs, nothing more is told. */
+static void
+watch_end(struct ask_line *l)
+{
+    void (*release)(void *data) = l->watch_release;
+    void *data = l->watch_data;
+    json_decref(l->watch_meta);
+    l->watch_meta = NULL;
+    l->watch_fn = NULL;
+    l->watch_release = NULL;
+    l->watch_data = NULL;
+    l->watch_out = false;
+    if (release)
+        release(data);
+}
+
+/* Tells the watch when whether a question is out has changed since it
+ * was last told: called once a step is over, so that a question answered
+ * and the next sent at once are not told as two changes. */
+static void
+watch_update(struct ask_line *l)
+{
+    bool out = l->asking != NULL;
+    if (!l->watch_fn || out == l->watch_out)
+        return;
+    l->watch_out = out;
+    l->watch_fn(l->watch_data, out);
+}
+
 void
 ask_line_unref(struct ask_line *l)
 {
-    if (l && --l->refs == 0)
+    if (l && --l->refs == 0) {
+        watch_end(l);
         free(l);
+    }
 }
 
 void
 ask_line_set_peer(struct ask_line *l, const struct ask_peer *peer)
 {
     l->peer = peer;
+    if (!peer)
+        watch_end(l);
+}
+
+void
+ask_line_watch(struct ask_line *l, json_t *meta, void (*out)(void *data, bool out),
+               void (*release)(void *data), void *data)
+{
+    watch_end(l);
+    l->watch_meta = json_incref(meta);
+    l->watch_fn = out;
+    l->watch_release = release;
+    l->watch_data = data;
+    watch_update(l);
 }
 
 bool
@@ -119,6 +170,20 @@ line_abort(struct ask_line *l, const char *why)
 
 static void on_reply(const json_t *result, const json_t *error, void *data);
 
+/* meta's members into params' _meta.  Returns 0, or -1 when out of
+ * memory. */
+static int
+add_meta(json_t *params, json_t *meta)
+{
+    json_t *m = json_object_get(params, "_meta");
+    if (!m) {
+        m = json_object();
+        if (json_object_set_new(params, "_meta", m) < 0)
+            return -1;
+    }
+    return json_object_update(m, meta);
+}
+
 /* Sends q (again, saying why: note, or NULL).  Returns 0, or -1 when it
  * could not be sent. */
 static int
@@ -126,6 +191,10 @@ send_question(struct ask_question *q, const char *note)
 {
     struct ask_line *l = q->line;
     json_t *params = ask_line_can_ask(l) ? q->how->params(q->data, note) : NULL;
+    if (params && l->watch_meta && add_meta(params, l->watch_meta) < 0) {
+        json_decref(params);
+        params = NULL;
+    }
     /* jsonrpc_request takes params, also on failure */
     long long id =
         params ? jsonrpc_request(l->peer->rpc, "elicitation/create", params, on_reply, q) : -1;
@@ -203,6 +272,7 @@ ask_put(struct ask_line *l, const struct ask_how *how, void *data)
         return NULL;
     }
     l->asking = q;
+    watch_update(l);
     return q;
 }
 
@@ -308,6 +378,7 @@ on_reply(const json_t *result, const json_t *error, void *data)
     tell(q, kind, refusal, reason, json_object_get(result, "content"));
     free(buf);
     ask_next(l);
+    watch_update(l);
     ask_line_unref(l);
 }
 
@@ -342,5 +413,6 @@ ask_withdraw(struct ask_question *q)
     clock_pause(l, false);
     question_free(q);
     ask_next(l);
+    watch_update(l);
     ask_line_unref(l);
 }

@@ -105,8 +105,21 @@ struct ask_line *ask_line_new(void (*on_abort)(void *data, const char *why), voi
 void ask_line_unref(struct ask_line *l);
 
 /* The client l's questions go to (borrowed, as long as l uses it; NULL:
- * nobody).  Cannot fail. */
+ * nobody, and l's watch ends).  Cannot fail. */
 void ask_line_set_peer(struct ask_line *l, const struct ask_peer *peer);
+
+/*
+ * Someone who follows l's questions (an MCP task: server/mcp/tasks.h):
+ * out(data, true) when one of l's questions goes out while none was,
+ * out(data, false) when none is out any more; each question l sends from
+ * now on carries meta's members in its params' _meta (meta is referenced;
+ * NULL: none).  The watch ends when another replaces it, when l's peer is
+ * set to NULL (the call let go of its line: nothing is asked for it any
+ * more) or when l is freed: release(data) then runs once (may be NULL),
+ * and nothing more is called.  Cannot fail.
+ */
+void ask_line_watch(struct ask_line *l, json_t *meta, void (*out)(void *data, bool out),
+                    void (*release)(void *data), void *data);
 
 /* Whether l has somebody to ask: a transport, with elicitation. */
 bool ask_line_can_ask(const struct ask_line *l);

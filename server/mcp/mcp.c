@@ -20,6 +20,7 @@
 #include "server/call/sandbox_state.h"
 #include "server/call/session_sandbox.h"
 #include "server/mcp/scheduler.h"
+#include "server/mcp/tasks.h"
 #include "server/state_paths.h"
 #include "common/strfmt.h"
 #include "common/strv.h"
@@ -34,6 +35,8 @@
 
 static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
                                                 MCP_LATEST_PROTOCOL};
+/* The first protocol version with tasks. */
+#define TASKS_PROTOCOL "2025-11-25"
 
 /*
  * One client: the stdio client, or one HTTP session (mcp_http.c).  What
@@ -46,6 +49,10 @@ struct mcp_session {
     struct jsonrpc *rpc; /* NULL once closed */
     bool initialized;
     bool client_elicitation;
+    /* the protocol agreed on has tasks (2025-11-25): its calls may run as
+     * tasks (tasks.h), kept in tasks */
+    bool tasks_on;
+    struct tasks *tasks;
 
     /* the sandbox of the calls that arrive now (unless one carries its
      * own) */
@@ -134,6 +141,8 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
     }
     const json_t *caps = json_object_get(params, "capabilities");
     ss->client_elicitation = json_object_get(caps, "elicitation") != NULL;
+    /* protocol versions are dates: tasks came with 2025-11-25 */
+    ss->tasks_on = strcmp(version, TASKS_PROTOCOL) >= 0;
     decide_client_set(ss->client, ss->rpc, ss->client_elicitation, ss->client_log);
     /* records go out from now on: a client hears nothing before initialize */
     client_log_set_rpc(ss->client_log, ss->rpc);
@@ -141,6 +150,14 @@ handle_initialize(struct mcp_session *ss, const json_t *id, const json_t *params
                                version, "capabilities", "experimental", experimental_capabilities(),
                                "tools", "logging", "serverInfo", "name", EXECGATE_NAME, "version",
                                EXECGATE_VERSION, "instructions", s->instructions);
+    json_t *tasks = ss->tasks_on ? json_pack("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel",
+                                             "requests", "tools", "call")
+                                 : NULL;
+    if (result && ss->tasks_on &&
+        json_object_set_new(json_object_get(result, "capabilities"), "tasks", tasks) < 0) {
+        json_decref(result);
+        result = NULL;
+    }
     if (!result) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
@@ -188,6 +205,45 @@ queue_session(const struct call_queue *q)
     return container_of(q, struct mcp_session, q);
 }
 
+/* ---- a call's answer: to its request, or kept by its task ---- */
+
+static struct task *
+call_task(struct mcp_session *ss, const struct call *c)
+{
+    return tasks_of_call(ss->tasks, c->id);
+}
+
+/* Answers c with result (taken), a tool result; failed: why (its text). */
+static void
+call_reply(struct mcp_session *ss, struct call *c, json_t *result, const char *why)
+{
+    struct task *t = call_task(ss, c);
+    if (t)
+        task_end_tool_result(t, result, why);
+    else
+        jsonrpc_reply(ss->rpc, c->id, result);
+}
+
+static void
+call_reply_error(struct mcp_session *ss, struct call *c, int code, const char *message)
+{
+    struct task *t = call_task(ss, c);
+    if (t)
+        task_end_error(t, code, message);
+    else
+        jsonrpc_reply_error(ss->rpc, c->id, code, message);
+}
+
+/* A task's call's result is the task's (scheduler.h keep). */
+static bool
+queue_keep(struct call_queue *q, struct call *c, const struct call_result *cr)
+{
+    struct task *t = call_task(queue_session(q), c);
+    if (t)
+        task_end_result(t, cr);
+    return t != NULL;
+}
+
 static void
 queue_answer(struct call_queue *q, struct call *c, const struct call_result *cr)
 {
@@ -204,13 +260,13 @@ queue_answer(struct call_queue *q, struct call *c, const struct call_result *cr)
 static void
 queue_refuse(struct call_queue *q, struct call *c, const char *why)
 {
-    jsonrpc_reply(queue_session(q)->rpc, c->id, failure_json(why));
+    call_reply(queue_session(q), c, failure_json(why), why);
 }
 
 static void
 queue_drop(struct call_queue *q, struct call *c, const char *why)
 {
-    jsonrpc_reply_error(queue_session(q)->rpc, c->id, JSONRPC_INTERNAL_ERROR, why);
+    call_reply_error(queue_session(q), c, JSONRPC_INTERNAL_ERROR, why);
 }
 
 static size_t
@@ -234,24 +290,31 @@ static const struct call_queue_ops queue_ops = {
     .drop = queue_drop,
     .pending = queue_pending,
     .ended = queue_ended,
+    .keep = queue_keep,
 };
 
 static void
 on_call_progress(struct call *c, json_t *params)
 {
     struct mcp_session *ss = c->session;
+    /* a task's progress names the task */
+    json_t *meta = tasks_related_meta(c->id);
+    if (meta && json_object_set_new(params, "_meta", meta) < 0)
+        log_debug("task: out of memory: a progress notification does not name its task");
     jsonrpc_notify(ss->rpc, "notifications/progress", params);
 }
 
-/* A call of ss for r, answering the request on failure.  It takes its
- * place among the session's calls now. */
+/* A call of ss for r, under call_id (the request's id, or its task's),
+ * answering request id on failure.  It takes its place among the
+ * session's calls now. */
 static struct call *
-build_call(struct mcp_session *ss, const json_t *id, const struct call_request *r)
+build_call(struct mcp_session *ss, const json_t *id, const json_t *call_id,
+           const struct call_request *r)
 {
     char *err = NULL;
     /* the id is referenced, not copied: jansson counts a const value's
      * references all the same */
-    struct call *c = call_new(&ss->s->cx, (json_t *)id, r, ss->client, ss->net_client,
+    struct call *c = call_new(&ss->s->cx, (json_t *)call_id, r, ss->client, ss->net_client,
                               scheduler_snapshots(ss->s->sched), &err);
     if (!c) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, err ? err : "out of memory");
@@ -288,7 +351,7 @@ ask_leave_sandbox(struct mcp_session *ss, struct call *c, const struct call_requ
         /* nobody is asked: the question could not show that code */
         why = planted ? planted : LEAVE_SANDBOX_PLANTED;
         log_info("call: %s", why);
-        jsonrpc_reply(ss->rpc, c->id, failure_json(why));
+        call_reply(ss, c, failure_json(why), why);
         free(planted);
         call_free(c);
         return;
@@ -306,7 +369,7 @@ ask_leave_sandbox(struct mcp_session *ss, struct call *c, const struct call_requ
         return;
     }
     log_info("call: not run outside the sandbox: %s", why);
-    jsonrpc_reply(ss->rpc, c->id, failure_json(why));
+    call_reply(ss, c, failure_json(why), why);
     call_free(c);
 }
 
@@ -324,7 +387,7 @@ on_leave_answer(void *data, const char *refused, char *said)
     if (refused) {
         log_info("call: %s", refused);
         if (ss->rpc && !ss->ending)
-            jsonrpc_reply(ss->rpc, c->id, failure_json(refused));
+            call_reply(ss, c, failure_json(refused), refused);
         free(said);
         call_free(c);
     } else {
@@ -350,8 +413,47 @@ call_sandbox(struct mcp_session *ss, const json_t *id, const json_t *params, str
     return 0;
 }
 
+/* The task a tools/call asks for in params ("task"), into *t (NULL: it
+ * asks for none, or the session did not agree on tasks, and the call is
+ * a plain one).  On error answers and returns -1. */
+static int
+task_for_call(struct mcp_session *ss, const json_t *id, const json_t *params, struct task **t)
+{
+    const json_t *task = ss->tasks_on ? json_object_get(params, "task") : NULL;
+    *t = NULL;
+    if (!task || json_is_null(task))
+        return 0;
+    if (!json_is_object(task)) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_PARAMS, "task: must be an object");
+        return -1;
+    }
+    const char *why = NULL;
+    *t = tasks_create(ss->tasks, task, &why);
+    if (!*t) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* c runs as task t: request id is answered with the task now, and t
+ * follows c's questions.  Returns -1 when out of memory (id answered). */
+static int
+task_begin(struct mcp_session *ss, const json_t *id, struct task *t, struct call *c)
+{
+    json_t *created = task_created_json(t);
+    if (!created) {
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
+    jsonrpc_reply(ss->rpc, id, created);
+    task_watch(t, decide_call_asking(c->dc));
+    return 0;
+}
+
 /* tools/call: parse, build the call, queue it (it starts when there is
- * room; one that asks to leave the sandbox, once a person approved). */
+ * room; one that asks to leave the sandbox, once a person approved).  A
+ * call the client runs as a task is answered with the task at once. */
 static void
 handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
 {
@@ -383,9 +485,21 @@ handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
         sandbox_policy_free(r.parsed); /* call_new parses the new one */
         r.parsed = NULL;
     }
-    struct call *c = r.policy ? build_call(ss, id, &r) : NULL;
+    struct task *t = NULL;
+    if (r.policy && task_for_call(ss, id, params, &t) < 0) {
+        json_decref(r.policy);
+        free(r.sandbox_cwd);
+        sandbox_policy_free(r.parsed);
+        return;
+    }
+    struct call *c = r.policy ? build_call(ss, id, t ? task_call_id(t) : id, &r) : NULL;
     if (!r.policy)
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+    if (t && (!c || task_begin(ss, id, t, c) < 0)) {
+        tasks_discard(t);
+        call_free(c);
+        c = NULL;
+    }
     if (c && r.leave_sandbox) {
         ask_leave_sandbox(ss, c, &r);
     } else if (c) {
@@ -405,12 +519,11 @@ leave_question_close(struct call *c)
     c->leave = NULL;
 }
 
+/* Stops the call with this id: asking, waiting, running or holding its
+ * answer (it ends without one). */
 static void
-handle_cancelled(struct mcp_session *ss, const json_t *params)
+handle_cancelled_id(struct mcp_session *ss, const json_t *id)
 {
-    const json_t *id = json_object_get(params, "requestId");
-    if (!id)
-        return;
     struct call *c = call_list_find(&ss->q.asking, id);
     if (c) {
         call_list_remove(&ss->q.asking, c);
@@ -420,6 +533,14 @@ handle_cancelled(struct mcp_session *ss, const json_t *params)
         return;
     }
     scheduler_cancel(&ss->q, id);
+}
+
+static void
+handle_cancelled(struct mcp_session *ss, const json_t *params)
+{
+    const json_t *id = json_object_get(params, "requestId");
+    if (id && !tasks_cancelled(ss->tasks, id))
+        handle_cancelled_id(ss, id);
 }
 
 /* logging/setLevel {level}: the least severe record the client is sent. */
@@ -454,7 +575,7 @@ on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json
     }
     bool known = strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0 ||
                  strcmp(method, "codex/sandbox-state/update") == 0 ||
-                 strcmp(method, "logging/setLevel") == 0;
+                 strcmp(method, "logging/setLevel") == 0 || (ss->tasks_on && tasks_method(method));
     if (!known) {
         reply_error_fmt(ss, id, JSONRPC_METHOD_NOT_FOUND, "method not found: %s", method);
         return;
@@ -466,7 +587,13 @@ on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json
     }
     if (strcmp(method, "tools/list") == 0) {
         json_t *tool = tool_shell_definition(ss->s->o);
+        if (tool && ss->tasks_on && tool_shell_offer_tasks(tool) < 0) {
+            json_decref(tool);
+            tool = NULL;
+        }
         jsonrpc_reply(rpc, id, tool ? json_pack("{s:[o]}", "tools", tool) : NULL);
+    } else if (tasks_method(method)) {
+        tasks_request(ss->tasks, id, method, params);
     } else if (strcmp(method, "tools/call") == 0) {
         handle_call(ss, id, params);
     } else if (strcmp(method, "logging/setLevel") == 0) {
@@ -537,12 +664,36 @@ session_sink(void *data, struct jsonrpc_out *m)
     return ss->sink(ss->sink_data, m);
 }
 
+/* ---- the session's tasks (tasks.h) ---- */
+
+static struct jsonrpc *
+tasks_rpc(void *data)
+{
+    struct mcp_session *ss = data;
+    return ss->ending ? NULL : ss->rpc;
+}
+
+/* tasks/cancel: the task's call is stopped as notifications/cancelled
+ * stops a request's. */
+static void
+tasks_cancel(void *data, const json_t *call_id)
+{
+    struct mcp_session *ss = data;
+    handle_cancelled_id(ss, call_id);
+}
+
+static const struct tasks_ops tasks_ops = {
+    .rpc = tasks_rpc,
+    .cancel = tasks_cancel,
+};
+
 static void
 session_free(struct mcp_session *ss)
 {
     if (!ss)
         return;
     scheduler_remove_queue(&ss->q);
+    tasks_free(ss->tasks);
     session_sandbox_release(&ss->sandbox);
     client_log_free(ss->client_log);
     decide_client_unref(ss->client);
@@ -569,6 +720,8 @@ session_new(struct mcp_server *s, char **err)
     if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
         *err = NULL;
     free(why);
+    if (rc == 0 && !(ss->tasks = tasks_new(s->o->task_ttl_ms, s->o->max_tasks, &tasks_ops, ss)))
+        rc = -1;
     if (rc == 0 && (!(ss->client_log = client_log_new()) || !(ss->client = decide_client_new()) ||
                     !(ss->net_client = call_net_client_new(s->loop, s->o->sandbox_helper)) ||
                     !(ss->rpc = jsonrpc_new(s->loop, &rpc_handler, ss, s->o->max_message_bytes))))
@@ -634,7 +787,7 @@ session_drop_waiting(struct mcp_session *ss, const char *answer)
         call_list_remove(&ss->q.asking, c);
         leave_question_close(c);
         if (answer)
-            jsonrpc_reply_error(ss->rpc, c->id, JSONRPC_INTERNAL_ERROR, answer);
+            call_reply_error(ss, c, JSONRPC_INTERNAL_ERROR, answer);
         call_free(c);
     }
     scheduler_drop_waiting(&ss->q, answer);
@@ -666,6 +819,10 @@ mcp_session_new(struct mcp_server *s, mcp_session_sink_fn sink, mcp_session_pend
     ss->pending = pending;
     ss->sink_data = data;
     ss->q.streams = true;
+    /* over HTTP a notification with no stream open waits in a bounded
+     * backlog, where status changes the client polls for anyway could
+     * push out a question it has not fetched yet */
+    tasks_set_notify(ss->tasks, false);
     jsonrpc_start_sink(ss->rpc, session_sink, ss);
     return ss;
 }

@@ -150,6 +150,13 @@ handle_post(struct hconn *hc, const struct http_request *r, const char *sid)
         hconn_bind(hc, se);
     }
     feed(se, r); /* an answer may go out before this returns */
+    /* a tasks/result that waits: what waited for a stream goes on its
+     * own, so that a client without the GET stream still gets the task's
+     * questions (MCP tasks: where a task's messages go is the server's
+     * choice, and the client expects them on any stream) */
+    if (is_request && strcmp(method, "tasks/result") == 0 && !se->get && se->backlog &&
+        hc->sess == se && json_array_size(hc->ids) > 0)
+        hsess_flush_backlog(se, hc);
     if (!is_request) {
         if (method && strcmp(method, "notifications/cancelled") == 0)
             hsess_cancelled(se, msg);

@@ -195,6 +195,8 @@ answer_end(struct call_queue *q, struct call *c, const struct shell_call_result 
         .aborted = c->aborted,
         .said = c->said,
     };
+    if (q->ops->keep && q->ops->keep(q, c, &cr))
+        return false; /* a task's: not sent now, so never held */
     if (!q->ending && !sch->stopped && !answer_fits(q, c, call_result_size(&cr)) &&
         hold_answer(q, c, &cr) == 0)
         return true; /* answered by scheduler_send_held */

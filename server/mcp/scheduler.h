@@ -35,6 +35,9 @@ struct call_queue_ops {
     size_t (*pending)(const struct call_queue *q);
     /* a running call of q has ended (answered, held or dropped) */
     void (*ended)(struct call_queue *q);
+    /* may be NULL: whether q's owner keeps c's result (cr, borrowed)
+     * instead of sending it: an MCP task's (tasks.h), never held */
+    bool (*keep)(struct call_queue *q, struct call *c, const struct call_result *cr);
 };
 
 /* One session's calls (embedded in the session; scheduler_add_queue). */

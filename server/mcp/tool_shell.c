@@ -192,3 +192,9 @@ tool_shell_request(const struct server_options *o, const json_t *params, const j
     r->progress_token = json_is_string(token) || json_is_integer(token) ? token : NULL;
     return 0;
 }
+
+int
+tool_shell_offer_tasks(json_t *tool)
+{
+    return json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "optional"));
+}

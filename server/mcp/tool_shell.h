@@ -14,6 +14,11 @@
  * shell name zsh).  NULL when out of memory. */
 json_t *tool_shell_definition(const struct server_options *o);
 
+/* The tool may run as an MCP task (execution.taskSupport "optional",
+ * tasks.h): for a session that agreed on a protocol with tasks.  Returns
+ * 0, or -1 when out of memory. */
+int tool_shell_offer_tasks(json_t *tool);
+
 /* A tools/call's params name this tool and carry an arguments object
  * (*args, borrowed from params).  Returns 0, or -1 with *err (malloc'd;
  * NULL: out of memory) for an invalid-params answer. */

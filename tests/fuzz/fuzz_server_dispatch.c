@@ -2,10 +2,10 @@
  * libFuzzer target for the server's message dispatcher: bytes go through
  * the JSON-RPC framing into the MCP handlers (initialize, tools/list,
  * tools/call validation and queueing, sandbox-state updates, cancellation,
- * answers to unknown requests).  No call is started (max_calls is 0, so
- * valid calls wait in the queue until shutdown answers them), answers are
- * serialised and dropped, and every input ends with a full shutdown, so a
- * leak or a use-after-free on any path is found.
+ * MCP tasks and their methods, answers to unknown requests).  No call is
+ * started (max_calls is 0, so valid calls wait in the queue until shutdown
+ * answers them), answers are serialised and dropped, and every input ends
+ * with a full shutdown, so a leak or a use-after-free on any path is found.
  */
 #include "server/mcp/mcp.h"
 #include "common/log.h"
@@ -32,6 +32,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .max_message_bytes = 4096,
         .kill_grace_ms = 0,
         .log_level = LOG_LEVEL_ERROR,
+        .task_ttl_ms = 1000,
+        .max_tasks = 4,
     };
     log_set_level(LOG_LEVEL_ERROR);
     uv_loop_t loop;

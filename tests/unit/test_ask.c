@@ -389,6 +389,104 @@ test_one_at_a_time_and_withdraw(void **state)
     asker_release(&c);
 }
 
+/* A line's watch: what it was told, in order, and its release. */
+struct watcher {
+    char told[16]; /* '1' out, '0' none out */
+    size_t n;
+    int released;
+};
+
+static void
+watch_out(void *data, bool out)
+{
+    struct watcher *w = data;
+    if (w->n < sizeof(w->told) - 1)
+        w->told[w->n++] = out ? '1' : '0';
+}
+
+static void
+watch_release(void *data)
+{
+    ((struct watcher *)data)->released++;
+}
+
+/* The watch hears of a question out once per change (an answer followed
+ * at once by the next question is no change), every question carries its
+ * _meta beside the asker's params, and it ends, released once, when the
+ * line's peer goes: nothing is told after. */
+static void
+test_watch(void **state)
+{
+    struct fixture *f = *state;
+    struct asker a = {0}, b = {0}, c = {0};
+    struct watcher w = {0};
+    json_t *meta = json_pack("{s:{s:s}}", "io.modelcontextprotocol/related-task", "taskId", "t1");
+    ask_line_watch(f->line, meta, watch_out, watch_release, &w);
+    json_decref(meta);
+    assert_int_equal(w.n, 0);
+    assert_non_null(ask_put(f->line, &how, &a));
+    assert_non_null(ask_put(f->line, &how, &b));
+    assert_string_equal(w.told, "1");
+    json_t *req = next_message(f);
+    const json_t *p = json_object_get(req, "params");
+    assert_string_equal(json_string_value(json_object_get(p, "message")), "Allow?");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(p, "_meta"), "io.modelcontextprotocol/related-task"),
+            "taskId")),
+        "t1");
+    reply(f, req, "\"result\":{\"action\":\"decline\"}", &a);
+    json_decref(req);
+    /* a answered, b out at once: still out, nothing told */
+    assert_string_equal(w.told, "1");
+    req = next_message(f);
+    assert_non_null(json_object_get(json_object_get(req, "params"), "_meta"));
+    reply(f, req, "\"result\":{\"action\":\"decline\"}", &b);
+    json_decref(req);
+    assert_string_equal(w.told, "10");
+    /* withdrawn while out: told too */
+    struct ask_question *qc = ask_put(f->line, &how, &c);
+    assert_non_null(qc);
+    json_decref(next_message(f));
+    ask_withdraw(qc);
+    assert_string_equal(w.told, "1010");
+    json_t *closed = next_message(f);
+    assert_string_equal(json_string_value(json_object_get(closed, "method")),
+                        "notifications/cancelled");
+    json_decref(closed);
+    assert_int_equal(w.released, 0);
+    ask_line_set_peer(f->line, NULL);
+    assert_int_equal(w.released, 1);
+    ask_line_set_peer(f->line, &f->peer);
+    struct asker d = {0};
+    assert_non_null(ask_put(f->line, &how, &d));
+    json_t *plain = next_message(f);
+    assert_null(json_object_get(json_object_get(plain, "params"), "_meta"));
+    reply(f, plain, "\"result\":{\"action\":\"decline\"}", &d);
+    json_decref(plain);
+    assert_int_equal(w.n, 4);
+    assert_int_equal(w.released, 1);
+    asker_release(&a);
+    asker_release(&b);
+    asker_release(&c);
+    asker_release(&d);
+}
+
+/* A watch still on the line when it is freed is released then. */
+static void
+test_watch_released_with_line(void **state)
+{
+    struct fixture *f = *state;
+    struct watcher w = {0};
+    struct ask_line *l = ask_line_new(NULL, NULL);
+    assert_non_null(l);
+    ask_line_set_peer(l, &f->peer);
+    ask_line_watch(l, NULL, watch_out, watch_release, &w);
+    ask_line_unref(l);
+    assert_int_equal(w.released, 1);
+    assert_int_equal(w.n, 0);
+}
+
 /* Nobody to ask: nothing is sent and nothing is called. */
 static void
 test_nobody_to_ask(void **state)
@@ -415,6 +513,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_always_not_taken_is_asked_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_at_a_time_and_withdraw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nobody_to_ask, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_released_with_line, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

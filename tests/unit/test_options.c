@@ -314,6 +314,34 @@ test_listen(void **state)
     free(err);
 }
 
+/* MCP tasks: --task-ttl-ms and --max-tasks, their defaults and bounds. */
+static void
+test_tasks(void **state)
+{
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err), OPTIONS_RUN);
+    assert_int_equal(o.task_ttl_ms, 3600000);
+    assert_int_equal(o.max_tasks, 16);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--task-ttl-ms", "86400000", "--max-tasks=4096"), OPTIONS_RUN);
+    assert_int_equal(o.task_ttl_ms, 86400000);
+    assert_int_equal(o.max_tasks, 4096);
+    options_release(&o);
+    const char *bad[][3] = {
+        {"--max-tasks", "0", "--max-tasks: '0' is not a number from 1 to 4096"},
+        {"--max-tasks", "4097", "--max-tasks: '4097' is not a number from 1 to 4096"},
+        {"--task-ttl-ms", "0", "--task-ttl-ms: '0' is not a number from 1 to 86400000"},
+        {"--task-ttl-ms", "86400001", "--task-ttl-ms: '86400001' is not a number from 1 to "},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(PARSE(&o, &err, bad[i][0], bad[i][1]), OPTIONS_ERROR);
+        if (strncmp(err, bad[i][2], strlen(bad[i][2])) != 0)
+            fail_msg("%s '%s': '%s' is not '%s...'", bad[i][0], bad[i][1], err, bad[i][2]);
+        free(err);
+    }
+}
+
 /* A program that cannot run stops the start; --doctor keeps it to say so. */
 static void
 test_programs_checked(void **state)
@@ -403,6 +431,7 @@ main(void)
         cmocka_unit_test(test_login_snapshot),
         cmocka_unit_test(test_allow_unix_socket),
         cmocka_unit_test(test_listen),
+        cmocka_unit_test(test_tasks),
         cmocka_unit_test(test_programs_checked),
         cmocka_unit_test(test_shell),
         cmocka_unit_test(test_escalated_children),
