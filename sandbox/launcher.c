@@ -327,6 +327,9 @@ sandbox_launcher_run(int ctl)
     char *buf = malloc(SANDBOX_LAUNCHER_REQ_MAX);
     if (buf == NULL)
         sandbox_helper_die(ENOMEM, "launcher: the request buffer");
+    int rc = reply(ctl, 0, 0, getpid(), -1); /* ready */
+    if (rc < 0)
+        sandbox_helper_die(-rc, "launcher: saying it is ready");
     for (;;) {
         int fds[FD_PASS_MAX_FDS];
         size_t nfds = 0;
@@ -337,7 +340,7 @@ sandbox_launcher_run(int ctl)
             _exit(0); /* the server closed its end */
         if (n < 0 && n != -EBADMSG && n != -EMSGSIZE)
             sandbox_helper_die((int)-n, "launcher: reading a request");
-        int rc = serve(&l, buf, n, msg_flags, fds, nfds);
+        rc = serve(&l, buf, n, msg_flags, fds, nfds);
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         /* the next child must not find this request in its copy */

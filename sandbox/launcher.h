@@ -12,8 +12,11 @@
  * cgroup; CLONE_PIDFD), answers with the child's pid and pidfd, and goes on
  * to the next request.  The child puts its fds in place and runs what
  * execgate-sandbox's main runs after parsing nothing (sandbox_helper_main).
- * A malformed request is answered with an errno and the launcher serves
- * on; the launcher ends at EOF on the control socket.  This header is the
+ * Before any request the launcher says it is one: a reply with id 0, err
+ * 0 and its pid, no fd (a program that is no launcher says nothing of the
+ * kind, and the server starts its helpers the other way).  A malformed
+ * request is answered with an errno and the launcher serves on; the
+ * launcher ends at EOF on the control socket.  This header is the
  * wire format too: the server's side is server/call/launcher_client.
  */
 #ifndef EXECGATE_SANDBOX_LAUNCHER_H

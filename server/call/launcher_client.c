@@ -84,7 +84,10 @@ launcher_client_stop(void)
     forget(false);
 }
 
-/* Starts the launcher of file.  Returns 0 or -errno. */
+static int await_reply(uint64_t id, pid_t *pid, int *pidfd);
+
+/* Starts the launcher of file and waits for its word that it is one.
+ * Returns 0, or -errno (-EPROTO: file said no such thing). */
 static int
 start_launcher(const char *file)
 {
@@ -123,6 +126,15 @@ start_launcher(const char *file)
     L.sock = sv[0];
     L.pid = pid;
     L.pidfd = pidfd;
+    pid_t said = 0;
+    int none = -1;
+    rc = await_reply(0, &said, &none);
+    if (rc != 0 || said != pid) {
+        if (none >= 0)
+            close(none);
+        forget(true);
+        return rc < 0 ? rc : -EPROTO;
+    }
     log_info("sandbox launcher started (pid %d): calls start their helper from it", (int)pid);
     return 0;
 }
@@ -231,8 +243,8 @@ await_reply(uint64_t id, pid_t *pid, int *pidfd)
         rc = -EPROTO;
     else if (r.err != 0)
         rc = r.err > 0 && nfds == 0 ? r.err : -EPROTO;
-    else if (nfds != 1 || r.pid <= 0)
-        rc = -EPROTO;
+    else if (nfds != (id != 0 ? 1 : 0) || r.pid <= 0)
+        rc = -EPROTO; /* id 0 is the word that it is ready: no fd */
     if (rc != 0) {
         if (nfds == 1)
             close(fd);
@@ -301,7 +313,9 @@ launcher_client_spawn(const struct spawn_options *o, pid_t *pid, int *pidfd)
         if (L.sock < 0) {
             int rc = start_launcher(o->file);
             if (rc < 0) {
-                log_warn("sandbox launcher: cannot start %s (%s); this call starts its helper "
+                /* not once per call: a helper that is no launcher stays one */
+                L.unsupported = true;
+                log_warn("sandbox launcher: cannot start %s (%s); every call starts its helper "
                          "directly",
                          o->file, strerror(-rc));
                 return 1;

@@ -686,8 +686,9 @@ test_no_fd_leak_across_calls(void **state)
 }
 
 /* The server's children (all its threads), or -1. */
-/* The server's cgroup guard, a child of the server for its whole life
- * (where calls get cgroups): not one a call left. */
+/* The server's cgroup guard (where calls get cgroups) or its sandbox
+ * launcher, each a child of the server for its whole life: not one a call
+ * left. */
 static bool
 is_cgroup_guard(pid_t pid)
 {
@@ -701,7 +702,7 @@ is_cgroup_guard(pid_t pid)
     for (size_t i = 0; i < n; i++)
         if (buf[i] == '\0')
             buf[i] = ' ';
-    return strstr(buf, "--cgroup-guard") != NULL;
+    return strstr(buf, "--cgroup-guard") != NULL || strstr(buf, " --launcher") != NULL;
 }
 
 static int
