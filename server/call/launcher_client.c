@@ -95,12 +95,17 @@ start_launcher(const char *file)
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
     char *argv[] = {(char *)file, (char *)SANDBOX_LAUNCHER_OPT, NULL};
+    /* No environment: each child gets its call's, and what the server's
+     * own holds must not sit in the memory (and /proc/PID/environ) that
+     * every child, a sandbox's init among them, starts as a copy of. */
+    char *no_env[] = {NULL};
     struct spawn_fd fds[] = {{STDERR_FILENO, STDERR_FILENO}, {sv[1], SANDBOX_LAUNCHER_FD}};
     struct spawn_options o = {
         .file = file,
         .argv = argv,
         .fds = fds,
         .n_fds = 2,
+        .env = no_env,
         .die_with_server = true,
     };
     pid_t pid = -1;
