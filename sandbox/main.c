@@ -4,6 +4,7 @@
  *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]
  *                    [--allow-degraded] [--argv0 NAME] [--protect PATH]... [--hide PATH]...
  *                    -- PROGRAM ARGS...
+ *   execgate-sandbox --launcher   (the server's, sandbox/launcher.h)
  *
  * One-shot and fail-closed: any setup error ends the helper with status 125
  * (SANDBOX_EXIT_SETUP_FAILED) and one line on stderr, and nothing runs.
@@ -50,7 +51,10 @@ usage(FILE *out)
             "--hide PATH (repeatable, absolute): under read-only and workspace-write,\n"
             "what PATH names when the helper starts (symlinks followed) is covered by an\n"
             "empty read-only directory or file: the command can neither read, list,\n"
-            "write nor connect to it (a missing PATH needs nothing; see docs/sandbox.md).\n");
+            "write nor connect to it (a missing PATH needs nothing; see docs/sandbox.md).\n"
+            "\n"
+            "execgate-sandbox --launcher: started by the server once, serves requests to\n"
+            "start a helper on the SOCK_SEQPACKET socket at fd 3 (see docs/sandbox.md).\n");
 }
 
 int
