@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -284,6 +286,78 @@ test_confined_call(void **state)
     raw_stop(&r);
 }
 
+/* Whether process pid or a descendant holds an fd open on (dev, ino);
+ * fails when one of their fd tables cannot be read. */
+static bool
+tree_holds(pid_t pid, dev_t dev, ino_t ino)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (d == NULL && errno == ENOENT)
+        return false; /* gone meanwhile */
+    must(d != NULL, path);
+    bool held = false;
+    struct dirent *e;
+    while (!held && (e = readdir(d)) != NULL) {
+        struct stat st;
+        char fd_path[96 + 256];
+        snprintf(fd_path, sizeof fd_path, "%s/%s", path, e->d_name);
+        if (e->d_name[0] != '.' && stat(fd_path, &st) == 0)
+            held = st.st_dev == dev && st.st_ino == ino;
+    }
+    closedir(d);
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *f = fopen(path, "re");
+    long child;
+    while (!held && f && fscanf(f, "%ld", &child) == 1)
+        held = tree_holds((pid_t)child, dev, ino);
+    if (f)
+        fclose(f);
+    return held;
+}
+
+/* A confined call's processes outside and inside its PID namespace (the
+ * helper, the init, the command) hold nothing of the launcher's: not its
+ * control socket, which none of them execs away. */
+static void
+test_call_holds_no_launcher_fd(void **state)
+{
+    (void)state;
+    struct raw r;
+    raw_start(&r);
+    char ctl_path[64];
+    snprintf(ctl_path, sizeof ctl_path, "/proc/%d/fd/%d", (int)r.pid, SANDBOX_LAUNCHER_FD);
+    struct stat ctl;
+    must(stat(ctl_path, &ctl) == 0, "stat the launcher's control socket");
+    int out[2], gate[2];
+    must(pipe2(out, O_CLOEXEC) == 0 && pipe2(gate, O_CLOEXEC) == 0, "pipe");
+    int fds[3] = {out[1], out[1], gate[0]};
+    int32_t at[3] = {1, 2, 8};
+    size_t len = 0;
+    char *req = request_for(1, READ_ONLY, "echo ready; read x <&8; echo done", at, 3, &len);
+    pid_t pid = -1;
+    int pidfd = -1;
+    assert_int_equal(raw_send(&r, req, len, fds, 3, 1, &pid, &pidfd), 0);
+    free(req);
+    close(out[1]);
+    close(gate[0]);
+    char ready[6] = "";
+    assert_int_equal(read(out[0], ready, sizeof ready), 6);
+    assert_memory_equal(ready, "ready\n", 6);
+    /* the whole tree is up: the command runs inside the init */
+    assert_false(tree_holds(pid, ctl.st_dev, ctl.st_ino));
+    assert_true(tree_holds(r.pid, ctl.st_dev, ctl.st_ino)); /* the check can see it */
+    assert_int_equal(write(gate[1], "go\n", 3), 3);
+    close(gate[1]);
+    char *rest = read_all(out[0]);
+    close(out[0]);
+    assert_string_equal(rest, "done\n");
+    free(rest);
+    assert_int_equal(wait_pidfd(pidfd), 0);
+    raw_stop(&r);
+}
+
 /* Each malformed request gets its errno and starts nothing; the fds it
  * carried are closed in the launcher; a good request after them runs. */
 static void
@@ -460,6 +534,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calls_see_no_other_calls_fds),
         cmocka_unit_test(test_confined_call),
+        cmocka_unit_test(test_call_holds_no_launcher_fd),
         cmocka_unit_test(test_malformed_requests_are_refused),
         cmocka_unit_test(test_killed_launcher_restarts),
         /* last: it turns the launcher off for this process */
