@@ -59,6 +59,7 @@ struct request {
 
 struct launcher {
     int ctl;
+    char *opt;    /* main's argv[1], in the memory ps reads the command line from */
     int null_fd;  /* /dev/null, for 0-2 a request does not give */
     pid_t server; /* the launcher's parent, each child's parent too */
 };
@@ -152,6 +153,11 @@ child(const struct launcher *l, const struct request *rq)
     if ((rq->head->flags & SANDBOX_LAUNCHER_NEW_SESSION) && setsid() < 0)
         sandbox_helper_die(errno, "launcher: setsid");
     place_fds(l, rq);
+    /* not taken for the launcher by ps, nor by a count of the server's
+     * own children (same length or shorter: the rest NULs) */
+    size_t len = strlen(l->opt);
+    memset(l->opt, 0, len);
+    memcpy(l->opt, SANDBOX_LAUNCHER_CHILD_ARG, strlen(SANDBOX_LAUNCHER_CHILD_ARG));
     environ = rq->env;
     int argc = (int)rq->head->n_argv;
     sandbox_helper_main(argc, rq->argv);
@@ -277,8 +283,8 @@ start(const struct launcher *l, const struct request *rq, int *pidfd)
     return (pid_t)pid;
 }
 
-/* Serves one received message.  Returns 0, or -errno when the control
- * socket failed (the launcher ends). */
+/* Serves one received message and closes its nfds fds.  Returns 0, or
+ * -errno when the control socket failed (the launcher ends). */
 static int
 serve(const struct launcher *l, char *buf, ssize_t n, int msg_flags, int *fds, size_t nfds)
 {
@@ -299,6 +305,10 @@ serve(const struct launcher *l, char *buf, ssize_t n, int msg_flags, int *fds, s
         pid = start(l, &rq, &pidfd);
         err = pid < 0 ? (int)-pid : 0;
     }
+    /* the child has its copies: none of the request's stays here, and
+     * none is left by the time the server hears back */
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
     int rc = reply(l->ctl, id, err, err ? 0 : pid, pidfd);
     /* a child nobody will hear of must not run */
     if (rc < 0 && pidfd >= 0)
@@ -310,9 +320,11 @@ serve(const struct launcher *l, char *buf, ssize_t n, int msg_flags, int *fds, s
 }
 
 noreturn void
-sandbox_launcher_run(int ctl)
+sandbox_launcher_run(int ctl, char *opt)
 {
-    struct launcher l = {.ctl = ctl, .server = getppid()};
+    struct launcher l = {.ctl = ctl, .opt = opt, .server = getppid()};
+    if (strlen(opt) < strlen(SANDBOX_LAUNCHER_CHILD_ARG))
+        sandbox_helper_die(0, "launcher: \"%s\" is too short to rename", opt);
     int type = 0;
     socklen_t len = sizeof type;
     if (getsockopt(ctl, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
@@ -340,9 +352,7 @@ sandbox_launcher_run(int ctl)
             _exit(0); /* the server closed its end */
         if (n < 0 && n != -EBADMSG && n != -EMSGSIZE)
             sandbox_helper_die((int)-n, "launcher: reading a request");
-        rc = serve(&l, buf, n, msg_flags, fds, nfds);
-        for (size_t i = 0; i < nfds; i++)
-            close(fds[i]);
+        rc = serve(&l, buf, n, msg_flags, fds, nfds); /* closes fds */
         /* the next child must not find this request in its copy */
         if (n > 0)
             memset(buf, 0,

@@ -76,8 +76,14 @@ struct sandbox_launcher_reply {
     uint32_t pad;
 };
 
+/* What a launcher's child shows in place of SANDBOX_LAUNCHER_OPT in its
+ * command line (/proc/PID/cmdline, ps): one call's helper, not the
+ * launcher. */
+#define SANDBOX_LAUNCHER_CHILD_ARG "--call"
+
 /* Serves requests on ctl until EOF; exits 0 then, 125 on an error of the
- * socket itself. */
-noreturn void sandbox_launcher_run(int ctl);
+ * socket itself.  opt is main's argv[1] (SANDBOX_LAUNCHER_OPT), which each
+ * child overwrites with SANDBOX_LAUNCHER_CHILD_ARG. */
+noreturn void sandbox_launcher_run(int ctl, char *opt);
 
 #endif

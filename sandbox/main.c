@@ -69,6 +69,6 @@ main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], SANDBOX_LAUNCHER_OPT) == 0)
-        sandbox_launcher_run(SANDBOX_LAUNCHER_FD); /* does not return */
-    sandbox_helper_main(argc, argv);               /* does not return */
+        sandbox_launcher_run(SANDBOX_LAUNCHER_FD, argv[1]); /* does not return */
+    sandbox_helper_main(argc, argv);                        /* does not return */
 }

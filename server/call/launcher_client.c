@@ -54,21 +54,18 @@ launcher_client_pid(void)
     return L.sock >= 0 ? L.pid : 0;
 }
 
-/* Forgets the launcher, killing it when kill is set, and reaps it unless
- * the subreaper did. */
+/* Forgets the launcher.  With kill, kills it and reaps it (unless the
+ * subreaper did), so that whatever it was doing is over; without, it ends
+ * at the EOF just sent and is the subreaper's (or the caller's) to reap. */
 static void
 forget(bool kill)
 {
     if (L.sock >= 0)
         close(L.sock);
     if (L.pidfd >= 0) {
-        if (kill)
-            syscall(SYS_pidfd_send_signal, L.pidfd, SIGKILL, NULL, 0);
         siginfo_t info;
-        /* it exits at the EOF just sent: wait for it only when killed or
-         * gone, never for a live one (the subreaper takes it later) */
-        (void)waitid((idtype_t)P_PIDFD, (id_t)L.pidfd, &info,
-                     WEXITED | __WALL | (kill ? 0 : WNOHANG));
+        if (kill && syscall(SYS_pidfd_send_signal, L.pidfd, SIGKILL, NULL, 0) == 0)
+            (void)waitid((idtype_t)P_PIDFD, (id_t)L.pidfd, &info, WEXITED | __WALL);
         close(L.pidfd);
     }
     L.sock = -1;
@@ -76,6 +73,25 @@ forget(bool kill)
     L.pid = 0;
     free(L.file);
     L.file = NULL;
+}
+
+/* How the launcher ended, for the log, if it has (it is not reaped
+ * here): "killed by signal N", "exited N", or "still running" (wedged). */
+static const char *
+how_it_ended(char *buf, size_t len)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (L.pidfd < 0 ||
+        waitid((idtype_t)P_PIDFD, (id_t)L.pidfd, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0)
+        return "reaped already";
+    if (info.si_pid == 0)
+        return "still running";
+    if (info.si_code == CLD_EXITED)
+        snprintf(buf, len, "exited %d", info.si_status);
+    else
+        snprintf(buf, len, "killed by signal %d", info.si_status);
+    return buf;
 }
 
 void
@@ -260,20 +276,68 @@ await_reply(uint64_t id, pid_t *pid, int *pidfd)
     return 0;
 }
 
-/* A launcher that may have started the call's child and did not say so:
- * kill whatever is in the call's cgroup (it was empty before: only that
- * child can be there).  Returns 0 when that was possible. */
+/* The pids listed in the call's cgroup.procs into pids (up to max);
+ * returns how many, or -errno. */
+static int
+listed(int into, pid_t *pids, int max)
+{
+    int fd = openat(into, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char buf[4096];
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) != 0) {
+        if (n < 0 && errno != EINTR) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        len += n > 0 ? (size_t)n : 0;
+    }
+    close(fd);
+    buf[len] = '\0';
+    int count = 0;
+    for (char *p = buf; *p && count < max;) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        pids[count++] = (pid_t)pid;
+        p = end + strspn(end, "\n");
+    }
+    return count;
+}
+
+/*
+ * The launcher died (and was reaped) after a request was sent: whether it
+ * started the call's child first.  The call's cgroup held nothing before,
+ * so what it holds now is that child: each process there is killed by a
+ * pidfd taken while it was still listed (not by cgroup.kill: the kernel
+ * kills every later child created in a cgroup that was, and the call
+ * may still start in it).  Returns 0 (nothing there), 1 (killed) or
+ * -errno (cannot tell: no v2 cgroup to look in).
+ */
 static int
 kill_unannounced(const struct spawn_options *o)
 {
-    if (!o->join)
+    if (!o->join || o->join->into < 0)
         return -ESRCH;
-    int fd = openat(o->join->into, "cgroup.kill", O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = write(fd, "1", 1) == 1 ? 0 : -errno;
-    close(fd);
-    return rc;
+    pid_t pids[64];
+    int n = listed(o->join->into, pids, 64);
+    for (int i = 0; i < n; i++) {
+        int pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+        pid_t again[64];
+        int m = pidfd < 0 ? 0 : listed(o->join->into, again, 64);
+        bool still = false;
+        for (int j = 0; j < m && !still; j++)
+            still = again[j] == pids[i];
+        if (still)
+            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        if (pidfd >= 0)
+            close(pidfd);
+    }
+    return n < 0 ? n : n > 0;
 }
 
 /* One request to the running launcher.  Returns 0 (started), a positive
@@ -336,18 +400,24 @@ launcher_client_spawn(const struct spawn_options *o, pid_t *pid, int *pidfd)
             return 1;
         }
         pid_t gone = L.pid;
-        forget(true);
+        char how_buf[48];
+        const char *how = how_it_ended(how_buf, sizeof how_buf);
+        forget(true); /* dead and reaped: any clone3 of it is complete */
         if (rc != -EPIPE) {
             /* it may have started the child before it went: that child
              * must not run beside the one started next */
             int k = kill_unannounced(o);
-            log_warn("sandbox launcher (pid %d) failed during a call (%s)%s", (int)gone,
+            log_warn("sandbox launcher (pid %d, %s) failed during a call (%s)%s", (int)gone, how,
                      strerror(-rc),
-                     k == 0 ? "; the call's cgroup killed, the call starts its helper directly"
-                            : "; the call fails: a child of it may have started");
-            return k == 0 ? 1 : rc;
+                     k == 0   ? "; it started nothing: starting a new one"
+                     : k == 1 ? "; the child it started was killed and the call fails, so that "
+                                "its command cannot run twice"
+                              : "; the call fails: a child of it may have started");
+            if (k != 0)
+                return k == 1 ? -ECANCELED : rc;
+            continue;
         }
-        log_warn("sandbox launcher (pid %d) has gone; starting a new one", (int)gone);
+        log_warn("sandbox launcher (pid %d) has gone (%s); starting a new one", (int)gone, how);
     }
     return 1;
 }

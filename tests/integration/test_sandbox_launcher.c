@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fd_pass.h"
@@ -37,6 +39,7 @@
 #include "server/call/launcher_client.h"
 #include "server/call/spawn_options.h"
 #include "tests/support/fds.h"
+#include "tests/support/mcp_client.h"
 #include "tests/support/test_user.h"
 
 #ifndef P_PIDFD
@@ -410,6 +413,9 @@ test_malformed_requests_are_refused(void **state)
     assert_int_equal(raw_call(&r, 6, DANGER, "echo still serving", -1, -1, &out), 0);
     assert_string_equal(out, "still serving\n");
     free(out);
+    /* one more round trip: the launcher is done with the call before it
+     * (it closes the pidfd it sent after sending it) */
+    assert_int_equal(raw_send(&r, "garbage", 7, NULL, 0, 0, &pid, &pidfd), EMSGSIZE);
     assert_int_equal(raw_fd_count(&r), before);
     raw_stop(&r);
 }
@@ -490,6 +496,101 @@ test_killed_launcher_restarts(void **state)
     assert_int_equal(fds_open_count(), fds_before);
 }
 
+/* ---- through the server ---- */
+
+/* The server's child whose command line holds --launcher, or 0. */
+static pid_t
+launcher_of(pid_t server)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)server, (int)server);
+    FILE *f = fopen(path, "re");
+    must(f != NULL, path);
+    long child;
+    pid_t found = 0;
+    while (found == 0 && fscanf(f, "%ld", &child) == 1) {
+        char cmd[64], line[256] = "";
+        snprintf(cmd, sizeof cmd, "/proc/%ld/cmdline", child);
+        FILE *c = fopen(cmd, "re");
+        size_t n = c ? fread(line, 1, sizeof line - 1, c) : 0;
+        if (c)
+            fclose(c);
+        for (size_t i = 0; i < n; i++)
+            line[i] = line[i] ? line[i] : ' ';
+        if (strstr(line, " " SANDBOX_LAUNCHER_OPT))
+            found = (pid_t)child;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Whether pid is gone, reaped (no zombie left). */
+static bool
+reaped(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    return access(path, F_OK) != 0;
+}
+
+/* One shell call's output through the server; asserts exit code 0. */
+static char *
+server_call(struct mcp_client *c, const char *command)
+{
+    json_t *a = mcp_client_shell(c, command, "/");
+    const json_t *r = json_object_get(json_object_get(a, "result"), "structuredContent");
+    assert_non_null(r);
+    if (json_integer_value(json_object_get(r, "exit_code")) != 0) {
+        char *text = json_dumps(r, 0);
+        fail_msg("%s: %s", command, text ? text : "(no text)");
+    }
+    char *out = strdup(json_string_value(json_object_get(r, "output")));
+    assert_non_null(out);
+    json_decref(a);
+    return out;
+}
+
+/* The real server: its first call starts a launcher (its child); that
+ * launcher killed, the next call starts another and runs, the dead one is
+ * reaped, and the server holds as many fds as before. */
+static void
+test_server_replaces_a_killed_launcher(void **state)
+{
+    (void)state;
+    const char *server = getenv("EXECGATE_TEST_SERVER");
+    const char *bash = getenv("EXECGATE_TEST_BASH");
+    const char *unpriv = getenv("EXECGATE_TEST_UNPRIVILEGED");
+    /* the server as the test user: the server suites' own variants */
+    if (server == NULL || bash == NULL || (unpriv && strcmp(unpriv, "1") == 0))
+        skip();
+    const char *argv[] = {server, "--bash", bash, "--sandbox-helper", helper, NULL};
+    struct mcp_client *c = mcp_client_start(argv, NULL);
+    json_decref(mcp_client_initialize(c));
+    char *out = server_call(c, "echo one");
+    assert_string_equal(out, "one\n");
+    free(out);
+    pid_t first = launcher_of(mcp_client_pid(c));
+    assert_true(first > 0);
+    int fds = mcp_client_fd_count(c);
+    must(kill(first, SIGKILL) == 0, "kill the launcher");
+    out = server_call(c, "echo two");
+    assert_string_equal(out, "two\n");
+    free(out);
+    pid_t second = launcher_of(mcp_client_pid(c));
+    assert_true(second > 0 && second != first);
+    assert_int_equal(mcp_client_fd_count(c), fds);
+    /* the server reaps the killed one (its subreaper): waits on the state,
+     * up to 10 s, for the signal to be handled */
+    for (int i = 0; i < 200 && !reaped(first); i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(reaped(first));
+    mcp_client_close_stdin(c);
+    assert_int_equal(mcp_client_wait_exit(c, 30000), 0);
+    mcp_client_free(c);
+}
+
 /* A helper that is no launcher (it says nothing on the socket): the call
  * is left to the other start, and so is every later one. */
 static void
@@ -537,6 +638,7 @@ main(void)
         cmocka_unit_test(test_call_holds_no_launcher_fd),
         cmocka_unit_test(test_malformed_requests_are_refused),
         cmocka_unit_test(test_killed_launcher_restarts),
+        cmocka_unit_test(test_server_replaces_a_killed_launcher),
         /* last: it turns the launcher off for this process */
         cmocka_unit_test(test_no_launcher_falls_back),
     };

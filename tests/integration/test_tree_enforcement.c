@@ -688,7 +688,7 @@ test_no_fd_leak_across_calls(void **state)
 /* The server's children (all its threads), or -1. */
 /* The server's cgroup guard (where calls get cgroups) or its sandbox
  * launcher, each a child of the server for its whole life: not one a call
- * left. */
+ * left (a call's helper from the launcher shows "--call" in its place). */
 static bool
 is_cgroup_guard(pid_t pid)
 {
