@@ -351,8 +351,10 @@ request(const struct spawn_options *o, pid_t *pid, int *pidfd)
     size_t nfds = 0, len = 0;
     uint64_t id = ++L.next_id;
     char *buf = build_request(o, id, &len, fds, &nfds);
+    /* a call too long for one request is this call's matter: not E2BIG,
+     * which from the launcher means the kernel's clone3 is too old */
     if (buf == NULL)
-        return errno;
+        return errno == E2BIG ? EMSGSIZE : errno;
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     ssize_t sent = fd_pass_send(L.sock, &iov, 1, fds, nfds);
     free(buf);
