@@ -496,6 +496,32 @@ test_killed_launcher_restarts(void **state)
     assert_int_equal(fds_open_count(), fds_before);
 }
 
+/* A call too long for one request is started the other way, alone: the
+ * next call goes through the launcher again. */
+static void
+test_oversized_call_alone_falls_back(void **state)
+{
+    (void)state;
+    size_t big = SANDBOX_LAUNCHER_REQ_MAX + 1;
+    char *script = malloc(big + 16);
+    assert_non_null(script);
+    strcpy(script, "echo big; : ");
+    memset(script + strlen(script), 'x', big);
+    script[big + 15] = '\0';
+    char *out = NULL;
+    int status = -1;
+    assert_int_equal(client_call(helper, script, &out, &status), 1);
+    free(script);
+    assert_int_equal(client_call(helper, "echo small", &out, &status), 0);
+    assert_string_equal(out, "small\n");
+    assert_int_equal(status, 0);
+    free(out);
+    pid_t l = launcher_client_pid();
+    assert_true(l > 0);
+    launcher_client_stop();
+    must(waitpid(l, &status, 0) == l, "waitpid");
+}
+
 /* ---- through the server ---- */
 
 /* The server's child whose command line holds --launcher, or 0. */
@@ -638,6 +664,7 @@ main(void)
         cmocka_unit_test(test_call_holds_no_launcher_fd),
         cmocka_unit_test(test_malformed_requests_are_refused),
         cmocka_unit_test(test_killed_launcher_restarts),
+        cmocka_unit_test(test_oversized_call_alone_falls_back),
         cmocka_unit_test(test_server_replaces_a_killed_launcher),
         /* last: it turns the launcher off for this process */
         cmocka_unit_test(test_no_launcher_falls_back),
