@@ -3,14 +3,17 @@
  *
  * What the launcher holds, and why a child can see nothing of another
  * call's: its memory is the helper's own program, the request being served
- * (every earlier request's bytes were zeroed and freed before this one was
- * read) and nothing else (no secret ever reaches it: a request is a
- * command line, an environment and fds, all of which the child gets
- * anyway); its fds are the control socket, /dev/null, stderr and the
- * request's fds, and the child closes every one it was not given before it
- * runs a line of the helper.  It runs as the server started it, as the
- * server starts a helper: same binary, same uid, same capabilities, every
- * signal at its default and none blocked, death with the server; it sets
+ * (each earlier request's bytes were zeroed in the one receive buffer, and
+ * its string table freed, before this one was read) and nothing else (no
+ * secret ever reaches it: it starts with no environment, and a request is
+ * a command line, an environment and fds, all of which the child gets
+ * anyway); its fds are the control socket, /dev/null (0, 1 and one more),
+ * the server's stderr and the request's fds, closed before the answer, and
+ * the child closes every one it was not given before it runs a line of the
+ * helper.  It runs as the server started it, as the server starts a
+ * helper: same binary, same uid, same capabilities, every signal at its
+ * default and none blocked, death with the server (the PR_SET_PDEATHSIG of
+ * the server's start, which its execve kept); it sets
  * no_new_privs in no one's place (each child sets it where an exec'd
  * helper does: the launcher itself never execs).  It stays in the
  * server's cgroup, idle: each child is born in its call's (clone3 with
