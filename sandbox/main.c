@@ -4,19 +4,19 @@
  *   execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]
  *                    [--allow-degraded] [--argv0 NAME] [--protect PATH]... [--hide PATH]...
  *                    -- PROGRAM ARGS...
+ *   execgate-sandbox --launcher   (the server's, sandbox/launcher.h)
  *
  * One-shot and fail-closed: any setup error ends the helper with status 125
  * (SANDBOX_EXIT_SETUP_FAILED) and one line on stderr, and nothing runs.
  * PROGRAM not found is 127, found but not runnable 126, otherwise PROGRAM's
  * own status (128+signal when it was killed and the helper had to wait).
  */
-#include "sandbox/policy/cmdline.h"
 #include "execgate-config.h"
 #include "sandbox/helper.h"
+#include "sandbox/helper_main.h"
+#include "sandbox/launcher.h"
 #include "sandbox/netns.h"
-#include "sandbox/policy/policy.h"
-#include "sandbox/ns.h"
-#include "sandbox/protect.h"
+#include "sandbox/policy/cmdline.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,97 +62,22 @@ usage(FILE *out)
             "--hide PATH (repeatable, absolute): under read-only and workspace-write,\n"
             "what PATH names when the helper starts (symlinks followed) is covered by an\n"
             "empty read-only directory or file: the command can neither read, list,\n"
-            "write nor connect to it (a missing PATH needs nothing; see docs/sandbox.md).\n");
+            "write nor connect to it (a missing PATH needs nothing; see docs/sandbox.md).\n"
+            "\n"
+            "execgate-sandbox --launcher: started by the server once, serves requests to\n"
+            "start a helper on the SOCK_SEQPACKET socket at fd 3 (see docs/sandbox.md).\n");
 }
 
-/* Parses a file descriptor number: digits only, within int. */
+/* The keeper's socket: a fd number above stderr, digits only. */
 static int
-parse_fd(const char *s)
+keeper_fd(const char *s)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 0 || v > 1 << 20)
-        return -1;
+    if (errno != 0 || end == s || *end != '\0' || v < 3 || v > 1 << 20)
+        sandbox_helper_die(0, "--net-ns-keeper: \"%s\" is not a socket's fd number", s);
     return (int)v;
-}
-
-static int
-parse_args(int argc, char **argv, struct sandbox_helper_options *o)
-{
-    o->report_fd = -1;
-    o->exec_notify_fd = -1;
-    o->net_proxy_fd = -1;
-    o->net_ns_fd = -1;
-    /* at most one per argument */
-    o->protect = calloc((size_t)argc, sizeof *o->protect);
-    o->hide = calloc((size_t)argc, sizeof *o->hide);
-    if (o->protect == NULL || o->hide == NULL)
-        sandbox_helper_die(ENOMEM, "reading the options");
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        bool has_value = i + 1 < argc;
-        if (strcmp(a, SANDBOX_OPT_POLICY) == 0 && has_value) {
-            o->policy_text = argv[++i];
-        } else if (strcmp(a, SANDBOX_OPT_CWD) == 0 && has_value) {
-            o->cwd = argv[++i];
-        } else if (strcmp(a, SANDBOX_OPT_REPORT_FD) == 0 && has_value) {
-            o->report_fd = parse_fd(argv[++i]);
-            if (o->report_fd < 0)
-                sandbox_helper_die(0, "--report-fd: \"%s\" is not a file descriptor number",
-                                   argv[i]);
-        } else if (strcmp(a, SANDBOX_OPT_EXEC_NOTIFY_FD) == 0 && has_value) {
-            o->exec_notify_fd = parse_fd(argv[++i]);
-            if (o->exec_notify_fd < 0)
-                sandbox_helper_die(0, "--exec-notify-fd: \"%s\" is not a file descriptor number",
-                                   argv[i]);
-        } else if (strcmp(a, SANDBOX_OPT_NET_PROXY_FD) == 0 && has_value) {
-            o->net_proxy_fd = parse_fd(argv[++i]);
-            if (o->net_proxy_fd < 0)
-                sandbox_helper_die(0, "--net-proxy-fd: \"%s\" is not a file descriptor number",
-                                   argv[i]);
-        } else if (strcmp(a, SANDBOX_OPT_NET_NS_FD) == 0 && has_value) {
-            o->net_ns_fd = parse_fd(argv[++i]);
-            if (o->net_ns_fd < 0)
-                sandbox_helper_die(0, "--net-ns-fd: \"%s\" is not a file descriptor number",
-                                   argv[i]);
-        } else if (strcmp(a, SANDBOX_OPT_ARGV0) == 0 && has_value) {
-            o->argv0 = argv[++i];
-        } else if (strcmp(a, SANDBOX_OPT_PROTECT) == 0 && has_value) {
-            const char *path = argv[++i];
-            const char *why = sandbox_protect_arg_error(path);
-            if (why != NULL)
-                sandbox_helper_die(0, "--protect \"%s\": %s", path, why);
-            o->protect[o->n_protect++] = path;
-        } else if (strcmp(a, SANDBOX_OPT_HIDE) == 0 && has_value) {
-            const char *path = argv[++i];
-            const char *why = sandbox_ns_hide_arg_error(path);
-            if (why != NULL)
-                sandbox_helper_die(0, "--hide \"%s\": %s", path, why);
-            o->hide[o->n_hide++] = path;
-        } else if (strcmp(a, SANDBOX_OPT_SOCKETS_ONLY) == 0) {
-            o->sockets_only = true;
-        } else if (strcmp(a, SANDBOX_OPT_ALLOW_DEGRADED) == 0) {
-            o->allow_degraded = true;
-        } else {
-            sandbox_helper_die(0, "unknown or incomplete option \"%s\" (see --help)", a);
-        }
-    }
-    if (o->policy_text == NULL)
-        sandbox_helper_die(0, "--policy is required (see --help)");
-    if (o->cwd == NULL)
-        sandbox_helper_die(0, "--cwd is required (see --help)");
-    if (i >= argc)
-        sandbox_helper_die(0, "no program given after -- (see --help)");
-    if (o->sockets_only && o->exec_notify_fd < 0)
-        sandbox_helper_die(0, "--notify-sockets-only needs --exec-notify-fd");
-    o->program_argv = &argv[i];
-    return 0;
 }
 
 int
@@ -168,19 +93,9 @@ main(int argc, char **argv)
     }
     /* the keeper of a session's network namespace (netns.h): no policy,
      * no program */
-    if (argc == 3 && strcmp(argv[1], SANDBOX_OPT_NET_NS_KEEPER) == 0) {
-        int fd = parse_fd(argv[2]);
-        if (fd < 3)
-            sandbox_helper_die(0, "--net-ns-keeper: \"%s\" is not a socket's fd number", argv[2]);
-        sandbox_netns_keep(fd);
-    }
-    struct sandbox_helper_options o = {0};
-    parse_args(argc, argv, &o);
-
-    char *err = NULL;
-    struct sandbox_policy *p = sandbox_policy_parse(o.policy_text, &err);
-    if (p == NULL)
-        sandbox_helper_die(0, "%s", err ? err : "sandbox policy: out of memory");
-    o.policy = p;
-    sandbox_helper_run(&o); /* does not return */
+    if (argc == 3 && strcmp(argv[1], SANDBOX_OPT_NET_NS_KEEPER) == 0)
+        sandbox_netns_keep(keeper_fd(argv[2])); /* does not return */
+    if (argc == 2 && strcmp(argv[1], SANDBOX_LAUNCHER_OPT) == 0)
+        sandbox_launcher_run(SANDBOX_LAUNCHER_FD, argv[1]); /* does not return */
+    sandbox_helper_main(argc, argv);                        /* does not return */
 }

@@ -643,6 +643,7 @@ shell_call_start(struct shell_call *c)
             .new_session = true,
             .die_with_server = true,
             .join = c->join,
+            .via_launcher = c->spec.helper,
         };
         rc = spawn_start(c->loop, &opts, on_child_exit, c, &c->proc);
         close(wfd);

@@ -72,6 +72,7 @@ struct shell_call_spec {
     size_t max_output;     /* > 0: bytes kept, half head, half tail */
     bool progress;         /* report on_progress */
     bool report;           /* argv passes --report-fd CALL_FD_REPORT to the helper */
+    bool helper;           /* argv is execgate-sandbox's: its launcher may start it */
 };
 
 /* Longest report the sandbox helper may make on CALL_FD_REPORT (one line,

@@ -7,6 +7,7 @@
 
 #include "common/list.h"
 #include "common/log.h"
+#include "server/call/launcher_client.h"
 #include "server/call/spawn_filtered.h"
 
 #include <errno.h>
@@ -254,8 +255,11 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     list_init(&c->node);
     pid_t pid = -1;
     int listener = -1;
-    int rc;
-    if (o->exec_listener || o->exec_fd || o->die_with_server || o->join) {
+    int pidfd = -1;
+    int rc = o->via_launcher ? launcher_client_spawn(o, &pid, &pidfd) : 1;
+    if (rc <= 0) {
+        /* started by the launcher (its pidfd came with it), or failed */
+    } else if (o->exec_listener || o->exec_fd || o->die_with_server || o->join) {
         if (o->exec_listener)
             *o->exec_listener = -1;
         rc = spawn_filtered_start(o, &pid, &listener);
@@ -268,7 +272,8 @@ spawn_start(uv_loop_t *loop, const struct spawn_options *o, spawn_exit_cb on_exi
     }
     /* The child cannot have been reaped yet (nothing waits for unknown
      * pids but the subreaper, on the loop), so the pid is still it. */
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* close-on-exec */
+    if (pidfd < 0)
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* close-on-exec */
     rc = pidfd < 0 ? -errno : uv_poll_init(loop, &c->poll, pidfd);
     if (rc < 0) {
         /* it must not run unwatched; its exit goes to the subreaper (a

@@ -36,9 +36,10 @@ typedef void (*spawn_exit_cb)(struct spawn_child *c, int64_t exit_status, int te
 typedef void (*spawn_close_cb)(struct spawn_child *c);
 
 /*
- * Starts o->file (with exec_fd, exec_listener, die_with_server or
- * join, from a clone(CLONE_VM) child of the server's own:
- * spawn_filtered.h; otherwise with posix_spawn).  The child gets
+ * Starts o->file (with via_launcher, from the sandbox launcher where it
+ * can: launcher_client.h; else with exec_fd, exec_listener,
+ * die_with_server or join, from a clone(CLONE_VM) child of the server's
+ * own: spawn_filtered.h; otherwise with posix_spawn).  The child gets
  * each of o->fds at its number, /dev/null
  * as whichever of 0, 1 and 2 is not among them, no other fd, an empty
  * signal mask and every signal's default disposition (with exec_listener:

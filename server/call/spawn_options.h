@@ -58,6 +58,10 @@ struct spawn_options {
      * else, so nothing it starts is ever outside (borrowed; how it gets
      * in: call_cgroup.h) */
     const struct call_cgroup_join *join;
+    /* file is execgate-sandbox with a helper command line: the sandbox
+     * launcher may start it without an exec (launcher_client.h), else it
+     * starts as above */
+    bool via_launcher;
 };
 
 /* Whether o gives the child an fd at number at (one of o->fds). */

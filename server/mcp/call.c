@@ -475,6 +475,7 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         .max_output = r->max_output ? r->max_output : cx->o->max_output_bytes,
         .progress = r->progress_token != NULL,
         .report = true,
+        .helper = true,
     };
     c->sc = shell_call_new(cx->loop, &spec, &events, c); /* takes argv and env */
     if (r->progress_token)

@@ -686,9 +686,10 @@ test_no_fd_leak_across_calls(void **state)
 }
 
 /* The server's children (all its threads), or -1. */
-/* The server's cgroup guard, a child of the server for its whole life
- * (where calls get cgroups), or a session's network keeper, a child for
- * the session's: not one a call left. */
+/* The server's cgroup guard (where calls get cgroups) or its sandbox
+ * launcher, each a child of the server for its whole life, or a session's
+ * network keeper, a child for the session's: not one a call left (a call's
+ * helper from the launcher shows "--call" in its place). */
 static bool
 is_servers_own(pid_t pid)
 {
@@ -702,9 +703,10 @@ is_servers_own(pid_t pid)
     for (size_t i = 0; i < n; i++)
         if (buf[i] == '\0')
             buf[i] = ' ';
-    /* and the keeper of the session's network namespace, which lives as
-     * long as the session (sandbox/netns.h) */
-    return strstr(buf, "--cgroup-guard") != NULL || strstr(buf, "--net-ns-keeper") != NULL;
+    /* the keeper of the session's network namespace lives as long as the
+     * session (sandbox/netns.h) */
+    return strstr(buf, "--cgroup-guard") != NULL || strstr(buf, " --launcher") != NULL ||
+           strstr(buf, "--net-ns-keeper") != NULL;
 }
 
 static int
