@@ -678,6 +678,8 @@ helper_finish_and_exec(struct run *r)
 {
     if (chdir(r->o->cwd) != 0)
         sandbox_helper_die(errno, "--cwd %s", r->o->cwd);
+    /* after the mounts: /dev/ptmx is the sandbox's own now */
+    helper_take_terminal(r->o);
     if (r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE)
         drop_file_capabilities(r);
     apply_landlock(r);
@@ -698,6 +700,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     check_report_fd(o->report_fd);
     check_exec_notify_fd(o);
     check_net_proxy_fd(o);
+    helper_check_tty_fd(o);
     run_init(&r, o);
     r.take_offered = o->exec_notify_fd >= 0 && sandbox_exec_filter_by_number(o->exec_notify_fd);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
@@ -705,6 +708,8 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
         if (chdir(o->cwd) != 0)
             sandbox_helper_die(errno, "--cwd %s", o->cwd);
+        /* full access: the host's /dev/ptmx, as any program there has */
+        helper_take_terminal(o);
         /* exec-notify alone: no confinement, only the exec filter (for
          * escalated programs); a filter needs no_new_privs. */
         char *path = NULL;

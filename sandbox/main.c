@@ -27,7 +27,7 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
-            "                        [--notify-sockets-only] [--net-proxy-fd N]\n"
+            "                        [--notify-sockets-only] [--net-proxy-fd N] [--tty-fd N]\n"
             "                        [--allow-degraded] [--argv0 NAME] [--protect PATH]...\n"
             "                        [--hide PATH]...\n"
             "                        -- PROGRAM [ARGS...]\n"
@@ -48,6 +48,9 @@ usage(FILE *out)
             "namespace with only loopback; the socket listening on 127.0.0.1 there is sent\n"
             "over the SOCK_SEQPACKET socket N, and the proxy variables point at it (see\n"
             "docs/network.md).\n"
+            "--tty-fd N: PROGRAM runs on a terminal made from the sandbox's own devpts\n"
+            "(its stdin, stdout, stderr and controlling terminal); the master is sent\n"
+            "over the Unix socket N (see docs/server.md).\n"
             "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
             "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
             "(symlinks resolved) lies in a writable location, it is kept read-only\n"
@@ -76,6 +79,7 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
     o->report_fd = -1;
     o->exec_notify_fd = -1;
     o->net_proxy_fd = -1;
+    o->tty_fd = -1;
     /* at most one per argument */
     o->protect = calloc((size_t)argc, sizeof *o->protect);
     o->hide = calloc((size_t)argc, sizeof *o->hide);
@@ -108,6 +112,10 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             if (o->net_proxy_fd < 0)
                 sandbox_helper_die(0, "--net-proxy-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
+        } else if (strcmp(a, SANDBOX_OPT_TTY_FD) == 0 && has_value) {
+            o->tty_fd = parse_fd(argv[++i]);
+            if (o->tty_fd < 0)
+                sandbox_helper_die(0, "--tty-fd: \"%s\" is not a file descriptor number", argv[i]);
         } else if (strcmp(a, SANDBOX_OPT_ARGV0) == 0 && has_value) {
             o->argv0 = argv[++i];
         } else if (strcmp(a, SANDBOX_OPT_PROTECT) == 0 && has_value) {

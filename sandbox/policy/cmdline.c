@@ -66,6 +66,8 @@ add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
         add_copy(b, SANDBOX_OPT_SOCKETS_ONLY);
     if (c->net_proxy_fd > 0)
         add_fd_option(b, SANDBOX_OPT_NET_PROXY_FD, c->net_proxy_fd);
+    if (c->tty_fd > 0)
+        add_fd_option(b, SANDBOX_OPT_TTY_FD, c->tty_fd);
     if (c->argv0 != NULL) {
         add_copy(b, SANDBOX_OPT_ARGV0);
         add_copy(b, c->argv0);

@@ -27,6 +27,7 @@ struct sandbox_policy;
 #define SANDBOX_OPT_HIDE           "--hide"
 #define SANDBOX_OPT_NET_PROXY_FD   "--net-proxy-fd"
 #define SANDBOX_OPT_SOCKETS_ONLY   "--notify-sockets-only"
+#define SANDBOX_OPT_TTY_FD         "--tty-fd"
 
 /* How a line on --report-fd begins when PROGRAM could not be started (the
  * rest of the line is the errno and "}"): the helper's 126 or 127 then
@@ -49,6 +50,9 @@ struct sandbox_cmdline {
      * 0 for none: 0 is stdin, never such a socket, and so callers that
      * do not name the field ask for nothing */
     int net_proxy_fd;
+    /* --tty-fd N: the command gets a terminal of the sandbox's own, whose
+     * master goes to this socket; 0 for none (as net_proxy_fd) */
+    int tty_fd;
     const char *argv0;   /* --argv0 NAME for the program, or NULL */
     bool allow_degraded; /* --allow-degraded */
     /* --protect PATH for each, in order (docs/sandbox.md); may be NULL
@@ -64,7 +68,7 @@ struct sandbox_cmdline {
 
 /*
  * The argv for c:
- *   HELPER [--exec-notify-fd N [--notify-sockets-only]] [--net-proxy-fd N]
+ *   HELPER [--exec-notify-fd N [--notify-sockets-only]] [--net-proxy-fd N] [--tty-fd N]
  *          [--argv0 NAME] [--allow-degraded] [--protect PATH]... [--hide PATH]...
  *          --policy JSON --cwd CWD [--report-fd N]
  *          -- PROGRAM ARGS...
