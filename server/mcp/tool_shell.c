@@ -76,6 +76,31 @@ tool_shell_definition(const struct server_options *o)
     return tool;
 }
 
+int
+tool_shell_workdir(const json_t *workdir, const char **wd, char **err)
+{
+    if (!json_is_string(workdir)) {
+        *err = strdup(workdir ? "workdir: must be a string (an absolute path)"
+                              : "workdir: required (an absolute path)");
+        return -1;
+    }
+    *wd = json_string_value(workdir);
+    if ((*wd)[0] != '/') {
+        *err = strfmt("workdir: must be an absolute path, got '%s'", *wd);
+        return -1;
+    }
+    struct stat st;
+    if (stat(*wd, &st) < 0) {
+        *err = strfmt("workdir: %s: %s", *wd, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *err = strfmt("workdir: %s: not a directory", *wd);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 check_permissions(const json_t *args, struct call_request *r, char **err)
 {
@@ -115,25 +140,9 @@ check_arguments(const struct server_options *o, const json_t *args, struct call_
         *err = strdup(command ? "command: must be a string" : "command: required");
         return -1;
     }
-    if (!json_is_string(workdir)) {
-        *err = strdup(workdir ? "workdir: must be a string (an absolute path)"
-                              : "workdir: required (an absolute path)");
+    const char *wd = NULL;
+    if (tool_shell_workdir(workdir, &wd, err) < 0)
         return -1;
-    }
-    const char *wd = json_string_value(workdir);
-    if (wd[0] != '/') {
-        *err = strfmt("workdir: must be an absolute path, got '%s'", wd);
-        return -1;
-    }
-    struct stat st;
-    if (stat(wd, &st) < 0) {
-        *err = strfmt("workdir: %s: %s", wd, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        *err = strfmt("workdir: %s: not a directory", wd);
-        return -1;
-    }
     r->command = json_string_value(command);
     r->workdir = wd;
     r->timeout_ms = o->default_timeout_ms;
