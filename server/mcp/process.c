@@ -1,5 +1,6 @@
 #include "server/mcp/process.h"
 
+#include "common/buf.h"
 #include "common/fd_pass.h"
 #include "common/log.h"
 #include "common/macros.h"
@@ -36,6 +37,8 @@ struct process {
     uv_poll_t sock;
     int sock_fd;
     bool sock_open;
+    /* input written before the terminal came: it goes first, then */
+    struct buf early_in;
     uv_timer_t yield; /* the waiter's */
     uv_timer_t drain; /* tty: how long the master may lag behind the end */
     int handles_open;
@@ -48,6 +51,9 @@ struct process {
     process_wait_fn wait_cb;
     void *wait_data;
 };
+
+/* Input kept while the terminal is on its way, at most. */
+#define PROCESS_EARLY_INPUT_MAX (64u * 1024)
 
 #define PROCESS(n) list_entry(n, struct process, node)
 
@@ -72,6 +78,7 @@ try_free(struct process *p)
         return;
     struct process_table *t = p->t;
     output_ring_release(&p->unread);
+    free(p->early_in.data);
     free(p->command);
     free(p->error);
     free(p);
@@ -250,6 +257,14 @@ on_sock(uv_poll_t *h, int status, int events)
     }
     if (err == 0)
         err = uv_read_start((uv_stream_t *)&p->io, on_tty_alloc, on_tty_read);
+    if (err == 0 && p->early_in.len > 0) {
+        int wrc = process_write(p, p->early_in.data, p->early_in.len);
+        if (wrc < 0)
+            log_info("process %lld: the input written before its terminal came is lost: %s",
+                     (long long)p->id, strerror(-wrc));
+    }
+    free(p->early_in.data);
+    p->early_in = (struct buf){0};
     if (err < 0) {
         log_warn("process %lld: cannot use its terminal: %s; killing it", (long long)p->id,
                  uv_strerror(err));
@@ -427,6 +442,12 @@ on_written(uv_write_t *req, int status)
 int
 process_write(struct process *p, const char *buf, size_t n)
 {
+    if (p->sock_open && !p->call_done) {
+        /* the terminal is on its way: kept until it comes, within reason */
+        if (p->early_in.len + n > PROCESS_EARLY_INPUT_MAX)
+            return -ENOBUFS;
+        return buf_append(&p->early_in, buf, n) == 0 ? 0 : -ENOMEM;
+    }
     if (!p->io_open || p->call_done)
         return -EPIPE;
     if (n == 0)

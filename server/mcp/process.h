@@ -84,9 +84,10 @@ void process_state(const struct process *p, struct process_state *st);
 
 /*
  * Writes the n bytes at buf to p's input (its terminal: control
- * characters act as typed).  Returns 0, or a negative errno: -EPIPE when
- * the command no longer reads (ended, or its terminal not there yet or
- * gone), -ENOMEM.
+ * characters act as typed; what comes before the terminal does waits for
+ * it, up to 64 KiB).  Returns 0, or a negative errno: -EPIPE when the
+ * command no longer reads (ended, or its terminal gone), -ENOBUFS (64 KiB
+ * wait for the terminal already), -ENOMEM.
  */
 int process_write(struct process *p, const char *buf, size_t n);
 

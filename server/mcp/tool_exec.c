@@ -397,6 +397,12 @@ write_stdin(const struct tool_exec_host *h, const json_t *id, const json_t *args
         h->error(h->owner, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
+    if (rc == -ENOBUFS) {
+        h->reply(h->owner, id,
+                 failure("Not written: the process's terminal has not come yet and 64 KiB of "
+                         "input wait for it already; read with empty chars first"));
+        return;
+    }
     if (rc < 0) {
         /* the result says the process has ended, or will say so */
         log_info("process: input not written: %s", strerror(-rc));

@@ -3,6 +3,7 @@
 #include "common/strfmt.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -52,19 +53,44 @@ static const char tool_json[] =
     "\"annotations\":{\"title\":\"Shell command\",\"readOnlyHint\":false,"
     "\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}";
 
+/* With background processes on, the description says when to use them
+ * instead (the model chooses by it). */
+#define BACKGROUND_HINT                                                                            \
+    " For a command that does not end by itself (a server, a watcher) or that needs input, "       \
+    "use exec_command instead."
+
+static int
+add_background_hint(json_t *tool, const struct server_options *o)
+{
+    (void)o;
+    const char *d = json_string_value(json_object_get(tool, "description"));
+    char *more = d ? strfmt("%s" BACKGROUND_HINT, d) : NULL;
+    int rc = more ? json_object_set_new(tool, "description", json_string(more)) : -1;
+    free(more);
+    return rc;
+}
+
 /* The tool for the server's shell: with zsh, the texts that name the
  * shell name zsh (with Bash they are the reference's, word for word). */
 json_t *
 tool_shell_definition(const struct server_options *o)
 {
     json_t *tool = json_loads(tool_json, 0, NULL);
+    if (tool && o->max_background > 0 && add_background_hint(tool, o) < 0) {
+        json_decref(tool);
+        return NULL;
+    }
     if (!tool || o->shell != OPTIONS_SHELL_ZSH)
         return tool;
     json_t *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
     int rc = json_object_set_new(tool, "description",
-                                 json_string("Runs a shell command with zsh and returns its "
-                                             "output. You MUST provide the workdir as an "
-                                             "absolute path."));
+                                 json_string(o->max_background > 0
+                                                 ? "Runs a shell command with zsh and returns its "
+                                                   "output. You MUST provide the workdir as an "
+                                                   "absolute path." BACKGROUND_HINT
+                                                 : "Runs a shell command with zsh and returns its "
+                                                   "output. You MUST provide the workdir as an "
+                                                   "absolute path."));
     rc |= json_object_set_new(json_object_get(props, "command"), "description",
                               json_string("The zsh string to execute."));
     rc |= json_object_set_new(json_object_get(props, "login"), "description",
