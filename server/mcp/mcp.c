@@ -430,7 +430,8 @@ handle_cancelled(struct mcp_session *ss, const json_t *params)
         log_info("a call was cancelled while a person was asked to let it leave the sandbox");
         return;
     }
-    scheduler_cancel(&ss->q, id);
+    if (!tool_exec_cancel(&ss->exec, id))
+        scheduler_cancel(&ss->q, id);
 }
 
 /* logging/setLevel {level}: the least severe record the client is sent. */

@@ -487,6 +487,18 @@ process_wait(struct process *p, uint64_t yield_ms, process_wait_fn cb, void *dat
     return 0;
 }
 
+void *
+process_waiter(const struct process *p)
+{
+    return p->wait_cb ? p->wait_data : NULL;
+}
+
+void
+process_unwait(struct process *p)
+{
+    wake(p, true);
+}
+
 void
 process_output(struct process *p, struct output_ring_text *t)
 {

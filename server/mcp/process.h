@@ -100,6 +100,12 @@ typedef void (*process_wait_fn)(struct process *p, void *data);
  */
 int process_wait(struct process *p, uint64_t yield_ms, process_wait_fn cb, void *data);
 
+/* The data of p's waiter (process_wait), or NULL when none waits. */
+void *process_waiter(const struct process *p);
+
+/* Drops p's waiter: its cb is called with p NULL (nothing to answer). */
+void process_unwait(struct process *p);
+
 /* The output not read yet, in *t (borrowed until process_output_taken,
  * or p's next output). */
 void process_output(struct process *p, struct output_ring_text *t);

@@ -456,6 +456,19 @@ list_processes(const struct tool_exec_host *h, const json_t *id)
     h->reply(h->owner, id, result);
 }
 
+bool
+tool_exec_cancel(const struct tool_exec_host *h, const json_t *id)
+{
+    for (struct process *p = process_first(h->procs); p; p = process_next(h->procs, p)) {
+        struct waiting *w = process_waiter(p);
+        if (w && json_equal(w->id, id)) {
+            process_unwait(p);
+            return true;
+        }
+    }
+    return false;
+}
+
 void
 tool_exec_call(const struct tool_exec_host *h, const json_t *id, const char *name,
                const json_t *params, const json_t *args)

@@ -58,4 +58,9 @@ int tool_exec_definitions(const struct server_options *o, json_t *tools);
 void tool_exec_call(const struct tool_exec_host *h, const json_t *id, const char *name,
                     const json_t *params, const json_t *args);
 
+/* The client cancelled request id: a result of these tools waiting for
+ * output is not sent (the process runs on).  Returns whether id named
+ * one. */
+bool tool_exec_cancel(const struct tool_exec_host *h, const json_t *id);
+
 #endif

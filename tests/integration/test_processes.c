@@ -436,6 +436,37 @@ test_cap_and_calls_beside(void **state)
     mcp_world_end(&w);
 }
 
+/* A cancelled exec_command is not answered; its process runs on, and
+ * another request may wait for it. */
+static void
+test_cancelled_wait(void **state)
+{
+    struct mcp_world w;
+    const struct mcp_world_options o = options(NULL, NULL, false);
+    mcp_world_start(&w, "", &o);
+    long long x = mcp_client_send_request(
+        w.c, "tools/call",
+        json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "exec_command", "arguments", "cmd",
+                  "sleep 1000", "workdir", w.wd, "login", 0, "yield_time_ms", 30000));
+    mcp_client_send(w.c,
+                    json_pack("{s:s, s:s, s:{s:I}}", "jsonrpc", "2.0", "method",
+                              "notifications/cancelled", "params", "requestId", (json_int_t)x));
+    json_t *a = mcp_world_tool(&w, "list_processes", json_object(), NULL);
+    const json_t *procs = json_object_get(mcp_world_structured(a), "processes");
+    assert_int_equal(json_array_size(procs), 1);
+    json_int_t id = json_integer_value(json_object_get(json_array_get(procs, 0), "session_id"));
+    json_decref(a);
+    a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", id), NULL);
+    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
+    json_decref(a);
+    json_decref(mcp_client_call(w.c, "ping", NULL));
+    /* had it been answered, the answer would be in before ping's */
+    json_t *xid = json_integer(x);
+    assert_null(mcp_client_response(w.c, xid, 0));
+    json_decref(xid);
+    mcp_world_end(&w);
+}
+
 /* The session's end (stdio EOF) ends its processes: the server exits
  * cleanly and none of them is left, on a terminal or not. */
 static void
@@ -538,6 +569,7 @@ main(void)
         cmocka_unit_test(test_output_past_ring_is_marked),
         cmocka_unit_test(test_kill_process),
         cmocka_unit_test(test_cap_and_calls_beside),
+        cmocka_unit_test(test_cancelled_wait),
         cmocka_unit_test(test_session_end_leaves_nothing),
         cmocka_unit_test(test_killed_server_leaves_nothing),
         cmocka_unit_test(test_server_reached_by_later_call),
