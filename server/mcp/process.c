@@ -500,6 +500,12 @@ process_unwait(struct process *p)
 }
 
 void
+process_wake(struct process *p)
+{
+    wake(p, false);
+}
+
+void
 process_output(struct process *p, struct output_ring_text *t)
 {
     output_ring_text(&p->unread, t);

@@ -106,6 +106,10 @@ void *process_waiter(const struct process *p);
 /* Drops p's waiter: its cb is called with p NULL (nothing to answer). */
 void process_unwait(struct process *p);
 
+/* Tells p's waiter now, as if its yield time were over.  No-op when none
+ * waits. */
+void process_wake(struct process *p);
+
 /* The output not read yet, in *t (borrowed until process_output_taken,
  * or p's next output). */
 void process_output(struct process *p, struct output_ring_text *t);

@@ -249,8 +249,8 @@ answer_after(const struct tool_exec_host *h, const json_t *id, struct process *p
         json_decref(w->id);
         free(w);
         h->reply(h->owner, id,
-                 failure("another write_stdin or kill_process of this process is waiting for "
-                         "its output: wait for its result first"));
+                 failure("another write_stdin of this process is waiting for its output: wait "
+                         "for its result first"));
     }
 }
 
@@ -416,6 +416,8 @@ kill_process(const struct tool_exec_host *h, const json_t *id, const json_t *arg
     struct process *p = named_process(h, id, args);
     if (!p)
         return;
+    /* a request waiting on it gets what came so far, and this one the end */
+    process_wake(p);
     process_kill(p);
     /* answered at its end: it is gone then */
     answer_after(h, id, p, UINT64_MAX / 2, 0);

@@ -467,6 +467,35 @@ test_cancelled_wait(void **state)
     mcp_world_end(&w);
 }
 
+/* kill_process while a write_stdin waits on the process: that one is
+ * answered with what came so far, kill_process with the end. */
+static void
+test_kill_while_waiting(void **state)
+{
+    struct mcp_world w;
+    const struct mcp_world_options o = options(NULL, NULL, false);
+    mcp_world_start(&w, "", &o);
+    json_t *a = exec_command(&w, "sleep 1000", false, 0);
+    json_int_t id = session_id(a);
+    json_decref(a);
+    json_t *wid = json_integer(
+        mcp_client_send_request(w.c, "tools/call",
+                                json_pack("{s:s, s:{s:I, s:i}}", "name", "write_stdin", "arguments",
+                                          "session_id", id, "yield_time_ms", 30000)));
+    json_t *kid = json_integer(mcp_client_send_request(
+        w.c, "tools/call",
+        json_pack("{s:s, s:{s:I}}", "name", "kill_process", "arguments", "session_id", id)));
+    a = mcp_client_response(w.c, wid, MCP_CLIENT_WAIT_MS);
+    assert_int_equal(session_id(a), id);
+    json_decref(a);
+    a = mcp_client_response(w.c, kid, MCP_CLIENT_WAIT_MS);
+    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
+    json_decref(a);
+    json_decref(wid);
+    json_decref(kid);
+    mcp_world_end(&w);
+}
+
 /* The session's end (stdio EOF) ends its processes: the server exits
  * cleanly and none of them is left, on a terminal or not. */
 static void
@@ -570,6 +599,7 @@ main(void)
         cmocka_unit_test(test_kill_process),
         cmocka_unit_test(test_cap_and_calls_beside),
         cmocka_unit_test(test_cancelled_wait),
+        cmocka_unit_test(test_kill_while_waiting),
         cmocka_unit_test(test_session_end_leaves_nothing),
         cmocka_unit_test(test_killed_server_leaves_nothing),
         cmocka_unit_test(test_server_reached_by_later_call),
