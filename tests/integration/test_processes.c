@@ -375,6 +375,19 @@ test_output_past_ring_is_marked(void **state)
     assert_int_equal(strncmp(out, "1\n2\n3\n", 6), 0);
     mcp_world_assert_contains(out, "\n99999\n100000\n");
     json_decref(a);
+    /* max_output_tokens narrows one result: 25 tokens, 100 bytes of the
+     * 3893 that seq 1 1000 prints */
+    a = mcp_world_tool(&w, "exec_command",
+                       json_pack("{s:s, s:s, s:b, s:i, s:i}", "cmd", "seq 1 1000", "workdir", w.wd,
+                                 "login", 0, "yield_time_ms", 30000, "max_output_tokens", 25),
+                       NULL);
+    sc = mcp_world_structured(a);
+    out = json_string_value(json_object_get(sc, "output"));
+    assert_int_equal(json_integer_value(json_object_get(sc, "output_dropped")), 3893 - 100);
+    mcp_world_assert_contains(out, "[execgate: 3793 bytes of output omitted]");
+    assert_int_equal(strncmp(out, "1\n2\n3\n", 6), 0);
+    mcp_world_assert_contains(out, "\n999\n1000\n");
+    json_decref(a);
     mcp_world_end(&w);
 }
 
