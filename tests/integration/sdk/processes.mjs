@@ -6,7 +6,8 @@
 // (over HTTP on the session's GET stream), output past the ring is marked
 // as dropped, kill_process leaves nothing, and the end of a session
 // (stdio EOF, HTTP DELETE, idle expiry) leaves none of its processes while
-// another session's runs on.  Processes are found by a marker (a sleep
+// another session's runs on.  A client that never opens a GET stream gets
+// its process's question with its next request.  Processes are found by a marker (a sleep
 // for an odd number of seconds).  Exits non-zero on the first mismatch.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -209,6 +210,57 @@ const limits = ["--max-background", "2", "--max-background-output", "16384"];
   check(countSleeps(mb) === 1, "http: the other session's process runs on");
   const still = await tool(B, "write_stdin", { session_id: idB, chars: "", yield_time_ms: 0 });
   check(still.structuredContent.session_id === idB, `http: and is still B's (got ${JSON.stringify(still)})`);
+
+  // a client that never opens a GET stream: the question of its process
+  // waits, and goes out on the stream of its next request
+  {
+    const dirC = mkdtempSync(join(top, "http-c-"));
+    const headers = (sid) => ({ "Content-Type": "application/json", Accept: "application/json, text/event-stream",
+      Authorization: `Bearer ${token}`, ...(sid ? { "Mcp-Session-Id": sid } : {}) });
+    let next = 1;
+    const rawPost = async (sid, method, params) => {
+      const r = await fetch(srv.url, { method: "POST", headers: headers(sid),
+        body: JSON.stringify({ jsonrpc: "2.0", id: next++, method, params }) });
+      const text = await r.text();
+      const msgs = (r.headers.get("content-type") || "").startsWith("text/event-stream")
+        ? text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)))
+        : [JSON.parse(text)];
+      return { sid: r.headers.get("mcp-session-id"), msgs };
+    };
+    const init = await rawPost(null, "initialize",
+      { protocolVersion: "2025-06-18", capabilities: { elicitation: {} }, clientInfo: { name: "raw", version: "1" } });
+    const sid = init.sid;
+    await fetch(srv.url, { method: "POST", headers: headers(sid),
+      body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) });
+    await rawPost(sid, "codex/sandbox-state/update",
+      { sandboxPolicy: { type: "workspace-write", network_access: false }, sandboxCwd: dirC });
+    const callTool = async (name, args) => {
+      const r = await rawPost(sid, "tools/call", { name, arguments: args });
+      return { result: r.msgs.find((m) => m.result)?.result, asks: r.msgs.filter((m) => m.method === "elicitation/create") };
+    };
+    const started = await callTool("exec_command",
+      { cmd: "read x; touch asked && echo done", workdir: dirC, login: false, yield_time_ms: 0 });
+    const id = started.result.structuredContent.session_id;
+    await callTool("write_stdin", { session_id: id, chars: "go\n", yield_time_ms: 0 });
+    // list_processes is answered at once: the question rides on one of them
+    let ask = null;
+    for (let i = 0; i < 100 && !ask; i++) {
+      const l = await callTool("list_processes", {});
+      ask = l.asks[0] || null;
+      if (!ask) await new Promise((r) => setTimeout(r, 100));
+    }
+    check(ask && /touch asked/.test(ask.params.message), `http without a GET stream: the question comes with a later request (got ${JSON.stringify(ask)})`);
+    await fetch(srv.url, { method: "POST", headers: headers(sid),
+      body: JSON.stringify({ jsonrpc: "2.0", id: ask.id, result: { action: "accept", content: { decision: "approved" } } }) });
+    let out = "";
+    for (let i = 0; i < 30 && !out.includes("done"); i++) {
+      const r = await callTool("write_stdin", { session_id: id, chars: "", yield_time_ms: 1000 });
+      out += r.result.structuredContent.output;
+    }
+    check(out.includes("done\n") && existsSync(join(dirC, "asked")), `http without a GET stream: approved, it ran (got ${out})`);
+    const del = await fetch(srv.url, { method: "DELETE", headers: headers(sid) });
+    check(del.status === 200, `http without a GET stream: DELETE (got ${del.status})`);
+  }
 
   // idle expiry: B says nothing more; its session and its process end
   await B.client.close(); // closes the GET stream, sends no DELETE
