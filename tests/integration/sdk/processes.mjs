@@ -194,6 +194,28 @@ const limits = ["--max-background", "2", "--max-background-output", "16384"];
   const B = await connect("sdk-processes-b", dirB);
   await common(A, dirA, "http");
 
+  // a server a process of A started is reached by A's later shell call over
+  // loopback, and not by B's: that needs each session's own network
+  // namespace (with the network off the sandbox refuses IP sockets now)
+  if (process.env.EXECGATE_TEST_SESSION_NETNS) {
+    const web = sessionId(await start(A, "echo served > page.txt; exec python3 -m http.server 18643", dirA));
+    const curl = (s, dir) => s.client.callTool({ name: "shell",
+      arguments: { command: "curl -s -m 2 http://127.0.0.1:18643/page.txt; echo \" st=$?\"", workdir: dir, login: false } });
+    let seen = "";
+    for (let i = 0; i < 50 && !seen.startsWith("served"); i++) {
+      seen = (await curl(A, dirA)).structuredContent.output;
+      if (!seen.startsWith("served")) await new Promise((r) => setTimeout(r, 100));
+    }
+    check(seen === "served\n st=0\n", `http: A's later call reaches A's server (got ${seen})`);
+    const fromB = (await curl(B, dirB)).structuredContent.output;
+    check(!fromB.includes("served"), `http: B's call does not reach A's server (got ${fromB})`);
+    await tool(A, "kill_process", { session_id: web });
+  } else {
+    console.log("skipped: a server started by exec_command reached by a later call of the same session " +
+      "and not by another session's: needs the session's own network namespace; " +
+      "set EXECGATE_TEST_SESSION_NETNS=1 once the server has it");
+  }
+
   // DELETE of one session ends its processes; the other's runs on, and
   // its process ids are its own
   const ma = mark(37), mb = mark(39);
