@@ -54,6 +54,9 @@ struct process {
 
 /* Input kept while the terminal is on its way, at most. */
 #define PROCESS_EARLY_INPUT_MAX (64u * 1024)
+/* Input written and not yet taken by the command, at most: a command that
+ * does not read cannot make the server hold what it is sent. */
+#define PROCESS_INPUT_QUEUE_MAX (1024u * 1024)
 
 #define PROCESS(n) list_entry(n, struct process, node)
 
@@ -452,6 +455,8 @@ process_write(struct process *p, const char *buf, size_t n)
         return -EPIPE;
     if (n == 0)
         return 0;
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&p->io) + n > PROCESS_INPUT_QUEUE_MAX)
+        return -ENOBUFS;
     struct write_req *w = malloc(sizeof(*w) + n);
     if (!w)
         return -ENOMEM;

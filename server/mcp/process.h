@@ -86,8 +86,9 @@ void process_state(const struct process *p, struct process_state *st);
  * Writes the n bytes at buf to p's input (its terminal: control
  * characters act as typed; what comes before the terminal does waits for
  * it, up to 64 KiB).  Returns 0, or a negative errno: -EPIPE when the
- * command no longer reads (ended, or its terminal gone), -ENOBUFS (64 KiB
- * wait for the terminal already), -ENOMEM.
+ * command no longer reads (ended, or its terminal gone), -ENOBUFS when
+ * the input would pass what may wait (64 KiB for the terminal to come,
+ * 1 MiB for the command to read), -ENOMEM.
  */
 int process_write(struct process *p, const char *buf, size_t n);
 

@@ -399,8 +399,10 @@ write_stdin(const struct tool_exec_host *h, const json_t *id, const json_t *args
     }
     if (rc == -ENOBUFS) {
         h->reply(h->owner, id,
-                 failure("Not written: the process's terminal has not come yet and 64 KiB of "
-                         "input wait for it already; read with empty chars first"));
+                 failure("Not written: the process is not reading its input, and with these "
+                         "chars more would wait for it than execgate keeps (1 MiB; 64 KiB "
+                         "before its terminal has come). Read its output with empty chars, or "
+                         "end it with kill_process."));
         return;
     }
     if (rc < 0) {

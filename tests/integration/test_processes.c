@@ -241,6 +241,36 @@ test_input_and_exit(void **state)
     mcp_world_end(&w);
 }
 
+/* A command that does not read its input cannot make the server hold
+ * what it is sent: past 1 MiB waiting, write_stdin is refused and says
+ * why; the process runs on. */
+static void
+test_unread_input_is_bounded(void **state)
+{
+    struct mcp_world w;
+    const struct mcp_world_options o = options(NULL, NULL, false);
+    mcp_world_start(&w, "", &o);
+    json_t *a = exec_command(&w, "sleep 1000", false, 0);
+    long long id = session_id(a);
+    json_decref(a);
+    char *chunk = malloc(600 * 1024 + 1);
+    assert_non_null(chunk);
+    memset(chunk, 'x', 600 * 1024);
+    chunk[600 * 1024] = '\0';
+    a = write_stdin(&w, id, chunk, 0); /* 64 KiB in the pipe, the rest waits */
+    assert_int_equal(session_id(a), id);
+    json_decref(a);
+    a = write_stdin(&w, id, chunk, 0);
+    assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
+    mcp_world_assert_contains(text_of(a), "not reading its input");
+    json_decref(a);
+    a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
+    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
+    json_decref(a);
+    free(chunk);
+    mcp_world_end(&w);
+}
+
 /* python3 -i on a terminal: print(6*7) answers 42. */
 static void
 test_tty_python(void **state)
@@ -604,6 +634,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tools_list),
         cmocka_unit_test(test_input_and_exit),
+        cmocka_unit_test(test_unread_input_is_bounded),
         cmocka_unit_test(test_tty_python),
         cmocka_unit_test(test_ctrl_c_stops_sleep),
         cmocka_unit_test(test_forbidden_in_background),
