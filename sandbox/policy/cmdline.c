@@ -13,10 +13,10 @@
 #include <string.h>
 
 /* Slots besides the protect and hide paths and the program: the helper,
- * three options with values (--exec-notify-fd, --net-proxy-fd, --argv0)
- * and two without (--notify-sockets-only, --allow-degraded), --policy,
- * --cwd, --report-fd, "--" and the terminating NULL. */
-#define FIXED_SLOTS 17
+ * four options with values (--exec-notify-fd, --net-proxy-fd, --tty-fd,
+ * --argv0) and two without (--notify-sockets-only, --allow-degraded),
+ * --policy, --cwd, --report-fd, "--" and the terminating NULL. */
+#define FIXED_SLOTS 19
 
 /* An argv being filled; the first failure sticks and later adds do
  * nothing, so the builder checks once at the end. */
