@@ -600,7 +600,7 @@ test_server_reached_by_later_call(void **state)
     json_decref(a);
     bool reached = false;
     for (int i = 0; i < 50 && !reached; i++) {
-        a = mcp_world_run(&w, "curl -s http://127.0.0.1:18641/page.txt", NULL, 30000);
+        a = mcp_world_run(&w, "curl -s -m 2 http://127.0.0.1:18641/page.txt", NULL, 30000);
         reached = strcmp(mcp_world_output(a), "served\n") == 0;
         json_decref(a);
         if (!reached)
