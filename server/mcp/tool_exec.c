@@ -161,9 +161,10 @@ output_string(const struct output_ring_text *t, size_t max, uint64_t *dropped, s
 
 /*
  * The result for p now: the output since the last read (taken), then its
- * exit status (it has ended: it is forgotten) or its session_id.  Codex's
- * shape for the text (what a model reads), the same facts as
- * structuredContent.
+ * exit status (it has ended: it is forgotten) or its session_id.  The
+ * facts in structuredContent (what Codex shows its model), and the same as
+ * text in the shape of Codex's own unified exec, for clients that read
+ * only content.
  */
 static json_t *
 process_result(struct process *p, size_t max, uint64_t waited_ns)
