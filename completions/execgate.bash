@@ -67,6 +67,7 @@ _execgate()
         ;;
     --sandbox | --default-timeout-ms | --max-output-bytes | --max-calls | \
         --max-processes | --max-memory | --max-pending-output | --max-ask-ms | \
+        --max-background | --max-background-output | \
         --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms | \
         --listen | --session-idle-ms | --header-timeout-ms | --max-sessions | \
         --write-timeout-ms | --task-ttl-ms | --max-tasks)
@@ -79,7 +80,8 @@ _execgate()
     mapfile -t COMPREPLY < <(compgen -W '--bash --shell --execve --preserve-program-paths
         --sandbox-helper --rules --sandbox --default-timeout-ms
         --max-output-bytes --max-calls --max-processes --max-memory --doctor
-        --max-pending-output --max-ask-ms --max-message-bytes --kill-grace-ms
+        --max-pending-output --max-background --max-background-output --max-ask-ms
+        --max-message-bytes --kill-grace-ms
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
         --escalated-children --allow-unix-socket
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms

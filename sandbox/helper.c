@@ -220,7 +220,8 @@ check_net_ns_fd(const struct sandbox_helper_options *o)
     int fd = o->net_ns_fd;
     if (fd < 0)
         return;
-    if (fd <= 2 || fd == o->report_fd || fd == o->exec_notify_fd || fd == o->net_proxy_fd)
+    if (fd <= 2 || fd == o->report_fd || fd == o->exec_notify_fd || fd == o->net_proxy_fd ||
+        fd == o->tty_fd)
         sandbox_helper_die(0,
                            "--net-ns-fd %d: must not be stdio, the report, exec-notify or "
                            "net-proxy fd",
@@ -853,6 +854,8 @@ helper_finish_and_exec(struct run *r)
 {
     if (chdir(r->o->cwd) != 0)
         sandbox_helper_die(errno, "--cwd %s", r->o->cwd);
+    /* after the mounts: /dev/ptmx is the sandbox's own now */
+    helper_take_terminal(r->o);
     if (r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE)
         drop_file_capabilities(r);
     apply_landlock(r);
@@ -875,6 +878,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     check_exec_notify_fd(o);
     check_net_proxy_fd(o);
     check_net_ns_fd(o);
+    helper_check_tty_fd(o);
     run_init(&r, o);
     unsigned offers = o->exec_notify_fd >= 0 ? sandbox_exec_filter_offers(o->exec_notify_fd) : 0;
     r.take_offered = offers & SANDBOX_OFFER_NUMBER;
@@ -884,6 +888,8 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
         if (chdir(o->cwd) != 0)
             sandbox_helper_die(errno, "--cwd %s", o->cwd);
+        /* full access: the host's /dev/ptmx, as any program there has */
+        helper_take_terminal(o);
         /* exec-notify alone: no confinement, only the exec filter (for
          * escalated programs); a filter needs no_new_privs. */
         char *path = NULL;

@@ -33,6 +33,7 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
     o->exec_notify_fd = -1;
     o->net_proxy_fd = -1;
     o->net_ns_fd = -1;
+    o->tty_fd = -1;
     /* at most one per argument */
     o->protect = calloc((size_t)argc, sizeof *o->protect);
     o->hide = calloc((size_t)argc, sizeof *o->hide);
@@ -70,6 +71,10 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             if (o->net_ns_fd < 0)
                 sandbox_helper_die(0, "--net-ns-fd: \"%s\" is not a file descriptor number",
                                    argv[i]);
+        } else if (strcmp(a, SANDBOX_OPT_TTY_FD) == 0 && has_value) {
+            o->tty_fd = parse_fd(argv[++i]);
+            if (o->tty_fd < 0)
+                sandbox_helper_die(0, "--tty-fd: \"%s\" is not a file descriptor number", argv[i]);
         } else if (strcmp(a, SANDBOX_OPT_ARGV0) == 0 && has_value) {
             o->argv0 = argv[++i];
         } else if (strcmp(a, SANDBOX_OPT_PROTECT) == 0 && has_value) {

@@ -90,6 +90,13 @@ void helper_enter_namespaces(struct run *r);
 void helper_close_placeholder_copies(const struct run *r);
 void helper_release_placeholders(struct run *r);
 
+/* helper_tty.c: --tty-fd checked; then, in the process that becomes
+ * the command, its terminal made from the sandbox's devpts, the master
+ * sent to the server and the slave made stdio and the controlling
+ * terminal.  Errors end the helper (125). */
+void helper_check_tty_fd(const struct sandbox_helper_options *o);
+void helper_take_terminal(struct sandbox_helper_options *o);
+
 /* helper_pidns.c: the rest of the call in a PID namespace: this process
  * waits outside, its child is the init, which starts the command
  * (helper_finish_and_exec).  Does not return. */

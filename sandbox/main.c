@@ -29,6 +29,7 @@ usage(FILE *out)
     fprintf(out,
             "usage: execgate-sandbox --policy JSON --cwd DIR [--report-fd N] [--exec-notify-fd N]\n"
             "                        [--notify-sockets-only] [--net-proxy-fd N] [--net-ns-fd N]\n"
+            "                        [--tty-fd N]\n"
             "                        [--allow-degraded] [--argv0 NAME] [--protect PATH]...\n"
             "                        [--hide PATH]...\n"
             "                        -- PROGRAM [ARGS...]\n"
@@ -55,6 +56,9 @@ usage(FILE *out)
             "cannot be joined, PROGRAM has no network at all.\n"
             "execgate-sandbox --net-ns-keeper N: makes a network namespace with only\n"
             "loopback and keeps it for the server on the SOCK_SEQPACKET socket N.\n"
+            "--tty-fd N: PROGRAM runs on a terminal made from the sandbox's own devpts\n"
+            "(its stdin, stdout, stderr and controlling terminal); the master is sent\n"
+            "over the Unix socket N (see docs/server.md).\n"
             "--argv0 NAME: PROGRAM runs with NAME as its argv[0] (as exec -a).\n"
             "--protect PATH (repeatable, absolute): under workspace-write, when PATH\n"
             "(symlinks resolved) lies in a writable location, it is kept read-only\n"

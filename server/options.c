@@ -30,6 +30,8 @@ enum {
     OPT_MAX_CALLS,
     OPT_MAX_ASK,
     OPT_MAX_PENDING,
+    OPT_MAX_BACKGROUND,
+    OPT_MAX_BACKGROUND_OUTPUT,
     OPT_MAX_PROCESSES,
     OPT_MAX_MEMORY,
     OPT_DOCTOR,
@@ -72,6 +74,8 @@ static const struct option long_options[] = {
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-ask-ms", required_argument, NULL, OPT_MAX_ASK},
     {"max-pending-output", required_argument, NULL, OPT_MAX_PENDING},
+    {"max-background", required_argument, NULL, OPT_MAX_BACKGROUND},
+    {"max-background-output", required_argument, NULL, OPT_MAX_BACKGROUND_OUTPUT},
     {"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"doctor", no_argument, NULL, OPT_DOCTOR},
@@ -134,6 +138,10 @@ usage(FILE *out)
             "                            and what that costs, and exit (0: nothing missing)\n"
             "  --max-pending-output N    no waiting call starts while this many bytes of\n"
             "                            answers wait for the client to read (67108864)\n"
+            "  --max-background N        background processes (exec_command) of one\n"
+            "                            session at once (8; 0: the tools are off)\n"
+            "  --max-background-output N bytes of unread background output one session\n"
+            "                            keeps, shared evenly by its processes (4194304)\n"
             "  --max-ask-ms MS           a call's timeout stops at most this long in all\n"
             "                            while a person is asked (600000)\n"
             "  --max-message-bytes N     largest JSON-RPC message accepted (16777216)\n"
@@ -511,6 +519,8 @@ static const struct {
     {OPT_MAX_PROCESSES, "--max-processes", 0, UINT64_C(1) << 22},
     {OPT_MAX_MEMORY, "--max-memory", 0, UINT64_C(1) << 53},
     {OPT_MAX_PENDING, "--max-pending-output", 1024, SIZE_MAX / 4},
+    {OPT_MAX_BACKGROUND, "--max-background", 0, 1024},
+    {OPT_MAX_BACKGROUND_OUTPUT, "--max-background-output", 4096, SIZE_MAX / 4},
     {OPT_MAX_ASK, "--max-ask-ms", 0, UINT64_C(1) << 53},
     {OPT_MAX_CALLS, "--max-calls", 1, 4096},
     {OPT_LOGIN_SNAPSHOT_TIMEOUT, "--login-snapshot-timeout-ms", 1, UINT64_C(1) << 53},
@@ -562,6 +572,12 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_MAX_PENDING:
         o->max_pending_output = n;
+        break;
+    case OPT_MAX_BACKGROUND:
+        o->max_background = (unsigned)n;
+        break;
+    case OPT_MAX_BACKGROUND_OUTPUT:
+        o->max_background_output = n;
         break;
     case OPT_MAX_ASK:
         o->max_ask_ms = n;
@@ -753,6 +769,8 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->kill_grace_ms = OPTIONS_DEFAULT_KILL_GRACE_MS;
     o->max_ask_ms = OPTIONS_DEFAULT_MAX_ASK_MS;
     o->max_pending_output = OPTIONS_DEFAULT_MAX_PENDING;
+    o->max_background = OPTIONS_DEFAULT_MAX_BACKGROUND;
+    o->max_background_output = OPTIONS_DEFAULT_MAX_BACKGROUND_OUTPUT;
     o->max_processes = OPTIONS_DEFAULT_MAX_PROCESSES;
     o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
     o->login_snapshot = true;

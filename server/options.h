@@ -27,6 +27,10 @@
 #define OPTIONS_DEFAULT_MAX_PENDING   (64u * 1024 * 1024)
 #define OPTIONS_DEFAULT_MAX_PROCESSES 1024u
 #define OPTIONS_DEFAULT_MAX_MEMORY    (UINT64_C(2) * 1024 * 1024 * 1024)
+/* background processes (exec_command): per session, at once, and the
+ * bytes of their unread output, shared out evenly among them */
+#define OPTIONS_DEFAULT_MAX_BACKGROUND        8u
+#define OPTIONS_DEFAULT_MAX_BACKGROUND_OUTPUT (4u * 1024 * 1024)
 /* a login snapshot's capture (login_snapshot.h) */
 #define OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS 10000u
 /* HTTP (--listen): an unused session ends after 30 minutes; 64 at once */
@@ -79,10 +83,12 @@ struct server_options {
     uint64_t default_timeout_ms;
     size_t max_output_bytes;
     unsigned max_calls;
-    size_t max_pending_output; /* no waiting call starts while this much output waits */
-    uint64_t max_processes;    /* per call, in its cgroup (0: no limit) */
-    uint64_t max_memory;       /* per call, bytes, in its cgroup (0: no limit) */
-    bool doctor;               /* --doctor: say what this machine offers, and exit */
+    size_t max_pending_output;    /* no waiting call starts while this much output waits */
+    unsigned max_background;      /* a session's background processes at once */
+    size_t max_background_output; /* a session's unread background output, in all */
+    uint64_t max_processes;       /* per call, in its cgroup (0: no limit) */
+    uint64_t max_memory;          /* per call, bytes, in its cgroup (0: no limit) */
+    bool doctor;                  /* --doctor: say what this machine offers, and exit */
     size_t max_message_bytes;
     uint64_t kill_grace_ms;
     uint64_t max_ask_ms; /* a call's timeout stops at most this long while a person is asked */

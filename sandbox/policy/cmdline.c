@@ -13,24 +13,43 @@
 #include <string.h>
 
 /* Slots besides the protect and hide paths and the program: the helper,
- * three options with values (--exec-notify-fd, --net-proxy-fd, --argv0)
- * and two without (--notify-sockets-only, --allow-degraded), --policy,
- * --cwd, --report-fd, "--" and the terminating NULL. */
-#define FIXED_SLOTS 17
+ * five options with values (--exec-notify-fd, --net-proxy-fd, --net-ns-fd,
+ * --tty-fd, --argv0) and two without (--notify-sockets-only, --allow-degraded),
+ * --policy, --cwd, --report-fd, "--" and the terminating NULL.  The
+ * array is made this size first; an option added without being counted
+ * here makes it grow (argv_room), never overflow. */
+#define FIXED_SLOTS 21
 
 /* An argv being filled; the first failure sticks and later adds do
  * nothing, so the builder checks once at the end. */
 struct argv_builder {
-    char **v;
-    size_t n;
+    char **v; /* cap slots, those past n NULL */
+    size_t n, cap;
     bool ok;
 };
+
+/* Room for one more entry and the terminating NULL: the array doubles
+ * when it is full.  Returns false when out of memory. */
+static bool
+argv_room(struct argv_builder *b)
+{
+    if (b->n + 1 < b->cap)
+        return true;
+    size_t cap = b->cap * 2;
+    char **v = cap > b->cap ? reallocarray(b->v, cap, sizeof(*v)) : NULL;
+    if (v == NULL)
+        return false;
+    memset(v + b->cap, 0, (cap - b->cap) * sizeof(*v));
+    b->v = v;
+    b->cap = cap;
+    return true;
+}
 
 /* Appends s, which the builder owns from now on (NULL: out of memory). */
 static void
 add_take(struct argv_builder *b, char *s)
 {
-    if (!b->ok || s == NULL) {
+    if (!b->ok || s == NULL || !argv_room(b)) {
         free(s);
         b->ok = false;
         return;
@@ -68,6 +87,8 @@ add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
         add_fd_option(b, SANDBOX_OPT_NET_PROXY_FD, c->net_proxy_fd);
     if (c->net_ns_fd > 0)
         add_fd_option(b, SANDBOX_OPT_NET_NS_FD, c->net_ns_fd);
+    if (c->tty_fd > 0)
+        add_fd_option(b, SANDBOX_OPT_TTY_FD, c->tty_fd);
     if (c->argv0 != NULL) {
         add_copy(b, SANDBOX_OPT_ARGV0);
         add_copy(b, c->argv0);
@@ -97,7 +118,8 @@ sandbox_cmdline_argv(const struct sandbox_cmdline *c)
         return NULL;
     }
     size_t paths = c->n_protect + c->n_hide;
-    struct argv_builder b = {.v = calloc(FIXED_SLOTS + 2 * paths + nprog, sizeof(char *))};
+    size_t cap = FIXED_SLOTS + 2 * paths + nprog;
+    struct argv_builder b = {.v = calloc(cap, sizeof(char *)), .cap = cap};
     b.ok = b.v != NULL;
     add_copy(&b, c->helper);
     add_leading_options(&b, c);

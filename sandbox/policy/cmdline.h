@@ -27,10 +27,11 @@ struct sandbox_policy;
 #define SANDBOX_OPT_HIDE           "--hide"
 #define SANDBOX_OPT_NET_PROXY_FD   "--net-proxy-fd"
 #define SANDBOX_OPT_NET_NS_FD      "--net-ns-fd"
+#define SANDBOX_OPT_SOCKETS_ONLY   "--notify-sockets-only"
+#define SANDBOX_OPT_TTY_FD         "--tty-fd"
 /* alone with its fd: the keeper of a session's network namespace
  * (sandbox/netns.h), not a sandbox */
 #define SANDBOX_OPT_NET_NS_KEEPER "--net-ns-keeper"
-#define SANDBOX_OPT_SOCKETS_ONLY  "--notify-sockets-only"
 
 /* How a line on --report-fd begins when PROGRAM could not be started (the
  * rest of the line is the errno and "}"): the helper's 126 or 127 then
@@ -56,6 +57,9 @@ struct sandbox_cmdline {
     /* --net-ns-fd N (the session's network namespace, to join), or 0 for
      * none, as for net_proxy_fd */
     int net_ns_fd;
+    /* --tty-fd N: the command gets a terminal of the sandbox's own, whose
+     * master goes to this socket; 0 for none (as net_proxy_fd) */
+    int tty_fd;
     const char *argv0;   /* --argv0 NAME for the program, or NULL */
     bool allow_degraded; /* --allow-degraded */
     /* --protect PATH for each, in order (docs/sandbox.md); may be NULL
@@ -71,8 +75,8 @@ struct sandbox_cmdline {
 
 /*
  * The argv for c:
- *   HELPER [--exec-notify-fd N [--notify-sockets-only]] [--net-proxy-fd N]
- *          [--net-ns-fd N] [--argv0 NAME] [--allow-degraded] [--protect PATH]... [--hide PATH]...
+ *   HELPER [--exec-notify-fd N [--notify-sockets-only]] [--net-proxy-fd N] [--net-ns-fd N]
+ *          [--tty-fd N] [--argv0 NAME] [--allow-degraded] [--protect PATH]... [--hide PATH]...
  *          --policy JSON --cwd CWD [--report-fd N]
  *          -- PROGRAM ARGS...
  * Returns a NULL-terminated array of malloc'd strings that the caller

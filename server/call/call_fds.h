@@ -15,8 +15,10 @@
 
 #include "server/call/spawn_child.h"
 
-/* The child's fd numbers.  0 is always /dev/null (spawn_child). */
+/* The child's fd numbers.  0 is /dev/null (spawn_child) unless a
+ * background process gives the call an input pipe. */
 enum call_fd {
+    CALL_FD_STDIN = 0,          /* a background process's input pipe */
     CALL_FD_STDOUT = 1,         /* the call's output pipe ... */
     CALL_FD_STDERR = 2,         /* ... both, in arrival order */
     CALL_FD_REPORT = 3,         /* the helper's "sandbox in place" line (--report-fd) */
@@ -25,7 +27,8 @@ enum call_fd {
     CALL_FD_NET_PROXY = 6,      /* the network namespace's hand-over socket (--net-proxy-fd) */
     CALL_FD_LOGIN_SNAPSHOT = 7, /* a login call's sealed snapshot (login_snapshot.h) */
     CALL_FD_NET_NS = 8,         /* the session's network namespace (--net-ns-fd) */
-    CALL_FD_COUNT = 9           /* numbers in the table: 0 to 8 */
+    CALL_FD_TTY = 9,            /* the terminal's master goes back on this socket (--tty-fd) */
+    CALL_FD_COUNT = 10          /* numbers in the table: 0 to 9 */
 };
 
 /* For each number, the server's fd the child gets there (borrowed,

@@ -144,6 +144,12 @@ shell_call_set_fd(struct shell_call *c, enum call_fd at, int fd)
 }
 
 void
+shell_call_set_stdin(struct shell_call *c, int fd)
+{
+    c->inherit.fd[CALL_FD_STDIN] = fd;
+}
+
+void
 shell_call_set_join(struct shell_call *c, const struct call_cgroup_join *j)
 {
     c->join = j;
@@ -152,7 +158,8 @@ shell_call_set_join(struct shell_call *c, const struct call_cgroup_join *j)
 void
 shell_call_pause_timeout(struct shell_call *c)
 {
-    if (c->timeout_paused++ > 0 || !c->started || c->exited || c->timed_out)
+    if (c->timeout_paused++ > 0 || !c->started || c->exited || c->timed_out ||
+        c->spec.timeout_ms == 0)
         return;
     c->timeout_left_ms = uv_timer_get_due_in(&c->timeout);
     c->pause_began = uv_now(c->loop);
@@ -169,7 +176,8 @@ shell_call_resume_timeout(struct shell_call *c)
 {
     if (c->timeout_paused == 0 || --c->timeout_paused > 0)
         return;
-    if (!c->started || c->exited || c->timed_out || uv_is_closing((uv_handle_t *)&c->timeout))
+    if (!c->started || c->exited || c->timed_out || c->spec.timeout_ms == 0 ||
+        uv_is_closing((uv_handle_t *)&c->timeout))
         return;
     c->paused_ms += uv_now(c->loop) - c->pause_began;
     uv_timer_start(&c->timeout, on_timeout, c->timeout_left_ms ? c->timeout_left_ms : 1, 0);
@@ -230,6 +238,10 @@ keep_preview(struct shell_call *c, const char *buf, size_t n)
 static void
 keep_output(struct shell_call *c, const char *buf, size_t n)
 {
+    if (c->ev.on_output) {
+        c->ev.on_output(c, buf, n, c->data);
+        return;
+    }
     if (c->spec.progress)
         keep_preview(c, buf, n);
     if (output_ring_append(&c->kept, buf, n) < 0 && !c->kept_short) {
@@ -678,7 +690,8 @@ shell_call_start(struct shell_call *c)
         c->report_reading = rc == 0;
         c->report_eof = rc != 0;
     }
-    uv_timer_start(&c->timeout, on_timeout, c->spec.timeout_ms, 0);
+    if (c->spec.timeout_ms > 0)
+        uv_timer_start(&c->timeout, on_timeout, c->spec.timeout_ms, 0);
     if (c->spec.progress)
         uv_timer_start(&c->tick, on_tick, SHELL_CALL_PROGRESS_MS, SHELL_CALL_PROGRESS_MS);
 }

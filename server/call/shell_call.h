@@ -62,12 +62,17 @@ struct shell_call_events {
      * else runs on the call's behalf (escalated programs) should be too.
      * May be NULL. */
     void (*on_signal)(struct shell_call *c, int sig, void *data);
+    /* Each piece of output as it is read (raw, borrowed for the call), for
+     * an owner that hands the output out while the command runs (a
+     * background process); the call then keeps none of it.  May be
+     * NULL: the call keeps its output (max_output) for on_done. */
+    void (*on_output)(struct shell_call *c, const char *buf, size_t n, void *data);
 };
 
 struct shell_call_spec {
     char **argv;           /* taken: the full command line (argv[0] a path) */
     char **env;            /* taken, may be NULL: inherit the server's */
-    uint64_t timeout_ms;   /* > 0 */
+    uint64_t timeout_ms;   /* 0: none (a background process ends when asked) */
     uint64_t max_pause_ms; /* the timeout stops this long at most, in all (0: no limit) */
     size_t max_output;     /* > 0: bytes kept, half head, half tail */
     bool progress;         /* report on_progress */
@@ -120,6 +125,11 @@ int shell_call_pgid(const struct shell_call *c);
  * not changed here.  Set before shell_call_start.  Cannot fail.
  */
 void shell_call_set_fd(struct shell_call *c, enum call_fd at, int fd);
+
+/* The child's stdin (borrowed, close-on-exec; -1: /dev/null, the
+ * default): a background process's input pipe.  Set before
+ * shell_call_start.  Cannot fail. */
+void shell_call_set_stdin(struct shell_call *c, int fd);
 
 /* The call's cgroup: the helper is in it before it does anything else
  * (spawn_options.join; j is borrowed and must outlive the spawn).  Set

@@ -205,10 +205,26 @@ on_done(struct shell_call *sc, const struct shell_call_result *r, void *data)
     c->on_end(c, r);
 }
 
+static void
+on_output(struct shell_call *sc, const char *buf, size_t n, void *data)
+{
+    (void)sc;
+    struct call *c = data;
+    if (c->on_output)
+        c->on_output(c, buf, n);
+}
+
 static const struct shell_call_events events = {
     .on_progress = on_progress,
     .on_done = on_done,
     .on_signal = on_signal,
+};
+
+/* a background process's: its output is handed out as it comes */
+static const struct shell_call_events background_events = {
+    .on_done = on_done,
+    .on_signal = on_signal,
+    .on_output = on_output,
 };
 
 /* ---- making one ---- */
@@ -302,6 +318,7 @@ call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct 
         .notify_sockets_only = !cx->tree,
         .net_proxy_fd = (*net = uses_proxy(cx, p)) ? CALL_FD_NET_PROXY : 0,
         .net_ns_fd = (*netns = uses_session_net(p, ncl)) ? CALL_FD_NET_NS : 0,
+        .tty_fd = r->tty ? CALL_FD_TTY : 0,
         .protect = (const char *const *)cx->protect,
         .n_protect = cx->n_protect,
         .hide = (const char *const *)cx->hide,
@@ -477,7 +494,8 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         .report = true,
         .helper = true,
     };
-    c->sc = shell_call_new(cx->loop, &spec, &events, c); /* takes argv and env */
+    /* takes argv and env */
+    c->sc = shell_call_new(cx->loop, &spec, r->background ? &background_events : &events, c);
     if (r->progress_token)
         c->progress_token = json_deep_copy(r->progress_token);
     if (!c->sc || (r->progress_token && !c->progress_token)) {

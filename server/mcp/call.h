@@ -66,6 +66,10 @@ struct call_request {
      * (justification, or NULL) */
     bool leave_sandbox;
     const char *justification;
+    /* a background process (process.h): its output goes to on_output as
+     * it comes, none is kept for on_end; with tty, the command runs on a
+     * terminal of its sandbox's own (the helper's --tty-fd) */
+    bool background, tty;
     /* the sandbox the call runs under: a sandboxPolicy object, where it
      * is rooted (absolute) and, when the filler has it, the policy parsed
      * (call_new builds the call's view and command line from it, and
@@ -130,6 +134,9 @@ struct call {
      * valid for the callback only) */
     void (*progress)(struct call *c, json_t *params);
     void (*on_end)(struct call *c, const struct shell_call_result *r);
+    /* a background call's (call_request.background): each piece of its
+     * output as it is read (borrowed for the callback) */
+    void (*on_output)(struct call *c, const char *buf, size_t n);
 };
 
 /* Calls in order (a session's waiting, running, ... calls). */

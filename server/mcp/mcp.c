@@ -24,6 +24,8 @@
 #include "server/state_paths.h"
 #include "common/strfmt.h"
 #include "common/strv.h"
+#include "server/mcp/process.h"
+#include "server/mcp/tool_exec.h"
 #include "server/mcp/tool_shell.h"
 
 #include <signal.h>
@@ -64,6 +66,10 @@ struct mcp_session {
     struct client_log *client_log;      /* notifications/message for the client */
     struct decide_client *client;       /* its questions and approvals */
     struct call_net_client *net_client; /* its network approvals */
+    /* its background processes (exec_command), and what their tools
+     * need of the session */
+    struct process_table procs;
+    struct tool_exec_host exec;
 
     /* HTTP: messages go to sink(sink_data, m) until the session ends */
     mcp_session_sink_fn sink;
@@ -460,6 +466,20 @@ handle_call(struct mcp_session *ss, const json_t *id, const json_t *params)
     struct call_request r = {0};
     const json_t *args = NULL;
     char *err = NULL;
+    const char *name = json_string_value(json_object_get(params, "name"));
+    if (name && tool_exec_is(name)) {
+        /* only shell offers taskSupport (tools/list): the specification's
+         * answer to a task asked of another tool */
+        const json_t *task = ss->tasks_on ? json_object_get(params, "task") : NULL;
+        if (task && !json_is_null(task)) {
+            jsonrpc_reply_error(ss->rpc, id, JSONRPC_METHOD_NOT_FOUND,
+                                "this tool does not run as a task (only shell does): call it "
+                                "without \"task\"; it answers within its yield time");
+            return;
+        }
+        tool_exec_call(&ss->exec, id, name, params, json_object_get(params, "arguments"));
+        return;
+    }
     int rc = tool_shell_arguments(params, &args, &err);
     if (rc == 0 && scheduler_busy_id(&ss->q, id)) {
         jsonrpc_reply_error(ss->rpc, id, JSONRPC_INVALID_REQUEST,
@@ -532,7 +552,8 @@ handle_cancelled_id(struct mcp_session *ss, const json_t *id)
         log_info("a call was cancelled while a person was asked to let it leave the sandbox");
         return;
     }
-    scheduler_cancel(&ss->q, id);
+    if (!tool_exec_cancel(&ss->exec, id))
+        scheduler_cancel(&ss->q, id);
 }
 
 static void
@@ -591,7 +612,12 @@ on_request(struct jsonrpc *rpc, const json_t *id, const char *method, const json
             json_decref(tool);
             tool = NULL;
         }
-        jsonrpc_reply(rpc, id, tool ? json_pack("{s:[o]}", "tools", tool) : NULL);
+        json_t *tools = tool ? json_pack("[o]", tool) : NULL;
+        if (tools && tool_exec_definitions(ss->s->o, tools) < 0) {
+            json_decref(tools);
+            tools = NULL;
+        }
+        jsonrpc_reply(rpc, id, tools ? json_pack("{s:o}", "tools", tools) : NULL);
     } else if (tasks_method(method)) {
         tasks_request(ss->tasks, id, method, params);
     } else if (strcmp(method, "tools/call") == 0) {
@@ -701,6 +727,69 @@ session_free(struct mcp_session *ss)
     free(ss);
 }
 
+/* ---- background processes (tool_exec.h) ---- */
+
+static struct call *
+exec_build(void *owner, const json_t *id, const json_t *params, struct call_request *r)
+{
+    struct mcp_session *ss = owner;
+    if (call_sandbox(ss, id, params, r) < 0)
+        return NULL;
+    struct call *c = r->policy ? build_call(ss, id, id, r) : NULL;
+    if (!r->policy)
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+    json_decref(r->policy);
+    free(r->sandbox_cwd);
+    sandbox_policy_free(r->parsed);
+    r->policy = NULL;
+    r->sandbox_cwd = NULL;
+    r->parsed = NULL;
+    return c;
+}
+
+static void
+exec_reply(void *owner, const json_t *id, json_t *result)
+{
+    struct mcp_session *ss = owner;
+    if (!result)
+        jsonrpc_reply_error(ss->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+    else
+        jsonrpc_reply(ss->rpc, id, result);
+}
+
+static void
+exec_error(void *owner, const json_t *id, int code, const char *message)
+{
+    struct mcp_session *ss = owner;
+    jsonrpc_reply_error(ss->rpc, id, code, message);
+}
+
+/* The last process of an ended session is gone. */
+static void
+on_processes_gone(void *data)
+{
+    struct mcp_session *ss = data;
+    struct mcp_server *s = ss->s;
+    session_maybe_close(ss);
+    maybe_finish(s);
+}
+
+static void
+session_init_processes(struct mcp_session *ss)
+{
+    const struct server_options *o = ss->s->o;
+    size_t ring = o->max_background ? o->max_background_output / o->max_background : 1;
+    process_table_init(&ss->procs, ss->s->loop, ring ? ring : 1, on_processes_gone, ss);
+    ss->exec = (struct tool_exec_host){
+        .o = o,
+        .procs = &ss->procs,
+        .owner = ss,
+        .build = exec_build,
+        .reply = exec_reply,
+        .error = exec_error,
+    };
+}
+
 /*
  * A session with the server's starting policy (--sandbox, else
  * read-only), its own log and approvals, and a transport not started.
@@ -715,6 +804,7 @@ session_new(struct mcp_server *s, char **err)
         return NULL;
     ss->s = s;
     list_init(&ss->node);
+    session_init_processes(ss);
     char *why = NULL;
     int rc = session_sandbox_init(&ss->sandbox, s->o->sandbox, s->o->sandbox_cwd, &why);
     if (rc < 0 && asprintf(err, "--sandbox: %s", why ? why : "out of memory") < 0)
@@ -772,7 +862,7 @@ session_maybe_close(struct mcp_session *ss)
     if (!(ss->ending || ss->s->finishing) || ss->rpc_closing)
         return;
     scheduler_send_held(&ss->q); /* answered at a shutdown, dropped when the session ended */
-    if (ss->q.running.count > 0)
+    if (ss->q.running.count > 0 || ss->procs.live > 0)
         return;
     ss->rpc_closing = true;
     jsonrpc_close(ss->rpc, ss->sink != NULL || ss->ending, on_session_rpc_closed, ss);
@@ -855,6 +945,7 @@ mcp_session_end(struct mcp_session *ss, const char *why)
     session_drop_waiting(ss, NULL);
     for (struct call *c = ss->q.running.head; c; c = c->next)
         call_cancel(c);
+    process_table_end(&ss->procs);
     session_maybe_close(ss);
 }
 
@@ -1083,6 +1174,7 @@ mcp_server_shutdown(struct mcp_server *s, const char *why)
     {
         jsonrpc_stop_reading(SESSION(n)->rpc);
         session_drop_waiting(SESSION(n), "execgate is shutting down: the call did not start");
+        process_table_end(&SESSION(n)->procs);
     }
     scheduler_signal(s->sched, SIGTERM);
     if (scheduler_running(s->sched) > 0 && s->started)
@@ -1103,10 +1195,23 @@ on_grace_closed(uv_handle_t *h)
     on_server_handle_closed(h);
 }
 
+/* Whether a background process of any session is not gone yet. */
+static bool
+processes_live(const struct mcp_server *s)
+{
+    const struct list *n;
+    list_foreach(n, &s->sessions)
+    {
+        if (SESSION(n)->procs.live > 0)
+            return true;
+    }
+    return false;
+}
+
 static void
 maybe_finish(struct mcp_server *s)
 {
-    if (!s->shutting_down || scheduler_running(s->sched) > 0 || s->finishing)
+    if (!s->shutting_down || scheduler_running(s->sched) > 0 || processes_live(s) || s->finishing)
         return;
     s->finishing = true;
     if (s->started) {

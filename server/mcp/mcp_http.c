@@ -148,6 +148,11 @@ handle_post(struct hconn *hc, const struct http_request *r, const char *sid)
         if (token)
             json_array_append_new(hc->tokens, json_deep_copy(token));
         hconn_bind(hc, se);
+        /* messages that came while the client had no stream open (a
+         * background process's question) go out on this request's
+         * stream, ahead of its answer, when no GET stream takes them */
+        if (!se->get && se->backlog)
+            hsess_flush_backlog(se, hc);
     }
     feed(se, r); /* an answer may go out before this returns */
     /* a tasks/result that waits: what waited for a stream goes on its

@@ -3,6 +3,7 @@
 #include "common/strfmt.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -52,19 +53,44 @@ static const char tool_json[] =
     "\"annotations\":{\"title\":\"Shell command\",\"readOnlyHint\":false,"
     "\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}";
 
+/* With background processes on, the description says when to use them
+ * instead (the model chooses by it). */
+#define BACKGROUND_HINT                                                                            \
+    " For a command that does not end by itself (a server, a watcher) or that needs input, "       \
+    "use exec_command instead."
+
+static int
+add_background_hint(json_t *tool, const struct server_options *o)
+{
+    (void)o;
+    const char *d = json_string_value(json_object_get(tool, "description"));
+    char *more = d ? strfmt("%s" BACKGROUND_HINT, d) : NULL;
+    int rc = more ? json_object_set_new(tool, "description", json_string(more)) : -1;
+    free(more);
+    return rc;
+}
+
 /* The tool for the server's shell: with zsh, the texts that name the
  * shell name zsh (with Bash they are the reference's, word for word). */
 json_t *
 tool_shell_definition(const struct server_options *o)
 {
     json_t *tool = json_loads(tool_json, 0, NULL);
+    if (tool && o->max_background > 0 && add_background_hint(tool, o) < 0) {
+        json_decref(tool);
+        return NULL;
+    }
     if (!tool || o->shell != OPTIONS_SHELL_ZSH)
         return tool;
     json_t *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
     int rc = json_object_set_new(tool, "description",
-                                 json_string("Runs a shell command with zsh and returns its "
-                                             "output. You MUST provide the workdir as an "
-                                             "absolute path."));
+                                 json_string(o->max_background > 0
+                                                 ? "Runs a shell command with zsh and returns its "
+                                                   "output. You MUST provide the workdir as an "
+                                                   "absolute path." BACKGROUND_HINT
+                                                 : "Runs a shell command with zsh and returns its "
+                                                   "output. You MUST provide the workdir as an "
+                                                   "absolute path."));
     rc |= json_object_set_new(json_object_get(props, "command"), "description",
                               json_string("The zsh string to execute."));
     rc |= json_object_set_new(json_object_get(props, "login"), "description",
@@ -74,6 +100,31 @@ tool_shell_definition(const struct server_options *o)
         return NULL;
     }
     return tool;
+}
+
+int
+tool_shell_workdir(const json_t *workdir, const char **wd, char **err)
+{
+    if (!json_is_string(workdir)) {
+        *err = strdup(workdir ? "workdir: must be a string (an absolute path)"
+                              : "workdir: required (an absolute path)");
+        return -1;
+    }
+    *wd = json_string_value(workdir);
+    if ((*wd)[0] != '/') {
+        *err = strfmt("workdir: must be an absolute path, got '%s'", *wd);
+        return -1;
+    }
+    struct stat st;
+    if (stat(*wd, &st) < 0) {
+        *err = strfmt("workdir: %s: %s", *wd, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *err = strfmt("workdir: %s: not a directory", *wd);
+        return -1;
+    }
+    return 0;
 }
 
 static int
@@ -115,25 +166,9 @@ check_arguments(const struct server_options *o, const json_t *args, struct call_
         *err = strdup(command ? "command: must be a string" : "command: required");
         return -1;
     }
-    if (!json_is_string(workdir)) {
-        *err = strdup(workdir ? "workdir: must be a string (an absolute path)"
-                              : "workdir: required (an absolute path)");
+    const char *wd = NULL;
+    if (tool_shell_workdir(workdir, &wd, err) < 0)
         return -1;
-    }
-    const char *wd = json_string_value(workdir);
-    if (wd[0] != '/') {
-        *err = strfmt("workdir: must be an absolute path, got '%s'", wd);
-        return -1;
-    }
-    struct stat st;
-    if (stat(wd, &st) < 0) {
-        *err = strfmt("workdir: %s: %s", wd, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        *err = strfmt("workdir: %s: not a directory", wd);
-        return -1;
-    }
     r->command = json_string_value(command);
     r->workdir = wd;
     r->timeout_ms = o->default_timeout_ms;

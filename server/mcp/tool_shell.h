@@ -32,4 +32,9 @@ int tool_shell_arguments(const json_t *params, const json_t **args, char **err);
 int tool_shell_request(const struct server_options *o, const json_t *params, const json_t *args,
                        struct call_request *r, char **err);
 
+/* A workdir argument: an absolute path naming a directory, into *wd
+ * (borrowed from workdir).  Returns 0, or -1 with *err (malloc'd; NULL:
+ * out of memory).  The background tools check theirs so too. */
+int tool_shell_workdir(const json_t *workdir, const char **wd, char **err);
+
 #endif

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "sandbox/policy/policy.h"
 #include "tests/support/proc.h"
 #include "sandbox/policy/cmdline.h"
+#include "common/fd_pass.h"
 #include "common/strv.h"
 #include "tests/support/tmpdir.h"
 
@@ -1541,6 +1543,72 @@ test_report_eof_while_running(void **state)
     free(policy);
 }
 
+/* --tty-fd: the command runs on a terminal of the sandbox's own devpts
+ * (its only entry besides ptmx, although the host has one of this test's
+ * open); the master comes over the socket and carries the command's output.
+ * A --tty-fd that is not a socket is refused (125) before anything runs. */
+static void
+test_tty_fd(void **state)
+{
+    struct fixture *f = *state;
+    char *policy = ws_policy(f->dir, "");
+    int host = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    assert_true(host >= 0);
+    assert_int_equal(unlockpt(host), 0);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(sv[1], 9); /* dup2 clears close-on-exec: inherited */
+        execl(sbx_helper(), sbx_helper(), "--policy", policy, "--cwd", f->dir, "--tty-fd", "9",
+              "--", "/bin/sh", "-c", "tty; ls /dev/pts | tr '\\n' ' '; echo", (char *)NULL);
+        _exit(99);
+    }
+    close(sv[1]);
+    char byte;
+    int fds[1] = {-1};
+    size_t nfds = 0;
+    assert_int_equal(fd_pass_recv(sv[0], &byte, 1, fds, 1, &nfds, NULL), 1);
+    assert_int_equal(nfds, 1);
+    char out[4096];
+    size_t len = 0;
+    for (;;) {
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        assert_int_equal(poll(&pfd, 1, 10000), 1);
+        ssize_t n = read(fds[0], out + len, sizeof out - 1 - len);
+        if (n <= 0) /* EIO: the last slave closed */
+            break;
+        len += (size_t)n;
+    }
+    out[len] = '\0';
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (!strstr(out, "/dev/pts/0\r\n0 ptmx \r\n"))
+        fprintf(stderr, "on the terminal: %s\n", out);
+    assert_non_null(strstr(out, "/dev/pts/0\r\n0 ptmx \r\n"));
+    close(fds[0]);
+    close(sv[0]);
+    close(host);
+
+    int p[2];
+    assert_int_equal(pipe(p), 0); /* inherited: not a socket */
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", p[0]);
+    const char *argv[] = {sbx_helper(), "--policy", policy,      "--cwd", f->dir, "--tty-fd",
+                          fd,           "--",       "/bin/echo", "RAN",   NULL};
+    struct proc_result res;
+    assert_int_equal(proc_run(argv, NULL, &res), 0);
+    close(p[0]);
+    close(p[1]);
+    assert_int_equal(proc_exit_code(&res), 125);
+    assert_non_null(strstr(res.err, "--tty-fd"));
+    assert_null(strstr(res.out, "RAN"));
+    proc_result_free(&res);
+    free(policy);
+}
+
 int
 main(void)
 {
@@ -1553,6 +1621,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_setup_failures_are_125, setup, teardown),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_report_reader_gone),
+        cmocka_unit_test_setup_teardown(test_tty_fd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_fd_not_inherited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fail_closed_without_landlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow_degraded_reports, setup, teardown),

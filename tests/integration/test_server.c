@@ -243,7 +243,10 @@ test_version_negotiation(void **state)
 static void
 test_tools_list(void **state)
 {
-    struct mcp_client *c = start_initialized("--sandbox", FULL_ACCESS, NULL);
+    /* the shell tool alone, as the reference has it (test_processes checks
+     * the list with the background processes' tools) */
+    struct mcp_client *c =
+        start_initialized("--sandbox", FULL_ACCESS, "--max-background", "0", NULL);
     json_t *a = mcp_client_call(c, "tools/list", json_pack("{s:s}", "cursor", "ignored"));
     const json_t *tools = json_object_get(json_object_get(a, "result"), "tools");
     assert_int_equal(json_array_size(tools), 1);

@@ -543,6 +543,12 @@ test_errors(void **state)
     a = mcp_client_call(w.c, "tools/call", shell_params(&w, "true", json_string("x")));
     assert_int_equal(error_code(a), -32602);
     json_decref(a);
+    /* a tool without taskSupport asked to run as a task */
+    json_t *p = json_pack("{s:s, s:{s:s}, s:{}}", "name", "exec_command", "arguments", "cmd",
+                          "true", "task");
+    a = mcp_client_call(w.c, "tools/call", p);
+    assert_int_equal(error_code(a), -32601);
+    json_decref(a);
     finish(&w);
 }
 

@@ -291,6 +291,12 @@ answer_question(struct mcp_world *w, const json_t *m, const json_t *mid, struct 
                     json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", mid, "result", result));
 }
 
+void
+mcp_world_answer(struct mcp_world *w, const json_t *question, struct mcp_answers *a)
+{
+    answer_question(w, question, json_object_get(question, "id"), a);
+}
+
 json_t *
 mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a, int timeout_ms)
 {
@@ -303,9 +309,15 @@ mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answers *a, i
 json_t *
 mcp_world_run_args(struct mcp_world *w, json_t *args, struct mcp_answers *a)
 {
+    return mcp_world_tool(w, "shell", args, a);
+}
+
+json_t *
+mcp_world_tool(struct mcp_world *w, const char *tool, json_t *args, struct mcp_answers *a)
+{
     assert_non_null(args);
     long long id = mcp_client_send_request(
-        w->c, "tools/call", json_pack("{s:s, s:o}", "name", "shell", "arguments", args));
+        w->c, "tools/call", json_pack("{s:s, s:o}", "name", tool, "arguments", args));
     for (;;) {
         json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
         assert_non_null(m);

@@ -100,6 +100,13 @@ json_t *mcp_world_run(struct mcp_world *w, const char *command, struct mcp_answe
 /* The same with the tool's arguments as given (args taken). */
 json_t *mcp_world_run_args(struct mcp_world *w, json_t *args, struct mcp_answers *a);
 
+/* Answers question (an elicitation/create request) from a, as the calls
+ * above do: for a question that comes while no call is in flight. */
+void mcp_world_answer(struct mcp_world *w, const json_t *question, struct mcp_answers *a);
+
+/* The same for the tool named tool (exec_command, write_stdin...). */
+json_t *mcp_world_tool(struct mcp_world *w, const char *tool, json_t *args, struct mcp_answers *a);
+
 /* The answer's structuredContent (asserted present), output and exit code. */
 const json_t *mcp_world_structured(const json_t *answer);
 const char *mcp_world_output(const json_t *answer);

@@ -20,12 +20,14 @@ test_empty(void **state)
 }
 
 /* The numbers the helper's command line and the shell's environment
- * name: the report line, the escalation socket, the hand-over sockets,
- * the login snapshot the shell reads through /proc/self/fd/7, and the
- * session's network namespace. */
+ * name: a background process's input, the report line, the escalation
+ * socket, the hand-over sockets, the login snapshot the shell reads
+ * through /proc/self/fd/7, the session's network namespace and the
+ * terminal's socket (--tty-fd). */
 static void
 test_numbers(void **state)
 {
+    assert_int_equal(CALL_FD_STDIN, 0);
     assert_int_equal(CALL_FD_STDOUT, 1);
     assert_int_equal(CALL_FD_STDERR, 2);
     assert_int_equal(CALL_FD_REPORT, 3);
@@ -34,7 +36,8 @@ test_numbers(void **state)
     assert_int_equal(CALL_FD_NET_PROXY, 6);
     assert_int_equal(CALL_FD_LOGIN_SNAPSHOT, 7);
     assert_int_equal(CALL_FD_NET_NS, 8);
-    assert_int_equal(CALL_FD_COUNT, CALL_FD_NET_NS + 1);
+    assert_int_equal(CALL_FD_TTY, 9);
+    assert_int_equal(CALL_FD_COUNT, CALL_FD_TTY + 1);
 }
 
 static void

@@ -82,6 +82,18 @@ def outside_base():
     raise RuntimeError("no directory outside /tmp and $TMPDIR to write to")
 
 
+def tool_arguments(args, ws, outside):
+    """A call's arguments for its tool (args["tool"], default shell): the
+    workdir is ws, {outside} in a command the directory outside it."""
+    args = {k: v for k, v in args.items() if k != "tool"}
+    for key in ("command", "cmd"):
+        if key in args:
+            args[key] = args[key].replace("{outside}", outside)
+    if "command" in args or "cmd" in args:
+        args["workdir"] = ws
+    return args
+
+
 def session(mode, calls, rules="", http=False):
     """Runs codex exec under mode with the mock making calls (each a dict of
     the shell tool's arguments) in turn, with execgate on stdio, or (http)
@@ -101,9 +113,8 @@ def session(mode, calls, rules="", http=False):
         f.write(rules)
     # {outside} in a command is the directory outside the workspace
     script = [[{"type": "function_call", "id": "fc_%d" % i, "call_id": "call_%d" % i,
-                "namespace": "mcp__execgate", "name": "shell",
-                "arguments": json.dumps(dict(args, workdir=ws, command=args["command"].replace(
-                    "{outside}", outside)))}]
+                "namespace": "mcp__execgate", "name": args.get("tool", "shell"),
+                "arguments": json.dumps(tool_arguments(args, ws, outside))}]
               for i, args in enumerate(calls)]
     with open(os.path.join(top, "script.json"), "w", encoding="utf-8") as f:
         json.dump(script, f)
@@ -345,9 +356,46 @@ def drive_app_server(home, ws):
     return questions
 
 
+def background(http):
+    """exec_command and write_stdin through Codex: the model is offered the
+    four tools and reads each result as execgate wrote it."""
+    via = " (Streamable HTTP)" if http else ""
+    s = session("workspace-write", [
+        {"tool": "exec_command", "cmd": 'echo ready; read x; echo "got $x"', "login": False,
+         "yield_time_ms": 1000},
+        {"tool": "write_stdin", "session_id": 1, "chars": "hi\n", "yield_time_ms": 5000},
+        {"tool": "exec_command", "cmd": "python3 -i -q", "login": False, "tty": True,
+         "yield_time_ms": 1000},
+        {"tool": "write_stdin", "session_id": 2, "chars": "print(6*7)\n", "yield_time_ms": 1000},
+        {"tool": "kill_process", "session_id": 2},
+    ], "", http)
+    o = s["outputs"]
+    check(s["status"] == 0, "background: codex exec exits 0" + via, s["stderr"][-2000:])
+    check(all("mcp__execgate/" + t in s["tools"] for t in
+              ("exec_command", "write_stdin", "list_processes", "kill_process")),
+          "the model is offered the background processes' tools" + via, repr(s["tools"]))
+    # Codex shows the model structuredContent, after its own "Wall time"
+    r = result_of(o.get(0))
+    check(r is not None and r.get("session_id") == 1 and r["output"] == "ready\n",
+          "exec_command: the model reads the first output and the session id" + via,
+          repr(o.get(0)))
+    r = result_of(o.get(1))
+    check(r is not None and r.get("exit_code") == 0 and r["output"] == "got hi\n",
+          "write_stdin: the model reads the answer and the exit code" + via, repr(o.get(1)))
+    r = result_of(o.get(3))
+    check(r is not None and "42\r\n" in r["output"], "python3 -i on a terminal answers 42" + via,
+          repr(o.get(3)))
+    r = result_of(o.get(4))
+    check(r is not None and r.get("exit_code") == 137, "kill_process ends it" + via,
+          repr(o.get(4)))
+    finish(s)
+
+
 def main():
     workspace_write(False)
     workspace_write(True)
+    background(False)
+    background(True)
     app_server_questions()
     s = session("read-only", [{"command": "touch made; echo st=$?", "login": False}])
     r = result_of(s["outputs"].get(0))

@@ -31,7 +31,8 @@ check(caps.tools !== undefined, "tools capability");
 check(caps.experimental?.["codex/sandbox-state"]?.version === "1.0.0", "codex/sandbox-state 1.0.0");
 
 const { tools } = await client.listTools();
-check(tools.length === 1 && tools[0].name === "shell", "one tool named shell");
+check(tools.map((t) => t.name).join() === "shell,exec_command,write_stdin,list_processes,kill_process",
+  `shell first, then the background processes' tools (got ${tools.map((t) => t.name)})`);
 check(tools[0].inputSchema.required.includes("workdir"), "workdir required");
 
 // The SDK validates structuredContent against outputSchema here.

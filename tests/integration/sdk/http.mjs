@@ -135,7 +135,7 @@ const shell = (who, command, dir, opts) =>
 
 {
   const { tools } = await A.client.listTools();
-  check(tools.length === 1 && tools[0].name === "shell", "tools/list: shell");
+  check(tools[0].name === "shell" && tools.length === 5, "tools/list: shell and the background processes' tools");
 }
 
 // Each call runs under its own session's policy, at the same time.

@@ -152,9 +152,9 @@ async function common(client, state, how) {
 }
 
 // A client that never opens the GET stream (MCP lets it): the question a
-// task's call asks waits for a stream; the client's tasks/result, sent
-// because the task is input_required, is where it arrives, and the
-// answer to it lets the task end on that same stream.
+// task's call asks waits for a stream, and goes out on the client's next
+// request's (a tasks/get while it polls, or its tasks/result), before that
+// request's answer; the answer to the question lets the task end.
 async function noGetStream(url, token) {
   let sid = null;
   const post = (msg) => fetch(url, {
@@ -166,6 +166,36 @@ async function noGetStream(url, token) {
     },
     body: JSON.stringify({ jsonrpc: "2.0", ...msg }),
   });
+  const questions = [];
+  // The answer to request msg, as JSON or at the end of a stream; a
+  // question on the way is kept and approved.
+  const exchange = async (msg) => {
+    const r = await post(msg);
+    if (!r.headers.get("content-type").startsWith("text/event-stream")) return r.json();
+    const reader = r.body.getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      check(!done, `raw: the stream of ${msg.method} ended before its answer (${buf})`);
+      buf += new TextDecoder().decode(value);
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith("data: ")) continue;
+        const m = JSON.parse(line.slice(6));
+        check(m.method !== "notifications/tasks/status",
+          "raw: no status notifications over HTTP (they would crowd the backlog)");
+        if (m.method === "elicitation/create") {
+          questions.push(m);
+          await (await post({ id: m.id, result: { action: "accept", content: { decision: "approved" } } })).text();
+        } else if (m.id === msg.id) {
+          reader.cancel();
+          return m;
+        }
+      }
+    }
+  };
   let r = await post({ id: 1, method: "initialize", params: {
     protocolVersion: "2025-11-25", capabilities: { elicitation: {} }, clientInfo: { name: "raw", version: "1" } } });
   sid = r.headers.get("mcp-session-id");
@@ -173,34 +203,14 @@ async function noGetStream(url, token) {
   await (await post({ method: "notifications/initialized" })).text();
   r = await post({ id: 2, method: "tools/call", params: { name: "shell", arguments: args("sh -c 'echo raw-ran'"), task: {} } });
   const t = (await r.json()).result.task.taskId;
-  await until("raw: input_required", async () =>
-    (await (await post({ id: 3, method: "tasks/get", params: { taskId: t } })).json()).result.status === "input_required");
-  const res = await post({ id: 4, method: "tasks/result", params: { taskId: t } });
-  check(res.headers.get("content-type").startsWith("text/event-stream"), "raw: tasks/result streams what waited");
-  const reader = res.body.getReader();
-  let buf = "", question = null, result = null;
-  while (!result) {
-    const { value, done } = await reader.read();
-    check(!done, `raw: the stream ended before the result (${buf})`);
-    buf += new TextDecoder().decode(value);
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      if (!line.startsWith("data: ")) continue;
-      const m = JSON.parse(line.slice(6));
-      check(m.method !== "notifications/tasks/status",
-        "raw: no status notifications over HTTP (they would crowd the backlog)");
-      if (m.method === "elicitation/create") {
-        question = m;
-        check(m.params._meta?.[RELATED]?.taskId === t, "raw: the question names the task");
-        await (await post({ id: m.id, result: { action: "accept", content: { decision: "approved" } } })).text();
-      } else if (m.id === 4) {
-        result = m;
-      }
-    }
-  }
-  check(question, "raw: the question came on the tasks/result stream");
+  let seen = null;
+  await until("raw: input_required, or the question answered", async () => {
+    seen = (await exchange({ id: 3, method: "tasks/get", params: { taskId: t } })).result.status;
+    return seen === "input_required" || questions.length > 0;
+  });
+  const result = await exchange({ id: 4, method: "tasks/result", params: { taskId: t } });
+  check(questions.length === 1, `raw: the question came once, on a request's stream (got ${questions.length})`);
+  check(questions[0].params._meta?.[RELATED]?.taskId === t, "raw: the question names the task");
   check(result.result?.structuredContent?.output === "raw-ran\n", `raw: the result after the answer (got ${JSON.stringify(result)})`);
   await fetch(url, { method: "DELETE", headers: { Authorization: `Bearer ${token}`, "Mcp-Session-Id": sid } });
 }
