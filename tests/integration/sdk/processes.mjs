@@ -195,9 +195,8 @@ const limits = ["--max-background", "2", "--max-background-output", "16384"];
   await common(A, dirA, "http");
 
   // a server a process of A started is reached by A's later shell call over
-  // loopback, and not by B's: that needs each session's own network
-  // namespace (with the network off the sandbox refuses IP sockets now)
-  if (process.env.EXECGATE_TEST_SESSION_NETNS) {
+  // loopback, and not by B's: each session has its own network namespace
+  {
     const web = sessionId(await start(A, "echo served > page.txt; exec python3 -m http.server 18643", dirA));
     const curl = (s, dir) => s.client.callTool({ name: "shell",
       arguments: { command: "curl -s -m 2 http://127.0.0.1:18643/page.txt; echo \" st=$?\"", workdir: dir, login: false } });
@@ -210,10 +209,6 @@ const limits = ["--max-background", "2", "--max-background-output", "16384"];
     const fromB = (await curl(B, dirB)).structuredContent.output;
     check(!fromB.includes("served"), `http: B's call does not reach A's server (got ${fromB})`);
     await tool(A, "kill_process", { session_id: web });
-  } else {
-    console.log("skipped: a server started by exec_command reached by a later call of the same session " +
-      "and not by another session's: needs the session's own network namespace; " +
-      "set EXECGATE_TEST_SESSION_NETNS=1 once the server has it");
   }
 
   // DELETE of one session ends its processes; the other's runs on, and
