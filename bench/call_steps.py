@@ -97,7 +97,15 @@ class Trace:
             f.write(value)
 
     def follow(self, pid):
-        self.put("set_event_pid", str(pid))
+        """pid and its children living now (a launcher the server started
+        before the trace began); what they fork from now on follows."""
+        pids = [str(pid)]
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                pids += f.read().split()
+        except OSError:
+            pass
+        self.put("set_event_pid", " ".join(pids))
         self.put("tracing_on", "1")
 
     def lines(self):
