@@ -51,55 +51,12 @@ lifetime_options(const char *policy, const char *extra)
                                       .owner_gid = user.gid};
 }
 
-/* How many processes run `sleep ARG` (their whole command line). */
-static int
-count_sleeps(const char *arg)
-{
-    char want[64];
-    int wlen = snprintf(want, sizeof(want), "sleep%c%s%c", 0, arg, 0);
-    DIR *d = opendir("/proc");
-    assert_non_null(d);
-    int count = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        char path[300], buf[128];
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof(buf));
-        close(fd);
-        if (n == wlen && memcmp(buf, want, (size_t)n) == 0)
-            count++;
-    }
-    closedir(d);
-    return count;
-}
-
 static long
 now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Polls until count_sleeps(arg) is at least (more) or at most (!more)
- * want, for up to ms; returns the last count. */
-static int
-wait_sleeps(const char *arg, bool more, int want, int ms)
-{
-    long end = now_ms() + ms;
-    int n;
-    for (;;) {
-        n = count_sleeps(arg);
-        if ((more && n >= want) || (!more && n <= want) || now_ms() > end)
-            return n;
-        struct timespec pause = {0, 20 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
 }
 
 /* The state letter of process pid ('?' when it is gone) and its parent. */
@@ -188,15 +145,15 @@ killed_server_takes_its_calls(const char *policy)
     mcp_client_send_request(w.c, "tools/call",
                             json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
                                       "command", esc, "workdir", w.wd, "login", 0));
-    assert_int_equal(wait_sleeps(inside, true, 32, 20000), 32);
-    assert_int_equal(wait_sleeps(outside, true, 1, 20000), 1);
+    assert_int_equal(proc_wait_sleeps(inside, true, 32, 20000), 32);
+    assert_int_equal(proc_wait_sleeps(outside, true, 1, 20000), 1);
     /* danger-full-access has the server's network: no keeper */
     bool network_off = strcmp(policy, "danger-full-access") != 0;
     pid_t keeper = keeper_of(mcp_client_pid(w.c));
     assert_int_equal(keeper > 0, network_off);
     assert_int_equal(kill(mcp_client_pid(w.c), SIGKILL), 0);
-    int left_inside = wait_sleeps(inside, false, 0, 2000);
-    int left_outside = wait_sleeps(outside, false, 0, 2000);
+    int left_inside = proc_wait_sleeps(inside, false, 0, 2000);
+    int left_outside = proc_wait_sleeps(outside, false, 0, 2000);
     if (left_inside || left_outside)
         fprintf(stderr, "%s: %d sandboxed and %d escalated sleeps left\n", policy, left_inside,
                 left_outside);
@@ -391,8 +348,8 @@ test_setsid_children_end_with_the_call(void **state)
     json_t *a = mcp_world_run(&w, cmd, NULL, 30000);
     mcp_world_assert_contains(mcp_world_output(a), "ok\n");
     json_decref(a);
-    int left_inside = wait_sleeps(inside, false, 0, 2000);
-    int left_outside = wait_sleeps(outside, false, 0, 2000);
+    int left_inside = proc_wait_sleeps(inside, false, 0, 2000);
+    int left_outside = proc_wait_sleeps(outside, false, 0, 2000);
     if (left_inside || left_outside) {
         char *pkill = mcp_world_fmt("pkill -KILL -f '^sleep (%s|%s)$'", inside, outside);
         int ignored = system(pkill);
@@ -443,7 +400,7 @@ test_max_processes_per_call(void **state)
     assert_int_equal(started + failed, 300);
     assert_int_equal(mcp_world_exit(a), 0);
     /* and they went with the call */
-    assert_int_equal(wait_sleeps(marker, false, 0, 2000), 0);
+    assert_int_equal(proc_wait_sleeps(marker, false, 0, 2000), 0);
     json_decref(a);
     free(cmd);
     free(py);
@@ -544,7 +501,7 @@ calls_in_turn(const char *env)
             assert_true(n == previous); /* kept after the clean call before */
         if (i == 2)
             assert_true(n != previous); /* not the one killed */
-        assert_int_equal(wait_sleeps(marker, false, 0, 2000), 0);
+        assert_int_equal(proc_wait_sleeps(marker, false, 0, 2000), 0);
         previous = n;
         json_decref(a);
     }

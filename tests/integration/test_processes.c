@@ -18,6 +18,7 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/proc.h"
 #include "tests/support/test_user.h"
 
 #include <dirent.h>
@@ -111,57 +112,6 @@ read_until(struct mcp_world *w, long long id, const char *chars, const char *wan
 }
 
 /* ---- processes by marker ---- */
-
-static long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* How many processes run `sleep ARG` (their whole command line). */
-static int
-count_sleeps(const char *arg)
-{
-    char want[64];
-    int wlen = snprintf(want, sizeof(want), "sleep%c%s%c", 0, arg, 0);
-    DIR *d = opendir("/proc");
-    assert_non_null(d);
-    int count = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        char path[300], buf[128];
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof(buf));
-        close(fd);
-        if (n == wlen && memcmp(buf, want, (size_t)n) == 0)
-            count++;
-    }
-    closedir(d);
-    return count;
-}
-
-/* Polls until count_sleeps(arg) is at least (more) or at most (!more)
- * want, for up to ms; returns the last count. */
-static int
-wait_sleeps(const char *arg, bool more, int want, int ms)
-{
-    long end = now_ms() + ms;
-    int n;
-    for (;;) {
-        n = count_sleeps(arg);
-        if ((more && n >= want) || (!more && n <= want) || now_ms() > end)
-            return n;
-        struct timespec pause = {0, 20 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-}
 
 /* A marker of its own for each test: sleep 3xxx.NNN */
 static void
@@ -317,12 +267,12 @@ test_ctrl_c_stops_sleep(void **state)
     json_t *a = exec_command(&w, cmd, true, 0);
     long long id = session_id(a);
     json_decref(a);
-    assert_int_equal(wait_sleeps(mark, true, 1, 20000), 1);
+    assert_int_equal(proc_wait_sleeps(mark, true, 1, 20000), 1);
     int exit = -1;
     char *out = read_until(&w, id, "\003", "\001never", &exit);
     assert_int_equal(exit, 128 + SIGINT);
     free(out);
-    assert_none_left(mark, wait_sleeps(mark, false, 0, 2000));
+    assert_none_left(mark, proc_wait_sleeps(mark, false, 0, 2000));
     free(cmd);
     mcp_world_end(&w);
 }
@@ -435,7 +385,7 @@ test_kill_process(void **state)
     json_t *a = exec_command(&w, cmd, false, 0);
     long long id = session_id(a);
     json_decref(a);
-    assert_int_equal(wait_sleeps(mark, true, 2, 20000), 2);
+    assert_int_equal(proc_wait_sleeps(mark, true, 2, 20000), 2);
     a = mcp_world_tool(&w, "list_processes", json_object(), NULL);
     const json_t *procs = json_object_get(mcp_world_structured(a), "processes");
     assert_int_equal(json_array_size(procs), 1);
@@ -446,7 +396,7 @@ test_kill_process(void **state)
     a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
     assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
     json_decref(a);
-    assert_none_left(mark, wait_sleeps(mark, false, 0, 2000));
+    assert_none_left(mark, proc_wait_sleeps(mark, false, 0, 2000));
     a = mcp_world_tool(&w, "list_processes", json_object(), NULL);
     assert_int_equal(json_array_size(json_object_get(mcp_world_structured(a), "processes")), 0);
     json_decref(a);
@@ -554,9 +504,9 @@ test_session_end_leaves_nothing(void **state)
                               mark, mark, mark, mark);
     json_decref(exec_command(&w, cmd, false, 0));
     json_decref(exec_command(&w, cmd, true, 0));
-    assert_int_equal(wait_sleeps(mark, true, 8, 20000), 8);
+    assert_int_equal(proc_wait_sleeps(mark, true, 8, 20000), 8);
     mcp_world_end(&w); /* asserts exit 0 */
-    assert_none_left(mark, wait_sleeps(mark, false, 0, 2000));
+    assert_none_left(mark, proc_wait_sleeps(mark, false, 0, 2000));
     free(cmd);
 }
 
@@ -573,9 +523,9 @@ test_killed_server_leaves_nothing(void **state)
     char *cmd = mcp_world_fmt("sleep %s & setsid sleep %s & sleep %s", mark, mark, mark);
     json_decref(exec_command(&w, cmd, false, 0));
     json_decref(exec_command(&w, cmd, true, 0));
-    assert_int_equal(wait_sleeps(mark, true, 6, 20000), 6);
+    assert_int_equal(proc_wait_sleeps(mark, true, 6, 20000), 6);
     assert_int_equal(kill(mcp_client_pid(w.c), SIGKILL), 0);
-    assert_none_left(mark, wait_sleeps(mark, false, 0, 2000));
+    assert_none_left(mark, proc_wait_sleeps(mark, false, 0, 2000));
     mcp_world_abandon(&w);
     free(cmd);
 }

@@ -230,6 +230,46 @@ proc_gone(const char *marker, int ms)
     return !proc_with_marker(marker);
 }
 
+int
+proc_count_sleeps(const char *arg)
+{
+    char want[64];
+    int wlen = snprintf(want, sizeof(want), "sleep%c%s%c", 0, arg, 0);
+    DIR *d = opendir("/proc");
+    if (d == NULL)
+        abort(); /* a test that cannot read /proc can say nothing */
+    int count = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char path[300], buf[128];
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof(buf));
+        close(fd);
+        if (n == wlen && memcmp(buf, want, (size_t)n) == 0)
+            count++;
+    }
+    closedir(d);
+    return count;
+}
+
+int
+proc_wait_sleeps(const char *arg, bool more, int want, int ms)
+{
+    int n;
+    for (int waited = 0;; waited += 20) {
+        n = proc_count_sleeps(arg);
+        if ((more && n >= want) || (!more && n <= want) || waited >= ms)
+            return n;
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 long
 proc_rss_kib(pid_t pid)
 {

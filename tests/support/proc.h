@@ -48,6 +48,13 @@ bool proc_with_marker(const char *marker);
  * Returns whether they are gone. */
 bool proc_gone(const char *marker, int ms);
 
+/* How many processes run exactly `sleep ARG` (their whole command line). */
+int proc_count_sleeps(const char *arg);
+
+/* Polls until proc_count_sleeps(arg) is at least (more) or at most
+ * (!more) want, for up to about ms milliseconds; returns the last count. */
+int proc_wait_sleeps(const char *arg, bool more, int want, int ms);
+
 /* Process pid's resident memory (VmRSS), in KiB, or -1. */
 long proc_rss_kib(pid_t pid);
 
