@@ -2,12 +2,14 @@
  * fuzz_exec_notify: the supervisor's receiver of the helper's hand-over
  * datagram.  The first input byte chooses how many fds ride along (0-2),
  * the rest is the datagram.  Whatever the input: no crash, no leak, no fd
- * left open but the one returned, and the results agree with the status.
+ * left open but the one returned, and the results agree with the status
+ * and the kind.
  */
 #include "proto/esc_io.h"
 #include "supervise/exec_notify.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,7 +52,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int listener = -1;
         char *path = NULL;
         int rc = exec_notify_receive_listener(sv[0], &listener, &path);
-        if (rc == 0 && (listener < 0 || path == NULL))
+        /* an 'l' hand-over (the helper's own exec by fd) has no path */
+        bool by_fd = size >= 5 && data[4] == 'l';
+        if (rc == 0 && (listener < 0 || (path == NULL) != by_fd))
             abort();
         if (rc == -EOPNOTSUPP && (listener >= 0 || path == NULL))
             abort();
