@@ -46,7 +46,6 @@ struct run {
      * once: an offer left unread when the socket closes would reset the
      * connection, and the supervisor lose the hand-over) */
     bool take_offered;
-    bool fd_offered; /* the supervisor understands the first exec by fd */
     bool restrict_net;
     /* the network is a namespace the helper entered (the session's, or
      * its own for the proxy): the filter lets only the families through
