@@ -371,7 +371,7 @@ join_session_network(struct run *r)
         return;
     }
     const char *what = "";
-    int rc = sandbox_netns_join(fd, &what);
+    int rc = sandbox_netns_join(fd, &r->session_net_owner, &what);
     close(fd);
     if (rc < 0) {
         sandbox_helper_warn("session network: %s: %s; the command has no network", what,
@@ -384,6 +384,26 @@ join_session_network(struct run *r)
     r->restrict_net = false;
     r->own_net = true;
     helper_put(r->report, "session_network", json_true());
+}
+
+/*
+ * Having entered the user namespace that owns the session's network (to
+ * join it), the helper holds every capability there; only a user
+ * namespace of its own, nested there, takes them away from the command.
+ * Without one (none left to make: the user's count of them has run out,
+ * which a command can bring about; or the kernel's nesting depth), a root
+ * command would keep them over the network every call of the session
+ * shares: take its loopback down, add routes and netfilter rules for the
+ * others' connections.  Refused, even with --allow-degraded: nothing here
+ * is the policy's to relax.
+ */
+static void
+refuse_unnested_session_network(const struct run *r)
+{
+    if (r->session_net_owner && !r->ns.user)
+        sandbox_helper_die(0, "session network: no user namespace of the command's own could "
+                              "be made in the one that owns the session's network, so the "
+                              "command would hold its capabilities; refusing to run it");
 }
 
 /*
@@ -814,6 +834,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     if (confine) {
         join_session_network(&r);
         helper_enter_namespaces(&r);
+        refuse_unnested_session_network(&r);
         enter_proxy_network(&r);
         if (r.ns.pid)
             helper_run_in_pid_namespace(&r);

@@ -54,6 +54,8 @@ struct run {
     /* --net-ns-fd: 1 the session's network namespace joined, -1 it could
      * not be (the command has no network), 0 none was given */
     int session_net;
+    /* joining it entered the user namespace that owns it (joined or not) */
+    bool session_net_owner;
     json_t *report;
     json_t *degraded; /* borrowed from report */
     json_t *read_only;
