@@ -2011,6 +2011,51 @@ test_net_ns_without_nested_user_ns(void **state)
     }
 }
 
+/* The PID namespace's init is outside the command's seccomp filter and
+ * Landlock domain (it starts the command and loads neither), and it holds
+ * every capability of the sandbox's user namespace, which the command
+ * holds too: only Landlock's rule that a domain cannot trace out of itself
+ * kept the command from attaching to it.  Without Landlock (a kernel that
+ * has none, --allow-degraded), the command attached and could make the
+ * init run any call, its filter not in the way.  The init must not be
+ * traceable, with Landlock or without. */
+static void
+test_pid_ns_init_not_traceable(void **state)
+{
+    (void)state;
+    const char *script = "import ctypes, os\n"
+                         "libc = ctypes.CDLL(None, use_errno=True)\n"
+                         "libc.ptrace.argtypes = [ctypes.c_long] * 2 + [ctypes.c_void_p] * 2\n"
+                         "r = libc.ptrace(16, 1, None, None)\n"
+                         "print('attach', r, ctypes.get_errno(), flush=True)\n"
+                         "if r == 0:\n"
+                         "    os.waitpid(1, 0x40000000)\n"
+                         "    libc.ptrace(17, 1, None, None)\n"
+                         "fd = os.pidfd_open(1) if hasattr(os, 'pidfd_open') else -1\n"
+                         "libc.syscall.argtypes = [ctypes.c_long] * 4\n"
+                         "g = libc.syscall(438, fd, 0, 0) if fd >= 0 else -1\n"
+                         "print('getfd', g if g < 0 else 'ok')\n";
+    const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
+    const char *degrade[] = {"--allow-degraded", NULL};
+    const char *no_landlock[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C",
+                                 "EXECGATE_SANDBOX_MAX_ABI=0", NULL};
+    for (int i = 0; i < 4; i++) {
+        struct sbx_result r;
+        sbx_run(confining(i % 2), g.ws, i < 2 ? NULL : degrade, argv, i < 2 ? NULL : no_landlock,
+                &r);
+        json_t *pidns = json_object_get(json_object_get(r.report, "namespaces"), "pid");
+        if (!json_is_true(pidns)) {
+            sbx_result_free(&r);
+            continue; /* no init to attack */
+        }
+        sbx_assert_code(&r, 0);
+        if (strstr(r.res.out, "attach -1 1\n") == NULL || strstr(r.res.out, "getfd -1\n") == NULL)
+            fail_msg("%s%s: the init was traced or its fd taken: %s%s", confining(i % 2),
+                     i < 2 ? "" : " without Landlock", r.res.out, r.res.err);
+        sbx_result_free(&r);
+    }
+}
+
 static void
 test_net_ns_fd_fails_closed(void **state)
 {
@@ -2096,6 +2141,7 @@ main(void)
         cmocka_unit_test(test_identity_and_report),
         cmocka_unit_test(test_net_ns_fd_fails_closed),
         cmocka_unit_test(test_net_ns_without_nested_user_ns),
+        cmocka_unit_test(test_pid_ns_init_not_traceable),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
     if (programs_dir != NULL) {
