@@ -10,6 +10,9 @@
  * one below K (the variant: nothing but K was ever let through); every
  * exec must be refused with the rule's line and the file must stay.
  *
+ * And a TCP connect refused in the session's network namespace, which
+ * the supervisor makes for the command, says so as the kernel would.
+ *
  * Variants (meson.build): as the invoking user and, with
  * EXECGATE_TEST_UNPRIVILEGED=1 and started as root, with the server run as
  * a test user (attack_suite.h).
@@ -120,6 +123,38 @@ test_execveat_absolute_path_at_fd_k(void **state)
     attack_world_end(w);
 }
 
+/* A TCP connect in the session's network namespace to a port nothing
+ * listens on is refused as the kernel refuses it (ECONNREFUSED), not with
+ * an error the server made up: a program that waits for a server to come
+ * up retries on the first and gives up on others.  The supervisor makes
+ * the connect on its copy of the command's socket and reads the outcome;
+ * a blocking socket's waits on the server's loop. */
+static void
+test_refused_connect_says_refused(void **state)
+{
+    (void)state;
+    struct mcp_world *w = attack_world("", false);
+    json_t *r = attack_run(w,
+                           "python3 -c 'import socket, errno\n"
+                           "l = socket.socket(); l.bind((\"127.0.0.1\", 0)); "
+                           "p = l.getsockname()[1]; l.close()\n"
+                           "for blocking in (True, False):\n"
+                           "    s = socket.socket(); s.setblocking(blocking)\n"
+                           "    e = s.connect_ex((\"127.0.0.1\", p))\n"
+                           "    if e == errno.EINPROGRESS:\n"
+                           "        import select; select.select([], [s], [], 5)\n"
+                           "        e = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)\n"
+                           "    print(\"blocking=\" if blocking else \"non-blocking=\", "
+                           "errno.errorcode.get(e, e), sep=\"\")\n'",
+                           NULL);
+    char *out = mcp_world_fmt("\n%s", mcp_world_output(r));
+    mcp_world_assert_contains(out, "\nblocking=ECONNREFUSED\n");
+    mcp_world_assert_contains(out, "non-blocking=ECONNREFUSED\n");
+    free(out);
+    json_decref(r);
+    attack_world_end(w);
+}
+
 int
 main(void)
 {
@@ -129,6 +164,7 @@ main(void)
         return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_execveat_absolute_path_at_fd_k, attack_teardown),
+        cmocka_unit_test_teardown(test_refused_connect_says_refused, attack_teardown),
     };
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     attack_suite_end();
