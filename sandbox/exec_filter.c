@@ -83,53 +83,6 @@ send_message(int sock, char kind, const char *exec_path, int fd)
     return (size_t)n == sizeof head + plen ? 0 : -EMSGSIZE;
 }
 
-/* The low or high 32 bits of argument i of seccomp_data. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
-#define ARG_HI(i) (offsetof(struct seccomp_data, args) + 8 * (i) + 4)
-#else
-#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i) + 4)
-#define ARG_HI(i) (offsetof(struct seccomp_data, args) + 8 * (i))
-#endif
-#define LD_AT(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
-/* At instruction i: compare with k, and on a mismatch jump past the
- * prefix (OUT) or to instruction to. */
-#define OUT               SANDBOX_EXEC_FD_PREFIX_LEN
-#define EQ_ELSE(k, i, to) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), 0, (to) - (i)-1)
-#define EQ_OR_OUT(k, i)   EQ_ELSE(k, i, OUT)
-
-/* Only these exact calls pass: the architecture first (another one's
- * numbers mean other calls), then the number, the fd in both halves and,
- * for execveat, the flags in both halves; any other flag,
- * AT_SYMLINK_NOFOLLOW included, is left to the filter that follows, which
- * notifies it. */
-void
-sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd, int sock_fd)
-{
-    const struct sock_filter prefix[SANDBOX_EXEC_FD_PREFIX_LEN] = {
-        /* 0 */ LD_ARCH,
-        /* 1 */ EQ_OR_OUT(NATIVE_ARCH, 1),
-        /* 2 */ LD_NR,
-        /* 3 */ EQ_ELSE(SYS_execveat, 3, 13),
-        /* 4 */ LD_AT(ARG_LO(0)),
-        /* 5 */ EQ_OR_OUT((unsigned)exec_fd, 5),
-        /* 6 */ LD_AT(ARG_HI(0)),
-        /* 7 */ EQ_OR_OUT(0, 7),
-        /* 8 */ LD_AT(ARG_LO(4)),
-        /* 9 */ EQ_OR_OUT(AT_EMPTY_PATH, 9),
-        /* 10 */ LD_AT(ARG_HI(4)),
-        /* 11 */ EQ_OR_OUT(0, 11),
-        /* 12 */ RET(SECCOMP_RET_ALLOW),
-        /* 13 */ EQ_OR_OUT(SYS_sendmsg, 13), /* the accumulator still holds nr */
-        /* 14 */ LD_AT(ARG_LO(0)),
-        /* 15 */ EQ_OR_OUT((unsigned)sock_fd, 15),
-        /* 16 */ LD_AT(ARG_HI(0)),
-        /* 17 */ EQ_OR_OUT(0, 17),
-        /* 18 */ RET(SECCOMP_RET_ALLOW),
-    };
-    memcpy(out, prefix, sizeof prefix);
-}
-
 int
 sandbox_exec_filter_send_degraded(int sock, const char *exec_path)
 {

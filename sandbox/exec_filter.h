@@ -27,27 +27,15 @@
 #define SANDBOX_EXEC_NOTIFY_OFFER     SANDBOX_EXEC_NOTIFY_MAGIC "N"
 
 /*
- * The first exec by fd (sandbox/helper.c): the helper opened the program
- * it runs at fd number K and moved the hand-over socket to K - 1, lowered
- * its RLIMIT_NOFILE hard limit to K - 1 (so that no process of the sandbox
- * can ever hold an fd at either number again), and its filter lets
- * execveat(K, "", ..., AT_EMPTY_PATH) and sendmsg(K - 1, ...) pass without
- * a notification (sandbox_exec_filter_fd_prefix).  The hand-over is an 'l'
- * (as 'L', the listener as SCM_RIGHTS), so the supervisor has no first
- * exec to allow, and decides every notification; the helper waits for
- * nothing.
+ * 'l' is the hand-over of a helper that exec'd its program by fd, unasked:
+ * none does any more.  A filter that let execveat(K, "", ...,
+ * AT_EMPTY_PATH) pass for an fd K no process of the sandbox could hold
+ * let every command run anything unasked, since the kernel ignores the fd
+ * of an execveat whose path is absolute ("/bin/rm"), and a filter cannot
+ * read the path.  The supervisor still reads an 'l' as an 'L' without a
+ * path: no first exec to allow, every notification decided.
  */
 #define SANDBOX_EXEC_NOTIFY_LISTENER_FD 'l'
-
-/*
- * The instructions put before a filter so that, of the native
- * architecture, execveat(exec_fd, "", argv, envp, AT_EMPTY_PATH) and
- * sendmsg(sock_fd, ...) return ALLOW at once, and every other call falls
- * through to the first instruction after them.  Writes
- * SANDBOX_EXEC_FD_PREFIX_LEN instructions to out.
- */
-#define SANDBOX_EXEC_FD_PREFIX_LEN 19
-void sandbox_exec_filter_fd_prefix(struct sock_filter *out, int exec_fd, int sock_fd);
 
 /*
  * sandbox_exec_filter_load installs the exec filter in the calling thread
@@ -118,9 +106,10 @@ bool sandbox_exec_filter_by_number(int sock);
 
 /*
  * The offer may also say, with 'F' after the 'N' or alone ("EGX1NF",
- * "EGX1F"), that the supervisor understands the first exec by fd ('l'); a
- * helper uses it only then.  sandbox_exec_filter_offers reads the
- * offer as sandbox_exec_filter_by_number does and returns its bits.
+ * "EGX1F"), that the supervisor understands the first exec by fd ('l');
+ * the helper reads it and never uses it (SANDBOX_EXEC_NOTIFY_LISTENER_FD).
+ * sandbox_exec_filter_offers reads the offer as sandbox_exec_filter_by_number does and returns its
+ * bits.
  */
 #define SANDBOX_OFFER_NUMBER 1u
 #define SANDBOX_OFFER_FD     2u

@@ -83,46 +83,24 @@ load(const struct sock_fprog *prog, bool notify)
     return -errno;
 }
 
-/* insns with exec_fd's prefix before them (exec_filter.h), malloc'd; the
- * program's jumps are relative, so it runs unchanged after the prefix. */
-static struct sock_filter *
-with_prefix(const struct sock_filter *insns, size_t *len, int exec_fd, int sock_fd)
-{
-    if (*len + SANDBOX_EXEC_FD_PREFIX_LEN > BPF_MAXINSNS)
-        return NULL;
-    struct sock_filter *all = calloc(*len + SANDBOX_EXEC_FD_PREFIX_LEN, sizeof *all);
-    if (all == NULL)
-        return NULL;
-    sandbox_exec_filter_fd_prefix(all, exec_fd, sock_fd);
-    memcpy(all + SANDBOX_EXEC_FD_PREFIX_LEN, insns, *len * sizeof *all);
-    *len += SANDBOX_EXEC_FD_PREFIX_LEN;
-    return all;
-}
-
 static int
-apply(bool confine, enum sandbox_filter_net net, unsigned notify, int exec_fd, int sock_fd,
-      json_t *report)
+apply(bool confine, enum sandbox_filter_net net, unsigned notify, json_t *report)
 {
     size_t len;
     const char *const *names;
     const struct sock_filter *insns = sandbox_filter_program(confine, net, notify, &len, &names);
     if (insns == NULL)
         return -EINVAL;
-    struct sock_filter *joined = NULL;
-    if (exec_fd >= 0 && (insns = joined = with_prefix(insns, &len, exec_fd, sock_fd)) == NULL)
-        return -ENOMEM;
     /* Built before loading: after it, the report only needs memory already
      * held, and a failure leaves nothing loaded. */
     json_t *scratch = json_object();
     if (scratch == NULL || report_filter(scratch, names, net) != 0) {
         json_decref(scratch);
-        free(joined);
         return -ENOMEM;
     }
     const struct sock_fprog prog = {.len = (unsigned short)len,
                                     .filter = (struct sock_filter *)insns};
     int rc = load(&prog, notify);
-    free(joined);
     if (rc >= 0 && json_object_update(report, scratch) != 0) {
         if (notify)
             close(rc);
@@ -135,21 +113,12 @@ apply(bool confine, enum sandbox_filter_net net, unsigned notify, int exec_fd, i
 int
 sandbox_filter_apply(bool confine, enum sandbox_filter_net net, json_t *report)
 {
-    return apply(confine, net, 0, -1, -1, report);
+    return apply(confine, net, 0, report);
 }
 
 int
 sandbox_filter_apply_notify(bool confine, enum sandbox_filter_net net, unsigned notify,
                             json_t *report)
 {
-    return notify == 0 ? -EINVAL : apply(confine, net, notify, -1, -1, report);
-}
-
-int
-sandbox_filter_apply_notify_fd(bool confine, enum sandbox_filter_net net, unsigned notify,
-                               int exec_fd, int sock_fd, json_t *report)
-{
-    if (notify == 0 || exec_fd < 0 || sock_fd < 0 || !(notify & SANDBOX_FILTER_NOTIFY_EXECS))
-        return -EINVAL;
-    return apply(confine, net, notify, exec_fd, sock_fd, report);
+    return notify == 0 ? -EINVAL : apply(confine, net, notify, report);
 }

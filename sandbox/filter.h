@@ -57,16 +57,6 @@ int sandbox_filter_apply_notify(bool confine, enum sandbox_filter_net net, unsig
                                 json_t *report);
 
 /*
- * The same, execs notified, but for the execveat of exec_fd with
- * AT_EMPTY_PATH and the sendmsg on sock_fd (exec_filter.h: the helper's
- * exec of its program and the hand-over of the listener, at fd numbers no
- * process of the sandbox can hold again).  -EINVAL when notify does not
- * name execs or a fd is < 0.
- */
-int sandbox_filter_apply_notify_fd(bool confine, enum sandbox_filter_net net, unsigned notify,
-                                   int exec_fd, int sock_fd, json_t *report);
-
-/*
  * The precompiled program for this combination (notify: the flags above) and its instruction count
  * in *len, and in *names the NULL-terminated names of the denied calls
  * (static storage, never freed).  NULL when the combination installs no

@@ -271,16 +271,12 @@ resolve_program(const char *name, int report_fd)
 /* --argv0 replaces argv[0] only now: the file to run is the original
  * program_argv[0], already resolved into path with exec-notify. */
 static noreturn void
-exec_program_at(struct sandbox_helper_options *o, char *path, int exec_fd)
+exec_program_at(struct sandbox_helper_options *o, char *path)
 {
     char **argv = o->program_argv;
     const char *file = argv[0];
     if (o->argv0 != NULL)
         argv[0] = (char *)o->argv0;
-    if (exec_fd >= 0) {
-        syscall(SYS_execveat, exec_fd, "", argv, environ, AT_EMPTY_PATH);
-        die_not_started(o->report_fd, errno, file);
-    }
     if (path == NULL)
         exec_program(file, argv, o->report_fd);
     execv(path, argv);
@@ -375,7 +371,7 @@ join_session_network(struct run *r)
         return;
     }
     const char *what = "";
-    int rc = sandbox_netns_join(fd, &what);
+    int rc = sandbox_netns_join(fd, &r->session_net_owner, &what);
     close(fd);
     if (rc < 0) {
         sandbox_helper_warn("session network: %s: %s; the command has no network", what,
@@ -388,6 +384,26 @@ join_session_network(struct run *r)
     r->restrict_net = false;
     r->own_net = true;
     helper_put(r->report, "session_network", json_true());
+}
+
+/*
+ * Having entered the user namespace that owns the session's network (to
+ * join it), the helper holds every capability there; only a user
+ * namespace of its own, nested there, takes them away from the command.
+ * Without one (none left to make: the user's count of them has run out,
+ * which a command can bring about; or the kernel's nesting depth), a root
+ * command would keep them over the network every call of the session
+ * shares: take its loopback down, add routes and netfilter rules for the
+ * others' connections.  Refused, even with --allow-degraded: nothing here
+ * is the policy's to relax.
+ */
+static void
+refuse_unnested_session_network(const struct run *r)
+{
+    if (r->session_net_owner && !r->ns.user)
+        sandbox_helper_die(0, "session network: no user namespace of the command's own could "
+                              "be made in the one that owns the session's network, so the "
+                              "command would hold its capabilities; refusing to run it");
 }
 
 /*
@@ -578,85 +594,6 @@ apply_filter(struct run *r)
 }
 
 /*
- * The first exec by fd (exec_filter.h): the two highest fd numbers the
- * hard RLIMIT_NOFILE allows, K and K - 1, are the only ones the filter lets
- * execveat (K, the program) and sendmsg (K - 1, the hand-over socket)
- * without the supervisor.  So the program is opened at K and the socket
- * moved to K - 1 (both close-on-exec), and the hard limit lowered to K - 1:
- * from then on no process of the sandbox can allocate either number, and
- * none can raise the limit back, which takes CAP_SYS_RESOURCE in the first
- * user namespace (dropped here, and checked by trying).  The command keeps
- * every fd number below K - 1.  The kernel sizes the fd table to K, so
- * this is done only where that table is small (EXEC_FD_MAX_LIMIT); a
- * script (its interpreter would have to open it by a name the
- * close-on-exec fd does not have), a program that cannot be opened for
- * reading, or a number already in use keep the exec by path, which the
- * supervisor allows as the first one.  Returns K, with *sock moved, or -1
- * with nothing changed.
- */
-#define EXEC_FD_MIN_LIMIT 64
-#define EXEC_FD_MAX_LIMIT 65536
-
-static void
-drop_resource_capability(void)
-{
-    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
-    struct __user_cap_data_struct data[2];
-    const int cap = CAP_SYS_RESOURCE;
-    const __u32 bit = 1u << (cap % 32);
-    if (syscall(SYS_capget, &hdr, data) != 0)
-        sandbox_helper_die(errno, "reading the capabilities");
-    bool held = (data[cap / 32].permitted & bit) != 0;
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && (errno != EPERM || held))
-        sandbox_helper_die(errno, "dropping CAP_SYS_RESOURCE from the bounding set");
-    data[cap / 32].effective &= ~bit;
-    data[cap / 32].permitted &= ~bit;
-    data[cap / 32].inheritable &= ~bit;
-    if (syscall(SYS_capset, &hdr, data) != 0)
-        sandbox_helper_die(errno, "dropping CAP_SYS_RESOURCE");
-}
-
-static int
-open_program_at_top(const char *path, int *sock)
-{
-    struct rlimit lim;
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
-        sandbox_helper_die(errno, "reading RLIMIT_NOFILE");
-    if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max < EXEC_FD_MIN_LIMIT ||
-        lim.rlim_max > EXEC_FD_MAX_LIMIT)
-        return -1;
-    int k = (int)lim.rlim_max - 1, s = k - 1;
-    if (fcntl(k, F_GETFD) >= 0 || errno != EBADF || fcntl(s, F_GETFD) >= 0 || errno != EBADF)
-        return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char magic[2];
-    if (pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic && memcmp(magic, "#!", 2) == 0) {
-        close(fd);
-        return -1;
-    }
-    const struct rlimit top = {lim.rlim_max, lim.rlim_max};
-    if (lim.rlim_cur < lim.rlim_max && setrlimit(RLIMIT_NOFILE, &top) != 0)
-        sandbox_helper_die(errno, "raising the soft RLIMIT_NOFILE to the hard one");
-    if (dup3(fd, k, O_CLOEXEC) != k)
-        sandbox_helper_die(errno, "opening %s at fd %d", path, k);
-    close(fd);
-    if (dup3(*sock, s, O_CLOEXEC) != s)
-        sandbox_helper_die(errno, "moving --exec-notify-fd to fd %d", s);
-    close(*sock);
-    *sock = s;
-    drop_resource_capability();
-    const struct rlimit low = {lim.rlim_cur < (rlim_t)s ? lim.rlim_cur : (rlim_t)s, (rlim_t)s};
-    if (setrlimit(RLIMIT_NOFILE, &low) != 0)
-        sandbox_helper_die(errno, "lowering RLIMIT_NOFILE to %d", s);
-    const struct rlimit back = {low.rlim_cur, lim.rlim_max};
-    if (setrlimit(RLIMIT_NOFILE, &back) == 0 || errno != EPERM)
-        sandbox_helper_die(0, "RLIMIT_NOFILE could be raised again past fd %d", s);
-    return k;
-}
-
-/*
  * exec-notify, the last setup step (after Landlock, so the command and all
  * it starts are notified inside every other confinement): loads the filter
  * that hands execs to the supervisor and sends its listener.  When the
@@ -667,12 +604,9 @@ open_program_at_top(const char *path, int *sock)
  * --allow-degraded, reported degraded.  Returns the path to execve.
  */
 static char *
-apply_exec_notify(struct run *r, int *exec_fd)
+apply_exec_notify(struct run *r)
 {
     struct sandbox_helper_options *o = r->o;
-    /* the socket, which the fd route moves: a local, since o is shared
-     * with the PID namespace's init (CLONE_VM), which closes its own copy
-     * by the original number */
     int sock = o->exec_notify_fd;
     bool merged = has_filter(r);
     /* a confined command's sockets go to the supervisor too (the one
@@ -684,21 +618,12 @@ apply_exec_notify(struct run *r, int *exec_fd)
         sandbox_helper_die(0, "--notify-sockets-only: only read-only and workspace-write "
                               "sandboxes have socket calls to notify");
     char *path = resolve_program(o->program_argv[0], o->report_fd);
-    /* by fd only where the policy confines (file capabilities dropped,
-     * CAP_SYS_RESOURCE can go too), execs are notified, and the supervisor
-     * said it knows the hand-over kinds that say so */
-    bool confine = r->kind == SANDBOX_READ_ONLY || r->kind == SANDBOX_WORKSPACE_WRITE;
-    *exec_fd = confine && r->fd_offered && (notify & SANDBOX_FILTER_NOTIFY_EXECS)
-                   ? open_program_at_top(path, &sock)
-                   : -1;
-    bool by_fd = *exec_fd >= 0;
     /* a filter that notifies sendmsg would hold our own sendmsg of its
      * listener: the supervisor takes it by number where it offered to,
      * else the courier sends it (exec_filter.h).  By number only when our
      * execve is notified: that is what keeps the listener here until the
-     * supervisor has it.  By fd, the filter lets the sendmsg on the moved
-     * socket pass, and none of that is needed. */
-    bool held = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS) && !by_fd;
+     * supervisor has it. */
+    bool held = merged && (notify & SANDBOX_FILTER_NOTIFY_SOCKETS);
     bool by_number = held && (notify & SANDBOX_FILTER_NOTIFY_EXECS) && r->take_offered;
     bool courier = held && !by_number;
     struct sandbox_courier c;
@@ -706,11 +631,8 @@ apply_exec_notify(struct run *r, int *exec_fd)
     if (rc < 0)
         sandbox_helper_die(-rc, "exec-notify: starting the listener's courier");
     int listener = !merged ? sandbox_exec_filter_load()
-                   : by_fd
-                       ? sandbox_filter_apply_notify_fd(r->kind != SANDBOX_EXTERNAL, filter_net(r),
-                                                        notify, *exec_fd, sock, r->report)
-                       : sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL, filter_net(r),
-                                                     notify, r->report);
+                           : sandbox_filter_apply_notify(r->kind != SANDBOX_EXTERNAL, filter_net(r),
+                                                         notify, r->report);
     if (courier) {
         rc = sandbox_exec_filter_courier_send(&c, listener);
         if (rc < 0)
@@ -736,9 +658,7 @@ apply_exec_notify(struct run *r, int *exec_fd)
         if (by_number)
             rc = sandbox_exec_filter_send_number(sock, path, listener);
         else if (!courier)
-            rc = sandbox_exec_filter_send_kind(
-                sock, by_fd ? SANDBOX_EXEC_NOTIFY_LISTENER_FD : SANDBOX_EXEC_NOTIFY_LISTENER, path,
-                listener);
+            rc = sandbox_exec_filter_send(sock, path, listener);
         /* By number, the listener stays open (close-on-exec) until the
          * execve: the supervisor takes it from this process while that
          * execve waits for it. */
@@ -860,13 +780,12 @@ helper_finish_and_exec(struct run *r)
         drop_file_capabilities(r);
     apply_landlock(r);
     char *path = NULL;
-    int exec_fd = -1;
     if (r->o->exec_notify_fd >= 0)
-        path = apply_exec_notify(r, &exec_fd);
+        path = apply_exec_notify(r);
     else
         apply_filter(r);
     send_report(r->o->report_fd, r->report);
-    exec_program_at(r->o, path, exec_fd);
+    exec_program_at(r->o, path);
 }
 
 noreturn void
@@ -880,9 +799,10 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     check_net_ns_fd(o);
     helper_check_tty_fd(o);
     run_init(&r, o);
+    /* an 'F' in the offer is read and ignored: the helper never execs by
+     * fd (exec_filter.h says why) */
     unsigned offers = o->exec_notify_fd >= 0 ? sandbox_exec_filter_offers(o->exec_notify_fd) : 0;
     r.take_offered = offers & SANDBOX_OFFER_NUMBER;
-    r.fd_offered = offers & SANDBOX_OFFER_FD;
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
     bool notify = o->exec_notify_fd >= 0;
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
@@ -893,13 +813,12 @@ sandbox_helper_run(struct sandbox_helper_options *o)
         /* exec-notify alone: no confinement, only the exec filter (for
          * escalated programs); a filter needs no_new_privs. */
         char *path = NULL;
-        int exec_fd = -1;
         if (notify) {
             set_no_new_privs(&r);
-            path = apply_exec_notify(&r, &exec_fd);
+            path = apply_exec_notify(&r);
         }
         send_report(o->report_fd, r.report);
-        exec_program_at(o, path, exec_fd);
+        exec_program_at(o, path);
     }
 
     if (confine || r.restrict_net || notify)
@@ -915,6 +834,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     if (confine) {
         join_session_network(&r);
         helper_enter_namespaces(&r);
+        refuse_unnested_session_network(&r);
         enter_proxy_network(&r);
         if (r.ns.pid)
             helper_run_in_pid_namespace(&r);

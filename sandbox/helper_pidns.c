@@ -5,6 +5,7 @@
  * and reaps until the command ends.
  */
 #include "sandbox/helper_run.h"
+#include "sandbox/landlock.h"
 
 #include "common/macros.h"
 
@@ -149,10 +150,24 @@ spawn_command(struct run *r)
 }
 
 /* The namespace's init: mounts /proc, starts the command and stays to
- * reap orphans. It dies with the process outside. */
+ * reap orphans. It dies with the process outside.
+ *
+ * It runs outside the command's seccomp filter and Landlock domain, with
+ * every capability of the user namespace the command holds them in too:
+ * a command that could trace it (or take its fds, or write its memory)
+ * would have it make any call and exec anything unasked.  Landlock
+ * forbids tracing out of a domain, and every ABI has that rule; where
+ * the command gets no Landlock (a kernel without it, --allow-degraded)
+ * the init makes itself not dumpable instead, and tracing it then takes
+ * CAP_SYS_PTRACE in the user namespace its memory was made in, the
+ * server's, which no command holds.  Not always: the command's process
+ * shares this memory until its execve, and a supervisor that takes the
+ * exec listener from it by number (pidfd_getfd) needs it dumpable. */
 static noreturn void
 run_as_init(struct run *r)
 {
+    if (sandbox_ll_abi() < 1 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        sandbox_helper_die(errno, "PR_SET_DUMPABLE");
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
         sandbox_helper_die(errno, "PR_SET_PDEATHSIG");
     helper_close_placeholder_copies(r);

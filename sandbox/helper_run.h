@@ -46,7 +46,6 @@ struct run {
      * once: an offer left unread when the socket closes would reset the
      * connection, and the supervisor lose the hand-over) */
     bool take_offered;
-    bool fd_offered; /* the supervisor understands the first exec by fd */
     bool restrict_net;
     /* the network is a namespace the helper entered (the session's, or
      * its own for the proxy): the filter lets only the families through
@@ -55,6 +54,8 @@ struct run {
     /* --net-ns-fd: 1 the session's network namespace joined, -1 it could
      * not be (the command has no network), 0 none was given */
     int session_net;
+    /* joining it entered the user namespace that owns it (joined or not) */
+    bool session_net_owner;
     json_t *report;
     json_t *degraded; /* borrowed from report */
     json_t *read_only;

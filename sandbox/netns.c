@@ -151,8 +151,9 @@ is_own_user_ns(int fd)
 }
 
 int
-sandbox_netns_join(int fd, const char **what)
+sandbox_netns_join(int fd, bool *entered, const char **what)
 {
+    *entered = false;
     if (namespaces_off()) {
         *what = "setns";
         return -EPERM;
@@ -173,6 +174,8 @@ sandbox_netns_join(int fd, const char **what)
      * its owner's, the server's user), and nests its own in it after. */
     if (rc == 0 && setns(user, CLONE_NEWUSER) != 0)
         rc = -errno;
+    else if (rc == 0)
+        *entered = true;
     close(user);
     if (rc < 0) {
         *what = "entering the namespace's user namespace";

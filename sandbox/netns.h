@@ -15,6 +15,7 @@
 #ifndef EXECGATE_SANDBOX_NETNS_H
 #define EXECGATE_SANDBOX_NETNS_H
 
+#include <stdbool.h>
 #include <stdnoreturn.h>
 
 /*
@@ -57,11 +58,13 @@ noreturn void sandbox_netns_keep(int sock);
  * Joins the network namespace fd names (checked to be one), entering
  * first the user namespace that owns it unless that is the caller's own:
  * call before sandbox_ns_unshare, whose user namespace then nests in it.
- * Returns 0, or -errno with *what naming the step that failed (the
+ * *entered says whether it entered the owner's user namespace (the caller
+ * holds every capability there from then on, joined or not).  Returns 0,
+ * or -errno with *what naming the step that failed (the
  * caller may be in the owner's user namespace by then, never in the
  * network namespace).  Fails under $EXECGATE_SANDBOX_NO_NAMESPACES=1.
  */
-int sandbox_netns_join(int fd, const char **what);
+int sandbox_netns_join(int fd, bool *entered, const char **what);
 
 /*
  * Listens on 127.0.0.1 in the caller's network namespace, on a port the

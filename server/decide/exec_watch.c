@@ -513,6 +513,22 @@ conn_wait_close(struct conn_wait *cw)
     unix_connect_abandon(&cw->w);
 }
 
+/* What a poll that failed (status < 0) says about the connect: libuv
+ * reports a socket in error (a refused connect among them) as a failed
+ * poll, and the socket's own error is the answer the kernel would have
+ * given the command; EIO only when it has none to give. */
+static int
+poll_error(const struct unix_connect_wait *w, int status)
+{
+    if (status >= 0)
+        return 0;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0)
+        return EIO;
+    return err;
+}
+
 static void
 on_connect_done(uv_poll_t *h, int status, int events)
 {
@@ -524,7 +540,7 @@ on_connect_done(uv_poll_t *h, int status, int events)
     uv_poll_stop(&cw->poll);
     if (cw->l && cw->l->n) {
         int listener = exec_notify_fd(cw->l->n);
-        int rc = unix_connect_finish(listener, &cw->w, status < 0 ? EIO : 0);
+        int rc = unix_connect_finish(listener, &cw->w, poll_error(&cw->w, status));
         /* a send that still finds no room waits for the next writable */
         if (rc == 1 && uv_poll_start(&cw->poll, UV_WRITABLE | UV_DISCONNECT, on_connect_done) == 0)
             return;

@@ -1914,6 +1914,148 @@ net_ns_case(const char *policy, bool joinable)
     sbx_result_free(&r);
 }
 
+/* A session's network namespace as the keeper makes it (a user namespace
+ * of its own owns it, root mapped to root), open at fd 9, in whose user
+ * namespace no further user namespace may be made: as when the user's
+ * count of user namespaces has run out.  The helper joins it, then cannot
+ * nest its own.  Returns 9, or -1 when none can be made here. */
+static int
+full_netns_at_9(void)
+{
+    int ready[2], go[2];
+    must(pipe2(ready, O_CLOEXEC) == 0 && pipe2(go, O_CLOEXEC) == 0, "pipe");
+    pid_t pid = fork();
+    must(pid >= 0, "fork");
+    if (pid == 0) {
+        char ok = unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1 || read(go[0], &ok, 1) != 1)
+            _exit(1);
+        /* mapped now: root here, with every capability over this one */
+        int fd = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+        ok = fd >= 0 && write(fd, "0", 1) == 1 ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char ok = 'n';
+    int fd = -1;
+    if (read(ready[0], &ok, 1) == 1 && ok == 'y') {
+        char path[64];
+        for (int k = 0; k < 2 && ok == 'y'; k++) {
+            snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, k ? "gid_map" : "uid_map");
+            int m = open(path, O_WRONLY | O_CLOEXEC);
+            ok = m >= 0 && write(m, "0 0 1", 5) == 5 ? 'y' : 'n';
+            if (m >= 0)
+                close(m);
+        }
+        must(write(go[1], &ok, 1) == 1, "go");
+        if (ok == 'y' && read(ready[0], &ok, 1) == 1 && ok == 'y') {
+            snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+            fd = open(path, O_RDONLY);
+        }
+    }
+    close(ready[0]);
+    close(go[1]);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (fd < 0)
+        return -1;
+    must(dup2(fd, 9) == 9, "dup2");
+    close(fd);
+    return 9;
+}
+
+/* The helper joins the session's network by entering the user namespace
+ * that owns it, so that its own nests there and the command holds no
+ * capability over the network every call of the session shares.  Where it
+ * cannot nest one (no user namespace left to make), it went on without,
+ * and a root command held all of them there: it could take the session's
+ * loopback down.  It must refuse to run the command instead. */
+static void
+test_net_ns_without_nested_user_ns(void **state)
+{
+    (void)state;
+    if (g.unprivileged || getuid() != 0) {
+        printf("needs root to map root in a user namespace of its own: skipped\n");
+        skip();
+    }
+    const char *extra[] = {"--net-ns-fd", "9", NULL};
+    const char *argv[] = {
+        "/usr/bin/python3", "-c",
+        "import fcntl, socket, struct\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "f = struct.unpack('16sH14x', fcntl.ioctl(s, 0x8913, struct.pack('16sH14x', b'lo', "
+        "0)))[1]\n"
+        "try:\n"
+        "    fcntl.ioctl(s, 0x8914, struct.pack('16sH14x', b'lo', f & ~1)); print('lo down')\n"
+        "except OSError as e: print('lo refused', e.errno)",
+        NULL};
+    for (int i = 0; i < 2; i++) {
+        if (full_netns_at_9() != 9) {
+            printf("no user namespace here: skipped\n");
+            skip();
+        }
+        struct sbx_result r;
+        sbx_run(confining(i), g.ws, extra, argv, NULL, &r);
+        close(9);
+        if (strstr(r.res.out, "lo down") != NULL || r.code == 0)
+            fail_msg("%s: the command ran in the session's network without a user namespace of "
+                     "its own: code %d, stdout %s, stderr %s",
+                     confining(i), r.code, r.res.out, r.res.err);
+        if (strstr(r.res.err, "user namespace") == NULL)
+            fail_msg("no reason on stderr: %s", r.res.err);
+        sbx_result_free(&r);
+    }
+}
+
+/* The PID namespace's init is outside the command's seccomp filter and
+ * Landlock domain (it starts the command and loads neither), and it holds
+ * every capability of the sandbox's user namespace, which the command
+ * holds too: only Landlock's rule that a domain cannot trace out of itself
+ * kept the command from attaching to it.  Without Landlock (a kernel that
+ * has none, --allow-degraded), the command attached and could make the
+ * init run any call, its filter not in the way.  The init must not be
+ * traceable, with Landlock or without. */
+static void
+test_pid_ns_init_not_traceable(void **state)
+{
+    (void)state;
+    const char *script = "import ctypes, os\n"
+                         "libc = ctypes.CDLL(None, use_errno=True)\n"
+                         "libc.ptrace.argtypes = [ctypes.c_long] * 2 + [ctypes.c_void_p] * 2\n"
+                         "r = libc.ptrace(16, 1, None, None)\n"
+                         "print('attach', r, ctypes.get_errno(), flush=True)\n"
+                         "if r == 0:\n"
+                         "    os.waitpid(1, 0x40000000)\n"
+                         "    libc.ptrace(17, 1, None, None)\n"
+                         "fd = os.pidfd_open(1) if hasattr(os, 'pidfd_open') else -1\n"
+                         "libc.syscall.argtypes = [ctypes.c_long] * 4\n"
+                         "g = libc.syscall(438, fd, 0, 0) if fd >= 0 else -1\n"
+                         "print('getfd', g if g < 0 else 'ok')\n";
+    const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
+    const char *degrade[] = {"--allow-degraded", NULL};
+    const char *no_landlock[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C",
+                                 "EXECGATE_SANDBOX_MAX_ABI=0", NULL};
+    for (int i = 0; i < 4; i++) {
+        struct sbx_result r;
+        sbx_run(confining(i % 2), g.ws, i < 2 ? NULL : degrade, argv, i < 2 ? NULL : no_landlock,
+                &r);
+        json_t *pidns = json_object_get(json_object_get(r.report, "namespaces"), "pid");
+        if (!json_is_true(pidns)) {
+            sbx_result_free(&r);
+            continue; /* no init to attack */
+        }
+        sbx_assert_code(&r, 0);
+        if (strstr(r.res.out, "attach -1 1\n") == NULL || strstr(r.res.out, "getfd -1\n") == NULL)
+            fail_msg("%s%s: the init was traced or its fd taken: %s%s", confining(i % 2),
+                     i < 2 ? "" : " without Landlock", r.res.out, r.res.err);
+        sbx_result_free(&r);
+    }
+}
+
 static void
 test_net_ns_fd_fails_closed(void **state)
 {
@@ -1998,6 +2140,8 @@ main(void)
         cmocka_unit_test(test_sees_only_its_processes),
         cmocka_unit_test(test_identity_and_report),
         cmocka_unit_test(test_net_ns_fd_fails_closed),
+        cmocka_unit_test(test_net_ns_without_nested_user_ns),
+        cmocka_unit_test(test_pid_ns_init_not_traceable),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
     if (programs_dir != NULL) {
