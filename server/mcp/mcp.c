@@ -188,6 +188,8 @@ handle_update(struct mcp_session *ss, const json_t *id, const json_t *params)
         free(err);
         return;
     }
+    /* the next call has another sandbox: the one set up ahead goes now */
+    scheduler_discard_prepared(&ss->q);
     jsonrpc_reply(ss->rpc, id, json_object());
 }
 
@@ -862,7 +864,7 @@ session_maybe_close(struct mcp_session *ss)
     if (!(ss->ending || ss->s->finishing) || ss->rpc_closing)
         return;
     scheduler_send_held(&ss->q); /* answered at a shutdown, dropped when the session ended */
-    if (ss->q.running.count > 0 || ss->procs.live > 0)
+    if (ss->q.running.count > 0 || ss->q.prepared_live > 0 || ss->procs.live > 0)
         return;
     ss->rpc_closing = true;
     jsonrpc_close(ss->rpc, ss->sink != NULL || ss->ending, on_session_rpc_closed, ss);
@@ -945,6 +947,7 @@ mcp_session_end(struct mcp_session *ss, const char *why)
     session_drop_waiting(ss, NULL);
     for (struct call *c = ss->q.running.head; c; c = c->next)
         call_cancel(c);
+    scheduler_discard_prepared(&ss->q);
     process_table_end(&ss->procs);
     session_maybe_close(ss);
 }

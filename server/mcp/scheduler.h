@@ -59,6 +59,13 @@ struct call_queue {
     /* the placeholders its calls' sandboxes join, held from the first
      * call that needs one until scheduler_remove_queue (session_codex.h) */
     struct session_codex *codex;
+    /* the call prepared to be its next (call_prepare_next), waiting for
+     * its command; or NULL */
+    struct call *prepared;
+    /* its prepared calls not yet ended (the one above, and those
+     * discarded whose helpers are still being killed): the session
+     * closes after them */
+    unsigned prepared_live;
 };
 
 /* A scheduler for the calls of cx (borrowed; outlives it).  NULL when
@@ -89,7 +96,7 @@ void scheduler_submit(struct call_queue *q, struct call *c);
 /* Starts what may start (answers held, calls waiting).  Cannot fail. */
 void scheduler_run(struct scheduler *sch);
 
-/* Calls running in all sessions. */
+/* Calls running in all sessions, and prepared calls not yet ended. */
 unsigned scheduler_running(const struct scheduler *sch);
 
 /* The client cancelled request id of q: a waiting call is dropped, a
@@ -110,6 +117,11 @@ void scheduler_signal(struct scheduler *sch, int sig);
 /* The server shuts down: nothing new starts and every held answer goes
  * (scheduler_run). */
 void scheduler_stop(struct scheduler *sch);
+
+/* Discards q's prepared call, if any (its sandbox killed; it is freed
+ * when its helper has ended, and q's ops->ended hears of it).  Cannot
+ * fail. */
+void scheduler_discard_prepared(struct call_queue *q);
 
 /* Answers (or drops, q ending) q's held calls while they fit. */
 void scheduler_send_held(struct call_queue *q);
