@@ -202,7 +202,13 @@ shell_call_signal(struct shell_call *c, int sig)
     if (c->pid > 0 && !c->exited) {
         /* The command is a session leader (new_session): its pid is
          * its group's id, and everything it starts stays in that group. */
-        if (kill(-c->pid, sig) < 0 && errno != ESRCH)
+        int rc = kill(-c->pid, sig);
+        /* no such group yet: the child has not made its session (the
+         * launcher's child does that first of all, so it has started
+         * nothing either); it is still ours, unreaped, so its pid is */
+        if (rc < 0 && errno == ESRCH)
+            rc = kill(c->pid, sig);
+        if (rc < 0 && errno != ESRCH)
             log_warn("call pid %d: kill: %s", c->pid, strerror(errno));
     }
     if (c->ev.on_signal)
@@ -215,6 +221,11 @@ shell_call_cancel(struct shell_call *c)
     if (c->ending || c->cancelled)
         return;
     c->cancelled = true;
+    /* a prepared call's helper waiting for its command ends by itself
+     * when the pipe closes, whatever became of the signal */
+    if (c->command_wfd >= 0)
+        close(c->command_wfd);
+    c->command_wfd = -1;
     shell_call_signal(c, SIGKILL);
 }
 

@@ -530,6 +530,9 @@ sandbox_part(struct call *c, const struct call_request *r, struct decide_client 
     struct sandbox_policy *own =
         r->parsed ? NULL : sandbox_policy_from_json(r->policy, r->sandbox_cwd, err);
     struct sandbox_policy *p = r->parsed ? r->parsed : own;
+    enum sandbox_kind kind = p ? sandbox_policy_kind(p) : SANDBOX_DANGER_FULL_ACCESS;
+    /* only a confining sandbox has a setup worth doing ahead */
+    c->confines = kind == SANDBOX_READ_ONLY || kind == SANDBOX_WORKSPACE_WRITE;
     c->dc = p ? decide_call_new(cx->decide, p, c->id, c->label, on_abort, c, err) : NULL;
     char **argv = NULL;
     if (c->dc) {
@@ -640,7 +643,8 @@ static int
 keep_preparable(struct call *c, const struct call_request *r, bool net)
 {
     c->rules_gen = decide_server_generation(c->cx->decide);
-    if (!c->cx->o->prepare || r->login || r->background || r->tty || r->leave_sandbox || net)
+    if (!c->cx->o->prepare || !c->confines || r->login || r->background || r->tty ||
+        r->leave_sandbox || net)
         return 0;
     c->prep_workdir = strdup(r->workdir);
     c->prep_sandbox_cwd = strdup(r->sandbox_cwd);

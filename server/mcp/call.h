@@ -123,9 +123,11 @@ struct call {
 
     /* prepared calls: the rules' generation it was made under; whether
      * the next call of its session may be prepared like it (a foreground
-     * call, not a login shell, without a terminal or the network proxy,
-     * not leaving the sandbox), and then what that one is made from */
+     * call under a read-only or workspace-write sandbox, not a login
+     * shell, without a terminal or the network proxy, not leaving the
+     * sandbox), and then what that one is made from */
     uint64_t rules_gen;
+    bool confines; /* its policy is read-only or workspace-write */
     bool preparable;
     char *prep_workdir, *prep_sandbox_cwd;
     json_t *prep_policy;

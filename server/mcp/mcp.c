@@ -1180,7 +1180,7 @@ mcp_server_shutdown(struct mcp_server *s, const char *why)
         process_table_end(&SESSION(n)->procs);
     }
     scheduler_signal(s->sched, SIGTERM);
-    if (scheduler_running(s->sched) > 0 && s->started)
+    if (scheduler_live(s->sched) > 0 && s->started)
         uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
     maybe_finish(s);
 }
@@ -1214,7 +1214,7 @@ processes_live(const struct mcp_server *s)
 static void
 maybe_finish(struct mcp_server *s)
 {
-    if (!s->shutting_down || scheduler_running(s->sched) > 0 || processes_live(s) || s->finishing)
+    if (!s->shutting_down || scheduler_live(s->sched) > 0 || processes_live(s) || s->finishing)
         return;
     s->finishing = true;
     if (s->started) {

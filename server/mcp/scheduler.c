@@ -231,6 +231,7 @@ scheduler_discard_prepared(struct call_queue *q)
     if (!p)
         return;
     q->prepared = NULL;
+    log_debug("call: the prepared sandbox (pid %d) is discarded", shell_call_pgid(p->sc));
     call_cancel(p); /* on_prepared_end frees it */
 }
 
@@ -571,6 +572,12 @@ scheduler_submit(struct call_queue *q, struct call *c)
 
 unsigned
 scheduler_running(const struct scheduler *sch)
+{
+    return sch->n_running;
+}
+
+unsigned
+scheduler_live(const struct scheduler *sch)
 {
     return sch->n_running + sch->n_prepared;
 }

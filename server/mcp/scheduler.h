@@ -96,8 +96,12 @@ void scheduler_submit(struct call_queue *q, struct call *c);
 /* Starts what may start (answers held, calls waiting).  Cannot fail. */
 void scheduler_run(struct scheduler *sch);
 
-/* Calls running in all sessions, and prepared calls not yet ended. */
+/* Calls running in all sessions. */
 unsigned scheduler_running(const struct scheduler *sch);
+
+/* Those, and the prepared calls not yet ended: what the shutdown waits
+ * for. */
+unsigned scheduler_live(const struct scheduler *sch);
 
 /* The client cancelled request id of q: a waiting call is dropped, a
  * running one killed (it ends unanswered), a held answer dropped.
