@@ -238,13 +238,16 @@ scheduler_discard_prepared(struct call_queue *q)
 /* After c (of q) ended: the sandbox of q's next call, set up now, as c's
  * was, while nothing of q runs or waits; the next call takes it if it fits
  * (take_prepared).  None while q or the server ends, or for a call whose
- * kind is not prepared.  A failure only means no prepared call. */
+ * kind is not prepared, or for an HTTP session (q->streams): a server of
+ * many clients would hold a waiting sandbox for each idle session.  A
+ * failure only means no prepared call. */
 static void
 prepare_next(struct call_queue *q, const struct call *c, const struct shell_call_result *r)
 {
     struct scheduler *sch = q->sched;
-    if (!c->preparable || q->prepared || q->ending || sch->stopped || c->snap_capture ||
-        !r->spawned || r->setup_failed || r->cancelled || q->running.count > 0 || q->waiting.head)
+    if (!c->preparable || q->streams || q->prepared || q->ending || sch->stopped ||
+        c->snap_capture || !r->spawned || r->setup_failed || r->cancelled || q->running.count > 0 ||
+        q->waiting.head)
         return;
     char *err = NULL;
     struct call *p = call_prepare_next(c, q->client, q->net, &err);

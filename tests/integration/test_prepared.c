@@ -169,29 +169,43 @@ descendants(pid_t root, pid_t *pids, size_t cap)
     return n;
 }
 
-/* Whether pid has another mount namespace than the server's: a sandbox. */
+/* Whether pid is the process of a prepared sandbox that waits for its
+ * command: fd 10 (the command pipe) is a pipe and it sleeps reading a
+ * pipe.  No other process of a call reads that pipe: the command's own
+ * processes never have it (close-on-exec), the helper and its init never
+ * read it. */
 static bool
-in_sandbox(pid_t server, pid_t pid)
+waiting_for_command(pid_t pid)
 {
-    char a[64], b[64], la[128] = "", lb[128] = "";
-    snprintf(a, sizeof(a), "/proc/%d/ns/mnt", (int)server);
-    snprintf(b, sizeof(b), "/proc/%d/ns/mnt", (int)pid);
-    ssize_t na = readlink(a, la, sizeof(la) - 1);
-    ssize_t nb = readlink(b, lb, sizeof(lb) - 1);
-    return na > 0 && nb > 0 && strcmp(la, lb) != 0;
+    char path[64], link[64] = "", wchan[64] = "";
+    snprintf(path, sizeof(path), "/proc/%d/fd/10", (int)pid);
+    if (readlink(path, link, sizeof(link) - 1) <= 0 || strncmp(link, "pipe:", 5) != 0)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    size_t n = fread(wchan, 1, sizeof(wchan) - 1, f);
+    fclose(f);
+    wchan[n] = '\0';
+    return strstr(wchan, "pipe") != NULL;
 }
 
-/* Waits (WAIT_MS at most) until server has a descendant in a sandbox of
- * its own: the prepared one, no call running.  Fills pids with the
- * server's descendants then; returns how many. */
+/* Waits (WAIT_MS at most) until server has a sandbox prepared and
+ * waiting for its command (no call running).  Fills pids with the
+ * server's descendants then and *which with the waiting one; returns how
+ * many. */
 static size_t
-await_prepared(pid_t server, pid_t *pids, size_t cap)
+await_prepared(pid_t server, pid_t *pids, size_t cap, pid_t *which)
 {
     for (int waited = 0; waited < WAIT_MS; waited += 20) {
         size_t n = descendants(server, pids, cap);
         for (size_t i = 0; i < n; i++) {
-            if (in_sandbox(server, pids[i]))
+            if (waiting_for_command(pids[i])) {
+                if (which)
+                    *which = pids[i];
                 return n;
+            }
         }
         nap_ms(20);
     }
@@ -237,22 +251,41 @@ assert_all_gone(const pid_t *pids, size_t n)
 
 static const char ns_cmd[] = "readlink /proc/self/ns/mnt";
 
+/* Runs the session's first call: ns_cmd, then command (NULL: none); the
+ * mount namespace it ran in into last ("mnt:[N]"). */
+static void
+first_call(struct mcp_world *w, const char *command, char *last, size_t size)
+{
+    struct prep_said s;
+    char *cmd = mcp_world_fmt("%s%s%s", ns_cmd, command ? "; " : "", command ? command : "");
+    json_t *r = run_in(w, cmd, NULL, &s);
+    free(cmd);
+    assert_false(s.prepared); /* nothing came before it */
+    const char *out = mcp_world_output(r);
+    size_t n = strcspn(out, "\n");
+    assert_true(n > 0 && n < size);
+    memcpy(last, out, n);
+    last[n] = '\0';
+    json_decref(r);
+}
+
 /* The mount namespace of the sandbox prepared for server's next call:
- * held open in *fd (so that its number is not given to another while the
- * test looks), its name in ns ("mnt:[N]\n", as readlink prints it). */
+ * held open in *fd (so that its number is given to no other
+ * while the test looks), its name in ns ("mnt:[N]\n", as readlink prints
+ * it). */
 static void
 hold_prepared_ns(pid_t server, int *fd, char *ns, size_t size)
 {
-    pid_t pids[256];
-    size_t n = await_prepared(server, pids, 256);
-    for (size_t i = 0; i < n; i++) {
-        if (!in_sandbox(server, pids[i]))
-            continue;
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pids[i]);
+    for (int tries = 0; tries < 100; tries++) {
+        pid_t pids[256], which = -1;
+        await_prepared(server, pids, 256, &which);
+        char path[64], self[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)which);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
-        assert_true(*fd >= 0);
-        ssize_t k = readlink(path, ns, size - 2);
+        if (*fd < 0)
+            continue; /* gone meanwhile: look again */
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", *fd);
+        ssize_t k = readlink(self, ns, size - 2);
         assert_true(k > 0);
         ns[k] = '\n';
         ns[k + 1] = '\0';
@@ -272,23 +305,23 @@ test_next_call_prepared(void **state)
     pid_t server = mcp_client_pid(w->c);
     set_level(w, "debug");
     struct prep_said s;
-    json_t *first = run_in(w, ns_cmd, NULL, &s);
-    assert_false(s.prepared); /* nothing came before it */
+    char ns1[128];
+    first_call(w, NULL, ns1, sizeof(ns1));
     int fd2, fd3;
     char ns2[128], ns3[128];
     hold_prepared_ns(server, &fd2, ns2, sizeof(ns2));
     json_t *second = run_in(w, ns_cmd, NULL, &s);
     assert_true(s.prepared);
     assert_string_equal(mcp_world_output(second), ns2);
+    ns2[strcspn(ns2, "\n")] = '\0';
     hold_prepared_ns(server, &fd3, ns3, sizeof(ns3));
     json_t *third = run_in(w, ns_cmd, NULL, &s);
     assert_true(s.prepared);
     assert_string_equal(mcp_world_output(third), ns3);
+    ns3[strcspn(ns3, "\n")] = '\0';
     assert_string_not_equal(ns2, ns3); /* both held: two namespaces */
-    assert_string_not_equal(mcp_world_output(first), ns2);
     close(fd2);
     close(fd3);
-    json_decref(first);
     json_decref(second);
     json_decref(third);
     attack_world_end(w);
@@ -422,9 +455,10 @@ test_sandbox_update_discards(void **state)
     struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
     set_level(w, "debug");
     struct prep_said s;
-    json_decref(run_in(w, "true", NULL, &s));
+    char last[128];
+    first_call(w, NULL, last, sizeof(last));
     pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256);
+    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
     json_t *a = mcp_client_call(
         w->c, "codex/sandbox-state/update",
         json_pack("{s:{s:s}, s:s}", "sandboxPolicy", "type", "read-only", "sandboxCwd", w->wd));
@@ -489,9 +523,10 @@ test_swapped_root_discards(void **state)
     struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
     set_level(w, "debug");
     struct prep_said s;
-    json_decref(run_in(w, "echo old > which", NULL, &s));
+    char last[128];
+    first_call(w, "echo old > which", last, sizeof(last));
     pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256);
+    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
     char *old = mcp_world_fmt("%s.old", w->wd);
     assert_int_equal(rename(w->wd, old), 0);
     assert_int_equal(mkdir(w->wd, 0755), 0);
@@ -526,9 +561,10 @@ swap_git(bool existed)
     attack_own(w->wd);
     set_level(w, "debug");
     struct prep_said s;
-    json_decref(run_in(w, "true", NULL, &s));
+    char last[128];
+    first_call(w, NULL, last, sizeof(last));
     pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256);
+    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
     char *git = tmpdir_path(w->wd, ".git");
     char *away = tmpdir_path(w->wd, "git.away");
     if (existed)
@@ -567,10 +603,10 @@ test_session_end_leaves_nothing(void **state)
 {
     (void)state;
     struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
-    struct prep_said s;
-    json_decref(run_in(w, "true", NULL, &s));
+    char last[128];
+    first_call(w, NULL, last, sizeof(last));
     pid_t pids[256];
-    size_t n = await_prepared(mcp_client_pid(w->c), pids, 256);
+    size_t n = await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
     attack_world_end(w); /* asserts a clean exit */
     assert_all_gone(pids, n);
 }
@@ -582,11 +618,11 @@ test_server_killed_leaves_nothing(void **state)
 {
     (void)state;
     struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
-    struct prep_said s;
-    json_decref(run_in(w, "true", NULL, &s));
+    char last[128];
+    first_call(w, NULL, last, sizeof(last));
     pid_t server = mcp_client_pid(w->c);
     pid_t pids[256];
-    size_t n = await_prepared(server, pids, 256);
+    size_t n = await_prepared(server, pids, 256, NULL);
     assert_int_equal(kill(server, SIGKILL), 0);
     assert_true(mcp_client_wait_exit(w->c, WAIT_MS) != -1);
     assert_all_gone(pids, n);
