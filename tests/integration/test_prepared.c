@@ -6,7 +6,7 @@
  * A later call that fits runs there: the client's debug log says
  * "prepared", each such call still has a mount namespace of its own, and
  * what it prints, its exit status and its refusals are those of a server
- * with --no-prepare.  A call that does not fit discards it and runs as
+ * without --prepare.  A call that does not fit discards it and runs as
  * any call: another workdir, a sandbox-state update, a rules reload, and
  * a writable root renamed away and replaced by another directory of the
  * same name (the command must see the new one, never the one the
@@ -249,6 +249,17 @@ assert_all_gone(const pid_t *pids, size_t n)
 
 /* ---- the tests ---- */
 
+/* The test's world (rm forbidden), the server run with --prepare or
+ * without (prepared calls are off by default). */
+static struct mcp_world *
+prep_world(bool prepare)
+{
+    static const char *const more[] = {"--prepare", NULL};
+    const struct mcp_world_options o = {.extra = attack_suite_extra(),
+                                        .more = prepare ? more : NULL};
+    return attack_world_start(RM_FORBIDDEN, &o);
+}
+
 static const char ns_cmd[] = "readlink /proc/self/ns/mnt";
 
 /* Runs the session's first call: ns_cmd, then command (NULL: none); the
@@ -301,7 +312,7 @@ static void
 test_next_call_prepared(void **state)
 {
     (void)state;
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     pid_t server = mcp_client_pid(w->c);
     set_level(w, "debug");
     struct prep_said s;
@@ -366,10 +377,7 @@ without(const char *text, const char *dir)
 static json_t *
 results(bool prepare)
 {
-    const char *const more[] = {"--no-prepare", NULL};
-    const struct mcp_world_options o = {.extra = attack_suite_extra(),
-                                        .more = prepare ? NULL : more};
-    struct mcp_world *w = attack_world_start(RM_FORBIDDEN, &o);
+    struct mcp_world *w = prep_world(prepare);
     char *keep = tmpdir_path(w->wd, "keep");
     tmpdir_write_file(keep, "x", 0644);
     free(keep);
@@ -425,7 +433,7 @@ static void
 test_other_workdir_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     tmpdir_make_dir(w->wd, "sub");
     attack_own(w->wd);
     set_level(w, "debug");
@@ -452,7 +460,7 @@ static void
 test_sandbox_update_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     set_level(w, "debug");
     struct prep_said s;
     char last[128];
@@ -495,7 +503,7 @@ static void
 test_rules_reload_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     set_level(w, "debug");
     struct prep_said s;
     json_decref(run_in(w, "touch before && echo made", NULL, &s));
@@ -520,7 +528,7 @@ static void
 test_swapped_root_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     set_level(w, "debug");
     struct prep_said s;
     char last[128];
@@ -555,7 +563,7 @@ test_swapped_root_discards(void **state)
 static void
 swap_git(bool existed)
 {
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     if (existed)
         tmpdir_make_dir(w->wd, ".git");
     attack_own(w->wd);
@@ -602,7 +610,7 @@ static void
 test_session_end_leaves_nothing(void **state)
 {
     (void)state;
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     char last[128];
     first_call(w, NULL, last, sizeof(last));
     pid_t pids[256];
@@ -617,7 +625,7 @@ static void
 test_server_killed_leaves_nothing(void **state)
 {
     (void)state;
-    struct mcp_world *w = attack_world(RM_FORBIDDEN, false);
+    struct mcp_world *w = prep_world(true);
     char last[128];
     first_call(w, NULL, last, sizeof(last));
     pid_t server = mcp_client_pid(w->c);
