@@ -719,6 +719,8 @@ misfit(const struct call *p, const struct call *c)
     const struct shell_call_spec *ps = shell_call_spec(p->sc), *cs = shell_call_spec(c->sc);
     if (!c->preparable)
         return "this kind of call is not prepared";
+    if (c->held_by_owner)
+        return "a task follows this call's questions";
     if (p->rules_gen != c->rules_gen)
         return "the rules were reloaded";
     if (!argv_fits(ps->argv, cs->argv))

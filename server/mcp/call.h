@@ -129,6 +129,9 @@ struct call {
     uint64_t rules_gen;
     bool confines; /* its policy is read-only or workspace-write */
     bool preparable;
+    /* its owner holds a part of it (a task follows its questions): no
+     * prepared call may take its place */
+    bool held_by_owner;
     char *prep_workdir, *prep_sandbox_cwd;
     json_t *prep_policy;
     /* a prepared call: what its sandbox was set up with, pinned before its

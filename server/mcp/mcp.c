@@ -456,6 +456,7 @@ task_begin(struct mcp_session *ss, const json_t *id, struct task *t, struct call
     }
     jsonrpc_reply(ss->rpc, id, created);
     task_watch(t, decide_call_asking(c->dc));
+    c->held_by_owner = true; /* the task holds its questions' line */
     return 0;
 }
 
