@@ -604,8 +604,52 @@ test_new_git_discards(void **state)
     swap_git(false);
 }
 
+/* The cgroup v2 directory pid is in ("0::" of /proc/PID/cgroup, under
+ * the cgroup2 mount), malloc'd; NULL when there is none to read. */
+static char *
+cgroup_dir(pid_t pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+    FILE *f = fopen(path, "re");
+    char *dir = NULL;
+    while (f && !dir && fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "0::", 3) != 0)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        const char *const mounts[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+        for (size_t i = 0; i < 2 && !dir; i++) {
+            char *d = mcp_world_fmt("%s%s", mounts[i], line + 3);
+            struct stat st;
+            if (stat(d, &st) == 0 && S_ISDIR(st.st_mode) && strcmp(line + 3, "/") != 0)
+                dir = d;
+            else
+                free(d);
+        }
+    }
+    if (f)
+        fclose(f);
+    return dir;
+}
+
+/* Whether the cgroup dir is gone or holds no process. */
+static bool
+cgroup_empty(const char *dir)
+{
+    char *procs = mcp_world_fmt("%s/cgroup.procs", dir);
+    FILE *f = fopen(procs, "re");
+    free(procs);
+    if (!f)
+        return true;
+    int c = fgetc(f);
+    fclose(f);
+    return c == EOF;
+}
+
 /* The session ends (stdin's end) with a sandbox prepared: the server
- * exits cleanly and every process it had is gone. */
+ * exits cleanly, every process it had is gone, and the prepared
+ * sandbox's cgroup (where the machine gives calls one of their own: not
+ * the server's) holds nothing. */
 static void
 test_session_end_leaves_nothing(void **state)
 {
@@ -613,10 +657,21 @@ test_session_end_leaves_nothing(void **state)
     struct mcp_world *w = prep_world(true);
     char last[128];
     first_call(w, NULL, last, sizeof(last));
-    pid_t pids[256];
-    size_t n = await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    pid_t pids[256], which = -1;
+    size_t n = await_prepared(mcp_client_pid(w->c), pids, 256, &which);
+    char *mine = cgroup_dir(mcp_client_pid(w->c));
+    char *its = cgroup_dir(which);
+    bool own = its && (!mine || strcmp(mine, its) != 0);
+    if (own)
+        assert_false(cgroup_empty(its));
     attack_world_end(w); /* asserts a clean exit */
     assert_all_gone(pids, n);
+    if (own)
+        assert_true(cgroup_empty(its));
+    else
+        fprintf(stderr, "no cgroup of the call's own here: its processes checked alone\n");
+    free(mine);
+    free(its);
 }
 
 /* The server killed outright with a sandbox prepared: nothing of it
