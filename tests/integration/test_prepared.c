@@ -97,21 +97,29 @@ read_prep(const json_t *logs, struct prep_said *s)
     }
 }
 
-/* Runs command in workdir (NULL: the world's), with what the server said
- * of a prepared sandbox in *s.  Returns the answer. */
+/* Runs command in workdir (NULL: the world's) with timeout_ms, with what
+ * the server said of a prepared sandbox in *s.  Returns the answer. */
 static json_t *
-run_in(struct mcp_world *w, const char *command, const char *workdir, struct prep_said *s)
+run_with(struct mcp_world *w, const char *command, const char *workdir, int timeout_ms,
+         struct prep_said *s)
 {
     struct mcp_answers a = {.logs = json_array()};
-    json_t *r =
-        mcp_world_run_args(w,
-                           json_pack("{s:s, s:s, s:b, s:i}", "command", command, "workdir",
-                                     workdir ? workdir : w->wd, "login", 0, "timeout_ms", 30000),
-                           &a);
+    json_t *r = mcp_world_run_args(w,
+                                   json_pack("{s:s, s:s, s:b, s:i}", "command", command, "workdir",
+                                             workdir ? workdir : w->wd, "login", 0, "timeout_ms",
+                                             timeout_ms),
+                                   &a);
     read_prep(a.logs, s);
     json_decref(a.logs);
     free(a.last_message);
     return r;
+}
+
+/* As run_with, with a timeout no call here comes near. */
+static json_t *
+run_in(struct mcp_world *w, const char *command, const char *workdir, struct prep_said *s)
+{
+    return run_with(w, command, workdir, 30000, s);
 }
 
 /* ---- the processes a server has ---- */
@@ -428,6 +436,30 @@ test_same_as_unprepared(void **state)
     json_decref(prepared);
 }
 
+/* A prepared call's clock starts when its command is sent, not when its
+ * sandbox was set up: after the sandbox waited longer than the call's
+ * whole timeout, the call still has all of it. */
+static void
+test_clock_starts_at_the_command(void **state)
+{
+    (void)state;
+    struct mcp_world *w = prep_world(true);
+    set_level(w, "debug");
+    char last[128];
+    first_call(w, NULL, last, sizeof(last));
+    pid_t pids[256];
+    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    nap_ms(4000); /* the sandbox waits past the next call's timeout (3 s) */
+    struct prep_said s;
+    json_t *r = run_with(w, "sleep 0.2; echo done", NULL, 3000, &s);
+    assert_true(s.prepared);
+    const json_t *sc = mcp_world_structured(r);
+    assert_false(json_is_true(json_object_get(sc, "timed_out")));
+    assert_string_equal(mcp_world_output(r), "done\n");
+    json_decref(r);
+    attack_world_end(w);
+}
+
 /* Another workdir: the prepared sandbox (the last call's workdir) goes. */
 static void
 test_other_workdir_discards(void **state)
@@ -702,6 +734,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_next_call_prepared, attack_teardown),
         cmocka_unit_test_teardown(test_same_as_unprepared, attack_teardown),
+        cmocka_unit_test_teardown(test_clock_starts_at_the_command, attack_teardown),
         cmocka_unit_test_teardown(test_other_workdir_discards, attack_teardown),
         cmocka_unit_test_teardown(test_sandbox_update_discards, attack_teardown),
         cmocka_unit_test_teardown(test_rules_reload_discards, attack_teardown),
