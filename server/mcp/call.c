@@ -175,19 +175,21 @@ pin_add(struct call *c, size_t cap, const char *dir, const char *name)
 /*
  * What a prepared call's sandbox is set up from by name, pinned before
  * its helper starts: its writable roots, the .git and .codex of its repo
- * roots, its workdir, and the server's --protect and --hide paths.  A
+ * roots, its workdir, the server's --protect and --hide paths and the
+ * paths its policy p denies (hidden as --hide's are).  A
  * call that comes later fits it only while each of them is still the
  * same file (call_take_prepared): a root renamed away and replaced is a
  * different directory, whatever its name.  Returns 0, or -1.
  */
 static int
-pin_sandbox(struct call *c, const char *workdir)
+pin_sandbox(struct call *c, const char *workdir, const struct sandbox_policy *p)
 {
     const struct call_context *cx = c->cx;
     const struct writable_view *v = decide_call_view(c->dc);
     size_t n_roots = v->kind == WRITABLE_VIEW_SOME ? v->n : 0;
     size_t n_repo = v->kind == WRITABLE_VIEW_SOME ? v->n_repo_roots : 0;
-    size_t cap = n_roots + 2 * n_repo + 1 + cx->n_protect + cx->n_hide;
+    size_t n_deny = sandbox_policy_deny_count(p);
+    size_t cap = n_roots + 2 * n_repo + 1 + cx->n_protect + cx->n_hide + n_deny;
     c->pins = calloc(cap, sizeof(*c->pins));
     if (!c->pins)
         return -1;
@@ -208,6 +210,10 @@ pin_sandbox(struct call *c, const char *workdir)
     }
     for (size_t i = 0; i < cx->n_hide; i++) {
         if (pin_add(c, cap, cx->hide[i], NULL) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < n_deny; i++) {
+        if (pin_add(c, cap, sandbox_policy_deny(p, i), NULL) < 0)
             return -1;
     }
     return 0;
@@ -541,6 +547,12 @@ sandbox_part(struct call *c, const struct call_request *r, struct decide_client 
         if (keep_codex_roots(c, decide_call_view(c->dc)) == 0)
             argv = call_argv(cx, p, decide_call_view(c->dc), r, ncl, net, netns, notify, err);
     }
+    if (argv && r->prepare && pin_sandbox(c, r->workdir, p) < 0) {
+        strv_free(argv);
+        argv = NULL;
+        if (!*err)
+            *err = strdup("cannot pin what the prepared call's sandbox is set up from");
+    }
     sandbox_policy_free(own);
     return argv;
 }
@@ -628,9 +640,9 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
     }
     if (r->login && snapshots)
         keep_login(c, r);
-    if (keep_preparable(c, r, net) < 0 || (r->prepare && pin_sandbox(c, r->workdir) < 0)) {
+    if (keep_preparable(c, r, net) < 0) {
         call_free(c);
-        *errp = strdup("cannot pin what the prepared call's sandbox is set up from");
+        *errp = strdup("out of memory");
         return NULL;
     }
     return c;

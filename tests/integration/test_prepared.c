@@ -678,6 +678,87 @@ cgroup_empty(const char *dir)
     return c == EOF;
 }
 
+/* A call's _meta sandbox state, as Codex 0.169 sends it: a managed
+ * workspace-write profile in the world's workdir with one deny entry,
+ * deny (absolute). */
+static json_t *
+deny_state(const struct mcp_world *w, const char *deny)
+{
+    json_t *entries = json_pack(
+        "[{s:{s:s, s:{s:s}}, s:s}, {s:{s:s, s:s}, s:s}, {s:{s:s, s:s}, s:s}]", "path", "type",
+        "special", "value", "kind", "root", "access", "read", "path", "type", "path", "path", w->wd,
+        "access", "write", "path", "type", "path", "path", deny, "access", "deny");
+    json_t *profile = json_pack("{s:s, s:{s:s, s:o}, s:s}", "type", "managed", "file_system",
+                                "type", "restricted", "entries", entries, "network", "restricted");
+    char *url = mcp_world_fmt("file://%s", w->wd);
+    json_t *st = json_pack("{s:o, s:s, s:s}", "permissionProfile", profile, "codexLinuxSandboxExe",
+                           "/usr/lib/node_modules/@openai/codex/bin/codex", "sandboxCwd", url);
+    free(url);
+    return st;
+}
+
+/* command under deny_state (debug records into *s). */
+static json_t *
+run_denying(struct mcp_world *w, const char *command, const char *deny, struct prep_said *s)
+{
+    json_t *meta = json_pack("{s:o}", "codex/sandbox-state", deny_state(w, deny));
+    json_t *params =
+        json_pack("{s:o, s:s, s:{s:s, s:s, s:b, s:i}}", "_meta", meta, "name", "shell", "arguments",
+                  "command", command, "workdir", w->wd, "login", 0, "timeout_ms", 30000);
+    struct mcp_answers a = {.logs = json_array()};
+    long long id = mcp_client_send_request(w->c, "tools/call", params);
+    json_t *jid = json_integer(id);
+    json_t *r = NULL;
+    while (!r) {
+        json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
+        assert_non_null(m);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        if (method && strcmp(method, "notifications/message") == 0)
+            json_array_append(a.logs, json_object_get(m, "params"));
+        if (json_equal(json_object_get(m, "id"), jid))
+            r = json_incref(m);
+        json_decref(m);
+    }
+    json_decref(jid);
+    read_prep(a.logs, s);
+    json_decref(a.logs);
+    return r;
+}
+
+/* A path the call's profile denies, replaced between two calls: the
+ * prepared sandbox covered the file it named then; the call must not read
+ * the file that bears the name now. */
+static void
+test_swapped_denied_file_discards(void **state)
+{
+    (void)state;
+    struct mcp_world *w = prep_world(true);
+    set_level(w, "debug");
+    char *key = tmpdir_path(w->wd, "secret.key");
+    char *old = tmpdir_path(w->wd, "old.key");
+    tmpdir_write_file(key, "OLD-SECRET\n", 0644);
+    attack_own(w->wd);
+    struct prep_said s;
+    json_t *r = run_denying(w, "cat secret.key 2>/dev/null; echo end", key, &s);
+    mcp_world_assert_contains(mcp_world_output(r), "end\n");
+    assert_null(strstr(mcp_world_output(r), "SECRET"));
+    json_decref(r);
+    pid_t pids[256];
+    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    assert_int_equal(rename(key, old), 0);
+    tmpdir_write_file(key, "NEW-SECRET\n", 0644);
+    attack_own(w->wd);
+    r = run_denying(w, "cat secret.key 2>/dev/null; echo end", key, &s);
+    if (strstr(mcp_world_output(r), "SECRET"))
+        fail_msg("the call read the denied file: %s", mcp_world_output(r));
+    assert_false(s.prepared);
+    assert_true(s.discarded);
+    json_decref(r);
+    free(key);
+    free(old);
+    attack_world_end(w);
+}
+
 /* The session ends (stdin's end) with a sandbox prepared: the server
  * exits cleanly, every process it had is gone, and the prepared
  * sandbox's cgroup (where the machine gives calls one of their own: not
@@ -741,6 +822,7 @@ main(void)
         cmocka_unit_test_teardown(test_swapped_root_discards, attack_teardown),
         cmocka_unit_test_teardown(test_swapped_git_discards, attack_teardown),
         cmocka_unit_test_teardown(test_new_git_discards, attack_teardown),
+        cmocka_unit_test_teardown(test_swapped_denied_file_discards, attack_teardown),
         cmocka_unit_test_teardown(test_session_end_leaves_nothing, attack_teardown),
         cmocka_unit_test_teardown(test_server_killed_leaves_nothing, attack_teardown),
     };
