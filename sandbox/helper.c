@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,77 @@ resolve_program(const char *name, int report_fd)
         p = end;
     }
     die_not_started(report_fd, first_err, name);
+}
+
+/* --command-fd: not one of the other fds, and not left to the program. */
+static void
+check_command_fd(const struct sandbox_helper_options *o)
+{
+    int fd = o->command_fd;
+    if (fd < 0)
+        return;
+    if (fd <= 2 || fd == o->report_fd || fd == o->exec_notify_fd || fd == o->net_proxy_fd ||
+        fd == o->net_ns_fd || fd == o->tty_fd)
+        sandbox_helper_die(0, "--command-fd %d: must not be stdio or another of the helper's fds",
+                           fd);
+    int flags = fcntl(fd, F_GETFD);
+    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+        sandbox_helper_die(errno, "--command-fd %d", fd);
+}
+
+/* Reads exactly n bytes of fd into buf, through interruptions and short
+ * reads.  Returns 0, or -1 with errno (0: the end came first). */
+static int
+read_exactly(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, (char *)buf + got, n - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (k == 0)
+                errno = 0;
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+/*
+ * --command-fd: the call was prepared before it was asked for.  Everything
+ * is in place (this runs after the seccomp filter, so nothing from here on
+ * is unconfined); the server sends the program's last argument when the
+ * call comes, and the exec is then the one an unprepared call makes.  A
+ * server that dies or discards the call closes its end: exit 125 with
+ * nothing run.
+ */
+static void
+await_command(struct sandbox_helper_options *o)
+{
+    int fd = o->command_fd;
+    if (fd < 0)
+        return;
+    uint32_t len = 0;
+    if (read_exactly(fd, &len, sizeof len) != 0)
+        sandbox_helper_die(errno, "--command-fd %d: closed before a command came", fd);
+    if (len > SANDBOX_COMMAND_MAX)
+        sandbox_helper_die(0, "--command-fd %d: a command of %u bytes is too long", fd, len);
+    char *text = malloc((size_t)len + 1);
+    if (text == NULL)
+        sandbox_helper_die(ENOMEM, "--command-fd %d", fd);
+    if (read_exactly(fd, text, len) != 0)
+        sandbox_helper_die(errno, "--command-fd %d: closed in the middle of the command", fd);
+    text[len] = '\0';
+    if (memchr(text, '\0', len) != NULL)
+        sandbox_helper_die(0, "--command-fd %d: the command holds a NUL byte", fd);
+    close(fd);
+    o->command_fd = -1;
+    size_t n = 0;
+    while (o->program_argv[n] != NULL)
+        n++;
+    o->program_argv[n - 1] = text; /* the exec takes it */
 }
 
 /* --argv0 replaces argv[0] only now: the file to run is the original
@@ -785,6 +857,7 @@ helper_finish_and_exec(struct run *r)
     else
         apply_filter(r);
     send_report(r->o->report_fd, r->report);
+    await_command(r->o);
     exec_program_at(r->o, path);
 }
 
@@ -798,6 +871,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     check_net_proxy_fd(o);
     check_net_ns_fd(o);
     helper_check_tty_fd(o);
+    check_command_fd(o);
     run_init(&r, o);
     /* an 'F' in the offer is read and ignored: the helper never execs by
      * fd (exec_filter.h says why) */
@@ -818,6 +892,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
             path = apply_exec_notify(&r);
         }
         send_report(o->report_fd, r.report);
+        await_command(o);
         exec_program_at(o, path);
     }
 

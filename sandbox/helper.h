@@ -21,6 +21,7 @@ struct sandbox_helper_options {
     int net_proxy_fd;     /* -1: none; else a socket for the network namespace's listener */
     int net_ns_fd;        /* -1: none; else the session's network namespace, to join */
     int tty_fd;           /* -1: none; else a socket for the master of the command's terminal */
+    int command_fd;       /* -1: none; else where the program's last argument comes, last */
     bool allow_degraded;  /* run with less confinement than asked, and say so */
     char **program_argv;  /* NULL-terminated, at least one entry */
     const char *argv0;    /* NULL, or argv[0] for the program in place of program_argv[0] */

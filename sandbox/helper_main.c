@@ -34,6 +34,7 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
     o->net_proxy_fd = -1;
     o->net_ns_fd = -1;
     o->tty_fd = -1;
+    o->command_fd = -1;
     /* at most one per argument */
     o->protect = calloc((size_t)argc, sizeof *o->protect);
     o->hide = calloc((size_t)argc, sizeof *o->hide);
@@ -75,6 +76,11 @@ parse_args(int argc, char **argv, struct sandbox_helper_options *o)
             o->tty_fd = parse_fd(argv[++i]);
             if (o->tty_fd < 0)
                 sandbox_helper_die(0, "--tty-fd: \"%s\" is not a file descriptor number", argv[i]);
+        } else if (strcmp(a, SANDBOX_OPT_COMMAND_FD) == 0 && has_value) {
+            o->command_fd = parse_fd(argv[++i]);
+            if (o->command_fd < 0)
+                sandbox_helper_die(0, "--command-fd: \"%s\" is not a file descriptor number",
+                                   argv[i]);
         } else if (strcmp(a, SANDBOX_OPT_ARGV0) == 0 && has_value) {
             o->argv0 = argv[++i];
         } else if (strcmp(a, SANDBOX_OPT_PROTECT) == 0 && has_value) {

@@ -47,6 +47,7 @@ enum {
     OPT_PASS_ENV,
     OPT_ALLOW_UNIX_SOCKET,
     OPT_NO_LOGIN_SNAPSHOT,
+    OPT_PREPARE,
     OPT_LOGIN_SNAPSHOT_TIMEOUT,
     OPT_SHELL,
     OPT_NETWORK_PROXY,
@@ -90,6 +91,7 @@ static const struct option long_options[] = {
     {"pass-env", required_argument, NULL, OPT_PASS_ENV},
     {"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
     {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
+    {"prepare", no_argument, NULL, OPT_PREPARE},
     {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
     {"shell", required_argument, NULL, OPT_SHELL},
     {"network-proxy", required_argument, NULL, OPT_NETWORK_PROXY},
@@ -178,6 +180,8 @@ usage(FILE *out)
             "  --login-snapshot-timeout-ms MS\n"
             "                            a snapshot's capture taking longer is killed and\n"
             "                            login calls run real login shells (10000)\n"
+            "  --prepare                 set up the sandbox of a session's next call when\n"
+            "                            its last call ends, ahead of it (off: when it comes)\n"
             "  --network-proxy MODE      with network off in the policy, reach the network\n"
             "                            through the proxy that network_rule decides: auto\n"
             "                            (when the rules have one; the default), on, off\n"
@@ -668,6 +672,9 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
     case OPT_NO_LOGIN_SNAPSHOT:
         o->login_snapshot = false;
         return 0;
+    case OPT_PREPARE:
+        o->prepare = true;
+        return 0;
     case OPT_LISTEN:
         o->listen[o->listen_count++] = strdup(arg);
         return o->listen[o->listen_count - 1] ? 0 : -1;
@@ -774,6 +781,7 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->max_processes = OPTIONS_DEFAULT_MAX_PROCESSES;
     o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
     o->login_snapshot = true;
+    o->prepare = false;
     o->login_snapshot_timeout_ms = OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS;
     o->session_idle_ms = OPTIONS_DEFAULT_SESSION_IDLE_MS;
     o->header_timeout_ms = OPTIONS_DEFAULT_HEADER_TIMEOUT_MS;

@@ -13,12 +13,12 @@
 #include <string.h>
 
 /* Slots besides the protect and hide paths and the program: the helper,
- * five options with values (--exec-notify-fd, --net-proxy-fd, --net-ns-fd,
- * --tty-fd, --argv0) and two without (--notify-sockets-only, --allow-degraded),
+ * six options with values (--exec-notify-fd, --net-proxy-fd, --net-ns-fd,
+ * --tty-fd, --command-fd, --argv0) and two without (--notify-sockets-only, --allow-degraded),
  * --policy, --cwd, --report-fd, "--" and the terminating NULL.  The
  * array is made this size first; an option added without being counted
  * here makes it grow (argv_room), never overflow. */
-#define FIXED_SLOTS 21
+#define FIXED_SLOTS 23
 
 /* An argv being filled; the first failure sticks and later adds do
  * nothing, so the builder checks once at the end. */
@@ -89,6 +89,8 @@ add_leading_options(struct argv_builder *b, const struct sandbox_cmdline *c)
         add_fd_option(b, SANDBOX_OPT_NET_NS_FD, c->net_ns_fd);
     if (c->tty_fd > 0)
         add_fd_option(b, SANDBOX_OPT_TTY_FD, c->tty_fd);
+    if (c->command_fd > 0)
+        add_fd_option(b, SANDBOX_OPT_COMMAND_FD, c->command_fd);
     if (c->argv0 != NULL) {
         add_copy(b, SANDBOX_OPT_ARGV0);
         add_copy(b, c->argv0);

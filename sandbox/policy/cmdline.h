@@ -29,6 +29,7 @@ struct sandbox_policy;
 #define SANDBOX_OPT_NET_NS_FD      "--net-ns-fd"
 #define SANDBOX_OPT_SOCKETS_ONLY   "--notify-sockets-only"
 #define SANDBOX_OPT_TTY_FD         "--tty-fd"
+#define SANDBOX_OPT_COMMAND_FD     "--command-fd"
 /* alone with its fd: the keeper of a session's network namespace
  * (sandbox/netns.h), not a sandbox */
 #define SANDBOX_OPT_NET_NS_KEEPER "--net-ns-keeper"
@@ -37,6 +38,12 @@ struct sandbox_policy;
  * rest of the line is the errno and "}"): the helper's 126 or 127 then
  * means the program never ran, not that it exited so (docs/sandbox.md). */
 #define SANDBOX_REPORT_EXEC_ERROR "{\"exec_error\":"
+
+/* The longest command --command-fd carries: one argument's most under
+ * Linux (MAX_ARG_STRLEN, 32 pages, with its NUL); a longer one could not
+ * be exec'd anyway, so a caller runs it the ordinary way and gets the
+ * ordinary error. */
+#define SANDBOX_COMMAND_MAX (32u * 4096 - 1)
 
 /* One run of the helper.  Everything is borrowed. */
 struct sandbox_cmdline {
@@ -60,6 +67,10 @@ struct sandbox_cmdline {
     /* --tty-fd N: the command gets a terminal of the sandbox's own, whose
      * master goes to this socket; 0 for none (as net_proxy_fd) */
     int tty_fd;
+    /* --command-fd N: the helper sets everything up, then waits on N for
+     * the program's last argument (a 32-bit length in the host's order,
+     * then that many bytes) before its exec; 0 for none (as net_proxy_fd) */
+    int command_fd;
     const char *argv0;   /* --argv0 NAME for the program, or NULL */
     bool allow_degraded; /* --allow-degraded */
     /* --protect PATH for each, in order (docs/sandbox.md); may be NULL

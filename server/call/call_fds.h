@@ -28,7 +28,8 @@ enum call_fd {
     CALL_FD_LOGIN_SNAPSHOT = 7, /* a login call's sealed snapshot (login_snapshot.h) */
     CALL_FD_NET_NS = 8,         /* the session's network namespace (--net-ns-fd) */
     CALL_FD_TTY = 9,            /* the terminal's master goes back on this socket (--tty-fd) */
-    CALL_FD_COUNT = 10          /* numbers in the table: 0 to 9 */
+    CALL_FD_COMMAND = 10,       /* a prepared call's command comes on this pipe (--command-fd) */
+    CALL_FD_COUNT = 11          /* numbers in the table: 0 to 10 */
 };
 
 /* For each number, the server's fd the child gets there (borrowed,

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +89,9 @@ struct shell_call {
     uint64_t paused_ms;                  /* the clock's stops so far, in all */
     uint64_t pause_began;                /* uv_now when the current stop began */
     uint64_t timeout_left_ms;
+    /* spec.prepared: the write end of the pipe the helper waits on for
+     * its command, until it is sent; or -1 */
+    int command_wfd;
 };
 
 struct shell_call *
@@ -106,6 +110,7 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
     c->ev = *ev;
     c->data = data;
     c->line_done = true;
+    c->command_wfd = -1;
     output_ring_init(&c->kept, spec->max_output);
     return c;
 }
@@ -113,6 +118,8 @@ shell_call_new(uv_loop_t *loop, struct shell_call_spec *spec, const struct shell
 static void
 free_call(struct shell_call *c)
 {
+    if (c->command_wfd >= 0)
+        close(c->command_wfd);
     strv_free(c->spec.argv);
     strv_free(c->spec.env);
     free(c->spawn_error);
@@ -159,7 +166,7 @@ void
 shell_call_pause_timeout(struct shell_call *c)
 {
     if (c->timeout_paused++ > 0 || !c->started || c->exited || c->timed_out ||
-        c->spec.timeout_ms == 0)
+        c->spec.timeout_ms == 0 || c->command_wfd >= 0)
         return;
     c->timeout_left_ms = uv_timer_get_due_in(&c->timeout);
     c->pause_began = uv_now(c->loop);
@@ -177,7 +184,7 @@ shell_call_resume_timeout(struct shell_call *c)
     if (c->timeout_paused == 0 || --c->timeout_paused > 0)
         return;
     if (!c->started || c->exited || c->timed_out || c->spec.timeout_ms == 0 ||
-        uv_is_closing((uv_handle_t *)&c->timeout))
+        c->command_wfd >= 0 || uv_is_closing((uv_handle_t *)&c->timeout))
         return;
     c->paused_ms += uv_now(c->loop) - c->pause_began;
     uv_timer_start(&c->timeout, on_timeout, c->timeout_left_ms ? c->timeout_left_ms : 1, 0);
@@ -195,7 +202,13 @@ shell_call_signal(struct shell_call *c, int sig)
     if (c->pid > 0 && !c->exited) {
         /* The command is a session leader (new_session): its pid is
          * its group's id, and everything it starts stays in that group. */
-        if (kill(-c->pid, sig) < 0 && errno != ESRCH)
+        int rc = kill(-c->pid, sig);
+        /* no such group yet: the child has not made its session (the
+         * launcher's child does that first of all, so it has started
+         * nothing either); it is still ours, unreaped, so its pid is */
+        if (rc < 0 && errno == ESRCH)
+            rc = kill(c->pid, sig);
+        if (rc < 0 && errno != ESRCH)
             log_warn("call pid %d: kill: %s", c->pid, strerror(errno));
     }
     if (c->ev.on_signal)
@@ -208,6 +221,11 @@ shell_call_cancel(struct shell_call *c)
     if (c->ending || c->cancelled)
         return;
     c->cancelled = true;
+    /* a prepared call's helper waiting for its command ends by itself
+     * when the pipe closes, whatever became of the signal */
+    if (c->command_wfd >= 0)
+        close(c->command_wfd);
+    c->command_wfd = -1;
     shell_call_signal(c, SIGKILL);
 }
 
@@ -390,6 +408,9 @@ end_call(struct shell_call *c)
     if (c->ending)
         return;
     c->ending = true;
+    if (c->command_wfd >= 0)
+        close(c->command_wfd);
+    c->command_wfd = -1;
     if (c->reading)
         uv_read_stop((uv_stream_t *)&c->out);
     c->reading = false;
@@ -628,6 +649,36 @@ init_handles(struct shell_call *c, int *wfd, int *report_wfd)
     return 0;
 }
 
+/* The pipe a prepared call's helper waits on for its command: the read
+ * end in *rfd for the child, the write end kept, non-blocking (a write
+ * that does not fit at once is not waited for). */
+static int
+open_command_pipe(struct shell_call *c, int *rfd)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -errno;
+    if (fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return -e;
+    }
+    *rfd = fds[0];
+    c->command_wfd = fds[1];
+    return 0;
+}
+
+/* The call's clock: its timeout and progress ticks, from now. */
+static void
+start_clock(struct shell_call *c)
+{
+    if (c->spec.timeout_ms > 0)
+        uv_timer_start(&c->timeout, on_timeout, c->spec.timeout_ms, 0);
+    if (c->spec.progress)
+        uv_timer_start(&c->tick, on_tick, SHELL_CALL_PROGRESS_MS, SHELL_CALL_PROGRESS_MS);
+}
+
 void
 shell_call_start(struct shell_call *c)
 {
@@ -644,6 +695,10 @@ shell_call_start(struct shell_call *c)
         inherit.fd[CALL_FD_STDOUT] = wfd;
         inherit.fd[CALL_FD_STDERR] = wfd;
         inherit.fd[CALL_FD_REPORT] = report_wfd;
+        int command_rfd = -1;
+        if (c->spec.prepared)
+            rc = open_command_pipe(c, &command_rfd);
+        inherit.fd[CALL_FD_COMMAND] = command_rfd;
         struct spawn_fd fds[CALL_FD_COUNT];
         size_t n = call_fds_spawn_list(&inherit, fds);
         struct spawn_options opts = {
@@ -657,8 +712,11 @@ shell_call_start(struct shell_call *c)
             .join = c->join,
             .via_launcher = c->spec.helper,
         };
-        rc = spawn_start(c->loop, &opts, on_child_exit, c, &c->proc);
+        if (rc == 0)
+            rc = spawn_start(c->loop, &opts, on_child_exit, c, &c->proc);
         close(wfd);
+        if (command_rfd >= 0)
+            close(command_rfd);
         if (report_wfd >= 0)
             close(report_wfd);
         if (rc == 0)
@@ -690,8 +748,37 @@ shell_call_start(struct shell_call *c)
         c->report_reading = rc == 0;
         c->report_eof = rc != 0;
     }
-    if (c->spec.timeout_ms > 0)
-        uv_timer_start(&c->timeout, on_timeout, c->spec.timeout_ms, 0);
-    if (c->spec.progress)
-        uv_timer_start(&c->tick, on_tick, SHELL_CALL_PROGRESS_MS, SHELL_CALL_PROGRESS_MS);
+    if (!c->spec.prepared)
+        start_clock(c);
+}
+
+int
+shell_call_send_command(struct shell_call *c, const char *command)
+{
+    if (!c->spec.prepared || c->command_wfd < 0 || c->exited || c->ending)
+        return -ESRCH;
+    size_t len = strlen(command);
+    if (len > SANDBOX_COMMAND_MAX)
+        return -EMSGSIZE;
+    /* one write, as the pipe takes it whole or not at all here: the
+     * frame is far under the pipe's size, and a helper that reads it
+     * sees the whole of it or, the call discarded, an end */
+    uint32_t n = (uint32_t)len;
+    char *frame = malloc(sizeof n + len);
+    if (!frame)
+        return -ENOMEM;
+    memcpy(frame, &n, sizeof n);
+    memcpy(frame + sizeof n, command, len);
+    ssize_t w = write(c->command_wfd, frame, sizeof n + len);
+    int e = errno;
+    free(frame);
+    if (w < 0)
+        return -e;
+    if ((size_t)w != sizeof n + len)
+        return -EAGAIN;
+    close(c->command_wfd);
+    c->command_wfd = -1;
+    c->started_ns = uv_hrtime();
+    start_clock(c);
+    return 0;
 }

@@ -78,6 +78,10 @@ struct shell_call_spec {
     bool progress;         /* report on_progress */
     bool report;           /* argv passes --report-fd CALL_FD_REPORT to the helper */
     bool helper;           /* argv is execgate-sandbox's: its launcher may start it */
+    /* prepared ahead of its command: argv passes --command-fd
+     * CALL_FD_COMMAND to the helper, which waits there; the clock and the
+     * progress ticks start with shell_call_send_command */
+    bool prepared;
 };
 
 /* Longest report the sandbox helper may make on CALL_FD_REPORT (one line,
@@ -103,6 +107,18 @@ void shell_call_start(struct shell_call *c);
  * call's command line and environment are settled only when it starts
  * (login_snapshot.h).  Cannot fail. */
 struct shell_call_spec *shell_call_spec(struct shell_call *c);
+
+/*
+ * A prepared call's command (spec.prepared): sent to its helper, which
+ * waits for it with everything set up; from now on the call runs as any
+ * other (its clock starts here, with the spec's timeout_ms and progress,
+ * which the caller may set before).  Returns 0; -ESRCH when the helper
+ * has ended, -EMSGSIZE for a command past SANDBOX_COMMAND_MAX, or the
+ * error of the write (a pipe too full to take it at once: -EAGAIN): the
+ * caller then discards the call (shell_call_cancel) and runs the command
+ * another way; the helper never runs a part of one.
+ */
+int shell_call_send_command(struct shell_call *c, const char *command);
 
 /* Frees a call that was never started. NULL is a no-op. */
 void shell_call_discard(struct shell_call *c);

@@ -190,7 +190,14 @@ decide_server_reload(struct decide_server *ds, char **err)
     free(ds->wrap_names);
     ds->rules = rules;
     ds->wrap_names = wrap_names;
+    ds->generation++;
     return 0;
+}
+
+uint64_t
+decide_server_generation(const struct decide_server *ds)
+{
+    return ds->generation;
 }
 
 const char *const *
@@ -376,7 +383,24 @@ decide_call_unref(struct decide_call *dc)
     decide_client_unref(dc->cl);
     json_decref(dc->id);
     free(dc->label);
+    free(dc->first_label);
     free(dc);
+}
+
+int
+decide_call_rename(struct decide_call *dc, const json_t *id, const char *label)
+{
+    char *copy = strdup(label);
+    if (!copy)
+        return -1;
+    if (!dc->first_label)
+        dc->first_label = dc->label; /* borrowed by the call's other parts */
+    else
+        free(dc->label);
+    dc->label = copy;
+    json_decref(dc->id);
+    dc->id = id ? json_incref((json_t *)id) : NULL;
+    return 0;
 }
 
 struct client_log *

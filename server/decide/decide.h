@@ -27,6 +27,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -115,6 +116,10 @@ bool decide_server_sandbox_wrote(const struct decide_server *ds, const char *pat
  */
 const char *decide_server_wrap_names(const struct decide_server *ds);
 
+/* How many times the rules were reloaded: a call made under one
+ * generation was made under the same rules as another of it. */
+uint64_t decide_server_generation(const struct decide_server *ds);
+
 /* The rules in force now (borrowed: valid until the next successful
  * reload), for the network proxy's network_rule decisions. */
 const struct rules_policy *decide_server_rules(const struct decide_server *ds);
@@ -165,6 +170,13 @@ void decide_call_start(struct decide_call *dc, struct shell_call *sc);
 void decide_call_end(struct decide_call *dc);
 
 const char *decide_call_label(const struct decide_call *dc);
+
+/* dc is from now on the call with this id (referenced; or NULL) and label
+ * (copied), in the audit log and the client's records: a prepared call
+ * taken by the request it was prepared for (server/mcp/call.h).  Parts
+ * that borrowed the old label keep it valid.  Returns 0, or -1 when out
+ * of memory (nothing changed). */
+int decide_call_rename(struct decide_call *dc, const json_t *id, const char *label);
 /* The request's id (borrowed; NULL: none), for records that carry it. */
 const json_t *decide_call_id(const struct decide_call *dc);
 

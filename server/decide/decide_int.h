@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -42,8 +43,9 @@ struct decide_server {
     struct decide_client *client; /* calls' client unless one is set (decide_call_set_client):
                                    * nobody to ask, no log */
     struct audit *audit;
-    unsigned calls;   /* decide_calls alive */
-    char *wrap_names; /* EXECGATE_WRAP_NAMES's value, or NULL */
+    unsigned calls;      /* decide_calls alive */
+    char *wrap_names;    /* EXECGATE_WRAP_NAMES's value, or NULL */
+    uint64_t generation; /* successful reloads so far */
     struct seen_repo *repos;
     size_t n_repos;
     /* what every sandbox of this server could write (writable_history.h) */
@@ -88,6 +90,9 @@ struct decide_call {
     struct decide_client *cl; /* a reference */
     unsigned refs;
     char *label;
+    /* the label it was made with, once decide_call_rename gave it
+     * another: the call's watch and escalation logs still name it so */
+    char *first_label;
     json_t *id; /* the request's id, for the client's records; or NULL */
     struct writable_view view;
     struct kept_repo *kept;

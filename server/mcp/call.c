@@ -7,10 +7,12 @@
 #include "server/call/call_cgroup_pool.h"
 #include "server/call/call_fds.h"
 #include "server/net/call_net.h"
+#include "server/rpc/client_log.h"
 #include "server/decide/decide.h"
 #include "server/decide/escalation.h"
 #include "server/decide/exec_watch.h"
 #include "supervise/unix_connect.h"
+#include "common/file_id.h"
 #include "common/strv.h"
 #include "common/log.h"
 #include "common/strfmt.h"
@@ -119,6 +121,121 @@ release_parts(struct call *c)
     c->cg = NULL;
 }
 
+/* ---- a prepared call's pins ---- */
+
+/* A path a prepared call's sandbox was set up from, and the file it named
+ * then (an O_PATH fd, so the identity cannot be reused), or -1: nothing
+ * was there. */
+struct call_pin {
+    char *path;
+    int fd;
+};
+
+/* path as it names a file now, without following a last link: an fd, -1
+ * when nothing is there, or -2 when it cannot be looked at. */
+static int
+pin_open(const char *path)
+{
+    int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0)
+        return fd;
+    return errno == ENOENT || errno == ENOTDIR ? -1 : -2;
+}
+
+static void
+unpin(struct call *c)
+{
+    for (size_t i = 0; i < c->n_pins; i++) {
+        free(c->pins[i].path);
+        if (c->pins[i].fd >= 0)
+            close(c->pins[i].fd);
+    }
+    free(c->pins);
+    c->pins = NULL;
+    c->n_pins = 0;
+}
+
+/* Pins path (or dir/name when name is set).  Returns 0, or -1 (out of
+ * memory, or it cannot be looked at: nothing is prepared then). */
+static int
+pin_add(struct call *c, size_t cap, const char *dir, const char *name)
+{
+    if (c->n_pins >= cap)
+        return -1;
+    char *path = name ? strfmt("%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name) : strdup(dir);
+    int fd = path ? pin_open(path) : -2;
+    if (fd == -2) {
+        free(path);
+        return -1;
+    }
+    c->pins[c->n_pins++] = (struct call_pin){.path = path, .fd = fd};
+    return 0;
+}
+
+/*
+ * What a prepared call's sandbox is set up from by name, pinned before
+ * its helper starts: its writable roots, the .git and .codex of its repo
+ * roots, its workdir, the server's --protect and --hide paths and the
+ * paths its policy p denies (hidden as --hide's are).  A
+ * call that comes later fits it only while each of them is still the
+ * same file (call_take_prepared): a root renamed away and replaced is a
+ * different directory, whatever its name.  Returns 0, or -1.
+ */
+static int
+pin_sandbox(struct call *c, const char *workdir, const struct sandbox_policy *p)
+{
+    const struct call_context *cx = c->cx;
+    const struct writable_view *v = decide_call_view(c->dc);
+    size_t n_roots = v->kind == WRITABLE_VIEW_SOME ? v->n : 0;
+    size_t n_repo = v->kind == WRITABLE_VIEW_SOME ? v->n_repo_roots : 0;
+    size_t n_deny = sandbox_policy_deny_count(p);
+    size_t cap = n_roots + 2 * n_repo + 1 + cx->n_protect + cx->n_hide + n_deny;
+    c->pins = calloc(cap, sizeof(*c->pins));
+    if (!c->pins)
+        return -1;
+    for (size_t i = 0; i < n_roots; i++) {
+        if (pin_add(c, cap, v->roots[i], NULL) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < n_repo; i++) {
+        if (pin_add(c, cap, v->repo_roots[i], ".git") < 0 ||
+            pin_add(c, cap, v->repo_roots[i], ".codex") < 0)
+            return -1;
+    }
+    if (pin_add(c, cap, workdir, NULL) < 0)
+        return -1;
+    for (size_t i = 0; i < cx->n_protect; i++) {
+        if (pin_add(c, cap, cx->protect[i], NULL) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < cx->n_hide; i++) {
+        if (pin_add(c, cap, cx->hide[i], NULL) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < n_deny; i++) {
+        if (pin_add(c, cap, sandbox_policy_deny(p, i), NULL) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The pinned path that names another file now, or NULL: all the same. */
+static const char *
+pins_moved(const struct call *c)
+{
+    for (size_t i = 0; i < c->n_pins; i++) {
+        const struct call_pin *pin = &c->pins[i];
+        int now = pin_open(pin->path);
+        bool same = (pin->fd < 0 && now == -1) ||
+                    (pin->fd >= 0 && now >= 0 && file_id_same_fd(pin->fd, now));
+        if (now >= 0)
+            close(now);
+        if (!same)
+            return pin->path;
+    }
+    return NULL;
+}
+
 void
 call_free(struct call *c)
 {
@@ -136,6 +253,10 @@ call_free(struct call *c)
     free(c->snap_workdir);
     json_decref(c->snap_policy);
     free(c->snap_sandbox_cwd);
+    free(c->prep_workdir);
+    free(c->prep_sandbox_cwd);
+    json_decref(c->prep_policy);
+    unpin(c);
     strv_free(c->codex_roots);
     free(c->held_output);
     free(c);
@@ -305,7 +426,9 @@ call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct 
 {
     if (writable_view_pin(view, p, err) < 0)
         return NULL;
-    const char *const program[] = {cx->o->shell_path, r->login ? "-lc" : "-c", r->command, NULL};
+    /* a prepared call's command comes later, as this last argument */
+    const char *const program[] = {cx->o->shell_path, r->login ? "-lc" : "-c",
+                                   r->prepare ? "" : r->command, NULL};
     const struct sandbox_cmdline cmd = {
         .helper = cx->o->sandbox_helper,
         .policy = p,
@@ -319,6 +442,7 @@ call_argv(const struct call_context *cx, struct sandbox_policy *p, const struct 
         .net_proxy_fd = (*net = uses_proxy(cx, p)) ? CALL_FD_NET_PROXY : 0,
         .net_ns_fd = (*netns = uses_session_net(p, ncl)) ? CALL_FD_NET_NS : 0,
         .tty_fd = r->tty ? CALL_FD_TTY : 0,
+        .command_fd = r->prepare ? CALL_FD_COMMAND : 0,
         .protect = (const char *const *)cx->protect,
         .n_protect = cx->n_protect,
         .hide = (const char *const *)cx->hide,
@@ -412,6 +536,9 @@ sandbox_part(struct call *c, const struct call_request *r, struct decide_client 
     struct sandbox_policy *own =
         r->parsed ? NULL : sandbox_policy_from_json(r->policy, r->sandbox_cwd, err);
     struct sandbox_policy *p = r->parsed ? r->parsed : own;
+    enum sandbox_kind kind = p ? sandbox_policy_kind(p) : SANDBOX_DANGER_FULL_ACCESS;
+    /* only a confining sandbox has a setup worth doing ahead */
+    c->confines = kind == SANDBOX_READ_ONLY || kind == SANDBOX_WORKSPACE_WRITE;
     c->dc = p ? decide_call_new(cx->decide, p, c->id, c->label, on_abort, c, err) : NULL;
     char **argv = NULL;
     if (c->dc) {
@@ -419,6 +546,12 @@ sandbox_part(struct call *c, const struct call_request *r, struct decide_client 
         decide_call_on_said(c->dc, on_said, c);
         if (keep_codex_roots(c, decide_call_view(c->dc)) == 0)
             argv = call_argv(cx, p, decide_call_view(c->dc), r, ncl, net, netns, notify, err);
+    }
+    if (argv && r->prepare && pin_sandbox(c, r->workdir, p) < 0) {
+        strv_free(argv);
+        argv = NULL;
+        if (!*err)
+            *err = strdup("cannot pin what the prepared call's sandbox is set up from");
     }
     sandbox_policy_free(own);
     return argv;
@@ -442,6 +575,8 @@ keep_login(struct call *c, const struct call_request *r)
         c->snap_policy = NULL;
     }
 }
+
+static int keep_preparable(struct call *c, const struct call_request *r, bool net);
 
 struct call *
 call_new(const struct call_context *cx, json_t *id, const struct call_request *r,
@@ -493,6 +628,7 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
         .progress = r->progress_token != NULL,
         .report = true,
         .helper = true,
+        .prepared = r->prepare,
     };
     /* takes argv and env */
     c->sc = shell_call_new(cx->loop, &spec, r->background ? &background_events : &events, c);
@@ -504,7 +640,178 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
     }
     if (r->login && snapshots)
         keep_login(c, r);
+    if (keep_preparable(c, r, net) < 0) {
+        call_free(c);
+        *errp = strdup("out of memory");
+        return NULL;
+    }
     return c;
+}
+
+/* With prepared calls on, whether the call after c may be prepared like
+ * it, and what that one is made from.  Returns 0, or -1 when out of
+ * memory. */
+static int
+keep_preparable(struct call *c, const struct call_request *r, bool net)
+{
+    c->rules_gen = decide_server_generation(c->cx->decide);
+    if (!c->cx->o->prepare || !c->confines || r->login || r->background || r->tty ||
+        r->leave_sandbox || net)
+        return 0;
+    c->prep_workdir = strdup(r->workdir);
+    c->prep_sandbox_cwd = strdup(r->sandbox_cwd);
+    c->prep_policy = json_deep_copy(r->policy);
+    if (!c->prep_workdir || !c->prep_sandbox_cwd || !c->prep_policy)
+        return -1;
+    c->preparable = true;
+    return 0;
+}
+
+struct call *
+call_prepare_next(const struct call *done, struct decide_client *cl, struct call_net_client *ncl,
+                  char **err)
+{
+    *err = NULL;
+    if (!done->preparable)
+        return NULL;
+    const struct call_request r = {
+        .command = "",
+        .workdir = done->prep_workdir,
+        .policy = done->prep_policy,
+        .sandbox_cwd = done->prep_sandbox_cwd,
+        .prepare = true,
+    };
+    json_t *id = json_pack("{s:I}", "prepared", (json_int_t)done->seq);
+    struct call *p = id ? call_new(done->cx, id, &r, cl, ncl, false, err) : NULL;
+    json_decref(id);
+    return p;
+}
+
+/* Whether prep (a prepared call's helper command line) is argv but for
+ * --command-fd N and the last argument, the command. */
+static bool
+argv_fits(char *const *prep, char *const *argv)
+{
+    size_t np = strv_len(prep), na = strv_len(argv);
+    if (na == 0 || np != na + 2)
+        return false;
+    size_t i = 0, j = 0;
+    bool skipped = false;
+    while (j + 1 < na) {
+        if (!skipped && strcmp(prep[i], SANDBOX_OPT_COMMAND_FD) == 0) {
+            skipped = true;
+            i += 2;
+            continue;
+        }
+        if (strcmp(prep[i], argv[j]) != 0)
+            return false;
+        i++;
+        j++;
+    }
+    return skipped && i + 1 == np;
+}
+
+static bool
+env_same(char *const *a, char *const *b)
+{
+    if (!a || !b)
+        return a == b;
+    size_t i = 0;
+    for (; a[i] && b[i]; i++) {
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    }
+    return !a[i] && !b[i];
+}
+
+/* Why p cannot run c's command, or NULL: it can. */
+static const char *
+misfit(const struct call *p, const struct call *c)
+{
+    const struct shell_call_spec *ps = shell_call_spec(p->sc), *cs = shell_call_spec(c->sc);
+    if (!c->preparable)
+        return "this kind of call is not prepared";
+    if (c->held_by_owner)
+        return "a task follows this call's questions";
+    if (p->rules_gen != c->rules_gen)
+        return "the rules were reloaded";
+    if (!argv_fits(ps->argv, cs->argv))
+        return "another sandbox, workdir or helper command line";
+    if (!env_same(ps->env, cs->env))
+        return "another environment";
+    if (ps->max_output != cs->max_output || ps->max_pause_ms != cs->max_pause_ms)
+        return "another output limit";
+    if (p->net || c->net || p->netns != c->netns || p->helper_notifies != c->helper_notifies ||
+        !p->watch != !c->watch)
+        return "another network or exec watch";
+    if (!writable_view_equal(decide_call_view(p->dc), decide_call_view(c->dc)))
+        return "another writable view";
+    if (strlen(cs->argv[strv_len(cs->argv) - 1]) > SANDBOX_COMMAND_MAX)
+        return "a command too long to send";
+    const char *moved = pins_moved(p);
+    if (moved)
+        return "a path its sandbox was set up from names another file now";
+    return NULL;
+}
+
+/* p takes c's place: swaps what names the call and who owns it. */
+static void
+take_identity(struct call *p, struct call *c)
+{
+    json_t *id = p->id;
+    p->id = c->id;
+    c->id = id;
+    char *label = p->label;
+    p->label = c->label;
+    c->label = label;
+    json_t *token = p->progress_token;
+    p->progress_token = c->progress_token;
+    c->progress_token = token;
+    p->session = c->session;
+    p->q = c->q;
+    p->seq = c->seq;
+    p->progress = c->progress;
+    p->on_end = c->on_end;
+    p->on_output = c->on_output;
+}
+
+/* For the client, at debug level: whether c (its dc) runs in the
+ * sandbox prepared for it, or why not. */
+static void
+say_prepared(struct decide_call *dc, const json_t *id, const char *why)
+{
+    struct client_log *log = decide_call_log(dc);
+    if (!client_log_wants(log, CLIENT_LOG_DEBUG))
+        return;
+    json_t *rec = why ? json_pack("{s:s, s:O, s:s}", "event", "prepared-discarded", "requestId", id,
+                                  "reason", why)
+                      : json_pack("{s:s, s:O}", "event", "prepared", "requestId", id);
+    client_log_send(log, CLIENT_LOG_DEBUG, rec);
+}
+
+int
+call_take_prepared(struct call *p, struct call *c, const char **why)
+{
+    *why = p->sc && p->started && !p->released ? misfit(p, c) : "its helper has ended";
+    if (!*why && decide_call_rename(p->dc, c->id, c->label) < 0)
+        *why = "out of memory";
+    if (*why) {
+        say_prepared(c->dc, c->id, *why);
+        return -1;
+    }
+    struct shell_call_spec *ps = shell_call_spec(p->sc);
+    const struct shell_call_spec *cs = shell_call_spec(c->sc);
+    ps->timeout_ms = cs->timeout_ms;
+    ps->progress = cs->progress;
+    int rc = shell_call_send_command(p->sc, cs->argv[strv_len(cs->argv) - 1]);
+    if (rc < 0) {
+        *why = "the command could not be sent to its helper";
+        say_prepared(c->dc, c->id, *why);
+        return -1;
+    }
+    say_prepared(p->dc, c->id, NULL);
+    take_identity(p, c);
+    return 0;
 }
 
 char *

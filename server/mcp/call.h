@@ -30,6 +30,7 @@ struct call_cgroup_pool;
 struct call_net;
 struct call_net_client;
 struct call_net_server;
+struct call_pin;
 struct decide_call;
 struct decide_client;
 struct decide_server;
@@ -77,6 +78,9 @@ struct call_request {
     json_t *policy;
     char *sandbox_cwd;
     struct sandbox_policy *parsed;
+    /* a prepared call (call_prepare_next): its helper sets everything
+     * up and waits for the command (command is not read) */
+    bool prepare;
 };
 
 /*
@@ -116,6 +120,24 @@ struct call {
     json_t *snap_policy;
     char *snap_sandbox_cwd;
     bool snap_capture; /* it is the capture itself */
+
+    /* prepared calls: the rules' generation it was made under; whether
+     * the next call of its session may be prepared like it (a foreground
+     * call under a read-only or workspace-write sandbox, not a login
+     * shell, without a terminal or the network proxy, not leaving the
+     * sandbox), and then what that one is made from */
+    uint64_t rules_gen;
+    bool confines; /* its policy is read-only or workspace-write */
+    bool preparable;
+    /* its owner holds a part of it (a task follows its questions): no
+     * prepared call may take its place */
+    bool held_by_owner;
+    char *prep_workdir, *prep_sandbox_cwd;
+    json_t *prep_policy;
+    /* a prepared call: what its sandbox was set up with, pinned before its
+     * helper started (call.c) */
+    struct call_pin *pins;
+    size_t n_pins;
 
     /* require_escalated: the question to leave the sandbox, while out */
     struct leave_sandbox *leave;
@@ -164,6 +186,30 @@ struct call *call_new(const struct call_context *cx, json_t *id, const struct ca
 /* What a login snapshot is valid for: the shell, the policy, where the
  * sandbox is rooted and the workdir.  NULL when out of memory. */
 char *call_login_key(const struct call_context *cx, const struct call_request *r);
+
+/*
+ * The call prepared to follow done, a preparable call of the same session
+ * (questions to cl, network questions to ncl): made as done was (policy,
+ * sandbox cwd, workdir, environment, rules), started at once by
+ * call_start, its helper waiting with everything set up for the command
+ * call_take_prepared sends it.  NULL with *err (malloc'd; NULL: out of
+ * memory) when it cannot be made; nothing is then prepared.
+ */
+struct call *call_prepare_next(const struct call *done, struct decide_client *cl,
+                               struct call_net_client *ncl, char **err);
+
+/*
+ * Whether the prepared call p (running, waiting for its command) is
+ * exactly what c (made by call_new, not started) would run: the same
+ * rules generation, helper command line but for the command, environment,
+ * sandbox view and network, and every path its sandbox was set up from
+ * still the file it was (by identity, not name).  If so, p becomes c (its
+ * id, label, progress token, owner and timeout) and runs c's command:
+ * returns 0, and the caller frees c, which never ran.  Otherwise returns
+ * -1 with *why (static text): the caller discards p (call_cancel) and
+ * starts c as any call.
+ */
+int call_take_prepared(struct call *p, struct call *c, const char **why);
 
 /* Runs c (in the cgroup the pool gives it, when there are cgroups).
  * Its end comes through c->on_end.  Cannot fail synchronously. */

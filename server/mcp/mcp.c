@@ -188,6 +188,8 @@ handle_update(struct mcp_session *ss, const json_t *id, const json_t *params)
         free(err);
         return;
     }
+    /* the next call has another sandbox: the one set up ahead goes now */
+    scheduler_discard_prepared(&ss->q);
     jsonrpc_reply(ss->rpc, id, json_object());
 }
 
@@ -454,6 +456,7 @@ task_begin(struct mcp_session *ss, const json_t *id, struct task *t, struct call
     }
     jsonrpc_reply(ss->rpc, id, created);
     task_watch(t, decide_call_asking(c->dc));
+    c->held_by_owner = true; /* the task holds its questions' line */
     return 0;
 }
 
@@ -862,7 +865,7 @@ session_maybe_close(struct mcp_session *ss)
     if (!(ss->ending || ss->s->finishing) || ss->rpc_closing)
         return;
     scheduler_send_held(&ss->q); /* answered at a shutdown, dropped when the session ended */
-    if (ss->q.running.count > 0 || ss->procs.live > 0)
+    if (ss->q.running.count > 0 || ss->q.prepared_live > 0 || ss->procs.live > 0)
         return;
     ss->rpc_closing = true;
     jsonrpc_close(ss->rpc, ss->sink != NULL || ss->ending, on_session_rpc_closed, ss);
@@ -945,6 +948,7 @@ mcp_session_end(struct mcp_session *ss, const char *why)
     session_drop_waiting(ss, NULL);
     for (struct call *c = ss->q.running.head; c; c = c->next)
         call_cancel(c);
+    scheduler_discard_prepared(&ss->q);
     process_table_end(&ss->procs);
     session_maybe_close(ss);
 }
@@ -1177,7 +1181,7 @@ mcp_server_shutdown(struct mcp_server *s, const char *why)
         process_table_end(&SESSION(n)->procs);
     }
     scheduler_signal(s->sched, SIGTERM);
-    if (scheduler_running(s->sched) > 0 && s->started)
+    if (scheduler_live(s->sched) > 0 && s->started)
         uv_timer_start(&s->grace, on_grace_expired, s->o->kill_grace_ms, 0);
     maybe_finish(s);
 }
@@ -1211,7 +1215,7 @@ processes_live(const struct mcp_server *s)
 static void
 maybe_finish(struct mcp_server *s)
 {
-    if (!s->shutting_down || scheduler_running(s->sched) > 0 || processes_live(s) || s->finishing)
+    if (!s->shutting_down || scheduler_live(s->sched) > 0 || processes_live(s) || s->finishing)
         return;
     s->finishing = true;
     if (s->started) {

@@ -14,6 +14,7 @@ struct scheduler {
     const struct call_context *cx;
     struct call_queue *queues; /* in turn order */
     unsigned n_running;        /* calls running in all sessions */
+    unsigned n_prepared;       /* prepared calls not yet ended, taken or not */
     bool stopped;
     /* login calls' snapshots of the login environment; NULL: off */
     struct login_snapshot *snap;
@@ -205,6 +206,89 @@ answer_end(struct call_queue *q, struct call *c, const struct shell_call_result 
     return false;
 }
 
+/* ---- prepared calls ---- */
+
+/* A prepared call's end before any call took it (discarded, or its
+ * sandbox could not be set up): nothing is answered. */
+static void
+on_prepared_end(struct call *p, const struct shell_call_result *r)
+{
+    struct call_queue *q = p->q;
+    if (q->prepared == p)
+        q->prepared = NULL;
+    if (!r->cancelled)
+        log_info("call: a prepared sandbox ended before a call came (exit %d)", r->exit_code);
+    q->sched->n_prepared--;
+    q->prepared_live--;
+    call_free(p);
+    q->ops->ended(q);
+}
+
+void
+scheduler_discard_prepared(struct call_queue *q)
+{
+    struct call *p = q->prepared;
+    if (!p)
+        return;
+    q->prepared = NULL;
+    log_debug("call: the prepared sandbox (pid %d) is discarded", shell_call_pgid(p->sc));
+    call_cancel(p); /* on_prepared_end frees it */
+}
+
+/* After c (of q) ended: the sandbox of q's next call, set up now, as c's
+ * was, while nothing of q runs or waits; the next call takes it if it fits
+ * (take_prepared).  None while q or the server ends, or for a call whose
+ * kind is not prepared, or for an HTTP session (q->streams): a server of
+ * many clients would hold a waiting sandbox for each idle session.  A
+ * failure only means no prepared call. */
+static void
+prepare_next(struct call_queue *q, const struct call *c, const struct shell_call_result *r)
+{
+    struct scheduler *sch = q->sched;
+    if (!c->preparable || q->streams || q->prepared || q->ending || sch->stopped ||
+        c->snap_capture || !r->spawned || r->setup_failed || r->cancelled || q->running.count > 0 ||
+        q->waiting.head)
+        return;
+    char *err = NULL;
+    struct call *p = call_prepare_next(c, q->client, q->net, &err);
+    if (!p) {
+        log_warn("call: no prepared sandbox for the next call: %s", err ? err : "out of memory");
+        free(err);
+        return;
+    }
+    p->q = q;
+    p->session = c->session;
+    p->on_end = on_prepared_end;
+    q->prepared = p;
+    sch->n_prepared++;
+    q->prepared_live++;
+    session_codex_hold(&q->codex, (const char *const *)p->codex_roots);
+    call_start(p);
+}
+
+/* c, about to start, runs in q's prepared call when that fits it (which
+ * then takes c's place); else the prepared one is discarded.  Returns the
+ * call that runs (c, or the prepared one, c then freed). */
+static struct call *
+take_prepared(struct call_queue *q, struct call *c)
+{
+    struct call *p = q->prepared;
+    if (!p)
+        return c;
+    q->prepared = NULL;
+    const char *why = NULL;
+    if (call_take_prepared(p, c, &why) < 0) {
+        log_info("call %s: its prepared sandbox is discarded: %s", c->label, why);
+        call_cancel(p); /* on_prepared_end frees it */
+        return c;
+    }
+    q->sched->n_prepared--;
+    q->prepared_live--;
+    log_debug("call %s: runs in its prepared sandbox", p->label);
+    call_free(c);
+    return p;
+}
+
 static void
 on_call_end(struct call *c, const struct shell_call_result *r)
 {
@@ -212,9 +296,12 @@ on_call_end(struct call *c, const struct shell_call_result *r)
     struct scheduler *sch = q->sched;
     call_list_remove(&q->running, c);
     sch->n_running--;
-    if (!answer_end(q, c, r))
-        call_free(c);
+    bool held = answer_end(q, c, r);
+    /* before the answers held may go (and c with them) */
+    prepare_next(q, c, r);
     scheduler_run(sch);
+    if (!held)
+        call_free(c);
     q->ops->ended(q);
 }
 
@@ -223,11 +310,13 @@ static void
 start_call(struct call *c)
 {
     struct call_queue *q = c->q;
+    c = take_prepared(q, c); /* already started when it is the prepared one */
     call_list_push(&q->running, c);
     q->sched->n_running++;
     c->on_end = on_call_end;
     session_codex_hold(&q->codex, (const char *const *)c->codex_roots);
-    call_start(c);
+    if (!c->started)
+        call_start(c);
 }
 
 /*
@@ -490,6 +579,12 @@ scheduler_running(const struct scheduler *sch)
     return sch->n_running;
 }
 
+unsigned
+scheduler_live(const struct scheduler *sch)
+{
+    return sch->n_running + sch->n_prepared;
+}
+
 bool
 scheduler_busy_id(const struct call_queue *q, const json_t *id)
 {
@@ -550,5 +645,7 @@ void
 scheduler_stop(struct scheduler *sch)
 {
     sch->stopped = true;
+    for (struct call_queue *q = sch->queues; q; q = q->next)
+        scheduler_discard_prepared(q);
     call_cgroup_pool_stop(sch->cx->pool);
 }

@@ -59,6 +59,13 @@ struct call_queue {
     /* the placeholders its calls' sandboxes join, held from the first
      * call that needs one until scheduler_remove_queue (session_codex.h) */
     struct session_codex *codex;
+    /* the call prepared to be its next (call_prepare_next), waiting for
+     * its command; or NULL */
+    struct call *prepared;
+    /* its prepared calls not yet ended (the one above, and those
+     * discarded whose helpers are still being killed): the session
+     * closes after them */
+    unsigned prepared_live;
 };
 
 /* A scheduler for the calls of cx (borrowed; outlives it).  NULL when
@@ -92,6 +99,10 @@ void scheduler_run(struct scheduler *sch);
 /* Calls running in all sessions. */
 unsigned scheduler_running(const struct scheduler *sch);
 
+/* Those, and the prepared calls not yet ended: what the shutdown waits
+ * for. */
+unsigned scheduler_live(const struct scheduler *sch);
+
 /* The client cancelled request id of q: a waiting call is dropped, a
  * running one killed (it ends unanswered), a held answer dropped.
  * Returns whether id named one of them. */
@@ -110,6 +121,11 @@ void scheduler_signal(struct scheduler *sch, int sig);
 /* The server shuts down: nothing new starts and every held answer goes
  * (scheduler_run). */
 void scheduler_stop(struct scheduler *sch);
+
+/* Discards q's prepared call, if any (its sandbox killed; it is freed
+ * when its helper has ended, and q's ops->ended hears of it).  Cannot
+ * fail. */
+void scheduler_discard_prepared(struct call_queue *q);
 
 /* Answers (or drops, q ending) q's held calls while they fit. */
 void scheduler_send_held(struct call_queue *q);

@@ -227,6 +227,95 @@ test_usage_errors(void **state)
     proc_result_free(&res);
 }
 
+/* ---- --command-fd ---- */
+
+/* The prefix that puts the harness's stdin pipe at fd 7 of the helper
+ * (its --command-fd) and gives the helper /dev/null as its stdin. */
+static const char *const command_fd_prefix[] = {"/bin/sh", "-c",
+                                                "exec 7<&0 0</dev/null; exec \"$@\"", "sh", NULL};
+
+/* Runs /bin/sh -c "" under policy with --command-fd 7, sends it what
+ * (n bytes, in pieces of at most piece, each after a pause that lets the
+ * helper read what came before: a short read for it), then closes the
+ * pipe, and fills r. */
+static void
+run_command_fd(const char *policy, const char *cwd, const void *what, size_t n, size_t piece,
+               struct sbx_result *r)
+{
+    const char *extra[] = {"--command-fd", "7", NULL};
+    const char *argv[] = {"/bin/sh", "-c", "", NULL};
+    struct sbx_call c;
+    sbx_set_prefix(command_fd_prefix);
+    sbx_start(policy, cwd, extra, argv, NULL, &c);
+    sbx_set_prefix(NULL);
+    for (size_t off = 0; off < n; off += piece) {
+        size_t k = n - off < piece ? n - off : piece;
+        assert_int_equal(write(c.in, (const char *)what + off, k), (ssize_t)k);
+        usleep(20000);
+    }
+    sbx_finish(&c, r);
+}
+
+/* A frame: the length in the host's order, then the command. */
+static size_t
+frame(char *buf, size_t size, const char *command, size_t len)
+{
+    uint32_t n = (uint32_t)len;
+    assert_true(sizeof n + len <= size);
+    memcpy(buf, &n, sizeof n);
+    memcpy(buf + sizeof n, command, len);
+    return sizeof n + len;
+}
+
+/* The command comes last, in pieces (short reads), and runs as the
+ * program's last argument, under danger-full-access and read-only alike;
+ * the command fd is not left to it. */
+static void
+test_command_fd_runs_the_command(void **state)
+{
+    struct fixture *f = *state;
+    const char *policies[] = {DANGER, "{\"type\":\"read-only\"}"};
+    const char *cmd = "echo \"ran [$0] $#\"; ls /proc/self/fd/7 2>/dev/null || echo no-fd-7";
+    for (size_t i = 0; i < 2; i++) {
+        char buf[512];
+        size_t n = frame(buf, sizeof buf, cmd, strlen(cmd));
+        struct sbx_result r;
+        run_command_fd(policies[i], f->dir, buf, n, 3, &r);
+        sbx_assert_code(&r, 0);
+        assert_string_equal(r.res.out, "ran [/bin/sh] 0\nno-fd-7\n");
+        sbx_result_free(&r);
+    }
+}
+
+/* No command, half a command, a NUL in it: exit 125, nothing ran. */
+static void
+test_command_fd_incomplete_runs_nothing(void **state)
+{
+    struct fixture *f = *state;
+    const char *policy = "{\"type\":\"read-only\"}";
+    struct sbx_result r;
+    run_command_fd(policy, f->dir, "", 0, 1, &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "closed before a command came"));
+    sbx_result_free(&r);
+
+    char buf[512];
+    const char *cmd = "echo RAN";
+    size_t n = frame(buf, sizeof buf, cmd, strlen(cmd));
+    run_command_fd(policy, f->dir, buf, n - 3, 2, &r); /* the pipe closes mid-command */
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "closed in the middle of the command"));
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+
+    n = frame(buf, sizeof buf, "echo RAN\0; echo X", 17);
+    run_command_fd(policy, f->dir, buf, n, n, &r);
+    sbx_assert_code(&r, 125);
+    assert_non_null(strstr(r.res.err, "NUL byte"));
+    assert_null(strstr(r.res.out, "RAN"));
+    sbx_result_free(&r);
+}
+
 /* The report fd is the helper's, not the program's. */
 static void
 test_report_fd_not_inherited(void **state)
@@ -1623,6 +1712,8 @@ main(void)
         cmocka_unit_test(test_report_reader_gone),
         cmocka_unit_test_setup_teardown(test_tty_fd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_fd_not_inherited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_fd_runs_the_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_fd_incomplete_runs_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fail_closed_without_landlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow_degraded_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_namespaces, setup, teardown),

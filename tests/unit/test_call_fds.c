@@ -37,7 +37,8 @@ test_numbers(void **state)
     assert_int_equal(CALL_FD_LOGIN_SNAPSHOT, 7);
     assert_int_equal(CALL_FD_NET_NS, 8);
     assert_int_equal(CALL_FD_TTY, 9);
-    assert_int_equal(CALL_FD_COUNT, CALL_FD_TTY + 1);
+    assert_int_equal(CALL_FD_COMMAND, 10);
+    assert_int_equal(CALL_FD_COUNT, CALL_FD_COMMAND + 1);
 }
 
 static void
