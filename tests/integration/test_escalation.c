@@ -1043,7 +1043,14 @@ test_queued_calls_hold_no_sockets(void **state)
     const char *argv[] = {server_path, "--max-calls", "1", NULL};
     struct mcp_client *c = mcp_client_start(argv, NULL);
     json_decref(mcp_client_initialize(c));
-    json_t *ping = mcp_client_call(c, "ping", NULL);
+    /* one call first: what the server keeps for its life or the
+     * session's (the sandbox launcher, the session's network, its .codex
+     * placeholder, an empty cgroup) is then counted in before */
+    json_t *ping =
+        mcp_client_call(c, "tools/call",
+                        json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
+                                  "command", "true", "workdir", wd, "login", 0));
+    assert_int_equal(mcp_world_exit(ping), 0);
     json_decref(ping);
     int before = mcp_client_fd_count(c);
     char *marker = tmpdir_path(wd, "go");
