@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CODEX ".codex"
@@ -32,7 +33,23 @@ holds(const struct session_codex *sc, const char *root)
     return false;
 }
 
-/* One root: 0 held (kept in sc), or -errno (nothing kept). */
+/* Whether dir is one only this server's user writes to: its own, no
+ * group or other write, and not "/".  Anywhere else another user's
+ * server may make its calls' placeholder too, and one held for the whole
+ * session would refuse their calls for that long (a placeholder held for
+ * one call keeps that to the call's setup). */
+static bool
+private_dir(int dirfd)
+{
+    struct stat st;
+    if (fstat(dirfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 0022) != 0)
+        return false;
+    struct stat top;
+    return stat("/", &top) == 0 && (top.st_dev != st.st_dev || top.st_ino != st.st_ino);
+}
+
+/* One root: 0 held (kept in sc), or -errno (nothing kept: -EPERM where
+ * it is not private_dir). */
 static int
 hold_one(struct session_codex *sc, const char *root)
 {
@@ -48,6 +65,8 @@ hold_one(struct session_codex *sc, const char *root)
                      .dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
                      .ph = {.fd = -1}};
     int rc = !h.root ? -ENOMEM : h.dirfd < 0 ? -errno : 0;
+    if (rc == 0 && !private_dir(h.dirfd))
+        rc = -EPERM;
     if (rc == 0) {
         rc = sandbox_placeholder_hold(h.dirfd, CODEX, &h.ph);
         rc = rc == 1 ? 0 : rc == 0 ? -EEXIST : rc;
@@ -76,8 +95,9 @@ session_codex_hold(struct session_codex **psc, const char *const *roots)
         if (holds(sc, roots[i]))
             continue;
         int rc = hold_one(sc, roots[i]);
-        /* -EEXIST: the user's own .codex, which the helper binds as it is */
-        if (rc < 0 && rc != -EEXIST)
+        /* -EEXIST: the user's own .codex, which the helper binds as it is;
+         * -EPERM: a shared directory, where each call holds its own */
+        if (rc < 0 && rc != -EEXIST && rc != -EPERM)
             log_debug("session: no placeholder kept at %s/" CODEX ": %s; each call makes its own",
                       roots[i], strerror(-rc));
     }
