@@ -85,7 +85,7 @@ _execgate()
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
         --escalated-children --allow-unix-socket
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
-        --prepare
+        --prepare --no-prepare
         --listen --token-file --session-idle-ms --header-timeout-ms --max-sessions
         --write-timeout-ms --task-ttl-ms --max-tasks
         --help --version' -- "$cur")

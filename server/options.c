@@ -48,6 +48,7 @@ enum {
     OPT_ALLOW_UNIX_SOCKET,
     OPT_NO_LOGIN_SNAPSHOT,
     OPT_PREPARE,
+    OPT_NO_PREPARE,
     OPT_LOGIN_SNAPSHOT_TIMEOUT,
     OPT_SHELL,
     OPT_NETWORK_PROXY,
@@ -92,6 +93,7 @@ static const struct option long_options[] = {
     {"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
     {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
     {"prepare", no_argument, NULL, OPT_PREPARE},
+    {"no-prepare", no_argument, NULL, OPT_NO_PREPARE},
     {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
     {"shell", required_argument, NULL, OPT_SHELL},
     {"network-proxy", required_argument, NULL, OPT_NETWORK_PROXY},
@@ -180,8 +182,9 @@ usage(FILE *out)
             "  --login-snapshot-timeout-ms MS\n"
             "                            a snapshot's capture taking longer is killed and\n"
             "                            login calls run real login shells (10000)\n"
-            "  --prepare                 set up the sandbox of a session's next call when\n"
-            "                            its last call ends, ahead of it (off: when it comes)\n"
+            "  --no-prepare              set up each call's sandbox when the call comes, not\n"
+            "                            when the session's last call ends (--prepare: the\n"
+            "                            default)\n"
             "  --network-proxy MODE      with network off in the policy, reach the network\n"
             "                            through the proxy that network_rule decides: auto\n"
             "                            (when the rules have one; the default), on, off\n"
@@ -675,6 +678,9 @@ apply_option(struct server_options *o, int c, const char *arg, char **err)
     case OPT_PREPARE:
         o->prepare = true;
         return 0;
+    case OPT_NO_PREPARE:
+        o->prepare = false;
+        return 0;
     case OPT_LISTEN:
         o->listen[o->listen_count++] = strdup(arg);
         return o->listen[o->listen_count - 1] ? 0 : -1;
@@ -781,7 +787,7 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->max_processes = OPTIONS_DEFAULT_MAX_PROCESSES;
     o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
     o->login_snapshot = true;
-    o->prepare = false;
+    o->prepare = true;
     o->login_snapshot_timeout_ms = OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS;
     o->session_idle_ms = OPTIONS_DEFAULT_SESSION_IDLE_MS;
     o->header_timeout_ms = OPTIONS_DEFAULT_HEADER_TIMEOUT_MS;

@@ -107,8 +107,8 @@ struct server_options {
     /* login calls source a snapshot of the login environment
      * (login_snapshot.h); off: --no-login-snapshot */
     bool login_snapshot;
-    /* --prepare: when a session's call ends, its next call's sandbox is
-     * set up before it comes (call_prepare_next) */
+    /* on unless --no-prepare: when a session's call ends, its next call's
+     * sandbox is set up before it comes (call_prepare_next) */
     bool prepare;
     uint64_t login_snapshot_timeout_ms; /* its capture is killed after this long */
     /* --listen: HTTP addresses (unix:PATH or HOST:PORT) as given,

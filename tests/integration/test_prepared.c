@@ -257,14 +257,14 @@ assert_all_gone(const pid_t *pids, size_t n)
 
 /* ---- the tests ---- */
 
-/* The test's world (rm forbidden), the server run with --prepare or
- * without (prepared calls are off by default). */
+/* The test's world (rm forbidden), the server run with prepared calls
+ * (the default, said explicitly) or with --no-prepare. */
 static struct mcp_world *
 prep_world(bool prepare)
 {
-    static const char *const more[] = {"--prepare", NULL};
-    const struct mcp_world_options o = {.extra = attack_suite_extra(),
-                                        .more = prepare ? more : NULL};
+    static const char *const on[] = {"--prepare", NULL};
+    static const char *const off[] = {"--no-prepare", NULL};
+    const struct mcp_world_options o = {.extra = attack_suite_extra(), .more = prepare ? on : off};
     return attack_world_start(RM_FORBIDDEN, &o);
 }
 

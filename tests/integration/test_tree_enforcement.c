@@ -653,7 +653,9 @@ static void
 test_no_fd_leak_across_calls(void **state)
 {
     struct mcp_world w;
-    world_start(&w, RM_FORBIDDEN SH_ALLOWED, false);
+    /* counted between calls: no sandbox prepared for the next (its fds
+     * come and go with it; test_prepared checks what it leaves) */
+    world_start_full(&w, RM_FORBIDDEN SH_ALLOWED, false, "workspace-write", "--no-prepare", NULL);
     json_t *r = run(&w, "env true; sh -c 'env true'", NULL);
     json_decref(r);
     int before = mcp_client_fd_count(w.c);
@@ -768,7 +770,8 @@ static void
 test_orphans_killed_and_reaped(void **state)
 {
     struct mcp_world w;
-    world_start(&w, SH_ALLOWED, false);
+    /* the server's children between calls, counted: none prepared */
+    world_start_full(&w, SH_ALLOWED, false, "workspace-write", "--no-prepare", NULL);
     /* in the sandbox */
     json_t *r = run(&w, "(sleep 31.4159 &) ; exit", NULL);
     json_decref(r);
