@@ -682,8 +682,15 @@ test_no_fd_leak_across_calls(void **state)
     }
     assert_int_equal(after, before);
     mcp_world_end(&w);
-    /* a helper that fails before the hand-over (it closes its end) */
-    world_start_full(&w, "", false, "workspace-write", "--sandbox-helper=/bin/false", NULL);
+    /* a helper that fails before the hand-over (it closes its end); none
+     * prepared, which would fail the same way between the counts */
+    static const char *const no_prepare[] = {"--no-prepare", NULL};
+    const struct mcp_world_options failing = {.server = server_path,
+                                              .client_name = "tree-tests",
+                                              .policy = "workspace-write",
+                                              .extra = "--sandbox-helper=/bin/false",
+                                              .more = no_prepare};
+    mcp_world_start(&w, "", &failing);
     r = run(&w, "echo never", NULL);
     json_decref(r);
     before = mcp_client_fd_count(w.c);
