@@ -123,6 +123,8 @@ test_malformed_messages(void **state)
     expect_proto(p, "EGX1L/bin/sh", 12, 0);  /* listener without fd */
     expect_proto(p, "EGX1D/bin/sh", 12, 1);  /* degraded with an fd */
     expect_proto(p, "EGX1Q/bin/sh", 12, 1);  /* unknown kind */
+    expect_proto(p, "EGX1l", 5, 1);          /* the retired exec by fd, as it was sent */
+    expect_proto(p, "EGX1l/bin/sh", 12, 1);  /* the same with a path */
     expect_proto(p, "EGX", 3, 1);            /* too short */
     expect_proto(p, "EGX1L/bin\0sh", 12, 1); /* NUL inside the path */
     expect_proto(p, "EGX1L/bin/sh", 12, 2);  /* two fds */
@@ -171,6 +173,13 @@ test_parse_listener(void **state)
     assert_int_equal(listener, -1);
     assert_null(path);
     assert_int_equal(lowest_free_fd(), before); /* the fd of a refused message is closed */
+
+    /* no kind of hand-over leaves the first exec undecided without a path */
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_int_equal(exec_notify_parse_listener("EGX1l", 5, fd, &listener, &path), -EPROTO);
+    assert_int_equal(listener, -1);
+    assert_null(path);
+    assert_int_equal(lowest_free_fd(), before);
 
     assert_int_equal(exec_notify_parse_listener("EGX1Dsh", 7, -1, &listener, &path), -EOPNOTSUPP);
     assert_int_equal(listener, -1);
