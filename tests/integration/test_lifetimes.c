@@ -14,6 +14,7 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/proc.h"
 
@@ -591,22 +592,9 @@ test_killed_server_danger_full_access(void **state)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 2;
-    }
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77;
-        }
-        unprivileged = true;
-        test_user_create(&user);
-        if (test_user_can_serve(&user, server_path) == 77)
-            return 77;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_server_workspace_write),
         cmocka_unit_test(test_killed_server_read_only),

@@ -15,13 +15,20 @@
 #include <unistd.h>
 
 int
-server_suite_begin(const char **server, bool *unprivileged, struct test_user *u)
+server_suite_server(const char **server)
 {
     *server = getenv("EXECGATE_TEST_SERVER");
-    if (!*server) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+    if (*server)
+        return 0;
+    fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+    return 1;
+}
+
+int
+server_suite_begin(const char **server, bool *unprivileged, struct test_user *u)
+{
+    if (server_suite_server(server) != 0)
         return 1;
-    }
     const char *flag = getenv("EXECGATE_TEST_UNPRIVILEGED");
     if (!flag || strcmp(flag, "1") != 0)
         return 0;

@@ -9,8 +9,13 @@
 
 #include "tests/support/test_user.h"
 
+/* Sets *server from EXECGATE_TEST_SERVER.  Returns 0, or 1 (what main
+ * returns) after saying that it is not set: for a suite with no
+ * unprivileged run. */
+int server_suite_server(const char **server);
+
 /*
- * Sets *server from EXECGATE_TEST_SERVER and, with
+ * Sets *server as server_suite_server does and, with
  * EXECGATE_TEST_UNPRIVILEGED=1 in a run started as root, makes the test
  * user *u and sets *unprivileged.  Returns 0 to run the tests, or what
  * main returns: 1 when EXECGATE_TEST_SERVER is not set, 77 (meson's skip)
