@@ -159,6 +159,18 @@ status_of(const json_t *answer)
     return json_string_value(json_object_get(json_object_get(answer, "result"), "status"));
 }
 
+/* Sends tasks/result for task t, then asserts that a tasks/get sent after
+ * it finds t still working: the result request's id (owned). */
+static json_t *
+result_while_working(struct world *w, const json_t *t)
+{
+    json_t *rid = send_result(w, t);
+    json_t *g = task_call(w, "tasks/get", task_id(t));
+    assert_string_equal(status_of(g), "working");
+    json_decref(g);
+    return rid;
+}
+
 static int
 error_code(const json_t *answer)
 {
@@ -250,9 +262,7 @@ test_result_blocks(void **state)
     struct world w;
     start(&w, TASKS_PROTOCOL, false, NULL, NULL);
     json_t *t = start_task(&w, "while [ ! -e go ]; do sleep 0.02; done; echo released", NULL);
-    json_t *rid = send_result(&w, t);
-    json_t *g = task_call(&w, "tasks/get", task_id(t));
-    assert_string_equal(status_of(g), "working");
+    json_t *rid = result_while_working(&w, t);
     /* had tasks/result been answered, its answer would have come first */
     json_t *early = mcp_client_response(w.c, rid, 0);
     assert_null(early);
@@ -267,7 +277,6 @@ test_result_blocks(void **state)
     free(go);
     json_decref(after);
     json_decref(r);
-    json_decref(g);
     json_decref(rid);
     json_decref(t);
     finish(&w);
@@ -498,9 +507,7 @@ test_eof_answers_waiters(void **state)
     struct world w;
     start(&w, TASKS_PROTOCOL, false, NULL, NULL);
     json_t *t = start_task(&w, "exec sleep 300", NULL);
-    json_t *rid = send_result(&w, t);
-    json_t *g = task_call(&w, "tasks/get", task_id(t));
-    assert_string_equal(status_of(g), "working");
+    json_t *rid = result_while_working(&w, t);
     mcp_client_close_stdin(w.c);
     json_t *r = mcp_client_response(w.c, rid, MCP_CLIENT_WAIT_MS);
     assert_non_null(r);
@@ -508,7 +515,6 @@ test_eof_answers_waiters(void **state)
     assert_non_null(sc);
     assert_int_not_equal(json_integer_value(json_object_get(sc, "exit_code")), 0);
     json_decref(r);
-    json_decref(g);
     json_decref(rid);
     json_decref(t);
     finish(&w);
