@@ -42,14 +42,10 @@ static bool cgroups_available(void);
 static struct mcp_world_options
 lifetime_options(const char *policy, const char *extra)
 {
-    return (struct mcp_world_options){.server = server_path,
-                                      .client_name = "lifetime-tests",
-                                      .policy = policy,
-                                      .extra = extra,
-                                      .prefix = unprivileged ? user.prefix : NULL,
-                                      .chown = unprivileged,
-                                      .owner_uid = user.uid,
-                                      .owner_gid = user.gid};
+    struct mcp_world_options o = {
+        .server = server_path, .client_name = "lifetime-tests", .policy = policy, .extra = extra};
+    server_suite_as_user(&o, unprivileged, &user);
+    return o;
 }
 
 static long

@@ -44,14 +44,11 @@ static struct test_user user;
 static void
 start(struct mcp_world *w, const char *rules, const char *const *more, bool elicitation)
 {
-    const struct mcp_world_options o = {.server = server_path,
-                                        .client_name = "process-tests",
-                                        .more = more,
-                                        .elicitation = elicitation,
-                                        .prefix = unprivileged ? user.prefix : NULL,
-                                        .chown = unprivileged,
-                                        .owner_uid = user.uid,
-                                        .owner_gid = user.gid};
+    struct mcp_world_options o = {.server = server_path,
+                                  .client_name = "process-tests",
+                                  .more = more,
+                                  .elicitation = elicitation};
+    server_suite_as_user(&o, unprivileged, &user);
     mcp_world_start(w, rules, &o);
 }
 

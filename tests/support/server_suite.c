@@ -42,6 +42,17 @@ server_suite_begin(const char **server, bool *unprivileged, struct test_user *u)
 }
 
 void
+server_suite_as_user(struct mcp_world_options *o, bool unprivileged, const struct test_user *u)
+{
+    if (!unprivileged)
+        return;
+    o->prefix = u->prefix;
+    o->chown = true;
+    o->owner_uid = u->uid;
+    o->owner_gid = u->gid;
+}
+
+void
 server_suite_own_tree(const struct test_user *u, const char *path)
 {
     char *owner = NULL;
