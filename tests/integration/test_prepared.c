@@ -27,6 +27,7 @@
 #include "tests/support/attack_suite.h"
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
@@ -130,19 +131,8 @@ run_in(struct mcp_world *w, const char *command, const char *workdir, struct pre
 static pid_t
 parent_of(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *close_paren = strrchr(buf, ')');
-    int ppid = -1;
-    if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
-        return -1;
-    return ppid;
+    pid_t ppid = -1;
+    return proc_state(pid, &ppid) == '?' ? -1 : ppid;
 }
 
 /* The descendants of root now, into pids (at most cap); returns how many. */
@@ -228,16 +218,8 @@ await_prepared(pid_t server, pid_t *pids, size_t cap, pid_t *which)
 static bool
 gone(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] == 'Z';
+    char state = proc_state(pid, NULL);
+    return state == '?' || state == 'Z';
 }
 
 static void
