@@ -1022,9 +1022,7 @@ test_killed_call_leaves_no_placeholder(void **state)
             break;
         assert_int_equal(code, -32600);
     }
-    mcp_client_close_stdin(w.c);
-    int status = mcp_client_wait_exit(w.c, MCP_CLIENT_WAIT_MS);
-    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    mcp_world_assert_clean_exit(w.c);
     assert_true(mcp_world_exists(w.wd, "in.txt"));
     assert_false(mcp_world_exists(w.wd, ".codex"));
     mcp_world_end(&w);
@@ -1075,10 +1073,7 @@ test_queued_calls_hold_no_sockets(void **state)
         assert_int_equal(mcp_world_exit(a), 0);
         json_decref(a);
     }
-    mcp_client_close_stdin(c);
-    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_world_assert_clean_exit(c);
     mcp_client_free(c);
     tmpdir_remove(wd);
     free(wd);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
 #include "tests/support/proc.h"
 #include "tests/support/server_suite.h"
 #include "tests/support/tmpdir.h"
@@ -84,11 +85,7 @@ start(struct world *w, const char *protocol, bool elicitation, const char *rules
 static void
 finish(struct world *w)
 {
-    mcp_client_close_stdin(w->c);
-    int status = mcp_client_wait_exit(w->c, MCP_CLIENT_WAIT_MS);
-    assert_int_not_equal(status, -1);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_world_assert_clean_exit(w->c);
     mcp_client_free(w->c);
     json_decref(w->init);
     tmpdir_remove(w->dir);
