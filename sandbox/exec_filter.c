@@ -89,33 +89,16 @@ sandbox_exec_filter_send_degraded(int sock, const char *exec_path)
     return send_message(sock, SANDBOX_EXEC_NOTIFY_DEGRADED, exec_path, -1);
 }
 
-unsigned
-sandbox_exec_filter_offers(int sock)
-{
-    char offer[8];
-    ssize_t n;
-    do
-        n = recv(sock, offer, sizeof offer, MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n < 5 || memcmp(offer, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0)
-        return 0;
-    unsigned bits = 0;
-    ssize_t i = 4;
-    if (i < n && offer[i] == 'N') {
-        bits |= SANDBOX_OFFER_NUMBER;
-        i++;
-    }
-    if (i < n && offer[i] == 'F') {
-        bits |= SANDBOX_OFFER_FD;
-        i++;
-    }
-    return i == n ? bits : 0; /* anything else: no offer understood */
-}
-
 bool
 sandbox_exec_filter_by_number(int sock)
 {
-    return sandbox_exec_filter_offers(sock) & SANDBOX_OFFER_NUMBER;
+    static const char offer[] = SANDBOX_EXEC_NOTIFY_OFFER;
+    char msg[sizeof offer]; /* one byte more: a longer message is no offer */
+    ssize_t n;
+    do
+        n = recv(sock, msg, sizeof msg, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof offer - 1 && memcmp(msg, offer, sizeof offer - 1) == 0;
 }
 
 /* One send(2), not sendmsg: a sendto without an address is the one send
@@ -157,12 +140,6 @@ int
 sandbox_exec_filter_send(int sock, const char *exec_path, int listener)
 {
     return send_message(sock, SANDBOX_EXEC_NOTIFY_LISTENER, exec_path, listener);
-}
-
-int
-sandbox_exec_filter_send_kind(int sock, char kind, const char *exec_path, int listener)
-{
-    return send_message(sock, kind, exec_path, listener);
 }
 
 /* The courier's side: one listener number from the pipe, then the

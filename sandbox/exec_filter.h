@@ -27,15 +27,12 @@
 #define SANDBOX_EXEC_NOTIFY_OFFER     SANDBOX_EXEC_NOTIFY_MAGIC "N"
 
 /*
- * 'l' is the hand-over of a helper that exec'd its program by fd, unasked:
- * none does any more.  A filter that let execveat(K, "", ...,
- * AT_EMPTY_PATH) pass for an fd K no process of the sandbox could hold
- * let every command run anything unasked, since the kernel ignores the fd
- * of an execveat whose path is absolute ("/bin/rm"), and a filter cannot
- * read the path.  The supervisor still reads an 'l' as an 'L' without a
- * path: no first exec to allow, every notification decided.
+ * There is no kind for a helper that execs its program by fd, unnotified:
+ * a filter cannot let execveat(K, "", ..., AT_EMPTY_PATH) pass for an fd K
+ * alone, since the kernel ignores the fd of an execveat whose path is
+ * absolute ("/bin/rm") and a filter cannot read the path.  The supervisor
+ * refuses any other kind as a malformed message (docs/enforcement.md).
  */
-#define SANDBOX_EXEC_NOTIFY_LISTENER_FD 'l'
 
 /*
  * sandbox_exec_filter_load installs the exec filter in the calling thread
@@ -49,8 +46,6 @@
  */
 int sandbox_exec_filter_load(void);
 int sandbox_exec_filter_send(int sock, const char *exec_path, int listener);
-/* The same with the kind given ('L' or 'l'). */
-int sandbox_exec_filter_send_kind(int sock, char kind, const char *exec_path, int listener);
 
 /*
  * The courier: a filter that notifies sendmsg (the sandbox's, with its
@@ -94,8 +89,9 @@ int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
  * take fds from its descendants) with one message queued before the
  * helper starts: SANDBOX_EXEC_NOTIFY_OFFER, the magic and 'N'.
  * sandbox_exec_filter_by_number reads it if it is there (without
- * waiting): true when the offer came, false otherwise (an older
- * supervisor, a kernel without SO_PASSPIDFD: the courier then sends).
+ * waiting): true when that offer came, false otherwise (no offer, a kernel
+ * without SO_PASSPIDFD, or a message that is not exactly the offer: the
+ * courier then sends).
  * The helper reads it first thing, whatever path it takes: an unread
  * message on a socket that closes resets the connection (ECONNRESET),
  * and the supervisor would lose the hand-over queued behind it.
@@ -103,17 +99,6 @@ int sandbox_exec_filter_courier_send(struct sandbox_courier *c, int listener);
  * Neither calls malloc.
  */
 bool sandbox_exec_filter_by_number(int sock);
-
-/*
- * The offer may also say, with 'F' after the 'N' or alone ("EGX1NF",
- * "EGX1F"), that the supervisor understands the first exec by fd ('l');
- * the helper reads it and never uses it (SANDBOX_EXEC_NOTIFY_LISTENER_FD).
- * sandbox_exec_filter_offers reads the offer as sandbox_exec_filter_by_number does and returns its
- * bits.
- */
-#define SANDBOX_OFFER_NUMBER 1u
-#define SANDBOX_OFFER_FD     2u
-unsigned sandbox_exec_filter_offers(int sock);
 int sandbox_exec_filter_send_number(int sock, const char *exec_path, int listener);
 
 /* Adds the "exec_notify" object to the helper's report, "notified" naming

@@ -873,10 +873,7 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     helper_check_tty_fd(o);
     check_command_fd(o);
     run_init(&r, o);
-    /* an 'F' in the offer is read and ignored: the helper never execs by
-     * fd (exec_filter.h says why) */
-    unsigned offers = o->exec_notify_fd >= 0 ? sandbox_exec_filter_offers(o->exec_notify_fd) : 0;
-    r.take_offered = offers & SANDBOX_OFFER_NUMBER;
+    r.take_offered = o->exec_notify_fd >= 0 && sandbox_exec_filter_by_number(o->exec_notify_fd);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
     bool notify = o->exec_notify_fd >= 0;
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {

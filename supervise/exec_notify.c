@@ -81,11 +81,9 @@ handover_ok(const char *msg, size_t len, int fd)
 {
     if (len < 5 || len > EXEC_NOTIFY_HANDOVER_MAX || memcmp(msg, SANDBOX_EXEC_NOTIFY_MAGIC, 4) != 0)
         return false;
-    bool kind_ok =
-        ((msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER || msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER_FD) &&
-         fd >= 0) ||
-        (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0) ||
-        (msg[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER && fd < 0 && len >= path_at(msg[4]));
+    bool kind_ok = (msg[4] == SANDBOX_EXEC_NOTIFY_LISTENER && fd >= 0) ||
+                   (msg[4] == SANDBOX_EXEC_NOTIFY_DEGRADED && fd < 0) ||
+                   (msg[4] == SANDBOX_EXEC_NOTIFY_BY_NUMBER && fd < 0 && len >= path_at(msg[4]));
     size_t at = path_at(msg[4]);
     return kind_ok && len - at <= EXEC_NOTIFY_MAX_PATH && memchr(msg + at, '\0', len - at) == NULL;
 }
@@ -118,10 +116,6 @@ exec_notify_parse_listener(const void *msg, size_t len, int fd, int *listener, c
         return -EPROTO;
     }
     *listener = fd;
-    if (m[4] == SANDBOX_EXEC_NOTIFY_LISTENER_FD) {
-        free(path); /* no first exec to allow by its path */
-        return 0;
-    }
     *exec_path = path;
     return m[4] == SANDBOX_EXEC_NOTIFY_LISTENER ? 0 : -EOPNOTSUPP;
 }
@@ -229,34 +223,18 @@ can_take_fds(void)
 }
 
 int
-exec_notify_offer(int sock, bool take, bool first_by_fd)
-{
-    int on = 1, rc = 0;
-    if (take && !can_take_fds())
-        rc = -EPERM;
-    else if (take && setsockopt(sock, SOL_SOCKET, SO_PASSPIDFD, &on, sizeof on) != 0)
-        rc = -errno;
-    take = take && rc == 0;
-    if (!take && !first_by_fd)
-        return rc;
-    char offer[8] = SANDBOX_EXEC_NOTIFY_MAGIC;
-    size_t len = 4;
-    if (take)
-        offer[len++] = 'N';
-    if (first_by_fd)
-        offer[len++] = 'F';
-    ssize_t n = send(sock, offer, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0)
-        return -errno;
-    if (n != (ssize_t)len)
-        return -EMSGSIZE;
-    return rc;
-}
-
-int
 exec_notify_offer_take(int sock)
 {
-    return exec_notify_offer(sock, true, false);
+    int on = 1;
+    if (!can_take_fds())
+        return -EPERM;
+    if (setsockopt(sock, SOL_SOCKET, SO_PASSPIDFD, &on, sizeof on) != 0)
+        return -errno;
+    const char offer[] = SANDBOX_EXEC_NOTIFY_OFFER;
+    ssize_t n = send(sock, offer, sizeof offer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0)
+        return -errno;
+    return n == (ssize_t)sizeof offer - 1 ? 0 : -EMSGSIZE;
 }
 
 int

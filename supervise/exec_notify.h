@@ -55,15 +55,6 @@ typedef void (*exec_notify_ask_fn)(void *arg, const struct exec_notify_request *
 int exec_notify_offer_take(int sock);
 
 /*
- * The same, and with first_by_fd also the offer to take the helper's own
- * exec by fd, unnotified (exec_filter.h: 'l' hand-overs, which
- * exec_notify_receive_listener understands).  An offer to take that this
- * process cannot make is left out (its -errno returned after the rest of
- * the offer is queued).
- */
-int exec_notify_offer(int sock, bool take, bool first_by_fd);
-
-/*
  * Receives the helper's message from sock (one fd_pass_recv: on a
  * non-blocking socket -EAGAIN when none is waiting).  On success returns 0
  * with *listener (close-on-exec, taken) and *exec_path (malloc'd, the path
@@ -72,13 +63,12 @@ int exec_notify_offer(int sock, bool take, bool first_by_fd);
  * be a seccomp listener; when it cannot be, the sender is killed (it waits
  * in an execve nothing else would answer) and -errno returned (-EPERM:
  * not allowed to take it; -EPROTO: no pidfd came, or not a listener).
- * A hand-over of kind 'l' (exec_filter.h: the helper's own exec is by fd
- * and never notified) gives *exec_path NULL, so that every notification
- * is decided.
  * Returns -EOPNOTSUPP with *exec_path set and
  * *listener -1 when the helper runs degraded without interception;
  * -EPIPE when the helper closed the socket without sending (it failed);
- * -EPROTO for a malformed message (every fd that came with it closed);
+ * -EPROTO for a malformed message or a kind other than 'L', 'N' and 'D'
+ * (every fd that came with it closed: no hand-over leaves the helper's
+ * own exec to be continued without its path);
  * other -errno.
  */
 int exec_notify_receive_listener(int sock, int *listener, char **exec_path);

@@ -752,10 +752,9 @@ exec_watch_open(struct exec_watch *w)
      * process per call) where this kernel and process allow it; otherwise
      * it sends it itself (exec_filter.h).  Only in tree mode: in shell
      * mode the helper's own execve is not notified, so it cannot wait
-     * there for the listener to be taken.  No exec by fd is offered: the
-     * helper's own exec is notified like any other (enforcement.md). */
+     * there for the listener to be taken. */
     if (w->take_listener)
-        (void)exec_notify_offer(sv[0], true, false);
+        (void)exec_notify_offer_take(sv[0]);
     /* uv_poll_init makes the server's end non-blocking; the helper's stays
      * as a helper expects it */
     int rc = uv_poll_init(w->loop, &l->sock_poll, sv[0]);

@@ -3,13 +3,12 @@
  * datagram.  The first input byte chooses how many fds ride along (0-2),
  * the rest is the datagram.  Whatever the input: no crash, no leak, no fd
  * left open but the one returned, and the results agree with the status
- * and the kind.
+ * and the kind (a kind the protocol does not have is refused).
  */
 #include "proto/esc_io.h"
 #include "supervise/exec_notify.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,11 +51,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int listener = -1;
         char *path = NULL;
         int rc = exec_notify_receive_listener(sv[0], &listener, &path);
-        /* an 'l' hand-over (the helper's own exec by fd) has no path */
-        bool by_fd = size >= 5 && data[4] == 'l';
-        if (rc == 0 && (listener < 0 || (path == NULL) != by_fd))
+        /* a listener comes only with an 'L' (or an 'N', taken from its
+         * sender), always with the path of the helper's first exec: any
+         * other kind, 'l' (the retired exec by fd) too, is refused */
+        char kind = size >= 5 ? (char)data[4] : '\0';
+        if (rc == 0 && (listener < 0 || path == NULL || (kind != 'L' && kind != 'N')))
             abort();
-        if (rc == -EOPNOTSUPP && (listener >= 0 || path == NULL))
+        if (rc == -EOPNOTSUPP && (listener >= 0 || path == NULL || kind != 'D'))
             abort();
         if (rc != 0 && rc != -EOPNOTSUPP && (listener >= 0 || path != NULL))
             abort();

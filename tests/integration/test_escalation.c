@@ -15,6 +15,7 @@
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
 #include "tests/support/proc.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/tmpdir.h"
 
 #include <signal.h>
@@ -609,15 +610,8 @@ test_leave_sandbox_cancelled_while_asked(void **state)
     mcp_client_send(w.c, json_pack("{s:s, s:i, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id", 8008,
                                    "method", "tools/call", "params", "name", "shell", "arguments",
                                    leave_args(&w, cmd, "require_escalated", NULL)));
-    json_t *q = NULL;
-    for (;;) {
-        q = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
-        assert_non_null(q);
-        const char *method = json_string_value(json_object_get(q, "method"));
-        if (method && strcmp(method, "elicitation/create") == 0)
-            break;
-        json_decref(q);
-    }
+    json_t *q = mcp_client_next_named(w.c, "elicitation/create", MCP_CLIENT_WAIT_MS);
+    assert_non_null(q);
     json_int_t qid = json_integer_value(json_object_get(q, "id"));
     /* its id is taken while the person is asked */
     json_t *dup = call_with_id(&w, 8008, json_pack("{s:i}", "command", 1));
@@ -1028,9 +1022,7 @@ test_killed_call_leaves_no_placeholder(void **state)
             break;
         assert_int_equal(code, -32600);
     }
-    mcp_client_close_stdin(w.c);
-    int status = mcp_client_wait_exit(w.c, MCP_CLIENT_WAIT_MS);
-    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    mcp_world_assert_clean_exit(w.c);
     assert_true(mcp_world_exists(w.wd, "in.txt"));
     assert_false(mcp_world_exists(w.wd, ".codex"));
     mcp_world_end(&w);
@@ -1081,10 +1073,7 @@ test_queued_calls_hold_no_sockets(void **state)
         assert_int_equal(mcp_world_exit(a), 0);
         json_decref(a);
     }
-    mcp_client_close_stdin(c);
-    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_world_assert_clean_exit(c);
     mcp_client_free(c);
     tmpdir_remove(wd);
     free(wd);
@@ -1839,16 +1828,8 @@ test_cancel_closes_the_question(void **state)
         mcp_client_send_request(w.c, "tools/call",
                                 json_pack("{s:s, s:{s:s, s:s, s:b}}", "name", "shell", "arguments",
                                           "command", "git init .", "workdir", w.wd, "login", 0));
-    json_t *question = NULL;
-    while (!question) {
-        json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
-        assert_non_null(m);
-        const char *method = json_string_value(json_object_get(m, "method"));
-        if (method && strcmp(method, "elicitation/create") == 0)
-            question = m;
-        else
-            json_decref(m);
-    }
+    json_t *question = mcp_client_next_named(w.c, "elicitation/create", MCP_CLIENT_WAIT_MS);
+    assert_non_null(question);
     json_int_t asked = json_integer_value(json_object_get(question, "id"));
     json_decref(question);
     mcp_client_send(w.c,
@@ -1913,11 +1894,8 @@ test_one_question_at_a_time(void **state)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+    if (server_suite_server(&server_path) != 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allow_escalates_with_output_and_status),
         cmocka_unit_test(test_programs_start_with_default_signals),

@@ -14,6 +14,7 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/proc.h"
 
@@ -41,42 +42,10 @@ static bool cgroups_available(void);
 static struct mcp_world_options
 lifetime_options(const char *policy, const char *extra)
 {
-    return (struct mcp_world_options){.server = server_path,
-                                      .client_name = "lifetime-tests",
-                                      .policy = policy,
-                                      .extra = extra,
-                                      .prefix = unprivileged ? user.prefix : NULL,
-                                      .chown = unprivileged,
-                                      .owner_uid = user.uid,
-                                      .owner_gid = user.gid};
-}
-
-static long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The state letter of process pid ('?' when it is gone) and its parent. */
-static char
-proc_state(pid_t pid, pid_t *ppid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *end = strrchr(buf, ')');
-    char state = '?';
-    int parent = 0;
-    if (!end || sscanf(end + 1, " %c %d", &state, &parent) != 2)
-        return '?';
-    *ppid = parent;
-    return state;
+    struct mcp_world_options o = {
+        .server = server_path, .client_name = "lifetime-tests", .policy = policy, .extra = extra};
+    server_suite_as_user(&o, unprivileged, &user);
+    return o;
 }
 
 /* The keeper of a session network of the server's (a child of server
@@ -109,8 +78,7 @@ static bool
 pid_ends(pid_t pid, int ms)
 {
     for (int waited = 0;; waited += 20) {
-        pid_t ppid;
-        char state = proc_state(pid, &ppid);
+        char state = proc_state(pid, NULL);
         if (state == '?' || state == 'Z')
             return true;
         if (waited >= ms)
@@ -273,21 +241,7 @@ test_client_gone_while_output_waits(void **state)
     nanosleep(&pause, NULL);
     mcp_client_close_stdin(c);
     /* its output is not read meanwhile: the process is watched, not its pipe */
-    pid_t pid = mcp_client_pid(c);
-    bool exited = false;
-    for (long end = now_ms() + 10000; !exited && now_ms() < end;) {
-        char path[64], st[256];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        FILE *f = fopen(path, "r");
-        char *paren = f && fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
-        exited = !paren || paren[2] == 'Z';
-        if (f)
-            fclose(f);
-        struct timespec tick = {0, 20 * 1000 * 1000};
-        if (!exited)
-            nanosleep(&tick, NULL);
-    }
-    assert_true(exited);
+    assert_true(pid_ends(mcp_client_pid(c), 10000));
     assert_int_not_equal(mcp_client_wait_exit(c, 10000), -1);
     mcp_client_free(c);
     free(wd);
@@ -591,22 +545,9 @@ test_killed_server_danger_full_access(void **state)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 2;
-    }
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77;
-        }
-        unprivileged = true;
-        test_user_create(&user);
-        if (test_user_can_serve(&user, server_path) == 77)
-            return 77;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_server_workspace_write),
         cmocka_unit_test(test_killed_server_read_only),

@@ -27,6 +27,7 @@
 #include "tests/support/attack_suite.h"
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
@@ -51,6 +52,9 @@
 /* A safety limit for the waits below (a broken server must not hang the
  * suite); nothing is asserted about how long anything takes. */
 #define WAIT_MS 20000
+
+/* The most processes of a server's tree the tests below look at. */
+#define PREP_PIDS 256
 
 static void
 nap_ms(int ms)
@@ -127,19 +131,8 @@ run_in(struct mcp_world *w, const char *command, const char *workdir, struct pre
 static pid_t
 parent_of(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *close_paren = strrchr(buf, ')');
-    int ppid = -1;
-    if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
-        return -1;
-    return ppid;
+    pid_t ppid = -1;
+    return proc_state(pid, &ppid) == '?' ? -1 : ppid;
 }
 
 /* The descendants of root now, into pids (at most cap); returns how many. */
@@ -225,16 +218,8 @@ await_prepared(pid_t server, pid_t *pids, size_t cap, pid_t *which)
 static bool
 gone(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] == 'Z';
+    char state = proc_state(pid, NULL);
+    return state == '?' || state == 'Z';
 }
 
 static void
@@ -268,6 +253,16 @@ prep_world(bool prepare)
     return attack_world_start(RM_FORBIDDEN, &o);
 }
 
+/* A world with prepared calls whose client gets the server's debug
+ * records (what read_prep reads). */
+static struct mcp_world *
+debug_world(void)
+{
+    struct mcp_world *w = prep_world(true);
+    set_level(w, "debug");
+    return w;
+}
+
 static const char ns_cmd[] = "readlink /proc/self/ns/mnt";
 
 /* Runs the session's first call: ns_cmd, then command (NULL: none); the
@@ -288,6 +283,18 @@ first_call(struct mcp_world *w, const char *command, char *last, size_t size)
     json_decref(r);
 }
 
+/* The session's first call (first_call, its namespace not kept), then
+ * the sandbox it leaves prepared, waiting for its command: the server's
+ * descendants then into pids (PREP_PIDS at most), the waiting one in
+ * *which (NULL: not wanted); returns how many. */
+static size_t
+first_call_prepared(struct mcp_world *w, const char *command, pid_t *pids, pid_t *which)
+{
+    char last[128];
+    first_call(w, command, last, sizeof(last));
+    return await_prepared(mcp_client_pid(w->c), pids, PREP_PIDS, which);
+}
+
 /* The mount namespace of the sandbox prepared for server's next call:
  * held open in *fd (so that its number is given to no other
  * while the test looks), its name in ns ("mnt:[N]\n", as readlink prints
@@ -296,8 +303,8 @@ static void
 hold_prepared_ns(pid_t server, int *fd, char *ns, size_t size)
 {
     for (int tries = 0; tries < 100; tries++) {
-        pid_t pids[256], which = -1;
-        await_prepared(server, pids, 256, &which);
+        pid_t pids[PREP_PIDS], which = -1;
+        await_prepared(server, pids, PREP_PIDS, &which);
         char path[64], self[64];
         snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)which);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -313,6 +320,21 @@ hold_prepared_ns(pid_t server, int *fd, char *ns, size_t size)
     fail_msg("no process of the prepared sandbox");
 }
 
+/* Holds the namespace of w's prepared sandbox (hold_prepared_ns: *fd,
+ * ns without its newline), then runs ns_cmd: the call runs prepared, in
+ * that namespace. */
+static void
+run_in_held_ns(struct mcp_world *w, int *fd, char *ns, size_t size)
+{
+    hold_prepared_ns(mcp_client_pid(w->c), fd, ns, size);
+    struct prep_said s;
+    json_t *r = run_in(w, ns_cmd, NULL, &s);
+    assert_true(s.prepared);
+    assert_string_equal(mcp_world_output(r), ns);
+    ns[strcspn(ns, "\n")] = '\0';
+    json_decref(r);
+}
+
 /* A session's later calls run prepared: in the sandbox set up before
  * they came (its mount namespace, held by the test from then on), each
  * in one of its own. */
@@ -320,29 +342,16 @@ static void
 test_next_call_prepared(void **state)
 {
     (void)state;
-    struct mcp_world *w = prep_world(true);
-    pid_t server = mcp_client_pid(w->c);
-    set_level(w, "debug");
-    struct prep_said s;
+    struct mcp_world *w = debug_world();
     char ns1[128];
     first_call(w, NULL, ns1, sizeof(ns1));
     int fd2, fd3;
     char ns2[128], ns3[128];
-    hold_prepared_ns(server, &fd2, ns2, sizeof(ns2));
-    json_t *second = run_in(w, ns_cmd, NULL, &s);
-    assert_true(s.prepared);
-    assert_string_equal(mcp_world_output(second), ns2);
-    ns2[strcspn(ns2, "\n")] = '\0';
-    hold_prepared_ns(server, &fd3, ns3, sizeof(ns3));
-    json_t *third = run_in(w, ns_cmd, NULL, &s);
-    assert_true(s.prepared);
-    assert_string_equal(mcp_world_output(third), ns3);
-    ns3[strcspn(ns3, "\n")] = '\0';
+    run_in_held_ns(w, &fd2, ns2, sizeof(ns2));
+    run_in_held_ns(w, &fd3, ns3, sizeof(ns3));
     assert_string_not_equal(ns2, ns3); /* both held: two namespaces */
     close(fd2);
     close(fd3);
-    json_decref(second);
-    json_decref(third);
     attack_world_end(w);
 }
 
@@ -443,12 +452,9 @@ static void
 test_clock_starts_at_the_command(void **state)
 {
     (void)state;
-    struct mcp_world *w = prep_world(true);
-    set_level(w, "debug");
-    char last[128];
-    first_call(w, NULL, last, sizeof(last));
-    pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    struct mcp_world *w = debug_world();
+    pid_t pids[PREP_PIDS];
+    first_call_prepared(w, NULL, pids, NULL);
     nap_ms(4000); /* the sandbox waits past the next call's timeout (3 s) */
     struct prep_said s;
     json_t *r = run_with(w, "sleep 0.2; echo done", NULL, 3000, &s);
@@ -465,10 +471,9 @@ static void
 test_other_workdir_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = prep_world(true);
+    struct mcp_world *w = debug_world();
     tmpdir_make_dir(w->wd, "sub");
     attack_own(w->wd);
-    set_level(w, "debug");
     struct prep_said s;
     json_decref(run_in(w, "true", NULL, &s));
     char *sub = tmpdir_path(w->wd, "sub");
@@ -492,13 +497,10 @@ static void
 test_sandbox_update_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = prep_world(true);
-    set_level(w, "debug");
+    struct mcp_world *w = debug_world();
     struct prep_said s;
-    char last[128];
-    first_call(w, NULL, last, sizeof(last));
-    pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    pid_t pids[PREP_PIDS];
+    first_call_prepared(w, NULL, pids, NULL);
     json_t *a = mcp_client_call(
         w->c, "codex/sandbox-state/update",
         json_pack("{s:{s:s}, s:s}", "sandboxPolicy", "type", "read-only", "sandboxCwd", w->wd));
@@ -535,8 +537,7 @@ static void
 test_rules_reload_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = prep_world(true);
-    set_level(w, "debug");
+    struct mcp_world *w = debug_world();
     struct prep_said s;
     json_decref(run_in(w, "touch before && echo made", NULL, &s));
     assert_true(mcp_world_exists(w->wd, "before"));
@@ -560,13 +561,10 @@ static void
 test_swapped_root_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = prep_world(true);
-    set_level(w, "debug");
+    struct mcp_world *w = debug_world();
     struct prep_said s;
-    char last[128];
-    first_call(w, "echo old > which", last, sizeof(last));
-    pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    pid_t pids[PREP_PIDS];
+    first_call_prepared(w, "echo old > which", pids, NULL);
     char *old = mcp_world_fmt("%s.old", w->wd);
     assert_int_equal(rename(w->wd, old), 0);
     assert_int_equal(mkdir(w->wd, 0755), 0);
@@ -595,16 +593,13 @@ test_swapped_root_discards(void **state)
 static void
 swap_git(bool existed)
 {
-    struct mcp_world *w = prep_world(true);
+    struct mcp_world *w = debug_world();
     if (existed)
         tmpdir_make_dir(w->wd, ".git");
     attack_own(w->wd);
-    set_level(w, "debug");
     struct prep_said s;
-    char last[128];
-    first_call(w, NULL, last, sizeof(last));
-    pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    pid_t pids[PREP_PIDS];
+    first_call_prepared(w, NULL, pids, NULL);
     char *git = tmpdir_path(w->wd, ".git");
     char *away = tmpdir_path(w->wd, "git.away");
     if (existed)
@@ -732,8 +727,7 @@ static void
 test_swapped_denied_file_discards(void **state)
 {
     (void)state;
-    struct mcp_world *w = prep_world(true);
-    set_level(w, "debug");
+    struct mcp_world *w = debug_world();
     char *key = tmpdir_path(w->wd, "secret.key");
     char *old = tmpdir_path(w->wd, "old.key");
     tmpdir_write_file(key, "OLD-SECRET\n", 0644);
@@ -743,8 +737,8 @@ test_swapped_denied_file_discards(void **state)
     mcp_world_assert_contains(mcp_world_output(r), "end\n");
     assert_null(strstr(mcp_world_output(r), "SECRET"));
     json_decref(r);
-    pid_t pids[256];
-    await_prepared(mcp_client_pid(w->c), pids, 256, NULL);
+    pid_t pids[PREP_PIDS];
+    await_prepared(mcp_client_pid(w->c), pids, PREP_PIDS, NULL);
     assert_int_equal(rename(key, old), 0);
     tmpdir_write_file(key, "NEW-SECRET\n", 0644);
     attack_own(w->wd);
@@ -768,10 +762,8 @@ test_session_end_leaves_nothing(void **state)
 {
     (void)state;
     struct mcp_world *w = prep_world(true);
-    char last[128];
-    first_call(w, NULL, last, sizeof(last));
-    pid_t pids[256], which = -1;
-    size_t n = await_prepared(mcp_client_pid(w->c), pids, 256, &which);
+    pid_t pids[PREP_PIDS], which = -1;
+    size_t n = first_call_prepared(w, NULL, pids, &which);
     char *mine = cgroup_dir(mcp_client_pid(w->c));
     char *its = cgroup_dir(which);
     bool own = its && (!mine || strcmp(mine, its) != 0);
@@ -794,11 +786,9 @@ test_server_killed_leaves_nothing(void **state)
 {
     (void)state;
     struct mcp_world *w = prep_world(true);
-    char last[128];
-    first_call(w, NULL, last, sizeof(last));
     pid_t server = mcp_client_pid(w->c);
-    pid_t pids[256];
-    size_t n = await_prepared(server, pids, 256, NULL);
+    pid_t pids[PREP_PIDS];
+    size_t n = first_call_prepared(w, NULL, pids, NULL);
     assert_int_equal(kill(server, SIGKILL), 0);
     assert_true(mcp_client_wait_exit(w->c, WAIT_MS) != -1);
     assert_all_gone(pids, n);

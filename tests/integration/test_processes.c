@@ -18,6 +18,7 @@
 
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/proc.h"
 #include "tests/support/test_user.h"
 
@@ -37,18 +38,18 @@ static const char *server_path;
 static bool unprivileged;
 static struct test_user user;
 
-static struct mcp_world_options
-options(const char *policy, const char *const *more, bool elicitation)
+/* Starts w's server (workspace-write) with rules and more arguments
+ * (NULL: none), the client declaring elicitation when asked; the server
+ * as the test user when unprivileged. */
+static void
+start(struct mcp_world *w, const char *rules, const char *const *more, bool elicitation)
 {
-    return (struct mcp_world_options){.server = server_path,
-                                      .client_name = "process-tests",
-                                      .policy = policy,
-                                      .more = more,
-                                      .elicitation = elicitation,
-                                      .prefix = unprivileged ? user.prefix : NULL,
-                                      .chown = unprivileged,
-                                      .owner_uid = user.uid,
-                                      .owner_gid = user.gid};
+    struct mcp_world_options o = {.server = server_path,
+                                  .client_name = "process-tests",
+                                  .more = more,
+                                  .elicitation = elicitation};
+    server_suite_as_user(&o, unprivileged, &user);
+    mcp_world_start(w, rules, &o);
 }
 
 /* ---- the tools ---- */
@@ -87,6 +88,27 @@ session_id(const json_t *answer)
         fprintf(stderr, "not running: %s\n", text_of(answer));
     assert_true(json_is_integer(id));
     return json_integer_value(id);
+}
+
+/* Starts cmd as a process (on a terminal when tty), answered at once: its
+ * session_id (asserted running). */
+static long long
+start_process(struct mcp_world *w, const char *cmd, bool tty)
+{
+    json_t *a = exec_command(w, cmd, tty, 0);
+    long long id = session_id(a);
+    json_decref(a);
+    return id;
+}
+
+/* kill_process of process id: it ends by SIGKILL. */
+static void
+kill_process(struct mcp_world *w, long long id)
+{
+    json_t *a =
+        mcp_world_tool(w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
+    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
+    json_decref(a);
 }
 
 /* Polls process id (writing chars first) until its output so far holds
@@ -141,8 +163,7 @@ static void
 test_tools_list(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
+    start(&w, "", NULL, false);
     json_t *list = mcp_client_call(w.c, "tools/list", json_object());
     const json_t *tools = json_object_get(json_object_get(list, "result"), "tools");
     const char *names[] = {"shell", "exec_command", "write_stdin", "list_processes",
@@ -168,11 +189,8 @@ static void
 test_input_and_exit(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
-    json_t *a = exec_command(&w, "echo ready; read x; echo \"got $x\"; exit 3", false, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    start(&w, "", NULL, false);
+    long long id = start_process(&w, "echo ready; read x; echo \"got $x\"; exit 3", false);
     int exit = -1;
     char *out = read_until(&w, id, "hello\n", "got hello", &exit);
     mcp_world_assert_contains(out, "ready\n");
@@ -184,7 +202,7 @@ test_input_and_exit(void **state)
     }
     assert_int_equal(exit, 3);
     /* told once: the process is gone */
-    a = write_stdin(&w, id, "", 0);
+    json_t *a = write_stdin(&w, id, "", 0);
     assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
     mcp_world_assert_contains(text_of(a), "No process with session_id");
     json_decref(a);
@@ -198,25 +216,20 @@ static void
 test_unread_input_is_bounded(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
-    json_t *a = exec_command(&w, "sleep 1000", false, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    start(&w, "", NULL, false);
+    long long id = start_process(&w, "sleep 1000", false);
     char *chunk = malloc(600 * 1024 + 1);
     assert_non_null(chunk);
     memset(chunk, 'x', 600 * 1024);
     chunk[600 * 1024] = '\0';
-    a = write_stdin(&w, id, chunk, 0); /* 64 KiB in the pipe, the rest waits */
+    json_t *a = write_stdin(&w, id, chunk, 0); /* 64 KiB in the pipe, the rest waits */
     assert_int_equal(session_id(a), id);
     json_decref(a);
     a = write_stdin(&w, id, chunk, 0);
     assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
     mcp_world_assert_contains(text_of(a), "not reading its input");
     json_decref(a);
-    a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
-    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
-    json_decref(a);
+    kill_process(&w, id);
     free(chunk);
     mcp_world_end(&w);
 }
@@ -226,11 +239,8 @@ static void
 test_tty_python(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
-    json_t *a = exec_command(&w, "python3 -i -q", true, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    start(&w, "", NULL, false);
+    long long id = start_process(&w, "python3 -i -q", true);
     int exit = -1;
     char *out = read_until(&w, id, "print(6*7)\n", "42\r\n", &exit);
     mcp_world_assert_contains(out, "42\r\n");
@@ -261,12 +271,9 @@ test_ctrl_c_stops_sleep(void **state)
     char mark[32];
     marker(mark, sizeof(mark), 21);
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
+    start(&w, "", NULL, false);
     char *cmd = mcp_world_fmt("sleep %s", mark);
-    json_t *a = exec_command(&w, cmd, true, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    long long id = start_process(&w, cmd, true);
     assert_int_equal(proc_wait_sleeps(mark, true, 1, 20000), 1);
     int exit = -1;
     char *out = read_until(&w, id, "\003", "\001never", &exit);
@@ -283,23 +290,18 @@ static void
 test_forbidden_in_background(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w,
-                    "prefix_rule(pattern=[\"touch\"], decision=\"forbidden\", "
-                    "justification=\"procs-test: no touching\")\n",
-                    &o);
-    json_t *a = exec_command(&w, "read x; touch made; echo \"after $?\"; sleep 1000", false, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    start(&w,
+          "prefix_rule(pattern=[\"touch\"], decision=\"forbidden\", "
+          "justification=\"procs-test: no touching\")\n",
+          NULL, false);
+    long long id = start_process(&w, "read x; touch made; echo \"after $?\"; sleep 1000", false);
     int exit = -1;
     char *out = read_until(&w, id, "go\n", "after ", &exit);
     mcp_world_assert_contains(out, "procs-test: no touching");
     assert_null(strstr(out, "after 0"));
     assert_false(mcp_world_exists(w.wd, "made"));
     free(out);
-    a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
-    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
-    json_decref(a);
+    kill_process(&w, id);
     mcp_world_end(&w);
 }
 
@@ -309,13 +311,10 @@ static void
 test_prompt_while_idle(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, true);
-    mcp_world_start(&w, "prefix_rule(pattern=[\"touch\", \"asked\"], decision=\"prompt\")\n", &o);
-    json_t *a = exec_command(&w, "read x; sleep 1; touch asked && echo made", false, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    start(&w, "prefix_rule(pattern=[\"touch\", \"asked\"], decision=\"prompt\")\n", NULL, true);
+    long long id = start_process(&w, "read x; sleep 1; touch asked && echo made", false);
     /* answered with no question on the way (a question would fail it) */
-    a = write_stdin(&w, id, "go\n", 0);
+    json_t *a = write_stdin(&w, id, "go\n", 0);
     session_id(a);
     json_decref(a);
     /* nothing is in flight now: the next message is the question */
@@ -343,8 +342,7 @@ test_output_past_ring_is_marked(void **state)
 {
     const char *more[] = {"--max-background", "2", "--max-background-output", "16384", NULL};
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, more, false);
-    mcp_world_start(&w, "", &o);
+    start(&w, "", more, false);
     json_t *a = exec_command(&w, "seq 1 100000", false, 30000);
     const json_t *sc = mcp_world_structured(a);
     assert_int_equal(json_integer_value(json_object_get(sc, "exit_code")), 0);
@@ -379,23 +377,18 @@ test_kill_process(void **state)
     char mark[32];
     marker(mark, sizeof(mark), 23);
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
+    start(&w, "", NULL, false);
     char *cmd = mcp_world_fmt("sleep %s & sleep %s", mark, mark);
-    json_t *a = exec_command(&w, cmd, false, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    long long id = start_process(&w, cmd, false);
     assert_int_equal(proc_wait_sleeps(mark, true, 2, 20000), 2);
-    a = mcp_world_tool(&w, "list_processes", json_object(), NULL);
+    json_t *a = mcp_world_tool(&w, "list_processes", json_object(), NULL);
     const json_t *procs = json_object_get(mcp_world_structured(a), "processes");
     assert_int_equal(json_array_size(procs), 1);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(procs, 0), "session_id")),
                      id);
     assert_true(json_is_true(json_object_get(json_array_get(procs, 0), "running")));
     json_decref(a);
-    a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
-    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
-    json_decref(a);
+    kill_process(&w, id);
     assert_none_left(mark, proc_wait_sleeps(mark, false, 0, 2000));
     a = mcp_world_tool(&w, "list_processes", json_object(), NULL);
     assert_int_equal(json_array_size(json_object_get(mcp_world_structured(a), "processes")), 0);
@@ -411,21 +404,16 @@ test_cap_and_calls_beside(void **state)
 {
     const char *more[] = {"--max-background", "1", "--max-calls", "1", NULL};
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, more, false);
-    mcp_world_start(&w, "", &o);
-    json_t *a = exec_command(&w, "sleep 1000", false, 0);
-    long long id = session_id(a);
-    json_decref(a);
-    a = exec_command(&w, "echo second", false, 0);
+    start(&w, "", more, false);
+    long long id = start_process(&w, "sleep 1000", false);
+    json_t *a = exec_command(&w, "echo second", false, 0);
     assert_true(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
     mcp_world_assert_contains(text_of(a), "--max-background");
     json_decref(a);
     a = mcp_world_run(&w, "echo beside", NULL, 30000);
     assert_string_equal(mcp_world_output(a), "beside\n");
     json_decref(a);
-    a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
-    assert_int_equal(mcp_world_exit(a), 128 + SIGKILL);
-    json_decref(a);
+    kill_process(&w, id);
     mcp_world_end(&w);
 }
 
@@ -435,8 +423,7 @@ static void
 test_cancelled_wait(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
+    start(&w, "", NULL, false);
     long long x = mcp_client_send_request(
         w.c, "tools/call",
         json_pack("{s:s, s:{s:s, s:s, s:b, s:i}}", "name", "exec_command", "arguments", "cmd",
@@ -466,11 +453,8 @@ static void
 test_kill_while_waiting(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
-    json_t *a = exec_command(&w, "sleep 1000", false, 0);
-    json_int_t id = session_id(a);
-    json_decref(a);
+    start(&w, "", NULL, false);
+    json_int_t id = start_process(&w, "sleep 1000", false);
     json_t *wid = json_integer(
         mcp_client_send_request(w.c, "tools/call",
                                 json_pack("{s:s, s:{s:I, s:i}}", "name", "write_stdin", "arguments",
@@ -478,7 +462,7 @@ test_kill_while_waiting(void **state)
     json_t *kid = json_integer(mcp_client_send_request(
         w.c, "tools/call",
         json_pack("{s:s, s:{s:I}}", "name", "kill_process", "arguments", "session_id", id)));
-    a = mcp_client_response(w.c, wid, MCP_CLIENT_WAIT_MS);
+    json_t *a = mcp_client_response(w.c, wid, MCP_CLIENT_WAIT_MS);
     assert_int_equal(session_id(a), id);
     json_decref(a);
     a = mcp_client_response(w.c, kid, MCP_CLIENT_WAIT_MS);
@@ -497,8 +481,7 @@ test_session_end_leaves_nothing(void **state)
     char mark[32];
     marker(mark, sizeof(mark), 25);
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
+    start(&w, "", NULL, false);
     char *cmd = mcp_world_fmt("sleep %s & nohup sleep %s >/dev/null 2>&1 & setsid sleep %s & "
                               "sleep %s",
                               mark, mark, mark, mark);
@@ -518,8 +501,7 @@ test_killed_server_leaves_nothing(void **state)
     char mark[32];
     marker(mark, sizeof(mark), 27);
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
+    start(&w, "", NULL, false);
     char *cmd = mcp_world_fmt("sleep %s & setsid sleep %s & sleep %s", mark, mark, mark);
     json_decref(exec_command(&w, cmd, false, 0));
     json_decref(exec_command(&w, cmd, true, 0));
@@ -537,45 +519,29 @@ static void
 test_server_reached_by_later_call(void **state)
 {
     struct mcp_world w;
-    const struct mcp_world_options o = options(NULL, NULL, false);
-    mcp_world_start(&w, "", &o);
-    json_t *a =
-        exec_command(&w, "echo served > page.txt; exec python3 -m http.server 18641", false, 0);
-    long long id = session_id(a);
-    json_decref(a);
+    start(&w, "", NULL, false);
+    long long id =
+        start_process(&w, "echo served > page.txt; exec python3 -m http.server 18641", false);
     bool reached = false;
     for (int i = 0; i < 50 && !reached; i++) {
-        a = mcp_world_run(&w, "curl -s -m 2 http://127.0.0.1:18641/page.txt", NULL, 30000);
+        json_t *a = mcp_world_run(&w, "curl -s -m 2 http://127.0.0.1:18641/page.txt", NULL, 30000);
         reached = strcmp(mcp_world_output(a), "served\n") == 0;
         json_decref(a);
         if (!reached)
             json_decref(write_stdin(&w, id, "", 200));
     }
     assert_true(reached);
-    a = mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL);
-    json_decref(a);
+    json_decref(
+        mcp_world_tool(&w, "kill_process", json_pack("{s:I}", "session_id", (json_int_t)id), NULL));
     mcp_world_end(&w);
 }
 
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
-        return 2;
-    }
-    const char *u = getenv("EXECGATE_TEST_UNPRIVILEGED");
-    if (u && strcmp(u, "1") == 0) {
-        if (getuid() != 0) {
-            printf("not root: the main run is already the unprivileged one\n");
-            return 77;
-        }
-        unprivileged = true;
-        test_user_create(&user);
-        if (test_user_can_serve(&user, server_path) == 77)
-            return 77;
-    }
+    int rc = server_suite_begin(&server_path, &unprivileged, &user);
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tools_list),
         cmocka_unit_test(test_input_and_exit),

@@ -16,7 +16,9 @@
 #include <cmocka.h>
 
 #include "tests/support/mcp_client.h"
+#include "tests/support/mcp_world.h"
 #include "tests/support/proc.h"
+#include "tests/support/server_suite.h"
 #include "tests/support/tmpdir.h"
 
 #include <stdbool.h>
@@ -83,11 +85,7 @@ start(struct world *w, const char *protocol, bool elicitation, const char *rules
 static void
 finish(struct world *w)
 {
-    mcp_client_close_stdin(w->c);
-    int status = mcp_client_wait_exit(w->c, MCP_CLIENT_WAIT_MS);
-    assert_int_not_equal(status, -1);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    mcp_world_assert_clean_exit(w->c);
     mcp_client_free(w->c);
     json_decref(w->init);
     tmpdir_remove(w->dir);
@@ -143,10 +141,31 @@ task_call(struct world *w, const char *method, const char *id)
     return mcp_client_call(w->c, method, json_pack("{s:s}", "taskId", id));
 }
 
+/* Sends tasks/result for task t without waiting: the request's id
+ * (owned), for mcp_client_response. */
+static json_t *
+send_result(struct world *w, const json_t *t)
+{
+    return json_integer(
+        mcp_client_send_request(w->c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
+}
+
 static const char *
 status_of(const json_t *answer)
 {
     return json_string_value(json_object_get(json_object_get(answer, "result"), "status"));
+}
+
+/* Sends tasks/result for task t, then asserts that a tasks/get sent after
+ * it finds t still working: the result request's id (owned). */
+static json_t *
+result_while_working(struct world *w, const json_t *t)
+{
+    json_t *rid = send_result(w, t);
+    json_t *g = task_call(w, "tasks/get", task_id(t));
+    assert_string_equal(status_of(g), "working");
+    json_decref(g);
+    return rid;
 }
 
 static int
@@ -240,10 +259,7 @@ test_result_blocks(void **state)
     struct world w;
     start(&w, TASKS_PROTOCOL, false, NULL, NULL);
     json_t *t = start_task(&w, "while [ ! -e go ]; do sleep 0.02; done; echo released", NULL);
-    json_t *rid = json_integer(
-        mcp_client_send_request(w.c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
-    json_t *g = task_call(&w, "tasks/get", task_id(t));
-    assert_string_equal(status_of(g), "working");
+    json_t *rid = result_while_working(&w, t);
     /* had tasks/result been answered, its answer would have come first */
     json_t *early = mcp_client_response(w.c, rid, 0);
     assert_null(early);
@@ -258,7 +274,6 @@ test_result_blocks(void **state)
     free(go);
     json_decref(after);
     json_decref(r);
-    json_decref(g);
     json_decref(rid);
     json_decref(t);
     finish(&w);
@@ -276,8 +291,7 @@ test_cancel(void **state)
     assert_true(asprintf(&cmd, "exec -a %s sleep 300", marker) > 0);
     json_t *t = start_task(&w, cmd, NULL);
     /* a waiter from before the cancel is answered by it */
-    json_t *rid = json_integer(
-        mcp_client_send_request(w.c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
+    json_t *rid = send_result(&w, t);
     for (int waited = 0; !proc_with_marker(marker); waited += 20) {
         assert_true(waited < MCP_CLIENT_WAIT_MS); /* a safety limit, not a timing */
         usleep(20000);
@@ -311,6 +325,15 @@ test_cancel(void **state)
     finish(&w);
 }
 
+/* The next elicitation/create (other messages are dropped). */
+static json_t *
+next_question(struct world *w)
+{
+    json_t *m = mcp_client_next_named(w->c, "elicitation/create", MCP_CLIENT_WAIT_MS);
+    assert_non_null(m);
+    return m;
+}
+
 /* A prompt rule asks: the task is input_required while the question is
  * out, the question names the task, and the answer lets it run on. */
 static void
@@ -320,16 +343,7 @@ test_input_required(void **state)
     start(&w, TASKS_PROTOCOL, true, "prefix_rule(pattern=[\"sh\", \"-c\"], decision=\"prompt\")\n",
           NULL);
     json_t *t = start_task(&w, "sh -c 'echo approved-ran'", NULL);
-    json_t *ask = NULL;
-    while (!ask) {
-        json_t *m = mcp_client_next(w.c, MCP_CLIENT_WAIT_MS);
-        assert_non_null(m);
-        const char *method = json_string_value(json_object_get(m, "method"));
-        if (method && strcmp(method, "elicitation/create") == 0)
-            ask = m;
-        else
-            json_decref(m);
-    }
+    json_t *ask = next_question(&w);
     const json_t *meta = json_object_get(json_object_get(ask, "params"), "_meta");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(meta, RELATED), "taskId")), task_id(t));
@@ -359,20 +373,6 @@ test_input_required(void **state)
     json_decref(ask);
     json_decref(t);
     finish(&w);
-}
-
-/* The next elicitation/create (other messages are dropped). */
-static json_t *
-next_question(struct world *w)
-{
-    for (;;) {
-        json_t *m = mcp_client_next(w->c, MCP_CLIENT_WAIT_MS);
-        assert_non_null(m);
-        const char *method = json_string_value(json_object_get(m, "method"));
-        if (method && strcmp(method, "elicitation/create") == 0)
-            return m;
-        json_decref(m);
-    }
 }
 
 static const char *
@@ -478,8 +478,7 @@ test_waiters_bounded(void **state)
     enum { N = 9 }; /* TASKS_MAX_WAITERS + 1 */
     json_t *ids[N];
     for (int i = 0; i < N; i++)
-        ids[i] = json_integer(
-            mcp_client_send_request(w.c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
+        ids[i] = send_result(&w, t);
     json_t *first = mcp_client_response(w.c, ids[0], MCP_CLIENT_WAIT_MS);
     assert_int_equal(error_code(first), -32603);
     char *go = tmpdir_path(w.dir, "go");
@@ -505,10 +504,7 @@ test_eof_answers_waiters(void **state)
     struct world w;
     start(&w, TASKS_PROTOCOL, false, NULL, NULL);
     json_t *t = start_task(&w, "exec sleep 300", NULL);
-    json_t *rid = json_integer(
-        mcp_client_send_request(w.c, "tasks/result", json_pack("{s:s}", "taskId", task_id(t))));
-    json_t *g = task_call(&w, "tasks/get", task_id(t));
-    assert_string_equal(status_of(g), "working");
+    json_t *rid = result_while_working(&w, t);
     mcp_client_close_stdin(w.c);
     json_t *r = mcp_client_response(w.c, rid, MCP_CLIENT_WAIT_MS);
     assert_non_null(r);
@@ -516,7 +512,6 @@ test_eof_answers_waiters(void **state)
     assert_non_null(sc);
     assert_int_not_equal(json_integer_value(json_object_get(sc, "exit_code")), 0);
     json_decref(r);
-    json_decref(g);
     json_decref(rid);
     json_decref(t);
     finish(&w);
@@ -692,11 +687,8 @@ test_capability(void **state)
 int
 main(void)
 {
-    server_path = getenv("EXECGATE_TEST_SERVER");
-    if (!server_path) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+    if (server_suite_server(&server_path) != 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capability),
         cmocka_unit_test(test_polled_to_result),

@@ -76,12 +76,7 @@ attack_world_start(const char *rules, const struct mcp_world_options *o)
     full.server = suite.server;
     if (!full.client_name)
         full.client_name = suite.client_name;
-    if (suite.unprivileged) {
-        full.prefix = suite.user.prefix;
-        full.chown = true;
-        full.owner_uid = suite.user.uid;
-        full.owner_gid = suite.user.gid;
-    }
+    server_suite_as_user(&full, suite.unprivileged, &suite.user);
     mcp_world_start(&the_world, rules, &full);
     suite.world = &the_world;
     return suite.world;

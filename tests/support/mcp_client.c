@@ -277,6 +277,18 @@ mcp_client_notification(struct mcp_client *c, const char *method, int timeout_ms
 }
 
 json_t *
+mcp_client_next_named(struct mcp_client *c, const char *method, int timeout_ms)
+{
+    for (;;) {
+        json_t *msg = mcp_client_next(c, timeout_ms);
+        const char *name = json_string_value(json_object_get(msg, "method"));
+        if (!msg || (name && strcmp(name, method) == 0))
+            return msg;
+        json_decref(msg);
+    }
+}
+
+json_t *
 mcp_client_call(struct mcp_client *c, const char *method, json_t *params)
 {
     long long id = mcp_client_send_request(c, method, params);

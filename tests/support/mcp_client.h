@@ -50,6 +50,11 @@ json_t *mcp_client_response(struct mcp_client *c, const json_t *id, int timeout_
  * NULL on EOF or timeout.  Caller owns it. */
 json_t *mcp_client_notification(struct mcp_client *c, const char *method, int timeout_ms);
 
+/* The next message named method (a question such as elicitation/create),
+ * waiting up to timeout_ms for each message; the messages before it are
+ * taken and dropped.  NULL on EOF or timeout.  Caller owns it. */
+json_t *mcp_client_next_named(struct mcp_client *c, const char *method, int timeout_ms);
+
 /* Sends a request and waits for its answer. Caller owns the answer. */
 json_t *mcp_client_call(struct mcp_client *c, const char *method, json_t *params);
 

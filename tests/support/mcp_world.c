@@ -147,13 +147,19 @@ world_free(struct mcp_world *w)
 }
 
 void
-mcp_world_end(struct mcp_world *w)
+mcp_world_assert_clean_exit(struct mcp_client *c)
 {
-    mcp_client_close_stdin(w->c);
-    int status = mcp_client_wait_exit(w->c, MCP_CLIENT_WAIT_MS);
+    mcp_client_close_stdin(c);
+    int status = mcp_client_wait_exit(c, MCP_CLIENT_WAIT_MS);
     assert_int_not_equal(status, -1);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0); /* ASan/LSan: no leak, no crash */
+}
+
+void
+mcp_world_end(struct mcp_world *w)
+{
+    mcp_world_assert_clean_exit(w->c);
     world_free(w);
 }
 

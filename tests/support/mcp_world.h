@@ -88,6 +88,11 @@ void mcp_world_rules(struct mcp_world *w, const char *rules);
  * removes the directories and frees w's members. */
 void mcp_world_end(struct mcp_world *w);
 
+/* Closes the stdin of c's server and asserts a clean exit 0 within
+ * MCP_CLIENT_WAIT_MS (under ASan/LSan: no leak, no crash); c stays the
+ * caller's to free.  For a server started without a world too. */
+void mcp_world_assert_clean_exit(struct mcp_client *c);
+
 /* For a test that failed midway: kills the server (no exit status is
  * asserted), removes the directories and frees w's members. */
 void mcp_world_abandon(struct mcp_world *w);

@@ -270,6 +270,27 @@ proc_wait_sleeps(const char *arg, bool more, int want, int ms)
     }
 }
 
+char
+proc_state(pid_t pid, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    /* the command name in parentheses may hold anything, ')' too */
+    const char *end = strrchr(buf, ')');
+    char state = '?';
+    int parent = 0;
+    if (!end || sscanf(end + 1, " %c %d", &state, &parent) != 2)
+        return '?';
+    if (ppid)
+        *ppid = parent;
+    return state;
+}
+
 long
 proc_rss_kib(pid_t pid)
 {

@@ -55,6 +55,11 @@ int proc_count_sleeps(const char *arg);
  * (!more) want, for up to about ms milliseconds; returns the last count. */
 int proc_wait_sleeps(const char *arg, bool more, int want, int ms);
 
+/* Process pid's state letter from /proc/PID/stat ('R', 'S', 'Z'...; '?'
+ * when it is gone or its stat cannot be read) and, when ppid is not NULL
+ * and the letter is not '?', its parent's pid. */
+char proc_state(pid_t pid, pid_t *ppid);
+
 /* Process pid's resident memory (VmRSS), in KiB, or -1. */
 long proc_rss_kib(pid_t pid);
 

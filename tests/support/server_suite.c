@@ -15,13 +15,20 @@
 #include <unistd.h>
 
 int
-server_suite_begin(const char **server, bool *unprivileged, struct test_user *u)
+server_suite_server(const char **server)
 {
     *server = getenv("EXECGATE_TEST_SERVER");
-    if (!*server) {
-        fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+    if (*server)
+        return 0;
+    fprintf(stderr, "EXECGATE_TEST_SERVER is not set\n");
+    return 1;
+}
+
+int
+server_suite_begin(const char **server, bool *unprivileged, struct test_user *u)
+{
+    if (server_suite_server(server) != 0)
         return 1;
-    }
     const char *flag = getenv("EXECGATE_TEST_UNPRIVILEGED");
     if (!flag || strcmp(flag, "1") != 0)
         return 0;
@@ -32,6 +39,17 @@ server_suite_begin(const char **server, bool *unprivileged, struct test_user *u)
     *unprivileged = true;
     test_user_create(u);
     return test_user_can_serve(u, *server) == 77 ? 77 : 0;
+}
+
+void
+server_suite_as_user(struct mcp_world_options *o, bool unprivileged, const struct test_user *u)
+{
+    if (!unprivileged)
+        return;
+    o->prefix = u->prefix;
+    o->chown = true;
+    o->owner_uid = u->uid;
+    o->owner_gid = u->gid;
 }
 
 void

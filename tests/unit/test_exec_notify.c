@@ -1,6 +1,7 @@
 /*
  * exec_notify: the helper's hand-over message as the supervisor receives
- * it (good, degraded, malformed, no fd leaks).  What each exec gets is the
+ * it (good, degraded, malformed, no fd leaks), and the supervisor's offer
+ * as the helper reads it (exactly "EGX1N", nothing else).  What each exec gets is the
  * server's decision (tests/unit/test_decide.c; the exec-notify suite runs
  * it on real execs).
  */
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "proto/esc_io.h"
+#include "sandbox/exec_filter.h"
 #include "supervise/exec_notify.h"
 
 /* ---- the hand-over message ---- */
@@ -123,6 +125,8 @@ test_malformed_messages(void **state)
     expect_proto(p, "EGX1L/bin/sh", 12, 0);  /* listener without fd */
     expect_proto(p, "EGX1D/bin/sh", 12, 1);  /* degraded with an fd */
     expect_proto(p, "EGX1Q/bin/sh", 12, 1);  /* unknown kind */
+    expect_proto(p, "EGX1l", 5, 1);          /* the retired exec by fd, as it was sent */
+    expect_proto(p, "EGX1l/bin/sh", 12, 1);  /* the same with a path */
     expect_proto(p, "EGX", 3, 1);            /* too short */
     expect_proto(p, "EGX1L/bin\0sh", 12, 1); /* NUL inside the path */
     expect_proto(p, "EGX1L/bin/sh", 12, 2);  /* two fds */
@@ -172,12 +176,41 @@ test_parse_listener(void **state)
     assert_null(path);
     assert_int_equal(lowest_free_fd(), before); /* the fd of a refused message is closed */
 
+    /* no kind of hand-over leaves the first exec undecided without a path */
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_int_equal(exec_notify_parse_listener("EGX1l", 5, fd, &listener, &path), -EPROTO);
+    assert_int_equal(listener, -1);
+    assert_null(path);
+    assert_int_equal(lowest_free_fd(), before);
+
     assert_int_equal(exec_notify_parse_listener("EGX1Dsh", 7, -1, &listener, &path), -EOPNOTSUPP);
     assert_int_equal(listener, -1);
     assert_string_equal(path, "sh");
     free(path);
     assert_int_equal(exec_notify_parse_listener("EGX1L", 4, -1, &listener, &path), -EPROTO);
     assert_int_equal(lowest_free_fd(), before);
+}
+
+/* The helper takes its listener by number only on the offer exactly: a
+ * longer one (the retired "EGX1NF", which also offered the exec by fd) or
+ * another is no offer, and no message is none.  Each read takes the
+ * message, so the next one is read on its own. */
+static void
+test_offer_read_exactly(void **state)
+{
+    struct pair *p = *state;
+    const struct {
+        const char *msg;
+        bool offer;
+    } cases[] = {
+        {"EGX1N", true}, {"EGX1NF", false}, {"EGX1F", false}, {"EGX1", false}, {"EGX2N", false},
+    };
+    assert_false(sandbox_exec_filter_by_number(p->s[1])); /* nothing queued */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        send_with_fds(p->s[0], cases[i].msg, strlen(cases[i].msg), -1, 0);
+        assert_int_equal(sandbox_exec_filter_by_number(p->s[1]), cases[i].offer);
+    }
+    assert_false(sandbox_exec_filter_by_number(p->s[1])); /* each was taken */
 }
 
 int
@@ -189,6 +222,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_malformed_messages, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_peer_closed, pair_setup, pair_teardown),
         cmocka_unit_test(test_parse_listener),
+        cmocka_unit_test_setup_teardown(test_offer_read_exactly, pair_setup, pair_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

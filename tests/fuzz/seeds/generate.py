@@ -86,6 +86,7 @@ escalation_session = {
 
 # fuzz_exec_notify: the first byte is the number of fds sent along (mod 3),
 # the rest the helper's datagram: "EGX1", L (listener) or D (degraded), path.
+# An 'l' (a retired kind: the helper's exec by fd) must be refused.
 exec_notify = {
     "listener": b"\1EGX1L/usr/libexec/execgate/bash",
     "degraded": b"\0EGX1D/bin/bash",
@@ -97,6 +98,8 @@ exec_notify = {
     "short": b"\0EGX1",
     "empty-path": b"\1EGX1L",
     "long-path": b"\1EGX1L/" + b"a" * 4200,
+    "retired-l-kind": b"\1EGX1l",
+    "retired-l-kind-path": b"\1EGX1l/bin/sh",
 }
 
 
