@@ -240,6 +240,33 @@ scheduler_discard_prepared(struct call_queue *q)
     call_cancel(p); /* on_prepared_end frees it */
 }
 
+/*
+ * p, a prepared login call, sources the snapshot a login call of its key
+ * would source now (login_ready), so that the call that takes it runs
+ * what it would have run unprepared; without snapshots (or with the last
+ * capture for its key failed) it runs a real login shell, as that call
+ * would.  Returns 0, or -1: nothing is prepared (a capture is due or
+ * running, which the next login call waits for anyway; out of memory).
+ */
+static int
+give_snapshot(struct scheduler *sch, struct call *p)
+{
+    if (!sch->snap)
+        return 0;
+    char *key = call_prepared_login_key(p);
+    if (!key)
+        return -1;
+    int fd = -1;
+    enum login_snapshot_state st = login_snapshot_get(sch->snap, sch->snap_kind, key,
+                                                      getenv("HOME"), uv_now(sch->cx->loop), &fd);
+    free(key);
+    if (st == LOGIN_SNAPSHOT_FALLBACK)
+        return 0;
+    if (st != LOGIN_SNAPSHOT_READY)
+        return -1;
+    return call_use_snapshot(p, sch->snap, sch->snap_kind, fd);
+}
+
 /* Room for one more HTTP session's prepared call (q's) under
  * --max-prepared: while the other sessions hold as many, the one made
  * first (its session the least recently active: a session's prepared
@@ -313,7 +340,7 @@ on_prepared_idle(uv_timer_t *t)
 
 /*
  * After c (of q) ended: the sandbox of q's next call, set up now, as c's
- * was, while nothing of
+ * was (a login call's with the login snapshot in force), while nothing of
  * q runs or waits; the next call takes it if it fits (take_prepared).
  * None while q or the server ends, or for a call whose kind is not
  * prepared.  An HTTP session's counts against --max-prepared, server wide
@@ -335,6 +362,12 @@ prepare_next(struct call_queue *q, const struct call *c, const struct shell_call
     if (!p) {
         log_warn("call: no prepared sandbox for the next call: %s", err ? err : "out of memory");
         free(err);
+        return;
+    }
+    if (p->login && give_snapshot(sch, p) < 0) {
+        log_debug("call: no prepared sandbox for the next login call: its login snapshot is not "
+                  "ready");
+        call_free(p);
         return;
     }
     p->q = q;
@@ -517,15 +550,8 @@ login_ready(struct call *c)
         return false;
     if (st == LOGIN_SNAPSHOT_WAIT)
         return false;
-    if (st == LOGIN_SNAPSHOT_READY) {
-        struct shell_call_spec *spec = shell_call_spec(c->sc);
-        /* the memfd stays the store's: the call starts (and inherits it)
-         * before anything else runs on the loop */
-        if (login_snapshot_use(sch->snap, sch->snap_kind, &spec->argv, &spec->env) < 0)
-            log_warn("login snapshot: out of memory: this call runs a real login shell");
-        else
-            shell_call_set_fd(c->sc, CALL_FD_LOGIN_SNAPSHOT, fd);
-    }
+    if (st == LOGIN_SNAPSHOT_READY && call_use_snapshot(c, sch->snap, sch->snap_kind, fd) < 0)
+        log_warn("login snapshot: out of memory: this call runs a real login shell");
     free(c->snap_key);
     c->snap_key = NULL;
     return true;

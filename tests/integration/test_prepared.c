@@ -11,13 +11,16 @@
  * a writable root renamed away and replaced by another directory of the
  * same name (the command must see the new one, never the one the
  * prepared sandbox was set up with).  A prepared sandbox leaves no
- * process when its session ends or when the server is killed.
+ * process when its session ends or when the server is killed.  A login
+ * call's next is a login call's sandbox, with the login snapshot in
+ * force: it runs the next login call, and a new snapshot discards it.
  *
  * Over HTTP (--listen, a Unix socket): a session's next call runs
  * prepared too; --max-prepared N holds for N+1 sessions (the one that
  * called first loses its sandbox), 0 prepares none; a session idle for
  * --prepared-idle-ms loses its sandbox; DELETE leaves none of its
- * processes while the server runs on.
+ * processes while the server runs on; a login call whose snapshot another
+ * session renewed does not run in the sandbox set up with the old one.
  *
  * Variants (meson.build): as the invoking user and, with
  * EXECGATE_TEST_UNPRIVILEGED=1 and started as root, with the server run as
@@ -1337,6 +1340,140 @@ test_http_delete_leaves_nothing(void **state)
     http_stop();
 }
 
+/* Writes HOME's ~/.profile: it exports SNAP_VAR=value. */
+static void
+write_profile(const char *home, const char *value)
+{
+    char *profile = tmpdir_path(home, ".profile");
+    char *text = mcp_world_fmt("export SNAP_VAR=%s\n", value);
+    tmpdir_write_file(profile, text, 0644);
+    attack_own(profile);
+    free(text);
+    free(profile);
+}
+
+/* A login call's snapshot changes between the sandbox prepared for a
+ * session's next login call and that call: another session's login call
+ * captured the changed profile.  The call sources the new snapshot; the
+ * sandbox prepared with the old one must not run it (its shell would
+ * source the old one: same command line, same environment, another
+ * memfd). */
+static void
+test_http_login_new_snapshot(void **state)
+{
+    (void)state;
+    char *home = attack_scratch(NULL, "prepared-home");
+    write_profile(home, "one");
+    attack_own(home);
+    http_start_home(NULL, home);
+    struct hsess a, b;
+    hsess_open(&a);
+    hsess_open(&b);
+    char *out = hsess_shell(&a, "echo $SNAP_VAR", true);
+    assert_string_equal(out, "one\n");
+    free(out);
+    pid_t wa = await_new_waiting(NULL, 0);
+    char nsa[128];
+    ns_of(wa, nsa, sizeof(nsa));
+    write_profile(home, "two-and-longer");
+    out = hsess_shell(&b, "echo $SNAP_VAR", true);
+    assert_string_equal(out, "two-and-longer\n");
+    free(out);
+    out = hsess_shell(&a, "readlink /proc/self/ns/mnt; echo $SNAP_VAR", true);
+    char *want_not = mcp_world_fmt("%sone\n", nsa);
+    assert_string_not_equal(out, want_not);
+    mcp_world_assert_contains(out, "\ntwo-and-longer\n");
+    assert_null(strstr(out, nsa));
+    free(want_not);
+    free(out);
+    assert_int_equal(log_count("its prepared sandbox is discarded: another login snapshot"), 1);
+    hsess_close(&a);
+    hsess_close(&b);
+    http_stop();
+}
+
+/* A login call with login false or true as said, in the world's workdir
+ * (debug records into *s). */
+static json_t *
+run_login(struct mcp_world *w, const char *command, struct prep_said *s)
+{
+    return run_args(w, command, NULL, 30000, true, s);
+}
+
+/*
+ * A login call's next is prepared as a login call sourcing the snapshot
+ * in force: the next login call runs there (its mount namespace) and sees
+ * what the profile set up.  A changed profile: the next login call's
+ * capture discards it (set up with the old snapshot), the call sees the
+ * new profile, and the call after it runs prepared with the new snapshot.
+ * A call without login does not take a login call's sandbox.
+ */
+static void
+test_login_prepared(void **state)
+{
+    (void)state;
+    char *home = attack_scratch(NULL, "prepared-home");
+    write_profile(home, "one");
+    attack_own(home);
+    /* the server's own HOME (the one its snapshot's startup files are
+     * found in), not one more variable after it */
+    char *saved = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    assert_int_equal(setenv("HOME", home, 1), 0);
+    static const char *const on[] = {"--prepare", NULL};
+    const struct mcp_world_options o = {.extra = attack_suite_extra(), .more = on};
+    struct mcp_world *w = attack_world_start(RM_FORBIDDEN, &o);
+    if (saved)
+        setenv("HOME", saved, 1);
+    else
+        unsetenv("HOME");
+    free(saved);
+    pid_t server = mcp_client_pid(w->c);
+    set_level(w, "debug");
+    struct prep_said s;
+    json_t *r = run_login(w, "echo $SNAP_VAR", &s);
+    assert_string_equal(mcp_world_output(r), "one\n");
+    assert_false(s.prepared);
+    json_decref(r);
+    int fd;
+    char ns[128];
+    hold_prepared_ns(server, &fd, ns, sizeof(ns));
+    r = run_login(
+        w, "readlink /proc/self/ns/mnt; echo $SNAP_VAR; shopt -q login_shell && echo login", &s);
+    assert_true(s.prepared);
+    char *want = mcp_world_fmt("%sone\nlogin\n", ns);
+    assert_string_equal(mcp_world_output(r), want);
+    free(want);
+    close(fd);
+    json_decref(r);
+
+    pid_t pids[256];
+    await_prepared(server, pids, 256, NULL);
+    write_profile(home, "two-and-longer");
+    r = run_login(w, "echo $SNAP_VAR", &s);
+    assert_string_equal(mcp_world_output(r), "two-and-longer\n");
+    assert_false(s.prepared);
+    assert_true(s.discarded);
+    assert_string_equal(s.reason, "a login snapshot's capture");
+    json_decref(r);
+    hold_prepared_ns(server, &fd, ns, sizeof(ns));
+    r = run_login(w, "readlink /proc/self/ns/mnt; echo $SNAP_VAR", &s);
+    assert_true(s.prepared);
+    want = mcp_world_fmt("%stwo-and-longer\n", ns);
+    assert_string_equal(mcp_world_output(r), want);
+    free(want);
+    close(fd);
+    json_decref(r);
+
+    await_prepared(server, pids, 256, NULL);
+    r = run_in(w, "echo \"[$SNAP_VAR]\"", NULL, &s);
+    assert_string_equal(mcp_world_output(r), "[]\n");
+    assert_false(s.prepared);
+    assert_true(s.discarded);
+    mcp_world_assert_contains(s.reason, "a call without login");
+    json_decref(r);
+    attack_world_end(w);
+}
+
 int
 main(void)
 {
@@ -1357,11 +1494,13 @@ main(void)
         cmocka_unit_test_teardown(test_swapped_denied_file_discards, attack_teardown),
         cmocka_unit_test_teardown(test_session_end_leaves_nothing, attack_teardown),
         cmocka_unit_test_teardown(test_server_killed_leaves_nothing, attack_teardown),
+        cmocka_unit_test_teardown(test_login_prepared, attack_teardown),
         cmocka_unit_test_teardown(test_http_next_call_prepared, http_teardown),
         cmocka_unit_test_teardown(test_http_cap, http_teardown),
         cmocka_unit_test_teardown(test_http_none, http_teardown),
         cmocka_unit_test_teardown(test_http_idle_drops, http_teardown),
         cmocka_unit_test_teardown(test_http_delete_leaves_nothing, http_teardown),
+        cmocka_unit_test_teardown(test_http_login_new_snapshot, http_teardown),
     };
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     attack_suite_end();
