@@ -13,7 +13,9 @@
  * prepared sandbox was set up with).  A prepared sandbox leaves no
  * process when its session ends or when the server is killed.  A login
  * call's next is a login call's sandbox, with the login snapshot in
- * force: it runs the next login call, and a new snapshot discards it.
+ * force: it runs the next login call, and a new snapshot discards it;
+ * without snapshots its real login shell reads the profile as it is when
+ * the command comes.
  *
  * Over HTTP (--listen, a Unix socket): a session's next call runs
  * prepared too; --max-prepared N holds for N+1 sessions (the one that
@@ -1400,6 +1402,25 @@ run_login(struct mcp_world *w, const char *command, struct prep_said *s)
     return run_args(w, command, NULL, 30000, true, s);
 }
 
+/* The test's world (rm forbidden) with HOME home and more server
+ * arguments (NULL-terminated): HOME is the server's own (the one its
+ * snapshot's startup files are found in), not one more variable after
+ * it. */
+static struct mcp_world *
+home_world(const char *home, const char *const *more)
+{
+    char *saved = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    assert_int_equal(setenv("HOME", home, 1), 0);
+    const struct mcp_world_options o = {.extra = attack_suite_extra(), .more = more};
+    struct mcp_world *w = attack_world_start(RM_FORBIDDEN, &o);
+    if (saved)
+        setenv("HOME", saved, 1);
+    else
+        unsetenv("HOME");
+    free(saved);
+    return w;
+}
+
 /*
  * A login call's next is prepared as a login call sourcing the snapshot
  * in force: the next login call runs there (its mount namespace) and sees
@@ -1415,18 +1436,8 @@ test_login_prepared(void **state)
     char *home = attack_scratch(NULL, "prepared-home");
     write_profile(home, "one");
     attack_own(home);
-    /* the server's own HOME (the one its snapshot's startup files are
-     * found in), not one more variable after it */
-    char *saved = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-    assert_int_equal(setenv("HOME", home, 1), 0);
     static const char *const on[] = {"--prepare", NULL};
-    const struct mcp_world_options o = {.extra = attack_suite_extra(), .more = on};
-    struct mcp_world *w = attack_world_start(RM_FORBIDDEN, &o);
-    if (saved)
-        setenv("HOME", saved, 1);
-    else
-        unsetenv("HOME");
-    free(saved);
+    struct mcp_world *w = home_world(home, on);
     pid_t server = mcp_client_pid(w->c);
     set_level(w, "debug");
     struct prep_said s;
@@ -1474,6 +1485,39 @@ test_login_prepared(void **state)
     attack_world_end(w);
 }
 
+/* Without snapshots (--no-login-snapshot) a login call's prepared
+ * sandbox runs a real login shell, which reads the profile when the
+ * command has come: a profile changed while the sandbox waited is the
+ * one the call sees. */
+static void
+test_login_prepared_without_snapshots(void **state)
+{
+    (void)state;
+    char *home = attack_scratch(NULL, "prepared-home");
+    write_profile(home, "one");
+    attack_own(home);
+    static const char *const more[] = {"--prepare", "--no-login-snapshot", NULL};
+    struct mcp_world *w = home_world(home, more);
+    pid_t server = mcp_client_pid(w->c);
+    set_level(w, "debug");
+    struct prep_said s;
+    json_t *r = run_login(w, "echo $SNAP_VAR", &s);
+    assert_string_equal(mcp_world_output(r), "one\n");
+    json_decref(r);
+    int fd;
+    char ns[128];
+    hold_prepared_ns(server, &fd, ns, sizeof(ns));
+    write_profile(home, "two-and-longer");
+    r = run_login(w, "readlink /proc/self/ns/mnt; echo $SNAP_VAR", &s);
+    assert_true(s.prepared);
+    char *want = mcp_world_fmt("%stwo-and-longer\n", ns);
+    assert_string_equal(mcp_world_output(r), want);
+    free(want);
+    close(fd);
+    json_decref(r);
+    attack_world_end(w);
+}
+
 int
 main(void)
 {
@@ -1495,6 +1539,7 @@ main(void)
         cmocka_unit_test_teardown(test_session_end_leaves_nothing, attack_teardown),
         cmocka_unit_test_teardown(test_server_killed_leaves_nothing, attack_teardown),
         cmocka_unit_test_teardown(test_login_prepared, attack_teardown),
+        cmocka_unit_test_teardown(test_login_prepared_without_snapshots, attack_teardown),
         cmocka_unit_test_teardown(test_http_next_call_prepared, http_teardown),
         cmocka_unit_test_teardown(test_http_cap, http_teardown),
         cmocka_unit_test_teardown(test_http_none, http_teardown),
