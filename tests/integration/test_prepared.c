@@ -19,7 +19,8 @@
  *
  * Over HTTP (--listen, a Unix socket): a session's next call runs
  * prepared too; --max-prepared N holds for N+1 sessions (the one that
- * called first loses its sandbox), 0 prepares none; a session idle for
+ * called first loses its sandbox), 0 prepares none, and a waiting one
+ * takes no --max-calls slot; a session idle for
  * --prepared-idle-ms loses its sandbox; DELETE leaves none of its
  * processes while the server runs on; a login call whose snapshot another
  * session renewed does not run in the sandbox set up with the old one.
@@ -1265,6 +1266,30 @@ test_http_cap(void **state)
     http_stop();
 }
 
+/* A prepared sandbox takes no --max-calls slot: with --max-calls 1 and
+ * one session's sandbox waiting, another session's call runs (it would
+ * wait forever for a slot the sandbox held). */
+static void
+test_http_prepared_takes_no_slot(void **state)
+{
+    (void)state;
+    static const char *const more[] = {"--max-calls", "1", NULL};
+    http_start(more);
+    struct hsess a, b;
+    hsess_open(&a);
+    hsess_open(&b);
+    free(hsess_shell(&a, "true", false));
+    pid_t wa = await_new_waiting(NULL, 0);
+    char *out = hsess_shell(&b, "echo ran", false);
+    assert_string_equal(out, "ran\n");
+    free(out);
+    pid_t want[] = {wa, await_new_waiting(&wa, 1)};
+    await_waiting(want, 2);
+    hsess_close(&a);
+    hsess_close(&b);
+    http_stop();
+}
+
 /* --max-prepared 0: no HTTP session gets one. */
 static void
 test_http_none(void **state)
@@ -1542,6 +1567,7 @@ main(void)
         cmocka_unit_test_teardown(test_login_prepared_without_snapshots, attack_teardown),
         cmocka_unit_test_teardown(test_http_next_call_prepared, http_teardown),
         cmocka_unit_test_teardown(test_http_cap, http_teardown),
+        cmocka_unit_test_teardown(test_http_prepared_takes_no_slot, http_teardown),
         cmocka_unit_test_teardown(test_http_none, http_teardown),
         cmocka_unit_test_teardown(test_http_idle_drops, http_teardown),
         cmocka_unit_test_teardown(test_http_delete_leaves_nothing, http_teardown),
