@@ -21,8 +21,8 @@
  * prepared too; --max-prepared N holds for N+1 sessions (the one that
  * called first loses its sandbox), 0 prepares none, and a waiting one
  * takes no --max-calls slot; a session idle for
- * --prepared-idle-ms loses its sandbox; DELETE leaves none of its
- * processes while the server runs on; a login call whose snapshot another
+ * --prepared-idle-ms loses its sandbox; DELETE and --session-idle-ms
+ * leave none of its processes while the server runs on; a login call whose snapshot another
  * session renewed does not run in the sandbox set up with the old one.
  *
  * Variants (meson.build): as the invoking user and, with
@@ -1346,13 +1346,15 @@ sandbox_chain(pid_t server, pid_t pid, pid_t *chain, size_t cap)
     return n;
 }
 
-/* DELETE with a sandbox prepared: every process of it goes, while the
- * server runs on. */
+/* A session ends with a sandbox prepared, by DELETE or, unused for
+ * --session-idle-ms (the sandbox's own idle limit far longer), by the
+ * server: every process of the sandbox goes, while the server runs on. */
 static void
-test_http_delete_leaves_nothing(void **state)
+session_end_leaves_nothing(bool delete)
 {
-    (void)state;
-    http_start(NULL);
+    static const char *const idle[] = {"--session-idle-ms", "2000", "--prepared-idle-ms", "3600000",
+                                       NULL};
+    http_start(delete ? NULL : idle);
     struct hsess se;
     hsess_open(&se);
     free(hsess_shell(&se, "true", false));
@@ -1360,11 +1362,28 @@ test_http_delete_leaves_nothing(void **state)
     pid_t chain[8];
     size_t n = sandbox_chain(http.pid, which, chain, 8);
     assert_true(n >= 2); /* the helper, ..., the process that waits */
-    assert_int_equal(hsess_delete(&se), 200);
+    if (delete)
+        assert_int_equal(hsess_delete(&se), 200);
     assert_all_gone(chain, n);
+    if (!delete)
+        assert_true(log_count("idle (--session-idle-ms)") > 0);
     assert_true(kill(http.pid, 0) == 0);
     hsess_close(&se);
     http_stop();
+}
+
+static void
+test_http_delete_leaves_nothing(void **state)
+{
+    (void)state;
+    session_end_leaves_nothing(true);
+}
+
+static void
+test_http_session_idle_leaves_nothing(void **state)
+{
+    (void)state;
+    session_end_leaves_nothing(false);
 }
 
 /* Writes HOME's ~/.profile: it exports SNAP_VAR=value. */
@@ -1571,6 +1590,7 @@ main(void)
         cmocka_unit_test_teardown(test_http_none, http_teardown),
         cmocka_unit_test_teardown(test_http_idle_drops, http_teardown),
         cmocka_unit_test_teardown(test_http_delete_leaves_nothing, http_teardown),
+        cmocka_unit_test_teardown(test_http_session_idle_leaves_nothing, http_teardown),
         cmocka_unit_test_teardown(test_http_login_new_snapshot, http_teardown),
     };
     rc = cmocka_run_group_tests(tests, NULL, NULL);
