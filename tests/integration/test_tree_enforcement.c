@@ -682,15 +682,8 @@ test_no_fd_leak_across_calls(void **state)
     }
     assert_int_equal(after, before);
     mcp_world_end(&w);
-    /* a helper that fails before the hand-over (it closes its end); no
-     * sandbox prepared between the calls counted either (each such one
-     * fails too, its fds released whenever its helper's end is seen) */
-    static const char *const failing[] = {"--sandbox-helper=/bin/false", "--no-prepare", NULL};
-    const struct mcp_world_options fo = {.server = server_path,
-                                         .client_name = "tree-tests",
-                                         .policy = "workspace-write",
-                                         .more = failing};
-    mcp_world_start(&w, "", &fo);
+    /* a helper that fails before the hand-over (it closes its end) */
+    world_start_full(&w, "", false, "workspace-write", "--sandbox-helper=/bin/false", NULL);
     r = run(&w, "echo never", NULL);
     json_decref(r);
     before = mcp_client_fd_count(w.c);
