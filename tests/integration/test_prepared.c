@@ -1196,16 +1196,22 @@ await_new_waiting(const pid_t *before, size_t nb)
     return -1;
 }
 
-/* "mnt:[N]\n", the mount namespace of pid, as the command prints it. */
-static void
-ns_of(pid_t pid, char *ns, size_t size)
+/* The mount namespace of pid, held open in the fd returned (so that its
+ * number is given to no other namespace while the test compares it), its
+ * name in ns ("mnt:[N]\n", as the command prints it). */
+static int
+hold_ns(pid_t pid, char *ns, size_t size)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     ssize_t k = readlink(path, ns, size - 2);
     assert_true(k > 0);
     ns[k] = '\n';
     ns[k + 1] = '\0';
+    return fd;
 }
 
 /* An HTTP session's next call runs in the sandbox prepared when its last
@@ -1220,10 +1226,11 @@ test_http_next_call_prepared(void **state)
     free(hsess_shell(&se, "true", false));
     pid_t which = await_new_waiting(NULL, 0);
     char ns[128];
-    ns_of(which, ns, sizeof(ns));
+    int held = hold_ns(which, ns, sizeof(ns));
     char *out = hsess_shell(&se, ns_cmd, false);
     assert_string_equal(out, ns);
     free(out);
+    close(held);
     assert_int_equal(log_count("runs in its prepared sandbox"), 1);
     hsess_close(&se);
     http_stop();
@@ -1251,12 +1258,14 @@ test_http_cap(void **state)
     /* the first session's call finds none of its own: it runs in a
      * namespace of its own, and the second's sandbox goes for its next */
     char ns1[128], ns2[128];
-    ns_of(w[1], ns1, sizeof(ns1));
-    ns_of(w[2], ns2, sizeof(ns2));
+    int held1 = hold_ns(w[1], ns1, sizeof(ns1));
+    int held2 = hold_ns(w[2], ns2, sizeof(ns2));
     char *out = hsess_shell(&s[0], ns_cmd, false);
     assert_string_not_equal(out, ns1);
     assert_string_not_equal(out, ns2);
     free(out);
+    close(held1);
+    close(held2);
     pid_t again = await_new_waiting(w, 3);
     pid_t want[] = {w[2], again};
     await_waiting(want, 2);
@@ -1420,7 +1429,7 @@ test_http_login_new_snapshot(void **state)
     free(out);
     pid_t wa = await_new_waiting(NULL, 0);
     char nsa[128];
-    ns_of(wa, nsa, sizeof(nsa));
+    int held = hold_ns(wa, nsa, sizeof(nsa));
     write_profile(home, "two-and-longer");
     out = hsess_shell(&b, "echo $SNAP_VAR", true);
     assert_string_equal(out, "two-and-longer\n");
@@ -1432,6 +1441,7 @@ test_http_login_new_snapshot(void **state)
     assert_null(strstr(out, nsa));
     free(want_not);
     free(out);
+    close(held);
     assert_int_equal(log_count("its prepared sandbox is discarded: another login snapshot"), 1);
     hsess_close(&a);
     hsess_close(&b);
