@@ -70,7 +70,8 @@ _execgate()
         --max-background | --max-background-output | \
         --max-message-bytes | --kill-grace-ms | --login-snapshot-timeout-ms | \
         --listen | --session-idle-ms | --header-timeout-ms | --max-sessions | \
-        --write-timeout-ms | --task-ttl-ms | --max-tasks)
+        --write-timeout-ms | --task-ttl-ms | --max-tasks | --max-prepared | \
+        --prepared-idle-ms)
         # JSON or a number: nothing to offer
         COMPREPLY=()
         return
@@ -85,7 +86,7 @@ _execgate()
         --log-level --log-format --audit-log --exec-enforcement --exec-strict
         --escalated-children --allow-unix-socket
         --pass-env --network-proxy --no-login-snapshot --login-snapshot-timeout-ms
-        --prepare --no-prepare
+        --prepare --no-prepare --max-prepared --prepared-idle-ms
         --listen --token-file --session-idle-ms --header-timeout-ms --max-sessions
         --write-timeout-ms --task-ttl-ms --max-tasks
         --help --version' -- "$cur")

@@ -49,6 +49,8 @@ enum {
     OPT_NO_LOGIN_SNAPSHOT,
     OPT_PREPARE,
     OPT_NO_PREPARE,
+    OPT_MAX_PREPARED,
+    OPT_PREPARED_IDLE,
     OPT_LOGIN_SNAPSHOT_TIMEOUT,
     OPT_SHELL,
     OPT_NETWORK_PROXY,
@@ -94,6 +96,8 @@ static const struct option long_options[] = {
     {"no-login-snapshot", no_argument, NULL, OPT_NO_LOGIN_SNAPSHOT},
     {"prepare", no_argument, NULL, OPT_PREPARE},
     {"no-prepare", no_argument, NULL, OPT_NO_PREPARE},
+    {"max-prepared", required_argument, NULL, OPT_MAX_PREPARED},
+    {"prepared-idle-ms", required_argument, NULL, OPT_PREPARED_IDLE},
     {"login-snapshot-timeout-ms", required_argument, NULL, OPT_LOGIN_SNAPSHOT_TIMEOUT},
     {"shell", required_argument, NULL, OPT_SHELL},
     {"network-proxy", required_argument, NULL, OPT_NETWORK_PROXY},
@@ -185,6 +189,10 @@ usage(FILE *out)
             "  --no-prepare              set up each call's sandbox when the call comes, not\n"
             "                            when the session's last call ends (--prepare: the\n"
             "                            default)\n"
+            "  --max-prepared N          sandboxes set up ahead for HTTP sessions at once,\n"
+            "                            the most recently active sessions' (4; 0: none)\n"
+            "  --prepared-idle-ms MS     an HTTP session's sandbox set up ahead and unused\n"
+            "                            this long is discarded (60000)\n"
             "  --network-proxy MODE      with network off in the policy, reach the network\n"
             "                            through the proxy that network_rule decides: auto\n"
             "                            (when the rules have one; the default), on, off\n"
@@ -532,6 +540,8 @@ static const struct {
     {OPT_MAX_CALLS, "--max-calls", 1, 4096},
     {OPT_LOGIN_SNAPSHOT_TIMEOUT, "--login-snapshot-timeout-ms", 1, UINT64_C(1) << 53},
     {OPT_SESSION_IDLE, "--session-idle-ms", 1, UINT64_C(1) << 53},
+    {OPT_MAX_PREPARED, "--max-prepared", 0, 4096},
+    {OPT_PREPARED_IDLE, "--prepared-idle-ms", 1, UINT64_C(1) << 53},
     {OPT_MAX_SESSIONS, "--max-sessions", 1, 65536},
     {OPT_HEADER_TIMEOUT, "--header-timeout-ms", 1, UINT64_C(1) << 53},
     {OPT_WRITE_TIMEOUT, "--write-timeout-ms", 1, UINT64_C(1) << 53},
@@ -594,6 +604,12 @@ apply_number(struct server_options *o, int c, const char *arg, char **err)
         break;
     case OPT_SESSION_IDLE:
         o->session_idle_ms = n;
+        break;
+    case OPT_MAX_PREPARED:
+        o->max_prepared = (unsigned)n;
+        break;
+    case OPT_PREPARED_IDLE:
+        o->prepared_idle_ms = n;
         break;
     case OPT_MAX_SESSIONS:
         o->max_sessions = (unsigned)n;
@@ -788,6 +804,8 @@ options_parse(int argc, char **argv, struct server_options *o, char **err)
     o->max_memory = OPTIONS_DEFAULT_MAX_MEMORY;
     o->login_snapshot = true;
     o->prepare = true;
+    o->max_prepared = OPTIONS_DEFAULT_MAX_PREPARED;
+    o->prepared_idle_ms = OPTIONS_DEFAULT_PREPARED_IDLE_MS;
     o->login_snapshot_timeout_ms = OPTIONS_DEFAULT_LOGIN_SNAPSHOT_TIMEOUT_MS;
     o->session_idle_ms = OPTIONS_DEFAULT_SESSION_IDLE_MS;
     o->header_timeout_ms = OPTIONS_DEFAULT_HEADER_TIMEOUT_MS;

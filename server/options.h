@@ -36,6 +36,10 @@
 /* HTTP (--listen): an unused session ends after 30 minutes; 64 at once */
 #define OPTIONS_DEFAULT_SESSION_IDLE_MS (30u * 60 * 1000)
 #define OPTIONS_DEFAULT_MAX_SESSIONS    64u
+/* HTTP: sandboxes set up ahead for 4 sessions at most, each kept a
+ * minute unused (stdio's one is kept as long as its session) */
+#define OPTIONS_DEFAULT_MAX_PREPARED     4u
+#define OPTIONS_DEFAULT_PREPARED_IDLE_MS 60000u
 /* HTTP: a request's headers must arrive within 10 s */
 #define OPTIONS_DEFAULT_HEADER_TIMEOUT_MS 10000u
 /* The longest a call may run (timeout_ms, --default-timeout-ms): a day.
@@ -110,6 +114,10 @@ struct server_options {
     /* on unless --no-prepare: when a session's call ends, its next call's
      * sandbox is set up before it comes (call_prepare_next) */
     bool prepare;
+    /* --max-prepared: HTTP sessions' prepared calls held at once, server
+     * wide (0: none); --prepared-idle-ms: one unused this long goes */
+    unsigned max_prepared;
+    uint64_t prepared_idle_ms;
     uint64_t login_snapshot_timeout_ms; /* its capture is killed after this long */
     /* --listen: HTTP addresses (unix:PATH or HOST:PORT) as given,
      * NULL-terminated; none: stdio */

@@ -3,6 +3,7 @@
 #include "sandbox/policy/cmdline.h"
 #include "sandbox/placeholder.h"
 #include "sandbox/policy/policy.h"
+#include "server/call/login_snapshot.h"
 #include "server/call/call_cgroup.h"
 #include "server/call/call_cgroup_pool.h"
 #include "server/call/call_fds.h"
@@ -253,6 +254,8 @@ call_free(struct call *c)
     free(c->snap_workdir);
     json_decref(c->snap_policy);
     free(c->snap_sandbox_cwd);
+    if (c->snap_fd >= 0)
+        close(c->snap_fd);
     free(c->prep_workdir);
     free(c->prep_sandbox_cwd);
     json_decref(c->prep_policy);
@@ -588,6 +591,8 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
     if (!c)
         return NULL;
     c->cx = cx;
+    c->snap_fd = -1;
+    c->login = r->login;
     c->id = json_incref(id);
     /* the id as text, once, for logs, the audit log and the cgroup's
      * messages; records for the client carry the id itself */
@@ -649,14 +654,13 @@ call_new(const struct call_context *cx, json_t *id, const struct call_request *r
 }
 
 /* With prepared calls on, whether the call after c may be prepared like
- * it, and what that one is made from.  Returns 0, or -1 when out of
- * memory. */
+ * it (a login call's as a login call: call_prepare_next), and what that
+ * one is made from.  Returns 0, or -1 when out of memory. */
 static int
 keep_preparable(struct call *c, const struct call_request *r, bool net)
 {
     c->rules_gen = decide_server_generation(c->cx->decide);
-    if (!c->cx->o->prepare || !c->confines || r->login || r->background || r->tty ||
-        r->leave_sandbox || net)
+    if (!c->cx->o->prepare || !c->confines || r->background || r->tty || r->leave_sandbox || net)
         return 0;
     c->prep_workdir = strdup(r->workdir);
     c->prep_sandbox_cwd = strdup(r->sandbox_cwd);
@@ -679,6 +683,7 @@ call_prepare_next(const struct call *done, struct decide_client *cl, struct call
         .workdir = done->prep_workdir,
         .policy = done->prep_policy,
         .sandbox_cwd = done->prep_sandbox_cwd,
+        .login = done->login,
         .prepare = true,
     };
     json_t *id = json_pack("{s:I}", "prepared", (json_int_t)done->seq);
@@ -724,6 +729,26 @@ env_same(char *const *a, char *const *b)
     return !a[i] && !b[i];
 }
 
+/* Why p's login shell cannot run c's command, or NULL: it can.  A login
+ * call sources its snapshot when its shell starts (after the command
+ * came), so p fits when it was given the very snapshot c was: the same
+ * sealed memfd (both held open: the identity cannot be another's), or
+ * neither was given one (a real login shell). */
+static const char *
+login_misfit(const struct call *p, const struct call *c)
+{
+    if (p->login != c->login)
+        return c->login ? "a login call, and the sandbox was prepared for a call without login"
+                        : "a call without login, and the sandbox was prepared for a login call";
+    if (p->snap_fd >= 0 && c->snap_fd >= 0)
+        return file_id_same_fd(p->snap_fd, c->snap_fd) ? NULL : "another login snapshot";
+    if (p->snap_fd >= 0)
+        return "no login snapshot for this call, and the sandbox was prepared with one";
+    if (c->snap_fd >= 0)
+        return "a login snapshot for this call, and the sandbox was prepared without one";
+    return NULL;
+}
+
 /* Why p cannot run c's command, or NULL: it can. */
 static const char *
 misfit(const struct call *p, const struct call *c)
@@ -731,10 +756,15 @@ misfit(const struct call *p, const struct call *c)
     const struct shell_call_spec *ps = shell_call_spec(p->sc), *cs = shell_call_spec(c->sc);
     if (!c->preparable)
         return "this kind of call is not prepared";
+    if (c->snap_capture)
+        return "a login snapshot's capture";
     if (c->held_by_owner)
         return "a task follows this call's questions";
     if (p->rules_gen != c->rules_gen)
         return "the rules were reloaded";
+    const char *login = login_misfit(p, c);
+    if (login)
+        return login;
     if (!argv_fits(ps->argv, cs->argv))
         return "another sandbox, workdir or helper command line";
     if (!env_same(ps->env, cs->env))
@@ -823,6 +853,36 @@ call_login_key(const struct call_context *cx, const struct call_request *r)
                : NULL;
     free(policy);
     return key;
+}
+
+char *
+call_prepared_login_key(const struct call *c)
+{
+    const struct call_request r = {
+        .workdir = c->prep_workdir,
+        .policy = c->prep_policy,
+        .sandbox_cwd = c->prep_sandbox_cwd,
+    };
+    return c->prep_workdir ? call_login_key(c->cx, &r) : NULL;
+}
+
+int
+call_use_snapshot(struct call *c, const struct login_snapshot *ls,
+                  const struct login_snapshot_kind *k, int fd)
+{
+    struct shell_call_spec *spec = shell_call_spec(c->sc);
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (own < 0)
+        return -1;
+    if (login_snapshot_use(ls, k, &spec->argv, &spec->env) < 0) {
+        close(own);
+        return -1;
+    }
+    /* the memfd stays the store's: the call starts (and inherits it)
+     * before anything else runs on the loop */
+    shell_call_set_fd(c->sc, CALL_FD_LOGIN_SNAPSHOT, fd);
+    c->snap_fd = own;
+    return 0;
 }
 
 /* ---- running ---- */

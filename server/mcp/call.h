@@ -120,12 +120,17 @@ struct call {
     json_t *snap_policy;
     char *snap_sandbox_cwd;
     bool snap_capture; /* it is the capture itself */
+    bool login;        /* it runs a login shell */
+    /* the sealed snapshot it sources (its own dup, so that the object
+     * stays the one compared), or -1: none (call_use_snapshot) */
+    int snap_fd;
 
     /* prepared calls: the rules' generation it was made under; whether
      * the next call of its session may be prepared like it (a foreground
-     * call under a read-only or workspace-write sandbox, not a login
-     * shell, without a terminal or the network proxy, not leaving the
-     * sandbox), and then what that one is made from */
+     * call under a read-only or workspace-write sandbox, without a
+     * terminal or the network proxy, not leaving the sandbox; a login
+     * call's next is prepared as a login call), and then what that one is
+     * made from */
     uint64_t rules_gen;
     bool confines; /* its policy is read-only or workspace-write */
     bool preparable;
@@ -187,10 +192,28 @@ struct call *call_new(const struct call_context *cx, json_t *id, const struct ca
  * sandbox is rooted and the workdir.  NULL when out of memory. */
 char *call_login_key(const struct call_context *cx, const struct call_request *r);
 
+/* The login key of the call c prepared (call_prepare_next) from: what
+ * its login snapshot must be valid for.  NULL when out of memory. */
+char *call_prepared_login_key(const struct call *c);
+
+struct login_snapshot;
+struct login_snapshot_kind;
+
+/*
+ * c, a login call not started, sources the snapshot fd (READY from ls,
+ * of kind k: login_snapshot_use): its command line and environment say
+ * so, its spawn gives it fd, and c keeps a dup of fd, the object a
+ * prepared call is compared by.  Returns 0, or -1 when out of memory or
+ * fds (c is then unchanged: a real login shell).
+ */
+int call_use_snapshot(struct call *c, const struct login_snapshot *ls,
+                      const struct login_snapshot_kind *k, int fd);
+
 /*
  * The call prepared to follow done, a preparable call of the same session
  * (questions to cl, network questions to ncl): made as done was (policy,
- * sandbox cwd, workdir, environment, rules), started at once by
+ * sandbox cwd, workdir, environment, rules, a login shell or not; the
+ * caller gives a login one its snapshot: call_use_snapshot), started at once by
  * call_start, its helper waiting with everything set up for the command
  * call_take_prepared sends it.  NULL with *err (malloc'd; NULL: out of
  * memory) when it cannot be made; nothing is then prepared.
@@ -201,9 +224,10 @@ struct call *call_prepare_next(const struct call *done, struct decide_client *cl
 /*
  * Whether the prepared call p (running, waiting for its command) is
  * exactly what c (made by call_new, not started) would run: the same
- * rules generation, helper command line but for the command, environment,
- * sandbox view and network, and every path its sandbox was set up from
- * still the file it was (by identity, not name).  If so, p becomes c (its
+ * rules generation, login or not, the same login snapshot (the same
+ * sealed object, or none), helper command line but for the command,
+ * environment, sandbox view and network, and every path its sandbox was
+ * set up from still the file it was (by identity, not name).  If so, p becomes c (its
  * id, label, progress token, owner and timeout) and runs c's command:
  * returns 0, and the caller frees c, which never ran.  Otherwise returns
  * -1 with *why (static text): the caller discards p (call_cancel) and

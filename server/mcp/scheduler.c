@@ -15,6 +15,11 @@ struct scheduler {
     struct call_queue *queues; /* in turn order */
     unsigned n_running;        /* calls running in all sessions */
     unsigned n_prepared;       /* prepared calls not yet ended, taken or not */
+    uint64_t prepared_made;    /* prepared calls made over HTTP (their order) */
+    /* the HTTP sessions' prepared calls unused for --prepared-idle-ms go
+     * when it fires (made with the first of them, closed at the stop) */
+    uv_timer_t idle;
+    bool idle_made;
     bool stopped;
     /* login calls' snapshots of the login environment; NULL: off */
     struct login_snapshot *snap;
@@ -235,19 +240,122 @@ scheduler_discard_prepared(struct call_queue *q)
     call_cancel(p); /* on_prepared_end frees it */
 }
 
-/* After c (of q) ended: the sandbox of q's next call, set up now, as c's
- * was, while nothing of q runs or waits; the next call takes it if it fits
- * (take_prepared).  None while q or the server ends, or for a call whose
- * kind is not prepared, or for an HTTP session (q->streams): a server of
- * many clients would hold a waiting sandbox for each idle session.  A
- * failure only means no prepared call. */
+/*
+ * p, a prepared login call, sources the snapshot a login call of its key
+ * would source now (login_ready), so that the call that takes it runs
+ * what it would have run unprepared; without snapshots (or with the last
+ * capture for its key failed) it runs a real login shell, as that call
+ * would.  Returns 0, or -1: nothing is prepared (a capture is due or
+ * running, which the next login call waits for anyway; out of memory).
+ */
+static int
+give_snapshot(struct scheduler *sch, struct call *p)
+{
+    if (!sch->snap)
+        return 0;
+    char *key = call_prepared_login_key(p);
+    if (!key)
+        return -1;
+    int fd = -1;
+    enum login_snapshot_state st = login_snapshot_get(sch->snap, sch->snap_kind, key,
+                                                      getenv("HOME"), uv_now(sch->cx->loop), &fd);
+    free(key);
+    if (st == LOGIN_SNAPSHOT_FALLBACK)
+        return 0;
+    if (st != LOGIN_SNAPSHOT_READY)
+        return -1;
+    return call_use_snapshot(p, sch->snap, sch->snap_kind, fd);
+}
+
+/* Room for one more HTTP session's prepared call (q's) under
+ * --max-prepared: while the other sessions hold as many, the one made
+ * first (its session the least recently active: a session's prepared
+ * call is made when its last call ends) is discarded. */
+static void
+make_room(struct scheduler *sch, const struct call_queue *q)
+{
+    for (;;) {
+        unsigned n = 0;
+        struct call_queue *oldest = NULL;
+        for (struct call_queue *o = sch->queues; o; o = o->next) {
+            if (!o->streams || !o->prepared || o == q)
+                continue;
+            n++;
+            if (!oldest || o->prepared_order < oldest->prepared_order)
+                oldest = o;
+        }
+        if (!oldest || n < sch->cx->o->max_prepared)
+            return;
+        log_debug("call: a prepared sandbox of another HTTP session is discarded (--max-prepared "
+                  "%u)",
+                  sch->cx->o->max_prepared);
+        scheduler_discard_prepared(oldest);
+    }
+}
+
+static void on_prepared_idle(uv_timer_t *t);
+
+/* The idle timer fires when the oldest HTTP session's prepared call has
+ * waited --prepared-idle-ms; it is stopped while there is none.  It never
+ * keeps the loop running by itself. */
+static void
+arm_idle(struct scheduler *sch)
+{
+    uint64_t now = uv_now(sch->cx->loop), next = UINT64_MAX;
+    for (const struct call_queue *q = sch->queues; q; q = q->next) {
+        if (q->streams && q->prepared && q->prepared_at + sch->cx->o->prepared_idle_ms < next)
+            next = q->prepared_at + sch->cx->o->prepared_idle_ms;
+    }
+    if (sch->stopped || (next == UINT64_MAX && !sch->idle_made))
+        return;
+    if (!sch->idle_made) {
+        uv_timer_init(sch->cx->loop, &sch->idle);
+        uv_unref((uv_handle_t *)&sch->idle);
+        sch->idle.data = sch;
+        sch->idle_made = true;
+    }
+    if (next == UINT64_MAX)
+        uv_timer_stop(&sch->idle);
+    else
+        uv_timer_start(&sch->idle, on_prepared_idle, next > now ? next - now : 0, 0);
+}
+
+/* An HTTP session whose prepared call nobody took for --prepared-idle-ms
+ * is idle: its sandbox goes, so that an idle server holds none. */
+static void
+on_prepared_idle(uv_timer_t *t)
+{
+    struct scheduler *sch = t->data;
+    uint64_t now = uv_now(sch->cx->loop);
+    for (struct call_queue *q = sch->queues; q; q = q->next) {
+        if (q->streams && q->prepared && now - q->prepared_at >= sch->cx->o->prepared_idle_ms) {
+            log_debug("call: an HTTP session's prepared sandbox is discarded, unused for %llu ms "
+                      "(--prepared-idle-ms)",
+                      (unsigned long long)(now - q->prepared_at));
+            scheduler_discard_prepared(q);
+        }
+    }
+    arm_idle(sch);
+}
+
+/*
+ * After c (of q) ended: the sandbox of q's next call, set up now, as c's
+ * was (a login call's with the login snapshot in force), while nothing of
+ * q runs or waits; the next call takes it if it fits (take_prepared).
+ * None while q or the server ends, or for a call whose kind is not
+ * prepared.  An HTTP session's counts against --max-prepared, server wide
+ * (the oldest other goes to make room), and goes after
+ * --prepared-idle-ms unused: a server of many clients holds a few waiting
+ * sandboxes, for the sessions that called last, and an idle one none.  A
+ * failure only means no prepared call.
+ */
 static void
 prepare_next(struct call_queue *q, const struct call *c, const struct shell_call_result *r)
 {
     struct scheduler *sch = q->sched;
-    if (!c->preparable || q->streams || q->prepared || q->ending || sch->stopped ||
-        c->snap_capture || !r->spawned || r->setup_failed || r->cancelled || q->running.count > 0 ||
-        q->waiting.head)
+    if (!c->preparable || q->prepared || q->ending || sch->stopped || c->snap_capture ||
+        !r->spawned || r->setup_failed || r->cancelled || q->running.count > 0 || q->waiting.head ||
+        (q->streams && sch->cx->o->max_prepared == 0))
         return;
     char *err = NULL;
     struct call *p = call_prepare_next(c, q->client, q->net, &err);
@@ -256,14 +364,26 @@ prepare_next(struct call_queue *q, const struct call *c, const struct shell_call
         free(err);
         return;
     }
+    if (p->login && give_snapshot(sch, p) < 0) {
+        log_debug("call: no prepared sandbox for the next login call: its login snapshot is not "
+                  "ready");
+        call_free(p);
+        return;
+    }
     p->q = q;
     p->session = c->session;
     p->on_end = on_prepared_end;
+    if (q->streams)
+        make_room(sch, q);
     q->prepared = p;
+    q->prepared_at = uv_now(sch->cx->loop);
+    q->prepared_order = ++sch->prepared_made;
     sch->n_prepared++;
     q->prepared_live++;
     session_codex_hold(&q->codex, (const char *const *)p->codex_roots);
     call_start(p);
+    if (q->streams)
+        arm_idle(sch);
 }
 
 /* c, about to start, runs in q's prepared call when that fits it (which
@@ -430,15 +550,8 @@ login_ready(struct call *c)
         return false;
     if (st == LOGIN_SNAPSHOT_WAIT)
         return false;
-    if (st == LOGIN_SNAPSHOT_READY) {
-        struct shell_call_spec *spec = shell_call_spec(c->sc);
-        /* the memfd stays the store's: the call starts (and inherits it)
-         * before anything else runs on the loop */
-        if (login_snapshot_use(sch->snap, sch->snap_kind, &spec->argv, &spec->env) < 0)
-            log_warn("login snapshot: out of memory: this call runs a real login shell");
-        else
-            shell_call_set_fd(c->sc, CALL_FD_LOGIN_SNAPSHOT, fd);
-    }
+    if (st == LOGIN_SNAPSHOT_READY && call_use_snapshot(c, sch->snap, sch->snap_kind, fd) < 0)
+        log_warn("login snapshot: out of memory: this call runs a real login shell");
     free(c->snap_key);
     c->snap_key = NULL;
     return true;
@@ -647,5 +760,8 @@ scheduler_stop(struct scheduler *sch)
     sch->stopped = true;
     for (struct call_queue *q = sch->queues; q; q = q->next)
         scheduler_discard_prepared(q);
+    if (sch->idle_made)
+        uv_close((uv_handle_t *)&sch->idle, NULL);
+    sch->idle_made = false;
     call_cgroup_pool_stop(sch->cx->pool);
 }

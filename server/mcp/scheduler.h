@@ -60,8 +60,11 @@ struct call_queue {
      * call that needs one until scheduler_remove_queue (session_codex.h) */
     struct session_codex *codex;
     /* the call prepared to be its next (call_prepare_next), waiting for
-     * its command; or NULL */
+     * its command; or NULL.  Over HTTP: when it was made (uv_now, for
+     * --prepared-idle-ms) and its place in the order the sessions' were
+     * made (the oldest goes first under --max-prepared) */
     struct call *prepared;
+    uint64_t prepared_at, prepared_order;
     /* its prepared calls not yet ended (the one above, and those
      * discarded whose helpers are still being killed): the session
      * closes after them */
@@ -118,8 +121,8 @@ void scheduler_drop_waiting(struct call_queue *q, const char *why);
 /* Sends sig to every running call of every session. */
 void scheduler_signal(struct scheduler *sch, int sig);
 
-/* The server shuts down: nothing new starts and every held answer goes
- * (scheduler_run). */
+/* The server shuts down: nothing new starts, every prepared call is
+ * discarded and every held answer goes (scheduler_run). */
 void scheduler_stop(struct scheduler *sch);
 
 /* Discards q's prepared call, if any (its sandbox killed; it is freed

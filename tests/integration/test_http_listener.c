@@ -1058,14 +1058,17 @@ static const char listen_until_done[] =
  * another call of A and not by a call of session B, on the same port of
  * 127.0.0.1.  The server holds each namespace by one fd and its keeper
  * process: once A is ended (DELETE), neither is left for A's namespace,
- * while B's stay.
+ * while B's stay.  With --max-prepared 0, so that no sandbox set up ahead
+ * of a session's next call is in the namespace between calls
+ * (test_prepared.c checks those).
  */
 static void
 test_session_networks(void **state)
 {
     (void)state;
     struct srv s;
-    srv_start(&s, true, true, NULL, NULL);
+    static const char *const no_prepared[] = {"--max-prepared", "0", NULL};
+    srv_start(&s, true, true, NULL, no_prepared);
     struct sess a, b;
     char *wda, *wdb;
     tcp_session(&a, &s, "workspace-write", &wda);

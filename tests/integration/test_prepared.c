@@ -11,7 +11,19 @@
  * a writable root renamed away and replaced by another directory of the
  * same name (the command must see the new one, never the one the
  * prepared sandbox was set up with).  A prepared sandbox leaves no
- * process when its session ends or when the server is killed.
+ * process when its session ends or when the server is killed.  A login
+ * call's next is a login call's sandbox, with the login snapshot in
+ * force: it runs the next login call, and a new snapshot discards it;
+ * without snapshots its real login shell reads the profile as it is when
+ * the command comes.
+ *
+ * Over HTTP (--listen, a Unix socket): a session's next call runs
+ * prepared too; --max-prepared N holds for N+1 sessions (the one that
+ * called first loses its sandbox), 0 prepares none, and a waiting one
+ * takes no --max-calls slot; a session idle for
+ * --prepared-idle-ms loses its sandbox; DELETE and --session-idle-ms
+ * leave none of its processes while the server runs on; a login call whose snapshot another
+ * session renewed does not run in the sandbox set up with the old one.
  *
  * Variants (meson.build): as the invoking user and, with
  * EXECGATE_TEST_UNPRIVILEGED=1 and started as root, with the server run as
@@ -33,11 +45,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,22 +116,31 @@ read_prep(const json_t *logs, struct prep_said *s)
     }
 }
 
-/* Runs command in workdir (NULL: the world's) with timeout_ms, with what
- * the server said of a prepared sandbox in *s.  Returns the answer. */
+/* Runs command in workdir (NULL: the world's) with timeout_ms, a login
+ * shell or not, with what the server said of a prepared sandbox in *s.
+ * Returns the answer. */
 static json_t *
-run_with(struct mcp_world *w, const char *command, const char *workdir, int timeout_ms,
+run_args(struct mcp_world *w, const char *command, const char *workdir, int timeout_ms, bool login,
          struct prep_said *s)
 {
     struct mcp_answers a = {.logs = json_array()};
     json_t *r = mcp_world_run_args(w,
                                    json_pack("{s:s, s:s, s:b, s:i}", "command", command, "workdir",
-                                             workdir ? workdir : w->wd, "login", 0, "timeout_ms",
-                                             timeout_ms),
+                                             workdir ? workdir : w->wd, "login", login,
+                                             "timeout_ms", timeout_ms),
                                    &a);
     read_prep(a.logs, s);
     json_decref(a.logs);
     free(a.last_message);
     return r;
+}
+
+/* The same, login false. */
+static json_t *
+run_with(struct mcp_world *w, const char *command, const char *workdir, int timeout_ms,
+         struct prep_said *s)
+{
+    return run_args(w, command, workdir, timeout_ms, false, s);
 }
 
 /* As run_with, with a timeout no call here comes near. */
@@ -795,6 +819,749 @@ test_server_killed_leaves_nothing(void **state)
     /* the teardown frees the world of the killed server */
 }
 
+/* ---- HTTP sessions (--listen) ---- */
+
+/* The HTTP server of the running test (one at a time): its pid (0: none),
+ * its directory (a scratch one: rules, the Unix socket, its log) and the
+ * calls' workdir. */
+static struct {
+    pid_t pid;
+    char *dir, *sock, *log, *wd;
+} http;
+
+static char *
+read_text(const char *path)
+{
+    size_t len = 0;
+    char *text = tmpdir_read_file(path, &len);
+    return text ? text : strdup("");
+}
+
+/* Starts the server on a Unix socket with --log-level debug and more
+ * (NULL-terminated), rm forbidden, HOME home (NULL: this one's); waits
+ * until it listens. */
+static void
+http_start_home(const char *const *more, const char *home)
+{
+    http.dir = attack_scratch(NULL, "prepared-http");
+    tmpdir_make_dir(http.dir, "rules");
+    tmpdir_make_dir(http.dir, "wd");
+    char *rules = tmpdir_path(http.dir, "rules");
+    char *file = tmpdir_path(rules, "test.rules");
+    tmpdir_write_file(file, RM_FORBIDDEN, 0644);
+    free(file);
+    http.wd = tmpdir_path(http.dir, "wd");
+    http.sock = tmpdir_path(http.dir, "mcp.sock");
+    http.log = tmpdir_path(http.dir, "server.log");
+    attack_own(http.dir);
+    char *listen = mcp_world_fmt("unix:%s", http.sock);
+    const char *argv[32] = {attack_suite_server(), "--rules", rules, "--listen", listen,
+                            "--log-level",         "debug"};
+    size_t n = 7;
+    if (attack_suite_extra())
+        argv[n++] = attack_suite_extra();
+    const char *shell = getenv("EXECGATE_TEST_SHELL");
+    if (shell && *shell) {
+        argv[n++] = "--shell";
+        argv[n++] = shell;
+    }
+    for (size_t i = 0; more && more[i] && n < 30; i++)
+        argv[n++] = more[i];
+    argv[n] = NULL;
+    const char *full[48];
+    attack_as_server_user(full, 48, argv);
+    http.pid = fork();
+    assert_true(http.pid >= 0);
+    if (http.pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int log = open(http.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log, 2) < 0 ||
+            (home && setenv("HOME", home, 1) != 0))
+            _exit(127);
+        execv(full[0], (char *const *)full);
+        _exit(127);
+    }
+    free(listen);
+    free(rules);
+    for (int waited = 0;; waited += 10) {
+        char *text = read_text(http.log);
+        bool ready = strstr(text, "listening on unix:") != NULL;
+        int status;
+        if (!ready && waitpid(http.pid, &status, WNOHANG) == http.pid) {
+            http.pid = 0;
+            fail_msg("the server exited before it listened: %s", text);
+        }
+        free(text);
+        if (ready)
+            return;
+        if (waited > WAIT_MS)
+            fail_msg("the server did not listen");
+        nap_ms(10);
+    }
+}
+
+static void
+http_start(const char *const *more)
+{
+    http_start_home(more, NULL);
+}
+
+static void
+http_free(void)
+{
+    free(http.sock);
+    free(http.log);
+    free(http.wd);
+    memset(&http, 0, sizeof(http));
+}
+
+/* SIGTERM: the server must exit 0 (no leak, every prepared sandbox
+ * ended). */
+static void
+http_stop(void)
+{
+    assert_int_equal(kill(http.pid, SIGTERM), 0);
+    int status = 0;
+    assert_int_equal(waitpid(http.pid, &status, 0), http.pid);
+    http.pid = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char *log = read_text(http.log);
+        fail_msg("the server's end: status %d; its log:\n%s", status, log);
+    }
+    http_free();
+}
+
+/* cmocka teardown: kills a server a failed assertion left running. */
+static int
+http_teardown(void **state)
+{
+    if (http.pid > 0) {
+        kill(http.pid, SIGKILL);
+        waitpid(http.pid, NULL, 0);
+    }
+    http_free();
+    return attack_teardown(state);
+}
+
+/* How often needle is in the server's log. */
+static int
+log_count(const char *needle)
+{
+    char *text = read_text(http.log);
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    free(text);
+    return n;
+}
+
+static void
+send_text(int fd, const char *text)
+{
+    size_t len = strlen(text);
+    for (size_t done = 0; done < len;) {
+        ssize_t n = send(fd, text + done, len - done, MSG_NOSIGNAL);
+        if (n <= 0)
+            fail_msg("send: %s", strerror(errno));
+        done += (size_t)n;
+    }
+}
+
+/* One whole response on fd (a body of Content-Length bytes, or chunks up
+ * to the last), or what came before the server closed. */
+static char *
+read_response(int fd)
+{
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    buf[0] = '\0';
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, WAIT_MS) != 1)
+            fail_msg("no response from the server within the safety limit");
+        if (len + 4097 > cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            return buf;
+        len += (size_t)n;
+        buf[len] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        if (!end)
+            continue;
+        const char *cl = strcasestr(buf, "\r\nContent-Length:");
+        if (cl && cl < end) {
+            if (len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10))
+                return buf;
+        } else if (len >= 5 && strcmp(buf + len - 5, "0\r\n\r\n") == 0) {
+            return buf;
+        }
+    }
+}
+
+/* One session, on a connection of its own. */
+struct hsess {
+    int fd;
+    char *sid;
+    long long next_id;
+};
+
+/* A request of method (body or NULL) on the session's connection; the
+ * response. */
+static char *
+hsess_request(struct hsess *se, const char *method, const char *body)
+{
+    char *sess = se->sid ? mcp_world_fmt("Mcp-Session-Id: %s\r\n", se->sid) : strdup("");
+    char *req = mcp_world_fmt("%s /mcp HTTP/1.1\r\nHost: localhost\r\n%s"
+                              "Content-Type: application/json\r\n"
+                              "Accept: application/json, text/event-stream\r\n"
+                              "Content-Length: %zu\r\n\r\n%s",
+                              method, sess, body ? strlen(body) : 0, body ? body : "");
+    send_text(se->fd, req);
+    free(req);
+    free(sess);
+    return read_response(se->fd);
+}
+
+/* The JSON-RPC answer to id in the response resp: its body, or the event
+ * that holds it. */
+static json_t *
+answer_of(const char *resp, long long id)
+{
+    for (const char *p = resp; (p = strstr(p, "data: ")) != NULL; p += 6) {
+        json_t *j = json_loadb(p + 6, strcspn(p + 6, "\n"), 0, NULL);
+        if (j && json_integer_value(json_object_get(j, "id")) == id)
+            return j;
+        json_decref(j);
+    }
+    const char *body = strstr(resp, "\r\n\r\n");
+    json_t *j = body ? json_loads(body + 4, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    if (!j)
+        fail_msg("no answer to %lld in: %s", id, resp);
+    return j;
+}
+
+/* A session: initialized, under workspace-write in the workdir. */
+static void
+hsess_open(struct hsess *se)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    assert_true(strlen(http.sock) < sizeof(sa.sun_path));
+    strcpy(sa.sun_path, http.sock);
+    se->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(se->fd >= 0);
+    assert_int_equal(connect(se->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    se->sid = NULL;
+    se->next_id = 10;
+    char *r = hsess_request(se, "POST",
+                            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                            "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                            "\"clientInfo\":{\"name\":\"prepared-tests\",\"version\":\"1\"}}}");
+    const char *h = strcasestr(r, "\r\nMcp-Session-Id: ");
+    if (!h)
+        fail_msg("initialize: %s", r);
+    h += strlen("\r\nMcp-Session-Id: ");
+    se->sid = strndup(h, strcspn(h, "\r"));
+    free(r);
+    free(hsess_request(se, "POST",
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"));
+    char *body = mcp_world_fmt("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                               "\"codex/sandbox-state/update\",\"params\":{\"sandboxPolicy\":"
+                               "{\"type\":\"workspace-write\",\"network_access\":false},"
+                               "\"sandboxCwd\":\"%s\"}}",
+                               http.wd);
+    r = hsess_request(se, "POST", body);
+    json_t *a = answer_of(r, 2);
+    assert_non_null(json_object_get(a, "result"));
+    json_decref(a);
+    free(r);
+    free(body);
+}
+
+/* A shell call in the workdir (login as said); its output. */
+static char *
+hsess_shell(struct hsess *se, const char *command, bool login)
+{
+    long long id = se->next_id++;
+    json_t *req =
+        json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s, s:b, s:i}}}", "jsonrpc", "2.0", "id",
+                  (json_int_t)id, "method", "tools/call", "params", "name", "shell", "arguments",
+                  "command", command, "workdir", http.wd, "login", login, "timeout_ms", 30000);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    char *r = hsess_request(se, "POST", body);
+    free(body);
+    json_t *a = answer_of(r, id);
+    const char *out = json_string_value(json_object_get(
+        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
+    if (!out)
+        fail_msg("not a call's result: %s", r);
+    char *copy = strdup(out);
+    json_decref(a);
+    free(r);
+    return copy;
+}
+
+/* Ends the session with DELETE; the status. */
+static int
+hsess_delete(struct hsess *se)
+{
+    char *r = hsess_request(se, "DELETE", NULL);
+    int status = 0;
+    if (sscanf(r, "HTTP/1.1 %d", &status) != 1)
+        status = 0;
+    free(r);
+    return status;
+}
+
+static void
+hsess_close(struct hsess *se)
+{
+    close(se->fd);
+    free(se->sid);
+}
+
+/* The server's prepared sandboxes waiting for their command now: their
+ * waiting processes into pids (at most cap); returns how many. */
+static size_t
+waiting_now(pid_t server, pid_t *pids, size_t cap)
+{
+    pid_t all[256];
+    size_t n = descendants(server, all, 256), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (waiting_for_command(all[i]) && k < cap)
+            pids[k++] = all[i];
+    }
+    return k;
+}
+
+static bool
+in(pid_t pid, const pid_t *pids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (pids[i] == pid)
+            return true;
+    }
+    return false;
+}
+
+/* Waits (WAIT_MS at most) until the server's waiting sandboxes are
+ * exactly want (n of them, in any order); fails saying what it saw. */
+static void
+await_waiting(const pid_t *want, size_t n)
+{
+    pid_t now[16];
+    size_t k = 0;
+    for (int waited = 0; waited < WAIT_MS; waited += 20) {
+        k = waiting_now(http.pid, now, 16);
+        bool same = k == n;
+        for (size_t i = 0; i < n && same; i++)
+            same = in(want[i], now, k);
+        if (same)
+            return;
+        nap_ms(20);
+    }
+    fail_msg("%zu prepared sandbox(es) wait, %zu expected", k, n);
+}
+
+/* The waiting sandbox that came after those in before (nb of them): the
+ * one a session's call prepared as it ended.  Waits WAIT_MS at most. */
+static pid_t
+await_new_waiting(const pid_t *before, size_t nb)
+{
+    for (int waited = 0; waited < WAIT_MS; waited += 20) {
+        pid_t now[16];
+        size_t k = waiting_now(http.pid, now, 16);
+        for (size_t i = 0; i < k; i++) {
+            if (!in(now[i], before, nb))
+                return now[i];
+        }
+        nap_ms(20);
+    }
+    fail_msg("no new prepared sandbox appeared");
+    return -1;
+}
+
+/* The mount namespace of pid, held open in the fd returned (so that its
+ * number is given to no other namespace while the test compares it), its
+ * name in ns ("mnt:[N]\n", as the command prints it). */
+static int
+hold_ns(pid_t pid, char *ns, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(path, ns, size - 2);
+    assert_true(k > 0);
+    ns[k] = '\n';
+    ns[k + 1] = '\0';
+    return fd;
+}
+
+/* An HTTP session's next call runs in the sandbox prepared when its last
+ * ended (its mount namespace), as a stdio session's does. */
+static void
+test_http_next_call_prepared(void **state)
+{
+    (void)state;
+    http_start(NULL);
+    struct hsess se;
+    hsess_open(&se);
+    free(hsess_shell(&se, "true", false));
+    pid_t which = await_new_waiting(NULL, 0);
+    char ns[128];
+    int held = hold_ns(which, ns, sizeof(ns));
+    char *out = hsess_shell(&se, ns_cmd, false);
+    assert_string_equal(out, ns);
+    free(out);
+    close(held);
+    assert_int_equal(log_count("runs in its prepared sandbox"), 1);
+    hsess_close(&se);
+    http_stop();
+}
+
+/* --max-prepared 2, three sessions calling one after the other: two
+ * sandboxes wait, those of the two sessions that called last; the first
+ * session's went when the third's was set up.  Its next call runs
+ * unprepared, and the cap still holds. */
+static void
+test_http_cap(void **state)
+{
+    (void)state;
+    static const char *const more[] = {"--max-prepared", "2", NULL};
+    http_start(more);
+    struct hsess s[3];
+    pid_t w[3];
+    for (size_t i = 0; i < 3; i++) {
+        hsess_open(&s[i]);
+        free(hsess_shell(&s[i], "true", false));
+        w[i] = await_new_waiting(w, i);
+    }
+    await_waiting(w + 1, 2);
+    assert_all_gone(w, 1);
+    /* the first session's call finds none of its own: it runs in a
+     * namespace of its own, and the second's sandbox goes for its next */
+    char ns1[128], ns2[128];
+    int held1 = hold_ns(w[1], ns1, sizeof(ns1));
+    int held2 = hold_ns(w[2], ns2, sizeof(ns2));
+    char *out = hsess_shell(&s[0], ns_cmd, false);
+    assert_string_not_equal(out, ns1);
+    assert_string_not_equal(out, ns2);
+    free(out);
+    close(held1);
+    close(held2);
+    pid_t again = await_new_waiting(w, 3);
+    pid_t want[] = {w[2], again};
+    await_waiting(want, 2);
+    assert_int_equal(log_count("runs in its prepared sandbox"), 0);
+    for (size_t i = 0; i < 3; i++)
+        hsess_close(&s[i]);
+    http_stop();
+}
+
+/* A prepared sandbox takes no --max-calls slot: with --max-calls 1 and
+ * one session's sandbox waiting, another session's call runs (it would
+ * wait forever for a slot the sandbox held). */
+static void
+test_http_prepared_takes_no_slot(void **state)
+{
+    (void)state;
+    static const char *const more[] = {"--max-calls", "1", NULL};
+    http_start(more);
+    struct hsess a, b;
+    hsess_open(&a);
+    hsess_open(&b);
+    free(hsess_shell(&a, "true", false));
+    pid_t wa = await_new_waiting(NULL, 0);
+    char *out = hsess_shell(&b, "echo ran", false);
+    assert_string_equal(out, "ran\n");
+    free(out);
+    pid_t want[] = {wa, await_new_waiting(&wa, 1)};
+    await_waiting(want, 2);
+    hsess_close(&a);
+    hsess_close(&b);
+    http_stop();
+}
+
+/* --max-prepared 0: no HTTP session gets one. */
+static void
+test_http_none(void **state)
+{
+    (void)state;
+    static const char *const more[] = {"--max-prepared", "0", NULL};
+    http_start(more);
+    struct hsess se;
+    hsess_open(&se);
+    free(hsess_shell(&se, "true", false));
+    free(hsess_shell(&se, "true", false));
+    pid_t none[1];
+    assert_int_equal(waiting_now(http.pid, none, 1), 0);
+    assert_int_equal(log_count("runs in its prepared sandbox"), 0);
+    hsess_close(&se);
+    http_stop();
+}
+
+/* A session whose prepared sandbox nobody takes for --prepared-idle-ms
+ * loses it: the server then holds none; the session still works. */
+static void
+test_http_idle_drops(void **state)
+{
+    (void)state;
+    static const char *const more[] = {"--prepared-idle-ms", "300", NULL};
+    http_start(more);
+    struct hsess se;
+    hsess_open(&se);
+    free(hsess_shell(&se, "true", false));
+    for (int waited = 0; log_count("(--prepared-idle-ms)") == 0; waited += 20) {
+        if (waited > WAIT_MS)
+            fail_msg("the idle session's prepared sandbox was never discarded");
+        nap_ms(20);
+    }
+    await_waiting(NULL, 0);
+    char *out = hsess_shell(&se, "echo still", false);
+    assert_string_equal(out, "still\n");
+    free(out);
+    hsess_close(&se);
+    http_stop();
+}
+
+/* The processes of the prepared sandbox whose waiting process is pid:
+ * it and its ancestors below the server, into chain; returns how many. */
+static size_t
+sandbox_chain(pid_t server, pid_t pid, pid_t *chain, size_t cap)
+{
+    size_t n = 0;
+    while (pid > 1 && pid != server && n < cap) {
+        chain[n++] = pid;
+        pid = parent_of(pid);
+    }
+    assert_int_equal(pid, server);
+    return n;
+}
+
+/* A session ends with a sandbox prepared, by DELETE or, unused for
+ * --session-idle-ms (the sandbox's own idle limit far longer), by the
+ * server: every process of the sandbox goes, while the server runs on. */
+static void
+session_end_leaves_nothing(bool delete)
+{
+    static const char *const idle[] = {"--session-idle-ms", "2000", "--prepared-idle-ms", "3600000",
+                                       NULL};
+    http_start(delete ? NULL : idle);
+    struct hsess se;
+    hsess_open(&se);
+    free(hsess_shell(&se, "true", false));
+    pid_t which = await_new_waiting(NULL, 0);
+    pid_t chain[8];
+    size_t n = sandbox_chain(http.pid, which, chain, 8);
+    assert_true(n >= 2); /* the helper, ..., the process that waits */
+    if (delete)
+        assert_int_equal(hsess_delete(&se), 200);
+    assert_all_gone(chain, n);
+    if (!delete)
+        assert_true(log_count("idle (--session-idle-ms)") > 0);
+    assert_true(kill(http.pid, 0) == 0);
+    hsess_close(&se);
+    http_stop();
+}
+
+static void
+test_http_delete_leaves_nothing(void **state)
+{
+    (void)state;
+    session_end_leaves_nothing(true);
+}
+
+static void
+test_http_session_idle_leaves_nothing(void **state)
+{
+    (void)state;
+    session_end_leaves_nothing(false);
+}
+
+/* Writes HOME's ~/.profile: it exports SNAP_VAR=value. */
+static void
+write_profile(const char *home, const char *value)
+{
+    char *profile = tmpdir_path(home, ".profile");
+    char *text = mcp_world_fmt("export SNAP_VAR=%s\n", value);
+    tmpdir_write_file(profile, text, 0644);
+    attack_own(profile);
+    free(text);
+    free(profile);
+}
+
+/* A login call's snapshot changes between the sandbox prepared for a
+ * session's next login call and that call: another session's login call
+ * captured the changed profile.  The call sources the new snapshot; the
+ * sandbox prepared with the old one must not run it (its shell would
+ * source the old one: same command line, same environment, another
+ * memfd). */
+static void
+test_http_login_new_snapshot(void **state)
+{
+    (void)state;
+    char *home = attack_scratch(NULL, "prepared-home");
+    write_profile(home, "one");
+    attack_own(home);
+    http_start_home(NULL, home);
+    struct hsess a, b;
+    hsess_open(&a);
+    hsess_open(&b);
+    char *out = hsess_shell(&a, "echo $SNAP_VAR", true);
+    assert_string_equal(out, "one\n");
+    free(out);
+    pid_t wa = await_new_waiting(NULL, 0);
+    char nsa[128];
+    int held = hold_ns(wa, nsa, sizeof(nsa));
+    write_profile(home, "two-and-longer");
+    out = hsess_shell(&b, "echo $SNAP_VAR", true);
+    assert_string_equal(out, "two-and-longer\n");
+    free(out);
+    out = hsess_shell(&a, "readlink /proc/self/ns/mnt; echo $SNAP_VAR", true);
+    char *want_not = mcp_world_fmt("%sone\n", nsa);
+    assert_string_not_equal(out, want_not);
+    mcp_world_assert_contains(out, "\ntwo-and-longer\n");
+    assert_null(strstr(out, nsa));
+    free(want_not);
+    free(out);
+    close(held);
+    assert_int_equal(log_count("its prepared sandbox is discarded: another login snapshot"), 1);
+    hsess_close(&a);
+    hsess_close(&b);
+    http_stop();
+}
+
+/* A login call with login false or true as said, in the world's workdir
+ * (debug records into *s). */
+static json_t *
+run_login(struct mcp_world *w, const char *command, struct prep_said *s)
+{
+    return run_args(w, command, NULL, 30000, true, s);
+}
+
+/* The test's world (rm forbidden) with HOME home and more server
+ * arguments (NULL-terminated): HOME is the server's own (the one its
+ * snapshot's startup files are found in), not one more variable after
+ * it. */
+static struct mcp_world *
+home_world(const char *home, const char *const *more)
+{
+    char *saved = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    assert_int_equal(setenv("HOME", home, 1), 0);
+    const struct mcp_world_options o = {.extra = attack_suite_extra(), .more = more};
+    struct mcp_world *w = attack_world_start(RM_FORBIDDEN, &o);
+    if (saved)
+        setenv("HOME", saved, 1);
+    else
+        unsetenv("HOME");
+    free(saved);
+    return w;
+}
+
+/*
+ * A login call's next is prepared as a login call sourcing the snapshot
+ * in force: the next login call runs there (its mount namespace) and sees
+ * what the profile set up.  A changed profile: the next login call's
+ * capture discards it (set up with the old snapshot), the call sees the
+ * new profile, and the call after it runs prepared with the new snapshot.
+ * A call without login does not take a login call's sandbox.
+ */
+static void
+test_login_prepared(void **state)
+{
+    (void)state;
+    char *home = attack_scratch(NULL, "prepared-home");
+    write_profile(home, "one");
+    attack_own(home);
+    static const char *const on[] = {"--prepare", NULL};
+    struct mcp_world *w = home_world(home, on);
+    pid_t server = mcp_client_pid(w->c);
+    set_level(w, "debug");
+    struct prep_said s;
+    json_t *r = run_login(w, "echo $SNAP_VAR", &s);
+    assert_string_equal(mcp_world_output(r), "one\n");
+    assert_false(s.prepared);
+    json_decref(r);
+    int fd;
+    char ns[128];
+    hold_prepared_ns(server, &fd, ns, sizeof(ns));
+    r = run_login(
+        w, "readlink /proc/self/ns/mnt; echo $SNAP_VAR; shopt -q login_shell && echo login", &s);
+    assert_true(s.prepared);
+    char *want = mcp_world_fmt("%sone\nlogin\n", ns);
+    assert_string_equal(mcp_world_output(r), want);
+    free(want);
+    close(fd);
+    json_decref(r);
+
+    pid_t pids[256];
+    await_prepared(server, pids, 256, NULL);
+    write_profile(home, "two-and-longer");
+    r = run_login(w, "echo $SNAP_VAR", &s);
+    assert_string_equal(mcp_world_output(r), "two-and-longer\n");
+    assert_false(s.prepared);
+    assert_true(s.discarded);
+    assert_string_equal(s.reason, "a login snapshot's capture");
+    json_decref(r);
+    hold_prepared_ns(server, &fd, ns, sizeof(ns));
+    r = run_login(w, "readlink /proc/self/ns/mnt; echo $SNAP_VAR", &s);
+    assert_true(s.prepared);
+    want = mcp_world_fmt("%stwo-and-longer\n", ns);
+    assert_string_equal(mcp_world_output(r), want);
+    free(want);
+    close(fd);
+    json_decref(r);
+
+    await_prepared(server, pids, 256, NULL);
+    r = run_in(w, "echo \"[$SNAP_VAR]\"", NULL, &s);
+    assert_string_equal(mcp_world_output(r), "[]\n");
+    assert_false(s.prepared);
+    assert_true(s.discarded);
+    mcp_world_assert_contains(s.reason, "a call without login");
+    json_decref(r);
+    attack_world_end(w);
+}
+
+/* Without snapshots (--no-login-snapshot) a login call's prepared
+ * sandbox runs a real login shell, which reads the profile when the
+ * command has come: a profile changed while the sandbox waited is the
+ * one the call sees. */
+static void
+test_login_prepared_without_snapshots(void **state)
+{
+    (void)state;
+    char *home = attack_scratch(NULL, "prepared-home");
+    write_profile(home, "one");
+    attack_own(home);
+    static const char *const more[] = {"--prepare", "--no-login-snapshot", NULL};
+    struct mcp_world *w = home_world(home, more);
+    pid_t server = mcp_client_pid(w->c);
+    set_level(w, "debug");
+    struct prep_said s;
+    json_t *r = run_login(w, "echo $SNAP_VAR", &s);
+    assert_string_equal(mcp_world_output(r), "one\n");
+    json_decref(r);
+    int fd;
+    char ns[128];
+    hold_prepared_ns(server, &fd, ns, sizeof(ns));
+    write_profile(home, "two-and-longer");
+    r = run_login(w, "readlink /proc/self/ns/mnt; echo $SNAP_VAR", &s);
+    assert_true(s.prepared);
+    char *want = mcp_world_fmt("%stwo-and-longer\n", ns);
+    assert_string_equal(mcp_world_output(r), want);
+    free(want);
+    close(fd);
+    json_decref(r);
+    attack_world_end(w);
+}
+
 int
 main(void)
 {
@@ -815,6 +1582,16 @@ main(void)
         cmocka_unit_test_teardown(test_swapped_denied_file_discards, attack_teardown),
         cmocka_unit_test_teardown(test_session_end_leaves_nothing, attack_teardown),
         cmocka_unit_test_teardown(test_server_killed_leaves_nothing, attack_teardown),
+        cmocka_unit_test_teardown(test_login_prepared, attack_teardown),
+        cmocka_unit_test_teardown(test_login_prepared_without_snapshots, attack_teardown),
+        cmocka_unit_test_teardown(test_http_next_call_prepared, http_teardown),
+        cmocka_unit_test_teardown(test_http_cap, http_teardown),
+        cmocka_unit_test_teardown(test_http_prepared_takes_no_slot, http_teardown),
+        cmocka_unit_test_teardown(test_http_none, http_teardown),
+        cmocka_unit_test_teardown(test_http_idle_drops, http_teardown),
+        cmocka_unit_test_teardown(test_http_delete_leaves_nothing, http_teardown),
+        cmocka_unit_test_teardown(test_http_session_idle_leaves_nothing, http_teardown),
+        cmocka_unit_test_teardown(test_http_login_new_snapshot, http_teardown),
     };
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     attack_suite_end();

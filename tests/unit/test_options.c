@@ -314,6 +314,39 @@ test_listen(void **state)
     free(err);
 }
 
+/* Prepared calls for HTTP sessions: --max-prepared and
+ * --prepared-idle-ms, their defaults and bounds. */
+static void
+test_max_prepared(void **state)
+{
+    (void)state;
+    struct server_options o;
+    char *err = NULL;
+    assert_int_equal(PARSE(&o, &err), OPTIONS_RUN);
+    assert_true(o.prepare);
+    assert_int_equal(o.max_prepared, 4);
+    assert_int_equal(o.prepared_idle_ms, 60000);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--max-prepared", "0", "--prepared-idle-ms=1"), OPTIONS_RUN);
+    assert_int_equal(o.max_prepared, 0);
+    assert_int_equal(o.prepared_idle_ms, 1);
+    options_release(&o);
+    assert_int_equal(PARSE(&o, &err, "--max-prepared=4096"), OPTIONS_RUN);
+    assert_int_equal(o.max_prepared, 4096);
+    options_release(&o);
+    const char *bad[][3] = {
+        {"--max-prepared", "4097", "--max-prepared: '4097' is not a number from 0 to 4096"},
+        {"--max-prepared", "-1", "--max-prepared: '-1' is not a number from 0 to 4096"},
+        {"--prepared-idle-ms", "0", "--prepared-idle-ms: '0' is not a number from 1 to "},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(PARSE(&o, &err, bad[i][0], bad[i][1]), OPTIONS_ERROR);
+        if (strncmp(err, bad[i][2], strlen(bad[i][2])) != 0)
+            fail_msg("%s '%s': '%s' is not '%s...'", bad[i][0], bad[i][1], err, bad[i][2]);
+        free(err);
+    }
+}
+
 /* MCP tasks: --task-ttl-ms and --max-tasks, their defaults and bounds. */
 static void
 test_tasks(void **state)
@@ -431,6 +464,7 @@ main(void)
         cmocka_unit_test(test_login_snapshot),
         cmocka_unit_test(test_allow_unix_socket),
         cmocka_unit_test(test_listen),
+        cmocka_unit_test(test_max_prepared),
         cmocka_unit_test(test_tasks),
         cmocka_unit_test(test_programs_checked),
         cmocka_unit_test(test_shell),
