@@ -15,7 +15,6 @@ struct scheduler {
     struct call_queue *queues; /* in turn order */
     unsigned n_running;        /* calls running in all sessions */
     unsigned n_prepared;       /* prepared calls not yet ended, taken or not */
-    uint64_t prepared_made;    /* prepared calls made over HTTP (their order) */
     /* the HTTP sessions' prepared calls unused for --prepared-idle-ms go
      * when it fires (made with the first of them, closed at the stop) */
     uv_timer_t idle;
@@ -267,30 +266,19 @@ give_snapshot(struct scheduler *sch, struct call *p)
     return call_use_snapshot(p, sch->snap, sch->snap_kind, fd);
 }
 
-/* Room for one more HTTP session's prepared call (q's) under
- * --max-prepared: while the other sessions hold as many, the one made
- * first (its session the least recently active: a session's prepared
- * call is made when its last call ends) is discarded. */
-static void
-make_room(struct scheduler *sch, const struct call_queue *q)
+/* Whether the HTTP sessions' prepared calls already number
+ * --max-prepared.  A full set is left alone rather than the oldest
+ * discarded to make room: with more sessions calling than the cap, each
+ * call's end would set one up and kill another, paying a sandbox per call
+ * that no call takes.  A slot comes free when its call is taken, its
+ * session ends, or it has waited --prepared-idle-ms. */
+static bool
+prepared_full(const struct scheduler *sch)
 {
-    for (;;) {
-        unsigned n = 0;
-        struct call_queue *oldest = NULL;
-        for (struct call_queue *o = sch->queues; o; o = o->next) {
-            if (!o->streams || !o->prepared || o == q)
-                continue;
-            n++;
-            if (!oldest || o->prepared_order < oldest->prepared_order)
-                oldest = o;
-        }
-        if (!oldest || n < sch->cx->o->max_prepared)
-            return;
-        log_debug("call: a prepared sandbox of another HTTP session is discarded (--max-prepared "
-                  "%u)",
-                  sch->cx->o->max_prepared);
-        scheduler_discard_prepared(oldest);
-    }
+    unsigned n = 0;
+    for (const struct call_queue *o = sch->queues; o; o = o->next)
+        n += o->streams && o->prepared;
+    return n >= sch->cx->o->max_prepared;
 }
 
 static void on_prepared_idle(uv_timer_t *t);
@@ -344,10 +332,9 @@ on_prepared_idle(uv_timer_t *t)
  * q runs or waits; the next call takes it if it fits (take_prepared).
  * None while q or the server ends, or for a call whose kind is not
  * prepared.  An HTTP session's counts against --max-prepared, server wide
- * (the oldest other goes to make room), and goes after
- * --prepared-idle-ms unused: a server of many clients holds a few waiting
- * sandboxes, for the sessions that called last, and an idle one none.  A
- * failure only means no prepared call.
+ * (none is set up while as many wait), and goes after --prepared-idle-ms
+ * unused: a server of many clients holds a few waiting sandboxes, and an
+ * idle one none.  A failure only means no prepared call.
  */
 static void
 prepare_next(struct call_queue *q, const struct call *c, const struct shell_call_result *r)
@@ -357,6 +344,12 @@ prepare_next(struct call_queue *q, const struct call *c, const struct shell_call
         !r->spawned || r->setup_failed || r->cancelled || q->running.count > 0 || q->waiting.head ||
         (q->streams && sch->cx->o->max_prepared == 0))
         return;
+    if (q->streams && prepared_full(sch)) {
+        log_debug("call: no prepared sandbox for the next call: %u HTTP sessions' wait already "
+                  "(--max-prepared)",
+                  sch->cx->o->max_prepared);
+        return;
+    }
     char *err = NULL;
     struct call *p = call_prepare_next(c, q->client, q->net, &err);
     if (!p) {
@@ -373,11 +366,8 @@ prepare_next(struct call_queue *q, const struct call *c, const struct shell_call
     p->q = q;
     p->session = c->session;
     p->on_end = on_prepared_end;
-    if (q->streams)
-        make_room(sch, q);
     q->prepared = p;
     q->prepared_at = uv_now(sch->cx->loop);
-    q->prepared_order = ++sch->prepared_made;
     sch->n_prepared++;
     q->prepared_live++;
     session_codex_hold(&q->codex, (const char *const *)p->codex_roots);

@@ -61,10 +61,9 @@ struct call_queue {
     struct session_codex *codex;
     /* the call prepared to be its next (call_prepare_next), waiting for
      * its command; or NULL.  Over HTTP: when it was made (uv_now, for
-     * --prepared-idle-ms) and its place in the order the sessions' were
-     * made (the oldest goes first under --max-prepared) */
+     * --prepared-idle-ms) */
     struct call *prepared;
-    uint64_t prepared_at, prepared_order;
+    uint64_t prepared_at;
     /* its prepared calls not yet ended (the one above, and those
      * discarded whose helpers are still being killed): the session
      * closes after them */

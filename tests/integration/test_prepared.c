@@ -955,6 +955,21 @@ log_count(const char *needle)
     return n;
 }
 
+/* Waits (WAIT_MS at most) until needle is in the server's log n times:
+ * the log line is written as the call's answer goes, not before it. */
+static void
+await_log_count(const char *needle, int n)
+{
+    int seen = 0;
+    for (int waited = 0; waited < WAIT_MS; waited += 20) {
+        seen = log_count(needle);
+        if (seen >= n)
+            break;
+        nap_ms(20);
+    }
+    assert_int_equal(seen, n);
+}
+
 static void
 send_text(int fd, const char *text)
 {
@@ -1227,39 +1242,50 @@ test_http_next_call_prepared(void **state)
 }
 
 /* --max-prepared 2, three sessions calling one after the other: two
- * sandboxes wait, those of the two sessions that called last; the first
- * session's went when the third's was set up.  Its next call runs
- * unprepared, and the cap still holds. */
+ * sandboxes wait, those of the first two sessions; the third's call end
+ * sets up none (none is discarded to make room).  The third's next call
+ * runs unprepared and still leaves none; the first's runs in its own and
+ * sets up its next, the cap still held. */
 static void
 test_http_cap(void **state)
 {
     (void)state;
     static const char *const more[] = {"--max-prepared", "2", NULL};
+    static const char full[] = "HTTP sessions' wait already (--max-prepared)";
     http_start(more);
     struct hsess s[3];
     pid_t w[3];
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 2; i++) {
         hsess_open(&s[i]);
         free(hsess_shell(&s[i], "true", false));
         w[i] = await_new_waiting(w, i);
     }
-    await_waiting(w + 1, 2);
-    assert_all_gone(w, 1);
-    /* the first session's call finds none of its own: it runs in a
-     * namespace of its own, and the second's sandbox goes for its next */
-    char ns1[128], ns2[128];
+    hsess_open(&s[2]);
+    free(hsess_shell(&s[2], "true", false));
+    await_log_count(full, 1);
+    await_waiting(w, 2);
+    /* the third session's call finds none of its own: it runs in a
+     * namespace of its own, and the others' sandboxes stay */
+    char ns0[128], ns1[128];
+    int held0 = hold_ns(w[0], ns0, sizeof(ns0));
     int held1 = hold_ns(w[1], ns1, sizeof(ns1));
-    int held2 = hold_ns(w[2], ns2, sizeof(ns2));
-    char *out = hsess_shell(&s[0], ns_cmd, false);
+    char *out = hsess_shell(&s[2], ns_cmd, false);
+    assert_string_not_equal(out, ns0);
     assert_string_not_equal(out, ns1);
-    assert_string_not_equal(out, ns2);
     free(out);
-    close(held1);
-    close(held2);
-    pid_t again = await_new_waiting(w, 3);
-    pid_t want[] = {w[2], again};
-    await_waiting(want, 2);
+    await_log_count(full, 2);
+    await_waiting(w, 2);
     assert_int_equal(log_count("runs in its prepared sandbox"), 0);
+    /* the first session's call runs in the sandbox it was given */
+    out = hsess_shell(&s[0], ns_cmd, false);
+    assert_string_equal(out, ns0);
+    free(out);
+    close(held0);
+    close(held1);
+    assert_int_equal(log_count("runs in its prepared sandbox"), 1);
+    w[2] = await_new_waiting(w, 2);
+    pid_t want[] = {w[1], w[2]};
+    await_waiting(want, 2);
     for (size_t i = 0; i < 3; i++)
         hsess_close(&s[i]);
     http_stop();
