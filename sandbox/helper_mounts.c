@@ -416,16 +416,21 @@ helper_close_placeholder_copies(const struct run *r)
  * directory above it (a pin for --protect, a read-only gitdir): what is
  * mounted above it comes off first, and whatever is left on it through the
  * root's fd.  A failure is reported and leaves the command's status as it
- * is.
+ * is.  A placeholder another sandbox still holds is not removed, so
+ * nothing is unbound for it.
  */
 void
 helper_release_placeholders(struct run *r)
 {
     for (size_t i = 0; r->codex != NULL && i < r->w->n_repo_roots; i++) {
         struct codex_hold *h = &r->codex[i];
-        if (h->ph.fd < 0)
-            continue;
         const char *root = r->w->repo_roots[i];
+        /* held by another sandbox too (a session's own hold, another
+         * call): it stays, so nothing need come off it; the mount
+         * namespace goes with this process.  Unmounting is dear: each
+         * umount that takes something off waits for an RCU grace period */
+        if (sandbox_placeholder_last(&h->ph) == 0)
+            continue;
         int fd = root_fd(r, root);
         char *codex = NULL;
         const char *dir = h->root_path ? h->root_path : root;
