@@ -344,7 +344,8 @@ minimal_dev(struct run *r)
                        "the kernel lacks fsopen, so the host's devices under /dev could be opened");
     else if (rc < 0)
         sandbox_helper_die(-rc, "making the sandbox's /dev");
-    helper_put(r->report, "minimal_dev", json_boolean(!under_dev && rc == 0));
+    r->own_dev = !under_dev && rc == 0;
+    helper_put(r->report, "minimal_dev", json_boolean(r->own_dev));
 }
 
 /* The sandbox's own /dev/pts (sandbox_ns_own_terminals), before the

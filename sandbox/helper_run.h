@@ -63,6 +63,9 @@ struct run {
     json_t *writable;
     struct sandbox_ns_state ns;
     bool own_proc;
+    /* /dev is the sandbox's own (sandbox_ns_minimal_dev): only the
+     * writable devices and its own /dev/pts lie beneath it */
+    bool own_dev;
 };
 
 /* The report: a value set under key, a string appended to an array, a

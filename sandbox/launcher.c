@@ -133,11 +133,10 @@ place_fds(const struct launcher *l, const struct request *rq)
 
 /*
  * The child, a copy of the launcher (no CLONE_VM) whose parent is the
- * server.  Signals need no reset here: the launcher changed no disposition
- * and blocked nothing since the server started it with every one at its
- * default (sandbox_helper_run resets them all the same, as in an exec'd
- * helper).  The thread id libc cached is the launcher's; nothing on the
- * helper's path asks for it (no threads, no raise).
+ * server.  Signals need no reset here: the launcher set every one to its
+ * default and blocked none at its start (sandbox_helper_prepare_parent)
+ * and changes none, so sandbox_helper_run skips its reset too.  The thread id libc cached is the
+ * launcher's; nothing on the helper's path asks for it (no threads, no raise).
  */
 static noreturn void
 child(const struct launcher *l, const struct request *rq)
@@ -336,6 +335,7 @@ sandbox_launcher_run(int ctl, char *opt)
         sandbox_helper_die(0, "launcher: fd %d is not a SOCK_SEQPACKET socket", ctl);
     if (fcntl(ctl, F_SETFD, FD_CLOEXEC) != 0)
         sandbox_helper_die(errno, "launcher: the control socket's close-on-exec");
+    sandbox_helper_prepare_parent();
     l.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (l.null_fd < 0)
         sandbox_helper_die(errno, "launcher: /dev/null");
