@@ -901,6 +901,8 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     r.take_offered = offers & SANDBOX_OFFER_NUMBER;
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
     bool notify = o->exec_notify_fd >= 0;
+    if (!confine)
+        helper_close_dev_template();
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
         if (chdir(o->cwd) != 0)
             sandbox_helper_die(errno, "--cwd %s", o->cwd);

@@ -48,6 +48,13 @@ noreturn void sandbox_helper_run(struct sandbox_helper_options *o);
 void sandbox_helper_prepare_parent(void);
 
 /*
+ * For the same parent: fd is a /dev template (sandbox_ns_dev_template,
+ * close-on-exec) that its children copy onto their /dev instead of
+ * making one; each closes its copy of fd once its /dev is up.
+ */
+void sandbox_helper_set_dev_template(int fd);
+
+/*
  * Prints "execgate-sandbox: MESSAGE[: strerror(errnum)]" to stderr and exits
  * with SANDBOX_EXIT_SETUP_FAILED.  errnum 0 leaves out the reason.
  */

@@ -326,9 +326,38 @@ without_mount_namespace(struct run *r)
     return why;
 }
 
-/* The sandbox's /dev (sandbox_ns_minimal_dev): only the usual devices,
- * unless a writable root lies under /dev (the policy asked for that part
- * of the host's /dev; the rest of it then stays, read-only). */
+/* The launcher's /dev template (sandbox_helper_set_dev_template), -1:
+ * none.  A copy of the launcher's memory holds the number. */
+static int dev_template = -1;
+
+void
+sandbox_helper_set_dev_template(int fd)
+{
+    dev_template = fd;
+}
+
+void
+helper_close_dev_template(void)
+{
+    if (dev_template >= 0)
+        close(dev_template);
+    dev_template = -1;
+}
+
+/* The sandbox's /dev: a copy of the launcher's template when there is one
+ * and the kernel copies it, else made here (sandbox_ns_minimal_dev); only
+ * the usual devices either way. */
+static int
+make_dev(struct run *r)
+{
+    int rc = dev_template >= 0 ? sandbox_ns_dev_from_template(dev_template) : -1;
+    helper_put(r->report, "dev_template", json_boolean(rc == 0));
+    return rc == 0 ? 0 : sandbox_ns_minimal_dev();
+}
+
+/* The sandbox's /dev (make_dev), unless a writable root lies under /dev
+ * (the policy asked for that part of the host's /dev; the rest of it then
+ * stays, read-only). */
 static void
 minimal_dev(struct run *r)
 {
@@ -338,7 +367,8 @@ minimal_dev(struct run *r)
         under_dev |=
             strcmp(root, "/") == 0 || strcmp(root, "/dev") == 0 || strncmp(root, "/dev/", 5) == 0;
     }
-    int rc = under_dev ? 0 : sandbox_ns_minimal_dev();
+    int rc = under_dev ? 0 : make_dev(r);
+    helper_close_dev_template();
     if (rc == -ENOSYS)
         helper_require(r, "minimal-dev",
                        "the kernel lacks fsopen, so the host's devices under /dev could be opened");
@@ -371,6 +401,7 @@ helper_enter_namespaces(struct run *r)
 {
     int rc = sandbox_ns_unshare(&r->ns);
     if (rc < 0) {
+        helper_close_dev_template();
         sandbox_helper_warn("namespaces: %s", strerror(-rc));
         char *why = without_mount_namespace(r);
         helper_require(r, "mount-namespace", why);

@@ -68,6 +68,10 @@ struct run {
     bool own_dev;
 };
 
+/* Closes the launcher's /dev template, if this process has one
+ * (helper_mounts.c): nothing but the mount namespace's setup uses it. */
+void helper_close_dev_template(void);
+
 /* The report: a value set under key, a string appended to an array, a
  * new array; each dies on ENOMEM (helper.c). */
 void helper_put(json_t *obj, const char *key, json_t *value);
