@@ -5,7 +5,8 @@
  * command could, were it let call mount_setattr) still cannot change what
  * the template holds, nor remount its file system, so the next sandbox's
  * /dev is the same.  Each step runs in a child process (namespaces are a
- * process's for good); a kernel or host that gives no user namespace
+ * process's for good), as the caller and, started as root, as an
+ * unprivileged user too; a kernel or host that gives no user namespace
  * skips.
  */
 #include <setjmp.h>
@@ -22,10 +23,13 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/ns.h"
+#include "tests/support/test_user.h"
 
 /* What a child found, as its exit status. */
 enum {
@@ -129,11 +133,41 @@ test_template_cannot_be_changed_through_a_copy(void **state)
     assert_int_equal(rc, OK);
 }
 
+static struct test_user user;
+
+/* The builder as the test's unprivileged user, as a server not run as
+ * root builds it. */
+static int
+unprivileged_builder(int unused)
+{
+    /* dumpable again after the change of ids, or its /proc/self files
+     * stay root's and it cannot write its id maps */
+    if (setgroups(0, NULL) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0 ||
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+        return CHILD_DIED;
+    return builder(unused);
+}
+
+static void
+test_template_unprivileged(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* the case above ran unprivileged already */
+    test_user_create(&user);
+    int rc = in_child(unprivileged_builder, 0);
+    test_user_release(&user);
+    if (rc == NO_NAMESPACE)
+        skip();
+    assert_int_equal(rc, OK);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_template_cannot_be_changed_through_a_copy),
+        cmocka_unit_test(test_template_unprivileged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
