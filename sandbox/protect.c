@@ -6,6 +6,7 @@
 #include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
+#include "common/canon_path.h"
 #include "common/no_link.h"
 
 #include <errno.h>
@@ -34,45 +35,6 @@ sandbox_path_within(const char *path, const char *root)
     return strncmp(path, root, len) == 0 && (path[len] == '\0' || path[len] == '/');
 }
 
-/* Whether path is written as its canonical form would be: absolute, no
- * empty, "." or ".." component, no '/' at the end (but "/" itself). */
-static bool
-canonical_form(const char *path)
-{
-    if (path[0] != '/')
-        return false;
-    if (path[1] == '\0')
-        return true;
-    for (const char *c = path + 1;; c++) {
-        size_t n = strcspn(c, "/");
-        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-            return false;
-        c += n;
-        if (*c == '\0')
-            return true;
-    }
-}
-
-/*
- * realpath(path, NULL), the same answer, but where path is written in
- * canonical form and no link lies on it (one openat2 with
- * RESOLVE_NO_SYMLINKS says so) without realpath's readlink of each
- * component: path is its own canonical form then.  Anything else, a
- * failure included, goes to realpath, which sets errno as before.
- */
-static char *
-canonical(const char *path)
-{
-    if (canonical_form(path)) {
-        int fd = no_link_open(path);
-        if (fd >= 0) {
-            close(fd);
-            return strdup(path);
-        }
-    }
-    return realpath(path, NULL);
-}
-
 /* Adds the canonical form of path to sp's locations.  A location that
  * does not exist is left out (Landlock grants nothing there); one that
  * cannot be resolved otherwise is kept as given (Landlock then refuses
@@ -80,7 +42,7 @@ canonical(const char *path)
 static int
 add_location(struct sandbox_protect *sp, const char *path)
 {
-    char *canon = canonical(path);
+    char *canon = canon_path(path);
     if (canon == NULL && errno == ENOMEM)
         return -ENOMEM;
     if (canon == NULL && (errno == ENOENT || errno == ENOTDIR))
@@ -204,7 +166,7 @@ sandbox_protect_resolve(const struct sandbox_protect *sp, const char *path, char
     int first = 0; /* why path itself did not resolve */
     size_t n = 0;
     char *base;
-    while ((base = canonical(prefix)) == NULL) {
+    while ((base = canon_path(prefix)) == NULL) {
         int e = errno;
         if (e == ENOMEM || strcmp(prefix, "/") == 0) {
             free(prefix);
@@ -363,7 +325,7 @@ sandbox_protect_apply(struct sandbox_protect *sp, const char *path, json_t *ro, 
         if (rc == 0 && missing == 0) {
             /* Only this helper's own directories lie between: the path
              * must name what was created. */
-            char *again = canonical(path);
+            char *again = canon_path(path);
             if (again == NULL || strcmp(again, resolved) != 0)
                 rc = failf(err, again ? -EAGAIN : -errno, "changed while being created:", path);
             free(again);
