@@ -706,9 +706,14 @@ sandbox_ns_own_mounts(void)
 {
     uid_t uid = getuid();
     gid_t gid = getgid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+    int rc = 0;
+    /* a mount namespace alone where no user namespace may be made but
+     * the caller may mount (root in a container that refuses them), as
+     * sandbox_ns_unshare does */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0)
+        rc = sandbox_ns_write_id_maps(uid, gid);
+    else if (unshare(CLONE_NEWNS) != 0)
         return -errno;
-    int rc = sandbox_ns_write_id_maps(uid, gid);
     if (rc == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
         rc = -errno;
     return rc;

@@ -158,8 +158,9 @@ int sandbox_ns_minimal_dev(void);
 
 /*
  * A user and mount namespace of the caller's own, its ids mapped to
- * themselves, nothing mounted there seen outside: where a process that
- * may not mount in the server's namespace builds a /dev template.
+ * themselves (a mount namespace alone where no user namespace can be
+ * made), nothing mounted there seen outside: where a process that may
+ * not mount in the server's namespace builds a /dev template.
  * Returns 0 or -errno.
  */
 int sandbox_ns_own_mounts(void);
