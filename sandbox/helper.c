@@ -86,17 +86,33 @@ sandbox_helper_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+/* Set by sandbox_helper_prepare_parent in the launcher, seen by its
+ * children (copies of its memory): the signals are at their defaults. */
+static bool signals_default;
+
 /* The spawner may have left signals blocked or ignored; the program must
  * start from defaults whatever they were.  The execve that started the
- * helper reset every caught signal already: the ignored ones are left. */
+ * helper reset every caught signal already: the ignored ones are left.  A
+ * launcher's child inherits the defaults its parent set once. */
 static void
 reset_signals(void)
 {
+    if (signals_default)
+        return;
     sigset_t all;
     sigemptyset(&all);
     if (sigprocmask(SIG_SETMASK, &all, NULL) != 0)
         sandbox_helper_die(errno, "resetting the signal mask");
     sig_defaults_restore(false);
+}
+
+void
+sandbox_helper_prepare_parent(void)
+{
+    reset_signals();
+    signals_default = true;
+    /* 0: from /dev/urandom, once; each child's first object keeps it */
+    json_object_seed(0);
 }
 
 /* The report fd must be open and must not leak into the program. */
@@ -578,11 +594,17 @@ allow_reads(struct run *r, struct sandbox_ll *ll)
 }
 
 /* The writable set, as Landlock rules (a path that does not exist is
- * skipped: allow_path; a root, from the fd open_roots opened). */
+ * skipped: allow_path; a root, from the fd open_roots opened).  In the
+ * sandbox's own /dev, read-only, beneath which lie only the writable
+ * devices, its /dev/pts and links to them and to /proc, one rule on /dev
+ * grants what the rules on each device would: the same rights on the same
+ * files, for one lookup instead of eight. */
 static void
 allow_writes(struct run *r, struct sandbox_ll *ll)
 {
-    for (size_t i = 0; i < r->w->n_devices; i++)
+    if (r->own_dev && r->w->n_devices > 0)
+        allow_path(r, ll, "/dev", SANDBOX_LL_DEVICE);
+    for (size_t i = 0; !r->own_dev && i < r->w->n_devices; i++)
         allow_path(r, ll, r->w->devices[i], SANDBOX_LL_DEVICE);
     helper_open_roots(r);
     for (size_t i = 0; i < r->w->n_roots; i++) {
@@ -876,6 +898,8 @@ sandbox_helper_run(struct sandbox_helper_options *o)
     r.take_offered = o->exec_notify_fd >= 0 && sandbox_exec_filter_by_number(o->exec_notify_fd);
     bool confine = r.kind == SANDBOX_READ_ONLY || r.kind == SANDBOX_WORKSPACE_WRITE;
     bool notify = o->exec_notify_fd >= 0;
+    if (!confine)
+        helper_close_dev_template();
     if (r.kind == SANDBOX_DANGER_FULL_ACCESS) {
         if (chdir(o->cwd) != 0)
             sandbox_helper_die(errno, "--cwd %s", o->cwd);

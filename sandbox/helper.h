@@ -39,6 +39,22 @@ struct sandbox_helper_options {
 noreturn void sandbox_helper_run(struct sandbox_helper_options *o);
 
 /*
+ * For a process whose children run sandbox_helper_run as copies of it,
+ * without an exec (the launcher), called once before the first: every
+ * signal back to its default and none blocked, and the JSON library's hash
+ * seed drawn, here; the children, which inherit both, then skip resetting
+ * signals and opening /dev/urandom on every call.
+ */
+void sandbox_helper_prepare_parent(void);
+
+/*
+ * For the same parent: fd is a /dev template (sandbox_ns_dev_template,
+ * close-on-exec) that its children copy onto their /dev instead of
+ * making one; each closes its copy of fd once its /dev is up.
+ */
+void sandbox_helper_set_dev_template(int fd);
+
+/*
  * Prints "execgate-sandbox: MESSAGE[: strerror(errnum)]" to stderr and exits
  * with SANDBOX_EXIT_SETUP_FAILED.  errnum 0 leaves out the reason.
  */

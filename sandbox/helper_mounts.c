@@ -326,9 +326,38 @@ without_mount_namespace(struct run *r)
     return why;
 }
 
-/* The sandbox's /dev (sandbox_ns_minimal_dev): only the usual devices,
- * unless a writable root lies under /dev (the policy asked for that part
- * of the host's /dev; the rest of it then stays, read-only). */
+/* The launcher's /dev template (sandbox_helper_set_dev_template), -1:
+ * none.  A copy of the launcher's memory holds the number. */
+static int dev_template = -1;
+
+void
+sandbox_helper_set_dev_template(int fd)
+{
+    dev_template = fd;
+}
+
+void
+helper_close_dev_template(void)
+{
+    if (dev_template >= 0)
+        close(dev_template);
+    dev_template = -1;
+}
+
+/* The sandbox's /dev: a copy of the launcher's template when there is one
+ * and the kernel copies it, else made here (sandbox_ns_minimal_dev); only
+ * the usual devices either way. */
+static int
+make_dev(struct run *r)
+{
+    int rc = dev_template >= 0 ? sandbox_ns_dev_from_template(dev_template) : -1;
+    helper_put(r->report, "dev_template", json_boolean(rc == 0));
+    return rc == 0 ? 0 : sandbox_ns_minimal_dev();
+}
+
+/* The sandbox's /dev (make_dev), unless a writable root lies under /dev
+ * (the policy asked for that part of the host's /dev; the rest of it then
+ * stays, read-only). */
 static void
 minimal_dev(struct run *r)
 {
@@ -338,13 +367,15 @@ minimal_dev(struct run *r)
         under_dev |=
             strcmp(root, "/") == 0 || strcmp(root, "/dev") == 0 || strncmp(root, "/dev/", 5) == 0;
     }
-    int rc = under_dev ? 0 : sandbox_ns_minimal_dev();
+    int rc = under_dev ? 0 : make_dev(r);
+    helper_close_dev_template();
     if (rc == -ENOSYS)
         helper_require(r, "minimal-dev",
                        "the kernel lacks fsopen, so the host's devices under /dev could be opened");
     else if (rc < 0)
         sandbox_helper_die(-rc, "making the sandbox's /dev");
-    helper_put(r->report, "minimal_dev", json_boolean(!under_dev && rc == 0));
+    r->own_dev = !under_dev && rc == 0;
+    helper_put(r->report, "minimal_dev", json_boolean(r->own_dev));
 }
 
 /* The sandbox's own /dev/pts (sandbox_ns_own_terminals), before the
@@ -370,6 +401,7 @@ helper_enter_namespaces(struct run *r)
 {
     int rc = sandbox_ns_unshare(&r->ns);
     if (rc < 0) {
+        helper_close_dev_template();
         sandbox_helper_warn("namespaces: %s", strerror(-rc));
         char *why = without_mount_namespace(r);
         helper_require(r, "mount-namespace", why);
@@ -416,16 +448,21 @@ helper_close_placeholder_copies(const struct run *r)
  * directory above it (a pin for --protect, a read-only gitdir): what is
  * mounted above it comes off first, and whatever is left on it through the
  * root's fd.  A failure is reported and leaves the command's status as it
- * is.
+ * is.  A placeholder another sandbox still holds is not removed, so
+ * nothing is unbound for it.
  */
 void
 helper_release_placeholders(struct run *r)
 {
     for (size_t i = 0; r->codex != NULL && i < r->w->n_repo_roots; i++) {
         struct codex_hold *h = &r->codex[i];
-        if (h->ph.fd < 0)
-            continue;
         const char *root = r->w->repo_roots[i];
+        /* held by another sandbox too (a session's own hold, another
+         * call): it stays, so nothing need come off it; the mount
+         * namespace goes with this process.  Unmounting is dear: each
+         * umount that takes something off waits for an RCU grace period */
+        if (sandbox_placeholder_last(&h->ph) == 0)
+            continue;
         int fd = root_fd(r, root);
         char *codex = NULL;
         const char *dir = h->root_path ? h->root_path : root;

@@ -63,7 +63,14 @@ struct run {
     json_t *writable;
     struct sandbox_ns_state ns;
     bool own_proc;
+    /* /dev is the sandbox's own (sandbox_ns_minimal_dev): only the
+     * writable devices and its own /dev/pts lie beneath it */
+    bool own_dev;
 };
+
+/* Closes the launcher's /dev template, if this process has one
+ * (helper_mounts.c): nothing but the mount namespace's setup uses it. */
+void helper_close_dev_template(void);
 
 /* The report: a value set under key, a string appended to an array, a
  * new array; each dies on ENOMEM (helper.c). */

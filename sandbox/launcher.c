@@ -8,11 +8,13 @@
  * secret ever reaches it: it starts with no environment, and a request is
  * a command line, an environment and fds, all of which the child gets
  * anyway); its fds are the control socket, /dev/null (0, 1 and one more),
- * the server's stderr and the request's fds, closed before the answer, and
- * the child closes every one it was not given before it runs a line of the
- * helper.  It runs as the server started it, as the server starts a
- * helper: same binary, same uid, same capabilities, every signal at its
- * default and none blocked, death with the server (the PR_SET_PDEATHSIG of
+ * the server's stderr, the /dev template (a read-only tree the same for
+ * every call) and the request's fds, closed before the answer, and the
+ * child closes every one it was not given but the template before it runs
+ * a line of the helper (which closes that once its /dev is up).  It runs
+ * as the server started it, as the server starts a helper: same binary,
+ * same uid, same capabilities, every signal at its default and none
+ * blocked, death with the server (the PR_SET_PDEATHSIG of
  * the server's start, which its execve kept); it sets
  * no_new_privs in no one's place (each child sets it where an exec'd
  * helper does: the launcher itself never execs).  It stays in the
@@ -22,6 +24,7 @@
 #include "sandbox/launcher.h"
 #include "sandbox/helper.h"
 #include "sandbox/helper_main.h"
+#include "sandbox/ns.h"
 #include "common/fd_pass.h"
 
 #include <errno.h>
@@ -37,6 +40,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef CLONE_INTO_CGROUP
@@ -62,9 +66,10 @@ struct request {
 
 struct launcher {
     int ctl;
-    char *opt;    /* main's argv[1], in the memory ps reads the command line from */
-    int null_fd;  /* /dev/null, for 0-2 a request does not give */
-    pid_t server; /* the launcher's parent, each child's parent too */
+    int dev_template; /* above every request's fd number; -1: none */
+    char *opt;        /* main's argv[1], in the memory ps reads the command line from */
+    int null_fd;      /* /dev/null, for 0-2 a request does not give */
+    pid_t server;     /* the launcher's parent, each child's parent too */
 };
 
 /* ---- the child ---- */
@@ -96,6 +101,16 @@ given(const struct request *rq, int at)
  * number a request may name, so no dup2 overwrites a source still to be
  * moved.
  */
+/* Closes every fd from from on but keep (-1: none). */
+static int
+close_all_but(int from, int keep)
+{
+    if (keep < from)
+        return close_from_to(from, -1);
+    int rc = close_from_to(from, keep - 1);
+    return rc < 0 ? rc : close_from_to(keep + 1, -1);
+}
+
 static void
 place_fds(const struct launcher *l, const struct request *rq)
 {
@@ -119,13 +134,16 @@ place_fds(const struct launcher *l, const struct request *rq)
         if (!given(rq, t) && dup2(null_fd, t) < 0)
             sandbox_helper_die(errno, "launcher: /dev/null at fd %d", t);
     }
-    /* the gaps between the given numbers, then everything above them:
+    /* the gaps between the given numbers, then everything above them
+     * but the /dev template (closed by the helper once its /dev is up):
      * the control socket, the copies, the received fds, the cgroup's */
     int gap = 3;
     for (int t = 3; t <= SANDBOX_LAUNCHER_MAX_AT + 1; t++) {
         if (t <= SANDBOX_LAUNCHER_MAX_AT && !given(rq, t))
             continue;
-        if (close_from_to(gap, t <= SANDBOX_LAUNCHER_MAX_AT ? t - 1 : -1) < 0)
+        int rc = t <= SANDBOX_LAUNCHER_MAX_AT ? close_from_to(gap, t - 1)
+                                              : close_all_but(gap, l->dev_template);
+        if (rc < 0)
             sandbox_helper_die(errno, "launcher: closing the fds not given");
         gap = t + 1;
     }
@@ -133,11 +151,10 @@ place_fds(const struct launcher *l, const struct request *rq)
 
 /*
  * The child, a copy of the launcher (no CLONE_VM) whose parent is the
- * server.  Signals need no reset here: the launcher changed no disposition
- * and blocked nothing since the server started it with every one at its
- * default (sandbox_helper_run resets them all the same, as in an exec'd
- * helper).  The thread id libc cached is the launcher's; nothing on the
- * helper's path asks for it (no threads, no raise).
+ * server.  Signals need no reset here: the launcher set every one to its
+ * default and blocked none at its start (sandbox_helper_prepare_parent)
+ * and changes none, so sandbox_helper_run skips its reset too.  The thread id libc cached is the
+ * launcher's; nothing on the helper's path asks for it (no threads, no raise).
  */
 static noreturn void
 child(const struct launcher *l, const struct request *rq)
@@ -322,6 +339,53 @@ serve(const struct launcher *l, char *buf, ssize_t n, int msg_flags, int *fds, s
     return rc;
 }
 
+/*
+ * The /dev each confined child copies instead of making its own
+ * (sandbox_ns_dev_template), built once by a child of the launcher in a
+ * user and mount namespace of its own (where it may mount, whoever the
+ * server's user is) and handed back over a socket pair: the launcher
+ * itself stays where it is.  The template's file system is read-only and
+ * belongs to that namespace, in which no sandbox is: no call can change
+ * what another sees.  Returns its fd, moved above every number a request
+ * may name, or -1 (the children then make their own /dev).
+ */
+static int
+dev_template(void)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = sandbox_ns_own_mounts() == 0 ? sandbox_ns_dev_template() : -1;
+        char tag = fd >= 0 ? 'T' : 'E';
+        struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+        _exit(fd_pass_send(sv[1], &iov, 1, &fd, fd >= 0 ? 1 : 0) < 0);
+    }
+    close(sv[1]);
+    int fd = -1;
+    if (pid > 0) {
+        char tag = 0;
+        size_t n = 0;
+        int flags = 0;
+        ssize_t got = fd_pass_recv(sv[0], &tag, 1, &fd, 1, &n, &flags);
+        if (n == 1 && (got != 1 || tag != 'T')) {
+            close(fd);
+            n = 0;
+        }
+        if (n != 1)
+            fd = -1;
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    close(sv[0]);
+    if (fd < 0)
+        return -1;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, SANDBOX_LAUNCHER_MAX_AT + 1);
+    close(fd);
+    return high;
+}
+
 noreturn void
 sandbox_launcher_run(int ctl, char *opt)
 {
@@ -336,6 +400,9 @@ sandbox_launcher_run(int ctl, char *opt)
         sandbox_helper_die(0, "launcher: fd %d is not a SOCK_SEQPACKET socket", ctl);
     if (fcntl(ctl, F_SETFD, FD_CLOEXEC) != 0)
         sandbox_helper_die(errno, "launcher: the control socket's close-on-exec");
+    sandbox_helper_prepare_parent();
+    l.dev_template = dev_template();
+    sandbox_helper_set_dev_template(l.dev_template);
     l.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (l.null_fd < 0)
         sandbox_helper_die(errno, "launcher: /dev/null");

@@ -140,16 +140,6 @@ sandbox_netns_keep(int sock)
     }
 }
 
-/* Whether fd names the caller's own user namespace (-errno: cannot tell). */
-static int
-is_own_user_ns(int fd)
-{
-    struct stat theirs, ours;
-    if (fstat(fd, &theirs) != 0 || stat("/proc/self/ns/user", &ours) != 0)
-        return -errno;
-    return theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
-}
-
 int
 sandbox_netns_join(int fd, bool *entered, const char **what)
 {
@@ -168,14 +158,17 @@ sandbox_netns_join(int fd, bool *entered, const char **what)
     int user = ioctl(fd, NS_GET_USERNS);
     if (user < 0)
         return -errno;
-    int rc = is_own_user_ns(user);
     /* Joining a network namespace takes CAP_SYS_ADMIN in the user
      * namespace that owns it: the caller enters that one first (it is
-     * its owner's, the server's user), and nests its own in it after. */
-    if (rc == 0 && setns(user, CLONE_NEWUSER) != 0)
-        rc = -errno;
-    else if (rc == 0)
+     * its owner's, the server's user), and nests its own in it after.
+     * The one it is in already is refused with EINVAL (as an ancestor
+     * would be, which then leaves the caller without the capability:
+     * the setns below fails), which saves looking at /proc/self/ns. */
+    int rc = 0;
+    if (setns(user, CLONE_NEWUSER) == 0)
         *entered = true;
+    else if (errno != EINVAL)
+        rc = -errno;
     close(user);
     if (rc < 0) {
         *what = "entering the namespace's user namespace";

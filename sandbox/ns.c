@@ -32,18 +32,22 @@
  * (linux/mount.h, which clashes with glibc's sys/mount.h), under names of
  * our own.
  */
-#define NS_OPEN_TREE_CLONE   1u
-#define NS_AT_RECURSIVE      0x8000u
-#define NS_MOVE_F_EMPTY_PATH 0x4u
-#define NS_MOVE_T_EMPTY_PATH 0x40u
-#define NS_FSOPEN_CLOEXEC    1u
-#define NS_FSMOUNT_CLOEXEC   1u
-#define NS_FSCONFIG_CREATE   6u
-#define NS_FSCONFIG_SET_STR  1u
-#define NS_ATTR_RDONLY       0x1u
-#define NS_ATTR_NOSUID       0x2u
-#define NS_ATTR_NODEV        0x4u
-#define NS_ATTR_NOEXEC       0x8u
+#define NS_OPEN_TREE_CLONE      1u
+#define NS_AT_RECURSIVE         0x8000u
+#define NS_MOVE_F_EMPTY_PATH    0x4u
+#define NS_MOVE_T_EMPTY_PATH    0x40u
+#define NS_FSOPEN_CLOEXEC       1u
+#define NS_FSMOUNT_CLOEXEC      1u
+#define NS_FSCONFIG_CREATE      6u
+#define NS_FSCONFIG_SET_STR     1u
+#define NS_FSCONFIG_SET_FLAG    0u
+#define NS_FSCONFIG_RECONFIGURE 7u
+#define NS_FSPICK_CLOEXEC       1u
+#define NS_FSPICK_EMPTY_PATH    8u
+#define NS_ATTR_RDONLY          0x1u
+#define NS_ATTR_NOSUID          0x2u
+#define NS_ATTR_NODEV           0x4u
+#define NS_ATTR_NOEXEC          0x8u
 
 struct ns_mount_attr {
     uint64_t attr_set, attr_clr, propagation, userns_fd;
@@ -596,19 +600,12 @@ dev_tmpfs(void)
     return rc < 0 ? rc : mnt;
 }
 
-/*
- * The devices are bound onto their files through the tmpfs's own fd once
- * it is mounted on /dev (that fd then names the mounted copy: the root of
- * the tmpfs, where /dev leads), each by its name there: the tmpfs is this
- * process's, made a moment ago, and holds no link by those names, so no
- * lookup can be led elsewhere (move_mount follows no final link without
- * MOVE_MOUNT_T_SYMLINKS).  One move_mount per device, and no reopening of
- * /dev.
- */
-int
-sandbox_ns_minimal_dev(void)
+/* Copies of the host's kept devices into clones[] (-1 where the host
+ * has none: left missing).  Returns 0 or -errno (each clone opened is
+ * then closed by close_clones all the same). */
+static int
+clone_devices(int clones[ARRAY_SIZE(kept_devices)])
 {
-    int clones[ARRAY_SIZE(kept_devices)];
     int rc = 0;
     for (size_t i = 0; i < ARRAY_SIZE(kept_devices); i++) {
         char path[32];
@@ -616,33 +613,138 @@ sandbox_ns_minimal_dev(void)
         clones[i] =
             rc < 0 ? -1 : ns_open_tree(AT_FDCWD, path, NS_OPEN_TREE_CLONE | AT_SYMLINK_NOFOLLOW);
         if (clones[i] < 0 && rc == 0 && errno != ENOENT)
-            rc = -errno; /* a missing one is left missing */
-    }
-    int mnt = rc == 0 ? dev_tmpfs() : -1;
-    if (rc == 0 && mnt < 0)
-        rc = mnt;
-    int dev = rc == 0 ? open("/dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (rc == 0 && dev < 0)
-        rc = -errno;
-    if (rc == 0 &&
-        ns_move_mount(mnt, "", dev, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) != 0)
-        rc = -errno;
-    if (dev >= 0)
-        close(dev);
-    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(kept_devices); i++) {
-        if (clones[i] >= 0 &&
-            ns_move_mount(clones[i], "", mnt, kept_devices[i], NS_MOVE_F_EMPTY_PATH) != 0)
             rc = -errno;
     }
-    /* nothing more can be made there */
-    if (rc == 0 && ns_mount_setattr(mnt, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
-        rc = -errno;
-    if (mnt >= 0)
-        close(mnt);
+    return rc;
+}
+
+static void
+close_clones(const int clones[ARRAY_SIZE(kept_devices)])
+{
     for (size_t i = 0; i < ARRAY_SIZE(kept_devices); i++) {
         if (clones[i] >= 0)
             close(clones[i]);
     }
+}
+
+/* The devices bound onto their files in the tmpfs mnt, each by its name
+ * there (the tmpfs is this process's, made a moment ago, and holds no link
+ * by those names, so no lookup can be led elsewhere: move_mount follows no
+ * final link without MOVE_MOUNT_T_SYMLINKS), then the tmpfs made
+ * read-only: nothing more can be made there. */
+static int
+bind_devices(int mnt, const int clones[ARRAY_SIZE(kept_devices)])
+{
+    for (size_t i = 0; i < ARRAY_SIZE(kept_devices); i++) {
+        if (clones[i] >= 0 &&
+            ns_move_mount(clones[i], "", mnt, kept_devices[i], NS_MOVE_F_EMPTY_PATH) != 0)
+            return -errno;
+    }
+    if (ns_mount_setattr(mnt, "", AT_EMPTY_PATH, NS_ATTR_RDONLY, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+/* Moves the detached tree tree onto /dev itself (not through a link
+ * there: /dev is the host's, read-only by now). */
+static int
+onto_dev(int tree)
+{
+    int dev = open("/dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dev < 0)
+        return -errno;
+    int rc = ns_move_mount(tree, "", dev, "", NS_MOVE_F_EMPTY_PATH | NS_MOVE_T_EMPTY_PATH) == 0
+                 ? 0
+                 : -errno;
+    close(dev);
+    return rc;
+}
+
+/*
+ * The tmpfs is put on /dev first and the devices bound onto their files
+ * through its own fd (which then names the mounted copy: the root of the
+ * tmpfs, where /dev leads), so that /dev is not reopened.
+ */
+int
+sandbox_ns_minimal_dev(void)
+{
+    int clones[ARRAY_SIZE(kept_devices)];
+    int rc = clone_devices(clones);
+    int mnt = rc == 0 ? dev_tmpfs() : -1;
+    if (rc == 0 && mnt < 0)
+        rc = mnt;
+    if (rc == 0)
+        rc = onto_dev(mnt);
+    if (rc == 0)
+        rc = bind_devices(mnt, clones);
+    if (mnt >= 0)
+        close(mnt);
+    close_clones(clones);
+    return rc;
+}
+
+/* The superblock of the mount mnt read-only: a flag of the file system
+ * itself, which only a holder of CAP_SYS_ADMIN in the user namespace that
+ * made it can clear, where the read-only flag of a mount could be cleared
+ * by whoever holds that capability over the mount's namespace. */
+static int
+superblock_read_only(int mnt)
+{
+    int fs = (int)syscall(SYS_fspick, mnt, "", NS_FSPICK_CLOEXEC | NS_FSPICK_EMPTY_PATH);
+    if (fs < 0)
+        return -errno;
+    int rc = syscall(SYS_fsconfig, fs, NS_FSCONFIG_SET_FLAG, "ro", NULL, 0) == 0 &&
+                     syscall(SYS_fsconfig, fs, NS_FSCONFIG_RECONFIGURE, NULL, NULL, 0) == 0
+                 ? 0
+                 : -errno;
+    close(fs);
+    return rc;
+}
+
+int
+sandbox_ns_own_mounts(void)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    int rc = 0;
+    /* a mount namespace alone where no user namespace may be made but
+     * the caller may mount (root in a container that refuses them), as
+     * sandbox_ns_unshare does */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0)
+        rc = sandbox_ns_write_id_maps(uid, gid);
+    else if (unshare(CLONE_NEWNS) != 0)
+        return -errno;
+    if (rc == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        rc = -errno;
+    return rc;
+}
+
+int
+sandbox_ns_dev_template(void)
+{
+    int clones[ARRAY_SIZE(kept_devices)];
+    int rc = clone_devices(clones);
+    int mnt = rc == 0 ? dev_tmpfs() : -1;
+    if (rc == 0 && mnt < 0)
+        rc = mnt;
+    if (rc == 0)
+        rc = bind_devices(mnt, clones);
+    if (rc == 0)
+        rc = superblock_read_only(mnt);
+    close_clones(clones);
+    if (rc < 0 && mnt >= 0)
+        close(mnt);
+    return rc < 0 ? rc : mnt;
+}
+
+int
+sandbox_ns_dev_from_template(int tmpl)
+{
+    int tree = ns_open_tree(tmpl, "", NS_OPEN_TREE_CLONE | NS_AT_RECURSIVE | AT_EMPTY_PATH);
+    if (tree < 0)
+        return -errno;
+    int rc = onto_dev(tree);
+    close(tree);
     return rc;
 }
 

@@ -157,6 +157,33 @@ int sandbox_ns_hide(const char *const *paths, size_t n, json_t *hidden, char **e
 int sandbox_ns_minimal_dev(void);
 
 /*
+ * A user and mount namespace of the caller's own, its ids mapped to
+ * themselves (a mount namespace alone where no user namespace can be
+ * made), nothing mounted there seen outside: where a process that may
+ * not mount in the server's namespace builds a /dev template.
+ * Returns 0 or -errno.
+ */
+int sandbox_ns_own_mounts(void);
+
+/*
+ * The same /dev built once, detached, to be copied by each sandbox
+ * instead of made: a read-only tmpfs (read-only as a file system too, so
+ * that no sandbox can make it writable and change what the others see)
+ * with the devices bound in.  Call where the caller may mount (its own
+ * mount namespace).  Returns the tree's fd (close-on-exec) or -errno.
+ */
+int sandbox_ns_dev_template(void);
+
+/*
+ * Puts a copy of the template tmpl (sandbox_ns_dev_template) on /dev, as
+ * sandbox_ns_minimal_dev would make it: the copy's mounts are this
+ * namespace's own, the files are the template's, which nobody can change.
+ * Returns 0 or -errno (a kernel that will not copy a tree made in another
+ * mount namespace: the caller makes its own).
+ */
+int sandbox_ns_dev_from_template(int tmpl);
+
+/*
  * Puts a devpts instance of the sandbox's own on /dev/pts (nosuid,
  * noexec; mode 0620, ptmx 0666): the terminals of the user's other
  * sessions are not there to open, read (what is typed into them) or write

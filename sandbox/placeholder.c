@@ -117,6 +117,20 @@ sandbox_placeholder_hold(int dirfd, const char *name, struct sandbox_placeholder
 }
 
 int
+sandbox_placeholder_last(struct sandbox_placeholder *ph)
+{
+    if (ph->fd < 0)
+        return 0;
+    int rc = lock(ph->fd, LOCK_EX | LOCK_NB);
+    if (rc == -EAGAIN) {
+        close(ph->fd);
+        ph->fd = -1;
+        return 0;
+    }
+    return rc == 0 ? 1 : rc;
+}
+
+int
 sandbox_placeholder_release(int dirfd, const char *name, struct sandbox_placeholder *ph)
 {
     int fd = ph->fd;

@@ -63,6 +63,17 @@ struct sandbox_placeholder {
 int sandbox_placeholder_hold(int dirfd, const char *name, struct sandbox_placeholder *ph);
 
 /*
+ * Whether ph is the last hold on its placeholder: takes the exclusive
+ * lock without waiting.  Returns 1 with ph holding it exclusively (the
+ * placeholder cannot be joined until sandbox_placeholder_release), 0 when
+ * another sandbox holds it too: ph's hold has then ended (asking gave up
+ * the shared lock), ph->fd is closed and -1, and there is nothing to
+ * unbind for a removal that will not come; or -errno, ph as it was.  A ph
+ * holding nothing gives 0.
+ */
+int sandbox_placeholder_last(struct sandbox_placeholder *ph);
+
+/*
  * Ends ph's hold (call it after the caller's binds over the placeholder are
  * gone: a mount point cannot be removed).  When no other sandbox holds it
  * and the placeholder is still at dirfd/name, still marked, it is removed

@@ -6,6 +6,7 @@
 #include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
+#include "common/canon_path.h"
 #include "common/no_link.h"
 
 #include <errno.h>
@@ -41,7 +42,7 @@ sandbox_path_within(const char *path, const char *root)
 static int
 add_location(struct sandbox_protect *sp, const char *path)
 {
-    char *canon = realpath(path, NULL);
+    char *canon = canon_path(path);
     if (canon == NULL && errno == ENOMEM)
         return -ENOMEM;
     if (canon == NULL && (errno == ENOENT || errno == ENOTDIR))
@@ -165,7 +166,7 @@ sandbox_protect_resolve(const struct sandbox_protect *sp, const char *path, char
     int first = 0; /* why path itself did not resolve */
     size_t n = 0;
     char *base;
-    while ((base = realpath(prefix, NULL)) == NULL) {
+    while ((base = canon_path(prefix)) == NULL) {
         int e = errno;
         if (e == ENOMEM || strcmp(prefix, "/") == 0) {
             free(prefix);
@@ -324,7 +325,7 @@ sandbox_protect_apply(struct sandbox_protect *sp, const char *path, json_t *ro, 
         if (rc == 0 && missing == 0) {
             /* Only this helper's own directories lie between: the path
              * must name what was created. */
-            char *again = realpath(path, NULL);
+            char *again = canon_path(path);
             if (again == NULL || strcmp(again, resolved) != 0)
                 rc = failf(err, again ? -EAGAIN : -errno, "changed while being created:", path);
             free(again);

@@ -1,5 +1,6 @@
 #include "server/call/writable_view.h"
 
+#include "common/canon_path.h"
 #include "common/strv.h"
 #include "sandbox/policy/path_list.h"
 #include "sandbox/policy/policy.h"
@@ -26,7 +27,7 @@ struct planted_where {
 static bool
 dir_in(const char *dir, const struct planted_where *pw)
 {
-    char *real = realpath(*dir ? dir : "/", NULL);
+    char *real = canon_path(*dir ? dir : "/");
     if (!real)
         return errno == ENOMEM; /* gone: nothing on the way resolves either */
     bool in = pw->written && pw->written(pw->arg, real);
@@ -106,7 +107,7 @@ memo_of(struct memos *ms, const char *path)
         ms->cap = cap;
     }
     struct memo *m = &ms->v[ms->n];
-    *m = (struct memo){.path = path, .real = realpath(path, NULL), .planted = -1};
+    *m = (struct memo){.path = path, .real = canon_path(path), .planted = -1};
     if (!m->real && errno == ENOMEM)
         return NULL;
     ms->n++;

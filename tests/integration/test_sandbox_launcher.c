@@ -289,6 +289,39 @@ test_confined_call(void **state)
     raw_stop(&r);
 }
 
+/* Two confined calls: each /dev is a copy of the launcher's one template
+ * (the same file system: its root changed when the template was made,
+ * where a /dev made per call is a new tmpfs, changed at that call), with
+ * the usual devices working; what the first tries to leave there (a file,
+ * a directory under shm, a remount) fails and the second does not see it. */
+static void
+test_calls_copy_one_read_only_dev(void **state)
+{
+    (void)state;
+    struct raw r;
+    raw_start(&r);
+    const char *look = "stat -c '%d:%i %z' /dev; ls -a /dev | tr '\\n' ' '; echo; "
+                       "echo x > /dev/null && echo null-ok; ";
+    char script[512];
+    snprintf(script, sizeof script,
+             "%stouch /dev/planted 2>/dev/null && echo PLANTED; "
+             "mkdir /dev/shm/planted 2>/dev/null && echo PLANTED; "
+             "mount -o remount,rw /dev 2>/dev/null && echo REMOUNTED; exit 0",
+             look);
+    char *first = NULL, *second = NULL;
+    assert_int_equal(raw_call(&r, 1, READ_ONLY, script, -1, -1, &first), 0);
+    assert_int_equal(raw_call(&r, 2, READ_ONLY, look, -1, -1, &second), 0);
+    assert_null(strstr(first, "PLANTED"));
+    assert_null(strstr(first, "REMOUNTED"));
+    assert_non_null(strstr(first, " null "));
+    assert_non_null(strstr(first, "null-ok\n"));
+    /* the first's look (its first lines) is the second's whole output */
+    assert_memory_equal(first, second, strlen(second));
+    free(first);
+    free(second);
+    raw_stop(&r);
+}
+
 /* Whether process pid or a descendant holds an fd open on (dev, ino);
  * fails when one of their fd tables cannot be read. */
 static bool
@@ -663,6 +696,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calls_see_no_other_calls_fds),
         cmocka_unit_test(test_confined_call),
+        cmocka_unit_test(test_calls_copy_one_read_only_dev),
         cmocka_unit_test(test_call_holds_no_launcher_fd),
         cmocka_unit_test(test_malformed_requests_are_refused),
         cmocka_unit_test(test_killed_launcher_restarts),

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "common/canon_path.h"
 #include "common/close_keep_errno.h"
 #include "common/file_id.h"
 #include "common/list.h"
@@ -21,6 +22,7 @@
 #include "common/strv.h"
 #include "common/write_all.h"
 #include "tests/support/alloc_fail.h"
+#include "tests/support/tmpdir.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -458,11 +460,65 @@ test_close_keep_errno(void **state)
     assert_int_equal(errno, ERANGE);
 }
 
+/* canon_path answers as realpath does: for canonical paths (its own
+ * shortcut) and for those with a link, ".", "..", "//" or a trailing '/'
+ * on the way, and for missing ones (NULL, the same errno). */
+static void
+test_canon_path_is_realpath(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new("canon");
+    char *real_dir = realpath(dir, NULL);
+    assert_non_null(real_dir);
+    tmpdir_make_dir(real_dir, "a");
+    tmpdir_make_dir(real_dir, "a/b");
+    tmpdir_make_link("a/b", real_dir, "link");
+    const char *rels[] = {"",          "/a",      "/a/b",   "/link",    "/link/",       "/a/./b",
+                          "/a/../a/b", "//a//b/", "/a/b/.", "/missing", "/link/missing"};
+    for (size_t i = 0; i < ARRAY_SIZE(rels); i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s", real_dir, rels[i]);
+        errno = 0;
+        char *want = realpath(path, NULL);
+        int want_errno = errno;
+        errno = 0;
+        char *got = canon_path(path);
+        if (want == NULL) {
+            assert_null(got);
+            assert_int_equal(errno, want_errno);
+        } else {
+            assert_non_null(got);
+            assert_string_equal(got, want);
+        }
+        free(want);
+        free(got);
+    }
+    /* the link itself: realpath follows it, so does canon_path */
+    char *link = tmpdir_path(real_dir, "link");
+    char *got = canon_path(link);
+    char *want = tmpdir_path(real_dir, "a/b");
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(link);
+    assert_true(canon_path_form("/"));
+    assert_true(canon_path_form("/a/b"));
+    assert_false(canon_path_form("a/b"));
+    assert_false(canon_path_form("/a/"));
+    assert_false(canon_path_form("/a//b"));
+    assert_false(canon_path_form("/a/./b"));
+    assert_false(canon_path_form("/a/.."));
+    tmpdir_remove(dir);
+    free(real_dir);
+    free(dir);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_container_of_and_array_size),
+        cmocka_unit_test(test_canon_path_is_realpath),
         cmocka_unit_test(test_list_insert_and_unlink),
         cmocka_unit_test(test_list_foreach_safe_frees),
         cmocka_unit_test(test_strv),

@@ -2,7 +2,9 @@
  * The static musl Bash's string functions (subprojects/shells/bash/musl-string.c)
  * against the C library's, at every alignment and length up to a few
  * blocks, and with strings that end on the last byte before an unmapped
- * page, where a read past the block holding the end would fault.
+ * page, where a read past the block holding the end would fault; its
+ * memcpy against memmove, overlapping downwards too, and between guard
+ * pages.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -136,6 +138,78 @@ test_no_read_into_the_next_page(void **state)
     assert_int_equal(munmap(map, (size_t)page * 2), 0);
 }
 
+/* A pattern no two nearby bytes share: a byte copied from the wrong
+ * place or left out shows. */
+static void
+pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(seed + i * 31 + (i >> 8));
+}
+
+#define COPY_MAX 300
+
+static void
+test_memcpy_every_alignment_and_length(void **state)
+{
+    (void)state;
+    static unsigned char src[COPY_MAX + 64], dst[COPY_MAX + 64 + 32], want[sizeof dst];
+
+    pattern(src, sizeof src, 7);
+    for (size_t so = 0; so < 16; so++)
+        for (size_t dof = 0; dof < 16; dof++)
+            for (size_t n = 0; n <= COPY_MAX; n++) {
+                memset(dst, 0xee, sizeof dst);
+                memset(want, 0xee, sizeof want);
+                memmove(want + dof, src + so, n);
+                assert_ptr_equal(execgate_memcpy(dst + dof, src + so, n), dst + dof);
+                /* the bytes before and after are untouched too */
+                assert_memory_equal(dst, want, sizeof dst);
+            }
+}
+
+static void
+test_memcpy_forward_overlapping_downwards(void **state)
+{
+    (void)state;
+    static unsigned char buf2[COPY_MAX + 64], want[sizeof buf2];
+
+    /* dst below src, overlapping by every amount: memmove's answer */
+    for (size_t gap = 1; gap < 40; gap++)
+        for (size_t n = 0; n + gap <= COPY_MAX; n++) {
+            pattern(buf2, sizeof buf2, (unsigned)(gap + n));
+            memcpy(want, buf2, sizeof want);
+            memmove(want + 3, want + 3 + gap, n);
+            assert_ptr_equal(execgate_memcpy_forward(buf2 + 3, buf2 + 3 + gap, n), buf2 + 3);
+            assert_memory_equal(buf2, want, sizeof buf2);
+        }
+}
+
+static void
+test_memcpy_stays_within_its_pages(void **state)
+{
+    (void)state;
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *map =
+        mmap(NULL, (size_t)page * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    assert_true(map != MAP_FAILED);
+    /* a guard page on each side of the one the copies use */
+    assert_int_equal(mprotect(map, (size_t)page, PROT_NONE), 0);
+    assert_int_equal(mprotect(map + 2 * page, (size_t)page, PROT_NONE), 0);
+    unsigned char *lo = map + page, *hi = map + 2 * page;
+    for (size_t n = 0; n <= 100; n++) {
+        pattern(lo, n, (unsigned)n);
+        /* from the page's start to its end, and back */
+        execgate_memcpy(hi - n, lo, n);
+        assert_memory_equal(hi - n, lo, n);
+        pattern(hi - n, n, (unsigned)n + 1);
+        execgate_memcpy(lo, hi - n, n);
+        assert_memory_equal(lo, hi - n, n);
+    }
+    assert_int_equal(munmap(map, (size_t)page * 3), 0);
+}
+
 int
 main(void)
 {
@@ -146,6 +220,9 @@ main(void)
         cmocka_unit_test(test_strchr_high_byte_as_int),
         cmocka_unit_test(test_stpcpy_copies_and_points_at_nul),
         cmocka_unit_test(test_no_read_into_the_next_page),
+        cmocka_unit_test(test_memcpy_every_alignment_and_length),
+        cmocka_unit_test(test_memcpy_forward_overlapping_downwards),
+        cmocka_unit_test(test_memcpy_stays_within_its_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /*
- * strlen, strchr, strchrnul, strcpy and stpcpy 16 bytes at a time, for the
- * static musl Bash.
+ * strlen, strchr, strchrnul, strcpy and stpcpy 16 bytes at a time, and
+ * memcpy without `rep movsq`, for the static musl Bash and sandbox helper.
  *
  * Bash measures and copies its strings over and over (every expansion
  * quotes and dequotes the whole value), and musl's versions of these
@@ -13,10 +13,12 @@
  * crosses into a page the string does not touch, even past its end.
  *
  * Built with EXECGATE_REPLACE_LIBC (as build-shell.sh builds it for the
- * musl Bash), the file also defines the C library's names; linked before
- * libc.a, those are the ones Bash and musl get.  musl's strchrnul is a weak name for its own
- * __strchrnul, which its other functions keep calling; nothing else of
- * musl's is replaced.  Without the macro (the unit test), only the
+ * musl Bash, and sandbox/meson.build for the musl helper), the file also
+ * defines the C library's names; linked before libc.a, those are the ones
+ * the program and musl get.  musl's strchrnul is a weak name for its own
+ * __strchrnul, which its other functions keep calling; memcpy comes with
+ * __memcpy_fwd, the other name in musl's object, which is then not linked;
+ * nothing else of musl's is replaced.  Without the macro (the unit test), only the
  * execgate_ names exist.
  */
 #include <emmintrin.h>
@@ -124,7 +126,97 @@ execgate_stpcpy(char *restrict dst, const char *restrict src)
     return dst + n;
 }
 
+/* Unaligned 8- and 4-byte words, and 16-byte blocks. */
+typedef uint64_t word64 __attribute__((may_alias, aligned(1)));
+typedef uint32_t word32 __attribute__((may_alias, aligned(1)));
+
+static __m128i
+load16(const unsigned char *p)
+{
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+static void
+store16(unsigned char *p, __m128i v)
+{
+    _mm_storeu_si128((__m128i *)(void *)p, v);
+}
+
+/*
+ * musl's memcpy is one `rep movsq`, whose start-up costs tens of cycles
+ * on every call however few bytes it moves, and most copies are short
+ * (JSON building copies a few bytes at a time, Bash its words): half of
+ * the sandbox helper's own user time on a call went there.  Up to 32 bytes, two
+ * overlapping words or blocks; beyond, 32 bytes per step, then one block
+ * more where more than 16 are left, and the last 16 (loaded first).  Every step loads before it
+ * stores and goes forward, so a copy to a lower address that overlaps its source is right too,
+ * which musl's memmove relies on (it calls __memcpy_fwd for those). Not a loop the compiler could
+ * turn back into a call to memcpy.
+ */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void *
+execgate_memcpy_forward(void *dst, const void *src, size_t n)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+
+    if (n <= 16) {
+        if (n >= 8) {
+            uint64_t a = *(const word64 *)s, b = *(const word64 *)(s + n - 8);
+            *(word64 *)d = a;
+            *(word64 *)(d + n - 8) = b;
+        } else if (n >= 4) {
+            uint32_t a = *(const word32 *)s, b = *(const word32 *)(s + n - 4);
+            *(word32 *)d = a;
+            *(word32 *)(d + n - 4) = b;
+        } else if (n > 0) {
+            unsigned char a = s[0], b = s[n / 2], c = s[n - 1];
+            d[0] = a;
+            d[n / 2] = b;
+            d[n - 1] = c;
+        }
+        return dst;
+    }
+    __m128i last = load16(s + n - 16);
+    if (n <= 32) {
+        store16(d, load16(s));
+        store16(d + n - 16, last);
+        return dst;
+    }
+    size_t i = 0;
+    for (; i + 32 < n; i += 32) {
+        __m128i a = load16(s + i), b = load16(s + i + 16);
+        store16(d + i, a);
+        store16(d + i + 16, b);
+    }
+    if (n - i > 16)
+        store16(d + i, load16(s + i));
+    store16(d + n - 16, last);
+    return dst;
+}
+
+void *
+execgate_memcpy(void *restrict dst, const void *restrict src, size_t n)
+{
+    return execgate_memcpy_forward(dst, src, n);
+}
+
 #ifdef EXECGATE_REPLACE_LIBC
+void *
+memcpy(void *restrict dst, const void *restrict src, size_t n)
+{
+    return execgate_memcpy_forward(dst, src, n);
+}
+
+/* musl's memmove calls this for a copy that may go forward; it lives in
+ * the same object as musl's memcpy, which is then not linked at all. */
+void *__memcpy_fwd(void *dst, const void *src, size_t n);
+
+void *
+__memcpy_fwd(void *dst, const void *src, size_t n)
+{
+    return execgate_memcpy_forward(dst, src, n);
+}
+
 size_t
 strlen(const char *s)
 {
