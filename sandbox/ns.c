@@ -660,29 +660,6 @@ onto_dev(int tree)
     return rc;
 }
 
-/*
- * The tmpfs is put on /dev first and the devices bound onto their files
- * through its own fd (which then names the mounted copy: the root of the
- * tmpfs, where /dev leads), so that /dev is not reopened.
- */
-int
-sandbox_ns_minimal_dev(void)
-{
-    int clones[ARRAY_SIZE(kept_devices)];
-    int rc = clone_devices(clones);
-    int mnt = rc == 0 ? dev_tmpfs() : -1;
-    if (rc == 0 && mnt < 0)
-        rc = mnt;
-    if (rc == 0)
-        rc = onto_dev(mnt);
-    if (rc == 0)
-        rc = bind_devices(mnt, clones);
-    if (mnt >= 0)
-        close(mnt);
-    close_clones(clones);
-    return rc;
-}
-
 /* The superblock of the mount mnt read-only: a flag of the file system
  * itself, which only a holder of CAP_SYS_ADMIN in the user namespace that
  * made it can clear, where the read-only flag of a mount could be cleared
@@ -719,8 +696,11 @@ sandbox_ns_own_mounts(void)
     return rc;
 }
 
-int
-sandbox_ns_dev_template(void)
+/* The sandbox's /dev as a detached tree: the tmpfs with the devices bound
+ * onto their files, read-only as a mount and, with sealed, as a file
+ * system too (sandbox_ns_dev_template).  Returns its fd or -errno. */
+static int
+dev_tree(bool sealed)
 {
     int clones[ARRAY_SIZE(kept_devices)];
     int rc = clone_devices(clones);
@@ -729,12 +709,29 @@ sandbox_ns_dev_template(void)
         rc = mnt;
     if (rc == 0)
         rc = bind_devices(mnt, clones);
-    if (rc == 0)
+    if (rc == 0 && sealed)
         rc = superblock_read_only(mnt);
     close_clones(clones);
     if (rc < 0 && mnt >= 0)
         close(mnt);
     return rc < 0 ? rc : mnt;
+}
+
+int
+sandbox_ns_minimal_dev(void)
+{
+    int mnt = dev_tree(false);
+    if (mnt < 0)
+        return mnt;
+    int rc = onto_dev(mnt);
+    close(mnt);
+    return rc;
+}
+
+int
+sandbox_ns_dev_template(void)
+{
+    return dev_tree(true);
 }
 
 int
