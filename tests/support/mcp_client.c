@@ -369,6 +369,20 @@ mcp_client_fd_count(const struct mcp_client *c)
     return n;
 }
 
+int
+mcp_client_fd_count_settled(const struct mcp_client *c)
+{
+    int last = mcp_client_fd_count(c), same = 0;
+    for (int i = 0; i < 250 && same < 10; i++) {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        int now = mcp_client_fd_count(c);
+        same = now == last ? same + 1 : 0;
+        last = now;
+    }
+    return last;
+}
+
 void
 mcp_client_free(struct mcp_client *c)
 {

@@ -74,6 +74,11 @@ int mcp_client_wait_exit(struct mcp_client *c, int timeout_ms);
 /* Number of open fds of the server (/proc/PID/fd), or -1. */
 int mcp_client_fd_count(const struct mcp_client *c);
 
+/* The same once it has held still for 200 ms (5 s at most): a count taken
+ * just after an answer may include what the server is still releasing (a
+ * call's, or a login snapshot capture's, pipes and pidfds). */
+int mcp_client_fd_count_settled(const struct mcp_client *c);
+
 /* Kills the server if it still runs, reaps it, frees c. NULL is a no-op. */
 void mcp_client_free(struct mcp_client *c);
 
