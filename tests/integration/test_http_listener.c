@@ -17,25 +17,20 @@
 
 #include <cmocka.h>
 
+#include "tests/support/http_session.h"
 #include "tests/support/mcp_world.h"
 #include "tests/support/server_suite.h"
 #include "tests/support/test_user.h"
 #include "tests/support/tmpdir.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -177,271 +172,24 @@ srv_stop(struct srv *s)
     free(s->token);
 }
 
-static int
-connect_unix(const char *path)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    assert_true(strlen(path) < sizeof(sa.sun_path));
-    strcpy(sa.sun_path, path);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    return fd;
-}
-
-static int
-connect_tcp(unsigned port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    return fd;
-}
-
-static void
-send_all(int fd, const char *text)
-{
-    size_t len = strlen(text);
-    for (size_t done = 0; done < len;) {
-        ssize_t n = send(fd, text + done, len - done, MSG_NOSIGNAL);
-        if (n <= 0)
-            fail_msg("send on fd %d: %s; sending %.200s", fd, strerror(errno), text);
-        done += (size_t)n;
-    }
-}
-
-/* Reads into *buf (grown) what comes within the safety limit; 0 at the
- * peer's end, 1 when bytes came. */
-static int
-read_some(int fd, char **buf, size_t *len, size_t *cap)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int rc = poll(&p, 1, WAIT_MS);
-    if (rc == 0)
-        fail_msg("nothing came from the server within the safety limit");
-    if (*len + 4096 + 1 > *cap) {
-        *cap = (*len + 4096 + 1) * 2;
-        *buf = realloc(*buf, *cap);
-        assert_non_null(*buf);
-    }
-    ssize_t n = read(fd, *buf + *len, *cap - *len - 1);
-    if (n < 0 && errno == ECONNRESET)
-        n = 0;
-    assert_true(n >= 0);
-    *len += (size_t)n;
-    (*buf)[*len] = '\0';
-    return n > 0;
-}
-
-/* One whole response (head and body, chunks as they came), or what came
- * before the server closed ("" when nothing). */
-static char *
-read_response(int fd)
-{
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (!read_some(fd, &buf, &len, &cap))
-            return buf ? buf : strdup("");
-        const char *end = strstr(buf, "\r\n\r\n");
-        if (!end)
-            continue;
-        const char *cl = strcasestr(buf, "\r\nContent-Length:");
-        if (cl && cl < end) {
-            size_t body = strtoul(cl + strlen("\r\nContent-Length:"), NULL, 10);
-            if (len >= (size_t)(end + 4 - buf) + body)
-                return buf;
-        } else if (len >= 5 && strcmp(buf + len - 5, "0\r\n\r\n") == 0) {
-            return buf;
-        }
-    }
-}
-
-static int
-status_of(const char *resp)
-{
-    int status = 0;
-    if (sscanf(resp, "HTTP/1.1 %d", &status) != 1)
-        return 0;
-    return status;
-}
-
-/* Sends a POST of body on fd with the token (NULL: none) and session id
- * (NULL: none), its response left to read. */
-static void
-post_send(int fd, const char *token, const char *sid, const char *body)
-{
-    char *auth = token ? mcp_world_fmt("Authorization: Bearer %s\r\n", token) : strdup("");
-    char *sess = sid ? mcp_world_fmt("Mcp-Session-Id: %s\r\n", sid) : strdup("");
-    char *req = mcp_world_fmt("POST /mcp HTTP/1.1\r\nHost: localhost\r\n%s%s"
-                              "Content-Type: application/json\r\n"
-                              "Accept: application/json, text/event-stream\r\n"
-                              "Content-Length: %zu\r\n\r\n%s",
-                              auth, sess, strlen(body), body);
-    send_all(fd, req);
-    free(req);
-    free(auth);
-    free(sess);
-}
-
-/* A POST of body on fd with the token (NULL: none) and session id (NULL:
- * none); the response. */
-static char *
-post(int fd, const char *token, const char *sid, const char *body)
-{
-    post_send(fd, token, sid, body);
-    return read_response(fd);
-}
-
-/* The JSON-RPC answer to id in resp: the body, or the event that holds it. */
-static json_t *
-answer_of(const char *resp, long long id)
-{
-    const char *body = strstr(resp, "\r\n\r\n");
-    assert_non_null(body);
-    body += 4;
-    for (const char *p = resp; (p = strstr(p, "data: ")) != NULL; p += 6) {
-        const char *eol = strchr(p, '\n');
-        json_t *j = json_loadb(p + 6, eol ? (size_t)(eol - p - 6) : strlen(p + 6), 0, NULL);
-        if (j && json_integer_value(json_object_get(j, "id")) == id)
-            return j;
-        json_decref(j);
-    }
-    json_t *j = json_loads(body, JSON_DISABLE_EOF_CHECK, NULL);
-    if (!j)
-        fail_msg("no answer to %lld in: %s", id, resp);
-    return j;
-}
-
-static const char init_body[] =
-    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-    "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"listener-tests\","
-    "\"version\":\"1\"}}}";
-
 /* The status of an initialize posted on fd with token (NULL: none);
  * fd is closed. */
 static int
 initialize_status(int fd, const char *token)
 {
-    char *r = post(fd, token, NULL, init_body);
-    int status = status_of(r);
+    char *r = http_session_post(fd, token, NULL, http_session_initialize_body);
+    int status = http_session_status(r);
     free(r);
     close(fd);
     return status;
 }
 
-/* A session on fd: initialized, with the sandbox policy (JSON) in cwd. */
-struct sess {
-    int fd;
-    const char *token;
-    char *sid;
-    long long next_id;
-};
-
-static void
-sess_open(struct sess *se, int fd, const char *token, const char *policy, const char *cwd)
-{
-    se->fd = fd;
-    se->token = token;
-    se->next_id = 10;
-    char *r = post(fd, token, NULL, init_body);
-    if (status_of(r) != 200)
-        fail_msg("initialize: %s", r);
-    const char *h = strcasestr(r, "\r\nMcp-Session-Id: ");
-    assert_non_null(h);
-    h += strlen("\r\nMcp-Session-Id: ");
-    se->sid = strndup(h, strcspn(h, "\r"));
-    free(r);
-    r = post(fd, token, se->sid, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-    assert_int_equal(status_of(r), 202);
-    free(r);
-    char *body = mcp_world_fmt("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
-                               "\"codex/sandbox-state/update\",\"params\":{\"sandboxPolicy\":%s,"
-                               "\"sandboxCwd\":\"%s\"}}",
-                               policy, cwd);
-    r = post(fd, token, se->sid, body);
-    json_t *a = answer_of(r, 2);
-    assert_non_null(json_object_get(a, "result"));
-    json_decref(a);
-    free(r);
-    free(body);
-}
-
-/* A ping on the session's connection: whether it was answered. */
-static bool
-sess_ping(struct sess *se)
-{
-    long long id = se->next_id++;
-    char *body = mcp_world_fmt("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\"}", id);
-    char *r = post(se->fd, se->token, se->sid, body);
-    bool ok = status_of(r) == 200;
-    free(r);
-    free(body);
-    return ok;
-}
-
-/* Sends a shell call (login false) in cwd; returns its id. */
-static long long
-sess_shell_send(struct sess *se, const char *command, const char *cwd)
-{
-    long long id = se->next_id++;
-    json_t *req = json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s, s:b}}}", "jsonrpc", "2.0", "id",
-                            id, "method", "tools/call", "params", "name", "shell", "arguments",
-                            "command", command, "workdir", cwd, "login", 0);
-    char *body = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
-    post_send(se->fd, se->token, se->sid, body);
-    free(body);
-    return id;
-}
-
-/* The output of the shell call id sent on se's connection. */
-static char *
-sess_shell_output(struct sess *se, long long id)
-{
-    char *r = read_response(se->fd);
-    json_t *a = answer_of(r, id);
-    const char *out = json_string_value(json_object_get(
-        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
-    if (!out)
-        fail_msg("not a call's result: %s", r);
-    char *copy = strdup(out);
-    json_decref(a);
-    free(r);
-    return copy;
-}
-
 /* A shell call (login false) in cwd; its output. */
 static char *
-sess_shell(struct sess *se, const char *command, const char *cwd)
+sess_shell(struct http_session *se, const char *command, const char *cwd)
 {
-    return sess_shell_output(se, sess_shell_send(se, command, cwd));
-}
-
-/* Ends the session (HTTP DELETE on its connection); the status. */
-static int
-sess_delete(struct sess *se)
-{
-    char *auth = se->token ? mcp_world_fmt("Authorization: Bearer %s\r\n", se->token) : strdup("");
-    char *req = mcp_world_fmt("DELETE /mcp HTTP/1.1\r\nHost: localhost\r\n%s"
-                              "Mcp-Session-Id: %s\r\nContent-Length: 0\r\n\r\n",
-                              auth, se->sid);
-    send_all(se->fd, req);
-    char *r = read_response(se->fd);
-    int status = status_of(r);
-    free(r);
-    free(req);
-    free(auth);
-    return status;
-}
-
-static void
-sess_close(struct sess *se)
-{
-    close(se->fd);
-    free(se->sid);
+    const struct http_session_call call = {.command = command, .workdir = cwd};
+    return http_session_call(se, &call);
 }
 
 /* A client in the call: Python posting an initialize on the Unix socket
@@ -464,7 +212,7 @@ client_in_call(const char *path)
         "[l.split(b\":\")[1] for l in r.split(b\"\\r\\n\") if l.lower().startswith("
         "b\"content-length:\")][0]): break\n"
         "print(r.decode(errors=\"replace\"))' %s '%s'",
-        path, init_body);
+        path, http_session_initialize_body);
 }
 
 static char *
@@ -478,19 +226,19 @@ policy_json(const char *type)
 /* A session to s over TCP with its token, under a policy of type, in a
  * workdir of its own (*wd, for tcp_session_end). */
 static void
-tcp_session(struct sess *se, const struct srv *s, const char *type, char **wd)
+tcp_session(struct http_session *se, const struct srv *s, const char *type, char **wd)
 {
     *wd = new_workdir();
     char *policy = policy_json(type);
-    sess_open(se, connect_tcp(s->port), s->token, policy, *wd);
+    http_session_open(se, http_session_connect_tcp(s->port), s->token, policy, *wd);
     free(policy);
 }
 
 /* Ends the session, its workdir and the server (which must exit 0). */
 static void
-tcp_session_end(struct sess *se, char *wd, struct srv *s)
+tcp_session_end(struct http_session *se, char *wd, struct srv *s)
 {
-    sess_close(se);
+    http_session_close(se);
     tmpdir_remove(wd);
     free(wd);
     srv_stop(s);
@@ -509,9 +257,9 @@ test_unix_refuses_own_call(void **state)
     char *wd = new_workdir();
     const char *types[] = {"danger-full-access", "workspace-write"};
     for (size_t i = 0; i < 2; i++) {
-        struct sess se;
+        struct http_session se;
         char *policy = policy_json(types[i]);
-        sess_open(&se, connect_unix(s.sock), NULL, policy, wd);
+        http_session_open(&se, http_session_connect_unix(s.sock), NULL, policy, wd);
         char *cmd = client_in_call(s.sock);
         char *out = sess_shell(&se, cmd, wd);
         if (strstr(out, "HTTP/1.1 200"))
@@ -522,14 +270,14 @@ test_unix_refuses_own_call(void **state)
             mcp_world_assert_contains(out, "runs in one of this server's calls");
         }
         /* the session that ran it goes on */
-        assert_true(sess_ping(&se));
+        assert_true(http_session_ping(&se));
         free(out);
         free(cmd);
         free(policy);
-        sess_close(&se);
+        http_session_close(&se);
     }
     /* a client outside the calls is served */
-    assert_int_equal(initialize_status(connect_unix(s.sock), NULL), 200);
+    assert_int_equal(initialize_status(http_session_connect_unix(s.sock), NULL), 200);
     tmpdir_remove(wd);
     free(wd);
     srv_stop(&s);
@@ -541,16 +289,17 @@ test_unix_token(void **state)
 {
     struct srv s;
     srv_start(&s, true, true, NULL, NULL);
-    assert_int_equal(initialize_status(connect_tcp(s.port), NULL), 401);
-    int fd = connect_unix(s.sock);
-    char *r = post(fd, NULL, NULL, init_body);
-    assert_int_equal(status_of(r), 401);
+    assert_int_equal(initialize_status(http_session_connect_tcp(s.port), NULL), 401);
+    int fd = http_session_connect_unix(s.sock);
+    char *r = http_session_post(fd, NULL, NULL, http_session_initialize_body);
+    assert_int_equal(http_session_status(r), 401);
     mcp_world_assert_contains(r, "bearer token");
     free(r);
     close(fd);
-    assert_int_equal(initialize_status(connect_unix(s.sock), "0123456789abcdef0123456789abcdef"),
-                     401);
-    assert_int_equal(initialize_status(connect_unix(s.sock), s.token), 200);
+    assert_int_equal(
+        initialize_status(http_session_connect_unix(s.sock), "0123456789abcdef0123456789abcdef"),
+        401);
+    assert_int_equal(initialize_status(http_session_connect_unix(s.sock), s.token), 200);
     srv_stop(&s);
 }
 
@@ -580,7 +329,7 @@ test_proxy_refuses_own_port(void **state)
               "network_rule(host=\"localhost\", protocol=\"https\", decision=\"allow\")\n",
               NULL);
     char *wd;
-    struct sess se;
+    struct http_session se;
     tcp_session(&se, &s, "workspace-write", &wd);
     const char *hosts[] = {"localhost", "127.0.0.1", "127.0.0.2", "[::1]"};
     for (size_t i = 0; i < 4; i++) {
@@ -616,23 +365,23 @@ test_header_deadline(void **state)
     const char *extra[] = {"--header-timeout-ms", "2000", NULL};
     srv_start(&s, true, true, NULL, extra);
     char *wd;
-    struct sess se;
+    struct http_session se;
     tcp_session(&se, &s, "read-only", &wd);
     int slow[2];
-    slow[0] = connect_tcp(s.port);
-    slow[1] = connect_unix(s.sock);
+    slow[0] = http_session_connect_tcp(s.port);
+    slow[1] = http_session_connect_unix(s.sock);
     for (int i = 0; i < 2; i++)
-        send_all(slow[i], "POST /mcp HTTP/1.1\r\nHost: localhost\r\n");
+        http_session_send_all(slow[i], "POST /mcp HTTP/1.1\r\nHost: localhost\r\n");
     for (int i = 0; i < 2; i++) {
         /* the server's end comes (the read is bounded by the safety limit
          * only: a server that keeps it open fails the test) */
-        char *r = read_response(slow[i]);
-        assert_int_equal(status_of(r), 408);
+        char *r = http_session_read_response(slow[i]);
+        assert_int_equal(http_session_status(r), 408);
         mcp_world_assert_contains(r, "--header-timeout-ms");
         free(r);
         close(slow[i]);
     }
-    assert_true(sess_ping(&se));
+    assert_true(http_session_ping(&se));
     tcp_session_end(&se, wd, &s);
 }
 
@@ -648,20 +397,20 @@ test_unauthenticated_flood(void **state)
     struct srv s;
     srv_start(&s, true, true, NULL, NULL);
     char *wd;
-    struct sess se;
+    struct http_session se;
     tcp_session(&se, &s, "read-only", &wd);
     enum { FLOOD = 600 };
     static int flood[FLOOD];
     for (int i = 0; i < FLOOD; i++)
-        flood[i] = i % 2 ? connect_tcp(s.port) : connect_unix(s.sock);
-    int fd = connect_tcp(s.port);
-    char *r = post(fd, s.token, NULL, init_body);
-    if (status_of(r) != 200)
+        flood[i] = i % 2 ? http_session_connect_tcp(s.port) : http_session_connect_unix(s.sock);
+    int fd = http_session_connect_tcp(s.port);
+    char *r = http_session_post(fd, s.token, NULL, http_session_initialize_body);
+    if (http_session_status(r) != 200)
         fail_msg("a client with the token was locked out: [%s]", r);
     free(r);
     close(fd);
-    assert_int_equal(initialize_status(connect_unix(s.sock), s.token), 200);
-    assert_true(sess_ping(&se));
+    assert_int_equal(initialize_status(http_session_connect_unix(s.sock), s.token), 200);
+    assert_true(http_session_ping(&se));
     for (int i = 0; i < FLOOD; i++)
         close(flood[i]);
     tcp_session_end(&se, wd, &s);
@@ -697,30 +446,9 @@ count_in_file(const char *path, const char *needle)
 static char *
 call_body(long long id, const char *command, const char *cwd, long long timeout_ms, bool progress)
 {
-    json_t *req =
-        json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s, s:b, s:I}}}", "jsonrpc", "2.0", "id", id,
-                  "method", "tools/call", "params", "name", "shell", "arguments", "command",
-                  command, "workdir", cwd, "login", 0, "timeout_ms", (json_int_t)timeout_ms);
-    if (progress)
-        json_object_set_new(json_object_get(req, "params"), "_meta",
-                            json_pack("{s:s}", "progressToken", "tick"));
-    char *body = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
-    return body;
-}
-
-/* Sends a POST of body and reads nothing. */
-static void
-post_only(int fd, const char *token, const char *sid, const char *body)
-{
-    char *req = mcp_world_fmt("POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
-                              "Authorization: Bearer %s\r\nMcp-Session-Id: %s\r\n"
-                              "Content-Type: application/json\r\n"
-                              "Accept: application/json, text/event-stream\r\n"
-                              "Content-Length: %zu\r\n\r\n%s",
-                              token, sid, strlen(body), body);
-    send_all(fd, req);
-    free(req);
+    const struct http_session_call call = {
+        .command = command, .workdir = cwd, .timeout_ms = timeout_ms, .progress = progress};
+    return http_session_call_body(id, &call);
 }
 
 /* What prints a MiB of control bytes: each escapes to six bytes or more
@@ -745,17 +473,17 @@ test_stuck_reader(void **state)
     srv_start(&s, true, true, NULL, extra);
     char *wd = new_workdir();
     char *policy = policy_json("read-only");
-    struct sess stuck, other;
-    sess_open(&stuck, connect_tcp(s.port), s.token, policy, wd);
-    sess_open(&other, connect_tcp(s.port), s.token, policy, wd);
+    struct http_session stuck, other;
+    http_session_open(&stuck, http_session_connect_tcp(s.port), s.token, policy, wd);
+    http_session_open(&other, http_session_connect_tcp(s.port), s.token, policy, wd);
     int fds[STUCK_CALLS];
     for (int i = 0; i < STUCK_CALLS; i++) {
-        fds[i] = connect_tcp(s.port);
+        fds[i] = http_session_connect_tcp(s.port);
         /* a small receive buffer: the kernel takes little of it either */
         int small = 4096;
         setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
         char *body = call_body(100 + i, MIB_OF_CONTROL_BYTES, wd, 120000, false);
-        post_only(fds[i], s.token, stuck.sid, body);
+        http_session_post_send(fds[i], s.token, stuck.sid, body);
         free(body);
     }
     long peak = 0;
@@ -778,12 +506,12 @@ test_stuck_reader(void **state)
     print_message("peak resident memory with a stuck reader: %ld KiB\n", peak);
     if (peak >= STUCK_RSS_HTTP_KIB)
         fail_msg("the server grew to %ld KiB with a client that reads nothing", peak);
-    assert_true(sess_ping(&other));
+    assert_true(http_session_ping(&other));
     for (int i = 0; i < STUCK_CALLS; i++)
         close(fds[i]);
     free(policy);
-    sess_close(&stuck);
-    sess_close(&other);
+    http_session_close(&stuck);
+    http_session_close(&other);
     tmpdir_remove(wd);
     free(wd);
     srv_stop(&s);
@@ -888,23 +616,23 @@ test_dead_client(void **state)
     srv_start(&s, true, true, NULL, extra);
     char *wd = new_workdir();
     char *policy = policy_json("read-only");
-    struct sess se;
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
-    int fd = connect_tcp(s.port);
+    struct http_session se;
+    http_session_open(&se, http_session_connect_tcp(s.port), s.token, policy, wd);
+    int fd = http_session_connect_tcp(s.port);
     char *body = call_body(50, "while :; do echo tick; sleep 0.1; done", wd, 600000, true);
-    post_only(fd, s.token, se.sid, body);
+    http_session_post_send(fd, s.token, se.sid, body);
     free(body);
     /* the call runs: its progress streams */
     char *buf = NULL;
     size_t len = 0, cap = 0;
     while (!buf || !strstr(buf, "notifications/progress")) {
-        if (!read_some(fd, &buf, &len, &cap))
+        if (!http_session_read_some(fd, &buf, &len, &cap))
             fail_msg("the stream ended before any progress: %s", buf ? buf : "");
     }
     free(buf);
     /* the client dies: both its connections go */
     close(fd);
-    sess_close(&se);
+    http_session_close(&se);
     int waited = 0;
     while (count_in_file(s.log, "session ends (idle") == 0) {
         if (waited > IDLE_MS + MARGIN_MS)
@@ -935,13 +663,13 @@ test_write_timeout(void **state)
     srv_start(&s, true, true, NULL, extra);
     char *wd = new_workdir();
     char *policy = policy_json("read-only");
-    struct sess se;
-    sess_open(&se, connect_tcp(s.port), s.token, policy, wd);
-    int fd = connect_tcp(s.port);
+    struct http_session se;
+    http_session_open(&se, http_session_connect_tcp(s.port), s.token, policy, wd);
+    int fd = http_session_connect_tcp(s.port);
     int small = 4096;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
     char *body = call_body(60, MIB_OF_CONTROL_BYTES, wd, 120000, false);
-    post_only(fd, s.token, se.sid, body);
+    http_session_post_send(fd, s.token, se.sid, body);
     free(body);
     /* nothing is read until the server has given up on this connection */
     for (int waited = 0; count_in_file(s.log, "--write-timeout-ms") == 0; waited += 100) {
@@ -951,7 +679,7 @@ test_write_timeout(void **state)
     }
     char *buf = NULL;
     size_t len = 0, cap = 0;
-    while (read_some(fd, &buf, &len, &cap))
+    while (http_session_read_some(fd, &buf, &len, &cap))
         ;
     const char *cl = buf ? strcasestr(buf, "\r\nContent-Length:") : NULL;
     const char *end = buf ? strstr(buf, "\r\n\r\n") : NULL;
@@ -963,9 +691,9 @@ test_write_timeout(void **state)
         fail_msg("the whole answer (%zu bytes) came although nothing was read", got);
     free(buf);
     close(fd);
-    assert_true(sess_ping(&se));
+    assert_true(http_session_ping(&se));
     free(policy);
-    sess_close(&se);
+    http_session_close(&se);
     tmpdir_remove(wd);
     free(wd);
     srv_stop(&s);
@@ -1029,7 +757,7 @@ children_in(pid_t parent, const char *ns)
 
 /* The network namespace a call of se runs in ("net:[INODE]"). */
 static char *
-sess_netns(struct sess *se, const char *wd)
+sess_netns(struct http_session *se, const char *wd)
 {
     char *ns = sess_shell(se, "readlink /proc/self/ns/net", wd);
     ns[strcspn(ns, "\n")] = '\0';
@@ -1069,7 +797,7 @@ test_session_networks(void **state)
     struct srv s;
     static const char *const no_prepared[] = {"--max-prepared", "0", NULL};
     srv_start(&s, true, true, NULL, no_prepared);
-    struct sess a, b;
+    struct http_session a, b;
     char *wda, *wdb;
     tcp_session(&a, &s, "workspace-write", &wda);
     tcp_session(&b, &s, "workspace-write", &wdb);
@@ -1086,10 +814,11 @@ test_session_networks(void **state)
 
     /* a's listener, on a connection of its own, while a's other call
      * and b's try it */
-    struct sess held = a;
-    held.fd = connect_tcp(s.port);
+    struct http_session held = a;
+    held.fd = http_session_connect_tcp(s.port);
     held.next_id = 1000;
-    long long id = sess_shell_send(&held, listen_until_done, wda);
+    const struct http_session_call serve = {.command = listen_until_done, .workdir = wda};
+    long long id = http_session_call_send(&held, &serve);
     bool ready = false;
     for (int waited = 0; waited < WAIT_MS && !(ready = mcp_world_exists(wda, "port")); waited += 10)
         usleep(10000);
@@ -1109,12 +838,12 @@ test_session_networks(void **state)
     mcp_world_assert_contains(from_a, "hello from the first session\n");
     char *done = tmpdir_path(wda, "done");
     tmpdir_write_file(done, "", 0644);
-    char *served = sess_shell_output(&held, id);
+    char *served = http_session_call_output(&held, id);
     mcp_world_assert_contains(served, "served 1\n");
     close(held.fd);
 
     /* the end of a's session closes its namespace's fd, not b's */
-    int status = sess_delete(&a);
+    int status = http_session_delete(&a);
     assert_true(status == 200 || status == 204);
     int left = 1;
     for (int waited = 0; waited < WAIT_MS && (left = fds_naming(s.pid, na)) > 0; waited += 10)
@@ -1135,7 +864,7 @@ test_session_networks(void **state)
     free(na);
     free(na2);
     free(nb);
-    sess_close(&a);
+    http_session_close(&a);
     tmpdir_remove(wda);
     free(wda);
     tcp_session_end(&b, wdb, &s);

@@ -37,22 +37,19 @@
 #include <cmocka.h>
 
 #include "tests/support/attack_suite.h"
+#include "tests/support/http_session.h"
 #include "tests/support/mcp_client.h"
 #include "tests/support/mcp_world.h"
 #include "tests/support/proc.h"
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -970,174 +967,22 @@ await_log_count(const char *needle, int n)
     assert_int_equal(seen, n);
 }
 
+/* A session on a connection of its own: initialized, under
+ * workspace-write in the workdir. */
 static void
-send_text(int fd, const char *text)
+hsess_open(struct http_session *se)
 {
-    size_t len = strlen(text);
-    for (size_t done = 0; done < len;) {
-        ssize_t n = send(fd, text + done, len - done, MSG_NOSIGNAL);
-        if (n <= 0)
-            fail_msg("send: %s", strerror(errno));
-        done += (size_t)n;
-    }
-}
-
-/* One whole response on fd (a body of Content-Length bytes, or chunks up
- * to the last), or what came before the server closed. */
-static char *
-read_response(int fd)
-{
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    buf[0] = '\0';
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, WAIT_MS) != 1)
-            fail_msg("no response from the server within the safety limit");
-        if (len + 4097 > cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            return buf;
-        len += (size_t)n;
-        buf[len] = '\0';
-        const char *end = strstr(buf, "\r\n\r\n");
-        if (!end)
-            continue;
-        const char *cl = strcasestr(buf, "\r\nContent-Length:");
-        if (cl && cl < end) {
-            if (len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10))
-                return buf;
-        } else if (len >= 5 && strcmp(buf + len - 5, "0\r\n\r\n") == 0) {
-            return buf;
-        }
-    }
-}
-
-/* One session, on a connection of its own. */
-struct hsess {
-    int fd;
-    char *sid;
-    long long next_id;
-};
-
-/* A request of method (body or NULL) on the session's connection; the
- * response. */
-static char *
-hsess_request(struct hsess *se, const char *method, const char *body)
-{
-    char *sess = se->sid ? mcp_world_fmt("Mcp-Session-Id: %s\r\n", se->sid) : strdup("");
-    char *req = mcp_world_fmt("%s /mcp HTTP/1.1\r\nHost: localhost\r\n%s"
-                              "Content-Type: application/json\r\n"
-                              "Accept: application/json, text/event-stream\r\n"
-                              "Content-Length: %zu\r\n\r\n%s",
-                              method, sess, body ? strlen(body) : 0, body ? body : "");
-    send_text(se->fd, req);
-    free(req);
-    free(sess);
-    return read_response(se->fd);
-}
-
-/* The JSON-RPC answer to id in the response resp: its body, or the event
- * that holds it. */
-static json_t *
-answer_of(const char *resp, long long id)
-{
-    for (const char *p = resp; (p = strstr(p, "data: ")) != NULL; p += 6) {
-        json_t *j = json_loadb(p + 6, strcspn(p + 6, "\n"), 0, NULL);
-        if (j && json_integer_value(json_object_get(j, "id")) == id)
-            return j;
-        json_decref(j);
-    }
-    const char *body = strstr(resp, "\r\n\r\n");
-    json_t *j = body ? json_loads(body + 4, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-    if (!j)
-        fail_msg("no answer to %lld in: %s", id, resp);
-    return j;
-}
-
-/* A session: initialized, under workspace-write in the workdir. */
-static void
-hsess_open(struct hsess *se)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    assert_true(strlen(http.sock) < sizeof(sa.sun_path));
-    strcpy(sa.sun_path, http.sock);
-    se->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(se->fd >= 0);
-    assert_int_equal(connect(se->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    se->sid = NULL;
-    se->next_id = 10;
-    char *r = hsess_request(se, "POST",
-                            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
-                            "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
-                            "\"clientInfo\":{\"name\":\"prepared-tests\",\"version\":\"1\"}}}");
-    const char *h = strcasestr(r, "\r\nMcp-Session-Id: ");
-    if (!h)
-        fail_msg("initialize: %s", r);
-    h += strlen("\r\nMcp-Session-Id: ");
-    se->sid = strndup(h, strcspn(h, "\r"));
-    free(r);
-    free(hsess_request(se, "POST",
-                       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"));
-    char *body = mcp_world_fmt("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
-                               "\"codex/sandbox-state/update\",\"params\":{\"sandboxPolicy\":"
-                               "{\"type\":\"workspace-write\",\"network_access\":false},"
-                               "\"sandboxCwd\":\"%s\"}}",
-                               http.wd);
-    r = hsess_request(se, "POST", body);
-    json_t *a = answer_of(r, 2);
-    assert_non_null(json_object_get(a, "result"));
-    json_decref(a);
-    free(r);
-    free(body);
+    http_session_open(se, http_session_connect_unix(http.sock), NULL,
+                      "{\"type\":\"workspace-write\",\"network_access\":false}", http.wd);
 }
 
 /* A shell call in the workdir (login as said); its output. */
 static char *
-hsess_shell(struct hsess *se, const char *command, bool login)
+hsess_shell(struct http_session *se, const char *command, bool login)
 {
-    long long id = se->next_id++;
-    json_t *req =
-        json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s, s:b, s:i}}}", "jsonrpc", "2.0", "id",
-                  (json_int_t)id, "method", "tools/call", "params", "name", "shell", "arguments",
-                  "command", command, "workdir", http.wd, "login", login, "timeout_ms", 30000);
-    char *body = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
-    char *r = hsess_request(se, "POST", body);
-    free(body);
-    json_t *a = answer_of(r, id);
-    const char *out = json_string_value(json_object_get(
-        json_object_get(json_object_get(a, "result"), "structuredContent"), "output"));
-    if (!out)
-        fail_msg("not a call's result: %s", r);
-    char *copy = strdup(out);
-    json_decref(a);
-    free(r);
-    return copy;
-}
-
-/* Ends the session with DELETE; the status. */
-static int
-hsess_delete(struct hsess *se)
-{
-    char *r = hsess_request(se, "DELETE", NULL);
-    int status = 0;
-    if (sscanf(r, "HTTP/1.1 %d", &status) != 1)
-        status = 0;
-    free(r);
-    return status;
-}
-
-static void
-hsess_close(struct hsess *se)
-{
-    close(se->fd);
-    free(se->sid);
+    const struct http_session_call call = {
+        .command = command, .workdir = http.wd, .login = login, .timeout_ms = 30000};
+    return http_session_call(se, &call);
 }
 
 /* The server's prepared sandboxes waiting for their command now: their
@@ -1226,7 +1071,7 @@ test_http_next_call_prepared(void **state)
 {
     (void)state;
     http_start(NULL);
-    struct hsess se;
+    struct http_session se;
     hsess_open(&se);
     free(hsess_shell(&se, "true", false));
     pid_t which = await_new_waiting(NULL, 0);
@@ -1237,7 +1082,7 @@ test_http_next_call_prepared(void **state)
     free(out);
     close(held);
     assert_int_equal(log_count("runs in its prepared sandbox"), 1);
-    hsess_close(&se);
+    http_session_close(&se);
     http_stop();
 }
 
@@ -1253,7 +1098,7 @@ test_http_cap(void **state)
     static const char *const more[] = {"--max-prepared", "2", NULL};
     static const char full[] = "HTTP sessions' wait already (--max-prepared)";
     http_start(more);
-    struct hsess s[3];
+    struct http_session s[3];
     pid_t w[3];
     for (size_t i = 0; i < 2; i++) {
         hsess_open(&s[i]);
@@ -1287,7 +1132,7 @@ test_http_cap(void **state)
     pid_t want[] = {w[1], w[2]};
     await_waiting(want, 2);
     for (size_t i = 0; i < 3; i++)
-        hsess_close(&s[i]);
+        http_session_close(&s[i]);
     http_stop();
 }
 
@@ -1300,7 +1145,7 @@ test_http_prepared_takes_no_slot(void **state)
     (void)state;
     static const char *const more[] = {"--max-calls", "1", NULL};
     http_start(more);
-    struct hsess a, b;
+    struct http_session a, b;
     hsess_open(&a);
     hsess_open(&b);
     free(hsess_shell(&a, "true", false));
@@ -1310,8 +1155,8 @@ test_http_prepared_takes_no_slot(void **state)
     free(out);
     pid_t want[] = {wa, await_new_waiting(&wa, 1)};
     await_waiting(want, 2);
-    hsess_close(&a);
-    hsess_close(&b);
+    http_session_close(&a);
+    http_session_close(&b);
     http_stop();
 }
 
@@ -1322,14 +1167,14 @@ test_http_none(void **state)
     (void)state;
     static const char *const more[] = {"--max-prepared", "0", NULL};
     http_start(more);
-    struct hsess se;
+    struct http_session se;
     hsess_open(&se);
     free(hsess_shell(&se, "true", false));
     free(hsess_shell(&se, "true", false));
     pid_t none[1];
     assert_int_equal(waiting_now(http.pid, none, 1), 0);
     assert_int_equal(log_count("runs in its prepared sandbox"), 0);
-    hsess_close(&se);
+    http_session_close(&se);
     http_stop();
 }
 
@@ -1341,7 +1186,7 @@ test_http_idle_drops(void **state)
     (void)state;
     static const char *const more[] = {"--prepared-idle-ms", "300", NULL};
     http_start(more);
-    struct hsess se;
+    struct http_session se;
     hsess_open(&se);
     free(hsess_shell(&se, "true", false));
     for (int waited = 0; log_count("(--prepared-idle-ms)") == 0; waited += 20) {
@@ -1353,7 +1198,7 @@ test_http_idle_drops(void **state)
     char *out = hsess_shell(&se, "echo still", false);
     assert_string_equal(out, "still\n");
     free(out);
-    hsess_close(&se);
+    http_session_close(&se);
     http_stop();
 }
 
@@ -1380,7 +1225,7 @@ session_end_leaves_nothing(bool delete)
     static const char *const idle[] = {"--session-idle-ms", "2000", "--prepared-idle-ms", "3600000",
                                        NULL};
     http_start(delete ? NULL : idle);
-    struct hsess se;
+    struct http_session se;
     hsess_open(&se);
     free(hsess_shell(&se, "true", false));
     pid_t which = await_new_waiting(NULL, 0);
@@ -1388,12 +1233,12 @@ session_end_leaves_nothing(bool delete)
     size_t n = sandbox_chain(http.pid, which, chain, 8);
     assert_true(n >= 2); /* the helper, ..., the process that waits */
     if (delete)
-        assert_int_equal(hsess_delete(&se), 200);
+        assert_int_equal(http_session_delete(&se), 200);
     assert_all_gone(chain, n);
     if (!delete)
         assert_true(log_count("idle (--session-idle-ms)") > 0);
     assert_true(kill(http.pid, 0) == 0);
-    hsess_close(&se);
+    http_session_close(&se);
     http_stop();
 }
 
@@ -1437,7 +1282,7 @@ test_http_login_new_snapshot(void **state)
     write_profile(home, "one");
     attack_own(home);
     http_start_home(NULL, home);
-    struct hsess a, b;
+    struct http_session a, b;
     hsess_open(&a);
     hsess_open(&b);
     char *out = hsess_shell(&a, "echo $SNAP_VAR", true);
@@ -1459,8 +1304,8 @@ test_http_login_new_snapshot(void **state)
     free(out);
     close(held);
     assert_int_equal(log_count("its prepared sandbox is discarded: another login snapshot"), 1);
-    hsess_close(&a);
-    hsess_close(&b);
+    http_session_close(&a);
+    http_session_close(&b);
     http_stop();
 }
 
