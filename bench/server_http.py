@@ -2,7 +2,7 @@
 """bench/server_http.py: execgate over Streamable HTTP beside stdio servers, same run.
 
     bench/server_http.py --execgate build-bench/server/execgate \
-        [--reference /tmp/execgate-ref] [--calls 2000] [--sessions 64]
+        [--reference /tmp/execgate-ref] [--calls 2000] [--sessions 64] [--seq N]
 
 `echo hi` with 16 calls in flight from one client: through one HTTP
 session of `execgate --listen 127.0.0.1:0` (16 keep-alive connections, one
@@ -15,6 +15,12 @@ the figures are calls per second, and the ratio to the reference's.
 Then the memory of idle sessions: the HTTP server's resident set (VmRSS)
 before and after --sessions sessions each did initialize, the
 sandbox-state update and one call, and then sit idle.
+
+With --seq N, nothing of the above: N `echo hi` calls one at a time
+through one HTTP session of each of two servers, one with prepared calls
+(the default) and one with `--max-prepared 0`, alternating call by call,
+each sent as soon as the last answer was read: p50 and p99 of each, and
+their ratio.
 
 Every server gets the same workspace-write update on a scratch dir and an
 empty HOME (bench/server.py's workspace()).  It prints figures for a
@@ -36,11 +42,11 @@ import server as stdio_bench  # noqa: E402  (bench/server.py)
 
 
 class HttpServer:
-    def __init__(self, execgate, env, scratch, sessions):
-        self.token_file = os.path.join(scratch, "token")
+    def __init__(self, execgate, env, scratch, sessions, extra=(), name="token"):
+        self.token_file = os.path.join(scratch, name)
         self.p = subprocess.Popen(
             [execgate, "--listen", "127.0.0.1:0", "--token-file", self.token_file,
-             "--log-level", "warn", "--max-sessions", str(sessions)],
+             "--log-level", "warn", "--max-sessions", str(sessions), *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         line = b""
         while True:
@@ -147,15 +153,55 @@ def http_block(session, workdir, n, inflight=16):
     return time.perf_counter() - t0
 
 
+def http_seq(execgate, env, scratch, update, workdir, n):
+    """--seq: one call at a time over HTTP, prepared calls on and off."""
+    kinds = [("HTTP, prepared calls", ()), ("HTTP, --max-prepared 0", ("--max-prepared", "0"))]
+    servers, lat = [], {name: [] for name, _ in kinds}
+    try:
+        for i, (name, extra) in enumerate(kinds):
+            srv = HttpServer(execgate, env, scratch, 1, extra, f"token-{i}")
+            servers.append(srv)
+        sessions = [Session(srv, update) for srv in servers]
+        conns = [s.connection() for s in sessions]
+        for k in range(n + 10):  # the first 10 are warm-up
+            for (name, _), s, c in zip(kinds, sessions, conns):
+                t = time.perf_counter()
+                stdio_bench.check(s.post(c, {"jsonrpc": "2.0", "id": k + 10, "method": "tools/call",
+                                             "params": stdio_bench.call_params(workdir)}))
+                if k >= 10:
+                    lat[name].append(time.perf_counter() - t)
+        for c in conns:
+            c.close()
+    finally:
+        for srv in servers:
+            srv.close()
+    print(f"`echo hi` one call at a time over one HTTP session, {n} calls each "
+          f"(alternating):")
+    p50 = {}
+    for name, v in lat.items():
+        p50[name] = stdio_bench.pct(v, 0.5) * 1000
+        print(f"  {name:24s} p50 {p50[name]:6.2f} ms  p99 {stdio_bench.pct(v, 0.99) * 1000:6.2f} ms")
+    a, b = (name for name, _ in kinds)
+    print(f"  prepared / --max-prepared 0: p50 {p50[a] / p50[b]:.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--execgate", required=True)
     ap.add_argument("--reference")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--sessions", type=int, default=64)
+    ap.add_argument("--seq", type=int, metavar="N",
+                    help="only N calls one at a time, prepared calls on and off")
     args = ap.parse_args()
 
     scratch, workdir, env, update = stdio_bench.workspace("execgate-bench-http-")
+    if args.seq:
+        try:
+            http_seq(args.execgate, env, scratch, update, workdir, args.seq)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
     srv = None
     try:
         # the measuring session and the idle ones
