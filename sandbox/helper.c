@@ -115,6 +115,16 @@ sandbox_helper_prepare_parent(void)
     json_object_seed(0);
 }
 
+void
+helper_fd_not_inherited(int fd, const char *option)
+{
+    int flags = fcntl(fd, F_GETFD);
+    if (flags < 0)
+        sandbox_helper_die(errno, "%s %d", option, fd);
+    if (fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+        sandbox_helper_die(errno, "%s %d: setting close-on-exec", option, fd);
+}
+
 /* The report fd must be open and must not leak into the program. */
 static void
 check_report_fd(int fd)
@@ -123,11 +133,7 @@ check_report_fd(int fd)
         return;
     if (fd <= 2)
         sandbox_helper_die(0, "--report-fd %d: must not be stdin, stdout or stderr", fd);
-    int flags = fcntl(fd, F_GETFD);
-    if (flags < 0)
-        sandbox_helper_die(errno, "--report-fd %d", fd);
-    if (fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-        sandbox_helper_die(errno, "--report-fd %d: setting close-on-exec", fd);
+    helper_fd_not_inherited(fd, "--report-fd");
 }
 
 /* Writes all of text and a newline to fd. */
@@ -202,9 +208,7 @@ check_exec_notify_fd(const struct sandbox_helper_options *o)
     if (type != SOCK_SEQPACKET && type != SOCK_DGRAM)
         sandbox_helper_die(0, "--exec-notify-fd %d: must be a SOCK_SEQPACKET or SOCK_DGRAM socket",
                            fd);
-    int flags = fcntl(fd, F_GETFD);
-    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-        sandbox_helper_die(errno, "--exec-notify-fd %d: setting close-on-exec", fd);
+    helper_fd_not_inherited(fd, "--exec-notify-fd");
 }
 
 static void
@@ -223,9 +227,7 @@ check_net_proxy_fd(const struct sandbox_helper_options *o)
     if (type != SOCK_SEQPACKET && type != SOCK_DGRAM)
         sandbox_helper_die(0, "--net-proxy-fd %d: must be a SOCK_SEQPACKET or SOCK_DGRAM socket",
                            fd);
-    int flags = fcntl(fd, F_GETFD);
-    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-        sandbox_helper_die(errno, "--net-proxy-fd %d: setting close-on-exec", fd);
+    helper_fd_not_inherited(fd, "--net-proxy-fd");
 }
 
 /* --net-ns-fd: not one of the other fds, and not left to the program.
@@ -243,9 +245,7 @@ check_net_ns_fd(const struct sandbox_helper_options *o)
                            "--net-ns-fd %d: must not be stdio, the report, exec-notify or "
                            "net-proxy fd",
                            fd);
-    int flags = fcntl(fd, F_GETFD);
-    if (flags >= 0 && fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-        sandbox_helper_die(errno, "--net-ns-fd %d: setting close-on-exec", fd);
+    helper_fd_not_inherited(fd, "--net-ns-fd");
 }
 
 /* exec-notify: the path execvp would run, found before the filter is in
@@ -296,9 +296,7 @@ check_command_fd(const struct sandbox_helper_options *o)
         fd == o->net_ns_fd || fd == o->tty_fd)
         sandbox_helper_die(0, "--command-fd %d: must not be stdio or another of the helper's fds",
                            fd);
-    int flags = fcntl(fd, F_GETFD);
-    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-        sandbox_helper_die(errno, "--command-fd %d", fd);
+    helper_fd_not_inherited(fd, "--command-fd");
 }
 
 /* Reads exactly n bytes of fd into buf, through interruptions and short

@@ -74,6 +74,10 @@ void helper_close_dev_template(void);
 
 /* The report: a value set under key, a string appended to an array, a
  * new array; each dies on ENOMEM (helper.c). */
+/* fd, given by option, made close-on-exec so that the program does not
+ * inherit it; dies saying why when fd is not open or cannot be. */
+void helper_fd_not_inherited(int fd, const char *option);
+
 void helper_put(json_t *obj, const char *key, json_t *value);
 void helper_append(json_t *arr, const char *text);
 json_t *helper_new_array(void);

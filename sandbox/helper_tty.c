@@ -44,9 +44,7 @@ helper_check_tty_fd(const struct sandbox_helper_options *o)
     socklen_t len = sizeof type;
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
         sandbox_helper_die(errno, "--tty-fd %d", fd);
-    int flags = fcntl(fd, F_GETFD);
-    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-        sandbox_helper_die(errno, "--tty-fd %d: setting close-on-exec", fd);
+    helper_fd_not_inherited(fd, "--tty-fd");
 }
 
 /* Sends master over sock: one byte with the fd attached. */
