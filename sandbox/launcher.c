@@ -95,12 +95,6 @@ given(const struct request *rq, int at)
     return false;
 }
 
-/*
- * The request's fds at their numbers, /dev/null at 0-2 where none is
- * given, nothing else open.  Every fd is first copied above the highest
- * number a request may name, so no dup2 overwrites a source still to be
- * moved.
- */
 /* Closes every fd from from on but keep (-1: none). */
 static int
 close_all_but(int from, int keep)
@@ -111,6 +105,12 @@ close_all_but(int from, int keep)
     return rc < 0 ? rc : close_from_to(keep + 1, -1);
 }
 
+/*
+ * The request's fds at their numbers, /dev/null at 0-2 where none is
+ * given, nothing else open but the /dev template.  Every fd is first
+ * copied above the highest number a request may name, so no dup2
+ * overwrites a source still to be moved.
+ */
 static void
 place_fds(const struct launcher *l, const struct request *rq)
 {
